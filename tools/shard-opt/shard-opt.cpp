@@ -24,6 +24,6 @@ int main(int argc, char **argv) {
   // Upstream passes used in our pipelines and tests (canonicalize, cse,
   // inline, symbol-dce, ...).
   mlir::registerTransformsPasses();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "autoshard compiler driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "autoshard compiler driver\n", registry));
 }

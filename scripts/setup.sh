@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# One-time (idempotent) setup of a fresh Debian 12 machine for autoshard:
+# installs the system packages, a Python venv under build/venv, then
+# configures and builds everything into build/ (ccache when present).
+#
+#   scripts/setup.sh            # install + configure + build
+#   BUILD_DIR=build-x scripts/setup.sh
+#
+# Environment: BUILD_DIR (default build), JOBS (default 2),
+# AUTOSHARD_SKIP_APT=1 to skip package installation.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+JOBS=${JOBS:-2}
+
+log() { printf '[setup] %s\n' "$*"; }
+
+# --- System packages (Debian) ------------------------------------------------
+APT_PACKAGES=(
+  # Compiler: LLVM/MLIR 22 (pinned in CMakeLists.txt), FileCheck/lit/not.
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  # Build tools.
+  cmake ninja-build ccache g++ clang-format
+  # Runtime: MPI for CPU collectives, OpenBLAS for CPU GEMMs, JSON.
+  openmpi-bin libopenmpi-dev libopenblas-dev nlohmann-json3-dev
+  # Tests.
+  libgtest-dev libgmock-dev
+  # Python for the model builder and pytest (venv created below).
+  python3 python3-venv
+)
+
+if [[ "${AUTOSHARD_SKIP_APT:-0}" != 1 ]]; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    log "installing: ${missing[*]}"
+    SUDO=""
+    [[ $(id -u) -ne 0 ]] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null
+  else
+    log "system packages present"
+  fi
+fi
+
+# --- Python venv (Debian's python3; the machine's pyenv python lacks venv deps)
+PY=/usr/bin/python3
+VENV=$BUILD_DIR/venv
+mkdir -p "$BUILD_DIR"
+if [[ ! -x $VENV/bin/python ]]; then
+  log "creating Python venv in $VENV"
+  "$PY" -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -c 'import pytest' 2>/dev/null; then
+  log "installing Python packages"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/python/requirements.txt"
+fi
+
+# --- Configure and build --------------------------------------------------------
+LAUNCHER=()
+if command -v ccache >/dev/null; then
+  # Keep the cache outside the clone so CI and later sessions reuse it.
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/autoshard-ccache}
+  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+if [[ ! -f $BUILD_DIR/build.ninja ]]; then
+  log "configuring $BUILD_DIR"
+  cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+    -DPython3_EXECUTABLE="$VENV/bin/python" "${LAUNCHER[@]}" >/dev/null
+fi
+log "building (-j$JOBS)"
+ninja -C "$BUILD_DIR" -j"$JOBS"
+log "done: tools in $BUILD_DIR/bin"

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds (if needed) and runs every autoshard test suite: C++ format check,
+# lit/FileCheck compiler tests, ctest (GoogleTest runtime tests) and pytest.
+# Prints the time of each phase and ends with one line
+#   N passed, N failed, N skipped
+# Exit status is non-zero if any test failed or a suite could not run.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+JOBS=${JOBS:-2}
+REPORTS=$BUILD_DIR/test-reports
+PY=$BUILD_DIR/venv/bin/python
+
+if [[ ! -f $BUILD_DIR/build.ninja || ! -x $PY ]]; then
+  "$ROOT/scripts/setup.sh" || exit 1
+fi
+[[ -n ${CCACHE_DIR:-} ]] || export CCACHE_DIR=$HOME/.cache/autoshard-ccache
+
+rm -rf "$REPORTS" && mkdir -p "$REPORTS"
+suite_errors=0
+phase() { # phase NAME CMD... : runs CMD, prints its wall time
+  local name=$1 t0=$SECONDS rc
+  shift
+  printf '\n=== %s ===\n' "$name"
+  "$@"
+  rc=$?
+  printf '=== %s: %ds (exit %d) ===\n' "$name" $((SECONDS - t0)) "$rc"
+  return $rc
+}
+
+phase build ninja -C "$BUILD_DIR" -j"$JOBS" || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+
+format_check() {
+  # clang-format 14 with the repo's .clang-format; generated files excluded.
+  local bad=0 files
+  mapfile -t files < <(cd "$ROOT" && git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | grep -v '\.inc$')
+  local out="$REPORTS/format.xml" failures=""
+  for f in "${files[@]}"; do
+    if ! clang-format --dry-run -Werror "$ROOT/$f" >/dev/null 2>&1; then
+      echo "unformatted: $f (run: clang-format -i $f)"
+      failures+="<testcase classname=\"format\" name=\"$f\"><failure message=\"unformatted\"/></testcase>"
+      bad=$((bad + 1))
+    else
+      failures+="<testcase classname=\"format\" name=\"$f\"/>"
+    fi
+  done
+  echo "<testsuite name=\"format\" tests=\"${#files[@]}\" failures=\"$bad\">$failures</testsuite>" >"$out"
+  echo "${#files[@]} files checked, $bad unformatted"
+  return $((bad > 0))
+}
+phase format format_check
+
+phase lit /usr/lib/llvm-22/bin/lit -sv --xunit-xml-output "$REPORTS/lit.xml" "$BUILD_DIR/test"
+
+phase ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$JOBS" \
+  --output-junit "$REPORTS/ctest.xml"
+rc=$?
+# ctest exits 8 when no tests are registered; that is not a failure.
+if [[ $rc -ne 0 && ! -s $REPORTS/ctest.xml ]]; then
+  ctest --test-dir "$BUILD_DIR" -N | grep -q 'Total Tests: 0' || suite_errors=$((suite_errors + 1))
+fi
+
+phase pytest env SHARD_OPT="$BUILD_DIR/bin/shard-opt" PYTHONPATH="$ROOT/python" \
+  "$PY" -m pytest -q "$ROOT/python/tests" --junitxml="$REPORTS/pytest.xml"
+rc=$?
+[[ $rc -eq 0 || $rc -eq 1 || $rc -eq 5 ]] || suite_errors=$((suite_errors + 1))
+
+# One summary over every suite's JUnit report.
+"$PY" - "$REPORTS" "$suite_errors" <<'PYEOF'
+import sys, pathlib, xml.etree.ElementTree as ET
+reports, suite_errors = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+passed = failed = skipped = 0
+for f in sorted(reports.glob("*.xml")):
+    p = f_ = s = 0
+    for case in ET.parse(f).getroot().iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            f_ += 1
+        elif case.find("skipped") is not None or case.get("status") in ("notrun", "disabled"):
+            s += 1
+        else:
+            p += 1
+    print(f"  {f.stem:8s} {p} passed, {f_} failed, {s} skipped")
+    passed, failed, skipped = passed + p, failed + f_, skipped + s
+failed += suite_errors
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed else 0)
+PYEOF
