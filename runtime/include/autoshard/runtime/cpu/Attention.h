@@ -1,0 +1,54 @@
+//===- Attention.h - CPU scaled dot-product attention kernels ---*- C++ -*-===//
+//
+// Multi-head attention with grouped-query heads (GQA, Ainslie et al. 2023).
+// The forward returns the per-row log-sum-exp so that the backward recomputes
+// the probabilities instead of storing them, as FlashAttention does (Dao et
+// al. 2022, algorithm 2 / FlashAttention-2's backward). Per (batch, head) the
+// queries are processed in blocks of 64 rows; score and output products are
+// strided OpenBLAS GEMMs straight on the [B, S, heads, D] layouts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_RUNTIME_CPU_ATTENTION_H
+#define AUTOSHARD_RUNTIME_CPU_ATTENTION_H
+
+#include <cstdint>
+
+namespace autoshard::runtime::cpu {
+
+/// Shape of tfm.attention: q [batch, seqQ, heads, headDim], k and v
+/// [batch, seqK, kvHeads, headDim], all row-major; heads % kvHeads == 0 and
+/// query head n reads kv head n / (heads / kvHeads). causal requires
+/// seqQ == seqK and lets query i see keys 0..i. scale > 0 multiplies the
+/// scores (typically 1 / sqrt(headDim)).
+struct AttentionShape {
+  int64_t batch = 0;
+  int64_t seqQ = 0;
+  int64_t seqK = 0;
+  int64_t heads = 0;
+  int64_t kvHeads = 0;
+  int64_t headDim = 0;
+  bool causal = false;
+  double scale = 1.0;
+};
+
+/// tfm.attention: out [batch, seqQ, heads, headDim] = softmax(scale * q k^T,
+/// masked) v, and lse [batch, heads, seqQ] = log sum_j exp(scale * q.k_j)
+/// over the visible keys. L is the lse element type (float per the op spec;
+/// double for fp64 gradient checks). Throws std::invalid_argument on a bad
+/// shape.
+template <typename T, typename L = float>
+void attention(const T *q, const T *k, const T *v, T *out, L *lse,
+               const AttentionShape &shape);
+
+/// tfm.attention_grad: given dout (like out), the forward's inputs, out and
+/// lse, writes dq (like q), dk and dv (like k, v; GQA heads sharing a kv head
+/// accumulate). Probabilities are recomputed as exp(scale * q.k - lse).
+template <typename T, typename L = float>
+void attentionGrad(const T *dout, const T *q, const T *k, const T *v,
+                   const T *out, const L *lse, T *dq, T *dk, T *dv,
+                   const AttentionShape &shape);
+
+} // namespace autoshard::runtime::cpu
+
+#endif // AUTOSHARD_RUNTIME_CPU_ATTENTION_H

@@ -1,0 +1,44 @@
+//===- Matmul.h - CPU GEMM kernels (tfm.matmul, tfm.matmul_wgrad) -*- C++ -*-//
+//
+// All tensors are dense and row-major. Every product is one or more OpenBLAS
+// sgemm/dgemm calls (CBLAS, row-major).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_RUNTIME_CPU_MATMUL_H
+#define AUTOSHARD_RUNTIME_CPU_MATMUL_H
+
+#include <cstdint>
+
+namespace autoshard::runtime::cpu {
+
+/// Shape of tfm.matmul. lhs is [batch, m, k] ([batch, k, m] if transposeLhs),
+/// where batch is the product of lhs's leading dims (1 for a rank-2 lhs). rhs
+/// is [k, n] ([n, k] if transposeRhs), shared by every batch, or, with
+/// batchedRhs, [batch, k, n] ([batch, n, k]). The result is [batch, m, n].
+struct MatmulShape {
+  int64_t batch = 1;
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  bool transposeLhs = false;
+  bool transposeRhs = false;
+  bool batchedRhs = false;
+};
+
+/// tfm.matmul: out[b] = op(lhs[b]) * op(rhs[b or shared]), op = optional
+/// transpose. A shared rhs with an untransposed lhs is a single GEMM with
+/// batch * m rows. Throws std::invalid_argument on negative sizes.
+template <typename T>
+void matmul(const T *lhs, const T *rhs, T *out, const MatmulShape &shape);
+
+/// tfm.matmul_wgrad, the weight gradient of a linear layer: x is [rows, k],
+/// dy is [rows, n] (rows = product of the shared leading dims); writes
+/// dw [k, n] = x^T dy, i.e. the sum over all rows of the outer products.
+template <typename T>
+void matmulWgrad(const T *x, const T *dy, T *dw, int64_t rows, int64_t k,
+                 int64_t n);
+
+} // namespace autoshard::runtime::cpu
+
+#endif // AUTOSHARD_RUNTIME_CPU_MATMUL_H

@@ -1,0 +1,189 @@
+//===- Attention.cpp - CPU scaled dot-product attention kernels -----------===//
+//
+// Per (batch, query head) and block of kQueryBlock query rows:
+//   S = scale * Q_blk K^T                       (GEMM, strided rows)
+//   forward:  P = softmax(S masked), lse = log-sum-exp per row, O = P V
+//   backward: P = exp(S - lse), dV += P^T dO, dP = dO V^T,
+//             dS = P * (dP - rowsum(dO * O)), dQ = scale dS K,
+//             dK += scale dS^T Q_blk
+// (FlashAttention-2, Dao 2023, algorithm 2, with the whole key range of a
+// block materialised; causal blocks only read keys up to their last row.)
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/runtime/cpu/Attention.h"
+
+#include "Blas.h"
+#include "Check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace autoshard::runtime::cpu {
+namespace {
+
+constexpr int64_t kQueryBlock = 64;
+
+void checkShape(const char *op, const AttentionShape &s) {
+  detail::checkAtLeast(op, "batch", s.batch, 0);
+  detail::checkAtLeast(op, "query length", s.seqQ, 0);
+  detail::checkAtLeast(op, "key length", s.seqK, 1);
+  detail::checkAtLeast(op, "heads", s.heads, 1);
+  detail::checkAtLeast(op, "kv heads", s.kvHeads, 1);
+  detail::checkAtLeast(op, "head dim", s.headDim, 1);
+  if (s.heads % s.kvHeads != 0)
+    detail::fail(op, "heads (" + std::to_string(s.heads) +
+                         ") must be a multiple of kv heads (" +
+                         std::to_string(s.kvHeads) + ")");
+  if (s.causal && s.seqQ != s.seqK)
+    detail::fail(op, "causal attention needs equal query and key lengths, "
+                     "got " +
+                         std::to_string(s.seqQ) + " and " +
+                         std::to_string(s.seqK));
+  if (!(s.scale > 0.0))
+    detail::fail(op, "scale must be > 0, got " + std::to_string(s.scale));
+}
+
+/// Pointers and leading dims of one (batch, query head) problem and its
+/// current query block, straight into the [B, S, heads, D] layouts.
+struct HeadBlock {
+  int64_t qOffset;  // element offset of (b, i0, n, 0) in q/out/dq/dout
+  int64_t kvOffset; // element offset of (b, 0, g, 0) in k/v/dk/dv
+  int64_t ldq;      // heads * headDim
+  int64_t ldkv;     // kvHeads * headDim
+  int64_t rows;     // query rows in this block
+  int64_t cols;     // keys this block can see
+  int64_t lseOffset;
+  int64_t firstRow;
+
+  /// Keys visible to row r of the block.
+  int64_t visible(const AttentionShape &s, int64_t r) const {
+    return s.causal ? firstRow + r + 1 : cols;
+  }
+};
+
+/// Calls fn(block) for every (batch, head, query block).
+template <typename Fn> void forEachBlock(const AttentionShape &s, Fn fn) {
+  const int64_t group = s.heads / s.kvHeads;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t n = 0; n < s.heads; ++n)
+      for (int64_t i0 = 0; i0 < s.seqQ; i0 += kQueryBlock) {
+        HeadBlock blk;
+        blk.rows = std::min(kQueryBlock, s.seqQ - i0);
+        blk.cols = s.causal ? i0 + blk.rows : s.seqK;
+        blk.ldq = s.heads * s.headDim;
+        blk.ldkv = s.kvHeads * s.headDim;
+        blk.qOffset = ((b * s.seqQ + i0) * s.heads + n) * s.headDim;
+        blk.kvOffset = (b * s.seqK * s.kvHeads + n / group) * s.headDim;
+        blk.lseOffset = (b * s.heads + n) * s.seqQ + i0;
+        blk.firstRow = i0;
+        fn(blk);
+      }
+}
+
+/// scores [rows, cols] = scale * Q_blk K^T.
+template <typename T>
+void blockScores(const T *q, const T *k, const HeadBlock &blk,
+                 const AttentionShape &s, T *scores) {
+  detail::gemm<T>(false, true, blk.rows, blk.cols, s.headDim,
+                  static_cast<T>(s.scale), q + blk.qOffset, blk.ldq,
+                  k + blk.kvOffset, blk.ldkv, T(0), scores, blk.cols);
+}
+
+} // namespace
+
+template <typename T, typename L>
+void attention(const T *q, const T *k, const T *v, T *out, L *lse,
+               const AttentionShape &shape) {
+  checkShape("attention", shape);
+  std::vector<T> scores(kQueryBlock * shape.seqK);
+  forEachBlock(shape, [&](const HeadBlock &blk) {
+    blockScores(q, k, blk, shape, scores.data());
+    for (int64_t r = 0; r < blk.rows; ++r) {
+      T *row = scores.data() + r * blk.cols;
+      const int64_t visible = blk.visible(shape, r);
+      const T maxScore = *std::max_element(row, row + visible);
+      T sum = T(0);
+      for (int64_t j = 0; j < visible; ++j) {
+        row[j] = std::exp(row[j] - maxScore);
+        sum += row[j];
+      }
+      const T inv = T(1) / sum;
+      for (int64_t j = 0; j < visible; ++j)
+        row[j] *= inv;
+      std::fill(row + visible, row + blk.cols, T(0));
+      lse[blk.lseOffset + r] = static_cast<L>(maxScore + std::log(sum));
+    }
+    detail::gemm<T>(false, false, blk.rows, shape.headDim, blk.cols, T(1),
+                    scores.data(), blk.cols, v + blk.kvOffset, blk.ldkv, T(0),
+                    out + blk.qOffset, blk.ldq);
+  });
+}
+
+template <typename T, typename L>
+void attentionGrad(const T *dout, const T *q, const T *k, const T *v,
+                   const T *out, const L *lse, T *dq, T *dk, T *dv,
+                   const AttentionShape &shape) {
+  checkShape("attention_grad", shape);
+  const int64_t kvNumel =
+      shape.batch * shape.seqK * shape.kvHeads * shape.headDim;
+  std::fill(dk, dk + kvNumel, T(0));
+  std::fill(dv, dv + kvNumel, T(0));
+  std::vector<T> probs(kQueryBlock * shape.seqK);
+  std::vector<T> dprobs(kQueryBlock * shape.seqK);
+  const T scale = static_cast<T>(shape.scale);
+  forEachBlock(shape, [&](const HeadBlock &blk) {
+    T *p = probs.data();
+    T *dp = dprobs.data();
+    blockScores(q, k, blk, shape, p);
+    for (int64_t r = 0; r < blk.rows; ++r) {
+      T *row = p + r * blk.cols;
+      const int64_t visible = blk.visible(shape, r);
+      const T rowLse = static_cast<T>(lse[blk.lseOffset + r]);
+      for (int64_t j = 0; j < visible; ++j)
+        row[j] = std::exp(row[j] - rowLse);
+      std::fill(row + visible, row + blk.cols, T(0));
+    }
+    const T *doutBlk = dout + blk.qOffset;
+    // dV += P^T dO.
+    detail::gemm<T>(true, false, blk.cols, shape.headDim, blk.rows, T(1), p,
+                    blk.cols, doutBlk, blk.ldq, T(1), dv + blk.kvOffset,
+                    blk.ldkv);
+    // dP = dO V^T.
+    detail::gemm<T>(false, true, blk.rows, blk.cols, shape.headDim, T(1),
+                    doutBlk, blk.ldq, v + blk.kvOffset, blk.ldkv, T(0), dp,
+                    blk.cols);
+    // dS = P * (dP - D), D = rowsum(dO * O); masked entries have P = 0.
+    for (int64_t r = 0; r < blk.rows; ++r) {
+      const T *doRow = doutBlk + r * blk.ldq;
+      const T *oRow = out + blk.qOffset + r * blk.ldq;
+      T delta = T(0);
+      for (int64_t d = 0; d < shape.headDim; ++d)
+        delta += doRow[d] * oRow[d];
+      T *dpRow = dp + r * blk.cols;
+      const T *pRow = p + r * blk.cols;
+      for (int64_t j = 0; j < blk.cols; ++j)
+        dpRow[j] = pRow[j] * (dpRow[j] - delta);
+    }
+    // dQ = scale dS K; dK += scale dS^T Q.
+    detail::gemm<T>(false, false, blk.rows, shape.headDim, blk.cols, scale, dp,
+                    blk.cols, k + blk.kvOffset, blk.ldkv, T(0),
+                    dq + blk.qOffset, blk.ldq);
+    detail::gemm<T>(true, false, blk.cols, shape.headDim, blk.rows, scale, dp,
+                    blk.cols, q + blk.qOffset, blk.ldq, T(1), dk + blk.kvOffset,
+                    blk.ldkv);
+  });
+}
+
+#define INSTANTIATE(T, L)                                                      \
+  template void attention<T, L>(const T *, const T *, const T *, T *, L *,     \
+                                const AttentionShape &);                       \
+  template void attentionGrad<T, L>(const T *, const T *, const T *,           \
+                                    const T *, const T *, const L *, T *, T *, \
+                                    T *, const AttentionShape &);
+INSTANTIATE(float, float)
+INSTANTIATE(double, float)
+INSTANTIATE(double, double)
+
+} // namespace autoshard::runtime::cpu

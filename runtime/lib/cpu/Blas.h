@@ -1,0 +1,21 @@
+//===- Blas.h - Typed row-major GEMM over OpenBLAS's CBLAS ------*- C++ -*-===//
+
+#ifndef AUTOSHARD_RUNTIME_LIB_CPU_BLAS_H
+#define AUTOSHARD_RUNTIME_LIB_CPU_BLAS_H
+
+#include <cstdint>
+
+namespace autoshard::runtime::cpu::detail {
+
+/// Row-major C = alpha * op(A) op(B) + beta * C, with op(A) [m, k] and
+/// op(B) [k, n], leading dims lda/ldb/ldc (elements between rows as stored).
+/// cblas_sgemm for float, cblas_dgemm for double. With k == 0 it only scales
+/// C by beta. Throws std::invalid_argument when a size exceeds BLAS's int.
+template <typename T>
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
+          const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
+          int64_t ldc);
+
+} // namespace autoshard::runtime::cpu::detail
+
+#endif // AUTOSHARD_RUNTIME_LIB_CPU_BLAS_H

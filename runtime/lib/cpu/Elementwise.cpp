@@ -1,0 +1,146 @@
+//===- Elementwise.cpp - CPU elementwise and reduction kernels ------------===//
+
+#include "autoshard/runtime/cpu/Elementwise.h"
+
+#include "Check.h"
+#include "Instantiate.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace autoshard::runtime::cpu {
+namespace {
+
+/// out = op(lhs, rhs) with rhs repeating every rhsNumel elements; the inner
+/// loop runs over contiguous memory of all three operands.
+template <typename T, typename Op>
+void broadcastBinary(const char *opName, const T *lhs, const T *rhs, T *out,
+                     int64_t numel, int64_t rhsNumel, Op op) {
+  detail::checkAtLeast(opName, "numel", numel, 0);
+  detail::checkAtLeast(opName, "rhs numel", rhsNumel, 1);
+  if (numel % rhsNumel != 0)
+    detail::fail(opName, "rhs has " + std::to_string(rhsNumel) +
+                             " elements, which do not divide lhs's " +
+                             std::to_string(numel) +
+                             " (rhs must be a suffix of lhs's shape)");
+  for (int64_t base = 0; base < numel; base += rhsNumel)
+    for (int64_t i = 0; i < rhsNumel; ++i)
+      out[base + i] = op(lhs[base + i], rhs[i]);
+}
+
+/// A run of adjacent dims that are all reduced or all kept, merged into one.
+struct Run {
+  int64_t size;
+  int64_t inStride;
+  int64_t outStride;
+  bool reduced;
+};
+
+template <typename T>
+void reduceRuns(const std::vector<Run> &runs, size_t level, const T *x,
+                T *out) {
+  const Run &run = runs[level];
+  if (level + 1 == runs.size()) {
+    // Innermost run: contiguous in x (and in out when kept).
+    if (run.reduced) {
+      T sum = T(0);
+      for (int64_t i = 0; i < run.size; ++i)
+        sum += x[i];
+      out[0] += sum;
+    } else {
+      for (int64_t i = 0; i < run.size; ++i)
+        out[i] += x[i];
+    }
+    return;
+  }
+  for (int64_t i = 0; i < run.size; ++i)
+    reduceRuns(runs, level + 1, x + i * run.inStride,
+               run.reduced ? out : out + i * run.outStride);
+}
+
+} // namespace
+
+template <typename T>
+void add(const T *lhs, const T *rhs, T *out, int64_t numel, int64_t rhsNumel) {
+  broadcastBinary("add", lhs, rhs, out, numel, rhsNumel, std::plus<T>());
+}
+
+template <typename T>
+void sub(const T *lhs, const T *rhs, T *out, int64_t numel, int64_t rhsNumel) {
+  broadcastBinary("sub", lhs, rhs, out, numel, rhsNumel, std::minus<T>());
+}
+
+template <typename T>
+void mul(const T *lhs, const T *rhs, T *out, int64_t numel, int64_t rhsNumel) {
+  broadcastBinary("mul", lhs, rhs, out, numel, rhsNumel, std::multiplies<T>());
+}
+
+template <typename T>
+void scale(const T *x, T *out, int64_t numel, double factor) {
+  detail::checkAtLeast("scale", "numel", numel, 0);
+  const T f = static_cast<T>(factor);
+  for (int64_t i = 0; i < numel; ++i)
+    out[i] = f * x[i];
+}
+
+template <typename T>
+void reduceSum(const T *x, T *out, const std::vector<int64_t> &shape,
+               const std::vector<int64_t> &dims) {
+  const char *op = "reduce_sum";
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<bool> reduced(shape.size(), false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= rank)
+      detail::fail(op, "dim " + std::to_string(dims[i]) +
+                           " is out of range [0, " + std::to_string(rank) +
+                           ")");
+    if (i > 0 && dims[i] <= dims[i - 1])
+      detail::fail(op, "dims must be sorted and unique, got " +
+                           std::to_string(dims[i - 1]) + " before " +
+                           std::to_string(dims[i]));
+    reduced[dims[i]] = true;
+  }
+  int64_t inNumel = 1, outNumel = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    detail::checkAtLeast(op, "dim size", shape[d], 0);
+    inNumel *= shape[d];
+    if (!reduced[d])
+      outNumel *= shape[d];
+  }
+  std::fill(out, out + outNumel, T(0));
+  if (inNumel == 0)
+    return;
+
+  // Merge adjacent dims of the same kind (skipping size-1 dims), innermost
+  // first, so the recursion's inner loop is as long as possible.
+  std::vector<Run> runs;
+  int64_t inStride = 1, outStride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (shape[d] == 1)
+      continue;
+    if (!runs.empty() && runs.back().reduced == reduced[d])
+      runs.back().size *= shape[d];
+    else
+      runs.push_back(Run{shape[d], inStride, outStride, reduced[d]});
+    inStride *= shape[d];
+    if (!reduced[d])
+      outStride *= shape[d];
+  }
+  if (runs.empty()) {
+    out[0] = x[0];
+    return;
+  }
+  std::reverse(runs.begin(), runs.end());
+  reduceRuns(runs, 0, x, out);
+}
+
+#define INSTANTIATE(T)                                                         \
+  template void add<T>(const T *, const T *, T *, int64_t, int64_t);           \
+  template void sub<T>(const T *, const T *, T *, int64_t, int64_t);           \
+  template void mul<T>(const T *, const T *, T *, int64_t, int64_t);           \
+  template void scale<T>(const T *, T *, int64_t, double);                     \
+  template void reduceSum<T>(const T *, T *, const std::vector<int64_t> &,     \
+                             const std::vector<int64_t> &);
+AUTOSHARD_FOR_EACH_FLOAT(INSTANTIATE)
+
+} // namespace autoshard::runtime::cpu

@@ -1,0 +1,72 @@
+//===- Optimizer.cpp - CPU gradient clipping and AdamW kernels ------------===//
+
+#include "autoshard/runtime/cpu/Optimizer.h"
+
+#include "Check.h"
+#include "Instantiate.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace autoshard::runtime::cpu {
+
+template <typename T> double sumSquares(const T *x, int64_t numel) {
+  detail::checkAtLeast("sum_squares", "numel", numel, 0);
+  double sum = 0.0;
+  for (int64_t i = 0; i < numel; ++i)
+    sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+ClipCoef clipCoef(double sumsq, double maxNorm) {
+  if (!(maxNorm > 0.0))
+    detail::fail("clip_coef",
+                 "max_norm must be > 0, got " + std::to_string(maxNorm));
+  if (!(sumsq >= 0.0))
+    detail::fail("clip_coef",
+                 "sum of squares must be >= 0, got " + std::to_string(sumsq));
+  const double norm = std::sqrt(sumsq);
+  return {std::min(1.0, maxNorm / (norm + 1e-6)), norm};
+}
+
+template <typename T, typename G>
+void adamw(const T *param, const G *grad, const T *m, const T *v, T *newParam,
+           T *newM, T *newV, int64_t numel, const AdamWParams &p) {
+  detail::checkAtLeast("adamw", "numel", numel, 0);
+  detail::checkAtLeast("adamw", "step", p.step, 1);
+  const double t = static_cast<double>(p.step);
+  const T beta1 = static_cast<T>(p.beta1), beta2 = static_cast<T>(p.beta2);
+  const T oneMinusBeta1 = static_cast<T>(1.0 - p.beta1);
+  const T oneMinusBeta2 = static_cast<T>(1.0 - p.beta2);
+  const T gradScale = static_cast<T>(p.gradScale);
+  // p' = p * (1 - lr wd) - stepSize * m' / (sqrt(v') / sqrt(bc2) + eps), the
+  // arrangement of torch.optim.AdamW.
+  const T decay = static_cast<T>(1.0 - p.lr * p.weightDecay);
+  const T stepSize = static_cast<T>(p.lr / (1.0 - std::pow(p.beta1, t)));
+  const T invSqrtBc2 =
+      static_cast<T>(1.0 / std::sqrt(1.0 - std::pow(p.beta2, t)));
+  const T eps = static_cast<T>(p.epsilon);
+  for (int64_t i = 0; i < numel; ++i) {
+    const T g = static_cast<T>(grad[i]) * gradScale;
+    const T mi = beta1 * m[i] + oneMinusBeta1 * g;
+    const T vi = beta2 * v[i] + oneMinusBeta2 * g * g;
+    const T denom = std::sqrt(vi) * invSqrtBc2 + eps;
+    newParam[i] = param[i] * decay - stepSize * mi / denom;
+    newM[i] = mi;
+    newV[i] = vi;
+  }
+}
+
+#define INSTANTIATE(T) template double sumSquares<T>(const T *, int64_t);
+AUTOSHARD_FOR_EACH_FLOAT(INSTANTIATE)
+#undef INSTANTIATE
+
+#define INSTANTIATE(T, G)                                                      \
+  template void adamw<T, G>(const T *, const G *, const T *, const T *, T *,   \
+                            T *, T *, int64_t, const AdamWParams &);
+INSTANTIATE(float, float)
+INSTANTIATE(double, double)
+INSTANTIATE(float, double)
+INSTANTIATE(double, float)
+
+} // namespace autoshard::runtime::cpu

@@ -1,0 +1,48 @@
+//===- MetricsLog.cpp - JSONL metrics and Chrome traces -------------------===//
+
+#include "autoshard/runtime/train/MetricsLog.h"
+
+#include <stdexcept>
+
+namespace autoshard::runtime {
+
+MetricsLog::MetricsLog(const std::string &path) : out(path), path(path) {
+  if (!out)
+    throw std::runtime_error("cannot open metrics log '" + path +
+                             "' for writing");
+}
+
+void MetricsLog::write(const nlohmann::json &record) {
+  out << record.dump() << '\n';
+  out.flush();
+  if (!out)
+    throw std::runtime_error("write to metrics log '" + path + "' failed");
+}
+
+void ChromeTrace::add(std::string name, std::string category, double startUs,
+                      double durUs, int pid, int tid) {
+  events.push_back(
+      {std::move(name), std::move(category), startUs, durUs, pid, tid});
+}
+
+void ChromeTrace::save(const std::string &path) const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Event &e : events)
+    list.push_back({{"name", e.name},
+                    {"cat", e.category},
+                    {"ph", "X"},
+                    {"ts", e.startUs},
+                    {"dur", e.durUs},
+                    {"pid", e.pid},
+                    {"tid", e.tid}});
+  std::ofstream f(path);
+  if (!f)
+    throw std::runtime_error("cannot open trace file '" + path +
+                             "' for writing");
+  f << nlohmann::json{{"traceEvents", list}, {"displayTimeUnit", "ms"}}.dump()
+    << '\n';
+  if (!f)
+    throw std::runtime_error("write to trace file '" + path + "' failed");
+}
+
+} // namespace autoshard::runtime
