@@ -20,6 +20,8 @@ config.substitutions.append(("%configs", os.path.join(config.autoshard_src_root,
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+# So that `not`, FileCheck, etc. resolve anywhere in a pipeline.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # The model builder is run with the project's Python (a venv under build/).
 config.environment["PYTHONPATH"] = os.path.join(config.autoshard_src_root, "python")

@@ -1,0 +1,89 @@
+"""CLI: ``python3 -m autoshard.models CONFIG.json --batch B --seq S -o model.mlir``.
+
+Writes the model's ``tfm`` IR (``-o -`` or no ``-o``: stdout) and prints
+``<name>: N parameters (X)`` to stderr.  Exit status 0 on success, 2 on a bad
+config or option (with a one-line message naming the key and value), 1 if the
+output cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from typing import List, Optional
+
+from . import ConfigError, DTYPES, build_model, format_count, load_config, parameter_specs
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python3 -m autoshard.models",
+        description="Emit tfm dialect IR (forward + loss, global shapes, one function per "
+                    "distinct Transformer block) from an HF-style config.json.")
+    p.add_argument("config", help="HF-style config.json (gpt2/nanogpt, llama, mixtral)")
+    p.add_argument("--batch", "-b", type=int, required=True, help="global batch size B (sequences)")
+    p.add_argument("--seq", "-s", type=int, required=True, help="sequence length S (tokens)")
+    p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    p.add_argument("--vocab-multiple", type=int, default=1, metavar="N",
+                   help="pad the vocab dim of embedding/LM head to a multiple of N; the loss "
+                        "masks the padding (default 1: no padding)")
+    p.add_argument("--capacity-factor", type=float, default=None, metavar="CF",
+                   help="MoE expert capacity C = min(S, ceil(CF*S*K/E)) per sequence "
+                        "(default: dropless, C = S)")
+    p.add_argument("--dtype", choices=DTYPES, default="f32",
+                   help="element type of parameters and activations (default f32)")
+    p.add_argument("--dropout", type=float, default=None, metavar="P",
+                   help="override the config's dropout rate (gpt2 family)")
+    p.add_argument("--name", default=None, help="model name (default: config file stem)")
+    p.add_argument("-q", "--quiet", action="store_true", help="do not print the parameter count")
+    return p
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".autoshard-", suffix=".mlir")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    prog = "autoshard.models"
+    try:
+        cfg = load_config(args.config, name=args.name)
+        text = build_model(cfg, args.batch, args.seq, vocab_multiple=args.vocab_multiple,
+                           capacity_factor=args.capacity_factor, dtype=args.dtype,
+                           dropout=args.dropout)
+    except ConfigError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        _write(args.output, text)
+    except OSError as e:
+        print(f"{prog}: error: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        n = sum(p.numel for p in parameter_specs(cfg))
+        print(f"{cfg.name}: {n} parameters ({format_count(n)})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

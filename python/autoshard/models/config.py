@@ -1,0 +1,367 @@
+"""Model configuration: reading HF-style ``config.json`` files.
+
+:func:`load_config` / :func:`config_from_dict` turn an HF-style config (the
+keys of Hugging Face ``GPT2Config``, ``LlamaConfig``, ``MixtralConfig``, plus
+nanoGPT's ``bias`` / ``dropout`` / ``block_size``) into a normalised,
+validated :class:`ModelConfig`.  Every problem is reported as a
+:class:`ConfigError` that names the offending key and value.
+
+Supported ``model_type`` values and what they mean here:
+
+``gpt2`` (alias ``nanogpt``)
+    GPT-2 / nanoGPT: learned absolute positions, pre-LayerNorm blocks,
+    multi-head attention, GELU MLP, final LayerNorm.
+    Keys: ``vocab_size``, ``n_embd``, ``n_layer``, ``n_head``, ``n_positions``
+    (or nanoGPT's ``block_size``) are required; ``n_inner`` (default
+    ``4*n_embd``), ``activation_function`` (default ``gelu_new``),
+    ``layer_norm_epsilon`` (1e-5), ``tie_word_embeddings`` (true),
+    ``initializer_range`` (0.02), ``bias`` (true: biases on every linear
+    layer and LayerNorm betas, as GPT-2; nanoGPT's ``bias: false`` removes
+    them all), ``dropout`` (nanoGPT; sets both embedding and residual
+    dropout) or HF's ``embd_pdrop`` / ``resid_pdrop``; default 0.0 (HF's
+    GPT2Config default is 0.1, but pre-training configs and nanoGPT use 0).
+    ``attn_pdrop`` (dropout on attention probabilities) cannot be expressed
+    with the fused ``tfm.attention`` op and is rejected when non-zero.
+
+    GELU: ``gelu`` (PyTorch's ``nn.GELU()``, what nanoGPT uses) is the exact
+    erf form; ``gelu_new``, ``gelu_pytorch_tanh`` and ``gelu_fast`` (HF GPT-2's
+    default) are the tanh approximation (``tanh_approx`` on ``tfm.gelu``).
+    The activation is taken literally from the config file.
+
+``llama``
+    Llama 2/3: RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, no biases,
+    untied LM head by default.  Required: ``vocab_size``, ``hidden_size``,
+    ``intermediate_size``, ``num_hidden_layers``, ``num_attention_heads``,
+    ``max_position_embeddings``.  Optional: ``num_key_value_heads`` (default
+    = heads), ``head_dim`` (default hidden/heads), ``rms_norm_eps`` (1e-6),
+    ``rope_theta`` (10000), ``hidden_act`` (must be ``silu``),
+    ``tie_word_embeddings`` (false), ``attention_bias`` / ``mlp_bias``
+    (false), ``initializer_range`` (0.02).  ``rope_scaling`` is not modelled
+    (it changes neither shapes nor FLOPs); a warning is issued.
+
+``mixtral``
+    Llama attention + sparse MoE FFN (SwiGLU experts, softmax top-k router
+    with renormalised gates).  Llama keys plus required
+    ``num_local_experts`` and ``num_experts_per_tok``; optional
+    ``router_aux_loss_coef`` (default 0.001, HF's default).
+    ``sliding_window`` is not modelled (full causal attention).  The aux
+    loss is part of the training loss whenever ``router_aux_loss_coef > 0``
+    (HF adds it only with ``output_router_logits``; set the coefficient to 0
+    to leave it out).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import warnings
+from typing import Any, Mapping, Optional
+
+__all__ = ["ConfigError", "ModelConfig", "load_config", "config_from_dict"]
+
+
+class ConfigError(ValueError):
+    """A model config (or a build option) is invalid.
+
+    The message names the offending key (or option) and its value.
+    """
+
+
+_GELU_EXACT = {"gelu"}
+_GELU_TANH = {"gelu_new", "gelu_pytorch_tanh", "gelu_fast"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """A normalised model description, independent of HF key spellings.
+
+    All sizes are element counts (not bytes).
+
+    Attributes:
+        name: model name (the config file's stem unless given).
+        model_type: ``"gpt2"``, ``"llama"`` or ``"mixtral"``.
+        vocab_size: V, the real (unpadded) vocabulary size.
+        hidden_size: H.
+        num_layers: number of Transformer blocks.
+        num_heads: N, query heads.
+        num_kv_heads: G, key/value heads (== N without GQA).
+        head_dim: D.
+        ffn_hidden_size: F, MLP (or per-expert) inner size.
+        max_positions: P, the longest sequence the model supports.
+        norm: ``"layer_norm"`` or ``"rms_norm"``.
+        norm_eps: epsilon of every norm.
+        norm_bias: LayerNorm has a beta.
+        attn_bias: q/k/v/o projections have biases.
+        mlp_bias: MLP projections have biases.
+        activation: ``"gelu"`` (exact), ``"gelu_tanh"`` or ``"swiglu"``.
+        positions: ``"learned"`` (position table) or ``"rope"``.
+        rope_theta: RoPE base (only for ``positions == "rope"``).
+        tie_word_embeddings: LM head reuses the token embedding.
+        initializer_range: std of the normal init of weight matrices.
+        embd_dropout: dropout rate after the embedding sum.
+        resid_dropout: dropout rate on each block's two residual branches.
+        num_experts: E (0 for dense models).
+        experts_per_token: K, top-k of the router (0 for dense models).
+        router_aux_loss_coef: weight of the load-balancing loss.
+        source: path of the config file, if loaded from one.
+    """
+
+    name: str
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    ffn_hidden_size: int
+    max_positions: int
+    norm: str
+    norm_eps: float
+    norm_bias: bool
+    attn_bias: bool
+    mlp_bias: bool
+    activation: str
+    positions: str
+    rope_theta: float
+    tie_word_embeddings: bool
+    initializer_range: float
+    embd_dropout: float = 0.0
+    resid_dropout: float = 0.0
+    num_experts: int = 0
+    experts_per_token: int = 0
+    router_aux_loss_coef: float = 0.0
+    source: Optional[str] = None
+
+    @property
+    def is_moe(self) -> bool:
+        """True for mixture-of-experts models."""
+        return self.num_experts > 0
+
+    @property
+    def uses_dropout(self) -> bool:
+        """True when any dropout rate is non-zero (the model needs a step input)."""
+        return self.embd_dropout > 0.0 or self.resid_dropout > 0.0
+
+
+# ----------------------------------------------------------------------------
+# Key readers: each names the key and the value it rejects.
+
+
+class _Reader:
+    def __init__(self, raw: Mapping[str, Any], where: str):
+        self.raw = raw
+        self.where = where
+
+    def _err(self, msg: str) -> ConfigError:
+        return ConfigError(f"{self.where}: {msg}")
+
+    def has(self, key: str) -> bool:
+        return key in self.raw and self.raw[key] is not None
+
+    def int(self, key: str, default: Optional[int] = None, *, minimum: int = 1) -> int:
+        if not self.has(key):
+            if default is None:
+                raise self._err(f"missing required key '{key}'")
+            return default
+        v = self.raw[key]
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self._err(f"key '{key}' must be an integer, got {v!r}")
+        if v < minimum:
+            raise self._err(f"key '{key}' must be >= {minimum}, got {v!r}")
+        return v
+
+    def float(self, key: str, default: Optional[float] = None, *, lo: float = 0.0,
+              hi: float = math.inf, lo_open: bool = False, hi_open: bool = False) -> float:
+        if not self.has(key):
+            if default is None:
+                raise self._err(f"missing required key '{key}'")
+            return float(default)
+        v = self.raw[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise self._err(f"key '{key}' must be a finite number, got {v!r}")
+        v = float(v)
+        bad_lo = v <= lo if lo_open else v < lo
+        bad_hi = v >= hi if hi_open else v > hi
+        if bad_lo or bad_hi:
+            lb = "(" if lo_open else "["
+            rb = ")" if hi_open else "]"
+            raise self._err(f"key '{key}' must be in {lb}{lo}, {hi}{rb}, got {v!r}")
+        return v
+
+    def bool(self, key: str, default: bool) -> bool:
+        if not self.has(key):
+            return default
+        v = self.raw[key]
+        if not isinstance(v, bool):
+            raise self._err(f"key '{key}' must be true or false, got {v!r}")
+        return v
+
+    def str(self, key: str, default: Optional[str] = None) -> str:
+        if not self.has(key):
+            if default is None:
+                raise self._err(f"missing required key '{key}'")
+            return default
+        v = self.raw[key]
+        if not isinstance(v, str):
+            raise self._err(f"key '{key}' must be a string, got {v!r}")
+        return v
+
+
+def _heads(r: _Reader, hidden: int, heads_key: str, hidden_key: str):
+    heads = r.int(heads_key)
+    if r.has("head_dim"):
+        head_dim = r.int("head_dim")
+    else:
+        if hidden % heads != 0:
+            raise r._err(f"'{heads_key}' = {heads} does not divide '{hidden_key}' = {hidden}")
+        head_dim = hidden // heads
+    return heads, head_dim
+
+
+def _gpt2(r: _Reader, name: str, source: Optional[str]) -> ModelConfig:
+    vocab = r.int("vocab_size")
+    hidden = r.int("n_embd")
+    layers = r.int("n_layer")
+    heads, head_dim = _heads(r, hidden, "n_head", "n_embd")
+    if r.has("n_positions"):
+        positions = r.int("n_positions")
+    elif r.has("block_size"):
+        positions = r.int("block_size")
+    else:
+        raise r._err("missing required key 'n_positions' (or nanoGPT's 'block_size')")
+    ffn = r.int("n_inner", 4 * hidden)
+    act = r.str("activation_function", "gelu_new")
+    if act in _GELU_EXACT:
+        activation = "gelu"
+    elif act in _GELU_TANH:
+        activation = "gelu_tanh"
+    else:
+        raise r._err(f"key 'activation_function' = {act!r} is not supported "
+                     f"(expected one of {sorted(_GELU_EXACT | _GELU_TANH)})")
+    bias = r.bool("bias", True)
+    if r.has("dropout"):
+        embd = resid = r.float("dropout", 0.0, hi=1.0, hi_open=True)
+    else:
+        embd = r.float("embd_pdrop", 0.0, hi=1.0, hi_open=True)
+        resid = r.float("resid_pdrop", 0.0, hi=1.0, hi_open=True)
+    attn_p = r.float("attn_pdrop", 0.0, hi=1.0, hi_open=True)
+    if attn_p > 0.0:
+        raise r._err(f"key 'attn_pdrop' = {attn_p!r} is not supported (dropout on attention "
+                     "probabilities cannot be expressed with the fused tfm.attention op); set it to 0")
+    return ModelConfig(
+        name=name, model_type="gpt2", vocab_size=vocab, hidden_size=hidden,
+        num_layers=layers, num_heads=heads, num_kv_heads=heads, head_dim=head_dim,
+        ffn_hidden_size=ffn, max_positions=positions, norm="layer_norm",
+        norm_eps=r.float("layer_norm_epsilon", 1e-5, lo_open=True), norm_bias=bias,
+        attn_bias=bias, mlp_bias=bias, activation=activation, positions="learned",
+        rope_theta=0.0, tie_word_embeddings=r.bool("tie_word_embeddings", True),
+        initializer_range=r.float("initializer_range", 0.02, lo_open=True),
+        embd_dropout=embd, resid_dropout=resid, source=source)
+
+
+def _llama_like(r: _Reader, name: str, source: Optional[str], model_type: str) -> ModelConfig:
+    vocab = r.int("vocab_size")
+    hidden = r.int("hidden_size")
+    ffn = r.int("intermediate_size")
+    layers = r.int("num_hidden_layers")
+    heads, head_dim = _heads(r, hidden, "num_attention_heads", "hidden_size")
+    kv = r.int("num_key_value_heads", heads)
+    if heads % kv != 0:
+        raise r._err(f"'num_key_value_heads' = {kv} does not divide "
+                     f"'num_attention_heads' = {heads}")
+    if head_dim % 2 != 0:
+        raise r._err(f"RoPE needs an even head dim, got {head_dim} "
+                     f"(hidden_size {hidden} / num_attention_heads {heads})")
+    positions = r.int("max_position_embeddings")
+    act = r.str("hidden_act", "silu")
+    if act != "silu":
+        raise r._err(f"key 'hidden_act' = {act!r} is not supported (expected 'silu')")
+    if r.has("rope_scaling"):
+        warnings.warn(f"{r.where}: 'rope_scaling' is ignored (tfm.rope has no scaling; "
+                      "shapes and FLOPs are unchanged)", stacklevel=3)
+    experts = topk = 0
+    coef = 0.0
+    attn_bias = r.bool("attention_bias", False)
+    mlp_bias = r.bool("mlp_bias", False)
+    if model_type == "mixtral":
+        experts = r.int("num_local_experts")
+        topk = r.int("num_experts_per_tok")
+        if topk > experts:
+            raise r._err(f"'num_experts_per_tok' = {topk} exceeds "
+                         f"'num_local_experts' = {experts}")
+        coef = r.float("router_aux_loss_coef", 0.001)
+        if mlp_bias:
+            raise r._err("key 'mlp_bias' = True is not supported for mixtral experts")
+    return ModelConfig(
+        name=name, model_type=model_type, vocab_size=vocab, hidden_size=hidden,
+        num_layers=layers, num_heads=heads, num_kv_heads=kv, head_dim=head_dim,
+        ffn_hidden_size=ffn, max_positions=positions, norm="rms_norm",
+        norm_eps=r.float("rms_norm_eps", 1e-6, lo_open=True), norm_bias=False,
+        attn_bias=attn_bias, mlp_bias=mlp_bias, activation="swiglu", positions="rope",
+        rope_theta=r.float("rope_theta", 10000.0, lo_open=True),
+        tie_word_embeddings=r.bool("tie_word_embeddings", False),
+        initializer_range=r.float("initializer_range", 0.02, lo_open=True),
+        num_experts=experts, experts_per_token=topk, router_aux_loss_coef=coef,
+        source=source)
+
+
+_FAMILIES = {"gpt2": "gpt2", "nanogpt": "gpt2", "llama": "llama", "mixtral": "mixtral"}
+
+
+def config_from_dict(raw: Mapping[str, Any], name: str = "model",
+                     source: Optional[str] = None) -> ModelConfig:
+    """Validate an HF-style config dict and return a :class:`ModelConfig`.
+
+    Args:
+        raw: the parsed ``config.json`` contents.
+        name: model name used in the IR (function names are derived from the
+            model type, not from this) and in messages.
+        source: where ``raw`` came from, used in error messages.
+
+    Raises:
+        ConfigError: a required key is missing, a value has the wrong type or
+            range, heads do not divide the hidden size, kv heads do not divide
+            heads, an activation is unsupported, or ``model_type`` is unknown.
+    """
+    where = source or name
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: config must be a JSON object, got {type(raw).__name__}")
+    r = _Reader(raw, where)
+    mt = r.str("model_type")
+    family = _FAMILIES.get(mt)
+    if family is None:
+        raise ConfigError(f"{where}: unknown 'model_type' = {mt!r} "
+                          f"(supported: {', '.join(sorted(_FAMILIES))})")
+    if family == "gpt2":
+        return _gpt2(r, name, source)
+    return _llama_like(r, name, source, family)
+
+
+def load_config(path: "os.PathLike[str] | str", name: Optional[str] = None) -> ModelConfig:
+    """Read and validate an HF-style ``config.json``.
+
+    Args:
+        path: the JSON file.
+        name: model name; defaults to the file name without ``.json``.
+
+    Raises:
+        ConfigError: the file cannot be read, is not valid JSON, or the
+            config is invalid (see :func:`config_from_dict`).
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            raw = json.load(f)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read config: {e.strerror or e}") from e
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: invalid JSON: {e}") from e
+    if name is None:
+        base = os.path.basename(path)
+        name = base[:-5] if base.endswith(".json") else base
+        if name == "config":  # HF layout: <model>/config.json
+            name = os.path.basename(os.path.dirname(os.path.abspath(path))) or name
+    return config_from_dict(raw, name=name, source=path)

@@ -1,0 +1,60 @@
+"""Shared fixtures for the autoshard Python tests.
+
+* ``python/`` is put on ``sys.path`` so the tests run from a source checkout.
+* Model configs come from ``$AUTOSHARD_CONFIGS`` or ``<repo>/../shared/configs/models``.
+* ``shard-opt`` comes from ``$SHARD_OPT``, ``<repo>/build/bin/shard-opt`` or ``PATH``;
+  tests that need it are skipped when it is not found.
+"""
+
+import os
+import shutil
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.dirname(HERE)
+REPO_ROOT = os.path.dirname(PYTHON_DIR)
+if PYTHON_DIR not in sys.path:
+    sys.path.insert(0, PYTHON_DIR)
+
+CONFIG_DIR = os.environ.get("AUTOSHARD_CONFIGS") or os.path.normpath(
+    os.path.join(REPO_ROOT, "..", "shared", "configs", "models"))
+
+
+def config_names():
+    """Stems of every ``*.json`` in the model config dir (empty if absent)."""
+    if not os.path.isdir(CONFIG_DIR):
+        return []
+    return sorted(f[:-5] for f in os.listdir(CONFIG_DIR) if f.endswith(".json"))
+
+
+def config_path(name):
+    path = os.path.join(CONFIG_DIR, name + ".json")
+    if not os.path.isfile(path):
+        pytest.skip(f"model config {path} not found (set AUTOSHARD_CONFIGS)")
+    return path
+
+
+def find_shard_opt():
+    """Path of shard-opt, or None."""
+    env = os.environ.get("SHARD_OPT")
+    if env:
+        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
+    cand = os.path.join(REPO_ROOT, "build", "bin", "shard-opt")
+    if os.path.isfile(cand) and os.access(cand, os.X_OK):
+        return cand
+    return shutil.which("shard-opt")
+
+
+@pytest.fixture(scope="session")
+def shard_opt():
+    path = find_shard_opt()
+    if path is None:
+        pytest.skip("shard-opt not built (set SHARD_OPT or build build/bin/shard-opt)")
+    return path
+
+
+@pytest.fixture
+def cfg_path():
+    return config_path
