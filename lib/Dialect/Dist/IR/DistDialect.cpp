@@ -3,6 +3,8 @@
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 using namespace mlir;
 using namespace autoshard::dist;
 
@@ -10,8 +12,109 @@ using namespace autoshard::dist;
 
 void DistDialect::initialize() {
   registerAttributes();
+  registerTypes();
   addOperations<
 #define GET_OP_LIST
 #include "autoshard/Dialect/Dist/IR/DistOps.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// The discardable `dist.sharding` attribute
+//===----------------------------------------------------------------------===//
+
+/// Checks one sharding value held by `dist.sharding` on (or for an
+/// argument/result of) `op`, for a value of type `type`.
+static LogicalResult
+verifyShardingValue(Operation *op, Attribute value, Type type,
+                    function_ref<InFlightDiagnostic()> emitError) {
+  auto sharding = dyn_cast<ShardingAttr>(value);
+  if (!sharding)
+    return emitError() << "expects a #dist.sharding, found " << value;
+  MeshOp mesh = lookupMesh(op, sharding.getMesh());
+  return sharding.verifyAgainst(mesh, type, emitError);
+}
+
+/// Rejects `dist.*` attribute names this dialect does not define, so that a
+/// misspelt one is not silently ignored.
+static LogicalResult verifyKnownName(Operation *op, NamedAttribute attr) {
+  if (attr.getName() == DistDialect::getShardingAttrName())
+    return success();
+  return op->emitError() << "unknown attribute '" << attr.getName().getValue()
+                         << "' of the dist dialect (known: "
+                         << DistDialect::getShardingAttrName() << ")";
+}
+
+// `dist.sharding` on an op: one sharding for its single result, or an array
+// with one sharding per result.
+LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (failed(verifyKnownName(op, attr)))
+    return failure();
+  StringRef name = getShardingAttrName();
+  if (auto array = dyn_cast<ArrayAttr>(attr.getValue())) {
+    if (array.size() != op->getNumResults())
+      return op->emitOpError() << "'" << name << "' has " << array.size()
+                               << " shardings but the op has "
+                               << op->getNumResults() << " results";
+    for (auto [i, value] : llvm::enumerate(array))
+      if (failed(verifyShardingValue(
+              op, value, op->getResult(i).getType(), [&, i = i] {
+                return op->emitOpError()
+                       << "'" << name << "' of result " << i << ": ";
+              })))
+        return failure();
+    return success();
+  }
+  if (op->getNumResults() != 1)
+    return op->emitOpError()
+           << "'" << name << "' with one sharding needs an op with one "
+           << "result, found " << op->getNumResults()
+           << " (use an array, one sharding per result)";
+  return verifyShardingValue(
+      op, attr.getValue(), op->getResult(0).getType(),
+      [&] { return op->emitOpError() << "'" << name << "': "; });
+}
+
+/// Type of argument or result `index` of `op`: from the function type when
+/// `op` is a function (declarations have no body), else from the region.
+static Type getArgOrResultType(Operation *op, unsigned regionIndex,
+                               unsigned index, bool isResult) {
+  if (auto fn = dyn_cast<FunctionOpInterface>(op))
+    return isResult ? fn.getResultTypes()[index] : fn.getArgumentTypes()[index];
+  if (isResult)
+    return {};
+  return op->getRegion(regionIndex).getArgument(index).getType();
+}
+
+static LogicalResult verifyArgOrResultAttr(Operation *op, unsigned regionIndex,
+                                           unsigned index, NamedAttribute attr,
+                                           bool isResult) {
+  if (failed(verifyKnownName(op, attr)))
+    return failure();
+  StringRef what = isResult ? "result" : "argument";
+  Type type = getArgOrResultType(op, regionIndex, index, isResult);
+  if (!type)
+    return op->emitOpError() << "'" << attr.getName().getValue()
+                             << "' on a result of a non-function op";
+  return verifyShardingValue(op, attr.getValue(), type, [&] {
+    return op->emitOpError() << "'" << attr.getName().getValue() << "' of "
+                             << what << " " << index << ": ";
+  });
+}
+
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  return verifyArgOrResultAttr(op, regionIndex, argIndex, attr,
+                               /*isResult=*/false);
+}
+
+LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  return verifyArgOrResultAttr(op, regionIndex, resultIndex, attr,
+                               /*isResult=*/true);
 }

@@ -31,7 +31,8 @@ ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
     sizes.push_back(size);
     return success();
   };
-  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, parseAxis) ||
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square,
+                                     parseAxis) ||
       parser.parseOptionalAttrDict(result.attributes))
     return failure();
   Builder &b = parser.getBuilder();
@@ -45,21 +46,22 @@ void MeshOp::print(OpAsmPrinter &p) {
   p << ' ';
   p.printSymbolName(getSymName());
   p << " [";
-  llvm::interleaveComma(llvm::zip(getAxisNames(), getAxisSizes()), p,
-                        [&](auto it) {
-                          p << cast<StringAttr>(std::get<0>(it)).getValue()
-                            << " = " << std::get<1>(it);
-                        });
+  llvm::interleaveComma(
+      llvm::zip(getAxisNames(), getAxisSizes()), p, [&](auto it) {
+        p.printKeywordOrString(cast<StringAttr>(std::get<0>(it)).getValue());
+        p << " = " << std::get<1>(it);
+      });
   p << "]";
-  p.printOptionalAttrDict((*this)->getAttrs(),
-                          {getSymNameAttrName(), getAxisNamesAttrName(),
-                           getAxisSizesAttrName()});
+  p.printOptionalAttrDict(
+      (*this)->getAttrs(),
+      {getSymNameAttrName(), getAxisNamesAttrName(), getAxisSizesAttrName()});
 }
 
 LogicalResult MeshOp::verify() {
   if (getAxisNames().size() != getAxisSizes().size())
-    return emitOpError() << "has " << getAxisNames().size() << " axis names but "
-                         << getAxisSizes().size() << " axis sizes";
+    return emitOpError() << "has " << getAxisNames().size()
+                         << " axis names but " << getAxisSizes().size()
+                         << " axis sizes";
   if (getAxisNames().empty())
     return emitOpError() << "must have at least one axis";
   llvm::DenseSet<StringRef> seen;
@@ -71,6 +73,440 @@ LogicalResult MeshOp::verify() {
       return emitOpError() << "axis '" << name
                            << "' must have size >= 1, found " << size;
   }
+  return success();
+}
+
+std::optional<unsigned> MeshOp::getAxisIndex(StringRef axis) {
+  for (auto [i, name] : llvm::enumerate(getAxisNames()))
+    if (cast<StringAttr>(name).getValue() == axis)
+      return i;
+  return std::nullopt;
+}
+
+int64_t MeshOp::getAxisSize(StringRef axis) {
+  std::optional<unsigned> index = getAxisIndex(axis);
+  assert(index && "not an axis of this mesh");
+  return getAxisSizes()[*index];
+}
+
+int64_t MeshOp::getNumDevices() {
+  int64_t n = 1;
+  for (int64_t size : getAxisSizes())
+    n *= size;
+  return n;
+}
+
+int64_t MeshOp::getGroupSize(ArrayRef<Attribute> axes) {
+  int64_t n = 1;
+  for (Attribute axis : axes)
+    n *= getAxisSize(cast<StringAttr>(axis).getValue());
+  return n;
+}
+
+SmallVector<int64_t> MeshOp::getDeviceCoords(int64_t device) {
+  assert(device >= 0 && device < getNumDevices() && "no such device");
+  ArrayRef<int64_t> sizes = getAxisSizes();
+  SmallVector<int64_t> coords(sizes.size());
+  for (int64_t i = sizes.size() - 1; i >= 0; --i) {
+    coords[i] = device % sizes[i];
+    device /= sizes[i];
+  }
+  return coords;
+}
+
+int64_t MeshOp::getDeviceId(ArrayRef<int64_t> coords) {
+  ArrayRef<int64_t> sizes = getAxisSizes();
+  assert(coords.size() == sizes.size() && "one coordinate per axis");
+  int64_t id = 0;
+  for (auto [coord, size] : llvm::zip(coords, sizes))
+    id = id * size + coord;
+  return id;
+}
+
+int64_t MeshOp::getIndexInGroup(int64_t device, ArrayAttr axes) {
+  SmallVector<int64_t> coords = getDeviceCoords(device);
+  int64_t index = 0;
+  for (auto axis : axes.getAsRange<StringAttr>()) {
+    unsigned i = *getAxisIndex(axis.getValue());
+    index = index * getAxisSizes()[i] + coords[i];
+  }
+  return index;
+}
+
+SmallVector<int64_t> MeshOp::getDeviceGroup(int64_t device, ArrayAttr axes) {
+  SmallVector<int64_t> coords = getDeviceCoords(device);
+  SmallVector<unsigned> axisIndices;
+  for (auto axis : axes.getAsRange<StringAttr>())
+    axisIndices.push_back(*getAxisIndex(axis.getValue()));
+  int64_t groupSize = getGroupSize(axes);
+  SmallVector<int64_t> group;
+  group.reserve(groupSize);
+  // Decompose each group index over `axes` (last listed = minor).
+  for (int64_t index = 0; index < groupSize; ++index) {
+    int64_t rest = index;
+    for (unsigned i : llvm::reverse(axisIndices)) {
+      coords[i] = rest % getAxisSizes()[i];
+      rest /= getAxisSizes()[i];
+    }
+    group.push_back(getDeviceId(coords));
+  }
+  return group;
+}
+
+MeshOp autoshard::dist::lookupMesh(Operation *from, FlatSymbolRefAttr meshRef) {
+  return SymbolTable::lookupNearestSymbolFrom<MeshOp>(from, meshRef);
+}
+
+MeshOp autoshard::dist::lookupMesh(SymbolTableCollection &symbolTables,
+                                   Operation *from, FlatSymbolRefAttr meshRef) {
+  return symbolTables.lookupNearestSymbolFrom<MeshOp>(from, meshRef);
+}
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+// [dp, tp]
+static ParseResult parseMeshAxes(OpAsmParser &parser, ArrayAttr &axes) {
+  SmallVector<Attribute> names;
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
+        std::string name;
+        if (parser.parseKeywordOrString(&name))
+          return failure();
+        names.push_back(parser.getBuilder().getStringAttr(name));
+        return success();
+      }))
+    return failure();
+  axes = parser.getBuilder().getArrayAttr(names);
+  return success();
+}
+
+static void printMeshAxes(OpAsmPrinter &p, Operation *, ArrayAttr axes) {
+  p << '[';
+  llvm::interleaveComma(axes.getAsRange<StringAttr>(), p, [&](StringAttr a) {
+    p.printKeywordOrString(a.getValue());
+  });
+  p << ']';
+}
+
+// [0 -> 1, 1 -> 0], stored flattened.
+static ParseResult parsePairs(OpAsmParser &parser, DenseI64ArrayAttr &pairs) {
+  SmallVector<int64_t> flat;
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
+        int64_t source, target;
+        if (parser.parseInteger(source) || parser.parseArrow() ||
+            parser.parseInteger(target))
+          return failure();
+        flat.append({source, target});
+        return success();
+      }))
+    return failure();
+  pairs = parser.getBuilder().getDenseI64ArrayAttr(flat);
+  return success();
+}
+
+static void printPairs(OpAsmPrinter &p, Operation *, DenseI64ArrayAttr pairs) {
+  ArrayRef<int64_t> flat = pairs.asArrayRef();
+  p << '[';
+  for (size_t i = 0; i + 1 < flat.size(); i += 2)
+    p << (i ? ", " : "") << flat[i] << " -> " << flat[i + 1];
+  p << ']';
+}
+
+// sum | max, without the attribute's `#dist.reduction<...>` wrapper.
+static ParseResult parseReduction(OpAsmParser &parser,
+                                  ReductionKindAttr &reduction) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string keyword;
+  if (parser.parseKeywordOrString(&keyword))
+    return failure();
+  std::optional<ReductionKind> kind = symbolizeReductionKind(keyword);
+  if (!kind)
+    return parser.emitError(loc)
+           << "expected reduction 'sum' or 'max', found '" << keyword << "'";
+  reduction = ReductionKindAttr::get(parser.getContext(), *kind);
+  return success();
+}
+
+static void printReduction(OpAsmPrinter &p, Operation *,
+                           ReductionKindAttr reduction) {
+  p << stringifyReductionKind(reduction.getValue());
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding ops
+//===----------------------------------------------------------------------===//
+
+/// Checks that `sharding` names a mesh in scope and fits `type` on it.
+static LogicalResult verifyShardingUse(Operation *op, ShardingAttr sharding,
+                                       Type type,
+                                       SymbolTableCollection &symbolTables) {
+  MeshOp mesh = lookupMesh(symbolTables, op, sharding.getMesh());
+  return sharding.verifyAgainst(mesh, type, [&] { return op->emitOpError(); });
+}
+
+//===----------------------------------------------------------------------===//
+// Communication ops: rules shared by every kind
+//===----------------------------------------------------------------------===//
+
+/// `group size 4 over axes [dp, tp]`, the phrase every group rule uses.
+static std::string describeGroup(Operation *op, int64_t groupSize) {
+  return "group size " + std::to_string(groupSize) + " over axes " +
+         axisListToString(op->getAttrOfType<ArrayAttr>("axes"));
+}
+
+/// Rules that need no mesh: a non-empty axis list without repeats, then the
+/// kind's own group-independent shape rules.
+template <typename OpT> static LogicalResult verifyCommOp(OpT op) {
+  ArrayAttr axes = op.getAxes();
+  if (axes.empty())
+    return op.emitOpError() << "must name at least one mesh axis";
+  llvm::DenseSet<StringRef> seen;
+  for (auto axis : axes.template getAsRange<StringAttr>())
+    if (!seen.insert(axis.getValue()).second)
+      return op.emitOpError() << "lists axis '" << axis.getValue()
+                              << "' twice in " << axisListToString(axes);
+  return op.verifyShapes(std::nullopt);
+}
+
+/// Rules that need the mesh: it exists, has the axes, and the shapes fit the
+/// size of the device group.
+template <typename OpT>
+static LogicalResult verifyCommOpSymbolUses(OpT op,
+                                            SymbolTableCollection &tables) {
+  MeshOp mesh = lookupMesh(tables, op, op.getMeshAttr());
+  if (!mesh)
+    return op.emitOpError() << "unknown mesh " << op.getMeshAttr();
+  for (auto axis : op.getAxes().template getAsRange<StringAttr>())
+    if (!mesh.getAxisIndex(axis.getValue()))
+      return op.emitOpError() << "unknown axis '" << axis.getValue()
+                              << "' for mesh " << op.getMeshAttr();
+  return op.verifyShapes(mesh.getGroupSize(op.getAxes()));
+}
+
+/// The result tensor exists (a `_start` handle wraps one) and has the
+/// operand's rank and element type.
+static LogicalResult verifyResultLike(Operation *op, ShapedType in,
+                                      ShapedType out) {
+  if (!out)
+    return op->emitOpError() << "handle must wrap the result tensor type, "
+                                "found "
+                             << op->getResult(0).getType();
+  if (out.getElementType() != in.getElementType())
+    return op->emitOpError()
+           << "result element type " << out.getElementType()
+           << " must match operand element type " << in.getElementType();
+  if (out.getRank() != in.getRank())
+    return op->emitOpError() << "result rank " << out.getRank()
+                             << " must equal operand rank " << in.getRank();
+  return success();
+}
+
+/// Result type equals the operand type (all_reduce, broadcast, ppermute).
+static LogicalResult verifySameType(Operation *op, ShapedType in,
+                                    ShapedType out) {
+  if (failed(verifyResultLike(op, in, out)))
+    return failure();
+  if (out != in)
+    return op->emitOpError()
+           << "result type " << out << " must equal operand type " << in;
+  return success();
+}
+
+/// `dim` is a dim of `in`, named `what` in the diagnostic.
+static LogicalResult verifyDimIndex(Operation *op, StringRef what, int64_t dim,
+                                    ShapedType in) {
+  if (dim < 0 || dim >= in.getRank())
+    return op->emitOpError()
+           << what << " " << dim << " must be a dim of the operand, in [0, "
+           << in.getRank() << ")";
+  return success();
+}
+
+/// Dims other than `changed` are the same in operand and result.
+static LogicalResult verifyOtherDims(Operation *op, ShapedType in,
+                                     ShapedType out,
+                                     ArrayRef<int64_t> changed) {
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    if (!llvm::is_contained(changed, d) &&
+        in.getDimSize(d) != out.getDimSize(d))
+      return op->emitOpError()
+             << "result dim " << d << " must equal operand dim " << d << " ("
+             << in.getDimSize(d) << "), found " << out.getDimSize(d);
+  return success();
+}
+
+/// Operand dim `dim` splits evenly over the group.
+static LogicalResult verifyDivisible(Operation *op, ShapedType in, int64_t dim,
+                                     int64_t groupSize) {
+  if (in.getDimSize(dim) % groupSize != 0)
+    return op->emitOpError()
+           << "operand dim " << dim << " (" << in.getDimSize(dim)
+           << ") must be divisible by the " << describeGroup(op, groupSize);
+  return success();
+}
+
+/// Result dim `dim` is `expected`, derived as `how` (for the message).
+static LogicalResult verifyResultDim(Operation *op, ShapedType out, int64_t dim,
+                                     int64_t expected, StringRef how,
+                                     int64_t groupSize) {
+  if (out.getDimSize(dim) != expected)
+    return op->emitOpError()
+           << "result dim " << dim << " must be " << expected << " (" << how
+           << " " << describeGroup(op, groupSize) << "), found "
+           << out.getDimSize(dim);
+  return success();
+}
+
+/// A group index attribute (`root`, `peer`, a ppermute endpoint) is
+/// non-negative and, once the group size is known, below it.
+static LogicalResult verifyGroupIndex(Operation *op, StringRef what,
+                                      int64_t index,
+                                      std::optional<int64_t> groupSize) {
+  if (index < 0)
+    return op->emitOpError()
+           << what << " must be non-negative, found " << index;
+  if (groupSize && index >= *groupSize)
+    return op->emitOpError() << what << " " << index << " must be below the "
+                             << describeGroup(op, *groupSize);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Communication ops: the rules of each kind
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyAllReduce(Operation *op, ShapedType in,
+                                     ShapedType out) {
+  return verifySameType(op, in, out);
+}
+
+static LogicalResult verifyAllGather(Operation *op,
+                                     std::optional<int64_t> groupSize,
+                                     ShapedType in, ShapedType out,
+                                     int64_t dim) {
+  if (failed(verifyResultLike(op, in, out)) ||
+      failed(verifyDimIndex(op, "gather_dim", dim, in)) ||
+      failed(verifyOtherDims(op, in, out, dim)))
+    return failure();
+  if (!groupSize)
+    return success();
+  std::string how = "operand dim " + std::to_string(in.getDimSize(dim)) + " ×";
+  return verifyResultDim(op, out, dim, in.getDimSize(dim) * *groupSize, how,
+                         *groupSize);
+}
+
+static LogicalResult verifyReduceScatter(Operation *op,
+                                         std::optional<int64_t> groupSize,
+                                         ShapedType in, ShapedType out,
+                                         int64_t dim) {
+  if (failed(verifyResultLike(op, in, out)) ||
+      failed(verifyDimIndex(op, "scatter_dim", dim, in)) ||
+      failed(verifyOtherDims(op, in, out, dim)))
+    return failure();
+  if (!groupSize)
+    return success();
+  std::string how = "operand dim " + std::to_string(in.getDimSize(dim)) + " /";
+  return failure(
+      failed(verifyDivisible(op, in, dim, *groupSize)) ||
+      failed(verifyResultDim(op, out, dim, in.getDimSize(dim) / *groupSize, how,
+                             *groupSize)));
+}
+
+static LogicalResult verifyAllToAll(Operation *op,
+                                    std::optional<int64_t> groupSize,
+                                    ShapedType in, ShapedType out,
+                                    int64_t splitDim, int64_t concatDim) {
+  if (failed(verifyResultLike(op, in, out)) ||
+      failed(verifyDimIndex(op, "split_dim", splitDim, in)) ||
+      failed(verifyDimIndex(op, "concat_dim", concatDim, in)) ||
+      failed(verifyOtherDims(op, in, out, {splitDim, concatDim})))
+    return failure();
+  if (!groupSize)
+    return success();
+  if (failed(verifyDivisible(op, in, splitDim, *groupSize)))
+    return failure();
+  // Splitting and concatenating the same dim leaves its size unchanged.
+  if (splitDim == concatDim)
+    return verifyResultDim(op, out, splitDim, in.getDimSize(splitDim),
+                           "split and concatenated over the", *groupSize);
+  std::string split =
+      "operand split_dim " + std::to_string(in.getDimSize(splitDim)) + " /";
+  std::string concat =
+      "operand concat_dim " + std::to_string(in.getDimSize(concatDim)) + " ×";
+  return failure(failed(verifyResultDim(op, out, splitDim,
+                                        in.getDimSize(splitDim) / *groupSize,
+                                        split, *groupSize)) ||
+                 failed(verifyResultDim(op, out, concatDim,
+                                        in.getDimSize(concatDim) * *groupSize,
+                                        concat, *groupSize)));
+}
+
+static LogicalResult verifyBroadcast(Operation *op,
+                                     std::optional<int64_t> groupSize,
+                                     ShapedType in, ShapedType out,
+                                     int64_t root) {
+  return failure(failed(verifySameType(op, in, out)) ||
+                 failed(verifyGroupIndex(op, "root", root, groupSize)));
+}
+
+static LogicalResult verifyPpermute(Operation *op,
+                                    std::optional<int64_t> groupSize,
+                                    ShapedType in, ShapedType out,
+                                    ArrayRef<int64_t> pairs) {
+  if (failed(verifySameType(op, in, out)))
+    return failure();
+  if (pairs.size() % 2 != 0)
+    return op->emitOpError() << "pairs must hold (source, target) pairs, "
+                                "found an odd number of indices ("
+                             << pairs.size() << ")";
+  llvm::DenseSet<int64_t> sources, targets;
+  for (size_t i = 0; i < pairs.size(); i += 2) {
+    int64_t source = pairs[i], target = pairs[i + 1];
+    if (failed(verifyGroupIndex(op, "source", source, groupSize)) ||
+        failed(verifyGroupIndex(op, "target", target, groupSize)))
+      return failure();
+    if (!sources.insert(source).second)
+      return op->emitOpError()
+             << "source " << source << " appears in more than one pair";
+    if (!targets.insert(target).second)
+      return op->emitOpError()
+             << "target " << target << " appears in more than one pair";
+  }
+  return success();
+}
+
+/// send/recv and their `_start` forms; `handle` is the `_start` result type,
+/// null for the blocking forms.
+static LogicalResult verifyPeer(Operation *op, std::optional<int64_t> groupSize,
+                                int64_t peer, Type handle) {
+  if (auto async = dyn_cast_or_null<AsyncType>(handle)) {
+    // A send yields nothing when waited on; a recv yields the tensor.
+    bool isSend = op->getNumOperands() == 1;
+    if (isSend && async.getValueType())
+      return op->emitOpError() << "send handle must carry no value "
+                                  "(!dist.async), found "
+                               << handle;
+    if (!isSend && !async.getValueType())
+      return op->emitOpError() << "recv handle must wrap the received tensor "
+                                  "type, found "
+                               << handle;
+  }
+  return verifyGroupIndex(op, "peer", peer, groupSize);
+}
+
+//===----------------------------------------------------------------------===//
+// WaitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WaitOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
+  auto handle = dyn_cast<AsyncType>(operands.front().getType());
+  if (!handle)
+    return failure();
+  if (Type value = handle.getValueType())
+    inferredReturnTypes.push_back(value);
   return success();
 }
 

@@ -28,10 +28,29 @@ def Dist_Dialect : Dialect {
       over the device groups formed by a subset of mesh axes; each has an
       asynchronous `*_start` form returning `!dist.async` and completed by
       `dist.wait`, so that communication can overlap compute.
+    * `dist.sharding_constraint` and `dist.reshard` pin or change the layout
+      of a global tensor.
+
+    Any op may carry a discardable `dist.sharding` attribute giving the
+    sharding of its result (one `#dist.sharding`, for an op with one
+    result) or of each result (an array, one per result); function
+    arguments and results may carry one in their argument/result
+    attributes. The dialect verifies these against the mesh and the types.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
+    /// Name of the discardable attribute that holds the sharding of an op's
+    /// results or of a function argument/result.
+    static constexpr ::llvm::StringLiteral getShardingAttrName() {
+      return ::llvm::StringLiteral("dist.sharding");
+    }
+
     void registerAttributes();
+    void registerTypes();
   }];
 }
 

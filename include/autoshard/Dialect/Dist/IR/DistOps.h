@@ -5,14 +5,39 @@
 
 #include "autoshard/Dialect/Dist/IR/DistAttrs.h"
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
+#include "autoshard/Dialect/Dist/IR/DistTypes.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace autoshard::dist {
+
+/// The side-effect resource of communication: collectives, point-to-point
+/// ops and waits read and write it, so they keep their relative order and
+/// are never merged or erased, while pure compute moves freely around them.
+struct CommunicationResource
+    : public mlir::SideEffects::Resource::Base<CommunicationResource> {
+  llvm::StringRef getName() override { return "dist.communication"; }
+};
+
+} // namespace autoshard::dist
 
 #define GET_OP_CLASSES
 #include "autoshard/Dialect/Dist/IR/DistOps.h.inc"
+
+namespace autoshard::dist {
+
+/// The mesh `meshRef` names, looked up from the nearest symbol table around
+/// `from`; null if there is none.
+MeshOp lookupMesh(mlir::Operation *from, mlir::FlatSymbolRefAttr meshRef);
+/// As above, caching symbol tables in `symbolTables`.
+MeshOp lookupMesh(mlir::SymbolTableCollection &symbolTables,
+                  mlir::Operation *from, mlir::FlatSymbolRefAttr meshRef);
+
+} // namespace autoshard::dist
 
 #endif // AUTOSHARD_DIALECT_DIST_IR_DISTOPS_H

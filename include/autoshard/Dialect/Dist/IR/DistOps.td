@@ -1,28 +1,490 @@
 //===- DistOps.td - Distribution ops -----------------------*- tablegen -*-===//
+//
+// Mesh, sharding annotation and collective ops of the `dist` dialect.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef AUTOSHARD_DIALECT_DIST_IR_DISTOPS_TD
 #define AUTOSHARD_DIALECT_DIST_IR_DISTOPS_TD
 
-include "autoshard/Dialect/Dist/IR/DistDialect.td"
 include "autoshard/Dialect/Dist/IR/DistAttrs.td"
-include "mlir/IR/SymbolInterfaces.td"
+include "autoshard/Dialect/Dist/IR/DistDialect.td"
+include "autoshard/Dialect/Dist/IR/DistTypes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Mesh
+//===----------------------------------------------------------------------===//
 
 def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
   let summary = "a named device mesh with ordered, named axes";
   let description = [{
     Declares a device mesh. Axes are listed major to minor; device ids are
     assigned row-major, so the last axis varies fastest (tensor parallelism
-    on the last axis stays inside a node).
+    on the last axis stays inside a node). An axis of size 1 is allowed, so
+    that a plan can name a degree it does not use.
 
     ```mlir
     dist.mesh @m [pp = 2, dp = 2, cp = 1, tp = 2]
     ```
+
+    Rules: at least one axis, names unique, sizes at least 1.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axis_names,
                        DenseI64ArrayAttr:$axis_sizes);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of axes.
+    unsigned getNumAxes() { return getAxisSizes().size(); }
+    /// Position of `axis` in the mesh, if it is one of its axes.
+    std::optional<unsigned> getAxisIndex(::llvm::StringRef axis);
+    /// Size of `axis`; it must be one of the mesh's axes.
+    int64_t getAxisSize(::llvm::StringRef axis);
+    /// Total number of devices (product of all axis sizes).
+    int64_t getNumDevices();
+    /// Size of the device group spanned by `axes` (product of their sizes);
+    /// every element must be a StringAttr naming an axis of the mesh.
+    int64_t getGroupSize(::llvm::ArrayRef<::mlir::Attribute> axes);
+    int64_t getGroupSize(::mlir::ArrayAttr axes) {
+      return getGroupSize(axes.getValue());
+    }
+    /// Coordinates (one per axis) of device `device`, row-major.
+    ::llvm::SmallVector<int64_t> getDeviceCoords(int64_t device);
+    /// Inverse of getDeviceCoords.
+    int64_t getDeviceId(::llvm::ArrayRef<int64_t> coords);
+    /// Index of `device` within its group over `axes`: its coordinates on
+    /// `axes`, linearised in the listed order (first = major).
+    int64_t getIndexInGroup(int64_t device, ::mlir::ArrayAttr axes);
+    /// Devices of the group over `axes` that contains `device` (those whose
+    /// coordinates differ from its only on `axes`), ordered by their index
+    /// in the group.
+    ::llvm::SmallVector<int64_t> getDeviceGroup(int64_t device,
+                                                ::mlir::ArrayAttr axes);
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding annotations (global shapes)
+//===----------------------------------------------------------------------===//
+
+// Ops that will become communication: ordered among themselves and never
+// merged or dropped by CSE/DCE (a ZeRO-3 all-gather is redone at each use).
+def Dist_CommResource : Resource<"::autoshard::dist::CommunicationResource">;
+defvar Dist_Communicates =
+    MemoryEffects<[MemRead<Dist_CommResource>, MemWrite<Dist_CommResource>]>;
+
+// The sharding prints without its `#dist.sharding` prefix, as in Shardy: a
+// qualified attribute before `:` would be ambiguous with an attribute type.
+class Dist_ShardingOpBase<string mnemonic, list<Trait> traits = []>
+    : Dist_Op<mnemonic, !listconcat(traits, [
+        SameOperandsAndResultType,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  let arguments = (ins AnyRankedTensor:$input, Dist_ShardingAttr:$sharding);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `to` $sharding attr-dict `:` type($result)
+  }];
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult
+    $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
+      return verifyShardingUse(getOperation(), getSharding(),
+                               getInput().getType(), symbolTable);
+    }
+  }];
+}
+
+// A `[{...}]` block cannot contain "}]", which the sharding syntax needs: such
+// examples close the block and splice "}]" in as a plain string.
+def Dist_ShardingConstraintOp
+    : Dist_ShardingOpBase<"sharding_constraint", [Pure]> {
+  let summary = "pins the sharding of a global tensor at this point";
+  let description = [{
+    Returns its operand unchanged, and tells `dist-propagate` that the value
+    must have `sharding` here: propagation honours it and inserts resharding
+    around it if its neighbours prefer another layout. It disappears during
+    partitioning.
+
+    ```mlir
+    dist.mesh @m [dp = 2, tp = 4]
+    %y = dist.sharding_constraint %x to <@m, [{dp}, {tp}] # "}]" # [{>
+        : tensor<16x128xf32>
+    ```
+
+    Rules: the sharding verifies against the mesh and the operand type
+    (axes exist, rank matches, dims divisible).
+  }];
+}
+
+def Dist_ReshardOp : Dist_ShardingOpBase<"reshard", [Dist_Communicates]> {
+  let summary = "explicit change of a global tensor's layout";
+  let description = [{
+    The result is the operand, laid out as `sharding`; the operand keeps the
+    sharding it has. `dist-partition` lowers it to the collectives that move
+    between the two layouts (e.g. a partial operand resharded to a split dim
+    becomes one `dist.reduce_scatter`).
+
+    ```mlir
+    dist.mesh @m [dp = 2, tp = 4]
+    %y = dist.reshard %x to <@m, [{dp, tp}, {}] # "}]" # [{>
+        : tensor<16x128xf32>
+    ```
+
+    Rules: as for `dist.sharding_constraint`.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives (per-rank shapes)
+//===----------------------------------------------------------------------===//
+
+// Base of every collective and point-to-point op. `async` selects the
+// `*_start` form, whose single result is a `!dist.async` handle instead of
+// the tensor. Both forms share their verification: `verifyShapes` (one C++
+// function per collective kind, defined by the subclass) runs in `verify`
+// with the group-independent rules and again in `verifySymbolUses`, once the
+// mesh gives the group size.
+class Dist_CommOp<string mnemonic, bit async, list<Trait> traits = []>
+    : Dist_Op<mnemonic, !listconcat(traits, [
+        Dist_Communicates,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  dag commonArgs = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  // The mesh and its axes, printed bare: `on @m axes = [dp, tp]`.
+  string axesFormat = "`on` $mesh `axes` `=` custom<MeshAxes>($axes)";
+  let hasVerifier = 1;
+  code commonDecls = [{
+    /// Checks the shape rules of this op's collective kind; the rules that
+    /// depend on the device group only when `groupSize` is given.
+    ::mlir::LogicalResult verifyShapes(std::optional<int64_t> groupSize);
+    /// True for the asynchronous `*_start` form.
+    static constexpr bool isAsync() { return }] # !if(async, "true", "false")
+        # [{; }
+  }];
+  code commonDefs = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      return verifyCommOp(*this);
+    }
+    ::mlir::LogicalResult
+    $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
+      return verifyCommOpSymbolUses(*this, symbolTable);
+    }
+  }];
+  let extraClassDeclaration = commonDecls;
+}
+
+// A collective with an operand tensor and a result tensor (or, async, a
+// handle to one). `rules` is the C++ call that checks the kind's shape rules.
+class Dist_CollectiveOp<string mnemonic, bit async, dag kindArgs,
+                        string kindFormat, string rules>
+    : Dist_CommOp<mnemonic, async> {
+  let arguments = !con((ins AnyStaticShapeTensor:$input), commonArgs,
+                       kindArgs);
+  let results = !if(async, (outs Dist_AsyncType:$handle),
+                           (outs AnyStaticShapeTensor:$result));
+  let assemblyFormat = "$input " # axesFormat # " " # kindFormat #
+      " attr-dict `:` type($input) `->` type(results)";
+  let extraClassDeclaration = commonDecls # [{
+    /// The tensor this collective produces (for `*_start`, once waited).
+    ::mlir::RankedTensorType getResultTensorType() {
+      return }] # !if(async,
+          "::llvm::cast<AsyncType>(getHandle().getType()).getTensorType();",
+          "::llvm::cast<::mlir::RankedTensorType>(getResult().getType());") # [{
+    }
+  }];
+  let extraClassDefinition = commonDefs # [{
+    ::mlir::LogicalResult
+    $cppClass::verifyShapes(std::optional<int64_t> groupSize) {
+      return }] # rules # [{;
+    }
+  }];
+}
+
+// The blocking and the `_start` op of one collective kind.
+multiclass Dist_Collective<string mnemonic, dag kindArgs, string kindFormat,
+                           string rules, string summaryText,
+                           string descriptionText> {
+  def Op : Dist_CollectiveOp<mnemonic, 0, kindArgs, kindFormat, rules> {
+    let summary = summaryText;
+    let description = descriptionText;
+  }
+  def StartOp : Dist_CollectiveOp<mnemonic # "_start", 1, kindArgs,
+                                   kindFormat, rules> {
+    let summary = "asynchronous `dist." # mnemonic # "`";
+    let description = "Starts a `dist." # mnemonic # "` and returns a handle; "
+        # "`dist.wait` on the handle yields the collective's result. Same "
+        # "attributes and rules as `dist." # mnemonic # "`, with the result "
+        # "type wrapped in `!dist.async`; the operand must not be "
+        # "overwritten before the wait.\n\n"
+        # "```mlir\n"
+        # "%h = dist." # mnemonic # "_start %x on @m axes = [...] ... "
+        # ": tensor<...> -> !dist.async<tensor<...>>\n"
+        # "// ... independent compute ...\n"
+        # "%r = dist.wait %h : !dist.async<tensor<...>>\n"
+        # "```";
+  }
+}
+
+defm Dist_AllReduce : Dist_Collective<"all_reduce",
+    (ins Dist_ReductionKindAttr:$reduction), "`reduction` `=` custom<Reduction>($reduction)",
+    "verifyAllReduce(getOperation(), getInput().getType(), "
+    "getResultTensorType())",
+    "reduce a tensor over a device group, result on every member",
+    [{
+      Every device of the group (the devices whose coordinates differ only
+      on `axes`) contributes its `input`; each receives the element-wise
+      `reduction` of all contributions.
+
+      ```mlir
+      dist.mesh @m [dp = 2, tp = 4]
+      %r = dist.all_reduce %x on @m axes = [tp] reduction = sum
+          : tensor<8x128xf32> -> tensor<8x128xf32>
+      ```
+
+      Rules: result type equals operand type; `axes` non-empty, without
+      repeats, and axes of the mesh.
+    }]>;
+
+defm Dist_AllGather : Dist_Collective<"all_gather",
+    (ins I64Attr:$gather_dim), "`gather_dim` `=` $gather_dim",
+    "verifyAllGather(getOperation(), groupSize, getInput().getType(), "
+    "getResultTensorType(), getGatherDim())",
+    "concatenate the group's tensors along a dim, result on every member",
+    [{
+      The result is the concatenation along `gather_dim` of the operands of
+      every device of the group, in group order: the group index of a device
+      is its coordinates on `axes` linearised in the listed order (first axis
+      major). So gathering a dim sharded `{dp, tp}` uses `axes = [dp, tp]`.
+
+      ```mlir
+      dist.mesh @m [dp = 2, tp = 4]
+      %g = dist.all_gather %x on @m axes = [dp, tp] gather_dim = 0
+          : tensor<2x128xf32> -> tensor<16x128xf32>
+      ```
+
+      Rules: same rank and element type; `gather_dim` is a dim of the
+      operand; result dim `gather_dim` = operand dim × group size, the other
+      dims equal.
+    }]>;
+
+defm Dist_ReduceScatter : Dist_Collective<"reduce_scatter",
+    (ins I64Attr:$scatter_dim, Dist_ReductionKindAttr:$reduction),
+    "`scatter_dim` `=` $scatter_dim `reduction` `=` custom<Reduction>($reduction)",
+    "verifyReduceScatter(getOperation(), groupSize, getInput().getType(), "
+    "getResultTensorType(), getScatterDim())",
+    "reduce over a device group, each member keeps one slice",
+    [{
+      Reduces the operands of the group element-wise with `reduction`, splits
+      the reduced tensor along `scatter_dim` into group-size equal slices and
+      gives slice `i` to the device with group index `i` (see
+      `dist.all_gather` for the group order).
+
+      ```mlir
+      dist.mesh @m [dp = 2, tp = 4]
+      %s = dist.reduce_scatter %x on @m axes = [tp] scatter_dim = 1
+          reduction = sum : tensor<8x128xf32> -> tensor<8x32xf32>
+      ```
+
+      Rules: same rank and element type; `scatter_dim` is a dim of the
+      operand and divisible by the group size; result dim `scatter_dim` =
+      operand dim / group size, the other dims equal.
+    }]>;
+
+defm Dist_AllToAll : Dist_Collective<"all_to_all",
+    (ins I64Attr:$split_dim, I64Attr:$concat_dim),
+    "`split_dim` `=` $split_dim `concat_dim` `=` $concat_dim",
+    "verifyAllToAll(getOperation(), groupSize, getInput().getType(), "
+    "getResultTensorType(), getSplitDim(), getConcatDim())",
+    "exchange slices between all members of a device group",
+    [{
+      Each device splits its operand along `split_dim` into group-size
+      slices and sends slice `j` to the device with group index `j`; each
+      device concatenates what it receives along `concat_dim`, in group order.
+      This is MoE token dispatch/combine and Ulysses' heads/sequence swap.
+
+      ```mlir
+      dist.mesh @m [dp = 2, ep = 4]
+      %a = dist.all_to_all %x on @m axes = [ep] split_dim = 0 concat_dim = 1
+          : tensor<8x16xf32> -> tensor<2x64xf32>
+      ```
+
+      Rules: same rank and element type; both dims are dims of the operand;
+      `split_dim` is divisible by the group size; result `split_dim` =
+      operand / group size and result `concat_dim` = operand × group size
+      (both apply when they are the same dim, which leaves it unchanged), the
+      other dims equal.
+    }]>;
+
+defm Dist_Broadcast : Dist_Collective<"broadcast",
+    (ins I64Attr:$root), "`root` `=` $root",
+    "verifyBroadcast(getOperation(), groupSize, getInput().getType(), "
+    "getResultTensorType(), getRoot())",
+    "copy one member's tensor to every member of a device group",
+    [{
+      Every device of the group receives the operand of the device whose
+      group index is `root` (see `dist.all_gather` for the group order).
+
+      ```mlir
+      dist.mesh @m [pp = 2, dp = 4]
+      %b = dist.broadcast %x on @m axes = [dp] root = 0
+          : tensor<128xf32> -> tensor<128xf32>
+      ```
+
+      Rules: result type equals operand type; 0 <= `root` < group size.
+    }]>;
+
+defm Dist_Ppermute : Dist_Collective<"ppermute",
+    (ins DenseI64ArrayAttr:$pairs), "`pairs` `=` custom<Pairs>($pairs)",
+    "verifyPpermute(getOperation(), groupSize, getInput().getType(), "
+    "getResultTensorType(), getPairs())",
+    "send tensors along source -> target pairs within a device group",
+    [{
+      For each pair `s -> t` (group indices), the device with group index `t`
+      receives the operand of the device with group index `s`. A device that
+      is no pair's target gets zeros. Used for ring exchanges (context
+      parallel attention) and pipeline shifts in SPMD form.
+
+      ```mlir
+      dist.mesh @m [cp = 4]
+      %n = dist.ppermute %kv on @m axes = [cp]
+          pairs = [0 -> 1, 1 -> 2, 2 -> 3, 3 -> 0]
+          : tensor<2x64xf32> -> tensor<2x64xf32>
+      ```
+
+      Rules: result type equals operand type; every index in [0, group
+      size); a device is the source of at most one pair and the target of at
+      most one pair. The attribute stores the pairs flattened
+      (`[s0, t0, s1, t1, ...]`).
+    }]>;
+
+//===----------------------------------------------------------------------===//
+// Point to point
+//===----------------------------------------------------------------------===//
+
+// `peer` is a group index, like `root`: the device that differs from this
+// one only on `axes` and has group index `peer`.
+class Dist_SendOpBase<string mnemonic, bit async>
+    : Dist_CommOp<mnemonic, async> {
+  let arguments = !con((ins AnyStaticShapeTensor:$input), commonArgs,
+                       (ins I64Attr:$peer));
+  let results = !if(async, (outs Dist_AsyncType:$handle), (outs));
+  let assemblyFormat = "$input " # axesFormat #
+      " `peer` `=` $peer attr-dict `:` type($input)" #
+      !if(async, " `->` type($handle)", "");
+  let extraClassDefinition = commonDefs # [{
+    ::mlir::LogicalResult
+    $cppClass::verifyShapes(std::optional<int64_t> groupSize) {
+      return verifyPeer(getOperation(), groupSize, getPeer(), }] #
+        !if(async, "getHandle().getType()", "nullptr") # [{);
+    }
+  }];
+}
+
+class Dist_RecvOpBase<string mnemonic, bit async>
+    : Dist_CommOp<mnemonic, async> {
+  let arguments = !con(commonArgs, (ins I64Attr:$peer));
+  let results = !if(async, (outs Dist_AsyncType:$handle),
+                           (outs AnyStaticShapeTensor:$result));
+  let assemblyFormat = axesFormat #
+      " `peer` `=` $peer attr-dict `:` type(results)";
+  let extraClassDefinition = commonDefs # [{
+    ::mlir::LogicalResult
+    $cppClass::verifyShapes(std::optional<int64_t> groupSize) {
+      return verifyPeer(getOperation(), groupSize, getPeer(), }] #
+        !if(async, "getHandle().getType()", "nullptr") # [{);
+    }
+  }];
+}
+
+def Dist_SendOp : Dist_SendOpBase<"send", 0> {
+  let summary = "send a tensor to one device of a group";
+  let description = [{
+    Sends the operand to the device of this device's group over `axes` whose
+    group index is `peer`; that device runs the matching `dist.recv`. Used
+    between pipeline stages, where each stage has its own program.
+
+    ```mlir
+    dist.mesh @m [pp = 2, dp = 2]
+    // In stage 0's program: to the pp = 1 device with the same dp.
+    dist.send %act on @m axes = [pp] peer = 1 : tensor<4x64xf32>
+    ```
+
+    Rules: 0 <= `peer` < group size.
+  }];
+}
+
+def Dist_SendStartOp : Dist_SendOpBase<"send_start", 1> {
+  let summary = "asynchronous `dist.send`";
+  let description = [{
+    Starts a `dist.send`; the returned handle carries no value, and
+    `dist.wait` on it returns once the operand may be reused.
+
+    ```mlir
+    %h = dist.send_start %act on @m axes = [pp] peer = 1
+        : tensor<4x64xf32> -> !dist.async
+    dist.wait %h : !dist.async
+    ```
+
+    Rules: as `dist.send`; the handle type has no value type.
+  }];
+}
+
+def Dist_RecvOp : Dist_RecvOpBase<"recv", 0> {
+  let summary = "receive a tensor from one device of a group";
+  let description = [{
+    Receives the tensor that the device of this device's group over `axes`
+    with group index `peer` sends with the matching `dist.send`.
+
+    ```mlir
+    dist.mesh @m [pp = 2, dp = 2]
+    // In stage 1's program: from the pp = 0 device with the same dp.
+    %act = dist.recv on @m axes = [pp] peer = 0 : tensor<4x64xf32>
+    ```
+
+    Rules: 0 <= `peer` < group size.
+  }];
+}
+
+def Dist_RecvStartOp : Dist_RecvOpBase<"recv_start", 1> {
+  let summary = "asynchronous `dist.recv`";
+  let description = [{
+    Starts a `dist.recv`; `dist.wait` on the handle yields the tensor.
+
+    ```mlir
+    %h = dist.recv_start on @m axes = [pp] peer = 0
+        : !dist.async<tensor<4x64xf32>>
+    %act = dist.wait %h : !dist.async<tensor<4x64xf32>>
+    ```
+
+    Rules: as `dist.recv`; the handle wraps a static-shape tensor.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Wait
+//===----------------------------------------------------------------------===//
+
+def Dist_WaitOp : Dist_Op<"wait", [
+    Dist_Communicates, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "completes an asynchronous collective";
+  let description = [{
+    Blocks until the collective that returned `handle` has completed and
+    yields its result (nothing for a `dist.send_start` handle).
+
+    ```mlir
+    dist.mesh @m [dp = 2]
+    %h = dist.all_reduce_start %g on @m axes = [dp] reduction = sum
+        : tensor<128xf32> -> !dist.async<tensor<128xf32>>
+    // ... independent compute overlaps the all-reduce ...
+    %sum = dist.wait %h : !dist.async<tensor<128xf32>>
+    ```
+  }];
+  let arguments = (ins Dist_AsyncType:$handle);
+  let results = (outs Optional<AnyStaticShapeTensor>:$result);
+  let assemblyFormat = "$handle attr-dict `:` qualified(type($handle))";
 }
 
 #endif // AUTOSHARD_DIALECT_DIST_IR_DISTOPS_TD
