@@ -10,6 +10,15 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace autoshard::tfm {
+
+/// Starts a diagnostic for a violated shape rule: `op->emitOpError()` when
+/// verifying, an error at the op's location when a builder infers types.
+using EmitErrorFn = llvm::function_ref<mlir::InFlightDiagnostic()>;
+
+} // namespace autoshard::tfm
 
 #define GET_OP_CLASSES
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h.inc"
