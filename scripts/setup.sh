@@ -66,6 +66,8 @@ LAUNCHER=()
 if command -v ccache >/dev/null; then
   # Keep the cache outside the clone so CI and later sessions reuse it.
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/autoshard-ccache}
+  # Relative paths in the hash let clones in other folders share the cache.
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
   LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 if [[ ! -f $BUILD_DIR/build.ninja ]]; then

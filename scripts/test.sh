@@ -15,7 +15,7 @@ PY=$BUILD_DIR/venv/bin/python
 if [[ ! -f $BUILD_DIR/build.ninja || ! -x $PY ]]; then
   "$ROOT/scripts/setup.sh" || exit 1
 fi
-[[ -n ${CCACHE_DIR:-} ]] || export CCACHE_DIR=$HOME/.cache/autoshard-ccache
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/autoshard-ccache} CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
 
 rm -rf "$REPORTS" && mkdir -p "$REPORTS"
 suite_errors=0
