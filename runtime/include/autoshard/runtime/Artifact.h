@@ -1,0 +1,190 @@
+//===- Artifact.h - The compiled-program artifact (format v1) ---*- C++ -*-===//
+//
+// In-memory form of the JSON artifact that `shard-opt --rt-export` writes
+// (docs/artifact-format.md is the contract), and its loader. Loading checks
+// the whole document: format and version, every field's presence and type,
+// dtypes, op names and arities, buffer ids, alias element counts, call
+// arities and argument types, frame bounds, entry slots, the memory totals
+// and that no two simultaneously live transient buffers overlap. Every
+// failure throws ArtifactError naming the place (function, buffer or
+// instruction), the field and the value found. MLIR-free, backend-free.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_RUNTIME_ARTIFACT_H
+#define AUTOSHARD_RUNTIME_ARTIFACT_H
+
+#include "autoshard/runtime/Types.h"
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace autoshard::runtime {
+
+/// A malformed, inconsistent or unsupported artifact. The message names the
+/// artifact, the place, the field and the value found.
+class ArtifactError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The only format version this runtime reads.
+constexpr int64_t kArtifactVersion = 1;
+
+/// Kind of a persistent state tensor.
+enum class StateKind { Param, OptM, OptV };
+/// How a state tensor is initialised (see Init.h).
+enum class InitKind { Normal, Zeros, Ones };
+
+/// One persistent tensor (parameter or optimizer moment).
+struct StateSpec {
+  std::string name;
+  StateKind kind = StateKind::Param;
+  std::string of; ///< For opt_m/opt_v: the parameter it belongs to.
+  TensorType type;
+  InitKind init = InitKind::Zeros;
+  double initStd = 0.0; ///< For InitKind::Normal.
+  bool weightDecay = false;
+};
+
+/// A compile-time constant; `data` holds its bytes in the tensor's dtype.
+struct ConstantSpec {
+  TensorType type;
+  std::vector<unsigned char> data;
+};
+
+/// Where a buffer's bytes live (docs/artifact-format.md, "Buffer kinds").
+enum class BufferKind { Arg, Local, Alias, State, Const, Input, Output };
+
+/// One buffer of a function. Which fields are meaningful depends on `kind`.
+struct BufferSpec {
+  BufferKind kind = BufferKind::Local;
+  TensorType type;
+  int64_t index = -1;      ///< Arg: argument index.
+  int64_t offset = 0;      ///< Local/Input/Output: bytes from the frame base.
+  int64_t bytes = 0;       ///< Local/Input/Output: reserved bytes.
+  std::string category;    ///< Local: activation, grad, workspace or io.
+  int64_t of = -1;         ///< Alias: the aliased buffer id.
+  int64_t stateIndex = -1; ///< State: index into Artifact::state.
+  int64_t constIndex = -1; ///< Const: index into Artifact::constants.
+  std::string role;        ///< Input/Output: the entry slot.
+};
+
+/// An attribute value: unit/bool, integer, float or integer array.
+using AttrValue = std::variant<bool, int64_t, double, std::vector<int64_t>>;
+
+/// The attributes of one instruction. Getters throw ArtifactError naming
+/// the attribute and the value found when it is absent or of another kind.
+class AttrMap {
+public:
+  void set(std::string name, AttrValue value);
+  bool has(std::string_view name) const;
+  /// A float attribute (an integer value is accepted and converted).
+  double getF64(std::string_view name) const;
+  int64_t getI64(std::string_view name) const;
+  /// A unit attribute: true if present and true, false if absent.
+  bool getFlag(std::string_view name) const;
+  std::vector<int64_t> getI64Array(std::string_view name) const;
+  /// `context` prefixes error messages (e.g. "function 'f', instruction 3").
+  std::string context;
+
+private:
+  const AttrValue &get(std::string_view name, const char *expected) const;
+  std::map<std::string, AttrValue, std::less<>> values;
+};
+
+/// One instruction: a kernel (op, args, results, attrs) or a call.
+struct Instruction {
+  std::string op; ///< tfm op name without the prefix, or "call".
+  std::vector<int64_t> args;
+  std::vector<int64_t> results;
+  AttrMap attrs;
+  int64_t callee = -1;     ///< Call: index into Artifact::functions.
+  int64_t frameOffset = 0; ///< Call: the callee frame's offset in ours.
+  bool isCall() const { return callee >= 0; }
+};
+
+/// A function: buffers (indexed by id) and an instruction stream.
+struct Function {
+  std::string name;
+  int64_t frameBytes = 0;
+  int64_t numArgs = 0;
+  std::vector<BufferSpec> buffers;
+  std::vector<Instruction> code;
+};
+
+/// An entry's input or output slot.
+struct Slot {
+  std::string role;
+  TensorType type;
+  int64_t buffer = -1; ///< Id of the slot's input/output buffer.
+};
+
+/// An entry point (train_step, eval, logits, ...).
+struct EntrySpec {
+  std::string name;
+  int64_t function = -1; ///< Index into Artifact::functions.
+  std::vector<Slot> inputs;
+  std::vector<Slot> outputs;
+};
+
+/// The static memory plan (docs/artifact-format.md, "Memory"), in bytes.
+struct MemoryPlan {
+  int64_t stateBytes = 0;
+  int64_t constantBytes = 0;
+  int64_t transientBytes = 0;
+  int64_t peakBytes = 0;
+  /// Per entry: category -> live bytes at the entry's peak.
+  std::map<std::string, std::map<std::string, int64_t>> breakdownAtPeak;
+  std::map<std::string, int64_t> stateBreakdown;
+};
+
+/// The `model` summary: the fields the runtime needs.
+struct ModelInfo {
+  std::string name;
+  int64_t vocabSize = 0;
+  int64_t paddedVocabSize = 0;
+  int64_t batch = 0;
+  int64_t seq = 0;
+};
+
+/// A loaded, fully validated artifact.
+struct Artifact {
+  std::string source; ///< Path (or name) used in messages.
+  int64_t version = kArtifactVersion;
+  std::string producer;
+  ModelInfo model;
+  int64_t worldSize = 1;
+  std::vector<StateSpec> state;
+  std::vector<ConstantSpec> constants;
+  std::vector<Function> functions;
+  std::vector<EntrySpec> entries;
+  MemoryPlan memory;
+
+  /// Index of function `name`, or -1.
+  int64_t findFunction(std::string_view name) const;
+  /// The entry `name`, or nullptr.
+  const EntrySpec *findEntry(std::string_view name) const;
+  /// Index of state tensor `name`, or -1.
+  int64_t findState(std::string_view name) const;
+};
+
+/// Parses and validates an artifact from JSON text; `source` names it in
+/// messages. Throws ArtifactError.
+Artifact parseArtifact(std::string_view json, const std::string &source);
+
+/// Reads and validates the artifact at `path`. Throws ArtifactError naming
+/// the path when the file cannot be read or is invalid.
+Artifact loadArtifact(const std::string &path);
+
+/// The buffer that owns the bytes of buffer `id` of `fn` (follows aliases).
+int64_t rootBuffer(const Function &fn, int64_t id);
+
+} // namespace autoshard::runtime
+
+#endif // AUTOSHARD_RUNTIME_ARTIFACT_H

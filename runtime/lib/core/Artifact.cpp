@@ -1,0 +1,520 @@
+//===- Artifact.cpp - Parse the JSON artifact -----------------------------===//
+//
+// Field-level parsing: every field's presence, type and spelling. The
+// cross-reference checks (ids, arities, frames, memory) are in
+// ArtifactVerify.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/runtime/Artifact.h"
+#include "autoshard/runtime/Ops.h"
+
+#include "ArtifactVerify.h"
+#include "JsonReader.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace autoshard::runtime {
+
+using detail::describe;
+using detail::Json;
+using detail::JsonReader;
+
+//===----------------------------------------------------------------------===//
+// AttrMap
+//===----------------------------------------------------------------------===//
+
+void AttrMap::set(std::string name, AttrValue value) {
+  values[std::move(name)] = std::move(value);
+}
+
+bool AttrMap::has(std::string_view name) const {
+  return values.find(name) != values.end();
+}
+
+const AttrValue &AttrMap::get(std::string_view name,
+                              const char *expected) const {
+  auto it = values.find(name);
+  if (it == values.end())
+    throw ArtifactError(context + ": missing attribute '" + std::string(name) +
+                        "' (" + expected + ")");
+  return it->second;
+}
+
+double AttrMap::getF64(std::string_view name) const {
+  const AttrValue &v = get(name, "a float");
+  if (const double *d = std::get_if<double>(&v))
+    return *d;
+  if (const int64_t *i = std::get_if<int64_t>(&v))
+    return static_cast<double>(*i);
+  throw ArtifactError(context + ": attribute '" + std::string(name) +
+                      "' must be a float");
+}
+
+int64_t AttrMap::getI64(std::string_view name) const {
+  if (const int64_t *i = std::get_if<int64_t>(&get(name, "an integer")))
+    return *i;
+  throw ArtifactError(context + ": attribute '" + std::string(name) +
+                      "' must be an integer");
+}
+
+bool AttrMap::getFlag(std::string_view name) const {
+  auto it = values.find(name);
+  if (it == values.end())
+    return false;
+  if (const bool *b = std::get_if<bool>(&it->second))
+    return *b;
+  throw ArtifactError(context + ": unit attribute '" + std::string(name) +
+                      "' must be true or false");
+}
+
+std::vector<int64_t> AttrMap::getI64Array(std::string_view name) const {
+  if (const auto *a =
+          std::get_if<std::vector<int64_t>>(&get(name, "an integer list")))
+    return *a;
+  throw ArtifactError(context + ": attribute '" + std::string(name) +
+                      "' must be a list of integers");
+}
+
+//===----------------------------------------------------------------------===//
+// Artifact lookups
+//===----------------------------------------------------------------------===//
+
+int64_t Artifact::findFunction(std::string_view name) const {
+  for (size_t i = 0; i < functions.size(); ++i)
+    if (functions[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+const EntrySpec *Artifact::findEntry(std::string_view name) const {
+  for (const EntrySpec &e : entries)
+    if (e.name == name)
+      return &e;
+  return nullptr;
+}
+
+int64_t Artifact::findState(std::string_view name) const {
+  for (size_t i = 0; i < state.size(); ++i)
+    if (state[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+int64_t rootBuffer(const Function &fn, int64_t id) {
+  // Verified acyclic at load time.
+  while (fn.buffers[id].kind == BufferKind::Alias)
+    id = fn.buffers[id].of;
+  return id;
+}
+
+//===----------------------------------------------------------------------===//
+// Parsing
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Picks the enum value whose spelling is `field`'s value.
+template <typename E>
+E parseEnum(const JsonReader &r, std::string_view field,
+            std::initializer_list<std::pair<std::string_view, E>> choices) {
+  std::string s = r.str(field);
+  std::string expected;
+  for (const auto &[name, value] : choices) {
+    if (s == name)
+      return value;
+    expected += (expected.empty() ? "" : ", ") + std::string(name);
+  }
+  r.failField(field, "has unknown value '" + s + "' (expected one of " +
+                         expected + ")");
+}
+
+StateSpec parseState(const JsonReader &r) {
+  StateSpec s;
+  s.name = r.str("name");
+  s.kind = parseEnum<StateKind>(r, "kind",
+                                {{"param", StateKind::Param},
+                                 {"opt_m", StateKind::OptM},
+                                 {"opt_v", StateKind::OptV}});
+  if (s.kind != StateKind::Param)
+    s.of = r.str("of");
+  s.type = r.tensorType();
+  JsonReader init = r.at(r.object("init"), r.place() + ", field 'init'");
+  s.init = parseEnum<InitKind>(init, "kind",
+                               {{"normal", InitKind::Normal},
+                                {"zeros", InitKind::Zeros},
+                                {"ones", InitKind::Ones}});
+  if (s.init == InitKind::Normal) {
+    s.initStd = init.f64("std");
+    if (!(s.initStd >= 0) || !std::isfinite(s.initStd))
+      init.failField("std", "must be finite and >= 0, found " +
+                                describe(init.field("std")));
+  }
+  if (r.has("weight_decay"))
+    s.weightDecay = r.boolean("weight_decay");
+  return s;
+}
+
+/// Appends `value` to `out` in the bytes of `dtype`.
+void encodeElement(const JsonReader &r, const Json &value, DType dtype,
+                   std::vector<unsigned char> &out) {
+  auto append = [&](auto v) {
+    size_t n = out.size();
+    out.resize(n + sizeof(v));
+    std::memcpy(out.data() + n, &v, sizeof(v));
+  };
+  if (!value.is_number())
+    r.failField("data", "must list numbers, found " + describe(value));
+  switch (dtype) {
+  case DType::F32:
+    return append(value.get<float>());
+  case DType::F64:
+    return append(value.get<double>());
+  case DType::BF16: {
+    float f = value.get<float>();
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    bits += 0x7FFFu + ((bits >> 16) & 1u); // round to nearest even
+    return append(static_cast<uint16_t>(bits >> 16));
+  }
+  case DType::I32:
+  case DType::I64: {
+    bool is32 = dtype == DType::I32;
+    if (!value.is_number_integer() ||
+        (is32 && (value.get<int64_t>() < INT32_MIN ||
+                  value.get<int64_t>() > INT32_MAX)))
+      r.failField("data", "must list " + std::string(dtypeName(dtype)) +
+                              " integers, found " + describe(value));
+    if (is32)
+      return append(value.get<int32_t>());
+    return append(value.get<int64_t>());
+  }
+  case DType::F16:
+    break;
+  }
+  r.failField("dtype", "f16 constants are not supported by this runtime");
+}
+
+ConstantSpec parseConstant(const JsonReader &r) {
+  ConstantSpec c;
+  c.type = r.tensorType();
+  const Json &data = r.array("data");
+  if (static_cast<int64_t>(data.size()) != c.type.numel())
+    r.failField("data", "has " + std::to_string(data.size()) +
+                            " elements, but the shape " + c.type.str() +
+                            " has " + std::to_string(c.type.numel()));
+  for (const Json &v : data)
+    encodeElement(r, v, c.type.dtype, c.data);
+  return c;
+}
+
+BufferSpec parseBuffer(const JsonReader &r, const Artifact &a) {
+  BufferSpec b;
+  b.kind = parseEnum<BufferKind>(r, "kind",
+                                 {{"arg", BufferKind::Arg},
+                                  {"local", BufferKind::Local},
+                                  {"alias", BufferKind::Alias},
+                                  {"state", BufferKind::State},
+                                  {"const", BufferKind::Const},
+                                  {"input", BufferKind::Input},
+                                  {"output", BufferKind::Output}});
+  b.type = r.tensorType();
+  switch (b.kind) {
+  case BufferKind::Arg:
+    b.index = r.i64AtLeast("index", 0);
+    break;
+  case BufferKind::Local:
+    b.category = r.str("category");
+    if (b.category != "activation" && b.category != "grad" &&
+        b.category != "workspace" && b.category != "io")
+      r.failField("category", "has unknown value '" + b.category +
+                                  "' (expected activation, grad, workspace "
+                                  "or io)");
+    [[fallthrough]];
+  case BufferKind::Input:
+  case BufferKind::Output:
+    b.offset = r.i64AtLeast("offset", 0);
+    b.bytes = r.i64AtLeast("bytes", 0);
+    if (b.kind != BufferKind::Local)
+      b.role = r.str("role");
+    break;
+  case BufferKind::Alias:
+    b.of = r.i64("of");
+    break;
+  case BufferKind::State: {
+    std::string name = r.str("name");
+    b.stateIndex = a.findState(name);
+    if (b.stateIndex < 0)
+      r.failField("name", "names no state tensor: '" + name + "'");
+    break;
+  }
+  case BufferKind::Const:
+    b.constIndex = r.i64("const");
+    if (b.constIndex < 0 ||
+        b.constIndex >= static_cast<int64_t>(a.constants.size()))
+      r.failField("const", "is out of range [0, " +
+                               std::to_string(a.constants.size()) +
+                               "), found " + std::to_string(b.constIndex));
+    break;
+  }
+  return b;
+}
+
+AttrValue parseAttr(const JsonReader &r, const std::string &name,
+                    const Json &v) {
+  if (v.is_boolean())
+    return v.get<bool>();
+  if (v.is_number_integer())
+    return v.get<int64_t>();
+  if (v.is_number_float())
+    return v.get<double>();
+  if (v.is_array()) {
+    std::vector<int64_t> ints;
+    for (const Json &e : v) {
+      if (!e.is_number_integer())
+        r.fail("attribute '" + name + "' must be a list of integers, found " +
+               describe(v));
+      ints.push_back(e.get<int64_t>());
+    }
+    return ints;
+  }
+  r.fail("attribute '" + name + "' has an unsupported value " + describe(v));
+}
+
+std::vector<int64_t> parseIds(const JsonReader &r, std::string_view field) {
+  std::vector<int64_t> ids;
+  for (const Json &v : r.array(field)) {
+    if (!v.is_number_integer())
+      r.failField(field, "must list buffer ids, found " + describe(v));
+    ids.push_back(v.get<int64_t>());
+  }
+  return ids;
+}
+
+Instruction parseInstruction(const JsonReader &r, const Artifact &a) {
+  Instruction inst;
+  inst.op = r.str("op");
+  inst.args = parseIds(r, "args");
+  inst.attrs.context = r.place();
+  if (inst.op == "call") {
+    std::string callee = r.str("callee");
+    inst.callee = a.findFunction(callee);
+    if (inst.callee < 0)
+      r.failField("callee", "names no function: '" + callee + "'");
+    inst.frameOffset = r.i64AtLeast("frame_offset", 0);
+    return inst;
+  }
+  const OpSignature *sig = lookupOp(inst.op);
+  if (!sig)
+    r.failField("op", "names an unknown op '" + inst.op + "'");
+  inst.results = parseIds(r, "results");
+  int numArgs = static_cast<int>(inst.args.size());
+  if (numArgs < sig->minArgs || (sig->maxArgs >= 0 && numArgs > sig->maxArgs))
+    r.failField("args", "has " + std::to_string(numArgs) + " ids; '" + inst.op +
+                            "' takes " + std::to_string(sig->minArgs) +
+                            (sig->maxArgs == sig->minArgs ? ""
+                             : sig->maxArgs < 0
+                                 ? " or more"
+                                 : " to " + std::to_string(sig->maxArgs)));
+  if (static_cast<int>(inst.results.size()) != sig->numResults)
+    r.failField("results", "has " + std::to_string(inst.results.size()) +
+                               " ids; '" + inst.op + "' has " +
+                               std::to_string(sig->numResults) + " results");
+  if (r.has("attrs")) {
+    for (const auto &[name, value] : r.object("attrs").items())
+      inst.attrs.set(name, parseAttr(r, name, value));
+  }
+  for (std::string_view name : sig->requiredAttrs)
+    if (!inst.attrs.has(name))
+      r.fail("'" + inst.op + "' needs attribute '" + std::string(name) + "'");
+  return inst;
+}
+
+void parseFunction(const JsonReader &r, Artifact &a, Function &fn) {
+  fn.frameBytes = r.i64AtLeast("frame_bytes", 0);
+  fn.numArgs = r.i64AtLeast("num_args", 0);
+  const Json &buffers = r.array("buffers");
+  fn.buffers.resize(buffers.size());
+  std::vector<bool> seen(buffers.size(), false);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    JsonReader br =
+        r.at(buffers[i], r.place() + ", buffers[" + std::to_string(i) + "]");
+    int64_t id = br.i64("id");
+    if (id < 0 || id >= static_cast<int64_t>(buffers.size()) || seen[id])
+      br.failField("id",
+                   (id >= 0 && id < int64_t(buffers.size())
+                        ? "repeats buffer id "
+                        : "must be a unique id in [0, " +
+                              std::to_string(buffers.size()) + "), found ") +
+                       std::to_string(id));
+    seen[id] = true;
+    fn.buffers[id] = parseBuffer(
+        r.at(buffers[i], r.place() + ", buffer " + std::to_string(id)), a);
+  }
+  const Json &code = r.array("code");
+  for (size_t i = 0; i < code.size(); ++i) {
+    std::string place = r.place() + ", instruction " + std::to_string(i);
+    if (code[i].is_object() && code[i].contains("op") &&
+        code[i]["op"].is_string())
+      place += " ('" + code[i]["op"].get<std::string>() + "')";
+    fn.code.push_back(parseInstruction(r.at(code[i], place), a));
+  }
+}
+
+Slot parseSlot(const JsonReader &r, const std::string &role) {
+  Slot s;
+  s.role = role;
+  s.type = r.tensorType();
+  return s;
+}
+
+EntrySpec parseEntry(const JsonReader &r, const std::string &name,
+                     const Artifact &a) {
+  EntrySpec e;
+  e.name = name;
+  std::string fn = r.str("function");
+  e.function = a.findFunction(fn);
+  if (e.function < 0)
+    r.failField("function", "names no function: '" + fn + "'");
+  for (const char *field : {"inputs", "outputs"}) {
+    std::vector<Slot> &slots = field[0] == 'i' ? e.inputs : e.outputs;
+    for (const auto &[role, slot] : r.object(field).items())
+      slots.push_back(parseSlot(
+          r.at(slot, r.place() + ", " + field + " '" + role + "'"), role));
+  }
+  return e;
+}
+
+void parseMemory(const JsonReader &r, Artifact &a) {
+  MemoryPlan &m = a.memory;
+  m.stateBytes = r.i64AtLeast("state_bytes", 0);
+  m.constantBytes = r.i64AtLeast("constant_bytes", 0);
+  m.transientBytes = r.i64AtLeast("transient_bytes", 0);
+  m.peakBytes = r.i64AtLeast("peak_bytes", 0);
+  if (r.has("entries")) {
+    for (const auto &[name, entry] : r.object("entries").items()) {
+      JsonReader er = r.at(entry, "memory, entry '" + name + "'");
+      if (!a.findEntry(name))
+        er.fail("names no entry");
+      const EntrySpec &spec = *a.findEntry(name);
+      int64_t frame = er.i64("frame_bytes");
+      if (frame != a.functions[spec.function].frameBytes)
+        er.failField("frame_bytes",
+                     "is " + std::to_string(frame) + ", but function '" +
+                         a.functions[spec.function].name + "' has " +
+                         std::to_string(a.functions[spec.function].frameBytes));
+      if (er.has("breakdown_at_peak"))
+        for (const auto &[cat, bytes] : er.object("breakdown_at_peak").items())
+          m.breakdownAtPeak[name][cat] =
+              er.at(er.object("breakdown_at_peak"), er.place())
+                  .i64AtLeast(cat, 0);
+    }
+  }
+  if (r.has("state_breakdown"))
+    for (const auto &[kind, bytes] : r.object("state_breakdown").items())
+      m.stateBreakdown[kind] =
+          r.at(r.object("state_breakdown"), "memory, state_breakdown")
+              .i64AtLeast(kind, 0);
+}
+
+void parseModel(const JsonReader &r, ModelInfo &model) {
+  if (r.has("name"))
+    model.name = r.str("name");
+  model.vocabSize = r.i64AtLeast("vocab_size", 1);
+  model.paddedVocabSize = r.i64AtLeast("padded_vocab_size", model.vocabSize);
+  model.batch = r.i64AtLeast("batch", 1);
+  model.seq = r.i64AtLeast("seq", 1);
+}
+
+} // namespace
+
+Artifact parseArtifact(std::string_view text, const std::string &source) {
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const Json::parse_error &e) {
+    throw ArtifactError("artifact '" + source +
+                        "': malformed JSON: " + e.what());
+  }
+  JsonReader top(doc, source, "top level");
+  std::string format = top.str("format");
+  if (format != "autoshard-artifact")
+    top.failField("format",
+                  "must be \"autoshard-artifact\", found \"" + format + "\"");
+  Artifact a;
+  a.source = source;
+  a.version = top.i64("version");
+  if (a.version != kArtifactVersion)
+    top.failField("version", "is " + std::to_string(a.version) +
+                                 ", but this runtime reads version " +
+                                 std::to_string(kArtifactVersion));
+  if (top.has("producer"))
+    a.producer = top.str("producer");
+  parseModel(top.at(top.object("model"), "model"), a.model);
+  a.worldSize = top.i64AtLeast("world_size", 1);
+
+  const Json &state = top.array("state");
+  for (size_t i = 0; i < state.size(); ++i) {
+    std::string place = "state[" + std::to_string(i) + "]";
+    a.state.push_back(parseState(top.at(state[i], place)));
+    if (a.findState(a.state.back().name) != static_cast<int64_t>(i))
+      top.at(state[i], place)
+          .failField("name",
+                     "repeats state name '" + a.state.back().name + "'");
+  }
+
+  const Json &constants = top.array("constants");
+  a.constants.resize(constants.size());
+  std::vector<bool> seen(constants.size(), false);
+  for (size_t i = 0; i < constants.size(); ++i) {
+    JsonReader cr =
+        top.at(constants[i], "constants[" + std::to_string(i) + "]");
+    int64_t id = cr.i64("id");
+    if (id < 0 || id >= static_cast<int64_t>(constants.size()) || seen[id])
+      cr.failField("id", "must be a unique id in [0, " +
+                             std::to_string(constants.size()) + "), found " +
+                             std::to_string(id));
+    seen[id] = true;
+    a.constants[id] = parseConstant(cr);
+  }
+
+  // Names first, so calls can refer to functions defined later.
+  const Json &functions = top.array("functions");
+  a.functions.resize(functions.size());
+  for (size_t i = 0; i < functions.size(); ++i) {
+    JsonReader fr =
+        top.at(functions[i], "functions[" + std::to_string(i) + "]");
+    a.functions[i].name = fr.str("name");
+    if (a.findFunction(a.functions[i].name) != static_cast<int64_t>(i))
+      fr.failField("name",
+                   "repeats function name '" + a.functions[i].name + "'");
+  }
+  for (size_t i = 0; i < functions.size(); ++i)
+    parseFunction(
+        top.at(functions[i], "function '" + a.functions[i].name + "'"), a,
+        a.functions[i]);
+
+  for (const auto &[name, entry] : top.object("entries").items())
+    a.entries.push_back(
+        parseEntry(top.at(entry, "entry '" + name + "'"), name, a));
+  parseMemory(top.at(top.object("memory"), "memory"), a);
+
+  detail::verifyArtifact(a);
+  return a;
+}
+
+Artifact loadArtifact(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw ArtifactError("cannot open artifact '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    throw ArtifactError("error reading artifact '" + path + "'");
+  return parseArtifact(text.str(), path);
+}
+
+} // namespace autoshard::runtime

@@ -1,0 +1,105 @@
+//===- JsonReader.cpp - Checked access to artifact JSON -------------------===//
+
+#include "JsonReader.h"
+
+namespace autoshard::runtime::detail {
+
+std::string describe(const Json &value) {
+  std::string s = value.dump();
+  constexpr size_t kMax = 60;
+  if (s.size() > kMax)
+    s = s.substr(0, kMax) + "...";
+  return s;
+}
+
+void JsonReader::fail(const std::string &message) const {
+  throw ArtifactError("artifact '" + source + "': " + where + ": " + message);
+}
+
+void JsonReader::failField(std::string_view name,
+                           const std::string &message) const {
+  fail("field '" + std::string(name) + "' " + message);
+}
+
+bool JsonReader::has(std::string_view name) const {
+  return value.is_object() && value.contains(name);
+}
+
+const Json &JsonReader::field(std::string_view name) const {
+  if (!value.is_object())
+    fail("expected a JSON object, found " + describe(value));
+  auto it = value.find(name);
+  if (it == value.end())
+    fail("missing field '" + std::string(name) + "'");
+  return *it;
+}
+
+int64_t JsonReader::i64(std::string_view name) const {
+  const Json &v = field(name);
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX))
+    failField(name, "must be an integer, found " + describe(v));
+  return v.get<int64_t>();
+}
+
+int64_t JsonReader::i64AtLeast(std::string_view name, int64_t min) const {
+  int64_t v = i64(name);
+  if (v < min)
+    failField(name, "must be >= " + std::to_string(min) + ", found " +
+                        std::to_string(v));
+  return v;
+}
+
+double JsonReader::f64(std::string_view name) const {
+  const Json &v = field(name);
+  if (!v.is_number())
+    failField(name, "must be a number, found " + describe(v));
+  return v.get<double>();
+}
+
+bool JsonReader::boolean(std::string_view name) const {
+  const Json &v = field(name);
+  if (!v.is_boolean())
+    failField(name, "must be true or false, found " + describe(v));
+  return v.get<bool>();
+}
+
+std::string JsonReader::str(std::string_view name) const {
+  const Json &v = field(name);
+  if (!v.is_string())
+    failField(name, "must be a string, found " + describe(v));
+  return v.get<std::string>();
+}
+
+const Json &JsonReader::array(std::string_view name) const {
+  const Json &v = field(name);
+  if (!v.is_array())
+    failField(name, "must be a list, found " + describe(v));
+  return v;
+}
+
+const Json &JsonReader::object(std::string_view name) const {
+  const Json &v = field(name);
+  if (!v.is_object())
+    failField(name, "must be an object, found " + describe(v));
+  return v;
+}
+
+TensorType JsonReader::tensorType() const {
+  TensorType t;
+  std::string name = str("dtype");
+  std::optional<DType> dtype = parseDType(name);
+  if (!dtype)
+    failField("dtype", "has unknown dtype '" + name +
+                           "' (expected f32, f64, bf16, f16, i32 or i64)");
+  t.dtype = *dtype;
+  for (const Json &d : array("shape")) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0)
+      failField("shape",
+                "must list integers >= 0, found " + describe(field("shape")));
+    t.shape.push_back(d.get<int64_t>());
+  }
+  return t;
+}
+
+} // namespace autoshard::runtime::detail

@@ -1,0 +1,75 @@
+//===- Ops.cpp - Operand signatures of the tfm ops ------------------------===//
+
+#include "autoshard/runtime/Ops.h"
+
+#include <algorithm>
+
+namespace autoshard::runtime {
+
+const std::vector<OpSignature> &allOps() {
+  static const std::vector<OpSignature> ops = {
+      // Linear algebra.
+      {"matmul", 2, 2, 1, {}},
+      {"matmul_wgrad", 2, 2, 1, {}},
+      // Elementwise.
+      {"add", 2, 2, 1, {}},
+      {"sub", 2, 2, 1, {}},
+      {"mul", 2, 2, 1, {}},
+      {"scale", 1, 1, 1, {"factor"}},
+      {"reduce_sum", 1, 1, 1, {"dims"}},
+      // Embeddings.
+      {"embedding", 2, 2, 1, {}},
+      {"embedding_grad", 2, 2, 1, {"num_embeddings"}},
+      {"position_embedding", 1, 1, 1, {"seq_len"}},
+      {"position_embedding_grad", 1, 1, 1, {"num_positions"}},
+      // Normalisation.
+      {"layer_norm", 2, 3, 1, {"epsilon"}},
+      {"layer_norm_grad", 3, 3, 3, {"epsilon"}},
+      {"rms_norm", 2, 2, 1, {"epsilon"}},
+      {"rms_norm_grad", 3, 3, 2, {"epsilon"}},
+      // Activations.
+      {"gelu", 1, 1, 1, {}},
+      {"gelu_grad", 2, 2, 1, {}},
+      {"silu", 1, 1, 1, {}},
+      {"silu_grad", 2, 2, 1, {}},
+      {"swiglu", 2, 2, 1, {}},
+      {"swiglu_grad", 3, 3, 2, {}},
+      // Positional / shape.
+      {"rope", 1, 1, 1, {"theta"}},
+      {"rope_grad", 1, 1, 1, {"theta"}},
+      {"reshape", 1, 1, 1, {}},
+      // Dropout.
+      {"dropout", 3, 3, 1, {"rate", "site"}},
+      {"dropout_grad", 3, 3, 1, {"rate", "site"}},
+      // Attention.
+      {"attention", 3, 3, 2, {"scale"}},
+      {"attention_grad", 6, 6, 3, {"scale"}},
+      // Loss.
+      {"cross_entropy", 2, 2, 1, {}},
+      {"cross_entropy_grad", 3, 3, 1, {}},
+      // Mixture of experts.
+      {"moe_router", 1, 1, 2, {"top_k"}},
+      {"moe_router_grad", 3, 3, 1, {}},
+      {"moe_aux_loss", 2, 2, 1, {}},
+      {"moe_aux_loss_grad", 3, 3, 1, {}},
+      {"moe_dispatch", 2, 2, 1, {"num_experts", "capacity"}},
+      {"moe_dispatch_grad", 2, 2, 1, {"capacity"}},
+      {"moe_combine", 3, 3, 1, {}},
+      {"moe_combine_grad", 4, 4, 2, {}},
+      // Optimizer.
+      {"sum_squares", 1, -1, 1, {}},
+      {"clip_coef", 1, 1, 2, {"max_norm"}},
+      {"adamw", 7, 7, 3, {"beta1", "beta2", "epsilon", "weight_decay"}},
+  };
+  return ops;
+}
+
+const OpSignature *lookupOp(std::string_view name) {
+  const std::vector<OpSignature> &ops = allOps();
+  auto it = std::find_if(ops.begin(), ops.end(), [&](const OpSignature &op) {
+    return op.name == name;
+  });
+  return it == ops.end() ? nullptr : &*it;
+}
+
+} // namespace autoshard::runtime

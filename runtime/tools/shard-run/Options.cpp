@@ -1,0 +1,163 @@
+//===- Options.cpp - Command line of shard-run ----------------------------===//
+
+#include "Options.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+namespace autoshard::shardrun {
+
+namespace {
+
+int64_t parseInt(const std::string &flag, const std::string &text,
+                 int64_t min) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE)
+    throw UsageError(flag + " expects an integer, found '" + text + "'");
+  if (v < min)
+    throw UsageError(flag + " must be >= " + std::to_string(min) + ", found " +
+                     text);
+  return v;
+}
+
+double parseReal(const std::string &flag, const std::string &text, double min) {
+  char *end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v))
+    throw UsageError(flag + " expects a number, found '" + text + "'");
+  if (v < min)
+    throw UsageError(flag + " must be >= " + std::to_string(min) + ", found " +
+                     text);
+  return v;
+}
+
+} // namespace
+
+std::string usage() {
+  return R"(usage: shard-run ARTIFACT --data FILE [options]
+
+Trains the model compiled into ARTIFACT (shard-opt --rt-export) on a text
+file, character-level, and prints a sample of generated text at the end.
+
+  --data FILE          training text (split 90/10 into train/val)
+  -n N                 number of ranks (only 1 is supported so far)
+  --backend NAME       cpu (default)
+  --steps N            optimizer steps (2000)
+  --lr X               peak learning rate (1e-3)
+  --min-lr X           final learning rate of the cosine decay (1e-4)
+  --warmup N           linear warmup steps (100, at most the decay steps)
+  --decay-steps N      cosine decay length in steps (default: --steps)
+  --eval-interval N    evaluate every N steps (250; 0: only at the end)
+  --eval-iters N       validation batches per evaluation (20)
+  --log-interval N     progress line every N steps when not a terminal (10)
+  --seed N             seed of init, data sampling, dropout, sampling (1337)
+  --log FILE           JSONL metrics, one object per step
+  --trace FILE         Chrome trace (chrome://tracing, Perfetto) of one step
+  --trace-step N       0-based step the trace records (1)
+  --sample N           characters to generate at the end (200; 0: none)
+  --temperature X      sampling temperature (0.8)
+  --top-k N            sample among the N most likely characters (200)
+  --check-memory       poison dead/unwritten memory and fail on NaN
+                       (also AUTOSHARD_CHECK_MEMORY=1); slow
+  -h, --help           this text
+)";
+}
+
+Options parseOptions(const std::vector<std::string> &args) {
+  Options o;
+  using Setter = std::function<void(const std::string &, const std::string &)>;
+  auto integer = [](int64_t &field, int64_t min) -> Setter {
+    return [&field, min](const std::string &f, const std::string &v) {
+      field = parseInt(f, v, min);
+    };
+  };
+  auto real = [](double &field, double min) -> Setter {
+    return [&field, min](const std::string &f, const std::string &v) {
+      field = parseReal(f, v, min);
+    };
+  };
+  auto text = [](std::string &field) -> Setter {
+    return [&field](const std::string &f, const std::string &v) {
+      if (v.empty())
+        throw UsageError(f + " expects a non-empty value");
+      field = v;
+    };
+  };
+  int64_t seed = static_cast<int64_t>(o.seed);
+  const std::map<std::string, Setter> withValue = {
+      {"--data", text(o.data)},
+      {"-n", integer(o.ranks, 1)},
+      {"--backend", text(o.backend)},
+      {"--steps", integer(o.steps, 1)},
+      {"--lr", real(o.lr, 0.0)},
+      {"--min-lr", real(o.minLR, 0.0)},
+      {"--warmup", integer(o.warmup, 0)},
+      {"--decay-steps", integer(o.decaySteps, 1)},
+      {"--eval-interval", integer(o.evalInterval, 0)},
+      {"--eval-iters", integer(o.evalIters, 1)},
+      {"--log-interval", integer(o.logInterval, 1)},
+      {"--seed", integer(seed, 0)},
+      {"--log", text(o.log)},
+      {"--trace", text(o.trace)},
+      {"--trace-step", integer(o.traceStep, 0)},
+      {"--sample", integer(o.sample, 0)},
+      {"--temperature", real(o.temperature, 1e-6)},
+      {"--top-k", integer(o.topK, 1)},
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i], value;
+    bool inlineValue = false;
+    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != arg.npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      inlineValue = true;
+    }
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+    } else if (arg == "--check-memory") {
+      o.checkMemory = true;
+    } else if (auto it = withValue.find(arg); it != withValue.end()) {
+      if (!inlineValue) {
+        if (i + 1 >= args.size())
+          throw UsageError(arg + " expects a value");
+        value = args[++i];
+      }
+      it->second(arg, value);
+    } else if (!arg.empty() && arg[0] == '-') {
+      throw UsageError("unknown option '" + arg + "' (see --help)");
+    } else if (o.artifact.empty()) {
+      o.artifact = arg;
+    } else {
+      throw UsageError("unexpected argument '" + arg + "' (the artifact is '" +
+                       o.artifact + "')");
+    }
+  }
+  o.seed = static_cast<uint64_t>(seed);
+  if (o.help)
+    return o;
+  if (o.artifact.empty())
+    throw UsageError("no artifact given (see --help)");
+  if (o.data.empty())
+    throw UsageError("--data FILE is required");
+  if (o.ranks != 1)
+    throw UsageError("-n " + std::to_string(o.ranks) +
+                     ": only single-rank runs (-n 1) are supported so far");
+  if (o.backend != "cpu")
+    throw UsageError("--backend '" + o.backend +
+                     "' is not available (this build has: cpu)");
+  if (o.decaySteps < 0)
+    o.decaySteps = o.steps;
+  if (o.warmup < 0)
+    o.warmup = std::min<int64_t>(100, o.decaySteps);
+  if (const char *env = std::getenv("AUTOSHARD_CHECK_MEMORY"))
+    o.checkMemory = o.checkMemory || (env[0] != '\0' && env[0] != '0');
+  return o;
+}
+
+} // namespace autoshard::shardrun

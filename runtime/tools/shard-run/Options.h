@@ -1,0 +1,52 @@
+//===- Options.h - Command line of shard-run --------------------*- C++ -*-===//
+
+#ifndef AUTOSHARD_TOOLS_SHARDRUN_OPTIONS_H
+#define AUTOSHARD_TOOLS_SHARDRUN_OPTIONS_H
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace autoshard::shardrun {
+
+/// A bad command line; the message says which flag and what was found.
+class UsageError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Everything shard-run is told on its command line.
+struct Options {
+  std::string artifact;
+  std::string data;
+  int64_t ranks = 1;
+  std::string backend = "cpu";
+  int64_t steps = 2000;
+  double lr = 1e-3;
+  double minLR = 1e-4;
+  int64_t warmup = -1;     ///< -1: min(100, decay steps).
+  int64_t decaySteps = -1; ///< -1: equal to steps.
+  int64_t evalInterval = 250;
+  int64_t evalIters = 20;
+  int64_t logInterval = 10; ///< Plain progress lines (not a terminal).
+  uint64_t seed = 1337;
+  std::string log;
+  std::string trace;
+  int64_t traceStep = 1; ///< 0-based iteration the trace records.
+  int64_t sample = 200;
+  double temperature = 0.8;
+  int64_t topK = 200;
+  bool checkMemory = false;
+  bool help = false;
+};
+
+/// Parses argv (without argv[0]). Throws UsageError.
+Options parseOptions(const std::vector<std::string> &args);
+
+/// The --help text.
+std::string usage();
+
+} // namespace autoshard::shardrun
+
+#endif // AUTOSHARD_TOOLS_SHARDRUN_OPTIONS_H

@@ -1,0 +1,80 @@
+//===- Reporting.cpp - Progress display and trace recording ---------------===//
+
+#include "Reporting.h"
+
+#include <chrono>
+#include <unistd.h>
+
+namespace autoshard::shardrun {
+
+Progress::Progress(std::FILE *out, int64_t totalSteps, int64_t every)
+    : out(out), tty(isatty(fileno(out))), total(totalSteps), every(every) {}
+
+void Progress::step(int64_t step, double loss, double lr, double tokensPerS) {
+  bool last = step + 1 == total;
+  if (tty) {
+    double now = TraceRecorder::nowUs();
+    if (!last && now - lastDrawUs < 1e5)
+      return;
+    lastDrawUs = now;
+    std::fprintf(out,
+                 "\r\033[Kstep %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s",
+                 static_cast<long long>(step + 1),
+                 static_cast<long long>(total), loss, lr, tokensPerS);
+    pending = true;
+  } else if (step % every == 0 || last) {
+    std::fprintf(out, "step %lld/%lld: loss %.4f, lr %.2e, %.0f tok/s\n",
+                 static_cast<long long>(step + 1),
+                 static_cast<long long>(total), loss, lr, tokensPerS);
+  }
+  std::fflush(out);
+}
+
+void Progress::line(const std::string &text) {
+  if (pending)
+    std::fputs("\r\033[K", out);
+  std::fprintf(out, "%s\n", text.c_str());
+  pending = false;
+  lastDrawUs = 0;
+  std::fflush(out);
+}
+
+void Progress::finish() {
+  if (pending)
+    std::fputc('\n', out);
+  pending = false;
+  std::fflush(out);
+}
+
+TraceRecorder::TraceRecorder(runtime::ChromeTrace &trace)
+    : trace(trace), epochUs(nowUs()) {}
+
+double TraceRecorder::nowUs() {
+  using namespace std::chrono;
+  return duration<double, std::micro>(steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void TraceRecorder::record(std::string_view name, std::string_view function,
+                           double startUs, double durUs, int depth) {
+  (void)depth; // complete events nest by time on one thread
+  trace.add(std::string(name), std::string(function), startUs - epochUs, durUs);
+}
+
+void TraceRecorder::span(const std::string &name, double startUs,
+                         double durUs) {
+  trace.add(name, "step", startUs - epochUs, durUs);
+}
+
+std::string formatBytes(int64_t bytes) {
+  char buf[64];
+  if (bytes < 1024)
+    std::snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(bytes));
+  else if (bytes < (int64_t(1) << 20))
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
+  else
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / 1048576.0);
+  return buf;
+}
+
+} // namespace autoshard::shardrun

@@ -1,0 +1,58 @@
+//===- Reporting.h - Progress display and trace recording -------*- C++ -*-===//
+
+#ifndef AUTOSHARD_TOOLS_SHARDRUN_REPORTING_H
+#define AUTOSHARD_TOOLS_SHARDRUN_REPORTING_H
+
+#include "autoshard/runtime/Executor.h"
+#include "autoshard/runtime/train/MetricsLog.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace autoshard::shardrun {
+
+/// Training progress on stdout: on a terminal one line rewritten in place
+/// (at most ~10 times a second), otherwise a plain line every `every` steps.
+class Progress {
+public:
+  Progress(std::FILE *out, int64_t totalSteps, int64_t every);
+  /// Reports finished step `step` (0-based) of the run.
+  void step(int64_t step, double loss, double lr, double tokensPerS);
+  /// Prints a full line (an eval result, a note), keeping the progress line
+  /// intact on a terminal.
+  void line(const std::string &text);
+  /// Ends the in-place line, if any.
+  void finish();
+
+private:
+  std::FILE *out;
+  bool tty;
+  int64_t total, every;
+  double lastDrawUs = 0;
+  bool pending = false; // an in-place line is on screen
+};
+
+/// Records executed instructions into a ChromeTrace, times relative to
+/// the recorder's creation.
+class TraceRecorder : public runtime::ExecutionTracer {
+public:
+  explicit TraceRecorder(runtime::ChromeTrace &trace);
+  void record(std::string_view name, std::string_view function, double startUs,
+              double durUs, int depth) override;
+  /// Adds an enclosing event (e.g. the whole step).
+  void span(const std::string &name, double startUs, double durUs);
+  /// Microseconds of std::steady_clock (the executor's clock).
+  static double nowUs();
+
+private:
+  runtime::ChromeTrace &trace;
+  double epochUs;
+};
+
+/// "1.23 MiB" style byte counts.
+std::string formatBytes(int64_t bytes);
+
+} // namespace autoshard::shardrun
+
+#endif // AUTOSHARD_TOOLS_SHARDRUN_REPORTING_H

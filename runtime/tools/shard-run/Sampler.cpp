@@ -1,0 +1,105 @@
+//===- Sampler.cpp - Text generation with the logits entry ----------------===//
+
+#include "Sampler.h"
+
+#include "autoshard/runtime/Philox.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace autoshard::shardrun {
+
+using namespace autoshard::runtime;
+
+namespace {
+
+/// Uniform in [0, 1) with 53 random bits from the Philox block of `index`.
+double uniform(uint64_t seed, uint64_t index) {
+  PhiloxKey key = philoxKey(seed);
+  key.word[1] ^= 0x534D504Cu; // "SMPL": separate from init/data/dropout
+  PhiloxBlock w = philox4x32_10({{static_cast<uint32_t>(index),
+                                  static_cast<uint32_t>(index >> 32), 0, 0}},
+                                key);
+  uint64_t bits = (uint64_t(w.word[0]) << 21) ^ (uint64_t(w.word[1]) >> 11);
+  return static_cast<double>(bits & ((uint64_t(1) << 53) - 1)) /
+         9007199254740992.0;
+}
+
+/// Draws a class from `logits` (n real classes) as nanoGPT's sample.py.
+int32_t draw(const float *logits, int64_t n, const SampleOptions &o, double u) {
+  std::vector<double> l(logits, logits + n);
+  for (double &x : l)
+    x /= o.temperature;
+  int64_t k = std::min(o.topK, n);
+  std::vector<double> sorted = l;
+  std::nth_element(sorted.begin(), sorted.begin() + (k - 1), sorted.end(),
+                   std::greater<double>());
+  double kth = sorted[k - 1];
+  double maxLogit = *std::max_element(l.begin(), l.end());
+  double total = 0;
+  for (double &x : l) {
+    x = x < kth ? 0.0 : std::exp(x - maxLogit);
+    total += x;
+  }
+  double target = u * total, acc = 0;
+  int32_t last = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    if (l[c] == 0.0)
+      continue;
+    acc += l[c];
+    last = static_cast<int32_t>(c);
+    if (acc > target)
+      return last;
+  }
+  return last;
+}
+
+} // namespace
+
+namespace {
+EntryIO logitsEntry(Executor &executor) {
+  if (!executor.hasEntry("logits"))
+    throw ArtifactError("artifact '" + executor.artifact().source +
+                        "' has no entry 'logits' (needed for --sample; "
+                        "pass --sample 0 to skip)");
+  return EntryIO(executor, "logits");
+}
+} // namespace
+
+Sampler::Sampler(Executor &executor, const CharDataset &data,
+                 const SampleOptions &options)
+    : data(data), options(options), model(executor.artifact().model),
+      io(logitsEntry(executor)) {
+  if (!io.hasInput("tokens") || !io.hasOutput("logits"))
+    throw ArtifactError("artifact '" + executor.artifact().source +
+                        "': entry 'logits' needs input 'tokens' and output "
+                        "'logits'");
+}
+
+std::string Sampler::generate() {
+  const CharVocab &vocab = data.vocab();
+  int64_t classes = std::min(model.vocabSize, vocab.size());
+  std::vector<int32_t> context;
+  try {
+    context.push_back(vocab.encode('\n'));
+  } catch (const DataError &) {
+    context.push_back(0);
+  }
+  std::vector<int32_t> tokens(model.batch * model.seq, 0);
+  std::string text;
+  for (int64_t n = 0; n < options.count; ++n) {
+    int64_t len = std::min<int64_t>(context.size(), model.seq);
+    std::copy(context.end() - len, context.end(), tokens.begin());
+    std::fill(tokens.begin() + len, tokens.begin() + model.seq, 0);
+    io.setIds("tokens", tokens);
+    io.run();
+    const float *row = io.f32("logits") + (len - 1) * model.paddedVocabSize;
+    int32_t next = draw(row, classes, options, uniform(options.seed, n));
+    context.push_back(next);
+    text.push_back(vocab.decode(next));
+  }
+  return text;
+}
+
+} // namespace autoshard::shardrun

@@ -1,0 +1,48 @@
+//===- Sampler.h - Text generation with the logits entry --------*- C++ -*-===//
+
+#ifndef AUTOSHARD_TOOLS_SHARDRUN_SAMPLER_H
+#define AUTOSHARD_TOOLS_SHARDRUN_SAMPLER_H
+
+#include "EntryIO.h"
+
+#include "autoshard/runtime/Executor.h"
+#include "autoshard/runtime/train/CharDataset.h"
+
+#include <cstdint>
+#include <string>
+
+namespace autoshard::shardrun {
+
+/// Sampling settings (nanoGPT sample.py: temperature 0.8, top-k 200).
+struct SampleOptions {
+  int64_t count = 200; ///< Characters to generate.
+  double temperature = 0.8;
+  int64_t topK = 200;
+  uint64_t seed = 1337;
+};
+
+/// Generates text autoregressively from a newline: each new token runs the
+/// `logits` entry with the context (its last `seq` tokens) in row 0 and
+/// reads the logits at the context's last position (causal attention makes
+/// the padding after it irrelevant). Classes outside the real vocabulary
+/// (ids >= vocab_size, or unseen in the data) are masked; logits are divided
+/// by the temperature, cut to the top-k and sampled with a Philox draw keyed
+/// on (seed, token index).
+class Sampler {
+public:
+  /// Throws ArtifactError if the artifact has no usable `logits` entry.
+  Sampler(runtime::Executor &executor, const runtime::CharDataset &data,
+          const SampleOptions &options);
+  /// Generates options.count characters with the current weights.
+  std::string generate();
+
+private:
+  const runtime::CharDataset &data;
+  SampleOptions options;
+  runtime::ModelInfo model;
+  EntryIO io;
+};
+
+} // namespace autoshard::shardrun
+
+#endif // AUTOSHARD_TOOLS_SHARDRUN_SAMPLER_H

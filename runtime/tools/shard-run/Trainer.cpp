@@ -1,0 +1,146 @@
+//===- Trainer.cpp - The training loop of shard-run -----------------------===//
+
+#include "Trainer.h"
+#include "Reporting.h"
+
+#include "autoshard/runtime/train/MetricsLog.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace autoshard::shardrun {
+
+using namespace autoshard::runtime;
+
+namespace {
+std::string fixed(double v, int digits = 4) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+} // namespace
+
+Trainer::Trainer(const Options &opts, Executor &executor,
+                 const CharDataset &data)
+    : opts(opts), executor(executor), data(data),
+      batch(executor.artifact().model.batch),
+      seq(executor.artifact().model.seq), train(executor, "train_step") {
+  schedule.maxLR = opts.lr;
+  schedule.minLR = opts.minLR;
+  schedule.warmupSteps = opts.warmup;
+  schedule.decaySteps = opts.decaySteps;
+  try {
+    schedule.validate();
+  } catch (const std::invalid_argument &e) {
+    throw UsageError(std::string("learning-rate schedule: ") + e.what());
+  }
+  for (const char *role : {"tokens", "labels", "lr", "step"})
+    if (!train.hasInput(role))
+      throw ArtifactError("artifact '" + executor.artifact().source +
+                          "': entry 'train_step' has no input '" + role + "'");
+  if (!train.hasOutput("loss"))
+    throw ArtifactError("artifact '" + executor.artifact().source +
+                        "': entry 'train_step' has no output 'loss'");
+  if (!executor.hasEntry("eval"))
+    throw ArtifactError("artifact '" + executor.artifact().source +
+                        "' has no entry 'eval' (needed for the val loss)");
+  eval.emplace(executor, "eval");
+  if (!eval->hasOutput("loss"))
+    throw ArtifactError("artifact '" + executor.artifact().source +
+                        "': entry 'eval' has no output 'loss'");
+  ids.resize(batch * seq);
+  labels.resize(batch * seq);
+}
+
+void Trainer::fillBatch(EntryIO &io, Split split, int64_t step) {
+  data.batch(split, opts.seed, step, seq, 0, batch, ids.data(), labels.data());
+  io.setIds("tokens", ids);
+  io.setIds("labels", labels);
+}
+
+double Trainer::evaluate() {
+  double sum = 0;
+  for (int64_t k = 0; k < opts.evalIters; ++k) {
+    // Fixed windows: every evaluation sees the same validation batches.
+    fillBatch(*eval, Split::Val, k);
+    if (eval->hasInput("step"))
+      eval->setI64("step", 1);
+    eval->run();
+    sum += *eval->f32("loss");
+  }
+  return sum / opts.evalIters;
+}
+
+RunSummary Trainer::run() {
+  std::optional<MetricsLog> log;
+  if (!opts.log.empty())
+    log.emplace(opts.log);
+  ChromeTrace trace;
+  std::optional<TraceRecorder> recorder;
+  if (!opts.trace.empty())
+    recorder.emplace(trace);
+
+  Progress progress(stdout, opts.steps, opts.logInterval);
+  RunSummary summary;
+  summary.peakBytes = executor.allocatedBytes();
+  summary.finalValLoss = std::nan("");
+  double trainUs = 0;
+  int64_t trainTokens = 0;
+  double loopStart = TraceRecorder::nowUs();
+  auto evalLine = [&](int64_t step) {
+    summary.finalValLoss = evaluate();
+    progress.line("step " + std::to_string(step) + ": val loss " +
+                  fixed(summary.finalValLoss));
+    return summary.finalValLoss;
+  };
+
+  for (int64_t it = 0; it < opts.steps; ++it) {
+    nlohmann::json record = {{"step", it}};
+    if (opts.evalInterval > 0 && it % opts.evalInterval == 0)
+      record["val_loss"] = evalLine(it);
+
+    double lr = schedule.at(it);
+    fillBatch(train, Split::Train, it);
+    train.setF32("lr", static_cast<float>(lr));
+    train.setI64("step", it + 1);
+    bool traced = recorder && it == opts.traceStep;
+    double start = TraceRecorder::nowUs();
+    train.run(traced ? &*recorder : nullptr);
+    double us = TraceRecorder::nowUs() - start;
+    if (traced)
+      recorder->span("train_step " + std::to_string(it), start, us);
+
+    trainUs += us;
+    trainTokens += batch * seq;
+    double loss = *train.f32("loss");
+    double tokensPerS = batch * seq / (us * 1e-6);
+    summary.finalTrainLoss = loss;
+    if (!std::isfinite(loss))
+      throw ExecutionError("train loss is " + std::to_string(loss) +
+                           " at step " + std::to_string(it) +
+                           " (diverged; try a lower --lr)");
+    record["train_loss"] = loss;
+    record["lr"] = lr;
+    record["tokens_per_s"] = tokensPerS;
+    record["peak_bytes"] = summary.peakBytes;
+    if (train.hasOutput("grad_norm"))
+      record["grad_norm"] = *train.f32("grad_norm");
+    if (log)
+      log->write(record);
+    progress.step(it, loss, lr, tokensPerS);
+  }
+  progress.finish();
+  double valLoss = evalLine(opts.steps);
+  if (log)
+    log->write({{"step", opts.steps},
+                {"val_loss", valLoss},
+                {"peak_bytes", summary.peakBytes},
+                {"final", true}});
+  if (recorder)
+    trace.save(opts.trace);
+  summary.wallS = (TraceRecorder::nowUs() - loopStart) * 1e-6;
+  summary.tokensPerS = trainTokens / (trainUs * 1e-6);
+  return summary;
+}
+
+} // namespace autoshard::shardrun
