@@ -2,7 +2,7 @@
 // config), tied LM head; one block function called 12 times.
 // RUN: %python -m autoshard.models %configs/models/gpt2-124m.json --batch 2 --seq 64 -o %t.mlir 2>&1 | FileCheck %s --check-prefix=COUNT
 // RUN: shard-opt %t.mlir | FileCheck %s
-// RUN: shard-opt %t.mlir | shard-opt --mlir-print-op-generic | shard-opt -o /dev/null
+// RUN: shard-opt %t.mlir | shard-opt --mlir-print-op-generic | shard-opt -o %t.roundtrip.mlir
 
 // COUNT: gpt2-124m: 124439808 parameters (124.4M)
 

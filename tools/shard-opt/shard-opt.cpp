@@ -7,7 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
+#include "autoshard/Dialect/Rt/IR/RtDialect.h"
+#include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
+#include "autoshard/Dialect/Tfm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,15 +18,29 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <vector>
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<autoshard::tfm::TfmDialect, autoshard::dist::DistDialect,
-                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
-                  mlir::tensor::TensorDialect>();
+                  autoshard::rt::RtDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
   // Upstream passes used in our pipelines and tests (canonicalize, cse,
   // inline, symbol-dce, ...).
   mlir::registerTransformsPasses();
+  autoshard::rt::registerRtPasses();
+  autoshard::tfm::registerTfmPasses();
+  // A diagnostic on a func op would otherwise dump the whole function (300 KB
+  // for a 96-layer model); users can still turn the dump back on.
+  std::vector<char *> args(argv, argv + argc);
+  if (llvm::none_of(args, [](const char *arg) {
+        return llvm::StringRef(arg).contains("mlir-print-op-on-diagnostic");
+      }))
+    args.insert(args.begin() + 1,
+                const_cast<char *>("--mlir-print-op-on-diagnostic=false"));
   return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "autoshard compiler driver\n", registry));
+      mlir::MlirOptMain(static_cast<int>(args.size()), args.data(),
+                        "autoshard compiler driver\n", registry));
 }

@@ -15,7 +15,9 @@ CLI::
 
 Errors in configs or options raise :class:`ConfigError` (a ``ValueError``)
 whose message names the key or option and the offending value; the CLI
-prints it and exits with status 2.
+prints it and exits with status 2.  Accepted but ignored config content (an
+unknown key, ``rope_scaling``) issues a :class:`ConfigWarning`; the CLI prints
+it as ``autoshard.models: warning: ...``.
 
 See :mod:`autoshard.models.builder` for the IR layout and conventions and
 :mod:`autoshard.models.config` for the accepted config keys.
@@ -23,9 +25,9 @@ See :mod:`autoshard.models.builder` for the IR layout and conventions and
 
 from .builder import (DTYPES, ROLES, Param, build_model, count_parameters, moe_capacity,
                       padded_vocab_size, parameter_specs)
-from .config import ConfigError, ModelConfig, config_from_dict, load_config
+from .config import ConfigError, ConfigWarning, ModelConfig, config_from_dict, load_config
 
-__all__ = ["ConfigError", "ModelConfig", "load_config", "config_from_dict", "build_model",
+__all__ = ["ConfigError", "ConfigWarning", "ModelConfig", "load_config", "config_from_dict", "build_model",
            "count_parameters", "parameter_specs", "moe_capacity", "padded_vocab_size", "Param",
            "ROLES", "DTYPES", "format_count"]
 

@@ -3,7 +3,8 @@
 Writes the model's ``tfm`` IR (``-o -`` or no ``-o``: stdout) and prints
 ``<name>: N parameters (X)`` to stderr.  Exit status 0 on success, 2 on a bad
 config or option (with a one-line message naming the key and value), 1 if the
-output cannot be written.
+output cannot be written.  Ignored config keys are reported on stderr as
+``autoshard.models: warning: unknown config key 'n_embdd' (ignored)``.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import argparse
 import os
 import sys
 import tempfile
+import warnings
 from typing import List, Optional
 
 from . import ConfigError, DTYPES, build_model, format_count, load_config, parameter_specs
+from .config import ConfigWarning
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,6 +49,13 @@ def _write(path: str, text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    if os.path.exists(path) and not os.path.isfile(path):
+        # A device or a pipe (/dev/null, /dev/stdout, a FIFO): write into it.
+        # Renaming a temporary file over it would replace the device itself
+        # with a regular file (as root, /dev/null for everyone).
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".autoshard-", suffix=".mlir")
     try:
@@ -67,10 +77,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     prog = "autoshard.models"
     try:
-        cfg = load_config(args.config, name=args.name)
-        text = build_model(cfg, args.batch, args.seq, vocab_multiple=args.vocab_multiple,
-                           capacity_factor=args.capacity_factor, dtype=args.dtype,
-                           dropout=args.dropout)
+        # Config warnings print as one line each, before any error (a misspelt
+        # key often explains a "missing key" error).
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConfigWarning)
+            try:
+                cfg = load_config(args.config, name=args.name)
+                text = build_model(cfg, args.batch, args.seq,
+                                   vocab_multiple=args.vocab_multiple,
+                                   capacity_factor=args.capacity_factor, dtype=args.dtype,
+                                   dropout=args.dropout)
+            finally:
+                for w in caught:
+                    if issubclass(w.category, ConfigWarning):
+                        print(f"{prog}: warning: {w.message}", file=sys.stderr)
+                    else:
+                        warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     except ConfigError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2

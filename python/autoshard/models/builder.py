@@ -71,8 +71,9 @@ import dataclasses
 import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .config import ConfigError, ModelConfig
-from .ir import UNIT, FuncBuilder, TensorType, Value, fmt_f64, fmt_i64, fmt_str
+from .config import INT64_MAX, ConfigError, ModelConfig
+from .ir import (UNIT, FuncBuilder, Int64OverflowError, TensorType, Value, fmt_f64, fmt_i64,
+                 fmt_str)
 
 __all__ = ["ROLES", "DTYPES", "Param", "parameter_specs", "count_parameters",
            "moe_capacity", "padded_vocab_size", "build_model"]
@@ -148,7 +149,11 @@ def padded_vocab_size(vocab_size: int, vocab_multiple: int = 1) -> int:
     """``vocab_size`` rounded up to a multiple of ``vocab_multiple`` (>= 1)."""
     if isinstance(vocab_multiple, bool) or not isinstance(vocab_multiple, int) or vocab_multiple < 1:
         raise ConfigError(f"option vocab_multiple must be an integer >= 1, got {vocab_multiple!r}")
-    return -(-vocab_size // vocab_multiple) * vocab_multiple
+    padded = -(-vocab_size // vocab_multiple) * vocab_multiple
+    if padded > INT64_MAX:
+        raise ConfigError(f"option vocab_multiple = {vocab_multiple}: the padded vocab size "
+                          f"{padded} does not fit in int64")
+    return padded
 
 
 # ----------------------------------------------------------------------------
@@ -268,14 +273,29 @@ def parameter_specs(cfg: ModelConfig, vocab_multiple: int = 1) -> List[Param]:
         vocab_multiple: pad vocab dims to a multiple of this (>= 1).
 
     Raises:
-        ConfigError: ``vocab_multiple`` < 1.
+        ConfigError: ``vocab_multiple`` < 1, or a parameter's element count or
+            the total parameter count does not fit in int64.
     """
     vp = padded_vocab_size(cfg.vocab_size, vocab_multiple)
-    params = _embedding_params(cfg, vp)
+    emb, head = _embedding_params(cfg, vp), _head_params(cfg, vp)
+    # Every layer has the first one's shapes (only the names differ), so the
+    # sizes are checked before the per-layer lists are built.
+    layer0 = _layer_params(cfg, 0)
+    where = cfg.source or cfg.name
+    for p in emb + layer0 + head:
+        for shape in (p.shape, p.logical_shape):
+            n = math.prod(shape)
+            if n > INT64_MAX:
+                raise ConfigError(f"{where}: parameter '{p.name}' of shape {list(shape)} has {n} "
+                                  f"elements, which does not fit in int64 (at most {INT64_MAX})")
+    total = sum(p.numel for p in emb + head) + cfg.num_layers * sum(p.numel for p in layer0)
+    if total > INT64_MAX:
+        raise ConfigError(f"{where}: the parameter count {total} does not fit in int64 "
+                          f"(at most {INT64_MAX})")
+    params = emb
     for i in range(cfg.num_layers):
         params += _layer_params(cfg, i)
-    params += _head_params(cfg, vp)
-    return params
+    return params + head
 
 
 def count_parameters(cfg: ModelConfig) -> int:
@@ -504,6 +524,8 @@ def _validate_run(cfg: ModelConfig, batch: int, seq: int, dtype: str) -> None:
     for opt, v in (("batch", batch), ("seq", seq)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ConfigError(f"option {opt} must be an integer >= 1, got {v!r}")
+        if v > INT64_MAX:
+            raise ConfigError(f"option {opt} = {v} does not fit in int64 (at most {INT64_MAX})")
     if seq > cfg.max_positions:
         key = "n_positions" if cfg.model_type == "gpt2" else "max_position_embeddings"
         raise ConfigError(f"{cfg.source or cfg.name}: seq {seq} exceeds the model's maximum "
@@ -562,7 +584,8 @@ def build_model(cfg: ModelConfig, batch: int, seq: int, *, vocab_multiple: int =
     Raises:
         ConfigError: invalid option (batch/seq < 1, seq > max positions,
             unknown dtype, vocab_multiple < 1, capacity_factor <= 0, bad
-            dropout).
+            dropout), or a parameter, an activation tensor or the parameter
+            count too large for int64 (MLIR's dims and element counts).
     """
     _validate_run(cfg, batch, seq, dtype)
     if dropout is not None:
@@ -579,6 +602,16 @@ def build_model(cfg: ModelConfig, batch: int, seq: int, *, vocab_multiple: int =
     params = parameter_specs(cfg, vocab_multiple)
     vp = padded_vocab_size(cfg.vocab_size, vocab_multiple)
     capacity = moe_capacity(cfg, seq, capacity_factor) if cfg.is_moe else 0
+    try:
+        return _emit(cfg, params, batch, seq, dtype, vp, capacity)
+    except Int64OverflowError as e:
+        # An activation shape (e.g. [B, S, V] logits) too large for the IR.
+        raise ConfigError(f"{cfg.source or cfg.name}: with batch {batch} and seq {seq}, "
+                          f"{e}") from None
+
+
+def _emit(cfg: ModelConfig, params: List[Param], batch: int, seq: int, dtype: str, vp: int,
+          capacity: int) -> str:
     em = _Emitter(cfg, batch, seq, dtype, capacity, with_step=cfg.uses_dropout,
                   with_aux=cfg.is_moe and cfg.router_aux_loss_coef > 0)
 

@@ -48,6 +48,17 @@ Supported ``model_type`` values and what they mean here:
     loss is part of the training loss whenever ``router_aux_loss_coef > 0``
     (HF adds it only with ``output_router_logits``; set the coefficient to 0
     to leave it out).
+
+Every integer must fit in int64 (the IR's ``i64`` attributes and tensor
+dims); sizes derived from them (tensor element counts, the parameter count)
+are checked by the builder.  A required key given as ``null`` is reported as
+null, not as missing; an optional key given as ``null`` takes its default (HF
+writes e.g. ``"n_inner": null``).
+
+Keys that are neither read for the model type nor known HF metadata (see
+:data:`KNOWN_KEYS` and :data:`HF_COMMON_KEYS`) are ignored with a
+:class:`ConfigWarning` (``unknown config key 'n_embdd' (ignored)``), so that a
+misspelt key does not silently fall back to a default.
 """
 
 from __future__ import annotations
@@ -59,7 +70,11 @@ import os
 import warnings
 from typing import Any, Mapping, Optional
 
-__all__ = ["ConfigError", "ModelConfig", "load_config", "config_from_dict"]
+__all__ = ["ConfigError", "ConfigWarning", "ModelConfig", "load_config", "config_from_dict",
+           "INT64_MAX", "KNOWN_KEYS", "HF_COMMON_KEYS"]
+
+#: Largest value of an MLIR ``i64`` (tensor dims, element counts, attributes).
+INT64_MAX = 2**63 - 1
 
 
 class ConfigError(ValueError):
@@ -67,6 +82,62 @@ class ConfigError(ValueError):
 
     The message names the offending key (or option) and its value.
     """
+
+
+class ConfigWarning(UserWarning):
+    """A model config has something that is accepted but ignored."""
+
+
+#: Keys of Hugging Face ``PretrainedConfig`` (metadata, tokenizer ids,
+#: generation defaults, task heads) that any config.json may carry and that do
+#: not change the model this package builds.  Keys starting with ``_``
+#: (``_name_or_path``, ``_attn_implementation``, ...) are HF internals and are
+#: accepted too.
+HF_COMMON_KEYS = frozenset({
+    "model_type", "architectures", "auto_map", "torch_dtype", "dtype", "transformers_version",
+    "use_cache", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
+    "decoder_start_token_id", "return_dict", "output_hidden_states", "output_attentions",
+    "torchscript", "use_bfloat16", "tf_legacy_loss", "pruned_heads", "tie_encoder_decoder",
+    "is_decoder", "is_encoder_decoder", "add_cross_attention", "cross_attention_hidden_size",
+    "chunk_size_feed_forward", "problem_type", "finetuning_task", "id2label", "label2id",
+    "num_labels", "task_specific_params", "tokenizer_class", "prefix", "quantization_config",
+    # generation defaults (older configs keep them in config.json)
+    "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+    "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
+    "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+    "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id",
+    "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
+    "suppress_tokens", "begin_suppress_tokens",
+})
+
+_LLAMA_KEYS = frozenset({
+    "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+    "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_act",
+    "max_position_embeddings", "initializer_range", "rms_norm_eps", "rope_theta",
+    "rope_scaling", "rope_parameters", "tie_word_embeddings", "attention_bias", "mlp_bias",
+    "attention_dropout", "pretraining_tp",
+})
+
+#: Per model type, the keys read or knowingly ignored (HF's ``GPT2Config``,
+#: ``LlamaConfig``, ``MixtralConfig`` and nanoGPT's extras), besides
+#: :data:`HF_COMMON_KEYS`.
+KNOWN_KEYS = {
+    "gpt2": frozenset({
+        "vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head", "n_inner",
+        "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon",
+        "initializer_range", "tie_word_embeddings", "scale_attn_weights",
+        "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "summary_type",
+        "summary_use_proj", "summary_activation", "summary_proj_to_labels",
+        "summary_first_dropout", "head_dim",
+        # nanoGPT
+        "block_size", "bias", "dropout",
+    }),
+    "llama": _LLAMA_KEYS,
+    "mixtral": _LLAMA_KEYS | {
+        "num_local_experts", "num_experts_per_tok", "router_aux_loss_coef",
+        "output_router_logits", "router_jitter_noise", "sliding_window",
+    },
+}
 
 
 _GELU_EXACT = {"gelu"}
@@ -161,28 +232,42 @@ class _Reader:
     def has(self, key: str) -> bool:
         return key in self.raw and self.raw[key] is not None
 
+    def absent(self, key: str, what: str = "") -> ConfigError:
+        """The error for a required key that is missing or null."""
+        if key in self.raw:
+            return self._err(f"key '{key}' is null{what}")
+        return self._err(f"missing required key '{key}'{what}")
+
     def int(self, key: str, default: Optional[int] = None, *, minimum: int = 1) -> int:
         if not self.has(key):
             if default is None:
-                raise self._err(f"missing required key '{key}'")
+                raise self.absent(key, " (expected an integer)" if key in self.raw else "")
             return default
         v = self.raw[key]
         if isinstance(v, bool) or not isinstance(v, int):
             raise self._err(f"key '{key}' must be an integer, got {v!r}")
         if v < minimum:
             raise self._err(f"key '{key}' must be >= {minimum}, got {v!r}")
+        if v > INT64_MAX:
+            raise self._err(f"key '{key}' = {v} does not fit in int64 "
+                            f"(at most {INT64_MAX})")
         return v
 
     def float(self, key: str, default: Optional[float] = None, *, lo: float = 0.0,
               hi: float = math.inf, lo_open: bool = False, hi_open: bool = False) -> float:
         if not self.has(key):
             if default is None:
-                raise self._err(f"missing required key '{key}'")
+                raise self.absent(key)
             return float(default)
         v = self.raw[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self._err(f"key '{key}' must be a finite number, got {v!r}")
-        v = float(v)
+        try:
+            v = float(v)
+        except OverflowError:  # an int beyond the float range
+            raise self._err(f"key '{key}' must be a finite number, got {v!r}") from None
+        if not math.isfinite(v):
+            raise self._err(f"key '{key}' must be a finite number, got {v!r}")
         bad_lo = v <= lo if lo_open else v < lo
         bad_hi = v >= hi if hi_open else v > hi
         if bad_lo or bad_hi:
@@ -202,7 +287,7 @@ class _Reader:
     def str(self, key: str, default: Optional[str] = None) -> str:
         if not self.has(key):
             if default is None:
-                raise self._err(f"missing required key '{key}'")
+                raise self.absent(key)
             return default
         v = self.raw[key]
         if not isinstance(v, str):
@@ -231,8 +316,11 @@ def _gpt2(r: _Reader, name: str, source: Optional[str]) -> ModelConfig:
     elif r.has("block_size"):
         positions = r.int("block_size")
     else:
-        raise r._err("missing required key 'n_positions' (or nanoGPT's 'block_size')")
+        raise r.absent("n_positions", " (or nanoGPT's 'block_size')")
     ffn = r.int("n_inner", 4 * hidden)
+    if ffn > INT64_MAX:
+        raise r._err(f"the default 'n_inner' = 4 * 'n_embd' = {ffn} does not fit in int64; "
+                     "set 'n_inner'")
     act = r.str("activation_function", "gelu_new")
     if act in _GELU_EXACT:
         activation = "gelu"
@@ -281,7 +369,7 @@ def _llama_like(r: _Reader, name: str, source: Optional[str], model_type: str) -
         raise r._err(f"key 'hidden_act' = {act!r} is not supported (expected 'silu')")
     if r.has("rope_scaling"):
         warnings.warn(f"{r.where}: 'rope_scaling' is ignored (tfm.rope has no scaling; "
-                      "shapes and FLOPs are unchanged)", stacklevel=3)
+                      "shapes and FLOPs are unchanged)", ConfigWarning, stacklevel=3)
     experts = topk = 0
     coef = 0.0
     attn_bias = r.bool("attention_bias", False)
@@ -311,6 +399,18 @@ def _llama_like(r: _Reader, name: str, source: Optional[str], model_type: str) -
 _FAMILIES = {"gpt2": "gpt2", "nanogpt": "gpt2", "llama": "llama", "mixtral": "mixtral"}
 
 
+def unknown_keys(raw: Mapping[str, Any], model_type: str) -> list:
+    """Keys of ``raw`` that a ``model_type`` config does not use, in file order."""
+    known = KNOWN_KEYS[_FAMILIES[model_type]] | HF_COMMON_KEYS
+    return [k for k in raw if not (isinstance(k, str) and (k in known or k.startswith("_")))]
+
+
+def _warn_unknown_keys(raw: Mapping[str, Any], family: str) -> None:
+    for key in unknown_keys(raw, family):
+        # stacklevel 3: the caller of config_from_dict.
+        warnings.warn(f"unknown config key {key!r} (ignored)", ConfigWarning, stacklevel=3)
+
+
 def config_from_dict(raw: Mapping[str, Any], name: str = "model",
                      source: Optional[str] = None) -> ModelConfig:
     """Validate an HF-style config dict and return a :class:`ModelConfig`.
@@ -322,9 +422,14 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model",
         source: where ``raw`` came from, used in error messages.
 
     Raises:
-        ConfigError: a required key is missing, a value has the wrong type or
-            range, heads do not divide the hidden size, kv heads do not divide
-            heads, an activation is unsupported, or ``model_type`` is unknown.
+        ConfigError: a required key is missing or null, a value has the wrong
+            type or range (integers must fit in int64), heads do not divide
+            the hidden size, kv heads do not divide heads, an activation is
+            unsupported, or ``model_type`` is unknown.
+
+    Warns:
+        ConfigWarning: for each key that is not used for this model type and
+            is not HF metadata (it is ignored).
     """
     where = source or name
     if not isinstance(raw, Mapping):
@@ -335,6 +440,7 @@ def config_from_dict(raw: Mapping[str, Any], name: str = "model",
     if family is None:
         raise ConfigError(f"{where}: unknown 'model_type' = {mt!r} "
                           f"(supported: {', '.join(sorted(_FAMILIES))})")
+    _warn_unknown_keys(raw, family)
     if family == "gpt2":
         return _gpt2(r, name, source)
     return _llama_like(r, name, source, family)

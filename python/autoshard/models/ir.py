@@ -18,7 +18,14 @@ import re
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = ["TensorType", "Value", "Unit", "UNIT", "fmt_f64", "fmt_i64", "fmt_str",
-           "fmt_attr_dict", "FuncBuilder"]
+           "fmt_attr_dict", "FuncBuilder", "INT64_MAX", "Int64OverflowError"]
+
+#: Largest ``i64``: MLIR tensor dims, element counts and integer attributes.
+INT64_MAX = 2**63 - 1
+
+
+class Int64OverflowError(ValueError):
+    """A tensor shape, its element count or an ``i64`` attribute does not fit in int64."""
 
 
 class TensorType:
@@ -29,6 +36,9 @@ class TensorType:
     def __init__(self, shape: Sequence[int], elt: str):
         self.shape = tuple(int(d) for d in shape)
         self.elt = elt
+        n = math.prod(self.shape)
+        if n > INT64_MAX or any(d > INT64_MAX for d in self.shape):
+            raise Int64OverflowError(f"{self} has {n} elements, which does not fit in int64")
 
     @property
     def rank(self) -> int:
@@ -90,7 +100,10 @@ def fmt_f64(x: float) -> str:
 
 def fmt_i64(x: int) -> str:
     """Format ``x`` as an MLIR ``i64`` integer attribute."""
-    return f"{int(x)} : i64"
+    x = int(x)
+    if not -INT64_MAX - 1 <= x <= INT64_MAX:
+        raise Int64OverflowError(f"{x} does not fit in an i64 attribute")
+    return f"{x} : i64"
 
 
 def fmt_str(s: str) -> str:

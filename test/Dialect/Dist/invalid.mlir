@@ -22,6 +22,40 @@ dist.mesh @m []
 // expected-error @+1 {{has 1 axis names but 2 axis sizes}}
 "dist.mesh"() <{axis_names = ["dp"], axis_sizes = array<i64: 2, 2>, sym_name = "m"}> : () -> ()
 
+// -----
+
+// expected-error @+1 {{device count (product of the axis sizes a = 4294967296 × b = 4294967296) overflows int64}}
+dist.mesh @m [a = 4294967296, b = 4294967296]
+
+// -----
+
+// A wrapped product would be 0 here.
+// expected-error @+1 {{device count (product of the axis sizes a = 4294967296 × b = 4294967296 × c = 4) overflows int64}}
+dist.mesh @m [a = 4294967296, b = 4294967296, c = 4]
+func.func @f(%x: tensor<16xf32>) {
+  %0 = dist.all_gather %x on @m axes = [a, b, c] gather_dim = 0 : tensor<16xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+// The mesh is reported; the sharding over its overflowing axes is not
+// divided by a wrapped (zero) shard count.
+// expected-error @+1 {{device count (product of the axis sizes a = 4294967296 × b = 4294967296) overflows int64}}
+dist.mesh @m [a = 4294967296, b = 4294967296]
+func.func @f(%x: tensor<16xf32>, %y: tensor<0xf32>) {
+  %0 = dist.sharding_constraint %x to <@m, [{a, b}]> : tensor<16xf32>
+  %1 = dist.sharding_constraint %y to <@m, [{a, b}]> : tensor<0xf32>
+  return
+}
+
+// -----
+
+// 2^63 - 2 devices fit in int64; 2^63 do not.
+dist.mesh @m [a = 4611686018427387903, b = 2]
+// expected-error @+1 {{device count (product of the axis sizes a = 4611686018427387904 × b = 2) overflows int64}}
+dist.mesh @n [a = 4611686018427387904, b = 2]
+
 //===----------------------------------------------------------------------===//
 // #dist.sharding on its own
 //===----------------------------------------------------------------------===//
@@ -35,7 +69,7 @@ func.func private @f() attributes {a.s = #dist.sharding<@m, [{dp}, {dp}]>}
 // -----
 
 dist.mesh @m [dp = 2, tp = 2]
-// expected-error @+1 {{sharding uses axis 'tp' twice (dim 0 and dim 0)}}
+// expected-error @+1 {{sharding uses axis 'tp' twice in dim 0}}
 func.func private @f() attributes {a.s = #dist.sharding<@m, [{tp, tp}]>}
 
 // -----
@@ -43,6 +77,12 @@ func.func private @f() attributes {a.s = #dist.sharding<@m, [{tp, tp}]>}
 dist.mesh @m [dp = 2, tp = 2]
 // expected-error @+1 {{sharding uses axis 'tp' twice (dim 1 and partial)}}
 func.func private @f() attributes {a.s = #dist.sharding<@m, [{}, {tp}], partial = {tp: sum}>}
+
+// -----
+
+dist.mesh @m [dp = 2, tp = 2]
+// expected-error @+1 {{sharding uses axis 'tp' twice in the partial axes}}
+func.func private @f() attributes {a.s = #dist.sharding<@m, [{}], partial = {tp: sum, tp: max}>}
 
 // -----
 
@@ -59,6 +99,15 @@ func.func private @f() attributes {a.s = #dist.sharding<@m, [{}], partial = {tp:
 func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{unknown mesh @nope}}
   %0 = dist.sharding_constraint %x to <@nope, [{dp}]> : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func private @m()
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{symbol @m is not a dist.mesh (found func.func)}}
+  %0 = dist.sharding_constraint %x to <@m, [{dp}]> : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
 
@@ -96,6 +145,16 @@ func.func @f(%x: tensor<6x4xf32>) -> tensor<6x4xf32> {
   // expected-error @+1 {{tensor dim 0 of size 6 is not divisible by 4, the product of the sizes of its axes [dp, cp]}}
   %0 = dist.sharding_constraint %x to <@m, [{dp, cp}, {}]> : tensor<6x4xf32>
   return %0 : tensor<6x4xf32>
+}
+
+// -----
+
+// Shard counts are products of axis sizes; a valid mesh keeps them in int64.
+dist.mesh @m [a = 4611686018427387903, b = 2]
+func.func @f(%x: tensor<6xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{tensor dim 0 of size 6 is not divisible by 9223372036854775806, the product of the sizes of its axes [a, b]}}
+  %0 = dist.sharding_constraint %x to <@m, [{a, b}]> : tensor<6xf32>
+  return %0 : tensor<6xf32>
 }
 
 // -----
@@ -188,6 +247,31 @@ func.func @f(%x: tensor<8xf32> {dist.sharding = #dist.sharding<@nope, [{dp}]>}) 
 
 // -----
 
+// An argument's sharding is reported at the argument, not at the function.
+dist.mesh @m [dp = 2]
+func.func @f(%x: tensor<16xf32>,
+             // expected-error @+1 {{'dist.sharding' of argument 1: tensor dim 0 of size 15 is not divisible by 2, the product of the sizes of its axes [dp]}}
+             %y: tensor<15xf32> {dist.sharding = #dist.sharding<@m, [{dp}]>}) {
+  return
+}
+
+// -----
+
+func.func private @m()
+// expected-error @+1 {{'dist.sharding' of argument 0: symbol @m is not a dist.mesh (found func.func)}}
+func.func @f(%x: tensor<8xf32> {dist.sharding = #dist.sharding<@m, [{dp}]>}) {
+  return
+}
+
+// -----
+
+// A declaration has no argument values: reported at the function.
+dist.mesh @m [dp = 2]
+// expected-error @+1 {{'func.func' op 'dist.sharding' of argument 0: unknown axis 'tp' for mesh @m}}
+func.func private @f(tensor<8xf32> {dist.sharding = #dist.sharding<@m, [{tp}]>})
+
+// -----
+
 dist.mesh @m [dp = 2, tp = 4]
 // expected-error @+1 {{'dist.sharding' of result 0: tensor dim 1 of size 2 is not divisible by 4, the product of the sizes of its axes [tp]}}
 func.func private @f() -> (tensor<8x2xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {tp}]>})
@@ -215,6 +299,15 @@ func.func private @f(!dist.async<f32>)
 func.func @f(%x: tensor<8xf32>) {
   // expected-error @+1 {{unknown mesh @nope}}
   %0 = dist.all_reduce %x on @nope axes = [dp] reduction = sum : tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func private @m()
+func.func @f(%x: tensor<8xf32>) {
+  // expected-error @+1 {{symbol @m is not a dist.mesh (found func.func)}}
+  %0 = dist.all_reduce %x on @m axes = [dp] reduction = sum : tensor<8xf32> -> tensor<8xf32>
   return
 }
 
@@ -302,7 +395,7 @@ func.func @f(%x: tensor<2x8xf32>) {
 
 dist.mesh @m [dp = 2, tp = 4]
 func.func @f(%x: tensor<2x8xf32>) {
-  // expected-error @+1 {{result dim 0 must be 16 (operand dim 2 × group size 8 over axes [dp, tp]), found 6}}
+  // expected-error @+1 {{result dim 0 must be 16 (operand dim 0 of size 2 × group size 8 over axes [dp, tp]), found 6}}
   %0 = dist.all_gather %x on @m axes = [dp, tp] gather_dim = 0 : tensor<2x8xf32> -> tensor<6x8xf32>
   return
 }
@@ -330,8 +423,18 @@ func.func @f(%x: tensor<2x8xf32>) {
 // The _start form shares the rules.
 dist.mesh @m [dp = 2, tp = 4]
 func.func @f(%x: tensor<2x8xf32>) {
-  // expected-error @+1 {{'dist.all_gather_start' op result dim 1 must be 32 (operand dim 8 × group size 4 over axes [tp]), found 16}}
+  // expected-error @+1 {{'dist.all_gather_start' op result dim 1 must be 32 (operand dim 1 of size 8 × group size 4 over axes [tp]), found 16}}
   %0 = dist.all_gather_start %x on @m axes = [tp] gather_dim = 1 : tensor<2x8xf32> -> !dist.async<tensor<2x16xf32>>
+  return
+}
+
+// -----
+
+// 4 × 2^62 wraps to 0 in int64: the result dim cannot be computed.
+dist.mesh @m [a = 4611686018427387904]
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error @+1 {{result dim 0 would be operand dim 0 of size 4 × group size 4611686018427387904 over axes [a], which overflows int64}}
+  %0 = dist.all_gather %x on @m axes = [a] gather_dim = 0 : tensor<4xf32> -> tensor<0xf32>
   return
 }
 
@@ -343,7 +446,7 @@ func.func @f(%x: tensor<2x8xf32>) {
 
 dist.mesh @m [dp = 2, tp = 4]
 func.func @f(%x: tensor<2x6xf32>) {
-  // expected-error @+1 {{operand dim 1 (6) must be divisible by the group size 4 over axes [tp]}}
+  // expected-error @+1 {{operand dim 1 of size 6 must be divisible by the group size 4 over axes [tp]}}
   %0 = dist.reduce_scatter %x on @m axes = [tp] scatter_dim = 1 reduction = sum : tensor<2x6xf32> -> tensor<2x1xf32>
   return
 }
@@ -352,7 +455,7 @@ func.func @f(%x: tensor<2x6xf32>) {
 
 dist.mesh @m [dp = 2, tp = 4]
 func.func @f(%x: tensor<2x8xf32>) {
-  // expected-error @+1 {{result dim 1 must be 2 (operand dim 8 / group size 4 over axes [tp]), found 4}}
+  // expected-error @+1 {{result dim 1 must be 2 (operand dim 1 of size 8 / group size 4 over axes [tp]), found 4}}
   %0 = dist.reduce_scatter %x on @m axes = [tp] scatter_dim = 1 reduction = sum : tensor<2x8xf32> -> tensor<2x4xf32>
   return
 }
@@ -370,7 +473,7 @@ func.func @f(%x: tensor<2x8xf32>) {
 
 dist.mesh @m [dp = 2, tp = 4]
 func.func @f(%x: tensor<2x8xf32>) {
-  // expected-error @+1 {{'dist.reduce_scatter_start' op result dim 0 must be 1 (operand dim 2 / group size 2 over axes [dp]), found 2}}
+  // expected-error @+1 {{'dist.reduce_scatter_start' op result dim 0 must be 1 (operand dim 0 of size 2 / group size 2 over axes [dp]), found 2}}
   %0 = dist.reduce_scatter_start %x on @m axes = [dp] scatter_dim = 0 reduction = max : tensor<2x8xf32> -> !dist.async<tensor<2x8xf32>>
   return
 }
@@ -383,7 +486,7 @@ func.func @f(%x: tensor<2x8xf32>) {
 
 dist.mesh @m [dp = 2, tp = 4]
 func.func @f(%x: tensor<6x8xf32>) {
-  // expected-error @+1 {{operand dim 0 (6) must be divisible by the group size 4 over axes [tp]}}
+  // expected-error @+1 {{operand dim 0 of size 6 must be divisible by the group size 4 over axes [tp]}}
   %0 = dist.all_to_all %x on @m axes = [tp] split_dim = 0 concat_dim = 1 : tensor<6x8xf32> -> tensor<1x32xf32>
   return
 }
@@ -392,7 +495,7 @@ func.func @f(%x: tensor<6x8xf32>) {
 
 dist.mesh @m [dp = 2, tp = 4]
 func.func @f(%x: tensor<8x8xf32>) {
-  // expected-error @+1 {{result dim 0 must be 2 (operand split_dim 8 / group size 4 over axes [tp]), found 8}}
+  // expected-error @+1 {{result dim 0 must be 2 (operand split_dim 0 of size 8 / group size 4 over axes [tp]), found 8}}
   %0 = dist.all_to_all %x on @m axes = [tp] split_dim = 0 concat_dim = 1 : tensor<8x8xf32> -> tensor<8x32xf32>
   return
 }
@@ -401,7 +504,7 @@ func.func @f(%x: tensor<8x8xf32>) {
 
 dist.mesh @m [dp = 2, tp = 4]
 func.func @f(%x: tensor<8x8xf32>) {
-  // expected-error @+1 {{result dim 1 must be 32 (operand concat_dim 8 × group size 4 over axes [tp]), found 8}}
+  // expected-error @+1 {{result dim 1 must be 32 (operand concat_dim 1 of size 8 × group size 4 over axes [tp]), found 8}}
   %0 = dist.all_to_all %x on @m axes = [tp] split_dim = 0 concat_dim = 1 : tensor<8x8xf32> -> tensor<2x8xf32>
   return
 }
@@ -430,6 +533,15 @@ dist.mesh @m [dp = 2, tp = 4]
 func.func @f(%x: tensor<8x8x3xf32>) {
   // expected-error @+1 {{result dim 2 must equal operand dim 2 (3), found 4}}
   %0 = dist.all_to_all_start %x on @m axes = [tp] split_dim = 0 concat_dim = 1 : tensor<8x8x3xf32> -> !dist.async<tensor<2x32x4xf32>>
+  return
+}
+
+// -----
+
+dist.mesh @m [a = 4611686018427387904]
+func.func @f(%x: tensor<4611686018427387904x2xf32>) {
+  // expected-error @+1 {{result dim 1 would be operand concat_dim 1 of size 2 × group size 4611686018427387904 over axes [a], which overflows int64}}
+  %0 = dist.all_to_all %x on @m axes = [a] split_dim = 0 concat_dim = 1 : tensor<4611686018427387904x2xf32> -> tensor<1x0xf32>
   return
 }
 

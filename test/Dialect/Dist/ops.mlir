@@ -78,6 +78,25 @@ func.func @sharding_ops(%x: tensor<8x6x4xf32>) -> tensor<8x6x4xf32> {
   return %2 : tensor<8x6x4xf32>
 }
 
+// A dim of size 0 is divisible by every shard count (each shard is empty),
+// and the collectives' size rules hold for it: 0 × g = 0 / g = 0.
+// CHECK-LABEL: func.func @zero_size_dims
+func.func @zero_size_dims(%x: tensor<0x6xf32>) {
+  // CHECK: dist.sharding_constraint %{{.*}} to <@m, [{dp, pp, tp}, {}]> : tensor<0x6xf32>
+  %0 = dist.sharding_constraint %x to <@m, [{dp, pp, tp}, {}]> : tensor<0x6xf32>
+  // CHECK: dist.all_gather %{{.*}} on @m axes = [dp] gather_dim = 0 : tensor<0x6xf32> -> tensor<0x6xf32>
+  %1 = dist.all_gather %x on @m axes = [dp] gather_dim = 0 : tensor<0x6xf32> -> tensor<0x6xf32>
+  // CHECK: dist.reduce_scatter %{{.*}} on @m axes = [tp] scatter_dim = 0 reduction = sum : tensor<0x6xf32> -> tensor<0x6xf32>
+  %2 = dist.reduce_scatter %x on @m axes = [tp] scatter_dim = 0 reduction = sum : tensor<0x6xf32> -> tensor<0x6xf32>
+  // CHECK: dist.all_to_all %{{.*}} on @m axes = [dp] split_dim = 0 concat_dim = 1 : tensor<0x6xf32> -> tensor<0x12xf32>
+  %3 = dist.all_to_all %x on @m axes = [dp] split_dim = 0 concat_dim = 1 : tensor<0x6xf32> -> tensor<0x12xf32>
+  return
+}
+
+// The device count may be as large as int64 allows (2^63 - 2 here).
+// CHECK: dist.mesh @huge [a = 4611686018427387903, b = 2]
+dist.mesh @huge [a = 4611686018427387903, b = 2]
+
 //===----------------------------------------------------------------------===//
 // Collectives, blocking
 //===----------------------------------------------------------------------===//

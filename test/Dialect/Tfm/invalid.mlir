@@ -170,6 +170,38 @@ func.func @reduce_sum_sorted(%a: tensor<4x8x16xf32>) {
 
 // -----
 
+func.func @broadcast_range(%a: tensor<8xf32>) {
+  // expected-error @+1 {{dims must be in [0, 2), found 2}}
+  %0 = tfm.broadcast %a {dims = array<i64: 2>} : (tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_sorted(%a: tensor<16xf32>) {
+  // expected-error @+1 {{dims must be sorted and unique, found [1, 0]}}
+  %0 = tfm.broadcast %a {dims = array<i64: 1, 0>} : (tensor<16xf32>) -> tensor<4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_shape(%a: tensor<8xf32>) {
+  // expected-error @+1 {{x must be 'tensor<16xf32>' (result type without dims [0, 1]), found 'tensor<8xf32>'}}
+  %0 = tfm.broadcast %a {dims = array<i64: 0, 1>} : (tensor<8xf32>) -> tensor<4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_element_type(%a: tensor<16xbf16>) {
+  // expected-error @+1 {{x must be 'tensor<16xf32>' (result type without dims [0]), found 'tensor<16xbf16>'}}
+  %0 = tfm.broadcast %a {dims = array<i64: 0>} : (tensor<16xbf16>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
 func.func @reduce_sum_unique(%a: tensor<4x8x16xf32>) {
   // expected-error @+1 {{dims must be sorted and unique, found [0, 0]}}
   %0 = tfm.reduce_sum %a {dims = array<i64: 0, 0>} : (tensor<4x8x16xf32>) -> tensor<8x16xf32>
@@ -949,5 +981,21 @@ func.func @adamw_v(%p: tensor<8x16xf32>, %g: tensor<8x16xf32>, %m: tensor<8x16xf
 func.func @dynamic_shape(%x: tensor<?x16xf32>) {
   // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values, but got 'tensor<?x16xf32>'}}
   %0 = tfm.scale %x {factor = 2.0 : f64} : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_element_count_overflow(%x: tensor<4294967296x4294967296xf32>) {
+  // expected-error @+1 {{element count of x (shape [4294967296, 4294967296]) overflows int64}}
+  %0 = tfm.reshape %x : (tensor<4294967296x4294967296xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_element_count_overflow_result(%x: tensor<4xf32>) {
+  // expected-error @+1 {{element count of y (shape [2, 4611686018427387904, 2]) overflows int64}}
+  %0 = tfm.reshape %x : (tensor<4xf32>) -> tensor<2x4611686018427387904x2xf32>
   return
 }

@@ -47,6 +47,17 @@ func.func @reduce_sum(%dy: tensor<16x64x128xf32>) -> (tensor<128xf32>, tensor<16
   return %0, %1, %2 : tensor<128xf32>, tensor<16x128xf32>, tensor<16x64x128xf32>
 }
 
+// CHECK-LABEL: func @broadcast
+func.func @broadcast(%b: tensor<128xf32>, %p: tensor<16x128xf32>) -> (tensor<16x64x128xf32>, tensor<16x64x128xf32>, tensor<16x128xf32>) {
+  // CHECK: %{{.*}} = tfm.broadcast %{{.*}} {dims = array<i64: 0, 1>} : (tensor<128xf32>) -> tensor<16x64x128xf32>
+  %0 = tfm.broadcast %b {dims = array<i64: 0, 1>} : (tensor<128xf32>) -> tensor<16x64x128xf32>
+  // CHECK: %{{.*}} = tfm.broadcast %{{.*}} {dims = array<i64: 1>} : (tensor<16x128xf32>) -> tensor<16x64x128xf32>
+  %1 = tfm.broadcast %p {dims = array<i64: 1>} : (tensor<16x128xf32>) -> tensor<16x64x128xf32>
+  // CHECK: %{{.*}} = tfm.broadcast %{{.*}} {dims = array<i64>} : (tensor<16x128xf32>) -> tensor<16x128xf32>
+  %2 = tfm.broadcast %p {dims = array<i64>} : (tensor<16x128xf32>) -> tensor<16x128xf32>
+  return %0, %1, %2 : tensor<16x64x128xf32>, tensor<16x64x128xf32>, tensor<16x128xf32>
+}
+
 // CHECK-LABEL: func @embeddings
 func.func @embeddings(%ids: tensor<16x64xi32>, %ids64: tensor<16x64xi64>, %wte: tensor<65x128xf32>, %wpe: tensor<256x128xf32>, %dh: tensor<16x64x128xf32>, %dpos: tensor<64x128xf32>) -> (tensor<16x64x128xf32>, tensor<65x128xf32>, tensor<64x128xf32>, tensor<256x128xf32>, tensor<256x128xf32>) {
   // CHECK: %{{.*}} = tfm.embedding %{{.*}}, %{{.*}} : (tensor<16x64xi32>, tensor<65x128xf32>) -> tensor<16x64x128xf32>

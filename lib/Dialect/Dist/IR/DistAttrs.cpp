@@ -167,10 +167,15 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "sharding axis must be a string, found "
                          << axisAttr;
     auto [it, inserted] = firstUse.try_emplace(axis.getValue(), where);
-    if (!inserted)
-      return emitError() << "sharding uses axis '" << axis.getValue()
-                         << "' twice (" << it->second << " and " << where
-                         << ")";
+    if (inserted)
+      continue;
+    InFlightDiagnostic diag = emitError() << "sharding uses axis '"
+                                          << axis.getValue() << "' twice ";
+    if (it->second == where)
+      return diag << "in "
+                  << (where == "partial" ? StringRef("the partial axes")
+                                         : StringRef(where));
+    return diag << "(" << it->second << " and " << where << ")";
   }
   return success();
 }
@@ -230,9 +235,14 @@ RankedTensorType ShardingAttr::getGlobalType(RankedTensorType localType,
                                              MeshOp mesh) const {
   assert(localType.getRank() == getRank() && "rank mismatch");
   SmallVector<int64_t> shape(localType.getShape());
-  for (auto [dim, size] : llvm::enumerate(shape))
-    if (!ShapedType::isDynamic(size))
-      size *= getNumShards(dim, mesh);
+  for (auto [dim, size] : llvm::enumerate(shape)) {
+    if (ShapedType::isDynamic(size))
+      continue;
+    std::optional<int64_t> global = checkedMul(size, getNumShards(dim, mesh));
+    if (!global)
+      return {};
+    size = *global;
+  }
   return localType.clone(shape);
 }
 
@@ -266,12 +276,17 @@ LogicalResult ShardingAttr::verifyAgainst(
     return emitError() << "sharding has " << getRank()
                        << " dims but the tensor has rank "
                        << tensorType.getRank() << " (" << type << ")";
+  // A dim of size 0 splits into empty shards: 0 is divisible by every
+  // number of shards.
   for (auto [dim, size] : llvm::enumerate(tensorType.getShape())) {
-    int64_t shards = getNumShards(dim, mesh);
-    if (ShapedType::isDynamic(size) || size % shards == 0)
+    FailureOr<int64_t> shards =
+        mesh.verifyGroupSize(getDims()[dim].getValue(), emitError);
+    if (failed(shards))
+      return failure();
+    if (ShapedType::isDynamic(size) || size % *shards == 0)
       continue;
     return emitError() << "tensor dim " << dim << " of size " << size
-                       << " is not divisible by " << shards
+                       << " is not divisible by " << *shards
                        << ", the product of the sizes of its axes "
                        << axisListToString(getDims()[dim]);
   }

@@ -31,8 +31,11 @@ verifyShardingValue(Operation *op, Attribute value, Type type,
   auto sharding = dyn_cast<ShardingAttr>(value);
   if (!sharding)
     return emitError() << "expects a #dist.sharding, found " << value;
-  MeshOp mesh = lookupMesh(op, sharding.getMesh());
-  return sharding.verifyAgainst(mesh, type, emitError);
+  FailureOr<MeshOp> mesh = lookupMeshOrError(/*symbolTables=*/nullptr, op,
+                                             sharding.getMesh(), emitError);
+  if (failed(mesh))
+    return failure();
+  return sharding.verifyAgainst(*mesh, type, emitError);
 }
 
 /// Rejects `dist.*` attribute names this dialect does not define, so that a
@@ -87,6 +90,23 @@ static Type getArgOrResultType(Operation *op, unsigned regionIndex,
   return op->getRegion(regionIndex).getArgument(index).getType();
 }
 
+/// Where to report a problem with the attribute of argument `index`: the
+/// argument's own location when the op has a body (a function definition)
+/// and the argument has a known location, else none (report on the op;
+/// declarations have no argument values).
+static std::optional<Location> getArgLoc(Operation *op, unsigned regionIndex,
+                                         unsigned index) {
+  if (regionIndex >= op->getNumRegions())
+    return std::nullopt;
+  Region &region = op->getRegion(regionIndex);
+  if (region.empty() || index >= region.getNumArguments())
+    return std::nullopt;
+  Location loc = region.getArgument(index).getLoc();
+  if (isa<UnknownLoc>(loc))
+    return std::nullopt;
+  return loc;
+}
+
 static LogicalResult verifyArgOrResultAttr(Operation *op, unsigned regionIndex,
                                            unsigned index, NamedAttribute attr,
                                            bool isResult) {
@@ -97,9 +117,13 @@ static LogicalResult verifyArgOrResultAttr(Operation *op, unsigned regionIndex,
   if (!type)
     return op->emitOpError() << "'" << attr.getName().getValue()
                              << "' on a result of a non-function op";
+  std::optional<Location> argLoc =
+      isResult ? std::nullopt : getArgLoc(op, regionIndex, index);
   return verifyShardingValue(op, attr.getValue(), type, [&] {
-    return op->emitOpError() << "'" << attr.getName().getValue() << "' of "
-                             << what << " " << index << ": ";
+    InFlightDiagnostic diag =
+        argLoc ? mlir::emitError(*argLoc) : op->emitOpError();
+    return std::move(diag << "'" << attr.getName().getValue() << "' of " << what
+                          << " " << index << ": ");
   });
 }
 

@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 using namespace autoshard::dist;
@@ -73,6 +74,18 @@ LogicalResult MeshOp::verify() {
       return emitOpError() << "axis '" << name
                            << "' must have size >= 1, found " << size;
   }
+  if (!checkedProduct(getAxisSizes())) {
+    InFlightDiagnostic diag = emitOpError()
+                              << "device count (product of the axis sizes ";
+    llvm::interleave(
+        llvm::zip(getAxisNames(), getAxisSizes()), diag,
+        [&](auto it) {
+          diag << cast<StringAttr>(std::get<0>(it)).getValue() << " = "
+               << std::get<1>(it);
+        },
+        " × ");
+    return diag << ") overflows int64";
+  }
   return success();
 }
 
@@ -89,18 +102,50 @@ int64_t MeshOp::getAxisSize(StringRef axis) {
   return getAxisSizes()[*index];
 }
 
+// The verifier guarantees that the product of all axis sizes fits in int64,
+// so on a verified mesh no product of sizes of distinct axes overflows; a
+// mesh that does not verify is a caller bug, reported rather than wrapped.
 int64_t MeshOp::getNumDevices() {
-  int64_t n = 1;
-  for (int64_t size : getAxisSizes())
-    n *= size;
-  return n;
+  std::optional<int64_t> n = checkedProduct(getAxisSizes());
+  if (!n)
+    llvm::report_fatal_error("dist.mesh device count overflows int64; the "
+                             "mesh does not verify");
+  return *n;
 }
 
 int64_t MeshOp::getGroupSize(ArrayRef<Attribute> axes) {
-  int64_t n = 1;
+  SmallVector<int64_t> sizes;
   for (Attribute axis : axes)
-    n *= getAxisSize(cast<StringAttr>(axis).getValue());
-  return n;
+    sizes.push_back(getAxisSize(cast<StringAttr>(axis).getValue()));
+  std::optional<int64_t> n = checkedProduct(sizes);
+  if (!n)
+    llvm::report_fatal_error("dist.mesh group size overflows int64; the mesh "
+                             "does not verify");
+  return *n;
+}
+
+FailureOr<int64_t>
+MeshOp::verifyGroupSize(ArrayRef<Attribute> axes,
+                        function_ref<InFlightDiagnostic()> emitError) {
+  SmallVector<int64_t> sizes;
+  for (Attribute axis : axes) {
+    StringRef name = cast<StringAttr>(axis).getValue();
+    int64_t size = getAxisSize(name);
+    if (size < 1)
+      return emitError() << "axis '" << name << "' of mesh @" << getSymName()
+                         << " has size " << size << "; axis sizes must be >= 1";
+    sizes.push_back(size);
+  }
+  std::optional<int64_t> n = checkedProduct(sizes);
+  if (!n) {
+    InFlightDiagnostic diag =
+        emitError() << "the product of the sizes of axes "
+                    << axisListToString(ArrayAttr::get(getContext(), axes))
+                    << " of mesh @" << getSymName() << " (";
+    llvm::interleave(sizes, diag, " × ");
+    return diag << ") overflows int64";
+  }
+  return *n;
 }
 
 SmallVector<int64_t> MeshOp::getDeviceCoords(int64_t device) {
@@ -117,9 +162,13 @@ SmallVector<int64_t> MeshOp::getDeviceCoords(int64_t device) {
 int64_t MeshOp::getDeviceId(ArrayRef<int64_t> coords) {
   ArrayRef<int64_t> sizes = getAxisSizes();
   assert(coords.size() == sizes.size() && "one coordinate per axis");
+  // With coordinates in range, every partial id is below getNumDevices(),
+  // which fits in int64 on a verified mesh.
   int64_t id = 0;
-  for (auto [coord, size] : llvm::zip(coords, sizes))
+  for (auto [coord, size] : llvm::zip(coords, sizes)) {
+    assert(coord >= 0 && coord < size && "coordinate out of range");
     id = id * size + coord;
+  }
   return id;
 }
 
@@ -160,6 +209,21 @@ MeshOp autoshard::dist::lookupMesh(Operation *from, FlatSymbolRefAttr meshRef) {
 MeshOp autoshard::dist::lookupMesh(SymbolTableCollection &symbolTables,
                                    Operation *from, FlatSymbolRefAttr meshRef) {
   return symbolTables.lookupNearestSymbolFrom<MeshOp>(from, meshRef);
+}
+
+FailureOr<MeshOp> autoshard::dist::lookupMeshOrError(
+    SymbolTableCollection *symbolTables, Operation *from,
+    FlatSymbolRefAttr meshRef, function_ref<InFlightDiagnostic()> emitError) {
+  Operation *symbol = symbolTables
+                          ? symbolTables->lookupNearestSymbolFrom(from, meshRef)
+                          : SymbolTable::lookupNearestSymbolFrom(from, meshRef);
+  if (!symbol)
+    return emitError() << "unknown mesh " << meshRef;
+  auto mesh = dyn_cast<MeshOp>(symbol);
+  if (!mesh)
+    return emitError() << "symbol " << meshRef << " is not a dist.mesh (found "
+                       << symbol->getName() << ")";
+  return mesh;
 }
 
 //===----------------------------------------------------------------------===//
@@ -241,8 +305,12 @@ static void printReduction(OpAsmPrinter &p, Operation *,
 static LogicalResult verifyShardingUse(Operation *op, ShardingAttr sharding,
                                        Type type,
                                        SymbolTableCollection &symbolTables) {
-  MeshOp mesh = lookupMesh(symbolTables, op, sharding.getMesh());
-  return sharding.verifyAgainst(mesh, type, [&] { return op->emitOpError(); });
+  auto emitError = [&] { return op->emitOpError(); };
+  FailureOr<MeshOp> mesh =
+      lookupMeshOrError(&symbolTables, op, sharding.getMesh(), emitError);
+  if (failed(mesh))
+    return failure();
+  return sharding.verifyAgainst(*mesh, type, emitError);
 }
 
 //===----------------------------------------------------------------------===//
@@ -274,14 +342,20 @@ template <typename OpT> static LogicalResult verifyCommOp(OpT op) {
 template <typename OpT>
 static LogicalResult verifyCommOpSymbolUses(OpT op,
                                             SymbolTableCollection &tables) {
-  MeshOp mesh = lookupMesh(tables, op, op.getMeshAttr());
-  if (!mesh)
-    return op.emitOpError() << "unknown mesh " << op.getMeshAttr();
+  auto emitError = [&] { return op.emitOpError(); };
+  FailureOr<MeshOp> mesh =
+      lookupMeshOrError(&tables, op, op.getMeshAttr(), emitError);
+  if (failed(mesh))
+    return failure();
   for (auto axis : op.getAxes().template getAsRange<StringAttr>())
-    if (!mesh.getAxisIndex(axis.getValue()))
+    if (!mesh->getAxisIndex(axis.getValue()))
       return op.emitOpError() << "unknown axis '" << axis.getValue()
                               << "' for mesh " << op.getMeshAttr();
-  return op.verifyShapes(mesh.getGroupSize(op.getAxes()));
+  FailureOr<int64_t> groupSize =
+      mesh->verifyGroupSize(op.getAxes().getValue(), emitError);
+  if (failed(groupSize))
+    return failure();
+  return op.verifyShapes(*groupSize);
 }
 
 /// The result tensor exists (a `_start` handle wraps one) and has the
@@ -336,23 +410,38 @@ static LogicalResult verifyOtherDims(Operation *op, ShapedType in,
   return success();
 }
 
-/// Operand dim `dim` splits evenly over the group.
+/// `operand dim 1 of size 8`, or with `role` `operand split_dim 1 of size 8`.
+static std::string describeOperandDim(ShapedType in, int64_t dim,
+                                      StringRef role = "dim") {
+  return ("operand " + role + " " + Twine(dim) + " of size " +
+          Twine(in.getDimSize(dim)))
+      .str();
+}
+
+/// Operand dim `dim` splits evenly over the group (`groupSize` >= 1). A dim of
+/// size 0 splits into empty slices, so it is divisible by every group size.
 static LogicalResult verifyDivisible(Operation *op, ShapedType in, int64_t dim,
                                      int64_t groupSize) {
   if (in.getDimSize(dim) % groupSize != 0)
     return op->emitOpError()
-           << "operand dim " << dim << " (" << in.getDimSize(dim)
-           << ") must be divisible by the " << describeGroup(op, groupSize);
+           << describeOperandDim(in, dim) << " must be divisible by the "
+           << describeGroup(op, groupSize);
   return success();
 }
 
-/// Result dim `dim` is `expected`, derived as `how` (for the message).
+/// Result dim `dim` is `expected`, derived as `how` followed by the group
+/// (for the message); `expected` is nullopt when the derivation overflows
+/// int64, which no result type can satisfy.
 static LogicalResult verifyResultDim(Operation *op, ShapedType out, int64_t dim,
-                                     int64_t expected, StringRef how,
-                                     int64_t groupSize) {
-  if (out.getDimSize(dim) != expected)
+                                     std::optional<int64_t> expected,
+                                     StringRef how, int64_t groupSize) {
+  if (!expected)
     return op->emitOpError()
-           << "result dim " << dim << " must be " << expected << " (" << how
+           << "result dim " << dim << " would be " << how << " "
+           << describeGroup(op, groupSize) << ", which overflows int64";
+  if (out.getDimSize(dim) != *expected)
+    return op->emitOpError()
+           << "result dim " << dim << " must be " << *expected << " (" << how
            << " " << describeGroup(op, groupSize) << "), found "
            << out.getDimSize(dim);
   return success();
@@ -391,9 +480,9 @@ static LogicalResult verifyAllGather(Operation *op,
     return failure();
   if (!groupSize)
     return success();
-  std::string how = "operand dim " + std::to_string(in.getDimSize(dim)) + " ×";
-  return verifyResultDim(op, out, dim, in.getDimSize(dim) * *groupSize, how,
-                         *groupSize);
+  return verifyResultDim(op, out, dim,
+                         checkedMul(in.getDimSize(dim), *groupSize),
+                         describeOperandDim(in, dim) + " ×", *groupSize);
 }
 
 static LogicalResult verifyReduceScatter(Operation *op,
@@ -406,11 +495,10 @@ static LogicalResult verifyReduceScatter(Operation *op,
     return failure();
   if (!groupSize)
     return success();
-  std::string how = "operand dim " + std::to_string(in.getDimSize(dim)) + " /";
   return failure(
       failed(verifyDivisible(op, in, dim, *groupSize)) ||
-      failed(verifyResultDim(op, out, dim, in.getDimSize(dim) / *groupSize, how,
-                             *groupSize)));
+      failed(verifyResultDim(op, out, dim, in.getDimSize(dim) / *groupSize,
+                             describeOperandDim(in, dim) + " /", *groupSize)));
 }
 
 static LogicalResult verifyAllToAll(Operation *op,
@@ -430,16 +518,15 @@ static LogicalResult verifyAllToAll(Operation *op,
   if (splitDim == concatDim)
     return verifyResultDim(op, out, splitDim, in.getDimSize(splitDim),
                            "split and concatenated over the", *groupSize);
-  std::string split =
-      "operand split_dim " + std::to_string(in.getDimSize(splitDim)) + " /";
-  std::string concat =
-      "operand concat_dim " + std::to_string(in.getDimSize(concatDim)) + " ×";
-  return failure(failed(verifyResultDim(op, out, splitDim,
-                                        in.getDimSize(splitDim) / *groupSize,
-                                        split, *groupSize)) ||
-                 failed(verifyResultDim(op, out, concatDim,
-                                        in.getDimSize(concatDim) * *groupSize,
-                                        concat, *groupSize)));
+  std::string split = describeOperandDim(in, splitDim, "split_dim") + " /";
+  std::string concat = describeOperandDim(in, concatDim, "concat_dim") + " ×";
+  return failure(
+      failed(verifyResultDim(op, out, splitDim,
+                             in.getDimSize(splitDim) / *groupSize, split,
+                             *groupSize)) ||
+      failed(verifyResultDim(op, out, concatDim,
+                             checkedMul(in.getDimSize(concatDim), *groupSize),
+                             concat, *groupSize)));
 }
 
 static LogicalResult verifyBroadcast(Operation *op,

@@ -442,24 +442,47 @@ LogicalResult ScaleOp::computeResultTypes(EmitErrorFn, Adaptor adaptor,
   return success();
 }
 
-LogicalResult
-ReduceSumOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                SmallVectorImpl<Type> &resultTypes) {
-  RankedTensorType x = tensorOf(adaptor.getX());
-  ArrayRef<int64_t> dims = adaptor.getDims();
+/// Shared by reduce_sum and broadcast: checks that `dims` are sorted, unique
+/// dims of `full` and returns `full` without them.
+static FailureOr<RankedTensorType> removeDims(EmitErrorFn emitError,
+                                              RankedTensorType full,
+                                              ArrayRef<int64_t> dims) {
   for (auto [i, dim] : llvm::enumerate(dims)) {
-    if (dim < 0 || dim >= x.getRank())
-      return emitError() << "dims must be in [0, " << x.getRank() << "), found "
-                         << dim;
+    if (dim < 0 || dim >= full.getRank())
+      return emitError() << "dims must be in [0, " << full.getRank()
+                         << "), found " << dim;
     if (i > 0 && dim <= dims[i - 1])
       return emitError() << "dims must be sorted and unique, found "
                          << shapeStr(dims);
   }
   SmallVector<int64_t> shape;
-  for (auto [i, size] : llvm::enumerate(x.getShape()))
+  for (auto [i, size] : llvm::enumerate(full.getShape()))
     if (!llvm::is_contained(dims, static_cast<int64_t>(i)))
       shape.push_back(size);
-  resultTypes.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return RankedTensorType::get(shape, full.getElementType());
+}
+
+LogicalResult
+ReduceSumOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                SmallVectorImpl<Type> &resultTypes) {
+  FailureOr<RankedTensorType> reduced =
+      removeDims(emitError, tensorOf(adaptor.getX()), adaptor.getDims());
+  if (failed(reduced))
+    return failure();
+  resultTypes.push_back(*reduced);
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  RankedTensorType x = getX().getType(), result = getType();
+  FailureOr<RankedTensorType> expected =
+      removeDims([&] { return emitOpError(); }, result, getDims());
+  if (failed(expected))
+    return failure();
+  if (x != *expected)
+    return emitOpError() << "x must be " << *expected
+                         << " (result type without dims " << shapeStr(getDims())
+                         << "), found " << x;
   return success();
 }
 
@@ -594,16 +617,31 @@ SwigluGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
 // Positional / shape (rope and rope_grad are defined by their ODS class)
 //===----------------------------------------------------------------------===//
 
+/// Element count of a static-shape tensor, or nullopt if it does not fit in
+/// int64 (ShapedType::getNumElements would silently wrap).
+static std::optional<int64_t> checkedNumElements(RankedTensorType type) {
+  int64_t count = 1;
+  for (int64_t size : type.getShape())
+    if (llvm::MulOverflow(count, size, count))
+      return std::nullopt;
+  return count;
+}
+
 LogicalResult ReshapeOp::verify() {
   RankedTensorType x = getX().getType(), y = getType();
   if (x.getElementType() != y.getElementType())
     return emitOpError() << "element type must be preserved: x has "
                          << x.getElementType() << ", y has "
                          << y.getElementType();
-  if (x.getNumElements() != y.getNumElements())
-    return emitOpError() << "element count must be preserved: x has "
-                         << x.getNumElements() << " elements, y has "
-                         << y.getNumElements();
+  std::optional<int64_t> xCount = checkedNumElements(x),
+                         yCount = checkedNumElements(y);
+  if (!xCount || !yCount)
+    return emitOpError() << "element count of " << (xCount ? "y" : "x")
+                         << " (shape " << shapeStr((xCount ? y : x).getShape())
+                         << ") overflows int64";
+  if (*xCount != *yCount)
+    return emitOpError() << "element count must be preserved: x has " << *xCount
+                         << " elements, y has " << *yCount;
   return success();
 }
 

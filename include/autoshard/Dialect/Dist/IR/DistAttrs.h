@@ -9,6 +9,9 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/Hashing.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <optional>
 
 #include "autoshard/Dialect/Dist/IR/DistEnums.h.inc"
 
@@ -36,6 +39,35 @@ void sortPartialAxes(llvm::MutableArrayRef<PartialAxis> axes);
 
 /// `[a, b]`: a list of mesh axis names as diagnostics print it.
 std::string axisListToString(mlir::ArrayAttr axes);
+
+//===----------------------------------------------------------------------===//
+// Overflow-checked size arithmetic
+//
+// Every product of mesh axis sizes or tensor dims in the dist dialect goes
+// through these, so that a mesh or a shape whose sizes do not fit in int64
+// is reported instead of wrapping (a wrapped product of 0 used to divide by
+// zero, and a wrapped product could make a wrong shape verify).
+//===----------------------------------------------------------------------===//
+
+/// `a * b`, or nullopt if it does not fit in int64.
+inline std::optional<int64_t> checkedMul(int64_t a, int64_t b) {
+  int64_t result;
+  if (llvm::MulOverflow(a, b, result))
+    return std::nullopt;
+  return result;
+}
+
+/// Product of `factors` (1 if empty), or nullopt if it does not fit in int64.
+inline std::optional<int64_t> checkedProduct(llvm::ArrayRef<int64_t> factors) {
+  int64_t product = 1;
+  for (int64_t factor : factors) {
+    std::optional<int64_t> next = checkedMul(product, factor);
+    if (!next)
+      return std::nullopt;
+    product = *next;
+  }
+  return product;
+}
 
 } // namespace autoshard::dist
 

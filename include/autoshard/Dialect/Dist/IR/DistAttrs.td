@@ -63,7 +63,8 @@ def Dist_ShardingAttr : Dist_Attr<"Sharding", "sharding"> {
     Rules: an axis appears at most once in a sharding (in one dim, or
     partial); the sharding's rank equals the tensor's rank; every axis exists
     in the mesh; and each static dim is divisible by the product of the
-    sizes of its axes. The first rule is checked by the attribute itself; the
+    sizes of its axes (a dim of size 0 is divisible by any product: every
+    shard is empty). The first rule is checked by the attribute itself; the
     others need the mesh and the tensor type, and are checked where the
     attribute is used (`dist.sharding_constraint`, `dist.reshard` and the
     discardable `dist.sharding` attribute on ops and function arguments and
@@ -125,7 +126,8 @@ def Dist_ShardingAttr : Dist_Attr<"Sharding", "sharding"> {
     /// `globalType` with its per-device shape.
     ::mlir::RankedTensorType getLocalType(::mlir::RankedTensorType globalType,
                                           MeshOp mesh) const;
-    /// Inverse of getLocalType: the global type of a per-device tensor.
+    /// Inverse of getLocalType: the global type of a per-device tensor;
+    /// null if a global dim would not fit in int64.
     ::mlir::RankedTensorType getGlobalType(::mlir::RankedTensorType localType,
                                            MeshOp mesh) const;
 

@@ -38,6 +38,15 @@ MeshOp lookupMesh(mlir::Operation *from, mlir::FlatSymbolRefAttr meshRef);
 MeshOp lookupMesh(mlir::SymbolTableCollection &symbolTables,
                   mlir::Operation *from, mlir::FlatSymbolRefAttr meshRef);
 
+/// For verifiers: the mesh `meshRef` names, looked up from `from` (through
+/// `symbolTables` if given). Reports through `emitError` and fails if no
+/// symbol has that name ("unknown mesh @x") or the symbol is not a mesh
+/// ("symbol @m is not a dist.mesh (found func.func)").
+mlir::FailureOr<MeshOp>
+lookupMeshOrError(mlir::SymbolTableCollection *symbolTables,
+                  mlir::Operation *from, mlir::FlatSymbolRefAttr meshRef,
+                  llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+
 } // namespace autoshard::dist
 
 #endif // AUTOSHARD_DIALECT_DIST_IR_DISTOPS_H

@@ -32,7 +32,8 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
     dist.mesh @m [pp = 2, dp = 2, cp = 1, tp = 2]
     ```
 
-    Rules: at least one axis, names unique, sizes at least 1.
+    Rules: at least one axis, names unique, sizes at least 1, and the device
+    count (the product of the sizes) fits in int64.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axis_names,
                        DenseI64ArrayAttr:$axis_sizes);
@@ -45,14 +46,23 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
     std::optional<unsigned> getAxisIndex(::llvm::StringRef axis);
     /// Size of `axis`; it must be one of the mesh's axes.
     int64_t getAxisSize(::llvm::StringRef axis);
-    /// Total number of devices (product of all axis sizes).
+    /// Total number of devices (product of all axis sizes). The mesh must
+    /// verify (which guarantees that the product fits in int64).
     int64_t getNumDevices();
     /// Size of the device group spanned by `axes` (product of their sizes);
-    /// every element must be a StringAttr naming an axis of the mesh.
+    /// every element must be a StringAttr naming an axis of the mesh, and
+    /// the mesh must verify.
     int64_t getGroupSize(::llvm::ArrayRef<::mlir::Attribute> axes);
     int64_t getGroupSize(::mlir::ArrayAttr axes) {
       return getGroupSize(axes.getValue());
     }
+    /// As getGroupSize, for verifiers that may see a mesh that does not
+    /// verify: reports through `emitError` and fails if an axis of `axes`
+    /// has a size below 1 or the product does not fit in int64.
+    ::mlir::FailureOr<int64_t>
+    verifyGroupSize(::llvm::ArrayRef<::mlir::Attribute> axes,
+                    ::llvm::function_ref<::mlir::InFlightDiagnostic()>
+                        emitError);
     /// Coordinates (one per axis) of device `device`, row-major.
     ::llvm::SmallVector<int64_t> getDeviceCoords(int64_t device);
     /// Inverse of getDeviceCoords.
@@ -203,10 +213,13 @@ class Dist_CollectiveOp<string mnemonic, bit async, dag kindArgs,
   }];
 }
 
-// The blocking and the `_start` op of one collective kind.
+// The blocking and the `_start` op of one collective kind. `startExample` is
+// the `_start` op's example (the blocking example's op, started and waited
+// on), written indented by 6 like the descriptions and ending right after its
+// last line, so that it can be dedented into the generated code block.
 multiclass Dist_Collective<string mnemonic, dag kindArgs, string kindFormat,
                            string rules, string summaryText,
-                           string descriptionText> {
+                           string descriptionText, string startExample> {
   def Op : Dist_CollectiveOp<mnemonic, 0, kindArgs, kindFormat, rules> {
     let summary = summaryText;
     let description = descriptionText;
@@ -219,12 +232,7 @@ multiclass Dist_Collective<string mnemonic, dag kindArgs, string kindFormat,
         # "attributes and rules as `dist." # mnemonic # "`, with the result "
         # "type wrapped in `!dist.async`; the operand must not be "
         # "overwritten before the wait.\n\n"
-        # "```mlir\n"
-        # "%h = dist." # mnemonic # "_start %x on @m axes = [...] ... "
-        # ": tensor<...> -> !dist.async<tensor<...>>\n"
-        # "// ... independent compute ...\n"
-        # "%r = dist.wait %h : !dist.async<tensor<...>>\n"
-        # "```";
+        # "```mlir" # !subst("\n      ", "\n", startExample) # "\n```";
   }
 }
 
@@ -246,7 +254,12 @@ defm Dist_AllReduce : Dist_Collective<"all_reduce",
 
       Rules: result type equals operand type; `axes` non-empty, without
       repeats, and axes of the mesh.
-    }]>;
+    }], [{
+      dist.mesh @m [dp = 2, tp = 4]
+      %h = dist.all_reduce_start %x on @m axes = [tp] reduction = sum
+          : tensor<8x128xf32> -> !dist.async<tensor<8x128xf32>>
+      // Compute that does not need %h's result overlaps the collective.
+      %r = dist.wait %h : !dist.async<tensor<8x128xf32>>}]>;
 
 defm Dist_AllGather : Dist_Collective<"all_gather",
     (ins I64Attr:$gather_dim), "`gather_dim` `=` $gather_dim",
@@ -268,7 +281,12 @@ defm Dist_AllGather : Dist_Collective<"all_gather",
       Rules: same rank and element type; `gather_dim` is a dim of the
       operand; result dim `gather_dim` = operand dim × group size, the other
       dims equal.
-    }]>;
+    }], [{
+      dist.mesh @m [dp = 2, tp = 4]
+      %h = dist.all_gather_start %x on @m axes = [dp, tp] gather_dim = 0
+          : tensor<2x128xf32> -> !dist.async<tensor<16x128xf32>>
+      // Compute that does not need %h's result overlaps the collective.
+      %r = dist.wait %h : !dist.async<tensor<16x128xf32>>}]>;
 
 defm Dist_ReduceScatter : Dist_Collective<"reduce_scatter",
     (ins I64Attr:$scatter_dim, Dist_ReductionKindAttr:$reduction),
@@ -291,7 +309,13 @@ defm Dist_ReduceScatter : Dist_Collective<"reduce_scatter",
       Rules: same rank and element type; `scatter_dim` is a dim of the
       operand and divisible by the group size; result dim `scatter_dim` =
       operand dim / group size, the other dims equal.
-    }]>;
+    }], [{
+      dist.mesh @m [dp = 2, tp = 4]
+      %h = dist.reduce_scatter_start %x on @m axes = [tp] scatter_dim = 1
+          reduction = sum
+          : tensor<8x128xf32> -> !dist.async<tensor<8x32xf32>>
+      // Compute that does not need %h's result overlaps the collective.
+      %r = dist.wait %h : !dist.async<tensor<8x32xf32>>}]>;
 
 defm Dist_AllToAll : Dist_Collective<"all_to_all",
     (ins I64Attr:$split_dim, I64Attr:$concat_dim),
@@ -316,7 +340,12 @@ defm Dist_AllToAll : Dist_Collective<"all_to_all",
       operand / group size and result `concat_dim` = operand × group size
       (both apply when they are the same dim, which leaves it unchanged), the
       other dims equal.
-    }]>;
+    }], [{
+      dist.mesh @m [dp = 2, ep = 4]
+      %h = dist.all_to_all_start %x on @m axes = [ep] split_dim = 0 concat_dim = 1
+          : tensor<8x16xf32> -> !dist.async<tensor<2x64xf32>>
+      // Compute that does not need %h's result overlaps the collective.
+      %r = dist.wait %h : !dist.async<tensor<2x64xf32>>}]>;
 
 defm Dist_Broadcast : Dist_Collective<"broadcast",
     (ins I64Attr:$root), "`root` `=` $root",
@@ -334,7 +363,12 @@ defm Dist_Broadcast : Dist_Collective<"broadcast",
       ```
 
       Rules: result type equals operand type; 0 <= `root` < group size.
-    }]>;
+    }], [{
+      dist.mesh @m [pp = 2, dp = 4]
+      %h = dist.broadcast_start %x on @m axes = [dp] root = 0
+          : tensor<128xf32> -> !dist.async<tensor<128xf32>>
+      // Compute that does not need %h's result overlaps the collective.
+      %r = dist.wait %h : !dist.async<tensor<128xf32>>}]>;
 
 defm Dist_Ppermute : Dist_Collective<"ppermute",
     (ins DenseI64ArrayAttr:$pairs), "`pairs` `=` custom<Pairs>($pairs)",
@@ -358,7 +392,13 @@ defm Dist_Ppermute : Dist_Collective<"ppermute",
       size); a device is the source of at most one pair and the target of at
       most one pair. The attribute stores the pairs flattened
       (`[s0, t0, s1, t1, ...]`).
-    }]>;
+    }], [{
+      dist.mesh @m [cp = 4]
+      %h = dist.ppermute_start %kv on @m axes = [cp]
+          pairs = [0 -> 1, 1 -> 2, 2 -> 3, 3 -> 0]
+          : tensor<2x64xf32> -> !dist.async<tensor<2x64xf32>>
+      // Compute that does not need %h's result overlaps the collective.
+      %r = dist.wait %h : !dist.async<tensor<2x64xf32>>}]>;
 
 //===----------------------------------------------------------------------===//
 // Point to point
@@ -420,9 +460,10 @@ def Dist_SendStartOp : Dist_SendOpBase<"send_start", 1> {
   let summary = "asynchronous `dist.send`";
   let description = [{
     Starts a `dist.send`; the returned handle carries no value, and
-    `dist.wait` on it returns once the operand may be reused.
+    `dist.wait` on it returns nothing, once the operand may be reused.
 
     ```mlir
+    dist.mesh @m [pp = 2, dp = 2]
     %h = dist.send_start %act on @m axes = [pp] peer = 1
         : tensor<4x64xf32> -> !dist.async
     dist.wait %h : !dist.async
@@ -454,6 +495,7 @@ def Dist_RecvStartOp : Dist_RecvOpBase<"recv_start", 1> {
     Starts a `dist.recv`; `dist.wait` on the handle yields the tensor.
 
     ```mlir
+    dist.mesh @m [pp = 2, dp = 2]
     %h = dist.recv_start on @m axes = [pp] peer = 0
         : !dist.async<tensor<4x64xf32>>
     %act = dist.wait %h : !dist.async<tensor<4x64xf32>>
@@ -471,16 +513,28 @@ def Dist_WaitOp : Dist_Op<"wait", [
     Dist_Communicates, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "completes an asynchronous collective";
   let description = [{
-    Blocks until the collective that returned `handle` has completed and
-    yields its result (nothing for a `dist.send_start` handle).
+    Blocks until the asynchronous op that returned `handle` has completed.
+    If the handle wraps a tensor type (`!dist.async<tensor<...>>`, from a
+    collective's `_start` form or `dist.recv_start`), the op yields that
+    tensor. If it carries no value (`!dist.async`, from `dist.send_start`),
+    the op has no result: it only orders the completion of the send before
+    what follows (the sent operand may be reused after it).
 
     ```mlir
-    dist.mesh @m [dp = 2]
+    dist.mesh @m [pp = 2, dp = 2]
     %h = dist.all_reduce_start %g on @m axes = [dp] reduction = sum
         : tensor<128xf32> -> !dist.async<tensor<128xf32>>
-    // ... independent compute overlaps the all-reduce ...
+    // Compute that does not need the sum overlaps the all-reduce.
     %sum = dist.wait %h : !dist.async<tensor<128xf32>>
+
+    // A send handle: the wait has no result.
+    %s = dist.send_start %act on @m axes = [pp] peer = 1
+        : tensor<4x64xf32> -> !dist.async
+    dist.wait %s : !dist.async
     ```
+
+    Rules: the result type is the handle's tensor type, and there is no
+    result for a handle without one.
   }];
   let arguments = (ins Dist_AsyncType:$handle);
   let results = (outs Optional<AnyStaticShapeTensor>:$result);

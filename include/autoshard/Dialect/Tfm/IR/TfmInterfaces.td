@@ -19,7 +19,12 @@ def TfmVJPOpInterface : OpInterface<"TfmVJPOpInterface"> {
     compute the gradient of every operand, and appends one Value per operand
     to `operandGrads` (a null Value for a non-differentiable operand such as
     token ids). The emitted ops may use the op's operands and results, which
-    `tfm-autodiff` keeps alive as saved residuals.
+    `tfm-autodiff` keeps alive as saved residuals. `tfm-autodiff` calls the
+    rule only when at least one result gradient is non-null; a rule that
+    cannot handle the gradients it gets (e.g. one of attention's log-sum-exp)
+    reports an error on the op and fails. Ops without a rule (gradient and
+    optimizer ops: no second-order differentiation) do not implement the
+    interface.
   }];
   let methods = [
     InterfaceMethod<

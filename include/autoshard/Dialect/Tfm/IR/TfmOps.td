@@ -19,6 +19,10 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/IR/CommonAttrConstraints.td"
 
+// Forward ops declare their gradient rule (TfmVJP.cpp); gradient and
+// optimizer ops have none (no second-order differentiation).
+defvar Tfm_VJP = DeclareOpInterfaceMethods<TfmVJPOpInterface>;
+
 // Shapes are global and static: sharding rules, costs and the memory plan
 // all need concrete sizes.
 def Tfm_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
@@ -94,7 +98,7 @@ def Tfm_LinalgGroup : OpDocGroup {
 
 let opDocGroup = Tfm_LinalgGroup in {
 
-def Tfm_MatmulOp : Tfm_InferredOp<"matmul"> {
+def Tfm_MatmulOp : Tfm_InferredOp<"matmul", [Tfm_VJP]> {
   let summary = "batched matrix multiply";
   let description = [{
     `result = op(lhs) @ op(rhs)` where `op` transposes the two innermost dims
@@ -167,7 +171,8 @@ def Tfm_ElementwiseGroup : OpDocGroup {
 
 let opDocGroup = Tfm_ElementwiseGroup in {
 
-class Tfm_BinaryOp<string mnemonic, string formula> : Tfm_InferredOp<mnemonic> {
+class Tfm_BinaryOp<string mnemonic, string formula>
+    : Tfm_InferredOp<mnemonic, [Tfm_VJP]> {
   let summary = "elementwise " # mnemonic # " with suffix broadcasting";
   let description = [{
     `result = }] # formula # [{`. `rhs` is broadcast into `lhs`: its shape
@@ -198,7 +203,7 @@ def Tfm_AddOp : Tfm_BinaryOp<"add", "lhs + rhs">;
 def Tfm_SubOp : Tfm_BinaryOp<"sub", "lhs - rhs">;
 def Tfm_MulOp : Tfm_BinaryOp<"mul", "lhs * rhs">;
 
-def Tfm_ScaleOp : Tfm_InferredOp<"scale"> {
+def Tfm_ScaleOp : Tfm_InferredOp<"scale", [Tfm_VJP]> {
   let summary = "multiplication by a compile-time constant";
   let description = [{
     `result = factor * x`, elementwise; `result` has the type of `x`. Used
@@ -218,7 +223,7 @@ def Tfm_ScaleOp : Tfm_InferredOp<"scale"> {
   ];
 }
 
-def Tfm_ReduceSumOp : Tfm_InferredOp<"reduce_sum"> {
+def Tfm_ReduceSumOp : Tfm_InferredOp<"reduce_sum", [Tfm_VJP]> {
   let summary = "sum over a set of dims";
   let description = [{
     Sums `x` over `dims` and removes them: `result[rest] = sum_{dims} x`.
@@ -240,6 +245,27 @@ def Tfm_ReduceSumOp : Tfm_InferredOp<"reduce_sum"> {
   ];
 }
 
+def Tfm_BroadcastOp : Tfm_PureOp<"broadcast", [Tfm_VJP]> {
+  let summary = "broadcast along new dims (the gradient of reduce_sum)";
+  let description = [{
+    Inserts the result dims listed in `dims` and repeats `x` along them:
+    `result[i...] = x[i... without the dims in dims]`. The result type is
+    explicit (the sizes of the new dims come from it); `dims` must be sorted,
+    unique and in `[0, rank(result))`, removing them from the result shape
+    must give the shape of `x`, and the element type is preserved. An empty
+    list is the identity. `tfm.reduce_sum` with the same `dims` is its
+    gradient, and it is the gradient of `tfm.reduce_sum`.
+
+    No FLOPs; one element written per element of `result`.
+
+    ```mlir
+    %dy = tfm.broadcast %db {dims = array<i64: 0, 1>} : (tensor<128xf32>) -> tensor<16x64x128xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$x, DenseI64ArrayAttr:$dims);
+  let results = (outs Tfm_FloatTensor:$result);
+}
+
 } // opDocGroup
 
 //===----------------------------------------------------------------------===//
@@ -253,7 +279,7 @@ def Tfm_EmbeddingGroup : OpDocGroup {
 
 let opDocGroup = Tfm_EmbeddingGroup in {
 
-def Tfm_EmbeddingOp : Tfm_InferredOp<"embedding"> {
+def Tfm_EmbeddingOp : Tfm_InferredOp<"embedding", [Tfm_VJP]> {
   let summary = "token embedding lookup";
   let description = [{
     `out[i..., h] = table[ids[i...], h]`.
@@ -304,7 +330,7 @@ def Tfm_EmbeddingGradOp : Tfm_InferredOp<"embedding_grad"> {
   ];
 }
 
-def Tfm_PositionEmbeddingOp : Tfm_InferredOp<"position_embedding"> {
+def Tfm_PositionEmbeddingOp : Tfm_InferredOp<"position_embedding", [Tfm_VJP]> {
   let summary = "learned absolute position embedding";
   let description = [{
     `out[s, h] = table[s, h]` for `s < seq_len`: the first `seq_len` rows of
@@ -365,7 +391,7 @@ def Tfm_NormGroup : OpDocGroup {
 
 let opDocGroup = Tfm_NormGroup in {
 
-def Tfm_LayerNormOp : Tfm_InferredOp<"layer_norm"> {
+def Tfm_LayerNormOp : Tfm_InferredOp<"layer_norm", [Tfm_VJP]> {
   let summary = "layer normalisation over the last dim";
   let description = [{
     Over the last dim of `x`:
@@ -427,7 +453,7 @@ def Tfm_LayerNormGradOp : Tfm_InferredOp<"layer_norm_grad"> {
   ];
 }
 
-def Tfm_RmsNormOp : Tfm_InferredOp<"rms_norm"> {
+def Tfm_RmsNormOp : Tfm_InferredOp<"rms_norm", [Tfm_VJP]> {
   let summary = "RMS normalisation over the last dim";
   let description = [{
     `y = x / sqrt(mean_h x^2 + epsilon) * gamma` over the last dim of `x`.
@@ -497,7 +523,7 @@ let opDocGroup = Tfm_ActivationGroup in {
 /// `y = f(x)` elementwise; `extraArgs` are the op's attributes.
 class Tfm_ActivationOp<string mnemonic, string formula, string flops,
                        dag extraArgs = (ins)>
-    : Tfm_InferredOp<mnemonic> {
+    : Tfm_InferredOp<mnemonic, [Tfm_VJP]> {
   let summary = mnemonic # " activation";
   let description = [{
     Elementwise `y = }] # formula # [{`; `y` has the type of `x`.
@@ -573,7 +599,7 @@ def Tfm_SiluOp : Tfm_ActivationOp<"silu", "x * sigmoid(x)", "5">;
 def Tfm_SiluGradOp : Tfm_ActivationGradOp<"silu_grad",
     "sigmoid(x) * (1 + x * (1 - sigmoid(x)))", "8">;
 
-def Tfm_SwigluOp : Tfm_InferredOp<"swiglu"> {
+def Tfm_SwigluOp : Tfm_InferredOp<"swiglu", [Tfm_VJP]> {
   let summary = "SwiGLU gating";
   let description = [{
     `y = silu(gate) * up = gate * sigmoid(gate) * up`, elementwise (the
@@ -635,7 +661,8 @@ let opDocGroup = Tfm_PositionalGroup in {
 
 /// Rotary embedding of `input` by `sign * angle`.
 class Tfm_RopeOpBase<string mnemonic, string input, string output,
-                     string sign> : Tfm_InferredOp<mnemonic> {
+                     string sign, list<Trait> traits = []>
+    : Tfm_InferredOp<mnemonic, traits> {
   let description = [{
     Rotary position embedding, rotate-half convention: for position `s` in
     `0 .. S-1` and `i < D/2`, with `a = }] # sign # [{s * theta^(-2i/D)`,
@@ -669,7 +696,7 @@ class Tfm_RopeOpBase<string mnemonic, string input, string output,
   ];
 }
 
-def Tfm_RopeOp : Tfm_RopeOpBase<"rope", "x", "y", ""> {
+def Tfm_RopeOp : Tfm_RopeOpBase<"rope", "x", "y", "", [Tfm_VJP]> {
   let summary = "rotary position embedding";
 }
 
@@ -677,7 +704,7 @@ def Tfm_RopeGradOp : Tfm_RopeOpBase<"rope_grad", "dy", "dx", "-"> {
   let summary = "gradient of rope (rotation by the opposite angle)";
 }
 
-def Tfm_ReshapeOp : Tfm_PureOp<"reshape"> {
+def Tfm_ReshapeOp : Tfm_PureOp<"reshape", [Tfm_VJP]> {
   let summary = "row-major reshape";
   let description = [{
     Reinterprets `x` in row-major order with the explicit result shape, e.g.
@@ -706,8 +733,9 @@ def Tfm_DropoutGroup : OpDocGroup {
 let opDocGroup = Tfm_DropoutGroup in {
 
 /// Dropout of `input` (forward and gradient apply the same mask).
-class Tfm_DropoutOpBase<string mnemonic, string input, string output>
-    : Tfm_InferredOp<mnemonic> {
+class Tfm_DropoutOpBase<string mnemonic, string input, string output,
+                        list<Trait> traits = []>
+    : Tfm_InferredOp<mnemonic, traits> {
   let description = [{
     `}] # output # [{ = }] # input # [{ * keep / (1 - rate)`, elementwise,
     where `keep = (u >= rate)` and `u` in `[0, 1)` comes from a counter-based
@@ -745,7 +773,7 @@ class Tfm_DropoutOpBase<string mnemonic, string input, string output>
   ];
 }
 
-def Tfm_DropoutOp : Tfm_DropoutOpBase<"dropout", "x", "y"> {
+def Tfm_DropoutOp : Tfm_DropoutOpBase<"dropout", "x", "y", [Tfm_VJP]> {
   let summary = "dropout with a plan-independent mask";
 }
 
@@ -766,7 +794,7 @@ def Tfm_AttentionGroup : OpDocGroup {
 
 let opDocGroup = Tfm_AttentionGroup in {
 
-def Tfm_AttentionOp : Tfm_InferredOp<"attention"> {
+def Tfm_AttentionOp : Tfm_InferredOp<"attention", [Tfm_VJP]> {
   let summary = "scaled dot-product attention (causal, GQA)";
   let description = [{
     Multi-head attention with grouped KV heads. Query head `n` uses KV head
@@ -854,7 +882,7 @@ def Tfm_LossGroup : OpDocGroup {
 
 let opDocGroup = Tfm_LossGroup in {
 
-def Tfm_CrossEntropyOp : Tfm_InferredOp<"cross_entropy"> {
+def Tfm_CrossEntropyOp : Tfm_InferredOp<"cross_entropy", [Tfm_VJP]> {
   let summary = "mean softmax cross-entropy over all tokens";
   let description = [{
     `loss = mean_{i...} (logsumexp_{c < V'} logits[i..., c] - logits[i..., labels[i...]])`
@@ -929,7 +957,7 @@ def Tfm_MoeGroup : OpDocGroup {
 
 let opDocGroup = Tfm_MoeGroup in {
 
-def Tfm_MoeRouterOp : Tfm_InferredOp<"moe_router"> {
+def Tfm_MoeRouterOp : Tfm_InferredOp<"moe_router", [Tfm_VJP]> {
   let summary = "top-k softmax router";
   let description = [{
     `p = softmax_e(logits[b, s, :])`; `expert_ids[b, s, :]` are the `top_k`
@@ -989,7 +1017,7 @@ def Tfm_MoeRouterGradOp : Tfm_InferredOp<"moe_router_grad"> {
   ];
 }
 
-def Tfm_MoeAuxLossOp : Tfm_InferredOp<"moe_aux_loss"> {
+def Tfm_MoeAuxLossOp : Tfm_InferredOp<"moe_aux_loss", [Tfm_VJP]> {
   let summary = "Switch-style load-balancing loss";
   let description = [{
     Per sequence `b`, with `p = softmax_e(logits[b, s, :])`:
@@ -1040,7 +1068,7 @@ def Tfm_MoeAuxLossGradOp : Tfm_InferredOp<"moe_aux_loss_grad"> {
   ];
 }
 
-def Tfm_MoeDispatchOp : Tfm_InferredOp<"moe_dispatch"> {
+def Tfm_MoeDispatchOp : Tfm_InferredOp<"moe_dispatch", [Tfm_VJP]> {
   let summary = "scatter tokens into per-expert capacity buffers";
   let description = [{
     For each sequence `b`, slots of expert `e` are filled in order of token
@@ -1102,7 +1130,7 @@ def Tfm_MoeDispatchGradOp : Tfm_InferredOp<"moe_dispatch_grad"> {
   ];
 }
 
-def Tfm_MoeCombineOp : Tfm_InferredOp<"moe_combine"> {
+def Tfm_MoeCombineOp : Tfm_InferredOp<"moe_combine", [Tfm_VJP]> {
   let summary = "gate-weighted gather of expert outputs";
   let description = [{
     `y[b, s, :] = sum_j gates[b, s, j] * buf[e, b, c, :]` over the choices

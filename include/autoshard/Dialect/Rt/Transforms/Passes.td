@@ -1,0 +1,104 @@
+//===- Passes.td - rt passes -------------------------------*- tablegen -*-===//
+//
+// The last stage of the compiler, in this order:
+//   rt-lower        tfm functions on tensors -> rt functions on buffers
+//   rt-plan-memory  static offsets, frame sizes, peak breakdown
+//   rt-export       the JSON artifact (docs/artifact-format.md)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_DIALECT_RT_TRANSFORMS_PASSES_TD
+#define AUTOSHARD_DIALECT_RT_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def RtLower : Pass<"rt-lower", "::mlir::ModuleOp"> {
+  let summary = "Lower tfm functions on tensors to rt instruction streams";
+  let description = [{
+    Runs after `tfm-autodiff` (and, for several ranks, after the `dist`
+    passes); followed by `rt-plan-memory`. Every `func.func` becomes an
+    `rt.func` of the same name; every tensor value becomes a buffer:
+
+    * public functions are entries (`@forward` is entry `eval`, any other
+      public function is the entry of its own name): an argument tagged
+      `tfm.input = ROLE` becomes `rt.input ROLE`, a result tagged
+      `tfm.output = ROLE` becomes `rt.output ROLE`; an argument tagged
+      `tfm.param = NAME` or `tfm.state = NAME` becomes `rt.state @NAME`,
+      declared once per module by an `rt.state_def` built from the
+      argument's `tfm.init`, `tfm.init_std`, `tfm.state_kind`, `tfm.state_of`
+      (parameters of rank >= 2 get `decay`);
+    * a result tagged as state `NAME` is written in place into that state's
+      buffer. That is allowed only if the state's old value (or a reshape of
+      it) is not read after the op that produces the new value, and, when
+      that op is a call, not read by the call either; otherwise the pass
+      fails naming the state and the op;
+    * private functions are callees: results become trailing buffer
+      arguments that the caller passes (destination passing);
+    * a value that a function returns is computed directly in its
+      destination (output slot, state, or the caller's buffer), through
+      `rt.view`s of it when it is a reshape; when that is impossible
+      (the value is an argument or a constant, or is returned twice) a
+      `reshape` kernel (the runtime's copy) writes it at the end;
+    * `tfm.OP` becomes `rt.kernel "OP"` with the op's attributes verbatim
+      (dialect-prefixed discardable attributes such as `dist.sharding` are
+      dropped); `tfm.reshape` becomes `rt.view` (no copy); `arith.constant`
+      becomes `rt.const`; `func.call` becomes `rt.call` with an
+      `rt.alloc` per callee result;
+    * each other value gets an `rt.alloc` with a category, by the first rule
+      that applies: `workspace` if nothing reads it (a kernel output that is
+      still written) or it is a `sum_squares`/`clip_coef` result; `grad` if
+      it is computed in a function whose name ends in `_bwd`, by a gradient
+      op (`*_grad`, `matmul_wgrad`), by a call to a `*_bwd` function, or by
+      any op with a `grad` operand (gradients flow from the loss seed
+      through plain ops such as `matmul` and `add` too); `activation`
+      otherwise (forward values, including the residuals a `_fwd` call
+      returns to its caller).
+  }];
+  let dependentDialects = ["::autoshard::rt::RtDialect"];
+}
+
+def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Plan a static frame for every rt function";
+  let description = [{
+    Runs after `rt-lower`; followed by `rt-export`. Plans callees before
+    callers (recursion is an error). In a function, a local (`rt.alloc`) is
+    live from the first to the last instruction that names it (directly or
+    through an `rt.view`); I/O slots are live for the whole function; a call
+    reserves its callee's whole frame during the call. Buffers are placed
+    greedily in program order (largest first among those that become live
+    at the same instruction) at the lowest 64-byte aligned offset that does
+    not overlap any buffer live at the same time (first fit).
+    The pass records `frame_bytes` (the highest end, 64-aligned) on the
+    function, `offset` on locals and slots, `frame_offset` on calls, and
+    `peak_breakdown`: the live bytes per category at the instruction where
+    live bytes peak, callee peaks included at their calls.
+
+    The result is then checked independently of the planner: every pair of
+    buffers live at the same instruction must occupy disjoint bytes inside
+    the frame; a violation fails the pass naming both buffers. With
+    `verify-only`, existing offsets are only checked (no planning).
+  }];
+  let options = [
+    Option<"verifyOnly", "verify-only", "bool", /*default=*/"false",
+           "Only check the existing plan, do not re-plan">,
+  ];
+}
+
+def RtExport : Pass<"rt-export", "::mlir::ModuleOp"> {
+  let summary = "Write the planned rt program as the JSON artifact";
+  let description = [{
+    Runs last, after `rt-plan-memory`; leaves the IR unchanged. Writes the
+    artifact described in `docs/artifact-format.md` (format version 1) to
+    `output` (`-` for stdout): state table from `rt.state_def`s, constant
+    pool (one entry per distinct `rt.const` value), every function with its
+    buffers and code, entries with their I/O slots, the memory section and
+    the module's `tfm.model` summary. Fails if a function is not planned or
+    a type or attribute has no artifact form.
+  }];
+  let options = [
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "File to write the artifact to ('-' for stdout)">,
+  ];
+}
+
+#endif // AUTOSHARD_DIALECT_RT_TRANSFORMS_PASSES_TD

@@ -1,0 +1,59 @@
+//===- Passes.td - tfm transformations ---------------------*- tablegen -*-===//
+//
+// Passes over the `tfm` dialect (global shapes, before any sharding).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_DIALECT_TFM_TRANSFORMS_PASSES_TD
+#define AUTOSHARD_DIALECT_TFM_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TfmAutodiff : Pass<"tfm-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Builds the training step (forward, backward, clipping, AdamW)";
+  let description = [{
+    Derives the training step from the model builder's `@forward(tokens,
+    labels, [step], params...) -> loss`, following the contract in
+    `spec/autodiff.md` (consumed by `rt-lower`):
+
+    * every block function `@B` called from `@forward` gets a pair
+      `@B_fwd(<args of @B>) -> (<results of @B>, residuals...)` and
+      `@B_bwd(<dy per float result>, <args of @B the backward reads>,
+      residuals...) -> (<gradient per float argument of @B>)`, generated once
+      per callee however many layers call it. The residuals are exactly the
+      values computed inside `@B` that the backward reads, in program order;
+      arguments of `@B` are passed to `@B_bwd` directly instead;
+    * `@train_step(tokens, labels, step, lr, params..., m..., v...) ->
+      (loss, grad_norm, params'..., m'..., v'...)` runs the forward, the
+      reverse pass (each op's `TfmVJPOpInterface` rule, `tfm.add` where a
+      value has several uses, e.g. a token embedding tied to the LM head),
+      global-norm clipping (`tfm.sum_squares`, `tfm.clip_coef`) and one
+      `tfm.adamw` per parameter; weight decay applies to parameters of rank
+      >= 2 only (nanoGPT's grouping: no decay for norms and biases);
+    * `@logits(tokens, [step], params...) -> logits` is `@forward` without
+      the loss (for sampling), and `@forward`'s result is tagged
+      `tfm.output = "loss"` (the eval entry).
+
+    `@forward` and the block functions are left unchanged. The learning rate
+    and the 1-based step are runtime inputs of `@train_step`.
+  }];
+  let dependentDialects = [
+    "::autoshard::tfm::TfmDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+  ];
+  let options = [
+    Option<"beta1", "beta1", "double", "0.9",
+           "AdamW decay rate of the first moment">,
+    Option<"beta2", "beta2", "double", "0.95",
+           "AdamW decay rate of the second moment">,
+    Option<"epsilon", "epsilon", "double", "1e-8",
+           "AdamW denominator epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.1",
+           "decoupled weight decay of parameters of rank >= 2">,
+    Option<"maxGradNorm", "max-grad-norm", "double", "1.0",
+           "global gradient norm above which gradients are scaled down">,
+  ];
+}
+
+#endif // AUTOSHARD_DIALECT_TFM_TRANSFORMS_PASSES_TD

@@ -1,0 +1,466 @@
+//===- RtExport.cpp - rt program to the JSON artifact ---------------------===//
+//
+// Implements `rt-export` (see Passes.td): prints the planned rt program in
+// the format of docs/artifact-format.md. Every decision has been taken by
+// rt-lower and rt-plan-memory; this pass only translates, and fails on
+// anything the format cannot express instead of guessing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Dialect/Rt/IR/RtOps.h"
+#include "autoshard/Dialect/Rt/Transforms/Passes.h"
+
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace autoshard::rt {
+#define GEN_PASS_DEF_RTEXPORT
+#include "autoshard/Dialect/Rt/Transforms/Passes.h.inc"
+} // namespace autoshard::rt
+
+using namespace mlir;
+using namespace autoshard::rt;
+namespace json = llvm::json;
+
+namespace {
+
+constexpr int64_t kFormatVersion = 1;
+
+/// The artifact's name of an element type.
+FailureOr<StringRef> getDtypeName(Type type) {
+  if (type.isF32())
+    return StringRef("f32");
+  if (type.isF64())
+    return StringRef("f64");
+  if (type.isBF16())
+    return StringRef("bf16");
+  if (type.isF16())
+    return StringRef("f16");
+  if (type.isInteger(32))
+    return StringRef("i32");
+  if (type.isInteger(64))
+    return StringRef("i64");
+  return failure();
+}
+
+/// Converts an attribute to JSON: unit attributes as `true`, integers,
+/// floats, strings, integer arrays, and arrays and dictionaries of those.
+FailureOr<json::Value> toJson(Attribute attr) {
+  if (isa<UnitAttr>(attr))
+    return json::Value(true);
+  if (auto boolean = dyn_cast<BoolAttr>(attr))
+    return json::Value(boolean.getValue());
+  if (auto integer = dyn_cast<IntegerAttr>(attr))
+    return json::Value(integer.getValue().getSExtValue());
+  if (auto real = dyn_cast<FloatAttr>(attr))
+    return json::Value(real.getValueAsDouble());
+  if (auto string = dyn_cast<StringAttr>(attr))
+    return json::Value(string.getValue());
+  if (auto ints = dyn_cast<DenseI64ArrayAttr>(attr))
+    return json::Value(json::Array(ints.asArrayRef()));
+  if (auto ints = dyn_cast<DenseI32ArrayAttr>(attr))
+    return json::Value(json::Array(ints.asArrayRef()));
+  if (auto array = dyn_cast<ArrayAttr>(attr)) {
+    json::Array elements;
+    for (Attribute element : array) {
+      FailureOr<json::Value> value = toJson(element);
+      if (failed(value))
+        return failure();
+      elements.push_back(std::move(*value));
+    }
+    return json::Value(std::move(elements));
+  }
+  if (auto dict = dyn_cast<DictionaryAttr>(attr)) {
+    json::Object object;
+    for (NamedAttribute entry : dict) {
+      FailureOr<json::Value> value = toJson(entry.getValue());
+      if (failed(value))
+        return failure();
+      object[entry.getName().getValue()] = std::move(*value);
+    }
+    return json::Value(std::move(object));
+  }
+  return failure();
+}
+
+/// The elements of a dense constant, row-major, as JSON numbers.
+json::Array getElements(DenseElementsAttr value) {
+  json::Array elements;
+  if (isa<FloatType>(value.getElementType())) {
+    for (APFloat element : value.getValues<APFloat>()) {
+      bool lostInfo;
+      element.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
+                      &lostInfo);
+      elements.push_back(element.convertToDouble());
+    }
+  } else {
+    for (APInt element : value.getValues<APInt>())
+      elements.push_back(element.getSExtValue());
+  }
+  return elements;
+}
+
+/// Whether `value` holds a table: an array of objects (a function's
+/// buffers or code, the state table, ...).
+bool containsTable(const json::Value &value) {
+  if (const json::Array *array = value.getAsArray())
+    return llvm::any_of(*array, [](const json::Value &element) {
+      return element.getAsObject() || containsTable(element);
+    });
+  if (const json::Object *object = value.getAsObject())
+    return llvm::any_of(
+        *object, [](const auto &entry) { return containsTable(entry.second); });
+  return false;
+}
+
+/// Prints `value` so that it reads (and FileChecks) by line: each row of a
+/// table (a buffer, an instruction, a state entry) and anything short goes
+/// on one line, everything else has one line per element. Keys are sorted,
+/// as in llvm::json's own printer.
+void printJson(llvm::raw_ostream &os, const json::Value &value, unsigned indent,
+               bool isRow) {
+  constexpr size_t kLineWidth = 100;
+  std::string compact = llvm::formatv("{0}", value).str();
+  const json::Object *object = value.getAsObject();
+  const json::Array *array = value.getAsArray();
+  if ((!object && !array) || indent + compact.size() <= kLineWidth ||
+      (isRow && !containsTable(value))) {
+    os << compact;
+    return;
+  }
+  std::string pad(indent + 2, ' ');
+  bool first = true;
+  auto separate = [&] {
+    os << (first ? "\n" : ",\n") << pad;
+    first = false;
+  };
+  if (object) {
+    SmallVector<StringRef> keys;
+    for (const auto &entry : *object)
+      keys.push_back(entry.first);
+    llvm::sort(keys);
+    os << '{';
+    for (StringRef key : keys) {
+      separate();
+      os << llvm::formatv("{0}", json::Value(key)) << ": ";
+      printJson(os, *object->get(key), indent + 2, /*isRow=*/false);
+    }
+    os << '\n' << std::string(indent, ' ') << '}';
+    return;
+  }
+  os << '[';
+  for (const json::Value &element : *array) {
+    separate();
+    printJson(os, element, indent + 2, /*isRow=*/true);
+  }
+  os << '\n' << std::string(indent, ' ') << ']';
+}
+
+/// Builds the artifact of a module.
+class ArtifactWriter {
+public:
+  explicit ArtifactWriter(ModuleOp module) : module(module) {}
+
+  FailureOr<json::Value> write();
+
+private:
+  FailureOr<json::Object> describeType(Operation *op, Type type);
+  FailureOr<json::Value> writeState();
+  FailureOr<int64_t> getConstantId(ConstOp op);
+  FailureOr<json::Value> writeFunction(FuncOp func);
+  FailureOr<json::Value> writeSlots(FuncOp func, bool outputs);
+  FailureOr<json::Value> writeModel();
+
+  ModuleOp module;
+  json::Array constants;
+  DenseMap<Attribute, int64_t> constantIds;
+  int64_t constantBytes = 0;
+  int64_t stateBytes = 0;
+  std::array<int64_t, 3> stateBytesByKind{};
+};
+
+/// `{dtype, shape}` of a buffer type; errors name `op`.
+FailureOr<json::Object> ArtifactWriter::describeType(Operation *op, Type type) {
+  auto buffer = cast<BufferType>(type);
+  FailureOr<StringRef> dtype = getDtypeName(buffer.getElementType());
+  if (failed(dtype))
+    return op->emitOpError() << "element type " << buffer.getElementType()
+                             << " has no artifact dtype (f32, f64, bf16, "
+                                "f16, i32, i64)";
+  return json::Object{{"dtype", *dtype},
+                      {"shape", json::Array(buffer.getShape())}};
+}
+
+FailureOr<json::Value> ArtifactWriter::writeState() {
+  json::Array states;
+  for (StateDefOp def : module.getOps<StateDefOp>()) {
+    FailureOr<json::Object> entry = describeType(def, def.getType());
+    if (failed(entry))
+      return failure();
+    (*entry)["name"] = def.getSymName();
+    (*entry)["kind"] = stringifyStateKind(def.getKind());
+    if (def.getOf())
+      (*entry)["of"] = *def.getOf();
+    json::Object init{{"kind", stringifyInitKind(def.getInit())}};
+    if (def.getInitStd())
+      init["std"] = def.getInitStd()->convertToDouble();
+    (*entry)["init"] = std::move(init);
+    if (def.getKind() == StateKind::Param)
+      (*entry)["weight_decay"] = def.getWeightDecay();
+    states.push_back(std::move(*entry));
+    // The runtime packs the pool by decreasing element size: no padding.
+    int64_t bytes = def.getBufferType().getSizeInBytes();
+    stateBytes += bytes;
+    stateBytesByKind[static_cast<unsigned>(def.getKind())] += bytes;
+  }
+  return json::Value(std::move(states));
+}
+
+FailureOr<int64_t> ArtifactWriter::getConstantId(ConstOp op) {
+  auto value = cast<DenseElementsAttr>(op.getValue());
+  auto [it, inserted] = constantIds.try_emplace(value, constants.size());
+  if (!inserted)
+    return it->second;
+  FailureOr<json::Object> entry = describeType(op, op.getType());
+  if (failed(entry))
+    return failure();
+  (*entry)["id"] = it->second;
+  (*entry)["data"] = getElements(value);
+  constants.push_back(std::move(*entry));
+  constantBytes += cast<BufferType>(op.getType()).getSizeInBytes();
+  return it->second;
+}
+
+FailureOr<json::Value> ArtifactWriter::writeFunction(FuncOp func) {
+  if (!func.isPlanned())
+    return func.emitOpError()
+           << "is not planned (no frame_bytes); run rt-plan-memory before "
+              "rt-export";
+  DenseMap<Value, int64_t> ids;
+  json::Array buffers, code;
+  // Adds buffer `value` to the table with the kind-specific `fields`.
+  auto addBuffer = [&](Operation *op, Value value,
+                       json::Object fields) -> LogicalResult {
+    FailureOr<json::Object> entry = describeType(op, value.getType());
+    if (failed(entry))
+      return failure();
+    int64_t id = ids.size();
+    ids[value] = id;
+    (*entry)["id"] = id;
+    for (auto &field : fields)
+      (*entry)[field.first] = std::move(field.second);
+    buffers.push_back(std::move(*entry));
+    return success();
+  };
+  auto idsOf = [&](ValueRange values) {
+    return json::Array(llvm::map_range(
+        values, [&](Value value) { return json::Value(ids.lookup(value)); }));
+  };
+  auto placed = [](std::optional<int64_t> offset, Type type) {
+    return json::Object{{"offset", *offset},
+                        {"bytes", cast<BufferType>(type).getSizeInBytes()}};
+  };
+
+  for (BlockArgument arg : func.getArguments())
+    if (failed(addBuffer(
+            func, arg,
+            json::Object{{"kind", "arg"}, {"index", arg.getArgNumber()}})))
+      return failure();
+  for (Operation &op : func.getBody().front()) {
+    LogicalResult result =
+        llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](AllocOp alloc) {
+              json::Object fields = placed(alloc.getOffset(), alloc.getType());
+              fields["kind"] = "local";
+              fields["category"] = stringifyCategory(alloc.getCategory());
+              return addBuffer(alloc, alloc, std::move(fields));
+            })
+            .Case<InputOp, OutputOp>([&](auto slot) {
+              json::Object fields = placed(slot.getOffset(), slot.getType());
+              fields["kind"] = isa<InputOp>(slot) ? "input" : "output";
+              fields["role"] = slot.getRole();
+              return addBuffer(slot, slot, std::move(fields));
+            })
+            .Case([&](ViewOp view) {
+              return addBuffer(
+                  view, view,
+                  json::Object{{"kind", "alias"},
+                               {"of", ids.lookup(view.getSource())}});
+            })
+            .Case([&](StateOp state) {
+              return addBuffer(
+                  state, state,
+                  json::Object{{"kind", "state"}, {"name", state.getName()}});
+            })
+            .Case([&](ConstOp constant) -> LogicalResult {
+              FailureOr<int64_t> id = getConstantId(constant);
+              if (failed(id))
+                return failure();
+              return addBuffer(constant, constant,
+                               json::Object{{"kind", "const"}, {"const", *id}});
+            })
+            .Case([&](KernelOp kernel) -> LogicalResult {
+              json::Value attrs = json::Object();
+              if (kernel.getAttrs()) {
+                FailureOr<json::Value> converted = toJson(*kernel.getAttrs());
+                if (failed(converted))
+                  return kernel.emitOpError()
+                         << "has an attribute with no artifact form (unit, "
+                            "integer, float, string, integer array): "
+                         << *kernel.getAttrs();
+                attrs = std::move(*converted);
+              }
+              code.push_back(
+                  json::Object{{"op", kernel.getKernel()},
+                               {"args", idsOf(kernel.getArgs())},
+                               {"results", idsOf(kernel.getResults())},
+                               {"attrs", std::move(attrs)}});
+              return success();
+            })
+            .Case([&](CallOp call) {
+              code.push_back(
+                  json::Object{{"op", "call"},
+                               {"callee", call.getCallee()},
+                               {"args", idsOf(call.getOperands())},
+                               {"frame_offset", *call.getFrameOffset()}});
+              return success();
+            })
+            .Case([](ReturnOp) { return success(); })
+            .Default([](Operation *op) {
+              return op->emitOpError() << "has no artifact form";
+            });
+    if (failed(result))
+      return failure();
+  }
+  return json::Value(json::Object{{"name", func.getSymName()},
+                                  {"frame_bytes", *func.getFrameBytes()},
+                                  {"num_args", func.getNumArguments()},
+                                  {"buffers", std::move(buffers)},
+                                  {"code", std::move(code)}});
+}
+
+/// The `inputs` or `outputs` map of an entry: role -> {dtype, shape}.
+FailureOr<json::Value> ArtifactWriter::writeSlots(FuncOp func, bool outputs) {
+  json::Object slots;
+  for (Operation &op : func.getBody().front()) {
+    if (!(outputs ? isa<OutputOp>(op) : isa<InputOp>(op)))
+      continue;
+    FailureOr<json::Object> slot = describeType(&op, op.getResult(0).getType());
+    if (failed(slot))
+      return failure();
+    slots[op.getAttrOfType<StringAttr>("role").getValue()] = std::move(*slot);
+  }
+  return json::Value(std::move(slots));
+}
+
+/// The module's `tfm.model` summary, with the `seq` key the format names
+/// (the builder writes `seq_len`). The runtime needs the vocabulary and the
+/// compiled batch shape, so those keys are required.
+FailureOr<json::Value> ArtifactWriter::writeModel() {
+  auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
+  if (!model)
+    return module.emitError()
+           << "rt-export: the module has no 'tfm.model' dictionary (the "
+              "artifact's model summary)";
+  json::Object object;
+  for (NamedAttribute entry : model)
+    // Informational keys without a JSON form are left out.
+    if (FailureOr<json::Value> field = toJson(entry.getValue());
+        succeeded(field))
+      object[entry.getName().getValue()] = std::move(*field);
+  if (!object.get("seq"))
+    if (const json::Value *seqLen = object.get("seq_len"))
+      object["seq"] = *seqLen;
+  for (StringRef key : {"vocab_size", "padded_vocab_size", "batch", "seq"})
+    if (!object.getInteger(key))
+      return module.emitError()
+             << "rt-export: 'tfm.model' needs an integer '" << key
+             << "' (the runtime sizes batches and masks sampling with it)";
+  return json::Value(std::move(object));
+}
+
+FailureOr<json::Value> ArtifactWriter::write() {
+  FailureOr<json::Value> state = writeState();
+  FailureOr<json::Value> model = writeModel();
+  if (failed(state) || failed(model))
+    return failure();
+  json::Array functions;
+  json::Object entries, entryMemory;
+  int64_t transientBytes = 0;
+  for (FuncOp func : module.getOps<FuncOp>()) {
+    FailureOr<json::Value> function = writeFunction(func);
+    if (failed(function))
+      return failure();
+    functions.push_back(std::move(*function));
+    if (!func.isEntry())
+      continue;
+    FailureOr<json::Value> inputs = writeSlots(func, /*outputs=*/false);
+    FailureOr<json::Value> outputs = writeSlots(func, /*outputs=*/true);
+    if (failed(inputs) || failed(outputs))
+      return failure();
+    StringRef name = *func.getEntry();
+    entries[name] = json::Object{{"function", func.getSymName()},
+                                 {"inputs", std::move(*inputs)},
+                                 {"outputs", std::move(*outputs)}};
+    json::Value breakdown = json::Object();
+    if (func.getPeakBreakdown())
+      breakdown = *toJson(*func.getPeakBreakdown());
+    entryMemory[name] =
+        json::Object{{"frame_bytes", *func.getFrameBytes()},
+                     {"breakdown_at_peak", std::move(breakdown)}};
+    // Entries never run concurrently: they share one transient arena.
+    transientBytes = std::max(transientBytes, *func.getFrameBytes());
+  }
+
+  json::Object stateBreakdown;
+  for (unsigned kind = 0; kind < stateBytesByKind.size(); ++kind)
+    stateBreakdown[stringifyStateKind(static_cast<StateKind>(kind))] =
+        stateBytesByKind[kind];
+  json::Object memory{
+      {"state_bytes", stateBytes},
+      {"constant_bytes", constantBytes},
+      {"transient_bytes", transientBytes},
+      {"peak_bytes", stateBytes + constantBytes + transientBytes},
+      {"entries", std::move(entryMemory)},
+      {"state_breakdown", std::move(stateBreakdown)}};
+
+  return json::Value(json::Object{
+      {"format", "autoshard-artifact"},
+      {"version", kFormatVersion},
+      {"producer", "shard-opt (autoshard) MLIR " LLVM_VERSION_STRING},
+      {"model", std::move(*model)},
+      {"world_size", 1},
+      {"mesh", json::Object{{"axes", json::Array()}, {"sizes", json::Array()}}},
+      {"state", std::move(*state)},
+      {"constants", std::move(constants)},
+      {"functions", std::move(functions)},
+      {"entries", std::move(entries)},
+      {"memory", std::move(memory)}});
+}
+
+struct RtExportPass : public autoshard::rt::impl::RtExportBase<RtExportPass> {
+  using RtExportBase::RtExportBase;
+
+  void runOnOperation() override {
+    markAllAnalysesPreserved();
+    FailureOr<json::Value> artifact = ArtifactWriter(getOperation()).write();
+    if (failed(artifact))
+      return signalPassFailure();
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(output, &error);
+    if (!file) {
+      getOperation().emitError()
+          << "rt-export: cannot open '" << output << "': " << error;
+      return signalPassFailure();
+    }
+    printJson(file->os(), *artifact, 0, /*isRow=*/false);
+    file->os() << '\n';
+    file->keep();
+  }
+};
+
+} // namespace

@@ -1,0 +1,527 @@
+//===- RtLower.cpp - tfm functions to rt instruction streams --------------===//
+//
+// Implements `rt-lower` (see Passes.td for the contract). Each function is
+// lowered in one walk over its body: destinations of returned values are
+// decided first, so that producers write straight into output slots, state
+// buffers and the caller's buffers instead of into a temporary plus a copy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Dialect/Rt/IR/RtOps.h"
+#include "autoshard/Dialect/Rt/Transforms/Passes.h"
+#include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace autoshard::rt {
+#define GEN_PASS_DEF_RTLOWER
+#include "autoshard/Dialect/Rt/Transforms/Passes.h.inc"
+} // namespace autoshard::rt
+
+using namespace mlir;
+using namespace autoshard;
+using namespace autoshard::rt;
+
+namespace {
+
+// Argument and result attributes of the autodiff contract
+// (/work/spec/autodiff.md).
+constexpr StringLiteral kInputAttr = "tfm.input";
+constexpr StringLiteral kOutputAttr = "tfm.output";
+constexpr StringLiteral kParamAttr = "tfm.param";
+constexpr StringLiteral kStateAttr = "tfm.state";
+constexpr StringLiteral kStateKindAttr = "tfm.state_kind";
+constexpr StringLiteral kStateOfAttr = "tfm.state_of";
+constexpr StringLiteral kInitAttr = "tfm.init";
+constexpr StringLiteral kInitStdAttr = "tfm.init_std";
+
+/// The runtime's name for the entry that public function `func` implements.
+StringRef getEntryName(func::FuncOp func) {
+  return func.getSymName() == "forward" ? StringRef("eval") : func.getSymName();
+}
+
+bool isEntry(func::FuncOp func) { return func.isPublic(); }
+
+/// The state that argument or result attributes `attrs` name, if any.
+StringAttr getStateName(DictionaryAttr attrs) {
+  if (!attrs)
+    return {};
+  if (auto name = attrs.getAs<StringAttr>(kParamAttr))
+    return name;
+  return attrs.getAs<StringAttr>(kStateAttr);
+}
+
+/// Kernel name of a tfm op: the op name without the dialect prefix.
+StringRef getKernelName(Operation *op) { return op->getName().stripDialect(); }
+
+bool isTfmOp(Operation *op) {
+  return op->getDialect() && op->getDialect()->getNamespace() ==
+                                 tfm::TfmDialect::getDialectNamespace();
+}
+
+/// Ops whose results are gradients by definition, wherever they appear.
+bool isGradientKernel(StringRef kernel) {
+  return kernel.ends_with("_grad") || kernel == "matmul_wgrad";
+}
+
+/// Optimizer statistics: scalars that are neither forward values nor
+/// gradients.
+bool isWorkspaceKernel(StringRef kernel) {
+  return kernel == "sum_squares" || kernel == "clip_coef";
+}
+
+/// Declares the module's state tensors (`rt.state_def`) from the tagged
+/// arguments of entry functions; several entries share one declaration.
+class StateTable {
+public:
+  StateTable(ModuleOp module) : module(module) {}
+
+  /// Declares (or checks against the earlier declaration) the state that
+  /// argument `index` of `func` holds.
+  FailureOr<StateDefOp> declare(func::FuncOp func, unsigned index);
+
+private:
+  ModuleOp module;
+  llvm::StringMap<StateDefOp> defs;
+  /// Insertion point: after the previous declaration, so that the table
+  /// keeps the order of first appearance.
+  Operation *last = nullptr;
+};
+
+FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
+  DictionaryAttr attrs = func.getArgAttrDict(index);
+  StringAttr name = getStateName(attrs);
+  auto type = BufferType::get(
+      cast<RankedTensorType>(func.getFunctionType().getInput(index)));
+  auto emitError = [&] {
+    return func.emitOpError()
+           << "argument " << index << " (state '" << name.getValue() << "'): ";
+  };
+  if (StateDefOp existing = defs.lookup(name)) {
+    if (existing.getType() != type)
+      return emitError() << "type " << type << " differs from the type "
+                         << existing.getType() << " it has in another function";
+    return existing;
+  }
+
+  bool isParam = attrs.contains(kParamAttr);
+  StateKind kind = StateKind::Param;
+  FlatSymbolRefAttr of;
+  if (!isParam) {
+    auto kindName = attrs.getAs<StringAttr>(kStateKindAttr);
+    std::optional<StateKind> parsed =
+        kindName ? symbolizeStateKind(kindName.getValue()) : std::nullopt;
+    if (!parsed || *parsed == StateKind::Param)
+      return emitError() << "'" << kStateKindAttr
+                         << "' must be \"opt_m\" or \"opt_v\", found "
+                         << (kindName ? kindName : Attribute());
+    kind = *parsed;
+    auto ofName = attrs.getAs<StringAttr>(kStateOfAttr);
+    if (!ofName)
+      return emitError() << "missing '" << kStateOfAttr
+                         << "' (the parameter it belongs to)";
+    of = FlatSymbolRefAttr::get(ofName);
+  }
+  auto initName = attrs.getAs<StringAttr>(kInitAttr);
+  std::optional<InitKind> init =
+      initName ? symbolizeInitKind(initName.getValue()) : std::nullopt;
+  if (!init)
+    return emitError() << "'" << kInitAttr
+                       << "' must be \"normal\", \"zeros\" or \"ones\", found "
+                       << (initName ? initName : Attribute());
+  FloatAttr std;
+  if (*init == InitKind::Normal) {
+    std = attrs.getAs<FloatAttr>(kInitStdAttr);
+    if (!std)
+      return emitError() << "init \"normal\" needs a float '" << kInitStdAttr
+                         << "'";
+  }
+
+  OpBuilder builder(module.getContext());
+  if (last)
+    builder.setInsertionPointAfter(last);
+  else
+    builder.setInsertionPointToStart(module.getBody());
+  // nanoGPT decays matrices (and embeddings), not gains and biases.
+  bool decay = isParam && type.getShape().size() >= 2;
+  MLIRContext *ctx = module.getContext();
+  auto def = StateDefOp::create(
+      builder, func.getLoc(), name, StateKindAttr::get(ctx, kind), of,
+      InitKindAttr::get(ctx, *init),
+      std ? builder.getF64FloatAttr(std.getValueAsDouble()) : FloatAttr(),
+      decay ? builder.getUnitAttr() : UnitAttr(), TypeAttr::get(type));
+  last = def;
+  defs[name] = def;
+  return def;
+}
+
+/// Lowers one func.func into a new rt.func placed before it.
+class FunctionLowering {
+public:
+  FunctionLowering(func::FuncOp func, StateTable &states,
+                   const llvm::StringMap<func::FuncOp> &funcs)
+      : func(func), states(states), funcs(funcs), builder(func) {}
+
+  LogicalResult lower();
+
+private:
+  LogicalResult createFunction();
+  LogicalResult mapEntryArguments();
+  LogicalResult assignDestinations();
+  bool place(Value value, Value buffer);
+  LogicalResult checkInPlaceUpdate(Value oldState, StringAttr name,
+                                   Value newValue);
+  LogicalResult lowerOp(Operation *op);
+  Value getResultBuffer(Value result);
+  Category getCategory(Value result);
+  Value getOrCreateState(func::FuncOp func, unsigned index);
+
+  func::FuncOp func;
+  StateTable &states;
+  /// The module's functions by name (their rt replacements share the names
+  /// while the pass runs, so symbol lookups would be ambiguous).
+  const llvm::StringMap<func::FuncOp> &funcs;
+  OpBuilder builder;
+  rt::FuncOp target;
+  /// The buffer of each tensor value lowered so far.
+  DenseMap<Value, Value> buffers;
+  /// Buffers decided in advance for returned values (and the reshape
+  /// sources of returned values).
+  DenseMap<Value, Value> destinations;
+  /// Returned values that could not be computed in place: (value, buffer).
+  SmallVector<std::pair<Value, Value>> copies;
+  /// Tensor values that are gradients (see getCategory).
+  DenseSet<Value> gradients;
+  /// State buffers of an entry by state name.
+  llvm::StringMap<Value> stateBuffers;
+  bool isBackward = false;
+};
+
+LogicalResult FunctionLowering::createFunction() {
+  if (func.isExternal())
+    return func.emitOpError() << "has no body; rt-lower needs every function "
+                                 "defined";
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError() << "must have a single block";
+  for (Type type : llvm::concat<const Type>(func.getArgumentTypes(),
+                                            func.getResultTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape())
+      return func.emitOpError() << "has a non-static-tensor argument or "
+                                   "result type "
+                                << type;
+  }
+  SmallVector<Type> argTypes;
+  if (!isEntry(func))
+    for (Type type : llvm::concat<const Type>(func.getArgumentTypes(),
+                                              func.getResultTypes()))
+      argTypes.push_back(BufferType::get(cast<RankedTensorType>(type)));
+  target = rt::FuncOp::create(builder, func.getLoc(), func.getSymName(),
+                              builder.getFunctionType(argTypes, {}));
+  if (isEntry(func))
+    target.setEntry(getEntryName(func));
+  Block *body = builder.createBlock(&target.getBody());
+  for (Type type : argTypes)
+    body->addArgument(type, func.getLoc());
+  isBackward = func.getSymName().ends_with("_bwd");
+  return success();
+}
+
+Value FunctionLowering::getOrCreateState(func::FuncOp func, unsigned index) {
+  StringAttr name = getStateName(func.getArgAttrDict(index));
+  Value &buffer = stateBuffers[name];
+  if (!buffer) {
+    FailureOr<StateDefOp> def = states.declare(func, index);
+    if (failed(def))
+      return {};
+    buffer = StateOp::create(builder, func.getLoc(), def->getBufferType(),
+                             FlatSymbolRefAttr::get(name));
+  }
+  return buffer;
+}
+
+LogicalResult FunctionLowering::mapEntryArguments() {
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned index = arg.getArgNumber();
+    DictionaryAttr attrs = func.getArgAttrDict(index);
+    auto type = BufferType::get(cast<RankedTensorType>(arg.getType()));
+    if (auto role = attrs ? attrs.getAs<StringAttr>(kInputAttr) : nullptr) {
+      buffers[arg] = InputOp::create(builder, arg.getLoc(), type, role,
+                                     /*offset=*/nullptr);
+      continue;
+    }
+    if (!getStateName(attrs))
+      return func.emitOpError()
+             << "entry argument " << index << " has none of '" << kInputAttr
+             << "', '" << kParamAttr << "', '" << kStateAttr
+             << "' (the runtime cannot fill it)";
+    Value state = getOrCreateState(func, index);
+    if (!state)
+      return failure();
+    buffers[arg] = state;
+  }
+  return success();
+}
+
+/// Makes `value` be computed directly into `buffer`. Returns false when it
+/// cannot be (an argument, a constant, or a value that already has a
+/// destination): the caller then copies it.
+bool FunctionLowering::place(Value value, Value buffer) {
+  Operation *producer = value.getDefiningOp();
+  if (!producer || destinations.count(value) ||
+      isa<arith::ConstantOp>(producer))
+    return false;
+  if (auto reshape = dyn_cast<tfm::ReshapeOp>(producer)) {
+    // The reshape's source is computed into a view of the destination, so
+    // that the reshape itself stays free.
+    Value source = reshape->getOperand(0);
+    auto view = ViewOp::create(
+        builder, reshape.getLoc(),
+        BufferType::get(cast<RankedTensorType>(source.getType())), buffer);
+    if (!place(source, view)) {
+      view.erase();
+      return false;
+    }
+  }
+  destinations[value] = buffer;
+  return true;
+}
+
+/// Returns the op that writes `value`'s buffer: the producer at the root of
+/// its chain of reshapes.
+static Operation *getWriter(Value value) {
+  Operation *op = value.getDefiningOp();
+  while (auto reshape = dyn_cast_or_null<tfm::ReshapeOp>(op))
+    op = reshape->getOperand(0).getDefiningOp();
+  return op;
+}
+
+/// Collects the uses that read `value` or a reshape of it.
+static void collectReads(Value value, SmallVectorImpl<OpOperand *> &reads) {
+  for (OpOperand &use : value.getUses()) {
+    if (isa<tfm::ReshapeOp>(use.getOwner()))
+      collectReads(use.getOwner()->getResult(0), reads);
+    else
+      reads.push_back(&use);
+  }
+}
+
+LogicalResult FunctionLowering::checkInPlaceUpdate(Value oldState,
+                                                   StringAttr name,
+                                                   Value newValue) {
+  Operation *writer = getWriter(newValue);
+  SmallVector<OpOperand *> reads;
+  collectReads(oldState, reads);
+  for (OpOperand *read : reads) {
+    Operation *reader = read->getOwner();
+    // Returning the old value as the state itself is no read: the state is
+    // then unchanged (and not updated here). As anything else, the return
+    // reads it after the body, so after the update.
+    if (isa<func::ReturnOp>(reader) && read->get() == oldState &&
+        getStateName(func.getResultAttrDict(read->getOperandNumber())) == name)
+      continue;
+    if (reader == writer && isa<func::CallOp>(writer))
+      return writer->emitOpError()
+             << "both reads and writes state '" << name.getValue()
+             << "'; a callee may overwrite an argument before it has read it, "
+                "so an in-place update must be a single kernel";
+    if (writer->isBeforeInBlock(reader)) {
+      InFlightDiagnostic diag =
+          reader->emitOpError()
+          << "reads the old value of state '" << name.getValue() << "' after '"
+          << writer->getName()
+          << "' has updated it in place (the new value is returned as that "
+             "state)";
+      diag.attachNote(writer->getLoc()) << "updated in place here";
+      return diag;
+    }
+  }
+  return success();
+}
+
+LogicalResult FunctionLowering::assignDestinations() {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  unsigned numInputs = func.getNumArguments();
+  for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+    Value buffer;
+    DictionaryAttr attrs = func.getResultAttrDict(index);
+    if (!isEntry(func)) {
+      buffer = target.getArgument(numInputs + index);
+    } else if (auto role =
+                   attrs ? attrs.getAs<StringAttr>(kOutputAttr) : nullptr) {
+      auto type = BufferType::get(cast<RankedTensorType>(value.getType()));
+      buffer = OutputOp::create(builder, ret.getLoc(), type, role,
+                                /*offset=*/nullptr);
+    } else if (StringAttr name = getStateName(attrs)) {
+      buffer = stateBuffers.lookup(name);
+      if (!buffer)
+        return func.emitOpError()
+               << "result " << index << " updates state '" << name.getValue()
+               << "', which is not an argument of the function";
+      // Returning the state's own argument: it is unchanged.
+      if (buffers.lookup(value) == buffer)
+        continue;
+      auto oldState = llvm::find_if(func.getArguments(), [&](Value arg) {
+        return buffers.lookup(arg) == buffer;
+      });
+      if (place(value, buffer) &&
+          failed(checkInPlaceUpdate(*oldState, name, value)))
+        return failure();
+      if (!destinations.count(value))
+        copies.emplace_back(value, buffer);
+      continue;
+    } else {
+      return func.emitOpError()
+             << "entry result " << index << " has neither '" << kOutputAttr
+             << "' nor '" << kParamAttr << "'/'" << kStateAttr << "'";
+    }
+    if (!place(value, buffer))
+      copies.emplace_back(value, buffer);
+  }
+  return success();
+}
+
+Category FunctionLowering::getCategory(Value result) {
+  Operation *producer = result.getDefiningOp();
+  if (result.use_empty() ||
+      (isTfmOp(producer) && isWorkspaceKernel(getKernelName(producer))))
+    return Category::Workspace;
+  return gradients.contains(result) ? Category::Grad : Category::Activation;
+}
+
+Value FunctionLowering::getResultBuffer(Value result) {
+  if (Value buffer = destinations.lookup(result))
+    return buffer;
+  auto type = BufferType::get(cast<RankedTensorType>(result.getType()));
+  return AllocOp::create(
+      builder, result.getLoc(), type,
+      CategoryAttr::get(builder.getContext(), getCategory(result)),
+      /*offset=*/nullptr);
+}
+
+LogicalResult FunctionLowering::lowerOp(Operation *op) {
+  if (!isTfmOp(op) && !isa<func::CallOp, func::ReturnOp, arith::ConstantOp>(op))
+    return op->emitOpError() << "cannot be lowered by rt-lower (supported: "
+                                "tfm ops, arith.constant, func.call, "
+                                "func.return)";
+  // Gradients flow from the seed through every op they reach; gradient ops
+  // and backward functions produce them outright.
+  bool isGradient =
+      isBackward || llvm::any_of(op->getOperands(), [&](Value operand) {
+        return gradients.contains(operand);
+      });
+  if (auto call = dyn_cast<func::CallOp>(op))
+    isGradient |= call.getCallee().ends_with("_bwd");
+  else if (isTfmOp(op))
+    isGradient |= isGradientKernel(getKernelName(op));
+  if (isGradient)
+    gradients.insert(op->result_begin(), op->result_end());
+
+  auto operandBuffers =
+      llvm::map_to_vector(op->getOperands(), [&](Value operand) {
+        return buffers.lookup(operand);
+      });
+  Location loc = op->getLoc();
+
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    for (auto [value, buffer] : copies)
+      // A materialised `reshape` (same shape) is the runtime's copy.
+      KernelOp::create(builder, loc, builder.getStringAttr("reshape"),
+                       ValueRange{buffers.lookup(value)}, ValueRange{buffer},
+                       /*attrs=*/nullptr);
+    ReturnOp::create(builder, loc);
+    return success();
+  }
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (!value || !isa<RankedTensorType>(value.getType()))
+      return op->emitOpError() << "rt-lower supports only dense tensor "
+                                  "constants, found "
+                               << constant.getValue();
+    buffers[constant] = ConstOp::create(builder, loc, value);
+    return success();
+  }
+  if (auto reshape = dyn_cast<tfm::ReshapeOp>(op)) {
+    Value result = reshape->getResult(0);
+    Value buffer = destinations.lookup(result);
+    if (!buffer)
+      buffer = ViewOp::create(
+          builder, loc,
+          BufferType::get(cast<RankedTensorType>(result.getType())),
+          operandBuffers[0]);
+    buffers[result] = buffer;
+    return success();
+  }
+
+  auto results = llvm::map_to_vector(
+      op->getResults(), [&](Value result) { return getResultBuffer(result); });
+  for (auto [result, buffer] : llvm::zip(op->getResults(), results))
+    buffers[result] = buffer;
+
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    func::FuncOp callee = funcs.lookup(call.getCallee());
+    if (!callee || isEntry(callee))
+      return op->emitOpError() << "calls '" << call.getCallee()
+                               << "', which is not a private func.func (only "
+                                  "non-entry functions can be called)";
+    SmallVector<Value> args(operandBuffers);
+    llvm::append_range(args, results);
+    rt::CallOp::create(builder, loc, call.getCalleeAttr(), args,
+                       /*frame_offset=*/nullptr);
+    return success();
+  }
+  // A tfm op. Inherent attributes only: discardable ones (`dist.sharding`,
+  // ...) are compiler annotations, not kernel parameters.
+  SmallVector<NamedAttribute> attrs;
+  for (NamedAttribute attr : op->getAttrs())
+    if (!attr.getName().getValue().contains('.'))
+      attrs.push_back(attr);
+  KernelOp::create(builder, loc, builder.getStringAttr(getKernelName(op)),
+                   operandBuffers, results,
+                   attrs.empty() ? nullptr : builder.getDictionaryAttr(attrs));
+  return success();
+}
+
+LogicalResult FunctionLowering::lower() {
+  if (failed(createFunction()))
+    return failure();
+  builder.setInsertionPointToStart(&target.getBody().front());
+  if (isEntry(func)) {
+    if (failed(mapEntryArguments()))
+      return failure();
+  } else {
+    for (BlockArgument arg : func.getArguments())
+      buffers[arg] = target.getArgument(arg.getArgNumber());
+  }
+  if (failed(assignDestinations()))
+    return failure();
+  for (Operation &op : func.getBody().front())
+    if (failed(lowerOp(&op)))
+      return failure();
+  return success();
+}
+
+struct RtLowerPass : public rt::impl::RtLowerBase<RtLowerPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    StateTable states(module);
+    auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+    llvm::StringMap<func::FuncOp> byName;
+    for (func::FuncOp func : funcs)
+      byName[func.getSymName()] = func;
+    for (func::FuncOp func : funcs) {
+      FunctionLowering lowering(func, states, byName);
+      if (failed(lowering.lower()))
+        return signalPassFailure();
+    }
+    for (func::FuncOp func : funcs)
+      func.erase();
+  }
+};
+
+} // namespace

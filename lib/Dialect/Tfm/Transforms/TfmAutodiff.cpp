@@ -1,0 +1,681 @@
+//===- TfmAutodiff.cpp - Training step from the forward function ---------===//
+//
+// `tfm-autodiff` turns the model builder's `@forward(...) -> loss` into the
+// entry points of spec/autodiff.md: `@train_step` (forward, reverse pass,
+// global-norm clipping, AdamW), `@logits` (forward without the loss) and a
+// `@B_fwd`/`@B_bwd` pair per block function `@B`.
+//
+// The reverse pass is reverse-mode over one function body: ops are visited
+// in reverse program order, each op's TfmVJPOpInterface rule turns its result
+// gradients into operand gradients, and a value with several uses gets the
+// sum of their gradients (tfm.add, in reverse program order, so the result
+// is deterministic). A block call is differentiated through its pair:
+// `@B_fwd` replaces the call and also returns residuals, and `@B_bwd` takes
+// them in the reverse pass.
+//
+// A pair is made by building the joint forward + backward body of `@B` once
+// and splitting it: the values the backward part reads are either arguments
+// of `@B` (passed to `@B_bwd` directly) or values computed in the forward
+// part (the residuals, returned by `@B_fwd` in program order). So the
+// residual set is exactly what the VJP rules read, and choosing to recompute
+// instead of saving (later) is a rewrite of this split.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+#include "autoshard/Dialect/Tfm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace autoshard::tfm {
+#define GEN_PASS_DEF_TFMAUTODIFF
+#include "autoshard/Dialect/Tfm/Transforms/Passes.h.inc"
+} // namespace autoshard::tfm
+
+using namespace mlir;
+using namespace autoshard::tfm;
+
+namespace {
+
+/// Only float tensors carry gradients; ids, labels, step and layer indices
+/// do not.
+bool isDifferentiable(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+/// Erases the ops of `ops` (in program order) that are side-effect free and
+/// unused, last first, so that a chain of dead ops goes in one sweep.
+void eraseDeadOps(ArrayRef<Operation *> ops) {
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
+/// A readable name of argument `index` of `func` for diagnostics: its
+/// `tfm.param`, `tfm.name` or `tfm.role`, else its number.
+std::string describeArg(func::FuncOp func, unsigned index) {
+  for (StringRef attr : {"tfm.param", "tfm.name", "tfm.role"})
+    if (auto name = func.getArgAttrOfType<StringAttr>(index, attr))
+      return ("#" + Twine(index) + " ('" + name.getValue() + "')").str();
+  return ("#" + Twine(index)).str();
+}
+
+/// The pair generated for one block function, as its call sites need it.
+struct BlockPair {
+  func::FuncOp fwd, bwd;
+  /// Indices of the block's float results; `@B_bwd` takes one dy for each.
+  SmallVector<unsigned> floatResults;
+  /// Indices of the block's arguments that `@B_bwd` takes after the dy.
+  SmallVector<unsigned> bwdArgs;
+  /// Indices of the block's float arguments; `@B_bwd` returns one gradient
+  /// for each, in this order.
+  SmallVector<unsigned> floatArgs;
+};
+
+class Differentiator;
+
+/// The reverse pass over one function body (the block of `@train_step` or
+/// the joint body of a block function). The forward ops are the ops present
+/// when it is created; every op it emits (the backward part) goes before the
+/// terminator.
+class BodyGradient {
+public:
+  BodyGradient(Differentiator &diff, Block &body);
+
+  /// Seeds `outputs` with `outputGrads` and runs the reverse pass.
+  LogicalResult run(ValueRange outputs, ValueRange outputGrads);
+
+  /// Gradient of a block argument, or null when it does not reach an output.
+  Value argGrad(unsigned index) const {
+    return grads.lookup(body.getArgument(index));
+  }
+
+  bool isForward(Operation *op) const { return forwardOps.contains(op); }
+
+  /// Erases backward ops whose results are unused (gradients nobody needs,
+  /// e.g. of an input that is not a parameter). Call after the terminator
+  /// uses every gradient that must survive.
+  void eraseDeadBackwardOps();
+
+private:
+  void accumulate(Value value, Value grad);
+  LogicalResult differentiateCall(func::CallOp call, ValueRange resultGrads);
+
+  Differentiator &diff;
+  Block &body;
+  OpBuilder builder;
+  llvm::DenseSet<Operation *> forwardOps;
+  DenseMap<Value, Value> grads;
+};
+
+/// Owns the pairs of the block functions of one module (one per callee, made
+/// on first use) and the symbol table they go into.
+class Differentiator {
+public:
+  explicit Differentiator(ModuleOp module) : symbols(module) {}
+
+  /// The pair of `callee`, made on first use.
+  FailureOr<const BlockPair *> getPair(func::CallOp call);
+
+  SymbolTable &getSymbols() { return symbols; }
+
+private:
+  FailureOr<BlockPair> makePair(func::FuncOp block);
+
+  SymbolTable symbols;
+  /// Pointers into it are handed out, hence the indirection.
+  DenseMap<Operation *, std::unique_ptr<BlockPair>> pairs;
+  /// Blocks whose pair is being made: a call back into one is recursion.
+  llvm::SmallPtrSet<Operation *, 4> inProgress;
+};
+
+//===----------------------------------------------------------------------===//
+// BodyGradient
+//===----------------------------------------------------------------------===//
+
+BodyGradient::BodyGradient(Differentiator &diff, Block &body)
+    : diff(diff), body(body), builder(body.getTerminator()) {
+  for (Operation &op : body.without_terminator())
+    forwardOps.insert(&op);
+}
+
+void BodyGradient::accumulate(Value value, Value grad) {
+  if (!grad || !isDifferentiable(value.getType()))
+    return;
+  Value &slot = grads[value];
+  slot = slot ? AddOp::create(builder, grad.getLoc(), slot, grad) : grad;
+}
+
+LogicalResult BodyGradient::run(ValueRange outputs, ValueRange outputGrads) {
+  for (auto [output, grad] : llvm::zip_equal(outputs, outputGrads))
+    accumulate(output, grad);
+
+  // A snapshot: differentiating a call replaces it by its `@B_fwd` call.
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    if (isForward(&op))
+      ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops)) {
+    SmallVector<Value> resultGrads;
+    for (Value result : op->getResults())
+      resultGrads.push_back(grads.lookup(result));
+    if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+      continue;
+    // Constants (e.g. a layer index) have nothing to differentiate.
+    if (op->getNumOperands() == 0 && op->hasTrait<OpTrait::ConstantLike>())
+      continue;
+
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      if (failed(differentiateCall(call, resultGrads)))
+        return failure();
+      continue;
+    }
+    auto rule = dyn_cast<TfmVJPOpInterface>(op);
+    if (!rule)
+      return op->emitOpError()
+             << "has no VJP rule, but its result reaches the loss";
+    SmallVector<Value> operandGrads;
+    if (failed(rule.buildVJP(builder, resultGrads, operandGrads)))
+      return failure();
+    if (operandGrads.size() != op->getNumOperands())
+      return op->emitOpError()
+             << "VJP rule returned " << operandGrads.size() << " gradients for "
+             << op->getNumOperands() << " operands";
+    for (auto [operand, grad] :
+         llvm::zip_equal(op->getOperands(), operandGrads))
+      accumulate(operand, grad);
+  }
+  return success();
+}
+
+/// Replaces `call @B(args)` by `call @B_fwd(args)` (which also returns the
+/// residuals) and emits `call @B_bwd(dy..., args read by the backward...,
+/// residuals...)` in the backward part.
+LogicalResult BodyGradient::differentiateCall(func::CallOp call,
+                                              ValueRange resultGrads) {
+  FailureOr<const BlockPair *> pair = diff.getPair(call);
+  if (failed(pair))
+    return failure();
+  const BlockPair &p = **pair;
+
+  SmallVector<Value> bwdOperands;
+  for (unsigned i : p.floatResults) {
+    if (!resultGrads[i])
+      return call.emitOpError()
+             << "result #" << i << " does not reach the loss; tfm-autodiff "
+             << "needs a gradient for every float result of @"
+             << call.getCallee();
+    bwdOperands.push_back(resultGrads[i]);
+  }
+  for (unsigned i : p.bwdArgs)
+    bwdOperands.push_back(call.getOperand(i));
+
+  OpBuilder fwdBuilder(call);
+  auto fwdCall = func::CallOp::create(fwdBuilder, call.getLoc(), p.fwd,
+                                      call.getOperands());
+  fwdCall->setDiscardableAttrs(call->getDiscardableAttrDictionary());
+  unsigned numResults = call.getNumResults();
+  call.replaceAllUsesWith(fwdCall.getResults().take_front(numResults));
+  llvm::append_range(bwdOperands, fwdCall.getResults().drop_front(numResults));
+  forwardOps.erase(call);
+  forwardOps.insert(fwdCall);
+  // The erased results' storage may be reused by new values.
+  for (Value result : call.getResults())
+    grads.erase(result);
+  call.erase();
+
+  auto bwdCall =
+      func::CallOp::create(builder, fwdCall.getLoc(), p.bwd, bwdOperands);
+  for (auto [i, grad] : llvm::enumerate(bwdCall.getResults()))
+    accumulate(fwdCall.getOperand(p.floatArgs[i]), grad);
+  return success();
+}
+
+void BodyGradient::eraseDeadBackwardOps() {
+  SmallVector<Operation *> backward;
+  for (Operation &op : body.without_terminator())
+    if (!isForward(&op))
+      backward.push_back(&op);
+  eraseDeadOps(backward);
+}
+
+//===----------------------------------------------------------------------===//
+// Differentiator
+//===----------------------------------------------------------------------===//
+
+FailureOr<const BlockPair *> Differentiator::getPair(func::CallOp call) {
+  auto block = symbols.lookup<func::FuncOp>(call.getCallee());
+  if (!block || block.isExternal())
+    return call.emitOpError() << "calls @" << call.getCallee()
+                              << ", which has no body to differentiate";
+  auto it = pairs.find(block);
+  if (it != pairs.end())
+    return it->second.get();
+  if (!inProgress.insert(block).second)
+    return call.emitOpError() << "recursive call to @" << call.getCallee()
+                              << " cannot be differentiated";
+  FailureOr<BlockPair> pair = makePair(block);
+  inProgress.erase(block);
+  if (failed(pair))
+    return failure();
+  auto &slot = pairs[block];
+  slot = std::make_unique<BlockPair>(std::move(*pair));
+  return slot.get();
+}
+
+/// Values of the forward part of a joint body that its backward part reads,
+/// split into block arguments and op results (the residuals).
+struct BackwardInputs {
+  /// Block argument indices, ascending.
+  SmallVector<unsigned> args;
+  /// Results of forward ops, in program order.
+  SmallVector<Value> residuals;
+  /// Forward constants read by the backward: cloned rather than saved.
+  SmallVector<Operation *> constants;
+};
+
+BackwardInputs collectBackwardInputs(BodyGradient &gradient, Block &body,
+                                     unsigned numBlockArgs) {
+  llvm::DenseSet<Value> read;
+  for (Operation &op : body)
+    if (!gradient.isForward(&op))
+      read.insert(op.operand_begin(), op.operand_end());
+
+  BackwardInputs inputs;
+  for (unsigned i = 0; i < numBlockArgs; ++i)
+    if (read.contains(body.getArgument(i)))
+      inputs.args.push_back(i);
+  for (Operation &op : body.without_terminator()) {
+    bool used = gradient.isForward(&op) &&
+                llvm::any_of(op.getResults(),
+                             [&](Value v) { return read.contains(v); });
+    if (!used)
+      continue;
+    if (op.getNumOperands() == 0 && op.hasTrait<OpTrait::ConstantLike>()) {
+      inputs.constants.push_back(&op);
+      continue;
+    }
+    for (Value result : op.getResults())
+      if (read.contains(result))
+        inputs.residuals.push_back(result);
+  }
+  return inputs;
+}
+
+/// Creates a private function named `name` (made unique) after `anchor`.
+func::FuncOp createFunc(SymbolTable &symbols, Operation *anchor, Twine name,
+                        FunctionType type) {
+  OpBuilder b(anchor->getContext());
+  auto func = func::FuncOp::create(b, anchor->getLoc(), name.str(), type);
+  func.setPrivate();
+  symbols.insert(func, std::next(Block::iterator(anchor)));
+  func.addEntryBlock();
+  return func;
+}
+
+/// Clones `ops` (in order) into `func`'s entry block and ends it with a
+/// return of the mapped `results`.
+void cloneInto(func::FuncOp func, ArrayRef<Operation *> ops, IRMapping &map,
+               ValueRange results) {
+  OpBuilder b = OpBuilder::atBlockEnd(&func.front());
+  for (Operation *op : ops)
+    b.clone(*op, map);
+  SmallVector<Value> mapped;
+  for (Value v : results)
+    mapped.push_back(map.lookupOrDefault(v));
+  func::ReturnOp::create(b, func.getLoc(), mapped);
+}
+
+FailureOr<BlockPair> Differentiator::makePair(func::FuncOp block) {
+  BlockPair pair;
+  FunctionType blockType = block.getFunctionType();
+  unsigned numArgs = blockType.getNumInputs();
+  for (auto [i, type] : llvm::enumerate(blockType.getResults()))
+    if (isDifferentiable(type))
+      pair.floatResults.push_back(i);
+  for (auto [i, type] : llvm::enumerate(blockType.getInputs()))
+    if (isDifferentiable(type))
+      pair.floatArgs.push_back(i);
+
+  // The joint body: @B's body with one dy argument per float result and the
+  // reverse pass appended. It is only a scratch copy, split below.
+  OwningOpRef<func::FuncOp> joint = block.clone();
+  Block &body = joint->front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<Value> outputs, dys;
+  for (unsigned i : pair.floatResults) {
+    outputs.push_back(ret.getOperand(i));
+    dys.push_back(body.addArgument(blockType.getResult(i), block.getLoc()));
+  }
+  BodyGradient gradient(*this, body);
+  if (failed(gradient.run(outputs, dys)))
+    return failure();
+
+  SmallVector<Value> argGrads;
+  for (unsigned i : pair.floatArgs) {
+    Value grad = gradient.argGrad(i);
+    if (!grad)
+      return block.emitError()
+             << "argument " << describeArg(block, i) << " of @"
+             << block.getSymName()
+             << " does not reach its results, so it has no gradient";
+    argGrads.push_back(grad);
+  }
+  // The gradients are the backward part's results: a temporary terminator
+  // keeps them alive through dead-code removal and counts as a reader (a
+  // gradient may be a forward value, e.g. dy passed through).
+  SmallVector<Value> yields(ret.getOperands());
+  ret->setOperands(argGrads);
+  gradient.eraseDeadBackwardOps();
+  BackwardInputs inputs = collectBackwardInputs(gradient, body, numArgs);
+
+  // @B_fwd: @B's arguments -> (@B's results, residuals).
+  SmallVector<Type> fwdResults(blockType.getResults());
+  for (Value r : inputs.residuals)
+    fwdResults.push_back(r.getType());
+  pair.fwd = createFunc(
+      symbols, block, block.getSymName() + "_fwd",
+      FunctionType::get(block.getContext(), blockType.getInputs(), fwdResults));
+  pair.fwd.setAllArgAttrs(block.getAllArgAttrs());
+  SmallVector<Value> fwdYields(yields);
+  llvm::append_range(fwdYields, inputs.residuals);
+  IRMapping fwdMap;
+  fwdMap.map(body.getArguments().take_front(numArgs), pair.fwd.getArguments());
+  SmallVector<Operation *> fwdOps, bwdOps(inputs.constants);
+  for (Operation &op : body.without_terminator())
+    (gradient.isForward(&op) ? fwdOps : bwdOps).push_back(&op);
+  cloneInto(pair.fwd, fwdOps, fwdMap, fwdYields);
+
+  // @B_bwd: (dy..., @B's arguments it reads, residuals) -> gradients.
+  SmallVector<Value> bwdInputs(dys);
+  SmallVector<DictionaryAttr> bwdArgAttrs(dys.size());
+  for (unsigned i : inputs.args) {
+    bwdInputs.push_back(body.getArgument(i));
+    bwdArgAttrs.push_back(block.getArgAttrDict(i));
+  }
+  llvm::append_range(bwdInputs, inputs.residuals);
+  bwdArgAttrs.resize(bwdInputs.size());
+  SmallVector<Type> gradTypes;
+  SmallVector<DictionaryAttr> gradAttrs;
+  for (unsigned i : pair.floatArgs) {
+    gradTypes.push_back(blockType.getInput(i));
+    gradAttrs.push_back(block.getArgAttrDict(i));
+  }
+  pair.bwd = createFunc(symbols, pair.fwd, block.getSymName() + "_bwd",
+                        FunctionType::get(block.getContext(),
+                                          ValueRange(bwdInputs).getTypes(),
+                                          gradTypes));
+  pair.bwd.setAllArgAttrs(bwdArgAttrs);
+  pair.bwd.setAllResultAttrs(gradAttrs);
+  IRMapping bwdMap;
+  bwdMap.map(bwdInputs, pair.bwd.getArguments());
+  cloneInto(pair.bwd, bwdOps, bwdMap, argGrads);
+  pair.bwdArgs = std::move(inputs.args);
+  return pair;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+StringAttr str(MLIRContext *ctx, const Twine &value) {
+  return StringAttr::get(ctx, value);
+}
+
+/// What each argument of @forward is.
+struct ForwardSignature {
+  /// Argument index of the tokens, labels and (optional) step inputs.
+  unsigned tokens = ~0u, labels = ~0u;
+  std::optional<unsigned> step;
+  /// Argument indices of the parameters, in order, and their names.
+  SmallVector<unsigned> params;
+  SmallVector<StringRef> names;
+};
+
+FailureOr<ForwardSignature> classifyForwardArgs(func::FuncOp forward) {
+  ForwardSignature sig;
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
+    if (auto param = forward.getArgAttrOfType<StringAttr>(i, "tfm.param")) {
+      sig.params.push_back(i);
+      sig.names.push_back(param.getValue());
+      continue;
+    }
+    auto input = forward.getArgAttrOfType<StringAttr>(i, "tfm.input");
+    StringRef kind = input ? input.getValue() : "";
+    if (kind == "tokens")
+      sig.tokens = i;
+    else if (kind == "labels")
+      sig.labels = i;
+    else if (kind == "step")
+      sig.step = i;
+    else
+      return forward.emitError()
+             << "argument #" << i
+             << " of @forward must carry tfm.param or tfm.input = "
+                "\"tokens\" | \"labels\" | \"step\"";
+  }
+  if (sig.tokens == ~0u || sig.labels == ~0u)
+    return forward.emitError()
+           << "@forward must have tfm.input = \"tokens\" and \"labels\" "
+              "arguments";
+  if (sig.params.empty())
+    return forward.emitError() << "@forward has no tfm.param arguments";
+  return sig;
+}
+
+struct TfmAutodiffPass
+    : public autoshard::tfm::impl::TfmAutodiffBase<TfmAutodiffPass> {
+  using TfmAutodiffBase::TfmAutodiffBase;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult buildTrainStep(Differentiator &diff, func::FuncOp forward,
+                               const ForwardSignature &sig);
+  LogicalResult buildLogits(Differentiator &diff, func::FuncOp forward,
+                            const ForwardSignature &sig);
+};
+
+void TfmAutodiffPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  Differentiator diff(module);
+  auto forward = diff.getSymbols().lookup<func::FuncOp>("forward");
+  if (!forward || forward.isExternal()) {
+    module.emitError() << "tfm-autodiff needs a @forward function with a body";
+    return signalPassFailure();
+  }
+  for (StringRef name : {"train_step", "logits"})
+    if (diff.getSymbols().lookup(name)) {
+      module.emitError() << "tfm-autodiff: the module already has @" << name;
+      return signalPassFailure();
+    }
+  TypeRange results = forward.getResultTypes();
+  auto lossType =
+      results.size() == 1 ? dyn_cast<RankedTensorType>(results[0]) : nullptr;
+  if (!lossType || lossType.getRank() != 0 ||
+      !lossType.getElementType().isF32()) {
+    InFlightDiagnostic diag = forward.emitError()
+                              << "@forward must return one scalar loss of "
+                                 "type tensor<f32>, found "
+                              << results.size() << " result(s)";
+    if (!results.empty())
+      diag << ", the first of type " << results[0];
+    return signalPassFailure();
+  }
+  FailureOr<ForwardSignature> sig = classifyForwardArgs(forward);
+  // Each goes right after @forward: @logits first, so that the order is
+  // @forward, @train_step, @logits.
+  if (failed(sig) || failed(buildLogits(diff, forward, *sig)) ||
+      failed(buildTrainStep(diff, forward, *sig)))
+    return signalPassFailure();
+  forward.setResultAttr(0, "tfm.output", str(&getContext(), "loss"));
+}
+
+LogicalResult TfmAutodiffPass::buildTrainStep(Differentiator &diff,
+                                              func::FuncOp forward,
+                                              const ForwardSignature &sig) {
+  MLIRContext *ctx = &getContext();
+  Location loc = forward.getLoc();
+  auto scalarF32 = RankedTensorType::get({}, Float32Type::get(ctx));
+  auto scalarI64 = RankedTensorType::get({}, IntegerType::get(ctx, 64));
+  Builder b(ctx);
+  unsigned numParams = sig.params.size();
+
+  // Arguments: tokens, labels, step, lr, params, m per param, v per param.
+  SmallVector<Type> argTypes = {forward.getArgument(sig.tokens).getType(),
+                                forward.getArgument(sig.labels).getType(),
+                                scalarI64, scalarF32};
+  SmallVector<DictionaryAttr> argAttrs = {
+      forward.getArgAttrDict(sig.tokens), forward.getArgAttrDict(sig.labels),
+      b.getDictionaryAttr(b.getNamedAttr("tfm.input", str(ctx, "step"))),
+      b.getDictionaryAttr(b.getNamedAttr("tfm.input", str(ctx, "lr")))};
+  const unsigned firstParam = argTypes.size();
+  SmallVector<Type> paramTypes;
+  for (unsigned i : sig.params) {
+    paramTypes.push_back(forward.getArgument(i).getType());
+    argAttrs.push_back(forward.getArgAttrDict(i));
+  }
+  argTypes.append(paramTypes);
+  for (StringRef kind : {"opt_m", "opt_v"}) {
+    StringRef suffix = kind == "opt_m" ? ".exp_avg" : ".exp_avg_sq";
+    for (StringRef name : sig.names) {
+      argAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("tfm.state", str(ctx, name + suffix)),
+           b.getNamedAttr("tfm.state_kind", str(ctx, kind)),
+           b.getNamedAttr("tfm.state_of", str(ctx, name)),
+           b.getNamedAttr("tfm.init", str(ctx, "zeros"))}));
+    }
+    argTypes.append(paramTypes);
+  }
+
+  // Results: loss, grad_norm, new params, new m, new v.
+  SmallVector<Type> resultTypes = {scalarF32, scalarF32};
+  SmallVector<DictionaryAttr> resultAttrs = {
+      b.getDictionaryAttr(b.getNamedAttr("tfm.output", str(ctx, "loss"))),
+      b.getDictionaryAttr(b.getNamedAttr("tfm.output", str(ctx, "grad_norm")))};
+  for (StringRef suffix : {"", ".exp_avg", ".exp_avg_sq"}) {
+    resultTypes.append(paramTypes);
+    for (StringRef name : sig.names)
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(suffix.empty() ? "tfm.param" : "tfm.state",
+                         str(ctx, name + suffix))));
+  }
+
+  func::FuncOp step = createFunc(diff.getSymbols(), forward, "train_step",
+                                 FunctionType::get(ctx, argTypes, resultTypes));
+  step.setPublic();
+  step.setAllArgAttrs(argAttrs);
+  step.setAllResultAttrs(resultAttrs);
+  ValueRange args = step.getArguments();
+  Value stepArg = args[2], lr = args[3];
+  ValueRange params = args.slice(firstParam, numParams);
+  ValueRange ms = args.slice(firstParam + numParams, numParams);
+  ValueRange vs = args.slice(firstParam + 2 * numParams, numParams);
+
+  // The forward, with @forward's arguments mapped to ours.
+  IRMapping map;
+  map.map(forward.getArgument(sig.tokens), args[0]);
+  map.map(forward.getArgument(sig.labels), args[1]);
+  if (sig.step)
+    map.map(forward.getArgument(*sig.step), stepArg);
+  for (auto [i, param] : llvm::zip_equal(sig.params, params))
+    map.map(forward.getArgument(i), param);
+  Block &body = step.front();
+  OpBuilder ob = OpBuilder::atBlockEnd(&body);
+  for (Operation &op : forward.front().without_terminator())
+    ob.clone(op, map);
+  Value loss = map.lookup(forward.front().getTerminator()->getOperand(0));
+  Value dloss = arith::ConstantOp::create(
+      ob, loc, DenseElementsAttr::get(scalarF32, ob.getF32FloatAttr(1.0f)));
+  auto ret = func::ReturnOp::create(ob, loc, ValueRange{loss});
+
+  // The reverse pass, then clipping and AdamW after every backward op, so
+  // that the old parameter values are dead when the updates run.
+  BodyGradient gradient(diff, body);
+  if (failed(gradient.run(loss, dloss)))
+    return failure();
+  SmallVector<Value> paramGrads;
+  for (auto [k, i] : llvm::enumerate(sig.params)) {
+    Value grad = gradient.argGrad(firstParam + k);
+    if (!grad)
+      return forward.emitError()
+             << "parameter " << describeArg(forward, i)
+             << " does not reach the loss, so it has no gradient";
+    paramGrads.push_back(grad);
+  }
+  ob.setInsertionPoint(ret);
+  Value sumSq = SumSquaresOp::create(ob, loc, paramGrads);
+  auto clip = ClipCoefOp::create(ob, loc, sumSq, maxGradNorm.getValue());
+  SmallVector<Value> yields = {loss, clip.getNorm()};
+  SmallVector<Value> newMs, newVs;
+  for (auto [param, grad, m, v] : llvm::zip_equal(params, paramGrads, ms, vs)) {
+    // nanoGPT's grouping: matrices and embeddings decay, norms and biases
+    // (rank < 2) do not.
+    double decay = cast<RankedTensorType>(param.getType()).getRank() >= 2
+                       ? weightDecay.getValue()
+                       : 0.0;
+    auto update = AdamwOp::create(ob, param.getLoc(), param, grad, m, v, lr,
+                                  stepArg, clip.getCoef(), beta1.getValue(),
+                                  beta2.getValue(), epsilon.getValue(), decay);
+    yields.push_back(update.getNewParam());
+    newMs.push_back(update.getNewM());
+    newVs.push_back(update.getNewV());
+  }
+  llvm::append_range(yields, newMs);
+  llvm::append_range(yields, newVs);
+  ret->setOperands(yields);
+  gradient.eraseDeadBackwardOps();
+  return success();
+}
+
+LogicalResult TfmAutodiffPass::buildLogits(Differentiator &diff,
+                                           func::FuncOp forward,
+                                           const ForwardSignature &sig) {
+  SmallVector<CrossEntropyOp> losses(forward.getOps<CrossEntropyOp>());
+  if (losses.size() != 1)
+    return forward.emitError()
+           << "@forward must compute exactly one tfm.cross_entropy (at its "
+              "top level) to derive @logits, found "
+           << losses.size();
+  MLIRContext *ctx = &getContext();
+  func::FuncOp logits = createFunc(diff.getSymbols(), forward, "logits",
+                                   forward.getFunctionType()); // fixed up below
+  logits.setPublic();
+  logits.getBody().front().erase();
+  IRMapping map;
+  forward.getBody().cloneInto(&logits.getBody(), map);
+  logits.setAllArgAttrs(forward.getAllArgAttrs());
+
+  Block &body = logits.front();
+  Operation *ret = body.getTerminator();
+  Value result = map.lookup(losses.front().getLogits());
+  ret->setOperands(result);
+  // Drop the loss and everything only it needed (the labels, MoE aux
+  // losses); block calls stay, as their hidden results are still used.
+  eraseDeadOps(
+      llvm::to_vector(llvm::make_pointer_range(body.without_terminator())));
+  BlockArgument labels = body.getArgument(sig.labels);
+  if (!labels.use_empty())
+    return forward.emitError()
+           << "the labels are used by more than tfm.cross_entropy, so "
+              "@logits cannot drop them";
+  if (failed(logits.eraseArgument(sig.labels)))
+    return failure();
+  logits.setFunctionType(
+      FunctionType::get(ctx, logits.getArgumentTypes(), result.getType()));
+  logits.setResultAttr(0, "tfm.output", str(ctx, "logits"));
+  return success();
+}
+
+} // namespace
