@@ -14,7 +14,7 @@
 // One body per block function, however many layers call it.
 // CHECK:      "entries": {
 // CHECK-NEXT:   "eval": {
-// CHECK-NEXT:     "function": "forward",
+// CHECK-NEXT:     "function": "eval",
 // CHECK:        "logits": {
 // CHECK:          "outputs": {"logits":{"dtype":"f32","shape":[12,64,65]}}
 // CHECK:        "train_step": {

@@ -24,7 +24,7 @@
 
 // CHECK:      "entries": {
 // CHECK-NEXT:   "eval": {
-// CHECK-NEXT:     "function": "forward",
+// CHECK-NEXT:     "function": "eval",
 // CHECK-NEXT:     "inputs": {"labels":{"dtype":"i32","shape":[2,4]},"tokens":{"dtype":"i32","shape":[2,4]}},
 // CHECK-NEXT:     "outputs": {"loss":{"dtype":"f32","shape":[]}}
 // CHECK:        "logits": {

@@ -83,8 +83,8 @@
 // CHECK-NEXT: rt.kernel "adamw"
 // CHECK-NEXT: rt.return
 
-// @forward is the eval entry; it calls the original block.
-// CHECK-LABEL: rt.func @forward() attributes {entry = "eval"} {
+// @eval is the eval entry; it calls the original block.
+// CHECK-LABEL: rt.func @eval() attributes {entry = "eval"} {
 // CHECK-NOT: rt.func
 // CHECK: rt.call @blk(
 // CHECK: rt.call @blk(

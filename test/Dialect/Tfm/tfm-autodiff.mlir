@@ -13,13 +13,10 @@
 // RUN: shard-opt %t.mixtral.mlir --tfm-autodiff | shard-opt | FileCheck %s --check-prefix=MIXTRAL
 
 // A linear layer with a bias and cross-entropy: the entry points' signatures,
-// the reverse pass, clipping and AdamW (no decay for the 1-D bias).
+// the reverse pass, clipping and AdamW (no decay for the 1-D bias). @eval
+// replaces @forward (there is no dropout, so it is the same function).
 
-// CHECK-LABEL: func.func @forward(
-// CHECK-SAME:    -> (tensor<f32> {tfm.output = "loss"})
-// CHECK:         %[[FWD:.*]] = tfm.cross_entropy
-// CHECK-NEXT:    return %[[FWD]]
-
+// CHECK-NOT:   func.func @forward(
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME:    %[[IDS:[a-z0-9]+]]: tensor<2x3xi32> {tfm.input = "tokens"},
 // CHECK-SAME:    %[[LABELS:[a-z0-9]+]]: tensor<2x3xi32> {tfm.input = "labels"},
@@ -56,6 +53,12 @@
 // CHECK:         %[[P2:.*]], %[[M2:.*]], %[[V2:.*]] = tfm.adamw %[[B]], %[[DB]], %[[MB]], %[[VB]], %[[LR]], %[[STEP]], %[[COEF]]
 // CHECK-SAME:      weight_decay = 0.000000e+00 : f64
 // CHECK-NEXT:    return %[[LOSS]], %[[NORM]], %[[P0]], %[[P1]], %[[P2]], %[[M0]], %[[M1]], %[[M2]], %[[V0]], %[[V1]], %[[V2]] :
+
+// CHECK-LABEL: func.func @eval(
+// CHECK-SAME:    %{{[^)]*}}: tensor<2x3xi32> {tfm.input = "tokens"}, %{{[^)]*}}: tensor<2x3xi32> {tfm.input = "labels"}, %{{[^)]*}}: tensor<7x4xf32> {{[^)]*}}, %{{[^)]*}}: tensor<4x5xf32> {{[^)]*}}, %{{[^)]*}}: tensor<5xf32> {{[^)]*}})
+// CHECK-SAME:    -> (tensor<f32> {tfm.output = "loss"})
+// CHECK:         %[[EVAL:.*]] = tfm.cross_entropy
+// CHECK-NEXT:    return %[[EVAL]]
 
 // CHECK-LABEL: func.func @logits(
 // CHECK-SAME:    %{{[^)]*}}: tensor<2x3xi32> {tfm.input = "tokens"}, %{{[^)]*}}: tensor<7x4xf32> {{[^)]*}}, %{{[^)]*}}: tensor<4x5xf32> {{[^)]*}}, %{{[^)]*}}: tensor<5xf32> {{[^)]*}})
@@ -219,8 +222,20 @@ func.func @forward(%ids: tensor<2x3xi32> {tfm.input = "tokens"},
 // CHECK:         %[[DA:.*]] = tfm.embedding_grad %[[IDS]], %[[DH]] {num_embeddings = 6 : i64}
 // CHECK:         tfm.sum_squares %[[DA]], %[[DE]], %[[DW]], %[[DG]], %[[DBETA]], %[[DS]], %[[DT]] :
 
+// Dropout is off in @eval and @logits (nanoGPT's model.eval()): each dropout
+// is replaced by its input, and the step, which only dropout read, is no
+// input of theirs.
+// CHECK-LABEL: func.func @eval(
+// CHECK-SAME:    %{{[a-z0-9]+}}: tensor<2x4xi32> {tfm.input = "tokens"}, %{{[a-z0-9]+}}: tensor<2x4xi32> {tfm.input = "labels"}, %{{[a-z0-9]+}}: tensor<6x8xf32> {tfm.param = "a"},
+// CHECK-SAME:    -> (tensor<f32> {tfm.output = "loss"})
+// CHECK-NEXT:    %[[H:.*]] = tfm.embedding
+// CHECK-NEXT:    tfm.layer_norm %[[H]],
+// CHECK-NOT:     tfm.dropout
 // CHECK-LABEL: func.func @logits(
-// CHECK-SAME:    %{{.*}}: tensor<2x4xi32> {tfm.input = "tokens"}, %{{.*}}: tensor<i64> {tfm.input = "step"}, %{{.*}}: tensor<6x8xf32> {tfm.param = "a"},
+// CHECK-SAME:    %{{[a-z0-9]+}}: tensor<2x4xi32> {tfm.input = "tokens"}, %{{[a-z0-9]+}}: tensor<6x8xf32> {tfm.param = "a"},
+// CHECK-NEXT:    %[[H:.*]] = tfm.embedding
+// CHECK-NEXT:    tfm.layer_norm %[[H]],
+// CHECK-NOT:     tfm.dropout
 func.func @forward(%ids: tensor<2x4xi32> {tfm.input = "tokens"}, %labels: tensor<2x4xi32> {tfm.input = "labels"},
                    %step: tensor<i64> {tfm.input = "step"},
                    %a: tensor<6x8xf32> {tfm.param = "a"}, %e: tensor<3x8x8xf32> {tfm.param = "e"},
@@ -286,6 +301,95 @@ func.func @forward(%ids: tensor<2xi32> {tfm.input = "tokens"}, %labels: tensor<2
   return %loss : tensor<f32>
 }
 
+// -----
+
+// Dropout inside blocks: @eval and @logits call dropout-free clones @B_infer,
+// made transitively (@outer has no dropout itself but calls @inner, which
+// has) and once per callee; a block without dropout (@plain) is called as it
+// is. A clone drops the arguments that only dropout read (the step and here
+// the layer index), so @eval and @logits take no step. @train_step keeps the
+// dropout. The builder's blocks that nothing calls any more are removed, and
+// @eval replaces @forward.
+
+// CHECK-NOT:   func.func private @inner(
+// CHECK-LABEL: func.func private @inner_fwd(
+// CHECK:         tfm.dropout
+// CHECK-LABEL: func.func private @inner_bwd(
+// CHECK:         tfm.dropout_grad
+// CHECK-LABEL: func.func private @inner_infer(
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<2x4xf32> {tfm.role = "hidden"}, %[[W:[a-z0-9]+]]: tensor<4x4xf32> {tfm.name = "w"}) -> tensor<2x4xf32>
+// CHECK-NEXT:    %[[Y:.*]] = tfm.matmul %[[X]], %[[W]]
+// CHECK-NEXT:    return %[[Y]]
+// CHECK-NOT:   func.func private @outer(
+// CHECK-LABEL: func.func private @outer_fwd(
+// CHECK-SAME:    tensor<i64> {tfm.role = "step"}
+// CHECK-LABEL: func.func private @outer_bwd(
+// CHECK-LABEL: func.func private @outer_infer(
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<2x4xf32>, %[[W:[a-z0-9]+]]: tensor<4x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %[[A:.*]] = call @inner_infer(%[[X]], %[[W]]) {tfm.layer = 0 : i64}
+// CHECK-NEXT:    %[[B:.*]] = call @inner_infer(%[[A]], %[[W]]) {tfm.layer = 1 : i64}
+// CHECK-NEXT:    return %[[B]]
+// CHECK-LABEL: func.func private @plain(
+// CHECK-LABEL: func.func private @plain_fwd(
+// CHECK-LABEL: func.func private @plain_bwd(
+// CHECK-NOT:   func.func private @plain_infer
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME:    %[[STEP:[a-z0-9]+]]: tensor<i64> {tfm.input = "step"},
+// CHECK:         tfm.dropout %{{.*}}, %[[STEP]], %{{.*}} {rate = 1.000000e-01 : f64, site = 0 : i64}
+// CHECK:         call @outer_fwd(%{{.*}}, %[[STEP]], %{{.*}})
+// CHECK:         call @plain_fwd(
+// CHECK:         call @plain_bwd(
+// CHECK:         call @outer_bwd(
+// CHECK:         tfm.dropout_grad %{{.*}}, %[[STEP]], %{{.*}} {rate = 1.000000e-01 : f64, site = 0 : i64}
+// CHECK-LABEL: func.func @eval(
+// CHECK-SAME:    %[[IDS:[a-z0-9]+]]: tensor<2xi32> {tfm.input = "tokens"}, %[[LABELS:[a-z0-9]+]]: tensor<2xi32> {tfm.input = "labels"}, %[[WTE:[a-z0-9]+]]: tensor<4x4xf32> {tfm.param = "wte"}, %[[W:[a-z0-9]+]]: tensor<4x4xf32> {tfm.param = "w"})
+// CHECK-SAME:    -> (tensor<f32> {tfm.output = "loss"})
+// CHECK-NEXT:    %[[H:.*]] = tfm.embedding %[[IDS]], %[[WTE]]
+// CHECK-NEXT:    %[[O:.*]] = call @outer_infer(%[[H]], %[[W]]) {tfm.layer = 0 : i64}
+// CHECK-NEXT:    %[[P:.*]] = call @plain(%[[O]], %[[W]])
+// CHECK-NEXT:    %[[LOSS:.*]] = tfm.cross_entropy %[[P]], %[[LABELS]]
+// CHECK-NEXT:    return %[[LOSS]]
+// CHECK-LABEL: func.func @logits(
+// CHECK-SAME:    %[[IDS:[a-z0-9]+]]: tensor<2xi32> {tfm.input = "tokens"}, %[[WTE:[a-z0-9]+]]: tensor<4x4xf32> {tfm.param = "wte"}, %[[W:[a-z0-9]+]]: tensor<4x4xf32> {tfm.param = "w"})
+// CHECK-SAME:    -> (tensor<2x4xf32> {tfm.output = "logits"})
+// CHECK-NEXT:    %[[H:.*]] = tfm.embedding %[[IDS]], %[[WTE]]
+// CHECK-NEXT:    %[[O:.*]] = call @outer_infer(%[[H]], %[[W]]) {tfm.layer = 0 : i64}
+// CHECK-NEXT:    %[[P:.*]] = call @plain(%[[O]], %[[W]])
+// CHECK-NEXT:    return %[[P]]
+// CHECK-NOT:   func.func @forward(
+func.func private @inner(%x: tensor<2x4xf32> {tfm.role = "hidden"}, %step: tensor<i64> {tfm.role = "step"},
+                         %layer: tensor<i64> {tfm.role = "layer_index"}, %w: tensor<4x4xf32> {tfm.name = "w"}) -> tensor<2x4xf32> {
+  %y = tfm.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %d = tfm.dropout %y, %step, %layer {rate = 0.1 : f64, site = 1 : i64} : (tensor<2x4xf32>, tensor<i64>, tensor<i64>) -> tensor<2x4xf32>
+  return %d : tensor<2x4xf32>
+}
+
+func.func private @outer(%x: tensor<2x4xf32>, %step: tensor<i64> {tfm.role = "step"}, %w: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  %l0 = arith.constant dense<0> : tensor<i64>
+  %a = func.call @inner(%x, %step, %l0, %w) {tfm.layer = 0 : i64} : (tensor<2x4xf32>, tensor<i64>, tensor<i64>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %l1 = arith.constant dense<1> : tensor<i64>
+  %b = func.call @inner(%a, %step, %l1, %w) {tfm.layer = 1 : i64} : (tensor<2x4xf32>, tensor<i64>, tensor<i64>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  return %b : tensor<2x4xf32>
+}
+
+func.func private @plain(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  %y = tfm.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %z = tfm.gelu %y : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %z : tensor<2x4xf32>
+}
+
+func.func @forward(%ids: tensor<2xi32> {tfm.input = "tokens"}, %labels: tensor<2xi32> {tfm.input = "labels"},
+                   %step: tensor<i64> {tfm.input = "step"},
+                   %wte: tensor<4x4xf32> {tfm.param = "wte"}, %w: tensor<4x4xf32> {tfm.param = "w"}) -> tensor<f32> {
+  %h = tfm.embedding %ids, %wte : (tensor<2xi32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %le = arith.constant dense<-1> : tensor<i64>
+  %hd = tfm.dropout %h, %step, %le {rate = 0.1 : f64, site = 0 : i64} : (tensor<2x4xf32>, tensor<i64>, tensor<i64>) -> tensor<2x4xf32>
+  %o = func.call @outer(%hd, %step, %w) {tfm.layer = 0 : i64} : (tensor<2x4xf32>, tensor<i64>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %p = func.call @plain(%o, %w) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %loss = tfm.cross_entropy %p, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
 // nanoGPT (tied wte, learned positions, LayerNorm, GELU): one pair with 11
 // residuals (ln_1 output; q, k, v, attention output and lse; the flattened
 // attention; the residual after attention; ln_2 output; fc and gelu
@@ -299,8 +403,7 @@ func.func @forward(%ids: tensor<2xi32> {tfm.input = "tokens"}, %labels: tensor<2
 // NANOGPT-SAME:   tensor<512x128xf32> {tfm.name = "mlp.w_proj", tfm.role = "mlp_down"}) {
 // NANOGPT:        tfm.attention_grad
 // NANOGPT:        tfm.layer_norm_grad
-// NANOGPT-NOT:  func.func private @gpt2_block_{{fwd|bwd}}
-// NANOGPT:      func.func @forward({{.*}} -> (tensor<f32> {tfm.output = "loss"})
+// NANOGPT-NOT:  func.func private @gpt2_block_{{fwd|bwd|infer}}
 // NANOGPT:      func.func @train_step(
 // NANOGPT-COUNT-4: call @gpt2_block_fwd(
 // NANOGPT:        tfm.cross_entropy_grad
@@ -312,19 +415,40 @@ func.func @forward(%ids: tensor<2xi32> {tfm.input = "tokens"}, %labels: tensor<2
 // NANOGPT:        tfm.clip_coef
 // NANOGPT-COUNT-35: tfm.adamw
 // NANOGPT-NEXT:   return
+// Without dropout, @eval is @forward (the original block is called).
+// NANOGPT:      func.func @eval({{.*}} -> (tensor<f32> {tfm.output = "loss"})
+// NANOGPT-COUNT-4: call @gpt2_block(
 // NANOGPT:      func.func @logits({{.*}} -> (tensor<2x8x65xf32> {tfm.output = "logits"})
+// NANOGPT-COUNT-4: call @gpt2_block(
+// NANOGPT-NOT:  func.func @forward(
 
 // With dropout, the backward regenerates the masks from the step and the
 // layer index, so @gpt2_block_bwd takes both; @train_step's step feeds the
-// dropout as well as AdamW.
+// dropout as well as AdamW. @eval and @logits run with dropout off: they call
+// @gpt2_block_infer, which has neither dropout nor the step and layer-index
+// arguments only dropout read, and take no step; the original @gpt2_block,
+// now uncalled, is removed.
+// DROPOUT-NOT:  func.func private @gpt2_block(
 // DROPOUT:      func.func private @gpt2_block_bwd(%{{.*}}: tensor<2x8x128xf32>, %{{.*}}: tensor<2x8x128xf32> {tfm.role = "hidden"}, %[[LAYER:[a-z0-9]+]]: tensor<i64> {tfm.role = "layer_index"}, %[[STEP:[a-z0-9]+]]: tensor<i64> {tfm.role = "step"},
 // DROPOUT:        tfm.dropout_grad %{{.*}}, %[[STEP]], %[[LAYER]] {rate = 1.000000e-01 : f64, site = 2 : i64}
 // DROPOUT:        tfm.dropout_grad %{{.*}}, %[[STEP]], %[[LAYER]] {rate = 1.000000e-01 : f64, site = 1 : i64}
+// DROPOUT:      func.func private @gpt2_block_infer(%{{[a-z0-9]+}}: tensor<2x8x128xf32> {tfm.role = "hidden"}, %{{[a-z0-9]+}}: tensor<128xf32> {tfm.name = "ln_1.weight", tfm.role = "norm"},
+// DROPOUT-NOT:    tfm.dropout
 // DROPOUT:      func.func @train_step(%{{.*}}, %{{.*}}, %[[STEP:[a-z0-9]+]]: tensor<i64> {tfm.input = "step"},
 // DROPOUT:        tfm.dropout %{{.*}}, %[[STEP]], %{{.*}} {rate = 1.000000e-01 : f64, site = 0 : i64}
+// DROPOUT-COUNT-4: call @gpt2_block_fwd(%{{.*}}, %{{.*}}, %[[STEP]],
 // DROPOUT:        tfm.dropout_grad %{{.*}}, %[[STEP]], %{{.*}} {rate = 1.000000e-01 : f64, site = 0 : i64}
 // DROPOUT:        tfm.adamw {{.*}}, %[[STEP]], %{{.*}} {beta1
-// DROPOUT:      func.func @logits(%{{.*}}: tensor<2x8xi32> {tfm.input = "tokens"}, %{{.*}}: tensor<i64> {tfm.input = "step"},
+// DROPOUT:      func.func @eval(%{{[a-z0-9]+}}: tensor<2x8xi32> {tfm.input = "tokens"}, %{{[a-z0-9]+}}: tensor<2x8xi32> {tfm.input = "labels"}, %{{[a-z0-9]+}}: tensor<65x128xf32> {{.*}}tfm.param = "wte"
+// DROPOUT-SAME:   -> (tensor<f32> {tfm.output = "loss"})
+// DROPOUT-NOT:    tfm.dropout
+// DROPOUT-COUNT-4: call @gpt2_block_infer(
+// DROPOUT-NOT:    tfm.dropout
+// DROPOUT:      func.func @logits(%{{[a-z0-9]+}}: tensor<2x8xi32> {tfm.input = "tokens"}, %{{[a-z0-9]+}}: tensor<65x128xf32> {{.*}}tfm.param = "wte"
+// DROPOUT-NOT:    tfm.dropout
+// DROPOUT-COUNT-4: call @gpt2_block_infer(
+// DROPOUT-NOT:    tfm.dropout
+// DROPOUT-NOT:  func.func
 
 // Llama (RMSNorm, RoPE, GQA attention, SwiGLU, untied head): 12 residuals.
 // LLAMA:        func.func private @llama_block_fwd(

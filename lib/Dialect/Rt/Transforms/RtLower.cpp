@@ -40,10 +40,9 @@ constexpr StringLiteral kStateOfAttr = "tfm.state_of";
 constexpr StringLiteral kInitAttr = "tfm.init";
 constexpr StringLiteral kInitStdAttr = "tfm.init_std";
 
-/// The runtime's name for the entry that public function `func` implements.
-StringRef getEntryName(func::FuncOp func) {
-  return func.getSymName() == "forward" ? StringRef("eval") : func.getSymName();
-}
+/// The runtime's name for the entry that public function `func` implements:
+/// its own name (tfm-autodiff emits `@train_step`, `@eval`, `@logits`).
+StringRef getEntryName(func::FuncOp func) { return func.getSymName(); }
 
 bool isEntry(func::FuncOp func) { return func.isPublic(); }
 

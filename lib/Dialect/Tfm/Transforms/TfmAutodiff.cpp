@@ -2,8 +2,10 @@
 //
 // `tfm-autodiff` turns the model builder's `@forward(...) -> loss` into the
 // entry points of spec/autodiff.md: `@train_step` (forward, reverse pass,
-// global-norm clipping, AdamW), `@logits` (forward without the loss) and a
-// `@B_fwd`/`@B_bwd` pair per block function `@B`.
+// global-norm clipping, AdamW), `@eval` (the forward with dropout off, which
+// replaces `@forward`), `@logits` (`@eval` without the loss) and a
+// `@B_fwd`/`@B_bwd` pair per block function `@B`, plus a dropout-free
+// `@B_infer` per block function that contains dropout.
 //
 // The reverse pass is reverse-mode over one function body: ops are visited
 // in reverse program order, each op's TfmVJPOpInterface rule turns its result
@@ -33,6 +35,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -426,6 +429,127 @@ FailureOr<BlockPair> Differentiator::makePair(func::FuncOp block) {
 }
 
 //===----------------------------------------------------------------------===//
+// Inference (dropout off)
+//===----------------------------------------------------------------------===//
+
+/// Makes function bodies dropout-free for the inference entries (`@eval`,
+/// `@logits`), as PyTorch's `model.eval()`: every `tfm.dropout` becomes its
+/// input, and a call to a function that contains dropout (itself or through
+/// its callees) goes to that function's dropout-free clone `@B_infer`, made
+/// once per callee. Functions without dropout are called as they are.
+class InferenceCloner {
+public:
+  explicit InferenceCloner(SymbolTable &symbols) : symbols(symbols) {}
+
+  /// Whether `func` or a function it calls (transitively) has a dropout.
+  bool hasDropout(func::FuncOp func);
+
+  /// Rewrites `body` in place as above, then erases the pure ops that only
+  /// the dropouts read (e.g. a layer-index constant).
+  LogicalResult stripDropout(Block &body);
+
+private:
+  struct Clone {
+    func::FuncOp func;
+    /// Argument indices of the original that the clone keeps (in order):
+    /// an argument only dropout read (the step, a layer index) is dropped.
+    SmallVector<unsigned> kept;
+  };
+  FailureOr<Clone> getClone(func::CallOp call, func::FuncOp callee);
+
+  SymbolTable &symbols;
+  DenseMap<Operation *, bool> dropoutMemo;
+  DenseMap<Operation *, Clone> clones;
+  /// Callees whose clone is being made: a call back into one is recursion.
+  llvm::SmallPtrSet<Operation *, 4> inProgress;
+};
+
+bool InferenceCloner::hasDropout(func::FuncOp func) {
+  if (func.isExternal())
+    return false;
+  auto [it, inserted] = dropoutMemo.try_emplace(func, false);
+  if (!inserted)
+    return it->second; // Known, or on the current path (recursion).
+  bool found = false;
+  func.walk([&](Operation *op) {
+    if (isa<DropoutOp>(op)) {
+      found = true;
+    } else if (auto call = dyn_cast<func::CallOp>(op)) {
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        found = hasDropout(callee);
+    }
+    return found ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  dropoutMemo[func] = found;
+  return found;
+}
+
+LogicalResult InferenceCloner::stripDropout(Block &body) {
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    if (auto dropout = dyn_cast<DropoutOp>(op)) {
+      dropout.replaceAllUsesWith(dropout.getX());
+      dropout.erase();
+      continue;
+    }
+    auto call = dyn_cast<func::CallOp>(op);
+    if (!call)
+      continue;
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee || !hasDropout(callee))
+      continue;
+    FailureOr<Clone> clone = getClone(call, callee);
+    if (failed(clone))
+      return failure();
+    SmallVector<Value> operands;
+    for (unsigned i : clone->kept)
+      operands.push_back(call.getOperand(i));
+    OpBuilder b(call);
+    auto newCall =
+        func::CallOp::create(b, call.getLoc(), clone->func, operands);
+    newCall->setDiscardableAttrs(call->getDiscardableAttrDictionary());
+    call.replaceAllUsesWith(newCall.getResults());
+    call.erase();
+  }
+  eraseDeadOps(
+      llvm::to_vector(llvm::make_pointer_range(body.without_terminator())));
+  return success();
+}
+
+FailureOr<InferenceCloner::Clone>
+InferenceCloner::getClone(func::CallOp call, func::FuncOp callee) {
+  auto it = clones.find(callee);
+  if (it != clones.end())
+    return it->second;
+  if (!inProgress.insert(callee).second)
+    return call.emitOpError() << "recursive call to @" << call.getCallee()
+                              << " cannot be made dropout-free";
+  func::FuncOp func = callee.clone();
+  func.setSymName((callee.getSymName() + "_infer").str());
+  func.setPrivate();
+  symbols.insert(func, std::next(Block::iterator(callee)));
+  Block &body = func.front();
+  SmallVector<bool> usedBefore = llvm::map_to_vector(
+      body.getArguments(), [](BlockArgument arg) { return !arg.use_empty(); });
+  if (failed(stripDropout(body))) {
+    symbols.erase(func);
+    return failure();
+  }
+  inProgress.erase(callee);
+  Clone clone{func, {}};
+  llvm::BitVector dropped(body.getNumArguments());
+  for (BlockArgument arg : body.getArguments()) {
+    if (usedBefore[arg.getArgNumber()] && arg.use_empty())
+      dropped.set(arg.getArgNumber());
+    else
+      clone.kept.push_back(arg.getArgNumber());
+  }
+  if (failed(func.eraseArguments(dropped)))
+    return failure();
+  clones[callee] = clone;
+  return clone;
+}
+
+//===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
@@ -483,9 +607,36 @@ struct TfmAutodiffPass
 private:
   LogicalResult buildTrainStep(Differentiator &diff, func::FuncOp forward,
                                const ForwardSignature &sig);
-  LogicalResult buildLogits(Differentiator &diff, func::FuncOp forward,
-                            const ForwardSignature &sig);
+  FailureOr<func::FuncOp> buildEval(SymbolTable &symbols, func::FuncOp forward,
+                                    const ForwardSignature &sig);
+  LogicalResult buildLogits(SymbolTable &symbols, func::FuncOp forward,
+                            func::FuncOp eval);
 };
+
+/// Index of the argument of `func` tagged `tfm.input = kind`, if any.
+std::optional<unsigned> findInput(func::FuncOp func, StringRef kind) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto input = func.getArgAttrOfType<StringAttr>(i, "tfm.input");
+        input && input.getValue() == kind)
+      return i;
+  return std::nullopt;
+}
+
+/// Symbol DCE: erases the private functions nobody calls (e.g. the builder's
+/// block functions when only their `_fwd`/`_bwd`/`_infer` versions are
+/// called), repeatedly, as erasing a caller can orphan its callees.
+void eraseUncalledPrivateFuncs(SymbolTable &symbols, ModuleOp module) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto func :
+         llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+      if (func.isPrivate() && SymbolTable::symbolKnownUseEmpty(func, module)) {
+        symbols.erase(func);
+        changed = true;
+      }
+    }
+  }
+}
 
 void TfmAutodiffPass::runOnOperation() {
   ModuleOp module = getOperation();
@@ -495,7 +646,7 @@ void TfmAutodiffPass::runOnOperation() {
     module.emitError() << "tfm-autodiff needs a @forward function with a body";
     return signalPassFailure();
   }
-  for (StringRef name : {"train_step", "logits"})
+  for (StringRef name : {"train_step", "eval", "logits"})
     if (diff.getSymbols().lookup(name)) {
       module.emitError() << "tfm-autodiff: the module already has @" << name;
       return signalPassFailure();
@@ -514,12 +665,20 @@ void TfmAutodiffPass::runOnOperation() {
     return signalPassFailure();
   }
   FailureOr<ForwardSignature> sig = classifyForwardArgs(forward);
-  // Each goes right after @forward: @logits first, so that the order is
-  // @forward, @train_step, @logits.
-  if (failed(sig) || failed(buildLogits(diff, forward, *sig)) ||
+  if (failed(sig))
+    return signalPassFailure();
+  // @eval goes right after @forward and @logits right after @eval; then
+  // @train_step right after @forward, so that the order is @train_step,
+  // @eval, @logits once @forward is gone.
+  SymbolTable &symbols = diff.getSymbols();
+  FailureOr<func::FuncOp> eval = buildEval(symbols, forward, *sig);
+  if (failed(eval) || failed(buildLogits(symbols, forward, *eval)) ||
       failed(buildTrainStep(diff, forward, *sig)))
     return signalPassFailure();
-  forward.setResultAttr(0, "tfm.output", str(&getContext(), "loss"));
+  // @eval replaces @forward as the eval entry: the public functions of the
+  // result are exactly the runtime's entries.
+  symbols.erase(forward);
+  eraseUncalledPrivateFuncs(symbols, module);
 }
 
 LogicalResult TfmAutodiffPass::buildTrainStep(Differentiator &diff,
@@ -639,38 +798,55 @@ LogicalResult TfmAutodiffPass::buildTrainStep(Differentiator &diff,
   return success();
 }
 
-LogicalResult TfmAutodiffPass::buildLogits(Differentiator &diff,
+/// `@eval`: a clone of `@forward` with dropout off (see InferenceCloner) and
+/// without the step input when only dropout read it.
+FailureOr<func::FuncOp>
+TfmAutodiffPass::buildEval(SymbolTable &symbols, func::FuncOp forward,
+                           const ForwardSignature &sig) {
+  MLIRContext *ctx = &getContext();
+  func::FuncOp eval = forward.clone();
+  eval.setSymName("eval");
+  eval.setPublic();
+  symbols.insert(eval, std::next(Block::iterator(forward)));
+  InferenceCloner cloner(symbols);
+  if (failed(cloner.stripDropout(eval.front())))
+    return failure();
+  if (sig.step && eval.getArgument(*sig.step).use_empty() &&
+      failed(eval.eraseArgument(*sig.step)))
+    return failure();
+  eval.setResultAttr(0, "tfm.output", str(ctx, "loss"));
+  return eval;
+}
+
+/// `@logits`: `@eval` (dropout off) without the loss and the labels.
+LogicalResult TfmAutodiffPass::buildLogits(SymbolTable &symbols,
                                            func::FuncOp forward,
-                                           const ForwardSignature &sig) {
-  SmallVector<CrossEntropyOp> losses(forward.getOps<CrossEntropyOp>());
-  if (losses.size() != 1)
+                                           func::FuncOp eval) {
+  if (auto losses = llvm::range_size(forward.getOps<CrossEntropyOp>());
+      losses != 1)
     return forward.emitError()
            << "@forward must compute exactly one tfm.cross_entropy (at its "
               "top level) to derive @logits, found "
-           << losses.size();
+           << losses;
   MLIRContext *ctx = &getContext();
-  func::FuncOp logits = createFunc(diff.getSymbols(), forward, "logits",
-                                   forward.getFunctionType()); // fixed up below
-  logits.setPublic();
-  logits.getBody().front().erase();
-  IRMapping map;
-  forward.getBody().cloneInto(&logits.getBody(), map);
-  logits.setAllArgAttrs(forward.getAllArgAttrs());
+  func::FuncOp logits = eval.clone();
+  logits.setSymName("logits");
+  symbols.insert(logits, std::next(Block::iterator(eval)));
 
   Block &body = logits.front();
   Operation *ret = body.getTerminator();
-  Value result = map.lookup(losses.front().getLogits());
+  Value result = (*logits.getOps<CrossEntropyOp>().begin()).getLogits();
   ret->setOperands(result);
   // Drop the loss and everything only it needed (the labels, MoE aux
   // losses); block calls stay, as their hidden results are still used.
   eraseDeadOps(
       llvm::to_vector(llvm::make_pointer_range(body.without_terminator())));
-  BlockArgument labels = body.getArgument(sig.labels);
-  if (!labels.use_empty())
+  unsigned labels = *findInput(logits, "labels");
+  if (!body.getArgument(labels).use_empty())
     return forward.emitError()
            << "the labels are used by more than tfm.cross_entropy, so "
               "@logits cannot drop them";
-  if (failed(logits.eraseArgument(sig.labels)))
+  if (failed(logits.eraseArgument(labels)))
     return failure();
   logits.setFunctionType(
       FunctionType::get(ctx, logits.getArgumentTypes(), result.getType()));

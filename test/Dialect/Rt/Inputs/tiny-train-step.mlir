@@ -71,7 +71,7 @@ module attributes {tfm.model = {name = "tiny", vocab_size = 16 : i64, padded_voc
     return %loss, %norm, %wte2, %w02, %g2, %m_wte2, %m_w02, %m_g2, %v_wte2, %v_w02, %v_g2 : tensor<f32>, tensor<f32>, tensor<16x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<16x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<16x8xf32>, tensor<8x8xf32>, tensor<8xf32>
   }
 
-  func.func @forward(
+  func.func @eval(
       %tokens: tensor<2x4xi32> {tfm.input = "tokens"},
       %labels: tensor<2x4xi32> {tfm.input = "labels"},
       %wte: tensor<16x8xf32> {tfm.param = "wte", tfm.init = "normal", tfm.init_std = 2.000000e-02 : f64},

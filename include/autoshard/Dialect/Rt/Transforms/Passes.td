@@ -19,8 +19,9 @@ def RtLower : Pass<"rt-lower", "::mlir::ModuleOp"> {
     passes); followed by `rt-plan-memory`. Every `func.func` becomes an
     `rt.func` of the same name; every tensor value becomes a buffer:
 
-    * public functions are entries (`@forward` is entry `eval`, any other
-      public function is the entry of its own name): an argument tagged
+    * public functions are entries, each the entry of its own name
+      (`tfm-autodiff` emits `@train_step`, `@eval` and `@logits`; the
+      builder's `@forward` does not survive it): an argument tagged
       `tfm.input = ROLE` becomes `rt.input ROLE`, a result tagged
       `tfm.output = ROLE` becomes `rt.output ROLE`; an argument tagged
       `tfm.param = NAME` or `tfm.state = NAME` becomes `rt.state @NAME`,

@@ -30,12 +30,21 @@ def TfmAutodiff : Pass<"tfm-autodiff", "::mlir::ModuleOp"> {
       global-norm clipping (`tfm.sum_squares`, `tfm.clip_coef`) and one
       `tfm.adamw` per parameter; weight decay applies to parameters of rank
       >= 2 only (nanoGPT's grouping: no decay for norms and biases);
-    * `@logits(tokens, [step], params...) -> logits` is `@forward` without
-      the loss (for sampling), and `@forward`'s result is tagged
-      `tfm.output = "loss"` (the eval entry).
+    * `@eval(tokens, labels, params...) -> loss` (the eval entry) is
+      `@forward` with dropout off, as PyTorch's `model.eval()`: each
+      `tfm.dropout` becomes its input, and a call to a block function that
+      contains dropout (itself or through its callees) goes to its
+      dropout-free clone `@B_infer`, made once per callee, without the
+      arguments only dropout read (the step, the layer index); blocks
+      without dropout are called as they are. `@eval` takes no step;
+    * `@logits(tokens, params...) -> logits` is `@eval` without the loss
+      (for sampling).
 
-    `@forward` and the block functions are left unchanged. The learning rate
-    and the 1-based step are runtime inputs of `@train_step`.
+    `@eval` replaces `@forward`, so the public functions of the result are
+    exactly the runtime entries (`@train_step`, `@eval`, `@logits`); the
+    block functions are left unchanged, and private functions nobody calls
+    any more are removed. The learning rate and the 1-based step are
+    runtime inputs of `@train_step`; dropout runs in `@train_step` only.
   }];
   let dependentDialects = [
     "::autoshard::tfm::TfmDialect",
