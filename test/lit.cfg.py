@@ -17,6 +17,7 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%autoshard_src", config.autoshard_src_root))
 config.substitutions.append(("%configs", os.path.join(config.autoshard_src_root, "..", "shared", "configs")))
+config.substitutions.append(("%data", os.path.join(config.autoshard_src_root, "..", "shared", "data")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -27,5 +28,17 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 config.environment["PYTHONPATH"] = os.path.join(config.autoshard_src_root, "python")
 config.substitutions.append(("%python", config.python_executable))
 
+# The end-to-end tests (test/E2E) run compiled artifacts on the CPU runtime;
+# one BLAS thread keeps them fast and deterministic on shared machines.
+config.environment["OPENBLAS_NUM_THREADS"] = "1"
+
 tool_dirs = [config.autoshard_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["shard-opt"], tool_dirs)
+tools = ["shard-opt"]
+# The runtime's tools (shard-run, shard-gradcheck) need OpenBLAS and
+# nlohmann-json (runtime/CMakeLists.txt); without them the runtime is not
+# built and tests that `REQUIRES: runtime` are reported as unsupported.
+runtime_tools = ["shard-run", "shard-gradcheck"]
+if all(os.path.exists(os.path.join(config.autoshard_tools_dir, t)) for t in runtime_tools):
+    tools += runtime_tools
+    config.available_features.add("runtime")
+llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -256,4 +256,34 @@ TEST(CpuBackendTest, HasAKernelForEveryOp) {
   EXPECT_TRUE(CpuBackend::kernelTable().missingOps().empty());
 }
 
+TEST(CpuBackendTest, BindsBroadcast) {
+  AttrMap attrs;
+  attrs.set("dims", std::vector<int64_t>{0, 2});
+  KernelSignature sig;
+  sig.op = "broadcast";
+  sig.attrs = &attrs;
+  sig.place = "broadcast test";
+  TensorType x, y;
+  x.dtype = y.dtype = DType::F64;
+  x.shape = {3};
+  y.shape = {2, 3, 2};
+  sig.args = {x};
+  sig.results = {y};
+  CpuBackend backend;
+  BoundKernel kernel = backend.bind(sig);
+  std::vector<double> xv = {1, 2, 3}, yv(12, 0.0);
+  void *ptrs[] = {xv.data(), yv.data()};
+  kernel(ptrs);
+  EXPECT_EQ(yv, (std::vector<double>{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
+
+  // x must be the result's shape without `dims`.
+  sig.args[0].shape = {2};
+  EXPECT_THROW(backend.bind(sig), ArtifactError);
+  sig.args[0].shape = {3};
+  attrs.set("dims", std::vector<int64_t>{2, 0});
+  EXPECT_THROW(backend.bind(sig), ArtifactError);
+  attrs.set("dims", std::vector<int64_t>{0, 3});
+  EXPECT_THROW(backend.bind(sig), ArtifactError);
+}
+
 } // namespace

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
+#include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Rt/IR/RtDialect.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
@@ -30,6 +31,7 @@ int main(int argc, char **argv) {
   // Upstream passes used in our pipelines and tests (canonicalize, cse,
   // inline, symbol-dce, ...).
   mlir::registerTransformsPasses();
+  autoshard::dist::registerDistPasses();
   autoshard::rt::registerRtPasses();
   autoshard::tfm::registerTfmPasses();
   // A diagnostic on a func op would otherwise dump the whole function (300 KB

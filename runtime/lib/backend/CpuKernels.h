@@ -20,6 +20,8 @@ namespace autoshard::runtime::cpu_kernels {
 void registerDenseKernels(KernelTable &table);
 void registerSequenceKernels(KernelTable &table);
 void registerMoeKernels(KernelTable &table);
+/// The communication kernels (`dist.*`, CpuKernelsComm.cpp).
+void registerCommKernels(KernelTable &table);
 
 /// Operand pointer casts.
 template <typename T> const T *in(void *p) { return static_cast<const T *>(p); }

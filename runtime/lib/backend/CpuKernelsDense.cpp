@@ -156,6 +156,29 @@ BoundKernel bindReduceSum(const KernelSignature &sig) {
   });
 }
 
+BoundKernel bindBroadcast(const KernelSignature &sig) {
+  const TensorType &y = sig.results[0];
+  std::vector<int64_t> dims = sig.attrs->getI64Array("dims");
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] < 0 || dims[i] >= int64_t(y.shape.size()) ||
+        (i && dims[i] <= dims[i - 1]))
+      sig.fail("attribute 'dims' must be sorted, unique and in [0, " +
+               std::to_string(y.shape.size()) + ")");
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < y.shape.size(); ++d)
+    if (std::find(dims.begin(), dims.end(), int64_t(d)) == dims.end())
+      kept.push_back(y.shape[d]);
+  // x must be the result without the broadcast dims.
+  expectType(sig, sig.args[0], typeOf(y.dtype, kept), argName(0));
+  std::vector<int64_t> shape = y.shape;
+  return withFloat(sig, y.dtype, "result", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      broadcast<T>(in<T>(p[0]), out<T>(p[1]), shape, dims);
+    };
+  });
+}
+
 BoundKernel bindReshape(const KernelSignature &sig) {
   const TensorType &x = sig.args[0], &y = sig.results[0];
   if (x.dtype != y.dtype || x.numel() != y.numel())
@@ -383,6 +406,7 @@ void registerDenseKernels(KernelTable &t) {
   t.add("mul", bindBinary<MulOp>);
   t.add("scale", bindScale);
   t.add("reduce_sum", bindReduceSum);
+  t.add("broadcast", bindBroadcast);
   t.add("reshape", bindReshape);
   t.add("matmul", bindMatmul);
   t.add("matmul_wgrad", bindMatmulWgrad);

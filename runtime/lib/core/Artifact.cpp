@@ -12,6 +12,7 @@
 #include "ArtifactVerify.h"
 #include "JsonReader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -79,6 +80,23 @@ std::vector<int64_t> AttrMap::getI64Array(std::string_view name) const {
                       "' must be a list of integers");
 }
 
+std::string AttrMap::getString(std::string_view name) const {
+  if (const auto *v = std::get_if<std::string>(&get(name, "a string")))
+    return *v;
+  throw ArtifactError(context + ": attribute '" + std::string(name) +
+                      "' must be a string");
+}
+
+std::vector<std::string> AttrMap::getStringArray(std::string_view name) const {
+  const AttrValue &v = get(name, "a list of strings");
+  if (const auto *a = std::get_if<std::vector<std::string>>(&v))
+    return *a;
+  if (const auto *a = std::get_if<std::vector<int64_t>>(&v); a && a->empty())
+    return {};
+  throw ArtifactError(context + ": attribute '" + std::string(name) +
+                      "' must be a list of strings");
+}
+
 //===----------------------------------------------------------------------===//
 // Artifact lookups
 //===----------------------------------------------------------------------===//
@@ -132,7 +150,63 @@ E parseEnum(const JsonReader &r, std::string_view field,
                          expected + ")");
 }
 
-StateSpec parseState(const JsonReader &r) {
+/// The optional `sharding` and `global_shape` fields of a state entry or an
+/// entry slot whose local type is `local` (version 2). Without `sharding`
+/// the tensor is replicated; without `global_shape` it is computed.
+void parseSharding(const JsonReader &r, const Mesh &mesh,
+                   const TensorType &local, Sharding &sharding,
+                   std::vector<int64_t> &globalShape) {
+  size_t rank = local.shape.size();
+  if (r.has("sharding")) {
+    const Json &dims = r.array("sharding");
+    if (dims.size() != rank)
+      r.failField("sharding", "lists " + std::to_string(dims.size()) +
+                                  " dims, but the shape " + local.str() +
+                                  " has " + std::to_string(rank));
+    std::vector<std::string> used;
+    for (const Json &dim : dims) {
+      if (!dim.is_array())
+        r.failField("sharding", "must list one list of mesh axis names per "
+                                "dim, found " +
+                                    describe(dim));
+      std::vector<std::string> &axes = sharding.dims.emplace_back();
+      for (const Json &axis : dim) {
+        if (!axis.is_string())
+          r.failField("sharding",
+                      "must list mesh axis names, found " + describe(axis));
+        std::string name = axis.get<std::string>();
+        if (mesh.axisIndex(name) < 0)
+          r.failField("sharding",
+                      "names '" + name + "', which is not an axis of the mesh");
+        if (std::find(used.begin(), used.end(), name) != used.end())
+          r.failField("sharding", "names axis '" + name + "' twice");
+        used.push_back(name);
+        axes.push_back(name);
+      }
+    }
+  }
+  std::vector<int64_t> blocks = mesh.numBlocks(sharding, rank);
+  std::vector<int64_t> expected(rank);
+  for (size_t d = 0; d < rank; ++d)
+    expected[d] = local.shape[d] * blocks[d];
+  if (!r.has("global_shape")) {
+    globalShape = expected;
+    return;
+  }
+  for (const Json &v : r.array("global_shape")) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0)
+      r.failField("global_shape", "must list dims >= 0, found " + describe(v));
+    globalShape.push_back(v.get<int64_t>());
+  }
+  if (globalShape != expected) {
+    TensorType g{local.dtype, globalShape}, e{local.dtype, expected};
+    r.failField("global_shape", "is " + g.str() + ", but the local shape " +
+                                    local.str() + " sharded " + sharding.str() +
+                                    " on the mesh gives " + e.str());
+  }
+}
+
+StateSpec parseState(const JsonReader &r, const Mesh &mesh) {
   StateSpec s;
   s.name = r.str("name");
   s.kind = parseEnum<StateKind>(r, "kind",
@@ -155,6 +229,7 @@ StateSpec parseState(const JsonReader &r) {
   }
   if (r.has("weight_decay"))
     s.weightDecay = r.boolean("weight_decay");
+  parseSharding(r, mesh, s.type, s.sharding, s.globalShape);
   return s;
 }
 
@@ -271,6 +346,18 @@ AttrValue parseAttr(const JsonReader &r, const std::string &name,
     return v.get<int64_t>();
   if (v.is_number_float())
     return v.get<double>();
+  if (v.is_string())
+    return v.get<std::string>();
+  if (v.is_array() && !v.empty() && v[0].is_string()) {
+    std::vector<std::string> strings;
+    for (const Json &e : v) {
+      if (!e.is_string())
+        r.fail("attribute '" + name + "' must be a list of strings, found " +
+               describe(v));
+      strings.push_back(e.get<std::string>());
+    }
+    return strings;
+  }
   if (v.is_array()) {
     std::vector<int64_t> ints;
     for (const Json &e : v) {
@@ -319,7 +406,9 @@ Instruction parseInstruction(const JsonReader &r, const Artifact &a) {
                              : sig->maxArgs < 0
                                  ? " or more"
                                  : " to " + std::to_string(sig->maxArgs)));
-  if (static_cast<int>(inst.results.size()) != sig->numResults)
+  if (sig->optionalResults
+          ? static_cast<int>(inst.results.size()) > sig->numResults
+          : static_cast<int>(inst.results.size()) != sig->numResults)
     r.failField("results", "has " + std::to_string(inst.results.size()) +
                                " ids; '" + inst.op + "' has " +
                                std::to_string(sig->numResults) + " results");
@@ -364,10 +453,11 @@ void parseFunction(const JsonReader &r, Artifact &a, Function &fn) {
   }
 }
 
-Slot parseSlot(const JsonReader &r, const std::string &role) {
+Slot parseSlot(const JsonReader &r, const std::string &role, const Mesh &mesh) {
   Slot s;
   s.role = role;
   s.type = r.tensorType();
+  parseSharding(r, mesh, s.type, s.sharding, s.globalShape);
   return s;
 }
 
@@ -382,8 +472,9 @@ EntrySpec parseEntry(const JsonReader &r, const std::string &name,
   for (const char *field : {"inputs", "outputs"}) {
     std::vector<Slot> &slots = field[0] == 'i' ? e.inputs : e.outputs;
     for (const auto &[role, slot] : r.object(field).items())
-      slots.push_back(parseSlot(
-          r.at(slot, r.place() + ", " + field + " '" + role + "'"), role));
+      slots.push_back(
+          parseSlot(r.at(slot, r.place() + ", " + field + " '" + role + "'"),
+                    role, a.mesh));
   }
   return e;
 }
@@ -420,6 +511,32 @@ void parseMemory(const JsonReader &r, Artifact &a) {
               .i64AtLeast(kind, 0);
 }
 
+void parseMesh(const JsonReader &r, Mesh &mesh) {
+  const Json &axes = r.array("axes");
+  const Json &sizes = r.array("sizes");
+  if (axes.size() != sizes.size())
+    r.fail("'axes' lists " + std::to_string(axes.size()) +
+           " names but 'sizes' " + std::to_string(sizes.size()) + " sizes");
+  int64_t devices = 1;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (!axes[i].is_string() || axes[i].get<std::string>().empty())
+      r.failField("axes",
+                  "must list non-empty names, found " + describe(axes[i]));
+    std::string name = axes[i].get<std::string>();
+    if (mesh.axisIndex(name) >= 0)
+      r.failField("axes", "names axis '" + name + "' twice");
+    if (!sizes[i].is_number_integer() || sizes[i].get<int64_t>() < 1 ||
+        sizes[i].get<int64_t>() > (int64_t(1) << 24))
+      r.failField("sizes",
+                  "must list sizes in [1, 2^24], found " + describe(sizes[i]));
+    devices *= sizes[i].get<int64_t>();
+    if (devices > (int64_t(1) << 24))
+      r.failField("sizes", "give more than 2^24 devices");
+    mesh.axes.push_back(name);
+    mesh.sizes.push_back(sizes[i].get<int64_t>());
+  }
+}
+
 void parseModel(const JsonReader &r, ModelInfo &model) {
   if (r.has("name"))
     model.name = r.str("name");
@@ -447,19 +564,28 @@ Artifact parseArtifact(std::string_view text, const std::string &source) {
   Artifact a;
   a.source = source;
   a.version = top.i64("version");
-  if (a.version != kArtifactVersion)
+  if (a.version < kMinArtifactVersion || a.version > kArtifactVersion)
     top.failField("version", "is " + std::to_string(a.version) +
-                                 ", but this runtime reads version " +
+                                 ", but this runtime reads versions " +
+                                 std::to_string(kMinArtifactVersion) + " and " +
                                  std::to_string(kArtifactVersion));
   if (top.has("producer"))
     a.producer = top.str("producer");
   parseModel(top.at(top.object("model"), "model"), a.model);
   a.worldSize = top.i64AtLeast("world_size", 1);
+  if (a.version >= 2 || top.has("mesh"))
+    parseMesh(top.at(top.object("mesh"), "mesh"), a.mesh);
+  if (a.mesh.numDevices() != a.worldSize)
+    top.failField("world_size",
+                  "is " + std::to_string(a.worldSize) + ", but the mesh has " +
+                      std::to_string(a.mesh.numDevices()) + " devices");
+  if (top.has("plan"))
+    a.planJson = top.object("plan").dump();
 
   const Json &state = top.array("state");
   for (size_t i = 0; i < state.size(); ++i) {
     std::string place = "state[" + std::to_string(i) + "]";
-    a.state.push_back(parseState(top.at(state[i], place)));
+    a.state.push_back(parseState(top.at(state[i], place), a.mesh));
     if (a.findState(a.state.back().name) != static_cast<int64_t>(i))
       top.at(state[i], place)
           .failField("name",

@@ -2,8 +2,11 @@
 
 #include "ArtifactVerify.h"
 
+#include "autoshard/runtime/Ops.h"
+
 #include <algorithm>
 #include <functional>
+#include <map>
 
 namespace autoshard::runtime::detail {
 
@@ -41,10 +44,13 @@ void verifyState(const Artifact &a) {
     int64_t of = a.findState(s.of);
     if (of < 0 || a.state[of].kind != StateKind::Param)
       fail(a, place, "field 'of' names no parameter: '" + s.of + "'");
-    if (a.state[of].type.shape != s.type.shape)
+    // Global shapes: ZeRO shards optimizer states, not their parameter.
+    if (a.state[of].globalShape != s.globalShape)
       fail(a, place,
-           "shape " + s.type.str() + " differs from parameter '" + s.of + "' " +
-               a.state[of].type.str());
+           "global shape " + TensorType{s.type.dtype, s.globalShape}.str() +
+               " differs from parameter '" + s.of + "' " +
+               TensorType{a.state[of].type.dtype, a.state[of].globalShape}
+                   .str());
   }
   if (bytes != a.memory.stateBytes)
     fail(a, "memory",
@@ -171,6 +177,72 @@ void verifyInstruction(const Artifact &a, const Function &fn, size_t i) {
   }
 }
 
+/// Communication instructions: `axes` name distinct mesh axes, reductions
+/// are sum or max, and every `dist.*_start` is completed by exactly one
+/// later `dist.wait` with its handle in the same function, whose args are
+/// the start's args then its results and whose results are the start's.
+void verifyComm(const Artifact &a, const Function &fn) {
+  std::map<int64_t, size_t> pending; // handle -> start instruction
+  for (size_t i = 0; i < fn.code.size(); ++i) {
+    const Instruction &inst = fn.code[i];
+    if (inst.isCall() || !isCommOp(inst.op))
+      continue;
+    std::string place = instPlace(fn, i);
+    if (inst.op != "dist.wait") {
+      std::vector<std::string> axes = inst.attrs.getStringArray("axes");
+      if (axes.empty())
+        fail(a, place, "attribute 'axes' must name at least one mesh axis");
+      for (size_t k = 0; k < axes.size(); ++k) {
+        if (a.mesh.axisIndex(axes[k]) < 0)
+          fail(a, place,
+               "attribute 'axes' names '" + axes[k] +
+                   "', which is not an axis of the mesh");
+        if (std::find(axes.begin(), axes.begin() + k, axes[k]) !=
+            axes.begin() + k)
+          fail(a, place, "attribute 'axes' names '" + axes[k] + "' twice");
+      }
+      if (inst.attrs.has("reduction")) {
+        std::string r = inst.attrs.getString("reduction");
+        if (r != "sum" && r != "max")
+          fail(a, place,
+               "attribute 'reduction' must be \"sum\" or "
+               "\"max\", found \"" +
+                   r + "\"");
+      }
+    }
+    if (isAsyncStartOp(inst.op)) {
+      int64_t handle = inst.attrs.getI64("handle");
+      if (!pending.emplace(handle, i).second)
+        fail(a, place,
+             "handle " + std::to_string(handle) +
+                 " is still pending from instruction " +
+                 std::to_string(pending[handle]));
+    } else if (inst.op == "dist.wait") {
+      int64_t handle = inst.attrs.getI64("handle");
+      auto it = pending.find(handle);
+      if (it == pending.end())
+        fail(a, place,
+             "waits on handle " + std::to_string(handle) +
+                 ", which no earlier dist.*_start of this "
+                 "function has started");
+      const Instruction &start = fn.code[it->second];
+      std::vector<int64_t> args = start.args;
+      args.insert(args.end(), start.results.begin(), start.results.end());
+      if (inst.args != args || inst.results != start.results)
+        fail(a, place,
+             "must name the buffers of instruction " +
+                 std::to_string(it->second) + " ('" + start.op +
+                 "'): args = its args then its results, results "
+                 "= its results");
+      pending.erase(it);
+    }
+  }
+  if (!pending.empty())
+    fail(a, instPlace(fn, pending.begin()->second),
+         "handle " + std::to_string(pending.begin()->first) +
+             " is never waited on in function '" + fn.name + "'");
+}
+
 void verifyFunction(const Artifact &a, const Function &fn) {
   std::vector<const BufferSpec *> argBuffers(fn.numArgs, nullptr);
   for (size_t id = 0; id < fn.buffers.size(); ++id)
@@ -181,6 +253,7 @@ void verifyFunction(const Artifact &a, const Function &fn) {
            "argument " + std::to_string(i) + " has no buffer of kind 'arg'");
   for (size_t i = 0; i < fn.code.size(); ++i)
     verifyInstruction(a, fn, i);
+  verifyComm(a, fn);
 }
 
 void verifyNoRecursion(const Artifact &a) {

@@ -1,6 +1,7 @@
 //===- Executor.cpp - Runs the entries of an artifact ---------------------===//
 
 #include "autoshard/runtime/Executor.h"
+#include "autoshard/runtime/Ops.h"
 
 #include <algorithm>
 #include <chrono>
@@ -76,6 +77,16 @@ Executor::Executor(const Artifact &artifact, Backend &backend,
                    ExecutorOptions options)
     : program(artifact), backend(backend), options(options),
       prepared(std::make_unique<Prepared>()) {
+  if (!this->options.comm && artifact.worldSize == 1) {
+    localWorld = createLocalWorld();
+    localComm = std::make_unique<CommContext>(artifact, *localWorld);
+    this->options.comm = localComm.get();
+  }
+  rank_ = this->options.comm ? this->options.comm->rank() : options.rank;
+  if (rank_ < 0 || rank_ >= artifact.worldSize)
+    throw ArtifactError("artifact '" + artifact.source + "': rank " +
+                        std::to_string(rank_) + " is outside its world of " +
+                        std::to_string(artifact.worldSize));
   const MemoryPlan &plan = artifact.memory;
   int64_t before = backend.allocatedBytes();
   try {
@@ -157,6 +168,10 @@ void Executor::prepare() {
       sig.attrs = &inst.attrs;
       sig.place = "artifact '" + artifact.source + "': " + step.place;
       sig.seed = options.seed;
+      sig.comm = options.comm;
+      sig.mesh = &artifact.mesh;
+      sig.rank = rank_;
+      sig.function = fn.name;
       for (int64_t id : inst.args)
         sig.args.push_back(fn.buffers[id].type);
       for (int64_t id : inst.results)
@@ -173,7 +188,8 @@ void Executor::prepare() {
         if (pf.locations[id].base == Location::Frame && !inPlace)
           step.poisonBefore.push_back(
               {pf.locations[id].offset, fn.buffers[id].type.bytes()});
-        if (isFloat(fn.buffers[id].type.dtype))
+        // A `dist.*_start` result is written by the time of its wait.
+        if (isFloat(fn.buffers[id].type.dtype) && !isAsyncStartOp(inst.op))
           step.floatResults.push_back(inst.args.size() + r);
       }
     }
@@ -201,9 +217,22 @@ void Executor::release() {
   constantPool = stateBlock = nullptr;
 }
 
+std::vector<int64_t>
+Executor::shardOffset(const Sharding &sharding,
+                      const std::vector<int64_t> &localShape) const {
+  std::vector<int64_t> offset =
+      program.mesh.blockIndex(sharding, rank_, localShape.size());
+  for (size_t d = 0; d < offset.size(); ++d)
+    offset[d] *= localShape[d];
+  return offset;
+}
+
 void Executor::initState() {
-  for (size_t i = 0; i < program.state.size(); ++i)
-    backend.initState(statePtrs[i], program.state[i], options.seed);
+  for (size_t i = 0; i < program.state.size(); ++i) {
+    const StateSpec &s = program.state[i];
+    backend.initState(statePtrs[i], s, options.seed,
+                      shardOffset(s.sharding, s.type.shape));
+  }
 }
 
 int Executor::entryIndex(std::string_view name) const {

@@ -17,6 +17,7 @@ const std::vector<OpSignature> &allOps() {
       {"mul", 2, 2, 1, {}},
       {"scale", 1, 1, 1, {"factor"}},
       {"reduce_sum", 1, 1, 1, {"dims"}},
+      {"broadcast", 1, 1, 1, {"dims"}},
       // Embeddings.
       {"embedding", 2, 2, 1, {}},
       {"embedding_grad", 2, 2, 1, {"num_embeddings"}},
@@ -60,8 +61,48 @@ const std::vector<OpSignature> &allOps() {
       {"sum_squares", 1, -1, 1, {}},
       {"clip_coef", 1, 1, 2, {"max_norm"}},
       {"adamw", 7, 7, 3, {"beta1", "beta2", "epsilon", "weight_decay"}},
+      // Communication (docs/artifact-format.md, "Communication"); each
+      // `_start` form also needs the `handle` its `dist.wait` names.
+      {"dist.all_reduce", 1, 1, 1, {"axes", "reduction"}},
+      {"dist.all_gather", 1, 1, 1, {"axes", "gather_dim"}},
+      {"dist.reduce_scatter", 1, 1, 1, {"axes", "scatter_dim", "reduction"}},
+      {"dist.all_to_all", 1, 1, 1, {"axes", "split_dim", "concat_dim"}},
+      {"dist.broadcast", 1, 1, 1, {"axes", "root"}},
+      {"dist.ppermute", 1, 1, 1, {"axes", "pairs"}},
+      {"dist.send", 1, 1, 0, {"axes", "peer"}},
+      {"dist.recv", 0, 0, 1, {"axes", "peer"}},
+      {"dist.all_reduce_start", 1, 1, 1, {"axes", "reduction", "handle"}},
+      {"dist.all_gather_start", 1, 1, 1, {"axes", "gather_dim", "handle"}},
+      {"dist.reduce_scatter_start",
+       1,
+       1,
+       1,
+       {"axes", "scatter_dim", "reduction", "handle"}},
+      {"dist.all_to_all_start",
+       1,
+       1,
+       1,
+       {"axes", "split_dim", "concat_dim", "handle"}},
+      {"dist.broadcast_start", 1, 1, 1, {"axes", "root", "handle"}},
+      {"dist.ppermute_start", 1, 1, 1, {"axes", "pairs", "handle"}},
+      {"dist.send_start", 1, 1, 0, {"axes", "peer", "handle"}},
+      {"dist.recv_start", 0, 0, 1, {"axes", "peer", "handle"}},
+      {"dist.wait", 0, -1, 1, {"handle"}, /*optionalResults=*/true},
+      // Local ops on the rank's mesh coordinates (no communication).
+      {"dist.shard_slice", 1, 1, 1, {"axes", "dim"}},
+      {"dist.axis_index", 0, 0, 1, {"axes"}},
   };
   return ops;
+}
+
+bool isCommOp(std::string_view op) {
+  return op.substr(0, kCommPrefix.size()) == kCommPrefix;
+}
+
+bool isAsyncStartOp(std::string_view op) {
+  constexpr std::string_view suffix = "_start";
+  return isCommOp(op) && op.size() > suffix.size() &&
+         op.substr(op.size() - suffix.size()) == suffix;
 }
 
 const OpSignature *lookupOp(std::string_view name) {

@@ -58,6 +58,71 @@ void reduceRuns(const std::vector<Run> &runs, size_t level, const T *x,
                run.reduced ? out : out + i * run.outStride);
 }
 
+/// The adjoint of reduceRuns: `x` is indexed with the outStride of a run
+/// (kept dims only), `out` with its inStride (every dim).
+template <typename T>
+void broadcastRuns(const std::vector<Run> &runs, size_t level, const T *x,
+                   T *out) {
+  const Run &run = runs[level];
+  if (level + 1 == runs.size()) {
+    // Innermost run: contiguous in out (and in x when kept).
+    if (run.reduced)
+      std::fill(out, out + run.size, x[0]);
+    else
+      std::copy(x, x + run.size, out);
+    return;
+  }
+  for (int64_t i = 0; i < run.size; ++i)
+    broadcastRuns(runs, level + 1, run.reduced ? x : x + i * run.outStride,
+                  out + i * run.inStride);
+}
+
+/// Checks `dims` against `shape` (the larger, full-rank shape), merges
+/// adjacent dims of the same kind (skipping size-1 dims) into runs,
+/// outermost first, and returns the element counts of the full shape and of
+/// the shape without `dims`.
+std::vector<Run> makeRuns(const char *op, const std::vector<int64_t> &shape,
+                          const std::vector<int64_t> &dims, int64_t &fullNumel,
+                          int64_t &keptNumel) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<bool> reduced(shape.size(), false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= rank)
+      detail::fail(op, "dim " + std::to_string(dims[i]) +
+                           " is out of range [0, " + std::to_string(rank) +
+                           ")");
+    if (i > 0 && dims[i] <= dims[i - 1])
+      detail::fail(op, "dims must be sorted and unique, got " +
+                           std::to_string(dims[i - 1]) + " before " +
+                           std::to_string(dims[i]));
+    reduced[dims[i]] = true;
+  }
+  fullNumel = 1;
+  keptNumel = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    detail::checkAtLeast(op, "dim size", shape[d], 0);
+    fullNumel *= shape[d];
+    if (!reduced[d])
+      keptNumel *= shape[d];
+  }
+  // Innermost first, so the recursion's inner loop is as long as possible.
+  std::vector<Run> runs;
+  int64_t inStride = 1, outStride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (shape[d] == 1)
+      continue;
+    if (!runs.empty() && runs.back().reduced == reduced[d])
+      runs.back().size *= shape[d];
+    else
+      runs.push_back(Run{shape[d], inStride, outStride, reduced[d]});
+    inStride *= shape[d];
+    if (!reduced[d])
+      outStride *= shape[d];
+  }
+  std::reverse(runs.begin(), runs.end());
+  return runs;
+}
+
 } // namespace
 
 template <typename T>
@@ -86,52 +151,31 @@ void scale(const T *x, T *out, int64_t numel, double factor) {
 template <typename T>
 void reduceSum(const T *x, T *out, const std::vector<int64_t> &shape,
                const std::vector<int64_t> &dims) {
-  const char *op = "reduce_sum";
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  std::vector<bool> reduced(shape.size(), false);
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0 || dims[i] >= rank)
-      detail::fail(op, "dim " + std::to_string(dims[i]) +
-                           " is out of range [0, " + std::to_string(rank) +
-                           ")");
-    if (i > 0 && dims[i] <= dims[i - 1])
-      detail::fail(op, "dims must be sorted and unique, got " +
-                           std::to_string(dims[i - 1]) + " before " +
-                           std::to_string(dims[i]));
-    reduced[dims[i]] = true;
-  }
-  int64_t inNumel = 1, outNumel = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    detail::checkAtLeast(op, "dim size", shape[d], 0);
-    inNumel *= shape[d];
-    if (!reduced[d])
-      outNumel *= shape[d];
-  }
+  int64_t inNumel, outNumel;
+  std::vector<Run> runs =
+      makeRuns("reduce_sum", shape, dims, inNumel, outNumel);
   std::fill(out, out + outNumel, T(0));
   if (inNumel == 0)
     return;
-
-  // Merge adjacent dims of the same kind (skipping size-1 dims), innermost
-  // first, so the recursion's inner loop is as long as possible.
-  std::vector<Run> runs;
-  int64_t inStride = 1, outStride = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    if (shape[d] == 1)
-      continue;
-    if (!runs.empty() && runs.back().reduced == reduced[d])
-      runs.back().size *= shape[d];
-    else
-      runs.push_back(Run{shape[d], inStride, outStride, reduced[d]});
-    inStride *= shape[d];
-    if (!reduced[d])
-      outStride *= shape[d];
-  }
   if (runs.empty()) {
     out[0] = x[0];
     return;
   }
-  std::reverse(runs.begin(), runs.end());
   reduceRuns(runs, 0, x, out);
+}
+
+template <typename T>
+void broadcast(const T *x, T *out, const std::vector<int64_t> &shape,
+               const std::vector<int64_t> &dims) {
+  int64_t outNumel, inNumel;
+  std::vector<Run> runs = makeRuns("broadcast", shape, dims, outNumel, inNumel);
+  if (outNumel == 0)
+    return;
+  if (runs.empty()) {
+    out[0] = x[0];
+    return;
+  }
+  broadcastRuns(runs, 0, x, out);
 }
 
 #define INSTANTIATE(T)                                                         \
@@ -140,6 +184,8 @@ void reduceSum(const T *x, T *out, const std::vector<int64_t> &shape,
   template void mul<T>(const T *, const T *, T *, int64_t, int64_t);           \
   template void scale<T>(const T *, T *, int64_t, double);                     \
   template void reduceSum<T>(const T *, T *, const std::vector<int64_t> &,     \
+                             const std::vector<int64_t> &);                    \
+  template void broadcast<T>(const T *, T *, const std::vector<int64_t> &,     \
                              const std::vector<int64_t> &);
 AUTOSHARD_FOR_EACH_FLOAT(INSTANTIATE)
 

@@ -6,6 +6,8 @@
 #         [-DDATA_TEXT=text | -DDATA_EMPTY=1 | -DDATA=path]  (--data file)
 #         [-DARGS=a|b|c] -DEXPECT_RC=n
 #         [-DEXPECT_STDERR=regex] [-DEXPECT_STDOUT=regex] [-DEXPECT_FILE=path]
+#         [-DLAUNCHER_OUTPUT=1]   (a failing multi-rank job: mpirun adds its
+#                                  own lines after shard-run's error)
 #         -P RunShardRun.cmake
 #
 # In ARGS, "|" separates arguments; {ARTIFACT} and {DATA} name the files.
@@ -53,7 +55,11 @@ endif()
 if(DEFINED EXPECT_STDOUT AND NOT out MATCHES "${EXPECT_STDOUT}")
   message(FATAL_ERROR "stdout does not match '${EXPECT_STDOUT}'")
 endif()
-if(NOT EXPECT_RC STREQUAL "0")
+if(NOT EXPECT_RC STREQUAL "0" AND LAUNCHER_OUTPUT)
+  if(NOT err MATCHES "(^|\n)shard-run: error: rank [0-9]+: ")
+    message(FATAL_ERROR "expected a 'shard-run: error: rank R: ...' line")
+  endif()
+elseif(NOT EXPECT_RC STREQUAL "0")
   # One clear line, no crash dump.
   string(REGEX MATCHALL "\n" lines "${err}")
   list(LENGTH lines n)

@@ -20,10 +20,11 @@ void checkSlot(const Artifact &a, const EntrySpec &entry, const Slot &s,
   bool ok;
   std::string want;
   if (input && (s.role == "tokens" || s.role == "labels")) {
+    // Global shape: each rank holds its block (docs/artifact-format.md).
     ok = (t.dtype == DType::I32 || t.dtype == DType::I64) &&
-         t.shape == std::vector<int64_t>{m.batch, m.seq};
+         s.globalShape == std::vector<int64_t>{m.batch, m.seq};
     want = "i32 or i64 [" + std::to_string(m.batch) + ", " +
-           std::to_string(m.seq) + "] (model batch, seq)";
+           std::to_string(m.seq) + "] (model batch, seq; global shape)";
   } else if (input && s.role == "step") {
     ok = t == TensorType{DType::I64, {}};
     want = "i64[]";
@@ -32,7 +33,9 @@ void checkSlot(const Artifact &a, const EntrySpec &entry, const Slot &s,
     ok = t == TensorType{DType::F32, {}};
     want = "f32[]";
   } else if (!input && s.role == "logits") {
-    ok = t == TensorType{DType::F32, {m.batch, m.seq, m.paddedVocabSize}};
+    ok = t.dtype == DType::F32 &&
+         s.globalShape ==
+             std::vector<int64_t>{m.batch, m.seq, m.paddedVocabSize};
     want = "f32[" + std::to_string(m.batch) + ", " + std::to_string(m.seq) +
            ", " + std::to_string(m.paddedVocabSize) + "]";
   } else {
@@ -62,6 +65,14 @@ EntryIO::EntryIO(Executor &executor, const std::string &name)
     outputs.emplace_back(s.type.bytes());
     outputPtrs.push_back(outputs.back().data());
   }
+}
+
+const Slot &EntryIO::inputSlot(const std::string &role) const {
+  return entry.inputs[inputIndex(role)];
+}
+
+const Slot &EntryIO::outputSlot(const std::string &role) const {
+  return entry.outputs[outputIndex(role)];
 }
 
 bool EntryIO::hasInput(const std::string &role) const {

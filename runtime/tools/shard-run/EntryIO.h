@@ -29,6 +29,9 @@ public:
   EntryIO &operator=(const EntryIO &) = delete;
 
   bool hasInput(const std::string &role) const;
+  /// The slot of input / output `role` (local type, global shape, sharding).
+  const runtime::Slot &inputSlot(const std::string &role) const;
+  const runtime::Slot &outputSlot(const std::string &role) const;
   bool hasOutput(const std::string &role) const;
   /// Sets an id input from int32 ids (converted to the slot's type).
   void setIds(const std::string &role, const std::vector<int32_t> &ids);

@@ -46,7 +46,10 @@ Trains the model compiled into ARTIFACT (shard-opt --rt-export) on a text
 file, character-level, and prints a sample of generated text at the end.
 
   --data FILE          training text (split 90/10 into train/val)
-  -n N                 number of ranks (only 1 is supported so far)
+  -n N                 number of ranks; must equal the artifact's world
+                       size (default: 1, or the job size under a launcher).
+                       With N > 1 shard-run re-executes itself under
+                       `mpirun -n N --oversubscribe` on this node
   --backend NAME       cpu (default)
   --steps N            optimizer steps (2000)
   --lr X               peak learning rate (1e-3)
@@ -66,6 +69,18 @@ file, character-level, and prints a sample of generated text at the end.
   --check-memory       poison dead/unwritten memory and fail on NaN
                        (also AUTOSHARD_CHECK_MEMORY=1); slow
   -h, --help           this text
+
+Several ranks: `shard-run -n 4 ARTIFACT ...` starts 4 ranks on this node
+with OpenMPI (as root it adds --allow-run-as-root; with more ranks than
+cores it sets OMPI_MCA_mpi_yield_when_idle=1 and OPENBLAS_NUM_THREADS=1;
+AUTOSHARD_MPIRUN names another mpirun). Across nodes, start shard-run with
+the launcher yourself; it then runs as one rank of that job:
+  mpirun -n 16 --hostfile hosts shard-run ARTIFACT --data FILE ...
+  srun -N 4 --ntasks-per-node=4 --mpi=pmix shard-run ARTIFACT --data FILE ...
+Rank 0 prints and writes --log; --trace writes one file per rank (rank r > 0
+adds `.rankR` before the extension). Any rank's error prints
+"shard-run: error: rank R: ..." and ends every rank (MPI_Abort).
+See docs/running.md.
 )";
 }
 
@@ -92,7 +107,11 @@ Options parseOptions(const std::vector<std::string> &args) {
   int64_t seed = static_cast<int64_t>(o.seed);
   const std::map<std::string, Setter> withValue = {
       {"--data", text(o.data)},
-      {"-n", integer(o.ranks, 1)},
+      {"-n",
+       [&o](const std::string &f, const std::string &v) {
+         o.ranks = parseInt(f, v, 1);
+         o.ranksGiven = true;
+       }},
       {"--backend", text(o.backend)},
       {"--steps", integer(o.steps, 1)},
       {"--lr", real(o.lr, 0.0)},
@@ -145,9 +164,6 @@ Options parseOptions(const std::vector<std::string> &args) {
     throw UsageError("no artifact given (see --help)");
   if (o.data.empty())
     throw UsageError("--data FILE is required");
-  if (o.ranks != 1)
-    throw UsageError("-n " + std::to_string(o.ranks) +
-                     ": only single-rank runs (-n 1) are supported so far");
   if (o.backend != "cpu")
     throw UsageError("--backend '" + o.backend +
                      "' is not available (this build has: cpu)");

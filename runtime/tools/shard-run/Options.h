@@ -21,6 +21,7 @@ struct Options {
   std::string artifact;
   std::string data;
   int64_t ranks = 1;
+  bool ranksGiven = false; ///< -n was on the command line.
   std::string backend = "cpu";
   int64_t steps = 2000;
   double lr = 1e-3;

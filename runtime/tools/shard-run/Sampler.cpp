@@ -75,6 +75,25 @@ Sampler::Sampler(Executor &executor, const CharDataset &data,
     throw ArtifactError("artifact '" + executor.artifact().source +
                         "': entry 'logits' needs input 'tokens' and output "
                         "'logits'");
+  // Every rank runs the entry (its collectives need all ranks) with the
+  // context in each of its rows and samples from its local row 0; rank 0's
+  // draw is then broadcast so that all ranks keep the same context.
+  const Slot &logits = io.outputSlot("logits");
+  for (size_t d = 1; d < logits.sharding.dims.size(); ++d)
+    if (!logits.sharding.dims[d].empty())
+      throw ArtifactError(
+          "artifact '" + executor.artifact().source +
+          "': sampling reads whole rows of 'logits', which is sharded " +
+          logits.sharding.str() + " (pass --sample 0)");
+  if (!io.inputSlot("tokens").sharding.dims.empty() &&
+      io.inputSlot("tokens").sharding.dims.size() > 1 &&
+      !io.inputSlot("tokens").sharding.dims[1].empty())
+    throw ArtifactError("artifact '" + executor.artifact().source +
+                        "': sampling needs whole sequences in 'tokens', which "
+                        "is sharded " +
+                        io.inputSlot("tokens").sharding.str() +
+                        " (pass --sample 0)");
+  comm = executor.comm();
 }
 
 std::string Sampler::generate() {
@@ -86,16 +105,23 @@ std::string Sampler::generate() {
   } catch (const DataError &) {
     context.push_back(0);
   }
-  std::vector<int32_t> tokens(model.batch * model.seq, 0);
+  const TensorType &local = io.inputSlot("tokens").type;
+  int64_t rows = local.shape[0];
+  std::vector<int32_t> tokens(local.numel(), 0);
   std::string text;
   for (int64_t n = 0; n < options.count; ++n) {
     int64_t len = std::min<int64_t>(context.size(), model.seq);
-    std::copy(context.end() - len, context.end(), tokens.begin());
-    std::fill(tokens.begin() + len, tokens.begin() + model.seq, 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      auto rowBegin = tokens.begin() + r * model.seq;
+      std::copy(context.end() - len, context.end(), rowBegin);
+      std::fill(rowBegin + len, rowBegin + model.seq, 0);
+    }
     io.setIds("tokens", tokens);
     io.run();
     const float *row = io.f32("logits") + (len - 1) * model.paddedVocabSize;
     int32_t next = draw(row, classes, options, uniform(options.seed, n));
+    if (comm && comm->mesh().numDevices() > 1)
+      comm->all().broadcast(&next, sizeof(next), 0)->wait();
     context.push_back(next);
     text.push_back(vocab.decode(next));
   }

@@ -41,6 +41,7 @@ private:
   SampleOptions options;
   runtime::ModelInfo model;
   EntryIO io;
+  runtime::CommContext *comm = nullptr;
 };
 
 } // namespace autoshard::shardrun

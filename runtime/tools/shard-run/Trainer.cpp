@@ -5,8 +5,10 @@
 
 #include "autoshard/runtime/train/MetricsLog.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace autoshard::shardrun {
 
@@ -48,14 +50,33 @@ Trainer::Trainer(const Options &opts, Executor &executor,
   if (!eval->hasOutput("loss"))
     throw ArtifactError("artifact '" + executor.artifact().source +
                         "': entry 'eval' has no output 'loss'");
-  ids.resize(batch * seq);
-  labels.resize(batch * seq);
+  // Test hook (docs/running.md): the rank named here throws at step 1, to
+  // check that one rank's failure ends the whole job.
+  if (const char *env = std::getenv("AUTOSHARD_TEST_FAIL_RANK"); env && *env)
+    failRank = std::strtoll(env, nullptr, 10);
 }
 
 void Trainer::fillBatch(EntryIO &io, Split split, int64_t step) {
-  data.batch(split, opts.seed, step, seq, 0, batch, ids.data(), labels.data());
-  io.setIds("tokens", ids);
-  io.setIds("labels", labels);
+  // This rank's block of the global batch: rows (and columns, if the
+  // sequence is sharded) at its shard offset. The batch of a step depends
+  // only on (seed, split, step, row), so every plan sees the same one.
+  for (const char *role : {"tokens", "labels"}) {
+    const Slot &slot = io.inputSlot(role);
+    std::vector<int64_t> offset =
+        executor.shardOffset(slot.sharding, slot.type.shape);
+    int64_t rows = slot.type.shape[0], cols = slot.type.shape[1];
+    rowIds.resize(rows * seq);
+    rowLabels.resize(rows * seq);
+    data.batch(split, opts.seed, step, seq, offset[0], offset[0] + rows,
+               rowIds.data(), rowLabels.data());
+    const std::vector<int32_t> &src = role[0] == 't' ? rowIds : rowLabels;
+    std::vector<int32_t> &block = role[0] == 't' ? ids : labels;
+    block.resize(rows * cols);
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(src.begin() + r * seq + offset[1], cols,
+                  block.begin() + r * cols);
+    io.setIds(role, block);
+  }
 }
 
 double Trainer::evaluate() {
@@ -115,6 +136,10 @@ RunSummary Trainer::run() {
     double loss = *train.f32("loss");
     double tokensPerS = batch * seq / (us * 1e-6);
     summary.finalTrainLoss = loss;
+    if (it == 1 && failRank == executor.rank())
+      throw ExecutionError(
+          "test hook AUTOSHARD_TEST_FAIL_RANK=" + std::to_string(failRank) +
+          ": rank " + std::to_string(failRank) + " fails at step 1");
     if (!std::isfinite(loss))
       throw ExecutionError("train loss is " + std::to_string(loss) +
                            " at step " + std::to_string(it) +

@@ -46,7 +46,8 @@ private:
   int64_t batch, seq;
   EntryIO train;
   std::optional<EntryIO> eval;
-  std::vector<int32_t> ids, labels;
+  std::vector<int32_t> ids, labels, rowIds, rowLabels;
+  int64_t failRank = -1;
 };
 
 } // namespace autoshard::shardrun

@@ -1,10 +1,12 @@
 //===- shard-run.cpp - Train a compiled autoshard artifact ----------------===//
 //
-// shard-run ARTIFACT --data FILE [options]: loads the artifact, initialises
-// the weights from the counter-based RNG, trains on a character-level text
-// file, evaluates, logs, traces one step and prints a sample. Every bad input
-// ends with one "shard-run: error: ..." line on stderr and a non-zero exit
-// (2 for a bad command line, 1 otherwise).
+// shard-run ARTIFACT --data FILE [-n N] [options]: loads the artifact,
+// initialises the weights from the counter-based RNG, trains on a
+// character-level text file, evaluates, logs, traces one step and prints a
+// sample. Every bad input ends with one "shard-run: error: ..." line on stderr
+// and a non-zero exit (2 for a bad command line, 1 otherwise). With -n N > 1 it
+// re-executes itself under mpirun; started by a launcher (mpirun, srun) it is
+// one rank of the job: rank 0 prints, and any rank's error ends every rank.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,10 +15,20 @@
 #include "Sampler.h"
 #include "Trainer.h"
 
+#include "autoshard/runtime/Communicator.h"
 #include "autoshard/runtime/CpuBackend.h"
+#if AUTOSHARD_HAVE_MPI
+#include "autoshard/runtime/mpi/MpiWorld.h"
+#endif
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <memory>
 #include <new>
 #include <optional>
 
@@ -29,6 +41,13 @@ int fail(const std::string &message, int code) {
   std::fflush(stdout);
   std::fprintf(stderr, "shard-run: error: %s\n", message.c_str());
   return code;
+}
+
+std::string describeMesh(const Mesh &mesh) {
+  std::string s = "[";
+  for (size_t i = 0; i < mesh.axes.size(); ++i)
+    s += (i ? ", " : "") + mesh.axes[i] + "=" + std::to_string(mesh.sizes[i]);
+  return s + "]";
 }
 
 void printPlan(const Artifact &a, const Executor &ex) {
@@ -48,12 +67,95 @@ void printPlan(const Artifact &a, const Executor &ex) {
               formatBytes(ex.allocatedBytes()).c_str());
 }
 
-int runMain(const Options &opts) {
-  Artifact artifact = loadArtifact(opts.artifact);
-  if (artifact.worldSize != opts.ranks)
+/// `path` with ".rankR" before its extension (traces of ranks > 0).
+std::string perRankPath(const std::string &path, int64_t rank) {
+  size_t slash = path.find_last_of('/');
+  size_t dot = path.find_last_of('.');
+  std::string tag = ".rank" + std::to_string(rank);
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+    return path + tag;
+  return path.substr(0, dot) + tag + path.substr(dot);
+}
+
+/// Checks that the artifact is for `ranks` ranks; `how` says where the
+/// number came from ("-n is 2", "the job has 2 ranks").
+void checkWorldSize(const Artifact &artifact, const Options &opts,
+                    int64_t ranks, const std::string &how) {
+  if (artifact.worldSize != ranks)
     throw UsageError("artifact '" + opts.artifact + "' was compiled for " +
-                     std::to_string(artifact.worldSize) + " ranks, but -n is " +
-                     std::to_string(opts.ranks));
+                     std::to_string(artifact.worldSize) + " ranks, but " + how);
+}
+
+/// Re-executes shard-run under `mpirun -n N` on this node.
+int launch(const Options &opts, int argc, char **argv) {
+  Artifact artifact = loadArtifact(opts.artifact);
+  checkWorldSize(artifact, opts, opts.ranks,
+                 "-n is " + std::to_string(opts.ranks));
+#if !AUTOSHARD_HAVE_MPI
+  (void)argc;
+  (void)argv;
+  throw UsageError("-n " + std::to_string(opts.ranks) +
+                   ": this shard-run was built without MPI, so it runs only "
+                   "world-size-1 artifacts (install libopenmpi-dev and "
+                   "reconfigure)");
+#else
+  const char *mpirun = std::getenv("AUTOSHARD_MPIRUN");
+  if (!mpirun || !*mpirun)
+    mpirun = "mpirun";
+  std::vector<std::string> args = {
+      mpirun,      "-n",  std::to_string(opts.ranks), "--oversubscribe",
+      "--bind-to", "none"};
+  if (geteuid() == 0)
+    args.push_back("--allow-run-as-root");
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && opts.ranks > cores)
+    for (const char *env :
+         {"OMPI_MCA_mpi_yield_when_idle=1", "OPENBLAS_NUM_THREADS=1"}) {
+      args.push_back("-x");
+      args.push_back(env);
+    }
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  args.push_back(n > 0 ? std::string(self, n) : std::string(argv[0]));
+  for (int i = 1; i < argc; ++i)
+    args.push_back(argv[i]);
+  std::vector<char *> cargs;
+  for (std::string &a : args)
+    cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::fflush(stdout);
+  execvp(cargs[0], cargs.data());
+  throw UsageError(std::string("cannot run '") + mpirun + "' to start " +
+                   std::to_string(opts.ranks) +
+                   " ranks: " + std::strerror(errno) +
+                   " (install openmpi-bin, or set AUTOSHARD_MPIRUN)");
+#endif
+}
+
+int runMain(Options opts, CommWorld *world) {
+  Artifact artifact = loadArtifact(opts.artifact);
+  std::unique_ptr<CommContext> comm;
+  if (world) {
+    if (opts.ranksGiven && opts.ranks != world->size())
+      throw UsageError("-n is " + std::to_string(opts.ranks) +
+                       ", but the job has " + std::to_string(world->size()) +
+                       " ranks");
+    checkWorldSize(artifact, opts, world->size(),
+                   "the job has " + std::to_string(world->size()) + " ranks");
+    comm = std::make_unique<CommContext>(artifact, *world);
+    if (world->rank() != 0) {
+      // Rank 0 logs; the others stay quiet (errors still reach stderr).
+      if (!std::freopen("/dev/null", "w", stdout))
+        throw std::runtime_error("cannot silence stdout of rank " +
+                                 std::to_string(world->rank()));
+      opts.log.clear();
+      if (!opts.trace.empty())
+        opts.trace = perRankPath(opts.trace, world->rank());
+    }
+  } else {
+    checkWorldSize(artifact, opts, opts.ranks,
+                   "-n is " + std::to_string(opts.ranks));
+  }
   CharDataset data = CharDataset::load(opts.data);
   data.validate(artifact.model.seq, artifact.model.vocabSize);
 
@@ -61,6 +163,7 @@ int runMain(const Options &opts) {
   ExecutorOptions exOpts;
   exOpts.seed = opts.seed;
   exOpts.checkMemory = opts.checkMemory;
+  exOpts.comm = comm.get();
   Executor executor(artifact, backend, exOpts);
   Trainer trainer(opts, executor, data);
   SampleOptions sampleOpts{opts.sample, opts.temperature, opts.topK, opts.seed};
@@ -70,6 +173,10 @@ int runMain(const Options &opts) {
   executor.initState();
 
   printPlan(artifact, executor);
+  if (world)
+    std::printf("ranks: %lld (%s), mesh %s\n",
+                static_cast<long long>(world->size()), world->name().c_str(),
+                describeMesh(artifact.mesh).c_str());
   std::printf("data %s: %zu train / %zu val tokens, %lld characters\n",
               opts.data.c_str(), data.tokens(Split::Train).size(),
               data.tokens(Split::Val).size(),
@@ -96,8 +203,23 @@ int runMain(const Options &opts) {
 
 } // namespace
 
+/// Reports an error: on one rank as before, in a multi-rank job with the
+/// rank, then ends every rank of the job (never leaves the others hanging
+/// in a collective).
+int fail(CommWorld *world, const std::string &message, int code) {
+  if (!world || world->size() == 1)
+    return fail(message, code);
+  std::fflush(stdout);
+  std::fprintf(stderr, "shard-run: error: rank %lld: %s\n",
+               static_cast<long long>(world->rank()), message.c_str());
+  std::fflush(stderr);
+  world->abort(code);
+  return code; // not reached
+}
+
 int main(int argc, char **argv) {
   Options opts;
+  std::unique_ptr<CommWorld> world;
   try {
     opts = parseOptions(std::vector<std::string>(argv + 1, argv + argc));
     if (opts.help) {
@@ -106,18 +228,23 @@ int main(int argc, char **argv) {
     }
     if (opts.traceStep >= opts.steps)
       opts.traceStep = opts.steps - 1;
-    return runMain(opts);
+    if (!startedByLauncher())
+      return opts.ranks > 1 ? launch(opts, argc, argv) : runMain(opts, nullptr);
+#if AUTOSHARD_HAVE_MPI
+    world = createMpiWorld(&argc, &argv);
+#endif
+    return runMain(opts, world.get());
   } catch (const UsageError &e) {
-    return fail(e.what(), 2);
+    return fail(world.get(), e.what(), 2);
   } catch (const ArtifactError &e) {
-    return fail(e.what(), 1);
+    return fail(world.get(), e.what(), 1);
   } catch (const DataError &e) {
-    return fail(e.what(), 1);
+    return fail(world.get(), e.what(), 1);
   } catch (const ExecutionError &e) {
-    return fail(e.what(), 1);
+    return fail(world.get(), e.what(), 1);
   } catch (const std::bad_alloc &) {
-    return fail("out of memory", 1);
+    return fail(world.get(), "out of memory", 1);
   } catch (const std::exception &e) {
-    return fail(e.what(), 1);
+    return fail(world.get(), e.what(), 1);
   }
 }

@@ -695,3 +695,67 @@ func.func @f(%h: !dist.async<tensor<8xf32>>) {
   %0 = "dist.wait"(%h) : (!dist.async<tensor<8xf32>>) -> tensor<4xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// dist.shard_slice and dist.axis_index
+//===----------------------------------------------------------------------===//
+
+// -----
+
+dist.mesh @m [dp = 2, tp = 4]
+func.func @f(%x: tensor<6x8xf32>) {
+  // expected-error @+1 {{operand dim 0 of size 6 must be divisible by the group size 4 over axes [tp]}}
+  %0 = dist.shard_slice %x on @m axes = [tp] dim = 0 : tensor<6x8xf32> -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m [dp = 2, tp = 4]
+func.func @f(%x: tensor<16x8xf32>) {
+  // expected-error @+1 {{result dim 0 must be 2 (operand dim 0 of size 16 / group size 8 over axes [dp, tp]), found 4}}
+  %0 = dist.shard_slice %x on @m axes = [dp, tp] dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<16x8xf32>) {
+  // expected-error @+1 {{dim 2 must be a dim of the operand, in [0, 2)}}
+  %0 = dist.shard_slice %x on @m axes = [tp] dim = 2 : tensor<16x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<16x8xf32>) {
+  // expected-error @+1 {{lists axis 'tp' twice in [tp, tp]}}
+  %0 = dist.shard_slice %x on @m axes = [tp, tp] dim = 0 : tensor<16x8xf32> -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m [dp = 2]
+func.func @f() {
+  // expected-error @+1 {{unknown axis 'tp' for mesh @m}}
+  %0 = dist.axis_index on @m axes = [tp] : tensor<i64>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{must name at least one mesh axis}}
+  %0 = dist.axis_index on @m axes = [] : tensor<i64>
+  return
+}
+
+// -----
+
+dist.mesh @m [dp = 2]
+func.func @f() {
+  // expected-error @+1 {{result #0 must be 0D tensor of 64-bit signless integer values}}
+  %0 = dist.axis_index on @m axes = [dp] : tensor<i32>
+  return
+}

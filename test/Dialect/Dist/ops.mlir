@@ -169,3 +169,20 @@ func.func @async_collectives(%x: tensor<2x8xf32>, %y: tensor<8x4xf32>) {
   %7 = dist.wait %h7 : !dist.async<tensor<2x8xf32>>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Local ops that read the rank's mesh coordinate
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @local_coordinate_ops
+func.func @local_coordinate_ops(%x: tensor<16x8xf32>) -> (tensor<4x8xf32>, tensor<16x4xf32>, tensor<i64>, tensor<i64>) {
+  // CHECK: dist.shard_slice %{{.*}} on @m axes = [dp, tp] dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  %0 = dist.shard_slice %x on @m axes = [dp, tp] dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  // CHECK: dist.shard_slice %{{.*}} on @m axes = [tp] dim = 1 : tensor<16x8xf32> -> tensor<16x4xf32>
+  %1 = dist.shard_slice %x on @m axes = [tp] dim = 1 : tensor<16x8xf32> -> tensor<16x4xf32>
+  // CHECK: dist.axis_index on @m axes = [tp] : tensor<i64>
+  %2 = dist.axis_index on @m axes = [tp] : tensor<i64>
+  // CHECK: dist.axis_index on @m axes = [pp, dp] : tensor<i64>
+  %3 = dist.axis_index on @m axes = [pp, dp] : tensor<i64>
+  return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<16x4xf32>, tensor<i64>, tensor<i64>
+}

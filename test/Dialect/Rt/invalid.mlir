@@ -202,7 +202,7 @@ rt.func @f() {
 // -----
 
 rt.func @f(%x: !rt.buffer<4xf32>) {
-  // expected-error @+1 {{kernel name must be a non-empty [a-z0-9_] identifier, found 'Gelu'}}
+  // expected-error @+1 {{kernel name must be a non-empty [a-z0-9_] identifier (optionally prefixed by 'dist.'), found 'Gelu'}}
   rt.kernel "Gelu"(%x) -> (%x) : (!rt.buffer<4xf32>) -> !rt.buffer<4xf32>
   rt.return
 }

@@ -16,9 +16,11 @@
 // CHECK-NEXT:   "eval": {
 // CHECK-NEXT:     "function": "eval",
 // CHECK:        "logits": {
-// CHECK:          "outputs": {"logits":{"dtype":"f32","shape":[12,64,65]}}
+// CHECK:          "outputs": {"logits":{"dtype":"f32","global_shape":[12,64,65],"shape":[12,64,65],"sharding":{{\[\[}}],[],[]]}}
 // CHECK:        "train_step": {
-// CHECK:          "outputs": {"grad_norm":{"dtype":"f32","shape":[]},"loss":{"dtype":"f32","shape":[]}}
+// CHECK:          "outputs": {
+// CHECK-NEXT:       "grad_norm": {"dtype":"f32","global_shape":[],"shape":[],"sharding":[]},
+// CHECK-NEXT:       "loss": {"dtype":"f32","global_shape":[],"shape":[],"sharding":[]}
 // CHECK:        "name": "gpt2_block",
 // CHECK:        "name": "gpt2_block_fwd",
 // CHECK:        "name": "gpt2_block_bwd",
@@ -27,5 +29,5 @@
 // CHECK-NEXT:   "state_bytes": 9649152,
 // CHECK:        "name": "nanogpt-shakespeare-char-cpu",
 // CHECK:        "seq": 64,
-// CHECK:        {"dtype":"f32","init":{"kind":"normal","std":0.02},"kind":"param","name":"wte","shape":[65,128],"weight_decay":true},
-// CHECK:        {"dtype":"f32","init":{"kind":"ones"},"kind":"param","name":"layers.0.ln_1.weight","shape":[128],"weight_decay":false},
+// CHECK:        {"dtype":"f32","global_shape":[65,128],"init":{"kind":"normal","std":0.02},"kind":"param","name":"wte","shape":[65,128],"sharding":{{\[\[}}],[]],"weight_decay":true},
+// CHECK:        {"dtype":"f32","global_shape":[128],"init":{"kind":"ones"},"kind":"param","name":"layers.0.ln_1.weight","shape":[128],"sharding":{{\[\[}}]],"weight_decay":false},

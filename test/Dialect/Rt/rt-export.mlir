@@ -25,21 +25,26 @@
 // CHECK:      "entries": {
 // CHECK-NEXT:   "eval": {
 // CHECK-NEXT:     "function": "eval",
-// CHECK-NEXT:     "inputs": {"labels":{"dtype":"i32","shape":[2,4]},"tokens":{"dtype":"i32","shape":[2,4]}},
-// CHECK-NEXT:     "outputs": {"loss":{"dtype":"f32","shape":[]}}
+// CHECK-NEXT:     "inputs": {
+// CHECK-NEXT:       "labels": {"dtype":"i32","global_shape":[2,4],"shape":[2,4],"sharding":{{\[\[}}],[]]},
+// CHECK-NEXT:       "tokens": {"dtype":"i32","global_shape":[2,4],"shape":[2,4],"sharding":{{\[\[}}],[]]}
+// CHECK-NEXT:     },
+// CHECK-NEXT:     "outputs": {"loss":{"dtype":"f32","global_shape":[],"shape":[],"sharding":[]}}
 // CHECK:        "logits": {
 // CHECK-NEXT:     "function": "logits",
-// CHECK-NEXT:     "inputs": {"tokens":{"dtype":"i32","shape":[2,4]}},
-// CHECK-NEXT:     "outputs": {"logits":{"dtype":"f32","shape":[2,4,16]}}
+// CHECK-NEXT:     "inputs": {"tokens":{"dtype":"i32","global_shape":[2,4],"shape":[2,4],"sharding":{{\[\[}}],[]]}},
+// CHECK-NEXT:     "outputs": {"logits":{"dtype":"f32","global_shape":[2,4,16],"shape":[2,4,16],"sharding":{{\[\[}}],[],[]]}}
 // CHECK:        "train_step": {
 // CHECK-NEXT:     "function": "train_step",
 // CHECK-NEXT:     "inputs": {
-// CHECK-NEXT:       "labels": {"dtype":"i32","shape":[2,4]},
-// CHECK-NEXT:       "lr": {"dtype":"f32","shape":[]},
-// CHECK-NEXT:       "step": {"dtype":"i64","shape":[]},
-// CHECK-NEXT:       "tokens": {"dtype":"i32","shape":[2,4]}
+// CHECK-NEXT:       "labels": {"dtype":"i32","global_shape":[2,4],"shape":[2,4],"sharding":{{\[\[}}],[]]},
+// CHECK-NEXT:       "lr": {"dtype":"f32","global_shape":[],"shape":[],"sharding":[]},
+// CHECK-NEXT:       "step": {"dtype":"i64","global_shape":[],"shape":[],"sharding":[]},
+// CHECK-NEXT:       "tokens": {"dtype":"i32","global_shape":[2,4],"shape":[2,4],"sharding":{{\[\[}}],[]]}
 // CHECK-NEXT:     },
-// CHECK-NEXT:     "outputs": {"grad_norm":{"dtype":"f32","shape":[]},"loss":{"dtype":"f32","shape":[]}}
+// CHECK-NEXT:     "outputs": {
+// CHECK-NEXT:       "grad_norm": {"dtype":"f32","global_shape":[],"shape":[],"sharding":[]},
+// CHECK-NEXT:       "loss": {"dtype":"f32","global_shape":[],"shape":[],"sharding":[]}
 // CHECK:      "format": "autoshard-artifact",
 
 // A callee: arguments (inputs, then outputs), then planned locals.
@@ -105,14 +110,15 @@
 // CHECK-NEXT:   "tie_word_embeddings": true,
 // CHECK-NEXT:   "vocab_size": 16
 // CHECK-NEXT: },
+// CHECK-NEXT: "plan": {},
 // CHECK-NEXT: "producer": "shard-opt (autoshard) MLIR 22.1.8",
 // CHECK-NEXT: "state": [
-// CHECK-NEXT:   {"dtype":"f32","init":{"kind":"normal","std":0.02},"kind":"param","name":"wte","shape":[16,8],"weight_decay":true},
-// CHECK-NEXT:   {"dtype":"f32","init":{"kind":"normal","std":0.02},"kind":"param","name":"layers.0.w","shape":[8,8],"weight_decay":true},
-// CHECK-NEXT:   {"dtype":"f32","init":{"kind":"ones"},"kind":"param","name":"ln_f.weight","shape":[8],"weight_decay":false},
-// CHECK-NEXT:   {"dtype":"f32","init":{"kind":"zeros"},"kind":"opt_m","name":"wte.exp_avg","of":"wte","shape":[16,8]},
-// CHECK:        {"dtype":"f32","init":{"kind":"zeros"},"kind":"opt_v","name":"ln_f.weight.exp_avg_sq","of":"ln_f.weight","shape":[8]}
+// CHECK-NEXT:   {"dtype":"f32","global_shape":[16,8],"init":{"kind":"normal","std":0.02},"kind":"param","name":"wte","shape":[16,8],"sharding":{{\[\[}}],[]],"weight_decay":true},
+// CHECK-NEXT:   {"dtype":"f32","global_shape":[8,8],"init":{"kind":"normal","std":0.02},"kind":"param","name":"layers.0.w","shape":[8,8],"sharding":{{\[\[}}],[]],"weight_decay":true},
+// CHECK-NEXT:   {"dtype":"f32","global_shape":[8],"init":{"kind":"ones"},"kind":"param","name":"ln_f.weight","shape":[8],"sharding":{{\[\[}}]],"weight_decay":false},
+// CHECK-NEXT:   {"dtype":"f32","global_shape":[16,8],"init":{"kind":"zeros"},"kind":"opt_m","name":"wte.exp_avg","of":"wte","shape":[16,8],"sharding":{{\[\[}}],[]]},
+// CHECK:        {"dtype":"f32","global_shape":[8],"init":{"kind":"zeros"},"kind":"opt_v","name":"ln_f.weight.exp_avg_sq","of":"ln_f.weight","shape":[8],"sharding":{{\[\[}}]]}
 // CHECK-NEXT: ],
-// CHECK-NEXT: "version": 1,
+// CHECK-NEXT: "version": 2,
 // CHECK-NEXT: "world_size": 1
 // CHECK-NEXT: }

@@ -51,7 +51,7 @@ func.func @eval(%x: tensor<4xf32> {tfm.input = "x"}) -> (tensor<4xf32> {tfm.para
 // -----
 
 func.func @eval(%x: tensor<4xf32> {tfm.input = "x"}) -> (tensor<4xf32> {tfm.output = "y"}) {
-  // expected-error @+1 {{'tensor.empty' op cannot be lowered by rt-lower (supported: tfm ops, arith.constant, func.call, func.return)}}
+  // expected-error @+1 {{'tensor.empty' op cannot be lowered by rt-lower (supported: tfm ops, dist collectives, arith.constant, func.call, func.return)}}
   %e = tensor.empty() : tensor<4xf32>
   return %e : tensor<4xf32>
 }
@@ -119,4 +119,31 @@ func.func @train_step(%p: tensor<4xf32> {tfm.param = "p", tfm.init = "ones"})
   %q = tfm.scale %p {factor = 2.000000e+00 : f64} : (tensor<4xf32>) -> tensor<4xf32>
   // expected-error @+1 {{'func.return' op reads the old value of state 'p' after 'tfm.scale' has updated it in place}}
   return %q, %p : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// An async collective's handle must be waited on once, in its function.
+module {
+  dist.mesh @m [dp = 2]
+  func.func private @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{handle must have exactly one use, a dist.wait in the same function}}
+    %h = dist.all_reduce_start %x on @m axes = [dp] reduction = sum : tensor<4xf32> -> !dist.async<tensor<4xf32>>
+    %a = dist.wait %h : !dist.async<tensor<4xf32>>
+    %b = dist.wait %h : !dist.async<tensor<4xf32>>
+    %c = tfm.add %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    return %c : tensor<4xf32>
+  }
+}
+
+// -----
+
+// Global-shape dist ops must be gone (dist-partition) before rt-lower.
+module {
+  dist.mesh @m [dp = 2]
+  func.func private @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{cannot be lowered by rt-lower (global-shape dist ops must be removed by dist-partition first)}}
+    %y = dist.reshard %x to <@m, [{dp}]> : tensor<4xf32>
+    return %y : tensor<4xf32>
+  }
 }

@@ -999,3 +999,59 @@ func.func @reshape_element_count_overflow_result(%x: tensor<4xf32>) {
   %0 = tfm.reshape %x : (tensor<4xf32>) -> tensor<2x4611686018427387904x2xf32>
   return
 }
+
+// -----
+
+func.func @vocab_embedding_table_rank(%ids: tensor<8xi32>, %t: tensor<32xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{table must have rank 2 [Vl, H], found rank 1}}
+  %0 = tfm.vocab_embedding %ids, %t, %s : (tensor<8xi32>, tensor<32xf32>, tensor<i64>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @vocab_embedding_grad_rows(%ids: tensor<8xi32>, %dy: tensor<8x4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{num_embeddings must be >= 1, found 0}}
+  %0 = tfm.vocab_embedding_grad %ids, %dy, %s {num_embeddings = 0 : i64} : (tensor<8xi32>, tensor<8x4xf32>, tensor<i64>) -> tensor<0x4xf32>
+  return
+}
+
+// -----
+
+func.func @vocab_ce_stats_labels(%l: tensor<8x36xf32>, %y: tensor<4xi32>, %m: tensor<8xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{logits leading dims [8] must match labels shape [4]}}
+  %0 = tfm.vocab_ce_stats %l, %y, %m, %s {vocab_size = 65 : i64} : (tensor<8x36xf32>, tensor<4xi32>, tensor<8xf32>, tensor<i64>) -> tensor<8x2xf32>
+  return
+}
+
+// -----
+
+func.func @vocab_ce_stats_max(%l: tensor<8x36xf32>, %y: tensor<8xi32>, %m: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{max must be 'tensor<8xf32>' (leading dims of logits, f32), found 'tensor<4xf32>'}}
+  %0 = tfm.vocab_ce_stats %l, %y, %m, %s {vocab_size = 65 : i64} : (tensor<8x36xf32>, tensor<8xi32>, tensor<4xf32>, tensor<i64>) -> tensor<8x2xf32>
+  return
+}
+
+// -----
+
+func.func @vocab_ce_max_vocab(%l: tensor<8x36xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{vocab_size must be >= 1, found 0}}
+  %0 = tfm.vocab_ce_max %l, %s {vocab_size = 0 : i64} : (tensor<8x36xf32>, tensor<i64>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @vocab_ce_loss_tokens(%st: tensor<8x2xf32>, %m: tensor<8xf32>) {
+  // expected-error @+1 {{num_tokens must be >= the local token count 8 (and >= 1), found 4}}
+  %0 = tfm.vocab_ce_loss %st, %m {num_tokens = 4 : i64} : (tensor<8x2xf32>, tensor<8xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @vocab_ce_grad_stats(%d: tensor<f32>, %l: tensor<8x36xf32>, %y: tensor<8xi32>, %m: tensor<8xf32>, %st: tensor<8x3xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{stats must be 'tensor<8x2xf32>' (leading dims of logits + [2], f32), found 'tensor<8x3xf32>'}}
+  %0 = tfm.vocab_ce_grad %d, %l, %y, %m, %st, %s {num_tokens = 8 : i64, vocab_size = 65 : i64} : (tensor<f32>, tensor<8x36xf32>, tensor<8xi32>, tensor<8xf32>, tensor<8x3xf32>, tensor<i64>) -> tensor<8x36xf32>
+  return
+}

@@ -190,3 +190,20 @@ func.func @optimizer(%p: tensor<128x512xf32>, %g: tensor<128x512xbf16>, %m: tens
   %p1, %m1, %v1 = tfm.adamw %p, %g, %m, %v, %lr, %step, %coef {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, epsilon = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<128x512xf32>, tensor<128x512xbf16>, tensor<128x512xf32>, tensor<128x512xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<128x512xf32>, tensor<128x512xf32>, tensor<128x512xf32>)
   return %coef, %norm, %p1, %m1, %v1, %ss1 : tensor<f32>, tensor<f32>, tensor<128x512xf32>, tensor<128x512xf32>, tensor<128x512xf32>, tensor<f32>
 }
+
+// CHECK-LABEL: func @vocab_parallel
+func.func @vocab_parallel(%ids: tensor<8x64xi32>, %table: tensor<32x128xf32>, %shard: tensor<i64>, %dh: tensor<8x64x128xf32>, %logits: tensor<8x64x36xf32>, %labels: tensor<8x64xi32>, %dloss: tensor<f32>) -> (tensor<8x64x128xf32>, tensor<32x128xf32>, tensor<f32>, tensor<8x64x36xf32>) {
+  // CHECK: tfm.vocab_embedding %{{.*}}, %{{.*}}, %{{.*}} : (tensor<8x64xi32>, tensor<32x128xf32>, tensor<i64>) -> tensor<8x64x128xf32>
+  %0 = tfm.vocab_embedding %ids, %table, %shard : (tensor<8x64xi32>, tensor<32x128xf32>, tensor<i64>) -> tensor<8x64x128xf32>
+  // CHECK: tfm.vocab_embedding_grad %{{.*}}, %{{.*}}, %{{.*}} {num_embeddings = 32 : i64} : (tensor<8x64xi32>, tensor<8x64x128xf32>, tensor<i64>) -> tensor<32x128xf32>
+  %1 = tfm.vocab_embedding_grad %ids, %dh, %shard {num_embeddings = 32 : i64} : (tensor<8x64xi32>, tensor<8x64x128xf32>, tensor<i64>) -> tensor<32x128xf32>
+  // CHECK: tfm.vocab_ce_max %{{.*}}, %{{.*}} {vocab_size = 65 : i64} : (tensor<8x64x36xf32>, tensor<i64>) -> tensor<8x64xf32>
+  %mx = tfm.vocab_ce_max %logits, %shard {vocab_size = 65 : i64} : (tensor<8x64x36xf32>, tensor<i64>) -> tensor<8x64xf32>
+  // CHECK: tfm.vocab_ce_stats %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {vocab_size = 65 : i64} : (tensor<8x64x36xf32>, tensor<8x64xi32>, tensor<8x64xf32>, tensor<i64>) -> tensor<8x64x2xf32>
+  %st = tfm.vocab_ce_stats %logits, %labels, %mx, %shard {vocab_size = 65 : i64} : (tensor<8x64x36xf32>, tensor<8x64xi32>, tensor<8x64xf32>, tensor<i64>) -> tensor<8x64x2xf32>
+  // CHECK: tfm.vocab_ce_loss %{{.*}}, %{{.*}} {num_tokens = 1024 : i64} : (tensor<8x64x2xf32>, tensor<8x64xf32>) -> tensor<f32>
+  %loss = tfm.vocab_ce_loss %st, %mx {num_tokens = 1024 : i64} : (tensor<8x64x2xf32>, tensor<8x64xf32>) -> tensor<f32>
+  // CHECK: tfm.vocab_ce_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {num_tokens = 1024 : i64, vocab_size = 65 : i64} : (tensor<f32>, tensor<8x64x36xf32>, tensor<8x64xi32>, tensor<8x64xf32>, tensor<8x64x2xf32>, tensor<i64>) -> tensor<8x64x36xf32>
+  %dl = tfm.vocab_ce_grad %dloss, %logits, %labels, %mx, %st, %shard {num_tokens = 1024 : i64, vocab_size = 65 : i64} : (tensor<f32>, tensor<8x64x36xf32>, tensor<8x64xi32>, tensor<8x64xf32>, tensor<8x64x2xf32>, tensor<i64>) -> tensor<8x64x36xf32>
+  return %0, %1, %loss, %dl : tensor<8x64x128xf32>, tensor<32x128xf32>, tensor<f32>, tensor<8x64x36xf32>
+}

@@ -52,6 +52,31 @@ static LogicalResult verifyKnownName(Operation *op, NamedAttribute attr) {
 // with one sharding per result.
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  // Module-level records of `dist-apply-plan` (Dist/Transforms/Plan.h): the
+  // plan with every key, and the ZeRO states left unsharded.
+  if (attr.getName() == "dist.plan") {
+    if (!isa<DictionaryAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'dist.plan' expects a dictionary, found " << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == "dist.zero_unsharded") {
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))
+      return op->emitOpError()
+             << "'dist.zero_unsharded' expects an array of strings, found "
+             << attr.getValue();
+    return success();
+  }
+  // Set by `dist-partition` on every function it rewrote to per-rank types:
+  // the `dist.sharding` of its arguments and results then describes the
+  // global layout of local values.
+  if (attr.getName() == getPartitionedAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << getPartitionedAttrName()
+                               << "' must be a unit attribute on a function";
+    return success();
+  }
   if (failed(verifyKnownName(op, attr)))
     return failure();
   StringRef name = getShardingAttrName();
@@ -119,6 +144,15 @@ static LogicalResult verifyArgOrResultAttr(Operation *op, unsigned regionIndex,
                              << "' on a result of a non-function op";
   std::optional<Location> argLoc =
       isResult ? std::nullopt : getArgLoc(op, regionIndex, index);
+  // After `dist-partition` the type is per-rank: check the sharding against
+  // the global type it implies.
+  auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (op->hasAttr(DistDialect::getPartitionedAttrName()) && sharding &&
+      tensor && sharding.getRank() == tensor.getRank())
+    if (MeshOp mesh = lookupMesh(op, sharding.getMesh()))
+      if (RankedTensorType global = sharding.getGlobalType(tensor, mesh))
+        type = global;
   return verifyShardingValue(op, attr.getValue(), type, [&] {
     InFlightDiagnostic diag =
         argLoc ? mlir::emitError(*argLoc) : op->emitOpError();

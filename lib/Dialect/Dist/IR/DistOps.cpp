@@ -485,12 +485,14 @@ static LogicalResult verifyAllGather(Operation *op,
                          describeOperandDim(in, dim) + " ×", *groupSize);
 }
 
+/// Also the rules of `dist.shard_slice`, whose dim attribute is `dimName`.
 static LogicalResult verifyReduceScatter(Operation *op,
                                          std::optional<int64_t> groupSize,
                                          ShapedType in, ShapedType out,
-                                         int64_t dim) {
+                                         int64_t dim,
+                                         StringRef dimName = "scatter_dim") {
   if (failed(verifyResultLike(op, in, out)) ||
-      failed(verifyDimIndex(op, "scatter_dim", dim, in)) ||
+      failed(verifyDimIndex(op, dimName, dim, in)) ||
       failed(verifyOtherDims(op, in, out, dim)))
     return failure();
   if (!groupSize)
@@ -594,6 +596,34 @@ LogicalResult WaitOp::inferReturnTypes(
     return failure();
   if (Type value = handle.getValueType())
     inferredReturnTypes.push_back(value);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Local coordinate ops: shard_slice, axis_index
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardSliceOp::verify() { return verifyCommOp(*this); }
+
+LogicalResult
+ShardSliceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyCommOpSymbolUses(*this, symbolTable);
+}
+
+// The shape rules of a reduce-scatter: the dim shrinks by the group size.
+LogicalResult ShardSliceOp::verifyShapes(std::optional<int64_t> groupSize) {
+  return verifyReduceScatter(getOperation(), groupSize, getInput().getType(),
+                             getResult().getType(), getDim(), "dim");
+}
+
+LogicalResult AxisIndexOp::verify() { return verifyCommOp(*this); }
+
+LogicalResult
+AxisIndexOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyCommOpSymbolUses(*this, symbolTable);
+}
+
+LogicalResult AxisIndexOp::verifyShapes(std::optional<int64_t>) {
   return success();
 }
 

@@ -75,6 +75,20 @@ LogicalResult StateDefOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (!param || param.getKind() != StateKind::Param)
     return emitOpError() << "'of' must name a 'param' rt.state_def, found "
                          << getOfAttr();
+  // Sharded states (`rt.sharding`, from a partitioned program) hold local
+  // blocks: ZeRO shards a moment but not its parameter, so only the element
+  // type and rank must agree (rt-export checks the global shapes).
+  if (param->hasAttr("rt.sharding") || (*this)->hasAttr("rt.sharding")) {
+    if (param.getBufferType().getElementType() !=
+            getBufferType().getElementType() ||
+        param.getBufferType().getShape().size() !=
+            getBufferType().getShape().size())
+      return emitOpError() << "type " << getType()
+                           << " differs in element type or rank from that "
+                              "of its parameter "
+                           << getOfAttr() << ", '" << param.getType() << "'";
+    return success();
+  }
   if (param.getType() != getType())
     return emitOpError() << "type " << getType()
                          << " differs from that of its parameter "
@@ -257,13 +271,19 @@ LogicalResult ConstOp::verify() {
 
 LogicalResult KernelOp::verify() {
   StringRef name = getKernel();
+  // Communication kernels carry the dist op's name (`dist.all_reduce`),
+  // which no tfm kernel name can clash with.
+  bool isComm = name.consume_front("dist.");
   if (name.empty() || !llvm::all_of(name, [](char c) {
         return llvm::isLower(c) || llvm::isDigit(c) || c == '_';
       }))
     return emitOpError() << "kernel name must be a non-empty [a-z0-9_] "
-                            "identifier, found '"
-                         << name << "'";
-  if (getResults().empty())
+                            "identifier (optionally prefixed by 'dist.'), "
+                            "found '"
+                         << getKernel() << "'";
+  name = getKernel();
+  // A send (and the wait of a send) writes nothing.
+  if (getResults().empty() && !isComm)
     return emitOpError() << "kernel '" << name << "' must have a result";
   for (auto [i, result] : llvm::enumerate(getResults())) {
     Operation *root = getBufferRoot(result);

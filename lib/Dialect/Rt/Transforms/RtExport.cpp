@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "autoshard/Dialect/Dist/IR/DistAttrs.h"
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 
@@ -28,7 +30,7 @@ namespace json = llvm::json;
 
 namespace {
 
-constexpr int64_t kFormatVersion = 1;
+constexpr int64_t kFormatVersion = 2;
 
 /// The artifact's name of an element type.
 FailureOr<StringRef> getDtypeName(Type type) {
@@ -174,8 +176,12 @@ private:
   FailureOr<json::Value> writeFunction(FuncOp func);
   FailureOr<json::Value> writeSlots(FuncOp func, bool outputs);
   FailureOr<json::Value> writeModel();
+  LogicalResult findMesh();
+  LogicalResult addSharding(Operation *op, Type localType, json::Object &entry);
 
   ModuleOp module;
+  /// The program's mesh (at most one `dist.mesh`; none: one device).
+  autoshard::dist::MeshOp mesh;
   json::Array constants;
   DenseMap<Attribute, int64_t> constantIds;
   int64_t constantBytes = 0;
@@ -195,6 +201,58 @@ FailureOr<json::Object> ArtifactWriter::describeType(Operation *op, Type type) {
                       {"shape", json::Array(buffer.getShape())}};
 }
 
+LogicalResult ArtifactWriter::findMesh() {
+  for (auto op : module.getOps<autoshard::dist::MeshOp>()) {
+    if (mesh)
+      return op.emitOpError()
+             << "is a second mesh; rt-export writes one mesh per artifact";
+    mesh = op;
+  }
+  return success();
+}
+
+/// `global_shape` and `sharding` (per dim, the mesh axes major to minor) of
+/// a state or an I/O slot, from its `dist.sharding` attribute (set by
+/// rt-lower from the entry's arg/result attributes); replicated without one.
+LogicalResult ArtifactWriter::addSharding(Operation *op, Type localType,
+                                          json::Object &entry) {
+  auto buffer = cast<BufferType>(localType);
+  auto sharding =
+      op->getAttrOfType<autoshard::dist::ShardingAttr>("rt.sharding");
+  json::Array dims;
+  SmallVector<int64_t> global(buffer.getShape());
+  if (sharding) {
+    if (!mesh || mesh.getSymName() != sharding.getMeshName())
+      return op->emitOpError()
+             << "sharding " << sharding << " names no mesh of this module";
+    if (sharding.isPartial())
+      return op->emitOpError()
+             << "sharding " << sharding
+             << " is partial; a state or entry slot must be reduced first";
+    if (sharding.getRank() != static_cast<int64_t>(buffer.getShape().size()))
+      return op->emitOpError() << "sharding " << sharding << " does not have "
+                               << "the rank of " << localType;
+    RankedTensorType globalType =
+        sharding.getGlobalType(buffer.getTensorType(), mesh);
+    if (!globalType)
+      return op->emitOpError() << "global shape of " << localType << " sharded "
+                               << sharding << " overflows";
+    global.assign(globalType.getShape().begin(), globalType.getShape().end());
+    for (unsigned d = 0; d < sharding.getRank(); ++d) {
+      json::Array axes;
+      for (StringAttr axis : sharding.getDimAxes(d))
+        axes.push_back(axis.getValue());
+      dims.push_back(std::move(axes));
+    }
+  } else {
+    for (size_t d = 0; d < buffer.getShape().size(); ++d)
+      dims.push_back(json::Array());
+  }
+  entry["global_shape"] = json::Array(global);
+  entry["sharding"] = std::move(dims);
+  return success();
+}
+
 FailureOr<json::Value> ArtifactWriter::writeState() {
   json::Array states;
   for (StateDefOp def : module.getOps<StateDefOp>()) {
@@ -211,6 +269,8 @@ FailureOr<json::Value> ArtifactWriter::writeState() {
     (*entry)["init"] = std::move(init);
     if (def.getKind() == StateKind::Param)
       (*entry)["weight_decay"] = def.getWeightDecay();
+    if (failed(addSharding(def, def.getType(), *entry)))
+      return failure();
     states.push_back(std::move(*entry));
     // The runtime packs the pool by decreasing element size: no padding.
     int64_t bytes = def.getBufferType().getSizeInBytes();
@@ -310,7 +370,8 @@ FailureOr<json::Value> ArtifactWriter::writeFunction(FuncOp func) {
                 if (failed(converted))
                   return kernel.emitOpError()
                          << "has an attribute with no artifact form (unit, "
-                            "integer, float, string, integer array): "
+                            "integer, float, string, integer or string "
+                            "array): "
                          << *kernel.getAttrs();
                 attrs = std::move(*converted);
               }
@@ -350,7 +411,8 @@ FailureOr<json::Value> ArtifactWriter::writeSlots(FuncOp func, bool outputs) {
     if (!(outputs ? isa<OutputOp>(op) : isa<InputOp>(op)))
       continue;
     FailureOr<json::Object> slot = describeType(&op, op.getResult(0).getType());
-    if (failed(slot))
+    if (failed(slot) ||
+        failed(addSharding(&op, op.getResult(0).getType(), *slot)))
       return failure();
     slots[op.getAttrOfType<StringAttr>("role").getValue()] = std::move(*slot);
   }
@@ -384,6 +446,8 @@ FailureOr<json::Value> ArtifactWriter::writeModel() {
 }
 
 FailureOr<json::Value> ArtifactWriter::write() {
+  if (failed(findMesh()))
+    return failure();
   FailureOr<json::Value> state = writeState();
   FailureOr<json::Value> model = writeModel();
   if (failed(state) || failed(model))
@@ -428,13 +492,36 @@ FailureOr<json::Value> ArtifactWriter::write() {
       {"entries", std::move(entryMemory)},
       {"state_breakdown", std::move(stateBreakdown)}};
 
+  // The mesh (row-major ranks) and the plan it came from (`dist.plan`,
+  // informational).
+  json::Array axes, sizes;
+  int64_t worldSize = 1;
+  if (mesh) {
+    for (Attribute name : mesh.getAxisNames())
+      axes.push_back(cast<StringAttr>(name).getValue());
+    for (int64_t size : mesh.getAxisSizes())
+      sizes.push_back(size);
+    worldSize = mesh.getNumDevices();
+  }
+  json::Object meshJson{{"axes", std::move(axes)}, {"sizes", std::move(sizes)}};
+  json::Value plan = json::Object();
+  if (auto planAttr = module->getAttrOfType<DictionaryAttr>("dist.plan")) {
+    FailureOr<json::Value> converted = toJson(planAttr);
+    if (failed(converted))
+      return module.emitError()
+             << "rt-export: 'dist.plan' has a value with no JSON form: "
+             << planAttr;
+    plan = std::move(*converted);
+  }
+
   return json::Value(json::Object{
       {"format", "autoshard-artifact"},
       {"version", kFormatVersion},
       {"producer", "shard-opt (autoshard) MLIR " LLVM_VERSION_STRING},
       {"model", std::move(*model)},
-      {"world_size", 1},
-      {"mesh", json::Object{{"axes", json::Array()}, {"sizes", json::Array()}}},
+      {"world_size", worldSize},
+      {"mesh", std::move(meshJson)},
+      {"plan", std::move(plan)},
       {"state", std::move(*state)},
       {"constants", std::move(constants)},
       {"functions", std::move(functions)},

@@ -7,6 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "autoshard/Dialect/Dist/IR/DistDialect.h"
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Dist/IR/DistTypes.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
@@ -58,6 +61,25 @@ StringAttr getStateName(DictionaryAttr attrs) {
 /// Kernel name of a tfm op: the op name without the dialect prefix.
 StringRef getKernelName(Operation *op) { return op->getName().stripDialect(); }
 
+/// The `dist.sharding` arg/result attribute that dist-partition leaves on
+/// entry functions (the layout of a state or an I/O slot), and the
+/// attribute that carries it on `rt.state_def` / `rt.input` / `rt.output`
+/// for rt-export (`dist.sharding` itself is verified as the sharding of an
+/// op's tensor results, which these ops do not have).
+constexpr StringLiteral kShardingAttr = "dist.sharding";
+constexpr StringLiteral kRtShardingAttr = "rt.sharding";
+
+bool isDistOp(Operation *op) {
+  return op->getDialect() && op->getDialect()->getNamespace() ==
+                                 dist::DistDialect::getDialectNamespace();
+}
+
+/// Copies the `dist.sharding` attribute of `attrs` (if any) onto `op`.
+void copySharding(DictionaryAttr attrs, Operation *op) {
+  if (Attribute sharding = attrs ? attrs.get(kShardingAttr) : Attribute())
+    op->setAttr(kRtShardingAttr, sharding);
+}
+
 bool isTfmOp(Operation *op) {
   return op->getDialect() && op->getDialect()->getNamespace() ==
                                  tfm::TfmDialect::getDialectNamespace();
@@ -105,6 +127,11 @@ FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
     if (existing.getType() != type)
       return emitError() << "type " << type << " differs from the type "
                          << existing.getType() << " it has in another function";
+    if (existing->getAttr(kRtShardingAttr) != attrs.get(kShardingAttr))
+      return emitError() << "sharding " << attrs.get(kShardingAttr)
+                         << " differs from the sharding "
+                         << existing->getAttr(kRtShardingAttr)
+                         << " it has in another function";
     return existing;
   }
 
@@ -154,6 +181,7 @@ FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
       InitKindAttr::get(ctx, *init),
       std ? builder.getF64FloatAttr(std.getValueAsDouble()) : FloatAttr(),
       decay ? builder.getUnitAttr() : UnitAttr(), TypeAttr::get(type));
+  copySharding(attrs, def);
   last = def;
   defs[name] = def;
   return def;
@@ -176,6 +204,7 @@ private:
   LogicalResult checkInPlaceUpdate(Value oldState, StringAttr name,
                                    Value newValue);
   LogicalResult lowerOp(Operation *op);
+  LogicalResult lowerDistOp(Operation *op, ArrayRef<Value> operandBuffers);
   Value getResultBuffer(Value result);
   Category getCategory(Value result);
   Value getOrCreateState(func::FuncOp func, unsigned index);
@@ -198,6 +227,14 @@ private:
   DenseSet<Value> gradients;
   /// State buffers of an entry by state name.
   llvm::StringMap<Value> stateBuffers;
+  /// An asynchronous collective in flight: its handle number (unique in the
+  /// function) and the buffers of its start kernel.
+  struct Pending {
+    int64_t handle;
+    SmallVector<Value> args, results;
+  };
+  DenseMap<Value, Pending> pending;
+  int64_t nextHandle = 0;
   bool isBackward = false;
 };
 
@@ -250,8 +287,10 @@ LogicalResult FunctionLowering::mapEntryArguments() {
     DictionaryAttr attrs = func.getArgAttrDict(index);
     auto type = BufferType::get(cast<RankedTensorType>(arg.getType()));
     if (auto role = attrs ? attrs.getAs<StringAttr>(kInputAttr) : nullptr) {
-      buffers[arg] = InputOp::create(builder, arg.getLoc(), type, role,
-                                     /*offset=*/nullptr);
+      auto input = InputOp::create(builder, arg.getLoc(), type, role,
+                                   /*offset=*/nullptr);
+      copySharding(attrs, input);
+      buffers[arg] = input;
       continue;
     }
     if (!getStateName(attrs))
@@ -297,6 +336,9 @@ static Operation *getWriter(Value value) {
   Operation *op = value.getDefiningOp();
   while (auto reshape = dyn_cast_or_null<tfm::ReshapeOp>(op))
     op = reshape->getOperand(0).getDefiningOp();
+  // An asynchronous collective writes its result between start and wait.
+  if (auto wait = dyn_cast_or_null<dist::WaitOp>(op))
+    op = wait.getHandle().getDefiningOp();
   return op;
 }
 
@@ -354,8 +396,10 @@ LogicalResult FunctionLowering::assignDestinations() {
     } else if (auto role =
                    attrs ? attrs.getAs<StringAttr>(kOutputAttr) : nullptr) {
       auto type = BufferType::get(cast<RankedTensorType>(value.getType()));
-      buffer = OutputOp::create(builder, ret.getLoc(), type, role,
-                                /*offset=*/nullptr);
+      auto output = OutputOp::create(builder, ret.getLoc(), type, role,
+                                     /*offset=*/nullptr);
+      copySharding(attrs, output);
+      buffer = output;
     } else if (StringAttr name = getStateName(attrs)) {
       buffer = stateBuffers.lookup(name);
       if (!buffer)
@@ -404,10 +448,11 @@ Value FunctionLowering::getResultBuffer(Value result) {
 }
 
 LogicalResult FunctionLowering::lowerOp(Operation *op) {
-  if (!isTfmOp(op) && !isa<func::CallOp, func::ReturnOp, arith::ConstantOp>(op))
+  if (!isTfmOp(op) && !isDistOp(op) &&
+      !isa<func::CallOp, func::ReturnOp, arith::ConstantOp>(op))
     return op->emitOpError() << "cannot be lowered by rt-lower (supported: "
-                                "tfm ops, arith.constant, func.call, "
-                                "func.return)";
+                                "tfm ops, dist collectives, arith.constant, "
+                                "func.call, func.return)";
   // Gradients flow from the seed through every op they reach; gradient ops
   // and backward functions produce them outright.
   bool isGradient =
@@ -457,6 +502,9 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  if (isDistOp(op))
+    return lowerDistOp(op, operandBuffers);
+
   auto results = llvm::map_to_vector(
       op->getResults(), [&](Value result) { return getResultBuffer(result); });
   for (auto [result, buffer] : llvm::zip(op->getResults(), results))
@@ -483,6 +531,102 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
   KernelOp::create(builder, loc, builder.getStringAttr(getKernelName(op)),
                    operandBuffers, results,
                    attrs.empty() ? nullptr : builder.getDictionaryAttr(attrs));
+  return success();
+}
+
+/// Kernel attributes of a dist op: its inherent attributes but the mesh
+/// (the artifact has one mesh), with the reduction as a string.
+static DictionaryAttr getDistKernelAttrs(Operation *op, OpBuilder &builder) {
+  SmallVector<NamedAttribute> attrs;
+  for (NamedAttribute attr : op->getAttrs()) {
+    StringRef name = attr.getName().getValue();
+    if (name == "mesh" || name.contains('.'))
+      continue;
+    if (auto kind = dyn_cast<dist::ReductionKindAttr>(attr.getValue()))
+      attrs.push_back(builder.getNamedAttr(
+          name, builder.getStringAttr(
+                    dist::stringifyReductionKind(kind.getValue()))));
+    else
+      attrs.push_back(attr);
+  }
+  return builder.getDictionaryAttr(attrs);
+}
+
+LogicalResult FunctionLowering::lowerDistOp(Operation *op,
+                                            ArrayRef<Value> operandBuffers) {
+  Location loc = op->getLoc();
+  // The artifact's kernel name is the dist op name itself (`dist.all_reduce`,
+  // `dist.all_gather_start`, `dist.wait`, ...): it cannot clash with a tfm
+  // kernel (e.g. the tensor op `broadcast`).
+  StringAttr kernel = builder.getStringAttr(op->getName().getStringRef());
+
+  if (auto wait = dyn_cast<dist::WaitOp>(op)) {
+    auto it = pending.find(wait.getHandle());
+    if (it == pending.end())
+      return op->emitOpError()
+             << "waits on a handle that no dist.*_start of this function "
+                "started (rt-lower needs start and wait in one function)";
+    Pending started = it->second;
+    SmallVector<Value> args(started.args);
+    llvm::append_range(args, started.results);
+    KernelOp::create(builder, loc, kernel, args, started.results,
+                     builder.getDictionaryAttr(builder.getNamedAttr(
+                         "handle", builder.getI64IntegerAttr(started.handle))));
+    if (wait.getResult())
+      buffers[wait.getResult()] = started.results.front();
+    return success();
+  }
+
+  if (op->getNumRegions() != 0 || op->getNumResults() > 1 ||
+      isa<dist::MeshOp, dist::ShardingConstraintOp, dist::ReshardOp>(op))
+    return op->emitOpError()
+           << "cannot be lowered by rt-lower (global-shape dist ops must be "
+              "removed by dist-partition first)";
+
+  DictionaryAttr attrs = getDistKernelAttrs(op, builder);
+  SmallVector<Value> results;
+  bool isStart = op->getNumResults() == 1 &&
+                 isa<dist::AsyncType>(op->getResult(0).getType());
+  if (!isStart) {
+    if (op->getNumResults() == 1) {
+      results.push_back(getResultBuffer(op->getResult(0)));
+      buffers[op->getResult(0)] = results.front();
+    }
+    KernelOp::create(builder, loc, kernel, operandBuffers, results, attrs);
+    return success();
+  }
+
+  // A `_start`: its one user must be the `dist.wait` of this block.
+  Value handle = op->getResult(0);
+  if (!handle.hasOneUse() || !isa<dist::WaitOp>(*handle.getUsers().begin()) ||
+      handle.getUsers().begin()->getBlock() != op->getBlock())
+    return op->emitOpError()
+           << "handle must have exactly one use, a dist.wait in the same "
+              "function";
+  auto wait = cast<dist::WaitOp>(*handle.getUsers().begin());
+  if (Value value = wait.getResult()) {
+    // Written by the start (in flight until the wait): the wait's value's
+    // destination, or a new buffer.
+    Value buffer = destinations.lookup(value);
+    if (!buffer) {
+      Category category = value.use_empty()            ? Category::Workspace
+                          : gradients.contains(handle) ? Category::Grad
+                                                       : Category::Activation;
+      buffer = AllocOp::create(
+          builder, loc,
+          BufferType::get(cast<RankedTensorType>(value.getType())),
+          CategoryAttr::get(builder.getContext(), category),
+          /*offset=*/nullptr);
+    }
+    results.push_back(buffer);
+  }
+  int64_t number = nextHandle++;
+  SmallVector<NamedAttribute> withHandle(attrs.getValue());
+  withHandle.push_back(
+      builder.getNamedAttr("handle", builder.getI64IntegerAttr(number)));
+  KernelOp::create(builder, loc, kernel, operandBuffers, results,
+                   builder.getDictionaryAttr(withHandle));
+  pending[handle] = {number, SmallVector<Value>(operandBuffers), results};
   return success();
 }
 

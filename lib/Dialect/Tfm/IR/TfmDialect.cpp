@@ -13,4 +13,6 @@ void TfmDialect::initialize() {
 #define GET_OP_LIST
 #include "autoshard/Dialect/Tfm/IR/TfmOps.cpp.inc"
       >();
+  // Partition hooks (TfmPartitionHooks.cpp), attached as external models.
+  attachPartitionInterfaces(getContext());
 }

@@ -1,4 +1,4 @@
-//===- Artifact.h - The compiled-program artifact (format v1) ---*- C++ -*-===//
+//===- Artifact.h - The compiled-program artifact (format v2) ---*- C++ -*-===//
 //
 // In-memory form of the JSON artifact that `shard-opt --rt-export` writes
 // (docs/artifact-format.md is the contract), and its loader. Loading checks
@@ -33,8 +33,58 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// The only format version this runtime reads.
-constexpr int64_t kArtifactVersion = 1;
+/// The format version this runtime writes and reads; it also reads version
+/// 1 (a single-device program: no mesh axes, nothing sharded, no plan).
+constexpr int64_t kArtifactVersion = 2;
+constexpr int64_t kMinArtifactVersion = 1;
+
+/// How a tensor is laid out over the device mesh: for each dim, the mesh
+/// axes it is split over, major to minor (empty: not split). Every axis not
+/// named is replicated. An empty `dims` (a version-1 artifact, or a
+/// replicated scalar) means replicated.
+struct Sharding {
+  std::vector<std::vector<std::string>> dims;
+  bool isReplicated() const;
+  /// E.g. "[[dp], [], [tp, cp]]", for messages.
+  std::string str() const;
+};
+
+/// The device mesh: named axes, major to minor, and their sizes. Ranks are
+/// numbered row-major (the last axis varies fastest). A single device has
+/// no axes.
+struct Mesh {
+  std::vector<std::string> axes;
+  std::vector<int64_t> sizes;
+
+  /// Product of the sizes (1 for no axes).
+  int64_t numDevices() const;
+  /// Index of `axis`, or -1.
+  int64_t axisIndex(std::string_view axis) const;
+  /// Coordinates (one per axis) of `rank`.
+  std::vector<int64_t> coords(int64_t rank) const;
+  /// Size of the group over `axes` (product of their sizes).
+  int64_t groupSize(const std::vector<std::string> &axes) const;
+  /// Index of `rank` in its group over `axes`: its coordinates on `axes`
+  /// linearised in the listed order (first axis major).
+  int64_t indexInGroup(int64_t rank,
+                       const std::vector<std::string> &axes) const;
+  /// Which group over `axes` `rank` belongs to: its coordinates on the
+  /// other axes, linearised row-major in mesh order.
+  int64_t groupColor(int64_t rank, const std::vector<std::string> &axes) const;
+  /// The world rank of the member with group index `index` of the group
+  /// over `axes` that contains `rank`.
+  int64_t rankInGroup(int64_t rank, const std::vector<std::string> &axes,
+                      int64_t index) const;
+  /// For each dim of a tensor sharded by `sharding`, the index of the block
+  /// that `rank` holds (a dim split over [a, b] has size(a) * size(b) blocks,
+  /// block coord(a) * size(b) + coord(b)); 0 for unsplit dims.
+  /// `tensorRank` is the number of dims (a replicated sharding may list none).
+  std::vector<int64_t> blockIndex(const Sharding &sharding, int64_t rank,
+                                  size_t tensorRank) const;
+  /// Number of blocks of each dim (product of its axes' sizes).
+  std::vector<int64_t> numBlocks(const Sharding &sharding,
+                                 size_t tensorRank) const;
+};
 
 /// Kind of a persistent state tensor.
 enum class StateKind { Param, OptM, OptV };
@@ -45,8 +95,10 @@ enum class InitKind { Normal, Zeros, Ones };
 struct StateSpec {
   std::string name;
   StateKind kind = StateKind::Param;
-  std::string of; ///< For opt_m/opt_v: the parameter it belongs to.
-  TensorType type;
+  std::string of;  ///< For opt_m/opt_v: the parameter it belongs to.
+  TensorType type; ///< Local (per-rank) type.
+  std::vector<int64_t> globalShape; ///< Shape of the unsharded tensor.
+  Sharding sharding;
   InitKind init = InitKind::Zeros;
   double initStd = 0.0; ///< For InitKind::Normal.
   bool weightDecay = false;
@@ -75,8 +127,10 @@ struct BufferSpec {
   std::string role;        ///< Input/Output: the entry slot.
 };
 
-/// An attribute value: unit/bool, integer, float or integer array.
-using AttrValue = std::variant<bool, int64_t, double, std::vector<int64_t>>;
+/// An attribute value: unit/bool, integer, float, integer array, string or
+/// string array (collectives' `axes`, `reduction`).
+using AttrValue = std::variant<bool, int64_t, double, std::vector<int64_t>,
+                               std::string, std::vector<std::string>>;
 
 /// The attributes of one instruction. Getters throw ArtifactError naming
 /// the attribute and the value found when it is absent or of another kind.
@@ -90,6 +144,9 @@ public:
   /// A unit attribute: true if present and true, false if absent.
   bool getFlag(std::string_view name) const;
   std::vector<int64_t> getI64Array(std::string_view name) const;
+  std::string getString(std::string_view name) const;
+  /// A list of strings (an empty JSON list also reads as one).
+  std::vector<std::string> getStringArray(std::string_view name) const;
   /// `context` prefixes error messages (e.g. "function 'f', instruction 3").
   std::string context;
 
@@ -121,7 +178,9 @@ struct Function {
 /// An entry's input or output slot.
 struct Slot {
   std::string role;
-  TensorType type;
+  TensorType type; ///< Local (per-rank) type.
+  std::vector<int64_t> globalShape;
+  Sharding sharding;
   int64_t buffer = -1; ///< Id of the slot's input/output buffer.
 };
 
@@ -160,6 +219,9 @@ struct Artifact {
   std::string producer;
   ModelInfo model;
   int64_t worldSize = 1;
+  Mesh mesh;
+  /// The `plan` object as JSON text ("{}" if absent); informational.
+  std::string planJson = "{}";
   std::vector<StateSpec> state;
   std::vector<ConstantSpec> constants;
   std::vector<Function> functions;

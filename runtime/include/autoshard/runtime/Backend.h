@@ -21,6 +21,8 @@
 
 namespace autoshard::runtime {
 
+class CommContext;
+
 /// What a backend needs to bind one kernel instruction.
 struct KernelSignature {
   std::string_view op;             ///< tfm op name, e.g. "matmul".
@@ -29,6 +31,16 @@ struct KernelSignature {
   std::vector<TensorType> results; ///< Result types, in op order.
   std::string place;               ///< For messages: function, index, op.
   uint64_t seed = 0;               ///< The run's seed (dropout masks).
+  /// The groups of the job, for communication kernels (`dist.*`); null
+  /// when the executor runs without one (then those kernels fail to bind).
+  CommContext *comm = nullptr;
+  /// The mesh and this process's rank in it (`dist.shard_slice`,
+  /// `dist.axis_index` read the rank's coordinates; no communication).
+  const Mesh *mesh = nullptr;
+  int64_t rank = 0;
+  /// The function the instruction is in (pairs `dist.*_start` with its
+  /// `dist.wait`, whose handles are per function).
+  std::string_view function;
 
   /// Throws ArtifactError("PLACE: message").
   [[noreturn]] void fail(const std::string &message) const;
@@ -89,8 +101,12 @@ public:
   /// Whether `numel` elements of float type `dtype` at `data` hold a NaN.
   virtual bool hasNaN(const void *data, DType dtype, int64_t numel) = 0;
   /// Initialises state tensor `spec` at `data` (device memory) per its init
-  /// kind, with the counter-based RNG of Init.h keyed on `seed`.
-  virtual void initState(void *data, const StateSpec &spec, uint64_t seed) = 0;
+  /// kind, with the counter-based RNG of Init.h keyed on `seed`. `data`
+  /// holds the local block of a tensor of spec.globalShape that starts at
+  /// global coordinates `globalOffset` (one per dim; empty: all zero), so
+  /// each element gets the value of its global row-major index.
+  virtual void initState(void *data, const StateSpec &spec, uint64_t seed,
+                         const std::vector<int64_t> &globalOffset) = 0;
   /// Binds one kernel instruction; throws ArtifactError naming the place
   /// when the op or its types are not supported.
   virtual BoundKernel bind(const KernelSignature &signature) const = 0;

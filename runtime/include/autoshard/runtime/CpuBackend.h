@@ -23,7 +23,8 @@ public:
   void copyToHost(void *dst, const void *src, int64_t bytes) override;
   void fill(void *dst, unsigned char byte, int64_t bytes) override;
   bool hasNaN(const void *data, DType dtype, int64_t numel) override;
-  void initState(void *data, const StateSpec &spec, uint64_t seed) override;
+  void initState(void *data, const StateSpec &spec, uint64_t seed,
+                 const std::vector<int64_t> &globalOffset) override;
   BoundKernel bind(const KernelSignature &signature) const override;
 
   /// The binders of every op (see runtime/lib/backend/CpuKernels*.cpp).

@@ -22,6 +22,7 @@
 
 #include "autoshard/runtime/Artifact.h"
 #include "autoshard/runtime/Backend.h"
+#include "autoshard/runtime/Communicator.h"
 
 #include <algorithm>
 #include <map>
@@ -47,6 +48,13 @@ struct ExecutorOptions {
   uint64_t seed = 1337;
   /// Poison memory and check results (see the file comment). Slow.
   bool checkMemory = false;
+  /// The groups of the job (shard-run creates them over MPI). When null, a
+  /// world-size-1 artifact gets a one-rank LocalWorld; a larger one runs
+  /// as rank `rank` without communication (state init and programs
+  /// without `dist.*` kernels only: those fail to bind).
+  CommContext *comm = nullptr;
+  /// This process's rank when `comm` is null (else comm->rank()).
+  int64_t rank = 0;
 };
 
 /// Receives the timing of every executed instruction (for a Chrome trace).
@@ -75,8 +83,19 @@ public:
 
   const Artifact &artifact() const { return program; }
 
-  /// Initialises every state tensor from its init spec and the seed.
+  /// Initialises every state tensor from its init spec and the seed; a
+  /// sharded state gets this rank's block of the unsharded init.
   void initState();
+  /// This executor's rank in the job.
+  int64_t rank() const { return rank_; }
+  /// The job's communicators (null for a multi-rank artifact run without
+  /// them, see ExecutorOptions::comm).
+  CommContext *comm() const { return options.comm; }
+  /// The global coordinates where this rank's block of a tensor of
+  /// `globalShape` with `sharding` starts (one per dim).
+  std::vector<int64_t>
+  shardOffset(const Sharding &sharding,
+              const std::vector<int64_t> &localShape) const;
 
   /// Index of entry `name`; throws ArtifactError if the artifact lacks it.
   int entryIndex(std::string_view name) const;
@@ -120,6 +139,9 @@ private:
   Backend &backend;
   ExecutorOptions options;
   std::unique_ptr<Prepared> prepared;
+  std::unique_ptr<CommWorld> localWorld;
+  std::unique_ptr<CommContext> localComm;
+  int64_t rank_ = 0;
   void *stateBlock = nullptr;
   void *constantPool = nullptr;
   char *arena = nullptr;

@@ -22,7 +22,21 @@ struct OpSignature {
   int maxArgs; ///< -1: variadic (any count >= minArgs).
   int numResults;
   std::vector<std::string_view> requiredAttrs;
+  /// When true, an instruction has 0 to numResults results (`dist.wait`: one
+  /// for a collective or receive, none for a send).
+  bool optionalResults = false;
 };
+
+/// Prefix of the communication kernels (`dist.all_reduce`, ...): the dist
+/// op names, distinct from every tfm kernel name (`broadcast` is the tensor
+/// op, `dist.broadcast` the collective).
+constexpr std::string_view kCommPrefix = "dist.";
+
+/// Whether `op` is a communication kernel (`dist.*`).
+bool isCommOp(std::string_view op);
+/// Whether `op` starts an asynchronous communication (`dist.*_start`): its
+/// results are written by the time the matching `dist.wait` returns.
+bool isAsyncStartOp(std::string_view op);
 
 /// The signature of op `name` (without the "tfm." prefix), or nullptr if the
 /// runtime does not know the op.

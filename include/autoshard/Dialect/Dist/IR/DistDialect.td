@@ -49,6 +49,13 @@ def Dist_Dialect : Dialect {
       return ::llvm::StringLiteral("dist.sharding");
     }
 
+    /// Name of the unit attribute that `dist-partition` sets on the
+    /// functions it rewrote to per-rank types (their argument and result
+    /// `dist.sharding` then describe the global layout of local values).
+    static constexpr ::llvm::StringLiteral getPartitionedAttrName() {
+      return ::llvm::StringLiteral("dist.partitioned");
+    }
+
     void registerAttributes();
     void registerTypes();
   }];

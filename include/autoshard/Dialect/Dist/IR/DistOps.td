@@ -541,4 +541,88 @@ def Dist_WaitOp : Dist_Op<"wait", [
   let assemblyFormat = "$handle attr-dict `:` qualified(type($handle))";
 }
 
+//===----------------------------------------------------------------------===//
+// Local ops that depend on the rank's mesh coordinate (per-rank shapes)
+//===----------------------------------------------------------------------===//
+
+// No communication: each rank reads only its own coordinates, so these are
+// pure (two identical ones may be merged).
+class Dist_LocalCoordOp<string mnemonic, list<Trait> traits = []>
+    : Dist_Op<mnemonic, !listconcat(traits, [
+        Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Checks the shape rules; the rules that depend on the device group
+    /// only when `groupSize` is given.
+    ::mlir::LogicalResult verifyShapes(std::optional<int64_t> groupSize);
+  }];
+}
+
+def Dist_ShardSliceOp : Dist_LocalCoordOp<"shard_slice"> {
+  let summary = "keep this rank's block of a dim (replicated -> sharded)";
+  let description = [{
+    Splits dim `dim` of the operand into G equal blocks, G = the size of the
+    device group over `axes` (the product of their sizes), and returns block
+    `i`, where `i` is this rank's index in that group: its coordinates on
+    `axes` linearised in the listed order, first axis major (the group order
+    of `dist.all_gather`). No communication: it is the inverse of
+    `dist.all_gather` with the same `axes` and `dim`, and `dist-partition`
+    emits it where a value replicated over `axes` must become sharded over
+    them.
+
+    Runtime semantics: `result = input[..., i * n : (i + 1) * n, ...]` along
+    `dim`, with `n = input.shape[dim] / G` (a strided copy, or a view when
+    `dim` is the outermost dim with a non-trivial size).
+
+    ```mlir
+    dist.mesh @m [dp = 2, tp = 4]
+    // Device (dp = a, tp = b) keeps rows [(4 * a + b) * 2, (4 * a + b + 1) * 2).
+    %y = dist.shard_slice %x on @m axes = [dp, tp] dim = 0
+        : tensor<16x128xf32> -> tensor<2x128xf32>
+    ```
+
+    Rules: same rank and element type; `axes` non-empty, without repeats,
+    and axes of the mesh; `dim` is a dim of the operand, divisible by the
+    group size; result dim `dim` = operand dim / group size, the other dims
+    equal.
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` custom<MeshAxes>($axes) `dim` `=` $dim
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Dist_AxisIndexOp : Dist_LocalCoordOp<"axis_index"> {
+  let summary = "this rank's index in its device group over some axes";
+  let description = [{
+    Returns, as a `tensor<i64>` scalar, this rank's index in its device group
+    over `axes`: its coordinates on `axes` linearised in the listed order,
+    first axis major (the group order of the collectives). It is the shard
+    index of a dim sharded over `axes`, e.g. the vocabulary shard owned by a
+    rank under vocab-parallel tensor parallelism (the partition hooks of
+    `tfm.embedding` and `tfm.cross_entropy` feed it to the `tfm.vocab_*`
+    ops, which multiply it by the local vocabulary size).
+
+    Runtime semantics: with mesh coordinates `c` and axis sizes `s`,
+    `index = ((c[a0] * s[a1] + c[a1]) * s[a2] + c[a2]) ...` over
+    `axes = [a0, a1, a2, ...]`.
+
+    ```mlir
+    dist.mesh @m [dp = 2, tp = 4]
+    // 0..3: the rank's tp coordinate.
+    %i = dist.axis_index on @m axes = [tp] : tensor<i64>
+    ```
+
+    Rules: `axes` non-empty, without repeats, and axes of the mesh.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs 0DTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    `on` $mesh `axes` `=` custom<MeshAxes>($axes) attr-dict `:` type($result)
+  }];
+}
+
 #endif // AUTOSHARD_DIALECT_DIST_IR_DISTOPS_TD

@@ -306,8 +306,16 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
         attrs {beta1 = 9.000000e-01 : f64, ...} : (...) -> (...)
     ```
 
-    Rules: the name is a non-empty `[a-z0-9_]` identifier; at least one
-    result; no result is a constant or an input slot (read-only memory).
+    Communication kernels are named after the `dist` op they run
+    (`dist.all_reduce`, `dist.all_gather_start`, `dist.wait`, ...), with
+    its attributes (`axes`, `reduction` as a string, dims, ...) and, for the
+    asynchronous forms, a `handle` number pairing a `dist.*_start` with its
+    `dist.wait` (docs/artifact-format.md, "Communication").
+
+    Rules: the name is a non-empty `[a-z0-9_]` identifier, optionally
+    prefixed by `dist.`; at least one result, except for `dist.` kernels (a
+    send writes nothing); no result is a constant or an input slot
+    (read-only memory).
   }];
   let arguments = (ins StrAttr:$kernel, Variadic<Rt_BufferType>:$args,
                        Variadic<Rt_BufferType>:$results,

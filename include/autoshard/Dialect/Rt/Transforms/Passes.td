@@ -40,6 +40,19 @@ def RtLower : Pass<"rt-lower", "::mlir::ModuleOp"> {
       `rt.view`s of it when it is a reshape; when that is impossible
       (the value is an argument or a constant, or is returned twice) a
       `reshape` kernel (the runtime's copy) writes it at the end;
+    * a `dist` communication op on local tensors (after `dist-partition`)
+      becomes `rt.kernel "dist.OP"` (the op's full name, e.g.
+      `dist.all_reduce`, so it never clashes with a tfm kernel) with its
+      attributes but `mesh`, `reduction` as the string `"sum"`/`"max"`;
+      `dist.shard_slice` and `dist.axis_index` likewise. A `*_start` op
+      gets a `handle` number (0, 1, ... per function) and writes into the
+      buffer of its `dist.wait`'s result (that value's destination if it
+      is returned); the wait becomes `rt.kernel "dist.wait"` whose args are
+      the start's args then its results, whose results are the start's,
+      with the same `handle`. The handle must have exactly one use, a
+      `dist.wait` in the same function;
+    * the `dist.sharding` attribute of an entry argument or result is kept
+      as `rt.sharding` on its `rt.state_def`, `rt.input` or `rt.output`;
     * `tfm.OP` becomes `rt.kernel "OP"` with the op's attributes verbatim
       (dialect-prefixed discardable attributes such as `dist.sharding` are
       dropped); `tfm.reshape` becomes `rt.view` (no copy); `arith.constant`
@@ -89,8 +102,12 @@ def RtExport : Pass<"rt-export", "::mlir::ModuleOp"> {
   let summary = "Write the planned rt program as the JSON artifact";
   let description = [{
     Runs last, after `rt-plan-memory`; leaves the IR unchanged. Writes the
-    artifact described in `docs/artifact-format.md` (format version 1) to
-    `output` (`-` for stdout): state table from `rt.state_def`s, constant
+    artifact described in `docs/artifact-format.md` (format version 2) to
+    `output` (`-` for stdout): the mesh (the module's one `dist.mesh`, if
+    any) and world size, the plan (module attribute `dist.plan`), state
+    table from `rt.state_def`s with `global_shape` and `sharding` from
+    their `rt.sharding` (replicated without one; likewise for entry
+    slots), constant
     pool (one entry per distinct `rt.const` value), every function with its
     buffers and code, entries with their I/O slots, the memory section and
     the module's `tfm.model` summary. Fails if a function is not planned or

@@ -67,4 +67,42 @@ def TfmCostOpInterface : OpInterface<"TfmCostOpInterface"> {
   ];
 }
 
+def TfmPartitionOpInterface : OpInterface<"TfmPartitionOpInterface"> {
+  let cppNamespace = "::autoshard::tfm";
+  let description = [{
+    How `dist-partition` turns the op into per-rank (local) ops when its
+    factor rule (`TfmShardingRuleOpInterface`) is not enough, as GSPMD's and
+    Shardy's custom partitioners do. `dist-partition` never special-cases an
+    op by name: it asks this interface first and falls back to the factor
+    rule.
+
+    * `partition` is the hook: given a `PartitionContext` (the local operands
+      and their actual shardings, the annotated result shardings, a builder,
+      the mesh and the resharding engine) it either emits the local ops and
+      records every result with its actual sharding (returns true), declines
+      so that the factor rule applies (returns false), or reports an error
+      (failure). Examples: vocab-parallel `tfm.embedding` (a masked lookup of
+      the owned rows, partial sum over the vocabulary axes) and
+      `tfm.cross_entropy` (max and sum all-reduces of per-row statistics,
+      never an all-gather of the logits), `tfm.sum_squares` (one all-reduce
+      per group of operands sharded on the same axes, over exactly those
+      axes).
+
+    How pending sums pass through an op (its linearity) is part of the
+    factor rule (`ShardingRule::linearOperandGroups`); ops whose rule needs
+    a hook for some sharded factor (`ShardingRule::needsHook`) must
+    implement `partition` for it, or `dist-partition` reports an error.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Emits the local form of the op through `ctx`; returns true if it did
+        (every result recorded with `ctx.setResult`), false to let the
+        factor rule partition the op.
+      }],
+      "::mlir::FailureOr<bool>", "partition",
+      (ins "::autoshard::tfm::PartitionContext &":$ctx), [{}],
+      /*defaultImplementation=*/[{ return false; }]>,
+  ];
+}
+
 #endif // AUTOSHARD_DIALECT_TFM_IR_TFMINTERFACES_TD

@@ -22,6 +22,8 @@ include "mlir/IR/CommonAttrConstraints.td"
 // Forward ops declare their gradient rule (TfmVJP.cpp); gradient and
 // optimizer ops have none (no second-order differentiation).
 defvar Tfm_VJP = DeclareOpInterfaceMethods<TfmVJPOpInterface>;
+// Every op declares its factor sharding rule (TfmShardingRules.cpp).
+defvar Tfm_ShardingRule = DeclareOpInterfaceMethods<TfmShardingRuleOpInterface>;
 
 // Shapes are global and static: sharding rules, costs and the memory plan
 // all need concrete sizes.
@@ -32,7 +34,7 @@ def Tfm_ScalarI64 : 0DTensorOf<[I64]>;
 
 /// Base of all tfm ops: pure, `operands attr-dict : functional-type(...)`.
 class Tfm_PureOp<string mnemonic, list<Trait> traits = []>
-    : Tfm_Op<mnemonic, !listconcat(traits, [Pure])> {
+    : Tfm_Op<mnemonic, !listconcat(traits, [Pure, Tfm_ShardingRule])> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
@@ -1289,6 +1291,209 @@ def Tfm_AdamwOp : Tfm_InferredOp<"adamw"> {
                      # "::llvm::APFloat(beta2), "
                      # "::llvm::APFloat(epsilon), "
                      # "::llvm::APFloat(weightDecay)">
+  ];
+}
+
+} // opDocGroup
+
+//===----------------------------------------------------------------------===//
+// Vocab-parallel local ops (per-rank shapes; emitted by dist-partition)
+//===----------------------------------------------------------------------===//
+
+def Tfm_VocabParallelGroup : OpDocGroup {
+  let summary = "Vocab-parallel local ops";
+  let description = [{
+    Per-rank forms of the embedding and the cross-entropy when the vocabulary
+    dim is sharded (Megatron's vocab-parallel embedding and cross-entropy).
+    `dist-partition` emits them through the partition hooks of
+    `tfm.embedding`, `tfm.embedding_grad`, `tfm.cross_entropy` and
+    `tfm.cross_entropy_grad`; they never appear in global IR. Each takes
+    `shard`, a `tensor<i64>` holding the index of this rank's vocabulary
+    shard (from `dist.axis_index`): the rank owns the global classes/rows
+    `[shard * Vl, (shard + 1) * Vl)` where `Vl` is the local vocabulary size
+    (the size of the local table or logits dim). With `shard = 0` and the
+    whole vocabulary they compute what the global ops compute.
+  }];
+}
+
+let opDocGroup = Tfm_VocabParallelGroup in {
+
+def Tfm_VocabEmbeddingOp : Tfm_InferredOp<"vocab_embedding"> {
+  let summary = "embedding lookup of the locally owned vocabulary rows";
+  let description = [{
+    With `Vl` the rows of the local `table` and `o = shard * Vl`:
+    `out[i..., h] = table[ids[i...] - o, h]` if `o <= ids[i...] < o + Vl`,
+    else `0`. Summing `out` over the ranks that hold the other shards (a
+    partial sum over the vocabulary axes) gives `tfm.embedding`.
+
+    * `ids`: `[...]` global token ids (`i32`/`i64`); `table`: `[Vl, H]`;
+      `shard`: `tensor<i64>`.
+    * `out`: `[..., H]`, element type of `table`.
+
+    ```mlir
+    %h = tfm.vocab_embedding %ids, %wte_shard, %shard
+        : (tensor<8x64xi32>, tensor<32x128xf32>, tensor<i64>) -> tensor<8x64x128xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_IndexTensor:$ids, Tfm_FloatTensor:$table,
+                       Tfm_ScalarI64:$shard);
+  let results = (outs Tfm_FloatTensor:$out);
+  let builders = [
+    Tfm_InferBuilder<(ins "::mlir::Value":$ids, "::mlir::Value":$table,
+                          "::mlir::Value":$shard),
+                     "ids, table, shard">
+  ];
+}
+
+def Tfm_VocabEmbeddingGradOp : Tfm_InferredOp<"vocab_embedding_grad"> {
+  let summary = "embedding gradient of the locally owned vocabulary rows";
+  let description = [{
+    With `Vl = num_embeddings` (the local rows) and `o = shard * Vl`:
+    `dtable[v, h] = sum_{i... : ids[i...] == o + v} dy[i..., h]` for
+    `0 <= v < Vl`; ids outside the shard contribute nothing.
+
+    * `ids`: `[...]` global token ids; `dy`: `[..., H]`; `shard`:
+      `tensor<i64>`; `num_embeddings >= 1`.
+    * `dtable`: `[Vl, H]`, element type of `dy`.
+
+    ```mlir
+    %dwte = tfm.vocab_embedding_grad %ids, %dh, %shard {num_embeddings = 32 : i64}
+        : (tensor<8x64xi32>, tensor<8x64x128xf32>, tensor<i64>) -> tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_IndexTensor:$ids, Tfm_FloatTensor:$dy,
+                       Tfm_ScalarI64:$shard, I64Attr:$num_embeddings);
+  let results = (outs Tfm_FloatTensor:$dtable);
+  let builders = [
+    Tfm_InferBuilder<(ins "::mlir::Value":$ids, "::mlir::Value":$dy,
+                          "::mlir::Value":$shard, "int64_t":$numEmbeddings),
+                     "ids, dy, shard, numEmbeddings">
+  ];
+}
+
+def Tfm_VocabCeMaxOp : Tfm_InferredOp<"vocab_ce_max"> {
+  let summary = "local max of a vocabulary shard of logits (real classes)";
+  let description = [{
+    With `Vl` the last dim of `logits` and `o = shard * Vl`:
+    `max[i...] = max_{c < Vl, o + c < vocab_size} logits[i..., c]`, or `-inf`
+    when the shard holds no real class (all padding). A `max` all-reduce
+    over the vocabulary axes gives the row max of the whole vocabulary.
+
+    * `logits`: `[..., Vl]` float; `shard`: `tensor<i64>`; `vocab_size >= 1`
+      is the global number of real classes.
+    * `max`: `[...]` `f32`.
+
+    ```mlir
+    %mx = tfm.vocab_ce_max %logits, %shard {vocab_size = 65 : i64}
+        : (tensor<8x64x36xf32>, tensor<i64>) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$logits, Tfm_ScalarI64:$shard,
+                       I64Attr:$vocab_size);
+  let results = (outs Tfm_FloatTensor:$max);
+  let builders = [
+    Tfm_InferBuilder<(ins "::mlir::Value":$logits, "::mlir::Value":$shard,
+                          "int64_t":$vocabSize),
+                     "logits, shard, vocabSize">
+  ];
+}
+
+def Tfm_VocabCeStatsOp : Tfm_InferredOp<"vocab_ce_stats"> {
+  let summary = "local softmax statistics of a vocabulary shard of logits";
+  let description = [{
+    With `Vl` the last dim of `logits`, `o = shard * Vl` and `max` the global
+    row max (after the `max` all-reduce):
+
+    * `stats[i..., 0] = sum_{c < Vl, o + c < vocab_size} exp(logits[i..., c] - max[i...])`
+    * `stats[i..., 1] = logits[i..., labels[i...] - o]` if
+      `o <= labels[i...] < o + Vl`, else `0` (the target logit, owned by
+      exactly one shard).
+
+    A `sum` all-reduce over the vocabulary axes gives the global sum of
+    exponentials and the target logit; the logits themselves never move.
+
+    * `logits`: `[..., Vl]` float; `labels`: `[...]` (`i32`/`i64`, global
+      class ids); `max`: `[...]` `f32`; `shard`: `tensor<i64>`.
+    * `stats`: `[..., 2]` `f32`.
+
+    ```mlir
+    %st = tfm.vocab_ce_stats %logits, %labels, %mx, %shard {vocab_size = 65 : i64}
+        : (tensor<8x64x36xf32>, tensor<8x64xi32>, tensor<8x64xf32>, tensor<i64>) -> tensor<8x64x2xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$logits, Tfm_IndexTensor:$labels,
+                       Tfm_FloatTensor:$max, Tfm_ScalarI64:$shard,
+                       I64Attr:$vocab_size);
+  let results = (outs Tfm_FloatTensor:$stats);
+  let builders = [
+    Tfm_InferBuilder<(ins "::mlir::Value":$logits, "::mlir::Value":$labels,
+                          "::mlir::Value":$max, "::mlir::Value":$shard,
+                          "int64_t":$vocabSize),
+                     "logits, labels, max, shard, vocabSize">
+  ];
+}
+
+def Tfm_VocabCeLossOp : Tfm_InferredOp<"vocab_ce_loss"> {
+  let summary = "cross-entropy from reduced softmax statistics";
+  let description = [{
+    `loss = sum_{i...} (log(stats[i..., 0]) + max[i...] - stats[i..., 1]) / num_tokens`
+    over the local tokens, with `num_tokens` the GLOBAL token count (the
+    product of the global label dims). When the tokens are sharded (over the
+    data-parallel axes), the per-rank losses are a partial sum whose total is
+    the mean of `tfm.cross_entropy`.
+
+    * `stats`: `[..., 2]` `f32` (after the `sum` all-reduce); `max`: `[...]`
+      `f32`; `num_tokens` >= the local token count.
+    * `loss`: `tensor<f32>`.
+
+    ```mlir
+    %loss = tfm.vocab_ce_loss %st, %mx {num_tokens = 1024 : i64}
+        : (tensor<8x64x2xf32>, tensor<8x64xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$stats, Tfm_FloatTensor:$max,
+                       I64Attr:$num_tokens);
+  let results = (outs Tfm_ScalarF32:$loss);
+  let builders = [
+    Tfm_InferBuilder<(ins "::mlir::Value":$stats, "::mlir::Value":$max,
+                          "int64_t":$numTokens),
+                     "stats, max, numTokens">
+  ];
+}
+
+def Tfm_VocabCeGradOp : Tfm_InferredOp<"vocab_ce_grad"> {
+  let summary = "cross-entropy gradient of a vocabulary shard of logits";
+  let description = [{
+    With `Vl` the last dim of `logits`, `o = shard * Vl`, `max` and `stats`
+    the reduced statistics:
+    `dlogits[i..., c] = dloss / num_tokens * (exp(logits[i..., c] - max[i...]) / stats[i..., 0] - (o + c == labels[i...]))`
+    for real classes (`o + c < vocab_size`), `0` for padded ones.
+    `num_tokens` is the GLOBAL token count.
+
+    * `dloss`: `tensor<f32>`; `logits`: `[..., Vl]`; `labels`: `[...]`;
+      `max`: `[...]` `f32`; `stats`: `[..., 2]` `f32`; `shard`:
+      `tensor<i64>`.
+    * `dlogits`: type of `logits`.
+
+    ```mlir
+    %dl = tfm.vocab_ce_grad %dloss, %logits, %labels, %mx, %st, %shard
+        {num_tokens = 1024 : i64, vocab_size = 65 : i64}
+        : (tensor<f32>, tensor<8x64x36xf32>, tensor<8x64xi32>, tensor<8x64xf32>,
+           tensor<8x64x2xf32>, tensor<i64>) -> tensor<8x64x36xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_ScalarF32:$dloss, Tfm_FloatTensor:$logits,
+                       Tfm_IndexTensor:$labels, Tfm_FloatTensor:$max,
+                       Tfm_FloatTensor:$stats, Tfm_ScalarI64:$shard,
+                       I64Attr:$vocab_size, I64Attr:$num_tokens);
+  let results = (outs Tfm_FloatTensor:$dlogits);
+  let builders = [
+    Tfm_InferBuilder<(ins "::mlir::Value":$dloss, "::mlir::Value":$logits,
+                          "::mlir::Value":$labels, "::mlir::Value":$max,
+                          "::mlir::Value":$stats, "::mlir::Value":$shard,
+                          "int64_t":$vocabSize, "int64_t":$numTokens),
+                     "dloss, logits, labels, max, stats, shard, vocabSize, "
+                     # "numTokens">
   ];
 }
 

@@ -1,6 +1,7 @@
 //===- Elementwise.h - CPU elementwise and reduction kernels ----*- C++ -*-===//
 //
-// tfm.add/sub/mul with suffix broadcasting, tfm.scale and tfm.reduce_sum.
+// tfm.add/sub/mul with suffix broadcasting, tfm.scale, tfm.reduce_sum and
+// its adjoint tfm.broadcast.
 // All tensors are dense and row-major.
 //
 //===----------------------------------------------------------------------===//
@@ -38,6 +39,15 @@ void scale(const T *x, T *out, int64_t numel, double factor);
 /// std::invalid_argument on unsorted, repeated or out-of-range dims.
 template <typename T>
 void reduceSum(const T *x, T *out, const std::vector<int64_t> &shape,
+               const std::vector<int64_t> &dims);
+
+/// tfm.broadcast (the adjoint of reduceSum): `shape` is the shape of out;
+/// `dims` (sorted, unique, each in [0, rank)) are the dims x lacks, and x's
+/// shape is `shape` without them. out[i...] = x[i... without dims], so x is
+/// repeated along `dims`. An empty `dims` is a copy. Throws
+/// std::invalid_argument on unsorted, repeated or out-of-range dims.
+template <typename T>
+void broadcast(const T *x, T *out, const std::vector<int64_t> &shape,
                const std::vector<int64_t> &dims);
 
 } // namespace autoshard::runtime::cpu

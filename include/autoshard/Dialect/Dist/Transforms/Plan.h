@@ -1,0 +1,72 @@
+//===- Plan.h - Parallelism plans -------------------------------*- C++ -*-===//
+//
+// The plan syntax shared by `dist-apply-plan`, the tools and the scripts:
+// `"dp=2,tp=2,sp=1,zero=1"`. See the `dist-apply-plan` pass description.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_DIALECT_DIST_TRANSFORMS_PLAN_H
+#define AUTOSHARD_DIALECT_DIST_TRANSFORMS_PLAN_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace autoshard::dist {
+
+/// A parallelism plan: the degree of each strategy plus its options. Mesh
+/// axes are named after the degrees (`pp`, `dp`, `cp`, `tp`) and ordered
+/// that way, `tp` fastest; SP rides on `tp` and ZeRO on `dp`.
+struct Plan {
+  /// Pipeline stages (reserved: only 1 is supported yet).
+  int64_t pp = 1;
+  /// Data parallel degree: the batch dim of the inputs is split on `dp`.
+  int64_t dp = 1;
+  /// Context parallel degree (reserved: only 1).
+  int64_t cp = 1;
+  /// Tensor parallel degree (Megatron column/row, vocab-parallel).
+  int64_t tp = 1;
+  /// Sequence parallelism on the `tp` axis (0 or 1; needs tp > 1).
+  int64_t sp = 0;
+  /// ZeRO stage 0..3 on the `dp` axis (1: optimizer states, 2: + grads,
+  /// 3: + params). Allowed with dp = 1, where it changes nothing.
+  int64_t zero = 0;
+  /// Expert parallel degree (reserved: only 1).
+  int64_t ep = 1;
+  /// Microbatches per step (reserved: only 1).
+  int64_t mb = 1;
+  /// Virtual pipeline stages per rank (reserved: only 1).
+  int64_t vpp = 1;
+  /// Pipeline schedule (reserved: only "1f1b").
+  std::string schedule = "1f1b";
+  /// Activation recomputation (reserved: only "none").
+  std::string recompute = "none";
+
+  /// Parses `key=value,...` (whitespace around keys and values ignored; an
+  /// empty string is the default plan). Errors name the key and the value.
+  static llvm::Expected<Plan> parse(llvm::StringRef text);
+
+  /// Number of devices: the product of the mesh axis sizes.
+  int64_t getWorldSize() const { return pp * dp * cp * tp; }
+  /// True if every degree is 1 (nothing to distribute).
+  bool isTrivial() const { return getWorldSize() == 1; }
+  /// Mesh axes of size > 1, in mesh order (pp, dp, cp, tp).
+  llvm::SmallVector<std::pair<llvm::StringRef, int64_t>> getMeshAxes() const;
+
+  /// The `dist.plan` module attribute: every key, integers as i64.
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
+  /// Inverse of toAttr (missing keys take their defaults).
+  static llvm::Expected<Plan> fromAttr(mlir::DictionaryAttr attr);
+  /// `dp=2,tp=2,...` with every key, parseable by `parse`.
+  std::string str() const;
+};
+
+} // namespace autoshard::dist
+
+#endif // AUTOSHARD_DIALECT_DIST_TRANSFORMS_PLAN_H

@@ -1,0 +1,59 @@
+//===- Reshard.h - Resharding between two shardings -------------*- C++ -*-===//
+//
+// The resharding engine of `dist-partition`: converts a per-rank (local)
+// tensor from one `#dist.sharding` to another on the same N-D mesh by a
+// sequence of collectives and local slices.
+//
+// Algorithm (correctness first; every step keeps a valid sharding `cur`):
+//
+// 1. Unshard / move (on possibly partial data: gathering and exchanging are
+//    linear, so they commute with the pending reduction). For every dim `d`
+//    whose current axes are not a prefix of the target's axes for `d`, the
+//    axes after the common prefix must leave `d` (a dim's axes are listed
+//    major to minor, so only a suffix can be removed). If the minor-most of
+//    them, `a`, is the next axis the target adds to another dim `e` (whose
+//    current axes are a prefix of its target), one `dist.all_to_all` over
+//    `[a]` with `split_dim = e`, `concat_dim = d` moves it; otherwise one
+//    `dist.all_gather` over the whole suffix (in its major-to-minor order)
+//    on dim `d` removes it. Repeat until every dim's axes are a prefix of
+//    its target. This covers axis moves between dims, swapped axis orders
+//    within a dim (gather the swapped part, slice it back in order) and
+//    3-D meshes alike.
+// 2. Reduce. Partial axes that the target does not keep (or keeps with
+//    another reduction) are reduced. Where the next axes the target adds to
+//    a dim `d` are such partial axes (with one reduction kind), one
+//    `dist.reduce_scatter` over them on `d` reduces and shards at once —
+//    so a partial value whose target shards a dim on the partial axes is
+//    exactly one reduce-scatter. The rest are reduced by one
+//    `dist.all_reduce` per reduction kind (axes in mesh order).
+// 3. Shard. The axes each dim still lacks (replicated so far) are added by
+//    one `dist.shard_slice` per dim (no communication).
+//
+// Turning a non-partial value partial is not supported (no consumer needs
+// it: partial values only arise from ops) and is reported as an error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_DIALECT_DIST_TRANSFORMS_RESHARD_H
+#define AUTOSHARD_DIALECT_DIST_TRANSFORMS_RESHARD_H
+
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace autoshard::dist {
+
+/// Emits at `builder`'s insertion point the ops that convert `local` (the
+/// per-rank piece of a tensor of type `globalType` laid out as `from`) to
+/// the layout `to`, and returns the new per-rank value (`local` itself when
+/// the shardings are equal). Both shardings must name `mesh` and verify
+/// against `globalType`. On failure an error is reported at `loc`.
+mlir::FailureOr<mlir::Value> reshard(mlir::OpBuilder &builder,
+                                     mlir::Location loc, MeshOp mesh,
+                                     mlir::Value local,
+                                     mlir::RankedTensorType globalType,
+                                     ShardingAttr from, ShardingAttr to);
+
+} // namespace autoshard::dist
+
+#endif // AUTOSHARD_DIALECT_DIST_TRANSFORMS_RESHARD_H

@@ -1,0 +1,407 @@
+//===- DistApplyPlan.cpp - Mesh and seed shardings from a plan ------------===//
+//
+// Turns a plan (Plan.h) into `dist.mesh @mesh`, the `dist.plan` module
+// attribute and `dist.sharding` seeds on the entry functions' arguments and
+// results, chosen by the builder's role attributes (spec/sharding.md §1).
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Dist/Transforms/Passes.h"
+#include "autoshard/Dialect/Dist/Transforms/Plan.h"
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace autoshard::dist {
+#define GEN_PASS_DEF_DISTAPPLYPLAN
+#include "autoshard/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace autoshard::dist
+
+using namespace mlir;
+using namespace autoshard;
+using namespace autoshard::dist;
+
+namespace {
+
+constexpr StringLiteral kMeshName = "mesh";
+
+/// Per dim, the axes it is split over.
+using DimAxes = SmallVector<SmallVector<StringRef>>;
+
+StringRef getStrAttr(DictionaryAttr attrs, StringRef name) {
+  if (!attrs)
+    return {};
+  if (auto s = attrs.getAs<StringAttr>(name))
+    return s.getValue();
+  return {};
+}
+
+bool isColumnRole(StringRef role) {
+  return role == "attn_q" || role == "attn_k" || role == "attn_v" ||
+         role == "mlp_up" || role == "mlp_gate";
+}
+
+class Seeder {
+public:
+  Seeder(ModuleOp module, const Plan &plan)
+      : module(module), plan(plan), ctx(module.getContext()),
+        meshRef(FlatSymbolRefAttr::get(ctx, kMeshName)) {}
+
+  LogicalResult run();
+
+private:
+  ShardingAttr toAttr(const DimAxes &dims) {
+    SmallVector<ArrayAttr> attrs;
+    for (const auto &axes : dims) {
+      SmallVector<Attribute> names;
+      for (StringRef axis : axes)
+        names.push_back(StringAttr::get(ctx, axis));
+      attrs.push_back(ArrayAttr::get(ctx, names));
+    }
+    return ShardingAttr::get(ctx, meshRef, attrs);
+  }
+  int64_t axisSize(StringRef axis) {
+    if (axis == "dp")
+      return plan.dp;
+    if (axis == "tp")
+      return plan.tp;
+    if (axis == "pp")
+      return plan.pp;
+    return plan.cp;
+  }
+  int64_t product(ArrayRef<StringRef> axes) {
+    int64_t p = 1;
+    for (StringRef axis : axes)
+      p *= axisSize(axis);
+    return p;
+  }
+  LogicalResult checkModelDims();
+  FailureOr<DimAxes> paramSharding(func::FuncOp fn, unsigned index);
+  void addZero(DimAxes &dims, ArrayRef<int64_t> shape, StringRef name);
+  LogicalResult seedFunction(func::FuncOp fn);
+  void constrainGradients(func::FuncOp fn);
+  LogicalResult constrainSequence(func::FuncOp fn);
+
+  ModuleOp module;
+  const Plan &plan;
+  MLIRContext *ctx;
+  FlatSymbolRefAttr meshRef;
+  /// Parameter / state name -> its seed, for the matching results.
+  llvm::StringMap<DimAxes> byName;
+  llvm::SmallVector<std::string> zeroUnsharded;
+  llvm::StringSet<> zeroUnshardedSet;
+};
+
+/// Checks the model-level divisibility rules of TP from `tfm.model`.
+LogicalResult Seeder::checkModelDims() {
+  if (plan.tp == 1)
+    return success();
+  auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
+  if (!model)
+    return success();
+  for (StringRef key : {"num_heads", "num_kv_heads", "ffn_hidden_size",
+                        "padded_vocab_size", "num_experts"}) {
+    auto value = model.getAs<IntegerAttr>(key);
+    if (!value || key == "num_experts")
+      continue;
+    if (value.getInt() % plan.tp != 0)
+      return module.emitError()
+             << "plan tp=" << plan.tp << ": the model's " << key << " = "
+             << value.getInt() << " is not divisible by tp"
+             << (key == "padded_vocab_size"
+                     ? " (pad the vocabulary: --vocab-multiple)"
+                     : "");
+  }
+  return success();
+}
+
+/// Adds `dp` as the major axis of the first dim (dim 0 preferred) that stays
+/// divisible; records `name` when no dim is.
+void Seeder::addZero(DimAxes &dims, ArrayRef<int64_t> shape, StringRef name) {
+  if (plan.dp == 1)
+    return;
+  for (unsigned d = 0; d < dims.size(); ++d) {
+    if (shape[d] % (product(dims[d]) * plan.dp) != 0)
+      continue;
+    dims[d].insert(dims[d].begin(), "dp");
+    return;
+  }
+  if (zeroUnshardedSet.insert(name).second)
+    zeroUnsharded.push_back(name.str());
+}
+
+/// TP seed of parameter argument `index` by its role.
+FailureOr<DimAxes> Seeder::paramSharding(func::FuncOp fn, unsigned index) {
+  DictionaryAttr attrs = fn.getArgAttrDict(index);
+  auto type = cast<RankedTensorType>(fn.getArgumentTypes()[index]);
+  DimAxes dims(type.getRank());
+  StringRef role = getStrAttr(attrs, "tfm.role");
+  StringRef name = getStrAttr(attrs, "tfm.param");
+  if (plan.tp > 1) {
+    std::optional<unsigned> dim;
+    if (isColumnRole(role) || role == "lm_head")
+      dim = type.getRank() - 1;
+    else if (role == "attn_out" || role == "mlp_down" || role == "embedding")
+      dim = 0;
+    else if (role == "bias" && isColumnRole(getStrAttr(attrs, "tfm.bias_of")))
+      dim = type.getRank() - 1;
+    if (dim && type.getRank() >= 1) {
+      if (type.getRank() != (role == "bias" ? 1 : 2))
+        return fn.emitError()
+               << "plan tp=" << plan.tp << ": parameter '" << name
+               << "' with role '" << role << "' has rank " << type.getRank()
+               << ", expected " << (role == "bias" ? 1 : 2);
+      if (type.getDimSize(*dim) % plan.tp != 0)
+        return fn.emitError()
+               << "plan tp=" << plan.tp << ": dim " << *dim << " (size "
+               << type.getDimSize(*dim) << ") of parameter '" << name
+               << "' (role '" << role << "') is not divisible by tp"
+               << (role == "embedding" || role == "lm_head"
+                       ? " (pad the vocabulary: --vocab-multiple)"
+                       : "");
+      dims[*dim].push_back("tp");
+    }
+  }
+  if (plan.zero == 3)
+    addZero(dims, type.getShape(), name);
+  return dims;
+}
+
+LogicalResult Seeder::seedFunction(func::FuncOp fn) {
+  StringRef attrName = DistDialect::getShardingAttrName();
+  // Parameters first, so that states can copy their parameter's sharding.
+  SmallVector<std::pair<unsigned, DimAxes>> seeds;
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    DictionaryAttr attrs = fn.getArgAttrDict(i);
+    if (getStrAttr(attrs, "tfm.param").empty())
+      continue;
+    FailureOr<DimAxes> dims = paramSharding(fn, i);
+    if (failed(dims))
+      return failure();
+    byName[getStrAttr(attrs, "tfm.param")] = *dims;
+    seeds.emplace_back(i, *dims);
+  }
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    DictionaryAttr attrs = fn.getArgAttrDict(i);
+    auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+    if (!type || !getStrAttr(attrs, "tfm.param").empty())
+      continue;
+    DimAxes dims(type.getRank());
+    StringRef input = getStrAttr(attrs, "tfm.input");
+    StringRef state = getStrAttr(attrs, "tfm.state");
+    if ((input == "tokens" || input == "labels") && type.getRank() >= 1 &&
+        plan.dp > 1) {
+      if (type.getDimSize(0) % plan.dp != 0)
+        return fn.emitError()
+               << "plan dp=" << plan.dp << ": the batch dim of input '" << input
+               << "' (size " << type.getDimSize(0)
+               << ") is not divisible by dp";
+      dims[0].push_back("dp");
+    } else if (!state.empty()) {
+      StringRef of = getStrAttr(attrs, "tfm.state_of");
+      auto it = byName.find(of);
+      if (it != byName.end() && it->second.size() == dims.size()) {
+        dims = it->second;
+        // ZeRO-3 parameters already carry dp; states follow them.
+        if (plan.zero >= 1 && plan.zero < 3)
+          addZero(dims, type.getShape(), state);
+        else if (plan.zero == 3 && llvm::none_of(dims, [](const auto &axes) {
+                   return llvm::is_contained(axes, "dp");
+                 }))
+          addZero(dims, type.getShape(), state);
+      } else if (plan.zero >= 1) {
+        addZero(dims, type.getShape(), state);
+      }
+      byName[state] = dims;
+    }
+    seeds.emplace_back(i, dims);
+  }
+  for (auto &[i, dims] : seeds)
+    fn.setArgAttr(i, attrName, toAttr(dims));
+  // Results: state outputs copy their argument's sharding, scalar outputs
+  // are replicated, the rest is left to dist-propagate.
+  for (unsigned r = 0, e = fn.getNumResults(); r < e; ++r) {
+    DictionaryAttr attrs = fn.getResultAttrDict(r);
+    auto type = dyn_cast<RankedTensorType>(fn.getResultTypes()[r]);
+    if (!type)
+      continue;
+    StringRef name = getStrAttr(attrs, "tfm.param");
+    if (name.empty())
+      name = getStrAttr(attrs, "tfm.state");
+    if (!name.empty()) {
+      auto it = byName.find(name);
+      if (it != byName.end() &&
+          it->second.size() == static_cast<size_t>(type.getRank()))
+        fn.setResultAttr(r, attrName, toAttr(it->second));
+    } else if (type.getRank() == 0) {
+      fn.setResultAttr(r, attrName, toAttr({}));
+    }
+  }
+  return success();
+}
+
+/// ZeRO >= 2: pins each parameter's final gradient (the `grad` of its
+/// `tfm.adamw`) to the sharding of its optimizer state, right after the
+/// gradient is produced.
+void Seeder::constrainGradients(func::FuncOp fn) {
+  StringRef attrName = DistDialect::getShardingAttrName();
+  SmallVector<tfm::AdamwOp> updates;
+  fn.walk([&](tfm::AdamwOp op) { updates.push_back(op); });
+  for (tfm::AdamwOp op : updates) {
+    auto m = dyn_cast<BlockArgument>(op.getM());
+    if (!m || m.getOwner() != &fn.getBody().front())
+      continue;
+    auto sharding =
+        fn.getArgAttrOfType<ShardingAttr>(m.getArgNumber(), attrName);
+    if (!sharding || sharding.isReplicated())
+      continue;
+    Value grad = op.getGrad();
+    OpBuilder b(ctx);
+    if (Operation *def = grad.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(&fn.getBody().front());
+    auto constraint =
+        ShardingConstraintOp::create(b, op.getLoc(), grad, sharding);
+    grad.replaceAllUsesExcept(constraint.getResult(), constraint);
+  }
+}
+
+/// SP: pins the hidden state into and out of each block call (and its
+/// gradient in and out of each backward call) to `[{dp}, {tp}, {}]`.
+LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
+  SymbolTable symbols(module);
+  SmallVector<func::CallOp> calls;
+  fn.walk([&](func::CallOp call) { calls.push_back(call); });
+  for (func::CallOp call : calls) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee)
+      continue;
+    std::optional<unsigned> hiddenArg;
+    for (unsigned i = 0, e = callee.getNumArguments(); i < e; ++i)
+      if (getStrAttr(callee.getArgAttrDict(i), "tfm.role") == "hidden") {
+        hiddenArg = i;
+        break;
+      }
+    if (!hiddenArg)
+      continue;
+    auto hiddenType =
+        dyn_cast<RankedTensorType>(callee.getArgumentTypes()[*hiddenArg]);
+    if (!hiddenType || hiddenType.getRank() != 3)
+      continue;
+    if (hiddenType.getDimSize(1) % plan.tp != 0)
+      return call.emitError()
+             << "plan sp=1: the sequence dim (size " << hiddenType.getDimSize(1)
+             << ") of the hidden state is not divisible by tp=" << plan.tp;
+    DimAxes dims(3);
+    if (plan.dp > 1 && hiddenType.getDimSize(0) % plan.dp == 0)
+      dims[0].push_back("dp");
+    dims[1].push_back("tp");
+    ShardingAttr sharding = toAttr(dims);
+    OpBuilder b(call);
+    // Operands: hidden-role args, and the leading unannotated gradients of
+    // a backward function (`dy`, before its first annotated argument).
+    bool leading = true;
+    for (unsigned i = 0, e = call.getNumOperands(); i < e; ++i) {
+      DictionaryAttr attrs = callee.getArgAttrDict(i);
+      bool annotated = attrs && !attrs.empty();
+      if (annotated)
+        leading = false;
+      bool isHidden = getStrAttr(attrs, "tfm.role") == "hidden";
+      bool isDy = leading && callee.getName().ends_with("_bwd");
+      if ((!isHidden && !isDy) || call.getOperand(i).getType() != hiddenType)
+        continue;
+      if (auto prev = call.getOperand(i).getDefiningOp<ShardingConstraintOp>())
+        if (prev.getSharding() == sharding)
+          continue;
+      auto c = ShardingConstraintOp::create(b, call.getLoc(),
+                                            call.getOperand(i), sharding);
+      call->setOperand(i, c.getResult());
+    }
+    // Results: hidden-role results, else (a `_fwd` or plain block without
+    // result attrs) result 0.
+    b.setInsertionPointAfter(call);
+    bool anyResultAttrs = false;
+    for (unsigned r = 0, e = callee.getNumResults(); r < e; ++r) {
+      DictionaryAttr attrs = callee.getResultAttrDict(r);
+      anyResultAttrs |= attrs && !attrs.empty();
+    }
+    for (unsigned r = 0, e = call.getNumResults(); r < e; ++r) {
+      bool isHidden =
+          getStrAttr(callee.getResultAttrDict(r), "tfm.role") == "hidden" ||
+          (!anyResultAttrs && r == 0);
+      Value result = call.getResult(r);
+      if (!isHidden || result.getType() != hiddenType)
+        continue;
+      auto c = ShardingConstraintOp::create(b, call.getLoc(), result, sharding);
+      result.replaceAllUsesExcept(c.getResult(), c);
+    }
+  }
+  return success();
+}
+
+LogicalResult Seeder::run() {
+  if (failed(checkModelDims()))
+    return failure();
+  OpBuilder b(ctx);
+  if (Operation *existing = SymbolTable::lookupSymbolIn(module, kMeshName))
+    return existing->emitError()
+           << "dist-apply-plan: the module already has a symbol @" << kMeshName;
+  b.setInsertionPointToStart(module.getBody());
+  SmallVector<Attribute> names;
+  SmallVector<int64_t> sizes;
+  for (auto [name, size] : plan.getMeshAxes()) {
+    names.push_back(b.getStringAttr(name));
+    sizes.push_back(size);
+  }
+  MeshOp::create(b, module.getLoc(), b.getStringAttr(kMeshName),
+                 b.getArrayAttr(names), b.getDenseI64ArrayAttr(sizes));
+  module->setAttr("dist.plan", plan.toAttr(ctx));
+
+  SmallVector<func::FuncOp> entries;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn.isPublic() && !fn.isExternal())
+      entries.push_back(fn);
+  for (func::FuncOp fn : entries)
+    if (failed(seedFunction(fn)))
+      return failure();
+  for (func::FuncOp fn : entries) {
+    if (plan.zero >= 2)
+      constrainGradients(fn);
+    if (plan.sp == 1 && failed(constrainSequence(fn)))
+      return failure();
+  }
+  if (!zeroUnsharded.empty()) {
+    SmallVector<Attribute> list;
+    for (const std::string &name : zeroUnsharded)
+      list.push_back(b.getStringAttr(name));
+    module->setAttr("dist.zero_unsharded", b.getArrayAttr(list));
+  }
+  return success();
+}
+
+struct DistApplyPlanPass
+    : public dist::impl::DistApplyPlanBase<DistApplyPlanPass> {
+  using DistApplyPlanBase::DistApplyPlanBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::Expected<Plan> parsed = Plan::parse(plan);
+    if (!parsed) {
+      module.emitError() << "dist-apply-plan: "
+                         << llvm::toString(parsed.takeError());
+      return signalPassFailure();
+    }
+    if (parsed->isTrivial())
+      return;
+    Seeder seeder(module, *parsed);
+    if (failed(seeder.run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace

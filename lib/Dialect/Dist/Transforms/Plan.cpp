@@ -1,0 +1,160 @@
+//===- Plan.cpp - Parallelism plans ---------------------------------------===//
+
+#include "autoshard/Dialect/Dist/Transforms/Plan.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace autoshard::dist;
+
+namespace {
+
+llvm::Error planError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Keys reserved for later issues: accepted only with their default value.
+constexpr const char *kReservedInts[] = {"pp", "cp", "ep", "mb", "vpp"};
+
+int64_t *intField(Plan &plan, StringRef key) {
+  if (key == "pp")
+    return &plan.pp;
+  if (key == "dp")
+    return &plan.dp;
+  if (key == "cp")
+    return &plan.cp;
+  if (key == "tp")
+    return &plan.tp;
+  if (key == "sp")
+    return &plan.sp;
+  if (key == "zero")
+    return &plan.zero;
+  if (key == "ep")
+    return &plan.ep;
+  if (key == "mb")
+    return &plan.mb;
+  if (key == "vpp")
+    return &plan.vpp;
+  return nullptr;
+}
+
+constexpr const char *kKnownKeys =
+    "pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute";
+
+} // namespace
+
+llvm::Expected<Plan> Plan::parse(StringRef text) {
+  Plan plan;
+  llvm::StringSet<> seen;
+  SmallVector<StringRef> items;
+  text.split(items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/true);
+  if (text.trim().empty())
+    items.clear();
+  for (StringRef item : items) {
+    item = item.trim();
+    auto [key, value] = item.split('=');
+    key = key.trim();
+    value = value.trim();
+    if (item.empty() || !item.contains('=') || key.empty())
+      return planError(llvm::formatv(
+          "plan: expected 'key=value', found '{0}' (in \"{1}\")", item, text));
+    if (!seen.insert(key).second)
+      return planError(llvm::formatv("plan: key '{0}' given twice", key));
+    if (key == "schedule" || key == "recompute") {
+      StringRef def = key == "schedule" ? "1f1b" : "none";
+      if (value != def)
+        return planError(
+            llvm::formatv("plan: {0}={1} is not supported yet (only {0}={2})",
+                          key, value, def));
+      continue;
+    }
+    int64_t *field = intField(plan, key);
+    if (!field)
+      return planError(llvm::formatv(
+          "plan: unknown key '{0}' (value '{1}'; known keys: {2})", key, value,
+          kKnownKeys));
+    int64_t number;
+    if (value.getAsInteger(10, number))
+      return planError(llvm::formatv(
+          "plan: {0} expects an integer, found '{1}'", key, value));
+    *field = number;
+    if (key == "sp") {
+      if (number != 0 && number != 1)
+        return planError(
+            llvm::formatv("plan: sp must be 0 or 1, found {0}", number));
+    } else if (key == "zero") {
+      if (number < 0 || number > 3)
+        return planError(
+            llvm::formatv("plan: zero must be in 0..3, found {0}", number));
+    } else if (number < 1) {
+      return planError(
+          llvm::formatv("plan: {0} must be >= 1, found {1}", key, number));
+    }
+    for (const char *reserved : kReservedInts)
+      if (key == reserved && number != 1)
+        return planError(llvm::formatv(
+            "plan: {0}={1} is not supported yet (only {0}=1)", key, number));
+  }
+  if (plan.sp == 1 && plan.tp == 1)
+    return planError("plan: sp=1 needs tp > 1 (sequence parallelism runs on "
+                     "the tp axis), found tp=1");
+  if (plan.getWorldSize() <= 0 ||
+      plan.getWorldSize() / plan.tp / plan.cp / plan.dp != plan.pp)
+    return planError("plan: the world size does not fit in int64");
+  return plan;
+}
+
+SmallVector<std::pair<StringRef, int64_t>> Plan::getMeshAxes() const {
+  SmallVector<std::pair<StringRef, int64_t>> axes;
+  for (auto [name, size] : {std::pair<StringRef, int64_t>{"pp", pp},
+                            {"dp", dp},
+                            {"cp", cp},
+                            {"tp", tp}})
+    if (size > 1)
+      axes.emplace_back(name, size);
+  return axes;
+}
+
+DictionaryAttr Plan::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  SmallVector<NamedAttribute> entries;
+  for (StringRef key :
+       {"pp", "dp", "cp", "tp", "sp", "zero", "ep", "mb", "vpp"})
+    entries.push_back(b.getNamedAttr(
+        key, b.getI64IntegerAttr(*intField(const_cast<Plan &>(*this), key))));
+  entries.push_back(b.getNamedAttr("schedule", b.getStringAttr(schedule)));
+  entries.push_back(b.getNamedAttr("recompute", b.getStringAttr(recompute)));
+  return b.getDictionaryAttr(entries);
+}
+
+llvm::Expected<Plan> Plan::fromAttr(DictionaryAttr attr) {
+  Plan plan;
+  for (NamedAttribute entry : attr) {
+    StringRef key = entry.getName().getValue();
+    if (int64_t *field = intField(plan, key)) {
+      auto value = dyn_cast<IntegerAttr>(entry.getValue());
+      if (!value)
+        return planError(
+            llvm::formatv("dist.plan: {0} is not an integer", key));
+      *field = value.getInt();
+    } else if (key == "schedule" || key == "recompute") {
+      auto value = dyn_cast<StringAttr>(entry.getValue());
+      if (!value)
+        return planError(llvm::formatv("dist.plan: {0} is not a string", key));
+      (key == "schedule" ? plan.schedule : plan.recompute) = value.str();
+    } else {
+      return planError(llvm::formatv("dist.plan: unknown key '{0}'", key));
+    }
+  }
+  return plan;
+}
+
+std::string Plan::str() const {
+  return llvm::formatv("pp={0},dp={1},cp={2},tp={3},sp={4},zero={5},ep={6},"
+                       "mb={7},schedule={8},vpp={9},recompute={10}",
+                       pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp,
+                       recompute)
+      .str();
+}

@@ -1,0 +1,217 @@
+//===- Reshard.cpp - Resharding between two shardings ---------------------===//
+//
+// See Reshard.h for the algorithm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Dialect/Dist/Transforms/Reshard.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace autoshard::dist;
+
+namespace {
+
+using AxisList = SmallVector<StringAttr>;
+
+/// A sharding under construction: per-dim axes and partial axes.
+struct Layout {
+  SmallVector<AxisList> dims;
+  SmallVector<PartialAxis> partial;
+
+  explicit Layout(ShardingAttr s) {
+    for (unsigned d = 0; d < s.getRank(); ++d)
+      dims.push_back(s.getDimAxes(d));
+    partial.assign(s.getPartialAxes().begin(), s.getPartialAxes().end());
+  }
+
+  std::optional<ReductionKind> partialKind(StringAttr axis) const {
+    for (const PartialAxis &p : partial)
+      if (p.axis == axis)
+        return p.kind;
+    return std::nullopt;
+  }
+};
+
+bool isPrefix(ArrayRef<StringAttr> prefix, ArrayRef<StringAttr> of) {
+  return prefix.size() <= of.size() && of.take_front(prefix.size()) == prefix;
+}
+
+class Resharder {
+public:
+  Resharder(OpBuilder &b, Location loc, MeshOp mesh, RankedTensorType global)
+      : b(b), loc(loc), mesh(mesh), global(global),
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {}
+
+  FailureOr<Value> run(Value value, ShardingAttr from, ShardingAttr to);
+
+private:
+  ArrayAttr axesAttr(ArrayRef<StringAttr> axes) {
+    return b.getArrayAttr(SmallVector<Attribute>(axes.begin(), axes.end()));
+  }
+  int64_t groupSize(ArrayRef<StringAttr> axes) {
+    int64_t n = 1;
+    for (StringAttr a : axes)
+      n *= mesh.getAxisSize(a.getValue());
+    return n;
+  }
+  /// `value`'s type with dim `d` multiplied by `mul` and divided by `div`.
+  RankedTensorType withDim(Value value, int64_t d, int64_t mul, int64_t div) {
+    auto type = cast<RankedTensorType>(value.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[d] = shape[d] * mul / div;
+    return type.clone(shape);
+  }
+
+  Value allGather(Value v, ArrayRef<StringAttr> axes, int64_t dim) {
+    return b.create<AllGatherOp>(loc, withDim(v, dim, groupSize(axes), 1), v,
+                                 meshRef, axesAttr(axes),
+                                 b.getI64IntegerAttr(dim));
+  }
+  Value allToAll(Value v, ArrayRef<StringAttr> axes, int64_t splitDim,
+                 int64_t concatDim) {
+    int64_t n = groupSize(axes);
+    RankedTensorType type = withDim(v, splitDim, 1, n);
+    SmallVector<int64_t> shape(type.getShape());
+    shape[concatDim] *= n;
+    return b.create<AllToAllOp>(loc, type.clone(shape), v, meshRef,
+                                axesAttr(axes), b.getI64IntegerAttr(splitDim),
+                                b.getI64IntegerAttr(concatDim));
+  }
+  Value reduceScatter(Value v, ArrayRef<StringAttr> axes, int64_t dim,
+                      ReductionKind kind) {
+    return b.create<ReduceScatterOp>(
+        loc, withDim(v, dim, 1, groupSize(axes)), v, meshRef, axesAttr(axes),
+        b.getI64IntegerAttr(dim), ReductionKindAttr::get(b.getContext(), kind));
+  }
+  Value allReduce(Value v, ArrayRef<StringAttr> axes, ReductionKind kind) {
+    return b.create<AllReduceOp>(loc, v.getType(), v, meshRef, axesAttr(axes),
+                                 ReductionKindAttr::get(b.getContext(), kind));
+  }
+  Value shardSlice(Value v, ArrayRef<StringAttr> axes, int64_t dim) {
+    return b.create<ShardSliceOp>(loc, withDim(v, dim, 1, groupSize(axes)), v,
+                                  meshRef, axesAttr(axes),
+                                  b.getI64IntegerAttr(dim));
+  }
+
+  OpBuilder &b;
+  Location loc;
+  MeshOp mesh;
+  RankedTensorType global;
+  FlatSymbolRefAttr meshRef;
+};
+
+FailureOr<Value> Resharder::run(Value value, ShardingAttr from,
+                                ShardingAttr to) {
+  Layout cur(from);
+  Layout dst(to);
+  unsigned rank = cur.dims.size();
+
+  // A value cannot become partial (or change its reduction) by resharding.
+  for (const PartialAxis &p : dst.partial)
+    if (cur.partialKind(p.axis) != p.kind)
+      return emitError(loc)
+             << "cannot reshard " << from << " to " << to << ": axis '"
+             << p.axis.getValue() << "' would become partial";
+
+  // 1. Unshard / move: make every dim's axes a prefix of its target.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (unsigned d = 0; d < rank; ++d) {
+      if (isPrefix(cur.dims[d], dst.dims[d]))
+        continue;
+      changed = true;
+      unsigned common = 0;
+      while (common < cur.dims[d].size() && common < dst.dims[d].size() &&
+             cur.dims[d][common] == dst.dims[d][common])
+        ++common;
+      StringAttr minor = cur.dims[d].back();
+      // An all-to-all moves the minor-most axis to the dim that needs it
+      // next.
+      std::optional<unsigned> target;
+      for (unsigned e = 0; e < rank && !target; ++e)
+        if (e != d && isPrefix(cur.dims[e], dst.dims[e]) &&
+            dst.dims[e].size() > cur.dims[e].size() &&
+            dst.dims[e][cur.dims[e].size()] == minor)
+          target = e;
+      if (target) {
+        value = allToAll(value, {minor}, *target, d);
+        cur.dims[d].pop_back();
+        cur.dims[*target].push_back(minor);
+        continue;
+      }
+      AxisList suffix(cur.dims[d].begin() + common, cur.dims[d].end());
+      value = allGather(value, suffix, d);
+      cur.dims[d].resize(common);
+    }
+  }
+
+  // 2. Reduce the partial axes that the target does not keep.
+  auto toReduce = [&](StringAttr axis) {
+    std::optional<ReductionKind> kind = cur.partialKind(axis);
+    return kind && dst.partialKind(axis) != kind;
+  };
+  for (unsigned d = 0; d < rank; ++d) {
+    size_t next = cur.dims[d].size();
+    if (next >= dst.dims[d].size() || !toReduce(dst.dims[d][next]))
+      continue;
+    ReductionKind kind = *cur.partialKind(dst.dims[d][next]);
+    AxisList run;
+    while (next < dst.dims[d].size() && toReduce(dst.dims[d][next]) &&
+           *cur.partialKind(dst.dims[d][next]) == kind)
+      run.push_back(dst.dims[d][next++]);
+    value = reduceScatter(value, run, d, kind);
+    llvm::append_range(cur.dims[d], run);
+    llvm::erase_if(cur.partial, [&](const PartialAxis &p) {
+      return llvm::is_contained(run, p.axis);
+    });
+  }
+  for (ReductionKind kind : {ReductionKind::Sum, ReductionKind::Max}) {
+    AxisList axes;
+    for (const PartialAxis &p : cur.partial)
+      if (p.kind == kind && toReduce(p.axis))
+        axes.push_back(p.axis);
+    if (axes.empty())
+      continue;
+    llvm::sort(axes, [&](StringAttr x, StringAttr y) {
+      return *mesh.getAxisIndex(x.getValue()) <
+             *mesh.getAxisIndex(y.getValue());
+    });
+    value = allReduce(value, axes, kind);
+    llvm::erase_if(cur.partial, [&](const PartialAxis &p) {
+      return llvm::is_contained(axes, p.axis);
+    });
+  }
+
+  // 3. Shard: slice in the axes each dim still lacks.
+  for (unsigned d = 0; d < rank; ++d) {
+    if (cur.dims[d].size() == dst.dims[d].size())
+      continue;
+    AxisList rest(dst.dims[d].begin() + cur.dims[d].size(), dst.dims[d].end());
+    value = shardSlice(value, rest, d);
+    cur.dims[d] = dst.dims[d];
+  }
+  return value;
+}
+
+} // namespace
+
+FailureOr<Value> autoshard::dist::reshard(OpBuilder &builder, Location loc,
+                                          MeshOp mesh, Value local,
+                                          RankedTensorType globalType,
+                                          ShardingAttr from, ShardingAttr to) {
+  if (from == to)
+    return local;
+  if (from.getMesh() != to.getMesh())
+    return emitError(loc) << "cannot reshard between meshes " << from.getMesh()
+                          << " and " << to.getMesh();
+  if (from.getRank() != to.getRank() || from.getRank() != globalType.getRank())
+    return emitError(loc) << "cannot reshard " << from << " to " << to
+                          << " for " << globalType << ": rank mismatch";
+  auto emitErr = [&] { return emitError(loc); };
+  if (failed(to.verifyAgainst(mesh, globalType, emitErr)))
+    return failure();
+  return Resharder(builder, loc, mesh, globalType).run(local, from, to);
+}

@@ -1,0 +1,670 @@
+//===- TfmPartitionHooks.cpp - Partition hooks of the tfm ops -------------===//
+//
+// TfmPartitionOpInterface implementations (attached as external models, so
+// that the op definitions stay untouched) and the result-type rules of the
+// vocab-parallel local ops they emit.
+//
+// Hooks:
+// * embedding with a vocab-sharded table: masked lookup of the owned rows
+//   (`tfm.vocab_embedding`), result partial (sum) over the vocab axes;
+// * embedding_grad with a vocab-sharded result: scatter-add into the owned
+//   rows only (`tfm.vocab_embedding_grad`), partial over the token axes;
+// * cross_entropy / cross_entropy_grad: with tokens sharded, local sums
+//   divided by the GLOBAL token count (partial sum over the token axes);
+//   with logits sharded on the vocabulary, per-row max and (sum of
+//   exponentials, target logit) statistics all-reduced with `max` and `sum`
+//   over the vocab axes, never an all-gather of the logits; the gradient
+//   reuses the forward's statistics when both are in the same block;
+// * position_embedding / position_embedding_grad with the sequence sharded:
+//   the rows are computed whole and sliced locally / `dy` is gathered over
+//   the sequence axes (no offset operand needed);
+// * sum_squares: operands grouped by the axes they are sharded on, one
+//   `sum` all-reduce per group over exactly those axes (a replicated
+//   operand is never counted twice).
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace autoshard;
+using namespace autoshard::tfm;
+using dist::ShardingAttr;
+
+PartitionContext::~PartitionContext() = default;
+
+//===----------------------------------------------------------------------===//
+// Result types of the vocab-parallel local ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+RankedTensorType tensorOf(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, Float32Type::get(ctx));
+}
+
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return s;
+}
+
+/// `type` is `[leading..., X]`.
+LogicalResult checkLeading(EmitErrorFn emitError, StringRef name,
+                           RankedTensorType type, StringRef leadingName,
+                           ArrayRef<int64_t> leading) {
+  if (type.getRank() != static_cast<int64_t>(leading.size()) + 1)
+    return emitError() << name << " must have rank " << leading.size() + 1
+                       << " (rank of " << leadingName << " + 1), found rank "
+                       << type.getRank();
+  if (type.getShape().drop_back() != leading)
+    return emitError() << name << " leading dims "
+                       << shapeStr(type.getShape().drop_back())
+                       << " must match " << leadingName << " shape "
+                       << shapeStr(leading);
+  return success();
+}
+
+/// `type` is `f32` with shape `shape`.
+LogicalResult checkF32(EmitErrorFn emitError, StringRef name,
+                       RankedTensorType type, ArrayRef<int64_t> shape,
+                       StringRef source) {
+  RankedTensorType want = f32Tensor(type.getContext(), shape);
+  if (type == want)
+    return success();
+  return emitError() << name << " must be " << want << " (" << source
+                     << "), found " << type;
+}
+
+LogicalResult checkAtLeastOne(EmitErrorFn emitError, StringRef name,
+                              int64_t value) {
+  if (value >= 1)
+    return success();
+  return emitError() << name << " must be >= 1, found " << value;
+}
+
+int64_t numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Shared by the cross-entropy statistics ops: logits `[..., Vl]`, labels
+/// `[...]` (if given), max `[...]` f32 (if given), stats `[..., 2]` f32 (if
+/// given), `vocab_size >= 1`.
+LogicalResult checkVocabCe(EmitErrorFn emitError, Value logits, Value labels,
+                           Value max, Value stats, int64_t vocabSize) {
+  RankedTensorType logitsType = tensorOf(logits);
+  if (logitsType.getRank() < 1)
+    return emitError() << "logits must have rank >= 1, found rank 0";
+  ArrayRef<int64_t> rows = logitsType.getShape().drop_back();
+  if (labels && failed(checkLeading(emitError, "logits", logitsType, "labels",
+                                    tensorOf(labels).getShape())))
+    return failure();
+  if (max && failed(checkF32(emitError, "max", tensorOf(max), rows,
+                             "leading dims of logits, f32")))
+    return failure();
+  if (stats) {
+    SmallVector<int64_t> shape(rows);
+    shape.push_back(2);
+    if (failed(checkF32(emitError, "stats", tensorOf(stats), shape,
+                        "leading dims of logits + [2], f32")))
+      return failure();
+  }
+  return checkAtLeastOne(emitError, "vocab_size", vocabSize);
+}
+
+} // namespace
+
+LogicalResult
+VocabEmbeddingOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                     SmallVectorImpl<Type> &resultTypes) {
+  RankedTensorType table = tensorOf(adaptor.getTable());
+  if (table.getRank() != 2)
+    return emitError() << "table must have rank 2 [Vl, H], found rank "
+                       << table.getRank();
+  SmallVector<int64_t> shape(tensorOf(adaptor.getIds()).getShape());
+  shape.push_back(table.getDimSize(1));
+  resultTypes.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
+LogicalResult
+VocabEmbeddingGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &resultTypes) {
+  RankedTensorType dy = tensorOf(adaptor.getDy());
+  int64_t rows = adaptor.getNumEmbeddingsAttr().getInt();
+  if (failed(checkAtLeastOne(emitError, "num_embeddings", rows)) ||
+      failed(checkLeading(emitError, "dy", dy, "ids",
+                          tensorOf(adaptor.getIds()).getShape())))
+    return failure();
+  resultTypes.push_back(
+      RankedTensorType::get({rows, dy.getShape().back()}, dy.getElementType()));
+  return success();
+}
+
+LogicalResult
+VocabCeMaxOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                 SmallVectorImpl<Type> &resultTypes) {
+  if (failed(checkVocabCe(emitError, adaptor.getLogits(), nullptr, nullptr,
+                          nullptr, adaptor.getVocabSizeAttr().getInt())))
+    return failure();
+  RankedTensorType logits = tensorOf(adaptor.getLogits());
+  resultTypes.push_back(
+      f32Tensor(logits.getContext(), logits.getShape().drop_back()));
+  return success();
+}
+
+LogicalResult
+VocabCeStatsOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                   SmallVectorImpl<Type> &resultTypes) {
+  if (failed(checkVocabCe(emitError, adaptor.getLogits(), adaptor.getLabels(),
+                          adaptor.getMax(), nullptr,
+                          adaptor.getVocabSizeAttr().getInt())))
+    return failure();
+  RankedTensorType logits = tensorOf(adaptor.getLogits());
+  SmallVector<int64_t> shape(logits.getShape().drop_back());
+  shape.push_back(2);
+  resultTypes.push_back(f32Tensor(logits.getContext(), shape));
+  return success();
+}
+
+LogicalResult
+VocabCeLossOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                  SmallVectorImpl<Type> &resultTypes) {
+  RankedTensorType max = tensorOf(adaptor.getMax());
+  SmallVector<int64_t> shape(max.getShape());
+  shape.push_back(2);
+  if (failed(checkF32(emitError, "max", max, max.getShape(), "f32")) ||
+      failed(checkF32(emitError, "stats", tensorOf(adaptor.getStats()), shape,
+                      "shape of max + [2], f32")))
+    return failure();
+  int64_t tokens = adaptor.getNumTokensAttr().getInt();
+  int64_t local = numElements(max.getShape());
+  if (tokens < std::max<int64_t>(local, 1))
+    return emitError() << "num_tokens must be >= the local token count "
+                       << local << " (and >= 1), found " << tokens;
+  resultTypes.push_back(f32Tensor(max.getContext(), {}));
+  return success();
+}
+
+LogicalResult
+VocabCeGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                  SmallVectorImpl<Type> &resultTypes) {
+  if (failed(checkVocabCe(emitError, adaptor.getLogits(), adaptor.getLabels(),
+                          adaptor.getMax(), adaptor.getStats(),
+                          adaptor.getVocabSizeAttr().getInt())))
+    return failure();
+  RankedTensorType logits = tensorOf(adaptor.getLogits());
+  int64_t tokens = adaptor.getNumTokensAttr().getInt();
+  int64_t local = numElements(logits.getShape().drop_back());
+  if (tokens < std::max<int64_t>(local, 1))
+    return emitError() << "num_tokens must be >= the local token count "
+                       << local << " (and >= 1), found " << tokens;
+  resultTypes.push_back(logits);
+  return success();
+}
+
+/// The vocab-parallel ops are already per-rank (they only appear after
+/// dist-partition): no dim is tied to a factor, so nothing propagates
+/// through them and they are never partitioned again.
+static ShardingRule localOpRule(Operation *op) {
+  ShardingRule rule;
+  for (Value operand : op->getOperands())
+    rule.operandDims.emplace_back(tensorOf(operand).getRank(), -1);
+  for (Value result : op->getResults())
+    rule.resultDims.emplace_back(tensorOf(result).getRank(), -1);
+  return rule;
+}
+
+ShardingRule VocabEmbeddingOp::getShardingRule() { return localOpRule(*this); }
+ShardingRule VocabEmbeddingGradOp::getShardingRule() {
+  return localOpRule(*this);
+}
+ShardingRule VocabCeMaxOp::getShardingRule() { return localOpRule(*this); }
+ShardingRule VocabCeStatsOp::getShardingRule() { return localOpRule(*this); }
+ShardingRule VocabCeLossOp::getShardingRule() { return localOpRule(*this); }
+ShardingRule VocabCeGradOp::getShardingRule() { return localOpRule(*this); }
+
+//===----------------------------------------------------------------------===//
+// Hook helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using AxisList = SmallVector<StringAttr>;
+
+ArrayAttr axesAttr(MLIRContext *ctx, ArrayRef<StringAttr> axes) {
+  return ArrayAttr::get(ctx, SmallVector<Attribute>(axes.begin(), axes.end()));
+}
+
+/// A non-partial sharding with the given per-dim axes.
+ShardingAttr makeSharding(FlatSymbolRefAttr mesh, ArrayRef<AxisList> dims,
+                          ArrayRef<StringAttr> partialSum = {}) {
+  MLIRContext *ctx = mesh.getContext();
+  SmallVector<ArrayAttr> dimAttrs;
+  for (const AxisList &axes : dims)
+    dimAttrs.push_back(axesAttr(ctx, axes));
+  SmallVector<dist::PartialAxis> partial;
+  for (StringAttr axis : partialSum)
+    partial.push_back({axis, dist::ReductionKind::Sum});
+  return ShardingAttr::get(ctx, mesh, dimAttrs, partial);
+}
+
+/// `axes` without those in `drop`.
+AxisList without(ArrayRef<StringAttr> axes, ArrayRef<StringAttr> drop) {
+  AxisList out;
+  for (StringAttr a : axes)
+    if (!llvm::is_contained(drop, a))
+      out.push_back(a);
+  return out;
+}
+
+/// All axes named by dims `[begin, end)` of `sharding`.
+AxisList dimAxesIn(ShardingAttr sharding, unsigned begin, unsigned end) {
+  AxisList out;
+  for (unsigned d = begin; d < end; ++d)
+    llvm::append_range(out, sharding.getDimAxes(d));
+  return out;
+}
+
+/// Axes in mesh order (the order of a collective's group that does not
+/// depend on a dim layout).
+AxisList inMeshOrder(dist::MeshOp mesh, ArrayRef<StringAttr> axes) {
+  AxisList sorted(axes);
+  llvm::sort(sorted, [&](StringAttr a, StringAttr b) {
+    return *mesh.getAxisIndex(a.getValue()) < *mesh.getAxisIndex(b.getValue());
+  });
+  return sorted;
+}
+
+Value allReduce(OpBuilder &b, Location loc, dist::MeshOp mesh, Value input,
+                ArrayRef<StringAttr> axes, dist::ReductionKind kind) {
+  MLIRContext *ctx = b.getContext();
+  return b.create<dist::AllReduceOp>(
+      loc, input.getType(), input,
+      FlatSymbolRefAttr::get(mesh.getSymNameAttr()), axesAttr(ctx, axes),
+      dist::ReductionKindAttr::get(ctx, kind));
+}
+
+Value axisIndex(OpBuilder &b, Location loc, dist::MeshOp mesh,
+                ArrayRef<StringAttr> axes) {
+  return b.create<dist::AxisIndexOp>(
+      loc, RankedTensorType::get({}, b.getI64Type()),
+      FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+      axesAttr(b.getContext(), axes));
+}
+
+int64_t groupSize(dist::MeshOp mesh, ArrayRef<StringAttr> axes) {
+  int64_t n = 1;
+  for (StringAttr a : axes)
+    n *= mesh.getAxisSize(a.getValue());
+  return n;
+}
+
+/// The common part of the cross-entropy hooks: token axes per leading dim
+/// and the vocabulary axes, read from `ref` (a sharding of logits-shaped
+/// values), never sharing an axis.
+struct CeLayout {
+  SmallVector<AxisList> tokenDims;
+  AxisList vocab;
+
+  bool sharded() const {
+    return !vocab.empty() || llvm::any_of(tokenDims, [](const AxisList &a) {
+      return !a.empty();
+    });
+  }
+  AxisList tokenAxes() const {
+    AxisList out;
+    for (const AxisList &a : tokenDims)
+      llvm::append_range(out, a);
+    return out;
+  }
+  ShardingAttr logits(FlatSymbolRefAttr mesh) const {
+    SmallVector<AxisList> dims(tokenDims);
+    dims.push_back(vocab);
+    return makeSharding(mesh, dims);
+  }
+  ShardingAttr labels(FlatSymbolRefAttr mesh) const {
+    return makeSharding(mesh, tokenDims);
+  }
+};
+
+CeLayout ceLayout(ShardingAttr ref) {
+  CeLayout layout;
+  unsigned rank = ref.getRank();
+  layout.vocab = ref.getDimAxes(rank - 1);
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    layout.tokenDims.push_back(ref.getDimAxes(d));
+  return layout;
+}
+
+/// The reduced softmax statistics (max, stats, shard index) of the local
+/// logits `logitsL` laid out as `layout`, computed once per block and
+/// global logits value.
+FailureOr<SmallVector<Value>>
+ceStatistics(PartitionContext &ctx, Location loc, dist::MeshOp mesh,
+             Value globalLogits, Value logitsL, Value labelsL,
+             const CeLayout &layout, ShardingAttr logitsSharding,
+             int64_t vocabSize) {
+  std::string tag;
+  llvm::raw_string_ostream os(tag);
+  os << "vocab_ce_stats " << logitsSharding;
+  if (SmallVector<Value> *cached = ctx.lookupMemo(globalLogits, tag))
+    return *cached;
+  OpBuilder &b = ctx.getBuilder();
+  Value shard = axisIndex(b, loc, mesh, layout.vocab);
+  Value max = b.create<VocabCeMaxOp>(loc, logitsL, shard, vocabSize);
+  max = allReduce(b, loc, mesh, max, layout.vocab, dist::ReductionKind::Max);
+  Value stats =
+      b.create<VocabCeStatsOp>(loc, logitsL, labelsL, max, shard, vocabSize);
+  stats =
+      allReduce(b, loc, mesh, stats, layout.vocab, dist::ReductionKind::Sum);
+  SmallVector<Value> values{max, stats, shard};
+  ctx.setMemo(globalLogits, tag, values);
+  return values;
+}
+
+//===----------------------------------------------------------------------===//
+// External models
+//===----------------------------------------------------------------------===//
+
+dist::MeshOp meshOf(PartitionContext &ctx) {
+  return cast<dist::MeshOp>(ctx.getMesh());
+}
+
+FlatSymbolRefAttr meshRef(PartitionContext &ctx) {
+  return FlatSymbolRefAttr::get(meshOf(ctx).getSymNameAttr());
+}
+
+struct EmbeddingPartition
+    : public TfmPartitionOpInterface::ExternalModel<EmbeddingPartition,
+                                                    EmbeddingOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    auto table = cast<ShardingAttr>(ctx.getOperandSharding(1));
+    unsigned rank = out.getRank();
+    AxisList vocab =
+        without(table.getDimAxes(0), dimAxesIn(out, 0, out.getRank()));
+    if (vocab.empty())
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    SmallVector<AxisList> idsDims;
+    for (unsigned d = 0; d + 1 < rank; ++d)
+      idsDims.push_back(out.getDimAxes(d));
+    FailureOr<Value> idsL = ctx.getOperandAs(0, makeSharding(mesh, idsDims));
+    FailureOr<Value> tableL = ctx.getOperandAs(
+        1, makeSharding(mesh, {vocab, out.getDimAxes(rank - 1)}));
+    if (failed(idsL) || failed(tableL))
+      return failure();
+    OpBuilder &b = ctx.getBuilder();
+    Value shard = axisIndex(b, op->getLoc(), meshOf(ctx), vocab);
+    Value local =
+        b.create<VocabEmbeddingOp>(op->getLoc(), *idsL, *tableL, shard);
+    SmallVector<AxisList> outDims(idsDims);
+    outDims.push_back(out.getDimAxes(rank - 1));
+    ctx.setResult(0, local, makeSharding(mesh, outDims, vocab));
+    return true;
+  }
+};
+
+struct EmbeddingGradPartition
+    : public TfmPartitionOpInterface::ExternalModel<EmbeddingGradPartition,
+                                                    EmbeddingGradOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto grad = cast<EmbeddingGradOp>(op);
+    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    AxisList vocab = out.getDimAxes(0);
+    if (vocab.empty())
+      return false;
+    AxisList hidden = out.getDimAxes(1);
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    // Tokens keep the split they have (the result is then partial over it),
+    // minus the axes that the result uses.
+    auto ids = cast<ShardingAttr>(ctx.getOperandSharding(0));
+    AxisList used(vocab);
+    llvm::append_range(used, hidden);
+    SmallVector<AxisList> idsDims;
+    AxisList tokenAxes;
+    for (unsigned d = 0; d < ids.getRank(); ++d) {
+      idsDims.push_back(without(ids.getDimAxes(d), used));
+      llvm::append_range(tokenAxes, idsDims.back());
+    }
+    SmallVector<AxisList> dyDims(idsDims);
+    dyDims.push_back(hidden);
+    FailureOr<Value> idsL = ctx.getOperandAs(0, makeSharding(mesh, idsDims));
+    FailureOr<Value> dyL = ctx.getOperandAs(1, makeSharding(mesh, dyDims));
+    if (failed(idsL) || failed(dyL))
+      return failure();
+    dist::MeshOp meshOp = meshOf(ctx);
+    int64_t shards = groupSize(meshOp, vocab);
+    int64_t rows = grad.getNumEmbeddings();
+    if (rows % shards != 0)
+      return op->emitOpError()
+             << "num_embeddings " << rows
+             << " must be divisible by the number of vocabulary shards "
+             << shards;
+    OpBuilder &b = ctx.getBuilder();
+    Value shard = axisIndex(b, op->getLoc(), meshOp, vocab);
+    Value local = b.create<VocabEmbeddingGradOp>(op->getLoc(), *idsL, *dyL,
+                                                 shard, rows / shards);
+    ctx.setResult(0, local, makeSharding(mesh, {vocab, hidden}, tokenAxes));
+    return true;
+  }
+};
+
+/// Global token count of a cross-entropy: the product of the label dims.
+int64_t globalTokens(Value labels) {
+  return numElements(tensorOf(labels).getShape());
+}
+
+struct CrossEntropyPartition
+    : public TfmPartitionOpInterface::ExternalModel<CrossEntropyPartition,
+                                                    CrossEntropyOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto ce = cast<CrossEntropyOp>(op);
+    // The logits keep the layout they have: the loss is a scalar, so there
+    // is no result layout to follow.
+    CeLayout layout = ceLayout(cast<ShardingAttr>(ctx.getOperandSharding(0)));
+    if (!layout.sharded())
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    ShardingAttr logitsSharding = layout.logits(mesh);
+    FailureOr<Value> logitsL = ctx.getOperandAs(0, logitsSharding);
+    FailureOr<Value> labelsL = ctx.getOperandAs(1, layout.labels(mesh));
+    if (failed(logitsL) || failed(labelsL))
+      return failure();
+    OpBuilder &b = ctx.getBuilder();
+    Location loc = op->getLoc();
+    int64_t tokens = globalTokens(ce.getLabels());
+    int64_t vocabSize =
+        ce.getVocabSize().value_or(tensorOf(ce.getLogits()).getShape().back());
+    Value loss;
+    if (layout.vocab.empty()) {
+      // Local mean, rescaled to (local sum) / (global token count).
+      loss =
+          b.create<CrossEntropyOp>(loc, *logitsL, *labelsL, ce.getVocabSize());
+      int64_t local = numElements(tensorOf(*labelsL).getShape());
+      if (local != tokens)
+        loss =
+            b.create<ScaleOp>(loc, loss, static_cast<double>(local) / tokens);
+    } else {
+      FailureOr<SmallVector<Value>> stats =
+          ceStatistics(ctx, loc, meshOf(ctx), ce.getLogits(), *logitsL,
+                       *labelsL, layout, logitsSharding, vocabSize);
+      if (failed(stats))
+        return failure();
+      loss = b.create<VocabCeLossOp>(loc, (*stats)[1], (*stats)[0], tokens);
+    }
+    ctx.setResult(0, loss, makeSharding(mesh, {}, layout.tokenAxes()));
+    return true;
+  }
+};
+
+struct CrossEntropyGradPartition
+    : public TfmPartitionOpInterface::ExternalModel<CrossEntropyGradPartition,
+                                                    CrossEntropyGradOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto ce = cast<CrossEntropyGradOp>(op);
+    // dlogits has the layout asked for; the logits follow it.
+    CeLayout layout = ceLayout(cast<ShardingAttr>(ctx.getResultSharding(0)));
+    if (!layout.sharded())
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    ShardingAttr logitsSharding = layout.logits(mesh);
+    FailureOr<Value> dlossL = ctx.getOperandAs(0, makeSharding(mesh, {}));
+    FailureOr<Value> logitsL = ctx.getOperandAs(1, logitsSharding);
+    FailureOr<Value> labelsL = ctx.getOperandAs(2, layout.labels(mesh));
+    if (failed(dlossL) || failed(logitsL) || failed(labelsL))
+      return failure();
+    OpBuilder &b = ctx.getBuilder();
+    Location loc = op->getLoc();
+    int64_t tokens = globalTokens(ce.getLabels());
+    int64_t vocabSize =
+        ce.getVocabSize().value_or(tensorOf(ce.getLogits()).getShape().back());
+    Value grad;
+    if (layout.vocab.empty()) {
+      grad = b.create<CrossEntropyGradOp>(loc, *dlossL, *logitsL, *labelsL,
+                                          ce.getVocabSize());
+      int64_t local = numElements(tensorOf(*labelsL).getShape());
+      if (local != tokens)
+        grad =
+            b.create<ScaleOp>(loc, grad, static_cast<double>(local) / tokens);
+    } else {
+      FailureOr<SmallVector<Value>> stats =
+          ceStatistics(ctx, loc, meshOf(ctx), ce.getLogits(), *logitsL,
+                       *labelsL, layout, logitsSharding, vocabSize);
+      if (failed(stats))
+        return failure();
+      grad =
+          b.create<VocabCeGradOp>(loc, *dlossL, *logitsL, *labelsL, (*stats)[0],
+                                  (*stats)[1], (*stats)[2], vocabSize, tokens);
+    }
+    ctx.setResult(0, grad, logitsSharding);
+    return true;
+  }
+};
+
+/// position_embedding with the sequence dim sharded (when `S < P` the rule
+/// needs the hook: the local rows start at the shard's offset): the first
+/// `S` rows are computed whole on every rank (no communication: the table
+/// is a parameter, replicated over the sequence axes) and the consumers
+/// slice their rows out locally.
+struct PositionEmbeddingPartition
+    : public TfmPartitionOpInterface::ExternalModel<PositionEmbeddingPartition,
+                                                    PositionEmbeddingOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    if (!out.isDimSharded(0))
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    AxisList hidden = out.getDimAxes(1);
+    FailureOr<Value> table =
+        ctx.getOperandAs(0, makeSharding(mesh, {{}, hidden}));
+    if (failed(table))
+      return failure();
+    auto pos = cast<PositionEmbeddingOp>(op);
+    Value local = ctx.getBuilder().create<PositionEmbeddingOp>(
+        op->getLoc(), *table, pos.getSeqLen());
+    ctx.setResult(0, local, makeSharding(mesh, {{}, hidden}));
+    return true;
+  }
+};
+
+/// position_embedding_grad with the sequence dim of `dy` sharded (`S < P`):
+/// `dy` is gathered over the sequence axes (the local rows would otherwise
+/// land at row 0 instead of the shard's offset); the leading dims keep
+/// their split, leaving `dtable` partial over them.
+struct PositionEmbeddingGradPartition
+    : public TfmPartitionOpInterface::ExternalModel<
+          PositionEmbeddingGradPartition, PositionEmbeddingGradOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto dy = cast<ShardingAttr>(ctx.getOperandSharding(0));
+    unsigned rank = dy.getRank();
+    auto grad = cast<PositionEmbeddingGradOp>(op);
+    int64_t seq = tensorOf(grad.getDy()).getShape()[rank - 2];
+    if (!dy.isDimSharded(rank - 2) || seq == grad.getNumPositions())
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    AxisList hidden = out.getDimAxes(1);
+    SmallVector<AxisList> dims;
+    AxisList lead;
+    for (unsigned d = 0; d + 2 < rank; ++d) {
+      dims.push_back(without(dy.getDimAxes(d), hidden));
+      llvm::append_range(lead, dims.back());
+    }
+    dims.push_back({});
+    dims.push_back(hidden);
+    FailureOr<Value> dyL = ctx.getOperandAs(0, makeSharding(mesh, dims));
+    if (failed(dyL))
+      return failure();
+    Value local = ctx.getBuilder().create<PositionEmbeddingGradOp>(
+        op->getLoc(), *dyL, grad.getNumPositions());
+    ctx.setResult(0, local, makeSharding(mesh, {{}, hidden}, lead));
+    return true;
+  }
+};
+
+struct SumSquaresPartition
+    : public TfmPartitionOpInterface::ExternalModel<SumSquaresPartition,
+                                                    SumSquaresOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    dist::MeshOp mesh = meshOf(ctx);
+    // Groups of operands sharded on the same set of axes, in order of first
+    // appearance.
+    SmallVector<std::pair<AxisList, SmallVector<Value>>> groups;
+    for (unsigned i = 0, e = op->getNumOperands(); i < e; ++i) {
+      auto target = cast<ShardingAttr>(ctx.getPreferredReducedSharding(i));
+      FailureOr<Value> local = ctx.getOperandAs(i, target);
+      if (failed(local))
+        return failure();
+      AxisList axes = inMeshOrder(mesh, target.getUsedAxes());
+      auto *it =
+          llvm::find_if(groups, [&](auto &g) { return g.first == axes; });
+      if (it == groups.end()) {
+        groups.push_back({axes, {}});
+        it = std::prev(groups.end());
+      }
+      it->second.push_back(*local);
+    }
+    OpBuilder &b = ctx.getBuilder();
+    Location loc = op->getLoc();
+    Value total;
+    for (auto &[axes, values] : groups) {
+      Value sum = b.create<SumSquaresOp>(loc, values);
+      if (!axes.empty())
+        sum = allReduce(b, loc, mesh, sum, axes, dist::ReductionKind::Sum);
+      total = total ? b.create<AddOp>(loc, total, sum).getResult() : sum;
+    }
+    ctx.setResult(
+        0, total,
+        makeSharding(FlatSymbolRefAttr::get(mesh.getSymNameAttr()), {}));
+    return true;
+  }
+};
+
+} // namespace
+
+void autoshard::tfm::attachPartitionInterfaces(MLIRContext *ctx) {
+  EmbeddingOp::attachInterface<EmbeddingPartition>(*ctx);
+  EmbeddingGradOp::attachInterface<EmbeddingGradPartition>(*ctx);
+  CrossEntropyOp::attachInterface<CrossEntropyPartition>(*ctx);
+  CrossEntropyGradOp::attachInterface<CrossEntropyGradPartition>(*ctx);
+  SumSquaresOp::attachInterface<SumSquaresPartition>(*ctx);
+  PositionEmbeddingOp::attachInterface<PositionEmbeddingPartition>(*ctx);
+  PositionEmbeddingGradOp::attachInterface<PositionEmbeddingGradPartition>(
+      *ctx);
+}

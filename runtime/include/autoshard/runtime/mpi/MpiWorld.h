@@ -1,0 +1,31 @@
+//===- MpiWorld.h - The MPI implementation of CommWorld ---------*- C++ -*-===//
+//
+// CommWorld and Communicator over MPI (library autoshard_runtime_mpi, built
+// when CMake finds MPI). Every collective is an MPI non-blocking call
+// (MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter_block,
+// MPI_Ialltoall, MPI_Ibcast, MPI_Isend/MPI_Irecv) whose request completes in
+// CommRequest::wait(). Debian's OpenMPI has no asynchronous progress
+// thread, so a started collective advances only inside MPI calls: overlap
+// with compute on the CPU needs a communication thread (not implemented;
+// MPI is initialised with MPI_THREAD_FUNNELED).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_RUNTIME_MPI_MPIWORLD_H
+#define AUTOSHARD_RUNTIME_MPI_MPIWORLD_H
+
+#include "autoshard/runtime/Communicator.h"
+
+#include <memory>
+
+namespace autoshard::runtime {
+
+/// Initialises MPI (unless the program already has) and returns the world
+/// of MPI_COMM_WORLD; MPI is finalised when the returned object is
+/// destroyed (after every Communicator split from it). Errors are returned
+/// as CommError, not MPI's default abort.
+std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv);
+
+} // namespace autoshard::runtime
+
+#endif // AUTOSHARD_RUNTIME_MPI_MPIWORLD_H

@@ -1,0 +1,217 @@
+//===- MpiWorld.cpp - CommWorld and Communicator over MPI -----------------===//
+
+#include "autoshard/runtime/mpi/MpiWorld.h"
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstdlib>
+#include <exception>
+#include <vector>
+
+namespace autoshard::runtime {
+
+namespace {
+
+void check(int rc, const char *what) {
+  if (rc == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw CommError(std::string(what) + " failed: " + std::string(text, len));
+}
+
+int toInt(int64_t n, const char *what) {
+  if (n < 0 || n > INT_MAX)
+    throw CommError(std::string(what) + ": " + std::to_string(n) +
+                    " elements/bytes do not fit MPI's int count");
+  return static_cast<int>(n);
+}
+
+MPI_Datatype mpiType(DType dtype, const char *what) {
+  switch (dtype) {
+  case DType::F32:
+    return MPI_FLOAT;
+  case DType::F64:
+    return MPI_DOUBLE;
+  case DType::I32:
+    return MPI_INT32_T;
+  case DType::I64:
+    return MPI_INT64_T;
+  default:
+    throw CommError(std::string(what) + ": MPI cannot reduce " +
+                    std::string(dtypeName(dtype)) +
+                    " (supported: f32, f64, i32, i64)");
+  }
+}
+
+MPI_Op mpiOp(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
+
+class MpiRequest : public CommRequest {
+public:
+  MpiRequest(std::vector<MPI_Request> requests, const char *what)
+      : requests(std::move(requests)), what(what) {}
+  void wait() override {
+    if (requests.empty())
+      return;
+    check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                      MPI_STATUSES_IGNORE),
+          what);
+    requests.clear();
+  }
+
+private:
+  std::vector<MPI_Request> requests;
+  const char *what;
+};
+
+std::unique_ptr<CommRequest> one(MPI_Request r, const char *what) {
+  return std::make_unique<MpiRequest>(std::vector<MPI_Request>{r}, what);
+}
+
+class MpiCommunicator : public Communicator {
+public:
+  explicit MpiCommunicator(MPI_Comm comm) : comm(comm) {
+    int r, n;
+    check(MPI_Comm_rank(comm, &r), "MPI_Comm_rank");
+    check(MPI_Comm_size(comm, &n), "MPI_Comm_size");
+    rank_ = r;
+    size_ = n;
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    // While an error unwinds, the job is about to be aborted: freeing (a
+    // collective call) could wait for ranks that will never come.
+    if (!finalized && std::uncaught_exceptions() == 0)
+      MPI_Comm_free(&comm);
+  }
+  int64_t rank() const override { return rank_; }
+  int64_t size() const override { return size_; }
+
+  std::unique_ptr<CommRequest> allReduce(const void *send, void *recv,
+                                         int64_t count, DType dtype,
+                                         ReduceOp op) override {
+    MPI_Request r;
+    check(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv,
+                         toInt(count, "MPI_Iallreduce"),
+                         mpiType(dtype, "MPI_Iallreduce"), mpiOp(op), comm, &r),
+          "MPI_Iallreduce");
+    return one(r, "MPI_Iallreduce");
+  }
+  std::unique_ptr<CommRequest> allGather(const void *send, void *recv,
+                                         int64_t bytes) override {
+    MPI_Request r;
+    int n = toInt(bytes, "MPI_Iallgather");
+    check(MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm, &r),
+          "MPI_Iallgather");
+    return one(r, "MPI_Iallgather");
+  }
+  std::unique_ptr<CommRequest> reduceScatter(const void *send, void *recv,
+                                             int64_t count, DType dtype,
+                                             ReduceOp op) override {
+    MPI_Request r;
+    check(MPI_Ireduce_scatter_block(
+              send, recv, toInt(count, "MPI_Ireduce_scatter_block"),
+              mpiType(dtype, "MPI_Ireduce_scatter_block"), mpiOp(op), comm, &r),
+          "MPI_Ireduce_scatter_block");
+    return one(r, "MPI_Ireduce_scatter_block");
+  }
+  std::unique_ptr<CommRequest> allToAll(const void *send, void *recv,
+                                        int64_t bytes) override {
+    MPI_Request r;
+    int n = toInt(bytes, "MPI_Ialltoall");
+    check(MPI_Ialltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm, &r),
+          "MPI_Ialltoall");
+    return one(r, "MPI_Ialltoall");
+  }
+  std::unique_ptr<CommRequest> broadcast(void *data, int64_t bytes,
+                                         int64_t root) override {
+    MPI_Request r;
+    check(MPI_Ibcast(data, toInt(bytes, "MPI_Ibcast"), MPI_BYTE,
+                     static_cast<int>(root), comm, &r),
+          "MPI_Ibcast");
+    return one(r, "MPI_Ibcast");
+  }
+  std::unique_ptr<CommRequest>
+  exchange(const std::vector<Transfer> &sends,
+           const std::vector<Transfer> &recvs) override {
+    std::vector<MPI_Request> requests;
+    // Receives first, so that the matching sends find them posted.
+    for (const Transfer &t : recvs) {
+      MPI_Request r;
+      check(MPI_Irecv(t.data, toInt(t.bytes, "MPI_Irecv"), MPI_BYTE,
+                      static_cast<int>(t.peer), kTag, comm, &r),
+            "MPI_Irecv");
+      requests.push_back(r);
+    }
+    for (const Transfer &t : sends) {
+      MPI_Request r;
+      check(MPI_Isend(t.data, toInt(t.bytes, "MPI_Isend"), MPI_BYTE,
+                      static_cast<int>(t.peer), kTag, comm, &r),
+            "MPI_Isend");
+      requests.push_back(r);
+    }
+    return std::make_unique<MpiRequest>(std::move(requests),
+                                        "MPI_Isend/MPI_Irecv");
+  }
+
+private:
+  static constexpr int kTag = 0x4153; // "AS"
+  MPI_Comm comm;
+  int64_t rank_ = 0, size_ = 1;
+};
+
+class MpiWorld : public CommWorld {
+public:
+  MpiWorld(int *argc, char ***argv) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided),
+            "MPI_Init_thread");
+      ownsMpi = true;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int r, n;
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &r), "MPI_Comm_rank");
+    check(MPI_Comm_size(MPI_COMM_WORLD, &n), "MPI_Comm_size");
+    rank_ = r;
+    size_ = n;
+  }
+  ~MpiWorld() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (ownsMpi && !finalized)
+      MPI_Finalize();
+  }
+  std::string name() const override { return "mpi"; }
+  int64_t rank() const override { return rank_; }
+  int64_t size() const override { return size_; }
+  std::unique_ptr<Communicator> split(int64_t color, int64_t key) override {
+    MPI_Comm comm;
+    check(MPI_Comm_split(MPI_COMM_WORLD, toInt(color, "MPI_Comm_split"),
+                         toInt(key, "MPI_Comm_split"), &comm),
+          "MPI_Comm_split");
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    return std::make_unique<MpiCommunicator>(comm);
+  }
+  [[noreturn]] void abort(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code); // MPI_Abort does not return; keep the promise anyway
+  }
+
+private:
+  bool ownsMpi = false;
+  int64_t rank_ = 0, size_ = 1;
+};
+
+} // namespace
+
+std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv) {
+  return std::make_unique<MpiWorld>(argc, argv);
+}
+
+} // namespace autoshard::runtime

@@ -1,0 +1,44 @@
+// dist-apply-plan errors: each names the key (or the tensor) and the value found.
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,foo=3" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: error: dist-apply-plan: plan: unknown key 'foo' (value '3'; known keys: pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=x" 2>&1 | FileCheck %s --check-prefix=NOTINT
+// NOTINT: error: dist-apply-plan: plan: dp expects an integer, found 'x'
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=0" 2>&1 | FileCheck %s --check-prefix=DEGREE
+// DEGREE: error: dist-apply-plan: plan: dp must be >= 1, found 0
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=tp=-1" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// NEGATIVE: error: dist-apply-plan: plan: tp must be >= 1, found -1
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=sp=1" 2>&1 | FileCheck %s --check-prefix=SPNOTP
+// SPNOTP: error: dist-apply-plan: plan: sp=1 needs tp > 1 (sequence parallelism runs on the tp axis), found tp=1
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=sp=2,tp=2" 2>&1 | FileCheck %s --check-prefix=SPVALUE
+// SPVALUE: error: dist-apply-plan: plan: sp must be 0 or 1, found 2
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=zero=4" 2>&1 | FileCheck %s --check-prefix=ZERO
+// ZERO: error: dist-apply-plan: plan: zero must be in 0..3, found 4
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=pp=2" 2>&1 | FileCheck %s --check-prefix=PP
+// PP: error: dist-apply-plan: plan: pp=2 is not supported yet (only pp=1)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=cp=2" 2>&1 | FileCheck %s --check-prefix=CP
+// CP: error: dist-apply-plan: plan: cp=2 is not supported yet (only cp=1)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=ep=4" 2>&1 | FileCheck %s --check-prefix=EP
+// EP: error: dist-apply-plan: plan: ep=4 is not supported yet (only ep=1)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=mb=2" 2>&1 | FileCheck %s --check-prefix=MB
+// MB: error: dist-apply-plan: plan: mb=2 is not supported yet (only mb=1)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=vpp=2" 2>&1 | FileCheck %s --check-prefix=VPP
+// VPP: error: dist-apply-plan: plan: vpp=2 is not supported yet (only vpp=1)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=SCHED
+// SCHED: error: dist-apply-plan: plan: schedule=gpipe is not supported yet (only schedule=1f1b)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=recompute=full" 2>&1 | FileCheck %s --check-prefix=RECOMP
+// RECOMP: error: dist-apply-plan: plan: recompute=full is not supported yet (only recompute=none)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,dp=4" 2>&1 | FileCheck %s --check-prefix=TWICE
+// TWICE: error: dist-apply-plan: plan: key 'dp' given twice
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp2" 2>&1 | FileCheck %s --check-prefix=SYNTAX
+// SYNTAX: error: dist-apply-plan: plan: expected 'key=value', found 'dp2' (in "dp2")
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=tp=4" 2>&1 | FileCheck %s --check-prefix=HEADS
+// HEADS: error: plan tp=4: the model's num_heads = 2 is not divisible by tp
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=3" 2>&1 | FileCheck %s --check-prefix=BATCH
+// BATCH: error: plan dp=3: the batch dim of input 'tokens' (size 4) is not divisible by dp
+
+// Real models: an unpadded vocabulary does not split; neither does an odd
+// sequence under SP.
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 16 -q | shard-opt --tfm-autodiff | not shard-opt --dist-apply-plan="plan=tp=2" 2>&1 | FileCheck %s --check-prefix=VOCAB
+// VOCAB: error: plan tp=2: the model's padded_vocab_size = 65 is not divisible by tp (pad the vocabulary: --vocab-multiple)
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 15 --vocab-multiple 2 -q | shard-opt --tfm-autodiff | not shard-opt --dist-apply-plan="plan=tp=2,sp=1" 2>&1 | FileCheck %s --check-prefix=SEQ
+// SEQ: error: plan sp=1: the sequence dim (size 15) of the hidden state is not divisible by tp=2
