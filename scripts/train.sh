@@ -24,8 +24,10 @@ BETA1=0.9 BETA2=0.99 WD=0.1 CLIP=1.0 DROPOUT="" EVAL_INTERVAL=250 EVAL_ITERS=20
 SEED=1337 OUT=$BUILD_DIR/train SAMPLE=300
 EXTRA=()
 die() { echo "train.sh: $*" >&2; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   [[ $1 == -- ]] && { shift; EXTRA=("$@"); break; }
+  [[ $1 == -h || $1 == --help ]] && { usage; exit 0; }
   [[ $# -ge 2 ]] || die "option '$1' needs a value"
   case $1 in
     --config) CONFIG=$2 ;; --batch) BATCH=$2 ;; --seq) SEQ=$2 ;;
