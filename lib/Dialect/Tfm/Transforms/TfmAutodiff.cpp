@@ -638,8 +638,30 @@ void eraseUncalledPrivateFuncs(SymbolTable &symbols, ModuleOp module) {
   }
 }
 
+/// Largest clip threshold: with it the clip coefficient is always 1 while
+/// the global norm is still computed and reported.
+static constexpr double kNoClipMaxNorm = 1e30;
+
 void TfmAutodiffPass::runOnOperation() {
   ModuleOp module = getOperation();
+  // Check the options before any op is built: the ops' builders infer types
+  // and would abort on an attribute their verifier rejects.
+  auto badOption = [&](StringRef name, double value, StringRef range) {
+    module.emitError() << "tfm-autodiff: option " << name << " must be in "
+                       << range << ", found " << value;
+    signalPassFailure();
+  };
+  if (!(beta1 >= 0 && beta1 < 1))
+    return badOption("beta1", beta1, "[0, 1)");
+  if (!(beta2 >= 0 && beta2 < 1))
+    return badOption("beta2", beta2, "[0, 1)");
+  if (!(epsilon > 0))
+    return badOption("epsilon", epsilon, "(0, inf)");
+  if (!(weightDecay >= 0))
+    return badOption("weight-decay", weightDecay, "[0, inf)");
+  // nanoGPT's grad_clip = 0 means no clipping.
+  if (!(maxGradNorm >= 0))
+    return badOption("max-grad-norm", maxGradNorm, "[0, inf) (0: no clipping)");
   Differentiator diff(module);
   auto forward = diff.getSymbols().lookup<func::FuncOp>("forward");
   if (!forward || forward.isExternal()) {
@@ -775,7 +797,8 @@ LogicalResult TfmAutodiffPass::buildTrainStep(Differentiator &diff,
   }
   ob.setInsertionPoint(ret);
   Value sumSq = SumSquaresOp::create(ob, loc, paramGrads);
-  auto clip = ClipCoefOp::create(ob, loc, sumSq, maxGradNorm.getValue());
+  double maxNorm = maxGradNorm == 0 ? kNoClipMaxNorm : maxGradNorm.getValue();
+  auto clip = ClipCoefOp::create(ob, loc, sumSq, maxNorm);
   SmallVector<Value> yields = {loss, clip.getNorm()};
   SmallVector<Value> newMs, newVs;
   for (auto [param, grad, m, v] : llvm::zip_equal(params, paramGrads, ms, vs)) {

@@ -61,7 +61,7 @@ def TfmAutodiff : Pass<"tfm-autodiff", "::mlir::ModuleOp"> {
     Option<"weightDecay", "weight-decay", "double", "0.1",
            "decoupled weight decay of parameters of rank >= 2">,
     Option<"maxGradNorm", "max-grad-norm", "double", "1.0",
-           "global gradient norm above which gradients are scaled down">,
+           "global gradient norm above which gradients are scaled down (0: no clipping)">,
   ];
 }
 
