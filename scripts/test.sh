@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds (if needed) and runs every autoshard test suite: C++ format check,
-# lit/FileCheck compiler tests, ctest (GoogleTest runtime tests) and pytest.
+# lit/FileCheck compiler tests, ctest (GoogleTest runtime tests), pytest and
+# the plan sweep's covering set (scripts/plan_sweep.sh; skipped without MPI).
 # Prints the time of each phase and ends with one line
 #   N passed, N failed, N skipped
 # Exit status is non-zero if any test failed or a suite could not run.
@@ -66,6 +67,31 @@ phase pytest env SHARD_OPT="$BUILD_DIR/bin/shard-opt" PYTHONPATH="$ROOT/python" 
 rc=$?
 [[ $rc -eq 0 || $rc -eq 1 || $rc -eq 5 ]] || suite_errors=$((suite_errors + 1))
 
+# Plan sweep (DESIGN.md §12): CI's covering set of plans on 1-8 ranks must
+# train like the 1-rank run. Needs shard-run built with MPI and an mpirun;
+# otherwise one skipped test case. PLAN_SWEEP=0 skips it too.
+plan_sweep() {
+  local mpirun=${AUTOSHARD_MPIRUN:-$(command -v mpirun || true)} why=""
+  if [[ ${PLAN_SWEEP:-1} == 0 ]]; then
+    why="PLAN_SWEEP=0"
+  elif [[ -z $mpirun || ! -x $mpirun ]]; then
+    why="no mpirun (OpenMPI) found"
+  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep -q 'libmpi'; then
+    why="shard-run was built without MPI"
+  fi
+  if [[ -n $why ]]; then
+    echo "plan sweep skipped: $why"
+    echo "<testsuite name=\"plan_sweep\" tests=\"1\" failures=\"0\" skipped=\"1\"><testcase classname=\"plan_sweep\" name=\"covering set\"><skipped message=\"$why\"/></testcase></testsuite>" >"$REPORTS/plan_sweep.xml"
+    return 0
+  fi
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --junit "$REPORTS/plan_sweep.xml" \
+    --out "$BUILD_DIR/plan-sweep"
+}
+phase plan_sweep plan_sweep
+rc=$?
+# A sweep that failed without writing its report (could not build the model, reference failed).
+[[ $rc -eq 0 || -s $REPORTS/plan_sweep.xml ]] || suite_errors=$((suite_errors + 1))
+
 # One summary over every suite's JUnit report.
 "$PY" - "$REPORTS" "$suite_errors" <<'PYEOF'
 import sys, pathlib, xml.etree.ElementTree as ET
@@ -80,7 +106,7 @@ for f in sorted(reports.glob("*.xml")):
             s += 1
         else:
             p += 1
-    print(f"  {f.stem:8s} {p} passed, {f_} failed, {s} skipped")
+    print(f"  {f.stem:10s} {p} passed, {f_} failed, {s} skipped")
     passed, failed, skipped = passed + p, failed + f_, skipped + s
 failed += suite_errors
 print(f"{passed} passed, {failed} failed, {skipped} skipped")

@@ -3,12 +3,25 @@
 # shard-opt (autodiff, lowering, memory plan, export) and train it with
 # shard-run. Defaults: nanoGPT's Tiny Shakespeare CPU recipe.
 #
-#   scripts/train.sh [--config FILE] [--batch 12] [--seq 64] [--steps 2000]
-#                    [--lr 1e-3] [--min-lr 1e-4] [--warmup 100] [--decay-steps STEPS]
+#   scripts/train.sh [--plan PLAN] [-n N] [--config FILE] [--batch 12] [--seq 64] [--steps 2000]
+#                    [--lr 1e-3] [--min-lr 1e-4] [--warmup min(100,STEPS)] [--decay-steps STEPS]
 #                    [--beta1 0.9] [--beta2 0.99] [--weight-decay 0.1] [--grad-clip 1.0]
 #                    [--dropout 0] [--eval-interval 250] [--eval-iters 20]
 #                    [--seed 1337] [--data FILE] [--out DIR] [--sample 300]
-#                    [-- extra shard-run flags...]
+#                    [--vocab-multiple 64] [-- extra shard-run flags...]
+#
+# --plan "dp=2,tp=2,sp=1,zero=1" compiles the step for that plan (dist-apply-plan,
+# dist-propagate, dist-partition after autodiff) and trains it on N ranks with
+# `shard-run -n N`; N defaults to the plan's world size (pp*dp*cp*tp) and any
+# other -n is an error. Without --plan, one rank. With a plan whose dp does not
+# divide the default batch 12, the batch becomes 16 (DESIGN.md section 12) unless
+# --batch is given.
+# The vocabulary is padded to a multiple of --vocab-multiple (default 64, which
+# every tp degree up to 64 divides; Megatron's make-vocab-size-divisible-by) for
+# every run, one rank included, so that all plans compile the same model
+# (nanoGPT's 65 characters -> 128 rows). Padded logits are masked in the loss
+# and in sampling; with nanoGPT's tied LM head the padded rows never get a
+# gradient and the run trains like the unpadded model (checked by plan_sweep.sh).
 #
 # Outputs go to --out (default build/train): model.mlir, train_step.mlir
 # (after autodiff), model.json (the artifact), metrics.jsonl, trace.json.
@@ -19,50 +32,87 @@ SHARED=$ROOT/../shared
 
 CONFIG=$SHARED/configs/models/nanogpt-shakespeare-char-cpu.json
 DATA=$SHARED/data/tinyshakespeare.txt
-BATCH=12 SEQ=64 STEPS=2000 LR=1e-3 MIN_LR=1e-4 WARMUP=100 DECAY=""
+BATCH=12 SEQ=64 STEPS=2000 LR=1e-3 MIN_LR=1e-4 WARMUP="" DECAY=""
 BETA1=0.9 BETA2=0.99 WD=0.1 CLIP=1.0 DROPOUT="" EVAL_INTERVAL=250 EVAL_ITERS=20
-SEED=1337 OUT=$BUILD_DIR/train SAMPLE=300
+SEED=1337 OUT=$BUILD_DIR/train SAMPLE=300 PLAN="" NRANKS="" VOCAB_MULTIPLE=64 BATCH_SET=""
 EXTRA=()
 die() { echo "train.sh: $*" >&2; exit 2; }
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [[ $# -gt 0 ]]; do
   [[ $1 == -- ]] && { shift; EXTRA=("$@"); break; }
   [[ $1 == -h || $1 == --help ]] && { usage; exit 0; }
+  case $1 in
+    --config | --batch | --seq | --steps | --lr | --min-lr | --warmup | --decay-steps | \
+      --beta1 | --beta2 | --weight-decay | --grad-clip | --dropout | --eval-interval | \
+      --eval-iters | --seed | --data | --out | --sample | --plan | -n | --vocab-multiple) ;;
+    *) die "unknown option '$1' (see scripts/train.sh --help)" ;;
+  esac
   [[ $# -ge 2 ]] || die "option '$1' needs a value"
   case $1 in
-    --config) CONFIG=$2 ;; --batch) BATCH=$2 ;; --seq) SEQ=$2 ;;
+    --plan) PLAN=$2 ;; -n) NRANKS=$2 ;; --vocab-multiple) VOCAB_MULTIPLE=$2 ;;
+    --config) CONFIG=$2 ;; --batch) BATCH=$2 BATCH_SET=1 ;; --seq) SEQ=$2 ;;
     --steps) STEPS=$2 ;; --lr) LR=$2 ;; --min-lr) MIN_LR=$2 ;;
     --warmup) WARMUP=$2 ;; --decay-steps) DECAY=$2 ;; --beta1) BETA1=$2 ;;
     --beta2) BETA2=$2 ;; --weight-decay) WD=$2 ;; --grad-clip) CLIP=$2 ;;
     --dropout) DROPOUT=$2 ;; --eval-interval) EVAL_INTERVAL=$2 ;;
     --eval-iters) EVAL_ITERS=$2 ;; --seed) SEED=$2 ;; --data) DATA=$2 ;;
     --out) OUT=$2 ;; --sample) SAMPLE=$2 ;;
-    *) die "unknown option '$1' (see the header of $0)" ;;
   esac
   shift 2
 done
 DECAY=${DECAY:-$STEPS}
 [[ -f $CONFIG ]] || die "model config '$CONFIG' not found"
 [[ -f $DATA ]] || die "data file '$DATA' not found"
+[[ $VOCAB_MULTIPLE =~ ^[1-9][0-9]*$ ]] || die "--vocab-multiple must be a positive integer, found '$VOCAB_MULTIPLE'"
+
+# World size of the plan: the product of the degrees that are mesh axes
+# (pp, dp, cp, tp; ep folds over them). Malformed plans are left to
+# dist-apply-plan, whose errors name the key and value.
+WORLD=1
+if [[ -n $PLAN ]]; then
+  IFS=, read -ra kvs <<<"$PLAN"
+  for kv in "${kvs[@]}"; do
+    k=${kv%%=*} v=${kv#*=}
+    k=${k// /} v=${v// /}
+    case $k in
+      pp | dp | cp | tp)
+        [[ $v =~ ^[0-9]+$ ]] && WORLD=$((WORLD * v)) ;;
+    esac
+    [[ $k == dp && $v =~ ^[1-9][0-9]*$ && -z $BATCH_SET && $((BATCH % v)) -ne 0 ]] && BATCH=16
+  done
+fi
+if [[ -n $NRANKS ]]; then
+  [[ $NRANKS =~ ^[1-9][0-9]*$ ]] || die "-n must be a positive integer, found '$NRANKS'"
+  if [[ -z $PLAN && $NRANKS -ne 1 ]]; then
+    die "-n $NRANKS needs a --plan whose world size is $NRANKS (e.g. --plan dp=$NRANKS)"
+  fi
+  [[ $NRANKS -eq $WORLD ]] ||
+    die "-n $NRANKS does not match the plan's world size $WORLD (plan '$PLAN': pp*dp*cp*tp = $WORLD)"
+fi
+NRANKS=$WORLD
 
 [[ -x $BUILD_DIR/bin/shard-opt && -x $BUILD_DIR/bin/shard-run && -x $BUILD_DIR/venv/bin/python ]] ||
   "$ROOT/scripts/setup.sh"
 mkdir -p "$OUT"
 
 t0=$SECONDS
-BUILDER_FLAGS=(--batch "$BATCH" --seq "$SEQ")
+BUILDER_FLAGS=(--batch "$BATCH" --seq "$SEQ" --vocab-multiple "$VOCAB_MULTIPLE")
 [[ -n $DROPOUT ]] && BUILDER_FLAGS+=(--dropout "$DROPOUT")
 PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -m autoshard.models "$CONFIG" \
   "${BUILDER_FLAGS[@]}" -o "$OUT/model.mlir"
 "$BUILD_DIR/bin/shard-opt" "$OUT/model.mlir" \
   --tfm-autodiff="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP" \
   -o "$OUT/train_step.mlir"
-"$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" --rt-lower --rt-plan-memory \
+DIST_PASSES=()
+[[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN" --dist-propagate --dist-partition)
+"$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" "${DIST_PASSES[@]}" --rt-lower --rt-plan-memory \
   --rt-export="output=$OUT/model.json" -o "$OUT/lowered.mlir"
-echo "compiled $OUT/model.json in $((SECONDS - t0))s"
+echo "compiled $OUT/model.json${PLAN:+ for plan $PLAN on $NRANKS ranks} in $((SECONDS - t0))s"
 
-"$BUILD_DIR/bin/shard-run" "$OUT/model.json" --data "$DATA" --steps "$STEPS" \
-  --lr "$LR" --min-lr "$MIN_LR" --warmup "$WARMUP" --decay-steps "$DECAY" \
+RUN_RANKS=()
+[[ $NRANKS -gt 1 ]] && RUN_RANKS=(-n "$NRANKS")
+"$BUILD_DIR/bin/shard-run" "${RUN_RANKS[@]}" "$OUT/model.json" --data "$DATA" --steps "$STEPS" \
+  --lr "$LR" --min-lr "$MIN_LR" ${WARMUP:+--warmup "$WARMUP"} --decay-steps "$DECAY" \
   --eval-interval "$EVAL_INTERVAL" --eval-iters "$EVAL_ITERS" --seed "$SEED" \
   --log "$OUT/metrics.jsonl" --trace "$OUT/trace.json" --sample "$SAMPLE" \
   "${EXTRA[@]}"

@@ -41,4 +41,7 @@ runtime_tools = ["shard-run", "shard-gradcheck"]
 if all(os.path.exists(os.path.join(config.autoshard_tools_dir, t)) for t in runtime_tools):
     tools += runtime_tools
     config.available_features.add("runtime")
+    # Multi-rank runs (`shard-run -n N`) need a shard-run built with MPI.
+    if getattr(config, "autoshard_have_mpi", False):
+        config.available_features.add("mpi")
 llvm_config.add_tool_substitutions(tools, tool_dirs)

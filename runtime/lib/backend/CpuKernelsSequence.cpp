@@ -4,6 +4,8 @@
 
 #include "CpuKernels.h"
 
+#include <algorithm>
+
 namespace autoshard::runtime::cpu_kernels {
 
 using namespace autoshard::runtime::cpu;
@@ -282,6 +284,169 @@ BoundKernel bindCrossEntropyGrad(const KernelSignature &sig) {
       });
 }
 
+//===----------------------------------------------------------------------===//
+// Vocab-parallel embedding and loss
+//===----------------------------------------------------------------------===//
+
+/// The `shard` operand: an i64 scalar read when the kernel runs.
+int64_t shardOf(void *p) { return *in<int64_t>(p); }
+
+BoundKernel bindVocabEmbedding(const KernelSignature &sig) {
+  const TensorType &ids = sig.args[0], &table = sig.args[1];
+  expectExactRank(sig, table, 2, "table");
+  expectScalar(sig, sig.args[2], DType::I64, "shard");
+  int64_t vocab = table.shape[0], hidden = table.shape[1], n = ids.numel();
+  expectType(sig, sig.results[0], typeOf(table.dtype, withHidden(ids, hidden)),
+             resultName(0));
+  return withFloat(sig, table.dtype, "table", [&](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return withId(sig, ids.dtype, "ids", [=](auto i) -> BoundKernel {
+      using I = decltype(i);
+      return [=](void *const *p) {
+        vocabEmbedding<T, I>(in<I>(p[0]), n, in<T>(p[1]), vocab, hidden,
+                             shardOf(p[2]), out<T>(p[3]));
+      };
+    });
+  });
+}
+
+BoundKernel bindVocabEmbeddingGrad(const KernelSignature &sig) {
+  const TensorType &ids = sig.args[0], &dy = sig.args[1];
+  expectRank(sig, dy, 1, "dy");
+  expectScalar(sig, sig.args[2], DType::I64, "shard");
+  int64_t hidden = dy.shape.back(), n = ids.numel();
+  int64_t vocab = sig.attrs->getI64("num_embeddings");
+  if (vocab < 1)
+    sig.fail("attribute 'num_embeddings' must be >= 1, found " +
+             std::to_string(vocab));
+  expectType(sig, dy, typeOf(dy.dtype, withHidden(ids, hidden)), "dy");
+  expectType(sig, sig.results[0], typeOf(dy.dtype, {vocab, hidden}),
+             resultName(0));
+  return withFloat(sig, dy.dtype, "dy", [&](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return withId(sig, ids.dtype, "ids", [=](auto i) -> BoundKernel {
+      using I = decltype(i);
+      return [=](void *const *p) {
+        vocabEmbeddingGrad<T, I>(in<I>(p[0]), n, in<T>(p[1]), vocab, hidden,
+                                 shardOf(p[2]), out<T>(p[3]));
+      };
+    });
+  });
+}
+
+/// Checks local logits [..., Vl] and the `vocab_size` attribute; returns the
+/// shape and sets `lead` to the leading dims.
+VocabCeShape vocabCeShape(const KernelSignature &sig, const TensorType &logits,
+                          std::vector<int64_t> &lead) {
+  expectRank(sig, logits, 1, "logits");
+  lead.assign(logits.shape.begin(), logits.shape.end() - 1);
+  VocabCeShape s;
+  s.tokens = product(logits.shape, 0, logits.shape.size() - 1);
+  s.classes = logits.shape.back();
+  s.vocabSize =
+      sig.attrs->has("vocab_size") ? sig.attrs->getI64("vocab_size") : 0;
+  if (s.vocabSize < 1)
+    sig.fail("attribute 'vocab_size' must be >= 1, found " +
+             std::to_string(s.vocabSize));
+  if (s.classes < 1)
+    sig.fail("logits " + logits.str() + " must have a vocabulary dim >= 1");
+  return s;
+}
+
+/// Fails unless `labels` has the leading dims `lead` of the logits.
+void expectLabels(const KernelSignature &sig, const TensorType &labels,
+                  const std::vector<int64_t> &lead, const TensorType &logits) {
+  if (labels.shape != lead)
+    sig.fail("labels " + labels.str() + " must have the leading dims of " +
+             "logits " + logits.str());
+}
+
+/// lead + [2].
+std::vector<int64_t> statsShape(std::vector<int64_t> lead) {
+  lead.push_back(2);
+  return lead;
+}
+
+BoundKernel bindVocabCeMax(const KernelSignature &sig) {
+  const TensorType &logits = sig.args[0];
+  std::vector<int64_t> lead;
+  VocabCeShape s = vocabCeShape(sig, logits, lead);
+  expectScalar(sig, sig.args[1], DType::I64, "shard");
+  expectType(sig, sig.results[0], typeOf(DType::F32, lead), resultName(0));
+  return withFloat(sig, logits.dtype, "logits", [=](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return [=](void *const *p) {
+      vocabCeMax<T>(in<T>(p[0]), s, shardOf(p[1]), out<float>(p[2]));
+    };
+  });
+}
+
+BoundKernel bindVocabCeStats(const KernelSignature &sig) {
+  const TensorType &logits = sig.args[0], &labels = sig.args[1];
+  std::vector<int64_t> lead;
+  VocabCeShape s = vocabCeShape(sig, logits, lead);
+  expectLabels(sig, labels, lead, logits);
+  expectType(sig, sig.args[2], typeOf(DType::F32, lead), "max");
+  expectScalar(sig, sig.args[3], DType::I64, "shard");
+  expectType(sig, sig.results[0], typeOf(DType::F32, statsShape(lead)),
+             resultName(0));
+  return withFloat(sig, logits.dtype, "logits", [&](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return withId(sig, labels.dtype, "labels", [=](auto i) -> BoundKernel {
+      using I = decltype(i);
+      return [=](void *const *p) {
+        vocabCeStats<T, I>(in<T>(p[0]), in<I>(p[1]), in<float>(p[2]), s,
+                           shardOf(p[3]), out<float>(p[4]));
+      };
+    });
+  });
+}
+
+BoundKernel bindVocabCeLoss(const KernelSignature &sig) {
+  const TensorType &stats = sig.args[0], &max = sig.args[1];
+  expectType(sig, max, typeOf(DType::F32, max.shape), "max");
+  expectType(sig, stats, typeOf(DType::F32, statsShape(max.shape)), "stats");
+  expectScalar(sig, sig.results[0], DType::F32, "loss");
+  int64_t tokens = max.numel();
+  int64_t numTokens = sig.attrs->getI64("num_tokens");
+  if (numTokens < std::max<int64_t>(tokens, 1))
+    sig.fail("attribute 'num_tokens' must be >= the local token count " +
+             std::to_string(tokens) + " (and >= 1), found " +
+             std::to_string(numTokens));
+  return [=](void *const *p) {
+    *out<float>(p[2]) = static_cast<float>(
+        vocabCeLoss(in<float>(p[0]), in<float>(p[1]), tokens, numTokens));
+  };
+}
+
+BoundKernel bindVocabCeGrad(const KernelSignature &sig) {
+  expectScalar(sig, sig.args[0], DType::F32, "dloss");
+  const TensorType &logits = sig.args[1], &labels = sig.args[2];
+  std::vector<int64_t> lead;
+  VocabCeShape s = vocabCeShape(sig, logits, lead);
+  expectLabels(sig, labels, lead, logits);
+  expectType(sig, sig.args[3], typeOf(DType::F32, lead), "max");
+  expectType(sig, sig.args[4], typeOf(DType::F32, statsShape(lead)), "stats");
+  expectScalar(sig, sig.args[5], DType::I64, "shard");
+  expectType(sig, sig.results[0], logits, "dlogits");
+  int64_t numTokens = sig.attrs->getI64("num_tokens");
+  if (numTokens < std::max<int64_t>(s.tokens, 1))
+    sig.fail("attribute 'num_tokens' must be >= the local token count " +
+             std::to_string(s.tokens) + " (and >= 1), found " +
+             std::to_string(numTokens));
+  return withFloat(sig, logits.dtype, "logits", [&](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return withId(sig, labels.dtype, "labels", [=](auto i) -> BoundKernel {
+      using I = decltype(i);
+      return [=](void *const *p) {
+        vocabCeGrad<T, I>(*in<float>(p[0]), in<T>(p[1]), in<I>(p[2]),
+                          in<float>(p[3]), in<float>(p[4]), s, shardOf(p[5]),
+                          numTokens, out<T>(p[6]));
+      };
+    });
+  });
+}
+
 } // namespace
 
 void registerSequenceKernels(KernelTable &t) {
@@ -297,6 +462,12 @@ void registerSequenceKernels(KernelTable &t) {
   t.add("attention_grad", bindAttentionGrad);
   t.add("cross_entropy", bindCrossEntropy);
   t.add("cross_entropy_grad", bindCrossEntropyGrad);
+  t.add("vocab_embedding", bindVocabEmbedding);
+  t.add("vocab_embedding_grad", bindVocabEmbeddingGrad);
+  t.add("vocab_ce_max", bindVocabCeMax);
+  t.add("vocab_ce_stats", bindVocabCeStats);
+  t.add("vocab_ce_loss", bindVocabCeLoss);
+  t.add("vocab_ce_grad", bindVocabCeGrad);
 }
 
 } // namespace autoshard::runtime::cpu_kernels

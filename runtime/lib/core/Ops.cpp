@@ -48,6 +48,13 @@ const std::vector<OpSignature> &allOps() {
       // Loss.
       {"cross_entropy", 2, 2, 1, {}},
       {"cross_entropy_grad", 3, 3, 1, {}},
+      // Vocab-parallel embedding and loss (per-rank; from dist-partition).
+      {"vocab_embedding", 3, 3, 1, {}},
+      {"vocab_embedding_grad", 3, 3, 1, {"num_embeddings"}},
+      {"vocab_ce_max", 2, 2, 1, {"vocab_size"}},
+      {"vocab_ce_stats", 4, 4, 1, {"vocab_size"}},
+      {"vocab_ce_loss", 2, 2, 1, {"num_tokens"}},
+      {"vocab_ce_grad", 6, 6, 1, {"vocab_size", "num_tokens"}},
       // Mixture of experts.
       {"moe_router", 1, 1, 2, {"top_k"}},
       {"moe_router_grad", 3, 3, 1, {}},

@@ -1,7 +1,8 @@
 // rt-lower and rt-export of a per-rank (partitioned) program: dist
 // collectives on local tensors (blocking, and async start/wait), point to
 // point, shard_slice / axis_index, and the `dist.sharding` of entry
-// arguments and results (hand-written, as dist-partition leaves them).
+// arguments and results (hand-written, as dist-partition leaves them: the
+// function is marked `dist.partitioned`).
 // RUN: shard-opt %s --rt-lower | FileCheck %s
 // RUN: shard-opt %s --rt-lower | shard-opt | FileCheck %s
 // RUN: shard-opt %s --rt-lower --rt-plan-memory --rt-export=output=%t.json -o /dev/null
@@ -23,7 +24,8 @@ module attributes {tfm.model = {name = "tp", vocab_size = 16 : i64, padded_vocab
       %m: tensor<4x4xf32> {tfm.state = "w.exp_avg", tfm.state_kind = "opt_m", tfm.state_of = "w", tfm.init = "zeros", dist.sharding = #dist.sharding<@m, [{dp}, {tp}]>})
       -> (tensor<2x4x8xf32> {tfm.output = "y", dist.sharding = #dist.sharding<@m, [{dp}, {}, {}]>},
           tensor<i64> {tfm.output = "index"},
-          tensor<4x4xf32> {tfm.state = "w.exp_avg", dist.sharding = #dist.sharding<@m, [{dp}, {tp}]>}) {
+          tensor<4x4xf32> {tfm.state = "w.exp_avg", dist.sharding = #dist.sharding<@m, [{dp}, {tp}]>})
+      attributes {dist.partitioned} {
     // CHECK: %[[X:.*]] = rt.input "tokens" {rt.sharding = #dist.sharding<@m, [{dp}, {}, {}]>} : !rt.buffer<2x4x8xf32>
     // CHECK: %[[Y:.*]] = rt.output "y" {rt.sharding = #dist.sharding<@m, [{dp}, {}, {}]>} : !rt.buffer<2x4x8xf32>
     // CHECK: %[[I:.*]] = rt.output "index" : !rt.buffer<i64>

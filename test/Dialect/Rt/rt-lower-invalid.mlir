@@ -147,3 +147,27 @@ module {
     return %y : tensor<4xf32>
   }
 }
+
+// -----
+
+// Sharded but not partitioned: the shapes are still global.
+module {
+  dist.mesh @m [dp = 2]
+  // expected-error @+1 {{carries 'dist.sharding' (argument 0) but is not partitioned (no 'dist.partitioned'): its shapes are global; run --dist-partition before rt-lower}}
+  func.func @eval(%x: tensor<4xf32> {tfm.input = "x", dist.sharding = #dist.sharding<@m, [{dp}]>}) -> (tensor<4xf32> {tfm.output = "y"}) {
+    %y = tfm.scale %x {factor = 2.000000e+00 : f64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %y : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A private function with propagated (global) shardings on its ops.
+module {
+  dist.mesh @m [dp = 2]
+  // expected-error @+1 {{carries 'dist.sharding' (op 'tfm.scale') but is not partitioned}}
+  func.func private @block(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %y = tfm.scale %x {factor = 2.000000e+00 : f64, dist.sharding = #dist.sharding<@m, [{dp}]>} : (tensor<4xf32>) -> tensor<4xf32>
+    return %y : tensor<4xf32>
+  }
+}

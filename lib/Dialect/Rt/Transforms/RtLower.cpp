@@ -238,12 +238,48 @@ private:
   bool isBackward = false;
 };
 
+/// A sharded function must be per-rank: the `dist.sharding` of an argument
+/// or result describes the global layout of a LOCAL value only once
+/// `dist-partition` has rewritten the function (`dist.partitioned`). Before
+/// that, its shapes are global and lowering it would run every rank on the
+/// whole tensors while the artifact says they are shards.
+LogicalResult checkPartitioned(func::FuncOp func) {
+  if (func->hasAttr(dist::DistDialect::getPartitionedAttrName()))
+    return success();
+  auto fail = [&](const Twine &where) {
+    return func.emitOpError()
+           << "carries '" << kShardingAttr << "' (" << where
+           << ") but is not partitioned (no '"
+           << dist::DistDialect::getPartitionedAttrName()
+           << "'): its shapes are global; run --dist-partition before "
+              "rt-lower";
+  };
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, kShardingAttr))
+      return fail("argument " + Twine(i));
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (func.getResultAttr(i, kShardingAttr))
+      return fail("result " + Twine(i));
+  Operation *annotated = nullptr;
+  func.walk([&](Operation *op) {
+    if (!op->hasAttr(kShardingAttr))
+      return WalkResult::advance();
+    annotated = op;
+    return WalkResult::interrupt();
+  });
+  if (annotated)
+    return fail("op '" + annotated->getName().getStringRef() + "'");
+  return success();
+}
+
 LogicalResult FunctionLowering::createFunction() {
   if (func.isExternal())
     return func.emitOpError() << "has no body; rt-lower needs every function "
                                  "defined";
   if (!func.getBody().hasOneBlock())
     return func.emitOpError() << "must have a single block";
+  if (failed(checkPartitioned(func)))
+    return failure();
   for (Type type : llvm::concat<const Type>(func.getArgumentTypes(),
                                             func.getResultTypes())) {
     auto tensor = dyn_cast<RankedTensorType>(type);

@@ -17,7 +17,8 @@
 //   reuses the forward's statistics when both are in the same block;
 // * position_embedding / position_embedding_grad with the sequence sharded:
 //   the rows are computed whole and sliced locally / `dy` is gathered over
-//   the sequence axes (no offset operand needed);
+//   the sequence axes, or, when S == P, `dtable` is split like the sequence
+//   (no offset operand needed);
 // * sum_squares: operands grouped by the axes they are sharded on, one
 //   `sum` all-reduce per group over exactly those axes (a replicated
 //   operand is never counted twice).
@@ -583,10 +584,12 @@ struct PositionEmbeddingPartition
   }
 };
 
-/// position_embedding_grad with the sequence dim of `dy` sharded (`S < P`):
+/// position_embedding_grad with the sequence dim of `dy` sharded. `S < P`:
 /// `dy` is gathered over the sequence axes (the local rows would otherwise
-/// land at row 0 instead of the shard's offset); the leading dims keep
-/// their split, leaving `dtable` partial over them.
+/// land at row 0 instead of the shard's offset). `S == P`: `dtable`'s rows
+/// are split like the sequence and the local op sums the local rows
+/// (`num_positions` = local rows). The leading dims keep their split,
+/// leaving `dtable` partial over them.
 struct PositionEmbeddingGradPartition
     : public TfmPartitionOpInterface::ExternalModel<
           PositionEmbeddingGradPartition, PositionEmbeddingGradOp> {
@@ -595,25 +598,33 @@ struct PositionEmbeddingGradPartition
     unsigned rank = dy.getRank();
     auto grad = cast<PositionEmbeddingGradOp>(op);
     int64_t seq = tensorOf(grad.getDy()).getShape()[rank - 2];
-    if (!dy.isDimSharded(rank - 2) || seq == grad.getNumPositions())
+    if (!dy.isDimSharded(rank - 2))
       return false;
     FlatSymbolRefAttr mesh = meshRef(ctx);
     auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
     AxisList hidden = out.getDimAxes(1);
+    // S == P: the rows pass through, so the rank's block of the sequence is
+    // its block of the table's rows (no gather; `num_positions` becomes the
+    // local row count).
+    bool full = seq == grad.getNumPositions();
+    AxisList seqAxes =
+        full ? without(dy.getDimAxes(rank - 2), hidden) : AxisList();
     SmallVector<AxisList> dims;
     AxisList lead;
     for (unsigned d = 0; d + 2 < rank; ++d) {
-      dims.push_back(without(dy.getDimAxes(d), hidden));
+      dims.push_back(without(without(dy.getDimAxes(d), hidden), seqAxes));
       llvm::append_range(lead, dims.back());
     }
-    dims.push_back({});
+    dims.push_back(seqAxes);
     dims.push_back(hidden);
     FailureOr<Value> dyL = ctx.getOperandAs(0, makeSharding(mesh, dims));
     if (failed(dyL))
       return failure();
-    Value local = ctx.getBuilder().create<PositionEmbeddingGradOp>(
-        op->getLoc(), *dyL, grad.getNumPositions());
-    ctx.setResult(0, local, makeSharding(mesh, {{}, hidden}, lead));
+    int64_t rows =
+        full ? tensorOf(*dyL).getShape()[rank - 2] : grad.getNumPositions();
+    Value local = ctx.getBuilder().create<PositionEmbeddingGradOp>(op->getLoc(),
+                                                                   *dyL, rows);
+    ctx.setResult(0, local, makeSharding(mesh, {seqAxes, hidden}, lead));
     return true;
   }
 };

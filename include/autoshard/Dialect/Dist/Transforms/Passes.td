@@ -4,6 +4,7 @@
 //   dist-apply-plan   mesh + seed shardings from a plan
 //   dist-propagate    a sharding for every value
 //   dist-partition    global -> per-rank shapes, collectives
+//   dist-explain      report of what the plan does (analysis only)
 //
 // One `def` per pass; append new passes at the end of the file.
 //
@@ -194,6 +195,97 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::autoshard::dist::DistDialect",
     "::autoshard::tfm::TfmDialect",
+  ];
+}
+
+def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
+  let summary = "Report what a plan does: shardings, collectives, memory per rank";
+  let description = !subst("~]", "]", [{
+    An analysis (the IR is not changed) in the spirit of the strategy table
+    of DESIGN.md §1, read off the compiled program. Runs anywhere after
+    `dist-partition`:
+
+    * on `func.func`s (right after `dist-partition`): it lowers a copy of
+      the module with `rt-lower,rt-plan-memory` to get the instruction
+      streams and the static memory plan, and reads the builder's roles
+      (`tfm.role`) from the entry functions' arguments;
+    * on `rt.func`s (after `rt-lower`; a copy is planned with
+      `rt-plan-memory` if the module is not yet): roles come from an
+      `rt.role` attribute on `rt.state_def` when present, else states are
+      named by their state names (`layers.*.attn.wq`).
+
+    The report has four parts:
+
+    1. Header: the model (`tfm.model`), the plan (`dist.plan`), the mesh
+       axes and the world size.
+    2. One row per strategy of the plan (DP, ZeRO-k, TP, SP), derived from
+       the shardings of the entry's inputs and states (`rt.sharding` /
+       `dist.sharding`), not from the plan text: which inputs are split on
+       which dim, which parameters are column / row / vocab split on `tp`
+       (by role), which optimizer states and parameters are split on `dp`
+       (and those left replicated, `dist.zero_unsharded`), and which
+       activations the sequence-parallel collectives split.
+    3. Collectives per training step per rank (`train_step`; a function
+       called L times counts L times), by strategy, op and axes: count and
+       bytes (the bytes of the local operand; of the result for a `recv`;
+       `_start` forms count as their op, `dist.wait`, `dist.shard_slice` and
+       `dist.axis_index` are not communication). A collective is attributed
+       by its axes and form: a tensor of at most one element is
+       "loss/grad norm"; any op but an all-reduce whose axes include `dp` is
+       ZeRO-k when `zero > 0`; other ops on `dp` alone are DP; on `tp` only, an
+       all-gather / reduce-scatter on dim 1 of a rank >= 3 tensor is SP
+       when `sp = 1`, anything else TP; other axis sets are named by their
+       strategies joined with `+`. Then the per-call collectives of each
+       function, and one total line per other entry (`eval`, `logits`).
+    4. Memory per rank with the plan and without it (one rank): state by
+       kind (params, optimizer m and v; without the plan: the global shapes
+       times the element size), the `train_step` frame (`frame_bytes`) and
+       the live bytes by category at its peak (`peak_breakdown`). The
+       transient bytes without the plan need the one-rank program: pass
+       `baseline=FILE` (the artifact `rt-export` writes for the same model
+       with no plan); without it those cells read `n/a`.
+
+    Options: `output` (`-` = stdout), `format` (`text` or `json`; the JSON
+    has the same content, exact integers), `baseline`.
+
+    ```
+    // nanoGPT, batch 16 x seq 32:
+    // shard-opt ts.mlir --dist-apply-plan="plan=dp=2,tp=2,sp=1,zero=1"
+    //   --dist-propagate --dist-partition
+    //   --dist-explain=baseline=one-rank.json -o /dev/null   (excerpt)
+    strategies (what is split on which axis, from the entry's shardings; roles from tfm.role)
+      DP      dp=2  batch: tokens dim 0 (16x32 -> 8x32), labels dim 0 (16x32 -> 8x32); ...
+      ZeRO-1  dp=2  optimizer states m, v: 70 of 70 split on dp; optimizer state per rank 6.20 MiB -> 1.57 MiB
+      TP      tp=2  columns (last dim): attn_q, attn_k, attn_v, mlp_up (16); rows (dim 0): attn_out, mlp_down (8); vocab: embedding (1); ...
+      SP      tp=2  sequence dim 1 of the residual stream on tp (8x32x128 -> 8x16x128 per rank between blocks); ...
+
+    collectives per train_step per rank (calls expanded; bytes = local operand)
+      strategy        op              axes    count   bytes/step
+      ZeRO-1          reduce_scatter  dp         34     2.69 MiB
+      SP              all_gather      tp         22     1.38 MiB
+      ...
+      per call:
+        gpt2_block_fwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
+
+    memory per rank (train_step)
+                                  with plan      without  ratio
+      state: total                 3.13 MiB     9.29 MiB   0.34
+      transient: frame             5.70 MiB    20.41 MiB   0.28
+    ```
+    See docs/dist-explain.md for a full report.
+  }]);
+  let options = [
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "Where to write the report (- = stdout)">,
+    Option<"format", "format", "std::string", /*default=*/"\"text\"",
+           "Report format: text or json">,
+    Option<"baseline", "baseline", "std::string", /*default=*/"\"\"",
+           "Artifact (rt-export JSON) of the same model without a plan, for "
+           "the transient memory without the plan">,
+  ];
+  let dependentDialects = [
+    "::autoshard::dist::DistDialect",
+    "::autoshard::rt::RtDialect",
   ];
 }
 

@@ -53,6 +53,13 @@ def RtLower : Pass<"rt-lower", "::mlir::ModuleOp"> {
       `dist.wait` in the same function;
     * the `dist.sharding` attribute of an entry argument or result is kept
       as `rt.sharding` on its `rt.state_def`, `rt.input` or `rt.output`;
+      it describes the global layout of the local value, so a function that
+      carries `dist.sharding` (on an argument, a result or an op) must be
+      marked `dist.partitioned` (set by `dist-partition`): an unpartitioned
+      sharded function still has global shapes and is an error;
+    * the vocab-parallel `tfm.vocab_*` ops that `dist-partition` emits are
+      plain tfm ops: their `shard` operand (from `dist.axis_index`) is a
+      buffer like any other;
     * `tfm.OP` becomes `rt.kernel "OP"` with the op's attributes verbatim
       (dialect-prefixed discardable attributes such as `dist.sharding` are
       dropped); `tfm.reshape` becomes `rt.view` (no copy); `arith.constant`

@@ -22,5 +22,6 @@
 #include "autoshard/runtime/cpu/Norm.h"
 #include "autoshard/runtime/cpu/Optimizer.h"
 #include "autoshard/runtime/cpu/Rope.h"
+#include "autoshard/runtime/cpu/VocabParallel.h"
 
 #endif // AUTOSHARD_RUNTIME_CPU_KERNELS_H

@@ -1,0 +1,1111 @@
+//===- DistExplain.cpp - What a plan does, read off the compiled program --===//
+//
+// `dist-explain`: for each strategy of the plan, what is split on which mesh
+// axis; the collectives the partitioner inserted (count and bytes per
+// training step per rank, attributed to a strategy); the memory per rank
+// with and without the plan. An analysis: the module is not changed.
+//
+// Everything is read from the rt form of the program (instruction streams,
+// state table, static memory plan); a module still in func form (right after
+// dist-partition) is lowered on a copy with `rt-lower,rt-plan-memory`, and
+// the builder's roles are read from its entry functions first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Dist/Transforms/Passes.h"
+#include "autoshard/Dialect/Rt/IR/RtOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <map>
+#include <vector>
+
+namespace autoshard::dist {
+#define GEN_PASS_DEF_DISTEXPLAIN
+#include "autoshard/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace autoshard::dist
+
+using namespace mlir;
+using namespace autoshard;
+namespace json = llvm::json;
+
+namespace {
+
+constexpr StringLiteral kTrainStep = "train_step";
+constexpr StringLiteral kScalarCause = "loss/grad norm";
+
+//===----------------------------------------------------------------------===//
+// What the report is made of
+//===----------------------------------------------------------------------===//
+
+/// A persistent state (parameter or optimizer state) of the program.
+struct State {
+  std::string name, kind, role, of;
+  SmallVector<int64_t> localShape, globalShape;
+  int64_t localBytes = 0, globalBytes = 0;
+  /// Per dim, the mesh axes it is split over.
+  SmallVector<SmallVector<std::string>> dimAxes;
+};
+
+/// An input or output slot of the train step.
+struct Slot {
+  std::string role;
+  SmallVector<int64_t> localShape, globalShape;
+  SmallVector<SmallVector<std::string>> dimAxes;
+};
+
+/// One communication instruction of a function.
+struct Collective {
+  std::string kind;
+  SmallVector<std::string> axes;
+  SmallVector<int64_t> shape, resultShape;
+  int64_t bytes = 0, numElements = 0;
+  std::optional<int64_t> dim;
+  std::string cause;
+};
+
+struct Function {
+  std::vector<Collective> collectives;
+  SmallVector<std::string> callees;
+};
+
+/// A row of the collectives table.
+struct CollectiveRow {
+  int64_t count = 0, bytes = 0;
+};
+
+struct Memory {
+  bool planned = false;
+  int64_t frameBytes = 0;
+  /// category -> live bytes at the peak (activation, grad, workspace, io).
+  std::map<std::string, int64_t> peak;
+};
+
+struct Baseline {
+  bool present = false;
+  std::string path;
+  int64_t worldSize = 1;
+  int64_t stateBytes = 0, constantBytes = 0;
+  std::map<std::string, int64_t> stateByKind;
+  std::optional<int64_t> frameBytes;
+  std::map<std::string, int64_t> peak;
+};
+
+struct Report {
+  std::string modelName;
+  json::Object model;
+  /// The plan's keys, in the module attribute's order.
+  SmallVector<std::pair<std::string, std::string>> plan;
+  bool hasPlan = false;
+  SmallVector<std::pair<std::string, int64_t>> mesh;
+  int64_t worldSize = 1;
+  int64_t zeroStage = 0;
+  bool sequenceParallel = false;
+  bool rolesFromEntries = false;
+  std::vector<State> states;
+  std::vector<Slot> inputs;
+  SmallVector<std::string> zeroUnsharded;
+  std::string entry;
+  /// (cause rank, cause, op, axes) -> count and bytes, per step per rank.
+  std::map<std::tuple<int, std::string, std::string, std::string>,
+           CollectiveRow>
+      rows;
+  /// Functions with collectives of their own: name, calls per step,
+  /// per-call collectives (op[axes] -> count).
+  struct PerFunction {
+    std::string name;
+    int64_t calls = 0;
+    /// Per call: "op[axes]" -> count, in order of appearance.
+    std::vector<std::pair<std::string, int64_t>> perCall;
+  };
+  std::vector<PerFunction> perFunction;
+  /// Other entries: name, collectives, bytes.
+  std::vector<std::tuple<std::string, int64_t, int64_t>> otherEntries;
+  Memory memory;
+  Baseline baseline;
+  /// Strategy rows: label, axis, text.
+  std::vector<std::tuple<std::string, std::string, std::string>> strategies;
+};
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+std::string formatShape(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s;
+}
+
+std::string formatBytes(int64_t bytes) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  double b = static_cast<double>(bytes);
+  if (bytes < 1024)
+    os << bytes << " B";
+  else if (bytes < 1024 * 1024)
+    os << llvm::format("%.2f KiB", b / 1024);
+  else if (bytes < int64_t(1024) * 1024 * 1024)
+    os << llvm::format("%.2f MiB", b / (1024 * 1024));
+  else
+    os << llvm::format("%.2f GiB", b / (1024 * 1024 * 1024));
+  return s;
+}
+
+/// Order of the strategies in the collectives table.
+int causeRank(StringRef cause) {
+  if (cause == "DP")
+    return 0;
+  if (cause.starts_with("ZeRO"))
+    return 1;
+  if (cause == "TP")
+    return 2;
+  if (cause == "SP")
+    return 3;
+  if (cause == kScalarCause)
+    return 5;
+  return 4;
+}
+
+std::string joinAxes(ArrayRef<std::string> axes) {
+  return llvm::join(axes, ",");
+}
+
+/// Axis -> the strategy family that owns it (by the names dist-apply-plan
+/// gives the mesh axes).
+std::string axisStrategy(StringRef axis) {
+  if (axis == "dp")
+    return "DP";
+  if (axis == "tp")
+    return "TP";
+  return axis.upper();
+}
+
+/// `layers.3.attn.wq` -> `layers.*.attn.wq`: one name for a state of every
+/// layer.
+std::string namePattern(StringRef name) {
+  SmallVector<StringRef> parts;
+  name.split(parts, '.');
+  std::string out;
+  for (auto [i, part] : llvm::enumerate(parts)) {
+    if (i)
+      out += '.';
+    bool digits = !part.empty() && llvm::all_of(part, llvm::isDigit);
+    out += digits ? std::string("*") : part.str();
+  }
+  return out;
+}
+
+SmallVector<SmallVector<std::string>> getDimAxes(dist::ShardingAttr sharding,
+                                                 unsigned rank) {
+  SmallVector<SmallVector<std::string>> out(rank);
+  if (!sharding)
+    return out;
+  for (unsigned d = 0; d < rank && d < sharding.getRank(); ++d)
+    for (StringAttr axis : sharding.getDimAxes(d))
+      out[d].push_back(axis.str());
+  return out;
+}
+
+bool usesAxis(ArrayRef<SmallVector<std::string>> dimAxes, StringRef axis,
+              unsigned *dim = nullptr) {
+  for (auto [d, axes] : llvm::enumerate(dimAxes))
+    if (llvm::is_contained(axes, axis)) {
+      if (dim)
+        *dim = d;
+      return true;
+    }
+  return false;
+}
+
+SmallVector<int64_t> getGlobalShape(rt::BufferType type, Attribute attr,
+                                    Operation *from) {
+  SmallVector<int64_t> shape(type.getShape());
+  auto sharding = dyn_cast_or_null<dist::ShardingAttr>(attr);
+  if (!sharding)
+    return shape;
+  dist::MeshOp mesh = dist::lookupMesh(from, sharding.getMesh());
+  if (!mesh)
+    return shape;
+  RankedTensorType global = sharding.getGlobalType(type.getTensorType(), mesh);
+  if (!global)
+    return shape;
+  return SmallVector<int64_t>(global.getShape());
+}
+
+int64_t getNumElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Reading the program
+//===----------------------------------------------------------------------===//
+
+class Explainer {
+public:
+  Explainer(ModuleOp module, Report &report) : module(module), r(report) {}
+
+  /// Reads the builder's roles off the entry functions of a func-form
+  /// module (before rt-lower drops them).
+  static void readRoles(ModuleOp module, llvm::StringMap<std::string> &roles);
+
+  LogicalResult read(const llvm::StringMap<std::string> &roles);
+
+private:
+  void readHeader();
+  void readStates(const llvm::StringMap<std::string> &roles);
+  void readFunctions();
+  void expand(StringRef func, int64_t times);
+  std::string classify(const Collective &c);
+  void deriveStrategies();
+
+  ModuleOp module;
+  Report &r;
+  llvm::StringMap<Function> functions;
+  llvm::StringMap<int64_t> calls;
+  /// The rows of the entry being expanded.
+  decltype(Report::rows) rows;
+  /// Collectives tagged SP (for the SP row).
+  SmallVector<const Collective *> spCollectives;
+};
+
+void Explainer::readRoles(ModuleOp module,
+                          llvm::StringMap<std::string> &roles) {
+  llvm::StringMap<std::string> stateOf;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func.isPublic())
+      continue;
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+      DictionaryAttr attrs = func.getArgAttrDict(i);
+      if (!attrs)
+        continue;
+      auto role = attrs.getAs<StringAttr>("tfm.role");
+      if (auto param = attrs.getAs<StringAttr>("tfm.param"))
+        if (role)
+          roles[param.getValue()] = role.str();
+      if (auto state = attrs.getAs<StringAttr>("tfm.state"))
+        if (auto of = attrs.getAs<StringAttr>("tfm.state_of"))
+          stateOf[state.getValue()] = of.str();
+    }
+  }
+  for (auto &entry : stateOf) {
+    auto it = roles.find(entry.second);
+    if (it != roles.end())
+      roles[entry.first()] = it->second;
+  }
+}
+
+LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
+  readHeader();
+  readStates(roles);
+  readFunctions();
+
+  // The entry that a training step runs; else the first entry.
+  SmallVector<rt::FuncOp> entries;
+  for (auto func : module.getOps<rt::FuncOp>())
+    if (func.isEntry())
+      entries.push_back(func);
+  if (entries.empty())
+    return module.emitError()
+           << "dist-explain: the program has no entry function";
+  rt::FuncOp step = entries.front();
+  for (rt::FuncOp func : entries)
+    if (*func.getEntry() == kTrainStep)
+      step = func;
+  r.entry = step.getEntry()->str();
+
+  for (auto slot : step.getOps<rt::InputOp>()) {
+    Slot s;
+    s.role = slot.getRole().str();
+    auto type = cast<rt::BufferType>(slot.getType());
+    s.localShape.assign(type.getShape().begin(), type.getShape().end());
+    Attribute sharding = slot->getAttr("rt.sharding");
+    s.globalShape = getGlobalShape(type, sharding, slot);
+    s.dimAxes = getDimAxes(dyn_cast_or_null<dist::ShardingAttr>(sharding),
+                           type.getShape().size());
+    r.inputs.push_back(std::move(s));
+  }
+  if (step.getFrameBytes()) {
+    r.memory.planned = true;
+    r.memory.frameBytes = *step.getFrameBytes();
+    if (DictionaryAttr peak = step.getPeakBreakdownAttr())
+      for (NamedAttribute entry : peak)
+        if (auto value = dyn_cast<IntegerAttr>(entry.getValue()))
+          r.memory.peak[entry.getName().str()] = value.getInt();
+  }
+
+  // Per step of the main entry, calls expanded.
+  calls.clear();
+  rows.clear();
+  expand(step.getSymName(), 1);
+  r.rows = rows;
+  for (auto func : module.getOps<rt::FuncOp>()) {
+    const Function &f = functions[func.getSymName()];
+    if (f.collectives.empty() || !calls.count(func.getSymName()))
+      continue;
+    Report::PerFunction pf;
+    pf.name = func.getSymName().str();
+    pf.calls = calls[func.getSymName()];
+    for (const Collective &c : f.collectives) {
+      std::string key = c.kind + "[" + joinAxes(c.axes) + "]";
+      auto it = llvm::find_if(pf.perCall,
+                              [&](const auto &e) { return e.first == key; });
+      if (it == pf.perCall.end())
+        pf.perCall.emplace_back(key, 1);
+      else
+        ++it->second;
+    }
+    r.perFunction.push_back(std::move(pf));
+  }
+
+  // The other entries, one total each.
+  for (rt::FuncOp func : entries) {
+    if (func == step)
+      continue;
+    calls.clear();
+    rows.clear();
+    expand(func.getSymName(), 1);
+    int64_t count = 0, bytes = 0;
+    for (auto &[key, row] : rows) {
+      count += row.count;
+      bytes += row.bytes;
+    }
+    r.otherEntries.emplace_back(func.getEntry()->str(), count, bytes);
+  }
+  deriveStrategies();
+  return success();
+}
+
+void Explainer::readHeader() {
+  if (auto model = module->getAttrOfType<DictionaryAttr>("tfm.model")) {
+    for (NamedAttribute entry : model) {
+      StringRef key = entry.getName().getValue();
+      if (auto s = dyn_cast<StringAttr>(entry.getValue()))
+        r.model[key] = s.str();
+      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+        r.model[key] = i.getInt();
+      else if (auto b = dyn_cast<BoolAttr>(entry.getValue()))
+        r.model[key] = b.getValue();
+    }
+    if (auto name = model.getAs<StringAttr>("name"))
+      r.modelName = name.str();
+  }
+  if (auto plan = module->getAttrOfType<DictionaryAttr>("dist.plan")) {
+    r.hasPlan = true;
+    for (NamedAttribute entry : plan) {
+      std::string value;
+      if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+        value = std::to_string(i.getInt());
+      else if (auto s = dyn_cast<StringAttr>(entry.getValue()))
+        value = s.str();
+      else
+        continue;
+      r.plan.emplace_back(entry.getName().str(), value);
+      if (entry.getName() == "zero")
+        r.zeroStage = cast<IntegerAttr>(entry.getValue()).getInt();
+      if (entry.getName() == "sp")
+        r.sequenceParallel = cast<IntegerAttr>(entry.getValue()).getInt();
+    }
+  }
+  for (auto mesh : module.getOps<dist::MeshOp>()) {
+    for (auto [name, size] :
+         llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))
+      r.mesh.emplace_back(cast<StringAttr>(name).str(), size);
+    r.worldSize = mesh.getNumDevices();
+    break;
+  }
+  if (auto unsharded = module->getAttrOfType<ArrayAttr>("dist.zero_unsharded"))
+    for (Attribute name : unsharded)
+      if (auto s = dyn_cast<StringAttr>(name))
+        r.zeroUnsharded.push_back(s.str());
+}
+
+void Explainer::readStates(const llvm::StringMap<std::string> &roles) {
+  for (auto def : module.getOps<rt::StateDefOp>()) {
+    State s;
+    s.name = def.getSymName().str();
+    s.kind = rt::stringifyStateKind(def.getKind()).str();
+    if (def.getOf())
+      s.of = def.getOf()->str();
+    if (auto role = def->getAttrOfType<StringAttr>("rt.role"))
+      s.role = role.str();
+    else if (auto it = roles.find(s.name); it != roles.end())
+      s.role = it->second;
+    rt::BufferType type = def.getBufferType();
+    s.localShape.assign(type.getShape().begin(), type.getShape().end());
+    Attribute sharding = def->getAttr("rt.sharding");
+    s.globalShape = getGlobalShape(type, sharding, def);
+    s.dimAxes = getDimAxes(dyn_cast_or_null<dist::ShardingAttr>(sharding),
+                           type.getShape().size());
+    s.localBytes = type.getSizeInBytes();
+    int64_t elementBytes =
+        type.getNumElements() ? s.localBytes / type.getNumElements() : 0;
+    s.globalBytes = getNumElements(s.globalShape) * elementBytes;
+    r.states.push_back(std::move(s));
+  }
+  // Optimizer states inherit their parameter's role.
+  llvm::StringMap<std::string> paramRoles;
+  for (const State &s : r.states)
+    if (s.kind == "param")
+      paramRoles[s.name] = s.role;
+  for (State &s : r.states)
+    if (s.role.empty() && !s.of.empty())
+      s.role = paramRoles.lookup(s.of);
+}
+
+void Explainer::readFunctions() {
+  for (auto func : module.getOps<rt::FuncOp>()) {
+    Function &f = functions[func.getSymName()];
+    func.walk([&](Operation *op) {
+      if (auto call = dyn_cast<rt::CallOp>(op)) {
+        f.callees.push_back(call.getCallee().str());
+        return;
+      }
+      auto kernel = dyn_cast<rt::KernelOp>(op);
+      if (!kernel)
+        return;
+      StringRef name = kernel.getKernel();
+      if (!name.consume_front("dist."))
+        return;
+      // Local ops and the completion of an async op move no data.
+      if (name == "wait" || name == "shard_slice" || name == "axis_index")
+        return;
+      name.consume_back("_start");
+      Collective c;
+      c.kind = name.str();
+      DictionaryAttr attrs = kernel.getAttrsAttr();
+      if (attrs) {
+        if (auto axes = attrs.getAs<ArrayAttr>("axes"))
+          for (Attribute axis : axes)
+            if (auto s = dyn_cast<StringAttr>(axis))
+              c.axes.push_back(s.str());
+        for (StringRef key : {"gather_dim", "scatter_dim", "split_dim"})
+          if (auto dim = attrs.getAs<IntegerAttr>(key)) {
+            c.dim = dim.getInt();
+            break;
+          }
+      }
+      Value data = !kernel.getArgs().empty()      ? kernel.getArgs().front()
+                   : !kernel.getResults().empty() ? kernel.getResults().front()
+                                                  : Value();
+      if (data) {
+        auto type = cast<rt::BufferType>(data.getType());
+        c.shape.assign(type.getShape().begin(), type.getShape().end());
+        c.bytes = type.getSizeInBytes();
+        c.numElements = type.getNumElements();
+      }
+      if (!kernel.getResults().empty()) {
+        auto type = cast<rt::BufferType>(kernel.getResults().front().getType());
+        c.resultShape.assign(type.getShape().begin(), type.getShape().end());
+      }
+      c.cause = classify(c);
+      f.collectives.push_back(std::move(c));
+    });
+  }
+}
+
+std::string Explainer::classify(const Collective &c) {
+  if (c.numElements <= 1)
+    return kScalarCause.str();
+  bool dataOnly = !c.axes.empty() &&
+                  llvm::all_of(c.axes, [](StringRef a) { return a == "dp"; });
+  bool tpOnly = !c.axes.empty() &&
+                llvm::all_of(c.axes, [](StringRef a) { return a == "tp"; });
+  // Gathers and scatters over dp exist for ZeRO's storage layouts (also
+  // when a tp-split tensor is stored split over {dp, tp}).
+  if (llvm::is_contained(c.axes, "dp") && c.kind != "all_reduce" &&
+      r.zeroStage > 0)
+    return "ZeRO-" + std::to_string(r.zeroStage);
+  if (dataOnly)
+    return "DP";
+  if (tpOnly) {
+    if (r.sequenceParallel &&
+        (c.kind == "all_gather" || c.kind == "reduce_scatter") && c.dim &&
+        *c.dim == 1 && c.shape.size() >= 3)
+      return "SP";
+    return "TP";
+  }
+  SmallVector<std::string> names;
+  for (const std::string &axis : c.axes) {
+    std::string name = axisStrategy(axis);
+    if (!llvm::is_contained(names, name))
+      names.push_back(name);
+  }
+  return names.empty() ? std::string("other") : llvm::join(names, "+");
+}
+
+void Explainer::expand(StringRef funcName, int64_t times) {
+  auto it = functions.find(funcName);
+  if (it == functions.end())
+    return;
+  calls[funcName] += times;
+  for (const Collective &c : it->second.collectives) {
+    CollectiveRow &row =
+        rows[{causeRank(c.cause), c.cause, c.kind, joinAxes(c.axes)}];
+    row.count += times;
+    row.bytes += times * c.bytes;
+    if (c.cause == "SP")
+      spCollectives.push_back(&c);
+  }
+  for (const std::string &callee : it->second.callees)
+    expand(callee, times);
+}
+
+//===----------------------------------------------------------------------===//
+// The strategy rows
+//===----------------------------------------------------------------------===//
+
+/// "attn_q, attn_k (8)": the roles (or name patterns) of `states`, in order
+/// of first appearance, and their count.
+std::string describeStates(ArrayRef<const State *> states) {
+  SmallVector<std::string> names;
+  for (const State *s : states) {
+    std::string name = s->role.empty() ? namePattern(s->name) : s->role;
+    if (!llvm::is_contained(names, name))
+      names.push_back(name);
+  }
+  return llvm::join(names, ", ") + " (" + std::to_string(states.size()) + ")";
+}
+
+void Explainer::deriveStrategies() {
+  auto axisSize = [&](StringRef axis) -> int64_t {
+    for (auto &[name, size] : r.mesh)
+      if (name == axis)
+        return size;
+    return 0;
+  };
+  int64_t dp = axisSize("dp"), tp = axisSize("tp");
+
+  if (dp > 1) {
+    SmallVector<std::string> parts;
+    for (const Slot &s : r.inputs) {
+      unsigned dim;
+      if (!usesAxis(s.dimAxes, "dp", &dim))
+        continue;
+      parts.push_back(s.role + " dim " + std::to_string(dim) + " (" +
+                      formatShape(s.globalShape) + " -> " +
+                      formatShape(s.localShape) + ")");
+    }
+    std::string text = parts.empty() ? std::string("no input split on dp")
+                                     : "batch: " + llvm::join(parts, ", ");
+    text += "; activations follow the batch; gradients are summed over dp";
+    r.strategies.emplace_back("DP", "dp=" + std::to_string(dp), text);
+  }
+
+  // ZeRO: states split on dp (optimizer states; parameters for stage 3).
+  SmallVector<const State *> optSharded, optAll, paramSharded;
+  for (const State &s : r.states) {
+    bool onDp = usesAxis(s.dimAxes, "dp");
+    if (s.kind == "param") {
+      if (onDp)
+        paramSharded.push_back(&s);
+      continue;
+    }
+    optAll.push_back(&s);
+    if (onDp)
+      optSharded.push_back(&s);
+  }
+  if (dp > 1 && (r.zeroStage > 0 || !optSharded.empty())) {
+    int64_t global = 0, local = 0;
+    for (const State *s : optAll) {
+      global += s->globalBytes;
+      local += s->localBytes;
+    }
+    std::string text =
+        "optimizer states m, v: " + std::to_string(optSharded.size()) + " of " +
+        std::to_string(optAll.size()) + " split on dp";
+    if (r.zeroStage >= 2)
+      text += "; gradients reduce-scattered to that layout";
+    if (!paramSharded.empty())
+      text += "; parameters: " + describeStates(paramSharded) +
+              " split on dp (all-gathered before use)";
+    if (!r.zeroUnsharded.empty())
+      text += "; left replicated (no divisible dim): " +
+              llvm::join(r.zeroUnsharded, ", ");
+    text += "; optimizer state per rank " + formatBytes(global) + " -> " +
+            formatBytes(local);
+    std::string label = r.zeroStage > 0 ? "ZeRO-" + std::to_string(r.zeroStage)
+                                        : std::string("ZeRO");
+    r.strategies.emplace_back(label, "dp=" + std::to_string(dp), text);
+  }
+
+  if (tp > 1) {
+    // Parameters by how tp splits them.
+    SmallVector<const State *> columns, rowsSplit, vocab, vectors, replicated;
+    int64_t global = 0, local = 0;
+    for (const State &s : r.states) {
+      if (s.kind != "param")
+        continue;
+      // Without dp (storage only, ZeRO-3): what tp alone does.
+      unsigned dim;
+      if (!usesAxis(s.dimAxes, "tp", &dim)) {
+        replicated.push_back(&s);
+        continue;
+      }
+      global += s.globalBytes;
+      local += s.localBytes;
+      bool isVocab = s.role == "embedding" || s.role == "lm_head";
+      if (isVocab)
+        vocab.push_back(&s);
+      else if (s.localShape.size() < 2)
+        vectors.push_back(&s);
+      else if (dim + 1 == s.localShape.size())
+        columns.push_back(&s);
+      else
+        rowsSplit.push_back(&s);
+    }
+    SmallVector<std::string> parts;
+    auto add = [&](StringRef what, ArrayRef<const State *> group) {
+      if (!group.empty())
+        parts.push_back(what.str() + ": " + describeStates(group));
+    };
+    add("columns (last dim)", columns);
+    add("rows (dim 0)", rowsSplit);
+    add("vocab", vocab);
+    add("vectors", vectors);
+    add("replicated", replicated);
+    std::string text = llvm::join(parts, "; ");
+    text += "; split parameters per rank " + formatBytes(global) + " -> " +
+            formatBytes(local);
+    r.strategies.emplace_back("TP", "tp=" + std::to_string(tp), text);
+  }
+
+  if (r.sequenceParallel || !spCollectives.empty()) {
+    std::string text;
+    if (spCollectives.empty()) {
+      text = "no sequence-parallel collective found";
+    } else {
+      // The residual stream between blocks: the operand of an all-gather
+      // (sequence-split) and its result (full sequence).
+      const Collective *gather = nullptr;
+      for (const Collective *c : spCollectives)
+        if (c->kind == "all_gather")
+          gather = c;
+      int64_t gathers = 0, scatters = 0;
+      for (auto &[key, row] : r.rows) {
+        if (std::get<1>(key) != "SP")
+          continue;
+        if (std::get<2>(key) == "all_gather")
+          gathers += row.count;
+        else if (std::get<2>(key) == "reduce_scatter")
+          scatters += row.count;
+      }
+      text = "sequence dim 1 of the residual stream on tp";
+      if (gather)
+        text += " (" + formatShape(gather->resultShape) + " -> " +
+                formatShape(gather->shape) + " per rank between blocks)";
+      text += "; " + std::to_string(gathers) + " all-gathers and " +
+              std::to_string(scatters) +
+              " reduce-scatters per step instead of all-reduces";
+    }
+    r.strategies.emplace_back("SP", "tp=" + std::to_string(tp), text);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Baseline (the one-rank artifact)
+//===----------------------------------------------------------------------===//
+
+LogicalResult readBaseline(StringRef path, Baseline &b, ModuleOp module) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return module.emitError() << "dist-explain: cannot read baseline '" << path
+                              << "': " << buffer.getError().message();
+  llvm::Expected<json::Value> value = json::parse((*buffer)->getBuffer());
+  if (!value)
+    return module.emitError()
+           << "dist-explain: baseline '" << path
+           << "' is not JSON: " << llvm::toString(value.takeError());
+  json::Object *top = value->getAsObject();
+  json::Object *memory = top ? top->getObject("memory") : nullptr;
+  if (!top || top->getString("format") != "autoshard-artifact" || !memory)
+    return module.emitError()
+           << "dist-explain: baseline '" << path
+           << "' is not an autoshard artifact with a 'memory' section";
+  b.present = true;
+  b.path = path.str();
+  b.worldSize = top->getInteger("world_size").value_or(1);
+  b.stateBytes = memory->getInteger("state_bytes").value_or(0);
+  b.constantBytes = memory->getInteger("constant_bytes").value_or(0);
+  if (json::Object *byKind = memory->getObject("state_breakdown"))
+    for (auto &[key, v] : *byKind)
+      if (auto i = v.getAsInteger())
+        b.stateByKind[key.str()] = *i;
+  if (json::Object *entries = memory->getObject("entries"))
+    if (json::Object *train = entries->getObject(kTrainStep)) {
+      b.frameBytes = train->getInteger("frame_bytes");
+      if (json::Object *peak = train->getObject("breakdown_at_peak"))
+        for (auto &[key, v] : *peak)
+          if (auto i = v.getAsInteger())
+            b.peak[key.str()] = *i;
+    }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Writing the report
+//===----------------------------------------------------------------------===//
+
+/// The memory table: (label, with plan, without plan or -1 for n/a).
+struct MemoryRow {
+  /// Key in the JSON report, label in the text one.
+  std::string key, label;
+  int64_t with = 0;
+  std::optional<int64_t> without;
+};
+
+std::vector<MemoryRow> memoryRows(const Report &r) {
+  std::vector<MemoryRow> rows;
+  std::map<std::string, std::pair<int64_t, int64_t>> byKind;
+  for (const State &s : r.states) {
+    auto &[local, global] = byKind[s.kind];
+    local += s.localBytes;
+    global += s.globalBytes;
+  }
+  int64_t stateWith = 0, stateWithout = 0;
+  for (auto [kind, label] :
+       {std::pair<StringRef, StringRef>{"param", "state: params"},
+        {"opt_m", "state: optimizer m"},
+        {"opt_v", "state: optimizer v"}}) {
+    auto [local, global] = byKind[kind.str()];
+    rows.push_back({"state_" + kind.str(), label.str(), local, global});
+    stateWith += local;
+    stateWithout += global;
+  }
+  rows.push_back({"state_total", "state: total", stateWith, stateWithout});
+  std::optional<int64_t> frameWithout;
+  if (r.baseline.present && r.baseline.frameBytes)
+    frameWithout = *r.baseline.frameBytes;
+  if (r.memory.planned) {
+    rows.push_back(
+        {"frame", "transient: frame", r.memory.frameBytes, frameWithout});
+    int64_t liveWith = 0, liveWithout = 0;
+    for (auto &[category, bytes] : r.memory.peak)
+      liveWith += bytes;
+    for (auto &[category, bytes] : r.baseline.peak)
+      liveWithout += bytes;
+    for (auto &[category, bytes] : r.memory.peak) {
+      std::optional<int64_t> without;
+      if (r.baseline.present) {
+        auto it = r.baseline.peak.find(category);
+        without = it == r.baseline.peak.end() ? 0 : it->second;
+      }
+      rows.push_back(
+          {"peak_" + category, "  at peak: " + category, bytes, without});
+    }
+    std::optional<int64_t> live;
+    if (r.baseline.present)
+      live = liveWithout;
+    rows.push_back(
+        {"peak_live_total", "  at peak: live total", liveWith, live});
+    std::optional<int64_t> total;
+    if (frameWithout)
+      total = stateWithout + *frameWithout;
+    rows.push_back({"total", "total: state + frame",
+                    stateWith + r.memory.frameBytes, total});
+  }
+  return rows;
+}
+
+void writeText(const Report &r, llvm::raw_ostream &os) {
+  os << "dist-explain: "
+     << (r.modelName.empty() ? std::string("(unnamed model)") : r.modelName)
+     << "\n";
+  os << "plan: ";
+  if (!r.hasPlan) {
+    os << "none (no dist.plan)";
+  } else {
+    // The keys of this strategies first, then the others.
+    const StringRef main[] = {"dp", "tp", "sp", "zero"};
+    SmallVector<std::string> parts, others;
+    for (StringRef key : main)
+      for (auto &[k, value] : r.plan)
+        if (k == key)
+          parts.push_back(k + "=" + value);
+    for (auto &[k, value] : r.plan)
+      if (!llvm::is_contained(main, k))
+        others.push_back(k + "=" + value);
+    os << llvm::join(parts, ",");
+    if (!others.empty())
+      os << " (also " << llvm::join(others, ",") << ")";
+  }
+  os << "\nmesh: ";
+  if (r.mesh.empty()) {
+    os << "none";
+  } else {
+    SmallVector<std::string> parts;
+    for (auto &[name, size] : r.mesh)
+      parts.push_back(name + "=" + std::to_string(size));
+    os << "[" << llvm::join(parts, ", ") << "]";
+  }
+  os << ", world size " << r.worldSize << "\n";
+  if (const json::Value *params = r.model.get("num_parameters"))
+    if (auto n = params->getAsInteger()) {
+      os << "model: " << *n << " parameters";
+      for (StringRef key : {"num_layers", "hidden_size", "num_heads"})
+        if (auto v = r.model.getInteger(key))
+          os << ", " << key << " " << *v;
+      if (auto b = r.model.getInteger("batch"))
+        if (auto s = r.model.getInteger("seq_len"))
+          os << ", batch " << *b << " x seq " << *s;
+      os << "\n";
+    }
+
+  os << "\nstrategies (what is split on which axis, from the entry's "
+        "shardings";
+  os << (r.rolesFromEntries ? "; roles from tfm.role" : "") << ")\n";
+  if (r.strategies.empty())
+    os << "  none: every tensor is replicated\n";
+  for (auto &[label, axis, text] : r.strategies)
+    os << "  " << llvm::left_justify(label, 7) << " "
+       << llvm::left_justify(axis, 5) << " " << text << "\n";
+
+  os << "\ncollectives per " << r.entry
+     << " per rank (calls expanded; bytes = local operand)\n";
+  os << "  " << llvm::left_justify("strategy", 15) << " "
+     << llvm::left_justify("op", 15) << " " << llvm::left_justify("axes", 6)
+     << " " << llvm::right_justify("count", 6) << " "
+     << llvm::right_justify("bytes/step", 12) << "\n";
+  int64_t totalCount = 0, totalBytes = 0;
+  for (auto &[key, row] : r.rows) {
+    auto &[rank, cause, op, axes] = key;
+    os << "  " << llvm::left_justify(cause, 15) << " "
+       << llvm::left_justify(op, 15) << " " << llvm::left_justify(axes, 6)
+       << " " << llvm::right_justify(std::to_string(row.count), 6) << " "
+       << llvm::right_justify(formatBytes(row.bytes), 12) << "\n";
+    totalCount += row.count;
+    totalBytes += row.bytes;
+  }
+  os << "  " << llvm::left_justify("total", 38) << " "
+     << llvm::right_justify(std::to_string(totalCount), 6) << " "
+     << llvm::right_justify(formatBytes(totalBytes), 12) << "\n";
+  if (!r.perFunction.empty()) {
+    os << "  per call:\n";
+    for (const Report::PerFunction &f : r.perFunction) {
+      SmallVector<std::string> parts;
+      for (auto &[key, count] : f.perCall)
+        parts.push_back(key + " x" + std::to_string(count));
+      os << "    " << f.name << " (called " << f.calls
+         << "x): " << llvm::join(parts, ", ") << "\n";
+    }
+  }
+  for (auto &[name, count, bytes] : r.otherEntries)
+    os << "  entry " << name << ": " << count << " collectives, "
+       << formatBytes(bytes) << " per call\n";
+
+  os << "\nmemory per rank (" << r.entry << ")";
+  os << "\n  " << llvm::left_justify("", 24) << " "
+     << llvm::right_justify("with plan", 12) << " "
+     << llvm::right_justify("without", 12) << " "
+     << llvm::right_justify("ratio", 6) << "\n";
+  for (const MemoryRow &row : memoryRows(r)) {
+    os << "  " << llvm::left_justify(row.label, 24) << " "
+       << llvm::right_justify(formatBytes(row.with), 12) << " "
+       << llvm::right_justify(
+              row.without ? formatBytes(*row.without) : std::string("n/a"), 12);
+    if (row.without && *row.without > 0)
+      os << " "
+         << llvm::right_justify(
+                llvm::formatv("{0:F2}", double(row.with) / double(*row.without))
+                    .str(),
+                6);
+    os << "\n";
+  }
+  os << "  without = one rank: state from the global shapes x element size";
+  if (r.baseline.present)
+    os << "; transient from " << r.baseline.path << " (world size "
+       << r.baseline.worldSize << ", state there "
+       << formatBytes(r.baseline.stateBytes) << ")";
+  else if (r.memory.planned)
+    os << "; transient n/a (pass baseline=<one-rank artifact.json>)";
+  os << "\n";
+  if (!r.memory.planned)
+    os << "  transient: not planned\n";
+}
+
+json::Value toJson(const Report &r) {
+  json::Object top;
+  top["model"] = json::Object(r.model);
+  json::Object plan;
+  for (auto &[key, value] : r.plan) {
+    long long i;
+    if (!StringRef(value).getAsInteger(10, i))
+      plan[key] = int64_t(i);
+    else
+      plan[key] = value;
+  }
+  top["plan"] = std::move(plan);
+  json::Array axes, sizes;
+  for (auto &[name, size] : r.mesh) {
+    axes.push_back(name);
+    sizes.push_back(size);
+  }
+  top["mesh"] =
+      json::Object{{"axes", std::move(axes)}, {"sizes", std::move(sizes)}};
+  top["world_size"] = r.worldSize;
+  json::Array strategies;
+  for (auto &[label, axis, text] : r.strategies)
+    strategies.push_back(
+        json::Object{{"strategy", label}, {"axis", axis}, {"split", text}});
+  top["strategies"] = std::move(strategies);
+  json::Array collectives;
+  for (auto &[key, row] : r.rows) {
+    auto &[rank, cause, op, axesName] = key;
+    json::Array axesList;
+    for (StringRef axis : llvm::split(axesName, ","))
+      if (!axis.empty())
+        axesList.push_back(axis.str());
+    collectives.push_back(json::Object{{"strategy", cause},
+                                       {"op", op},
+                                       {"axes", std::move(axesList)},
+                                       {"count", row.count},
+                                       {"bytes", row.bytes}});
+  }
+  top["entry"] = r.entry;
+  top["collectives"] = std::move(collectives);
+  json::Object perFunction;
+  for (const Report::PerFunction &f : r.perFunction) {
+    json::Object perCall;
+    for (auto &[key, count] : f.perCall)
+      perCall[key] = count;
+    perFunction[f.name] =
+        json::Object{{"calls", f.calls}, {"per_call", std::move(perCall)}};
+  }
+  top["functions"] = std::move(perFunction);
+  json::Object others;
+  for (auto &[name, count, bytes] : r.otherEntries)
+    others[name] = json::Object{{"count", count}, {"bytes", bytes}};
+  top["other_entries"] = std::move(others);
+  // Bytes per rank with the plan and without it (null: unknown).
+  json::Object memory;
+  for (const MemoryRow &row : memoryRows(r))
+    memory[row.key] =
+        json::Object{{"with", row.with},
+                     {"without", row.without ? json::Value(*row.without)
+                                             : json::Value(nullptr)}};
+  if (r.baseline.present)
+    memory["baseline"] = r.baseline.path;
+  top["memory"] = std::move(memory);
+  return top;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {
+  using DistExplainBase::DistExplainBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (format != "text" && format != "json") {
+      module.emitError() << "dist-explain: format must be 'text' or 'json', "
+                            "found '"
+                         << format << "'";
+      return signalPassFailure();
+    }
+
+    // The rt form, planned: lower / plan a copy if needed.
+    bool hasRt = !module.getOps<rt::FuncOp>().empty();
+    bool planned =
+        hasRt && llvm::all_of(module.getOps<rt::FuncOp>(),
+                              [](rt::FuncOp f) { return f.isPlanned(); });
+    llvm::StringMap<std::string> roles;
+    Report report;
+    OwningOpRef<ModuleOp> copy;
+    ModuleOp program = module;
+    if (!hasRt) {
+      Explainer::readRoles(module, roles);
+      report.rolesFromEntries = !roles.empty();
+    }
+    if (!planned) {
+      copy = module.clone();
+      if (failed(lowerCopy(*copy, hasRt ? "rt-plan-memory"
+                                        : "rt-lower,rt-plan-memory")))
+        return signalPassFailure();
+      program = *copy;
+    }
+
+    if (!baseline.empty() &&
+        failed(readBaseline(baseline, report.baseline, module)))
+      return signalPassFailure();
+    Explainer explainer(program, report);
+    if (failed(explainer.read(roles)))
+      return signalPassFailure();
+    // A one-rank program is its own baseline.
+    if (!report.baseline.present && report.worldSize == 1 &&
+        report.memory.planned) {
+      Baseline &b = report.baseline;
+      b.present = true;
+      b.path = "this program";
+      b.frameBytes = report.memory.frameBytes;
+      b.peak = report.memory.peak;
+      for (const State &s : report.states)
+        b.stateBytes += s.localBytes;
+    }
+
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(output, &error);
+    if (!file) {
+      module.emitError() << "dist-explain: " << error;
+      return signalPassFailure();
+    }
+    if (format == "json")
+      file->os() << llvm::formatv("{0:2}", toJson(report)) << "\n";
+    else
+      writeText(report, file->os());
+    file->keep();
+    markAllAnalysesPreserved();
+  }
+
+  /// Runs `pipeline` on `copy`, reporting its first error on the module.
+  LogicalResult lowerCopy(ModuleOp copy, StringRef pipeline) {
+    MLIRContext *ctx = &getContext();
+    PassManager pm(ctx, ModuleOp::getOperationName());
+    std::string error;
+    llvm::raw_string_ostream errorStream(error);
+    if (failed(parsePassPipeline(pipeline, pm, errorStream)))
+      return getOperation().emitError()
+             << "dist-explain: cannot build the pipeline '" << pipeline
+             << "' (are the rt passes registered?): " << error;
+    std::string firstError;
+    LogicalResult result = success();
+    {
+      ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+        if (diag.getSeverity() == DiagnosticSeverity::Error &&
+            firstError.empty())
+          firstError = diag.str();
+        return success();
+      });
+      result = pm.run(copy);
+    }
+    if (failed(result))
+      return getOperation().emitError()
+             << "dist-explain: " << pipeline
+             << " failed on a copy of the module (run dist-explain after "
+                "rt-plan-memory to see the error in place): "
+             << firstError;
+    return success();
+  }
+};
+
+} // namespace

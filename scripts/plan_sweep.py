@@ -1,0 +1,466 @@
+"""Plan sweep: every plan must train like the 1-rank run (DESIGN.md §6, §12).
+
+Called by scripts/plan_sweep.sh (see its header for the options).  Builds one
+small nanoGPT-like model (global batch 16, vocabulary padded to a fixed
+multiple for every plan), differentiates it once, runs the 1-rank reference
+for K steps, then compiles and runs each plan with `shard-run -n N` and
+compares, step by step, train_loss and grad_norm, and the final val_loss
+(relative error <= tolerance, default 1e-5).  A sample of invalid plans must
+fail with a clear message.  Prints a table and `N passed, N failed`; writes
+a JUnit XML report with --junit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+from xml.sax.saxutils import quoteattr
+
+KEYS = ("pp", "dp", "cp", "tp", "sp", "zero")
+
+
+def parse_plan(plan: str) -> Dict[str, int]:
+    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "sp": 0, "zero": 0}
+    for kv in filter(None, plan.split(",")):
+        k, _, v = kv.partition("=")
+        d[k.strip()] = int(v)
+    return d
+
+
+def world_size(plan: str) -> int:
+    d = parse_plan(plan)
+    return d["pp"] * d["dp"] * d["cp"] * d["tp"]
+
+
+def fmt_plan(dp: int, tp: int, sp: int, zero: int) -> str:
+    parts = [f"dp={dp}"]
+    if tp > 1:
+        parts.append(f"tp={tp}")
+    if sp:
+        parts.append("sp=1")
+    if zero:
+        parts.append(f"zero={zero}")
+    return ",".join(parts)
+
+
+def divisors(n: int) -> List[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def valid_plans(worlds: List[int], model: dict) -> List[str]:
+    """Every valid dp x tp x sp x zero plan for these world sizes and this model.
+
+    tp must divide the heads (q and kv), the FFN width, the padded vocabulary;
+    sp needs tp > 1 and tp dividing the sequence; dp must divide the batch;
+    zero > 0 only with dp > 1 (with dp = 1 it is accepted and changes nothing).
+    """
+    plans = []
+    for w in worlds:
+        for tp in divisors(w):
+            dp = w // tp
+            if any(model[k] % tp for k in ("num_heads", "num_kv_heads", "ffn_hidden_size",
+                                           "padded_vocab_size")):
+                continue
+            if model["batch"] % dp:
+                continue
+            for sp in ((0, 1) if tp > 1 and model["seq_len"] % tp == 0 else (0,)):
+                for zero in (range(4) if dp > 1 else (0,)):
+                    plans.append(fmt_plan(dp, tp, sp, zero))
+    return plans
+
+
+# CI's covering set: every pair of {dp, tp, sp, zero1, zero2, zero3} appears
+# together in at least one plan (zero stages are exclusive, so "pair" there
+# means each stage with each of dp, tp, sp), world sizes 1, 2, 4 and 8.
+# (plan, check_memory): a few run under shard-run --check-memory.
+COVERING: List[Tuple[str, bool]] = [
+    ("dp=1", False),
+    ("dp=1,zero=1", False),  # accepted, a no-op
+    ("dp=2", False),
+    ("dp=2,zero=1", False),
+    ("dp=2,zero=2", False),
+    ("dp=2,zero=3", True),
+    ("dp=1,tp=2", False),
+    ("dp=1,tp=2,sp=1", True),
+    ("dp=4,zero=2", False),
+    ("dp=2,tp=2", False),
+    ("dp=2,tp=2,zero=1", False),
+    ("dp=2,tp=2,sp=1,zero=2", True),
+    ("dp=2,tp=2,sp=1,zero=3", False),
+    ("dp=1,tp=4,sp=1", False),
+    ("dp=8", False),
+    ("dp=8,zero=3", False),
+    ("dp=4,tp=2,sp=1,zero=1", False),
+    ("dp=4,tp=2,zero=3", False),
+    ("dp=2,tp=4,sp=1,zero=2", False),
+    ("dp=2,tp=4,zero=1", False),
+]
+
+
+@dataclass
+class Result:
+    name: str
+    ranks: int
+    ok: bool
+    err: Optional[float] = None  # max relative error over compared metrics
+    seconds: float = 0.0
+    message: str = ""
+    kind: str = "plan"  # plan | invalid | reference
+
+
+@dataclass
+class Ctx:
+    root: Path
+    build: Path
+    py: str
+    out: Path
+    data: Path
+    steps: int
+    tol: float
+    timeout: int
+    verbose: bool
+    env: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def shard_opt(self) -> str:
+        return str(self.build / "bin" / "shard-opt")
+
+    @property
+    def shard_run(self) -> str:
+        return str(self.build / "bin" / "shard-run")
+
+
+def run(ctx: Ctx, cmd: List[str], timeout: Optional[int] = None) -> Tuple[int, str]:
+    """Runs cmd in its own process group (an MPI job is killed whole on timeout)."""
+    if ctx.verbose:
+        print("  $ " + " ".join(cmd), flush=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True, env=ctx.env)
+    try:
+        out, _ = p.communicate(timeout=timeout or ctx.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return 124, out + f"\n[timed out after {timeout or ctx.timeout}s]"
+    return p.returncode, out
+
+
+def last_error(out: str) -> str:
+    lines = [l for l in out.splitlines() if "error" in l.lower()]
+    line = (lines[0] if lines else (out.strip().splitlines() or ["(no output)"])[-1]).strip()
+    line = re.sub(r"^\S+\.mlir:\d+:\d+: ", "", line)  # the file:line:col of the sweep's IR
+    return line[:300]
+
+
+def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[int, str]:
+    passes = []
+    if plan:
+        passes = [f"--dist-apply-plan=plan={plan}", "--dist-propagate", "--dist-partition"]
+    cmd = [ctx.shard_opt, str(ts), *passes, "--rt-lower", "--rt-plan-memory",
+           f"--rt-export=output={art}", "-o", str(art.with_suffix(".lowered.mlir"))]
+    return run(ctx, cmd)
+
+
+def train(ctx: Ctx, art: Path, ranks: int, log: Path, check_memory: bool) -> Tuple[int, str]:
+    if log.exists():
+        log.unlink()
+    cmd = [ctx.shard_run, str(art), "--data", str(ctx.data), "--steps", str(ctx.steps),
+           "--eval-interval", "0", "--eval-iters", "1", "--sample", "0", "--log", str(log)]
+    if ranks > 1:
+        cmd[1:1] = ["-n", str(ranks)]
+    if check_memory:
+        cmd.append("--check-memory")
+    return run(ctx, cmd)
+
+
+def read_log(log: Path) -> Tuple[List[dict], Optional[float]]:
+    steps, val = [], None
+    for line in log.read_text().splitlines():
+        o = json.loads(line)
+        if "train_loss" in o:
+            steps.append(o)
+        if "val_loss" in o:
+            val = o["val_loss"]
+    return steps, val
+
+
+def compare(ref: Tuple[List[dict], Optional[float]], got: Tuple[List[dict], Optional[float]],
+            steps: int) -> Tuple[float, str]:
+    """Max relative error of train_loss/grad_norm per step and the final val_loss."""
+    (rs, rv), (gs, gv) = ref, got
+    if len(gs) != steps:
+        return float("inf"), f"logged {len(gs)} steps, expected {steps}"
+    worst, where = 0.0, ""
+    for r, g in zip(rs, gs):
+        for k in ("train_loss", "grad_norm"):
+            e = abs(g[k] - r[k]) / max(abs(r[k]), 1e-30)
+            if e > worst or e != e:
+                worst, where = e, f"{k} step {r['step']}: {g[k]:.9g} vs {r[k]:.9g}"
+    if rv is not None:
+        if gv is None:
+            return float("inf"), "no final val_loss"
+        e = abs(gv - rv) / max(abs(rv), 1e-30)
+        if e > worst or e != e:
+            worst, where = e, f"val_loss: {gv:.9g} vs {rv:.9g}"
+    return worst, where
+
+
+def run_plan(ctx: Ctx, ts: Path, ref, plan: str, check_memory: bool) -> Result:
+    t0 = time.time()
+    ranks = world_size(plan)
+    tag = re.sub(r"[^A-Za-z0-9]+", "_", plan)
+    name = plan + (" +check-memory" if check_memory else "")
+    art = ctx.out / f"{tag}.json"
+    rc, out = compile_plan(ctx, ts, plan, art)
+    if rc:
+        return Result(name, ranks, False, None, time.time() - t0, "compile: " + last_error(out))
+    log = ctx.out / f"{tag}.jsonl"
+    rc, out = train(ctx, art, ranks, log, check_memory)
+    (ctx.out / f"{tag}.out").write_text(out)
+    if rc:
+        return Result(name, ranks, False, None, time.time() - t0, "run: " + last_error(out))
+    err, where = compare(ref, read_log(log), ctx.steps)
+    ok = err <= ctx.tol
+    return Result(name, ranks, ok, err, time.time() - t0, "" if ok else where)
+
+
+def run_invalid(ctx: Ctx, ts: Path, good_art: Path, name: str, cmd: List[str],
+                pattern: str) -> Result:
+    """An invalid plan/launch must exit non-zero with a message matching pattern."""
+    t0 = time.time()
+    rc, out = run(ctx, cmd)
+    if rc == 0:
+        return Result(name, 0, False, None, time.time() - t0, "accepted (expected an error)",
+                      kind="invalid")
+    if rc == 124 or not re.search(pattern, out):
+        return Result(name, 0, False, None, time.time() - t0,
+                      f"rc {rc}, message did not match /{pattern}/: " + last_error(out),
+                      kind="invalid")
+    return Result(name, 0, True, None, time.time() - t0, last_error(out), kind="invalid")
+
+
+def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
+                  model: dict) -> List[Tuple[str, List[str], str]]:
+    def opt(plan: str) -> List[str]:
+        return [ctx.shard_opt, str(ts), f"--dist-apply-plan=plan={plan}", "--dist-propagate",
+                "--dist-partition", "-o", os.devnull]
+    heads = model["num_heads"]
+    bad_tp = next(t for t in (3, 5, 6, 7, 8, 16) if heads % t)
+    bad_dp = next(d for d in (3, 5, 6, 7) if model["batch"] % d)
+    wrong_n = good_ranks * 2
+    cases = [
+        ("foo=1", opt("dp=2,foo=1"), r"unknown key 'foo'"),
+        ("dp=x", opt("dp=x"), r"dp expects an integer, found 'x'"),
+        ("dp=0", opt("dp=0"), r"dp must be >= 1, found 0"),
+        (f"tp={bad_tp}", opt(f"tp={bad_tp}"), rf"num_heads = {heads} is not divisible by tp"),
+        (f"dp={bad_dp}", opt(f"dp={bad_dp}"), r"is not divisible by dp"),
+        ("dp=2,sp=1", opt("dp=2,sp=1"), r"sp=1 needs tp > 1"),
+        ("tp=2,sp=2", opt("tp=2,sp=2"), r"sp must be 0 or 1, found 2"),
+        ("dp=2,zero=4", opt("dp=2,zero=4"), r"zero must be in 0\.\.3, found 4"),
+        ("pp=2", opt("pp=2"), r"pp=2 is not supported yet"),
+        (f"shard-run -n {wrong_n} on a {good_ranks}-rank artifact",
+         [ctx.shard_run, "-n", str(wrong_n), str(good_art), "--data", str(ctx.data),
+          "--steps", "1", "--sample", "0"],
+         rf"compiled for {good_ranks} ranks, but -n is {wrong_n}"),
+        (f"train.sh --plan dp=2 -n {wrong_n}",
+         ["bash", str(ctx.root / "scripts" / "train.sh"), "--plan", "dp=2", "-n", str(wrong_n),
+          "--out", str(ctx.out / "train-invalid")],
+         rf"-n {wrong_n} does not match the plan's world size 2"),
+    ]
+    return cases
+
+
+def build(ctx: Ctx, args) -> Tuple[Path, dict]:
+    """Model IR (padded vocabulary) and its train step; returns (ts.mlir, tfm.model)."""
+    cfg = json.loads(Path(args.config).read_text())
+    if args.layers:
+        cfg["n_layer"] = args.layers
+    cfg_path = ctx.out / "config.json"
+    cfg_path.write_text(json.dumps(cfg, indent=1))
+    model = ctx.out / "model.mlir"
+    env = dict(ctx.env, PYTHONPATH=str(ctx.root / "python"))
+    for mult, dst in ((args.vocab_multiple, model), (1, ctx.out / "model.unpadded.mlir")):
+        cmd = [ctx.py, "-m", "autoshard.models", str(cfg_path), "--batch", str(args.batch),
+               "--seq", str(args.seq), "--vocab-multiple", str(mult), "-q", "-o", str(dst)]
+        if args.dropout is not None:
+            cmd += ["--dropout", str(args.dropout)]
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        if p.returncode:
+            sys.exit(f"plan_sweep: model builder failed:\n{p.stdout}")
+    for src, dst in ((model, ctx.out / "ts.mlir"),
+                     (ctx.out / "model.unpadded.mlir", ctx.out / "ts.unpadded.mlir")):
+        rc, out = run(ctx, [ctx.shard_opt, str(src), "--tfm-autodiff", "-o", str(dst)])
+        if rc:
+            sys.exit(f"plan_sweep: tfm-autodiff failed:\n{out}")
+    head = (ctx.out / "ts.mlir").read_text(errors="replace")[:4000]
+    m = re.search(r"tfm\.model = \{([^}]*)\}", head)
+    if not m:
+        sys.exit("plan_sweep: no tfm.model attribute in the train step")
+    attrs = dict((k, int(v)) for k, v in re.findall(r"(\w+) = (\d+) : i64", m.group(1)))
+    return ctx.out / "ts.mlir", attrs
+
+
+def write_junit(path: Path, results: List[Result], seconds: float) -> None:
+    fails = sum(not r.ok for r in results)
+    cases = []
+    for r in results:
+        cls = "plan_sweep." + r.kind
+        body = ""
+        if not r.ok:
+            body = f"<failure message={quoteattr(r.message)}/>"
+        elif r.message:
+            body = f"<system-out>{quoteattr(r.message)[1:-1]}</system-out>"
+        cases.append(f'<testcase classname="{cls}" name={quoteattr(r.name)} '
+                     f'time="{r.seconds:.2f}">{body}</testcase>')
+    path.write_text(f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="plan_sweep" '
+                    f'tests="{len(results)}" failures="{fails}" time="{seconds:.1f}">'
+                    + "".join(cases) + "</testsuite>\n")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(prog="plan_sweep.sh")
+    ap.add_argument("--full", action="store_true",
+                    help="every valid plan for world sizes 1, 2, 4, 8 (default: the covering set)")
+    ap.add_argument("--worlds", default="1,2,4,8", help="world sizes for --full (1,2,4,8)")
+    ap.add_argument("--plans", default=None,
+                    help="';'-separated explicit plans instead of the covering set")
+    ap.add_argument("--filter", default=None, help="only plans matching this regex")
+    ap.add_argument("--exclude", default=None, help="skip plans matching this regex")
+    ap.add_argument("--no-invalid", action="store_true", help="skip the invalid-plan checks")
+    ap.add_argument("--check-memory", choices=("some", "all", "none"), default="some",
+                    help="which plans run under --check-memory (some: the marked covering ones)")
+    ap.add_argument("--steps", type=int, default=20,
+                    help="steps compared (DESIGN.md §6: the first 20)")
+    ap.add_argument("--tol", type=float, default=1e-5)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=32)
+    ap.add_argument("--layers", type=int, default=0, help="override the config's n_layer")
+    ap.add_argument("--vocab-multiple", type=int, default=64)
+    ap.add_argument("--dropout", type=float, default=None, help="override the config's dropout")
+    ap.add_argument("--config", default=None)
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--junit", default=None)
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per command")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--root", required=True, help=argparse.SUPPRESS)
+    ap.add_argument("--build", required=True, help=argparse.SUPPRESS)
+    ap.add_argument("--py", required=True, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    root, bld = Path(args.root), Path(args.build)
+    shared = root.parent / "shared"
+    args.config = args.config or str(shared / "configs/models/nanogpt-shakespeare-char-cpu.json")
+    out = Path(args.out or bld / "plan-sweep")
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, BUILD_DIR=str(bld))
+    ctx = Ctx(root, bld, args.py, out, Path(args.data or shared / "data/tinyshakespeare.txt"),
+              args.steps, args.tol, args.timeout, args.verbose, env)
+    for tool in (ctx.shard_opt, ctx.shard_run):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"plan_sweep: {tool} not found (build first, or set BUILD_DIR)")
+
+    t_all = time.time()
+    ts, model = build(ctx, args)
+    if args.plans:
+        plans = [(p.strip(), False) for p in args.plans.split(";") if p.strip()]
+    elif args.full:
+        plans = [(p, False) for p in valid_plans([int(w) for w in args.worlds.split(",")], model)]
+        marked = {p for p, c in COVERING if c}
+        plans = [(p, p in marked) for p, _ in plans]
+    else:
+        plans = list(COVERING)
+    if args.filter:
+        plans = [(p, c) for p, c in plans if re.search(args.filter, p)]
+    if args.exclude:
+        plans = [(p, c) for p, c in plans if not re.search(args.exclude, p)]
+    if args.check_memory != "some":
+        plans = [(p, args.check_memory == "all") for p, _ in plans]
+
+    print(f"plan sweep: {model.get('num_layers')} layers, hidden {model.get('hidden_size')}, "
+          f"{model.get('num_heads')} heads, vocab {model.get('vocab_size')} padded to "
+          f"{model.get('padded_vocab_size')}, batch {model.get('batch')}, seq "
+          f"{model.get('seq_len')}; {args.steps} steps; {len(plans)} plans; tolerance "
+          f"{args.tol:g}; out {out}", flush=True)
+
+    results: List[Result] = []
+    # 1-rank reference: no plan at all (the plain single-device pipeline).
+    t0 = time.time()
+    ref_art = out / "reference.json"
+    rc, o = compile_plan(ctx, ts, None, ref_art)
+    if rc == 0:
+        rc, o = train(ctx, ref_art, 1, out / "reference.jsonl", False)
+    if rc:
+        print(f"plan_sweep: the 1-rank reference failed:\n{o}", file=sys.stderr)
+        return 1
+    ref = read_log(out / "reference.jsonl")
+    if len(ref[0]) != args.steps:
+        print("plan_sweep: the reference logged the wrong number of steps", file=sys.stderr)
+        return 1
+    results.append(Result("reference (no plan)", 1, True, 0.0, time.time() - t0,
+                          kind="reference"))
+
+    def show(r: Result) -> None:
+        err = "-" if r.err is None else f"{r.err:.2e}"
+        ranks = "-" if r.kind == "invalid" else str(r.ranks)
+        status = "pass" if r.ok else "FAIL"
+        print(f"{r.name:42s} {ranks:>5s} {err:>10s} {status:>6s} {r.seconds:7.1f}"
+              + (f"  {r.message}" if r.message and (not r.ok or r.kind == "invalid") else ""),
+              flush=True)
+
+    print(f"\n{'plan':42s} {'ranks':>5s} {'max rel':>10s} {'status':>6s} {'seconds':>7s}")
+    show(results[0])
+    # The padded model is the unpadded one (DESIGN.md §6): same losses and norms.
+    if args.vocab_multiple > 1 and model["padded_vocab_size"] != model["vocab_size"]:
+        t0 = time.time()
+        art = out / "unpadded.json"
+        rc, o = compile_plan(ctx, out / "ts.unpadded.mlir", None, art)
+        if rc == 0:
+            rc, o = train(ctx, art, 1, out / "unpadded.jsonl", False)
+        if rc:
+            r = Result("unpadded vocab (no plan)", 1, False, None, time.time() - t0,
+                       last_error(o), kind="reference")
+        else:
+            err, where = compare(ref, read_log(out / "unpadded.jsonl"), args.steps)
+            r = Result("unpadded vocab (no plan)", 1, err <= args.tol, err, time.time() - t0,
+                       "" if err <= args.tol else where, kind="reference")
+        results.append(r)
+        show(r)
+
+    for plan, cm in plans:
+        r = run_plan(ctx, ts, ref, plan, cm)
+        results.append(r)
+        show(r)
+
+    if not args.no_invalid:
+        good = "dp=2"
+        good_art = out / "invalid-good.json"
+        compile_plan(ctx, ts, good, good_art)
+        for name, cmd, pat in invalid_cases(ctx, ts, good_art, world_size(good), model):
+            r = run_invalid(ctx, ts, good_art, "invalid: " + name, cmd, pat)
+            results.append(r)
+            show(r)
+
+    total = time.time() - t_all
+    npass = sum(r.ok for r in results)
+    nfail = len(results) - npass
+    if args.junit:
+        write_junit(Path(args.junit), results, total)
+    print(f"\nplan sweep took {total:.0f}s")
+    print(f"{npass} passed, {nfail} failed")
+    return 1 if nfail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

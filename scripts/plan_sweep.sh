@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Plan sweep (DESIGN.md §6, §12): every plan must train like the 1-rank run.
+#
+#   scripts/plan_sweep.sh [--full] [--plans "dp=2;dp=2,tp=2"] [--filter RE] [--exclude RE]
+#                         [--steps 20] [--tol 1e-5] [--batch 16] [--seq 32] [--layers N]
+#                         [--vocab-multiple 64] [--dropout P] [--config FILE]
+#                         [--check-memory some|all|none]
+#                         [--no-invalid] [--junit FILE] [--out DIR] [-v]
+#
+# Builds the nanoGPT CPU model (../shared/configs/models/nanogpt-shakespeare-char-cpu.json)
+# at global batch 16, seq 32, vocabulary padded to a multiple of 64 (as
+# scripts/train.sh does for every run), differentiates it once, runs the
+# 1-rank reference (no plan) for --steps steps (20), then compiles every plan
+# (dist-apply-plan, dist-propagate, dist-partition, rt-lower, rt-plan-memory,
+# rt-export) and runs it with `shard-run -n <world size>`, comparing each
+# step's train_loss and grad_norm and the final val_loss with the reference
+# (relative error <= --tol). Also checks that the unpadded model matches the
+# padded one, and that a sample of invalid plans (unknown key, tp not dividing
+# the heads, sp=1 with tp=1, zero=4, world size mismatch, ...) fails with a
+# clear message.
+#
+# Plans: by default CI's covering set (20 plans on 1, 2, 4 and 8 ranks, every
+# pair of dp, tp, sp and ZeRO stage 1/2/3; three run under --check-memory);
+# --full: every valid dp x tp x sp x zero plan on 1, 2, 4 and 8 ranks.
+# Prints a table (plan, ranks, max relative error, pass/fail, seconds) and
+# ends with "N passed, N failed"; exit status 1 if any check failed.
+# Tools come from $BUILD_DIR (default build/); outputs go to --out
+# (default $BUILD_DIR/plan-sweep).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=$(cd "${BUILD_DIR:-$ROOT/build}" && pwd)
+[[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+PY=${PYTHON:-}
+for p in "$BUILD_DIR/venv/bin/python" "$ROOT/build/venv/bin/python" python3; do
+  [[ -n $PY ]] && break
+  command -v "$p" >/dev/null 2>&1 && PY=$p
+done
+exec "$PY" "$ROOT/scripts/plan_sweep.py" --root "$ROOT" --build "$BUILD_DIR" --py "$PY" "$@"
