@@ -165,7 +165,8 @@ def last_error(out: str) -> str:
 def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[int, str]:
     passes = []
     if plan:
-        passes = [f"--dist-apply-plan=plan={plan}", "--dist-propagate", "--dist-partition"]
+        passes = [f"--dist-apply-plan=plan={plan}", "--dist-propagate", "--dist-partition",
+                  "--dist-bucket-collectives"]
     cmd = [ctx.shard_opt, str(ts), *passes, "--rt-lower", "--rt-plan-memory",
            f"--rt-export=output={art}", "-o", str(art.with_suffix(".lowered.mlir"))]
     return run(ctx, cmd)

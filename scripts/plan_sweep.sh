@@ -11,8 +11,8 @@
 # at global batch 16, seq 32, vocabulary padded to a multiple of 64 (as
 # scripts/train.sh does for every run), differentiates it once, runs the
 # 1-rank reference (no plan) for --steps steps (20), then compiles every plan
-# (dist-apply-plan, dist-propagate, dist-partition, rt-lower, rt-plan-memory,
-# rt-export) and runs it with `shard-run -n <world size>`, comparing each
+# (dist-apply-plan, dist-propagate, dist-partition, dist-bucket-collectives,
+# rt-lower, rt-plan-memory, rt-export) and runs it with `shard-run -n <world size>`, comparing each
 # step's train_loss and grad_norm and the final val_loss with the reference
 # (relative error <= --tol). Also checks that the unpadded model matches the
 # padded one, and that a sample of invalid plans (unknown key, tp not dividing

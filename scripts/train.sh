@@ -10,12 +10,13 @@
 #                    [--seed 1337] [--data FILE] [--out DIR] [--sample 300]
 #                    [--vocab-multiple 64] [-- extra shard-run flags...]
 #
-# --plan "dp=2,tp=2,sp=1,zero=1" compiles the step for that plan (dist-apply-plan,
-# dist-propagate, dist-partition after autodiff) and trains it on N ranks with
+# --plan "dp=2,tp=2,sp=1,zero=1" compiles the step for that plan (after autodiff:
+# dist-apply-plan, -propagate, -partition, -bucket-collectives), trains it on N ranks with
 # `shard-run -n N`; N defaults to the plan's world size (pp*dp*cp*tp) and any
 # other -n is an error. Without --plan, one rank. With a plan whose dp does not
 # divide the default batch 12, the batch becomes 16 (DESIGN.md section 12) unless
-# --batch is given.
+# --batch is given. With tp > 1 the sample defaults to 0 (the logits entry's
+# output is vocab-sharded and shard-run samples only from whole rows).
 # The vocabulary is padded to a multiple of --vocab-multiple (default 64, which
 # every tp degree up to 64 divides; Megatron's make-vocab-size-divisible-by) for
 # every run, one rank included, so that all plans compile the same model
@@ -56,7 +57,7 @@ while [[ $# -gt 0 ]]; do
     --beta2) BETA2=$2 ;; --weight-decay) WD=$2 ;; --grad-clip) CLIP=$2 ;;
     --dropout) DROPOUT=$2 ;; --eval-interval) EVAL_INTERVAL=$2 ;;
     --eval-iters) EVAL_ITERS=$2 ;; --seed) SEED=$2 ;; --data) DATA=$2 ;;
-    --out) OUT=$2 ;; --sample) SAMPLE=$2 ;;
+    --out) OUT=$2 ;; --sample) SAMPLE=$2 SAMPLE_SET=1 ;;
   esac
   shift 2
 done
@@ -79,6 +80,12 @@ if [[ -n $PLAN ]]; then
         [[ $v =~ ^[0-9]+$ ]] && WORLD=$((WORLD * v)) ;;
     esac
     [[ $k == dp && $v =~ ^[1-9][0-9]*$ && -z $BATCH_SET && $((BATCH % v)) -ne 0 ]] && BATCH=16
+    # With tp > 1 the logits entry returns vocab-sharded logits, which
+    # shard-run cannot sample from (docs/running.md): no sample by default.
+    if [[ $k == tp && $v =~ ^[0-9]+$ && $v -gt 1 && -z ${SAMPLE_SET:-} ]]; then
+      SAMPLE=0
+      echo "train.sh: plan '$PLAN' shards the logits over tp: no text sample (--sample 0)" >&2
+    fi
   done
 fi
 if [[ -n $NRANKS ]]; then
@@ -104,7 +111,8 @@ PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -m autoshard.models "$CONFI
   --tfm-autodiff="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP" \
   -o "$OUT/train_step.mlir"
 DIST_PASSES=()
-[[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN" --dist-propagate --dist-partition)
+[[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN" --dist-propagate --dist-partition
+                                --dist-bucket-collectives)
 "$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" "${DIST_PASSES[@]}" --rt-lower --rt-plan-memory \
   --rt-export="output=$OUT/model.json" -o "$OUT/lowered.mlir"
 echo "compiled $OUT/model.json${PLAN:+ for plan $PLAN on $NRANKS ranks} in $((SECONDS - t0))s"

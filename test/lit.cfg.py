@@ -40,6 +40,8 @@ tools = ["shard-opt"]
 runtime_tools = ["shard-run", "shard-gradcheck"]
 if all(os.path.exists(os.path.join(config.autoshard_tools_dir, t)) for t in runtime_tools):
     tools += runtime_tools
+    # The resharding tests' checker (test/E2E/reshard-*.mlir).
+    tools += ["shard-reshard-check"]
     config.available_features.add("runtime")
     # Multi-rank runs (`shard-run -n N`) need a shard-run built with MPI.
     if getattr(config, "autoshard_have_mpi", False):

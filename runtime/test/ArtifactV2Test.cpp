@@ -140,6 +140,74 @@ TEST(ArtifactV2, ShardedInitIsTheSliceOfTheUnshardedInit) {
   }
 }
 
+TEST(ArtifactV2, PaddedInitIsTheUnpaddedInitPlusZerosUnderAnySharding) {
+  // An LM head [H, V] = [6, 11] padded to [6, 16] and an embedding
+  // [V, H] = [11, 6] padded to [16, 6] (init.logical_shape), initialised
+  // whole and sharded on a 2x2 mesh: the logical part equals the unpadded
+  // tensor of the same name, the padding is 0.
+  using S = std::tuple<std::string, std::vector<int64_t>, Json>;
+  struct Case {
+    std::string name;
+    std::vector<int64_t> padded, logical;
+    Json sharding;
+  };
+  const std::vector<Case> cases = {
+      {"lm_head", {6, 16}, {6, 11}, Json::parse(R"([["dp"], ["tp"]])")},
+      {"lm_head", {6, 16}, {6, 11}, Json::parse(R"([[], ["dp", "tp"]])")},
+      {"lm_head", {6, 16}, {6, 11}, Json::parse(R"([[], []])")},
+      {"wte", {16, 6}, {11, 6}, Json::parse(R"([["tp", "dp"], []])")},
+      {"wte", {16, 6}, {11, 6}, Json::parse(R"([["tp"], ["dp"]])")}};
+  CpuBackend backend;
+  for (const Case &c : cases) {
+    Json unpadded = stateArtifact(
+        {}, {}, {S{c.name, c.logical, Json::parse(R"([[], []])")}});
+    Artifact unpaddedArtifact = parseArtifact(unpadded.dump(), "unpadded");
+    Executor ref(unpaddedArtifact, backend);
+    ref.initState();
+    std::vector<float> want = ref.readStateAs<float>(c.name);
+    Json doc =
+        stateArtifact({"dp", "tp"}, {2, 2}, {S{c.name, c.padded, c.sharding}});
+    doc["state"][0]["init"]["logical_shape"] = c.logical;
+    Artifact a = parseArtifact(doc.dump(), "padded");
+    ASSERT_EQ(a.state[0].logicalShape, c.logical);
+    const StateSpec &s = a.state[0];
+    const int64_t cols = c.padded[1], lcols = c.logical[1];
+    for (int64_t rank = 0; rank < 4; ++rank) {
+      ExecutorOptions opts;
+      opts.rank = rank;
+      Executor ex(a, backend, opts);
+      ex.initState();
+      std::vector<float> block = ex.readStateAs<float>(c.name);
+      std::vector<int64_t> off = ex.shardOffset(s.sharding, s.type.shape);
+      const int64_t br = s.type.shape[0], bc = s.type.shape[1];
+      for (int64_t r = 0; r < br; ++r)
+        for (int64_t k = 0; k < bc; ++k) {
+          int64_t gr = off[0] + r, gc = off[1] + k;
+          float expect =
+              gr < c.logical[0] && gc < lcols ? want[gr * lcols + gc] : 0.0f;
+          ASSERT_EQ(block[r * bc + k], expect)
+              << c.name << " " << c.sharding.dump() << " rank " << rank
+              << " global (" << gr << ", " << gc << ") of " << cols;
+        }
+    }
+  }
+}
+
+TEST(ArtifactV2, LogicalShapeErrors) {
+  using S = std::tuple<std::string, std::vector<int64_t>, Json>;
+  Json ok = stateArtifact({"dp"}, {2},
+                          {S{"a", {4, 2}, Json::parse(R"([["dp"], []])")}});
+  Json d = ok;
+  d["state"][0]["init"]["logical_shape"] = {5, 2};
+  expectError(d, {"logical_shape", "fit in it"});
+  d["state"][0]["init"]["logical_shape"] = {4};
+  expectError(d, {"logical_shape", "must have the rank"});
+  d["state"][0]["init"]["logical_shape"] = {3, -1};
+  expectError(d, {"logical_shape", "must list dims >= 0"});
+  d["state"][0]["init"]["logical_shape"] = {3, 2};
+  EXPECT_NO_THROW(parseArtifact(d.dump(), "ok"));
+}
+
 TEST(ArtifactV2, MeshAndShardingErrors) {
   using S = std::tuple<std::string, std::vector<int64_t>, Json>;
   Json ok = stateArtifact({"dp"}, {2},

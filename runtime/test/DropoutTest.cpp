@@ -80,6 +80,110 @@ TEST(DropoutTest, GradientMatchesFiniteDifferences) {
   });
 }
 
+/// Applies the local dropout (or its gradient) to every block of `global`
+/// split into `parts[d]` equal blocks along each dim d, and checks that each
+/// block's result is the slice of the global op's result.
+template <bool Grad>
+void expectBlocksMatchGlobal(const std::vector<int64_t> &global,
+                             const std::vector<int64_t> &parts) {
+  const size_t rank = global.size();
+  int64_t n = 1, numBlocks = 1;
+  std::vector<int64_t> local(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    n *= global[d];
+    local[d] = global[d] / parts[d];
+    numBlocks *= parts[d];
+  }
+  std::vector<double> x = randomVector(n, 5), want(n);
+  DropoutParams p = params(0.4);
+  if constexpr (Grad)
+    dropoutGrad(x.data(), want.data(), n, p);
+  else
+    dropout(x.data(), want.data(), n, p);
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t d = rank - 1; d > 0; --d)
+    stride[d - 1] = stride[d] * global[d];
+  int64_t localN = n / numBlocks, covered = 0;
+  for (int64_t b = 0; b < numBlocks; ++b) {
+    // Block coordinates, last dim fastest (as the ranks of a mesh).
+    DropoutBlock block;
+    block.shape = local;
+    block.globalShape = global;
+    block.offsets.assign(rank, 0);
+    for (int64_t rest = b, d = rank - 1; d >= 0; --d) {
+      block.offsets[d] = rest % parts[d] * local[d];
+      rest /= parts[d];
+    }
+    // Gather the block's input (row-major local order) from x.
+    std::vector<double> in(localN), got(localN), expect(localN);
+    std::vector<int64_t> idx(rank, 0);
+    for (int64_t i = 0; i < localN; ++i) {
+      int64_t g = 0;
+      for (size_t d = 0; d < rank; ++d)
+        g += (block.offsets[d] + idx[d]) * stride[d];
+      in[i] = x[g];
+      expect[i] = want[g];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < local[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    if constexpr (Grad)
+      dropoutGradBlock(in.data(), got.data(), block, p);
+    else
+      dropoutBlock(in.data(), got.data(), block, p);
+    expectAllNear(got, expect, 0.0, 0.0,
+                  "block " + std::to_string(b) + " of the sharded dropout");
+    covered += localN;
+  }
+  EXPECT_EQ(covered, n);
+}
+
+TEST(DropoutTest, BlocksShardedOnDim0MatchTheGlobalMask) {
+  expectBlocksMatchGlobal<false>({8, 6}, {4, 1});
+  expectBlocksMatchGlobal<false>({4, 10, 7}, {2, 1, 1});
+  expectBlocksMatchGlobal<true>({8, 6}, {2, 1});
+}
+
+TEST(DropoutTest, BlocksShardedOnDim1MatchTheGlobalMask) {
+  // Odd row lengths: a block's rows start inside a Philox block of four.
+  expectBlocksMatchGlobal<false>({5, 6}, {1, 2});
+  expectBlocksMatchGlobal<false>({3, 10, 7}, {1, 5, 1});
+  expectBlocksMatchGlobal<true>({5, 6}, {1, 3});
+}
+
+TEST(DropoutTest, BlocksShardedOnSeveralDimsMatchTheGlobalMask) {
+  expectBlocksMatchGlobal<false>({6, 10}, {2, 5});
+  expectBlocksMatchGlobal<false>({4, 6, 9}, {2, 3, 1});
+  expectBlocksMatchGlobal<false>({4, 6, 9}, {2, 2, 3});
+  expectBlocksMatchGlobal<true>({4, 6, 9}, {2, 3, 3});
+}
+
+TEST(DropoutTest, WholeBlockIsTheGlobalOpAndScalarsWork) {
+  expectBlocksMatchGlobal<false>({3, 5}, {1, 1});
+  expectBlocksMatchGlobal<false>({17}, {1});
+  expectBlocksMatchGlobal<false>({18}, {3});
+  DropoutBlock scalar; // rank 0: element 0
+  double x = 2.0, y = -1.0, want = -1.0;
+  dropoutBlock(&x, &y, scalar, params(0.5));
+  dropout(&x, &want, 1, params(0.5));
+  EXPECT_EQ(y, want);
+}
+
+TEST(DropoutTest, RejectsBlocksOutsideTheGlobalShape) {
+  std::vector<double> x(12), y(12);
+  DropoutBlock block{{3, 4}, {6, 4}, {4, 0}}; // rows [4, 7) of 6
+  EXPECT_THROW(dropoutBlock(x.data(), y.data(), block, params(0.1)),
+               std::invalid_argument);
+  block = {{3, 4}, {6, 4, 1}, {0, 0}}; // rank mismatch
+  EXPECT_THROW(dropoutBlock(x.data(), y.data(), block, params(0.1)),
+               std::invalid_argument);
+  block = {{3, 4}, {6, 4}, {-1, 0}};
+  EXPECT_THROW(dropoutGradBlock(x.data(), y.data(), block, params(0.1)),
+               std::invalid_argument);
+}
+
 TEST(DropoutTest, RejectsBadArguments) {
   std::vector<double> x(4), y(4);
   EXPECT_THROW(dropout(x.data(), y.data(), 4, params(1.0)),

@@ -49,52 +49,35 @@ template <typename T> bool anyNaN(const void *data, int64_t numel) {
   return false;
 }
 
-/// Normal init of the local block at `offset` (global coordinates) of a
-/// tensor of `spec.globalShape`: one initNormalRange per run of the last dim.
-template <typename T>
-void initNormalBlock(T *out, const StateSpec &spec, uint64_t seed,
-                     const std::vector<int64_t> &offset) {
-  const std::vector<int64_t> &local = spec.type.shape;
-  const std::vector<int64_t> &global =
-      spec.globalShape.empty() ? local : spec.globalShape;
-  uint64_t hash = fnv1a64(spec.name);
-  size_t rank = local.size();
-  if (rank == 0)
-    return initNormalRange(out, 1, 0, spec.initStd, seed, hash);
-  std::vector<int64_t> stride(rank, 1);
-  for (size_t d = rank - 1; d-- > 0;)
-    stride[d] = stride[d + 1] * global[d + 1];
-  int64_t inner = local[rank - 1];
-  int64_t rows = spec.type.numel() / std::max<int64_t>(inner, 1);
-  if (inner == 0)
-    return;
-  std::vector<int64_t> idx(rank, 0); // local coordinates of the row start
-  for (int64_t row = 0; row < rows; ++row) {
-    uint64_t begin = 0;
-    for (size_t d = 0; d < rank; ++d)
-      begin +=
-          static_cast<uint64_t>(idx[d] + (offset.empty() ? 0 : offset[d])) *
-          stride[d];
-    initNormalRange(out + row * inner, inner, begin, spec.initStd, seed, hash);
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (++idx[d] < local[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-}
-
+/// Init of the local block at `offset` (global coordinates; empty: the
+/// origin) of a state: the counter-based init keyed on each element's index
+/// in the logical shape (`spec.logicalShape`, else the global shape), and 0
+/// for the elements outside the logical shape (a padded vocabulary).
 template <typename T>
 void initTensor(T *out, const StateSpec &spec, uint64_t seed,
                 const std::vector<int64_t> &offset) {
+  const std::vector<int64_t> &local = spec.type.shape;
+  const std::vector<int64_t> &global =
+      spec.globalShape.empty() ? local : spec.globalShape;
+  const std::vector<int64_t> &logical =
+      spec.logicalShape.empty() ? global : spec.logicalShape;
+  size_t rank = local.size();
+  if (rank > 16 || logical.size() != rank ||
+      (!offset.empty() && offset.size() != rank))
+    throw ArtifactError("state '" + spec.name + "': cannot initialise " +
+                        spec.type.str() + " (rank over 16, or logical " +
+                        "shape or offset of another rank)");
+  const int64_t *off = offset.empty() ? nullptr : offset.data();
   int64_t n = spec.type.numel();
   switch (spec.init) {
   case InitKind::Normal:
-    return initNormalBlock(out, spec, seed, offset);
+    return initNormalBlock(out, rank, local.data(), off, logical.data(),
+                           spec.initStd, seed, fnv1a64(spec.name));
   case InitKind::Zeros:
     return std::fill(out, out + n, T(0));
   case InitKind::Ones:
-    return std::fill(out, out + n, T(1));
+    std::fill(out, out + n, T(1));
+    return zeroOutsideLogical(out, rank, local.data(), off, logical.data());
   }
 }
 } // namespace

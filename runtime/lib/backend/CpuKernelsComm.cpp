@@ -18,6 +18,7 @@
 #include "CpuKernels.h"
 
 #include "autoshard/runtime/Communicator.h"
+#include "autoshard/runtime/cpu/Pack.h"
 
 #include <cstring>
 #include <memory>
@@ -385,9 +386,67 @@ BoundKernel bindAxisIndex(const KernelSignature &sig) {
   return [index](void *const *p) { *static_cast<int64_t *>(p[0]) = index; };
 }
 
+/// The flat layout of `dist.pack` / `dist.unpack`: `tensors` is the unpacked
+/// side, `flat` the 1-D buffer; `num_groups` defaults to 1 and
+/// `scatter_dims` to none (rt-lower omits attributes at their default).
+std::vector<cpu::PackedTensor>
+packLayout(const KernelSignature &sig, const std::vector<TensorType> &tensors,
+           const TensorType &flat, const std::string &what, int64_t &groups) {
+  groups = sig.attrs->has("num_groups") ? sig.attrs->getI64("num_groups") : 1;
+  std::vector<int64_t> dims;
+  if (sig.attrs->has("scatter_dims"))
+    dims = sig.attrs->getI64Array("scatter_dims");
+  if (groups < 1)
+    sig.fail("attribute 'num_groups' must be at least 1, found " +
+             std::to_string(groups));
+  if (groups == 1 ? !dims.empty() : dims.size() != tensors.size())
+    sig.fail("attribute 'scatter_dims' has " + std::to_string(dims.size()) +
+             " dims; it needs " +
+             std::to_string(groups == 1 ? 0 : tensors.size()) +
+             " (one per tensor when num_groups > 1, none otherwise)");
+  if (tensors.empty())
+    sig.fail("needs at least one " + what);
+  std::vector<cpu::PackedTensor> layout;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].dtype != flat.dtype)
+      sig.fail(what + " " + std::to_string(i) + " is " + tensors[i].str() +
+               ", but the flat buffer is " + flat.str());
+    layout.push_back({tensors[i].shape, groups == 1 ? 0 : dims[i]});
+  }
+  int64_t total = 0;
+  try {
+    total = cpu::packedSize(layout, groups);
+  } catch (const std::invalid_argument &e) {
+    sig.fail(e.what());
+  }
+  expectType(sig, flat, typeOf(flat.dtype, {total}), "the flat buffer");
+  return layout;
+}
+
+BoundKernel bindPack(const KernelSignature &sig) {
+  int64_t groups = 1;
+  auto layout = packLayout(sig, sig.args, sig.results[0], "arg", groups);
+  size_t n = layout.size();
+  int64_t elemBytes = dtypeSize(sig.results[0].dtype);
+  return [layout, groups, n, elemBytes](void *const *p) {
+    cpu::pack(layout, groups, elemBytes, p, p[n]);
+  };
+}
+
+BoundKernel bindUnpack(const KernelSignature &sig) {
+  int64_t groups = 1;
+  auto layout = packLayout(sig, sig.results, sig.args[0], "result", groups);
+  int64_t elemBytes = dtypeSize(sig.args[0].dtype);
+  return [layout, groups, elemBytes](void *const *p) {
+    cpu::unpack(layout, groups, elemBytes, p[0], p + 1);
+  };
+}
+
 } // namespace
 
 void registerCommKernels(KernelTable &t) {
+  t.add("dist.pack", bindPack);
+  t.add("dist.unpack", bindUnpack);
   t.add("dist.shard_slice", bindShardSlice);
   t.add("dist.axis_index", bindAxisIndex);
   t.add("dist.all_reduce", bindAllReduce<false>);

@@ -145,6 +145,70 @@ template <bool Grad> BoundKernel bindDropout(const KernelSignature &sig) {
   });
 }
 
+/// dropout_local / dropout_local_grad: x, step, layer, then one `i64`
+/// scalar shard index per entry of `shard_dims`; the block offset along
+/// `shard_dims[k]` is `shards[k] * shape[shard_dims[k]]`, read at run time.
+template <bool Grad> BoundKernel bindDropoutLocal(const KernelSignature &sig) {
+  expectResultsLikeArg0(sig);
+  expectScalar(sig, sig.args[1], DType::I64, "step");
+  expectScalar(sig, sig.args[2], DType::I64, "layer");
+  const std::vector<int64_t> &shape = sig.args[0].shape;
+  std::vector<int64_t> globalShape = sig.attrs->getI64Array("global_shape");
+  std::vector<int64_t> shardDims = sig.attrs->getI64Array("shard_dims");
+  const size_t numShards = sig.args.size() - 3;
+  if (shardDims.size() != numShards)
+    sig.fail("needs one shard operand per shard_dims entry: " +
+             std::to_string(shardDims.size()) + " shard_dims, " +
+             std::to_string(numShards) + " shard operands");
+  if (globalShape.size() != shape.size())
+    sig.fail("global_shape must have the rank " + std::to_string(shape.size()) +
+             " of x, found rank " + std::to_string(globalShape.size()));
+  for (size_t k = 0; k < numShards; ++k) {
+    expectScalar(sig, sig.args[3 + k], DType::I64, "shard");
+    int64_t d = shardDims[k];
+    if (d < 0 || d >= static_cast<int64_t>(shape.size()) ||
+        (k > 0 && shardDims[k - 1] >= d))
+      sig.fail("shard_dims must be strictly increasing dims of x");
+    if (shape[d] < 1 || globalShape[d] % shape[d] != 0)
+      sig.fail("global dim " + std::to_string(d) + " (" +
+               std::to_string(globalShape[d]) +
+               ") is not a multiple of the local dim " +
+               std::to_string(shape[d]));
+  }
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (std::find(shardDims.begin(), shardDims.end(), int64_t(d)) ==
+            shardDims.end() &&
+        shape[d] != globalShape[d])
+      sig.fail("dim " + std::to_string(d) + " is not sharded, so the local " +
+               "dim " + std::to_string(shape[d]) +
+               " must equal the global dim " + std::to_string(globalShape[d]));
+  DropoutParams base;
+  base.rate = sig.attrs->getF64("rate");
+  base.site = sig.attrs->getI64("site");
+  base.seed = sig.seed;
+  DropoutBlock block;
+  block.shape = shape;
+  block.globalShape = globalShape;
+  const size_t result = sig.args.size();
+  return withFloat(sig, sig.args[0].dtype, "x", [=](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return [=](void *const *p) {
+      DropoutParams params = base;
+      params.step = *in<int64_t>(p[1]);
+      params.layer = *in<int64_t>(p[2]);
+      DropoutBlock local = block;
+      local.offsets.assign(local.shape.size(), 0);
+      for (size_t k = 0; k < numShards; ++k)
+        local.offsets[shardDims[k]] =
+            *in<int64_t>(p[3 + k]) * local.shape[shardDims[k]];
+      if constexpr (Grad)
+        dropoutGradBlock<T>(in<T>(p[0]), out<T>(p[result]), local, params);
+      else
+        dropoutBlock<T>(in<T>(p[0]), out<T>(p[result]), local, params);
+    };
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
@@ -458,6 +522,8 @@ void registerSequenceKernels(KernelTable &t) {
   t.add("rope_grad", bindRope<true>);
   t.add("dropout", bindDropout<false>);
   t.add("dropout_grad", bindDropout<true>);
+  t.add("dropout_local", bindDropoutLocal<false>);
+  t.add("dropout_local_grad", bindDropoutLocal<true>);
   t.add("attention", bindAttention);
   t.add("attention_grad", bindAttentionGrad);
   t.add("cross_entropy", bindCrossEntropy);

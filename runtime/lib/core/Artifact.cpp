@@ -230,6 +230,22 @@ StateSpec parseState(const JsonReader &r, const Mesh &mesh) {
   if (r.has("weight_decay"))
     s.weightDecay = r.boolean("weight_decay");
   parseSharding(r, mesh, s.type, s.sharding, s.globalShape);
+  if (init.has("logical_shape")) {
+    for (const Json &v : init.array("logical_shape")) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0)
+        init.failField("logical_shape",
+                       "must list dims >= 0, found " + describe(v));
+      s.logicalShape.push_back(v.get<int64_t>());
+    }
+    bool fits = s.logicalShape.size() == s.globalShape.size();
+    for (size_t d = 0; fits && d < s.logicalShape.size(); ++d)
+      fits = s.logicalShape[d] <= s.globalShape[d];
+    if (!fits)
+      init.failField("logical_shape",
+                     "must have the rank of the global shape " +
+                         TensorType{s.type.dtype, s.globalShape}.str() +
+                         " and fit in it");
+  }
   return s;
 }
 
@@ -406,12 +422,16 @@ Instruction parseInstruction(const JsonReader &r, const Artifact &a) {
                              : sig->maxArgs < 0
                                  ? " or more"
                                  : " to " + std::to_string(sig->maxArgs)));
-  if (sig->optionalResults
-          ? static_cast<int>(inst.results.size()) > sig->numResults
-          : static_cast<int>(inst.results.size()) != sig->numResults)
-    r.failField("results", "has " + std::to_string(inst.results.size()) +
-                               " ids; '" + inst.op + "' has " +
-                               std::to_string(sig->numResults) + " results");
+  int numResults = static_cast<int>(inst.results.size());
+  if (sig->numResults < 0    ? numResults < 1
+      : sig->optionalResults ? numResults > sig->numResults
+                             : numResults != sig->numResults)
+    r.failField("results",
+                "has " + std::to_string(inst.results.size()) + " ids; '" +
+                    inst.op + "' has " +
+                    (sig->numResults < 0 ? std::string("one or more")
+                                         : std::to_string(sig->numResults)) +
+                    " results");
   if (r.has("attrs")) {
     for (const auto &[name, value] : r.object("attrs").items())
       inst.attrs.set(name, parseAttr(r, name, value));
@@ -458,6 +478,28 @@ Slot parseSlot(const JsonReader &r, const std::string &role, const Mesh &mesh) {
   s.role = role;
   s.type = r.tensorType();
   parseSharding(r, mesh, s.type, s.sharding, s.globalShape);
+  if (r.has("partial")) {
+    for (const auto &[axis, kind] : r.object("partial").items()) {
+      if (mesh.axisIndex(axis) < 0)
+        r.failField("partial",
+                    "names '" + axis + "', which is not an axis of the mesh");
+      for (const auto &dim : s.sharding.dims)
+        if (std::find(dim.begin(), dim.end(), axis) != dim.end())
+          r.failField("partial",
+                      "names axis '" + axis + "', which also splits a dim");
+      if (!kind.is_string() || (kind.get<std::string>() != "sum" &&
+                                kind.get<std::string>() != "max"))
+        r.failField("partial", "maps '" + axis +
+                                   "' to something other than \"sum\" or "
+                                   "\"max\": " +
+                                   describe(kind));
+      s.partial.emplace_back(axis, kind.get<std::string>());
+    }
+    std::sort(s.partial.begin(), s.partial.end(),
+              [&](const auto &x, const auto &y) {
+                return mesh.axisIndex(x.first) < mesh.axisIndex(y.first);
+              });
+  }
   return s;
 }
 

@@ -188,7 +188,12 @@ void verifyComm(const Artifact &a, const Function &fn) {
     if (inst.isCall() || !isCommOp(inst.op))
       continue;
     std::string place = instPlace(fn, i);
-    if (inst.op != "dist.wait") {
+    // Ops with a device group (not dist.wait, dist.pack, dist.unpack).
+    const OpSignature *sig = lookupOp(inst.op);
+    bool hasAxes =
+        sig && std::find(sig->requiredAttrs.begin(), sig->requiredAttrs.end(),
+                         "axes") != sig->requiredAttrs.end();
+    if (hasAxes) {
       std::vector<std::string> axes = inst.attrs.getStringArray("axes");
       if (axes.empty())
         fail(a, place, "attribute 'axes' must name at least one mesh axis");

@@ -42,6 +42,18 @@ const std::vector<OpSignature> &allOps() {
       // Dropout.
       {"dropout", 3, 3, 1, {"rate", "site"}},
       {"dropout_grad", 3, 3, 1, {"rate", "site"}},
+      // Per-rank dropout of a block (from dist-partition): x, step, layer,
+      // then one shard index per entry of shard_dims.
+      {"dropout_local",
+       3,
+       -1,
+       1,
+       {"rate", "site", "global_shape", "shard_dims"}},
+      {"dropout_local_grad",
+       3,
+       -1,
+       1,
+       {"rate", "site", "global_shape", "shard_dims"}},
       // Attention.
       {"attention", 3, 3, 2, {"scale"}},
       {"attention_grad", 6, 6, 3, {"scale"}},
@@ -98,6 +110,10 @@ const std::vector<OpSignature> &allOps() {
       // Local ops on the rank's mesh coordinates (no communication).
       {"dist.shard_slice", 1, 1, 1, {"axes", "dim"}},
       {"dist.axis_index", 0, 0, 1, {"axes"}},
+      // Flat buffers of bucketed collectives (local copies; `num_groups`
+      // and `scatter_dims` are optional, default 1 and none).
+      {"dist.pack", 1, -1, 1, {}},
+      {"dist.unpack", 1, 1, -1, {}},
   };
   return ops;
 }

@@ -6,6 +6,8 @@
 #include "Instantiate.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 namespace autoshard::runtime::cpu {
 namespace {
@@ -37,7 +39,66 @@ void applyMask(const T *in, T *out, int64_t numel,
   }
 }
 
+/// applyMask over the block: one contiguous run of global indices per local
+/// row (the innermost dim is contiguous in both layouts).
+template <typename T>
+void applyMaskBlock(const T *in, T *out, const DropoutBlock &block,
+                    const DropoutParams &params) {
+  checkDropoutBlock(block);
+  const size_t rank = block.shape.size();
+  int64_t numel = 1;
+  for (int64_t d : block.shape)
+    numel *= d;
+  if (numel == 0)
+    return;
+  if (rank == 0) {
+    applyMask(in, out, 1, params);
+    return;
+  }
+  // Row-major strides of the global shape.
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t d = rank - 1; d > 0; --d)
+    stride[d - 1] = stride[d] * block.globalShape[d];
+  const int64_t rowLen = block.shape[rank - 1];
+  const int64_t rows = numel / rowLen;
+  std::vector<int64_t> index(rank, 0); // local coordinates of the row
+  DropoutParams rowParams = params;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t global = 0;
+    for (size_t d = 0; d < rank; ++d)
+      global += (block.offsets[d] + index[d]) * stride[d];
+    rowParams.indexOffset = params.indexOffset + global;
+    applyMask(in + r * rowLen, out + r * rowLen, rowLen, rowParams);
+    // Next row: increment the local coordinates of dims [0, rank - 1).
+    for (size_t d = rank - 1; d > 0; --d) {
+      if (++index[d - 1] < block.shape[d - 1])
+        break;
+      index[d - 1] = 0;
+    }
+  }
+}
+
 } // namespace
+
+void checkDropoutBlock(const DropoutBlock &block) {
+  const size_t rank = block.shape.size();
+  if (block.globalShape.size() != rank || block.offsets.size() != rank)
+    detail::fail("dropout", "block of rank " + std::to_string(rank) +
+                                " needs a global shape and offsets of that "
+                                "rank, found " +
+                                std::to_string(block.globalShape.size()) +
+                                " and " + std::to_string(block.offsets.size()));
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t local = block.shape[d], global = block.globalShape[d],
+                  offset = block.offsets[d];
+    if (local < 0 || offset < 0 || offset > global - local)
+      detail::fail("dropout", "block dim " + std::to_string(d) + " of size " +
+                                  std::to_string(local) + " at offset " +
+                                  std::to_string(offset) +
+                                  " does not fit in the global dim " +
+                                  std::to_string(global));
+  }
+}
 
 DropoutStream makeDropoutStream(const DropoutParams &params) {
   if (!(params.rate >= 0.0 && params.rate < 1.0))
@@ -66,9 +127,26 @@ void dropoutGrad(const T *dy, T *dx, int64_t numel,
   applyMask(dy, dx, numel, params);
 }
 
+template <typename T>
+void dropoutBlock(const T *x, T *y, const DropoutBlock &block,
+                  const DropoutParams &params) {
+  applyMaskBlock(x, y, block, params);
+}
+
+template <typename T>
+void dropoutGradBlock(const T *dy, T *dx, const DropoutBlock &block,
+                      const DropoutParams &params) {
+  applyMaskBlock(dy, dx, block, params);
+}
+
 #define INSTANTIATE(T)                                                         \
   template void dropout<T>(const T *, T *, int64_t, const DropoutParams &);    \
-  template void dropoutGrad<T>(const T *, T *, int64_t, const DropoutParams &);
+  template void dropoutGrad<T>(const T *, T *, int64_t,                        \
+                               const DropoutParams &);                         \
+  template void dropoutBlock<T>(const T *, T *, const DropoutBlock &,          \
+                                const DropoutParams &);                        \
+  template void dropoutGradBlock<T>(const T *, T *, const DropoutBlock &,      \
+                                    const DropoutParams &);
 AUTOSHARD_FOR_EACH_FLOAT(INSTANTIATE)
 
 } // namespace autoshard::runtime::cpu

@@ -17,6 +17,11 @@ void checkSlot(const Artifact &a, const EntrySpec &entry, const Slot &s,
                bool input) {
   const ModelInfo &m = a.model;
   const TensorType &t = s.type;
+  if (!s.partial.empty())
+    throw ArtifactError("artifact '" + a.source + "': entry '" + entry.name +
+                        "': " + (input ? "input '" : "output '") + s.role +
+                        "' is partial, which shard-run cannot " +
+                        (input ? "feed" : "read"));
   bool ok;
   std::string want;
   if (input && (s.role == "tokens" || s.role == "labels")) {

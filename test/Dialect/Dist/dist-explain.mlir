@@ -19,6 +19,11 @@
 // RUN: %python %S/Inputs/count_collectives.py %t.gpt.mlir %t.gpt.json | FileCheck %s --check-prefix=RECOUNT
 // RUN: shard-opt %t.gpt.mlir --dist-explain -o /dev/null | FileCheck %s --check-prefix=GPT
 // RUN: shard-opt %t.gpt.mlir --rt-lower --rt-plan-memory --dist-explain -o /dev/null | FileCheck %s --check-prefix=GPT-RT
+// Bucketed (dist-bucket-collectives): one collective per bucket, classified
+// by the tensors in it; the recount of the IR still matches.
+// RUN: shard-opt %t.gpt.mlir --dist-bucket-collectives --dist-explain="format=json output=%t.bucket.json" -o %t.bucket.mlir
+// RUN: %python %S/Inputs/count_collectives.py %t.bucket.mlir %t.bucket.json | FileCheck %s --check-prefix=RECOUNT-BUCKET
+// RUN: shard-opt %t.bucket.mlir --dist-explain -o /dev/null | FileCheck %s --check-prefix=BUCKET
 // And without a plan (one rank): nothing split, no collective.
 // RUN: shard-opt %t.ts.mlir --rt-lower --dist-explain -o /dev/null | FileCheck %s --check-prefix=ONE
 
@@ -84,7 +89,7 @@
 // ERR-FORMAT: dist-explain: format must be 'text' or 'json', found 'xml'
 // ERR-BASE: dist-explain: cannot read baseline
 
-// RECOUNT: match: 147 collectives
+// RECOUNT: match: 129 collectives
 
 // Per block call: forward 2 all-gathers + 2 reduce-scatters on the sequence
 // dim (SP), backward 4 + 2 (DESIGN.md §12); the ZeRO-1 gradient
@@ -95,19 +100,33 @@
 // GPT: ZeRO-1  dp=2  optimizer states m, v: 70 of 70 split on dp
 // GPT: TP      tp=2  columns (last dim): attn_q, attn_k, attn_v, mlp_up (16); rows (dim 0): attn_out, mlp_down (8); vocab: embedding (1); replicated: pos_embedding, norm (10)
 // GPT: SP      tp=2  sequence dim 1 of the residual stream on tp (2x8x128 -> 2x4x128 per rank between blocks)
-// GPT: ZeRO-1          reduce_scatter  dp         34
+// GPT: ZeRO-1          reduce_scatter  dp         35
 // GPT: SP              all_gather      tp         26
 // GPT: SP              reduce_scatter  tp         18
-// GPT: total                                     147
+// GPT: total                                     129
 // GPT: gpt2_block_fwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
 // GPT-NEXT: gpt2_block_bwd (called 4x): all_gather[tp] x4, reduce_scatter[tp] x2
 // GPT: state: params {{.*}} 0.51
 // GPT: state: optimizer m {{.*}} 0.25
 // GPT: state: optimizer v {{.*}} 0.25
 
-// GPT-RT: total                                     147
+// GPT-RT: total                                     129
 // GPT-RT: gpt2_block_fwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
 // GPT-RT-NEXT: gpt2_block_bwd (called 4x): all_gather[tp] x4, reduce_scatter[tp] x2
+
+// RECOUNT-BUCKET: match: 43 collectives
+
+// The 35 gradient reduce-scatters and parameter all-gathers over dp become
+// one each; the backward's 4 sequence all-gathers per block become 2; the
+// loss and the norm's sum of squares share one all-reduce.
+// BUCKET: ZeRO-1          all_gather      dp          1
+// BUCKET: ZeRO-1          reduce_scatter  dp          1
+// BUCKET: SP              all_gather      tp         17
+// BUCKET: SP              reduce_scatter  tp         18
+// BUCKET: loss/grad norm  all_reduce      dp          1          8 B
+// BUCKET: total                                      43
+// BUCKET: gpt2_block_fwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
+// BUCKET-NEXT: gpt2_block_bwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
 
 // ONE: plan: none (no dist.plan)
 // ONE-NEXT: mesh: none, world size 1

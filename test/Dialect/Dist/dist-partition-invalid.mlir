@@ -1,12 +1,12 @@
 // RUN: shard-opt --dist-partition -split-input-file -verify-diagnostics %s
 
-// Dropout's mask depends on global element indices: a sharded dim needs a
-// partition hook that passes the shard offsets (not implemented yet).
+// RoPE's angles depend on global positions: a sharded sequence dim needs a
+// partition hook that passes the shard offset (not implemented yet).
 dist.mesh @m [dp = 2]
-func.func @dropout(%x: tensor<4x8xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}]>}, %step: tensor<i64>, %layer: tensor<i64>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{dist-partition: sharding factor 0 (size 4) on axes [dp] needs the op's partition hook, which does not support it}}
-  %y = tfm.dropout %x, %step, %layer {rate = 0.1 : f64, site = 0 : i64, dist.sharding = #dist.sharding<@m, [{dp}, {}]>} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
-  return %y : tensor<4x8xf32>
+func.func @rope(%x: tensor<2x8x2x4xf32> {dist.sharding = #dist.sharding<@m, [{}, {dp}, {}, {}]>}) -> tensor<2x8x2x4xf32> {
+  // expected-error @+1 {{dist-partition: sharding factor 1 (size 8) on axes [dp] needs the op's partition hook, which does not support it}}
+  %y = tfm.rope %x {theta = 10000.0 : f64, dist.sharding = #dist.sharding<@m, [{}, {dp}, {}, {}]>} : (tensor<2x8x2x4xf32>) -> tensor<2x8x2x4xf32>
+  return %y : tensor<2x8x2x4xf32>
 }
 
 // -----

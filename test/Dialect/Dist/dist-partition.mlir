@@ -487,3 +487,24 @@ func.func @norm(%g1: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, 
   return %ss : tensor<f32>
 }
 
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// position_embedding_grad with the sequence sharded and S == P (SP at the
+// full context): the table's rows are split like the sequence, the local op
+// sums the local rows (num_positions = local rows), no communication
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @pos_grad_full(
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<2x4x16xf32>
+// CHECK-SAME: -> (tensor<4x16xf32>
+// CHECK: %[[DT:.*]] = tfm.position_embedding_grad %[[DY]] {num_positions = 4 : i64} : (tensor<2x4x16xf32>) -> tensor<4x16xf32>
+// CHECK: return %[[DT]]
+
+dist.mesh @m [dp = 2, tp = 2]
+func.func @pos_grad_full(%dy: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {tp}, {}]>})
+    -> (tensor<8x16xf32> {dist.sharding = #dist.sharding<@m, [{tp}, {}], partial = {dp: sum}>}) {
+  %dt = tfm.position_embedding_grad %dy {num_positions = 8 : i64, dist.sharding = #dist.sharding<@m, [{tp}, {}], partial = {dp: sum}>} : (tensor<4x8x16xf32>) -> tensor<8x16xf32>
+  return %dt : tensor<8x16xf32>
+}

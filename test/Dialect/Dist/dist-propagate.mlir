@@ -118,11 +118,11 @@
 // Z2-NEXT: dist.sharding_constraint %[[G]]#8 to <@mesh, [{dp}, {}]> {dist.sharding = #dist.sharding<@mesh, [{dp}, {}]>} : tensor<512x128xf32>
 // Z2: tfm.sum_squares
 // Z2: tfm.adamw {{.*}}dist.sharding = [#dist.sharding<@mesh, [{dp}, {}]>, #dist.sharding<@mesh, [{dp}, {}]>, #dist.sharding<@mesh, [{dp}, {}]>]
-// ZeRO-3 with tensor parallelism: parameters stored on (dp, tp) but computed with gathered
+// ZeRO-3 with tensor parallelism: parameters stored on tp then dp (dp minor) but computed with gathered
 // dp shards: the activations keep dp on the batch.
 // Z3-LABEL: func.func private @gpt2_block_fwd
 // Z3-SAME: %arg3: tensor<128x128xf32> {dist.sharding = #dist.sharding<@mesh, [{dp}, {tp}]>, tfm.name = "attn.wq"
-// Z3-SAME: %arg6: tensor<128x128xf32> {dist.sharding = #dist.sharding<@mesh, [{dp, tp}, {}]>, tfm.name = "attn.wo"
+// Z3-SAME: %arg6: tensor<128x128xf32> {dist.sharding = #dist.sharding<@mesh, [{tp, dp}, {}]>, tfm.name = "attn.wo"
 // Z3: tfm.matmul %0, %arg3 {dist.sharding = #dist.sharding<@mesh, [{dp}, {}, {tp}]>}
 // Z3: tfm.matmul %{{.*}}, %arg6 {dist.sharding = #dist.sharding<@mesh, [{dp}, {}, {}], partial = {tp: sum}>}
 // Z3-LABEL: func.func @train_step

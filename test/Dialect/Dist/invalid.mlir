@@ -759,3 +759,93 @@ func.func @f() {
   %0 = dist.axis_index on @m axes = [dp] : tensor<i32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// dist.pack and dist.unpack
+//===----------------------------------------------------------------------===//
+
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{flat buffer must have 35 elements (the inputs together), found 36}}
+  %0 = dist.pack %a, %b : tensor<4x8xf32>, tensor<3xf32> -> tensor<36xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<3xf16>) {
+  // expected-error @+1 {{input 1 element type 'f16' must match the flat buffer's element type 'f32'}}
+  %0 = dist.pack %a, %b : tensor<4x8xf32>, tensor<3xf16> -> tensor<35xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+1 {{scatter_dims must have one dim per input (2), found 1}}
+  %0 = dist.pack %a, %b num_groups = 2 scatter_dims = [0] : tensor<4x8xf32>, tensor<3x4xf32> -> tensor<44xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+1 {{input 1 dim 0 of size 3 must be divisible by num_groups 2}}
+  %0 = dist.pack %a, %b num_groups = 2 scatter_dims = [0, 0] : tensor<4x8xf32>, tensor<3x4xf32> -> tensor<44xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{scatter_dims[0] = 2 must be a dim of input 0, in [0, 2)}}
+  %0 = dist.pack %a num_groups = 2 scatter_dims = [2] : tensor<4x8xf32> -> tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{scatter_dims must be empty when num_groups is 1}}
+  %0 = dist.pack %a scatter_dims = [0] : tensor<4x8xf32> -> tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{num_groups must be at least 1, found 0}}
+  %0 = dist.pack %a num_groups = 0 : tensor<4x8xf32> -> tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{needs at least one input}}
+  %0 = "dist.pack"() : () -> tensor<0xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<44xf32>) {
+  // expected-error @+1 {{flat buffer must have 40 elements (the results together), found 44}}
+  %0:2 = dist.unpack %x : tensor<44xf32> -> tensor<4x8xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<44xf32>) {
+  // expected-error @+1 {{result 1 dim 1 of size 4 must be divisible by num_groups 3}}
+  %0:2 = dist.unpack %x num_groups = 3 scatter_dims = [1, 1] : tensor<44xf32> -> tensor<4x9xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x11xf32>) {
+  // expected-error @+1 {{operand #0 must be 1D tensor of any type values}}
+  %0:2 = dist.unpack %x : tensor<4x11xf32> -> tensor<4x8xf32>, tensor<3x4xf32>
+  return
+}

@@ -186,3 +186,23 @@ func.func @local_coordinate_ops(%x: tensor<16x8xf32>) -> (tensor<4x8xf32>, tenso
   %3 = dist.axis_index on @m axes = [pp, dp] : tensor<i64>
   return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<16x4xf32>, tensor<i64>, tensor<i64>
 }
+
+//===----------------------------------------------------------------------===//
+// Flat buffers of bucketed collectives
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @pack_unpack
+func.func @pack_unpack(%a: tensor<4x8xf32>, %b: tensor<3x4xf32>, %s: tensor<f32>) -> (tensor<4x8xf32>, tensor<3x4xf32>, tensor<f32>) {
+  // CHECK: dist.pack %{{.*}}, %{{.*}} num_groups = 2 scatter_dims = [0, 1] : tensor<4x8xf32>, tensor<3x4xf32> -> tensor<44xf32>
+  %0 = dist.pack %a, %b num_groups = 2 scatter_dims = [0, 1] : tensor<4x8xf32>, tensor<3x4xf32> -> tensor<44xf32>
+  // CHECK: dist.unpack %{{.*}} num_groups = 2 scatter_dims = [0, 1] : tensor<44xf32> -> tensor<4x8xf32>, tensor<3x4xf32>
+  %1:2 = dist.unpack %0 num_groups = 2 scatter_dims = [0, 1] : tensor<44xf32> -> tensor<4x8xf32>, tensor<3x4xf32>
+  // One group (the default): concatenation, scalars allowed.
+  // CHECK: dist.pack %{{.*}}, %{{.*}} : tensor<3x4xf32>, tensor<f32> -> tensor<13xf32>
+  %2 = dist.pack %b, %s : tensor<3x4xf32>, tensor<f32> -> tensor<13xf32>
+  // CHECK: dist.unpack %{{.*}} : tensor<13xf32> -> tensor<3x4xf32>, tensor<f32>
+  %3:2 = dist.unpack %2 : tensor<13xf32> -> tensor<3x4xf32>, tensor<f32>
+  // CHECK: dist.pack %{{.*}} : tensor<4x8xf32> -> tensor<32xf32>
+  %4 = dist.pack %a num_groups = 1 : tensor<4x8xf32> -> tensor<32xf32>
+  return %1#0, %3#0, %3#1 : tensor<4x8xf32>, tensor<3x4xf32>, tensor<f32>
+}

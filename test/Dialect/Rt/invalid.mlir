@@ -26,6 +26,16 @@ rt.state_def @w param init normal std -1.0 : !rt.buffer<4xf32>
 
 // -----
 
+// expected-error @+1 {{logical shape must have the buffer's rank 2, found rank 1}}
+rt.state_def @w param init normal std 1.0 logical [3] : !rt.buffer<4x4xf32>
+
+// -----
+
+// expected-error @+1 {{logical shape dims must be >= 0}}
+rt.state_def @w param init normal std 1.0 logical [3, -1] : !rt.buffer<4x4xf32>
+
+// -----
+
 // expected-error @+1 {{a 'opt_m' state must name the parameter it belongs to with 'of'}}
 rt.state_def @m opt_m init zeros : !rt.buffer<4xf32>
 

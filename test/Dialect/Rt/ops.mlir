@@ -11,6 +11,8 @@ rt.state_def @"wte.exp_avg" opt_m of @wte init zeros : !rt.buffer<65x128xf32>
 rt.state_def @"wte.exp_avg_sq" opt_v of @wte init zeros : !rt.buffer<65x128xf32>
 // CHECK: rt.state_def @ln_f param init ones : !rt.buffer<128xf32>
 rt.state_def @ln_f param init ones : !rt.buffer<128xf32>
+// CHECK: rt.state_def @lm_head param init normal std 2.000000e-02 logical [128, 65] decay : !rt.buffer<128x128xf32>
+rt.state_def @lm_head param init normal std 2.000000e-02 logical [128, 65] decay : !rt.buffer<128x128xf32>
 
 // CHECK-LABEL: rt.func @block(%arg0: !rt.buffer<2x8x128xf32>, %arg1: !rt.buffer<i64>, %arg2: !rt.buffer<2x8x128xf32>) {
 // CHECK-NEXT: %[[T:.*]] = rt.alloc activation : !rt.buffer<2x8x128xf32>

@@ -1055,3 +1055,59 @@ func.func @vocab_ce_grad_stats(%d: tensor<f32>, %l: tensor<8x36xf32>, %y: tensor
   %0 = tfm.vocab_ce_grad %d, %l, %y, %m, %st, %s {num_tokens = 8 : i64, vocab_size = 65 : i64} : (tensor<f32>, tensor<8x36xf32>, tensor<8xi32>, tensor<8xf32>, tensor<8x3xf32>, tensor<i64>) -> tensor<8x36xf32>
   return
 }
+
+// -----
+
+func.func @dropout_local_global_rank(%x: tensor<4x8xf32>, %s: tensor<i64>, %l: tensor<i64>, %k: tensor<i64>) {
+  // expected-error @+1 {{global_shape [8, 8, 1] must have the input's rank 2}}
+  %0 = tfm.dropout_local %x, %s, %l, %k {global_shape = array<i64: 8, 8, 1>, rate = 0.1 : f64, shard_dims = array<i64: 0>, site = 0 : i64} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_local_shard_count(%x: tensor<4x8xf32>, %s: tensor<i64>, %l: tensor<i64>, %k: tensor<i64>) {
+  // expected-error @+1 {{needs one shard operand per sharded dim: 2 shard_dims [0, 1], found 1 shard operands}}
+  %0 = tfm.dropout_local %x, %s, %l, %k {global_shape = array<i64: 8, 16>, rate = 0.1 : f64, shard_dims = array<i64: 0, 1>, site = 0 : i64} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_local_dims_order(%x: tensor<4x8xf32>, %s: tensor<i64>, %l: tensor<i64>, %k: tensor<i64>) {
+  // expected-error @+1 {{shard_dims [1, 0] must be strictly increasing}}
+  %0 = tfm.dropout_local %x, %s, %l, %k, %k {global_shape = array<i64: 8, 16>, rate = 0.1 : f64, shard_dims = array<i64: 1, 0>, site = 0 : i64} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_local_dim_range(%x: tensor<4x8xf32>, %s: tensor<i64>, %l: tensor<i64>, %k: tensor<i64>) {
+  // expected-error @+1 {{shard_dims [2] must be dims of the rank-2 input}}
+  %0 = tfm.dropout_local %x, %s, %l, %k {global_shape = array<i64: 4, 8>, rate = 0.1 : f64, shard_dims = array<i64: 2>, site = 0 : i64} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_local_not_multiple(%x: tensor<4x8xf32>, %s: tensor<i64>, %l: tensor<i64>, %k: tensor<i64>) {
+  // expected-error @+1 {{global dim 0 (10) must be a multiple of the local dim 4}}
+  %0 = tfm.dropout_local_grad %x, %s, %l, %k {global_shape = array<i64: 10, 8>, rate = 0.1 : f64, shard_dims = array<i64: 0>, site = 0 : i64} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_local_unsharded_dim(%x: tensor<4x8xf32>, %s: tensor<i64>, %l: tensor<i64>, %k: tensor<i64>) {
+  // expected-error @+1 {{dim 1 is not sharded, so the local dim 8 must equal the global dim 16}}
+  %0 = tfm.dropout_local %x, %s, %l, %k {global_shape = array<i64: 8, 16>, rate = 0.1 : f64, shard_dims = array<i64: 0>, site = 0 : i64} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_local_rate(%x: tensor<4x8xf32>, %s: tensor<i64>, %l: tensor<i64>, %k: tensor<i64>) {
+  // expected-error @+1 {{rate must be in [0, 1), found 1.000000e+00}}
+  %0 = tfm.dropout_local %x, %s, %l, %k {global_shape = array<i64: 8, 8>, rate = 1.0 : f64, shard_dims = array<i64: 0>, site = 0 : i64} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
+  return
+}

@@ -131,6 +131,15 @@ func.func @dropout(%x: tensor<16x64x128xf32>, %step: tensor<i64>, %layer: tensor
   return %0, %1 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
 }
 
+// CHECK-LABEL: func @dropout_local
+func.func @dropout_local(%x: tensor<8x32x128xf32>, %step: tensor<i64>, %layer: tensor<i64>, %s0: tensor<i64>, %s1: tensor<i64>) -> (tensor<8x32x128xf32>, tensor<8x32x128xf32>) {
+  // CHECK: %{{.*}} = tfm.dropout_local %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {global_shape = array<i64: 16, 64, 128>, rate = 1.000000e-01 : f64, shard_dims = array<i64: 0, 1>, site = 0 : i64} : (tensor<8x32x128xf32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<8x32x128xf32>
+  %0 = tfm.dropout_local %x, %step, %layer, %s0, %s1 {global_shape = array<i64: 16, 64, 128>, rate = 1.000000e-01 : f64, shard_dims = array<i64: 0, 1>, site = 0 : i64} : (tensor<8x32x128xf32>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<8x32x128xf32>
+  // CHECK: %{{.*}} = tfm.dropout_local_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {global_shape = array<i64: 8, 32, 512>, rate = 1.000000e-01 : f64, shard_dims = array<i64: 2>, site = 2 : i64} : (tensor<8x32x128xf32>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<8x32x128xf32>
+  %1 = tfm.dropout_local_grad %0, %step, %layer, %s1 {global_shape = array<i64: 8, 32, 512>, rate = 1.000000e-01 : f64, shard_dims = array<i64: 2>, site = 2 : i64} : (tensor<8x32x128xf32>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<8x32x128xf32>
+  return %0, %1 : tensor<8x32x128xf32>, tensor<8x32x128xf32>
+}
+
 // CHECK-LABEL: func @attention
 func.func @attention(%q: tensor<16x64x8x32xf32>, %k: tensor<16x64x2x32xf32>, %v: tensor<16x64x2x32xf32>, %qx: tensor<16x32x8x32xf32>) -> (tensor<16x64x8x32xf32>, tensor<16x8x64xf32>, tensor<16x64x8x32xf32>, tensor<16x64x2x32xf32>, tensor<16x64x2x32xf32>, tensor<16x32x8x32xf32>, tensor<16x8x32xf32>) {
   // CHECK: %{{.*}}, %{{.*}} = tfm.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 1.250000e-01 : f64} : (tensor<16x64x8x32xf32>, tensor<16x64x2x32xf32>, tensor<16x64x2x32xf32>) -> (tensor<16x64x8x32xf32>, tensor<16x8x64xf32>)

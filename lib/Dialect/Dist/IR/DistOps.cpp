@@ -6,6 +6,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace autoshard::dist;
@@ -625,6 +626,81 @@ AxisIndexOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 LogicalResult AxisIndexOp::verifyShapes(std::optional<int64_t>) {
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Flat buffers: pack, unpack
+//===----------------------------------------------------------------------===//
+
+/// The layout rules shared by `dist.pack` and `dist.unpack` (see
+/// Dist_PackLayoutDoc in DistOps.td): `tensors` are the unpacked side,
+/// `flat` the 1-D buffer, `what` names the tensors in messages.
+static LogicalResult verifyPackLayout(Operation *op, TypeRange tensors,
+                                      ShapedType flat, int64_t numGroups,
+                                      ArrayRef<int64_t> scatterDims,
+                                      StringRef what) {
+  if (tensors.empty())
+    return op->emitOpError() << "needs at least one " << what;
+  if (!flat.hasStaticShape())
+    return op->emitOpError()
+           << "flat buffer must have a static shape, found " << flat;
+  if (numGroups < 1)
+    return op->emitOpError()
+           << "num_groups must be at least 1, found " << numGroups;
+  if (numGroups == 1 && !scatterDims.empty())
+    return op->emitOpError()
+           << "scatter_dims must be empty when num_groups is 1";
+  if (numGroups > 1 && scatterDims.size() != tensors.size())
+    return op->emitOpError()
+           << "scatter_dims must have one dim per " << what << " ("
+           << tensors.size() << "), found " << scatterDims.size();
+  int64_t total = 0;
+  for (auto [index, type] : llvm::enumerate(tensors)) {
+    auto tensor = cast<ShapedType>(type);
+    if (tensor.getElementType() != flat.getElementType())
+      return op->emitOpError() << what << " " << index << " element type "
+                               << tensor.getElementType()
+                               << " must match the flat buffer's element type "
+                               << flat.getElementType();
+    if (numGroups > 1) {
+      int64_t dim = scatterDims[index];
+      if (dim < 0 || dim >= tensor.getRank())
+        return op->emitOpError()
+               << "scatter_dims[" << index << "] = " << dim << " must be a dim "
+               << "of " << what << " " << index << ", in [0, "
+               << tensor.getRank() << ")";
+      if (tensor.getDimSize(dim) % numGroups != 0)
+        return op->emitOpError()
+               << what << " " << index << " dim " << dim << " of size "
+               << tensor.getDimSize(dim) << " must be divisible by num_groups "
+               << numGroups;
+    }
+    int64_t n = 1;
+    for (int64_t size : tensor.getShape())
+      if (llvm::MulOverflow(n, size, n))
+        return op->emitOpError()
+               << what << " " << index << " has more elements than int64 holds";
+    if (llvm::AddOverflow(total, n, total))
+      return op->emitOpError()
+             << "the " << what << "s have more elements than int64 holds";
+  }
+  if (flat.getDimSize(0) != total)
+    return op->emitOpError()
+           << "flat buffer must have " << total << " elements (the " << what
+           << "s together), found " << flat.getDimSize(0);
+  return success();
+}
+
+LogicalResult PackOp::verify() {
+  return verifyPackLayout(getOperation(), getInputs().getTypes(),
+                          getResult().getType(), getNumGroups(),
+                          getScatterDims(), "input");
+}
+
+LogicalResult UnpackOp::verify() {
+  return verifyPackLayout(getOperation(), getResults().getTypes(),
+                          getInput().getType(), getNumGroups(),
+                          getScatterDims(), "result");
 }
 
 #define GET_OP_CLASSES

@@ -119,15 +119,18 @@ LogicalResult Seeder::checkModelDims() {
   return success();
 }
 
-/// Adds `dp` as the major axis of the first dim (dim 0 preferred) that stays
-/// divisible; records `name` when no dim is.
+/// Adds `dp` as the minor axis of the first dim (dim 0 preferred) that stays
+/// divisible; records `name` when no dim is. Minor, as Megatron's
+/// distributed optimizer does: the state is the rank's TP shard split over
+/// dp, so a TP-sharded gradient is reduced to it by one reduce-scatter over
+/// dp and the updated parameter is restored by one all-gather over dp.
 void Seeder::addZero(DimAxes &dims, ArrayRef<int64_t> shape, StringRef name) {
   if (plan.dp == 1)
     return;
   for (unsigned d = 0; d < dims.size(); ++d) {
     if (shape[d] % (product(dims[d]) * plan.dp) != 0)
       continue;
-    dims[d].insert(dims[d].begin(), "dp");
+    dims[d].push_back("dp");
     return;
   }
   if (zeroUnshardedSet.insert(name).second)

@@ -472,9 +472,58 @@ void Explainer::readStates(const llvm::StringMap<std::string> &roles) {
       s.role = paramRoles.lookup(s.of);
 }
 
+/// The first tensor of a flat buffer of a bucketed collective
+/// (dist-bucket-collectives) on its full and its per-rank side, its
+/// split dim, and the largest tensor's element count: a bucketed collective
+/// is described by its members, not by the flat buffer.
+struct BucketMember {
+  SmallVector<int64_t> full, shard;
+  std::optional<int64_t> dim;
+  int64_t maxElements = 0;
+};
+
+/// Reads the layout of a `dist.pack` / `dist.unpack` kernel whose unpacked
+/// side is `tensors`.
+static BucketMember readBucketMember(rt::KernelOp kernel, ValueRange tensors) {
+  BucketMember m;
+  int64_t groups = 1;
+  SmallVector<int64_t> dims;
+  if (DictionaryAttr attrs = kernel.getAttrsAttr()) {
+    if (auto g = attrs.getAs<IntegerAttr>("num_groups"))
+      groups = g.getInt();
+    if (auto d = attrs.getAs<DenseI64ArrayAttr>("scatter_dims"))
+      llvm::append_range(dims, d.asArrayRef());
+  }
+  for (Value tensor : tensors)
+    m.maxElements = std::max(
+        m.maxElements, cast<rt::BufferType>(tensor.getType()).getNumElements());
+  if (tensors.empty())
+    return m;
+  auto shape = cast<rt::BufferType>(tensors.front().getType()).getShape();
+  m.full.assign(shape.begin(), shape.end());
+  m.shard = m.full;
+  if (!dims.empty() && groups > 0 && dims.front() >= 0 &&
+      dims.front() < static_cast<int64_t>(m.full.size())) {
+    m.dim = dims.front();
+    m.shard[*m.dim] /= groups;
+  }
+  return m;
+}
+
 void Explainer::readFunctions() {
   for (auto func : module.getOps<rt::FuncOp>()) {
     Function &f = functions[func.getSymName()];
+    // Flat buffers: packed before a reduction, unpacked after a gather.
+    DenseMap<Value, BucketMember> packed, unpacked;
+    func.walk([&](rt::KernelOp kernel) {
+      if (kernel.getKernel() == "dist.pack" && kernel.getResults().size() == 1)
+        packed[kernel.getResults().front()] =
+            readBucketMember(kernel, kernel.getArgs());
+      else if (kernel.getKernel() == "dist.unpack" &&
+               kernel.getArgs().size() == 1)
+        unpacked[kernel.getArgs().front()] =
+            readBucketMember(kernel, kernel.getResults());
+    });
     func.walk([&](Operation *op) {
       if (auto call = dyn_cast<rt::CallOp>(op)) {
         f.callees.push_back(call.getCallee().str());
@@ -487,7 +536,8 @@ void Explainer::readFunctions() {
       if (!name.consume_front("dist."))
         return;
       // Local ops and the completion of an async op move no data.
-      if (name == "wait" || name == "shard_slice" || name == "axis_index")
+      if (name == "wait" || name == "shard_slice" || name == "axis_index" ||
+          name == "pack" || name == "unpack")
         return;
       name.consume_back("_start");
       Collective c;
@@ -516,6 +566,25 @@ void Explainer::readFunctions() {
       if (!kernel.getResults().empty()) {
         auto type = cast<rt::BufferType>(kernel.getResults().front().getType());
         c.resultShape.assign(type.getShape().begin(), type.getShape().end());
+      }
+      // A bucketed collective: classified by its tensors (bytes stay those
+      // of the flat buffer).
+      auto inPack = data ? packed.find(data) : packed.end();
+      auto outUnpack = kernel.getResults().empty()
+                           ? unpacked.end()
+                           : unpacked.find(kernel.getResults().front());
+      // A gather's tensors are in its unpack (its pack has no split dims).
+      bool gathered = outUnpack != unpacked.end() &&
+                      (c.kind == "all_gather" || inPack == packed.end());
+      const BucketMember *member = gathered                 ? &outUnpack->second
+                                   : inPack != packed.end() ? &inPack->second
+                                                            : nullptr;
+      if (member) {
+        c.shape = gathered ? member->shard : member->full;
+        c.resultShape = gathered ? member->full : member->shard;
+        c.numElements = member->maxElements;
+        if (member->dim)
+          c.dim = member->dim;
       }
       c.cause = classify(c);
       f.collectives.push_back(std::move(c));

@@ -9,10 +9,16 @@
 //       factor axes from the shardings around it and sets its soft results;
 //     if nothing changed: backward sweep (callers first, ops in reverse):
 //       the same, and soft operands learn the factor axes on unsharded dims;
-//   until nothing changes.
+//   until nothing changes;
+// then, if the call sites of a callee disagree on the shardings of its
+// arguments, the callee is cloned per distinct signature (`_sN`) and the
+// propagation starts over.
 //
 // Conflicts between candidate axes of one factor, and between factors that
-// want the same axis, are resolved by cost (see `chooseFactorAxes`).
+// want the same axis, are resolved by cost (see `processRuleOp`). Training
+// state (parameters, optimizer states) weighs far above everything else,
+// and a parameter's gradient prefers the parameter's layout: weights stay
+// where the plan put them and activations move (Megatron's policy).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +29,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace autoshard::dist {
@@ -38,9 +45,16 @@ namespace {
 
 /// Weight of a fixed value's layout against a soft one's in conflicts.
 constexpr double kFixedWeight = 1000.0;
+/// Extra weight of the layout of training state (parameters, optimizer
+/// states) and of a parameter gradient's preferred layout, on top of
+/// kFixedWeight: TP weights never move to suit an activation (Megatron
+/// gathers the activation), whatever their sizes.
+constexpr double kStateWeight = 1.0e6;
 /// Upper bound on propagation rounds (each round is a forward and maybe a
 /// backward sweep); the iteration is monotone and normally ends in a few.
 constexpr int kMaxRounds = 64;
+/// Upper bound on restarts after cloning callees per signature.
+constexpr int kMaxSplitRounds = 8;
 
 struct ValueInfo {
   ShardingAttr sharding;
@@ -49,6 +63,17 @@ struct ValueInfo {
   /// `dp`): they never drive how an op computes (the parameter is gathered
   /// over them before use).
   bool zeroStorage = false;
+  /// Training state: an entry argument with `tfm.param` or `tfm.state`, and
+  /// the callee arguments it is passed to.
+  bool state = false;
+  /// A parameter (the `tfm.param` part of `state`).
+  bool param = false;
+  /// Soft values: the layout this value should preferably have, that of
+  /// the parameter it is the gradient of (without ZeRO-3 storage axes). It
+  /// weighs like the parameter itself in the producer's choice, except on
+  /// an axis over which the producer's operands are partial and cheaper to
+  /// keep partial (reduced later, in the result) than to reduce first.
+  ShardingAttr preferred;
 };
 
 /// One candidate layout of a factor, with the bytes that would have to move
@@ -70,6 +95,9 @@ public:
 private:
   void collectFunctions();
   void initialise();
+  void seedPreferences();
+  bool splitCallees();
+  void reset();
   void sweep(bool backward);
   void process(Operation *op, bool backward);
   void processRuleOp(Operation *op, const tfm::ShardingRule &rule,
@@ -98,7 +126,25 @@ private:
            8.0;
   }
   double weight(Value v) {
-    return bytes(v) * (info[v].fixed ? kFixedWeight : 1.0);
+    const ValueInfo &vi = info[v];
+    return bytes(v) * (vi.fixed ? kFixedWeight : 1.0) *
+           (vi.state ? kStateWeight : 1.0);
+  }
+  /// The layout a parameter computes with: its sharding without the ZeRO-3
+  /// storage axis `dp`.
+  ShardingAttr computeLayout(Value v) {
+    const ValueInfo &vi = info[v];
+    if (!vi.sharding || !vi.zeroStorage)
+      return vi.sharding;
+    SmallVector<ArrayAttr> dims;
+    for (unsigned d = 0; d < vi.sharding.getRank(); ++d) {
+      SmallVector<Attribute> axes;
+      for (StringAttr axis : vi.sharding.getDimAxes(d))
+        if (axis.getValue() != "dp")
+          axes.push_back(axis);
+      dims.push_back(ArrayAttr::get(ctx, axes));
+    }
+    return ShardingAttr::get(ctx, meshRef, dims);
   }
   /// Sets a soft value's sharding (the producer's decision).
   void setSoft(Value v, ShardingAttr sharding) {
@@ -192,9 +238,15 @@ void Propagator::initialise() {
     for (BlockArgument arg : fn.getArguments()) {
       if (auto s = fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), name))
         info[arg] = {s, true};
-      if (zero3 && entries.contains(fn) &&
-          fn.getArgAttr(arg.getArgNumber(), "tfm.param"))
+      bool isParam = entries.contains(fn) &&
+                     fn.getArgAttr(arg.getArgNumber(), "tfm.param");
+      if (zero3 && isParam)
         info[arg].zeroStorage = true;
+      if (entries.contains(fn) &&
+          (isParam || fn.getArgAttr(arg.getArgNumber(), "tfm.state")))
+        info[arg].state = true;
+      if (isParam)
+        info[arg].param = true;
     }
     if (entries.contains(fn))
       for (unsigned r = 0, e = fn.getNumResults(); r < e; ++r)
@@ -219,6 +271,104 @@ void Propagator::initialise() {
         if (ShardingAttr s = getRecordedSharding(result))
           info[result] = {s, true};
     });
+  }
+  // Training state passed to callees (callers first).
+  for (func::FuncOp fn : llvm::reverse(funcs))
+    fn.walk([&](func::CallOp call) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (!callee || callee.isExternal())
+        return;
+      for (auto [operand, arg] :
+           llvm::zip(call.getOperands(), callee.getArguments())) {
+        const ValueInfo &from = info.lookup(operand);
+        if (from.state)
+          info[arg].state = true;
+        if (from.param)
+          info[arg].param = true;
+      }
+    });
+}
+
+/// A soft operand that an op ties dim for dim (pass-through) to a parameter
+/// operand of the same type (the gradient of `tfm.adamw`) prefers the
+/// parameter's layout; the preference follows the gradient back through
+/// constraints, call results (into the callee's returned value) and
+/// gradient accumulation (an op linear in all its operands together, each
+/// of the result's type: add, sub, scale), up to the ops that compute it.
+void Propagator::seedPreferences() {
+  SmallVector<Value> worklist;
+  auto prefer = [&](Value v, ShardingAttr layout) {
+    ValueInfo &vi = info[v];
+    if (vi.preferred || vi.state)
+      return;
+    vi.preferred = layout;
+    worklist.push_back(v);
+  };
+  for (func::FuncOp fn : funcs)
+    fn.walk([&](Operation *op) {
+      std::optional<tfm::ShardingRule> rule = getShardingRule(op);
+      if (!rule || rule->operandDims.size() != op->getNumOperands())
+        return;
+      for (auto [j, param] : llvm::enumerate(op->getOperands())) {
+        if (!isTensor(param) || !info.lookup(param).param)
+          continue;
+        ShardingAttr layout = computeLayout(param);
+        if (!layout)
+          continue;
+        for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+          if (i == j || v.getType() != param.getType())
+            continue;
+          bool tied = llvm::all_of(
+              llvm::zip(rule->operandDims[i], rule->operandDims[j]),
+              [&](auto pair) {
+                auto [a, b] = pair;
+                return a == b && a >= 0 &&
+                       rule->factorKinds[a] == tfm::FactorKind::PassThrough;
+              });
+          if (tied)
+            prefer(v, layout);
+        }
+      }
+    });
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    ShardingAttr layout = info[v].preferred;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      continue;
+    if (auto constraint = dyn_cast<ShardingConstraintOp>(def)) {
+      prefer(constraint.getInput(), layout);
+      continue;
+    }
+    if (auto call = dyn_cast<func::CallOp>(def)) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (!callee || callee.isExternal())
+        continue;
+      auto ret = cast<func::ReturnOp>(callee.getBody().front().getTerminator());
+      prefer(ret.getOperand(cast<OpResult>(v).getResultNumber()), layout);
+      continue;
+    }
+    std::optional<tfm::ShardingRule> rule = getShardingRule(def);
+    if (!rule || def->getNumResults() != 1)
+      continue;
+    SmallVector<int64_t> operands;
+    for (auto [i, operand] : llvm::enumerate(def->getOperands()))
+      if (isTensor(operand))
+        operands.push_back(i);
+    bool accumulates =
+        !operands.empty() &&
+        llvm::all_of(operands,
+                     [&](int64_t i) {
+                       return def->getOperand(i).getType() == v.getType();
+                     }) &&
+        llvm::any_of(rule->linearOperandGroups, [&](const auto &group) {
+          SmallVector<int64_t> sorted(group.begin(), group.end());
+          llvm::sort(sorted);
+          return sorted == operands;
+        });
+    if (accumulates)
+      for (int64_t i : operands)
+        prefer(def->getOperand(i), layout);
   }
 }
 
@@ -258,7 +408,59 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
                                bool backward) {
   int64_t numFactors = rule.getNumFactors();
   SmallVector<SmallVector<Candidate>> candidates(numFactors);
-  auto addClaims = [&](Value v, ArrayRef<int64_t> dims) {
+
+  auto partialSum = [&](Value v, StringAttr axis) {
+    ShardingAttr s = isTensor(v) ? info[v].sharding : ShardingAttr();
+    std::optional<ReductionKind> kind =
+        s ? s.getPartialKind(axis.getValue()) : std::nullopt;
+    return kind.has_value() && *kind == ReductionKind::Sum;
+  };
+  auto partialAny = [&](Value v, StringAttr axis) {
+    ShardingAttr s = isTensor(v) ? info[v].sharding : ShardingAttr();
+    return s && s.getPartialKind(axis.getValue()).has_value();
+  };
+  // The bytes of the operands that are partial (sum) over `axis` and can
+  // pass it through a linear group (the whole group is partial on it and no
+  // other operand is); 0 if none can.
+  auto partialBytes = [&](StringAttr axis) {
+    double most = 0;
+    for (const auto &group : rule.linearOperandGroups) {
+      double sum = 0;
+      bool ok = !group.empty();
+      for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+        bool inGroup = llvm::is_contained(group, static_cast<int64_t>(i));
+        if (inGroup ? !partialSum(operand, axis) : partialAny(operand, axis))
+          ok = false;
+        else if (inGroup)
+          sum += bytes(operand);
+      }
+      if (ok)
+        most = std::max(most, sum);
+    }
+    return most;
+  };
+  auto claim = [&](int64_t f, const AxisList &axes, double w) {
+    auto it = llvm::find_if(candidates[f],
+                            [&](const Candidate &c) { return c.axes == axes; });
+    if (it == candidates[f].end())
+      candidates[f].push_back({axes, w});
+    else
+      it->weight += w;
+  };
+  // Whether the result `v` should rather stay partial over `axis` than
+  // split on it: operands partial over it pass it through, and reducing
+  // them first (an all-reduce, about twice their bytes) costs more than
+  // reducing the result later (a reduce-scatter of its bytes). Over the
+  // data-parallel axis `dp` a gradient always stays partial: it is reduced
+  // once per step, in buckets, never per microbatch (DESIGN.md §5).
+  auto keepsPartial = [&](Value v, StringAttr axis) {
+    double operands = partialBytes(axis);
+    return operands > 0 &&
+           (axis.getValue() == "dp" || 2 * operands >= bytes(v));
+  };
+  // `keepPartial`: no claim on an axis `v` should stay partial over (a
+  // parameter gradient).
+  auto addClaims = [&](Value v, ArrayRef<int64_t> dims, bool keepPartial) {
     if (!isTensor(v))
       return;
     ShardingAttr s = info[v].sharding;
@@ -272,20 +474,51 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
       for (StringAttr axis : s.getDimAxes(d))
         if (!storage || axis.getValue() != "dp")
           axes.push_back(axis);
-      if (axes.empty() || rule.factorSizes[f] % product(axes) != 0)
+      // An unsplit dim of training state claims to stay unsplit (e.g. an
+      // optimizer step on replicated state gathers its gradient once
+      // rather than splitting and re-gathering the parameter and both
+      // moments).
+      if (axes.empty() && !(info[v].state && info[v].fixed))
         continue;
-      auto it = llvm::find_if(
-          candidates[f], [&](const Candidate &c) { return c.axes == axes; });
-      if (it == candidates[f].end())
-        candidates[f].push_back({axes, weight(v)});
-      else
-        it->weight += weight(v);
+      if ((keepPartial &&
+           llvm::any_of(axes,
+                        [&](StringAttr a) { return keepsPartial(v, a); })) ||
+          rule.factorSizes[f] % product(axes) != 0)
+        continue;
+      claim(f, axes, weight(v));
     }
   };
   for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-    addClaims(operand, rule.operandDims[i]);
-  for (auto [r, result] : llvm::enumerate(op->getResults()))
-    addClaims(result, rule.resultDims[r]);
+    addClaims(operand, rule.operandDims[i], /*keepPartial=*/false);
+
+  // A soft result's preferred layout (a parameter gradient) claims like
+  // training state, except on axes it should rather stay partial over; it
+  // waits until every operand has its sharding (whether they are partial is
+  // not known before).
+  bool operandsKnown = llvm::all_of(op->getOperands(), [&](Value v) {
+    return !isTensor(v) || info[v].sharding;
+  });
+  for (auto [r, result] : llvm::enumerate(op->getResults())) {
+    const ValueInfo &vi = info[result];
+    bool gradient = !vi.fixed && vi.preferred;
+    addClaims(result, rule.resultDims[r], /*keepPartial=*/gradient);
+    if (!gradient || !operandsKnown)
+      continue;
+    ShardingAttr preferred = vi.preferred;
+    double w = bytes(result) * kFixedWeight * kStateWeight;
+    for (auto [d, f] : llvm::enumerate(rule.resultDims[r])) {
+      if (f < 0 || rule.factorKinds[f] == tfm::FactorKind::NeedsReplication ||
+          d >= preferred.getRank())
+        continue;
+      AxisList axes = preferred.getDimAxes(d);
+      if (axes.empty() ||
+          llvm::any_of(axes,
+                       [&](StringAttr a) { return keepsPartial(result, a); }) ||
+          rule.factorSizes[f] % product(axes) != 0)
+        continue;
+      claim(f, axes, w);
+    }
+  }
 
   OpSharding sharding;
   sharding.factorAxes.resize(numFactors);
@@ -309,6 +542,8 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
   llvm::SmallDenseSet<StringAttr> used;
   for (int64_t f : order) {
     for (const Candidate &c : candidates[f]) {
+      if (c.axes.empty())
+        break; // the best remaining layout keeps the factor unsplit
       AxisList axes;
       for (StringAttr axis : c.axes)
         if (!used.contains(axis))
@@ -330,21 +565,20 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
         for (PartialAxis p : s.getPartialAxes())
           if (!used.contains(p.axis))
             partialAxes.insert(p.axis);
-  auto partialSum = [&](Value v, StringAttr axis) {
-    ShardingAttr s = isTensor(v) ? info[v].sharding : ShardingAttr();
-    std::optional<ReductionKind> kind =
-        s ? s.getPartialKind(axis.getValue()) : std::nullopt;
-    return kind.has_value() && *kind == ReductionKind::Sum;
-  };
-  auto partialAny = [&](Value v, StringAttr axis) {
-    ShardingAttr s = isTensor(v) ? info[v].sharding : ShardingAttr();
-    return s && s.getPartialKind(axis.getValue()).has_value();
+  // A parameter gradient much larger than its partial operands (a table
+  // scattered from a few rows) is better reduced before: the operands
+  // are then all-reduced instead of the result.
+  auto reduceFirst = [&](StringAttr axis) {
+    return llvm::any_of(op->getResults(), [&](Value r) {
+      const ValueInfo &vi = info[r];
+      return !vi.fixed && vi.preferred && !keepsPartial(r, axis);
+    });
   };
   size_t best = 0;
   for (auto [g, group] : llvm::enumerate(rule.linearOperandGroups)) {
     AxisList passed;
     for (StringAttr axis : partialAxes) {
-      bool ok = true;
+      bool ok = !reduceFirst(axis);
       for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
         bool inGroup = llvm::is_contained(group, static_cast<int64_t>(i));
         if (inGroup ? !partialSum(operand, axis) : partialAny(operand, axis))
@@ -384,7 +618,9 @@ void Propagator::processCall(func::CallOp call, bool backward) {
     ValueInfo &from = info[operand];
     ValueInfo &to = info[arg];
     if (from.sharding && !to.sharding) {
-      to = from;
+      to.sharding = from.sharding;
+      to.fixed = from.fixed;
+      to.zeroStorage |= from.zeroStorage;
       changed = true;
     } else if (from.zeroStorage && !to.zeroStorage) {
       to.zeroStorage = true;
@@ -464,17 +700,78 @@ void Propagator::write() {
   }
 }
 
-LogicalResult Propagator::run() {
-  collectFunctions();
-  initialise();
-  for (int round = 0; round < kMaxRounds; ++round) {
-    changed = false;
-    sweep(/*backward=*/false);
-    if (changed)
+/// Clones every callee whose call sites pass differently sharded operands,
+/// one clone per distinct signature (the first keeps the name, the others
+/// get `_s1`, `_s2`, ...), and retargets the calls. Returns whether any
+/// callee was cloned.
+bool Propagator::splitCallees() {
+  llvm::MapVector<Operation *, SmallVector<func::CallOp>> sites;
+  for (func::FuncOp fn : funcs)
+    fn.walk([&](func::CallOp call) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (callee && !callee.isExternal() && !entries.contains(callee))
+        sites[callee].push_back(call);
+    });
+  bool split = false;
+  for (auto &[op, calls] : sites) {
+    auto callee = cast<func::FuncOp>(op);
+    using Signature = SmallVector<ShardingAttr>;
+    SmallVector<std::pair<Signature, SmallVector<func::CallOp>>> groups;
+    for (func::CallOp call : calls) {
+      Signature sig;
+      for (Value operand : call.getOperands()) {
+        ShardingAttr s;
+        if (isTensor(operand)) {
+          s = info.lookup(operand).sharding;
+          if (!s)
+            s = replicated(operand);
+        }
+        sig.push_back(s);
+      }
+      auto *it = llvm::find_if(groups, [&](auto &g) { return g.first == sig; });
+      if (it == groups.end())
+        groups.push_back({sig, {call}});
+      else
+        it->second.push_back(call);
+    }
+    if (groups.size() < 2)
       continue;
-    sweep(/*backward=*/true);
-    if (!changed)
+    split = true;
+    for (unsigned g = 1; g < groups.size(); ++g) {
+      auto clone = cast<func::FuncOp>(callee->clone());
+      clone.setSymName((callee.getSymName() + "_s" + Twine(g)).str());
+      symbols.insert(clone, std::next(Block::iterator(callee)));
+      for (func::CallOp call : groups[g].second)
+        call.setCallee(clone.getSymName());
+    }
+  }
+  return split;
+}
+
+void Propagator::reset() {
+  funcs.clear();
+  entries.clear();
+  info.clear();
+  resultSeeds.clear();
+}
+
+LogicalResult Propagator::run() {
+  for (int split = 0;; ++split) {
+    collectFunctions();
+    initialise();
+    seedPreferences();
+    for (int round = 0; round < kMaxRounds; ++round) {
+      changed = false;
+      sweep(/*backward=*/false);
+      if (changed)
+        continue;
+      sweep(/*backward=*/true);
+      if (!changed)
+        break;
+    }
+    if (split == kMaxSplitRounds || !splitCallees())
       break;
+    reset();
   }
   write();
   return success();

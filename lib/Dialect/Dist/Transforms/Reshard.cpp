@@ -116,6 +116,52 @@ FailureOr<Value> Resharder::run(Value value, ShardingAttr from,
              << "cannot reshard " << from << " to " << to << ": axis '"
              << p.axis.getValue() << "' would become partial";
 
+  // Partial axes that the target does not keep (or keeps with another
+  // reduction).
+  auto toReduce = [&](StringAttr axis) {
+    std::optional<ReductionKind> kind = cur.partialKind(axis);
+    return kind && dst.partialKind(axis) != kind;
+  };
+  // All-reduces the partial axes to reduce that satisfy `pred`: one
+  // all_reduce per reduction kind, axes in mesh order.
+  auto allReduceWhere = [&](llvm::function_ref<bool(StringAttr)> pred) {
+    for (ReductionKind kind : {ReductionKind::Sum, ReductionKind::Max}) {
+      AxisList axes;
+      for (const PartialAxis &p : cur.partial)
+        if (p.kind == kind && toReduce(p.axis) && pred(p.axis))
+          axes.push_back(p.axis);
+      if (axes.empty())
+        continue;
+      llvm::sort(axes, [&](StringAttr x, StringAttr y) {
+        return *mesh.getAxisIndex(x.getValue()) <
+               *mesh.getAxisIndex(y.getValue());
+      });
+      value = allReduce(value, axes, kind);
+      llvm::erase_if(cur.partial, [&](const PartialAxis &p) {
+        return llvm::is_contained(axes, p.axis);
+      });
+    }
+  };
+
+  // 0. Reduce first the partial axes that no target dim is sharded on: the
+  // value is smallest before step 1 gathers it. Not when sum and max axes
+  // are both pending: those reduce in the order of steps 2 and 3 (sum
+  // before max), which do not commute.
+  bool mixed =
+      llvm::any_of(cur.partial,
+                   [&](const PartialAxis &p) {
+                     return toReduce(p.axis) && p.kind != ReductionKind::Sum;
+                   }) &&
+      llvm::any_of(cur.partial, [&](const PartialAxis &p) {
+        return toReduce(p.axis) && p.kind == ReductionKind::Sum;
+      });
+  if (!mixed)
+    allReduceWhere([&](StringAttr axis) {
+      return llvm::none_of(dst.dims, [&](const AxisList &axes) {
+        return llvm::is_contained(axes, axis);
+      });
+    });
+
   // 1. Unshard / move: make every dim's axes a prefix of its target.
   for (bool changed = true; changed;) {
     changed = false;
@@ -148,42 +194,36 @@ FailureOr<Value> Resharder::run(Value value, ShardingAttr from,
     }
   }
 
-  // 2. Reduce the partial axes that the target does not keep.
-  auto toReduce = [&](StringAttr axis) {
-    std::optional<ReductionKind> kind = cur.partialKind(axis);
-    return kind && dst.partialKind(axis) != kind;
-  };
+  // 2. Reduce-scatter the partial axes that a target dim is sharded on:
+  // slice in the (replicated) axes the target lists before them, then one
+  // reduce_scatter per run of partial axes of one reduction kind.
   for (unsigned d = 0; d < rank; ++d) {
-    size_t next = cur.dims[d].size();
-    if (next >= dst.dims[d].size() || !toReduce(dst.dims[d][next]))
-      continue;
-    ReductionKind kind = *cur.partialKind(dst.dims[d][next]);
-    AxisList run;
-    while (next < dst.dims[d].size() && toReduce(dst.dims[d][next]) &&
-           *cur.partialKind(dst.dims[d][next]) == kind)
-      run.push_back(dst.dims[d][next++]);
-    value = reduceScatter(value, run, d, kind);
-    llvm::append_range(cur.dims[d], run);
-    llvm::erase_if(cur.partial, [&](const PartialAxis &p) {
-      return llvm::is_contained(run, p.axis);
-    });
+    const AxisList &want = dst.dims[d];
+    for (;;) {
+      size_t next = cur.dims[d].size();
+      size_t p = next;
+      while (p < want.size() && !toReduce(want[p]))
+        ++p;
+      if (p == want.size())
+        break;
+      if (p > next) {
+        AxisList replicated(want.begin() + next, want.begin() + p);
+        value = shardSlice(value, replicated, d);
+        llvm::append_range(cur.dims[d], replicated);
+      }
+      ReductionKind kind = *cur.partialKind(want[p]);
+      AxisList run;
+      while (p < want.size() && toReduce(want[p]) &&
+             *cur.partialKind(want[p]) == kind)
+        run.push_back(want[p++]);
+      value = reduceScatter(value, run, d, kind);
+      llvm::append_range(cur.dims[d], run);
+      llvm::erase_if(cur.partial, [&](const PartialAxis &pa) {
+        return llvm::is_contained(run, pa.axis);
+      });
+    }
   }
-  for (ReductionKind kind : {ReductionKind::Sum, ReductionKind::Max}) {
-    AxisList axes;
-    for (const PartialAxis &p : cur.partial)
-      if (p.kind == kind && toReduce(p.axis))
-        axes.push_back(p.axis);
-    if (axes.empty())
-      continue;
-    llvm::sort(axes, [&](StringAttr x, StringAttr y) {
-      return *mesh.getAxisIndex(x.getValue()) <
-             *mesh.getAxisIndex(y.getValue());
-    });
-    value = allReduce(value, axes, kind);
-    llvm::erase_if(cur.partial, [&](const PartialAxis &p) {
-      return llvm::is_contained(axes, p.axis);
-    });
-  }
+  allReduceWhere([](StringAttr) { return true; });
 
   // 3. Shard: slice in the axes each dim still lacks.
   for (unsigned d = 0; d < rank; ++d) {

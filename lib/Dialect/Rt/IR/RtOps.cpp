@@ -65,6 +65,14 @@ LogicalResult StateDefOp::verify() {
   if (getWeightDecay() && !isParam)
     return emitOpError() << "only a 'param' state can have 'decay', found '"
                          << stringifyStateKind(getKind()) << "'";
+  if (std::optional<ArrayRef<int64_t>> logical = getLogicalShape()) {
+    size_t rank = getBufferType().getShape().size();
+    if (logical->size() != rank)
+      return emitOpError() << "logical shape must have the buffer's rank "
+                           << rank << ", found rank " << logical->size();
+    if (llvm::any_of(*logical, [](int64_t d) { return d < 0; }))
+      return emitOpError() << "logical shape dims must be >= 0";
+  }
   return success();
 }
 

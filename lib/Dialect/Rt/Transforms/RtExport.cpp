@@ -177,7 +177,8 @@ private:
   FailureOr<json::Value> writeSlots(FuncOp func, bool outputs);
   FailureOr<json::Value> writeModel();
   LogicalResult findMesh();
-  LogicalResult addSharding(Operation *op, Type localType, json::Object &entry);
+  LogicalResult addSharding(Operation *op, Type localType, json::Object &entry,
+                            bool isSlot = false);
 
   ModuleOp module;
   /// The program's mesh (at most one `dist.mesh`; none: one device).
@@ -214,8 +215,10 @@ LogicalResult ArtifactWriter::findMesh() {
 /// `global_shape` and `sharding` (per dim, the mesh axes major to minor) of
 /// a state or an I/O slot, from its `dist.sharding` attribute (set by
 /// rt-lower from the entry's arg/result attributes); replicated without one.
+/// An I/O slot may be partial (`partial`: axis -> reduction; test programs,
+/// e.g. the resharding tests), a state never.
 LogicalResult ArtifactWriter::addSharding(Operation *op, Type localType,
-                                          json::Object &entry) {
+                                          json::Object &entry, bool isSlot) {
   auto buffer = cast<BufferType>(localType);
   auto sharding =
       op->getAttrOfType<autoshard::dist::ShardingAttr>("rt.sharding");
@@ -225,10 +228,16 @@ LogicalResult ArtifactWriter::addSharding(Operation *op, Type localType,
     if (!mesh || mesh.getSymName() != sharding.getMeshName())
       return op->emitOpError()
              << "sharding " << sharding << " names no mesh of this module";
-    if (sharding.isPartial())
-      return op->emitOpError()
-             << "sharding " << sharding
-             << " is partial; a state or entry slot must be reduced first";
+    if (sharding.isPartial() && !isSlot)
+      return op->emitOpError() << "sharding " << sharding
+                               << " is partial; a state must be reduced first";
+    if (sharding.isPartial()) {
+      json::Object partial;
+      for (const autoshard::dist::PartialAxis &p : sharding.getPartialAxes())
+        partial[p.axis.getValue()] =
+            autoshard::dist::stringifyReductionKind(p.kind);
+      entry["partial"] = std::move(partial);
+    }
     if (sharding.getRank() != static_cast<int64_t>(buffer.getShape().size()))
       return op->emitOpError() << "sharding " << sharding << " does not have "
                                << "the rank of " << localType;
@@ -266,11 +275,22 @@ FailureOr<json::Value> ArtifactWriter::writeState() {
     json::Object init{{"kind", stringifyInitKind(def.getInit())}};
     if (def.getInitStd())
       init["std"] = def.getInitStd()->convertToDouble();
-    (*entry)["init"] = std::move(init);
     if (def.getKind() == StateKind::Param)
       (*entry)["weight_decay"] = def.getWeightDecay();
     if (failed(addSharding(def, def.getType(), *entry)))
       return failure();
+    if (std::optional<ArrayRef<int64_t>> logical = def.getLogicalShape()) {
+      // The unpadded shape must fit in the (global) padded one.
+      const json::Array *global = entry->getArray("global_shape");
+      bool fits = global && global->size() == logical->size();
+      for (size_t d = 0; fits && d < logical->size(); ++d)
+        fits = (*logical)[d] <= *(*global)[d].getAsInteger();
+      if (!fits)
+        return def.emitOpError() << "logical shape does not fit in the global "
+                                    "shape of the state";
+      init["logical_shape"] = json::Array(*logical);
+    }
+    (*entry)["init"] = std::move(init);
     states.push_back(std::move(*entry));
     // The runtime packs the pool by decreasing element size: no padding.
     int64_t bytes = def.getBufferType().getSizeInBytes();
@@ -412,7 +432,8 @@ FailureOr<json::Value> ArtifactWriter::writeSlots(FuncOp func, bool outputs) {
       continue;
     FailureOr<json::Object> slot = describeType(&op, op.getResult(0).getType());
     if (failed(slot) ||
-        failed(addSharding(&op, op.getResult(0).getType(), *slot)))
+        failed(addSharding(&op, op.getResult(0).getType(), *slot,
+                           /*isSlot=*/true)))
       return failure();
     slots[op.getAttrOfType<StringAttr>("role").getValue()] = std::move(*slot);
   }

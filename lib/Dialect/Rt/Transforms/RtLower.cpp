@@ -42,6 +42,12 @@ constexpr StringLiteral kStateKindAttr = "tfm.state_kind";
 constexpr StringLiteral kStateOfAttr = "tfm.state_of";
 constexpr StringLiteral kInitAttr = "tfm.init";
 constexpr StringLiteral kInitStdAttr = "tfm.init_std";
+/// On a parameter whose vocabulary dim is padded: the real vocabulary size
+/// (python/autoshard/models/builder.py), with the role telling which dim
+/// holds the vocabulary (`lm_head` `[H, Vp]`: the last; embeddings
+/// `[Vp, H]`: the first).
+constexpr StringLiteral kVocabSizeAttr = "tfm.vocab_size";
+constexpr StringLiteral kRoleAttr = "tfm.role";
 
 /// The runtime's name for the entry that public function `func` implements:
 /// its own name (tfm-autodiff emits `@train_step`, `@eval`, `@logits`).
@@ -168,6 +174,36 @@ FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
                          << "'";
   }
 
+  // A padded vocabulary: the init keys on the unpadded (logical) shape and
+  // zeroes the padding, so the padded model starts as the unpadded one.
+  DenseI64ArrayAttr logical;
+  if (auto vocab = attrs.getAs<IntegerAttr>(kVocabSizeAttr);
+      vocab && *init != InitKind::Zeros) {
+    auto localType =
+        cast<RankedTensorType>(func.getFunctionType().getInput(index));
+    RankedTensorType globalType = localType;
+    if (auto sharding = attrs.getAs<dist::ShardingAttr>(kShardingAttr)) {
+      dist::MeshOp mesh = dist::lookupMesh(func, sharding.getMesh());
+      if (!mesh)
+        return emitError() << "sharding names no dist.mesh";
+      globalType = sharding.getGlobalType(localType, mesh);
+      if (!globalType)
+        return emitError() << "global shape overflows";
+    }
+    auto role = attrs.getAs<StringAttr>(kRoleAttr);
+    int64_t rank = globalType.getRank();
+    int64_t dim = role && role.getValue() == "lm_head" ? rank - 1 : 0;
+    SmallVector<int64_t> shape(globalType.getShape());
+    if (rank == 0 || vocab.getInt() < 1 || vocab.getInt() > shape[dim])
+      return emitError() << "'" << kVocabSizeAttr << "' " << vocab.getInt()
+                         << " must be in [1, " << (rank ? shape[dim] : 0)
+                         << "] (the padded vocabulary dim " << dim << " of "
+                         << globalType << ")";
+    shape[dim] = vocab.getInt();
+    if (shape != globalType.getShape())
+      logical = DenseI64ArrayAttr::get(module.getContext(), shape);
+  }
+
   OpBuilder builder(module.getContext());
   if (last)
     builder.setInsertionPointAfter(last);
@@ -180,7 +216,7 @@ FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
       builder, func.getLoc(), name, StateKindAttr::get(ctx, kind), of,
       InitKindAttr::get(ctx, *init),
       std ? builder.getF64FloatAttr(std.getValueAsDouble()) : FloatAttr(),
-      decay ? builder.getUnitAttr() : UnitAttr(), TypeAttr::get(type));
+      logical, decay ? builder.getUnitAttr() : UnitAttr(), TypeAttr::get(type));
   copySharding(attrs, def);
   last = def;
   defs[name] = def;
@@ -613,7 +649,7 @@ LogicalResult FunctionLowering::lowerDistOp(Operation *op,
     return success();
   }
 
-  if (op->getNumRegions() != 0 || op->getNumResults() > 1 ||
+  if (op->getNumRegions() != 0 ||
       isa<dist::MeshOp, dist::ShardingConstraintOp, dist::ReshardOp>(op))
     return op->emitOpError()
            << "cannot be lowered by rt-lower (global-shape dist ops must be "
@@ -624,9 +660,10 @@ LogicalResult FunctionLowering::lowerDistOp(Operation *op,
   bool isStart = op->getNumResults() == 1 &&
                  isa<dist::AsyncType>(op->getResult(0).getType());
   if (!isStart) {
-    if (op->getNumResults() == 1) {
-      results.push_back(getResultBuffer(op->getResult(0)));
-      buffers[op->getResult(0)] = results.front();
+    // Any number of results (`dist.unpack` has one per tensor).
+    for (Value result : op->getResults()) {
+      results.push_back(getResultBuffer(result));
+      buffers[result] = results.back();
     }
     KernelOp::create(builder, loc, kernel, operandBuffers, results, attrs);
     return success();

@@ -374,6 +374,47 @@ LogicalResult computeDropout(EmitErrorFn emitError, Value input, double rate,
   return success();
 }
 
+/// dropout_local and dropout_local_grad: the dropout rules, plus
+/// `global_shape` of the input's rank, `shard_dims` strictly increasing dims
+/// with one shard operand each, a sharded dim a divisor of its global size
+/// and every other dim whole.
+LogicalResult computeDropoutLocal(EmitErrorFn emitError, Value input,
+                                  size_t numShards, double rate, int64_t site,
+                                  ArrayRef<int64_t> globalShape,
+                                  ArrayRef<int64_t> shardDims,
+                                  SmallVectorImpl<Type> &resultTypes) {
+  RankedTensorType type = tensorOf(input);
+  int64_t rank = type.getRank();
+  if (static_cast<int64_t>(globalShape.size()) != rank)
+    return emitError() << "global_shape " << shapeStr(globalShape)
+                       << " must have the input's rank " << rank;
+  if (numShards != shardDims.size())
+    return emitError() << "needs one shard operand per sharded dim: "
+                       << shardDims.size() << " shard_dims "
+                       << shapeStr(shardDims) << ", found " << numShards
+                       << " shard operands";
+  for (auto [k, d] : llvm::enumerate(shardDims)) {
+    if (d < 0 || d >= rank)
+      return emitError() << "shard_dims " << shapeStr(shardDims)
+                         << " must be dims of the rank-" << rank << " input";
+    if (k > 0 && shardDims[k - 1] >= d)
+      return emitError() << "shard_dims " << shapeStr(shardDims)
+                         << " must be strictly increasing";
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t local = type.getDimSize(d), global = globalShape[d];
+    if (llvm::is_contained(shardDims, d)) {
+      if (local < 1 || global < local || global % local != 0)
+        return emitError() << "global dim " << d << " (" << global
+                           << ") must be a multiple of the local dim " << local;
+    } else if (local != global) {
+      return emitError() << "dim " << d << " is not sharded, so the local dim "
+                         << local << " must equal the global dim " << global;
+    }
+  }
+  return computeDropout(emitError, input, rate, site, resultTypes);
+}
+
 } // namespace autoshard::tfm::detail
 
 using namespace autoshard::tfm::detail;

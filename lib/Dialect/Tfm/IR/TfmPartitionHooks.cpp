@@ -22,6 +22,10 @@
 // * sum_squares: operands grouped by the axes they are sharded on, one
 //   `sum` all-reduce per group over exactly those axes (a replicated
 //   operand is never counted twice).
+// * dropout / dropout_grad with a sharded dim: `tfm.dropout_local` /
+//   `tfm.dropout_local_grad` with the global shape and, per sharded dim, the
+//   rank's block index (`dist.axis_index`), so the local op draws the mask
+//   of each element's global index; no communication.
 //
 //===----------------------------------------------------------------------===//
 
@@ -238,6 +242,10 @@ ShardingRule VocabCeMaxOp::getShardingRule() { return localOpRule(*this); }
 ShardingRule VocabCeStatsOp::getShardingRule() { return localOpRule(*this); }
 ShardingRule VocabCeLossOp::getShardingRule() { return localOpRule(*this); }
 ShardingRule VocabCeGradOp::getShardingRule() { return localOpRule(*this); }
+ShardingRule DropoutLocalOp::getShardingRule() { return localOpRule(*this); }
+ShardingRule DropoutLocalGradOp::getShardingRule() {
+  return localOpRule(*this);
+}
 
 //===----------------------------------------------------------------------===//
 // Hook helpers
@@ -584,12 +592,17 @@ struct PositionEmbeddingPartition
   }
 };
 
-/// position_embedding_grad with the sequence dim of `dy` sharded. `S < P`:
-/// `dy` is gathered over the sequence axes (the local rows would otherwise
-/// land at row 0 instead of the shard's offset). `S == P`: `dtable`'s rows
-/// are split like the sequence and the local op sums the local rows
-/// (`num_positions` = local rows). The leading dims keep their split,
-/// leaving `dtable` partial over them.
+/// position_embedding_grad with the sequence dim of `dy` (or, `S == P`,
+/// the rows of `dtable`) sharded. `S < P`: `dy` is gathered over the
+/// sequence axes (the local rows would otherwise land at row 0 instead of
+/// the shard's offset). `S == P`: `dtable`'s rows are split like the
+/// sequence — the rows the result asks for, else those `dy` has — and the
+/// local op sums the local rows (`num_positions` = local rows). The leading
+/// dims keep their split, leaving `dtable` partial over them, and so do
+/// the partial (sum) axes of `dy` that the result is declared partial over
+/// (the op is linear in `dy`: a gradient still partial over the batch axes
+/// is reduced once, in its final layout, by the consumer — e.g. one
+/// reduce-scatter into a ZeRO-sharded state).
 struct PositionEmbeddingGradPartition
     : public TfmPartitionOpInterface::ExternalModel<
           PositionEmbeddingGradPartition, PositionEmbeddingGradOp> {
@@ -598,32 +611,46 @@ struct PositionEmbeddingGradPartition
     unsigned rank = dy.getRank();
     auto grad = cast<PositionEmbeddingGradOp>(op);
     int64_t seq = tensorOf(grad.getDy()).getShape()[rank - 2];
-    if (!dy.isDimSharded(rank - 2))
-      return false;
-    FlatSymbolRefAttr mesh = meshRef(ctx);
+    bool full = seq == grad.getNumPositions();
     auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
     AxisList hidden = out.getDimAxes(1);
-    // S == P: the rows pass through, so the rank's block of the sequence is
-    // its block of the table's rows (no gather; `num_positions` becomes the
-    // local row count).
-    bool full = seq == grad.getNumPositions();
-    AxisList seqAxes =
-        full ? without(dy.getDimAxes(rank - 2), hidden) : AxisList();
+    AxisList seqAxes;
+    if (full) {
+      seqAxes = without(out.getDimAxes(0), hidden);
+      if (seqAxes.empty())
+        seqAxes = without(dy.getDimAxes(rank - 2), hidden);
+    }
+    if (!dy.isDimSharded(rank - 2) && seqAxes.empty())
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    // Partial (sum) axes of `dy` that the result keeps pass through.
+    AxisList partial;
+    for (const dist::PartialAxis &p : dy.getPartialAxes())
+      if (p.kind == dist::ReductionKind::Sum &&
+          out.getPartialKind(p.axis.getValue()) == dist::ReductionKind::Sum &&
+          !llvm::is_contained(hidden, p.axis) &&
+          !llvm::is_contained(seqAxes, p.axis))
+        partial.push_back(p.axis);
+    AxisList used(hidden);
+    llvm::append_range(used, seqAxes);
+    llvm::append_range(used, partial);
     SmallVector<AxisList> dims;
     AxisList lead;
     for (unsigned d = 0; d + 2 < rank; ++d) {
-      dims.push_back(without(without(dy.getDimAxes(d), hidden), seqAxes));
+      dims.push_back(without(dy.getDimAxes(d), used));
       llvm::append_range(lead, dims.back());
     }
     dims.push_back(seqAxes);
     dims.push_back(hidden);
-    FailureOr<Value> dyL = ctx.getOperandAs(0, makeSharding(mesh, dims));
+    FailureOr<Value> dyL =
+        ctx.getOperandAs(0, makeSharding(mesh, dims, partial));
     if (failed(dyL))
       return failure();
     int64_t rows =
         full ? tensorOf(*dyL).getShape()[rank - 2] : grad.getNumPositions();
     Value local = ctx.getBuilder().create<PositionEmbeddingGradOp>(op->getLoc(),
                                                                    *dyL, rows);
+    llvm::append_range(lead, partial);
     ctx.setResult(0, local, makeSharding(mesh, {seqAxes, hidden}, lead));
     return true;
   }
@@ -667,6 +694,58 @@ struct SumSquaresPartition
   }
 };
 
+/// dropout / dropout_grad with a sharded dim: the input keeps the result's
+/// dim split, and the local op (`LocalOp`) gets the global shape and, per
+/// sharded dim, this rank's block index over the dim's axes, so that it
+/// draws the mask elements of the global indices it holds. Elementwise and
+/// linear in the input: no communication, and a partial (sum) input that
+/// the result declares partial stays partial (every rank applies the same
+/// mask to its summand).
+template <typename GlobalOp, typename LocalOp>
+struct DropoutPartition : public TfmPartitionOpInterface::ExternalModel<
+                              DropoutPartition<GlobalOp, LocalOp>, GlobalOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto dropout = cast<GlobalOp>(op);
+    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    unsigned rank = out.getRank();
+    SmallVector<AxisList> dims;
+    SmallVector<int64_t> shardDims;
+    for (unsigned d = 0; d < rank; ++d) {
+      dims.push_back(out.getDimAxes(d));
+      if (!dims.back().empty())
+        shardDims.push_back(d);
+    }
+    if (shardDims.empty())
+      return false;
+    AxisList used = dimAxesIn(out, 0, rank);
+    auto in = cast<ShardingAttr>(ctx.getOperandSharding(0));
+    AxisList partial;
+    for (const dist::PartialAxis &pa : out.getPartialAxes())
+      if (pa.kind == dist::ReductionKind::Sum &&
+          in.getPartialKind(pa.axis.getValue()) == dist::ReductionKind::Sum &&
+          !llvm::is_contained(used, pa.axis))
+        partial.push_back(pa.axis);
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    ShardingAttr sharding = makeSharding(mesh, dims, partial);
+    FailureOr<Value> xL = ctx.getOperandAs(0, sharding);
+    FailureOr<Value> stepL = ctx.getOperandAs(1, makeSharding(mesh, {}));
+    FailureOr<Value> layerL = ctx.getOperandAs(2, makeSharding(mesh, {}));
+    if (failed(xL) || failed(stepL) || failed(layerL))
+      return failure();
+    OpBuilder &b = ctx.getBuilder();
+    Location loc = op->getLoc();
+    SmallVector<Value> shards;
+    for (int64_t d : shardDims)
+      shards.push_back(axisIndex(b, loc, meshOf(ctx), dims[d]));
+    Value local = LocalOp::create(
+        b, loc, *xL, *stepL, *layerL, shards,
+        dropout.getRateAttr().getValueAsDouble(), dropout.getSite(),
+        tensorOf(op->getOperand(0)).getShape(), shardDims);
+    ctx.setResult(0, local, sharding);
+    return true;
+  }
+};
+
 } // namespace
 
 void autoshard::tfm::attachPartitionInterfaces(MLIRContext *ctx) {
@@ -675,6 +754,9 @@ void autoshard::tfm::attachPartitionInterfaces(MLIRContext *ctx) {
   CrossEntropyOp::attachInterface<CrossEntropyPartition>(*ctx);
   CrossEntropyGradOp::attachInterface<CrossEntropyGradPartition>(*ctx);
   SumSquaresOp::attachInterface<SumSquaresPartition>(*ctx);
+  DropoutOp::attachInterface<DropoutPartition<DropoutOp, DropoutLocalOp>>(*ctx);
+  DropoutGradOp::attachInterface<
+      DropoutPartition<DropoutGradOp, DropoutLocalGradOp>>(*ctx);
   PositionEmbeddingOp::attachInterface<PositionEmbeddingPartition>(*ctx);
   PositionEmbeddingGradOp::attachInterface<PositionEmbeddingGradPartition>(
       *ctx);

@@ -320,8 +320,10 @@ ShardingRule PositionEmbeddingOp::getShardingRule() {
 }
 
 /// `dtable[s] = sum_{lead} dy[..., s, :]`: leading dims reduce; S passes
-/// through when `S == P`, else it is a reduction with the hook (the rank
-/// writes its rows at their offset into a zero table: partial sum).
+/// through when `S == P`, else it is a reduction (the hook gathers `dy`
+/// over it). Either way S needs the hook: with `S == P` the local op sums
+/// only the local rows (`num_positions` = local rows), which the generic
+/// clone of the op cannot express.
 ShardingRule PositionEmbeddingGradOp::getShardingRule() {
   RuleBuilder b(*this);
   int64_t rank = rankOf(getDy());
@@ -329,7 +331,7 @@ ShardingRule PositionEmbeddingGradOp::getShardingRule() {
     b.shared(kRed, 0, d, {}, {});
   int64_t s = shapeOf(getDy())[rank - 2];
   bool full = s == static_cast<int64_t>(getNumPositions());
-  int64_t f = b.factor(s, full ? kPass : kRed, /*hook=*/!full);
+  int64_t f = b.factor(s, full ? kPass : kRed, /*hook=*/true);
   b.operand(0, rank - 2, f);
   if (full)
     b.result(0, 0, f);

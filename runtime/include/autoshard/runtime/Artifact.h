@@ -101,6 +101,10 @@ struct StateSpec {
   Sharding sharding;
   InitKind init = InitKind::Zeros;
   double initStd = 0.0; ///< For InitKind::Normal.
+  /// The unpadded global shape (`init.logical_shape`) of a padded state
+  /// (same rank, each dim <= the global one); empty: the global shape.
+  /// Elements outside it are 0 and the init keys on indices in it.
+  std::vector<int64_t> logicalShape;
   bool weightDecay = false;
 };
 
@@ -181,6 +185,10 @@ struct Slot {
   TensorType type; ///< Local (per-rank) type.
   std::vector<int64_t> globalShape;
   Sharding sharding;
+  /// Partial axes (axis, "sum" or "max"), in mesh order: the slot's global
+  /// value is the reduction of the members' local values over the group of
+  /// these axes. Only test programs (the resharding tests) have them.
+  std::vector<std::pair<std::string, std::string>> partial;
   int64_t buffer = -1; ///< Id of the slot's input/output buffer.
 };
 

@@ -19,8 +19,8 @@ namespace autoshard::runtime {
 struct OpSignature {
   std::string_view name;
   int minArgs;
-  int maxArgs; ///< -1: variadic (any count >= minArgs).
-  int numResults;
+  int maxArgs;    ///< -1: variadic (any count >= minArgs).
+  int numResults; ///< -1: variadic (at least one; `dist.unpack`).
   std::vector<std::string_view> requiredAttrs;
   /// When true, an instruction has 0 to numResults results (`dist.wait`: one
   /// for a collective or receive, none for a send).

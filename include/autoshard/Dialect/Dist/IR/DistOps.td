@@ -625,4 +625,93 @@ def Dist_AxisIndexOp : Dist_LocalCoordOp<"axis_index"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Flat buffers of bucketed collectives (local, per-rank shapes)
+//===----------------------------------------------------------------------===//
+
+// The layout shared by `dist.pack` and `dist.unpack`. A `[{...}]` block
+// cannot contain "}]", so the examples splice it in as a plain string.
+defvar Dist_PackLayoutDoc = [{
+    Layout (G = `num_groups`, tensors `t_0 .. t_{n-1}`): the flat buffer is G
+    equal segments, one per group index `g = 0 .. G-1` in order; segment `g`
+    holds, for each tensor `t_i` in order, block `g` of `t_i` along dim
+    `scatter_dims[i]` (the block `dist.shard_slice` with group index `g`
+    would keep), flattened row-major. With G = 1 there are no blocks and
+    `scatter_dims` is empty: the buffer is the concatenation of the
+    flattened tensors.
+
+    So a flat `dist.reduce_scatter` (scatter dim 0, G = group size) of a
+    buffer packed with G leaves on the rank with group index `r` exactly
+    segment `r`: its shard of every tensor, each reduced as the tensor's own
+    reduce-scatter along `scatter_dims[i]` would (unpack it with G = 1). And
+    a flat `dist.all_gather` (gather dim 0) of G = 1 packs of the shards
+    puts rank `g`'s shards in segment `g`, which `dist.unpack` with
+    `num_groups` = group size and the gather dims as `scatter_dims` turns
+    into the gathered tensors. `dist-bucket-collectives` builds these.
+
+    Rules: at least one tensor; every tensor has the element type of the
+    flat buffer, which is 1-D with as many elements as all tensors together
+    (which fits int64); `num_groups` >= 1; `scatter_dims` is empty when
+    `num_groups` = 1, and otherwise has one dim per tensor, each a dim of
+    its tensor and divisible by `num_groups`.
+}];
+
+def Dist_PackOp : Dist_Op<"pack", [Pure]> {
+  let summary = "pack tensors into one flat buffer (for a bucketed collective)";
+  let description = [{
+    Copies `inputs` into one 1-D buffer, laid out as described below, so
+    that one collective over the buffer replaces one per tensor (buckets of
+    gradients and parameters, as Megatron's distributed optimizer and FSDP2
+    do). No communication.
+  }] # Dist_PackLayoutDoc # [{
+    ```mlir
+    // Segment 0 = rows 0..1 of %a, then columns 0..1 of %b; segment 1 = rows
+    // 2..3 of %a, then columns 2..3 of %b.
+    %flat = dist.pack %a, %b num_groups = 2 scatter_dims = [0, 1]
+        : tensor<4x8xf32>, tensor<3x4xf32> -> tensor<44xf32>
+    %s = dist.reduce_scatter %flat on @m axes = [dp] scatter_dim = 0
+        reduction = sum : tensor<44xf32> -> tensor<22xf32>
+    %sa, %sb = dist.unpack %s : tensor<22xf32> -> tensor<2x8xf32>, tensor<3x2xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyStaticShapeTensor>:$inputs,
+                       DefaultValuedAttr<I64Attr, "1">:$num_groups,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$scatter_dims);
+  let results = (outs 1DTensorOf<[AnyType]>:$result);
+  let assemblyFormat = [{
+    $inputs (`num_groups` `=` $num_groups^)? (`scatter_dims` `=` $scatter_dims^)?
+    attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_UnpackOp : Dist_Op<"unpack", [Pure]> {
+  let summary = "split a flat buffer into tensors (inverse of dist.pack)";
+  let description = [{
+    The inverse of `dist.pack` with the same `num_groups` and
+    `scatter_dims`: result `i` is tensor `t_i` of the layout below, read
+    back from the flat `input`. No communication.
+  }] # Dist_PackLayoutDoc # [{
+    ```mlir
+    // After a flat all-gather over a group of 2: segment g holds rank g's
+    // shards; result 0 is their concatenation along dim 0, result 1 along
+    // dim 1.
+    %flat = dist.pack %sa, %sb : tensor<2x8xf32>, tensor<3x2xf32> -> tensor<22xf32>
+    %g = dist.all_gather %flat on @m axes = [dp] gather_dim = 0
+        : tensor<22xf32> -> tensor<44xf32>
+    %a, %b = dist.unpack %g num_groups = 2 scatter_dims = [0, 1]
+        : tensor<44xf32> -> tensor<4x8xf32>, tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[AnyType]>:$input,
+                       DefaultValuedAttr<I64Attr, "1">:$num_groups,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$scatter_dims);
+  let results = (outs Variadic<AnyStaticShapeTensor>:$results);
+  let assemblyFormat = [{
+    $input (`num_groups` `=` $num_groups^)? (`scatter_dims` `=` $scatter_dims^)?
+    attr-dict `:` type($input) `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // AUTOSHARD_DIALECT_DIST_IR_DISTOPS_TD

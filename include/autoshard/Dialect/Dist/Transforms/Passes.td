@@ -54,7 +54,9 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
       attribute), the padded vocabulary and the sharded weight dims must be
       divisible by `tp`;
     * ZeRO stage `k` on `dp`: `k >= 1` optimizer states, `k = 3` parameters
-      get `dp` as the major axis of dim 0 (or of the first dim that divides;
+      get `dp` as the minor axis of dim 0 (after its `tp`, as Megatron's
+      distributed optimizer shards the TP-local tensor; or of the first dim
+      that divides;
       a tensor with no such dim stays replicated and is listed in the module
       attribute `dist.zero_unsharded`). For `k >= 2` the final gradient of
       each parameter in the train step is pinned by a
@@ -102,7 +104,16 @@ def DistPropagate : Pass<"dist-propagate", "::mlir::ModuleOp"> {
     conflicting candidates (different axes for one factor, or one axis for
     two factors) are resolved by keeping the layout whose resharding would
     cost the most (bytes of the tensors that would have to move, fixed
-    values weighted far above soft ones, so e.g. TP weights never move);
+    values weighted far above soft ones, and training state — parameters
+    and optimizer states, also inside callees — far above any other fixed
+    value, so TP weights never move and activations are re-gathered
+    instead, as in Megatron); a parameter's gradient (an operand tied dim
+    for dim to a parameter, as adamw's) prefers the parameter's layout,
+    followed back through constraints, calls and gradient sums to the ops
+    that compute it, with the weight of state, except on an axis its
+    producer's operands are partial over when reducing them first costs
+    more (never over `dp`: data-parallel gradients are reduced once per
+    step);
     `NeedsReplication` factors are never sharded. Under ZeRO-3 (`zero = 3`
     in the module's `dist.plan`) the `dp` axis of a parameter is storage
     only: it makes no claim (the parameter is all-gathered before use). Results get the chosen
@@ -114,6 +125,11 @@ def DistPropagate : Pass<"dist-propagate", "::mlir::ModuleOp"> {
     iteration terminates). `func.call` binds call operands to callee
     arguments and callee results to call results, in both directions;
     `func.return` of an entry function binds to its result attributes.
+    When the fixed point is reached and the call sites of a callee pass
+    operands with different shardings, the callee is cloned per distinct
+    signature (the first keeps its name, the others get `_s1`, `_s2`, ...;
+    never per layer: call sites that agree share one function) and the
+    propagation starts over.
     A `dist.sharding_constraint` pins its result; backward it only proposes
     its axes for the unsharded dims of its operand (never over an axis the
     operand is partial on), and `dist-partition` reshards between the two
@@ -147,8 +163,9 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
 
     1. An op with a partition hook (`TfmPartitionOpInterface`: vocab-parallel
        embedding / embedding_grad / cross_entropy / cross_entropy_grad,
-       sum_squares) emits its own local ops; the pass never special-cases an
-       op by name.
+       sum_squares, position_embedding(_grad), dropout / dropout_grad as
+       `tfm.dropout_local(_grad)` keyed on global indices) emits its own
+       local ops; the pass never special-cases an op by name.
     2. Otherwise the op's factor rule (`TfmShardingRuleOpInterface`) gives
        the factor -> mesh axes assignment: pass-through factors take the
        axes of the result dims tied to them (the result sharding is the
@@ -287,6 +304,93 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
     "::autoshard::dist::DistDialect",
     "::autoshard::rt::RtDialect",
   ];
+}
+
+def DistBucketCollectives
+    : Pass<"dist-bucket-collectives", "::mlir::ModuleOp"> {
+  let summary = "Coalesce independent collectives into one per bucket";
+  let description = [{
+    Runs after `dist-partition` (per-rank IR), before `rt-lower`. Within
+    each block of every `func.func`, blocking `dist.all_reduce`,
+    `dist.reduce_scatter` and `dist.all_gather` ops with the same kind,
+    mesh, axes (in order), reduction and element type are grouped into
+    buckets, and each bucket of two or more becomes one collective over a
+    flat 1-D buffer (DESIGN.md §5: ZeRO/FSDP and DDP issue a few large
+    collectives, as Megatron's distributed optimizer and FSDP2 do):
+
+    * all-reduce: `dist.pack` the operands, one `dist.all_reduce`,
+      `dist.unpack` the results;
+    * reduce-scatter: `dist.pack` with `num_groups` = group size and each
+      member's `scatter_dim`, one `dist.reduce_scatter` on dim 0, and
+      `dist.unpack`: segment `r` of the packed buffer is every tensor's
+      shard `r`, so rank `r` gets exactly the shards the per-tensor
+      reduce-scatters gave it;
+    * all-gather: `dist.pack` the shards, one `dist.all_gather` on dim 0,
+      and `dist.unpack` with `num_groups` = group size and each member's
+      `gather_dim`.
+
+    The result is exactly that of the per-tensor collectives (same
+    reductions of the same elements; only their grouping changes).
+
+    Bucket policy, in program order: a collective joins the open bucket of
+    its key when
+
+    1. the merged collective can be placed after the producer of every
+       member's operand and before the first use of every member's result
+       (so no bucket depends on itself: a collective whose operand depends
+       on a member's result cannot join);
+    2. the bucket's bytes stay within `bucket-bytes` (the full side of each
+       member: the operand of an all-reduce / reduce-scatter, the result of
+       an all-gather; 0 = no limit);
+    3. with `split-at-calls` (default), no call lies between the bucket's
+       first collective and this one: a call is a layer (a block's forward
+       or backward), so a bucket is a layer group, as FSDP2 reduce-scatters
+       each layer's gradients right after its backward instead of holding
+       every layer's full gradients to the end.
+
+    Otherwise the open bucket is closed and a new one starts. Keys are
+    bucketed one after the other (all-gather keys first, as they move up to
+    their first consumer; then reduction keys; each kind in order of first
+    appearance), each round
+    seeing the flat collectives of the previous ones as ordinary ops, so a
+    chain across keys (e.g. a norm gradient all-reduced over `tp`, then
+    reduce-scattered over `dp`) buckets at both steps; a collective whose
+    operand is produced by, or whose result feeds, another collective of
+    its own key stays where it is. A
+    reduction bucket is placed right after the last producer of its
+    operands (so the full-size inputs die early); a gather bucket right
+    before the first consumer of its results (so the gathered tensors live
+    as briefly as possible). The flat buffers are ordinary values, planned
+    by `rt-plan-memory`; rt-lower lowers pack and unpack to the
+    `dist.pack` / `dist.unpack` kernels.
+
+    ```mlir
+    // before (dp = 2, ZeRO-2 gradients of one layer):
+    %a = dist.reduce_scatter %ga on @m axes = [dp] scatter_dim = 0 reduction = sum
+        : tensor<128x512xf32> -> tensor<64x512xf32>
+    %b = dist.reduce_scatter %gb on @m axes = [dp] scatter_dim = 0 reduction = sum
+        : tensor<128xf32> -> tensor<64xf32>
+    // after:
+    %p = dist.pack %ga, %gb num_groups = 2 scatter_dims = [0, 0]
+        : tensor<128x512xf32>, tensor<128xf32> -> tensor<65664xf32>
+    %s = dist.reduce_scatter %p on @m axes = [dp] scatter_dim = 0 reduction = sum
+        : tensor<65664xf32> -> tensor<32832xf32>
+    %a, %b = dist.unpack %s : tensor<32832xf32> -> tensor<64x512xf32>, tensor<64xf32>
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t",
+           /*default=*/"40 * 1024 * 1024",
+           "Largest bucket in bytes (the full, unsharded side); 0 = no limit">,
+    Option<"splitAtCalls", "split-at-calls", "bool", /*default=*/"true",
+           "Start a new bucket after a call (one bucket per layer group)">,
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "buckets", "Flat collectives created">,
+    Statistic<"numRemoved", "removed-collectives",
+              "Collectives removed (bucket members minus buckets)">,
+  ];
+  let dependentDialects = ["::autoshard::dist::DistDialect"];
 }
 
 #endif // AUTOSHARD_DIALECT_DIST_TRANSFORMS_PASSES_TD

@@ -6,6 +6,10 @@
 //
 // Algorithm (correctness first; every step keeps a valid sharding `cur`):
 //
+// 0. Reduce early. Partial axes that the target neither keeps (with the
+//    same reduction) nor shards a dim on are reduced first, by one
+//    `dist.all_reduce` per reduction kind (axes in mesh order): reducing
+//    commutes with the gathers of step 1, and the value is smallest now.
 // 1. Unshard / move (on possibly partial data: gathering and exchanging are
 //    linear, so they commute with the pending reduction). For every dim `d`
 //    whose current axes are not a prefix of the target's axes for `d`, the
@@ -19,13 +23,15 @@
 //    its target. This covers axis moves between dims, swapped axis orders
 //    within a dim (gather the swapped part, slice it back in order) and
 //    3-D meshes alike.
-// 2. Reduce. Partial axes that the target does not keep (or keeps with
-//    another reduction) are reduced. Where the next axes the target adds to
-//    a dim `d` are such partial axes (with one reduction kind), one
-//    `dist.reduce_scatter` over them on `d` reduces and shards at once —
-//    so a partial value whose target shards a dim on the partial axes is
-//    exactly one reduce-scatter. The rest are reduced by one
-//    `dist.all_reduce` per reduction kind (axes in mesh order).
+// 2. Reduce-scatter. The remaining partial axes to reduce are those the
+//    target shards a dim `d` on. The replicated axes that the target lists
+//    before them on `d` are sliced in first (`dist.shard_slice`, local),
+//    then one `dist.reduce_scatter` over each run of such partial axes (of
+//    one reduction kind) on `d` reduces and shards at once -- so a partial
+//    value whose target shards a dim on the partial axes is exactly one
+//    reduce-scatter, even after other axes on that dim (`partial = {b}` to
+//    `[{a, b}]` is a slice on `a` and a reduce-scatter on `b`, not an
+//    all-reduce and a slice).
 // 3. Shard. The axes each dim still lacks (replicated so far) are added by
 //    one `dist.shard_slice` per dim (no communication).
 //

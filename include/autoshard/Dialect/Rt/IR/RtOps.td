@@ -63,24 +63,33 @@ def Rt_StateDefOp : Rt_Op<"state_def", [
     Functions refer to it with `rt.state`. `init` says how the runtime
     initialises it (`normal` with `std` from the counter-based RNG, `zeros`,
     `ones`); optimizer states name the parameter they belong to with `of`;
-    `decay` marks parameters that AdamW decays.
+    `decay` marks parameters that AdamW decays. `logical` is the shape of
+    the unpadded tensor when the (global) tensor is padded, e.g. an LM head
+    `[H, Vp]` of a vocabulary padded from `V` to `Vp` has `logical [H, V]`:
+    the init keys each element on its row-major index in that shape and
+    zeroes the padding (docs/artifact-format.md, "Initialisation").
 
     ```mlir
     rt.state_def @wte param init normal std 2.000000e-02 decay : !rt.buffer<65x128xf32>
     rt.state_def @"wte.exp_avg" opt_m of @wte init zeros : !rt.buffer<65x128xf32>
+    rt.state_def @lm_head param init normal std 2.000000e-02 logical [128, 65] decay : !rt.buffer<128x128xf32>
     ```
 
     Rules: `std` is given exactly when `init` is `normal` and is at least 0;
     a `param` has no `of` while an `opt_m`/`opt_v` names a `param` state of
-    the same type; only a `param` may have `decay`.
+    the same type; only a `param` may have `decay`; `logical` has the
+    buffer's rank and dims >= 0 (rt-export checks that it fits in the
+    global shape).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Rt_StateKind:$kind,
                        OptionalAttr<FlatSymbolRefAttr>:$of, Rt_InitKind:$init,
-                       OptionalAttr<F64Attr>:$init_std, UnitAttr:$weight_decay,
+                       OptionalAttr<F64Attr>:$init_std,
+                       OptionalAttr<DenseI64ArrayAttr>:$logical_shape,
+                       UnitAttr:$weight_decay,
                        TypeAttrOf<Rt_BufferType>:$type);
   let assemblyFormat = [{
     $sym_name $kind (`of` $of^)? `init` $init (`std` $init_std^)?
-    (`decay` $weight_decay^)? attr-dict `:` $type
+    (`logical` $logical_shape^)? (`decay` $weight_decay^)? attr-dict `:` $type
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -44,7 +44,9 @@ def RtLower : Pass<"rt-lower", "::mlir::ModuleOp"> {
       becomes `rt.kernel "dist.OP"` (the op's full name, e.g.
       `dist.all_reduce`, so it never clashes with a tfm kernel) with its
       attributes but `mesh`, `reduction` as the string `"sum"`/`"max"`;
-      `dist.shard_slice` and `dist.axis_index` likewise. A `*_start` op
+      `dist.shard_slice`, `dist.axis_index` and the flat-buffer ops
+      `dist.pack` / `dist.unpack` (`num_groups`, `scatter_dims`; one
+      result buffer per unpacked tensor) likewise. A `*_start` op
       gets a `handle` number (0, 1, ... per function) and writes into the
       buffer of its `dist.wait`'s result (that value's destination if it
       is returned); the wait becomes `rt.kernel "dist.wait"` whose args are

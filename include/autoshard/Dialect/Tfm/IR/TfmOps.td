@@ -783,6 +783,81 @@ def Tfm_DropoutGradOp : Tfm_DropoutOpBase<"dropout_grad", "dy", "dx"> {
   let summary = "gradient of dropout (same mask and scaling)";
 }
 
+/// Per-rank dropout of a block of a sharded tensor (emitted by
+/// dist-partition through the hooks of tfm.dropout / tfm.dropout_grad).
+class Tfm_DropoutLocalOpBase<string mnemonic, string input, string output,
+                             string global>
+    : Tfm_InferredOp<mnemonic> {
+  let description = [{
+    The per-rank form of `tfm.}] # global # [{` when `}] # input # [{` is a
+    block of a sharded tensor (emitted by `dist-partition` through the
+    partition hook of `tfm.}] # global # [{`; never in global IR). It applies
+    exactly the mask elements that `tfm.}] # global # [{` applies to the same
+    elements of the whole tensor: element `i` (local coordinates) has the
+    global coordinates `g[d] = i[d] + o[d]`, where the block offset is
+    `o[d] = shards[k] * shape[d]` when `d = shard_dims[k]` and `0` for the
+    other dims, and its mask bit is the one of the global row-major index of
+    `g` in `global_shape`.
+
+    * `}] # input # [{`: the local block, any float tensor;
+      `}] # output # [{` has its type.
+    * `step`, `layer`: `tensor<i64>`; `rate`, `site`: as `tfm.}] # global
+    # [{`.
+    * `global_shape`: the shape of the whole tensor (same rank).
+    * `shard_dims`: the sharded dims, strictly increasing; `shards`: one
+      `tensor<i64>` per sharded dim, the index of this rank's block along it
+      (from `dist.axis_index` over the dim's mesh axes). A sharded dim's
+      global size is a multiple of the local one; every other dim is whole.
+
+    With no sharded dim and `global_shape` the local shape it computes
+    `tfm.}] # global # [{`.
+
+    ```mlir
+    %s0 = dist.axis_index on @mesh axes = [dp] : tensor<i64>
+    %s1 = dist.axis_index on @mesh axes = [tp] : tensor<i64>
+    %}] # output # [{ = tfm.}] # mnemonic # [{ %}] # input
+    # [{, %step, %layer, %s0, %s1
+        {global_shape = array<i64: 16, 64, 128>, rate = 1.000000e-01 : f64,
+         shard_dims = array<i64: 0, 1>, site = 0 : i64}
+        : (tensor<8x32x128xf32>, tensor<i64>, tensor<i64>, tensor<i64>,
+           tensor<i64>) -> tensor<8x32x128xf32>
+    ```
+  }];
+  let arguments = !con(!dag(ins, [Tfm_FloatTensor], [input]),
+                       (ins Tfm_ScalarI64:$step, Tfm_ScalarI64:$layer,
+                            Variadic<Tfm_ScalarI64>:$shards, F64Attr:$rate,
+                            I64Attr:$site, DenseI64ArrayAttr:$global_shape,
+                            DenseI64ArrayAttr:$shard_dims));
+  let results = !dag(outs, [Tfm_FloatTensor], [output]);
+  let computeBody = [{
+    return ::autoshard::tfm::detail::computeDropoutLocal(
+        emitError, adaptor.getOperands()[0], adaptor.getShards().size(),
+        adaptor.getRate().convertToDouble(), adaptor.getSiteAttr().getInt(),
+        adaptor.getGlobalShape(), adaptor.getShardDims(), resultTypes);
+  }];
+  let builders = [
+    Tfm_InferBuilder<!con(!dag(ins, ["::mlir::Value"], [input]),
+                          (ins "::mlir::Value":$step, "::mlir::Value":$layer,
+                               "::mlir::ValueRange":$shards, "double":$rate,
+                               "int64_t":$site,
+                               "::llvm::ArrayRef<int64_t>":$globalShape,
+                               "::llvm::ArrayRef<int64_t>":$shardDims)),
+                     input # ", step, layer, shards, ::llvm::APFloat(rate), "
+                     # "site, globalShape, shardDims">
+  ];
+}
+
+def Tfm_DropoutLocalOp
+    : Tfm_DropoutLocalOpBase<"dropout_local", "x", "y", "dropout"> {
+  let summary = "dropout of a block of a sharded tensor (global mask)";
+}
+
+def Tfm_DropoutLocalGradOp
+    : Tfm_DropoutLocalOpBase<"dropout_local_grad", "dy", "dx",
+                             "dropout_grad"> {
+  let summary = "dropout gradient of a block of a sharded tensor";
+}
+
 } // opDocGroup
 
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,7 @@
 #include "autoshard/runtime/Philox.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace autoshard::runtime::cpu {
 
@@ -41,6 +42,35 @@ void dropout(const T *x, T *y, int64_t numel, const DropoutParams &params);
 template <typename T>
 void dropoutGrad(const T *dy, T *dx, int64_t numel,
                  const DropoutParams &params);
+
+/// The block of a sharded tensor that a rank holds (tfm.dropout_local): its
+/// local `shape`, the `globalShape` of the whole tensor (same rank) and, per
+/// dim, the global coordinate of the block's first element. Local element
+/// `i` is global element `i + offsets`, whose row-major index in
+/// `globalShape` keys its mask bit.
+struct DropoutBlock {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> globalShape;
+  std::vector<int64_t> offsets;
+};
+
+/// Throws std::invalid_argument unless the ranks agree, every offset is >= 0
+/// and every block fits in the global shape (offset + local <= global).
+void checkDropoutBlock(const DropoutBlock &block);
+
+/// tfm.dropout_local: tfm.dropout of the block `block` of a global tensor,
+/// i.e. the restriction to the block of the global op's result (the mask of
+/// each element is the one of its global row-major index, plus
+/// `params.indexOffset`). y may alias x.
+template <typename T>
+void dropoutBlock(const T *x, T *y, const DropoutBlock &block,
+                  const DropoutParams &params);
+
+/// tfm.dropout_local_grad: dropoutGrad of a block (same mask as the
+/// forward's). dx may alias dy.
+template <typename T>
+void dropoutGradBlock(const T *dy, T *dx, const DropoutBlock &block,
+                      const DropoutParams &params);
 
 } // namespace autoshard::runtime::cpu
 

@@ -21,6 +21,7 @@
 #include "autoshard/runtime/cpu/Moe.h"
 #include "autoshard/runtime/cpu/Norm.h"
 #include "autoshard/runtime/cpu/Optimizer.h"
+#include "autoshard/runtime/cpu/Pack.h"
 #include "autoshard/runtime/cpu/Rope.h"
 #include "autoshard/runtime/cpu/VocabParallel.h"
 
