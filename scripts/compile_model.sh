@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Main job until the training driver lands: build a real model's tfm IR from
+# Compile only: build a real model's tfm IR from
 # its HF-style config and compile it with shard-opt (verify + op statistics).
 #
 #   scripts/compile_model.sh [CONFIG.json] [--batch B] [--seq S] [-o OUT.mlir]
