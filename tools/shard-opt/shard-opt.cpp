@@ -21,6 +21,8 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <optional>
+#include <string>
 #include <vector>
 
 int main(int argc, char **argv) {
@@ -37,6 +39,24 @@ int main(int argc, char **argv) {
   // A diagnostic on a func op would otherwise dump the whole function (300 KB
   // for a 96-layer model); users can still turn the dump back on.
   std::vector<char *> args(argv, argv + argc);
+  // `--plan "dp=2,tp=2"` is shorthand for `--dist-apply-plan="plan=dp=2,tp=2"`
+  // at the same place in the pass order.
+  std::vector<std::string> rewritten;
+  rewritten.reserve(args.size());
+  for (size_t i = 1; i < args.size(); ++i) {
+    llvm::StringRef arg(args[i]);
+    std::optional<std::string> plan;
+    if (arg.consume_front("--plan=") || arg.consume_front("-plan="))
+      plan = arg.str();
+    else if ((arg == "--plan" || arg == "-plan") && i + 1 < args.size())
+      plan = args[i + 1];
+    if (!plan)
+      continue;
+    rewritten.push_back("--dist-apply-plan=plan=" + *plan);
+    args[i] = rewritten.back().data();
+    if (arg == "--plan" || arg == "-plan")
+      args.erase(args.begin() + i + 1);
+  }
   if (llvm::none_of(args, [](const char *arg) {
         return llvm::StringRef(arg).contains("mlir-print-op-on-diagnostic");
       }))
