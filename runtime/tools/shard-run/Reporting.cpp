@@ -3,12 +3,23 @@
 #include "Reporting.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 #include <unistd.h>
 
 namespace autoshard::shardrun {
 
+/// Whether `out` is a terminal. Under `shard-run -n N` the ranks' stdout is
+/// mpirun's pseudo-terminal, so the launcher passes the user's answer in
+/// AUTOSHARD_STDOUT_TTY.
+static bool isTerminal(std::FILE *out) {
+  if (const char *forced = std::getenv("AUTOSHARD_STDOUT_TTY"))
+    return std::string_view(forced) == "1";
+  return isatty(fileno(out));
+}
+
 Progress::Progress(std::FILE *out, int64_t totalSteps, int64_t every)
-    : out(out), tty(isatty(fileno(out))), total(totalSteps), every(every) {}
+    : out(out), tty(isTerminal(out)), total(totalSteps), every(every) {}
 
 void Progress::step(int64_t step, double loss, double lr, double tokensPerS) {
   bool last = step + 1 == total;

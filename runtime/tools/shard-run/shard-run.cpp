@@ -107,6 +107,11 @@ int launch(const Options &opts, int argc, char **argv) {
       "--bind-to", "none"};
   if (geteuid() == 0)
     args.push_back("--allow-run-as-root");
+  // mpirun gives rank 0 a pseudo-terminal even when our stdout is a file or
+  // a pipe; pass on what the user's stdout really is (see Progress).
+  args.push_back("-x");
+  args.push_back(std::string("AUTOSHARD_STDOUT_TTY=") +
+                 (isatty(fileno(stdout)) ? "1" : "0"));
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 0 && opts.ranks > cores)
     for (const char *env :
