@@ -1,6 +1,11 @@
 //===- MpiWorld.cpp - CommWorld and Communicator over MPI -----------------===//
 
 #include "autoshard/runtime/mpi/MpiWorld.h"
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -215,3 +220,39 @@ std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv) {
 }
 
 } // namespace autoshard::runtime
+
+void autoshard::runtime::execUnderMpirun(int ranks, int argc, char **argv,
+                                         const std::vector<std::string> &env) {
+  const char *mpirun = std::getenv("AUTOSHARD_MPIRUN");
+  if (!mpirun || !*mpirun)
+    mpirun = "mpirun";
+  std::vector<std::string> args = {
+      mpirun,      "-n",  std::to_string(ranks), "--oversubscribe",
+      "--bind-to", "none"};
+  if (geteuid() == 0)
+    args.push_back("--allow-run-as-root");
+  std::vector<std::string> exported = env;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && ranks > cores)
+    exported.insert(exported.end(), {"OMPI_MCA_mpi_yield_when_idle=1",
+                                     "OPENBLAS_NUM_THREADS=1"});
+  for (const std::string &e : exported) {
+    args.push_back("-x");
+    args.push_back(e);
+  }
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  args.push_back(n > 0 ? std::string(self, n) : std::string(argv[0]));
+  for (int i = 1; i < argc; ++i)
+    args.push_back(argv[i]);
+  std::vector<char *> cargs;
+  for (std::string &a : args)
+    cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::fflush(stdout);
+  execvp(cargs[0], cargs.data());
+  throw std::runtime_error(std::string("cannot run '") + mpirun +
+                           "' to start " + std::to_string(ranks) +
+                           " ranks: " + std::strerror(errno) +
+                           " (install openmpi-bin, or set AUTOSHARD_MPIRUN)");
+}

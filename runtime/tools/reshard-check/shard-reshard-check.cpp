@@ -86,32 +86,7 @@ int launch(const Options &opts, int argc, char **argv) {
   throw std::runtime_error("-n " + std::to_string(opts.ranks) +
                            ": built without MPI");
 #else
-  const char *mpirun = std::getenv("AUTOSHARD_MPIRUN");
-  if (!mpirun || !*mpirun)
-    mpirun = "mpirun";
-  std::vector<std::string> args = {
-      mpirun,      "-n",  std::to_string(opts.ranks), "--oversubscribe",
-      "--bind-to", "none"};
-  if (geteuid() == 0)
-    args.push_back("--allow-run-as-root");
-  for (const char *env :
-       {"OMPI_MCA_mpi_yield_when_idle=1", "OPENBLAS_NUM_THREADS=1"}) {
-    args.push_back("-x");
-    args.push_back(env);
-  }
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  args.push_back(n > 0 ? std::string(self, n) : std::string(argv[0]));
-  for (int i = 1; i < argc; ++i)
-    args.push_back(argv[i]);
-  std::vector<char *> cargs;
-  for (std::string &a : args)
-    cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  std::fflush(stdout);
-  execvp(cargs[0], cargs.data());
-  throw std::runtime_error(std::string("cannot run '") + mpirun +
-                           "': " + std::strerror(errno));
+  execUnderMpirun(opts.ranks, argc, argv);
 #endif
 }
 

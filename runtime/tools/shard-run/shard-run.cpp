@@ -99,41 +99,15 @@ int launch(const Options &opts, int argc, char **argv) {
                    "world-size-1 artifacts (install libopenmpi-dev and "
                    "reconfigure)");
 #else
-  const char *mpirun = std::getenv("AUTOSHARD_MPIRUN");
-  if (!mpirun || !*mpirun)
-    mpirun = "mpirun";
-  std::vector<std::string> args = {
-      mpirun,      "-n",  std::to_string(opts.ranks), "--oversubscribe",
-      "--bind-to", "none"};
-  if (geteuid() == 0)
-    args.push_back("--allow-run-as-root");
   // mpirun gives rank 0 a pseudo-terminal even when our stdout is a file or
   // a pipe; pass on what the user's stdout really is (see Progress).
-  args.push_back("-x");
-  args.push_back(std::string("AUTOSHARD_STDOUT_TTY=") +
-                 (isatty(fileno(stdout)) ? "1" : "0"));
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores > 0 && opts.ranks > cores)
-    for (const char *env :
-         {"OMPI_MCA_mpi_yield_when_idle=1", "OPENBLAS_NUM_THREADS=1"}) {
-      args.push_back("-x");
-      args.push_back(env);
-    }
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  args.push_back(n > 0 ? std::string(self, n) : std::string(argv[0]));
-  for (int i = 1; i < argc; ++i)
-    args.push_back(argv[i]);
-  std::vector<char *> cargs;
-  for (std::string &a : args)
-    cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  std::fflush(stdout);
-  execvp(cargs[0], cargs.data());
-  throw UsageError(std::string("cannot run '") + mpirun + "' to start " +
-                   std::to_string(opts.ranks) +
-                   " ranks: " + std::strerror(errno) +
-                   " (install openmpi-bin, or set AUTOSHARD_MPIRUN)");
+  try {
+    execUnderMpirun(opts.ranks, argc, argv,
+                    {std::string("AUTOSHARD_STDOUT_TTY=") +
+                     (isatty(fileno(stdout)) ? "1" : "0")});
+  } catch (const std::runtime_error &e) {
+    throw UsageError(e.what());
+  }
 #endif
 }
 

@@ -203,6 +203,16 @@ SmallVector<int64_t> MeshOp::getDeviceGroup(int64_t device, ArrayAttr axes) {
   return group;
 }
 
+FailureOr<MeshOp> autoshard::dist::getSingleMesh(ModuleOp module,
+                                                 StringRef passName) {
+  SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+  if (meshes.size() > 1)
+    return meshes[1].emitOpError()
+           << passName << " supports one mesh per module, found "
+           << meshes.size();
+  return meshes.empty() ? MeshOp() : meshes.front();
+}
+
 MeshOp autoshard::dist::lookupMesh(Operation *from, FlatSymbolRefAttr meshRef) {
   return SymbolTable::lookupNearestSymbolFrom<MeshOp>(from, meshRef);
 }

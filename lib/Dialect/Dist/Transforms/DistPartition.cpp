@@ -694,16 +694,12 @@ struct DistPartitionPass
     : public dist::impl::DistPartitionBase<DistPartitionPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
-    if (meshes.empty())
-      return;
-    if (meshes.size() > 1) {
-      meshes[1].emitOpError()
-          << "dist-partition supports one mesh per module, found "
-          << meshes.size();
+    FailureOr<MeshOp> mesh = getSingleMesh(module, "dist-partition");
+    if (failed(mesh))
       return signalPassFailure();
-    }
-    Partitioner partitioner(module, meshes.front());
+    if (!*mesh)
+      return;
+    Partitioner partitioner(module, *mesh);
     if (failed(partitioner.run()))
       signalPassFailure();
   }

@@ -781,16 +781,12 @@ struct DistPropagatePass
     : public dist::impl::DistPropagateBase<DistPropagatePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
-    if (meshes.empty())
-      return;
-    if (meshes.size() > 1) {
-      meshes[1].emitError()
-          << "dist-propagate supports one dist.mesh per module, found "
-          << meshes.size();
+    FailureOr<MeshOp> mesh = getSingleMesh(module, "dist-propagate");
+    if (failed(mesh))
       return signalPassFailure();
-    }
-    Propagator propagator(module, meshes.front());
+    if (!*mesh)
+      return;
+    Propagator propagator(module, *mesh);
     if (failed(propagator.run()))
       signalPassFailure();
   }

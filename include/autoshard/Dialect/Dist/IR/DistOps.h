@@ -7,6 +7,7 @@
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
 #include "autoshard/Dialect/Dist/IR/DistTypes.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
@@ -46,6 +47,12 @@ mlir::FailureOr<MeshOp>
 lookupMeshOrError(mlir::SymbolTableCollection *symbolTables,
                   mlir::Operation *from, mlir::FlatSymbolRefAttr meshRef,
                   llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+
+/// For module passes that work on one mesh: the module's only `dist.mesh`,
+/// a null MeshOp if it has none, or failure (reported on the second mesh,
+/// naming `passName` and the count) if it has several.
+mlir::FailureOr<MeshOp> getSingleMesh(mlir::ModuleOp module,
+                                      llvm::StringRef passName);
 
 } // namespace autoshard::dist
 

@@ -79,7 +79,7 @@ class Tfm_InferredOp<string mnemonic, list<Trait> traits = []>
 
 /// A builder that takes the operands and attributes `params` and infers the
 /// result types; `args` forwards them to the generated builder (which gets
-/// placeholder result types that are then replaced by the inferred ones).
+/// temporary result types that are then replaced by the inferred ones).
 class Tfm_InferBuilder<dag params, string args>
     : OpBuilder<params, [{
         build($_builder, $_state,

@@ -17,6 +17,8 @@
 #include "autoshard/runtime/Communicator.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace autoshard::runtime {
 
@@ -25,6 +27,15 @@ namespace autoshard::runtime {
 /// destroyed (after every Communicator split from it). Errors are returned
 /// as CommError, not MPI's default abort.
 std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv);
+
+/// Replaces this process by `mpirun -n ranks --oversubscribe --bind-to none
+/// <this executable> argv[1..]` on this node (AUTOSHARD_MPIRUN names another
+/// mpirun). Adds --allow-run-as-root for root, and, when ranks exceed the
+/// cores, makes waiting ranks yield and OpenBLAS single-threaded (DESIGN.md
+/// §10). `env` are extra `NAME=value` settings exported to every rank.
+/// Returns only by throwing std::runtime_error naming mpirun and errno.
+[[noreturn]] void execUnderMpirun(int ranks, int argc, char **argv,
+                                  const std::vector<std::string> &env = {});
 
 } // namespace autoshard::runtime
 
