@@ -13,11 +13,13 @@ a JUnit XML report with --junit.
 from __future__ import annotations
 
 import argparse
-import itertools
+import array
 import json
 import os
 import re
+import math
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -26,11 +28,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from xml.sax.saxutils import quoteattr
 
-KEYS = ("pp", "dp", "cp", "tp", "sp", "zero")
+KEYS = ("pp", "dp", "cp", "tp", "sp", "zero", "mb")
 
 
 def parse_plan(plan: str) -> Dict[str, int]:
-    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "sp": 0, "zero": 0}
+    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "sp": 0, "zero": 0, "mb": 1}
     for kv in filter(None, plan.split(",")):
         k, _, v = kv.partition("=")
         d[k.strip()] = int(v)
@@ -42,7 +44,7 @@ def world_size(plan: str) -> int:
     return d["pp"] * d["dp"] * d["cp"] * d["tp"]
 
 
-def fmt_plan(dp: int, tp: int, sp: int, zero: int) -> str:
+def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1) -> str:
     parts = [f"dp={dp}"]
     if tp > 1:
         parts.append(f"tp={tp}")
@@ -50,6 +52,8 @@ def fmt_plan(dp: int, tp: int, sp: int, zero: int) -> str:
         parts.append("sp=1")
     if zero:
         parts.append(f"zero={zero}")
+    if mb > 1:
+        parts.append(f"mb={mb}")
     return ",".join(parts)
 
 
@@ -57,12 +61,13 @@ def divisors(n: int) -> List[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def valid_plans(worlds: List[int], model: dict) -> List[str]:
-    """Every valid dp x tp x sp x zero plan for these world sizes and this model.
+def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1]) -> List[str]:
+    """Every valid dp x tp x sp x zero (x mb) plan for these world sizes and this model.
 
     tp must divide the heads (q and kv), the FFN width, the padded vocabulary;
-    sp needs tp > 1 and tp dividing the sequence; dp must divide the batch;
-    zero > 0 only with dp > 1 (with dp = 1 it is accepted and changes nothing).
+    sp needs tp > 1 and tp dividing the sequence; dp x mb must divide the
+    batch; zero > 0 only with dp > 1 (with dp = 1 it is accepted and changes
+    nothing).
     """
     plans = []
     for w in worlds:
@@ -71,11 +76,12 @@ def valid_plans(worlds: List[int], model: dict) -> List[str]:
             if any(model[k] % tp for k in ("num_heads", "num_kv_heads", "ffn_hidden_size",
                                            "padded_vocab_size")):
                 continue
-            if model["batch"] % dp:
-                continue
-            for sp in ((0, 1) if tp > 1 and model["seq_len"] % tp == 0 else (0,)):
-                for zero in (range(4) if dp > 1 else (0,)):
-                    plans.append(fmt_plan(dp, tp, sp, zero))
+            for mb in mbs:
+                if model["batch"] % (dp * mb):
+                    continue
+                for sp in ((0, 1) if tp > 1 and model["seq_len"] % tp == 0 else (0,)):
+                    for zero in (range(4) if dp > 1 else (0,)):
+                        plans.append(fmt_plan(dp, tp, sp, zero, mb))
     return plans
 
 
@@ -116,6 +122,8 @@ class Result:
     seconds: float = 0.0
     message: str = ""
     kind: str = "plan"  # plan | invalid | reference
+    param_err: Optional[float] = None  # max per-tensor relative L2 error of the final params
+    peak_bytes: Optional[int] = None  # allocated bytes per rank (= the memory plan's peak)
 
 
 @dataclass
@@ -130,6 +138,8 @@ class Ctx:
     timeout: int
     verbose: bool
     env: Dict[str, str] = field(default_factory=dict)
+    # Train steps by microbatch count (built on first use, see build()).
+    train_step: Optional[object] = None
 
     @property
     def shard_opt(self) -> str:
@@ -163,6 +173,9 @@ def last_error(out: str) -> str:
 
 
 def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[int, str]:
+    mb = parse_plan(plan or "")["mb"]
+    if mb > 1:
+        ts = ctx.train_step(mb)
     passes = []
     if plan:
         passes = [f"--dist-apply-plan=plan={plan}", "--dist-propagate", "--dist-partition",
@@ -173,10 +186,13 @@ def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[in
 
 
 def train(ctx: Ctx, art: Path, ranks: int, log: Path, check_memory: bool) -> Tuple[int, str]:
-    if log.exists():
-        log.unlink()
+    """Runs K steps; writes the JSONL log and the final parameters (log + .safetensors)."""
+    for f in (log, log.with_suffix(".safetensors")):
+        if f.exists():
+            f.unlink()
     cmd = [ctx.shard_run, str(art), "--data", str(ctx.data), "--steps", str(ctx.steps),
-           "--eval-interval", "0", "--eval-iters", "1", "--sample", "0", "--log", str(log)]
+           "--eval-interval", "0", "--eval-iters", "1", "--sample", "0", "--log", str(log),
+           "--save-params", str(log.with_suffix(".safetensors"))]
     if ranks > 1:
         cmd[1:1] = ["-n", str(ranks)]
     if check_memory:
@@ -193,6 +209,51 @@ def read_log(log: Path) -> Tuple[List[dict], Optional[float]]:
         if "val_loss" in o:
             val = o["val_loss"]
     return steps, val
+
+
+def read_safetensors(path: Path) -> Dict[str, array.array]:
+    """Tensors of a safetensors file (F32/F64) as flat arrays, by name."""
+    blob = path.read_bytes()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = t["data_offsets"]
+        a = array.array({"F32": "f", "F64": "d"}[t["dtype"]])
+        a.frombytes(blob[8 + n + begin:8 + n + end])
+        out[name] = a
+    return out
+
+
+def compare_params(ref: Path, got: Path) -> Tuple[float, str]:
+    """Max over parameters of ||got - ref||_2 / ||ref||_2 (per tensor).
+
+    A norm, not an element-wise ratio: Adam normalises each element's update
+    to about lr, so an element whose gradient is at rounding level may move
+    by +-lr in one plan and not the other without the training differing.
+    """
+    r, g = read_safetensors(ref), read_safetensors(got)
+    if set(r) != set(g):
+        return float("inf"), f"parameter names differ: {sorted(set(r) ^ set(g))[:4]}"
+    worst, where = 0.0, ""
+    for name, a in r.items():
+        b = g[name]
+        if len(a) != len(b):
+            return float("inf"), f"parameter {name}: {len(b)} elements vs {len(a)}"
+        diff = math.sqrt(math.fsum((x - y) ** 2 for x, y in zip(a, b)))
+        norm = math.sqrt(math.fsum(x * x for x in a))
+        e = diff / norm if norm else diff
+        if e > worst or e != e:
+            worst, where = e, f"parameter {name}: relative L2 error {e:.3g}"
+    return worst, where
+
+
+def peak_bytes(out: str) -> Optional[int]:
+    """Bytes rank 0 allocated, from shard-run's summary line."""
+    m = re.search(r"peak \S+ \S+ \((\d+) bytes", out)
+    return int(m.group(1)) if m else None
 
 
 def compare(ref: Tuple[List[dict], Optional[float]], got: Tuple[List[dict], Optional[float]],
@@ -216,7 +277,8 @@ def compare(ref: Tuple[List[dict], Optional[float]], got: Tuple[List[dict], Opti
     return worst, where
 
 
-def run_plan(ctx: Ctx, ts: Path, ref, plan: str, check_memory: bool) -> Result:
+def run_plan(ctx: Ctx, ts: Path, ref, ref_params: Path, plan: str,
+             check_memory: bool) -> Result:
     t0 = time.time()
     ranks = world_size(plan)
     tag = re.sub(r"[^A-Za-z0-9]+", "_", plan)
@@ -231,8 +293,11 @@ def run_plan(ctx: Ctx, ts: Path, ref, plan: str, check_memory: bool) -> Result:
     if rc:
         return Result(name, ranks, False, None, time.time() - t0, "run: " + last_error(out))
     err, where = compare(ref, read_log(log), ctx.steps)
-    ok = err <= ctx.tol
-    return Result(name, ranks, ok, err, time.time() - t0, "" if ok else where)
+    perr, pwhere = compare_params(ref_params, log.with_suffix(".safetensors"))
+    ok = err <= ctx.tol and perr <= ctx.tol
+    why = "" if ok else (where if err > ctx.tol else pwhere)
+    return Result(name, ranks, ok, err, time.time() - t0, why, param_err=perr,
+                  peak_bytes=peak_bytes(out))
 
 
 def run_invalid(ctx: Ctx, ts: Path, good_art: Path, name: str, cmd: List[str],
@@ -269,6 +334,8 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
         ("tp=2,sp=2", opt("tp=2,sp=2"), r"sp must be 0 or 1, found 2"),
         ("dp=2,zero=4", opt("dp=2,zero=4"), r"zero must be in 0\.\.3, found 4"),
         ("pp=2", opt("pp=2"), r"pp=2 is not supported yet"),
+        ("dp=2,mb=2 on a step without microbatches", opt("dp=2,mb=2"),
+         r"plan mb=2, but the train step was differentiated for 1 microbatch"),
         (f"shard-run -n {wrong_n} on a {good_ranks}-rank artifact",
          [ctx.shard_run, "-n", str(wrong_n), str(good_art), "--data", str(ctx.data),
           "--steps", "1", "--sample", "0"],
@@ -281,6 +348,32 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
     return cases
 
 
+def build_microbatched(ctx: Ctx, args, cfg_path: Path, mb: int,
+                      cache: Dict[int, Path]) -> Path:
+    """The train step with mb microbatches of batch/mb rows (gradient accumulation)."""
+    if mb in cache:
+        return cache[mb]
+    if args.batch % mb:
+        sys.exit(f"plan_sweep: batch {args.batch} is not divisible by mb={mb}")
+    model = ctx.out / f"model.mb{mb}.mlir"
+    env = dict(ctx.env, PYTHONPATH=str(ctx.root / "python"))
+    cmd = [ctx.py, "-m", "autoshard.models", str(cfg_path), "--batch", str(args.batch // mb),
+           "--seq", str(args.seq), "--vocab-multiple", str(args.vocab_multiple), "-q",
+           "-o", str(model)]
+    if args.dropout is not None:
+        cmd += ["--dropout", str(args.dropout)]
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode:
+        sys.exit(f"plan_sweep: model builder failed:\n{p.stdout}")
+    ts = ctx.out / f"ts.mb{mb}.mlir"
+    rc, out = run(ctx, [ctx.shard_opt, str(model), f"--tfm-autodiff=microbatches={mb}",
+                        "-o", str(ts)])
+    if rc:
+        sys.exit(f"plan_sweep: tfm-autodiff microbatches={mb} failed:\n{out}")
+    cache[mb] = ts
+    return ts
+
+
 def build(ctx: Ctx, args) -> Tuple[Path, dict]:
     """Model IR (padded vocabulary) and its train step; returns (ts.mlir, tfm.model)."""
     cfg = json.loads(Path(args.config).read_text())
@@ -288,6 +381,8 @@ def build(ctx: Ctx, args) -> Tuple[Path, dict]:
         cfg["n_layer"] = args.layers
     cfg_path = ctx.out / "config.json"
     cfg_path.write_text(json.dumps(cfg, indent=1))
+    cache: Dict[int, Path] = {}
+    ctx.train_step = lambda mb: build_microbatched(ctx, args, cfg_path, mb, cache)
     model = ctx.out / "model.mlir"
     env = dict(ctx.env, PYTHONPATH=str(ctx.root / "python"))
     for mult, dst in ((args.vocab_multiple, model), (1, ctx.out / "model.unpadded.mlir")):
@@ -331,9 +426,12 @@ def write_junit(path: Path, results: List[Result], seconds: float) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(prog="plan_sweep.sh")
+    ap.add_argument("-n", "--ranks", default=None, metavar="N[,N...]",
+                    help="every valid plan for these world sizes (default: the covering set)")
+    ap.add_argument("--mb", default="1", metavar="M[,M...]",
+                    help="microbatch counts of the -n/--full plans (gradient accumulation; 1)")
     ap.add_argument("--full", action="store_true",
-                    help="every valid plan for world sizes 1, 2, 4, 8 (default: the covering set)")
-    ap.add_argument("--worlds", default="1,2,4,8", help="world sizes for --full (1,2,4,8)")
+                    help="every valid plan for world sizes 1, 2, 4, 8 (= -n 1,2,4,8)")
     ap.add_argument("--plans", default=None,
                     help="';'-separated explicit plans instead of the covering set")
     ap.add_argument("--filter", default=None, help="only plans matching this regex")
@@ -376,8 +474,20 @@ def main() -> int:
     ts, model = build(ctx, args)
     if args.plans:
         plans = [(p.strip(), False) for p in args.plans.split(";") if p.strip()]
-    elif args.full:
-        plans = [(p, False) for p in valid_plans([int(w) for w in args.worlds.split(",")], model)]
+    elif args.full or args.ranks:
+        try:
+            worlds = [int(w) for w in (args.ranks or "1,2,4,8").split(",")]
+        except ValueError:
+            sys.exit(f"plan_sweep: -n expects N[,N...], found '{args.ranks}'")
+        if any(w < 1 for w in worlds):
+            sys.exit(f"plan_sweep: -n: world sizes must be >= 1, found '{args.ranks}'")
+        try:
+            mbs = [int(m) for m in args.mb.split(",")]
+        except ValueError:
+            sys.exit(f"plan_sweep: --mb expects M[,M...], found '{args.mb}'")
+        if any(m < 1 for m in mbs):
+            sys.exit(f"plan_sweep: --mb: counts must be >= 1, found '{args.mb}'")
+        plans = [(p, False) for p in valid_plans(worlds, model, mbs)]
         marked = {p for p, c in COVERING if c}
         plans = [(p, p in marked) for p, _ in plans]
     else:
@@ -406,21 +516,29 @@ def main() -> int:
         print(f"plan_sweep: the 1-rank reference failed:\n{o}", file=sys.stderr)
         return 1
     ref = read_log(out / "reference.jsonl")
+    ref_params = out / "reference.safetensors"
     if len(ref[0]) != args.steps:
         print("plan_sweep: the reference logged the wrong number of steps", file=sys.stderr)
         return 1
     results.append(Result("reference (no plan)", 1, True, 0.0, time.time() - t0,
-                          kind="reference"))
+                          param_err=0.0, peak_bytes=peak_bytes(o), kind="reference"))
 
     def show(r: Result) -> None:
         err = "-" if r.err is None else f"{r.err:.2e}"
+        perr = "-" if r.param_err is None else f"{r.param_err:.2e}"
+        peak = "-" if r.peak_bytes is None else f"{r.peak_bytes / 2**20:.2f}"
         ranks = "-" if r.kind == "invalid" else str(r.ranks)
         status = "pass" if r.ok else "FAIL"
-        print(f"{r.name:42s} {ranks:>5s} {err:>10s} {status:>6s} {r.seconds:7.1f}"
+        print(f"{r.name:42s} {ranks:>5s} {err:>10s} {perr:>10s} {peak:>9s} {status:>6s} "
+              f"{r.seconds:7.1f}"
               + (f"  {r.message}" if r.message and (not r.ok or r.kind == "invalid") else ""),
               flush=True)
 
-    print(f"\n{'plan':42s} {'ranks':>5s} {'max rel':>10s} {'status':>6s} {'seconds':>7s}")
+    print(f"\nmax rel: largest relative error of a step's train loss or grad norm, or the "
+          f"final val loss;\nparams: largest relative L2 error of a final parameter; "
+          f"peak MiB: allocated per rank")
+    print(f"\n{'plan':42s} {'ranks':>5s} {'max rel':>10s} {'params':>10s} {'peak MiB':>9s} "
+          f"{'status':>6s} {'seconds':>7s}")
     show(results[0])
     # The padded model is the unpadded one (DESIGN.md §6): same losses and norms.
     if args.vocab_multiple > 1 and model["padded_vocab_size"] != model["vocab_size"]:
@@ -440,7 +558,7 @@ def main() -> int:
         show(r)
 
     for plan, cm in plans:
-        r = run_plan(ctx, ts, ref, plan, cm)
+        r = run_plan(ctx, ts, ref, ref_params, plan, cm)
         results.append(r)
         show(r)
 

@@ -1,35 +1,44 @@
 #!/usr/bin/env bash
 # Plan sweep (DESIGN.md §6, §12): every plan must train like the 1-rank run.
 #
-#   scripts/plan_sweep.sh [--full] [--plans "dp=2;dp=2,tp=2"] [--filter RE] [--exclude RE]
-#                         [--steps 20] [--tol 1e-5] [--batch 16] [--seq 32] [--layers N]
-#                         [--vocab-multiple 64] [--dropout P] [--config FILE]
+#   scripts/plan_sweep.sh [-n N[,N...]] [--mb M[,M...]] [--steps K] [--full]
+#                         [--plans "dp=2;dp=2,tp=2,mb=2"]
+#                         [--filter RE] [--exclude RE] [--tol 1e-5] [--batch 16] [--seq 32]
+#                         [--layers N] [--vocab-multiple 64] [--dropout P] [--config FILE]
 #                         [--check-memory some|all|none]
 #                         [--no-invalid] [--junit FILE] [--out DIR] [-v]
 #
 # Builds the nanoGPT CPU model (../shared/configs/models/nanogpt-shakespeare-char-cpu.json)
-# at global batch 16, seq 32, vocabulary padded to a multiple of 64 (as
-# scripts/train.sh does for every run), differentiates it once, runs the
-# 1-rank reference (no plan) for --steps steps (20), then compiles every plan
-# (dist-apply-plan, dist-propagate, dist-partition, dist-bucket-collectives,
-# rt-lower, rt-plan-memory, rt-export) and runs it with `shard-run -n <world size>`, comparing each
-# step's train_loss and grad_norm and the final val_loss with the reference
-# (relative error <= --tol). Also checks that the unpadded model matches the
-# padded one, and that a sample of invalid plans (unknown key, tp not dividing
-# the heads, sp=1 with tp=1, zero=4, world size mismatch, ...) fails with a
-# clear message.
+# at global batch 16 (every dp degree up to 16 divides it), seq 32, vocabulary
+# padded to a multiple of 64 (as scripts/train.sh does for every run),
+# differentiates it once, runs the 1-rank reference (no plan) for K steps
+# (--steps, default 20), then compiles every plan (dist-apply-plan,
+# dist-propagate, dist-partition, dist-bucket-collectives, rt-lower,
+# rt-plan-memory, rt-export) and runs it with `shard-run -n <world size>`.
+# Compared with the reference (relative error <= --tol, default 1e-5): each
+# step's train_loss and grad_norm, the final val_loss, and the final
+# parameters (`shard-run --save-params`, gathered to global shape; per
+# tensor ||got - ref|| / ||ref||). Also checks that the unpadded model
+# matches the padded one, and that a sample of invalid plans (unknown key,
+# tp not dividing the heads, sp=1 with tp=1, zero=4, world size mismatch,
+# ...) fails with a clear message.
 #
-# Plans: by default CI's covering set (20 plans on 1, 2, 4 and 8 ranks, every
-# pair of dp, tp, sp and ZeRO stage 1/2/3; three run under --check-memory);
-# --full: every valid dp x tp x sp x zero plan on 1, 2, 4 and 8 ranks.
-# Prints a table (plan, ranks, max relative error, pass/fail, seconds) and
-# ends with "N passed, N failed"; exit status 1 if any check failed.
+# Plans: -n N[,N...] every valid dp x tp x sp x zero plan for those world
+# sizes (times each --mb microbatch count: a plan with mb=M compiles the
+# model built at batch/M with tfm-autodiff microbatches=M, i.e. gradient
+# accumulation over the same global batch); --full the same for 1, 2, 4 and
+# 8; default CI's covering set (20
+# plans on 1, 2, 4 and 8 ranks, every pair of dp, tp, sp and ZeRO stage
+# 1/2/3). A few plans run under --check-memory.
+# Prints a table (plan, ranks, max relative error of the losses, of the
+# parameters, peak bytes per rank, pass/fail, seconds) and ends with
+# "N passed, N failed"; exit status 1 if any check failed.
 # Tools come from $BUILD_DIR (default build/); outputs go to --out
 # (default $BUILD_DIR/plan-sweep).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=$(cd "${BUILD_DIR:-$ROOT/build}" && pwd)
-[[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+[[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
 PY=${PYTHON:-}
 for p in "$BUILD_DIR/venv/bin/python" "$ROOT/build/venv/bin/python" python3; do
   [[ -n $PY ]] && break

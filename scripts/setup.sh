@@ -68,7 +68,8 @@ if command -v ccache >/dev/null; then
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/autoshard-ccache}
   # Relative paths in the hash let clones in other folders share the cache.
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
-  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+            -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
 if [[ ! -f $BUILD_DIR/build.ninja ]]; then
   log "configuring $BUILD_DIR"

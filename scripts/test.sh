@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds (if needed) and runs every autoshard test suite: C++ format check,
 # lit/FileCheck compiler tests, ctest (GoogleTest runtime tests), pytest and
-# the plan sweep's covering set (scripts/plan_sweep.sh; skipped without MPI).
+# the plan sweep on 2, 4 and 8 ranks (scripts/plan_sweep.sh; skipped without MPI).
 # Prints the time of each phase and ends with one line
 #   N passed, N failed, N skipped
 # Exit status is non-zero if any test failed or a suite could not run.
@@ -67,11 +67,13 @@ phase pytest env SHARD_OPT="$BUILD_DIR/bin/shard-opt" PYTHONPATH="$ROOT/python" 
 rc=$?
 [[ $rc -eq 0 || $rc -eq 1 || $rc -eq 5 ]] || suite_errors=$((suite_errors + 1))
 
-# Plan sweep (DESIGN.md §12): CI's covering set of plans on 1-8 ranks must
-# train like the 1-rank run. Needs shard-run built with MPI and an mpirun;
+# Plan sweep (DESIGN.md §12): every valid dp x tp x sp x zero plan on 2, 4
+# and 8 ranks (40 plans, a few steps each), and 5 plans with gradient
+# accumulation (mb), must train like the 1-rank run: losses, grad norms and
+# final parameters. Needs shard-run built with MPI and an mpirun;
 # otherwise one skipped test case. PLAN_SWEEP=0 skips it too.
 plan_sweep() {
-  local mpirun=${AUTOSHARD_MPIRUN:-$(command -v mpirun || true)} why=""
+  local rc=0 mpirun=${AUTOSHARD_MPIRUN:-$(command -v mpirun || true)} why=""
   if [[ ${PLAN_SWEEP:-1} == 0 ]]; then
     why="PLAN_SWEEP=0"
   elif [[ -z $mpirun || ! -x $mpirun ]]; then
@@ -84,8 +86,13 @@ plan_sweep() {
     echo "<testsuite name=\"plan_sweep\" tests=\"1\" failures=\"0\" skipped=\"1\"><testcase classname=\"plan_sweep\" name=\"covering set\"><skipped message=\"$why\"/></testcase></testsuite>" >"$REPORTS/plan_sweep.xml"
     return 0
   fi
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --junit "$REPORTS/plan_sweep.xml" \
-    --out "$BUILD_DIR/plan-sweep"
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" -n 2,4,8 --steps 5 \
+    --junit "$REPORTS/plan_sweep.xml" --out "$BUILD_DIR/plan-sweep" || rc=1
+  # Gradient accumulation (mb microbatches per step) with each strategy.
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+    --plans "mb=4;dp=2,mb=2;dp=2,tp=2,sp=1,zero=1,mb=2;dp=4,zero=3,mb=2;dp=2,tp=4,sp=1,zero=2,mb=2" \
+    --junit "$REPORTS/plan_sweep_mb.xml" --out "$BUILD_DIR/plan-sweep-mb" || rc=1
+  return $rc
 }
 phase plan_sweep plan_sweep
 rc=$?

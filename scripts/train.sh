@@ -13,10 +13,11 @@
 # --plan "dp=2,tp=2,sp=1,zero=1" compiles the step for that plan (after autodiff:
 # dist-apply-plan, -propagate, -partition, -bucket-collectives), trains it on N ranks with
 # `shard-run -n N`; N defaults to the plan's world size (pp*dp*cp*tp) and any
-# other -n is an error. Without --plan, one rank. With a plan whose dp does not
-# divide the default batch 12, the batch becomes 16 (DESIGN.md section 12) unless
-# --batch is given. With tp > 1 the sample defaults to 0 (the logits entry's
-# output is vocab-sharded and shard-run samples only from whole rows).
+# other -n is an error. Without --plan, one rank. With a plan whose dp x mb does
+# not divide the default batch 12, the batch becomes 16 (DESIGN.md section 12)
+# unless --batch is given. mb=M (gradient accumulation): the model is built at
+# the microbatch's batch (--batch / M) and tfm-autodiff runs M microbatches per
+# step (microbatches=M), so the step still sees --batch rows.
 # The vocabulary is padded to a multiple of --vocab-multiple (default 64, which
 # every tp degree up to 64 divides; Megatron's make-vocab-size-divisible-by) for
 # every run, one rank included, so that all plans compile the same model
@@ -57,7 +58,7 @@ while [[ $# -gt 0 ]]; do
     --beta2) BETA2=$2 ;; --weight-decay) WD=$2 ;; --grad-clip) CLIP=$2 ;;
     --dropout) DROPOUT=$2 ;; --eval-interval) EVAL_INTERVAL=$2 ;;
     --eval-iters) EVAL_ITERS=$2 ;; --seed) SEED=$2 ;; --data) DATA=$2 ;;
-    --out) OUT=$2 ;; --sample) SAMPLE=$2 SAMPLE_SET=1 ;;
+    --out) OUT=$2 ;; --sample) SAMPLE=$2 ;;
   esac
   shift 2
 done
@@ -70,6 +71,8 @@ DECAY=${DECAY:-$STEPS}
 # (pp, dp, cp, tp; ep folds over them). Malformed plans are left to
 # dist-apply-plan, whose errors name the key and value.
 WORLD=1
+MB=1
+declare -A DEGREE=()
 if [[ -n $PLAN ]]; then
   IFS=, read -ra kvs <<<"$PLAN"
   for kv in "${kvs[@]}"; do
@@ -79,14 +82,16 @@ if [[ -n $PLAN ]]; then
       pp | dp | cp | tp)
         [[ $v =~ ^[0-9]+$ ]] && WORLD=$((WORLD * v)) ;;
     esac
-    [[ $k == dp && $v =~ ^[1-9][0-9]*$ && -z $BATCH_SET && $((BATCH % v)) -ne 0 ]] && BATCH=16
-    # With tp > 1 the logits entry returns vocab-sharded logits, which
-    # shard-run cannot sample from (docs/running.md): no sample by default.
-    if [[ $k == tp && $v =~ ^[0-9]+$ && $v -gt 1 && -z ${SAMPLE_SET:-} ]]; then
-      SAMPLE=0
-      echo "train.sh: plan '$PLAN' shards the logits over tp: no text sample (--sample 0)" >&2
-    fi
+    [[ $k == mb && $v =~ ^[1-9][0-9]*$ ]] && MB=$v
+    DEGREE[$k]=$v
   done
+  # The global batch must split into mb microbatches whose rows every dp
+  # rank divides; 12 does not always (DESIGN.md section 12): then 16.
+  DP=${DEGREE[dp]:-1}
+  if [[ -z $BATCH_SET && $DP =~ ^[1-9][0-9]*$ && $((BATCH % (DP * MB))) -ne 0 ]]; then
+    BATCH=16
+  fi
+  [[ $((BATCH % MB)) -eq 0 ]] || die "--batch $BATCH is not divisible by the plan's mb=$MB"
 fi
 if [[ -n $NRANKS ]]; then
   [[ $NRANKS =~ ^[1-9][0-9]*$ ]] || die "-n must be a positive integer, found '$NRANKS'"
@@ -103,12 +108,14 @@ NRANKS=$WORLD
 mkdir -p "$OUT"
 
 t0=$SECONDS
-BUILDER_FLAGS=(--batch "$BATCH" --seq "$SEQ" --vocab-multiple "$VOCAB_MULTIPLE")
+# With mb microbatches the model is built at the microbatch's batch and
+# tfm-autodiff accumulates the gradients of mb of them per step.
+BUILDER_FLAGS=(--batch "$((BATCH / MB))" --seq "$SEQ" --vocab-multiple "$VOCAB_MULTIPLE")
 [[ -n $DROPOUT ]] && BUILDER_FLAGS+=(--dropout "$DROPOUT")
 PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -m autoshard.models "$CONFIG" \
   "${BUILDER_FLAGS[@]}" -o "$OUT/model.mlir"
 "$BUILD_DIR/bin/shard-opt" "$OUT/model.mlir" \
-  --tfm-autodiff="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP" \
+  --tfm-autodiff="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP microbatches=$MB" \
   -o "$OUT/train_step.mlir"
 DIST_PASSES=()
 [[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN" --dist-propagate --dist-partition

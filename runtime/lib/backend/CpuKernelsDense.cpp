@@ -191,6 +191,31 @@ BoundKernel bindReshape(const KernelSignature &sig) {
   };
 }
 
+/// Rows `index, index + count, ...` of the ids `x` (tfm.microbatch): a
+/// strided row copy, whatever the element type.
+BoundKernel bindMicrobatch(const KernelSignature &sig) {
+  const TensorType &x = sig.args[0], &y = sig.results[0];
+  int64_t index = sig.attrs->getI64("index");
+  int64_t count = sig.attrs->getI64("count");
+  if (x.shape.empty() || count < 1 || index < 0 || index >= count ||
+      x.shape[0] % count != 0)
+    sig.fail("x " + x.str() + " with index " + std::to_string(index) +
+             " and count " + std::to_string(count) +
+             ": need rank >= 1, 0 <= index < count and count dividing dim 0");
+  std::vector<int64_t> shape = x.shape;
+  shape[0] /= count;
+  expectType(sig, y, typeOf(x.dtype, shape), resultName(0));
+  int64_t rows = shape[0];
+  int64_t rowBytes = rows ? y.bytes() / rows : 0;
+  return [=](void *const *p) {
+    const char *src = static_cast<const char *>(p[0]);
+    char *dst = static_cast<char *>(p[1]);
+    for (int64_t q = 0; q < rows; ++q)
+      std::memcpy(dst + q * rowBytes, src + (q * count + index) * rowBytes,
+                  rowBytes);
+  };
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//
@@ -408,6 +433,7 @@ void registerDenseKernels(KernelTable &t) {
   t.add("reduce_sum", bindReduceSum);
   t.add("broadcast", bindBroadcast);
   t.add("reshape", bindReshape);
+  t.add("microbatch", bindMicrobatch);
   t.add("matmul", bindMatmul);
   t.add("matmul_wgrad", bindMatmulWgrad);
   t.add("layer_norm", bindLayerNorm);

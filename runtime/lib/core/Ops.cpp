@@ -19,6 +19,7 @@ const std::vector<OpSignature> &allOps() {
       {"reduce_sum", 1, 1, 1, {"dims"}},
       {"broadcast", 1, 1, 1, {"dims"}},
       // Embeddings.
+      {"microbatch", 1, 1, 1, {"index", "count"}},
       {"embedding", 2, 2, 1, {}},
       {"embedding_grad", 2, 2, 1, {"num_embeddings"}},
       {"position_embedding", 1, 1, 1, {"seq_len"}},

@@ -5,7 +5,7 @@
 #         [-DARTIFACT_TEXT=text]                    (artifact content instead)
 #         [-DDATA_TEXT=text | -DDATA_EMPTY=1 | -DDATA=path]  (--data file)
 #         [-DARGS=a|b|c] -DEXPECT_RC=n
-#         [-DEXPECT_STDERR=regex] [-DEXPECT_STDOUT=regex] [-DEXPECT_FILE=path]
+#         [-DEXPECT_STDERR=regex] [-DEXPECT_STDOUT=regex] [-DEXPECT_FILE=path[,path...]]
 #         [-DLAUNCHER_OUTPUT=1]   (a failing multi-rank job: mpirun adds its
 #                                  own lines after shard-run's error)
 #         -P RunShardRun.cmake
@@ -67,6 +67,11 @@ elseif(NOT EXPECT_RC STREQUAL "0")
     message(FATAL_ERROR "expected one 'shard-run: error: ...' line on stderr")
   endif()
 endif()
-if(DEFINED EXPECT_FILE AND NOT EXISTS "${WORK_DIR}/${EXPECT_FILE}")
-  message(FATAL_ERROR "expected shard-run to write ${EXPECT_FILE}")
+if(DEFINED EXPECT_FILE)
+  string(REPLACE "," ";" expected_files "${EXPECT_FILE}")
+  foreach(f IN LISTS expected_files)
+    if(NOT EXISTS "${WORK_DIR}/${f}")
+      message(FATAL_ERROR "expected shard-run to write ${f}")
+    endif()
+  endforeach()
 endif()

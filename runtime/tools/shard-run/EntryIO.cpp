@@ -24,11 +24,17 @@ void checkSlot(const Artifact &a, const EntrySpec &entry, const Slot &s,
                         (input ? "feed" : "read"));
   bool ok;
   std::string want;
+  // The step's batch; `logits` may take one microbatch of it (a model
+  // differentiated with tfm-autodiff microbatches > 1).
+  int64_t batch = m.batch;
+  if (entry.name == "logits" && !s.globalShape.empty() &&
+      s.globalShape[0] >= 1 && m.batch % s.globalShape[0] == 0)
+    batch = s.globalShape[0];
   if (input && (s.role == "tokens" || s.role == "labels")) {
     // Global shape: each rank holds its block (docs/artifact-format.md).
     ok = (t.dtype == DType::I32 || t.dtype == DType::I64) &&
-         s.globalShape == std::vector<int64_t>{m.batch, m.seq};
-    want = "i32 or i64 [" + std::to_string(m.batch) + ", " +
+         s.globalShape == std::vector<int64_t>{batch, m.seq};
+    want = "i32 or i64 [" + std::to_string(batch) + ", " +
            std::to_string(m.seq) + "] (model batch, seq; global shape)";
   } else if (input && s.role == "step") {
     ok = t == TensorType{DType::I64, {}};
@@ -39,9 +45,8 @@ void checkSlot(const Artifact &a, const EntrySpec &entry, const Slot &s,
     want = "f32[]";
   } else if (!input && s.role == "logits") {
     ok = t.dtype == DType::F32 &&
-         s.globalShape ==
-             std::vector<int64_t>{m.batch, m.seq, m.paddedVocabSize};
-    want = "f32[" + std::to_string(m.batch) + ", " + std::to_string(m.seq) +
+         s.globalShape == std::vector<int64_t>{batch, m.seq, m.paddedVocabSize};
+    want = "f32[" + std::to_string(batch) + ", " + std::to_string(m.seq) +
            ", " + std::to_string(m.paddedVocabSize) + "]";
   } else {
     throw ArtifactError("artifact '" + a.source + "': entry '" + entry.name +

@@ -2,6 +2,8 @@
 
 #include "Options.h"
 
+#include "Backends.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -50,7 +52,7 @@ file, character-level, and prints a sample of generated text at the end.
                        size (default: 1, or the job size under a launcher).
                        With N > 1 shard-run re-executes itself under
                        `mpirun -n N --oversubscribe` on this node
-  --backend NAME       cpu (default)
+  --backend NAME       cpu (default) or cuda (needs a CUDA build and a GPU)
   --steps N            optimizer steps (2000)
   --lr X               peak learning rate (1e-3)
   --min-lr X           final learning rate of the cosine decay (1e-4)
@@ -63,6 +65,8 @@ file, character-level, and prints a sample of generated text at the end.
   --log FILE           JSONL metrics, one object per step
   --trace FILE         Chrome trace (chrome://tracing, Perfetto) of one step
   --trace-step N       0-based step the trace records (1)
+  --save-params FILE   after the last step, write every parameter, gathered
+                       to its global shape, to FILE (safetensors; rank 0)
   --sample N           characters to generate at the end (200; 0: none)
   --temperature X      sampling temperature (0.8)
   --top-k N            sample among the N most likely characters (200)
@@ -124,6 +128,7 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--seed", integer(seed, 0)},
       {"--log", text(o.log)},
       {"--trace", text(o.trace)},
+      {"--save-params", text(o.saveParams)},
       {"--trace-step", integer(o.traceStep, 0)},
       {"--sample", integer(o.sample, 0)},
       {"--temperature", real(o.temperature, 1e-6)},
@@ -164,9 +169,10 @@ Options parseOptions(const std::vector<std::string> &args) {
     throw UsageError("no artifact given (see --help)");
   if (o.data.empty())
     throw UsageError("--data FILE is required");
-  if (o.backend != "cpu")
+  if (!backendBuilt(o.backend))
     throw UsageError("--backend '" + o.backend +
-                     "' is not available (this build has: cpu)");
+                     "' is not available (this build has: " + builtBackends() +
+                     ")");
   if (o.decaySteps < 0)
     o.decaySteps = o.steps;
   if (o.warmup < 0)

@@ -34,7 +34,8 @@ struct Options {
   uint64_t seed = 1337;
   std::string log;
   std::string trace;
-  int64_t traceStep = 1; ///< 0-based iteration the trace records.
+  std::string saveParams; ///< --save-params: safetensors of the final params.
+  int64_t traceStep = 1;  ///< 0-based iteration the trace records.
   int64_t sample = 200;
   double temperature = 0.8;
   int64_t topK = 200;

@@ -10,13 +10,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Backends.h"
 #include "Options.h"
+#include "ParamsFile.h"
 #include "Reporting.h"
 #include "Sampler.h"
 #include "Trainer.h"
 
 #include "autoshard/runtime/Communicator.h"
-#include "autoshard/runtime/CpuBackend.h"
 #if AUTOSHARD_HAVE_MPI
 #include "autoshard/runtime/mpi/MpiWorld.h"
 #endif
@@ -113,6 +114,10 @@ int launch(const Options &opts, int argc, char **argv) {
 
 int runMain(Options opts, CommWorld *world) {
   Artifact artifact = loadArtifact(opts.artifact);
+  std::unique_ptr<Backend> backendPtr = createBackend(opts.backend);
+  Backend &backend = *backendPtr;
+  // NCCL communicators for a multi-rank cuda run, bootstrapped over MPI.
+  std::unique_ptr<CommWorld> deviceWorld = createDeviceWorld(backend, world);
   std::unique_ptr<CommContext> comm;
   if (world) {
     if (opts.ranksGiven && opts.ranks != world->size())
@@ -121,7 +126,8 @@ int runMain(Options opts, CommWorld *world) {
                        " ranks");
     checkWorldSize(artifact, opts, world->size(),
                    "the job has " + std::to_string(world->size()) + " ranks");
-    comm = std::make_unique<CommContext>(artifact, *world);
+    comm = std::make_unique<CommContext>(artifact,
+                                         deviceWorld ? *deviceWorld : *world);
     if (world->rank() != 0) {
       // Rank 0 logs; the others stay quiet (errors still reach stderr).
       if (!std::freopen("/dev/null", "w", stdout))
@@ -135,10 +141,15 @@ int runMain(Options opts, CommWorld *world) {
     checkWorldSize(artifact, opts, opts.ranks,
                    "-n is " + std::to_string(opts.ranks));
   }
+  if (!world || world->rank() == 0) {
+    if (!opts.saveParams.empty())
+      checkWritablePath("--save-params", opts.saveParams);
+  }
+  if (!opts.trace.empty())
+    checkWritablePath("--trace", opts.trace);
   CharDataset data = CharDataset::load(opts.data);
   data.validate(artifact.model.seq, artifact.model.vocabSize);
 
-  CpuBackend backend;
   ExecutorOptions exOpts;
   exOpts.seed = opts.seed;
   exOpts.checkMemory = opts.checkMemory;
@@ -170,6 +181,11 @@ int runMain(Options opts, CommWorld *world) {
               s.tokensPerS, s.wallS, formatBytes(s.peakBytes).c_str(),
               static_cast<long long>(s.peakBytes),
               static_cast<long long>(artifact.memory.peakBytes));
+  if (!opts.saveParams.empty()) {
+    saveParams(executor, opts.saveParams, opts.steps);
+    std::printf("parameters after step %lld: %s\n",
+                static_cast<long long>(opts.steps), opts.saveParams.c_str());
+  }
   if (!opts.trace.empty())
     std::printf("trace of step %lld: %s\n",
                 static_cast<long long>(opts.traceStep), opts.trace.c_str());

@@ -20,7 +20,7 @@
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=ep=4" 2>&1 | FileCheck %s --check-prefix=EP
 // EP: error: dist-apply-plan: plan: ep=4 is not supported yet (only ep=1)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=mb=2" 2>&1 | FileCheck %s --check-prefix=MB
-// MB: error: dist-apply-plan: plan: mb=2 is not supported yet (only mb=1)
+// MB: error: dist-apply-plan: plan mb=2, but the train step was differentiated for 1 microbatch(es) (build the model at the microbatch's batch and run tfm-autodiff with microbatches=2)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=vpp=2" 2>&1 | FileCheck %s --check-prefix=VPP
 // VPP: error: dist-apply-plan: plan: vpp=2 is not supported yet (only vpp=1)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=SCHED

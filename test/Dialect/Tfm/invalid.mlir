@@ -266,6 +266,30 @@ func.func @embedding_grad_result(%ids: tensor<4x8xi32>, %dy: tensor<4x8x16xf32>)
 
 // -----
 
+func.func @microbatch_index(%ids: tensor<16x64xi32>) {
+  // expected-error @+1 {{index must be in [0, 4), found 4}}
+  %0 = tfm.microbatch %ids {index = 4 : i64, count = 4 : i64} : (tensor<16x64xi32>) -> tensor<4x64xi32>
+  return
+}
+
+// -----
+
+func.func @microbatch_count(%ids: tensor<16x64xi32>) {
+  // expected-error @+1 {{the batch dim of x (16) is not divisible by count = 3}}
+  %0 = tfm.microbatch %ids {index = 0 : i64, count = 3 : i64} : (tensor<16x64xi32>) -> tensor<5x64xi32>
+  return
+}
+
+// -----
+
+func.func @microbatch_result(%ids: tensor<16x64xi32>) {
+  // expected-error @+1 {{}}
+  %0 = tfm.microbatch %ids {index = 0 : i64, count = 2 : i64} : (tensor<16x64xi32>) -> tensor<4x64xi32>
+  return
+}
+
+// -----
+
 func.func @position_embedding_table_rank(%t: tensor<64xf32>) {
   // expected-error @+1 {{table must have rank 2 [P, H], found rank 1}}
   %0 = tfm.position_embedding %t {seq_len = 8 : i64} : (tensor<64xf32>) -> tensor<8xf32>

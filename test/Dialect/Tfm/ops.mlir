@@ -64,6 +64,8 @@ func.func @embeddings(%ids: tensor<16x64xi32>, %ids64: tensor<16x64xi64>, %wte: 
   %0 = tfm.embedding %ids, %wte : (tensor<16x64xi32>, tensor<65x128xf32>) -> tensor<16x64x128xf32>
   // CHECK: %{{.*}} = tfm.embedding_grad %{{.*}}, %{{.*}} {num_embeddings = 65 : i64} : (tensor<16x64xi64>, tensor<16x64x128xf32>) -> tensor<65x128xf32>
   %1 = tfm.embedding_grad %ids64, %dh {num_embeddings = 65 : i64} : (tensor<16x64xi64>, tensor<16x64x128xf32>) -> tensor<65x128xf32>
+  // CHECK: %{{.*}} = tfm.microbatch %{{.*}} {count = 4 : i64, index = 3 : i64} : (tensor<16x64xi32>) -> tensor<4x64xi32>
+  %mb = tfm.microbatch %ids {index = 3 : i64, count = 4 : i64} : (tensor<16x64xi32>) -> tensor<4x64xi32>
   // CHECK: %{{.*}} = tfm.position_embedding %{{.*}} {seq_len = 64 : i64} : (tensor<256x128xf32>) -> tensor<64x128xf32>
   %2 = tfm.position_embedding %wpe {seq_len = 64 : i64} : (tensor<256x128xf32>) -> tensor<64x128xf32>
   // CHECK: %{{.*}} = tfm.position_embedding_grad %{{.*}} {num_positions = 256 : i64} : (tensor<16x64x128xf32>) -> tensor<256x128xf32>

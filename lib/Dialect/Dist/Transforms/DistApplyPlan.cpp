@@ -203,6 +203,16 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
                << "plan dp=" << plan.dp << ": the batch dim of input '" << input
                << "' (size " << type.getDimSize(0)
                << ") is not divisible by dp";
+      // Each rank's rows must hold whole groups of mb rows (tfm.microbatch
+      // of the step's batch; @logits takes one microbatch, unsliced).
+      bool sliced =
+          llvm::any_of(fn.getArgument(i).getUsers(),
+                       [](Operation *u) { return isa<tfm::MicrobatchOp>(u); });
+      if (sliced && type.getDimSize(0) % (plan.dp * plan.mb) != 0)
+        return fn.emitError() << "plan dp=" << plan.dp << ",mb=" << plan.mb
+                              << ": the microbatch of input '" << input << "' ("
+                              << type.getDimSize(0) / plan.mb
+                              << " rows) is not divisible by dp";
       dims[0].push_back("dp");
     } else if (!state.empty()) {
       StringRef of = getStrAttr(attrs, "tfm.state_of");
@@ -223,8 +233,31 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
     }
     seeds.emplace_back(i, dims);
   }
-  for (auto &[i, dims] : seeds)
-    fn.setArgAttr(i, attrName, toAttr(dims));
+  for (auto &[i, dims] : seeds) {
+    ShardingAttr seed = toAttr(dims);
+    DictionaryAttr attrs = fn.getArgAttrDict(i);
+    auto annotated = fn.getArgAttrOfType<ShardingAttr>(i, attrName);
+    bool hasRole = !getStrAttr(attrs, "tfm.param").empty() ||
+                   !getStrAttr(attrs, "tfm.state").empty() ||
+                   !getStrAttr(attrs, "tfm.input").empty();
+    if (annotated && !hasRole)
+      continue; // the user's layout for an argument the plan has no say on
+    if (annotated && annotated != seed) {
+      StringRef name = getStrAttr(attrs, "tfm.param");
+      if (name.empty())
+        name = getStrAttr(attrs, "tfm.state");
+      if (name.empty())
+        name = getStrAttr(attrs, "tfm.input");
+      return fn.emitError()
+             << "dist-apply-plan: conflicting annotation: argument #" << i
+             << " ('" << name << "') of @" << fn.getSymName()
+             << " is annotated " << annotated << " in the IR, but plan '"
+             << plan.str() << "' lays it out as " << seed
+             << "; the plan decides the layout of parameters, optimizer "
+                "states and inputs (remove the annotation or change the plan)";
+    }
+    fn.setArgAttr(i, attrName, seed);
+  }
   // Results: state outputs copy their argument's sharding, scalar outputs
   // are replicated, the rest is left to dist-propagate.
   for (unsigned r = 0, e = fn.getNumResults(); r < e; ++r) {
@@ -242,6 +275,14 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
         fn.setResultAttr(r, attrName, toAttr(it->second));
     } else if (type.getRank() == 0) {
       fn.setResultAttr(r, attrName, toAttr({}));
+    } else if (getStrAttr(attrs, "tfm.output") == "logits") {
+      // Whole rows for sampling: the vocabulary-parallel logits are gathered
+      // over tp once, at the end of the forward-only entry (training never
+      // gathers them); the batch stays on dp.
+      DimAxes dims(type.getRank());
+      if (plan.dp > 1 && type.getDimSize(0) % plan.dp == 0)
+        dims[0].push_back("dp");
+      fn.setResultAttr(r, attrName, toAttr(dims));
     }
   }
   return success();
@@ -351,18 +392,36 @@ LogicalResult Seeder::run() {
   if (failed(checkModelDims()))
     return failure();
   OpBuilder b(ctx);
-  if (Operation *existing = SymbolTable::lookupSymbolIn(module, kMeshName))
-    return existing->emitError()
-           << "dist-apply-plan: the module already has a symbol @" << kMeshName;
-  b.setInsertionPointToStart(module.getBody());
   SmallVector<Attribute> names;
   SmallVector<int64_t> sizes;
   for (auto [name, size] : plan.getMeshAxes()) {
     names.push_back(b.getStringAttr(name));
     sizes.push_back(size);
   }
-  MeshOp::create(b, module.getLoc(), b.getStringAttr(kMeshName),
-                 b.getArrayAttr(names), b.getDenseI64ArrayAttr(sizes));
+  // A mesh the user declared (to annotate values on it) must be the plan's.
+  if (Operation *existing = SymbolTable::lookupSymbolIn(module, kMeshName)) {
+    auto mesh = dyn_cast<MeshOp>(existing);
+    if (!mesh)
+      return existing->emitError()
+             << "dist-apply-plan: the module already has a symbol @"
+             << kMeshName << " that is not a dist.mesh";
+    if (mesh.getAxisNames() != b.getArrayAttr(names) ||
+        mesh.getAxisSizes() != ArrayRef<int64_t>(sizes)) {
+      InFlightDiagnostic diag = mesh.emitError()
+                                << "dist-apply-plan: the module's mesh @"
+                                << kMeshName << " does not match plan '"
+                                << plan.str() << "', whose mesh is [";
+      llvm::interleaveComma(llvm::zip(names, sizes), diag, [&](auto axis) {
+        diag << cast<StringAttr>(std::get<0>(axis)).getValue() << " = "
+             << std::get<1>(axis);
+      });
+      return diag << "]";
+    }
+  } else {
+    b.setInsertionPointToStart(module.getBody());
+    MeshOp::create(b, module.getLoc(), b.getStringAttr(kMeshName),
+                   b.getArrayAttr(names), b.getDenseI64ArrayAttr(sizes));
+  }
   module->setAttr("dist.plan", plan.toAttr(ctx));
 
   SmallVector<func::FuncOp> entries;
@@ -397,6 +456,21 @@ struct DistApplyPlanPass
     if (!parsed) {
       module.emitError() << "dist-apply-plan: "
                          << llvm::toString(parsed.takeError());
+      return signalPassFailure();
+    }
+    // Microbatching is built by tfm-autodiff (the forward is differentiated
+    // per microbatch); the plan must name the same count.
+    int64_t microbatches = 1;
+    if (auto attr = module->getAttrOfType<IntegerAttr>("tfm.microbatches"))
+      microbatches = attr.getInt();
+    if (parsed->mb != microbatches) {
+      module.emitError() << "dist-apply-plan: plan mb=" << parsed->mb
+                         << ", but the train step was differentiated for "
+                         << microbatches
+                         << " microbatch(es) (build the model at the "
+                            "microbatch's batch and run tfm-autodiff with "
+                            "microbatches="
+                         << parsed->mb << ")";
       return signalPassFailure();
     }
     if (parsed->isTrivial())

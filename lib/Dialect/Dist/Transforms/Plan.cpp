@@ -16,7 +16,7 @@ llvm::Error planError(const llvm::Twine &message) {
 }
 
 /// Keys reserved for later issues: accepted only with their default value.
-constexpr const char *kReservedInts[] = {"pp", "cp", "ep", "mb", "vpp"};
+constexpr const char *kReservedInts[] = {"pp", "cp", "ep", "vpp"};
 
 int64_t *intField(Plan &plan, StringRef key) {
   if (key == "pp")

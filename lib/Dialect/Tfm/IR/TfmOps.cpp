@@ -559,6 +559,27 @@ EmbeddingGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
 }
 
 LogicalResult
+MicrobatchOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                 SmallVectorImpl<Type> &resultTypes) {
+  RankedTensorType x = tensorOf(adaptor.getX());
+  int64_t index = adaptor.getIndexAttr().getInt();
+  int64_t count = adaptor.getCountAttr().getInt();
+  if (failed(checkMinRank(emitError, "x", x, 1)) ||
+      failed(checkCount(emitError, "count", count)))
+    return failure();
+  if (index < 0 || index >= count)
+    return emitError() << "index must be in [0, " << count << "), found "
+                       << index;
+  if (x.getDimSize(0) % count != 0)
+    return emitError() << "the batch dim of x (" << x.getDimSize(0)
+                       << ") is not divisible by count = " << count;
+  SmallVector<int64_t> shape(x.getShape());
+  shape[0] /= count;
+  resultTypes.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+LogicalResult
 PositionEmbeddingOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
                                         SmallVectorImpl<Type> &resultTypes) {
   RankedTensorType table = tensorOf(adaptor.getTable());

@@ -306,6 +306,19 @@ ShardingRule EmbeddingGradOp::getShardingRule() {
 /// `out[s] = table[s]`: when `S == P` the position dim passes through;
 /// otherwise `out`'s S dim passes through with the hook (row offset) and the
 /// table's P dim is replicated.
+/// The microbatch's rows are the major part (size `B / count`) of the
+/// batch dim: a split of it keeps whole groups of `count` rows per rank, so
+/// the local op on the local rows is the microbatch of those rows.
+ShardingRule MicrobatchOp::getShardingRule() {
+  RuleBuilder b(*this);
+  int64_t rows = shapeOf(getResult())[0];
+  int64_t f = b.factor(rows, kPass);
+  b.operand(0, 0, f).result(0, 0, f);
+  for (int64_t d = 1, e = rankOf(getX()); d < e; ++d)
+    b.shared(kPass, 0, d, {}, {0});
+  return b.take();
+}
+
 ShardingRule PositionEmbeddingOp::getShardingRule() {
   RuleBuilder b(*this);
   int64_t p = shapeOf(getTable())[0];

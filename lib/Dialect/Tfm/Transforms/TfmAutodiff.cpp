@@ -598,6 +598,81 @@ FailureOr<ForwardSignature> classifyForwardArgs(func::FuncOp forward) {
   return sig;
 }
 
+/// Gradient accumulation (see the pass description): the ops of `body`
+/// before `end` compute one microbatch from the id arguments `ids` (tokens,
+/// labels, whose batch dim is widened here by `count`). They run once per
+/// microbatch, each on its rows (`tfm.microbatch`); the uses of `outputs`
+/// from `end` on then read the mean of those values over the microbatches
+/// (sums accumulated after each microbatch, so that one microbatch's
+/// activations are alive at a time, then scaled by `1 / count`).
+void accumulateMicrobatches(Block &body, Operation *end,
+                            ArrayRef<BlockArgument> ids, ValueRange outputs,
+                            int64_t count) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body) {
+    if (&op == end)
+      break;
+    ops.push_back(&op);
+  }
+  Location loc = end->getLoc();
+  OpBuilder ob = OpBuilder::atBlockBegin(&body);
+  llvm::DenseSet<Operation *> inside(ops.begin(), ops.end());
+  // Microbatch 0 runs the original ops, on its rows.
+  SmallVector<Value> firstRows;
+  for (BlockArgument id : ids) {
+    auto type = cast<RankedTensorType>(id.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] *= count;
+    id.setType(RankedTensorType::get(shape, type.getElementType()));
+    auto rows = MicrobatchOp::create(ob, id.getLoc(), id, 0, count);
+    id.replaceAllUsesExcept(rows, rows);
+    inside.insert(rows);
+    firstRows.push_back(rows);
+  }
+  SmallVector<Value> sums(outputs.begin(), outputs.end());
+  ob.setInsertionPoint(end);
+  for (int64_t j = 1; j < count; ++j) {
+    IRMapping map;
+    for (auto [id, first] : llvm::zip_equal(ids, firstRows)) {
+      auto rows = MicrobatchOp::create(ob, id.getLoc(), id, j, count);
+      map.map(first, rows.getResult());
+      inside.insert(rows);
+    }
+    for (Operation *op : ops)
+      inside.insert(ob.clone(*op, map));
+    for (auto [sum, out] : llvm::zip_equal(sums, outputs)) {
+      auto add = AddOp::create(ob, loc, sum, map.lookupOrDefault(out));
+      inside.insert(add);
+      sum = add;
+    }
+  }
+  for (auto [sum, out] : llvm::zip_equal(sums, outputs)) {
+    auto mean = ScaleOp::create(ob, loc, sum, 1.0 / count);
+    out.replaceUsesWithIf(mean, [&](OpOperand &use) {
+      return !inside.contains(use.getOwner()) && use.getOwner() != mean;
+    });
+  }
+}
+
+/// The tfm.input arguments `kinds` of `func`, in that order.
+SmallVector<BlockArgument> inputArgs(func::FuncOp func,
+                                     ArrayRef<StringRef> kinds) {
+  SmallVector<BlockArgument> args;
+  for (StringRef kind : kinds)
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      if (auto input = func.getArgAttrOfType<StringAttr>(i, "tfm.input");
+          input && input.getValue() == kind)
+        args.push_back(func.getArgument(i));
+  return args;
+}
+
+/// Sets `func`'s type from its entry block's argument types.
+void syncArgumentTypes(func::FuncOp func) {
+  func.setFunctionType(FunctionType::get(func.getContext(),
+                                         func.front().getArgumentTypes(),
+                                         func.getResultTypes()));
+}
+
 struct TfmAutodiffPass
     : public autoshard::tfm::impl::TfmAutodiffBase<TfmAutodiffPass> {
   using TfmAutodiffBase::TfmAutodiffBase;
@@ -662,6 +737,8 @@ void TfmAutodiffPass::runOnOperation() {
   // nanoGPT's grad_clip = 0 means no clipping.
   if (!(maxGradNorm >= 0))
     return badOption("max-grad-norm", maxGradNorm, "[0, inf) (0: no clipping)");
+  if (microbatches < 1)
+    return badOption("microbatches", microbatches, "[1, inf)");
   Differentiator diff(module);
   auto forward = diff.getSymbols().lookup<func::FuncOp>("forward");
   if (!forward || forward.isExternal()) {
@@ -693,10 +770,57 @@ void TfmAutodiffPass::runOnOperation() {
   // @train_step right after @forward, so that the order is @train_step,
   // @eval, @logits once @forward is gone.
   SymbolTable &symbols = diff.getSymbols();
+  if (microbatches > 1) {
+    auto type =
+        cast<RankedTensorType>(forward.getArgument(sig->tokens).getType());
+    WalkResult dropout = module.walk([](DropoutOp op) {
+      return op.getRate().convertToDouble() > 0 ? WalkResult::interrupt()
+                                                : WalkResult::advance();
+    });
+    if (dropout.wasInterrupted()) {
+      module.emitError() << "tfm-autodiff: microbatches = "
+                         << microbatches.getValue()
+                         << " with dropout is not supported yet (the masks "
+                            "are keyed on the row within a microbatch, so "
+                            "they would repeat across microbatches)";
+      return signalPassFailure();
+    }
+    if (type.getRank() < 1) {
+      forward.emitError() << "tfm-autodiff: microbatches needs batched tokens";
+      return signalPassFailure();
+    }
+  }
   FailureOr<func::FuncOp> eval = buildEval(symbols, forward, *sig);
   if (failed(eval) || failed(buildLogits(symbols, forward, *eval)) ||
       failed(buildTrainStep(diff, forward, *sig)))
     return signalPassFailure();
+  if (microbatches > 1) {
+    // @train_step: everything before the global gradient norm is one
+    // microbatch; the loss and the parameter gradients are averaged.
+    auto step = symbols.lookup<func::FuncOp>("train_step");
+    Block &body = step.front();
+    auto sumSq = *step.getOps<SumSquaresOp>().begin();
+    SmallVector<Value> outputs = {body.getTerminator()->getOperand(0)};
+    llvm::append_range(outputs, sumSq->getOperands());
+    accumulateMicrobatches(body, sumSq, inputArgs(step, {"tokens", "labels"}),
+                           outputs, microbatches);
+    syncArgumentTypes(step);
+    // @eval: the mean of the microbatches' losses.
+    Operation *ret = (*eval).front().getTerminator();
+    accumulateMicrobatches((*eval).front(), ret,
+                           inputArgs(*eval, {"tokens", "labels"}),
+                           ret->getOperand(0), microbatches);
+    syncArgumentTypes(*eval);
+    // The step's batch is M microbatches.
+    Builder b(module.getContext());
+    if (auto model = module->getAttrOfType<DictionaryAttr>("tfm.model")) {
+      NamedAttrList attrs(model);
+      if (auto batch = dyn_cast_or_null<IntegerAttr>(attrs.get("batch")))
+        attrs.set("batch", b.getI64IntegerAttr(batch.getInt() * microbatches));
+      module->setAttr("tfm.model", attrs.getDictionary(module.getContext()));
+    }
+    module->setAttr("tfm.microbatches", b.getI64IntegerAttr(microbatches));
+  }
   // @eval replaces @forward as the eval entry: the public functions of the
   // result are exactly the runtime's entries.
   symbols.erase(forward);

@@ -332,6 +332,38 @@ def Tfm_EmbeddingGradOp : Tfm_InferredOp<"embedding_grad"> {
   ];
 }
 
+def Tfm_MicrobatchOp : Tfm_InferredOp<"microbatch"> {
+  let summary = "the rows of one microbatch of a batch of ids";
+  let description = [{
+    `result[q, rest...] = x[q * count + index, rest...]`: microbatch `index`
+    of `count` takes every `count`-th row of the batch (gradient
+    accumulation over microbatches; `tfm-autodiff` with `microbatches > 1`
+    slices the step's tokens and labels with it). The rows are strided,
+    not contiguous, so that the op stays local under a batch split over
+    data-parallel ranks: each rank's contiguous block of rows holds whole
+    groups of `count` rows, and the microbatch's rows of that block are
+    exactly the block's rows `index, index + count, ...` (the batch dim's
+    sharding factor is its major part, of size `B / count`).
+
+    * `x`: `[B, ...]` ids (i32 or i64), rank >= 1, `B` divisible by `count`.
+    * `index` in `[0, count)`, `count >= 1`.
+    * `result`: `[B / count, ...]`, element type of `x`.
+
+    No FLOPs; one row copied per result row.
+
+    ```mlir
+    %mb1 = tfm.microbatch %tokens {index = 1 : i64, count = 4 : i64} : (tensor<16x64xi32>) -> tensor<4x64xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_IndexTensor:$x, I64Attr:$index, I64Attr:$count);
+  let results = (outs Tfm_IndexTensor:$result);
+  let builders = [
+    Tfm_InferBuilder<(ins "::mlir::Value":$x, "int64_t":$index,
+                          "int64_t":$count),
+                     "x, index, count">
+  ];
+}
+
 def Tfm_PositionEmbeddingOp : Tfm_InferredOp<"position_embedding", [Tfm_VJP]> {
   let summary = "learned absolute position embedding";
   let description = [{

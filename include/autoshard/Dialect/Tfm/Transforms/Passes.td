@@ -45,6 +45,20 @@ def TfmAutodiff : Pass<"tfm-autodiff", "::mlir::ModuleOp"> {
     block functions are left unchanged, and private functions nobody calls
     any more are removed. The learning rate and the 1-based step are
     runtime inputs of `@train_step`; dropout runs in `@train_step` only.
+
+    Gradient accumulation (`microbatches = M > 1`): `@forward` is taken as
+    one microbatch of `b` rows, and `@train_step` and `@eval` take a batch
+    of `M * b` rows; each runs the forward (and backward) once per
+    microbatch `tfm.microbatch {index = j, count = M}` (rows `j, j + M,
+    ...`), sums the gradients and the losses and scales both by `1 / M`:
+    the loss and the gradients of the mean over all `M * b` rows, as one
+    step over the whole batch computes them, with the activations of one
+    microbatch alive at a time. Gradients stay partial over data-parallel
+    axes through the accumulation (they are reduced once, by the consumer
+    of the sum). `tfm.model`'s `batch` becomes `M * b` and
+    `tfm.microbatches = M` is recorded on the module (`dist-apply-plan`
+    checks a plan's `mb` against it). Dropout with `M > 1` is rejected (its
+    masks are keyed on the row within the microbatch).
   }];
   let dependentDialects = [
     "::autoshard::tfm::TfmDialect",
@@ -62,6 +76,8 @@ def TfmAutodiff : Pass<"tfm-autodiff", "::mlir::ModuleOp"> {
            "decoupled weight decay of parameters of rank >= 2">,
     Option<"maxGradNorm", "max-grad-norm", "double", "1.0",
            "global gradient norm above which gradients are scaled down (0: no clipping)">,
+    Option<"microbatches", "microbatches", "int64_t", "1",
+           "microbatches per step (gradient accumulation; @forward is one microbatch)">,
   ];
 }
 

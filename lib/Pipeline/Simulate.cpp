@@ -1,0 +1,287 @@
+//===- Simulate.cpp - Unit-cost pipeline schedule simulator ---------------===//
+
+#include "autoshard/Pipeline/Simulate.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+using namespace autoshard::pipeline;
+using Kind = PipelineOp::Kind;
+
+double OpCosts::of(Kind kind) const {
+  switch (kind) {
+  case Kind::F:
+    return forward;
+  case Kind::B:
+    return backward;
+  case Kind::I:
+    return inputGrad;
+  case Kind::W:
+    return weightGrad;
+  }
+  return 0;
+}
+
+namespace {
+
+/// (rank, position in the rank's program order).
+using OpRef = std::pair<int64_t, int64_t>;
+
+/// The first occurrence of each (stage, microbatch, kind) in the schedule.
+class OpIndex {
+public:
+  explicit OpIndex(const PipelineSchedule &schedule) {
+    for (int64_t r = 0, e = schedule.rankOrders.size(); r < e; ++r) {
+      const auto &order = schedule.rankOrders[r];
+      for (int64_t i = 0, n = order.size(); i < n; ++i)
+        first.insert({key(order[i]), {r, i}});
+    }
+  }
+  std::optional<OpRef> find(Kind kind, int64_t stage, int64_t mb) const {
+    auto it = first.find(key({kind, stage, mb}));
+    if (it == first.end())
+      return std::nullopt;
+    return it->second;
+  }
+
+private:
+  using Key = std::tuple<int64_t, int64_t, int>;
+  static Key key(const PipelineOp &op) {
+    return {op.stage, op.microbatch, static_cast<int>(op.kind)};
+  }
+  std::map<Key, OpRef> first;
+};
+
+/// A data predecessor of an op: where it runs, or (when absent from the
+/// schedule) its name.
+struct DataPred {
+  std::optional<OpRef> at;
+  std::string name;
+};
+
+/// The data predecessors of `op` (see simulateSchedule).
+std::vector<DataPred> dataPredecessors(const OpIndex &index,
+                                       const PipelineOp &op,
+                                       int64_t numStages) {
+  std::vector<DataPred> preds;
+  auto add = [&](Kind kind, int64_t stage) {
+    preds.push_back({index.find(kind, stage, op.microbatch),
+                     formatOp({kind, stage, op.microbatch})});
+  };
+  int64_t s = op.stage;
+  switch (op.kind) {
+  case Kind::F:
+    if (s > 0)
+      add(Kind::F, s - 1);
+    break;
+  case Kind::B:
+  case Kind::I:
+    add(Kind::F, s);
+    if (s + 1 < numStages) {
+      std::optional<OpRef> b = index.find(Kind::B, s + 1, op.microbatch);
+      if (b)
+        preds.push_back({b, ""});
+      else
+        preds.push_back({index.find(Kind::I, s + 1, op.microbatch),
+                         formatOp({Kind::B, s + 1, op.microbatch}) + "/" +
+                             formatOp({Kind::I, s + 1, op.microbatch})});
+    }
+    break;
+  case Kind::W:
+    add(Kind::I, s);
+    break;
+  }
+  return preds;
+}
+
+std::string describeRef(const PipelineSchedule &schedule, OpRef ref) {
+  return formatOp(schedule.rankOrders[ref.first][ref.second]) + " (rank " +
+         std::to_string(ref.first) + " op #" + std::to_string(ref.second) + ")";
+}
+
+} // namespace
+
+SimulationResult
+autoshard::pipeline::simulateSchedule(const PipelineSchedule &schedule,
+                                      const SimulationOptions &options) {
+  SimulationResult result;
+  int64_t p = schedule.rankOrders.size();
+  OpIndex index(schedule);
+  auto costOf = [&](const PipelineOp &op) {
+    if (op.stage >= 0 &&
+        op.stage < static_cast<int64_t>(options.stageCosts.size()))
+      return options.stageCosts[op.stage].of(op.kind);
+    return options.costs.of(op.kind);
+  };
+
+  // Static: peak in-flight activations per rank, in program order.
+  result.peakActivations.assign(p, 0);
+  for (int64_t r = 0; r < p; ++r) {
+    int64_t live = 0;
+    for (const PipelineOp &op : schedule.rankOrders[r]) {
+      if (op.kind == Kind::F)
+        ++live;
+      else if (op.kind == Kind::B || op.kind == Kind::W)
+        --live;
+      result.peakActivations[r] = std::max(result.peakActivations[r], live);
+    }
+  }
+
+  // List scheduling: run every rank's head op as soon as its predecessors
+  // are done, until no rank can move.
+  std::vector<std::vector<char>> done(p);
+  std::vector<std::vector<double>> endTime(p);
+  for (int64_t r = 0; r < p; ++r) {
+    done[r].assign(schedule.rankOrders[r].size(), 0);
+    endTime[r].assign(schedule.rankOrders[r].size(), 0);
+  }
+  std::vector<int64_t> next(p, 0);
+  std::vector<double> rankFree(p, 0);
+  result.busy.assign(p, 0);
+  result.timeline.assign(p, {});
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int64_t r = 0; r < p; ++r) {
+      const auto &order = schedule.rankOrders[r];
+      while (next[r] < static_cast<int64_t>(order.size())) {
+        const PipelineOp &op = order[next[r]];
+        double start = rankFree[r];
+        bool ready = true;
+        for (const DataPred &pred :
+             dataPredecessors(index, op, schedule.numStages)) {
+          if (!pred.at || !done[pred.at->first][pred.at->second]) {
+            ready = false;
+            break;
+          }
+          double arrival = endTime[pred.at->first][pred.at->second];
+          if (pred.at->first != r)
+            arrival += options.p2pLatency;
+          start = std::max(start, arrival);
+        }
+        if (!ready)
+          break;
+        double end = start + costOf(op);
+        done[r][next[r]] = 1;
+        endTime[r][next[r]] = end;
+        rankFree[r] = end;
+        result.busy[r] += costOf(op);
+        result.timeline[r].push_back({op, start, end});
+        result.makespan = std::max(result.makespan, end);
+        ++next[r];
+        progress = true;
+      }
+    }
+  }
+
+  double busy = 0, idle = 0;
+  for (int64_t r = 0; r < p; ++r) {
+    busy += result.busy[r];
+    idle += result.makespan - result.busy[r];
+  }
+  result.idleOverBusy = busy > 0 ? idle / busy : 0;
+  result.idleOverMakespan =
+      result.makespan > 0 ? idle / (p * result.makespan) : 0;
+
+  for (int64_t r = 0; r < p; ++r) {
+    const auto &order = schedule.rankOrders[r];
+    if (next[r] == static_cast<int64_t>(order.size()))
+      continue;
+    BlockedOp blocked{r, next[r], order[next[r]], ""};
+    for (const DataPred &pred :
+         dataPredecessors(index, blocked.op, schedule.numStages)) {
+      if (!pred.at) {
+        blocked.waitsFor = pred.name + ", which no rank runs";
+        break;
+      }
+      if (!done[pred.at->first][pred.at->second]) {
+        blocked.waitsFor = describeRef(schedule, *pred.at) + ", not run";
+        break;
+      }
+    }
+    result.blocked.push_back(std::move(blocked));
+  }
+  result.deadlocked = !result.blocked.empty();
+  if (result.deadlocked) {
+    std::string report = "deadlock:";
+    for (const BlockedOp &blocked : result.blocked)
+      report += " rank " + std::to_string(blocked.rank) + " blocked at op #" +
+                std::to_string(blocked.index) + " " + formatOp(blocked.op) +
+                ", waiting for " + blocked.waitsFor + ";";
+    if (std::optional<DependencyCycle> cycle = findDependencyCycle(schedule))
+      report += " dependency cycle: " + cycle->description;
+    else
+      report.pop_back();
+    result.deadlockReport = report;
+  }
+  return result;
+}
+
+std::optional<DependencyCycle>
+autoshard::pipeline::findDependencyCycle(const PipelineSchedule &schedule) {
+  int64_t p = schedule.rankOrders.size();
+  OpIndex index(schedule);
+  // Flat node ids: offset[r] + position.
+  std::vector<int64_t> offset(p + 1, 0);
+  for (int64_t r = 0; r < p; ++r)
+    offset[r + 1] = offset[r] + schedule.rankOrders[r].size();
+  int64_t numNodes = offset[p];
+  std::vector<OpRef> refOf(numNodes);
+  for (int64_t r = 0; r < p; ++r)
+    for (int64_t i = 0, e = schedule.rankOrders[r].size(); i < e; ++i)
+      refOf[offset[r] + i] = {r, i};
+
+  // dependsOn[n]: the nodes that must finish before n.
+  std::vector<std::vector<int64_t>> dependsOn(numNodes);
+  for (int64_t n = 0; n < numNodes; ++n) {
+    auto [r, i] = refOf[n];
+    if (i > 0)
+      dependsOn[n].push_back(n - 1);
+    for (const DataPred &pred :
+         dataPredecessors(index, schedule.rankOrders[r][i], schedule.numStages))
+      if (pred.at)
+        dependsOn[n].push_back(offset[pred.at->first] + pred.at->second);
+  }
+
+  // Iterative DFS along dependsOn; a back edge closes a cycle.
+  enum : char { White, Grey, Black };
+  std::vector<char> color(numNodes, White);
+  std::vector<std::pair<int64_t, size_t>> stack; // (node, next edge)
+  for (int64_t root = 0; root < numNodes; ++root) {
+    if (color[root] != White)
+      continue;
+    stack.push_back({root, 0});
+    color[root] = Grey;
+    while (!stack.empty()) {
+      auto &[node, edge] = stack.back();
+      if (edge == dependsOn[node].size()) {
+        color[node] = Black;
+        stack.pop_back();
+        continue;
+      }
+      int64_t succ = dependsOn[node][edge++];
+      if (color[succ] == White) {
+        color[succ] = Grey;
+        stack.push_back({succ, 0});
+        continue;
+      }
+      if (color[succ] != Grey)
+        continue;
+      // The grey path from succ to the top depends on itself; reversed, it
+      // lists the ops in "must finish before" order.
+      DependencyCycle cycle;
+      auto it = std::find_if(stack.begin(), stack.end(),
+                             [&](const auto &e) { return e.first == succ; });
+      for (auto jt = stack.end(); jt != it;) {
+        --jt;
+        cycle.ops.push_back(refOf[jt->first]);
+      }
+      for (const OpRef &ref : cycle.ops)
+        cycle.description += describeRef(schedule, ref) + " -> ";
+      cycle.description += describeRef(schedule, cycle.ops.front());
+      return cycle;
+    }
+  }
+  return std::nullopt;
+}

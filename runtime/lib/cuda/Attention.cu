@@ -1,0 +1,431 @@
+//===- Attention.cu - Fused causal attention, forward and backward --------===//
+//
+// FlashAttention-style kernels (Dao et al. 2022; FlashAttention-2, Dao 2023):
+// the score matrix is never stored. Forward: each warp owns a few query rows
+// and streams 32-key tiles of K and V through shared memory, keeping an
+// online softmax (running max m, running sum l, unnormalised output) per row;
+// it writes out = acc / l and lse = m + log l (the backward, and ring
+// attention, need lse). Backward (FlashAttention-2, algorithm 2, split into
+// two passes so no atomics are needed): delta_i = <dO_i, O_i>; a dQ pass
+// (query rows own the warps, keys stream) and a dK/dV pass (key rows own the
+// warps, queries of every head of the kv group stream), both recomputing
+// P = exp(scale q.k - lse). GQA (Ainslie et al. 2023): query head n reads kv
+// head n / (heads / kvHeads). Layouts as the CPU kernel
+// (runtime/include/autoshard/runtime/cpu/Attention.h): q, out [B, Sq, H, D];
+// k, v [B, Sk, KV, D]; lse [B, H, Sq] (f32). fp32 math on SIMT cores, head
+// dim at most 128.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.h"
+#include "DeviceMath.cuh"
+
+namespace autoshard::runtime::cuda::kernels {
+namespace {
+
+constexpr int kMaxD = 128;
+constexpr int kPerLane = kMaxD / 32; // d = lane + 32 k
+constexpr int kWarps = 4;
+constexpr int kTile = 32; // keys (or queries) per streamed tile
+
+struct Dims {
+  int64_t batch, seqQ, seqK, heads, kvHeads, headDim;
+  bool causal;
+  float scale;
+};
+
+__device__ __forceinline__ int64_t qIndex(const Dims &s, int64_t b, int64_t i,
+                                          int64_t n) {
+  return ((b * s.seqQ + i) * s.heads + n) * s.headDim;
+}
+__device__ __forceinline__ int64_t kvIndex(const Dims &s, int64_t b, int64_t j,
+                                           int64_t g) {
+  return ((b * s.seqK + j) * s.kvHeads + g) * s.headDim;
+}
+
+/// Loads `rows` rows of headDim elements (row r at src + index(r)) into
+/// dst[r][0..D) (row pitch `pitch`), zero for rows past `valid`.
+template <typename T, typename Index>
+__device__ void loadTile(float *dst, int pitch, int rows, int64_t valid,
+                         int64_t D, const T *src, Index index) {
+  for (int e = threadIdx.x; e < rows * D; e += blockDim.x) {
+    int r = e / D, d = e - r * D;
+    dst[r * pitch + d] = r < valid ? toF(src[index(r) + d]) : 0.0f;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+template <typename T, int R>
+__global__ void __launch_bounds__(kWarps * 32)
+    attentionFwdKernel(const T *q, const T *k, const T *v, T *out, float *lse,
+                       Dims s) {
+  constexpr int kRows = kWarps * R;
+  __shared__ float sQ[kRows][kMaxD];
+  __shared__ float sK[kTile][kMaxD + 1];
+  __shared__ float sV[kTile][kMaxD];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t b = blockIdx.z, n = blockIdx.y, g = n / (s.heads / s.kvHeads);
+  const int64_t i0 = blockIdx.x * int64_t(kRows);
+  const int64_t D = s.headDim;
+  loadTile(&sQ[0][0], kMaxD, kRows, s.seqQ - i0, D, q,
+           [&](int r) { return qIndex(s, b, i0 + r, n); });
+
+  float m[R], l[R], acc[R][kPerLane];
+  for (int r = 0; r < R; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+    for (int c = 0; c < kPerLane; ++c)
+      acc[r][c] = 0.0f;
+  }
+  int64_t lastRow = min(i0 + kRows, s.seqQ) - 1;
+  int64_t keyEnd = s.causal ? min(lastRow + 1, s.seqK) : s.seqK;
+  for (int64_t j0 = 0; j0 < keyEnd; j0 += kTile) {
+    __syncthreads();
+    loadTile(&sK[0][0], kMaxD + 1, kTile, s.seqK - j0, D, k,
+             [&](int r) { return kvIndex(s, b, j0 + r, g); });
+    loadTile(&sV[0][0], kMaxD, kTile, s.seqK - j0, D, v,
+             [&](int r) { return kvIndex(s, b, j0 + r, g); });
+    __syncthreads();
+    const int64_t j = j0 + lane;
+    for (int r = 0; r < R; ++r) {
+      const int row = warp * R + r;
+      const int64_t i = i0 + row;
+      bool visible = i < s.seqQ && j < s.seqK && (!s.causal || j <= i);
+      float score = -INFINITY;
+      if (visible) {
+        float dot = 0.0f;
+        for (int d = 0; d < D; ++d)
+          dot += sQ[row][d] * sK[lane][d];
+        score = dot * s.scale;
+      }
+      float mNew = fmaxf(m[r], warpMax(score));
+      if (mNew == -INFINITY)
+        continue; // nothing visible yet
+      float p = visible ? expf(score - mNew) : 0.0f;
+      float correction = expf(m[r] - mNew); // 0 when m was -inf
+      l[r] = l[r] * correction + warpSum(p);
+      m[r] = mNew;
+      for (int c = 0; c < kPerLane; ++c)
+        acc[r][c] *= correction;
+      for (int jj = 0; jj < kTile; ++jj) {
+        float pj = __shfl_sync(0xffffffffu, p, jj);
+        for (int c = 0; c < kPerLane; ++c) {
+          int d = lane + 32 * c;
+          if (d < D)
+            acc[r][c] += pj * sV[jj][d];
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const int64_t i = i0 + warp * R + r;
+    if (i >= s.seqQ)
+      continue;
+    float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    T *o = out + qIndex(s, b, i, n);
+    for (int c = 0; c < kPerLane; ++c) {
+      int d = lane + 32 * c;
+      if (d < D)
+        o[d] = fromF<T>(acc[r][c] * inv);
+    }
+    if (lane == 0)
+      lse[(b * s.heads + n) * s.seqQ + i] = m[r] + logf(l[r]);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+/// delta[b, n, i] = <dO, O> of row (b, i, n); one warp per row.
+template <typename T>
+__global__ void attentionDeltaKernel(const T *dout, const T *out, float *delta,
+                                     Dims s) {
+  int64_t row = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+  int lane = threadIdx.x & 31;
+  int64_t rows = s.batch * s.heads * s.seqQ;
+  if (row >= rows)
+    return;
+  int64_t i = row % s.seqQ, n = (row / s.seqQ) % s.heads,
+          b = row / (s.seqQ * s.heads);
+  int64_t base = qIndex(s, b, i, n);
+  float dot = 0.0f;
+  for (int64_t d = lane; d < s.headDim; d += 32)
+    dot += toF(dout[base + d]) * toF(out[base + d]);
+  dot = warpSum(dot);
+  if (lane == 0)
+    delta[row] = dot;
+}
+
+/// dQ_i = scale sum_j dS_ij k_j, dS = P (dP - delta), dP = dO v^T.
+template <typename T, int R>
+__global__ void __launch_bounds__(kWarps * 32)
+    attentionDqKernel(const T *dout, const T *q, const T *k, const T *v,
+                      const float *lse, const float *delta, T *dq, Dims s) {
+  constexpr int kRows = kWarps * R;
+  __shared__ float sQ[kRows][kMaxD];
+  __shared__ float sDO[kRows][kMaxD];
+  __shared__ float sK[kTile][kMaxD + 1];
+  __shared__ float sV[kTile][kMaxD + 1];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t b = blockIdx.z, n = blockIdx.y, g = n / (s.heads / s.kvHeads);
+  const int64_t i0 = blockIdx.x * int64_t(kRows);
+  const int64_t D = s.headDim;
+  auto qRow = [&](int r) { return qIndex(s, b, i0 + r, n); };
+  loadTile(&sQ[0][0], kMaxD, kRows, s.seqQ - i0, D, q, qRow);
+  loadTile(&sDO[0][0], kMaxD, kRows, s.seqQ - i0, D, dout, qRow);
+  float rowLse[R], rowDelta[R], acc[R][kPerLane];
+  for (int r = 0; r < R; ++r) {
+    int64_t i = i0 + warp * R + r;
+    int64_t at = (b * s.heads + n) * s.seqQ + i;
+    rowLse[r] = i < s.seqQ ? lse[at] : 0.0f;
+    rowDelta[r] = i < s.seqQ ? delta[at] : 0.0f;
+    for (int c = 0; c < kPerLane; ++c)
+      acc[r][c] = 0.0f;
+  }
+  int64_t lastRow = min(i0 + kRows, s.seqQ) - 1;
+  int64_t keyEnd = s.causal ? min(lastRow + 1, s.seqK) : s.seqK;
+  for (int64_t j0 = 0; j0 < keyEnd; j0 += kTile) {
+    __syncthreads();
+    auto kvRow = [&](int r) { return kvIndex(s, b, j0 + r, g); };
+    loadTile(&sK[0][0], kMaxD + 1, kTile, s.seqK - j0, D, k, kvRow);
+    loadTile(&sV[0][0], kMaxD + 1, kTile, s.seqK - j0, D, v, kvRow);
+    __syncthreads();
+    const int64_t j = j0 + lane;
+    for (int r = 0; r < R; ++r) {
+      const int row = warp * R + r;
+      const int64_t i = i0 + row;
+      bool visible = i < s.seqQ && j < s.seqK && (!s.causal || j <= i);
+      float ds = 0.0f;
+      if (visible) {
+        float qk = 0.0f, dp = 0.0f;
+        for (int d = 0; d < D; ++d) {
+          qk += sQ[row][d] * sK[lane][d];
+          dp += sDO[row][d] * sV[lane][d];
+        }
+        float p = expf(qk * s.scale - rowLse[r]);
+        ds = p * (dp - rowDelta[r]);
+      }
+      for (int jj = 0; jj < kTile; ++jj) {
+        float dsj = __shfl_sync(0xffffffffu, ds, jj);
+        for (int c = 0; c < kPerLane; ++c) {
+          int d = lane + 32 * c;
+          if (d < D)
+            acc[r][c] += dsj * sK[jj][d];
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const int64_t i = i0 + warp * R + r;
+    if (i >= s.seqQ)
+      continue;
+    T *o = dq + qIndex(s, b, i, n);
+    for (int c = 0; c < kPerLane; ++c) {
+      int d = lane + 32 * c;
+      if (d < D)
+        o[d] = fromF<T>(acc[r][c] * s.scale);
+    }
+  }
+}
+
+/// dV_j = sum_i P_ij dO_i, dK_j = scale sum_i dS_ij q_i over the queries of
+/// every head of kv head g.
+template <typename T, int R>
+__global__ void __launch_bounds__(kWarps * 32)
+    attentionDkvKernel(const T *dout, const T *q, const T *k, const T *v,
+                       const float *lse, const float *delta, T *dk, T *dv,
+                       Dims s) {
+  constexpr int kRows = kWarps * R;
+  __shared__ float sK[kRows][kMaxD];
+  __shared__ float sV[kRows][kMaxD];
+  __shared__ float sQ[kTile][kMaxD + 1];
+  __shared__ float sDO[kTile][kMaxD + 1];
+  __shared__ float sLse[kTile], sDelta[kTile];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t b = blockIdx.z, g = blockIdx.y;
+  const int64_t group = s.heads / s.kvHeads;
+  const int64_t j0 = blockIdx.x * int64_t(kRows);
+  const int64_t D = s.headDim;
+  auto kvRow = [&](int r) { return kvIndex(s, b, j0 + r, g); };
+  loadTile(&sK[0][0], kMaxD, kRows, s.seqK - j0, D, k, kvRow);
+  loadTile(&sV[0][0], kMaxD, kRows, s.seqK - j0, D, v, kvRow);
+  float accK[R][kPerLane], accV[R][kPerLane];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < kPerLane; ++c)
+      accK[r][c] = accV[r][c] = 0.0f;
+  int64_t queryStart = s.causal ? (j0 / kTile) * kTile : 0;
+  for (int64_t n = g * group; n < (g + 1) * group; ++n)
+    for (int64_t i0 = queryStart; i0 < s.seqQ; i0 += kTile) {
+      __syncthreads();
+      auto qRow = [&](int r) { return qIndex(s, b, i0 + r, n); };
+      loadTile(&sQ[0][0], kMaxD + 1, kTile, s.seqQ - i0, D, q, qRow);
+      loadTile(&sDO[0][0], kMaxD + 1, kTile, s.seqQ - i0, D, dout, qRow);
+      if (threadIdx.x < kTile) {
+        int64_t i = i0 + threadIdx.x;
+        int64_t at = (b * s.heads + n) * s.seqQ + i;
+        sLse[threadIdx.x] = i < s.seqQ ? lse[at] : 0.0f;
+        sDelta[threadIdx.x] = i < s.seqQ ? delta[at] : 0.0f;
+      }
+      __syncthreads();
+      const int64_t i = i0 + lane;
+      for (int r = 0; r < R; ++r) {
+        const int row = warp * R + r;
+        const int64_t j = j0 + row;
+        bool visible = i < s.seqQ && j < s.seqK && (!s.causal || j <= i);
+        float p = 0.0f, ds = 0.0f;
+        if (visible) {
+          float qk = 0.0f, dp = 0.0f;
+          for (int d = 0; d < D; ++d) {
+            qk += sQ[lane][d] * sK[row][d];
+            dp += sDO[lane][d] * sV[row][d];
+          }
+          p = expf(qk * s.scale - sLse[lane]);
+          ds = p * (dp - sDelta[lane]);
+        }
+        for (int ii = 0; ii < kTile; ++ii) {
+          float pi = __shfl_sync(0xffffffffu, p, ii);
+          float dsi = __shfl_sync(0xffffffffu, ds, ii);
+          for (int c = 0; c < kPerLane; ++c) {
+            int d = lane + 32 * c;
+            if (d < D) {
+              accV[r][c] += pi * sDO[ii][d];
+              accK[r][c] += dsi * sQ[ii][d];
+            }
+          }
+        }
+      }
+    }
+  for (int r = 0; r < R; ++r) {
+    const int64_t j = j0 + warp * R + r;
+    if (j >= s.seqK)
+      continue;
+    int64_t base = kvIndex(s, b, j, g);
+    for (int c = 0; c < kPerLane; ++c) {
+      int d = lane + 32 * c;
+      if (d < D) {
+        dk[base + d] = fromF<T>(accK[r][c] * s.scale);
+        dv[base + d] = fromF<T>(accV[r][c]);
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Binders
+//===----------------------------------------------------------------------===//
+
+constexpr int kFwdRows = 4; // query rows per warp, forward
+constexpr int kBwdRows = 2; // rows per warp, backward passes
+
+Dims attentionShape(const KernelSignature &sig, size_t first) {
+  const TensorType &q = sig.args[first], &k = sig.args[first + 1],
+                   &v = sig.args[first + 2];
+  expectExactRank(sig, q, 4, "q");
+  expectExactRank(sig, k, 4, "k");
+  expectType(sig, v, k, "v");
+  Dims s;
+  s.batch = q.shape[0];
+  s.seqQ = q.shape[1];
+  s.heads = q.shape[2];
+  s.headDim = q.shape[3];
+  s.seqK = k.shape[1];
+  s.kvHeads = k.shape[2];
+  if (k.dtype != q.dtype || k.shape[0] != s.batch || k.shape[3] != s.headDim ||
+      s.kvHeads == 0 || s.heads % s.kvHeads != 0)
+    sig.fail("k " + k.str() + " does not fit q " + q.str());
+  s.causal = sig.attrs->getFlag("causal");
+  double scale = sig.attrs->getF64("scale");
+  if (!(scale > 0))
+    sig.fail("scale must be > 0");
+  s.scale = static_cast<float>(scale);
+  if (s.causal && s.seqQ != s.seqK)
+    sig.fail("causal attention needs seqQ == seqK, found " + q.str() + " and " +
+             k.str());
+  if (s.headDim < 1 || s.headDim > kMaxD)
+    sig.fail("the cuda backend's attention supports head dims 1.." +
+             std::to_string(kMaxD) + ", found " + std::to_string(s.headDim));
+  if (s.seqK < 1)
+    sig.fail("needs at least one key");
+  return s;
+}
+
+void expectLse(const KernelSignature &sig, const TensorType &lse,
+               const Dims &s) {
+  expectType(sig, lse, typeOf(DType::F32, {s.batch, s.heads, s.seqQ}), "lse");
+}
+
+dim3 gridOf(int64_t rows, int rowsPerBlock, int64_t heads, int64_t batch) {
+  return dim3(gridFor(rows, rowsPerBlock), static_cast<unsigned>(heads),
+              static_cast<unsigned>(batch));
+}
+
+BoundKernel bindAttention(const KernelSignature &sig) {
+  Dims s = attentionShape(sig, 0);
+  const TensorType &q = sig.args[0];
+  expectType(sig, sig.results[0], q, "out");
+  expectLse(sig, sig.results[1], s);
+  cudaStream_t st = currentContext().stream;
+  return withFloat(sig, q.dtype, "q", [=](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return [=](void *const *p) {
+      if (s.batch * s.seqQ * s.heads == 0)
+        return;
+      attentionFwdKernel<T, kFwdRows>
+          <<<gridOf(s.seqQ, kWarps * kFwdRows, s.heads, s.batch), kWarps * 32,
+             0, st>>>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]),
+                      out<float>(p[4]), s);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+BoundKernel bindAttentionGrad(const KernelSignature &sig) {
+  Dims s = attentionShape(sig, 1);
+  const TensorType &q = sig.args[1];
+  expectType(sig, sig.args[0], q, "dout");
+  expectType(sig, sig.args[4], q, "out");
+  expectLse(sig, sig.args[5], s);
+  for (size_t i = 0; i < 3; ++i)
+    expectType(sig, sig.results[i], sig.args[1 + i], resultName(i));
+  cudaStream_t st = currentContext().stream;
+  Scratch delta = scratch(std::max<int64_t>(s.batch * s.heads * s.seqQ, 1) * 4);
+  int64_t kvBytes = sig.args[2].bytes();
+  return withFloat(sig, q.dtype, "q", [=](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return [=](void *const *p) {
+      int64_t rows = s.batch * s.heads * s.seqQ;
+      if (rows == 0) {
+        AUTOSHARD_CUDA(cudaMemsetAsync(p[7], 0, kvBytes, st));
+        AUTOSHARD_CUDA(cudaMemsetAsync(p[8], 0, kvBytes, st));
+        return;
+      }
+      attentionDeltaKernel<T><<<gridFor(rows * 32, 256), 256, 0, st>>>(
+          in<T>(p[0]), in<T>(p[4]), delta->as<float>(), s);
+      AUTOSHARD_CUDA_LAUNCHED();
+      attentionDqKernel<T, kBwdRows>
+          <<<gridOf(s.seqQ, kWarps * kBwdRows, s.heads, s.batch), kWarps * 32,
+             0, st>>>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]),
+                      in<float>(p[5]), delta->as<float>(), out<T>(p[6]), s);
+      AUTOSHARD_CUDA_LAUNCHED();
+      attentionDkvKernel<T, kBwdRows>
+          <<<gridOf(s.seqK, kWarps * kBwdRows, s.kvHeads, s.batch), kWarps * 32,
+             0, st>>>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]),
+                      in<float>(p[5]), delta->as<float>(), out<T>(p[7]),
+                      out<T>(p[8]), s);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+} // namespace
+
+void registerAttentionKernels(KernelTable &t) {
+  t.add("attention", bindAttention);
+  t.add("attention_grad", bindAttentionGrad);
+}
+
+} // namespace autoshard::runtime::cuda::kernels

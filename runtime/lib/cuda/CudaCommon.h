@@ -1,0 +1,160 @@
+//===- CudaCommon.h - Helpers of the CUDA kernels -------------*- C++ -*-===//
+//
+// The per-backend context the binders capture (stream, cuBLAS handle, error
+// word), error checking, element-type dispatch (f32 and bf16; ids i32 and
+// i64), operand checks (the CPU binders' checks, repeated here so that the
+// CUDA backend builds without the CPU backend) and launch helpers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_RUNTIME_LIB_CUDA_CUDACOMMON_H
+#define AUTOSHARD_RUNTIME_LIB_CUDA_CUDACOMMON_H
+
+#include "autoshard/runtime/Backend.h"
+#include "autoshard/runtime/cuda/CudaBackend.h"
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace autoshard::runtime::cuda {
+
+using bf16 = __nv_bfloat16;
+
+/// Codes a kernel writes into the backend's device error word (the first
+/// one wins); the host reports them at the next synchronisation.
+enum ErrorCode : int {
+  kErrNone = 0,
+  kErrEmbeddingId = 1,
+  kErrLabel = 2,
+  kErrExpertId = 3,
+  kErrNegativeId = 4,
+  kErrDropoutRange = 5,
+  kErrAdamStep = 6,
+};
+
+/// What a bound kernel needs from its backend.
+struct CudaContext {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  F32GemmMode f32Gemm = F32GemmMode::Fp32;
+  int *errorWord = nullptr; ///< Device int, kErrNone when all is well.
+  int numSMs = 1;
+};
+
+/// The context of the backend that is binding (set by CudaBackend::bind for
+/// the duration of a binder call; binders capture it).
+const CudaContext &currentContext();
+
+/// Throws std::runtime_error("cuda: <what>: <error string>").
+void throwCuda(cudaError_t err, const char *what, const char *file, int line);
+void throwCublas(cublasStatus_t st, const char *what, const char *file,
+                 int line);
+
+#define AUTOSHARD_CUDA(call)                                                   \
+  do {                                                                         \
+    cudaError_t autoshard_err_ = (call);                                       \
+    if (autoshard_err_ != cudaSuccess)                                         \
+      ::autoshard::runtime::cuda::throwCuda(autoshard_err_, #call, __FILE__,   \
+                                            __LINE__);                         \
+  } while (0)
+#define AUTOSHARD_CUBLAS(call)                                                 \
+  do {                                                                         \
+    cublasStatus_t autoshard_st_ = (call);                                     \
+    if (autoshard_st_ != CUBLAS_STATUS_SUCCESS)                                \
+      ::autoshard::runtime::cuda::throwCublas(autoshard_st_, #call, __FILE__,  \
+                                              __LINE__);                       \
+  } while (0)
+/// Checks the launch that just happened.
+#define AUTOSHARD_CUDA_LAUNCHED() AUTOSHARD_CUDA(cudaPeekAtLastError())
+
+/// Device scratch memory owned by a bound kernel (outside the static memory
+/// plan, like the CPU backend's communication staging buffers).
+class DeviceBuffer {
+public:
+  explicit DeviceBuffer(int64_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  void *data() const { return ptr; }
+  template <typename T> T *as() const { return static_cast<T *>(ptr); }
+  int64_t bytes() const { return size; }
+
+private:
+  void *ptr = nullptr;
+  int64_t size = 0;
+};
+using Scratch = std::shared_ptr<DeviceBuffer>;
+inline Scratch scratch(int64_t bytes) {
+  return std::make_shared<DeviceBuffer>(bytes);
+}
+
+/// Blocks of `threads` covering `n` items (at least 1, at most 2^31 - 1).
+unsigned gridFor(int64_t n, int threads);
+
+/// Operand pointer casts.
+template <typename T> const T *in(void *p) { return static_cast<const T *>(p); }
+template <typename T> T *out(void *p) { return static_cast<T *>(p); }
+
+namespace kernels {
+
+std::string argName(size_t i);
+std::string resultName(size_t i);
+void expectType(const KernelSignature &sig, const TensorType &got,
+                const TensorType &want, const std::string &what);
+void expectScalar(const KernelSignature &sig, const TensorType &got,
+                  DType dtype, const std::string &what);
+void expectRank(const KernelSignature &sig, const TensorType &got, size_t rank,
+                const std::string &what);
+void expectExactRank(const KernelSignature &sig, const TensorType &got,
+                     size_t rank, const std::string &what);
+int64_t expectResultsLikeArg0(const KernelSignature &sig);
+int64_t expectAllLikeArg0(const KernelSignature &sig);
+int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end);
+TensorType typeOf(DType dtype, std::vector<int64_t> shape);
+
+/// Calls fn(T{}) with T = float or bf16 for an f32/bf16 `dtype`; fails
+/// naming `what` otherwise.
+template <typename Fn>
+BoundKernel withFloat(const KernelSignature &sig, DType dtype,
+                      const std::string &what, Fn &&fn) {
+  if (dtype == DType::F32)
+    return fn(float{});
+  if (dtype == DType::BF16)
+    return fn(bf16{});
+  sig.fail(what + " has element type " + std::string(dtypeName(dtype)) +
+           "; the cuda backend computes in f32 or bf16");
+}
+
+/// Calls fn(I{}) with I = int32_t or int64_t for an i32/i64 `dtype`.
+template <typename Fn>
+BoundKernel withId(const KernelSignature &sig, DType dtype,
+                   const std::string &what, Fn &&fn) {
+  if (dtype == DType::I32)
+    return fn(int32_t{});
+  if (dtype == DType::I64)
+    return fn(int64_t{});
+  sig.fail(what + " must hold i32 or i64 ids, found " +
+           std::string(dtypeName(dtype)));
+}
+
+/// Registration of each op family (one .cu file each).
+void registerElementwiseKernels(KernelTable &table);
+void registerGemmKernels(KernelTable &table);
+void registerNormKernels(KernelTable &table);
+void registerSequenceKernels(KernelTable &table);
+void registerAttentionKernels(KernelTable &table);
+void registerLossKernels(KernelTable &table);
+void registerOptimizerKernels(KernelTable &table);
+void registerMoeKernels(KernelTable &table);
+void registerCommKernels(KernelTable &table);
+
+} // namespace kernels
+} // namespace autoshard::runtime::cuda
+
+#endif // AUTOSHARD_RUNTIME_LIB_CUDA_CUDACOMMON_H

@@ -1,0 +1,448 @@
+//===- Elementwise.cu - Activations, broadcasting binaries, reductions ----===//
+//
+// GELU (exact and tanh), SiLU, SwiGLU and their gradients; add/sub/mul with
+// a suffix-broadcast rhs; scale; reduce_sum / broadcast over any dims;
+// reshape (a device copy when not in place). Semantics as the CPU kernels
+// (runtime/include/autoshard/runtime/cpu/Activation.h, Elementwise.h); math
+// in fp32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.h"
+#include "DeviceMath.cuh"
+
+#include <algorithm>
+
+namespace autoshard::runtime::cuda::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocksFor(int64_t n) {
+  return std::min<unsigned>(gridFor(n, kThreads), 65535u * 8);
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+constexpr float kSqrtHalf = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+constexpr float kGeluTanhCubic = 0.044715f;
+
+__device__ __forceinline__ float sigmoidF(float x) {
+  return 1.0f / (1.0f + expf(-x));
+}
+__device__ __forceinline__ float siluF(float x) { return x * sigmoidF(x); }
+__device__ __forceinline__ float siluDerivF(float x) {
+  float s = sigmoidF(x);
+  return s * (1.0f + x * (1.0f - s));
+}
+__device__ __forceinline__ float geluF(float x, bool approx) {
+  if (approx) {
+    float inner = kSqrt2OverPi * (x + kGeluTanhCubic * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(inner));
+  }
+  return 0.5f * x * (1.0f + erff(x * kSqrtHalf));
+}
+__device__ __forceinline__ float geluDerivF(float x, bool approx) {
+  if (approx) {
+    float inner = kSqrt2OverPi * (x + kGeluTanhCubic * x * x * x);
+    float t = tanhf(inner);
+    float dInner = kSqrt2OverPi * (1.0f + 3.0f * kGeluTanhCubic * x * x);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dInner;
+  }
+  float cdf = 0.5f * (1.0f + erff(x * kSqrtHalf));
+  float pdf = kInvSqrt2Pi * expf(-0.5f * x * x);
+  return cdf + x * pdf;
+}
+
+enum class Act { Gelu, GeluTanh, Silu };
+
+template <typename T, Act A>
+__global__ void actKernel(const T *x, T *y, int64_t n) {
+  AUTOSHARD_GRID_LOOP(i, n) {
+    float v = toF(x[i]);
+    float r = A == Act::Silu ? siluF(v) : geluF(v, A == Act::GeluTanh);
+    y[i] = fromF<T>(r);
+  }
+}
+
+template <typename T, Act A>
+__global__ void actGradKernel(const T *dy, const T *x, T *dx, int64_t n) {
+  AUTOSHARD_GRID_LOOP(i, n) {
+    float v = toF(x[i]);
+    float d =
+        A == Act::Silu ? siluDerivF(v) : geluDerivF(v, A == Act::GeluTanh);
+    dx[i] = fromF<T>(toF(dy[i]) * d);
+  }
+}
+
+template <typename T>
+__global__ void swigluKernel(const T *gate, const T *up, T *y, int64_t n) {
+  AUTOSHARD_GRID_LOOP(i, n) {
+    y[i] = fromF<T>(siluF(toF(gate[i])) * toF(up[i]));
+  }
+}
+
+template <typename T>
+__global__ void swigluGradKernel(const T *dy, const T *gate, const T *up,
+                                 T *dgate, T *dup, int64_t n) {
+  AUTOSHARD_GRID_LOOP(i, n) {
+    float g = toF(gate[i]), d = toF(dy[i]);
+    float dg = d * toF(up[i]) * siluDerivF(g);
+    float du = d * siluF(g);
+    dgate[i] = fromF<T>(dg);
+    dup[i] = fromF<T>(du);
+  }
+}
+
+template <Act A> BoundKernel bindAct(const KernelSignature &sig) {
+  int64_t n = expectAllLikeArg0(sig);
+  const CudaContext &ctx = currentContext();
+  cudaStream_t s = ctx.stream;
+  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      if (n == 0)
+        return;
+      actKernel<T, A>
+          <<<blocksFor(n), kThreads, 0, s>>>(in<T>(p[0]), out<T>(p[1]), n);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+template <Act A> BoundKernel bindActGrad(const KernelSignature &sig) {
+  int64_t n = expectAllLikeArg0(sig);
+  cudaStream_t s = currentContext().stream;
+  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      if (n == 0)
+        return;
+      actGradKernel<T, A><<<blocksFor(n), kThreads, 0, s>>>(
+          in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), n);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+BoundKernel bindGelu(const KernelSignature &sig) {
+  return sig.attrs->getFlag("tanh_approx") ? bindAct<Act::GeluTanh>(sig)
+                                           : bindAct<Act::Gelu>(sig);
+}
+BoundKernel bindGeluGrad(const KernelSignature &sig) {
+  return sig.attrs->getFlag("tanh_approx") ? bindActGrad<Act::GeluTanh>(sig)
+                                           : bindActGrad<Act::Gelu>(sig);
+}
+
+BoundKernel bindSwiglu(const KernelSignature &sig) {
+  int64_t n = expectAllLikeArg0(sig);
+  cudaStream_t s = currentContext().stream;
+  return withFloat(sig, sig.args[0].dtype, "gate",
+                   [=](auto tag) -> BoundKernel {
+                     using T = decltype(tag);
+                     return [=](void *const *p) {
+                       if (n == 0)
+                         return;
+                       swigluKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
+                           in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), n);
+                       AUTOSHARD_CUDA_LAUNCHED();
+                     };
+                   });
+}
+
+BoundKernel bindSwigluGrad(const KernelSignature &sig) {
+  int64_t n = expectAllLikeArg0(sig);
+  cudaStream_t s = currentContext().stream;
+  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      if (n == 0)
+        return;
+      swigluGradKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
+          in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]), out<T>(p[4]), n);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Binary ops, scale
+//===----------------------------------------------------------------------===//
+
+enum class Bin { Add, Sub, Mul };
+
+template <typename T, Bin B>
+__global__ void binaryKernel(const T *a, const T *b, T *o, int64_t n,
+                             int64_t m) {
+  AUTOSHARD_GRID_LOOP(i, n) {
+    float x = toF(a[i]), y = toF(b[m == n ? i : i % m]);
+    o[i] = fromF<T>(B == Bin::Add ? x + y : B == Bin::Sub ? x - y : x * y);
+  }
+}
+
+template <Bin B> BoundKernel bindBinary(const KernelSignature &sig) {
+  const TensorType &lhs = sig.args[0], &rhs = sig.args[1];
+  int64_t n = expectResultsLikeArg0(sig);
+  bool suffix = rhs.dtype == lhs.dtype &&
+                rhs.shape.size() <= lhs.shape.size() &&
+                std::equal(rhs.shape.begin(), rhs.shape.end(),
+                           lhs.shape.end() - rhs.shape.size());
+  if (!suffix)
+    sig.fail("rhs " + rhs.str() + " must have lhs " + lhs.str() +
+             "'s dtype and a suffix of its shape");
+  int64_t m = rhs.numel();
+  if (m == 0 && n != 0)
+    sig.fail("rhs " + rhs.str() + " is empty");
+  cudaStream_t s = currentContext().stream;
+  return withFloat(sig, lhs.dtype, "lhs", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      if (n == 0)
+        return;
+      binaryKernel<T, B><<<blocksFor(n), kThreads, 0, s>>>(
+          in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), n, m);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+template <typename T>
+__global__ void scaleKernel(const T *x, T *o, int64_t n, float f) {
+  AUTOSHARD_GRID_LOOP(i, n) { o[i] = fromF<T>(f * toF(x[i])); }
+}
+
+BoundKernel bindScale(const KernelSignature &sig) {
+  int64_t n = expectResultsLikeArg0(sig);
+  float factor = static_cast<float>(sig.attrs->getF64("factor"));
+  cudaStream_t s = currentContext().stream;
+  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      if (n == 0)
+        return;
+      scaleKernel<T><<<blocksFor(n), kThreads, 0, s>>>(in<T>(p[0]),
+                                                       out<T>(p[1]), n, factor);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// reduce_sum and broadcast
+//===----------------------------------------------------------------------===//
+
+/// The full shape split into kept dims (the output's) and reduced dims, with
+/// the full shape's strides of each: element (kept k, reduced r) is at
+/// sum(kept coords * keptStride) + sum(reduced coords * redStride).
+struct DimSplit {
+  int numKept = 0, numRed = 0;
+  int64_t keptSize[16], keptStride[16];
+  int64_t redSize[16], redStride[16];
+  int64_t keptNumel = 1, redNumel = 1;
+};
+
+DimSplit splitDims(const std::vector<int64_t> &shape,
+                   const std::vector<int64_t> &dims) {
+  DimSplit d;
+  std::vector<int64_t> stride(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    stride[i - 1] = stride[i] * shape[i];
+  for (size_t i = 0; i < shape.size(); ++i) {
+    bool red = std::find(dims.begin(), dims.end(), int64_t(i)) != dims.end();
+    if (red) {
+      d.redSize[d.numRed] = shape[i];
+      d.redStride[d.numRed++] = stride[i];
+      d.redNumel *= shape[i];
+    } else {
+      d.keptSize[d.numKept] = shape[i];
+      d.keptStride[d.numKept++] = stride[i];
+      d.keptNumel *= shape[i];
+    }
+  }
+  return d;
+}
+
+__device__ __forceinline__ int64_t offsetOf(int64_t linear, int n,
+                                            const int64_t *size,
+                                            const int64_t *stride) {
+  int64_t off = 0;
+  for (int d = n - 1; d >= 0; --d) {
+    off += (linear % size[d]) * stride[d];
+    linear /= size[d];
+  }
+  return off;
+}
+
+/// Block (32, 8): x over 32 consecutive outputs, y splits the reduction;
+/// fp32 accumulation, then a shared-memory sum over y.
+template <typename T>
+__global__ void reduceSumKernel(const T *x, T *out, DimSplit d) {
+  __shared__ float part[8][33];
+  int64_t o = blockIdx.x * int64_t(32) + threadIdx.x;
+  float acc = 0.0f;
+  if (o < d.keptNumel) {
+    int64_t base = offsetOf(o, d.numKept, d.keptSize, d.keptStride);
+    for (int64_t r = threadIdx.y; r < d.redNumel; r += blockDim.y)
+      acc += toF(x[base + offsetOf(r, d.numRed, d.redSize, d.redStride)]);
+  }
+  part[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && o < d.keptNumel) {
+    float sum = 0.0f;
+    for (int y = 0; y < blockDim.y; ++y)
+      sum += part[y][threadIdx.x];
+    out[o] = fromF<T>(sum);
+  }
+}
+
+/// Each output element reads its kept coordinates' x element.
+template <typename T>
+__global__ void broadcastKernel(const T *x, T *out, int64_t n, int rank,
+                                DimSplit d, int64_t *unused) {
+  (void)unused;
+  AUTOSHARD_GRID_LOOP(i, n) {
+    // i -> full coords; x index from the kept coords (row-major in x).
+    // keptStride here holds x's strides; keptSize the full-shape position.
+    int64_t rest = i, xi = 0;
+    for (int k = rank - 1; k >= 0; --k) {
+      int64_t c = rest % d.redSize[k]; // full shape sizes
+      rest /= d.redSize[k];
+      xi += c * d.keptStride[k]; // 0 for broadcast dims
+    }
+    out[i] = x[xi];
+  }
+}
+
+std::vector<int64_t> checkedDims(const KernelSignature &sig, size_t rank) {
+  std::vector<int64_t> dims = sig.attrs->getI64Array("dims");
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] < 0 || dims[i] >= int64_t(rank) ||
+        (i && dims[i] <= dims[i - 1]))
+      sig.fail("attribute 'dims' must be sorted, unique and in [0, " +
+               std::to_string(rank) + ")");
+  if (rank > 16)
+    sig.fail("rank over 16");
+  return dims;
+}
+
+BoundKernel bindReduceSum(const KernelSignature &sig) {
+  const TensorType &x = sig.args[0];
+  std::vector<int64_t> dims = checkedDims(sig, x.shape.size());
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (std::find(dims.begin(), dims.end(), int64_t(d)) == dims.end())
+      kept.push_back(x.shape[d]);
+  expectType(sig, sig.results[0], typeOf(x.dtype, kept), resultName(0));
+  DimSplit split = splitDims(x.shape, dims);
+  cudaStream_t s = currentContext().stream;
+  return withFloat(sig, x.dtype, "x", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      if (split.keptNumel == 0)
+        return;
+      dim3 block(32, 8);
+      reduceSumKernel<T><<<gridFor(split.keptNumel, 32), block, 0, s>>>(
+          in<T>(p[0]), out<T>(p[1]), split);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+BoundKernel bindBroadcast(const KernelSignature &sig) {
+  const TensorType &y = sig.results[0];
+  std::vector<int64_t> dims = checkedDims(sig, y.shape.size());
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < y.shape.size(); ++d)
+    if (std::find(dims.begin(), dims.end(), int64_t(d)) == dims.end())
+      kept.push_back(y.shape[d]);
+  expectType(sig, sig.args[0], typeOf(y.dtype, kept), argName(0));
+  // redSize = full sizes; keptStride = x's stride of each full dim (0 when
+  // broadcast).
+  DimSplit d;
+  int rank = static_cast<int>(y.shape.size());
+  int64_t stride = 1;
+  for (int k = rank - 1; k >= 0; --k) {
+    d.redSize[k] = y.shape[k];
+    bool bcast = std::find(dims.begin(), dims.end(), int64_t(k)) != dims.end();
+    d.keptStride[k] = bcast ? 0 : stride;
+    if (!bcast)
+      stride *= y.shape[k];
+  }
+  int64_t n = y.numel();
+  cudaStream_t s = currentContext().stream;
+  return withFloat(sig, y.dtype, "result", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      if (n == 0)
+        return;
+      broadcastKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
+          in<T>(p[0]), out<T>(p[1]), n, rank, d, nullptr);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+BoundKernel bindReshape(const KernelSignature &sig) {
+  const TensorType &x = sig.args[0], &y = sig.results[0];
+  if (x.dtype != y.dtype || x.numel() != y.numel())
+    sig.fail("result " + y.str() + " must keep x " + x.str() +
+             "'s dtype and element count");
+  int64_t bytes = x.bytes();
+  cudaStream_t s = currentContext().stream;
+  return [=](void *const *p) {
+    if (p[0] != p[1] && bytes > 0)
+      AUTOSHARD_CUDA(
+          cudaMemcpyAsync(p[1], p[0], bytes, cudaMemcpyDeviceToDevice, s));
+  };
+}
+
+/// tfm.microbatch: rows `index, index + count, ...` of x (any element
+/// type), one strided 2-D copy.
+BoundKernel bindMicrobatch(const KernelSignature &sig) {
+  const TensorType &x = sig.args[0], &y = sig.results[0];
+  int64_t index = sig.attrs->getI64("index");
+  int64_t count = sig.attrs->getI64("count");
+  if (x.shape.empty() || count < 1 || index < 0 || index >= count ||
+      x.shape[0] % count != 0)
+    sig.fail("x " + x.str() + " with index " + std::to_string(index) +
+             " and count " + std::to_string(count) +
+             ": need rank >= 1, 0 <= index < count and count dividing dim 0");
+  std::vector<int64_t> shape = x.shape;
+  shape[0] /= count;
+  expectType(sig, y, typeOf(x.dtype, shape), resultName(0));
+  int64_t rows = shape[0];
+  int64_t rowBytes = rows ? y.bytes() / rows : 0;
+  cudaStream_t s = currentContext().stream;
+  return [=](void *const *p) {
+    if (rows == 0 || rowBytes == 0)
+      return;
+    AUTOSHARD_CUDA(cudaMemcpy2DAsync(
+        p[1], rowBytes, static_cast<const char *>(p[0]) + index * rowBytes,
+        count * rowBytes, rowBytes, rows, cudaMemcpyDeviceToDevice, s));
+  };
+}
+
+} // namespace
+
+void registerElementwiseKernels(KernelTable &t) {
+  t.add("gelu", bindGelu);
+  t.add("gelu_grad", bindGeluGrad);
+  t.add("silu", bindAct<Act::Silu>);
+  t.add("silu_grad", bindActGrad<Act::Silu>);
+  t.add("swiglu", bindSwiglu);
+  t.add("swiglu_grad", bindSwigluGrad);
+  t.add("add", bindBinary<Bin::Add>);
+  t.add("sub", bindBinary<Bin::Sub>);
+  t.add("mul", bindBinary<Bin::Mul>);
+  t.add("scale", bindScale);
+  t.add("reduce_sum", bindReduceSum);
+  t.add("broadcast", bindBroadcast);
+  t.add("reshape", bindReshape);
+  t.add("microbatch", bindMicrobatch);
+}
+
+} // namespace autoshard::runtime::cuda::kernels

@@ -1,0 +1,568 @@
+//===- Moe.cu - Mixture-of-experts routing, dispatch and combine ----------===//
+//
+// Top-k softmax routing and its gradient, the Switch-Transformer
+// load-balancing loss (Fedus, Zoph, Shazeer 2021) and capacity-based token
+// permutation, with the CPU backend's slot rule (runtime/include/autoshard/
+// runtime/cpu/Moe.h): within each sequence, (token, choice) pairs take their
+// expert's next free slot in order, dropped beyond the capacity. Slots are
+// assigned by one thread per sequence (the rule is sequential), then every
+// copy / weighted sum runs one thread per element. Router math per token in
+// double, at most 256 experts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.h"
+#include "DeviceMath.cuh"
+
+#include <algorithm>
+
+namespace autoshard::runtime::cuda::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxExperts = 256;
+
+unsigned blocksFor(int64_t n) {
+  return std::min<unsigned>(gridFor(n, kThreads), 65535u * 8);
+}
+
+struct Shape {
+  int64_t batch = 0, seq = 0, experts = 0, topK = 1, capacity = 1, hidden = 0;
+};
+
+template <typename T>
+__device__ void softmaxRow(const T *x, int64_t e, double *p) {
+  double m = -INFINITY;
+  for (int64_t j = 0; j < e; ++j)
+    m = fmax(m, double(toF(x[j])));
+  double s = 0.0;
+  for (int64_t j = 0; j < e; ++j) {
+    p[j] = exp(double(toF(x[j])) - m);
+    s += p[j];
+  }
+  for (int64_t j = 0; j < e; ++j)
+    p[j] /= s;
+}
+
+/// dx = p * (dp - <p, dp>).
+template <typename T>
+__device__ void softmaxBackwardRow(const double *p, const double *dp, int64_t e,
+                                   T *dx) {
+  double dot = 0.0;
+  for (int64_t j = 0; j < e; ++j)
+    dot += p[j] * dp[j];
+  for (int64_t j = 0; j < e; ++j)
+    dx[j] = fromF<T>(static_cast<float>(p[j] * (dp[j] - dot)));
+}
+
+template <typename T, typename I>
+__global__ void routerKernel(const T *logits, T *gates, I *ids, Shape s,
+                             bool renorm) {
+  AUTOSHARD_GRID_LOOP(t, s.batch * s.seq) {
+    double p[kMaxExperts];
+    bool taken[kMaxExperts];
+    softmaxRow(logits + t * s.experts, s.experts, p);
+    for (int64_t x = 0; x < s.experts; ++x)
+      taken[x] = false;
+    double total = 0.0;
+    for (int64_t j = 0; j < s.topK; ++j) {
+      int64_t best = -1;
+      for (int64_t x = 0; x < s.experts; ++x)
+        if (!taken[x] && (best < 0 || p[x] > p[best]))
+          best = x;
+      taken[best] = true;
+      ids[t * s.topK + j] = static_cast<I>(best);
+      total += p[best];
+    }
+    for (int64_t j = 0; j < s.topK; ++j) {
+      double g = p[static_cast<int64_t>(ids[t * s.topK + j])];
+      gates[t * s.topK + j] =
+          fromF<T>(static_cast<float>(renorm ? g / total : g));
+    }
+  }
+}
+
+template <typename T, typename I>
+__global__ void routerGradKernel(const T *dgates, const T *logits, const I *ids,
+                                 T *dlogits, Shape s, bool renorm, int *err) {
+  AUTOSHARD_GRID_LOOP(t, s.batch * s.seq) {
+    double p[kMaxExperts], dp[kMaxExperts];
+    const I *id = ids + t * s.topK;
+    const T *dg = dgates + t * s.topK;
+    bool bad = false;
+    for (int64_t j = 0; j < s.topK; ++j)
+      bad = bad || id[j] < 0 || id[j] >= s.experts;
+    if (bad) {
+      raise(err, kErrExpertId);
+      continue;
+    }
+    softmaxRow(logits + t * s.experts, s.experts, p);
+    for (int64_t x = 0; x < s.experts; ++x)
+      dp[x] = 0.0;
+    if (!renorm) {
+      for (int64_t j = 0; j < s.topK; ++j)
+        dp[id[j]] += toF(dg[j]);
+    } else {
+      double z = 0.0, dot = 0.0;
+      for (int64_t j = 0; j < s.topK; ++j)
+        z += p[id[j]];
+      for (int64_t j = 0; j < s.topK; ++j)
+        dot += toF(dg[j]) * p[id[j]] / z;
+      for (int64_t j = 0; j < s.topK; ++j)
+        dp[id[j]] += (toF(dg[j]) - dot) / z;
+    }
+    softmaxBackwardRow(p, dp, s.experts, dlogits + t * s.experts);
+  }
+}
+
+/// frac[b, e] = (pairs of sequence b routed to e) / (seq * topK).
+template <typename I>
+__global__ void fractionsKernel(const I *ids, Shape s, double *frac, int *err) {
+  AUTOSHARD_GRID_LOOP(b, s.batch) {
+    double *f = frac + b * s.experts;
+    for (int64_t x = 0; x < s.experts; ++x)
+      f[x] = 0.0;
+    int64_t perSeq = s.seq * s.topK;
+    for (int64_t c = b * perSeq; c < (b + 1) * perSeq; ++c) {
+      int64_t e = static_cast<int64_t>(ids[c]);
+      if (e < 0 || e >= s.experts) {
+        raise(err, kErrExpertId);
+        continue;
+      }
+      f[e] += 1.0 / double(perSeq);
+    }
+  }
+}
+
+/// perToken[t] = sum_e f[b, e] p[t, e].
+template <typename T>
+__global__ void auxLossTokenKernel(const T *logits, const double *frac, Shape s,
+                                   double *perToken) {
+  AUTOSHARD_GRID_LOOP(t, s.batch * s.seq) {
+    double p[kMaxExperts];
+    softmaxRow(logits + t * s.experts, s.experts, p);
+    const double *f = frac + (t / s.seq) * s.experts;
+    double v = 0.0;
+    for (int64_t x = 0; x < s.experts; ++x)
+      v += f[x] * p[x];
+    perToken[t] = v;
+  }
+}
+
+__global__ void scaledSumKernel(const double *x, int64_t n, double factor,
+                                float *out) {
+  __shared__ double shared[32];
+  double s = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    s += x[i];
+  s = blockSum(s, shared);
+  if (threadIdx.x == 0)
+    *out = static_cast<float>(s * factor);
+}
+
+template <typename T>
+__global__ void auxLossGradKernel(const float *dloss, const T *logits,
+                                  const double *frac, Shape s, double factor,
+                                  T *dlogits) {
+  AUTOSHARD_GRID_LOOP(t, s.batch * s.seq) {
+    double p[kMaxExperts], dp[kMaxExperts];
+    double coef = double(*dloss) * factor;
+    softmaxRow(logits + t * s.experts, s.experts, p);
+    const double *f = frac + (t / s.seq) * s.experts;
+    for (int64_t x = 0; x < s.experts; ++x)
+      dp[x] = coef * f[x];
+    softmaxBackwardRow(p, dp, s.experts, dlogits + t * s.experts);
+  }
+}
+
+/// slots[c] = capacity slot of choice c or -1 (dropped / bad id).
+template <typename I>
+__global__ void slotsKernel(const I *ids, Shape s, int32_t *slots, int *err) {
+  AUTOSHARD_GRID_LOOP(b, s.batch) {
+    int32_t used[kMaxExperts];
+    for (int64_t x = 0; x < s.experts; ++x)
+      used[x] = 0;
+    int64_t perSeq = s.seq * s.topK;
+    for (int64_t c = b * perSeq; c < (b + 1) * perSeq; ++c) {
+      int64_t e = static_cast<int64_t>(ids[c]);
+      if (e < 0 || e >= s.experts) {
+        raise(err, kErrExpertId);
+        slots[c] = -1;
+        continue;
+      }
+      int32_t slot = used[e]++;
+      slots[c] = slot < s.capacity ? slot : -1;
+    }
+  }
+}
+
+__device__ __forceinline__ int64_t bufferRow(const Shape &s, int64_t expert,
+                                             int64_t b, int64_t slot) {
+  return ((expert * s.batch + b) * s.capacity + slot) * s.hidden;
+}
+
+/// Dispatch: buf[slot row] = x[token]; one thread per (choice, h).
+template <typename T, typename I>
+__global__ void dispatchKernel(const T *x, const I *ids, const int32_t *slots,
+                               T *buf, Shape s) {
+  AUTOSHARD_GRID_LOOP(e, s.batch * s.seq * s.topK * s.hidden) {
+    int64_t c = e / s.hidden, h = e - c * s.hidden;
+    int32_t slot = slots[c];
+    if (slot < 0)
+      continue;
+    int64_t token = c / s.topK, b = token / s.seq;
+    buf[bufferRow(s, static_cast<int64_t>(ids[c]), b, slot) + h] =
+        x[token * s.hidden + h];
+  }
+}
+
+/// dispatch_grad (gates null) / combine: y[token, h] = sum over kept choices
+/// of (gate *) buf[slot row, h].
+template <typename T, typename I>
+__global__ void gatherKernel(const T *buf, const T *gates, const I *ids,
+                             const int32_t *slots, T *y, Shape s) {
+  AUTOSHARD_GRID_LOOP(e, s.batch * s.seq * s.hidden) {
+    int64_t token = e / s.hidden, h = e - token * s.hidden;
+    int64_t b = token / s.seq;
+    float acc = 0.0f;
+    for (int64_t j = 0; j < s.topK; ++j) {
+      int64_t c = token * s.topK + j;
+      int32_t slot = slots[c];
+      if (slot < 0)
+        continue;
+      float v =
+          toF(buf[bufferRow(s, static_cast<int64_t>(ids[c]), b, slot) + h]);
+      acc += gates ? toF(gates[c]) * v : v;
+    }
+    y[e] = fromF<T>(acc);
+  }
+}
+
+/// combine_grad: dbuf[slot row] = gate * dy[token]; one thread per
+/// (choice, h).
+template <typename T, typename I>
+__global__ void combineGradBufKernel(const T *dy, const T *gates, const I *ids,
+                                     const int32_t *slots, T *dbuf, Shape s) {
+  AUTOSHARD_GRID_LOOP(e, s.batch * s.seq * s.topK * s.hidden) {
+    int64_t c = e / s.hidden, h = e - c * s.hidden;
+    int32_t slot = slots[c];
+    if (slot < 0)
+      continue;
+    int64_t token = c / s.topK, b = token / s.seq;
+    dbuf[bufferRow(s, static_cast<int64_t>(ids[c]), b, slot) + h] =
+        fromF<T>(toF(gates[c]) * toF(dy[token * s.hidden + h]));
+  }
+}
+
+/// dgates[c] = <dy[token], buf[slot row]>; one warp per choice.
+template <typename T, typename I>
+__global__ void combineGradGateKernel(const T *dy, const T *buf, const I *ids,
+                                      const int32_t *slots, T *dgates,
+                                      Shape s) {
+  int64_t warp = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+  int lane = threadIdx.x & 31;
+  int64_t choices = s.batch * s.seq * s.topK;
+  if (warp >= choices)
+    return;
+  int32_t slot = slots[warp];
+  float dot = 0.0f;
+  if (slot >= 0) {
+    int64_t token = warp / s.topK, b = token / s.seq;
+    const T *row = buf + bufferRow(s, static_cast<int64_t>(ids[warp]), b, slot);
+    for (int64_t h = lane; h < s.hidden; h += 32)
+      dot += toF(dy[token * s.hidden + h]) * toF(row[h]);
+  }
+  dot = warpSum(dot);
+  if (lane == 0)
+    dgates[warp] = fromF<T>(dot);
+}
+
+//===----------------------------------------------------------------------===//
+// Binders
+//===----------------------------------------------------------------------===//
+
+Shape fromIds(const KernelSignature &sig, const TensorType &ids) {
+  expectExactRank(sig, ids, 3, "expert_ids");
+  Shape s;
+  s.batch = ids.shape[0];
+  s.seq = ids.shape[1];
+  s.topK = ids.shape[2];
+  return s;
+}
+
+void withLogits(const KernelSignature &sig, const TensorType &logits,
+                Shape &s) {
+  expectExactRank(sig, logits, 3, "logits");
+  s.experts = logits.shape[2];
+  expectType(sig, logits, typeOf(logits.dtype, {s.batch, s.seq, s.experts}),
+             "logits");
+  if (s.topK < 1 || s.topK > s.experts)
+    sig.fail("top-k " + std::to_string(s.topK) + " must be in [1, " +
+             std::to_string(s.experts) + "]");
+  if (s.experts > kMaxExperts)
+    sig.fail("the cuda backend routes at most " + std::to_string(kMaxExperts) +
+             " experts, found " + std::to_string(s.experts));
+}
+
+void withBuffer(const KernelSignature &sig, const TensorType &buf, Shape &s) {
+  expectExactRank(sig, buf, 4, "buf");
+  s.experts = buf.shape[0];
+  s.capacity = buf.shape[2];
+  s.hidden = buf.shape[3];
+  if (buf.shape[1] != s.batch || s.topK > s.experts)
+    sig.fail("expert buffer " + buf.str() + " does not fit batch " +
+             std::to_string(s.batch) + " and top-k " + std::to_string(s.topK));
+  if (s.experts > kMaxExperts)
+    sig.fail("the cuda backend routes at most " + std::to_string(kMaxExperts) +
+             " experts");
+  if (s.capacity < 1)
+    sig.fail("capacity must be >= 1");
+}
+
+template <typename Fn>
+BoundKernel withTypes(const KernelSignature &sig, DType t, DType ids, Fn &&fn) {
+  return withFloat(sig, t, "float operands", [&](auto tt) -> BoundKernel {
+    return withId(sig, ids, "expert_ids",
+                  [&](auto it) -> BoundKernel { return fn(tt, it); });
+  });
+}
+
+BoundKernel bindRouter(const KernelSignature &sig) {
+  const TensorType &logits = sig.args[0], &ids = sig.results[1];
+  Shape s = fromIds(sig, ids);
+  withLogits(sig, logits, s);
+  expectType(sig, sig.results[0], typeOf(logits.dtype, ids.shape), "gates");
+  if (sig.attrs->getI64("top_k") != s.topK)
+    sig.fail("attribute 'top_k' differs from expert_ids " + ids.str());
+  bool renorm = sig.attrs->getFlag("renormalize");
+  cudaStream_t st = currentContext().stream;
+  return withTypes(sig, logits.dtype, ids.dtype, [=](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    return BoundKernel([=](void *const *p) {
+      if (s.batch * s.seq == 0)
+        return;
+      routerKernel<T, I><<<gridFor(s.batch * s.seq, 128), 128, 0, st>>>(
+          in<T>(p[0]), out<T>(p[1]), out<I>(p[2]), s, renorm);
+      AUTOSHARD_CUDA_LAUNCHED();
+    });
+  });
+}
+
+BoundKernel bindRouterGrad(const KernelSignature &sig) {
+  const TensorType &logits = sig.args[1], &ids = sig.args[2];
+  Shape s = fromIds(sig, ids);
+  withLogits(sig, logits, s);
+  expectType(sig, sig.args[0], typeOf(logits.dtype, ids.shape), "dgates");
+  expectType(sig, sig.results[0], logits, "dlogits");
+  bool renorm = sig.attrs->getFlag("renormalize");
+  const CudaContext &ctx = currentContext();
+  cudaStream_t st = ctx.stream;
+  int *err = ctx.errorWord;
+  return withTypes(sig, logits.dtype, ids.dtype, [=](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    return BoundKernel([=](void *const *p) {
+      if (s.batch * s.seq == 0)
+        return;
+      routerGradKernel<T, I><<<gridFor(s.batch * s.seq, 128), 128, 0, st>>>(
+          in<T>(p[0]), in<T>(p[1]), in<I>(p[2]), out<T>(p[3]), s, renorm, err);
+      AUTOSHARD_CUDA_LAUNCHED();
+    });
+  });
+}
+
+template <bool Grad> BoundKernel bindAuxLoss(const KernelSignature &sig) {
+  size_t first = Grad ? 1 : 0;
+  if (Grad)
+    expectScalar(sig, sig.args[0], DType::F32, "dloss");
+  const TensorType &logits = sig.args[first], &ids = sig.args[first + 1];
+  Shape s = fromIds(sig, ids);
+  withLogits(sig, logits, s);
+  if (s.batch < 1 || s.seq < 1)
+    sig.fail("needs batch >= 1 and seq >= 1");
+  if (Grad)
+    expectType(sig, sig.results[0], logits, "dlogits");
+  else
+    expectScalar(sig, sig.results[0], DType::F32, "loss");
+  const CudaContext &ctx = currentContext();
+  cudaStream_t st = ctx.stream;
+  int *err = ctx.errorWord;
+  Scratch frac = scratch(s.batch * s.experts * sizeof(double));
+  Scratch perToken = scratch(Grad ? 0 : s.batch * s.seq * sizeof(double));
+  double factor = double(s.experts) / double(s.seq * s.batch);
+  return withTypes(sig, logits.dtype, ids.dtype, [=](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    return BoundKernel([=](void *const *p) {
+      int64_t tokens = s.batch * s.seq;
+      fractionsKernel<I><<<gridFor(s.batch, 64), 64, 0, st>>>(
+          in<I>(p[first + 1]), s, frac->as<double>(), err);
+      AUTOSHARD_CUDA_LAUNCHED();
+      if constexpr (Grad) {
+        auxLossGradKernel<T><<<gridFor(tokens, 128), 128, 0, st>>>(
+            in<float>(p[0]), in<T>(p[1]), frac->as<double>(), s, factor,
+            out<T>(p[3]));
+      } else {
+        auxLossTokenKernel<T><<<gridFor(tokens, 128), 128, 0, st>>>(
+            in<T>(p[0]), frac->as<double>(), s, perToken->as<double>());
+        AUTOSHARD_CUDA_LAUNCHED();
+        scaledSumKernel<<<1, 1024, 0, st>>>(perToken->as<double>(), tokens,
+                                            factor, out<float>(p[2]));
+      }
+      AUTOSHARD_CUDA_LAUNCHED();
+    });
+  });
+}
+
+/// Runs the slot assignment into `slots` (one int32 per choice).
+template <typename I>
+void assignSlots(cudaStream_t st, const I *ids, const Shape &s, int32_t *slots,
+                 int *err) {
+  slotsKernel<I><<<gridFor(s.batch, 64), 64, 0, st>>>(ids, s, slots, err);
+  AUTOSHARD_CUDA_LAUNCHED();
+}
+
+BoundKernel bindDispatch(const KernelSignature &sig) {
+  const TensorType &x = sig.args[0], &ids = sig.args[1];
+  Shape s = fromIds(sig, ids);
+  expectExactRank(sig, x, 3, "x");
+  s.hidden = x.shape[2];
+  expectType(sig, x, typeOf(x.dtype, {s.batch, s.seq, s.hidden}), "x");
+  int64_t experts = sig.attrs->getI64("num_experts");
+  int64_t capacity = sig.attrs->getI64("capacity");
+  expectType(sig, sig.results[0],
+             typeOf(x.dtype, {experts, s.batch, capacity, s.hidden}), "buf");
+  withBuffer(sig, sig.results[0], s);
+  const CudaContext &ctx = currentContext();
+  cudaStream_t st = ctx.stream;
+  int *err = ctx.errorWord;
+  Scratch slots = scratch(std::max<int64_t>(ids.numel(), 1) * 4);
+  int64_t bufBytes = sig.results[0].bytes();
+  return withTypes(sig, x.dtype, ids.dtype, [=](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    return BoundKernel([=](void *const *p) {
+      AUTOSHARD_CUDA(cudaMemsetAsync(p[2], 0, bufBytes, st));
+      int64_t n = s.batch * s.seq * s.topK * s.hidden;
+      if (n == 0)
+        return;
+      assignSlots(st, in<I>(p[1]), s, slots->as<int32_t>(), err);
+      dispatchKernel<T, I><<<blocksFor(n), kThreads, 0, st>>>(
+          in<T>(p[0]), in<I>(p[1]), slots->as<int32_t>(), out<T>(p[2]), s);
+      AUTOSHARD_CUDA_LAUNCHED();
+    });
+  });
+}
+
+BoundKernel bindDispatchGrad(const KernelSignature &sig) {
+  const TensorType &dbuf = sig.args[0], &ids = sig.args[1];
+  Shape s = fromIds(sig, ids);
+  withBuffer(sig, dbuf, s);
+  if (sig.attrs->getI64("capacity") != s.capacity)
+    sig.fail("attribute 'capacity' differs from dbuf " + dbuf.str());
+  expectType(sig, sig.results[0],
+             typeOf(dbuf.dtype, {s.batch, s.seq, s.hidden}), "dx");
+  const CudaContext &ctx = currentContext();
+  cudaStream_t st = ctx.stream;
+  int *err = ctx.errorWord;
+  Scratch slots = scratch(std::max<int64_t>(ids.numel(), 1) * 4);
+  return withTypes(sig, dbuf.dtype, ids.dtype, [=](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    return BoundKernel([=](void *const *p) {
+      int64_t n = s.batch * s.seq * s.hidden;
+      if (n == 0)
+        return;
+      assignSlots(st, in<I>(p[1]), s, slots->as<int32_t>(), err);
+      gatherKernel<T, I><<<blocksFor(n), kThreads, 0, st>>>(
+          in<T>(p[0]), nullptr, in<I>(p[1]), slots->as<int32_t>(), out<T>(p[2]),
+          s);
+      AUTOSHARD_CUDA_LAUNCHED();
+    });
+  });
+}
+
+Shape combineShape(const KernelSignature &sig, size_t first) {
+  const TensorType &buf = sig.args[first], &ids = sig.args[first + 2];
+  Shape s = fromIds(sig, ids);
+  withBuffer(sig, buf, s);
+  expectType(sig, sig.args[first + 1], typeOf(buf.dtype, ids.shape), "gates");
+  return s;
+}
+
+BoundKernel bindCombine(const KernelSignature &sig) {
+  Shape s = combineShape(sig, 0);
+  const TensorType &buf = sig.args[0];
+  expectType(sig, sig.results[0], typeOf(buf.dtype, {s.batch, s.seq, s.hidden}),
+             "y");
+  const CudaContext &ctx = currentContext();
+  cudaStream_t st = ctx.stream;
+  int *err = ctx.errorWord;
+  Scratch slots = scratch(std::max<int64_t>(sig.args[2].numel(), 1) * 4);
+  return withTypes(sig, buf.dtype, sig.args[2].dtype, [=](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    return BoundKernel([=](void *const *p) {
+      int64_t n = s.batch * s.seq * s.hidden;
+      if (n == 0)
+        return;
+      assignSlots(st, in<I>(p[2]), s, slots->as<int32_t>(), err);
+      gatherKernel<T, I><<<blocksFor(n), kThreads, 0, st>>>(
+          in<T>(p[0]), in<T>(p[1]), in<I>(p[2]), slots->as<int32_t>(),
+          out<T>(p[3]), s);
+      AUTOSHARD_CUDA_LAUNCHED();
+    });
+  });
+}
+
+BoundKernel bindCombineGrad(const KernelSignature &sig) {
+  Shape s = combineShape(sig, 1);
+  const TensorType &buf = sig.args[1];
+  expectType(sig, sig.args[0], typeOf(buf.dtype, {s.batch, s.seq, s.hidden}),
+             "dy");
+  expectType(sig, sig.results[0], buf, "dbuf");
+  expectType(sig, sig.results[1], sig.args[2], "dgates");
+  const CudaContext &ctx = currentContext();
+  cudaStream_t st = ctx.stream;
+  int *err = ctx.errorWord;
+  Scratch slots = scratch(std::max<int64_t>(sig.args[3].numel(), 1) * 4);
+  int64_t bufBytes = buf.bytes();
+  return withTypes(sig, buf.dtype, sig.args[3].dtype, [=](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    return BoundKernel([=](void *const *p) {
+      AUTOSHARD_CUDA(cudaMemsetAsync(p[4], 0, bufBytes, st));
+      int64_t choices = s.batch * s.seq * s.topK;
+      if (choices == 0)
+        return;
+      assignSlots(st, in<I>(p[3]), s, slots->as<int32_t>(), err);
+      if (s.hidden > 0) {
+        combineGradBufKernel<T, I>
+            <<<blocksFor(choices * s.hidden), kThreads, 0, st>>>(
+                in<T>(p[0]), in<T>(p[2]), in<I>(p[3]), slots->as<int32_t>(),
+                out<T>(p[4]), s);
+        AUTOSHARD_CUDA_LAUNCHED();
+      }
+      combineGradGateKernel<T, I><<<gridFor(choices * 32, 256), 256, 0, st>>>(
+          in<T>(p[0]), in<T>(p[1]), in<I>(p[3]), slots->as<int32_t>(),
+          out<T>(p[5]), s);
+      AUTOSHARD_CUDA_LAUNCHED();
+    });
+  });
+}
+
+} // namespace
+
+void registerMoeKernels(KernelTable &t) {
+  t.add("moe_router", bindRouter);
+  t.add("moe_router_grad", bindRouterGrad);
+  t.add("moe_aux_loss", bindAuxLoss<false>);
+  t.add("moe_aux_loss_grad", bindAuxLoss<true>);
+  t.add("moe_dispatch", bindDispatch);
+  t.add("moe_dispatch_grad", bindDispatchGrad);
+  t.add("moe_combine", bindCombine);
+  t.add("moe_combine_grad", bindCombineGrad);
+}
+
+} // namespace autoshard::runtime::cuda::kernels

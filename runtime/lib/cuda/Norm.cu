@@ -1,0 +1,199 @@
+//===- Norm.cu - layer_norm and rms_norm, forward and backward ------------===//
+//
+// One thread block per row for the row statistics and dx (fp32 accumulation,
+// two passes over the row: mean, then the centred sum of squares); the
+// backward saves (mean, rstd) per row in scratch memory and a second kernel
+// reduces dgamma / dbeta over rows, 32 columns per block. Semantics as
+// runtime/include/autoshard/runtime/cpu/Norm.h (LayerNorm: Ba et al. 2016;
+// RMSNorm: Zhang, Sennrich 2019).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.h"
+#include "DeviceMath.cuh"
+
+namespace autoshard::runtime::cuda::kernels {
+namespace {
+
+constexpr int kRowThreads = 256;
+
+template <typename T>
+__device__ void rowMeanRstd(const T *xr, int64_t hidden, float eps, bool rms,
+                            float *shared, float &mean, float &rstd) {
+  float sum = 0.0f;
+  if (!rms) {
+    for (int64_t h = threadIdx.x; h < hidden; h += blockDim.x)
+      sum += toF(xr[h]);
+    mean = blockSum(sum, shared) / hidden;
+  } else {
+    mean = 0.0f;
+  }
+  float sq = 0.0f;
+  for (int64_t h = threadIdx.x; h < hidden; h += blockDim.x) {
+    float d = toF(xr[h]) - mean;
+    sq += d * d;
+  }
+  rstd = rsqrtf(blockSum(sq, shared) / hidden + eps);
+}
+
+template <typename T>
+__global__ void normKernel(const T *x, const T *gamma, const T *beta, T *y,
+                           int64_t hidden, float eps, bool rms) {
+  __shared__ float shared[32];
+  const T *xr = x + blockIdx.x * hidden;
+  T *yr = y + blockIdx.x * hidden;
+  float mean, rstd;
+  rowMeanRstd(xr, hidden, eps, rms, shared, mean, rstd);
+  for (int64_t h = threadIdx.x; h < hidden; h += blockDim.x) {
+    float v = (toF(xr[h]) - mean) * rstd * toF(gamma[h]);
+    if (beta)
+      v += toF(beta[h]);
+    yr[h] = fromF<T>(v);
+  }
+}
+
+/// dx of one row; saves (mean, rstd).
+template <typename T>
+__global__ void normGradRowKernel(const T *dy, const T *x, const T *gamma,
+                                  T *dx, float2 *stats, int64_t hidden,
+                                  float eps, bool rms) {
+  __shared__ float shared[32];
+  const T *xr = x + blockIdx.x * hidden, *dyr = dy + blockIdx.x * hidden;
+  T *dxr = dx + blockIdx.x * hidden;
+  float mean, rstd;
+  rowMeanRstd(xr, hidden, eps, rms, shared, mean, rstd);
+  float sumG = 0.0f, sumGXhat = 0.0f;
+  for (int64_t h = threadIdx.x; h < hidden; h += blockDim.x) {
+    float xhat = (toF(xr[h]) - mean) * rstd;
+    float g = toF(dyr[h]) * toF(gamma[h]);
+    sumG += g;
+    sumGXhat += g * xhat;
+  }
+  float meanG = rms ? 0.0f : blockSum(sumG, shared) / hidden;
+  float meanGXhat = blockSum(sumGXhat, shared) / hidden;
+  // LayerNorm: dx = rstd (g - mean(g) - xhat mean(g xhat)); RMSNorm (mean
+  // 0, xhat = x r): dx = r (g - x r^2 mean(g x)) = r (g - xhat mean(g xhat)).
+  for (int64_t h = threadIdx.x; h < hidden; h += blockDim.x) {
+    float xhat = (toF(xr[h]) - mean) * rstd;
+    float g = toF(dyr[h]) * toF(gamma[h]);
+    dxr[h] = fromF<T>(rstd * (g - meanG - xhat * meanGXhat));
+  }
+  if (threadIdx.x == 0)
+    stats[blockIdx.x] = make_float2(mean, rstd);
+}
+
+/// dgamma[h] = sum_r dy xhat, dbeta[h] = sum_r dy; block (32, 8).
+template <typename T>
+__global__ void normGradColKernel(const T *dy, const T *x, const float2 *stats,
+                                  T *dgamma, T *dbeta, int64_t rows,
+                                  int64_t hidden) {
+  __shared__ float pg[8][33], pb[8][33];
+  int64_t h = blockIdx.x * int64_t(32) + threadIdx.x;
+  float g = 0.0f, b = 0.0f;
+  if (h < hidden)
+    for (int64_t r = threadIdx.y; r < rows; r += blockDim.y) {
+      float2 s = stats[r];
+      float d = toF(dy[r * hidden + h]);
+      g += d * (toF(x[r * hidden + h]) - s.x) * s.y;
+      b += d;
+    }
+  pg[threadIdx.y][threadIdx.x] = g;
+  pb[threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  if (threadIdx.y == 0 && h < hidden) {
+    float sg = 0.0f, sb = 0.0f;
+    for (int y = 0; y < blockDim.y; ++y) {
+      sg += pg[y][threadIdx.x];
+      sb += pb[y][threadIdx.x];
+    }
+    dgamma[h] = fromF<T>(sg);
+    if (dbeta)
+      dbeta[h] = fromF<T>(sb);
+  }
+}
+
+/// Checks x [..., H] (operand `xIndex`), gamma and the optional beta [H];
+/// returns {rows, H}.
+std::pair<int64_t, int64_t> normShape(const KernelSignature &sig,
+                                      size_t xIndex) {
+  const TensorType &x = sig.args[xIndex];
+  expectRank(sig, x, 1, "x");
+  int64_t hidden = x.shape.back();
+  for (size_t i = xIndex + 1; i < sig.args.size(); ++i)
+    expectType(sig, sig.args[i], typeOf(x.dtype, {hidden}), argName(i));
+  if (hidden < 1)
+    sig.fail("hidden must be >= 1");
+  return {x.numel() / hidden, hidden};
+}
+
+float epsilonOf(const KernelSignature &sig) {
+  double eps = sig.attrs->getF64("epsilon");
+  if (!(eps >= 0.0))
+    sig.fail("epsilon must be >= 0, found " + std::to_string(eps));
+  return static_cast<float>(eps);
+}
+
+template <bool Rms> BoundKernel bindNorm(const KernelSignature &sig) {
+  std::pair<int64_t, int64_t> shape = normShape(sig, 0);
+  int64_t rows = shape.first, hidden = shape.second;
+  expectResultsLikeArg0(sig);
+  float eps = epsilonOf(sig);
+  bool hasBeta = !Rms && sig.args.size() == 3;
+  cudaStream_t s = currentContext().stream;
+  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      if (rows == 0)
+        return;
+      normKernel<T><<<rows, kRowThreads, 0, s>>>(
+          in<T>(p[0]), in<T>(p[1]), hasBeta ? in<T>(p[2]) : nullptr,
+          out<T>(p[hasBeta ? 3 : 2]), hidden, eps, Rms);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+template <bool Rms> BoundKernel bindNormGrad(const KernelSignature &sig) {
+  expectType(sig, sig.args[1], sig.args[0], "x");
+  std::pair<int64_t, int64_t> shape = normShape(sig, 1);
+  int64_t rows = shape.first, hidden = shape.second;
+  expectType(sig, sig.results[0], sig.args[0], resultName(0));
+  expectType(sig, sig.results[1], sig.args[2], resultName(1));
+  if (!Rms)
+    expectType(sig, sig.results[2], sig.args[2], resultName(2));
+  float eps = epsilonOf(sig);
+  cudaStream_t s = currentContext().stream;
+  Scratch stats = scratch(std::max<int64_t>(rows, 1) * sizeof(float2));
+  int64_t gammaBytes = sig.args[2].bytes();
+  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      T *dbeta = Rms ? nullptr : out<T>(p[5]);
+      if (rows == 0) {
+        AUTOSHARD_CUDA(cudaMemsetAsync(p[4], 0, gammaBytes, s));
+        if (dbeta)
+          AUTOSHARD_CUDA(cudaMemsetAsync(dbeta, 0, gammaBytes, s));
+        return;
+      }
+      normGradRowKernel<T><<<rows, kRowThreads, 0, s>>>(
+          in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]),
+          stats->as<float2>(), hidden, eps, Rms);
+      AUTOSHARD_CUDA_LAUNCHED();
+      normGradColKernel<T><<<gridFor(hidden, 32), dim3(32, 8), 0, s>>>(
+          in<T>(p[0]), in<T>(p[1]), stats->as<float2>(), out<T>(p[4]), dbeta,
+          rows, hidden);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+} // namespace
+
+void registerNormKernels(KernelTable &t) {
+  t.add("layer_norm", bindNorm<false>);
+  t.add("layer_norm_grad", bindNormGrad<false>);
+  t.add("rms_norm", bindNorm<true>);
+  t.add("rms_norm_grad", bindNormGrad<true>);
+}
+
+} // namespace autoshard::runtime::cuda::kernels

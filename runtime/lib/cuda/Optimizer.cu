@@ -1,0 +1,183 @@
+//===- Optimizer.cu - Global gradient norm and AdamW ----------------------===//
+//
+// sum_squares (variadic) accumulates every operand's sum of squares into one
+// device double (block reductions + one double atomic per block), clip_coef
+// is a one-thread kernel, and AdamW (Loshchilov, Hutter 2019; the update of
+// torch.optim.AdamW) is elementwise with lr, step and grad_scale read from
+// device memory; bf16 parameters and states are updated in fp32 and rounded
+// once. Semantics as runtime/include/autoshard/runtime/cpu/Optimizer.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.h"
+#include "DeviceMath.cuh"
+
+#include <algorithm>
+
+namespace autoshard::runtime::cuda::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename T>
+__global__ void sumSquaresKernel(const T *x, int64_t n, double *acc) {
+  __shared__ double shared[32];
+  double s = 0.0;
+  AUTOSHARD_GRID_LOOP(i, n) {
+    double v = toF(x[i]);
+    s += v * v;
+  }
+  s = blockSum(s, shared);
+  if (threadIdx.x == 0)
+    atomicAdd(acc, s);
+}
+
+__global__ void storeFloatKernel(const double *acc, float *out) {
+  *out = static_cast<float>(*acc);
+}
+
+BoundKernel bindSumSquares(const KernelSignature &sig) {
+  expectScalar(sig, sig.results[0], DType::F32, resultName(0));
+  struct Term {
+    bool isBf16;
+    int64_t numel;
+  };
+  std::vector<Term> terms;
+  for (size_t i = 0; i < sig.args.size(); ++i) {
+    DType dt = sig.args[i].dtype;
+    if (dt != DType::F32 && dt != DType::BF16)
+      sig.fail(argName(i) + " is " + sig.args[i].str() +
+               "; the cuda backend sums f32 or bf16");
+    terms.push_back({dt == DType::BF16, sig.args[i].numel()});
+  }
+  const CudaContext &ctx = currentContext();
+  cudaStream_t s = ctx.stream;
+  unsigned maxBlocks = static_cast<unsigned>(ctx.numSMs) * 4;
+  Scratch acc = scratch(sizeof(double));
+  size_t result = terms.size();
+  return [=](void *const *p) {
+    AUTOSHARD_CUDA(cudaMemsetAsync(acc->data(), 0, sizeof(double), s));
+    for (size_t i = 0; i < terms.size(); ++i) {
+      if (terms[i].numel == 0)
+        continue;
+      unsigned blocks = std::min(gridFor(terms[i].numel, kThreads), maxBlocks);
+      if (terms[i].isBf16)
+        sumSquaresKernel<<<blocks, kThreads, 0, s>>>(
+            in<bf16>(p[i]), terms[i].numel, acc->as<double>());
+      else
+        sumSquaresKernel<<<blocks, kThreads, 0, s>>>(
+            in<float>(p[i]), terms[i].numel, acc->as<double>());
+      AUTOSHARD_CUDA_LAUNCHED();
+    }
+    storeFloatKernel<<<1, 1, 0, s>>>(acc->as<double>(), out<float>(p[result]));
+    AUTOSHARD_CUDA_LAUNCHED();
+  };
+}
+
+/// norm = sqrt(sumsq), coef = min(1, maxNorm / (norm + 1e-6)).
+__global__ void clipCoefKernel(const float *sumsq, double maxNorm, float *coef,
+                               float *norm) {
+  double n = sqrt(fmax(double(*sumsq), 0.0));
+  *coef = static_cast<float>(fmin(1.0, maxNorm / (n + 1e-6)));
+  *norm = static_cast<float>(n);
+}
+
+BoundKernel bindClipCoef(const KernelSignature &sig) {
+  expectScalar(sig, sig.args[0], DType::F32, "sumsq");
+  expectScalar(sig, sig.results[0], DType::F32, "coef");
+  expectScalar(sig, sig.results[1], DType::F32, "norm");
+  double maxNorm = sig.attrs->getF64("max_norm");
+  if (!(maxNorm > 0))
+    sig.fail("attribute 'max_norm' must be > 0, found " +
+             std::to_string(maxNorm));
+  cudaStream_t s = currentContext().stream;
+  return [=](void *const *p) {
+    clipCoefKernel<<<1, 1, 0, s>>>(in<float>(p[0]), maxNorm, out<float>(p[1]),
+                                   out<float>(p[2]));
+    AUTOSHARD_CUDA_LAUNCHED();
+  };
+}
+
+struct AdamAttrs {
+  double beta1, beta2, epsilon, weightDecay;
+};
+
+template <typename T>
+__global__ void adamwKernel(const T *param, const T *grad, const T *m,
+                            const T *v, T *newParam, T *newM, T *newV,
+                            int64_t n, const float *lr, const int64_t *step,
+                            const float *gradScale, AdamAttrs a, int *err) {
+  // Per-step constants, as the CPU kernel computes them (in double).
+  __shared__ float c[4]; // decay, stepSize, invSqrtBc2, gradScale
+  if (threadIdx.x == 0) {
+    int64_t t = *step;
+    if (t < 1) {
+      raise(err, kErrAdamStep);
+      t = 1;
+    }
+    double l = *lr;
+    c[0] = static_cast<float>(1.0 - l * a.weightDecay);
+    c[1] = static_cast<float>(l / (1.0 - pow(a.beta1, double(t))));
+    c[2] = static_cast<float>(1.0 / sqrt(1.0 - pow(a.beta2, double(t))));
+    c[3] = *gradScale;
+  }
+  __syncthreads();
+  const float decay = c[0], stepSize = c[1], invSqrtBc2 = c[2], gs = c[3];
+  const float b1 = static_cast<float>(a.beta1),
+              b2 = static_cast<float>(a.beta2);
+  const float omb1 = static_cast<float>(1.0 - a.beta1);
+  const float omb2 = static_cast<float>(1.0 - a.beta2);
+  const float eps = static_cast<float>(a.epsilon);
+  AUTOSHARD_GRID_LOOP(i, n) {
+    float g = toF(grad[i]) * gs;
+    float mi = b1 * toF(m[i]) + omb1 * g;
+    float vi = b2 * toF(v[i]) + omb2 * g * g;
+    float denom = sqrtf(vi) * invSqrtBc2 + eps;
+    newParam[i] = fromF<T>(toF(param[i]) * decay - stepSize * mi / denom);
+    newM[i] = fromF<T>(mi);
+    newV[i] = fromF<T>(vi);
+  }
+}
+
+BoundKernel bindAdamw(const KernelSignature &sig) {
+  const TensorType &param = sig.args[0];
+  expectType(sig, sig.args[1], param, "grad");
+  expectType(sig, sig.args[2], param, "m");
+  expectType(sig, sig.args[3], param, "v");
+  expectScalar(sig, sig.args[4], DType::F32, "lr");
+  expectScalar(sig, sig.args[5], DType::I64, "step");
+  expectScalar(sig, sig.args[6], DType::F32, "grad_scale");
+  int64_t n = expectResultsLikeArg0(sig);
+  AdamAttrs a;
+  a.beta1 = sig.attrs->getF64("beta1");
+  a.beta2 = sig.attrs->getF64("beta2");
+  a.epsilon = sig.attrs->getF64("epsilon");
+  a.weightDecay = sig.attrs->getF64("weight_decay");
+  const CudaContext &ctx = currentContext();
+  cudaStream_t s = ctx.stream;
+  int *err = ctx.errorWord;
+  unsigned maxBlocks = static_cast<unsigned>(ctx.numSMs) * 8;
+  return withFloat(sig, param.dtype, "param", [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=](void *const *p) {
+      if (n == 0)
+        return;
+      unsigned blocks = std::min(gridFor(n, kThreads), maxBlocks);
+      adamwKernel<T><<<blocks, kThreads, 0, s>>>(
+          in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]), out<T>(p[7]),
+          out<T>(p[8]), out<T>(p[9]), n, in<float>(p[4]), in<int64_t>(p[5]),
+          in<float>(p[6]), a, err);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+} // namespace
+
+void registerOptimizerKernels(KernelTable &t) {
+  t.add("sum_squares", bindSumSquares);
+  t.add("clip_coef", bindClipCoef);
+  t.add("adamw", bindAdamw);
+}
+
+} // namespace autoshard::runtime::cuda::kernels

@@ -1,0 +1,463 @@
+//===- Sequence.cu - Embeddings, RoPE and dropout -------------------------===//
+//
+// Token / position / vocab-parallel embeddings and their scatter-add
+// backward (fp32 atomics; a bf16 table accumulates in an fp32 scratch copy),
+// RoPE with the CPU backend's cos/sin table (computed on the host in double,
+// uploaded once), and dropout with the Philox masks of
+// autoshard/runtime/Philox.h, so the GPU drops exactly the CPU's elements.
+// Semantics as runtime/include/autoshard/runtime/cpu/{Embedding, Rope,
+// Dropout, VocabParallel}.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/runtime/Philox.h"
+
+#include "CudaCommon.h"
+#include "DeviceMath.cuh"
+
+#include <algorithm>
+#include <cmath>
+
+namespace autoshard::runtime::cuda::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocksFor(int64_t n) {
+  return std::min<unsigned>(gridFor(n, kThreads), 65535u * 8);
+}
+
+std::vector<int64_t> withHidden(const TensorType &ids, int64_t hidden) {
+  std::vector<int64_t> shape = ids.shape;
+  shape.push_back(hidden);
+  return shape;
+}
+
+//===----------------------------------------------------------------------===//
+// Embeddings
+//===----------------------------------------------------------------------===//
+
+/// out[i, :] = table[ids[i] - offset, :] when that row is in [0, rows);
+/// otherwise zeros, and (`strict`) an error, or (vocab-parallel) an error
+/// for a negative id only. `shard` (device i64) sets offset = shard * rows.
+template <typename T, typename I>
+__global__ void embeddingKernel(const I *ids, int64_t n, const T *table,
+                                int64_t rows, int64_t hidden, T *out,
+                                const int64_t *shard, bool strict, int *err) {
+  int64_t offset = shard ? *shard * rows : 0;
+  AUTOSHARD_GRID_LOOP(e, n * hidden) {
+    int64_t i = e / hidden, h = e - i * hidden;
+    int64_t id = static_cast<int64_t>(ids[i]);
+    int64_t row = id - offset;
+    bool ok = row >= 0 && row < rows;
+    if (!ok && h == 0 && (strict || id < 0))
+      raise(err, strict ? kErrEmbeddingId : kErrNegativeId);
+    out[e] = ok ? table[row * hidden + h] : fromF<T>(0.0f);
+  }
+}
+
+template <typename I>
+__global__ void embeddingGradKernel(const I *ids, int64_t n, const float *dy32,
+                                    const void *dyAny, bool dyIsBf16,
+                                    int64_t rows, int64_t hidden, float *acc,
+                                    const int64_t *shard, bool strict,
+                                    int *err) {
+  int64_t offset = shard ? *shard * rows : 0;
+  AUTOSHARD_GRID_LOOP(e, n * hidden) {
+    int64_t i = e / hidden, h = e - i * hidden;
+    int64_t id = static_cast<int64_t>(ids[i]);
+    int64_t row = id - offset;
+    if (row < 0 || row >= rows) {
+      if (h == 0 && (strict || id < 0))
+        raise(err, strict ? kErrEmbeddingId : kErrNegativeId);
+      continue;
+    }
+    float v = dyIsBf16 ? __bfloat162float(static_cast<const bf16 *>(dyAny)[e])
+                       : dy32[e];
+    atomicAdd(acc + row * hidden + h, v);
+  }
+}
+
+__global__ void toBf16Kernel(const float *x, bf16 *y, int64_t n) {
+  AUTOSHARD_GRID_LOOP(i, n) { y[i] = __float2bfloat16_rn(x[i]); }
+}
+
+template <typename T, typename I>
+BoundKernel embeddingFwd(const KernelSignature &sig, int64_t n, int64_t vocab,
+                         int64_t hidden, bool vocabParallel) {
+  const CudaContext &ctx = currentContext();
+  cudaStream_t s = ctx.stream;
+  int *err = ctx.errorWord;
+  return [=](void *const *p) {
+    if (n * hidden == 0)
+      return;
+    embeddingKernel<T, I><<<blocksFor(n * hidden), kThreads, 0, s>>>(
+        in<I>(p[0]), n, in<T>(p[1]), vocab, hidden,
+        out<T>(p[vocabParallel ? 3 : 2]),
+        vocabParallel ? in<int64_t>(p[2]) : nullptr, !vocabParallel, err);
+    AUTOSHARD_CUDA_LAUNCHED();
+  };
+}
+
+template <typename T, typename I>
+BoundKernel embeddingBwd(const KernelSignature &sig, int64_t n, int64_t vocab,
+                         int64_t hidden, bool vocabParallel) {
+  const CudaContext &ctx = currentContext();
+  cudaStream_t s = ctx.stream;
+  int *err = ctx.errorWord;
+  constexpr bool isBf16 = std::is_same_v<T, bf16>;
+  Scratch acc = scratch(isBf16 ? vocab * hidden * int64_t(sizeof(float)) : 0);
+  return [=](void *const *p) {
+    T *dtable = out<T>(p[vocabParallel ? 3 : 2]);
+    float *sum = isBf16 ? acc->as<float>() : reinterpret_cast<float *>(dtable);
+    AUTOSHARD_CUDA(cudaMemsetAsync(sum, 0, vocab * hidden * sizeof(float), s));
+    if (n * hidden > 0) {
+      embeddingGradKernel<I><<<blocksFor(n * hidden), kThreads, 0, s>>>(
+          in<I>(p[0]), n, isBf16 ? nullptr : in<float>(p[1]), p[1], isBf16,
+          vocab, hidden, sum, vocabParallel ? in<int64_t>(p[2]) : nullptr,
+          !vocabParallel, err);
+      AUTOSHARD_CUDA_LAUNCHED();
+    }
+    if constexpr (isBf16) {
+      toBf16Kernel<<<blocksFor(vocab * hidden), kThreads, 0, s>>>(
+          sum, reinterpret_cast<bf16 *>(dtable), vocab * hidden);
+      AUTOSHARD_CUDA_LAUNCHED();
+    }
+  };
+}
+
+BoundKernel bindEmbedding(const KernelSignature &sig) {
+  const TensorType &ids = sig.args[0], &table = sig.args[1];
+  expectExactRank(sig, table, 2, "table");
+  int64_t vocab = table.shape[0], hidden = table.shape[1], n = ids.numel();
+  expectType(sig, sig.results[0], typeOf(table.dtype, withHidden(ids, hidden)),
+             resultName(0));
+  return withFloat(sig, table.dtype, "table", [&](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return withId(sig, ids.dtype, "ids", [&](auto i) -> BoundKernel {
+      return embeddingFwd<T, decltype(i)>(sig, n, vocab, hidden, false);
+    });
+  });
+}
+
+BoundKernel bindEmbeddingGrad(const KernelSignature &sig) {
+  const TensorType &ids = sig.args[0], &dy = sig.args[1];
+  expectRank(sig, dy, 1, "dy");
+  int64_t hidden = dy.shape.back(), n = ids.numel();
+  int64_t vocab = sig.attrs->getI64("num_embeddings");
+  expectType(sig, dy, typeOf(dy.dtype, withHidden(ids, hidden)), "dy");
+  expectType(sig, sig.results[0], typeOf(dy.dtype, {vocab, hidden}),
+             resultName(0));
+  return withFloat(sig, dy.dtype, "dy", [&](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return withId(sig, ids.dtype, "ids", [&](auto i) -> BoundKernel {
+      return embeddingBwd<T, decltype(i)>(sig, n, vocab, hidden, false);
+    });
+  });
+}
+
+BoundKernel bindVocabEmbedding(const KernelSignature &sig) {
+  const TensorType &ids = sig.args[0], &table = sig.args[1];
+  expectExactRank(sig, table, 2, "table");
+  expectScalar(sig, sig.args[2], DType::I64, "shard");
+  int64_t vocab = table.shape[0], hidden = table.shape[1], n = ids.numel();
+  expectType(sig, sig.results[0], typeOf(table.dtype, withHidden(ids, hidden)),
+             resultName(0));
+  return withFloat(sig, table.dtype, "table", [&](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return withId(sig, ids.dtype, "ids", [&](auto i) -> BoundKernel {
+      return embeddingFwd<T, decltype(i)>(sig, n, vocab, hidden, true);
+    });
+  });
+}
+
+BoundKernel bindVocabEmbeddingGrad(const KernelSignature &sig) {
+  const TensorType &ids = sig.args[0], &dy = sig.args[1];
+  expectRank(sig, dy, 1, "dy");
+  expectScalar(sig, sig.args[2], DType::I64, "shard");
+  int64_t hidden = dy.shape.back(), n = ids.numel();
+  int64_t vocab = sig.attrs->getI64("num_embeddings");
+  if (vocab < 1)
+    sig.fail("attribute 'num_embeddings' must be >= 1, found " +
+             std::to_string(vocab));
+  expectType(sig, dy, typeOf(dy.dtype, withHidden(ids, hidden)), "dy");
+  expectType(sig, sig.results[0], typeOf(dy.dtype, {vocab, hidden}),
+             resultName(0));
+  return withFloat(sig, dy.dtype, "dy", [&](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return withId(sig, ids.dtype, "ids", [&](auto i) -> BoundKernel {
+      return embeddingBwd<T, decltype(i)>(sig, n, vocab, hidden, true);
+    });
+  });
+}
+
+/// dtable[s, h] = sum_o dy[o, s, h] for s < seqLen, 0 after.
+template <typename T>
+__global__ void positionGradKernel(const T *dy, int64_t outer, int64_t seqLen,
+                                   int64_t hidden, int64_t positions,
+                                   T *dtable) {
+  AUTOSHARD_GRID_LOOP(e, positions * hidden) {
+    float acc = 0.0f;
+    if (e < seqLen * hidden)
+      for (int64_t o = 0; o < outer; ++o)
+        acc += toF(dy[o * seqLen * hidden + e]);
+    dtable[e] = fromF<T>(acc);
+  }
+}
+
+BoundKernel bindPositionEmbedding(const KernelSignature &sig) {
+  const TensorType &table = sig.args[0];
+  expectExactRank(sig, table, 2, "table");
+  int64_t positions = table.shape[0], hidden = table.shape[1];
+  int64_t seqLen = sig.attrs->getI64("seq_len");
+  if (seqLen < 1 || seqLen > positions)
+    sig.fail("seq_len " + std::to_string(seqLen) + " is out of range [1, " +
+             std::to_string(positions) + "]");
+  expectType(sig, sig.results[0], typeOf(table.dtype, {seqLen, hidden}),
+             resultName(0));
+  int64_t bytes = sig.results[0].bytes();
+  cudaStream_t s = currentContext().stream;
+  return [=](void *const *p) {
+    if (bytes > 0 && p[0] != p[1])
+      AUTOSHARD_CUDA(
+          cudaMemcpyAsync(p[1], p[0], bytes, cudaMemcpyDeviceToDevice, s));
+  };
+}
+
+BoundKernel bindPositionEmbeddingGrad(const KernelSignature &sig) {
+  const TensorType &dy = sig.args[0];
+  expectRank(sig, dy, 2, "dy");
+  size_t r = dy.shape.size();
+  int64_t outer = product(dy.shape, 0, r - 2), seqLen = dy.shape[r - 2],
+          hidden = dy.shape[r - 1];
+  int64_t positions = sig.attrs->getI64("num_positions");
+  if (seqLen > positions)
+    sig.fail("seq_len " + std::to_string(seqLen) + " exceeds num_positions " +
+             std::to_string(positions));
+  expectType(sig, sig.results[0], typeOf(dy.dtype, {positions, hidden}),
+             resultName(0));
+  cudaStream_t s = currentContext().stream;
+  return withFloat(sig, dy.dtype, "dy", [=](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return [=](void *const *p) {
+      if (positions * hidden == 0)
+        return;
+      positionGradKernel<T><<<blocksFor(positions * hidden), kThreads, 0, s>>>(
+          in<T>(p[0]), outer, seqLen, hidden, positions, out<T>(p[1]));
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// RoPE
+//===----------------------------------------------------------------------===//
+
+/// Rotates the (i, i + D/2) pairs of every [b, p, n] row by the table's
+/// angle of (p, i): cs[p * half + i] = (cos, sign * sin).
+template <typename T>
+__global__ void ropeKernel(const T *x, T *y, const float2 *cs, int64_t rows,
+                           int64_t seq, int64_t heads, int64_t half) {
+  AUTOSHARD_GRID_LOOP(e, rows * half) {
+    int64_t row = e / half, i = e - row * half;
+    int64_t pos = (row / heads) % seq;
+    float2 c = cs[pos * half + i];
+    const T *xr = x + row * 2 * half;
+    T *yr = y + row * 2 * half;
+    float x1 = toF(xr[i]), x2 = toF(xr[i + half]);
+    yr[i] = fromF<T>(x1 * c.x - x2 * c.y);
+    yr[i + half] = fromF<T>(x2 * c.x + x1 * c.y);
+  }
+}
+
+template <bool Grad> BoundKernel bindRope(const KernelSignature &sig) {
+  const TensorType &x = sig.args[0];
+  expectExactRank(sig, x, 4, Grad ? "dy" : "x");
+  expectResultsLikeArg0(sig);
+  int64_t batch = x.shape[0], seq = x.shape[1], heads = x.shape[2],
+          headDim = x.shape[3];
+  double theta = sig.attrs->getF64("theta");
+  if (headDim % 2 != 0 || headDim < 2 || !(theta > 0))
+    sig.fail("needs an even head dim and theta > 0, found " + x.str() +
+             " and theta " + std::to_string(theta));
+  int64_t half = headDim / 2;
+  // The CPU kernel's table (Rope.cpp): angles in double, rounded to fp32.
+  std::vector<float2> table(std::max<int64_t>(seq * half, 1));
+  double sign = Grad ? -1.0 : 1.0;
+  for (int64_t p = 0; p < seq; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      double invFreq = std::pow(theta, -2.0 * static_cast<double>(i) / headDim);
+      double angle = static_cast<double>(p) * invFreq;
+      table[p * half + i] =
+          make_float2(static_cast<float>(std::cos(angle)),
+                      static_cast<float>(sign * std::sin(angle)));
+    }
+  Scratch cs = scratch(table.size() * sizeof(float2));
+  AUTOSHARD_CUDA(cudaMemcpy(cs->data(), table.data(),
+                            table.size() * sizeof(float2),
+                            cudaMemcpyHostToDevice));
+  int64_t rows = batch * seq * heads;
+  cudaStream_t s = currentContext().stream;
+  return withFloat(sig, x.dtype, "x", [=](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return [=](void *const *p) {
+      if (rows * half == 0)
+        return;
+      ropeKernel<T><<<blocksFor(rows * half), kThreads, 0, s>>>(
+          in<T>(p[0]), out<T>(p[1]), cs->as<float2>(), rows, seq, heads, half);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+/// A block of a global tensor (dropout_local): local shape, global
+/// row-major strides, and the shard operands setting each sharded dim's
+/// offset (shard * local size).
+struct DropoutGeometry {
+  int rank = 0;
+  int64_t shape[16];
+  int64_t globalStride[16];
+  int numShards = 0;
+  int shardDim[16];
+  const int64_t *shard[16];
+};
+
+template <typename T>
+__global__ void dropoutKernel(const T *x, T *y, int64_t n, const int64_t *step,
+                              const int64_t *layer, uint64_t seed, int site,
+                              uint32_t threshold, float keepScale,
+                              DropoutGeometry g, int *err) {
+  int64_t st = *step, ly = *layer;
+  if (st < 0 || st >= (int64_t(1) << 32) || ly < 0 || ly >= (1 << 16)) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+      raise(err, kErrDropoutRange);
+    return;
+  }
+  DropoutStream stream;
+  stream.key = philoxKey(seed);
+  stream.step = static_cast<uint32_t>(st);
+  stream.layerSite = static_cast<uint32_t>(ly << 16 | site);
+  stream.threshold = threshold;
+  int64_t offset[16];
+  for (int d = 0; d < g.rank; ++d)
+    offset[d] = 0;
+  for (int k = 0; k < g.numShards; ++k)
+    offset[g.shardDim[k]] = *g.shard[k] * g.shape[g.shardDim[k]];
+  AUTOSHARD_GRID_LOOP(i, n) {
+    uint64_t index = static_cast<uint64_t>(i);
+    if (g.numShards > 0) {
+      int64_t rest = i, global = 0;
+      for (int d = g.rank - 1; d >= 0; --d) {
+        global += (rest % g.shape[d] + offset[d]) * g.globalStride[d];
+        rest /= g.shape[d];
+      }
+      index = static_cast<uint64_t>(global);
+    }
+    bool keep = stream.keep(index);
+    y[i] = keep ? fromF<T>(toF(x[i]) * keepScale) : fromF<T>(0.0f);
+  }
+}
+
+template <bool Local> BoundKernel bindDropout(const KernelSignature &sig) {
+  int64_t n = expectResultsLikeArg0(sig);
+  expectScalar(sig, sig.args[1], DType::I64, "step");
+  expectScalar(sig, sig.args[2], DType::I64, "layer");
+  double rate = sig.attrs->getF64("rate");
+  int64_t site = sig.attrs->getI64("site");
+  if (!(rate >= 0.0 && rate < 1.0))
+    sig.fail("rate must be in [0, 1), found " + std::to_string(rate));
+  if (site < 0 || site >= (1 << 16))
+    sig.fail("site must be in [0, 2^16), found " + std::to_string(site));
+  DropoutGeometry g;
+  const std::vector<int64_t> &shape = sig.args[0].shape;
+  if (Local) {
+    std::vector<int64_t> globalShape = sig.attrs->getI64Array("global_shape");
+    std::vector<int64_t> shardDims = sig.attrs->getI64Array("shard_dims");
+    const size_t numShards = sig.args.size() - 3;
+    if (shardDims.size() != numShards)
+      sig.fail("needs one shard operand per shard_dims entry: " +
+               std::to_string(shardDims.size()) + " shard_dims, " +
+               std::to_string(numShards) + " shard operands");
+    if (globalShape.size() != shape.size())
+      sig.fail("global_shape must have the rank " +
+               std::to_string(shape.size()) + " of x, found rank " +
+               std::to_string(globalShape.size()));
+    if (shape.size() > 16)
+      sig.fail("rank over 16");
+    for (size_t k = 0; k < numShards; ++k) {
+      expectScalar(sig, sig.args[3 + k], DType::I64, "shard");
+      int64_t d = shardDims[k];
+      if (d < 0 || d >= static_cast<int64_t>(shape.size()) ||
+          (k > 0 && shardDims[k - 1] >= d))
+        sig.fail("shard_dims must be strictly increasing dims of x");
+      if (shape[d] < 1 || globalShape[d] % shape[d] != 0)
+        sig.fail("global dim " + std::to_string(d) + " (" +
+                 std::to_string(globalShape[d]) +
+                 ") is not a multiple of the local dim " +
+                 std::to_string(shape[d]));
+      g.shardDim[k] = static_cast<int>(d);
+    }
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (std::find(shardDims.begin(), shardDims.end(), int64_t(d)) ==
+              shardDims.end() &&
+          shape[d] != globalShape[d])
+        sig.fail("dim " + std::to_string(d) +
+                 " is not sharded, so the local dim " +
+                 std::to_string(shape[d]) + " must equal the global dim " +
+                 std::to_string(globalShape[d]));
+    g.rank = static_cast<int>(shape.size());
+    g.numShards = static_cast<int>(numShards);
+    int64_t stride = 1;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      g.shape[d] = shape[d];
+      g.globalStride[d] = stride;
+      stride *= globalShape[d];
+    }
+  }
+  uint32_t threshold = static_cast<uint32_t>(std::ceil(rate * 16777216.0));
+  float keepScale = static_cast<float>(1.0 / (1.0 - rate));
+  uint64_t seed = sig.seed;
+  const CudaContext &ctx = currentContext();
+  cudaStream_t s = ctx.stream;
+  int *err = ctx.errorWord;
+  size_t result = sig.args.size();
+  return withFloat(sig, sig.args[0].dtype, "x", [=](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return [=](void *const *p) {
+      if (n == 0)
+        return;
+      DropoutGeometry geo = g;
+      for (int k = 0; k < geo.numShards; ++k)
+        geo.shard[k] = in<int64_t>(p[3 + k]);
+      dropoutKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
+          in<T>(p[0]), out<T>(p[result]), n, in<int64_t>(p[1]),
+          in<int64_t>(p[2]), seed, static_cast<int>(site), threshold, keepScale,
+          geo, err);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+} // namespace
+
+void registerSequenceKernels(KernelTable &t) {
+  t.add("embedding", bindEmbedding);
+  t.add("embedding_grad", bindEmbeddingGrad);
+  t.add("position_embedding", bindPositionEmbedding);
+  t.add("position_embedding_grad", bindPositionEmbeddingGrad);
+  t.add("vocab_embedding", bindVocabEmbedding);
+  t.add("vocab_embedding_grad", bindVocabEmbeddingGrad);
+  t.add("rope", bindRope<false>);
+  t.add("rope_grad", bindRope<true>);
+  // Forward and backward apply the same mask and scale.
+  t.add("dropout", bindDropout<false>);
+  t.add("dropout_grad", bindDropout<false>);
+  t.add("dropout_local", bindDropout<true>);
+  t.add("dropout_local_grad", bindDropout<true>);
+}
+
+} // namespace autoshard::runtime::cuda::kernels

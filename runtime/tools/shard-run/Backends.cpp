@@ -1,0 +1,75 @@
+//===- Backends.cpp - The backends shard-run was built with ---------------===//
+
+#include "Backends.h"
+
+#if AUTOSHARD_HAVE_CPU_BACKEND
+#include "autoshard/runtime/CpuBackend.h"
+#endif
+#if AUTOSHARD_HAVE_CUDA_BACKEND
+#include "autoshard/runtime/cuda/CudaBackend.h"
+#if AUTOSHARD_HAVE_NCCL
+#include "autoshard/runtime/cuda/NcclWorld.h"
+#endif
+#endif
+
+#include <stdexcept>
+
+namespace autoshard::shardrun {
+
+using namespace autoshard::runtime;
+
+std::string builtBackends() {
+  std::string list;
+#if AUTOSHARD_HAVE_CPU_BACKEND
+  list += "cpu";
+#endif
+#if AUTOSHARD_HAVE_CUDA_BACKEND
+  list += list.empty() ? "cuda" : ", cuda";
+#endif
+  return list.empty() ? "none" : list;
+}
+
+bool backendBuilt(const std::string &name) {
+#if AUTOSHARD_HAVE_CPU_BACKEND
+  if (name == "cpu")
+    return true;
+#endif
+#if AUTOSHARD_HAVE_CUDA_BACKEND
+  if (name == "cuda")
+    return true;
+#endif
+  return false;
+}
+
+std::unique_ptr<Backend> createBackend(const std::string &name) {
+#if AUTOSHARD_HAVE_CPU_BACKEND
+  if (name == "cpu")
+    return std::make_unique<CpuBackend>();
+#endif
+#if AUTOSHARD_HAVE_CUDA_BACKEND
+  if (name == "cuda") {
+    std::string why;
+    if (!cuda::deviceAvailable(&why))
+      throw std::runtime_error("--backend cuda: " + why);
+    return std::make_unique<cuda::CudaBackend>();
+  }
+#endif
+  throw std::runtime_error(
+      "--backend '" + name +
+      "' is not available (this build has: " + builtBackends() + ")");
+}
+
+std::unique_ptr<CommWorld> createDeviceWorld(Backend &backend,
+                                             CommWorld *hostWorld) {
+  if (!hostWorld || hostWorld->size() == 1 || backend.name() != "cuda")
+    return nullptr;
+#if AUTOSHARD_HAVE_CUDA_BACKEND && AUTOSHARD_HAVE_NCCL
+  auto &gpu = static_cast<cuda::CudaBackend &>(backend);
+  return cuda::createNcclWorld(hostWorld, gpu.stream(), gpu.device());
+#else
+  throw CommError("--backend cuda with several ranks needs NCCL, which this "
+                  "build lacks");
+#endif
+}
+
+} // namespace autoshard::shardrun

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The CUDA backend's check on a lent GPU machine (an H200: CUDA toolkit,
+# NCCL, cmake, ninja, PyTorch; no MLIR, MPI, OpenBLAS, GoogleTest or package
+# registry), in one run of at most ~10 minutes:
+#   1. builds the runtime with CUDA only (-DAUTOSHARD_BUILD_COMPILER=OFF),
+#   2. runs the CUDA conformance tests (every kernel vs the CPU kernels, a
+#      whole nanoGPT step vs the CPU run),
+#   3. times one training step of a ~1.3B GPT (h 2048, 24 layers, 16 heads,
+#      seq 2048): tokens/s, TFLOP/s, MFU vs 989 TFLOP/s and vs a cuBLAS bf16
+#      GEMM peak measured on the spot,
+#   4. times the same model's step in PyTorch (eager and torch.compile) and
+#      prints the ratios.
+#
+# The GPU machine cannot compile MLIR, so the artifacts are compiled here
+# first, with the files the CUDA-only build needs (nlohmann/json.hpp and a
+# googletest source tree), into a folder the device run carries:
+#
+#   scripts/gpu_check.sh --prepare            # here (needs build/bin/shard-opt)
+#   scripts/gpu_check.sh                      # on the GPU machine
+#       (carry: build-gpu-carry; e.g. the device tool's carry=["build-gpu-carry"])
+#
+# Options:
+#   --prepare         compile artifacts and fill the carry folder, then exit
+#   --dry-run         print what would run, run nothing
+#   --carry DIR       the carried folder (default build-gpu-carry)
+#   --build DIR       the CUDA build folder (default build-gpu)
+#   --batch B         benchmark batch (default 8; sequences of 2048)
+#   --steps N         timed steps (default 5; 2 warm-up steps first)
+#   --skip-tests | --skip-bench | --skip-torch
+#   --torch-modes M   comma list of eager,compile (default both)
+#   -j N              build jobs (default: all cores)
+#   -h, --help
+# Environment: PYTHON (default python3) runs the PyTorch reference;
+# BUILD_DIR (default build) holds shard-opt and the venv for --prepare.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=gpu_check.sh
+MODE=check DRY=0 CARRY=build-gpu-carry GBUILD=build-gpu BATCH=8 STEPS=5
+SKIP_TESTS=0 SKIP_BENCH=0 SKIP_TORCH=0 TORCH_MODES=eager,compile
+JOBS=$(nproc 2>/dev/null || echo 4)
+SEQ=2048 LAYERS=24 HIDDEN=2048
+CONFIG=$ROOT/bench/gpu/gpt-1.3b.json
+
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+die() { echo "$PROG: $*" >&2; echo "Try '$PROG --help'." >&2; exit 2; }
+need() { [[ $# -ge 2 && $2 != -* ]] || die "option '$1' needs a value"; }
+posint() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "option '$1' expects a positive integer, found '$2'"; }
+
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    -h | --help) usage; exit 0 ;;
+    --prepare) MODE=prepare ;;
+    --dry-run) DRY=1 ;;
+    --carry) need "$@"; CARRY=$2; shift ;;
+    --build) need "$@"; GBUILD=$2; shift ;;
+    --batch) need "$@"; posint "$1" "$2"; BATCH=$2; shift ;;
+    --steps) need "$@"; posint "$1" "$2"; STEPS=$2; shift ;;
+    -j) need "$@"; posint "$1" "$2"; JOBS=$2; shift ;;
+    --skip-tests) SKIP_TESTS=1 ;;
+    --skip-bench) SKIP_BENCH=1 ;;
+    --skip-torch) SKIP_TORCH=1 ;;
+    --torch-modes) need "$@"; TORCH_MODES=$2; shift ;;
+    *) die "unknown option '$1'" ;;
+  esac
+  shift
+done
+[[ $CARRY = /* ]] || CARRY=$ROOT/$CARRY
+[[ $GBUILD = /* ]] || GBUILD=$ROOT/$GBUILD
+ARTIFACT=$CARRY/artifacts/gpt-1.3b-bf16-b$BATCH.json
+
+run() { # run CMD...: prints it; runs it unless --dry-run
+  printf '+ %s\n' "$*"
+  [[ $DRY == 1 ]] || "$@"
+}
+T0=$SECONDS
+phase() { printf '\n=== %s (t=%ds) ===\n' "$1" $((SECONDS - T0)); }
+
+# --- Prepare (CPU machine) -----------------------------------------------------
+if [[ $MODE == prepare ]]; then
+  BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+  OPT=$BUILD_DIR/bin/shard-opt PY=$BUILD_DIR/venv/bin/python
+  [[ -x $OPT || $DRY == 1 ]] || die "no $OPT: run scripts/setup.sh first"
+  [[ -x $PY ]] || PY=python3
+  JSON_HPP=$(for d in /usr/include /usr/local/include; do
+    [[ -f $d/nlohmann/json.hpp ]] && echo "$d/nlohmann/json.hpp" && break; done)
+  GTEST_SRC=$(for d in /usr/src/googletest; do
+    [[ -f $d/CMakeLists.txt ]] && echo "$d" && break; done)
+  [[ -n $JSON_HPP || $DRY == 1 ]] || die "nlohmann/json.hpp not found (apt-get install nlohmann-json3-dev)"
+  [[ -n $GTEST_SRC || $DRY == 1 ]] || die "/usr/src/googletest not found (apt-get install googletest)"
+  phase "prepare $CARRY"
+  run mkdir -p "$CARRY/artifacts" "$CARRY/include/nlohmann"
+  run cp "$JSON_HPP" "$CARRY/include/nlohmann/json.hpp"
+  run rm -rf "$CARRY/googletest"
+  run cp -r "$GTEST_SRC" "$CARRY/googletest"
+  TMP=$(mktemp -d)
+  trap 'rm -rf "$TMP"' EXIT
+  run env PYTHONPATH="$ROOT/python" "$PY" -m autoshard.models "$CONFIG" \
+    --batch "$BATCH" --seq "$SEQ" --vocab-multiple 64 --dtype bf16 --quiet \
+    -o "$TMP/model.mlir" || exit 1
+  run "$OPT" "$TMP/model.mlir" --tfm-autodiff -o "$TMP/step.mlir" || exit 1
+  run "$OPT" "$TMP/step.mlir" --rt-lower --rt-plan-memory \
+    --rt-export="output=$ARTIFACT" -o /dev/null || exit 1
+  [[ $DRY == 1 ]] || du -sh "$CARRY"
+  echo "prepared; on the GPU machine run: scripts/gpu_check.sh --batch $BATCH (carry: ${CARRY#$ROOT/})"
+  exit 0
+fi
+
+# --- Check (GPU machine) ---------------------------------------------------------
+fails=0
+if [[ $DRY == 0 ]]; then
+  [[ -f $CARRY/include/nlohmann/json.hpp ]] || die "no $CARRY: run '$PROG --prepare --batch $BATCH' on the CPU machine and carry it"
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+fi
+
+phase "configure + build (CUDA only, -j$JOBS)"
+CMAKE_ARGS=(-G Ninja -S "$ROOT" -B "$GBUILD" -DCMAKE_BUILD_TYPE=Release
+  -DAUTOSHARD_BUILD_COMPILER=OFF -DAUTOSHARD_ENABLE_CUDA=ON
+  -DAUTOSHARD_RUNTIME_CPU=OFF -DAUTOSHARD_RUNTIME_MPI=OFF
+  -DAUTOSHARD_NLOHMANN_JSON_INCLUDE_DIR="$CARRY/include"
+  -DAUTOSHARD_GTEST_SOURCE_DIR="$CARRY/googletest")
+if [[ ! -f $GBUILD/build.ninja ]] || [[ $DRY == 1 ]]; then
+  run cmake "${CMAKE_ARGS[@]}" || { echo "configure failed"; exit 1; }
+fi
+run ninja -C "$GBUILD" -j"$JOBS" autoshard_runtime_cuda_tests shard-bench-gpu shard-run ||
+  { echo "build failed"; exit 1; }
+
+if [[ $SKIP_TESTS == 0 ]]; then
+  phase "CUDA conformance tests"
+  run timeout 240 "$GBUILD/runtime/test/cuda/autoshard_runtime_cuda_tests" \
+    --gtest_brief=0 || fails=$((fails + 1))
+fi
+
+OURS=$GBUILD/bench-ours.json
+if [[ $SKIP_BENCH == 0 ]]; then
+  phase "autoshard step: GPT 1.3B, batch $BATCH x $SEQ, bf16 artifact"
+  [[ -f $ARTIFACT || $DRY == 1 ]] || die "no $ARTIFACT: prepare with --batch $BATCH"
+  run timeout 240 "$GBUILD/bin/shard-bench-gpu" "$ARTIFACT" --layers $LAYERS \
+    --hidden $HIDDEN --steps "$STEPS" --warmup 2 --json "$OURS" || fails=$((fails + 1))
+fi
+
+TORCH=$GBUILD/bench-torch.jsonl
+if [[ $SKIP_TORCH == 0 ]]; then
+  phase "PyTorch reference ($TORCH_MODES)"
+  [[ $DRY == 1 ]] || : >"$TORCH"
+  if [[ $DRY == 1 ]]; then
+    run "${PYTHON:-python3}" "$ROOT/bench/gpu/torch_gpt.py" "$CONFIG" --batch "$BATCH" \
+      --seq $SEQ --steps "$STEPS" --modes "$TORCH_MODES"
+  else
+    printf '+ %s\n' "${PYTHON:-python3} bench/gpu/torch_gpt.py ... --modes $TORCH_MODES"
+    timeout 300 "${PYTHON:-python3}" "$ROOT/bench/gpu/torch_gpt.py" "$CONFIG" \
+      --batch "$BATCH" --seq $SEQ --steps "$STEPS" --modes "$TORCH_MODES" |
+      tee "$TORCH" || fails=$((fails + 1))
+  fi
+fi
+
+phase "summary"
+if [[ $DRY == 0 && -s $OURS ]]; then
+  "${PYTHON:-python3}" - "$OURS" "$TORCH" <<'PYEOF'
+import json, sys
+ours = json.load(open(sys.argv[1]))
+print(f"autoshard: {ours['tokens_per_s']:.0f} tokens/s, {ours['tflops']:.1f} TFLOP/s, "
+      f"MFU {100*ours['mfu_989']:.1f}% of 989, {100*ours['mfu_gemm_peak']:.1f}% of the "
+      f"measured cuBLAS bf16 peak ({ours['gemm_peak_tflops']:.0f} TFLOP/s)")
+try:
+    for line in open(sys.argv[2]):
+        t = json.loads(line)
+        print(f"torch {t['mode']}: {t['tokens_per_s']:.0f} tokens/s; autoshard / torch = "
+              f"{ours['tokens_per_s'] / t['tokens_per_s']:.2f}")
+except FileNotFoundError:
+    pass
+PYEOF
+fi
+echo "gpu_check: $fails failed phase(s), $((SECONDS - T0)) s"
+exit $((fails > 0))

@@ -1,0 +1,37 @@
+// Gradient accumulation: with microbatches=2, @forward is one microbatch of
+// 2 rows; @train_step and @eval take 4 rows, run the forward (and backward)
+// on rows {0, 2} then {1, 3} (tfm.microbatch), add the losses and the
+// parameter gradients and scale them by 1/2 before the global norm and
+// AdamW. @logits keeps one microbatch. Bad values and dropout are errors.
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 2 --seq 8 -q -o %t.mlir
+// RUN: shard-opt %t.mlir --tfm-autodiff="microbatches=2" | FileCheck %s
+// RUN: not shard-opt %t.mlir --tfm-autodiff="microbatches=0" 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 2 --seq 8 --dropout 0.1 -q -o %t.dropout.mlir
+// RUN: not shard-opt %t.dropout.mlir --tfm-autodiff="microbatches=2" 2>&1 | FileCheck %s --check-prefix=DROPOUT
+
+// CHECK: module attributes {tfm.microbatches = 2 : i64, tfm.model = {{{.*}}batch = 4 : i64
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[TOK:.*]]: tensor<4x8xi32> {tfm.input = "tokens"}, %[[LAB:.*]]: tensor<4x8xi32> {tfm.input = "labels"}
+// CHECK: tfm.microbatch %[[TOK]] {count = 2 : i64, index = 0 : i64} : (tensor<4x8xi32>) -> tensor<2x8xi32>
+// CHECK: tfm.microbatch %[[LAB]] {count = 2 : i64, index = 0 : i64}
+// CHECK: tfm.cross_entropy
+// CHECK: tfm.microbatch %[[TOK]] {count = 2 : i64, index = 1 : i64}
+// CHECK: tfm.microbatch %[[LAB]] {count = 2 : i64, index = 1 : i64}
+// CHECK: tfm.cross_entropy
+// CHECK: %[[LSUM:.*]] = tfm.add %{{.*}}, %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK: tfm.add %{{.*}}, %{{.*}} : (tensor<65x128xf32>, tensor<65x128xf32>)
+// CHECK: %[[LOSS:.*]] = tfm.scale %[[LSUM]] {factor = 5.000000e-01 : f64}
+// CHECK: tfm.scale %{{.*}} {factor = 5.000000e-01 : f64} : (tensor<65x128xf32>)
+// CHECK: tfm.sum_squares
+// CHECK: tfm.adamw
+// CHECK: return %[[LOSS]],
+// CHECK-LABEL: func.func @eval(
+// CHECK-SAME: tensor<4x8xi32> {tfm.input = "tokens"}
+// CHECK-COUNT-2: tfm.cross_entropy
+// CHECK: tfm.scale %{{.*}} {factor = 5.000000e-01 : f64} : (tensor<f32>)
+// CHECK-LABEL: func.func @logits(
+// CHECK-SAME: tensor<2x8xi32> {tfm.input = "tokens"}
+// CHECK-NOT: tfm.microbatch
+
+// ZERO: error: tfm-autodiff: option microbatches must be in [1, inf), found 0
+// DROPOUT: error: tfm-autodiff: microbatches = 2 with dropout is not supported yet
