@@ -44,6 +44,23 @@ int main(int argc, char **argv) {
   std::vector<std::string> rewritten;
   rewritten.reserve(args.size());
   for (size_t i = 1; i < args.size(); ++i) {
+    // `--auto-plan "cluster=F nodes=N"` is shorthand for
+    // `--dist-auto-plan="cluster=F nodes=N"` (docs/planner.md).
+    llvm::StringRef autoArg(args[i]);
+    std::optional<std::string> autoPlan;
+    if (autoArg.consume_front("--auto-plan=") ||
+        autoArg.consume_front("-auto-plan="))
+      autoPlan = autoArg.str();
+    else if ((autoArg == "--auto-plan" || autoArg == "-auto-plan") &&
+             i + 1 < args.size())
+      autoPlan = args[i + 1];
+    if (autoPlan) {
+      rewritten.push_back("--dist-auto-plan=" + *autoPlan);
+      args[i] = rewritten.back().data();
+      if (autoArg == "--auto-plan" || autoArg == "-auto-plan")
+        args.erase(args.begin() + i + 1);
+      continue;
+    }
     llvm::StringRef arg(args[i]);
     std::optional<std::string> plan;
     if (arg.consume_front("--plan=") || arg.consume_front("-plan="))

@@ -393,4 +393,57 @@ def DistBucketCollectives
   let dependentDialects = ["::autoshard::dist::DistDialect"];
 }
 
+
+def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
+  let summary = "Search the plan space with a cost model and report the best plan";
+  let description = [{
+    DESIGN.md §7. Runs on the model builder's output (tfm ops, global
+    shapes, before `tfm-autodiff`). Compiles a one-block copy of the model
+    once per layer-local configuration (tp, sp) at microbatch sizes 1 and
+    2 (tfm-autodiff, dist-apply-plan, dist-propagate, dist-partition,
+    rt-lower, rt-plan-memory), reads per-op FLOPs/bytes
+    (TfmCostOpInterface), TP collectives, residuals and the static memory
+    plan off the per-rank program, then searches dp/tp/pp/cp, SP, ZeRO,
+    microbatch size and count, schedule and vpp, and recomputation with the
+    planner library (lib/Planner): analytic composition for every
+    candidate, the pipeline simulator for the best. A plan that does not
+    fit in HBM is rejected, never scored.
+
+    Writes a report (plan table, rejected families, search statistics; see
+    docs/planner.md), optionally a Chrome trace of the chosen plan's
+    predicted step, and sets the module attribute `dist.auto_plan` to the
+    chosen plan. With `evaluate=PLAN` it scores only that plan (the keys of
+    the report's plan column; `mb` defaults to batch / (dp * mbs)).
+
+    ```
+    shard-opt model.mlir --dist-auto-plan="cluster=configs/clusters/dgx-h100.json nodes=128 batch=1536" -o /dev/null
+    ```
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "Cluster description (JSON, docs/cluster-format.md)">,
+    Option<"nodes", "nodes", "int64_t", /*default=*/"1", "Number of nodes">,
+    Option<"gpus", "gpus", "int64_t", /*default=*/"0",
+           "Number of GPUs (overrides nodes when > 0)">,
+    Option<"batch", "batch", "int64_t", /*default=*/"0",
+           "Global batch in sequences (default: the model IR's batch)">,
+    Option<"evaluatePlan", "evaluate", "std::string", /*default=*/"\"\"",
+           "Score only this plan instead of searching">,
+    Option<"report", "report", "std::string", /*default=*/"\"-\"",
+           "Where to write the report (- = stdout)">,
+    Option<"format", "format", "std::string", /*default=*/"\"text\"",
+           "Report format: text or json">,
+    Option<"trace", "trace", "std::string", /*default=*/"\"\"",
+           "Chrome-trace file of the chosen plan's predicted step">,
+    Option<"top", "top", "int64_t", /*default=*/"10",
+           "Plans listed in the report">,
+    Option<"simulateTop", "simulate-top", "int64_t", /*default=*/"16",
+           "Best analytic candidates re-scored with the schedule simulator">,
+  ];
+  let dependentDialects = [
+    "::autoshard::dist::DistDialect",
+    "::autoshard::rt::RtDialect",
+  ];
+}
+
 #endif // AUTOSHARD_DIALECT_DIST_TRANSFORMS_PASSES_TD

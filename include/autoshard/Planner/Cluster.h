@@ -1,0 +1,84 @@
+//===- Cluster.h - Cluster descriptions for the planner ---------*- C++ -*-===//
+//
+// The machine a plan is scored on: GPUs per node, peak FLOP/s, HBM, links
+// and the achievable efficiencies of the software stack. The JSON format is
+// documented in docs/cluster-format.md; configs/clusters/ holds examples.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_PLANNER_CLUSTER_H
+#define AUTOSHARD_PLANNER_CLUSTER_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace autoshard::planner {
+
+/// One link class (NVLink inside a node, the NIC across nodes), per GPU.
+struct Link {
+  /// Unidirectional bandwidth per GPU, bytes/s (algorithms.md §6.3: compare
+  /// busbw against it, not the bidirectional figure).
+  double bandwidth = 0;
+  /// Per-step latency α of the α-β model, seconds.
+  double latency = 0;
+  /// Achievable fraction of `bandwidth` (nccl-tests busbw / link rate).
+  double efficiency = 1;
+};
+
+/// A homogeneous GPU cluster. All units SI: FLOP/s, bytes, bytes/s, s.
+struct Cluster {
+  std::string name;
+  int64_t gpusPerNode = 8;
+  /// Dense bf16 peak per GPU, FLOP/s (the MFU denominator).
+  double peakFlops = 0;
+  /// HBM capacity per GPU, bytes, and bandwidth, bytes/s.
+  double hbmBytes = 0;
+  double hbmBandwidth = 0;
+  /// Bytes per GPU the plan may not use (CUDA context, NCCL buffers,
+  /// allocator fragmentation).
+  double reservedBytes = 0;
+  Link intraNode;
+  Link interNode;
+  /// Achievable fraction of peak FLOP/s for GEMMs (matmul, matmul_wgrad)
+  /// and for the fused attention kernels; of HBM bandwidth for
+  /// memory-bound ops (norms, activations, dropout, optimizer).
+  double gemmEfficiency = 0.75;
+  double attentionEfficiency = 0.5;
+  double memoryEfficiency = 0.7;
+  /// Bytes of HBM traffic per attention-score element (B·N·Sq·Sk, the full
+  /// square) of an unfused attention forward that materialises the scores
+  /// (GEMM write, softmax, dropout, GEMM read); the backward moves twice as
+  /// much. 0 for fused (flash) attention, which never stores them.
+  double attentionScoreBytes = 0;
+  /// Extra fixed time per GEMM, seconds (wave-quantisation tail, prologue
+  /// and epilogue): what makes medium GEMMs (K, N ~ 2048) less efficient
+  /// than large ones.
+  double gemmOverhead = 0;
+  /// Fixed cost per kernel launch, seconds.
+  double kernelOverhead = 0;
+  /// Fraction of tensor-parallel communication hidden behind compute
+  /// (0: Megatron 2021, blocking all-reduces; ~0.5 with TP comm overlap).
+  double tpOverlap = 0;
+  /// Fraction of data-parallel gradient communication that can hide behind
+  /// the backward pass of the last microbatch (0 = no overlap).
+  double dpOverlap = 0;
+  /// Fraction of pipeline p2p time hidden behind compute.
+  double p2pOverlap = 0;
+};
+
+/// Parses and validates a cluster description (docs/cluster-format.md).
+/// `source` names the file in error messages, which name the offending field
+/// and its value, e.g. "dgx.json: field 'gpu.peak_bf16_tflops' must be a
+/// positive number, got -1".
+llvm::Expected<Cluster> parseCluster(llvm::StringRef json,
+                                     llvm::StringRef source);
+
+/// Reads `path` and parses it with parseCluster.
+llvm::Expected<Cluster> loadCluster(llvm::StringRef path);
+
+} // namespace autoshard::planner
+
+#endif // AUTOSHARD_PLANNER_CLUSTER_H

@@ -1,0 +1,253 @@
+//===- Planner.h - Cost model and plan search -------------------*- C++ -*-===//
+//
+// The cost model and search of `dist-auto-plan` (DESIGN.md §7), MLIR-free:
+// the pass compiles one Transformer block per layer-local configuration
+// (tp, sp) at two microbatch sizes, reads per-op FLOPs/bytes, collectives
+// and the static memory plan off the per-rank program into a
+// `LocalProfile`, and this library composes pp/dp/cp/ZeRO/schedule/
+// recomputation analytically, then simulates the pipeline schedule
+// (lib/Pipeline) for the best candidates. docs/planner.md states what is
+// read from compiled IR and what is analytic.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_PLANNER_PLANNER_H
+#define AUTOSHARD_PLANNER_PLANNER_H
+
+#include "autoshard/Planner/Cluster.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace autoshard::planner {
+
+//===----------------------------------------------------------------------===//
+// Communication: α-β model (algorithms.md §6.1)
+//===----------------------------------------------------------------------===//
+
+enum class CollectiveKind {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  P2P
+};
+
+/// Time in seconds of one collective of `bytes` (nccl-tests S convention,
+/// algorithms.md §6.2: the full buffer for all-reduce, the gathered /
+/// pre-scatter buffer for all-gather / reduce-scatter, the send buffer for
+/// all-to-all, the message for p2p) over `n` ranks that are laid out
+/// `perNode` to a node (n ranks in ceil(n/perNode) nodes). Ring formulas of
+/// §6.1 per link with the link's efficiency; groups spanning nodes are
+/// hierarchical: RS inside the node, the collective across nodes on 1/n_l of
+/// the data, AG inside the node (§6.1, "Hierarchical").
+double collectiveTime(const Cluster &cluster, CollectiveKind kind, double bytes,
+                      int64_t n, int64_t perNode);
+
+/// Roofline time of one kernel, seconds: max(flops / (peak · eff),
+/// bytes / (HBM · memEff)) + the cluster's kernel overhead (+ its GEMM
+/// overhead for GEMMs).
+enum class OpKind { Gemm, Attention, Memory };
+double kernelTime(const Cluster &cluster, OpKind kind, double flops,
+                  double bytes);
+
+//===----------------------------------------------------------------------===//
+// Profiles read off compiled IR
+//===----------------------------------------------------------------------===//
+
+/// A quantity affine in the microbatch size b: value(b) = base + perSample·b.
+/// Compiling at b = 1 and b = 2 determines it exactly for FLOPs, bytes,
+/// collective sizes and buffer sizes of a Transformer block.
+struct Affine {
+  double base = 0;
+  double perSample = 0;
+  double at(double b) const { return base + perSample * b; }
+  static Affine fit(double at1, double at2) {
+    return Affine{2 * at1 - at2, at2 - at1};
+  }
+};
+
+/// One compute op of a per-rank function (FLOPs, bytes affine in b).
+struct OpProfile {
+  OpKind kind = OpKind::Memory;
+  std::string name;
+  Affine flops, bytes;
+  /// True for weight-gradient GEMMs (the W of zero-bubble schedules).
+  bool weightGrad = false;
+  /// Attention ops: score elements B·N·Sq·Sk and whether it is a backward
+  /// (for Cluster::attentionScoreBytes).
+  Affine scoreElements;
+  bool backward = false;
+};
+
+/// One collective of a per-rank function on the tensor-parallel axis.
+struct CommProfile {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  std::string name;
+  Affine bytes;
+};
+
+/// The ops and TP collectives of one function, per call.
+struct FunctionProfile {
+  std::vector<OpProfile> ops;
+  std::vector<CommProfile> comms;
+};
+
+/// Everything the search needs about one layer-local configuration, read
+/// off the compiled per-rank program (tp, sp; cp = ep = 1, recompute none).
+struct LocalProfile {
+  int64_t tp = 1;
+  bool sp = false;
+  /// One Transformer block, per microbatch: forward and backward functions.
+  FunctionProfile layerFwd, layerBwd;
+  /// Non-layer work per microbatch: before the blocks (embedding; first
+  /// stage) and after them (final norm, LM head, loss; last stage), split
+  /// into forward and backward.
+  FunctionProfile preFwd, preBwd, postFwd, postBwd;
+  /// Parameter elements per rank: one block, and outside the blocks.
+  double layerParams = 0, otherParams = 0;
+  /// Bytes saved by one block's forward for its backward (its residuals),
+  /// per microbatch; and the bytes of the block input (the residual stream
+  /// slice; what full recomputation keeps and what p2p sends).
+  Affine residualBytes, boundaryBytes;
+  /// Of residualBytes, what selective recomputation drops (attention
+  /// outputs recomputed in the backward), and the forward attention ops
+  /// it re-runs.
+  Affine selectiveSavedBytes;
+  /// Peak live activation bytes of the one-block train step in the static
+  /// memory plan (rt-plan-memory), per microbatch size.
+  Affine frameActivationBytes;
+  /// Set when the configuration did not compile; the reason.
+  std::string error;
+};
+
+/// The model, as the search needs it.
+struct ModelInfo {
+  std::string name;
+  int64_t layers = 0, hidden = 0, heads = 0, kvHeads = 0, ffn = 0;
+  int64_t vocab = 0, seq = 0;
+  /// Element size of parameters/activations in the compiled IR, bytes.
+  double elementBytes = 2;
+  /// Total parameters.
+  double params = 0;
+  /// Model FLOPs of one training step for one sequence under the project's
+  /// convention (docs/planner.md): 3 × forward GEMM + attention FLOPs of
+  /// the model definition, causal attention halved.
+  double flopsPerSequence = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Plans and their cost
+//===----------------------------------------------------------------------===//
+
+/// A point of the search space. mesh order pp, dp, cp, tp (tp fastest).
+struct Candidate {
+  int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
+  bool sp = false;
+  int64_t zero = 0;
+  /// Microbatch size (sequences) and microbatches per step per DP rank.
+  int64_t mbs = 1, mb = 1;
+  std::string schedule = "1f1b";
+  int64_t vpp = 1;
+  /// "none", "selective" or "full".
+  std::string recompute = "none";
+  /// `pp=..,dp=..,...` in the Plan syntax of dist-apply-plan.
+  std::string str() const;
+  /// The family for rejection reasons, e.g. "tp=8 pp=4".
+  std::string family() const;
+};
+
+/// Predicted cost of a candidate. Seconds, bytes.
+struct Estimate {
+  Candidate plan;
+  bool fits = false;
+  /// Why it was rejected or what dominates it.
+  std::string note;
+  double stepTime = 0;
+  double tokensPerSecond = 0;
+  /// MFU under the project's convention (ModelInfo::flopsPerSequence).
+  double mfu = 0;
+  /// TFLOP/s per GPU under the project's convention.
+  double tflopsPerGpu = 0;
+  double peakBytes = 0;
+  /// Memory split: model states (params, grads, optimizer) and activations.
+  double stateBytes = 0, activationBytes = 0;
+  /// Time split of the step: compute, exposed communication, bubble
+  /// (stepTime = compute + comm + bubble + optimizer).
+  double compute = 0, exposedComm = 0, bubble = 0, optimizer = 0;
+  /// Per microbatch per stage: forward, input-grad, weight-grad times and
+  /// the p2p time (for the simulator and the trace).
+  double tF = 0, tI = 0, tW = 0, tP2P = 0;
+  /// Extra time on the first and last stages (embedding, LM head).
+  double firstF = 0, firstB = 0, lastF = 0, lastB = 0;
+  double dpComm = 0;
+  bool simulated = false;
+};
+
+/// Search options.
+struct SearchOptions {
+  int64_t gpus = 8;
+  int64_t globalBatch = 8;
+  /// Restrict to one plan (evaluate mode) when set.
+  bool fixed = false;
+  Candidate fixedPlan;
+  /// Candidates simulated with the real schedule after the analytic pass.
+  int64_t simulateTop = 16;
+  /// Microbatch sizes tried, ZeRO stages, recomputation modes, schedules.
+  std::vector<int64_t> mbsChoices = {1, 2, 4, 8};
+  std::vector<int64_t> cpChoices = {1, 2, 4, 8};
+  std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1",
+                                        "gpipe"};
+  std::vector<std::string> recomputes = {"none", "selective", "full"};
+};
+
+/// Scores one candidate with the layer-local profile of its (tp, sp).
+/// Analytic composition (docs/planner.md); `simulate` runs the pipeline
+/// simulator (lib/Pipeline) for the bubble instead of the closed form.
+Estimate evaluate(const Cluster &cluster, const ModelInfo &model,
+                  const LocalProfile &profile, const Candidate &plan,
+                  int64_t globalBatch, bool simulate);
+
+/// Search statistics.
+struct SearchStats {
+  int64_t candidates = 0, fitting = 0, simulated = 0, compiled = 0;
+  double wallSeconds = 0, compileSeconds = 0;
+};
+
+struct SearchResult {
+  /// Fitting candidates, best first (at most `keep`).
+  std::vector<Estimate> best;
+  /// Per family ("tp=.. pp=.." etc.) that has no entry in `best`: why it
+  /// lost (OOM, bubble, communication, invalid).
+  std::map<std::string, std::string> rejected;
+  SearchStats stats;
+};
+
+/// Enumerates the plan space for `options.gpus` GPUs (or scores the fixed
+/// plan), evaluates every candidate analytically, simulates the top ones,
+/// and returns the fitting ones by predicted step time. `profiles` maps
+/// (tp, sp) to the compiled profile.
+SearchResult
+search(const Cluster &cluster, const ModelInfo &model,
+       const std::map<std::pair<int64_t, bool>, LocalProfile> &profiles,
+       const SearchOptions &options);
+
+/// The report of docs/planner.md: plan table, rejected families, stats.
+std::string formatReport(const Cluster &cluster, const ModelInfo &model,
+                         const SearchResult &result,
+                         const SearchOptions &options, int64_t top);
+/// Same content as JSON.
+std::string formatReportJson(const Cluster &cluster, const ModelInfo &model,
+                             const SearchResult &result,
+                             const SearchOptions &options, int64_t top);
+/// Chrome-trace (about://tracing) timeline of the predicted step of
+/// `estimate`: one row per pipeline rank with F/I/B/W slices, then the DP
+/// gradient communication and the optimizer.
+std::string chromeTrace(const Estimate &estimate);
+
+} // namespace autoshard::planner
+
+#endif // AUTOSHARD_PLANNER_PLANNER_H

@@ -1,0 +1,608 @@
+//===- DistAutoPlan.cpp - Search the plan space with a cost model ---------===//
+//
+// `dist-auto-plan` (DESIGN.md §7). On a model module (tfm ops, global
+// shapes, forward + loss, one function per distinct block):
+//
+// 1. Builds a one-block copy of the model (every call of a block function
+//    but the first is bypassed), so that compile time does not grow with
+//    depth.
+// 2. For every layer-local configuration (tp, sp) and microbatch sizes 1
+//    and 2, compiles the copy through tfm-autodiff, dist-apply-plan,
+//    dist-propagate, dist-partition, rt-lower and rt-plan-memory, and reads
+//    off the per-rank program: FLOPs and bytes of every tfm op
+//    (TfmCostOpInterface), the tensor-parallel collectives, the residuals
+//    and the block input bytes, parameters per rank and the static memory
+//    plan's peak activation bytes. Quantities are affine in the microbatch
+//    size, so two compilations give every size exactly.
+// 3. Hands the profiles to the planner library (lib/Planner), which
+//    composes pp/dp/cp/ZeRO/schedule/recomputation analytically and
+//    simulates the best candidates' pipeline schedule.
+// 4. Writes the report (and optionally a Chrome trace) and records the
+//    chosen plan as the module attribute `dist.auto_plan`. The IR is not
+//    otherwise changed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Dialect/Dist/IR/DistDialect.h"
+#include "autoshard/Dialect/Dist/Transforms/Passes.h"
+#include "autoshard/Dialect/Rt/IR/RtDialect.h"
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+#include "autoshard/Planner/Cluster.h"
+#include "autoshard/Planner/Planner.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <chrono>
+
+namespace autoshard::dist {
+#define GEN_PASS_DEF_DISTAUTOPLAN
+#include "autoshard/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace autoshard::dist
+
+using namespace mlir;
+namespace planner = autoshard::planner;
+
+namespace autoshard::dist {
+namespace {
+
+double tensorBytes(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return 0;
+  double n = 1;
+  for (int64_t d : t.getShape())
+    n *= double(d);
+  return n * ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
+double tensorElements(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return 0;
+  double n = 1;
+  for (int64_t d : t.getShape())
+    n *= double(d);
+  return n;
+}
+
+/// The op kind of the roofline: GEMMs, attention, memory-bound.
+planner::OpKind opKind(Operation *op) {
+  if (isa<tfm::MatmulOp, tfm::MatmulWgradOp>(op))
+    return planner::OpKind::Gemm;
+  if (isa<tfm::AttentionOp, tfm::AttentionGradOp>(op))
+    return planner::OpKind::Attention;
+  return planner::OpKind::Memory;
+}
+
+/// One measurement (at one microbatch size) of a function profile.
+struct RawFunction {
+  /// kind, name, flops, bytes, weight grad, attention score elements.
+  std::vector<
+      std::tuple<planner::OpKind, std::string, double, double, bool, double>>
+      ops;
+  std::vector<std::tuple<planner::CollectiveKind, std::string, double>> comms;
+};
+
+struct RawProfile {
+  RawFunction layerFwd, layerBwd, preFwd, preBwd, postFwd, postBwd;
+  double layerParams = 0, totalParams = 0;
+  double residual = 0, boundary = 0, selective = 0, frame = 0;
+};
+
+std::optional<planner::CollectiveKind> collectiveKind(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  if (!name.consume_front("dist."))
+    return std::nullopt;
+  name.consume_back("_start");
+  if (name == "all_reduce")
+    return planner::CollectiveKind::AllReduce;
+  if (name == "all_gather")
+    return planner::CollectiveKind::AllGather;
+  if (name == "reduce_scatter")
+    return planner::CollectiveKind::ReduceScatter;
+  if (name == "all_to_all")
+    return planner::CollectiveKind::AllToAll;
+  return std::nullopt;
+}
+
+bool onlyTpAxis(Operation *op) {
+  auto axes = op->getAttrOfType<ArrayAttr>("axes");
+  if (!axes || axes.empty())
+    return false;
+  for (Attribute a : axes) {
+    auto s = dyn_cast<StringAttr>(a);
+    if (!s || s.getValue() != "tp")
+      return false;
+  }
+  return true;
+}
+
+/// Records `op` (a tfm op or a tp collective) into `f`.
+void record(Operation *op, RawFunction &f) {
+  if (auto cost = dyn_cast<tfm::TfmCostOpInterface>(op)) {
+    tfm::OpCost c = cost.getCost();
+    double scores = 0;
+    if (isa<tfm::AttentionOp, tfm::AttentionGradOp>(op)) {
+      // q [B, Sq, N, D]: B·N·Sq·Sk score elements (Sk = Sq, self-attention).
+      auto q = cast<RankedTensorType>(
+          op->getOperand(isa<tfm::AttentionOp>(op) ? 0 : 1).getType());
+      scores = tensorElements(q) / double(q.getShape().back()) *
+               double(q.getShape()[1]);
+    }
+    f.ops.emplace_back(opKind(op), op->getName().getStringRef().str(), c.flops,
+                       c.bytes, isa<tfm::MatmulWgradOp>(op), scores);
+    return;
+  }
+  if (auto kind = collectiveKind(op)) {
+    if (!onlyTpAxis(op))
+      return;
+    // nccl-tests S: the larger of operand and result (gathered /
+    // pre-scatter buffer), the buffer for all-reduce.
+    double bytes = std::max(
+        tensorBytes(op->getOperand(0).getType()),
+        op->getNumResults() ? tensorBytes(op->getResult(0).getType()) : 0.0);
+    f.comms.emplace_back(*kind, op->getName().getStringRef().str(), bytes);
+  }
+}
+
+void recordFunction(func::FuncOp func, RawFunction &f) {
+  func.walk([&](Operation *op) { record(op, f); });
+}
+
+/// Reads the per-rank program of the one-block model.
+LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step) {
+    err = "the compiled program has no train_step";
+    return failure();
+  }
+  func::FuncOp fwd, bwd;
+  for (auto call : step.getOps<func::CallOp>()) {
+    StringRef callee = call.getCallee();
+    if (!fwd && callee.ends_with("_fwd"))
+      fwd = module.lookupSymbol<func::FuncOp>(callee);
+    if (!bwd && callee.ends_with("_bwd"))
+      bwd = module.lookupSymbol<func::FuncOp>(callee);
+  }
+  if (!fwd || !bwd) {
+    err = "no block forward/backward functions (*_fwd, *_bwd) in train_step";
+    return failure();
+  }
+  recordFunction(fwd, p.layerFwd);
+  recordFunction(bwd, p.layerBwd);
+  // Phases of train_step: 0 before the first block forward (embedding),
+  // 1 between the blocks' forward and backward (head, loss, loss grad),
+  // 2 after the last block backward (embedding grad; optimizer skipped).
+  int phase = 0;
+  bool lossSeen = false;
+  for (Operation &op : step.getBody().front()) {
+    if (auto call = dyn_cast<func::CallOp>(&op)) {
+      if (call.getCallee().ends_with("_fwd"))
+        phase = 1;
+      else if (call.getCallee().ends_with("_bwd"))
+        phase = 2;
+      continue;
+    }
+    if (isa<tfm::AdamwOp, tfm::SumSquaresOp, tfm::ClipCoefOp>(&op))
+      continue;
+    if (phase == 0) {
+      record(&op, p.preFwd);
+    } else if (phase == 1) {
+      record(&op, lossSeen ? p.postBwd : p.postFwd);
+      if (isa<tfm::CrossEntropyOp, tfm::VocabCeLossOp>(&op))
+        lossSeen = true;
+    } else {
+      record(&op, p.preBwd);
+    }
+  }
+  // Parameters per rank.
+  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
+    if (step.getArgAttr(i, "tfm.param"))
+      p.totalParams += tensorElements(step.getArgument(i).getType());
+  for (unsigned i = 0, e = fwd.getNumArguments(); i < e; ++i) {
+    auto role = fwd.getArgAttrOfType<StringAttr>(i, "tfm.role");
+    if (role && role.getValue() != "hidden" && role.getValue() != "layer_index")
+      p.layerParams += tensorElements(fwd.getArgument(i).getType());
+  }
+  // Residuals: every result of the block forward but the block output.
+  auto ret = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    double bytes = tensorBytes(v.getType());
+    if (i == 0) {
+      p.boundary = bytes;
+      continue;
+    }
+    p.residual += bytes;
+    if (v.getDefiningOp() && isa<tfm::AttentionOp>(v.getDefiningOp()))
+      p.selective += bytes;
+  }
+  return success();
+}
+
+planner::FunctionProfile fit(const RawFunction &a, const RawFunction &b) {
+  planner::FunctionProfile f;
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    planner::OpProfile op;
+    auto &[kind, name, flops, bytes, wgrad, scores] = a.ops[i];
+    op.kind = kind;
+    op.name = name;
+    op.weightGrad = wgrad;
+    op.backward = StringRef(name).ends_with("_grad");
+    bool same = i < b.ops.size();
+    op.scoreElements =
+        planner::Affine::fit(scores, same ? std::get<5>(b.ops[i]) : 2 * scores);
+    op.flops =
+        planner::Affine::fit(flops, same ? std::get<2>(b.ops[i]) : 2 * flops);
+    op.bytes =
+        planner::Affine::fit(bytes, same ? std::get<3>(b.ops[i]) : 2 * bytes);
+    f.ops.push_back(op);
+  }
+  for (size_t i = 0; i < a.comms.size(); ++i) {
+    planner::CommProfile c;
+    auto &[kind, name, bytes] = a.comms[i];
+    c.kind = kind;
+    c.name = name;
+    c.bytes = planner::Affine::fit(
+        bytes, i < b.comms.size() ? std::get<2>(b.comms[i]) : 2 * bytes);
+    f.comms.push_back(c);
+  }
+  return f;
+}
+
+/// Parses `key=value,...` of a candidate plan (the keys of Candidate::str).
+FailureOr<planner::Candidate> parseCandidate(StringRef text, std::string &err) {
+  planner::Candidate c;
+  SmallVector<StringRef> items;
+  text.split(items, ',', -1, false);
+  for (StringRef item : items) {
+    auto [key, value] = item.split('=');
+    key = key.trim();
+    value = value.trim();
+    int64_t n = 0;
+    bool isInt = !value.getAsInteger(10, n);
+    auto needInt = [&]() {
+      if (!isInt || n < 0)
+        err = ("plan key '" + key + "' needs a non-negative integer, got '" +
+               value + "'")
+                  .str();
+      return isInt && n >= 0;
+    };
+    if (key == "schedule")
+      c.schedule = value.str();
+    else if (key == "recompute") {
+      if (value != "none" && value != "selective" && value != "full") {
+        err = ("recompute must be none, selective or full, got '" + value + "'")
+                  .str();
+        return failure();
+      }
+      c.recompute = value.str();
+    } else if (!needInt())
+      return failure();
+    else if (key == "pp")
+      c.pp = n;
+    else if (key == "dp")
+      c.dp = n;
+    else if (key == "cp")
+      c.cp = n;
+    else if (key == "tp")
+      c.tp = n;
+    else if (key == "sp")
+      c.sp = n != 0;
+    else if (key == "zero")
+      c.zero = n;
+    else if (key == "ep")
+      c.ep = n;
+    else if (key == "mbs")
+      c.mbs = n;
+    else if (key == "mb")
+      c.mb = n;
+    else if (key == "vpp")
+      c.vpp = n;
+    else {
+      err = ("unknown plan key '" + key + "'").str();
+      return failure();
+    }
+  }
+  return c;
+}
+
+struct DistAutoPlanPass
+    : public dist::impl::DistAutoPlanBase<DistAutoPlanPass> {
+  using DistAutoPlanBase::DistAutoPlanBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fail = [&](const Twine &message) {
+      module.emitError() << "dist-auto-plan: " << message;
+      signalPassFailure();
+    };
+    if (cluster.empty())
+      return fail("the 'cluster' option (a cluster JSON file) is required");
+    llvm::Expected<planner::Cluster> machine = planner::loadCluster(cluster);
+    if (!machine)
+      return fail(llvm::toString(machine.takeError()));
+
+    auto modelAttr = module->getAttrOfType<DictionaryAttr>("tfm.model");
+    if (!modelAttr)
+      return fail("the module has no tfm.model attribute (run on the model "
+                  "builder's output, before tfm-autodiff)");
+    auto getInt = [&](StringRef key) -> int64_t {
+      if (auto a = modelAttr.getAs<IntegerAttr>(key))
+        return a.getInt();
+      return 0;
+    };
+    planner::ModelInfo model;
+    if (auto name = modelAttr.getAs<StringAttr>("name"))
+      model.name = name.str();
+    model.layers = getInt("num_layers");
+    model.hidden = getInt("hidden_size");
+    model.heads = getInt("num_heads");
+    model.kvHeads = getInt("num_kv_heads");
+    model.ffn = getInt("ffn_hidden_size");
+    model.vocab = getInt("padded_vocab_size");
+    model.seq = getInt("seq_len");
+    model.params = double(getInt("num_parameters"));
+    int64_t irBatch = getInt("batch");
+    if (model.layers <= 0 || irBatch <= 0 || model.heads <= 0)
+      return fail("tfm.model lacks num_layers, batch or num_heads");
+    if (auto dtype = modelAttr.getAs<StringAttr>("dtype"))
+      model.elementBytes = dtype.getValue() == "f32"   ? 4
+                           : dtype.getValue() == "f64" ? 8
+                                                       : 2;
+
+    planner::SearchOptions options;
+    options.gpus = gpus > 0 ? gpus : nodes * machine->gpusPerNode;
+    options.globalBatch = batch > 0 ? batch : irBatch;
+    options.simulateTop = simulateTop;
+    if (!evaluatePlan.empty()) {
+      std::string err;
+      FailureOr<planner::Candidate> plan = parseCandidate(evaluatePlan, err);
+      if (failed(plan))
+        return fail("evaluate: " + err);
+      int64_t world = plan->pp * plan->dp * plan->cp * plan->tp;
+      if (world != options.gpus)
+        return fail(llvm::formatv("evaluate: the plan uses pp*dp*cp*tp = {0} "
+                                  "GPUs, the cluster option gives {1}",
+                                  world, options.gpus));
+      if (plan->mb == 0 ||
+          plan->dp * plan->mbs * plan->mb != options.globalBatch) {
+        if (options.globalBatch % (plan->dp * plan->mbs))
+          return fail(llvm::formatv("evaluate: global batch {0} is not a "
+                                    "multiple of dp*mbs = {1}",
+                                    options.globalBatch, plan->dp * plan->mbs));
+        plan->mb = options.globalBatch / (plan->dp * plan->mbs);
+      }
+      options.fixed = true;
+      options.fixedPlan = *plan;
+    }
+
+    // Model FLOPs per sequence (project convention: 3 × forward GEMM and
+    // attention FLOPs on global shapes).
+    model.flopsPerSequence = 3 * forwardFlops(module) / double(irBatch);
+
+    // One-block copy of the model.
+    OwningOpRef<ModuleOp> oneBlock = module.clone();
+    if (failed(truncateToOneBlock(*oneBlock)))
+      return fail("cannot reduce the model to one block per block function");
+
+    // Compile the layer-local configurations.
+    std::map<std::pair<int64_t, bool>, planner::LocalProfile> profiles;
+    auto start = std::chrono::steady_clock::now();
+    int64_t compiled = 0;
+    std::vector<std::pair<int64_t, bool>> configs;
+    if (options.fixed) {
+      configs.push_back({options.fixedPlan.tp, options.fixedPlan.sp});
+    } else {
+      for (int64_t tp = 1; tp <= machine->gpusPerNode && tp <= options.gpus;
+           tp *= 2) {
+        if (options.gpus % tp)
+          continue;
+        configs.push_back({tp, false});
+        if (tp > 1)
+          configs.push_back({tp, true});
+      }
+    }
+    for (auto [tp, sp] : configs) {
+      planner::LocalProfile prof;
+      prof.tp = tp;
+      prof.sp = sp;
+      RawProfile raw[2];
+      int64_t sizes = irBatch % 2 == 0 ? 2 : 1;
+      for (int64_t i = 0; i < sizes && prof.error.empty(); ++i) {
+        int64_t b = i + 1;
+        std::string err;
+        ++compiled;
+        if (failed(compileAndRead(*oneBlock, irBatch / b, tp, sp, raw[i], err)))
+          prof.error =
+              llvm::formatv("tp={0}{1}: {2}", tp, sp ? ",sp=1" : "", err).str();
+      }
+      if (prof.error.empty()) {
+        if (sizes == 1)
+          raw[1] = raw[0]; // Proportional fallback: see fit().
+        RawProfile &a = raw[0], &b = raw[1];
+        bool prop = sizes == 1;
+        auto fitv = [&](double x, double y) {
+          return prop ? planner::Affine{0, x} : planner::Affine::fit(x, y);
+        };
+        auto fitf = [&](const RawFunction &x, const RawFunction &y) {
+          if (!prop)
+            return fit(x, y);
+          RawFunction doubled = x;
+          return fit(x, doubled);
+        };
+        prof.layerFwd = fitf(a.layerFwd, b.layerFwd);
+        prof.layerBwd = fitf(a.layerBwd, b.layerBwd);
+        prof.preFwd = fitf(a.preFwd, b.preFwd);
+        prof.preBwd = fitf(a.preBwd, b.preBwd);
+        prof.postFwd = fitf(a.postFwd, b.postFwd);
+        prof.postBwd = fitf(a.postBwd, b.postBwd);
+        prof.layerParams = a.layerParams;
+        prof.otherParams = std::max(0.0, a.totalParams - a.layerParams);
+        prof.residualBytes = fitv(a.residual, b.residual);
+        prof.boundaryBytes = fitv(a.boundary, b.boundary);
+        prof.selectiveSavedBytes = fitv(a.selective, b.selective);
+        prof.frameActivationBytes = fitv(a.frame, b.frame);
+      }
+      profiles[{tp, sp}] = std::move(prof);
+    }
+    double compileSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+
+    planner::SearchResult result =
+        planner::search(*machine, model, profiles, options);
+    result.stats.compiled = compiled;
+    result.stats.compileSeconds = compileSeconds;
+
+    std::string text =
+        format == "json"
+            ? planner::formatReportJson(*machine, model, result, options, top)
+            : planner::formatReport(*machine, model, result, options, top);
+    if (failed(writeFile(report, text)))
+      return signalPassFailure();
+    if (!trace.empty() && !result.best.empty() &&
+        failed(writeFile(trace, planner::chromeTrace(result.best.front()))))
+      return signalPassFailure();
+    if (!result.best.empty())
+      module->setAttr(
+          "dist.auto_plan",
+          StringAttr::get(module.getContext(), result.best.front().plan.str()));
+    markAllAnalysesPreserved();
+  }
+
+  LogicalResult writeFile(StringRef path, StringRef text) {
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
+    if (!file)
+      return getOperation().emitError() << "dist-auto-plan: " << error;
+    file->os() << text;
+    file->keep();
+    return success();
+  }
+
+  /// Forward FLOPs (GEMM + attention) of the public `forward`, block
+  /// calls expanded.
+  double forwardFlops(ModuleOp module) {
+    auto fwd = module.lookupSymbol<func::FuncOp>("forward");
+    if (!fwd)
+      return 0;
+    llvm::StringMap<double> perCallee;
+    auto flopsOf = [&](func::FuncOp f) {
+      double total = 0;
+      f.walk([&](Operation *op) {
+        if (opKind(op) == planner::OpKind::Memory)
+          return;
+        if (auto cost = dyn_cast<tfm::TfmCostOpInterface>(op))
+          total += cost.getCost().flops;
+      });
+      return total;
+    };
+    double total = flopsOf(fwd);
+    fwd.walk([&](func::CallOp call) {
+      StringRef callee = call.getCallee();
+      if (!perCallee.count(callee))
+        if (auto f = module.lookupSymbol<func::FuncOp>(callee))
+          perCallee[callee] = flopsOf(f);
+      total += perCallee.lookup(callee);
+    });
+    return total;
+  }
+
+  /// Keeps the first call of every block function in `forward`; later calls
+  /// are bypassed (result := hidden operand) and their weights dropped.
+  LogicalResult truncateToOneBlock(ModuleOp module) {
+    auto fwd = module.lookupSymbol<func::FuncOp>("forward");
+    if (!fwd)
+      return failure();
+    llvm::StringSet<> seen;
+    SmallVector<func::CallOp> drop;
+    fwd.walk([&](func::CallOp call) {
+      if (!seen.insert(call.getCallee()).second)
+        drop.push_back(call);
+    });
+    for (func::CallOp call : drop) {
+      if (call.getNumResults() != 1 || call.getNumOperands() == 0 ||
+          call.getOperand(0).getType() != call.getResult(0).getType())
+        return failure();
+      call.getResult(0).replaceAllUsesWith(call.getOperand(0));
+      call.erase();
+    }
+    // Drop dead ops (layer-index constants) and unused arguments.
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::reverse(fwd.getBody().front())))
+      if (op.use_empty() && !op.hasTrait<OpTrait::IsTerminator>() &&
+          isPure(&op))
+        op.erase();
+    llvm::BitVector unused(fwd.getNumArguments());
+    for (unsigned i = 0, e = fwd.getNumArguments(); i < e; ++i)
+      if (fwd.getArgument(i).use_empty() && fwd.getArgAttr(i, "tfm.param"))
+        unused.set(i);
+    if (failed(fwd.eraseArguments(unused)))
+      return failure();
+    return success();
+  }
+
+  /// Compiles the one-block model with plan dp=`dp`,tp,sp and reads it.
+  LogicalResult compileAndRead(ModuleOp oneBlock, int64_t dp, int64_t tp,
+                               bool sp, RawProfile &raw, std::string &err) {
+    OwningOpRef<ModuleOp> copy = oneBlock.clone();
+    std::string plan =
+        llvm::formatv("dp={0},tp={1},sp={2}", dp, tp, sp ? 1 : 0);
+    if (failed(runPipeline(*copy,
+                           "tfm-autodiff,dist-apply-plan{plan=" + plan +
+                               "},dist-propagate,dist-partition",
+                           err)))
+      return failure();
+    if (failed(readProgram(*copy, raw, err)))
+      return failure();
+    if (failed(runPipeline(*copy, "rt-lower,rt-plan-memory", err)))
+      return failure();
+    copy->walk([&](Operation *op) {
+      auto entry = op->getAttrOfType<StringAttr>("entry");
+      if (!entry || entry.getValue() != "train_step")
+        return;
+      if (auto peak = op->getAttrOfType<DictionaryAttr>("peak_breakdown"))
+        if (auto act = peak.getAs<IntegerAttr>("activation"))
+          raw.frame = double(act.getInt());
+    });
+    return success();
+  }
+
+  LogicalResult runPipeline(ModuleOp copy, StringRef pipeline,
+                            std::string &err) {
+    MLIRContext *ctx = &getContext();
+    PassManager pm(ctx, ModuleOp::getOperationName());
+    std::string error;
+    llvm::raw_string_ostream errorStream(error);
+    if (failed(parsePassPipeline(pipeline, pm, errorStream))) {
+      err = "cannot build pipeline '" + pipeline.str() + "': " + error;
+      return failure();
+    }
+    std::string firstError;
+    LogicalResult result = success();
+    {
+      ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+        if (diag.getSeverity() == DiagnosticSeverity::Error &&
+            firstError.empty())
+          firstError = diag.str();
+        return success();
+      });
+      result = pm.run(copy);
+    }
+    if (failed(result))
+      err = firstError.empty() ? "compilation failed" : firstError;
+    return result;
+  }
+};
+
+} // namespace
+} // namespace autoshard::dist

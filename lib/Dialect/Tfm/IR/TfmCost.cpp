@@ -1,0 +1,241 @@
+//===- TfmCost.cpp - FLOP and byte counts of tfm ops ----------------------===//
+//
+// TfmCostOpInterface for every tfm op: FLOPs (a multiply-add counts 2) and
+// bytes (every operand read once plus every result written once: the
+// roofline's minimum traffic) of one execution on the op's operand shapes,
+// global before `dist-partition`, per-rank after. The per-element FLOP
+// figures are the ones each op's ODS description states ("FLOPs: ..."); the
+// planner's cost model (lib/Planner) turns them into time with a roofline
+// per op kind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+
+namespace autoshard::tfm {
+namespace {
+
+/// Elements of a ranked tensor type (1 for a scalar).
+double numElements(Type type) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked)
+    return 0;
+  double n = 1;
+  for (int64_t d : ranked.getShape())
+    n *= static_cast<double>(d);
+  return n;
+}
+
+/// Bytes of a ranked tensor type (element bit width rounded up to bytes).
+double numBytes(Type type) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked)
+    return 0;
+  unsigned bits = ranked.getElementType().getIntOrFloatBitWidth();
+  return numElements(type) * static_cast<double>((bits + 7) / 8);
+}
+
+/// Bytes of every operand read once plus every result written once.
+double ioBytes(Operation *op) {
+  double bytes = 0;
+  for (Type t : op->getOperandTypes())
+    bytes += numBytes(t);
+  for (Type t : op->getResultTypes())
+    bytes += numBytes(t);
+  return bytes;
+}
+
+/// `flopsPerElement` FLOPs per element of `reference`, minimum traffic.
+OpCost perElement(Operation *op, Type reference, double flopsPerElement) {
+  return OpCost{flopsPerElement * numElements(reference), ioBytes(op)};
+}
+
+/// Same, per element of the first result.
+OpCost perResultElement(Operation *op, double flopsPerElement) {
+  return perElement(op, op->getResult(0).getType(), flopsPerElement);
+}
+
+/// Same, per element of the first operand.
+OpCost perOperandElement(Operation *op, double flopsPerElement) {
+  return perElement(op, op->getOperand(0).getType(), flopsPerElement);
+}
+
+/// Product of the leading dims (all but the last) of `type`.
+double leadingElements(Type type) {
+  auto ranked = cast<RankedTensorType>(type);
+  if (ranked.getRank() == 0)
+    return 1;
+  return numElements(type) / static_cast<double>(ranked.getShape().back());
+}
+
+/// Attention FLOPs `4 * B * N * Sq * Sk * D`, halved when causal (the fused
+/// kernel skips the masked half), for q `[B, Sq, N, D]` and k `[B, Sk, G,
+/// D]`.
+double attentionFlops(Type q, Type k, bool causal) {
+  auto kt = cast<RankedTensorType>(k);
+  double flops = 4.0 * numElements(q) * static_cast<double>(kt.getDimSize(1));
+  return causal ? flops / 2 : flops;
+}
+
+} // namespace
+
+// Linear algebra: 2·(result elements)·K.
+OpCost MatmulOp::getCost() {
+  double k = static_cast<double>(
+      cast<RankedTensorType>(getLhs().getType()).getShape().back());
+  return OpCost{2.0 * numElements(getResult().getType()) * k,
+                ioBytes(getOperation())};
+}
+OpCost MatmulWgradOp::getCost() {
+  // dw[K, N] = x[T, K]^T dy[T, N]: 2·T·K·N.
+  return OpCost{2.0 * leadingElements(getX().getType()) *
+                    numElements(getDw().getType()),
+                ioBytes(getOperation())};
+}
+
+// Elementwise and reductions.
+OpCost AddOp::getCost() { return perResultElement(getOperation(), 1); }
+OpCost SubOp::getCost() { return perResultElement(getOperation(), 1); }
+OpCost MulOp::getCost() { return perResultElement(getOperation(), 1); }
+OpCost ScaleOp::getCost() { return perResultElement(getOperation(), 1); }
+OpCost ReduceSumOp::getCost() { return perOperandElement(getOperation(), 1); }
+OpCost BroadcastOp::getCost() { return perResultElement(getOperation(), 0); }
+
+// Embeddings: gathers read only the rows they touch (the result's size).
+OpCost EmbeddingOp::getCost() {
+  return OpCost{0, numBytes(getIds().getType()) +
+                       2 * numBytes(getOut().getType())};
+}
+OpCost EmbeddingGradOp::getCost() {
+  return OpCost{numElements(getDy().getType()), ioBytes(getOperation())};
+}
+OpCost MicrobatchOp::getCost() {
+  return OpCost{0, 2 * numBytes(getResult().getType())};
+}
+OpCost PositionEmbeddingOp::getCost() {
+  return OpCost{0, 2 * numBytes(getOut().getType())};
+}
+OpCost PositionEmbeddingGradOp::getCost() {
+  return perOperandElement(getOperation(), 1);
+}
+
+// Norms (per element of x; dy for layer_norm_grad).
+OpCost LayerNormOp::getCost() { return perOperandElement(getOperation(), 8); }
+OpCost LayerNormGradOp::getCost() {
+  return perOperandElement(getOperation(), 12);
+}
+OpCost RmsNormOp::getCost() { return perOperandElement(getOperation(), 4); }
+OpCost RmsNormGradOp::getCost() { return perOperandElement(getOperation(), 8); }
+
+// Activations.
+OpCost GeluOp::getCost() { return perOperandElement(getOperation(), 10); }
+OpCost GeluGradOp::getCost() { return perOperandElement(getOperation(), 16); }
+OpCost SiluOp::getCost() { return perOperandElement(getOperation(), 5); }
+OpCost SiluGradOp::getCost() { return perOperandElement(getOperation(), 8); }
+OpCost SwigluOp::getCost() { return perResultElement(getOperation(), 6); }
+OpCost SwigluGradOp::getCost() { return perOperandElement(getOperation(), 10); }
+
+// Positional, views, dropout.
+OpCost RopeOp::getCost() { return perOperandElement(getOperation(), 3); }
+OpCost RopeGradOp::getCost() { return perOperandElement(getOperation(), 3); }
+OpCost ReshapeOp::getCost() { return OpCost{}; }
+OpCost DropoutOp::getCost() { return perResultElement(getOperation(), 12); }
+OpCost DropoutGradOp::getCost() { return perResultElement(getOperation(), 12); }
+OpCost DropoutLocalOp::getCost() {
+  return perResultElement(getOperation(), 12);
+}
+OpCost DropoutLocalGradOp::getCost() {
+  return perResultElement(getOperation(), 12);
+}
+
+// Attention (fused; traffic is q, k, v, out, lse: no Sq x Sk matrix).
+OpCost AttentionOp::getCost() {
+  return OpCost{attentionFlops(getQ().getType(), getK().getType(), getCausal()),
+                ioBytes(getOperation())};
+}
+OpCost AttentionGradOp::getCost() {
+  // 10·B·N·Sq·Sk·D (2.5x the forward: recomputed scores plus dq, dk, dv).
+  return OpCost{
+      2.5 * attentionFlops(getQ().getType(), getK().getType(), getCausal()),
+      ioBytes(getOperation())};
+}
+
+// Losses: about 5 FLOPs per logit.
+OpCost CrossEntropyOp::getCost() {
+  return perOperandElement(getOperation(), 5);
+}
+OpCost CrossEntropyGradOp::getCost() {
+  return perResultElement(getOperation(), 5);
+}
+OpCost VocabEmbeddingOp::getCost() {
+  return OpCost{0, numBytes(getIds().getType()) +
+                       2 * numBytes(getOut().getType())};
+}
+OpCost VocabEmbeddingGradOp::getCost() {
+  return OpCost{numElements(getDy().getType()), ioBytes(getOperation())};
+}
+OpCost VocabCeMaxOp::getCost() { return perOperandElement(getOperation(), 1); }
+OpCost VocabCeStatsOp::getCost() {
+  return perOperandElement(getOperation(), 4);
+}
+OpCost VocabCeLossOp::getCost() { return perOperandElement(getOperation(), 2); }
+OpCost VocabCeGradOp::getCost() { return perResultElement(getOperation(), 5); }
+
+// MoE (per token of the router logits [B, S, E]: E = last dim).
+OpCost MoeRouterOp::getCost() {
+  auto logits = cast<RankedTensorType>(getLogits().getType());
+  double e = static_cast<double>(logits.getShape().back());
+  double k = static_cast<double>(getTopK());
+  return OpCost{leadingElements(logits) * (5 * e + k * e),
+                ioBytes(getOperation())};
+}
+OpCost MoeRouterGradOp::getCost() {
+  return perElement(getOperation(), getLogits().getType(), 4);
+}
+OpCost MoeAuxLossOp::getCost() {
+  return perElement(getOperation(), getLogits().getType(), 5);
+}
+OpCost MoeAuxLossGradOp::getCost() {
+  return perElement(getOperation(), getLogits().getType(), 4);
+}
+OpCost MoeDispatchOp::getCost() {
+  return OpCost{0, 2 * numBytes(getX().getType()) *
+                       static_cast<double>(
+                           cast<RankedTensorType>(getExpertIds().getType())
+                               .getShape()
+                               .back())};
+}
+OpCost MoeDispatchGradOp::getCost() {
+  return perResultElement(getOperation(), 1);
+}
+OpCost MoeCombineOp::getCost() {
+  // 2·B·S·K·H: weighted sum of K expert outputs per token.
+  return perElement(
+      getOperation(), getY().getType(),
+      2.0 *
+          static_cast<double>(
+              cast<RankedTensorType>(getGates().getType()).getShape().back()));
+}
+OpCost MoeCombineGradOp::getCost() {
+  return perElement(
+      getOperation(), getDy().getType(),
+      4.0 *
+          static_cast<double>(
+              cast<RankedTensorType>(getGates().getType()).getShape().back()));
+}
+
+// Optimizer.
+OpCost SumSquaresOp::getCost() {
+  double n = 0;
+  for (Value v : getInputs())
+    n += numElements(v.getType());
+  return OpCost{2 * n, ioBytes(getOperation())};
+}
+OpCost ClipCoefOp::getCost() { return OpCost{4, ioBytes(getOperation())}; }
+OpCost AdamwOp::getCost() { return perOperandElement(getOperation(), 12); }
+
+} // namespace autoshard::tfm

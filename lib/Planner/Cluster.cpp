@@ -1,0 +1,155 @@
+//===- Cluster.cpp - Cluster descriptions for the planner -----------------===//
+
+#include "autoshard/Planner/Cluster.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <optional>
+
+namespace autoshard::planner {
+namespace json = llvm::json;
+
+namespace {
+
+/// Reads numeric fields of a JSON object, collecting the first error.
+class Reader {
+public:
+  Reader(llvm::StringRef source) : source(source) {}
+
+  /// The number at `path` (dotted) in `root`; `fallback` when absent and
+  /// not required. Checks lo <= value <= hi (lo exclusive if `positive`).
+  double number(const json::Object &root, llvm::StringRef path,
+                std::optional<double> fallback, bool positive, double hi) {
+    if (!error.empty())
+      return 0;
+    const json::Object *obj = &root;
+    llvm::StringRef rest = path;
+    while (rest.contains('.')) {
+      auto [head, tail] = rest.split('.');
+      obj = obj->getObject(head);
+      rest = tail;
+      if (!obj) {
+        if (fallback)
+          return *fallback;
+        fail(llvm::formatv("missing object '{0}' (needed for '{1}')", head,
+                           path));
+        return 0;
+      }
+    }
+    const json::Value *value = obj->get(rest);
+    if (!value) {
+      if (fallback)
+        return *fallback;
+      fail(llvm::formatv("missing required field '{0}'", path));
+      return 0;
+    }
+    std::optional<double> n = value->getAsNumber();
+    if (!n) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << *value;
+      fail(llvm::formatv("field '{0}' must be a number, got {1}", path, text));
+      return 0;
+    }
+    if ((positive && !(*n > 0)) || (!positive && !(*n >= 0)) || *n > hi) {
+      fail(llvm::formatv(
+          "field '{0}' must be a {1} number{2}, got {3}", path,
+          positive ? "positive" : "non-negative",
+          hi < 1e300 ? llvm::formatv(" <= {0}", hi).str() : std::string(), *n));
+      return 0;
+    }
+    return *n;
+  }
+
+  void fail(const llvm::Twine &message) {
+    if (error.empty())
+      error = (source + ": " + message).str();
+  }
+
+  llvm::StringRef source;
+  std::string error;
+};
+
+} // namespace
+
+llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
+                                     llvm::StringRef source) {
+  llvm::Expected<json::Value> parsed = json::parse(text);
+  if (!parsed)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "%s: invalid JSON: %s", source.str().c_str(),
+                                   llvm::toString(parsed.takeError()).c_str());
+  const json::Object *root = parsed->getAsObject();
+  if (!root)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "%s: the top level must be an object",
+                                   source.str().c_str());
+  constexpr double inf = 1e308;
+  constexpr double GB = 1e9, GiB = 1024.0 * 1024 * 1024;
+  Reader r(source);
+  Cluster c;
+  if (auto name = root->getString("name"))
+    c.name = name->str();
+  else
+    c.name = source.str();
+  double gpn = r.number(*root, "gpus_per_node", std::nullopt, true, 1e6);
+  if (r.error.empty() && gpn != static_cast<double>(int64_t(gpn)))
+    r.fail(llvm::formatv("field 'gpus_per_node' must be an integer, got {0}",
+                         gpn));
+  c.gpusPerNode = static_cast<int64_t>(gpn);
+  c.peakFlops =
+      r.number(*root, "gpu.peak_bf16_tflops", std::nullopt, true, inf) * 1e12;
+  c.hbmBytes = r.number(*root, "gpu.hbm_gib", std::nullopt, true, inf) * GiB;
+  c.hbmBandwidth =
+      r.number(*root, "gpu.hbm_tb_per_s", std::nullopt, true, inf) * 1e12;
+  c.reservedBytes = r.number(*root, "gpu.reserved_gib", 0.0, false, inf) * GiB;
+  if (r.error.empty() && c.reservedBytes >= c.hbmBytes)
+    r.fail(llvm::formatv("field 'gpu.reserved_gib' ({0}) must be smaller than "
+                         "'gpu.hbm_gib' ({1})",
+                         c.reservedBytes / GiB, c.hbmBytes / GiB));
+  c.intraNode.bandwidth =
+      r.number(*root, "intra_node.gb_per_s_per_direction_per_gpu", std::nullopt,
+               true, inf) *
+      GB;
+  c.intraNode.latency =
+      r.number(*root, "intra_node.latency_us", 10.0, false, inf) * 1e-6;
+  c.intraNode.efficiency =
+      r.number(*root, "intra_node.efficiency", 0.8, true, 1);
+  c.interNode.bandwidth =
+      r.number(*root, "inter_node.gb_per_s_per_direction_per_gpu", std::nullopt,
+               true, inf) *
+      GB;
+  c.interNode.latency =
+      r.number(*root, "inter_node.latency_us", 25.0, false, inf) * 1e-6;
+  c.interNode.efficiency =
+      r.number(*root, "inter_node.efficiency", 0.8, true, 1);
+  c.gemmEfficiency = r.number(*root, "efficiency.gemm", 0.75, true, 1);
+  c.attentionEfficiency = r.number(*root, "efficiency.attention", 0.5, true, 1);
+  c.memoryEfficiency = r.number(*root, "efficiency.memory", 0.7, true, 1);
+  c.attentionScoreBytes =
+      r.number(*root, "efficiency.attention_score_bytes", 0.0, false, inf);
+  c.gemmOverhead =
+      r.number(*root, "efficiency.gemm_overhead_us", 0.0, false, inf) * 1e-6;
+  c.kernelOverhead =
+      r.number(*root, "efficiency.kernel_overhead_us", 0.0, false, inf) * 1e-6;
+  c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);
+  c.dpOverlap = r.number(*root, "overlap.dp", 0.0, false, 1);
+  c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);
+  if (!r.error.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   r.error.c_str());
+  return c;
+}
+
+llvm::Expected<Cluster> loadCluster(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError(
+        buffer.getError(), "cannot read cluster file '%s': %s",
+        path.str().c_str(), buffer.getError().message().c_str());
+  return parseCluster((*buffer)->getBuffer(), path);
+}
+
+} // namespace autoshard::planner

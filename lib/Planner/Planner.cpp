@@ -1,0 +1,752 @@
+//===- Planner.cpp - Cost model and plan search ---------------------------===//
+//
+// See Planner.h and docs/planner.md. Formulas and their sources:
+// - collectives: ring α-β of algorithms.md §6.1 with nccl-tests' S
+//   convention (§6.2), hierarchical across nodes;
+// - kernels: roofline with per-op-kind achievable efficiency;
+// - pipeline: closed-form bubbles of algorithms.md §1.3 for the analytic
+//   pass, the list-scheduling simulator (lib/Pipeline) for the best;
+// - memory: ZeRO model states with mixed-precision Adam, K = 12
+//   (workloads.md §5), activations from the compiled block's residuals and
+//   the static memory plan, times the schedule's in-flight microbatches
+//   (algorithms.md §1.3).
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Planner/Planner.h"
+#include "autoshard/Pipeline/Schedule.h"
+#include "autoshard/Pipeline/Simulate.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+
+namespace autoshard::planner {
+
+//===----------------------------------------------------------------------===//
+// α-β and roofline
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Flat ring collective over `n` ranks on one link class (§6.1).
+double ringTime(const Link &link, CollectiveKind kind, double bytes,
+                int64_t n) {
+  if (n <= 1 || bytes <= 0)
+    return 0;
+  double bw = link.bandwidth * link.efficiency;
+  double frac = double(n - 1) / double(n);
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return 2 * (n - 1) * link.latency + 2 * frac * bytes / bw;
+  case CollectiveKind::AllGather:
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllToAll:
+    return (n - 1) * link.latency + frac * bytes / bw;
+  case CollectiveKind::P2P:
+    return link.latency + bytes / bw;
+  }
+  return 0;
+}
+} // namespace
+
+double collectiveTime(const Cluster &cluster, CollectiveKind kind, double bytes,
+                      int64_t n, int64_t perNode) {
+  if (kind == CollectiveKind::P2P)
+    return ringTime(perNode > 1 ? cluster.intraNode : cluster.interNode, kind,
+                    bytes, 2);
+  if (n <= 1)
+    return 0;
+  int64_t local = std::max<int64_t>(1, std::min(n, perNode));
+  int64_t nodes = (n + local - 1) / local;
+  if (nodes <= 1)
+    return ringTime(cluster.intraNode, kind, bytes, n);
+  if (local == 1)
+    return ringTime(cluster.interNode, kind, bytes, n);
+  // Hierarchical: intra-node RS, inter-node op on 1/local of the data,
+  // intra-node AG (all-reduce); for AG/RS/A2A the intra-node part moves the
+  // node's share and the inter-node part the rest.
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return ringTime(cluster.intraNode, CollectiveKind::ReduceScatter, bytes,
+                    local) +
+           ringTime(cluster.interNode, CollectiveKind::AllReduce, bytes / local,
+                    nodes) +
+           ringTime(cluster.intraNode, CollectiveKind::AllGather, bytes, local);
+  default:
+    // Intra-node phase on the full buffer, inter-node phase on 1/local.
+    return ringTime(cluster.intraNode, kind, bytes, local) +
+           ringTime(cluster.interNode, kind, bytes / local, nodes);
+  }
+}
+
+double kernelTime(const Cluster &cluster, OpKind kind, double flops,
+                  double bytes) {
+  double eff = kind == OpKind::Gemm        ? cluster.gemmEfficiency
+               : kind == OpKind::Attention ? cluster.attentionEfficiency
+                                           : 1.0;
+  double compute = flops / (cluster.peakFlops * eff);
+  double memory = bytes / (cluster.hbmBandwidth * cluster.memoryEfficiency);
+  return std::max(compute, memory) + cluster.kernelOverhead +
+         (kind == OpKind::Gemm ? cluster.gemmOverhead : 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Candidates
+//===----------------------------------------------------------------------===//
+
+std::string Candidate::str() const {
+  return llvm::formatv("pp={0},dp={1},cp={2},tp={3},sp={4},zero={5},ep={6},"
+                       "mbs={7},mb={8},schedule={9},vpp={10},recompute={11}",
+                       pp, dp, cp, tp, sp ? 1 : 0, zero, ep, mbs, mb, schedule,
+                       vpp, recompute)
+      .str();
+}
+
+std::string Candidate::family() const {
+  return llvm::formatv("tp={0}{1} pp={2} cp={3}", tp, sp ? "+sp" : "", pp, cp)
+      .str();
+}
+
+namespace {
+
+struct FnTimes {
+  double total = 0, weightGrad = 0, attention = 0, comm = 0;
+};
+
+FnTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
+                     double scale, int64_t tp) {
+  FnTimes t;
+  for (const OpProfile &op : f.ops) {
+    if (op.flops.at(b) == 0 && op.bytes.at(b) == 0)
+      continue;
+    double bytes = op.bytes.at(b);
+    if (op.kind == OpKind::Attention)
+      bytes += c.attentionScoreBytes * op.scoreElements.at(b) *
+               (op.backward ? 2 : 1);
+    double time = kernelTime(c, op.kind, op.flops.at(b) * scale, bytes * scale);
+    t.total += time;
+    if (op.weightGrad)
+      t.weightGrad += time;
+    if (op.kind == OpKind::Attention)
+      t.attention += time;
+  }
+  for (const CommProfile &comm : f.comms)
+    t.comm += collectiveTime(c, comm.kind, comm.bytes.at(b) * scale, tp,
+                             c.gpusPerNode);
+  return t;
+}
+
+std::optional<pipeline::ScheduleKind> scheduleKind(const std::string &s) {
+  using K = pipeline::ScheduleKind;
+  if (s == "1f1b")
+    return K::OneFOneB;
+  if (s == "interleaved")
+    return K::Interleaved1F1B;
+  if (s == "zb-h1")
+    return K::ZBH1;
+  if (s == "zb-v")
+    return K::ZBV;
+  if (s == "gpipe")
+    return K::GPipe;
+  if (s == "looped-bfs")
+    return K::LoopedBFS;
+  return std::nullopt;
+}
+
+/// Per-stage op costs of a candidate, for the simulator.
+pipeline::SimulationOptions stageCosts(const Estimate &e) {
+  const Candidate &p = e.plan;
+  pipeline::SimulationOptions opts;
+  int64_t stages = p.pp * p.vpp;
+  bool split = p.schedule == "zb-h1" || p.schedule == "zb-v";
+  for (int64_t s = 0; s < stages; ++s) {
+    pipeline::OpCosts c;
+    c.forward = e.tF;
+    c.inputGrad = e.tI;
+    c.weightGrad = e.tW;
+    if (s == 0) {
+      c.forward += e.firstF;
+      c.inputGrad += e.firstB;
+    }
+    if (s == stages - 1) {
+      c.forward += e.lastF;
+      c.inputGrad += e.lastB;
+    }
+    c.backward = c.inputGrad + c.weightGrad;
+    if (!split) {
+      c.inputGrad = c.backward;
+      c.weightGrad = 0;
+    }
+    opts.stageCosts.push_back(c);
+  }
+  opts.p2pLatency = e.tP2P;
+  return opts;
+}
+
+} // namespace
+
+Estimate evaluate(const Cluster &c, const ModelInfo &m,
+                  const LocalProfile &prof, const Candidate &plan,
+                  int64_t globalBatch, bool simulate) {
+  Estimate e;
+  e.plan = plan;
+  const int64_t p = plan.pp, v = plan.vpp, L = m.layers;
+  auto invalid = [&](std::string why) {
+    e.fits = false;
+    e.note = "invalid: " + why;
+    return e;
+  };
+  if (!prof.error.empty())
+    return invalid(prof.error);
+  if (L % (p * v))
+    return invalid(llvm::formatv("{0} layers do not split into pp*vpp={1} "
+                                 "stages",
+                                 L, p * v));
+  if (plan.cp > 1 && m.seq % (2 * plan.cp))
+    return invalid("seq % 2cp != 0");
+  if (globalBatch != plan.dp * plan.mbs * plan.mb)
+    return invalid("dp*mbs*mb != global batch");
+  const double b = plan.mbs;
+  const double scale = 1.0 / plan.cp;
+  const int64_t gpn = c.gpusPerNode;
+  const double tpHidden = 1 - c.tpOverlap;
+
+  // --- one block, per microbatch (compiled IR, scaled by 1/cp) ---
+  FnTimes fwd = functionTime(c, prof.layerFwd, b, scale, plan.tp);
+  FnTimes bwd = functionTime(c, prof.layerBwd, b, scale, plan.tp);
+  double layerF = fwd.total + tpHidden * fwd.comm;
+  double layerW = bwd.weightGrad;
+  double layerI = bwd.total - bwd.weightGrad + tpHidden * bwd.comm;
+  double layerComm = tpHidden * (fwd.comm + bwd.comm);
+  double layerRecompute = 0;
+  if (plan.recompute == "full") {
+    layerRecompute = layerF;
+    layerComm += tpHidden * fwd.comm;
+  } else if (plan.recompute == "selective") {
+    layerRecompute = fwd.attention;
+  }
+  layerI += layerRecompute;
+  // Context parallelism (analytic): ring exchange of K and V per layer,
+  // overlapped with the attention kernels (algorithms.md §2.2, §2.7).
+  if (plan.cp > 1) {
+    double headDim = double(m.hidden) / m.heads;
+    double kvBytes = 2 * b * (double(m.seq) / plan.cp) * m.kvHeads * headDim /
+                     plan.tp * m.elementBytes;
+    bool intra = plan.tp * plan.cp <= gpn;
+    double step =
+        collectiveTime(c, CollectiveKind::P2P, kvBytes, 2, intra ? 2 : 1);
+    double ringF = std::max(0.0, (plan.cp - 1) * step - fwd.attention);
+    double ringB = std::max(0.0, 2 * (plan.cp - 1) * step - bwd.attention);
+    layerF += ringF;
+    layerI += ringB;
+    layerComm += ringF + ringB;
+  }
+
+  const int64_t layersPerChunk = L / (p * v);
+  e.tF = layersPerChunk * layerF;
+  e.tI = layersPerChunk * layerI;
+  e.tW = layersPerChunk * layerW;
+  FnTimes preF = functionTime(c, prof.preFwd, b, scale, plan.tp);
+  FnTimes preB = functionTime(c, prof.preBwd, b, scale, plan.tp);
+  FnTimes postF = functionTime(c, prof.postFwd, b, scale, plan.tp);
+  FnTimes postB = functionTime(c, prof.postBwd, b, scale, plan.tp);
+  e.firstF = preF.total + tpHidden * preF.comm;
+  e.firstB = preB.total + tpHidden * preB.comm;
+  e.lastF = postF.total + tpHidden * postF.comm;
+  e.lastB = postB.total + tpHidden * postB.comm;
+  double nonLayerComm =
+      tpHidden * (preF.comm + preB.comm + postF.comm + postB.comm);
+
+  // --- pipeline (per rank: v chunks) ---
+  const double mb = plan.mb;
+  double F = v * e.tF, I = v * e.tI, W = v * e.tW, B = I + W;
+  double extra = p == 1 ? e.firstF + e.firstB + e.lastF + e.lastB
+                        : std::max(e.firstF + e.firstB, e.lastF + e.lastB);
+  // Stage neighbours are dp*cp*tp ranks apart.
+  bool p2pIntra = plan.dp * plan.cp * plan.tp < gpn;
+  double p2pTime = p > 1 ? collectiveTime(c, CollectiveKind::P2P,
+                                          prof.boundaryBytes.at(b) * scale, 2,
+                                          p2pIntra ? 2 : 1)
+                         : 0;
+  e.tP2P = (1 - c.p2pOverlap) * p2pTime;
+  double bubble = 0;
+  if (p > 1) {
+    if (plan.schedule == "interleaved")
+      bubble = (p - 1) * (F + B) / v;
+    else if (plan.schedule == "zb-h1")
+      bubble = (p - 1) * std::max(0.0, F + I - W);
+    else if (plan.schedule == "zb-v")
+      bubble = (p - 1) * std::max(0.0, F + I - 2 * W) / 2;
+    else
+      bubble = (p - 1) * (F + B);
+    bubble += 2 * (p - 1) * e.tP2P;
+  }
+  double busy = mb * (F + B + extra);
+  double p2pSteady = p > 1 ? 2 * mb * v * e.tP2P : 0;
+  double pipeTime = busy + bubble + p2pSteady;
+
+  // --- data parallel gradient sync and ZeRO (analytic, §5.1) ---
+  double layersPerRank = double(L) / p;
+  double paramsRank = layersPerRank * prof.layerParams + prof.otherParams;
+  int64_t dpGroup = plan.dp * plan.cp;
+  int64_t dpPerNode = std::max<int64_t>(1, gpn / plan.tp);
+  double gradBytes = paramsRank * m.elementBytes;
+  double dpTime = 0;
+  if (dpGroup > 1) {
+    if (plan.zero == 3)
+      dpTime = mb * (2 * collectiveTime(c, CollectiveKind::AllGather, gradBytes,
+                                        dpGroup, dpPerNode) +
+                     collectiveTime(c, CollectiveKind::ReduceScatter, gradBytes,
+                                    dpGroup, dpPerNode));
+    else if (plan.zero >= 1)
+      dpTime = collectiveTime(c, CollectiveKind::ReduceScatter, gradBytes,
+                              dpGroup, dpPerNode) +
+               collectiveTime(c, CollectiveKind::AllGather, gradBytes, dpGroup,
+                              dpPerNode);
+    else
+      dpTime = collectiveTime(c, CollectiveKind::AllReduce, gradBytes, dpGroup,
+                              dpPerNode);
+  }
+  double hideable = plan.zero == 3 ? busy : B;
+  double dpExposed = std::max(0.0, dpTime - c.dpOverlap * hideable);
+  e.dpComm = dpExposed;
+
+  // --- optimizer (AdamW on the local shard; ~28 bytes per parameter) ---
+  double optParams = plan.zero >= 1 ? paramsRank / dpGroup : paramsRank;
+  e.optimizer = kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams);
+
+  e.stepTime = pipeTime + dpExposed + e.optimizer;
+  e.compute = mb * (F + B + extra) -
+              mb * (layersPerRank * layerComm + (p == 1 ? nonLayerComm : 0));
+  e.exposedComm = e.stepTime - e.compute - bubble - e.optimizer;
+  e.bubble = bubble;
+
+  // --- memory (bytes per GPU on the heaviest stage) ---
+  double perParam = 16;
+  if (plan.zero == 1)
+    perParam = 4 + 12.0 / dpGroup;
+  else if (plan.zero == 2)
+    perParam = 2 + 14.0 / dpGroup;
+  else if (plan.zero == 3)
+    perParam = 16.0 / dpGroup;
+  // The compiled IR's element size scales the 2-byte convention.
+  e.stateBytes = paramsRank * perParam * (m.elementBytes / 2);
+  double residual = prof.residualBytes.at(b) * scale;
+  double perLayer = residual;
+  if (plan.recompute == "full")
+    perLayer = prof.boundaryBytes.at(b) * scale;
+  else if (plan.recompute == "selective")
+    perLayer = residual - prof.selectiveSavedBytes.at(b) * scale;
+  double inflightLayers;
+  if (p == 1)
+    inflightLayers = L;
+  else if (plan.schedule == "gpipe")
+    inflightLayers = mb * layersPerRank;
+  else if (plan.schedule == "interleaved")
+    inflightLayers = std::min<double>(2 * (p - 1) + (v - 1) * p + 1, v * mb) *
+                     layersPerChunk;
+  else if (plan.schedule == "zb-v")
+    inflightLayers = std::min<double>(2 * p, 2 * mb) * layersPerChunk;
+  else
+    inflightLayers = std::min<double>(p, mb) * layersPerRank;
+  double transient =
+      std::max(0.0, prof.frameActivationBytes.at(b) * scale - residual);
+  if (plan.recompute == "full")
+    transient += residual;
+  e.activationBytes = inflightLayers * perLayer + transient;
+  e.peakBytes = e.stateBytes + e.activationBytes + c.reservedBytes;
+  e.fits = e.peakBytes <= c.hbmBytes;
+
+  if (simulate && p > 1) {
+    auto kind = scheduleKind(plan.schedule);
+    auto sched = kind ? pipeline::buildSchedule(*kind, p, plan.mb, v)
+                      : pipeline::OrError<pipeline::PipelineSchedule>::failure(
+                            "unknown schedule");
+    if (!sched)
+      return invalid(sched.error());
+    pipeline::SimulationResult sim =
+        pipeline::simulateSchedule(*sched, stageCosts(e));
+    if (sim.deadlocked)
+      return invalid("schedule deadlocks: " + sim.deadlockReport);
+    double oldPipe = pipeTime;
+    pipeTime = sim.makespan;
+    double simBusy = 0;
+    for (double x : sim.busy)
+      simBusy = std::max(simBusy, x);
+    e.bubble = pipeTime - simBusy;
+    e.stepTime += pipeTime - oldPipe;
+    e.exposedComm = e.stepTime - e.compute - e.bubble - e.optimizer;
+    e.simulated = true;
+  }
+  e.tokensPerSecond = double(globalBatch) * m.seq / e.stepTime;
+  int64_t gpus = plan.pp * plan.dp * plan.cp * plan.tp;
+  e.tflopsPerGpu = m.flopsPerSequence * globalBatch / e.stepTime / gpus / 1e12;
+  e.mfu = e.tflopsPerGpu * 1e12 / c.peakFlops;
+  if (!e.fits)
+    e.note =
+        llvm::formatv("OOM: {0:F1} GiB > {1:F1} GiB",
+                      e.peakBytes / 1073741824.0, c.hbmBytes / 1073741824.0)
+            .str();
+  return e;
+}
+
+//===----------------------------------------------------------------------===//
+// Search
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t i = 1; i <= n; ++i)
+    if (n % i == 0)
+      d.push_back(i);
+  return d;
+}
+
+/// What dominates `e` relative to `best`: the component that grew most.
+std::string whyLost(const Estimate &e, const Estimate &best) {
+  double dBubble = e.bubble - best.bubble;
+  double dComm = e.exposedComm - best.exposedComm;
+  double dCompute = e.compute + e.optimizer - best.compute - best.optimizer;
+  const char *what = "compute (recomputation / kernel efficiency)";
+  double worst = dCompute;
+  if (dBubble > worst) {
+    what = "bubble";
+    worst = dBubble;
+  }
+  if (dComm > worst)
+    what = "communication";
+  return llvm::formatv("{0}: step {1:F3} s (+{2:F1}%), best {3}", what,
+                       e.stepTime, 100 * (e.stepTime / best.stepTime - 1),
+                       e.plan.str())
+      .str();
+}
+} // namespace
+
+SearchResult
+search(const Cluster &c, const ModelInfo &m,
+       const std::map<std::pair<int64_t, bool>, LocalProfile> &profiles,
+       const SearchOptions &o) {
+  auto start = std::chrono::steady_clock::now();
+  SearchResult result;
+  std::vector<Estimate> fitting;
+  std::map<std::string, Estimate> bestPerFamily;
+  std::map<std::string, double> minPeak;
+  std::map<std::string, std::string> invalidReason;
+  auto consider = [&](const LocalProfile &prof, const Candidate &cand) {
+    ++result.stats.candidates;
+    Estimate e = evaluate(c, m, prof, cand, o.globalBatch, false);
+    std::string fam = cand.family();
+    if (!e.fits) {
+      if (e.note.rfind("invalid", 0) == 0) {
+        invalidReason.emplace(fam, e.note);
+      } else {
+        auto it = minPeak.find(fam);
+        if (it == minPeak.end() || e.peakBytes < it->second)
+          minPeak[fam] = e.peakBytes;
+      }
+      return;
+    }
+    ++result.stats.fitting;
+    auto it = bestPerFamily.find(fam);
+    if (it == bestPerFamily.end() || e.stepTime < it->second.stepTime)
+      bestPerFamily[fam] = e;
+    fitting.push_back(std::move(e));
+  };
+
+  if (o.fixed) {
+    auto it = profiles.find({o.fixedPlan.tp, o.fixedPlan.sp});
+    LocalProfile missing;
+    missing.error = "no compiled profile for this tp/sp";
+    consider(it == profiles.end() ? missing : it->second, o.fixedPlan);
+    if (fitting.empty()) {
+      Estimate e = evaluate(c, m, it == profiles.end() ? missing : it->second,
+                            o.fixedPlan, o.globalBatch, false);
+      result.rejected[o.fixedPlan.family()] = e.note;
+    }
+  } else {
+    for (const auto &[key, prof] : profiles) {
+      auto [tp, sp] = key;
+      if (!prof.error.empty()) {
+        result.rejected[Candidate{tp, 1, 1, 1, 1, sp}.family()] =
+            "invalid: " + prof.error;
+        continue;
+      }
+      for (int64_t cp : o.cpChoices) {
+        if (o.gpus % (tp * cp))
+          continue;
+        for (int64_t pp : divisors(m.layers)) {
+          if (o.gpus % (tp * cp * pp))
+            continue;
+          int64_t dp = o.gpus / (tp * cp * pp);
+          if (o.globalBatch % dp)
+            continue;
+          int64_t perDp = o.globalBatch / dp;
+          for (int64_t mbs : o.mbsChoices) {
+            if (perDp % mbs)
+              continue;
+            int64_t mb = perDp / mbs;
+            std::vector<std::pair<std::string, int64_t>> scheds;
+            if (pp == 1) {
+              scheds.push_back({"1f1b", 1});
+            } else {
+              for (const std::string &s : o.schedules) {
+                if (s == "interleaved") {
+                  if (mb < pp || mb % pp)
+                    continue;
+                  for (int64_t v : divisors(m.layers / pp))
+                    if (v >= 2 && v <= 8)
+                      scheds.push_back({s, v});
+                } else if (s == "zb-v") {
+                  if ((m.layers / pp) % 2 == 0)
+                    scheds.push_back({s, 2});
+                } else {
+                  scheds.push_back({s, 1});
+                }
+              }
+            }
+            for (auto &[sched, v] : scheds)
+              for (int64_t zero = 0; zero <= 3; ++zero) {
+                if (zero > 0 && dp * cp == 1)
+                  continue;
+                for (const std::string &rc : o.recomputes) {
+                  Candidate cand;
+                  cand.tp = tp;
+                  cand.sp = sp;
+                  cand.pp = pp;
+                  cand.dp = dp;
+                  cand.cp = cp;
+                  cand.mbs = mbs;
+                  cand.mb = mb;
+                  cand.schedule = sched;
+                  cand.vpp = v;
+                  cand.zero = zero;
+                  cand.recompute = rc;
+                  consider(prof, cand);
+                }
+              }
+          }
+        }
+      }
+    }
+  }
+
+  // Simulate the best candidates with the real schedule, re-rank.
+  std::sort(fitting.begin(), fitting.end(),
+            [](const Estimate &a, const Estimate &b) {
+              return a.stepTime < b.stepTime;
+            });
+  int64_t nsim = std::min<int64_t>(fitting.size(), o.simulateTop);
+  for (int64_t i = 0; i < nsim; ++i) {
+    Estimate &e = fitting[i];
+    const LocalProfile &prof = profiles.at({e.plan.tp, e.plan.sp});
+    Estimate sim = evaluate(c, m, prof, e.plan, o.globalBatch, true);
+    if (sim.note.rfind("invalid", 0) == 0)
+      continue;
+    e = sim;
+    if (sim.simulated)
+      ++result.stats.simulated;
+  }
+  std::stable_sort(fitting.begin(), fitting.begin() + nsim,
+                   [](const Estimate &a, const Estimate &b) {
+                     return a.stepTime < b.stepTime;
+                   });
+  int64_t keep = std::min<int64_t>(fitting.size(), std::max<int64_t>(nsim, 10));
+  result.best.assign(fitting.begin(), fitting.begin() + keep);
+
+  // Why each family lost.
+  if (!result.best.empty()) {
+    const Estimate &best = result.best.front();
+    for (auto &[fam, e] : bestPerFamily)
+      if (fam != best.plan.family())
+        result.rejected[fam] = whyLost(e, best);
+  }
+  for (auto &[fam, peak] : minPeak)
+    if (!bestPerFamily.count(fam))
+      result.rejected[fam] =
+          llvm::formatv("OOM: smallest peak {0:F1} GiB > {1:F1} GiB",
+                        peak / 1073741824.0, c.hbmBytes / 1073741824.0)
+              .str();
+  for (auto &[fam, why] : invalidReason)
+    if (!bestPerFamily.count(fam) && !minPeak.count(fam))
+      result.rejected[fam] = why;
+
+  result.stats.wallSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Reports
+//===----------------------------------------------------------------------===//
+
+namespace {
+constexpr double GiB = 1073741824.0;
+}
+
+std::string formatReport(const Cluster &c, const ModelInfo &m,
+                         const SearchResult &r, const SearchOptions &o,
+                         int64_t top) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("dist-auto-plan: model {0} ({1:F2}B params, {2} "
+                      "layers, seq {3}), cluster {4}, {5} GPUs ({6} nodes), "
+                      "global batch {7}\n",
+                      m.name, m.params / 1e9, m.layers, m.seq, c.name, o.gpus,
+                      (o.gpus + c.gpusPerNode - 1) / c.gpusPerNode,
+                      o.globalBatch);
+  os << "MFU convention: 3 x forward (GEMM + attention, causal halved) "
+        "FLOPs of the model definition, no recomputation counted; "
+     << llvm::formatv("{0:F2} TFLOP per sequence\n", m.flopsPerSequence / 1e12);
+  if (r.best.empty()) {
+    os << "no plan fits\n";
+  } else {
+    os << "chosen plan: " << r.best.front().plan.str() << "\n\n";
+    os << llvm::formatv("{0,-4} {1,-100} {2,9} {3,11} {4,6} {5,8} {6,8} "
+                        "{7,8} {8,8} {9,4}\n",
+                        "rank", "plan", "step s", "tokens/s", "MFU", "peak GiB",
+                        "compute", "exp.comm", "bubble", "sim");
+    int64_t n = std::min<int64_t>(top, r.best.size());
+    for (int64_t i = 0; i < n; ++i) {
+      const Estimate &e = r.best[i];
+      os << llvm::formatv(
+          "{0,-4} {1,-100} {2,9:F3} {3,11:F0} {4,5:F1}% "
+          "{5,8:F1} {6,7:F1}% {7,7:F1}% {8,7:F1}% {9,4}\n",
+          i + 1, e.plan.str(), e.stepTime, e.tokensPerSecond, 100 * e.mfu,
+          e.peakBytes / GiB, 100 * e.compute / e.stepTime,
+          100 * e.exposedComm / e.stepTime, 100 * e.bubble / e.stepTime,
+          e.simulated ? "yes" : "no");
+    }
+  }
+  if (!r.rejected.empty()) {
+    // Every family that cannot run (OOM, invalid), then the closest losers.
+    std::vector<std::pair<std::string, std::string>> hard, slower;
+    for (auto &[fam, why] : r.rejected)
+      (why.rfind("OOM", 0) == 0 || why.rfind("invalid", 0) == 0 ? hard : slower)
+          .emplace_back(fam, why);
+    auto stepOf = [](const std::string &why) {
+      size_t at = why.find("step ");
+      return at == std::string::npos ? 0.0 : std::atof(why.c_str() + at + 5);
+    };
+    std::stable_sort(slower.begin(), slower.end(),
+                     [&](const auto &a, const auto &b) {
+                       return stepOf(a.second) < stepOf(b.second);
+                     });
+    os << "\nrejected families (tp, sp, pp, cp; best of each, or why none "
+          "fits):\n";
+    for (auto &[fam, why] : hard)
+      os << llvm::formatv("  {0,-22} {1}\n", fam, why);
+    size_t shown = std::min<size_t>(slower.size(), 12);
+    for (size_t i = 0; i < shown; ++i)
+      os << llvm::formatv("  {0,-22} {1}\n", slower[i].first, slower[i].second);
+    if (shown < slower.size())
+      os << llvm::formatv("  ... {0} slower families more (format=json "
+                          "lists all)\n",
+                          slower.size() - shown);
+  }
+  os << llvm::formatv(
+      "\nsearch: {0} candidates ({1} fit), {2} simulated, {3} block "
+      "compilations in {4:F2} s; search {5:F3} s, {6:F0} candidates/s\n",
+      r.stats.candidates, r.stats.fitting, r.stats.simulated, r.stats.compiled,
+      r.stats.compileSeconds, r.stats.wallSeconds,
+      r.stats.candidates / std::max(1e-9, r.stats.wallSeconds));
+  os << "analytic: pp/dp/ZeRO/schedule composition, cp (ring K/V), "
+        "recomputation, optimizer; from compiled IR: per-op FLOPs/bytes, TP "
+        "collectives, residual and boundary bytes, memory-plan frame\n";
+  return text;
+}
+
+std::string formatReportJson(const Cluster &c, const ModelInfo &m,
+                             const SearchResult &r, const SearchOptions &o,
+                             int64_t top) {
+  namespace json = llvm::json;
+  json::Array plans;
+  int64_t n = std::min<int64_t>(top, r.best.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const Estimate &e = r.best[i];
+    plans.push_back(json::Object{
+        {"plan", e.plan.str()},
+        {"step_s", e.stepTime},
+        {"tokens_per_s", e.tokensPerSecond},
+        {"mfu", e.mfu},
+        {"tflops_per_gpu", e.tflopsPerGpu},
+        {"peak_bytes", e.peakBytes},
+        {"state_bytes", e.stateBytes},
+        {"activation_bytes", e.activationBytes},
+        {"compute_s", e.compute},
+        {"exposed_comm_s", e.exposedComm},
+        {"bubble_s", e.bubble},
+        {"optimizer_s", e.optimizer},
+        {"simulated", e.simulated},
+    });
+  }
+  json::Object rejected;
+  for (auto &[fam, why] : r.rejected)
+    rejected[fam] = why;
+  json::Object root{
+      {"model", m.name},
+      {"cluster", c.name},
+      {"gpus", o.gpus},
+      {"global_batch", o.globalBatch},
+      {"seq", m.seq},
+      {"flops_per_sequence", m.flopsPerSequence},
+      {"plans", std::move(plans)},
+      {"rejected", std::move(rejected)},
+      {"stats", json::Object{{"candidates", r.stats.candidates},
+                             {"fitting", r.stats.fitting},
+                             {"simulated", r.stats.simulated},
+                             {"compiled", r.stats.compiled},
+                             {"compile_s", r.stats.compileSeconds},
+                             {"search_s", r.stats.wallSeconds}}},
+  };
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", json::Value(std::move(root))) << "\n";
+  return text;
+}
+
+std::string chromeTrace(const Estimate &e) {
+  namespace json = llvm::json;
+  json::Array events;
+  auto slice = [&](std::string name, int64_t tid, double start, double end) {
+    events.push_back(json::Object{{"name", std::move(name)},
+                                  {"ph", "X"},
+                                  {"pid", 0},
+                                  {"tid", tid},
+                                  {"ts", start * 1e6},
+                                  {"dur", (end - start) * 1e6}});
+  };
+  const Candidate &p = e.plan;
+  double pipeEnd = 0;
+  auto kind = scheduleKind(p.schedule);
+  auto sched = kind ? pipeline::buildSchedule(*kind, p.pp, p.mb, p.vpp)
+                    : pipeline::OrError<pipeline::PipelineSchedule>::failure(
+                          "unknown schedule");
+  if (sched) {
+    pipeline::SimulationResult sim =
+        pipeline::simulateSchedule(*sched, stageCosts(e));
+    for (size_t r = 0; r < sim.timeline.size(); ++r)
+      for (const pipeline::TimedOp &op : sim.timeline[r])
+        slice(pipeline::formatOp(op.op), int64_t(r), op.start, op.end);
+    pipeEnd = sim.makespan;
+  }
+  for (int64_t r = 0; r < p.pp; ++r) {
+    slice("dp grad sync (exposed)", r, pipeEnd, pipeEnd + e.dpComm);
+    slice("optimizer", r, pipeEnd + e.dpComm, pipeEnd + e.dpComm + e.optimizer);
+  }
+  json::Object root{{"traceEvents", std::move(events)},
+                    {"displayTimeUnit", "ms"},
+                    {"otherData", json::Object{{"plan", p.str()}}}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << json::Value(std::move(root)) << "\n";
+  return text;
+}
+
+} // namespace autoshard::planner

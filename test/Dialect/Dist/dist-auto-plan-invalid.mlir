@@ -1,0 +1,16 @@
+// dist-auto-plan errors: a bad cluster file names the field and its value;
+// missing options and inconsistent plans are clear errors.
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 8 --seq 64 -q -o %t.model.mlir
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-bad-cluster.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-bad-efficiency.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TYPE
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/no-such-cluster.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOCLUSTER
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WORLD
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2,foo=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=KEY
+
+// NEG: error: dist-auto-plan: {{.*}}auto-plan-bad-cluster.json: field 'gpu.peak_bf16_tflops' must be a positive number, got -989
+// TYPE: error: dist-auto-plan: {{.*}}auto-plan-bad-efficiency.json: field 'efficiency.gemm' must be a number, got "fast"
+// MISSING: error: dist-auto-plan: cannot read cluster file '{{.*}}no-such-cluster.json'
+// NOCLUSTER: error: dist-auto-plan: the 'cluster' option (a cluster JSON file) is required
+// WORLD: error: dist-auto-plan: evaluate: the plan uses pp*dp*cp*tp = 4 GPUs, the cluster option gives 2
+// KEY: error: dist-auto-plan: evaluate: unknown plan key 'foo'
