@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import array
+import itertools
 import json
 import os
 import re
@@ -35,7 +36,8 @@ def parse_plan(plan: str) -> Dict[str, int]:
     d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "sp": 0, "zero": 0, "mb": 1}
     for kv in filter(None, plan.split(",")):
         k, _, v = kv.partition("=")
-        d[k.strip()] = int(v)
+        k, v = k.strip(), v.strip()
+        d[k] = v if k in ("schedule", "recompute") else int(v)
     return d
 
 
@@ -44,8 +46,9 @@ def world_size(plan: str) -> int:
     return d["pp"] * d["dp"] * d["cp"] * d["tp"]
 
 
-def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1) -> str:
-    parts = [f"dp={dp}"]
+def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1, pp: int = 1,
+             schedule: str = "1f1b") -> str:
+    parts = ([f"pp={pp}"] if pp > 1 else []) + [f"dp={dp}"]
     if tp > 1:
         parts.append(f"tp={tp}")
     if sp:
@@ -54,6 +57,8 @@ def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1) -> str:
         parts.append(f"zero={zero}")
     if mb > 1:
         parts.append(f"mb={mb}")
+    if pp > 1 and schedule != "1f1b":
+        parts.append(f"schedule={schedule}")
     return ",".join(parts)
 
 
@@ -61,8 +66,12 @@ def divisors(n: int) -> List[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1]) -> List[str]:
-    """Every valid dp x tp x sp x zero (x mb) plan for these world sizes and this model.
+def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[int] = [1],
+                schedules: List[str] = ["1f1b"]) -> List[str]:
+    """Every valid pp x dp x tp x sp x zero (x mb x schedule) plan for these world sizes.
+
+    pp must divide the world and not exceed the layers; the schedule matters
+    only with pp > 1.
 
     tp must divide the heads (q and kv), the FFN width, the padded vocabulary;
     sp needs tp > 1 and tp dividing the sequence; dp x mb must divide the
@@ -70,9 +79,11 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1]) -> List[st
     nothing).
     """
     plans = []
-    for w in worlds:
-        for tp in divisors(w):
-            dp = w // tp
+    for w, pp in itertools.product(worlds, pps):
+        if w % pp or pp > model["num_layers"]:
+            continue
+        for tp in divisors(w // pp):
+            dp = w // pp // tp
             if any(model[k] % tp for k in ("num_heads", "num_kv_heads", "ffn_hidden_size",
                                            "padded_vocab_size")):
                 continue
@@ -81,7 +92,8 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1]) -> List[st
                     continue
                 for sp in ((0, 1) if tp > 1 and model["seq_len"] % tp == 0 else (0,)):
                     for zero in (range(4) if dp > 1 else (0,)):
-                        plans.append(fmt_plan(dp, tp, sp, zero, mb))
+                        for sched in (schedules if pp > 1 else ["1f1b"]):
+                            plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched))
     return plans
 
 
@@ -179,7 +191,7 @@ def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[in
     passes = []
     if plan:
         passes = [f"--dist-apply-plan=plan={plan}", "--dist-propagate", "--dist-partition",
-                  "--dist-bucket-collectives"]
+                  "--dist-pipeline-split", "--dist-bucket-collectives", "--dist-verify-comm"]
     cmd = [ctx.shard_opt, str(ts), *passes, "--rt-lower", "--rt-plan-memory",
            f"--rt-export=output={art}", "-o", str(art.with_suffix(".lowered.mlir"))]
     return run(ctx, cmd)
@@ -319,7 +331,7 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
                   model: dict) -> List[Tuple[str, List[str], str]]:
     def opt(plan: str) -> List[str]:
         return [ctx.shard_opt, str(ts), f"--dist-apply-plan=plan={plan}", "--dist-propagate",
-                "--dist-partition", "-o", os.devnull]
+                "--dist-partition", "--dist-pipeline-split", "-o", os.devnull]
     heads = model["num_heads"]
     bad_tp = next(t for t in (3, 5, 6, 7, 8, 16) if heads % t)
     bad_dp = next(d for d in (3, 5, 6, 7) if model["batch"] % d)
@@ -333,7 +345,10 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
         ("dp=2,sp=1", opt("dp=2,sp=1"), r"sp=1 needs tp > 1"),
         ("tp=2,sp=2", opt("tp=2,sp=2"), r"sp must be 0 or 1, found 2"),
         ("dp=2,zero=4", opt("dp=2,zero=4"), r"zero must be in 0\.\.3, found 4"),
-        ("pp=2", opt("pp=2"), r"pp=2 is not supported yet"),
+        (f"pp={2 * model['num_layers']}", opt(f"pp={2 * model['num_layers']}"),
+         rf"pp={2 * model['num_layers']} needs at least {2 * model['num_layers']} block calls"),
+        ("pp=2,schedule=zb-h1", opt("pp=2,schedule=zb-h1"),
+         r"schedule=zb-h1 is not supported yet \(gpipe, 1f1b\)"),
         ("dp=2,mb=2 on a step without microbatches", opt("dp=2,mb=2"),
          r"plan mb=2, but the train step was differentiated for 1 microbatch"),
         (f"shard-run -n {wrong_n} on a {good_ranks}-rank artifact",
@@ -430,6 +445,10 @@ def main() -> int:
                     help="every valid plan for these world sizes (default: the covering set)")
     ap.add_argument("--mb", default="1", metavar="M[,M...]",
                     help="microbatch counts of the -n/--full plans (gradient accumulation; 1)")
+    ap.add_argument("--pp", default="1", metavar="P[,P...]",
+                    help="pipeline degrees of the -n/--full plans (1; --full: 1,2,4)")
+    ap.add_argument("--schedules", default="1f1b,gpipe",
+                    help="pipeline schedules of the -n/--full plans with pp > 1")
     ap.add_argument("--full", action="store_true",
                     help="every valid plan for world sizes 1, 2, 4, 8 (= -n 1,2,4,8)")
     ap.add_argument("--plans", default=None,
@@ -487,7 +506,15 @@ def main() -> int:
             sys.exit(f"plan_sweep: --mb expects M[,M...], found '{args.mb}'")
         if any(m < 1 for m in mbs):
             sys.exit(f"plan_sweep: --mb: counts must be >= 1, found '{args.mb}'")
-        plans = [(p, False) for p in valid_plans(worlds, model, mbs)]
+        try:
+            pps = [int(x) for x in (args.pp if args.pp != "1" or not args.full
+                                    else "1,2,4").split(",")]
+        except ValueError:
+            sys.exit(f"plan_sweep: --pp expects P[,P...], found '{args.pp}'")
+        if args.full and args.mb == "1":
+            mbs = [1, 2, 4, 8]
+        plans = [(p, False) for p in valid_plans(worlds, model, mbs, pps,
+                                                  args.schedules.split(","))]
         marked = {p for p, c in COVERING if c}
         plans = [(p, p in marked) for p, _ in plans]
     else:

@@ -119,7 +119,7 @@ PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -m autoshard.models "$CONFI
   -o "$OUT/train_step.mlir"
 DIST_PASSES=()
 [[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN" --dist-propagate --dist-partition
-                                --dist-bucket-collectives)
+                                --dist-pipeline-split --dist-bucket-collectives --dist-verify-comm)
 "$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" "${DIST_PASSES[@]}" --rt-lower --rt-plan-memory \
   --rt-export="output=$OUT/model.json" -o "$OUT/lowered.mlir"
 echo "compiled $OUT/model.json${PLAN:+ for plan $PLAN on $NRANKS ranks} in $((SECONDS - t0))s"

@@ -109,6 +109,7 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     r.fail(llvm::formatv("field 'gpu.reserved_gib' ({0}) must be smaller than "
                          "'gpu.hbm_gib' ({1})",
                          c.reservedBytes / GiB, c.hbmBytes / GiB));
+  c.fragmentation = r.number(*root, "gpu.fragmentation", 0.0, false, 1);
   c.intraNode.bandwidth =
       r.number(*root, "intra_node.gb_per_s_per_direction_per_gpu", std::nullopt,
                true, inf) *
@@ -137,6 +138,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);
   c.dpOverlap = r.number(*root, "overlap.dp", 0.0, false, 1);
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);
+  c.dpBucketParams =
+      r.number(*root, "overlap.dp_bucket_params", 0.0, false, inf);
   if (!r.error.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    r.error.c_str());

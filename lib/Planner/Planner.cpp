@@ -67,20 +67,29 @@ double collectiveTime(const Cluster &cluster, CollectiveKind kind, double bytes,
     return ringTime(cluster.intraNode, kind, bytes, n);
   if (local == 1)
     return ringTime(cluster.interNode, kind, bytes, n);
-  // Hierarchical: intra-node RS, inter-node op on 1/local of the data,
-  // intra-node AG (all-reduce); for AG/RS/A2A the intra-node part moves the
-  // node's share and the inter-node part the rest.
+  // Hierarchical bandwidth: intra-node RS, inter-node op on 1/local of the
+  // data, intra-node AG (all-reduce); for AG/RS/A2A the intra-node part
+  // moves the node's share and the inter-node part the rest. Latency: NCCL
+  // runs one ring through all n ranks, and every one of its steps waits for
+  // the slowest hop, so a group that spans nodes pays the flat ring's step
+  // count at the inter-node α (algorithms.md §6.2: 16 H100 on 2 nodes
+  // reach 59 GB/s busbw at 32 MB against 339 GB/s at 8 GB).
+  Cluster bw = cluster;
+  bw.intraNode.latency = bw.interNode.latency = 0;
+  double steps = kind == CollectiveKind::AllReduce ? 2.0 * (n - 1) : n - 1;
+  double alpha =
+      steps * std::max(cluster.intraNode.latency, cluster.interNode.latency);
   switch (kind) {
   case CollectiveKind::AllReduce:
-    return ringTime(cluster.intraNode, CollectiveKind::ReduceScatter, bytes,
-                    local) +
-           ringTime(cluster.interNode, CollectiveKind::AllReduce, bytes / local,
+    return alpha +
+           ringTime(bw.intraNode, CollectiveKind::ReduceScatter, bytes, local) +
+           ringTime(bw.interNode, CollectiveKind::AllReduce, bytes / local,
                     nodes) +
-           ringTime(cluster.intraNode, CollectiveKind::AllGather, bytes, local);
+           ringTime(bw.intraNode, CollectiveKind::AllGather, bytes, local);
   default:
     // Intra-node phase on the full buffer, inter-node phase on 1/local.
-    return ringTime(cluster.intraNode, kind, bytes, local) +
-           ringTime(cluster.interNode, kind, bytes / local, nodes);
+    return alpha + ringTime(bw.intraNode, kind, bytes, local) +
+           ringTime(bw.interNode, kind, bytes / local, nodes);
   }
 }
 
@@ -93,6 +102,111 @@ double kernelTime(const Cluster &cluster, OpKind kind, double flops,
   double memory = bytes / (cluster.hbmBandwidth * cluster.memoryEfficiency);
   return std::max(compute, memory) + cluster.kernelOverhead +
          (kind == OpKind::Gemm ? cluster.gemmOverhead : 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Data-parallel, ZeRO and context-parallel communication
+//===----------------------------------------------------------------------===//
+
+double tpOverlapFraction(const Cluster &c, int64_t tp) {
+  // Chunked (ring-exchange) overlap: the GEMM runs in tp chunks, each
+  // chunk's transfer hides behind another chunk's GEMM, one of tp is
+  // exposed.
+  if (tp <= 1)
+    return 0;
+  return c.tpOverlap * double(tp - 1) / double(tp);
+}
+
+Exposure bucketedCollective(const Cluster &c, CollectiveKind kind,
+                            double params, double elementBytes, int64_t n,
+                            int64_t perNode, double hideable) {
+  Exposure e;
+  if (n <= 1 || params <= 0)
+    return e;
+  if (c.dpOverlap > 0) {
+    // Megatron-Core DDP: bucket_size = max(40M, 1M * dp) parameters when
+    // overlap_grad_reduce is on (one bucket without overlap).
+    double bucket = c.dpBucketParams > 0 ? c.dpBucketParams
+                                         : std::max(40e6, 1e6 * double(n));
+    e.buckets = std::max<int64_t>(1, int64_t(std::ceil(params / bucket)));
+  }
+  double one =
+      collectiveTime(c, kind, params * elementBytes / e.buckets, n, perNode);
+  e.total = e.buckets * one;
+  e.exposed = c.dpOverlap > 0 ? std::max(one, e.total - c.dpOverlap * hideable)
+                              : e.total;
+  return e;
+}
+
+Exposure dpSyncExposure(const Cluster &c, int64_t zero, double params,
+                        double elementBytes, int64_t n, int64_t perNode,
+                        double microbatches, double forward, double backward) {
+  Exposure e;
+  if (n <= 1)
+    return e;
+  if (zero == 0)
+    return bucketedCollective(c, CollectiveKind::AllReduce, params,
+                              elementBytes, n, perNode, backward);
+  Exposure rs = bucketedCollective(c, CollectiveKind::ReduceScatter, params,
+                                   elementBytes, n, perNode, backward);
+  Exposure ag = bucketedCollective(c, CollectiveKind::AllGather, params,
+                                   elementBytes, n, perNode, forward);
+  double times = zero == 2 ? microbatches : 1;
+  e.total = times * rs.total + ag.total;
+  e.exposed = times * rs.exposed + ag.exposed;
+  e.buckets = rs.buckets;
+  return e;
+}
+
+Zero3Exposure zero3Exposure(const Cluster &c, double layerParams,
+                            double otherParams, double elementBytes,
+                            int64_t layers, int64_t n, int64_t perNode,
+                            double layerForward, double layerBackward) {
+  Zero3Exposure z;
+  if (n <= 1)
+    return z;
+  double ov = c.dpOverlap;
+  double ag = collectiveTime(c, CollectiveKind::AllGather,
+                             layerParams * elementBytes, n, perNode);
+  double rs = collectiveTime(c, CollectiveKind::ReduceScatter,
+                             layerParams * elementBytes, n, perNode);
+  if (layers > 0) {
+    // Forward: gather block 1, then block i+1's gather runs during block i.
+    z.forward = ag + (layers - 1) * std::max(0.0, ag - ov * layerForward);
+    // Backward: block i-1's gather and block i+1's reduce-scatter run during
+    // block i; the last reduce-scatter is exposed.
+    z.backward =
+        ag + (layers - 1) * std::max(0.0, ag + rs - ov * layerBackward) + rs;
+  }
+  z.rootForward = collectiveTime(c, CollectiveKind::AllGather,
+                                 otherParams * elementBytes, n, perNode);
+  z.rootBackward = collectiveTime(c, CollectiveKind::ReduceScatter,
+                                  otherParams * elementBytes, n, perNode);
+  return z;
+}
+
+RingExposure ringAttentionExposure(const Cluster &c, double kvBytes,
+                                   double mergeBytes, int64_t cp, bool intra,
+                                   double attentionForward,
+                                   double attentionBackward) {
+  RingExposure r;
+  if (cp <= 1)
+    return r;
+  int64_t perNode = intra ? 2 : 1;
+  double kv = collectiveTime(c, CollectiveKind::P2P, kvBytes, 2, perNode);
+  // dK, dV travel in fp32: twice the bf16 K, V bytes.
+  double dkv = collectiveTime(c, CollectiveKind::P2P, 2 * kvBytes, 2, perNode);
+  double stepF = attentionForward / cp, stepB = attentionBackward / cp;
+  // Extra kernels per step: the block kernel and the merge / accumulation
+  // (memory-bound, fp32).
+  double mergeF = kernelTime(c, OpKind::Memory, 0, mergeBytes);
+  double mergeB = kernelTime(c, OpKind::Memory, 0, 3 * 4 * kvBytes / 2);
+  r.forward =
+      (cp - 1) * (std::max(0.0, kv - stepF) + c.kernelOverhead + mergeF);
+  r.backward =
+      (cp - 1) * (std::max(0.0, kv + dkv - stepB) + c.kernelOverhead + mergeB) +
+      dkv;
+  return r;
 }
 
 //===----------------------------------------------------------------------===//
@@ -214,7 +328,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   const double b = plan.mbs;
   const double scale = 1.0 / plan.cp;
   const int64_t gpn = c.gpusPerNode;
-  const double tpHidden = 1 - c.tpOverlap;
+  const double tpHidden = 1 - tpOverlapFraction(c, plan.tp);
 
   // --- one block, per microbatch (compiled IR, scaled by 1/cp) ---
   FnTimes fwd = functionTime(c, prof.layerFwd, b, scale, plan.tp);
@@ -231,20 +345,28 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     layerRecompute = fwd.attention;
   }
   layerI += layerRecompute;
-  // Context parallelism (analytic): ring exchange of K and V per layer,
-  // overlapped with the attention kernels (algorithms.md §2.2, §2.7).
+  // Context parallelism (analytic, zig-zag balanced: every rank holds 2 of
+  // the 2cp sequence chunks, so each does 1/cp of the causal attention):
+  // the ring exchange of K and V per layer, overlapped step by step with
+  // the attention blocks (algorithms.md §2.2, §2.3, §2.7).
   if (plan.cp > 1) {
     double headDim = double(m.hidden) / m.heads;
-    double kvBytes = 2 * b * (double(m.seq) / plan.cp) * m.kvHeads * headDim /
-                     plan.tp * m.elementBytes;
+    double tokens = b * (double(m.seq) / plan.cp);
+    double kvBytes =
+        2 * tokens * m.kvHeads * headDim / plan.tp * m.elementBytes;
+    // Merge (§2.1): read the fp32 running output and the block output,
+    // write the fp32 output.
+    double mergeBytes = tokens * double(m.hidden) / plan.tp * (4 + 4 + 2);
     bool intra = plan.tp * plan.cp <= gpn;
-    double step =
-        collectiveTime(c, CollectiveKind::P2P, kvBytes, 2, intra ? 2 : 1);
-    double ringF = std::max(0.0, (plan.cp - 1) * step - fwd.attention);
-    double ringB = std::max(0.0, 2 * (plan.cp - 1) * step - bwd.attention);
-    layerF += ringF;
-    layerI += ringB;
-    layerComm += ringF + ringB;
+    RingExposure ring = ringAttentionExposure(
+        c, kvBytes, mergeBytes, plan.cp, intra, fwd.attention, bwd.attention);
+    layerF += ring.forward;
+    layerI += ring.backward;
+    layerComm += ring.forward + ring.backward;
+    if (plan.recompute == "full") {
+      layerI += ring.forward;
+      layerComm += ring.forward;
+    }
   }
 
   const int64_t layersPerChunk = L / (p * v);
@@ -261,6 +383,30 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   e.lastB = postB.total + tpHidden * postB.comm;
   double nonLayerComm =
       tpHidden * (preF.comm + preB.comm + postF.comm + postB.comm);
+
+  // --- ZeRO-3: per-block parameter gathers and gradient reduce-scatters
+  // inside every microbatch (§5.1, §5.3), so they stretch F and B ---
+  double layersPerRank = double(L) / p;
+  double paramsRank = layersPerRank * prof.layerParams + prof.otherParams;
+  int64_t dpGroup = plan.dp * plan.cp;
+  // Mesh order pp, dp, cp, tp: a node holds gpn / tp members of a dp×cp
+  // group.
+  int64_t dpPerNode = std::max<int64_t>(1, gpn / plan.tp);
+  double zero3Comm = 0; // exposed per microbatch per rank
+  if (plan.zero == 3 && dpGroup > 1) {
+    Zero3Exposure z = zero3Exposure(c, prof.layerParams, prof.otherParams,
+                                    m.elementBytes, layersPerChunk, dpGroup,
+                                    dpPerNode, layerF, layerI + layerW);
+    e.tF += z.forward;
+    e.tI += z.backward;
+    e.firstF += z.rootForward;
+    e.lastB += z.rootBackward;
+    zero3Comm = v * (z.forward + z.backward) + z.rootForward + z.rootBackward;
+    if (p > 1) {
+      e.firstB += z.rootBackward;
+      e.lastF += z.rootForward;
+    }
+  }
 
   // --- pipeline (per rank: v chunks) ---
   const double mb = plan.mb;
@@ -290,30 +436,15 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   double p2pSteady = p > 1 ? 2 * mb * v * e.tP2P : 0;
   double pipeTime = busy + bubble + p2pSteady;
 
-  // --- data parallel gradient sync and ZeRO (analytic, §5.1) ---
-  double layersPerRank = double(L) / p;
-  double paramsRank = layersPerRank * prof.layerParams + prof.otherParams;
-  int64_t dpGroup = plan.dp * plan.cp;
-  int64_t dpPerNode = std::max<int64_t>(1, gpn / plan.tp);
-  double gradBytes = paramsRank * m.elementBytes;
-  double dpTime = 0;
-  if (dpGroup > 1) {
-    if (plan.zero == 3)
-      dpTime = mb * (2 * collectiveTime(c, CollectiveKind::AllGather, gradBytes,
-                                        dpGroup, dpPerNode) +
-                     collectiveTime(c, CollectiveKind::ReduceScatter, gradBytes,
-                                    dpGroup, dpPerNode));
-    else if (plan.zero >= 1)
-      dpTime = collectiveTime(c, CollectiveKind::ReduceScatter, gradBytes,
-                              dpGroup, dpPerNode) +
-               collectiveTime(c, CollectiveKind::AllGather, gradBytes, dpGroup,
-                              dpPerNode);
-    else
-      dpTime = collectiveTime(c, CollectiveKind::AllReduce, gradBytes, dpGroup,
-                              dpPerNode);
+  // --- data-parallel gradient sync, ZeRO-0/1/2 (analytic, §5.1) ---
+  double dpExposed = 0;
+  if (plan.zero != 3) {
+    // The step's last backward hides the bucketed reduce-scatter; the next
+    // step's first forward hides the parameter all-gather.
+    Exposure dps = dpSyncExposure(c, plan.zero, paramsRank, m.elementBytes,
+                                  dpGroup, dpPerNode, mb, F, B);
+    dpExposed = dps.exposed;
   }
-  double hideable = plan.zero == 3 ? busy : B;
-  double dpExposed = std::max(0.0, dpTime - c.dpOverlap * hideable);
   e.dpComm = dpExposed;
 
   // --- optimizer (AdamW on the local shard; ~28 bytes per parameter) ---
@@ -321,8 +452,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   e.optimizer = kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams);
 
   e.stepTime = pipeTime + dpExposed + e.optimizer;
-  e.compute = mb * (F + B + extra) -
-              mb * (layersPerRank * layerComm + (p == 1 ? nonLayerComm : 0));
+  e.compute =
+      mb * (F + B + extra) - mb * (layersPerRank * layerComm +
+                                   (p == 1 ? nonLayerComm : 0) + zero3Comm);
   e.exposedComm = e.stepTime - e.compute - bubble - e.optimizer;
   e.bubble = bubble;
 
@@ -337,7 +469,16 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   // The compiled IR's element size scales the 2-byte convention.
   e.stateBytes = paramsRank * perParam * (m.elementBytes / 2);
   double residual = prof.residualBytes.at(b) * scale;
-  double perLayer = residual;
+  // Unfused attention (attention_score_bytes > 0) also keeps its softmax
+  // output (2 bytes), dropout mask (1) and dropout output (2) per score
+  // element for the backward: Korthikanti et al.'s 5·a·s²·b term
+  // (workloads.md §5); selective recomputation drops exactly these.
+  double scoreResidual = 0;
+  if (c.attentionScoreBytes > 0)
+    for (const OpProfile &op : prof.layerFwd.ops)
+      if (op.kind == OpKind::Attention && !op.backward)
+        scoreResidual += 5 * op.scoreElements.at(b) * scale;
+  double perLayer = residual + scoreResidual;
   if (plan.recompute == "full")
     perLayer = prof.boundaryBytes.at(b) * scale;
   else if (plan.recompute == "selective")
@@ -358,8 +499,16 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       std::max(0.0, prof.frameActivationBytes.at(b) * scale - residual);
   if (plan.recompute == "full")
     transient += residual;
+  // ZeRO-3 keeps the gathered root unit and two gathered blocks (the
+  // current one and the prefetched next one) and their unsharded gradients.
+  if (plan.zero == 3 && dpGroup > 1)
+    transient += 2 * (2 * prof.layerParams + prof.otherParams) * m.elementBytes;
   e.activationBytes = inflightLayers * perLayer + transient;
-  e.peakBytes = e.stateBytes + e.activationBytes + c.reservedBytes;
+  // The framework's allocator cannot use all of the free HBM: a fixed
+  // reserve (CUDA context, NCCL and library workspaces) plus a fraction of
+  // the dynamic bytes lost to fragmentation.
+  e.peakBytes = e.stateBytes + e.activationBytes * (1 + c.fragmentation) +
+                c.reservedBytes;
   e.fits = e.peakBytes <= c.hbmBytes;
 
   if (simulate && p > 1) {

@@ -75,8 +75,8 @@ TEST(ArtifactTest, MissingFile) {
 TEST(ArtifactTest, WrongFormatAndVersion) {
   expectMutationError([](Json &d) { d["format"] = "onnx"; },
                       {"field 'format'", "\"onnx\""});
-  expectMutationError([](Json &d) { d["version"] = 3; },
-                      {"field 'version' is 3", "reads versions 1 and 2"});
+  expectMutationError([](Json &d) { d["version"] = 4; },
+                      {"field 'version' is 4", "reads versions 1 and 3"});
   expectMutationError([](Json &d) { d["version"] = "1"; },
                       {"field 'version' must be an integer", "\"1\""});
 }
@@ -218,17 +218,18 @@ TEST(ArtifactTest, StateReferences) {
 }
 
 TEST(ArtifactTest, EveryOpHasASignature) {
-  for (const char *op : {"matmul", "layer_norm_grad", "adamw", "attention_grad",
-                         "moe_combine", "cross_entropy_grad", "sum_squares",
-                         "reshape", "dropout_grad", "broadcast", "microbatch"})
+  for (const char *op :
+       {"matmul", "layer_norm_grad", "adamw", "attention_grad", "moe_combine",
+        "cross_entropy_grad", "sum_squares", "reshape", "dropout_grad",
+        "broadcast", "microbatch", "cast"})
     EXPECT_NE(lookupOp(op), nullptr) << op;
   EXPECT_EQ(lookupOp("call"), nullptr);
   size_t comm = 0;
   for (const OpSignature &op : allOps())
     comm += isCommOp(op.name);
-  // tfm kernels: 42, 6 vocab_*, dropout_local, dropout_local_grad and
-  // microbatch.
-  EXPECT_EQ(allOps().size() - comm, 51u);
+  // tfm kernels: 42, 6 vocab_*, dropout_local, dropout_local_grad,
+  // microbatch and cast.
+  EXPECT_EQ(allOps().size() - comm, 52u);
   EXPECT_EQ(comm, 21u); // dist.*: 8 ops, 8 _start forms, wait, 4 local
 }
 

@@ -228,4 +228,186 @@ TEST(Pipeline, BubbleMatchesOneFOneB) {
   EXPECT_TRUE(simulated.simulated);
 }
 
+//===----------------------------------------------------------------------===//
+// Communication of the analytic dimensions (docs/planner.md, "Cost model")
+//===----------------------------------------------------------------------===//
+
+TEST(Collective, SmallMessagesAreLatencyBound) {
+  // algorithms.md §6.2 sample: 16 H100 (2 nodes) all-reduce busbw 338.8
+  // GB/s at 8 GB but 59 GB/s at 32 MB. The α-β model with the flat ring's
+  // 2(n-1) steps at the inter-node α (~25 µs there) reproduces the drop:
+  // busbw(32 MB) < 30% of busbw(8 GB) (measured: 17%); a hierarchical
+  // count (2 inter-node steps) would not.
+  Cluster c = testCluster();
+  c.interNode = {340e9 / 8, 25e-6, 1};
+  auto busbw = [&](double S) {
+    double t = collectiveTime(c, CollectiveKind::AllReduce, S, 16, 8);
+    return 2 * 15.0 / 16 * S / t;
+  };
+  EXPECT_LT(busbw(32e6), 0.3 * busbw(8e9));
+  EXPECT_GT(busbw(8e9), 0.9 * busbw(64e9));
+  double t = collectiveTime(c, CollectiveKind::AllReduce, 1, 16, 8);
+  EXPECT_NEAR(t, 30 * 25e-6, 1e-6);
+}
+
+TEST(DataParallel, BucketsAndLastBucketExposed) {
+  Cluster c = testCluster();
+  c.interNode.latency = 20e-6;
+  double params = 1e9; // 1B parameters, bf16
+  // No overlap: one collective over the whole buffer, all exposed.
+  c.dpOverlap = 0;
+  Exposure none = bucketedCollective(c, CollectiveKind::ReduceScatter, params,
+                                     2, 64, 1, 1e9);
+  EXPECT_EQ(none.buckets, 1);
+  EXPECT_DOUBLE_EQ(none.exposed, none.total);
+  EXPECT_DOUBLE_EQ(
+      none.total, collectiveTime(c, CollectiveKind::ReduceScatter, 2e9, 64, 1));
+  // Overlap: Megatron-Core buckets of max(40M, 1M * 64) = 64M parameters,
+  // 16 buckets each paying its α; the last bucket stays exposed however
+  // long the backward is.
+  c.dpOverlap = 1;
+  Exposure ov = bucketedCollective(c, CollectiveKind::ReduceScatter, params, 2,
+                                   64, 1, 1e9);
+  EXPECT_EQ(ov.buckets, 16);
+  double one =
+      collectiveTime(c, CollectiveKind::ReduceScatter, 2e9 / 16, 64, 1);
+  EXPECT_DOUBLE_EQ(ov.total, 16 * one);
+  EXPECT_DOUBLE_EQ(ov.exposed, one);
+  // A short backward hides only its own length.
+  Exposure shortB = bucketedCollective(c, CollectiveKind::ReduceScatter, params,
+                                       2, 64, 1, 0.25 * ov.total);
+  EXPECT_DOUBLE_EQ(shortB.exposed, 0.75 * ov.total);
+}
+
+TEST(DataParallel, Zero2ReduceScattersEveryMicrobatch) {
+  // algorithms.md §5.1: ZeRO-2 frees the non-owned gradient buckets, so
+  // each microbatch's backward ends with a reduce-scatter; ZeRO-1 reduces
+  // once per step.
+  Cluster c = testCluster();
+  double rs = collectiveTime(c, CollectiveKind::ReduceScatter, 2e9, 16, 8);
+  double ag = collectiveTime(c, CollectiveKind::AllGather, 2e9, 16, 8);
+  Exposure z1 = dpSyncExposure(c, 1, 1e9, 2, 16, 8, 4, 1, 1);
+  Exposure z2 = dpSyncExposure(c, 2, 1e9, 2, 16, 8, 4, 1, 1);
+  EXPECT_DOUBLE_EQ(z1.total, rs + ag);
+  EXPECT_DOUBLE_EQ(z2.total, 4 * rs + ag);
+  EXPECT_DOUBLE_EQ(z2.exposed, z2.total); // overlap 0
+  Exposure z0 = dpSyncExposure(c, 0, 1e9, 2, 16, 8, 4, 1, 1);
+  EXPECT_DOUBLE_EQ(z0.total,
+                   collectiveTime(c, CollectiveKind::AllReduce, 2e9, 16, 8));
+}
+
+TEST(DataParallel, Zero3GathersPerLayerForwardAndBackward) {
+  Cluster c = testCluster();
+  c.interNode.latency = 20e-6;
+  double psi = 1e8; // per block
+  double ag = collectiveTime(c, CollectiveKind::AllGather, 2 * psi, 64, 1);
+  double rs = collectiveTime(c, CollectiveKind::ReduceScatter, 2 * psi, 64, 1);
+  // No overlap: every block gathers twice (forward, backward) and
+  // reduce-scatters once, each with its own α.
+  c.dpOverlap = 0;
+  Zero3Exposure z = zero3Exposure(c, psi, 0, 2, 10, 64, 1, 1, 1);
+  EXPECT_DOUBLE_EQ(z.forward, 10 * ag);
+  EXPECT_DOUBLE_EQ(z.backward, 10 * (ag + rs));
+  EXPECT_GT(ag, 63 * 20e-6);
+  // Full overlap with long blocks: only the first gather and the last
+  // reduce-scatter remain.
+  c.dpOverlap = 1;
+  Zero3Exposure h = zero3Exposure(c, psi, 0, 2, 10, 64, 1, 1, 1);
+  EXPECT_DOUBLE_EQ(h.forward, ag);
+  EXPECT_DOUBLE_EQ(h.backward, ag + rs);
+  // Short blocks: the transfer beyond each block's compute is exposed.
+  Zero3Exposure s = zero3Exposure(c, psi, 0, 2, 10, 64, 1, ag / 2, 0);
+  EXPECT_NEAR(s.forward, ag + 9 * ag / 2, 1e-12);
+  EXPECT_NEAR(s.backward, ag + 9 * (ag + rs) + rs, 1e-12);
+}
+
+TEST(ContextParallel, RingStepsOverlapOnlyWithinAStep) {
+  Cluster c = testCluster();
+  c.intraNode.latency = 10e-6;
+  c.kernelOverhead = 0;
+  double kvBytes = 8e6;
+  double kv = collectiveTime(c, CollectiveKind::P2P, kvBytes, 2, 2);
+  double dkv = collectiveTime(c, CollectiveKind::P2P, 2 * kvBytes, 2, 2);
+  // No attention compute to hide behind: every transfer is exposed; the
+  // backward moves K,V again plus dK,dV in fp32, the last hop after the
+  // last block.
+  RingExposure r = ringAttentionExposure(c, kvBytes, 0, 4, true, 0, 0);
+  double mergeB = kernelTime(c, OpKind::Memory, 0, 3 * 4 * kvBytes / 2);
+  EXPECT_NEAR(r.forward, 3 * kv, 1e-12);
+  EXPECT_NEAR(r.backward, 3 * (kv + dkv + mergeB) + dkv, 1e-12);
+  // Attention long enough per step: forward hidden, backward keeps the
+  // final dK,dV hop. Total attention time T is split in cp steps, so a
+  // transfer only hides behind T/cp.
+  RingExposure h =
+      ringAttentionExposure(c, kvBytes, 0, 4, true, 4 * kv, 4 * (kv + dkv));
+  EXPECT_NEAR(h.forward, 0, 1e-12);
+  EXPECT_NEAR(h.backward, 3 * mergeB + dkv, 1e-12);
+  RingExposure part = ringAttentionExposure(c, kvBytes, 0, 4, true, 2 * kv, 0);
+  EXPECT_NEAR(part.forward, 3 * kv / 2, 1e-12);
+  // Across nodes the ring hop uses the NIC.
+  RingExposure inter = ringAttentionExposure(c, kvBytes, 0, 4, false, 0, 0);
+  EXPECT_GT(inter.forward, r.forward);
+}
+
+TEST(TensorParallel, ChunkedOverlapExposesOneChunk) {
+  Cluster c = testCluster();
+  c.tpOverlap = 1;
+  EXPECT_DOUBLE_EQ(tpOverlapFraction(c, 1), 0);
+  EXPECT_DOUBLE_EQ(tpOverlapFraction(c, 2), 0.5);
+  EXPECT_DOUBLE_EQ(tpOverlapFraction(c, 8), 7.0 / 8);
+  c.tpOverlap = 0;
+  EXPECT_DOUBLE_EQ(tpOverlapFraction(c, 8), 0);
+}
+
+TEST(Memory, FragmentationAndReserve) {
+  Cluster c = testCluster();
+  ModelInfo m = syntheticModel();
+  LocalProfile prof = syntheticProfile(1e6, 1e8);
+  Candidate plan;
+  plan.mb = 1;
+  Estimate a = evaluate(c, m, prof, plan, 1, false);
+  c.reservedBytes = 3e9;
+  c.fragmentation = 0.1;
+  Estimate b = evaluate(c, m, prof, plan, 1, false);
+  EXPECT_GT(a.activationBytes, 0);
+  EXPECT_DOUBLE_EQ(b.peakBytes, a.stateBytes + 1.1 * a.activationBytes + 3e9);
+}
+
+TEST(Memory, Zero3KeepsTwoGatheredBlocks) {
+  Cluster c = testCluster();
+  ModelInfo m = syntheticModel();
+  LocalProfile prof = syntheticProfile(1e8, 0);
+  Candidate plan;
+  plan.dp = 8;
+  plan.mb = 1;
+  plan.zero = 3;
+  Estimate e = evaluate(c, m, prof, plan, 8, false);
+  // (current + prefetched block) x (params + grads) x 2 bytes.
+  EXPECT_DOUBLE_EQ(e.activationBytes, 2 * 2 * 1e8 * 2);
+}
+
+TEST(Memory, UnfusedAttentionKeepsScores) {
+  // Korthikanti et al. (workloads.md §5): an unfused attention stores 5
+  // bytes per score element (softmax out, dropout mask and out); selective
+  // recomputation drops them; fused attention (score bytes 0) stores none.
+  Cluster c = testCluster();
+  ModelInfo m = syntheticModel();
+  LocalProfile prof = syntheticProfile(1e6, 1e8);
+  OpProfile attn;
+  attn.kind = OpKind::Attention;
+  attn.flops = {0, 1e9};
+  attn.scoreElements = {0, 1e7};
+  prof.layerFwd.ops.push_back(attn);
+  Candidate plan;
+  plan.mb = 1;
+  Estimate fused = evaluate(c, m, prof, plan, 1, false);
+  c.attentionScoreBytes = 13;
+  Estimate unfused = evaluate(c, m, prof, plan, 1, false);
+  EXPECT_DOUBLE_EQ(unfused.activationBytes - fused.activationBytes,
+                   m.layers * 5 * 1e7);
+  plan.recompute = "selective";
+  Estimate sel = evaluate(c, m, prof, plan, 1, false);
+  EXPECT_DOUBLE_EQ(sel.activationBytes, fused.activationBytes);
+}
+
 } // namespace

@@ -40,6 +40,11 @@ struct Cluster {
   /// Bytes per GPU the plan may not use (CUDA context, NCCL buffers,
   /// allocator fragmentation).
   double reservedBytes = 0;
+  /// Fraction of the dynamic (activation and transient) bytes that the
+  /// framework's allocator loses to fragmentation and working space on top
+  /// of the plan's own peak (PyTorch's caching allocator holds freed blocks
+  /// that cannot serve larger requests; docs/planner.md, "Memory").
+  double fragmentation = 0;
   Link intraNode;
   Link interNode;
   /// Achievable fraction of peak FLOP/s for GEMMs (matmul, matmul_wgrad)
@@ -59,12 +64,20 @@ struct Cluster {
   double gemmOverhead = 0;
   /// Fixed cost per kernel launch, seconds.
   double kernelOverhead = 0;
-  /// Fraction of tensor-parallel communication hidden behind compute
-  /// (0: Megatron 2021, blocking all-reduces; ~0.5 with TP comm overlap).
+  /// Tensor-parallel communication overlap: 0 (Megatron 2021, blocking
+  /// all-reduces) to 1 (Transformer Engine's chunked TP overlap, which
+  /// still exposes one of tp chunks: tpOverlapFraction).
   double tpOverlap = 0;
-  /// Fraction of data-parallel gradient communication that can hide behind
-  /// the backward pass of the last microbatch (0 = no overlap).
+  /// Data-parallel communication overlap (0 = none: one blocking collective
+  /// over the whole gradient buffer after the step's last backward). When
+  /// positive, gradients are reduced in buckets of `dpBucketParams` (or
+  /// max(40M, 1M * group) parameters, Megatron-Core's default, when 0)
+  /// while the last microbatch's backward runs (this fraction of its time
+  /// can hide them; the last bucket is always exposed), ZeRO-1/2 parameter
+  /// all-gathers hide behind the next step's first forward (first bucket
+  /// exposed), and ZeRO-3 per-layer gathers are prefetched one layer ahead.
   double dpOverlap = 0;
+  double dpBucketParams = 0;
   /// Fraction of pipeline p2p time hidden behind compute.
   double p2pOverlap = 0;
 };

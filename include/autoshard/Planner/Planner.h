@@ -55,6 +55,78 @@ double kernelTime(const Cluster &cluster, OpKind kind, double flops,
                   double bytes);
 
 //===----------------------------------------------------------------------===//
+// Communication of the analytic dimensions (dp/ZeRO, cp)
+//===----------------------------------------------------------------------===//
+
+/// Fraction of a tensor-parallel collective hidden behind its GEMM:
+/// `overlap.tp` × (tp-1)/tp. Transformer Engine's TP overlap splits the
+/// GEMM into tp chunks and exchanges one chunk while computing another
+/// (ring exchange), so the first (or last) chunk's transfer is exposed.
+double tpOverlapFraction(const Cluster &cluster, int64_t tp);
+
+/// Exposed time of one (possibly bucketed) gradient / parameter collective
+/// overlapped with `hideable` seconds of compute: the collective of
+/// `bytes` is split into ceil(params / bucket) buckets (each paying its own
+/// α), with overlap `ov` of the cluster; the bucket that becomes ready last
+/// (or is needed first) cannot hide. Without overlap: one collective over
+/// the whole buffer, all exposed.
+struct Exposure {
+  double total = 0, exposed = 0;
+  int64_t buckets = 1;
+};
+Exposure bucketedCollective(const Cluster &cluster, CollectiveKind kind,
+                            double params, double elementBytes, int64_t n,
+                            int64_t perNode, double hideable);
+
+/// The data-parallel synchronisation of one step (algorithms.md §5.1) over
+/// a group of `n` ranks (`perNode` per node) holding `params` parameters:
+/// ZeRO-0 all-reduce; ZeRO-1 reduce-scatter after the last backward +
+/// parameter all-gather before the next forward; ZeRO-2 the reduce-scatter
+/// after every microbatch's backward (the non-owned gradient buckets are
+/// freed, so gradient accumulation cannot defer it) + all-gather.
+/// `backward` / `forward`: one microbatch's backward / forward time on the
+/// rank (what the bucketed collectives hide behind). ZeRO-3 is per layer:
+/// zero3Exposure.
+Exposure dpSyncExposure(const Cluster &cluster, int64_t zero, double params,
+                        double elementBytes, int64_t n, int64_t perNode,
+                        double microbatches, double forward, double backward);
+
+/// ZeRO-3 / FSDP full sharding, one unit per Transformer block (algorithms.md
+/// §5.1, §5.3): per microbatch every block's parameters are all-gathered
+/// before its forward, again before its backward (resharded after forward)
+/// and its gradients reduce-scattered after its backward; the next block's
+/// gather is prefetched during the current block's compute (overlap `ov`).
+/// The first gather of a forward and the last reduce-scatter of a backward
+/// cannot hide. The root unit (embedding, head: `otherParams`) is gathered
+/// once per microbatch and reduce-scattered once, exposed. Returns the
+/// exposed seconds per microbatch added to one chunk's forward and
+/// backward of `layers` blocks.
+struct Zero3Exposure {
+  double forward = 0, backward = 0, rootForward = 0, rootBackward = 0;
+};
+Zero3Exposure zero3Exposure(const Cluster &cluster, double layerParams,
+                            double otherParams, double elementBytes,
+                            int64_t layers, int64_t n, int64_t perNode,
+                            double layerForward, double layerBackward);
+
+/// Ring attention (algorithms.md §2.2, §2.7) per layer per microbatch:
+/// forward cp-1 ring steps each sending K and V (`kvBytes`, bf16) while the
+/// rank computes one of its cp attention blocks; backward cp-1 steps of K,V
+/// plus cp steps of dK,dV in fp32 (2 x kvBytes), the last of which arrives
+/// after the last block. Overlap is per step only: a step's transfer hides
+/// behind that step's block, never behind other work. Each extra step also
+/// launches a block kernel and a merge (forward: the partial-softmax merge
+/// of §2.1 reads and writes the fp32 output, `mergeBytes` per step;
+/// backward: the fp32 dK,dV accumulation). Returns the added seconds.
+struct RingExposure {
+  double forward = 0, backward = 0;
+};
+RingExposure ringAttentionExposure(const Cluster &cluster, double kvBytes,
+                                   double mergeBytes, int64_t cp, bool intra,
+                                   double attentionForward,
+                                   double attentionBackward);
+
+//===----------------------------------------------------------------------===//
 // Profiles read off compiled IR
 //===----------------------------------------------------------------------===//
 

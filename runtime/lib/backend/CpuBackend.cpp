@@ -4,12 +4,14 @@
 #include "autoshard/runtime/Init.h"
 
 #include "CpuKernels.h"
+#include "CpuLowPrecision.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 namespace autoshard::runtime {
 
@@ -88,8 +90,11 @@ bool CpuBackend::hasNaN(const void *data, DType dtype, int64_t numel) {
     return anyNaN<float>(data, numel);
   case DType::F64:
     return anyNaN<double>(data, numel);
+  case DType::BF16:
+  case DType::F16:
+    return cpu_kernels::anyNaN16(data, dtype, numel);
   default:
-    return false; // no CPU kernel computes in 16-bit floats
+    return false;
   }
 }
 
@@ -100,6 +105,13 @@ void CpuBackend::initState(void *data, const StateSpec &spec, uint64_t seed,
     return initTensor(static_cast<float *>(data), spec, seed, globalOffset);
   case DType::F64:
     return initTensor(static_cast<double *>(data), spec, seed, globalOffset);
+  case DType::BF16:
+  case DType::F16: { // initialised in f32, stored rounded
+    std::vector<float> wide(static_cast<size_t>(spec.type.numel()));
+    initTensor(wide.data(), spec, seed, globalOffset);
+    return cpu_kernels::floatsTo16(wide.data(), data, spec.type.dtype,
+                                   spec.type.numel());
+  }
   case DType::I32:
     return initTensor(static_cast<int32_t *>(data), spec, seed, globalOffset);
   case DType::I64:
@@ -113,7 +125,7 @@ void CpuBackend::initState(void *data, const StateSpec &spec, uint64_t seed,
 }
 
 BoundKernel CpuBackend::bind(const KernelSignature &signature) const {
-  return kernelTable().bind(signature, name());
+  return cpu_kernels::bindWithLowPrecision(kernelTable(), signature, name());
 }
 
 const KernelTable &CpuBackend::kernelTable() {
@@ -123,6 +135,7 @@ const KernelTable &CpuBackend::kernelTable() {
     cpu_kernels::registerSequenceKernels(t);
     cpu_kernels::registerMoeKernels(t);
     cpu_kernels::registerCommKernels(t);
+    cpu_kernels::registerCastKernels(t);
     return t;
   }();
   return table;

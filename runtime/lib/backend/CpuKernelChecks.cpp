@@ -1,61 +1,38 @@
-//===- CpuKernelChecks.cpp - Operand checks of the CPU kernel binders -----===//
+//===- CpuKernelChecks.cpp - Checked shapes as the CPU kernels' structs ---===//
+//
+// The operand checks themselves are backend-neutral (KernelChecks.h, in the
+// runtime core); these convert what they return into the shape structs of
+// the CPU kernels (autoshard/runtime/cpu/*.h).
+//
+//===----------------------------------------------------------------------===//
 
 #include "CpuKernels.h"
 
 namespace autoshard::runtime::cpu_kernels {
 
-std::string argName(size_t i) { return "arg " + std::to_string(i); }
-std::string resultName(size_t i) { return "result " + std::to_string(i); }
-
-void expectType(const KernelSignature &sig, const TensorType &got,
-                const TensorType &want, const std::string &what) {
-  if (got != want)
-    sig.fail(what + " is " + got.str() + ", expected " + want.str());
+cpu::MatmulShape matmulShape(const MatmulDims &d) {
+  return {d.batch, d.m, d.n, d.k, d.transposeLhs, d.transposeRhs, d.batchedRhs};
 }
 
-void expectScalar(const KernelSignature &sig, const TensorType &got,
-                  DType dtype, const std::string &what) {
-  expectType(sig, got, typeOf(dtype, {}), what);
+cpu::RopeShape ropeShape(const RopeDims &d) {
+  return {d.batch, d.seq, d.heads, d.headDim, d.theta};
 }
 
-void expectRank(const KernelSignature &sig, const TensorType &got, size_t rank,
-                const std::string &what) {
-  if (got.shape.size() < rank)
-    sig.fail(what + " is " + got.str() +
-             ", expected rank >= " + std::to_string(rank));
+cpu::AttentionShape attentionShape(const AttentionDims &d) {
+  return {d.batch,   d.seqQ,    d.seqK,   d.heads,
+          d.kvHeads, d.headDim, d.causal, d.scale};
 }
 
-void expectExactRank(const KernelSignature &sig, const TensorType &got,
-                     size_t rank, const std::string &what) {
-  if (got.shape.size() != rank)
-    sig.fail(what + " is " + got.str() + ", expected rank " +
-             std::to_string(rank));
+cpu::CrossEntropyShape crossEntropyShape(const CrossEntropyDims &d) {
+  return {d.tokens, d.classes, d.vocabSize};
 }
 
-int64_t expectResultsLikeArg0(const KernelSignature &sig) {
-  for (size_t i = 0; i < sig.results.size(); ++i)
-    expectType(sig, sig.results[i], sig.args[0], resultName(i));
-  return sig.args[0].numel();
+cpu::VocabCeShape vocabCeShape(const VocabCeDims &d) {
+  return {d.tokens, d.classes, d.vocabSize};
 }
 
-int64_t expectAllLikeArg0(const KernelSignature &sig) {
-  for (size_t i = 1; i < sig.args.size(); ++i)
-    expectType(sig, sig.args[i], sig.args[0], argName(i));
-  return expectResultsLikeArg0(sig);
-}
-
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t i = begin; i < end; ++i)
-    n *= shape[i];
-  return n;
-}
-
-TensorType typeOf(DType dtype, std::vector<int64_t> shape) {
-  TensorType t;
-  t.dtype = dtype;
-  t.shape = std::move(shape);
-  return t;
+cpu::MoeShape moeShape(const MoeDims &d) {
+  return {d.batch, d.seq, d.numExperts, d.topK, d.capacity, d.hidden};
 }
 
 } // namespace autoshard::runtime::cpu_kernels

@@ -1,9 +1,10 @@
 //===- CpuKernels.h - Helpers of the CPU kernel binders ---------*- C++ -*-===//
 //
-// Each binder checks an instruction's operand types against its op (so a
-// malformed artifact fails at load time, never with an out-of-bounds
-// access), derives the kernel's shape struct and returns a closure over the
-// CPU kernel of the right element type.
+// Each binder checks an instruction's operand types against its op with the
+// backend-neutral checks of autoshard/runtime/KernelChecks.h (so a malformed
+// artifact fails at load time, never with an out-of-bounds access), derives
+// the kernel's shape struct and returns a closure over the CPU kernel of the
+// right element type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,10 +12,22 @@
 #define AUTOSHARD_RUNTIME_LIB_BACKEND_CPUKERNELS_H
 
 #include "autoshard/runtime/Backend.h"
+#include "autoshard/runtime/KernelChecks.h"
+#include "autoshard/runtime/cpu/Attention.h"
+#include "autoshard/runtime/cpu/Loss.h"
+#include "autoshard/runtime/cpu/Matmul.h"
+#include "autoshard/runtime/cpu/Moe.h"
+#include "autoshard/runtime/cpu/Rope.h"
+#include "autoshard/runtime/cpu/VocabParallel.h"
 
 #include <string>
 
 namespace autoshard::runtime::cpu_kernels {
+
+// The operand checks (argName, resultName, expectType, expectScalar,
+// expectRank, expectExactRank, expectResultsLikeArg0, expectAllLikeArg0,
+// product, typeOf, withId) and the per-op checks.
+using namespace ::autoshard::runtime::checks;
 
 /// Registers the binders of each op family.
 void registerDenseKernels(KernelTable &table);
@@ -23,59 +36,22 @@ void registerMoeKernels(KernelTable &table);
 /// The communication kernels (`dist.*`, CpuKernelsComm.cpp).
 void registerCommKernels(KernelTable &table);
 
+/// The shared checks' results as the CPU kernels' shape structs
+/// (CpuKernelChecks.cpp).
+cpu::MatmulShape matmulShape(const MatmulDims &d);
+cpu::RopeShape ropeShape(const RopeDims &d);
+cpu::AttentionShape attentionShape(const AttentionDims &d);
+cpu::CrossEntropyShape crossEntropyShape(const CrossEntropyDims &d);
+cpu::VocabCeShape vocabCeShape(const VocabCeDims &d);
+cpu::MoeShape moeShape(const MoeDims &d);
+
 /// Operand pointer casts.
 template <typename T> const T *in(void *p) { return static_cast<const T *>(p); }
 template <typename T> T *out(void *p) { return static_cast<T *>(p); }
 
-/// "arg 1" / "result 0", for messages.
-std::string argName(size_t i);
-std::string resultName(size_t i);
-
-/// Calls fn(T{}) with T = float or double for a f32/f64 `dtype`; fails
-/// naming `what` otherwise.
-template <typename Fn>
-BoundKernel withFloat(const KernelSignature &sig, DType dtype,
-                      const std::string &what, Fn &&fn) {
-  if (dtype == DType::F32)
-    return fn(float{});
-  if (dtype == DType::F64)
-    return fn(double{});
-  sig.fail(what + " has element type " + std::string(dtypeName(dtype)) +
-           "; the cpu backend computes in f32 or f64");
-}
-
-/// Calls fn(I{}) with I = int32_t or int64_t for an i32/i64 `dtype`.
-template <typename Fn>
-BoundKernel withId(const KernelSignature &sig, DType dtype,
-                   const std::string &what, Fn &&fn) {
-  if (dtype == DType::I32)
-    return fn(int32_t{});
-  if (dtype == DType::I64)
-    return fn(int64_t{});
-  sig.fail(what + " must hold i32 or i64 ids, found " +
-           std::string(dtypeName(dtype)));
-}
-
-/// Fails unless `got` equals `want`.
-void expectType(const KernelSignature &sig, const TensorType &got,
-                const TensorType &want, const std::string &what);
-/// Fails unless `got` is a scalar (rank 0) of `dtype`.
-void expectScalar(const KernelSignature &sig, const TensorType &got,
-                  DType dtype, const std::string &what);
-/// Fails unless `got` has rank >= `rank`.
-void expectRank(const KernelSignature &sig, const TensorType &got, size_t rank,
-                const std::string &what);
-/// Fails unless `got` has exactly rank `rank`.
-void expectExactRank(const KernelSignature &sig, const TensorType &got,
-                     size_t rank, const std::string &what);
-/// Fails unless every result has the type of arg 0; returns its numel.
-int64_t expectResultsLikeArg0(const KernelSignature &sig);
-/// Fails unless every arg and result has the type of arg 0; returns numel.
-int64_t expectAllLikeArg0(const KernelSignature &sig);
-/// Product of shape[begin, end).
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end);
-/// A type with `dtype` and `shape`.
-TensorType typeOf(DType dtype, std::vector<int64_t> shape);
+/// withFloat(sig, dtype, what, fn) calls fn(T{}) with T = float or double
+/// for a f32/f64 `dtype`; fails naming `what` otherwise.
+inline constexpr FloatDispatch<double> withFloat{DType::F64, "cpu"};
 
 } // namespace autoshard::runtime::cpu_kernels
 

@@ -4,7 +4,6 @@
 
 #include "CpuKernels.h"
 
-#include <algorithm>
 #include <cstring>
 
 namespace autoshard::runtime::cpu_kernels {
@@ -104,19 +103,9 @@ struct MulOp {
 
 /// add/sub/mul: rhs's shape is a suffix of lhs's; out is like lhs.
 template <typename Op> BoundKernel bindBinary(const KernelSignature &sig) {
-  const TensorType &lhs = sig.args[0], &rhs = sig.args[1];
-  int64_t n = expectResultsLikeArg0(sig);
-  bool suffix = rhs.dtype == lhs.dtype &&
-                rhs.shape.size() <= lhs.shape.size() &&
-                std::equal(rhs.shape.begin(), rhs.shape.end(),
-                           lhs.shape.end() - rhs.shape.size());
-  if (!suffix)
-    sig.fail("rhs " + rhs.str() + " must have lhs " + lhs.str() +
-             "'s dtype and a suffix of its shape");
-  int64_t m = rhs.numel();
-  if (m == 0 && n != 0)
-    sig.fail("rhs " + rhs.str() + " is empty");
-  return withFloat(sig, lhs.dtype, "lhs", [=](auto tag) -> BoundKernel {
+  BinaryShape s = checkBinary(sig);
+  int64_t n = s.numel, m = s.rhsNumel;
+  return withFloat(sig, sig.args[0].dtype, "lhs", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=](void *const *p) {
       Op::template apply<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), n, m);
@@ -125,8 +114,9 @@ template <typename Op> BoundKernel bindBinary(const KernelSignature &sig) {
 }
 
 BoundKernel bindScale(const KernelSignature &sig) {
-  int64_t n = expectResultsLikeArg0(sig);
-  double factor = sig.attrs->getF64("factor");
+  ScaleShape s = checkScale(sig);
+  int64_t n = s.numel;
+  double factor = s.factor;
   return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return
@@ -136,17 +126,7 @@ BoundKernel bindScale(const KernelSignature &sig) {
 
 BoundKernel bindReduceSum(const KernelSignature &sig) {
   const TensorType &x = sig.args[0];
-  std::vector<int64_t> dims = sig.attrs->getI64Array("dims");
-  std::vector<int64_t> kept;
-  for (size_t d = 0; d < x.shape.size(); ++d)
-    if (std::find(dims.begin(), dims.end(), int64_t(d)) == dims.end())
-      kept.push_back(x.shape[d]);
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] < 0 || dims[i] >= int64_t(x.shape.size()) ||
-        (i && dims[i] <= dims[i - 1]))
-      sig.fail("attribute 'dims' must be sorted, unique and in [0, " +
-               std::to_string(x.shape.size()) + ")");
-  expectType(sig, sig.results[0], typeOf(x.dtype, kept), resultName(0));
+  std::vector<int64_t> dims = checkReduceSum(sig);
   std::vector<int64_t> shape = x.shape;
   return withFloat(sig, x.dtype, "x", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
@@ -158,18 +138,7 @@ BoundKernel bindReduceSum(const KernelSignature &sig) {
 
 BoundKernel bindBroadcast(const KernelSignature &sig) {
   const TensorType &y = sig.results[0];
-  std::vector<int64_t> dims = sig.attrs->getI64Array("dims");
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] < 0 || dims[i] >= int64_t(y.shape.size()) ||
-        (i && dims[i] <= dims[i - 1]))
-      sig.fail("attribute 'dims' must be sorted, unique and in [0, " +
-               std::to_string(y.shape.size()) + ")");
-  std::vector<int64_t> kept;
-  for (size_t d = 0; d < y.shape.size(); ++d)
-    if (std::find(dims.begin(), dims.end(), int64_t(d)) == dims.end())
-      kept.push_back(y.shape[d]);
-  // x must be the result without the broadcast dims.
-  expectType(sig, sig.args[0], typeOf(y.dtype, kept), argName(0));
+  std::vector<int64_t> dims = checkBroadcast(sig);
   std::vector<int64_t> shape = y.shape;
   return withFloat(sig, y.dtype, "result", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
@@ -180,11 +149,7 @@ BoundKernel bindBroadcast(const KernelSignature &sig) {
 }
 
 BoundKernel bindReshape(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0], &y = sig.results[0];
-  if (x.dtype != y.dtype || x.numel() != y.numel())
-    sig.fail("result " + y.str() + " must keep x " + x.str() +
-             "'s dtype and element count");
-  int64_t bytes = x.bytes();
+  int64_t bytes = checkReshape(sig);
   return [=](void *const *p) {
     if (p[0] != p[1])
       std::memmove(p[1], p[0], bytes);
@@ -194,19 +159,9 @@ BoundKernel bindReshape(const KernelSignature &sig) {
 /// Rows `index, index + count, ...` of the ids `x` (tfm.microbatch): a
 /// strided row copy, whatever the element type.
 BoundKernel bindMicrobatch(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0], &y = sig.results[0];
-  int64_t index = sig.attrs->getI64("index");
-  int64_t count = sig.attrs->getI64("count");
-  if (x.shape.empty() || count < 1 || index < 0 || index >= count ||
-      x.shape[0] % count != 0)
-    sig.fail("x " + x.str() + " with index " + std::to_string(index) +
-             " and count " + std::to_string(count) +
-             ": need rank >= 1, 0 <= index < count and count dividing dim 0");
-  std::vector<int64_t> shape = x.shape;
-  shape[0] /= count;
-  expectType(sig, y, typeOf(x.dtype, shape), resultName(0));
-  int64_t rows = shape[0];
-  int64_t rowBytes = rows ? y.bytes() / rows : 0;
+  MicrobatchShape s = checkMicrobatch(sig);
+  int64_t index = s.index, count = s.count, rows = s.rows,
+          rowBytes = s.rowBytes;
   return [=](void *const *p) {
     const char *src = static_cast<const char *>(p[0]);
     char *dst = static_cast<char *>(p[1]);
@@ -221,33 +176,8 @@ BoundKernel bindMicrobatch(const KernelSignature &sig) {
 //===----------------------------------------------------------------------===//
 
 BoundKernel bindMatmul(const KernelSignature &sig) {
-  const TensorType &lhs = sig.args[0], &rhs = sig.args[1];
-  expectRank(sig, lhs, 2, "lhs");
-  expectRank(sig, rhs, 2, "rhs");
-  MatmulShape s;
-  s.transposeLhs = sig.attrs->getFlag("transpose_lhs");
-  s.transposeRhs = sig.attrs->getFlag("transpose_rhs");
-  size_t r = lhs.shape.size();
-  s.batch = product(lhs.shape, 0, r - 2);
-  s.m = lhs.shape[r - (s.transposeLhs ? 1 : 2)];
-  s.k = lhs.shape[r - (s.transposeLhs ? 2 : 1)];
-  size_t rr = rhs.shape.size();
-  s.batchedRhs = rr > 2;
-  if (s.batchedRhs &&
-      (rr != r ||
-       !std::equal(rhs.shape.begin(), rhs.shape.end() - 2, lhs.shape.begin())))
-    sig.fail("rhs " + rhs.str() + " must be rank 2 or have lhs " + lhs.str() +
-             "'s batch dims");
-  int64_t rhsK = rhs.shape[rr - (s.transposeRhs ? 1 : 2)];
-  s.n = rhs.shape[rr - (s.transposeRhs ? 2 : 1)];
-  if (rhsK != s.k || rhs.dtype != lhs.dtype)
-    sig.fail("rhs " + rhs.str() + " does not match lhs " + lhs.str() +
-             " (contraction dim " + std::to_string(s.k) + ")");
-  std::vector<int64_t> shape(lhs.shape.begin(), lhs.shape.end() - 2);
-  shape.push_back(s.m);
-  shape.push_back(s.n);
-  expectType(sig, sig.results[0], typeOf(lhs.dtype, shape), resultName(0));
-  return withFloat(sig, lhs.dtype, "lhs", [=](auto tag) -> BoundKernel {
+  MatmulShape s = matmulShape(checkMatmul(sig));
+  return withFloat(sig, sig.args[0].dtype, "lhs", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=](void *const *p) {
       matmul<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), s);
@@ -256,17 +186,9 @@ BoundKernel bindMatmul(const KernelSignature &sig) {
 }
 
 BoundKernel bindMatmulWgrad(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0], &dy = sig.args[1];
-  expectRank(sig, x, 2, "x");
-  expectRank(sig, dy, 2, "dy");
-  size_t r = x.shape.size();
-  if (dy.shape.size() != r || dy.dtype != x.dtype ||
-      !std::equal(x.shape.begin(), x.shape.end() - 1, dy.shape.begin()))
-    sig.fail("dy " + dy.str() + " must share x " + x.str() + "'s leading dims");
-  int64_t rows = product(x.shape, 0, r - 1), k = x.shape[r - 1],
-          n = dy.shape[r - 1];
-  expectType(sig, sig.results[0], typeOf(x.dtype, {k, n}), resultName(0));
-  return withFloat(sig, x.dtype, "x", [=](auto tag) -> BoundKernel {
+  MatmulWgradDims d = checkMatmulWgrad(sig);
+  int64_t rows = d.rows, k = d.k, n = d.n;
+  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=](void *const *p) {
       matmulWgrad<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), rows, k, n);
@@ -278,22 +200,10 @@ BoundKernel bindMatmulWgrad(const KernelSignature &sig) {
 // Normalisation
 //===----------------------------------------------------------------------===//
 
-/// Checks x [..., H] (operand `xIndex`), gamma and the optional beta [H];
-/// returns {rows, H}.
-std::pair<int64_t, int64_t> normShape(const KernelSignature &sig,
-                                      size_t xIndex) {
-  const TensorType &x = sig.args[xIndex];
-  expectRank(sig, x, 1, "x");
-  int64_t hidden = x.shape.back();
-  for (size_t i = xIndex + 1; i < sig.args.size(); ++i)
-    expectType(sig, sig.args[i], typeOf(x.dtype, {hidden}), argName(i));
-  return {x.numel() / std::max<int64_t>(hidden, 1), hidden};
-}
-
 BoundKernel bindLayerNorm(const KernelSignature &sig) {
-  auto [rows, hidden] = normShape(sig, 0);
-  expectResultsLikeArg0(sig);
-  double eps = sig.attrs->getF64("epsilon");
+  NormShape d = checkNorm(sig);
+  int64_t rows = d.rows, hidden = d.hidden;
+  double eps = d.epsilon;
   bool hasBeta = sig.args.size() == 3;
   return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
@@ -305,12 +215,9 @@ BoundKernel bindLayerNorm(const KernelSignature &sig) {
 }
 
 BoundKernel bindLayerNormGrad(const KernelSignature &sig) {
-  expectType(sig, sig.args[1], sig.args[0], "x");
-  auto [rows, hidden] = normShape(sig, 1);
-  expectType(sig, sig.results[0], sig.args[0], resultName(0));
-  expectType(sig, sig.results[1], sig.args[2], resultName(1));
-  expectType(sig, sig.results[2], sig.args[2], resultName(2));
-  double eps = sig.attrs->getF64("epsilon");
+  NormShape d = checkNormGrad(sig, /*withBeta=*/true);
+  int64_t rows = d.rows, hidden = d.hidden;
+  double eps = d.epsilon;
   return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=](void *const *p) {
@@ -321,9 +228,9 @@ BoundKernel bindLayerNormGrad(const KernelSignature &sig) {
 }
 
 BoundKernel bindRmsNorm(const KernelSignature &sig) {
-  auto [rows, hidden] = normShape(sig, 0);
-  expectResultsLikeArg0(sig);
-  double eps = sig.attrs->getF64("epsilon");
+  NormShape d = checkNorm(sig);
+  int64_t rows = d.rows, hidden = d.hidden;
+  double eps = d.epsilon;
   return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=](void *const *p) {
@@ -333,11 +240,9 @@ BoundKernel bindRmsNorm(const KernelSignature &sig) {
 }
 
 BoundKernel bindRmsNormGrad(const KernelSignature &sig) {
-  expectType(sig, sig.args[1], sig.args[0], "x");
-  auto [rows, hidden] = normShape(sig, 1);
-  expectType(sig, sig.results[0], sig.args[0], resultName(0));
-  expectType(sig, sig.results[1], sig.args[2], resultName(1));
-  double eps = sig.attrs->getF64("epsilon");
+  NormShape d = checkNormGrad(sig, /*withBeta=*/false);
+  int64_t rows = d.rows, hidden = d.hidden;
+  double eps = d.epsilon;
   return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=](void *const *p) {
@@ -352,37 +257,20 @@ BoundKernel bindRmsNormGrad(const KernelSignature &sig) {
 //===----------------------------------------------------------------------===//
 
 BoundKernel bindSumSquares(const KernelSignature &sig) {
-  expectScalar(sig, sig.results[0], DType::F32, resultName(0));
-  struct Term {
-    bool isDouble;
-    int64_t numel;
-  };
-  std::vector<Term> terms;
-  for (size_t i = 0; i < sig.args.size(); ++i) {
-    DType dt = sig.args[i].dtype;
-    if (dt != DType::F32 && dt != DType::F64)
-      sig.fail(argName(i) + " is " + sig.args[i].str() +
-               "; the cpu backend sums f32 or f64");
-    terms.push_back({dt == DType::F64, sig.args[i].numel()});
-  }
+  std::vector<SumSquaresTerm> terms = checkSumSquares(sig, DType::F64, "cpu");
   size_t result = terms.size();
   return [=](void *const *p) {
     double sum = 0.0;
     for (size_t i = 0; i < terms.size(); ++i)
-      sum += terms[i].isDouble ? sumSquares(in<double>(p[i]), terms[i].numel)
-                               : sumSquares(in<float>(p[i]), terms[i].numel);
+      sum += terms[i].dtype == DType::F64
+                 ? sumSquares(in<double>(p[i]), terms[i].numel)
+                 : sumSquares(in<float>(p[i]), terms[i].numel);
     *out<float>(p[result]) = static_cast<float>(sum);
   };
 }
 
 BoundKernel bindClipCoef(const KernelSignature &sig) {
-  expectScalar(sig, sig.args[0], DType::F32, "sumsq");
-  expectScalar(sig, sig.results[0], DType::F32, "coef");
-  expectScalar(sig, sig.results[1], DType::F32, "norm");
-  double maxNorm = sig.attrs->getF64("max_norm");
-  if (!(maxNorm > 0))
-    sig.fail("attribute 'max_norm' must be > 0, found " +
-             std::to_string(maxNorm));
+  double maxNorm = checkClipCoef(sig);
   return [=](void *const *p) {
     ClipCoef c = clipCoef(*in<float>(p[0]), maxNorm);
     *out<float>(p[1]) = static_cast<float>(c.coef);
@@ -391,30 +279,25 @@ BoundKernel bindClipCoef(const KernelSignature &sig) {
 }
 
 BoundKernel bindAdamw(const KernelSignature &sig) {
-  const TensorType &param = sig.args[0];
-  expectType(sig, sig.args[1], param, "grad");
-  expectType(sig, sig.args[2], param, "m");
-  expectType(sig, sig.args[3], param, "v");
-  expectScalar(sig, sig.args[4], DType::F32, "lr");
-  expectScalar(sig, sig.args[5], DType::I64, "step");
-  expectScalar(sig, sig.args[6], DType::F32, "grad_scale");
-  int64_t n = expectResultsLikeArg0(sig);
+  AdamwShape d = checkAdamw(sig);
+  int64_t n = d.numel;
   AdamWParams base;
-  base.beta1 = sig.attrs->getF64("beta1");
-  base.beta2 = sig.attrs->getF64("beta2");
-  base.epsilon = sig.attrs->getF64("epsilon");
-  base.weightDecay = sig.attrs->getF64("weight_decay");
-  return withFloat(sig, param.dtype, "param", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      AdamWParams params = base;
-      params.lr = *in<float>(p[4]);
-      params.step = *in<int64_t>(p[5]);
-      params.gradScale = *in<float>(p[6]);
-      adamw<T, T>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]),
-                  out<T>(p[7]), out<T>(p[8]), out<T>(p[9]), n, params);
-    };
-  });
+  base.beta1 = d.beta1;
+  base.beta2 = d.beta2;
+  base.epsilon = d.epsilon;
+  base.weightDecay = d.weightDecay;
+  return withFloat(
+      sig, sig.args[0].dtype, "param", [=](auto tag) -> BoundKernel {
+        using T = decltype(tag);
+        return [=](void *const *p) {
+          AdamWParams params = base;
+          params.lr = *in<float>(p[4]);
+          params.step = *in<int64_t>(p[5]);
+          params.gradScale = *in<float>(p[6]);
+          adamw<T, T>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]),
+                      out<T>(p[7]), out<T>(p[8]), out<T>(p[9]), n, params);
+        };
+      });
 }
 
 } // namespace

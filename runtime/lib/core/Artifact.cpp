@@ -108,10 +108,37 @@ int64_t Artifact::findFunction(std::string_view name) const {
   return -1;
 }
 
-const EntrySpec *Artifact::findEntry(std::string_view name) const {
+const EntrySpec *Artifact::findEntry(std::string_view key) const {
   for (const EntrySpec &e : entries)
-    if (e.name == name)
+    if (e.key == key)
       return &e;
+  return nullptr;
+}
+
+const EntrySpec *Artifact::findEntry(std::string_view name,
+                                     int64_t stage) const {
+  for (const EntrySpec &e : entries)
+    if (e.name == name && (e.ppStage < 0 || e.ppStage == stage))
+      return &e;
+  return nullptr;
+}
+
+int64_t Artifact::pipelineStage(int64_t rank) const {
+  int64_t axis = mesh.axisIndex("pp");
+  if (memory.stages.empty() || axis < 0)
+    return -1;
+  return mesh.coords(rank)[axis];
+}
+
+bool StateSpec::heldBy(int64_t stage) const {
+  return stages.empty() || stage < 0 ||
+         std::find(stages.begin(), stages.end(), stage) != stages.end();
+}
+
+const StageMemory *MemoryPlan::findStage(int64_t stage) const {
+  for (const StageMemory &m : stages)
+    if (m.ppStage == stage)
+      return &m;
   return nullptr;
 }
 
@@ -230,6 +257,17 @@ StateSpec parseState(const JsonReader &r, const Mesh &mesh) {
   if (r.has("weight_decay"))
     s.weightDecay = r.boolean("weight_decay");
   parseSharding(r, mesh, s.type, s.sharding, s.globalShape);
+  if (r.has("stages")) {
+    const Json &stages = r.array("stages");
+    for (const Json &v : stages) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0)
+        r.failField("stages",
+                    "must list pipeline stages >= 0, found " + describe(v));
+      s.stages.push_back(v.get<int64_t>());
+    }
+    if (s.stages.empty())
+      r.failField("stages", "is empty (no stage holds the tensor)");
+  }
   if (init.has("logical_shape")) {
     for (const Json &v : init.array("logical_shape")) {
       if (!v.is_number_integer() || v.get<int64_t>() < 0)
@@ -506,7 +544,11 @@ Slot parseSlot(const JsonReader &r, const std::string &role, const Mesh &mesh) {
 EntrySpec parseEntry(const JsonReader &r, const std::string &name,
                      const Artifact &a) {
   EntrySpec e;
-  e.name = name;
+  e.name = e.key = name;
+  if (r.has("pp_stage")) {
+    e.name = r.str("entry");
+    e.ppStage = r.i64AtLeast("pp_stage", 0);
+  }
   std::string fn = r.str("function");
   e.function = a.findFunction(fn);
   if (e.function < 0)
@@ -527,6 +569,19 @@ void parseMemory(const JsonReader &r, Artifact &a) {
   m.constantBytes = r.i64AtLeast("constant_bytes", 0);
   m.transientBytes = r.i64AtLeast("transient_bytes", 0);
   m.peakBytes = r.i64AtLeast("peak_bytes", 0);
+  if (r.has("stages")) {
+    const Json &stages = r.array("stages");
+    for (size_t i = 0; i < stages.size(); ++i) {
+      JsonReader sr =
+          r.at(stages[i], "memory, stages[" + std::to_string(i) + "]");
+      StageMemory sm;
+      sm.ppStage = sr.i64AtLeast("pp_stage", 0);
+      sm.stateBytes = sr.i64AtLeast("state_bytes", 0);
+      sm.transientBytes = sr.i64AtLeast("transient_bytes", 0);
+      sm.peakBytes = sr.i64AtLeast("peak_bytes", 0);
+      m.stages.push_back(sm);
+    }
+  }
   if (r.has("entries")) {
     for (const auto &[name, entry] : r.object("entries").items()) {
       JsonReader er = r.at(entry, "memory, entry '" + name + "'");

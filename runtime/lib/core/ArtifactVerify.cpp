@@ -322,6 +322,57 @@ void verifySlots(const Artifact &a, const EntrySpec &e,
   }
 }
 
+/// Pipeline stages (version 3): each staged entry program reads only state
+/// its stage holds, and each stage's memory adds up.
+void verifyStages(const Artifact &a) {
+  bool staged = false;
+  for (const EntrySpec &e : a.entries) {
+    if (e.ppStage < 0)
+      continue;
+    staged = true;
+    if (!a.memory.findStage(e.ppStage))
+      fail(a, "entry '" + e.key + "'",
+           "pp_stage " + std::to_string(e.ppStage) +
+               " has no entry in memory.stages");
+    const Function &fn = a.functions[e.function];
+    for (size_t id = 0; id < fn.buffers.size(); ++id) {
+      const BufferSpec &b = fn.buffers[id];
+      if (b.kind == BufferKind::State &&
+          !a.state[b.stateIndex].heldBy(e.ppStage))
+        fail(a, bufferPlace(fn, static_cast<int64_t>(id)),
+             "reads state '" + a.state[b.stateIndex].name +
+                 "', which pipeline stage " + std::to_string(e.ppStage) +
+                 " does not hold");
+    }
+  }
+  if (!a.memory.stages.empty() && !staged)
+    fail(a, "memory", "lists stages, but no entry has a pp_stage");
+  for (const StageMemory &sm : a.memory.stages) {
+    std::string place = "memory, stage " + std::to_string(sm.ppStage);
+    int64_t held = 0, frame = 0;
+    for (const StateSpec &st : a.state)
+      if (st.heldBy(sm.ppStage))
+        held += st.type.bytes();
+    for (const EntrySpec &e : a.entries)
+      if (e.ppStage == sm.ppStage)
+        frame = std::max(frame, a.functions[e.function].frameBytes);
+    if (sm.stateBytes != held)
+      fail(a, place,
+           "field 'state_bytes' is " + std::to_string(sm.stateBytes) +
+               ", but the stage's state tensors hold " + std::to_string(held));
+    if (sm.transientBytes != frame)
+      fail(a, place,
+           "field 'transient_bytes' is " + std::to_string(sm.transientBytes) +
+               ", but the stage's largest entry frame is " +
+               std::to_string(frame));
+    if (sm.peakBytes != held + a.memory.constantBytes + frame)
+      fail(a, place,
+           "field 'peak_bytes' is " + std::to_string(sm.peakBytes) +
+               ", but state + constant + transient bytes are " +
+               std::to_string(held + a.memory.constantBytes + frame));
+  }
+}
+
 void verifyEntries(Artifact &a) {
   std::vector<bool> isEntryFunction(a.functions.size(), false);
   int64_t maxFrame = 0;
@@ -344,6 +395,7 @@ void verifyEntries(Artifact &a) {
         fail(a, bufferPlace(a.functions[f], static_cast<int64_t>(id)),
              "input/output buffers belong to entry functions only");
     }
+  verifyStages(a);
   const MemoryPlan &m = a.memory;
   if (m.transientBytes != maxFrame)
     fail(a, "memory",

@@ -88,11 +88,24 @@ Executor::Executor(const Artifact &artifact, Backend &backend,
                         std::to_string(rank_) + " is outside its world of " +
                         std::to_string(artifact.worldSize));
   const MemoryPlan &plan = artifact.memory;
+  // A pipeline stage's ranks hold only its state and frames.
+  ppStage_ = artifact.pipelineStage(rank_);
+  stateBytes_ = plan.stateBytes;
+  transientBytes_ = plan.transientBytes;
+  if (const StageMemory *stage = plan.findStage(ppStage_)) {
+    stateBytes_ = stage->stateBytes;
+    transientBytes_ = stage->transientBytes;
+  } else if (ppStage_ >= 0) {
+    throw ArtifactError("artifact '" + artifact.source + "': rank " +
+                        std::to_string(rank_) + " is on pipeline stage " +
+                        std::to_string(ppStage_) +
+                        ", which memory.stages does not list");
+  }
   int64_t before = backend.allocatedBytes();
   try {
-    stateBlock = backend.allocate(plan.stateBytes);
+    stateBlock = backend.allocate(stateBytes_);
     constantPool = backend.allocate(plan.constantBytes);
-    arena = static_cast<char *>(backend.allocate(plan.transientBytes));
+    arena = static_cast<char *>(backend.allocate(transientBytes_));
     allocated = backend.allocatedBytes() - before;
     prepare();
   } catch (...) {
@@ -106,9 +119,14 @@ void Executor::prepare() {
 
   std::vector<const TensorType *> types;
   for (const StateSpec &s : artifact.state)
-    types.push_back(&s.type);
-  for (int64_t offset : packedOffsets(types))
-    statePtrs.push_back(static_cast<char *>(stateBlock) + offset);
+    if (s.heldBy(ppStage_))
+      types.push_back(&s.type);
+  std::vector<int64_t> stateOffsets = packedOffsets(types);
+  size_t next = 0;
+  for (const StateSpec &s : artifact.state)
+    statePtrs.push_back(s.heldBy(ppStage_) ? static_cast<char *>(stateBlock) +
+                                                 stateOffsets[next++]
+                                           : nullptr);
   types.clear();
   for (const ConstantSpec &c : artifact.constants)
     types.push_back(&c.type);
@@ -210,9 +228,9 @@ Executor::~Executor() { release(); }
 
 void Executor::release() {
   const MemoryPlan &plan = program.memory;
-  backend.deallocate(arena, plan.transientBytes);
+  backend.deallocate(arena, transientBytes_);
   backend.deallocate(constantPool, plan.constantBytes);
-  backend.deallocate(stateBlock, plan.stateBytes);
+  backend.deallocate(stateBlock, stateBytes_);
   arena = nullptr;
   constantPool = stateBlock = nullptr;
 }
@@ -230,21 +248,26 @@ Executor::shardOffset(const Sharding &sharding,
 void Executor::initState() {
   for (size_t i = 0; i < program.state.size(); ++i) {
     const StateSpec &s = program.state[i];
+    if (!statePtrs[i])
+      continue; // held by another pipeline stage
     backend.initState(statePtrs[i], s, options.seed,
                       shardOffset(s.sharding, s.type.shape));
   }
 }
 
 int Executor::entryIndex(std::string_view name) const {
-  for (size_t i = 0; i < program.entries.size(); ++i)
-    if (program.entries[i].name == name)
-      return static_cast<int>(i);
+  if (const EntrySpec *e = program.findEntry(name, ppStage_))
+    return static_cast<int>(e - program.entries.data());
   throw ArtifactError("artifact '" + program.source + "' has no entry '" +
                       std::string(name) + "'");
 }
 
 bool Executor::hasEntry(std::string_view name) const {
-  return program.findEntry(name) != nullptr;
+  return program.findEntry(name, ppStage_) != nullptr;
+}
+
+bool Executor::holdsState(std::string_view name) const {
+  return statePtrs[stateIndex(name)] != nullptr;
 }
 
 int64_t Executor::stateIndex(std::string_view name) const {
@@ -257,6 +280,10 @@ int64_t Executor::stateIndex(std::string_view name) const {
 
 std::vector<unsigned char> Executor::readState(std::string_view name) const {
   int64_t i = stateIndex(name);
+  if (!statePtrs[i])
+    throw ArtifactError(
+        "state '" + std::string(name) + "' is not held by pipeline stage " +
+        std::to_string(ppStage_) + " (rank " + std::to_string(rank_) + ")");
   std::vector<unsigned char> out(program.state[i].type.bytes());
   backend.copyToHost(out.data(), statePtrs[i], out.size());
   return out;
@@ -264,6 +291,10 @@ std::vector<unsigned char> Executor::readState(std::string_view name) const {
 
 void Executor::writeState(std::string_view name, const void *data) {
   int64_t i = stateIndex(name);
+  if (!statePtrs[i])
+    throw ArtifactError(
+        "state '" + std::string(name) + "' is not held by pipeline stage " +
+        std::to_string(ppStage_) + " (rank " + std::to_string(rank_) + ")");
   backend.copyToDevice(statePtrs[i], data, program.state[i].type.bytes());
 }
 
@@ -272,7 +303,7 @@ void Executor::run(int entry, const void *const *inputs, void *const *outputs,
   const EntrySpec &e = program.entries.at(entry);
   const Prepared::Function &pf = prepared->functions[e.function];
   if (options.checkMemory)
-    backend.fill(arena, 0xFF, program.memory.transientBytes);
+    backend.fill(arena, 0xFF, transientBytes_);
   for (size_t i = 0; i < e.inputs.size(); ++i)
     backend.copyToDevice(arena + pf.locations[e.inputs[i].buffer].offset,
                          inputs[i], e.inputs[i].type.bytes());

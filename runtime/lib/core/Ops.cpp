@@ -18,6 +18,7 @@ const std::vector<OpSignature> &allOps() {
       {"scale", 1, 1, 1, {"factor"}},
       {"reduce_sum", 1, 1, 1, {"dims"}},
       {"broadcast", 1, 1, 1, {"dims"}},
+      {"cast", 1, 1, 1, {}},
       // Embeddings.
       {"microbatch", 1, 1, 1, {"index", "count"}},
       {"embedding", 2, 2, 1, {}},

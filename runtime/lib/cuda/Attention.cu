@@ -321,41 +321,20 @@ __global__ void __launch_bounds__(kWarps * 32)
 constexpr int kFwdRows = 4; // query rows per warp, forward
 constexpr int kBwdRows = 2; // rows per warp, backward passes
 
-Dims attentionShape(const KernelSignature &sig, size_t first) {
-  const TensorType &q = sig.args[first], &k = sig.args[first + 1],
-                   &v = sig.args[first + 2];
-  expectExactRank(sig, q, 4, "q");
-  expectExactRank(sig, k, 4, "k");
-  expectType(sig, v, k, "v");
-  Dims s;
-  s.batch = q.shape[0];
-  s.seqQ = q.shape[1];
-  s.heads = q.shape[2];
-  s.headDim = q.shape[3];
-  s.seqK = k.shape[1];
-  s.kvHeads = k.shape[2];
-  if (k.dtype != q.dtype || k.shape[0] != s.batch || k.shape[3] != s.headDim ||
-      s.kvHeads == 0 || s.heads % s.kvHeads != 0)
-    sig.fail("k " + k.str() + " does not fit q " + q.str());
-  s.causal = sig.attrs->getFlag("causal");
-  double scale = sig.attrs->getF64("scale");
-  if (!(scale > 0))
+/// The kernels' limits on top of the shared checks (scale > 0, head dims
+/// 1..kMaxD, at least one key, an f32 lse) and their dims.
+Dims kernelDims(const KernelSignature &sig, const AttentionDims &a,
+                const TensorType &lse) {
+  if (!(a.scale > 0))
     sig.fail("scale must be > 0");
-  s.scale = static_cast<float>(scale);
-  if (s.causal && s.seqQ != s.seqK)
-    sig.fail("causal attention needs seqQ == seqK, found " + q.str() + " and " +
-             k.str());
-  if (s.headDim < 1 || s.headDim > kMaxD)
+  if (a.headDim < 1 || a.headDim > kMaxD)
     sig.fail("the cuda backend's attention supports head dims 1.." +
-             std::to_string(kMaxD) + ", found " + std::to_string(s.headDim));
-  if (s.seqK < 1)
+             std::to_string(kMaxD) + ", found " + std::to_string(a.headDim));
+  if (a.seqK < 1)
     sig.fail("needs at least one key");
-  return s;
-}
-
-void expectLse(const KernelSignature &sig, const TensorType &lse,
-               const Dims &s) {
-  expectType(sig, lse, typeOf(DType::F32, {s.batch, s.heads, s.seqQ}), "lse");
+  expectType(sig, lse, typeOf(DType::F32, {a.batch, a.heads, a.seqQ}), "lse");
+  return Dims{a.batch,   a.seqQ,    a.seqK,   a.heads,
+              a.kvHeads, a.headDim, a.causal, static_cast<float>(a.scale)};
 }
 
 dim3 gridOf(int64_t rows, int rowsPerBlock, int64_t heads, int64_t batch) {
@@ -364,10 +343,8 @@ dim3 gridOf(int64_t rows, int rowsPerBlock, int64_t heads, int64_t batch) {
 }
 
 BoundKernel bindAttention(const KernelSignature &sig) {
-  Dims s = attentionShape(sig, 0);
+  Dims s = kernelDims(sig, checkAttention(sig), sig.results[1]);
   const TensorType &q = sig.args[0];
-  expectType(sig, sig.results[0], q, "out");
-  expectLse(sig, sig.results[1], s);
   cudaStream_t st = currentContext().stream;
   return withFloat(sig, q.dtype, "q", [=](auto t) -> BoundKernel {
     using T = decltype(t);
@@ -384,13 +361,8 @@ BoundKernel bindAttention(const KernelSignature &sig) {
 }
 
 BoundKernel bindAttentionGrad(const KernelSignature &sig) {
-  Dims s = attentionShape(sig, 1);
+  Dims s = kernelDims(sig, checkAttentionGrad(sig), sig.args[5]);
   const TensorType &q = sig.args[1];
-  expectType(sig, sig.args[0], q, "dout");
-  expectType(sig, sig.args[4], q, "out");
-  expectLse(sig, sig.args[5], s);
-  for (size_t i = 0; i < 3; ++i)
-    expectType(sig, sig.results[i], sig.args[1 + i], resultName(i));
   cudaStream_t st = currentContext().stream;
   Scratch delta = scratch(std::max<int64_t>(s.batch * s.heads * s.seqQ, 1) * 4);
   int64_t kvBytes = sig.args[2].bytes();

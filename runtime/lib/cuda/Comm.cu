@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "autoshard/runtime/CommKernels.h"
 #include "autoshard/runtime/Communicator.h"
 
 #include "CudaCommon.h"
@@ -20,30 +21,14 @@
 namespace autoshard::runtime::cuda::kernels {
 namespace {
 
-using Pending = CommContext::Pending;
-using StartFn = std::function<Pending(void *const *operands)>;
+using comm_kernels::finish;
+using comm_kernels::Pending;
+using comm_kernels::started;
 
 class DoneRequest : public CommRequest {
 public:
   void wait() override {}
 };
-
-Communicator &groupOf(const KernelSignature &sig) {
-  if (!sig.comm)
-    sig.fail("'" + std::string(sig.op) +
-             "' needs the job's communicators, but this executor has none");
-  try {
-    return sig.comm->group(sig.attrs->getStringArray("axes"));
-  } catch (const CommError &e) {
-    sig.fail(e.what());
-  }
-}
-
-void copyAsync(void *dst, const void *src, int64_t bytes, cudaStream_t s) {
-  if (bytes > 0 && dst != src)
-    AUTOSHARD_CUDA(
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
-}
 
 /// `rows` rows of `rowBytes` from src (pitch srcPitch) to dst (dstPitch).
 void copyRows(void *dst, int64_t dstPitch, const void *src, int64_t srcPitch,
@@ -54,47 +39,19 @@ void copyRows(void *dst, int64_t dstPitch, const void *src, int64_t srcPitch,
                                    cudaMemcpyDeviceToDevice, s));
 }
 
-struct Blocks {
-  int64_t outer = 1, inner = 0; // inner in bytes
-};
-
-Blocks blocksOf(const std::vector<int64_t> &shape, size_t dim, int64_t g,
-                int64_t elemBytes) {
-  Blocks b;
-  b.outer = product(shape, 0, dim);
-  b.inner = shape[dim] / g * product(shape, dim + 1, shape.size()) * elemBytes;
-  return b;
-}
-
 /// [outer, G, inner] -> [G, outer, inner].
-void pack(char *dst, const char *src, Blocks b, int64_t g, cudaStream_t s) {
+void pack(char *dst, const char *src, CommBlocks b, int64_t g, cudaStream_t s) {
   for (int64_t j = 0; j < g; ++j)
     copyRows(dst + j * b.outer * b.inner, b.inner, src + j * b.inner,
              g * b.inner, b.outer, b.inner, s);
 }
 
 /// [G, outer, inner] -> [outer, G, inner].
-void unpack(char *dst, const char *src, Blocks b, int64_t g, cudaStream_t s) {
+void unpack(char *dst, const char *src, CommBlocks b, int64_t g,
+            cudaStream_t s) {
   for (int64_t j = 0; j < g; ++j)
     copyRows(dst + j * b.inner, g * b.inner, src + j * b.outer * b.inner,
              b.inner, b.outer, b.inner, s);
-}
-
-size_t dimAttr(const KernelSignature &sig, const char *name, size_t rank) {
-  int64_t d = sig.attrs->getI64(name);
-  if (d < 0 || d >= static_cast<int64_t>(rank))
-    sig.fail("attribute '" + std::string(name) + "' is " + std::to_string(d) +
-             ", not a dim of the rank-" + std::to_string(rank) + " operand");
-  return static_cast<size_t>(d);
-}
-
-int64_t groupIndexAttr(const KernelSignature &sig, const char *name,
-                       int64_t size) {
-  int64_t v = sig.attrs->getI64(name);
-  if (v < 0 || v >= size)
-    sig.fail("attribute '" + std::string(name) + "' is " + std::to_string(v) +
-             ", outside the group of " + std::to_string(size));
-  return v;
 }
 
 void expectReducible(const KernelSignature &sig, DType dtype) {
@@ -103,78 +60,41 @@ void expectReducible(const KernelSignature &sig, DType dtype) {
     sig.fail("cannot reduce " + std::string(dtypeName(dtype)));
 }
 
-ReduceOp reductionOf(const KernelSignature &sig) {
-  try {
-    return parseReduceOp(sig.attrs->getString("reduction"));
-  } catch (const CommError &e) {
-    sig.fail(e.what());
-  }
-}
-
-BoundKernel finish(const KernelSignature &sig, bool async, StartFn start) {
-  if (!async)
-    return [start = std::move(start)](void *const *operands) {
-      Pending p = start(operands);
-      p.request->wait();
-      if (p.finish)
-        p.finish();
-    };
-  int64_t handle = sig.attrs->getI64("handle");
-  Pending *slot = &sig.comm->pending(sig.function, handle);
-  return [slot, handle, start = std::move(start)](void *const *operands) {
-    if (slot->request)
-      throw CommError("handle " + std::to_string(handle) +
-                      " is still pending (started twice without a wait)");
-    *slot = start(operands);
-  };
-}
-
-Pending started(std::unique_ptr<CommRequest> r,
-                std::function<void()> after = {}) {
-  Pending p;
-  p.request = std::move(r);
-  p.finish = std::move(after);
-  return p;
-}
-
 Pending done(std::function<void()> after = {}) {
   return started(std::make_unique<DoneRequest>(), std::move(after));
 }
 
+/// A collective over a group of one rank: a device copy of `bytes`.
+BoundKernel oneRank(const KernelSignature &sig, bool async, int64_t bytes,
+                    cudaStream_t s) {
+  return finish(sig, async, [=](void *const *p) {
+    copyAsync(p[1], p[0], bytes, s);
+    return done();
+  });
+}
+
 template <bool Async> BoundKernel bindAllReduce(const KernelSignature &sig) {
-  Communicator &comm = groupOf(sig);
-  int64_t n = expectResultsLikeArg0(sig);
-  DType dtype = sig.args[0].dtype;
-  expectReducible(sig, dtype);
-  ReduceOp op = reductionOf(sig);
+  AllReduceShape shape = checkAllReduce(sig, expectReducible);
+  Communicator &comm = *shape.comm;
+  int64_t n = shape.count, bytes = shape.bytes;
+  DType dtype = shape.dtype;
+  ReduceOp op = shape.op;
   cudaStream_t s = currentContext().stream;
-  int64_t bytes = sig.args[0].bytes();
   if (comm.size() == 1)
-    return finish(sig, Async, [=](void *const *p) {
-      copyAsync(p[1], p[0], bytes, s);
-      return done();
-    });
+    return oneRank(sig, Async, bytes, s);
   return finish(sig, Async, [&comm, n, dtype, op](void *const *p) {
     return started(comm.allReduce(p[0], p[1], n, dtype, op));
   });
 }
 
 template <bool Async> BoundKernel bindAllGather(const KernelSignature &sig) {
-  Communicator &comm = groupOf(sig);
-  const TensorType &x = sig.args[0];
-  int64_t g = comm.size();
-  size_t d = dimAttr(sig, "gather_dim", x.shape.size());
-  TensorType want = x;
-  want.shape[d] *= g;
-  expectType(sig, sig.results[0], want, resultName(0));
-  Blocks b = blocksOf(x.shape, d, 1, dtypeSize(x.dtype));
-  int64_t bytes = x.bytes();
+  AllGatherShape shape = checkAllGather(sig);
+  Communicator &comm = *shape.comm;
+  int64_t g = shape.groupSize, bytes = shape.bytes;
+  CommBlocks b = shape.blocks;
   cudaStream_t s = currentContext().stream;
   if (g == 1)
-    return finish(sig, Async, [=](void *const *p) {
-      copyAsync(p[1], p[0], bytes, s);
-      return done();
-    });
+    return oneRank(sig, Async, bytes, s);
   if (b.outer == 1)
     return finish(sig, Async, [&comm, bytes](void *const *p) {
       return started(comm.allGather(p[0], p[1], bytes));
@@ -189,34 +109,20 @@ template <bool Async> BoundKernel bindAllGather(const KernelSignature &sig) {
 
 template <bool Async>
 BoundKernel bindReduceScatter(const KernelSignature &sig) {
-  Communicator &comm = groupOf(sig);
-  const TensorType &x = sig.args[0];
-  int64_t g = comm.size();
-  size_t d = dimAttr(sig, "scatter_dim", x.shape.size());
-  if (x.shape[d] % g != 0)
-    sig.fail("dim " + std::to_string(d) + " of " + x.str() +
-             " is not divisible by the group size " + std::to_string(g));
-  TensorType want = x;
-  want.shape[d] /= g;
-  expectType(sig, sig.results[0], want, resultName(0));
-  expectReducible(sig, x.dtype);
-  ReduceOp op = reductionOf(sig);
-  DType dtype = x.dtype;
-  Blocks b = blocksOf(x.shape, d, g, dtypeSize(dtype));
-  int64_t count = want.numel();
+  ReduceScatterShape shape = checkReduceScatter(sig, expectReducible);
+  Communicator &comm = *shape.comm;
+  int64_t g = shape.groupSize, count = shape.count, bytes = shape.bytes;
+  ReduceOp op = shape.op;
+  DType dtype = shape.dtype;
+  CommBlocks b = shape.blocks;
   cudaStream_t s = currentContext().stream;
-  if (g == 1) {
-    int64_t bytes = x.bytes();
-    return finish(sig, Async, [=](void *const *p) {
-      copyAsync(p[1], p[0], bytes, s);
-      return done();
-    });
-  }
+  if (g == 1)
+    return oneRank(sig, Async, bytes, s);
   if (b.outer == 1)
     return finish(sig, Async, [&comm, count, dtype, op](void *const *p) {
       return started(comm.reduceScatter(p[0], p[1], count, dtype, op));
     });
-  Scratch tmp = scratch(x.bytes());
+  Scratch tmp = scratch(bytes);
   return finish(
       sig, Async, [&comm, count, dtype, op, b, g, tmp, s](void *const *p) {
         pack(tmp->as<char>(), static_cast<char *>(p[0]), b, g, s);
@@ -226,37 +132,19 @@ BoundKernel bindReduceScatter(const KernelSignature &sig) {
 }
 
 template <bool Async> BoundKernel bindAllToAll(const KernelSignature &sig) {
-  Communicator &comm = groupOf(sig);
-  const TensorType &x = sig.args[0];
-  int64_t g = comm.size();
-  size_t sd = dimAttr(sig, "split_dim", x.shape.size());
-  size_t cd = dimAttr(sig, "concat_dim", x.shape.size());
-  if (x.shape[sd] % g != 0)
-    sig.fail("dim " + std::to_string(sd) + " of " + x.str() +
-             " is not divisible by the group size " + std::to_string(g));
-  TensorType piece = x;
-  piece.shape[sd] /= g;
-  TensorType want = piece;
-  want.shape[cd] *= g;
-  expectType(sig, sig.results[0], want, resultName(0));
-  int64_t es = dtypeSize(x.dtype);
-  Blocks split = blocksOf(x.shape, sd, g, es);
-  Blocks concat = blocksOf(want.shape, cd, g, es);
-  int64_t pieceBytes = piece.bytes();
+  AllToAllShape shape = checkAllToAll(sig);
+  Communicator &comm = *shape.comm;
+  int64_t g = shape.groupSize, pieceBytes = shape.pieceBytes,
+          bytes = shape.bytes;
+  CommBlocks split = shape.split, concat = shape.concat;
   cudaStream_t s = currentContext().stream;
-  if (g == 1) {
-    int64_t bytes = x.bytes();
-    return finish(sig, Async, [=](void *const *p) {
-      copyAsync(p[1], p[0], bytes, s);
-      return done();
-    });
-  }
+  if (g == 1)
+    return oneRank(sig, Async, bytes, s);
   bool packSend = split.outer != 1, unpackRecv = concat.outer != 1;
   // A separate send buffer also serves the in-place case (NCCL, like MPI,
   // needs distinct buffers for an all-to-all).
-  Scratch send = scratch(x.bytes());
-  Scratch recv = scratch(unpackRecv ? want.bytes() : 0);
-  int64_t bytes = x.bytes();
+  Scratch send = scratch(bytes);
+  Scratch recv = scratch(unpackRecv ? bytes : 0);
   return finish(sig, Async,
                 [&comm, split, concat, g, pieceBytes, packSend, unpackRecv,
                  send, recv, bytes, s](void *const *p) {
@@ -282,10 +170,9 @@ template <bool Async> BoundKernel bindAllToAll(const KernelSignature &sig) {
 }
 
 template <bool Async> BoundKernel bindBroadcast(const KernelSignature &sig) {
-  Communicator &comm = groupOf(sig);
-  expectResultsLikeArg0(sig);
-  int64_t root = groupIndexAttr(sig, "root", comm.size());
-  int64_t bytes = sig.args[0].bytes();
+  BroadcastShape shape = checkCommBroadcast(sig);
+  Communicator &comm = *shape.comm;
+  int64_t root = shape.root, bytes = shape.bytes;
   cudaStream_t s = currentContext().stream;
   bool single = comm.size() == 1;
   return finish(sig, Async, [&comm, root, bytes, s, single](void *const *p) {
@@ -298,27 +185,12 @@ template <bool Async> BoundKernel bindBroadcast(const KernelSignature &sig) {
 }
 
 template <bool Async> BoundKernel bindPpermute(const KernelSignature &sig) {
-  Communicator &comm = groupOf(sig);
-  expectResultsLikeArg0(sig);
-  std::vector<int64_t> pairs = sig.attrs->getI64Array("pairs");
-  if (pairs.size() % 2 != 0)
-    sig.fail("attribute 'pairs' must list source, target pairs");
-  int64_t g = comm.size(), me = comm.rank();
-  int64_t from = -1, to = -1;
-  for (size_t i = 0; i < pairs.size(); i += 2) {
-    for (int k = 0; k < 2; ++k)
-      if (pairs[i + k] < 0 || pairs[i + k] >= g)
-        sig.fail("attribute 'pairs' names " + std::to_string(pairs[i + k]) +
-                 ", outside the group of " + std::to_string(g));
-    if (pairs[i] == me)
-      to = pairs[i + 1];
-    if (pairs[i + 1] == me)
-      from = pairs[i];
-  }
-  int64_t bytes = sig.args[0].bytes();
+  PpermuteShape shape = checkPpermute(sig);
+  Communicator &comm = *shape.comm;
+  int64_t from = shape.from, to = shape.to, bytes = shape.bytes;
   cudaStream_t s = currentContext().stream;
   Scratch copy = scratch(to >= 0 && from >= 0 ? bytes : 0);
-  bool single = g == 1;
+  bool single = comm.size() == 1;
   return finish(sig, Async,
                 [&comm, from, to, bytes, copy, s, single](void *const *p) {
                   if (single) { // 0 -> 0 is a copy; no pair: zeros
@@ -344,68 +216,12 @@ template <bool Async> BoundKernel bindPpermute(const KernelSignature &sig) {
                 });
 }
 
-template <bool Async> BoundKernel bindSend(const KernelSignature &sig) {
-  Communicator &comm = groupOf(sig);
-  int64_t peer = groupIndexAttr(sig, "peer", comm.size());
-  int64_t bytes = sig.args[0].bytes();
-  return finish(sig, Async, [&comm, peer, bytes](void *const *p) {
-    return started(comm.exchange({{peer, p[0], bytes}}, {}));
-  });
-}
-
-template <bool Async> BoundKernel bindRecv(const KernelSignature &sig) {
-  Communicator &comm = groupOf(sig);
-  int64_t peer = groupIndexAttr(sig, "peer", comm.size());
-  int64_t bytes = sig.results[0].bytes();
-  return finish(sig, Async, [&comm, peer, bytes](void *const *p) {
-    return started(comm.exchange({}, {{peer, p[0], bytes}}));
-  });
-}
-
-BoundKernel bindWait(const KernelSignature &sig) {
-  if (!sig.comm)
-    sig.fail("'dist.wait' needs the job's communicators, but this executor "
-             "has none");
-  int64_t handle = sig.attrs->getI64("handle");
-  Pending *slot = &sig.comm->pending(sig.function, handle);
-  return [slot, handle](void *const *) {
-    if (!slot->request)
-      throw CommError("dist.wait: handle " + std::to_string(handle) +
-                      " has no operation in flight");
-    slot->request->wait();
-    std::function<void()> after = std::move(slot->finish);
-    slot->request.reset();
-    slot->finish = nullptr;
-    if (after)
-      after();
-  };
-}
-
-std::vector<std::string> meshAxes(const KernelSignature &sig) {
-  if (!sig.mesh)
-    sig.fail("'" + std::string(sig.op) + "' needs the mesh and the rank");
-  std::vector<std::string> axes = sig.attrs->getStringArray("axes");
-  for (const std::string &a : axes)
-    if (sig.mesh->axisIndex(a) < 0)
-      sig.fail("axis '" + a + "' is not an axis of the mesh");
-  return axes;
-}
-
 BoundKernel bindShardSlice(const KernelSignature &sig) {
-  std::vector<std::string> axes = meshAxes(sig);
-  const TensorType &x = sig.args[0];
-  int64_t g = sig.mesh->groupSize(axes);
-  size_t d = dimAttr(sig, "dim", x.shape.size());
-  if (x.shape[d] % g != 0)
-    sig.fail("dim " + std::to_string(d) + " of " + x.str() +
-             " is not divisible by the group size " + std::to_string(g));
-  TensorType want = x;
-  want.shape[d] /= g;
-  expectType(sig, sig.results[0], want, resultName(0));
-  int64_t index = sig.mesh->indexInGroup(sig.rank, axes);
-  Blocks b = blocksOf(x.shape, d, g, dtypeSize(x.dtype));
+  ShardSliceShape shape = checkShardSlice(sig);
+  int64_t g = shape.groupSize, index = shape.index;
+  CommBlocks b = shape.blocks;
   cudaStream_t s = currentContext().stream;
-  Scratch tmp = scratch(want.bytes());
+  Scratch tmp = scratch(shape.resultBytes);
   return [b, g, index, s, tmp](void *const *p) {
     const char *src = static_cast<char *>(p[0]) + index * b.inner;
     char *dst = static_cast<char *>(p[1]);
@@ -421,9 +237,7 @@ BoundKernel bindShardSlice(const KernelSignature &sig) {
 __global__ void storeI64Kernel(int64_t *dst, int64_t v) { *dst = v; }
 
 BoundKernel bindAxisIndex(const KernelSignature &sig) {
-  std::vector<std::string> axes = meshAxes(sig);
-  expectType(sig, sig.results[0], typeOf(DType::I64, {}), resultName(0));
-  int64_t index = sig.mesh->indexInGroup(sig.rank, axes);
+  int64_t index = checkAxisIndex(sig);
   cudaStream_t s = currentContext().stream;
   return [index, s](void *const *p) {
     storeI64Kernel<<<1, 1, 0, s>>>(static_cast<int64_t *>(p[0]), index);
@@ -442,35 +256,8 @@ struct Run {
 std::vector<Run> packRuns(const KernelSignature &sig,
                           const std::vector<TensorType> &tensors,
                           const TensorType &flat, const std::string &what) {
-  int64_t groups =
-      sig.attrs->has("num_groups") ? sig.attrs->getI64("num_groups") : 1;
-  std::vector<int64_t> dims;
-  if (sig.attrs->has("scatter_dims"))
-    dims = sig.attrs->getI64Array("scatter_dims");
-  if (groups < 1)
-    sig.fail("attribute 'num_groups' must be at least 1, found " +
-             std::to_string(groups));
-  if (groups == 1 ? !dims.empty() : dims.size() != tensors.size())
-    sig.fail("attribute 'scatter_dims' has " + std::to_string(dims.size()) +
-             " dims; it needs " +
-             std::to_string(groups == 1 ? 0 : tensors.size()));
-  if (tensors.empty())
-    sig.fail("needs at least one " + what);
-  int64_t es = dtypeSize(flat.dtype), total = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (tensors[i].dtype != flat.dtype)
-      sig.fail(what + " " + std::to_string(i) + " is " + tensors[i].str() +
-               ", but the flat buffer is " + flat.str());
-    if (groups > 1) {
-      int64_t d = dims[i];
-      if (d < 0 || d >= int64_t(tensors[i].shape.size()) ||
-          tensors[i].shape[d] % groups != 0)
-        sig.fail("scatter dim " + std::to_string(d) + " of " + what + " " +
-                 std::to_string(i) + " is not a dim divisible by num_groups");
-    }
-    total += tensors[i].numel();
-  }
-  expectType(sig, flat, typeOf(flat.dtype, {total}), "the flat buffer");
+  PackLayout layout = checkPack(sig, tensors, flat, what);
+  int64_t groups = layout.groups, es = dtypeSize(flat.dtype);
   std::vector<Run> runs;
   int64_t offset = 0;
   for (int64_t g = 0; g < groups; ++g)
@@ -478,7 +265,7 @@ std::vector<Run> packRuns(const KernelSignature &sig,
       const std::vector<int64_t> &shape = tensors[i].shape;
       int64_t outer = 1, inner = tensors[i].numel();
       if (groups > 1) {
-        size_t d = static_cast<size_t>(dims[i]);
+        size_t d = static_cast<size_t>(layout.dims[i]);
         outer = product(shape, 0, d);
         inner = shape[d] / groups * product(shape, d + 1, shape.size());
       }
@@ -532,11 +319,11 @@ void registerCommKernels(KernelTable &t) {
   t.add("dist.broadcast_start", bindBroadcast<true>);
   t.add("dist.ppermute", bindPpermute<false>);
   t.add("dist.ppermute_start", bindPpermute<true>);
-  t.add("dist.send", bindSend<false>);
-  t.add("dist.send_start", bindSend<true>);
-  t.add("dist.recv", bindRecv<false>);
-  t.add("dist.recv_start", bindRecv<true>);
-  t.add("dist.wait", bindWait);
+  t.add("dist.send", comm_kernels::bindSend<false>);
+  t.add("dist.send_start", comm_kernels::bindSend<true>);
+  t.add("dist.recv", comm_kernels::bindRecv<false>);
+  t.add("dist.recv_start", comm_kernels::bindRecv<true>);
+  t.add("dist.wait", comm_kernels::bindWait);
 }
 
 } // namespace autoshard::runtime::cuda::kernels

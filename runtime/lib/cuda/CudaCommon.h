@@ -2,8 +2,9 @@
 //
 // The per-backend context the binders capture (stream, cuBLAS handle, error
 // word), error checking, element-type dispatch (f32 and bf16; ids i32 and
-// i64), operand checks (the CPU binders' checks, repeated here so that the
-// CUDA backend builds without the CPU backend) and launch helpers.
+// i64) and launch helpers. The operand checks are the backend-neutral ones
+// of autoshard/runtime/KernelChecks.h (runtime core), shared with the CPU
+// backend.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 #define AUTOSHARD_RUNTIME_LIB_CUDA_CUDACOMMON_H
 
 #include "autoshard/runtime/Backend.h"
+#include "autoshard/runtime/KernelChecks.h"
 #include "autoshard/runtime/cuda/CudaBackend.h"
 
 #include <cublas_v2.h>
@@ -97,51 +99,24 @@ inline Scratch scratch(int64_t bytes) {
 /// Blocks of `threads` covering `n` items (at least 1, at most 2^31 - 1).
 unsigned gridFor(int64_t n, int threads);
 
+/// Copies `bytes` from device memory `src` to `dst` on stream `s` (nothing
+/// when empty or in place).
+void copyAsync(void *dst, const void *src, int64_t bytes, cudaStream_t s);
+
 /// Operand pointer casts.
 template <typename T> const T *in(void *p) { return static_cast<const T *>(p); }
 template <typename T> T *out(void *p) { return static_cast<T *>(p); }
 
 namespace kernels {
 
-std::string argName(size_t i);
-std::string resultName(size_t i);
-void expectType(const KernelSignature &sig, const TensorType &got,
-                const TensorType &want, const std::string &what);
-void expectScalar(const KernelSignature &sig, const TensorType &got,
-                  DType dtype, const std::string &what);
-void expectRank(const KernelSignature &sig, const TensorType &got, size_t rank,
-                const std::string &what);
-void expectExactRank(const KernelSignature &sig, const TensorType &got,
-                     size_t rank, const std::string &what);
-int64_t expectResultsLikeArg0(const KernelSignature &sig);
-int64_t expectAllLikeArg0(const KernelSignature &sig);
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end);
-TensorType typeOf(DType dtype, std::vector<int64_t> shape);
+// The operand checks (argName, resultName, expectType, expectScalar,
+// expectRank, expectExactRank, expectResultsLikeArg0, expectAllLikeArg0,
+// product, typeOf, withId) and the per-op checks.
+using namespace ::autoshard::runtime::checks;
 
-/// Calls fn(T{}) with T = float or bf16 for an f32/bf16 `dtype`; fails
-/// naming `what` otherwise.
-template <typename Fn>
-BoundKernel withFloat(const KernelSignature &sig, DType dtype,
-                      const std::string &what, Fn &&fn) {
-  if (dtype == DType::F32)
-    return fn(float{});
-  if (dtype == DType::BF16)
-    return fn(bf16{});
-  sig.fail(what + " has element type " + std::string(dtypeName(dtype)) +
-           "; the cuda backend computes in f32 or bf16");
-}
-
-/// Calls fn(I{}) with I = int32_t or int64_t for an i32/i64 `dtype`.
-template <typename Fn>
-BoundKernel withId(const KernelSignature &sig, DType dtype,
-                   const std::string &what, Fn &&fn) {
-  if (dtype == DType::I32)
-    return fn(int32_t{});
-  if (dtype == DType::I64)
-    return fn(int64_t{});
-  sig.fail(what + " must hold i32 or i64 ids, found " +
-           std::string(dtypeName(dtype)));
-}
+/// withFloat(sig, dtype, what, fn) calls fn(T{}) with T = float or bf16
+/// for an f32/bf16 `dtype`; fails naming `what` otherwise.
+inline constexpr FloatDispatch<bf16> withFloat{DType::BF16, "cuda"};
 
 /// Registration of each op family (one .cu file each).
 void registerElementwiseKernels(KernelTable &table);
@@ -153,6 +128,7 @@ void registerLossKernels(KernelTable &table);
 void registerOptimizerKernels(KernelTable &table);
 void registerMoeKernels(KernelTable &table);
 void registerCommKernels(KernelTable &table);
+void registerCastKernels(KernelTable &table);
 
 } // namespace kernels
 } // namespace autoshard::runtime::cuda

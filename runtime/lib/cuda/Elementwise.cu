@@ -185,20 +185,10 @@ __global__ void binaryKernel(const T *a, const T *b, T *o, int64_t n,
 }
 
 template <Bin B> BoundKernel bindBinary(const KernelSignature &sig) {
-  const TensorType &lhs = sig.args[0], &rhs = sig.args[1];
-  int64_t n = expectResultsLikeArg0(sig);
-  bool suffix = rhs.dtype == lhs.dtype &&
-                rhs.shape.size() <= lhs.shape.size() &&
-                std::equal(rhs.shape.begin(), rhs.shape.end(),
-                           lhs.shape.end() - rhs.shape.size());
-  if (!suffix)
-    sig.fail("rhs " + rhs.str() + " must have lhs " + lhs.str() +
-             "'s dtype and a suffix of its shape");
-  int64_t m = rhs.numel();
-  if (m == 0 && n != 0)
-    sig.fail("rhs " + rhs.str() + " is empty");
+  BinaryShape shape = checkBinary(sig);
+  int64_t n = shape.numel, m = shape.rhsNumel;
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, lhs.dtype, "lhs", [=](auto tag) -> BoundKernel {
+  return withFloat(sig, sig.args[0].dtype, "lhs", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=](void *const *p) {
       if (n == 0)
@@ -216,8 +206,9 @@ __global__ void scaleKernel(const T *x, T *o, int64_t n, float f) {
 }
 
 BoundKernel bindScale(const KernelSignature &sig) {
-  int64_t n = expectResultsLikeArg0(sig);
-  float factor = static_cast<float>(sig.attrs->getF64("factor"));
+  ScaleShape shape = checkScale(sig);
+  int64_t n = shape.numel;
+  float factor = static_cast<float>(shape.factor);
   cudaStream_t s = currentContext().stream;
   return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
@@ -317,26 +308,16 @@ __global__ void broadcastKernel(const T *x, T *out, int64_t n, int rank,
   }
 }
 
-std::vector<int64_t> checkedDims(const KernelSignature &sig, size_t rank) {
-  std::vector<int64_t> dims = sig.attrs->getI64Array("dims");
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] < 0 || dims[i] >= int64_t(rank) ||
-        (i && dims[i] <= dims[i - 1]))
-      sig.fail("attribute 'dims' must be sorted, unique and in [0, " +
-               std::to_string(rank) + ")");
+/// The kernels index with at most 16 dims.
+void expectRankAtMost16(const KernelSignature &sig, size_t rank) {
   if (rank > 16)
     sig.fail("rank over 16");
-  return dims;
 }
 
 BoundKernel bindReduceSum(const KernelSignature &sig) {
   const TensorType &x = sig.args[0];
-  std::vector<int64_t> dims = checkedDims(sig, x.shape.size());
-  std::vector<int64_t> kept;
-  for (size_t d = 0; d < x.shape.size(); ++d)
-    if (std::find(dims.begin(), dims.end(), int64_t(d)) == dims.end())
-      kept.push_back(x.shape[d]);
-  expectType(sig, sig.results[0], typeOf(x.dtype, kept), resultName(0));
+  std::vector<int64_t> dims = checkReduceSum(sig);
+  expectRankAtMost16(sig, x.shape.size());
   DimSplit split = splitDims(x.shape, dims);
   cudaStream_t s = currentContext().stream;
   return withFloat(sig, x.dtype, "x", [=](auto tag) -> BoundKernel {
@@ -354,12 +335,8 @@ BoundKernel bindReduceSum(const KernelSignature &sig) {
 
 BoundKernel bindBroadcast(const KernelSignature &sig) {
   const TensorType &y = sig.results[0];
-  std::vector<int64_t> dims = checkedDims(sig, y.shape.size());
-  std::vector<int64_t> kept;
-  for (size_t d = 0; d < y.shape.size(); ++d)
-    if (std::find(dims.begin(), dims.end(), int64_t(d)) == dims.end())
-      kept.push_back(y.shape[d]);
-  expectType(sig, sig.args[0], typeOf(y.dtype, kept), argName(0));
+  std::vector<int64_t> dims = checkBroadcast(sig);
+  expectRankAtMost16(sig, y.shape.size());
   // redSize = full sizes; keptStride = x's stride of each full dim (0 when
   // broadcast).
   DimSplit d;
@@ -387,35 +364,17 @@ BoundKernel bindBroadcast(const KernelSignature &sig) {
 }
 
 BoundKernel bindReshape(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0], &y = sig.results[0];
-  if (x.dtype != y.dtype || x.numel() != y.numel())
-    sig.fail("result " + y.str() + " must keep x " + x.str() +
-             "'s dtype and element count");
-  int64_t bytes = x.bytes();
+  int64_t bytes = checkReshape(sig);
   cudaStream_t s = currentContext().stream;
-  return [=](void *const *p) {
-    if (p[0] != p[1] && bytes > 0)
-      AUTOSHARD_CUDA(
-          cudaMemcpyAsync(p[1], p[0], bytes, cudaMemcpyDeviceToDevice, s));
-  };
+  return [=](void *const *p) { copyAsync(p[1], p[0], bytes, s); };
 }
 
 /// tfm.microbatch: rows `index, index + count, ...` of x (any element
 /// type), one strided 2-D copy.
 BoundKernel bindMicrobatch(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0], &y = sig.results[0];
-  int64_t index = sig.attrs->getI64("index");
-  int64_t count = sig.attrs->getI64("count");
-  if (x.shape.empty() || count < 1 || index < 0 || index >= count ||
-      x.shape[0] % count != 0)
-    sig.fail("x " + x.str() + " with index " + std::to_string(index) +
-             " and count " + std::to_string(count) +
-             ": need rank >= 1, 0 <= index < count and count dividing dim 0");
-  std::vector<int64_t> shape = x.shape;
-  shape[0] /= count;
-  expectType(sig, y, typeOf(x.dtype, shape), resultName(0));
-  int64_t rows = shape[0];
-  int64_t rowBytes = rows ? y.bytes() / rows : 0;
+  MicrobatchShape shape = checkMicrobatch(sig);
+  int64_t index = shape.index, count = shape.count, rows = shape.rows,
+          rowBytes = shape.rowBytes;
   cudaStream_t s = currentContext().stream;
   return [=](void *const *p) {
     if (rows == 0 || rowBytes == 0)

@@ -11,7 +11,6 @@
 
 #include "CudaCommon.h"
 
-#include <algorithm>
 #include <climits>
 
 namespace autoshard::runtime::cuda::kernels {
@@ -79,31 +78,10 @@ BoundKernel bindGemm(const KernelSignature &sig, Gemm g) {
 }
 
 BoundKernel bindMatmul(const KernelSignature &sig) {
-  const TensorType &lhs = sig.args[0], &rhs = sig.args[1];
-  expectRank(sig, lhs, 2, "lhs");
-  expectRank(sig, rhs, 2, "rhs");
-  bool tl = sig.attrs->getFlag("transpose_lhs");
-  bool tr = sig.attrs->getFlag("transpose_rhs");
-  size_t r = lhs.shape.size();
-  int64_t batch = product(lhs.shape, 0, r - 2);
-  int64_t m = lhs.shape[r - (tl ? 1 : 2)];
-  int64_t k = lhs.shape[r - (tl ? 2 : 1)];
-  size_t rr = rhs.shape.size();
-  bool batchedRhs = rr > 2;
-  if (batchedRhs &&
-      (rr != r ||
-       !std::equal(rhs.shape.begin(), rhs.shape.end() - 2, lhs.shape.begin())))
-    sig.fail("rhs " + rhs.str() + " must be rank 2 or have lhs " + lhs.str() +
-             "'s batch dims");
-  int64_t rhsK = rhs.shape[rr - (tr ? 1 : 2)];
-  int64_t n = rhs.shape[rr - (tr ? 2 : 1)];
-  if (rhsK != k || rhs.dtype != lhs.dtype)
-    sig.fail("rhs " + rhs.str() + " does not match lhs " + lhs.str() +
-             " (contraction dim " + std::to_string(k) + ")");
-  std::vector<int64_t> shape(lhs.shape.begin(), lhs.shape.end() - 2);
-  shape.push_back(m);
-  shape.push_back(n);
-  expectType(sig, sig.results[0], typeOf(lhs.dtype, shape), resultName(0));
+  const TensorType &lhs = sig.args[0];
+  MatmulDims d = checkMatmul(sig);
+  bool tl = d.transposeLhs, tr = d.transposeRhs, batchedRhs = d.batchedRhs;
+  int64_t batch = d.batch, m = d.m, k = d.k, n = d.n;
   checkFloat(sig, lhs.dtype);
 
   Gemm g;
@@ -132,16 +110,9 @@ BoundKernel bindMatmul(const KernelSignature &sig) {
 }
 
 BoundKernel bindMatmulWgrad(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0], &dy = sig.args[1];
-  expectRank(sig, x, 2, "x");
-  expectRank(sig, dy, 2, "dy");
-  size_t r = x.shape.size();
-  if (dy.shape.size() != r || dy.dtype != x.dtype ||
-      !std::equal(x.shape.begin(), x.shape.end() - 1, dy.shape.begin()))
-    sig.fail("dy " + dy.str() + " must share x " + x.str() + "'s leading dims");
-  int64_t rows = product(x.shape, 0, r - 1), k = x.shape[r - 1],
-          n = dy.shape[r - 1];
-  expectType(sig, sig.results[0], typeOf(x.dtype, {k, n}), resultName(0));
+  const TensorType &x = sig.args[0];
+  MatmulWgradDims d = checkMatmulWgrad(sig);
+  int64_t rows = d.rows, k = d.k, n = d.n;
   checkFloat(sig, x.dtype);
   // dw [k, n] = x^T [k, rows] dy [rows, n].
   Gemm g;

@@ -13,8 +13,6 @@
 #include "CudaCommon.h"
 #include "DeviceMath.cuh"
 
-#include <algorithm>
-
 namespace autoshard::runtime::cuda::kernels {
 namespace {
 
@@ -103,34 +101,15 @@ __global__ void ceGradKernel(const float *dloss, const T *logits,
   }
 }
 
-/// Checks logits [..., V] and labels [...]; returns {tokens, classes, vocab}.
-struct CeShape {
-  int64_t tokens, classes, vocab;
-};
-
-CeShape lossShape(const KernelSignature &sig, size_t first) {
-  const TensorType &logits = sig.args[first], &labels = sig.args[first + 1];
-  expectRank(sig, logits, 1, "logits");
-  std::vector<int64_t> lead(logits.shape.begin(), logits.shape.end() - 1);
-  if (labels.shape != lead)
-    sig.fail("labels " + labels.str() + " must have the leading dims of " +
-             "logits " + logits.str());
-  CeShape s;
-  s.tokens = labels.numel();
-  s.classes = logits.shape.back();
-  s.vocab = sig.attrs->has("vocab_size") ? sig.attrs->getI64("vocab_size")
-                                         : s.classes;
-  if (s.vocab < 1 || s.vocab > s.classes)
-    sig.fail("attribute 'vocab_size' must be in [1, " +
-             std::to_string(s.classes) + "], found " + std::to_string(s.vocab));
+/// The kernels need at least one token (a block each).
+void expectTokens(const KernelSignature &sig, const CrossEntropyDims &s) {
   if (s.tokens < 1)
     sig.fail("needs at least one token");
-  return s;
 }
 
 BoundKernel bindCrossEntropy(const KernelSignature &sig) {
-  CeShape s = lossShape(sig, 0);
-  expectScalar(sig, sig.results[0], DType::F32, "loss");
+  CrossEntropyDims s = checkCrossEntropy(sig);
+  expectTokens(sig, s);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
@@ -141,7 +120,7 @@ BoundKernel bindCrossEntropy(const KernelSignature &sig) {
       using I = decltype(i);
       return [=](void *const *p) {
         ceForwardKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
-            in<T>(p[0]), in<I>(p[1]), s.classes, s.vocab,
+            in<T>(p[0]), in<I>(p[1]), s.classes, s.vocabSize,
             perToken->as<double>(), err);
         AUTOSHARD_CUDA_LAUNCHED();
         meanKernel<<<1, 1024, 0, st>>>(perToken->as<double>(), s.tokens,
@@ -153,9 +132,8 @@ BoundKernel bindCrossEntropy(const KernelSignature &sig) {
 }
 
 BoundKernel bindCrossEntropyGrad(const KernelSignature &sig) {
-  expectScalar(sig, sig.args[0], DType::F32, "dloss");
-  CeShape s = lossShape(sig, 1);
-  expectType(sig, sig.results[0], sig.args[1], "dlogits");
+  CrossEntropyDims s = checkCrossEntropyGrad(sig);
+  expectTokens(sig, s);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
@@ -165,7 +143,7 @@ BoundKernel bindCrossEntropyGrad(const KernelSignature &sig) {
       using I = decltype(i);
       return [=](void *const *p) {
         ceGradKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
-            in<float>(p[0]), in<T>(p[1]), in<I>(p[2]), s.classes, s.vocab,
+            in<float>(p[0]), in<T>(p[1]), in<I>(p[2]), s.classes, s.vocabSize,
             double(s.tokens), out<T>(p[3]), err);
         AUTOSHARD_CUDA_LAUNCHED();
       };
@@ -244,44 +222,9 @@ __global__ void vocabGradKernel(const float *dloss, const T *logits,
   }
 }
 
-struct VocabShape {
-  int64_t tokens, classes, vocabSize;
-  std::vector<int64_t> lead;
-};
-
-VocabShape vocabShape(const KernelSignature &sig, const TensorType &logits) {
-  expectRank(sig, logits, 1, "logits");
-  VocabShape s;
-  s.lead.assign(logits.shape.begin(), logits.shape.end() - 1);
-  s.tokens = product(logits.shape, 0, logits.shape.size() - 1);
-  s.classes = logits.shape.back();
-  s.vocabSize =
-      sig.attrs->has("vocab_size") ? sig.attrs->getI64("vocab_size") : 0;
-  if (s.vocabSize < 1)
-    sig.fail("attribute 'vocab_size' must be >= 1, found " +
-             std::to_string(s.vocabSize));
-  if (s.classes < 1)
-    sig.fail("logits " + logits.str() + " must have a vocabulary dim >= 1");
-  return s;
-}
-
-void expectLabels(const KernelSignature &sig, const TensorType &labels,
-                  const VocabShape &s, const TensorType &logits) {
-  if (labels.shape != s.lead)
-    sig.fail("labels " + labels.str() + " must have the leading dims of " +
-             "logits " + logits.str());
-}
-
-std::vector<int64_t> statsShape(std::vector<int64_t> lead) {
-  lead.push_back(2);
-  return lead;
-}
-
 BoundKernel bindVocabCeMax(const KernelSignature &sig) {
   const TensorType &logits = sig.args[0];
-  VocabShape s = vocabShape(sig, logits);
-  expectScalar(sig, sig.args[1], DType::I64, "shard");
-  expectType(sig, sig.results[0], typeOf(DType::F32, s.lead), resultName(0));
+  VocabCeDims s = checkVocabCeMax(sig);
   cudaStream_t st = currentContext().stream;
   return withFloat(sig, logits.dtype, "logits", [=](auto t) -> BoundKernel {
     using T = decltype(t);
@@ -298,12 +241,7 @@ BoundKernel bindVocabCeMax(const KernelSignature &sig) {
 
 BoundKernel bindVocabCeStats(const KernelSignature &sig) {
   const TensorType &logits = sig.args[0], &labels = sig.args[1];
-  VocabShape s = vocabShape(sig, logits);
-  expectLabels(sig, labels, s, logits);
-  expectType(sig, sig.args[2], typeOf(DType::F32, s.lead), "max");
-  expectScalar(sig, sig.args[3], DType::I64, "shard");
-  expectType(sig, sig.results[0], typeOf(DType::F32, statsShape(s.lead)),
-             resultName(0));
+  VocabCeDims s = checkVocabCeStats(sig);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
@@ -324,16 +262,8 @@ BoundKernel bindVocabCeStats(const KernelSignature &sig) {
 }
 
 BoundKernel bindVocabCeLoss(const KernelSignature &sig) {
-  const TensorType &stats = sig.args[0], &max = sig.args[1];
-  expectType(sig, max, typeOf(DType::F32, max.shape), "max");
-  expectType(sig, stats, typeOf(DType::F32, statsShape(max.shape)), "stats");
-  expectScalar(sig, sig.results[0], DType::F32, "loss");
-  int64_t tokens = max.numel();
-  int64_t numTokens = sig.attrs->getI64("num_tokens");
-  if (numTokens < std::max<int64_t>(tokens, 1))
-    sig.fail("attribute 'num_tokens' must be >= the local token count " +
-             std::to_string(tokens) + " (and >= 1), found " +
-             std::to_string(numTokens));
+  VocabCeDims s = checkVocabCeLoss(sig);
+  int64_t tokens = s.tokens, numTokens = s.numTokens;
   cudaStream_t st = currentContext().stream;
   return [=](void *const *p) {
     vocabLossKernel<<<1, 1024, 0, st>>>(in<float>(p[0]), in<float>(p[1]),
@@ -344,19 +274,9 @@ BoundKernel bindVocabCeLoss(const KernelSignature &sig) {
 }
 
 BoundKernel bindVocabCeGrad(const KernelSignature &sig) {
-  expectScalar(sig, sig.args[0], DType::F32, "dloss");
   const TensorType &logits = sig.args[1], &labels = sig.args[2];
-  VocabShape s = vocabShape(sig, logits);
-  expectLabels(sig, labels, s, logits);
-  expectType(sig, sig.args[3], typeOf(DType::F32, s.lead), "max");
-  expectType(sig, sig.args[4], typeOf(DType::F32, statsShape(s.lead)), "stats");
-  expectScalar(sig, sig.args[5], DType::I64, "shard");
-  expectType(sig, sig.results[0], logits, "dlogits");
-  int64_t numTokens = sig.attrs->getI64("num_tokens");
-  if (numTokens < std::max<int64_t>(s.tokens, 1))
-    sig.fail("attribute 'num_tokens' must be >= the local token count " +
-             std::to_string(s.tokens) + " (and >= 1), found " +
-             std::to_string(numTokens));
+  VocabCeDims s = checkVocabCeGrad(sig);
+  int64_t numTokens = s.numTokens;
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;

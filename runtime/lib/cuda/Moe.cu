@@ -26,10 +26,6 @@ unsigned blocksFor(int64_t n) {
   return std::min<unsigned>(gridFor(n, kThreads), 65535u * 8);
 }
 
-struct Shape {
-  int64_t batch = 0, seq = 0, experts = 0, topK = 1, capacity = 1, hidden = 0;
-};
-
 template <typename T>
 __device__ void softmaxRow(const T *x, int64_t e, double *p) {
   double m = -INFINITY;
@@ -56,18 +52,18 @@ __device__ void softmaxBackwardRow(const double *p, const double *dp, int64_t e,
 }
 
 template <typename T, typename I>
-__global__ void routerKernel(const T *logits, T *gates, I *ids, Shape s,
+__global__ void routerKernel(const T *logits, T *gates, I *ids, MoeDims s,
                              bool renorm) {
   AUTOSHARD_GRID_LOOP(t, s.batch * s.seq) {
     double p[kMaxExperts];
     bool taken[kMaxExperts];
-    softmaxRow(logits + t * s.experts, s.experts, p);
-    for (int64_t x = 0; x < s.experts; ++x)
+    softmaxRow(logits + t * s.numExperts, s.numExperts, p);
+    for (int64_t x = 0; x < s.numExperts; ++x)
       taken[x] = false;
     double total = 0.0;
     for (int64_t j = 0; j < s.topK; ++j) {
       int64_t best = -1;
-      for (int64_t x = 0; x < s.experts; ++x)
+      for (int64_t x = 0; x < s.numExperts; ++x)
         if (!taken[x] && (best < 0 || p[x] > p[best]))
           best = x;
       taken[best] = true;
@@ -84,20 +80,20 @@ __global__ void routerKernel(const T *logits, T *gates, I *ids, Shape s,
 
 template <typename T, typename I>
 __global__ void routerGradKernel(const T *dgates, const T *logits, const I *ids,
-                                 T *dlogits, Shape s, bool renorm, int *err) {
+                                 T *dlogits, MoeDims s, bool renorm, int *err) {
   AUTOSHARD_GRID_LOOP(t, s.batch * s.seq) {
     double p[kMaxExperts], dp[kMaxExperts];
     const I *id = ids + t * s.topK;
     const T *dg = dgates + t * s.topK;
     bool bad = false;
     for (int64_t j = 0; j < s.topK; ++j)
-      bad = bad || id[j] < 0 || id[j] >= s.experts;
+      bad = bad || id[j] < 0 || id[j] >= s.numExperts;
     if (bad) {
       raise(err, kErrExpertId);
       continue;
     }
-    softmaxRow(logits + t * s.experts, s.experts, p);
-    for (int64_t x = 0; x < s.experts; ++x)
+    softmaxRow(logits + t * s.numExperts, s.numExperts, p);
+    for (int64_t x = 0; x < s.numExperts; ++x)
       dp[x] = 0.0;
     if (!renorm) {
       for (int64_t j = 0; j < s.topK; ++j)
@@ -111,21 +107,22 @@ __global__ void routerGradKernel(const T *dgates, const T *logits, const I *ids,
       for (int64_t j = 0; j < s.topK; ++j)
         dp[id[j]] += (toF(dg[j]) - dot) / z;
     }
-    softmaxBackwardRow(p, dp, s.experts, dlogits + t * s.experts);
+    softmaxBackwardRow(p, dp, s.numExperts, dlogits + t * s.numExperts);
   }
 }
 
 /// frac[b, e] = (pairs of sequence b routed to e) / (seq * topK).
 template <typename I>
-__global__ void fractionsKernel(const I *ids, Shape s, double *frac, int *err) {
+__global__ void fractionsKernel(const I *ids, MoeDims s, double *frac,
+                                int *err) {
   AUTOSHARD_GRID_LOOP(b, s.batch) {
-    double *f = frac + b * s.experts;
-    for (int64_t x = 0; x < s.experts; ++x)
+    double *f = frac + b * s.numExperts;
+    for (int64_t x = 0; x < s.numExperts; ++x)
       f[x] = 0.0;
     int64_t perSeq = s.seq * s.topK;
     for (int64_t c = b * perSeq; c < (b + 1) * perSeq; ++c) {
       int64_t e = static_cast<int64_t>(ids[c]);
-      if (e < 0 || e >= s.experts) {
+      if (e < 0 || e >= s.numExperts) {
         raise(err, kErrExpertId);
         continue;
       }
@@ -136,14 +133,14 @@ __global__ void fractionsKernel(const I *ids, Shape s, double *frac, int *err) {
 
 /// perToken[t] = sum_e f[b, e] p[t, e].
 template <typename T>
-__global__ void auxLossTokenKernel(const T *logits, const double *frac, Shape s,
-                                   double *perToken) {
+__global__ void auxLossTokenKernel(const T *logits, const double *frac,
+                                   MoeDims s, double *perToken) {
   AUTOSHARD_GRID_LOOP(t, s.batch * s.seq) {
     double p[kMaxExperts];
-    softmaxRow(logits + t * s.experts, s.experts, p);
-    const double *f = frac + (t / s.seq) * s.experts;
+    softmaxRow(logits + t * s.numExperts, s.numExperts, p);
+    const double *f = frac + (t / s.seq) * s.numExperts;
     double v = 0.0;
-    for (int64_t x = 0; x < s.experts; ++x)
+    for (int64_t x = 0; x < s.numExperts; ++x)
       v += f[x] * p[x];
     perToken[t] = v;
   }
@@ -162,30 +159,30 @@ __global__ void scaledSumKernel(const double *x, int64_t n, double factor,
 
 template <typename T>
 __global__ void auxLossGradKernel(const float *dloss, const T *logits,
-                                  const double *frac, Shape s, double factor,
+                                  const double *frac, MoeDims s, double factor,
                                   T *dlogits) {
   AUTOSHARD_GRID_LOOP(t, s.batch * s.seq) {
     double p[kMaxExperts], dp[kMaxExperts];
     double coef = double(*dloss) * factor;
-    softmaxRow(logits + t * s.experts, s.experts, p);
-    const double *f = frac + (t / s.seq) * s.experts;
-    for (int64_t x = 0; x < s.experts; ++x)
+    softmaxRow(logits + t * s.numExperts, s.numExperts, p);
+    const double *f = frac + (t / s.seq) * s.numExperts;
+    for (int64_t x = 0; x < s.numExperts; ++x)
       dp[x] = coef * f[x];
-    softmaxBackwardRow(p, dp, s.experts, dlogits + t * s.experts);
+    softmaxBackwardRow(p, dp, s.numExperts, dlogits + t * s.numExperts);
   }
 }
 
 /// slots[c] = capacity slot of choice c or -1 (dropped / bad id).
 template <typename I>
-__global__ void slotsKernel(const I *ids, Shape s, int32_t *slots, int *err) {
+__global__ void slotsKernel(const I *ids, MoeDims s, int32_t *slots, int *err) {
   AUTOSHARD_GRID_LOOP(b, s.batch) {
     int32_t used[kMaxExperts];
-    for (int64_t x = 0; x < s.experts; ++x)
+    for (int64_t x = 0; x < s.numExperts; ++x)
       used[x] = 0;
     int64_t perSeq = s.seq * s.topK;
     for (int64_t c = b * perSeq; c < (b + 1) * perSeq; ++c) {
       int64_t e = static_cast<int64_t>(ids[c]);
-      if (e < 0 || e >= s.experts) {
+      if (e < 0 || e >= s.numExperts) {
         raise(err, kErrExpertId);
         slots[c] = -1;
         continue;
@@ -196,7 +193,7 @@ __global__ void slotsKernel(const I *ids, Shape s, int32_t *slots, int *err) {
   }
 }
 
-__device__ __forceinline__ int64_t bufferRow(const Shape &s, int64_t expert,
+__device__ __forceinline__ int64_t bufferRow(const MoeDims &s, int64_t expert,
                                              int64_t b, int64_t slot) {
   return ((expert * s.batch + b) * s.capacity + slot) * s.hidden;
 }
@@ -204,7 +201,7 @@ __device__ __forceinline__ int64_t bufferRow(const Shape &s, int64_t expert,
 /// Dispatch: buf[slot row] = x[token]; one thread per (choice, h).
 template <typename T, typename I>
 __global__ void dispatchKernel(const T *x, const I *ids, const int32_t *slots,
-                               T *buf, Shape s) {
+                               T *buf, MoeDims s) {
   AUTOSHARD_GRID_LOOP(e, s.batch * s.seq * s.topK * s.hidden) {
     int64_t c = e / s.hidden, h = e - c * s.hidden;
     int32_t slot = slots[c];
@@ -220,7 +217,7 @@ __global__ void dispatchKernel(const T *x, const I *ids, const int32_t *slots,
 /// of (gate *) buf[slot row, h].
 template <typename T, typename I>
 __global__ void gatherKernel(const T *buf, const T *gates, const I *ids,
-                             const int32_t *slots, T *y, Shape s) {
+                             const int32_t *slots, T *y, MoeDims s) {
   AUTOSHARD_GRID_LOOP(e, s.batch * s.seq * s.hidden) {
     int64_t token = e / s.hidden, h = e - token * s.hidden;
     int64_t b = token / s.seq;
@@ -242,7 +239,7 @@ __global__ void gatherKernel(const T *buf, const T *gates, const I *ids,
 /// (choice, h).
 template <typename T, typename I>
 __global__ void combineGradBufKernel(const T *dy, const T *gates, const I *ids,
-                                     const int32_t *slots, T *dbuf, Shape s) {
+                                     const int32_t *slots, T *dbuf, MoeDims s) {
   AUTOSHARD_GRID_LOOP(e, s.batch * s.seq * s.topK * s.hidden) {
     int64_t c = e / s.hidden, h = e - c * s.hidden;
     int32_t slot = slots[c];
@@ -258,7 +255,7 @@ __global__ void combineGradBufKernel(const T *dy, const T *gates, const I *ids,
 template <typename T, typename I>
 __global__ void combineGradGateKernel(const T *dy, const T *buf, const I *ids,
                                       const int32_t *slots, T *dgates,
-                                      Shape s) {
+                                      MoeDims s) {
   int64_t warp = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
   int lane = threadIdx.x & 31;
   int64_t choices = s.batch * s.seq * s.topK;
@@ -281,60 +278,34 @@ __global__ void combineGradGateKernel(const T *dy, const T *buf, const I *ids,
 // Binders
 //===----------------------------------------------------------------------===//
 
-Shape fromIds(const KernelSignature &sig, const TensorType &ids) {
-  expectExactRank(sig, ids, 3, "expert_ids");
-  Shape s;
-  s.batch = ids.shape[0];
-  s.seq = ids.shape[1];
-  s.topK = ids.shape[2];
-  return s;
-}
-
-void withLogits(const KernelSignature &sig, const TensorType &logits,
-                Shape &s) {
-  expectExactRank(sig, logits, 3, "logits");
-  s.experts = logits.shape[2];
-  expectType(sig, logits, typeOf(logits.dtype, {s.batch, s.seq, s.experts}),
-             "logits");
-  if (s.topK < 1 || s.topK > s.experts)
-    sig.fail("top-k " + std::to_string(s.topK) + " must be in [1, " +
-             std::to_string(s.experts) + "]");
-  if (s.experts > kMaxExperts)
+/// The kernels' limit on the experts (a per-thread array), for the ops
+/// with logits.
+void expectLogitsLimit(const KernelSignature &sig, const MoeDims &s) {
+  if (s.numExperts > kMaxExperts)
     sig.fail("the cuda backend routes at most " + std::to_string(kMaxExperts) +
-             " experts, found " + std::to_string(s.experts));
+             " experts, found " + std::to_string(s.numExperts));
 }
 
-void withBuffer(const KernelSignature &sig, const TensorType &buf, Shape &s) {
-  expectExactRank(sig, buf, 4, "buf");
-  s.experts = buf.shape[0];
-  s.capacity = buf.shape[2];
-  s.hidden = buf.shape[3];
-  if (buf.shape[1] != s.batch || s.topK > s.experts)
-    sig.fail("expert buffer " + buf.str() + " does not fit batch " +
-             std::to_string(s.batch) + " and top-k " + std::to_string(s.topK));
-  if (s.experts > kMaxExperts)
+/// The kernels' limits for the ops with an expert buffer.
+void expectBufferLimits(const KernelSignature &sig, const MoeDims &s) {
+  if (s.numExperts > kMaxExperts)
     sig.fail("the cuda backend routes at most " + std::to_string(kMaxExperts) +
              " experts");
   if (s.capacity < 1)
     sig.fail("capacity must be >= 1");
 }
 
+/// Calls fn(T{}, I{}) for float type `t` and id type `ids`.
 template <typename Fn>
 BoundKernel withTypes(const KernelSignature &sig, DType t, DType ids, Fn &&fn) {
-  return withFloat(sig, t, "float operands", [&](auto tt) -> BoundKernel {
-    return withId(sig, ids, "expert_ids",
-                  [&](auto it) -> BoundKernel { return fn(tt, it); });
-  });
+  return withMoeTypes(sig, withFloat, t, ids, std::forward<Fn>(fn));
 }
 
 BoundKernel bindRouter(const KernelSignature &sig) {
   const TensorType &logits = sig.args[0], &ids = sig.results[1];
-  Shape s = fromIds(sig, ids);
-  withLogits(sig, logits, s);
-  expectType(sig, sig.results[0], typeOf(logits.dtype, ids.shape), "gates");
-  if (sig.attrs->getI64("top_k") != s.topK)
-    sig.fail("attribute 'top_k' differs from expert_ids " + ids.str());
-  bool renorm = sig.attrs->getFlag("renormalize");
+  MoeDims s = checkMoeRouter(sig);
+  expectLogitsLimit(sig, s);
+  bool renorm = s.renormalize;
   cudaStream_t st = currentContext().stream;
   return withTypes(sig, logits.dtype, ids.dtype, [=](auto t, auto i) {
     using T = decltype(t);
@@ -351,11 +322,9 @@ BoundKernel bindRouter(const KernelSignature &sig) {
 
 BoundKernel bindRouterGrad(const KernelSignature &sig) {
   const TensorType &logits = sig.args[1], &ids = sig.args[2];
-  Shape s = fromIds(sig, ids);
-  withLogits(sig, logits, s);
-  expectType(sig, sig.args[0], typeOf(logits.dtype, ids.shape), "dgates");
-  expectType(sig, sig.results[0], logits, "dlogits");
-  bool renorm = sig.attrs->getFlag("renormalize");
+  MoeDims s = checkMoeRouterGrad(sig);
+  expectLogitsLimit(sig, s);
+  bool renorm = s.renormalize;
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
@@ -374,23 +343,17 @@ BoundKernel bindRouterGrad(const KernelSignature &sig) {
 
 template <bool Grad> BoundKernel bindAuxLoss(const KernelSignature &sig) {
   size_t first = Grad ? 1 : 0;
-  if (Grad)
-    expectScalar(sig, sig.args[0], DType::F32, "dloss");
   const TensorType &logits = sig.args[first], &ids = sig.args[first + 1];
-  Shape s = fromIds(sig, ids);
-  withLogits(sig, logits, s);
+  MoeDims s = Grad ? checkMoeAuxLossGrad(sig) : checkMoeAuxLoss(sig);
+  expectLogitsLimit(sig, s);
   if (s.batch < 1 || s.seq < 1)
     sig.fail("needs batch >= 1 and seq >= 1");
-  if (Grad)
-    expectType(sig, sig.results[0], logits, "dlogits");
-  else
-    expectScalar(sig, sig.results[0], DType::F32, "loss");
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  Scratch frac = scratch(s.batch * s.experts * sizeof(double));
+  Scratch frac = scratch(s.batch * s.numExperts * sizeof(double));
   Scratch perToken = scratch(Grad ? 0 : s.batch * s.seq * sizeof(double));
-  double factor = double(s.experts) / double(s.seq * s.batch);
+  double factor = double(s.numExperts) / double(s.seq * s.batch);
   return withTypes(sig, logits.dtype, ids.dtype, [=](auto t, auto i) {
     using T = decltype(t);
     using I = decltype(i);
@@ -417,23 +380,16 @@ template <bool Grad> BoundKernel bindAuxLoss(const KernelSignature &sig) {
 
 /// Runs the slot assignment into `slots` (one int32 per choice).
 template <typename I>
-void assignSlots(cudaStream_t st, const I *ids, const Shape &s, int32_t *slots,
-                 int *err) {
+void assignSlots(cudaStream_t st, const I *ids, const MoeDims &s,
+                 int32_t *slots, int *err) {
   slotsKernel<I><<<gridFor(s.batch, 64), 64, 0, st>>>(ids, s, slots, err);
   AUTOSHARD_CUDA_LAUNCHED();
 }
 
 BoundKernel bindDispatch(const KernelSignature &sig) {
   const TensorType &x = sig.args[0], &ids = sig.args[1];
-  Shape s = fromIds(sig, ids);
-  expectExactRank(sig, x, 3, "x");
-  s.hidden = x.shape[2];
-  expectType(sig, x, typeOf(x.dtype, {s.batch, s.seq, s.hidden}), "x");
-  int64_t experts = sig.attrs->getI64("num_experts");
-  int64_t capacity = sig.attrs->getI64("capacity");
-  expectType(sig, sig.results[0],
-             typeOf(x.dtype, {experts, s.batch, capacity, s.hidden}), "buf");
-  withBuffer(sig, sig.results[0], s);
+  MoeDims s = checkMoeDispatch(sig);
+  expectBufferLimits(sig, s);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
@@ -457,12 +413,8 @@ BoundKernel bindDispatch(const KernelSignature &sig) {
 
 BoundKernel bindDispatchGrad(const KernelSignature &sig) {
   const TensorType &dbuf = sig.args[0], &ids = sig.args[1];
-  Shape s = fromIds(sig, ids);
-  withBuffer(sig, dbuf, s);
-  if (sig.attrs->getI64("capacity") != s.capacity)
-    sig.fail("attribute 'capacity' differs from dbuf " + dbuf.str());
-  expectType(sig, sig.results[0],
-             typeOf(dbuf.dtype, {s.batch, s.seq, s.hidden}), "dx");
+  MoeDims s = checkMoeDispatchGrad(sig);
+  expectBufferLimits(sig, s);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
@@ -483,19 +435,10 @@ BoundKernel bindDispatchGrad(const KernelSignature &sig) {
   });
 }
 
-Shape combineShape(const KernelSignature &sig, size_t first) {
-  const TensorType &buf = sig.args[first], &ids = sig.args[first + 2];
-  Shape s = fromIds(sig, ids);
-  withBuffer(sig, buf, s);
-  expectType(sig, sig.args[first + 1], typeOf(buf.dtype, ids.shape), "gates");
-  return s;
-}
-
 BoundKernel bindCombine(const KernelSignature &sig) {
-  Shape s = combineShape(sig, 0);
+  MoeDims s = checkMoeCombine(sig);
+  expectBufferLimits(sig, s);
   const TensorType &buf = sig.args[0];
-  expectType(sig, sig.results[0], typeOf(buf.dtype, {s.batch, s.seq, s.hidden}),
-             "y");
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
@@ -517,12 +460,9 @@ BoundKernel bindCombine(const KernelSignature &sig) {
 }
 
 BoundKernel bindCombineGrad(const KernelSignature &sig) {
-  Shape s = combineShape(sig, 1);
+  MoeDims s = checkMoeCombineGrad(sig);
+  expectBufferLimits(sig, s);
   const TensorType &buf = sig.args[1];
-  expectType(sig, sig.args[0], typeOf(buf.dtype, {s.batch, s.seq, s.hidden}),
-             "dy");
-  expectType(sig, sig.results[0], buf, "dbuf");
-  expectType(sig, sig.results[1], sig.args[2], "dgates");
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;

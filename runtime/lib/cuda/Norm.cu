@@ -112,32 +112,20 @@ __global__ void normGradColKernel(const T *dy, const T *x, const float2 *stats,
   }
 }
 
-/// Checks x [..., H] (operand `xIndex`), gamma and the optional beta [H];
-/// returns {rows, H}.
-std::pair<int64_t, int64_t> normShape(const KernelSignature &sig,
-                                      size_t xIndex) {
-  const TensorType &x = sig.args[xIndex];
-  expectRank(sig, x, 1, "x");
-  int64_t hidden = x.shape.back();
-  for (size_t i = xIndex + 1; i < sig.args.size(); ++i)
-    expectType(sig, sig.args[i], typeOf(x.dtype, {hidden}), argName(i));
-  if (hidden < 1)
+/// The kernels' limits on top of the shared checks: hidden >= 1 and
+/// epsilon >= 0; returns epsilon.
+float checkLimits(const KernelSignature &sig, const NormShape &shape) {
+  if (shape.hidden < 1)
     sig.fail("hidden must be >= 1");
-  return {x.numel() / hidden, hidden};
-}
-
-float epsilonOf(const KernelSignature &sig) {
-  double eps = sig.attrs->getF64("epsilon");
-  if (!(eps >= 0.0))
-    sig.fail("epsilon must be >= 0, found " + std::to_string(eps));
-  return static_cast<float>(eps);
+  if (!(shape.epsilon >= 0.0))
+    sig.fail("epsilon must be >= 0, found " + std::to_string(shape.epsilon));
+  return static_cast<float>(shape.epsilon);
 }
 
 template <bool Rms> BoundKernel bindNorm(const KernelSignature &sig) {
-  std::pair<int64_t, int64_t> shape = normShape(sig, 0);
-  int64_t rows = shape.first, hidden = shape.second;
-  expectResultsLikeArg0(sig);
-  float eps = epsilonOf(sig);
+  NormShape shape = checkNorm(sig);
+  int64_t rows = shape.rows, hidden = shape.hidden;
+  float eps = checkLimits(sig, shape);
   bool hasBeta = !Rms && sig.args.size() == 3;
   cudaStream_t s = currentContext().stream;
   return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
@@ -154,14 +142,9 @@ template <bool Rms> BoundKernel bindNorm(const KernelSignature &sig) {
 }
 
 template <bool Rms> BoundKernel bindNormGrad(const KernelSignature &sig) {
-  expectType(sig, sig.args[1], sig.args[0], "x");
-  std::pair<int64_t, int64_t> shape = normShape(sig, 1);
-  int64_t rows = shape.first, hidden = shape.second;
-  expectType(sig, sig.results[0], sig.args[0], resultName(0));
-  expectType(sig, sig.results[1], sig.args[2], resultName(1));
-  if (!Rms)
-    expectType(sig, sig.results[2], sig.args[2], resultName(2));
-  float eps = epsilonOf(sig);
+  NormShape shape = checkNormGrad(sig, /*withBeta=*/!Rms);
+  int64_t rows = shape.rows, hidden = shape.hidden;
+  float eps = checkLimits(sig, shape);
   cudaStream_t s = currentContext().stream;
   Scratch stats = scratch(std::max<int64_t>(rows, 1) * sizeof(float2));
   int64_t gammaBytes = sig.args[2].bytes();

@@ -37,19 +37,7 @@ __global__ void storeFloatKernel(const double *acc, float *out) {
 }
 
 BoundKernel bindSumSquares(const KernelSignature &sig) {
-  expectScalar(sig, sig.results[0], DType::F32, resultName(0));
-  struct Term {
-    bool isBf16;
-    int64_t numel;
-  };
-  std::vector<Term> terms;
-  for (size_t i = 0; i < sig.args.size(); ++i) {
-    DType dt = sig.args[i].dtype;
-    if (dt != DType::F32 && dt != DType::BF16)
-      sig.fail(argName(i) + " is " + sig.args[i].str() +
-               "; the cuda backend sums f32 or bf16");
-    terms.push_back({dt == DType::BF16, sig.args[i].numel()});
-  }
+  std::vector<SumSquaresTerm> terms = checkSumSquares(sig, DType::BF16, "cuda");
   const CudaContext &ctx = currentContext();
   cudaStream_t s = ctx.stream;
   unsigned maxBlocks = static_cast<unsigned>(ctx.numSMs) * 4;
@@ -61,7 +49,7 @@ BoundKernel bindSumSquares(const KernelSignature &sig) {
       if (terms[i].numel == 0)
         continue;
       unsigned blocks = std::min(gridFor(terms[i].numel, kThreads), maxBlocks);
-      if (terms[i].isBf16)
+      if (terms[i].dtype == DType::BF16)
         sumSquaresKernel<<<blocks, kThreads, 0, s>>>(
             in<bf16>(p[i]), terms[i].numel, acc->as<double>());
       else
@@ -83,13 +71,7 @@ __global__ void clipCoefKernel(const float *sumsq, double maxNorm, float *coef,
 }
 
 BoundKernel bindClipCoef(const KernelSignature &sig) {
-  expectScalar(sig, sig.args[0], DType::F32, "sumsq");
-  expectScalar(sig, sig.results[0], DType::F32, "coef");
-  expectScalar(sig, sig.results[1], DType::F32, "norm");
-  double maxNorm = sig.attrs->getF64("max_norm");
-  if (!(maxNorm > 0))
-    sig.fail("attribute 'max_norm' must be > 0, found " +
-             std::to_string(maxNorm));
+  double maxNorm = checkClipCoef(sig);
   cudaStream_t s = currentContext().stream;
   return [=](void *const *p) {
     clipCoefKernel<<<1, 1, 0, s>>>(in<float>(p[0]), maxNorm, out<float>(p[1]),
@@ -98,15 +80,11 @@ BoundKernel bindClipCoef(const KernelSignature &sig) {
   };
 }
 
-struct AdamAttrs {
-  double beta1, beta2, epsilon, weightDecay;
-};
-
 template <typename T>
 __global__ void adamwKernel(const T *param, const T *grad, const T *m,
                             const T *v, T *newParam, T *newM, T *newV,
                             int64_t n, const float *lr, const int64_t *step,
-                            const float *gradScale, AdamAttrs a, int *err) {
+                            const float *gradScale, AdamwShape a, int *err) {
   // Per-step constants, as the CPU kernel computes them (in double).
   __shared__ float c[4]; // decay, stepSize, invSqrtBc2, gradScale
   if (threadIdx.x == 0) {
@@ -141,18 +119,8 @@ __global__ void adamwKernel(const T *param, const T *grad, const T *m,
 
 BoundKernel bindAdamw(const KernelSignature &sig) {
   const TensorType &param = sig.args[0];
-  expectType(sig, sig.args[1], param, "grad");
-  expectType(sig, sig.args[2], param, "m");
-  expectType(sig, sig.args[3], param, "v");
-  expectScalar(sig, sig.args[4], DType::F32, "lr");
-  expectScalar(sig, sig.args[5], DType::I64, "step");
-  expectScalar(sig, sig.args[6], DType::F32, "grad_scale");
-  int64_t n = expectResultsLikeArg0(sig);
-  AdamAttrs a;
-  a.beta1 = sig.attrs->getF64("beta1");
-  a.beta2 = sig.attrs->getF64("beta2");
-  a.epsilon = sig.attrs->getF64("epsilon");
-  a.weightDecay = sig.attrs->getF64("weight_decay");
+  AdamwShape a = checkAdamw(sig);
+  int64_t n = a.numel;
   const CudaContext &ctx = currentContext();
   cudaStream_t s = ctx.stream;
   int *err = ctx.errorWord;

@@ -27,12 +27,6 @@ unsigned blocksFor(int64_t n) {
   return std::min<unsigned>(gridFor(n, kThreads), 65535u * 8);
 }
 
-std::vector<int64_t> withHidden(const TensorType &ids, int64_t hidden) {
-  std::vector<int64_t> shape = ids.shape;
-  shape.push_back(hidden);
-  return shape;
-}
-
 //===----------------------------------------------------------------------===//
 // Embeddings
 //===----------------------------------------------------------------------===//
@@ -126,67 +120,24 @@ BoundKernel embeddingBwd(const KernelSignature &sig, int64_t n, int64_t vocab,
   };
 }
 
+/// embedding / vocab_embedding (`VocabParallel`) and their gradients
+/// (`Grad`): the shared checks, then the kernel of the table's element type
+/// (the table is operand 1, the result or dy).
+template <bool Grad, bool VocabParallel>
 BoundKernel bindEmbedding(const KernelSignature &sig) {
-  const TensorType &ids = sig.args[0], &table = sig.args[1];
-  expectExactRank(sig, table, 2, "table");
-  int64_t vocab = table.shape[0], hidden = table.shape[1], n = ids.numel();
-  expectType(sig, sig.results[0], typeOf(table.dtype, withHidden(ids, hidden)),
-             resultName(0));
-  return withFloat(sig, table.dtype, "table", [&](auto t) -> BoundKernel {
+  EmbeddingShape s = Grad ? checkEmbeddingGrad(sig, VocabParallel)
+                          : checkEmbedding(sig, VocabParallel);
+  const char *what = Grad ? "dy" : "table";
+  return withFloat(sig, sig.args[1].dtype, what, [&](auto t) -> BoundKernel {
     using T = decltype(t);
-    return withId(sig, ids.dtype, "ids", [&](auto i) -> BoundKernel {
-      return embeddingFwd<T, decltype(i)>(sig, n, vocab, hidden, false);
-    });
-  });
-}
-
-BoundKernel bindEmbeddingGrad(const KernelSignature &sig) {
-  const TensorType &ids = sig.args[0], &dy = sig.args[1];
-  expectRank(sig, dy, 1, "dy");
-  int64_t hidden = dy.shape.back(), n = ids.numel();
-  int64_t vocab = sig.attrs->getI64("num_embeddings");
-  expectType(sig, dy, typeOf(dy.dtype, withHidden(ids, hidden)), "dy");
-  expectType(sig, sig.results[0], typeOf(dy.dtype, {vocab, hidden}),
-             resultName(0));
-  return withFloat(sig, dy.dtype, "dy", [&](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return withId(sig, ids.dtype, "ids", [&](auto i) -> BoundKernel {
-      return embeddingBwd<T, decltype(i)>(sig, n, vocab, hidden, false);
-    });
-  });
-}
-
-BoundKernel bindVocabEmbedding(const KernelSignature &sig) {
-  const TensorType &ids = sig.args[0], &table = sig.args[1];
-  expectExactRank(sig, table, 2, "table");
-  expectScalar(sig, sig.args[2], DType::I64, "shard");
-  int64_t vocab = table.shape[0], hidden = table.shape[1], n = ids.numel();
-  expectType(sig, sig.results[0], typeOf(table.dtype, withHidden(ids, hidden)),
-             resultName(0));
-  return withFloat(sig, table.dtype, "table", [&](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return withId(sig, ids.dtype, "ids", [&](auto i) -> BoundKernel {
-      return embeddingFwd<T, decltype(i)>(sig, n, vocab, hidden, true);
-    });
-  });
-}
-
-BoundKernel bindVocabEmbeddingGrad(const KernelSignature &sig) {
-  const TensorType &ids = sig.args[0], &dy = sig.args[1];
-  expectRank(sig, dy, 1, "dy");
-  expectScalar(sig, sig.args[2], DType::I64, "shard");
-  int64_t hidden = dy.shape.back(), n = ids.numel();
-  int64_t vocab = sig.attrs->getI64("num_embeddings");
-  if (vocab < 1)
-    sig.fail("attribute 'num_embeddings' must be >= 1, found " +
-             std::to_string(vocab));
-  expectType(sig, dy, typeOf(dy.dtype, withHidden(ids, hidden)), "dy");
-  expectType(sig, sig.results[0], typeOf(dy.dtype, {vocab, hidden}),
-             resultName(0));
-  return withFloat(sig, dy.dtype, "dy", [&](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return withId(sig, ids.dtype, "ids", [&](auto i) -> BoundKernel {
-      return embeddingBwd<T, decltype(i)>(sig, n, vocab, hidden, true);
+    return withId(sig, sig.args[0].dtype, "ids", [&](auto i) -> BoundKernel {
+      using I = decltype(i);
+      if constexpr (Grad)
+        return embeddingBwd<T, I>(sig, s.numIds, s.vocab, s.hidden,
+                                  VocabParallel);
+      else
+        return embeddingFwd<T, I>(sig, s.numIds, s.vocab, s.hidden,
+                                  VocabParallel);
     });
   });
 }
@@ -206,38 +157,24 @@ __global__ void positionGradKernel(const T *dy, int64_t outer, int64_t seqLen,
 }
 
 BoundKernel bindPositionEmbedding(const KernelSignature &sig) {
-  const TensorType &table = sig.args[0];
-  expectExactRank(sig, table, 2, "table");
-  int64_t positions = table.shape[0], hidden = table.shape[1];
-  int64_t seqLen = sig.attrs->getI64("seq_len");
-  if (seqLen < 1 || seqLen > positions)
-    sig.fail("seq_len " + std::to_string(seqLen) + " is out of range [1, " +
-             std::to_string(positions) + "]");
-  expectType(sig, sig.results[0], typeOf(table.dtype, {seqLen, hidden}),
-             resultName(0));
+  PositionEmbeddingShape shape = checkPositionEmbedding(sig);
+  if (shape.seqLen < 1 || shape.seqLen > shape.positions)
+    sig.fail("seq_len " + std::to_string(shape.seqLen) +
+             " is out of range [1, " + std::to_string(shape.positions) + "]");
   int64_t bytes = sig.results[0].bytes();
   cudaStream_t s = currentContext().stream;
-  return [=](void *const *p) {
-    if (bytes > 0 && p[0] != p[1])
-      AUTOSHARD_CUDA(
-          cudaMemcpyAsync(p[1], p[0], bytes, cudaMemcpyDeviceToDevice, s));
-  };
+  return [=](void *const *p) { copyAsync(p[1], p[0], bytes, s); };
 }
 
 BoundKernel bindPositionEmbeddingGrad(const KernelSignature &sig) {
-  const TensorType &dy = sig.args[0];
-  expectRank(sig, dy, 2, "dy");
-  size_t r = dy.shape.size();
-  int64_t outer = product(dy.shape, 0, r - 2), seqLen = dy.shape[r - 2],
-          hidden = dy.shape[r - 1];
-  int64_t positions = sig.attrs->getI64("num_positions");
+  PositionEmbeddingShape shape = checkPositionEmbeddingGrad(sig);
+  int64_t outer = shape.outer, seqLen = shape.seqLen, hidden = shape.hidden,
+          positions = shape.positions;
   if (seqLen > positions)
     sig.fail("seq_len " + std::to_string(seqLen) + " exceeds num_positions " +
              std::to_string(positions));
-  expectType(sig, sig.results[0], typeOf(dy.dtype, {positions, hidden}),
-             resultName(0));
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, dy.dtype, "dy", [=](auto t) -> BoundKernel {
+  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto t) -> BoundKernel {
     using T = decltype(t);
     return [=](void *const *p) {
       if (positions * hidden == 0)
@@ -272,12 +209,11 @@ __global__ void ropeKernel(const T *x, T *y, const float2 *cs, int64_t rows,
 
 template <bool Grad> BoundKernel bindRope(const KernelSignature &sig) {
   const TensorType &x = sig.args[0];
-  expectExactRank(sig, x, 4, Grad ? "dy" : "x");
-  expectResultsLikeArg0(sig);
-  int64_t batch = x.shape[0], seq = x.shape[1], heads = x.shape[2],
-          headDim = x.shape[3];
-  double theta = sig.attrs->getF64("theta");
-  if (headDim % 2 != 0 || headDim < 2 || !(theta > 0))
+  RopeDims shape = checkRope(sig, Grad);
+  int64_t batch = shape.batch, seq = shape.seq, heads = shape.heads,
+          headDim = shape.headDim;
+  double theta = shape.theta;
+  if (headDim < 2) // the shared check allows an empty head dim
     sig.fail("needs an even head dim and theta > 0, found " + x.str() +
              " and theta " + std::to_string(theta));
   int64_t half = headDim / 2;
@@ -363,59 +299,27 @@ __global__ void dropoutKernel(const T *x, T *y, int64_t n, const int64_t *step,
 }
 
 template <bool Local> BoundKernel bindDropout(const KernelSignature &sig) {
-  int64_t n = expectResultsLikeArg0(sig);
-  expectScalar(sig, sig.args[1], DType::I64, "step");
-  expectScalar(sig, sig.args[2], DType::I64, "layer");
-  double rate = sig.attrs->getF64("rate");
-  int64_t site = sig.attrs->getI64("site");
+  DropoutShape drop = checkDropout(sig, Local);
+  int64_t n = drop.numel;
+  double rate = drop.rate;
+  int64_t site = drop.site;
   if (!(rate >= 0.0 && rate < 1.0))
     sig.fail("rate must be in [0, 1), found " + std::to_string(rate));
   if (site < 0 || site >= (1 << 16))
     sig.fail("site must be in [0, 2^16), found " + std::to_string(site));
   DropoutGeometry g;
-  const std::vector<int64_t> &shape = sig.args[0].shape;
   if (Local) {
-    std::vector<int64_t> globalShape = sig.attrs->getI64Array("global_shape");
-    std::vector<int64_t> shardDims = sig.attrs->getI64Array("shard_dims");
-    const size_t numShards = sig.args.size() - 3;
-    if (shardDims.size() != numShards)
-      sig.fail("needs one shard operand per shard_dims entry: " +
-               std::to_string(shardDims.size()) + " shard_dims, " +
-               std::to_string(numShards) + " shard operands");
-    if (globalShape.size() != shape.size())
-      sig.fail("global_shape must have the rank " +
-               std::to_string(shape.size()) + " of x, found rank " +
-               std::to_string(globalShape.size()));
-    if (shape.size() > 16)
+    if (drop.shape.size() > 16)
       sig.fail("rank over 16");
-    for (size_t k = 0; k < numShards; ++k) {
-      expectScalar(sig, sig.args[3 + k], DType::I64, "shard");
-      int64_t d = shardDims[k];
-      if (d < 0 || d >= static_cast<int64_t>(shape.size()) ||
-          (k > 0 && shardDims[k - 1] >= d))
-        sig.fail("shard_dims must be strictly increasing dims of x");
-      if (shape[d] < 1 || globalShape[d] % shape[d] != 0)
-        sig.fail("global dim " + std::to_string(d) + " (" +
-                 std::to_string(globalShape[d]) +
-                 ") is not a multiple of the local dim " +
-                 std::to_string(shape[d]));
-      g.shardDim[k] = static_cast<int>(d);
-    }
-    for (size_t d = 0; d < shape.size(); ++d)
-      if (std::find(shardDims.begin(), shardDims.end(), int64_t(d)) ==
-              shardDims.end() &&
-          shape[d] != globalShape[d])
-        sig.fail("dim " + std::to_string(d) +
-                 " is not sharded, so the local dim " +
-                 std::to_string(shape[d]) + " must equal the global dim " +
-                 std::to_string(globalShape[d]));
-    g.rank = static_cast<int>(shape.size());
-    g.numShards = static_cast<int>(numShards);
+    g.rank = static_cast<int>(drop.shape.size());
+    g.numShards = static_cast<int>(drop.shardDims.size());
+    for (int k = 0; k < g.numShards; ++k)
+      g.shardDim[k] = static_cast<int>(drop.shardDims[k]);
     int64_t stride = 1;
     for (int d = g.rank - 1; d >= 0; --d) {
-      g.shape[d] = shape[d];
+      g.shape[d] = drop.shape[d];
       g.globalStride[d] = stride;
-      stride *= globalShape[d];
+      stride *= drop.globalShape[d];
     }
   }
   uint32_t threshold = static_cast<uint32_t>(std::ceil(rate * 16777216.0));
@@ -445,12 +349,12 @@ template <bool Local> BoundKernel bindDropout(const KernelSignature &sig) {
 } // namespace
 
 void registerSequenceKernels(KernelTable &t) {
-  t.add("embedding", bindEmbedding);
-  t.add("embedding_grad", bindEmbeddingGrad);
+  t.add("embedding", bindEmbedding<false, false>);
+  t.add("embedding_grad", bindEmbedding<true, false>);
   t.add("position_embedding", bindPositionEmbedding);
   t.add("position_embedding_grad", bindPositionEmbeddingGrad);
-  t.add("vocab_embedding", bindVocabEmbedding);
-  t.add("vocab_embedding_grad", bindVocabEmbeddingGrad);
+  t.add("vocab_embedding", bindEmbedding<false, true>);
+  t.add("vocab_embedding_grad", bindEmbedding<true, true>);
   t.add("rope", bindRope<false>);
   t.add("rope_grad", bindRope<true>);
   // Forward and backward apply the same mask and scale.

@@ -107,6 +107,16 @@ TEST_F(CudaKernels, Elementwise) {
   rs.args = {f32({4, 6})};
   rs.results = {f32({2, 12})};
   both(rs);
+  // cast (tfm-mixed-precision): f32 -> f32 and bf16 -> bf16 copies, then
+  // f32 -> bf16 and bf16 -> f32 against the CPU's f32 copy of the same
+  // (bf16-rounded where the GPU takes bf16) values.
+  OpCase cs = unary("cast", {37, 5}, 1, 1);
+  both(cs);
+  cs.rtol = cs.atol = kBf16Tol;
+  cs.keepF32 = {0};
+  checkOp(cs, true);
+  cs.keepF32 = {1};
+  checkOp(cs, true);
 }
 
 TEST_F(CudaKernels, Matmul) {

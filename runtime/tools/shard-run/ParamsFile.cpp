@@ -97,9 +97,15 @@ void saveParams(const Executor &executor, const std::string &path,
     if (spec.kind != StateKind::Param)
       continue;
     int64_t elem = dtypeSize(spec.type.dtype);
-    std::vector<unsigned char> local = executor.readState(spec.name);
+    // With a pipeline only some stages hold the tensor; the others send
+    // zeros, which are not placed.
+    std::vector<unsigned char> local =
+        executor.holdsState(spec.name)
+            ? executor.readState(spec.name)
+            : std::vector<unsigned char>(spec.type.bytes(), 0);
     std::vector<unsigned char> global;
-    if (worldSize == 1 || spec.sharding.isReplicated()) {
+    if (worldSize == 1 ||
+        (spec.sharding.isReplicated() && spec.stages.empty())) {
       global = std::move(local);
     } else {
       // Every rank's block, in world-rank order (the all-axes group is
@@ -113,6 +119,8 @@ void saveParams(const Executor &executor, const std::string &path,
       global.assign(numel * elem, 0);
       const std::vector<int64_t> &shape = spec.type.shape;
       for (int64_t r = 0; r < worldSize; ++r) {
+        if (!spec.heldBy(art.pipelineStage(r)))
+          continue;
         std::vector<int64_t> block =
             art.mesh.blockIndex(spec.sharding, r, shape.size());
         for (size_t d = 0; d < shape.size(); ++d)

@@ -51,6 +51,13 @@ std::string describeMesh(const Mesh &mesh) {
   return s + "]";
 }
 
+/// What the memory plan says this rank allocates (its pipeline stage's).
+int64_t predictedPeak(const Artifact &a, const Executor &ex) {
+  if (const StageMemory *stage = a.memory.findStage(ex.pipelineStage()))
+    return stage->peakBytes;
+  return a.memory.peakBytes;
+}
+
 void printPlan(const Artifact &a, const Executor &ex) {
   const MemoryPlan &m = a.memory;
   std::printf("model %s: vocab %lld (padded %lld), batch %lld, seq %lld\n",
@@ -59,12 +66,22 @@ void printPlan(const Artifact &a, const Executor &ex) {
               static_cast<long long>(a.model.paddedVocabSize),
               static_cast<long long>(a.model.batch),
               static_cast<long long>(a.model.seq));
-  std::printf("memory: predicted peak %s (state %s, constants %s, transient "
+  int64_t peak = m.peakBytes, state = m.stateBytes,
+          transient = m.transientBytes;
+  std::string which;
+  if (const StageMemory *stage = m.findStage(ex.pipelineStage())) {
+    // Rank 0 prints its own stage's plan (the first pipeline stage).
+    peak = stage->peakBytes;
+    state = stage->stateBytes;
+    transient = stage->transientBytes;
+    which = " of pipeline stage " + std::to_string(stage->ppStage) + " (of " +
+            std::to_string(m.stages.size()) + ")";
+  }
+  std::printf("memory%s: predicted peak %s (state %s, constants %s, transient "
               "%s); allocated %s\n",
-              formatBytes(m.peakBytes).c_str(),
-              formatBytes(m.stateBytes).c_str(),
-              formatBytes(m.constantBytes).c_str(),
-              formatBytes(m.transientBytes).c_str(),
+              which.c_str(), formatBytes(peak).c_str(),
+              formatBytes(state).c_str(), formatBytes(m.constantBytes).c_str(),
+              formatBytes(transient).c_str(),
               formatBytes(ex.allocatedBytes()).c_str());
 }
 
@@ -180,7 +197,7 @@ int runMain(Options opts, CommWorld *world) {
               "bytes, predicted %lld)\n",
               s.tokensPerS, s.wallS, formatBytes(s.peakBytes).c_str(),
               static_cast<long long>(s.peakBytes),
-              static_cast<long long>(artifact.memory.peakBytes));
+              static_cast<long long>(predictedPeak(artifact, executor)));
   if (!opts.saveParams.empty()) {
     saveParams(executor, opts.saveParams, opts.steps);
     std::printf("parameters after step %lld: %s\n",

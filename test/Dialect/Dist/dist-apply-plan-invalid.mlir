@@ -13,8 +13,6 @@
 // SPVALUE: error: dist-apply-plan: plan: sp must be 0 or 1, found 2
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=zero=4" 2>&1 | FileCheck %s --check-prefix=ZERO
 // ZERO: error: dist-apply-plan: plan: zero must be in 0..3, found 4
-// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=pp=2" 2>&1 | FileCheck %s --check-prefix=PP
-// PP: error: dist-apply-plan: plan: pp=2 is not supported yet (only pp=1)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=cp=2" 2>&1 | FileCheck %s --check-prefix=CP
 // CP: error: dist-apply-plan: plan: cp=2 is not supported yet (only cp=1)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=ep=4" 2>&1 | FileCheck %s --check-prefix=EP
@@ -23,8 +21,8 @@
 // MB: error: dist-apply-plan: plan mb=2, but the train step was differentiated for 1 microbatch(es) (build the model at the microbatch's batch and run tfm-autodiff with microbatches=2)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=vpp=2" 2>&1 | FileCheck %s --check-prefix=VPP
 // VPP: error: dist-apply-plan: plan: vpp=2 is not supported yet (only vpp=1)
-// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=SCHED
-// SCHED: error: dist-apply-plan: plan: schedule=gpipe is not supported yet (only schedule=1f1b)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=schedule=zb-h1" 2>&1 | FileCheck %s --check-prefix=SCHED
+// SCHED: error: dist-apply-plan: plan: schedule=zb-h1 is not supported yet (gpipe, 1f1b)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=recompute=full" 2>&1 | FileCheck %s --check-prefix=RECOMP
 // RECOMP: error: dist-apply-plan: plan: recompute=full is not supported yet (only recompute=none)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,dp=4" 2>&1 | FileCheck %s --check-prefix=TWICE

@@ -506,6 +506,30 @@ func.func @rope_grad_result(%dy: tensor<2x8x4x16xf32>) {
 
 // -----
 
+func.func @cast_shape(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{shape must be preserved: x has shape [4, 8], result has shape [8, 4]}}
+  %0 = tfm.cast %x : (tensor<4x8xf32>) -> tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @cast_integer(%x: tensor<4x8xi32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = tfm.cast %x : (tensor<4x8xi32>) -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @cast_to_integer(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of floating-point values}}
+  %0 = tfm.cast %x : (tensor<4x8xf32>) -> tensor<4x8xi32>
+  return
+}
+
+// -----
+
 func.func @reshape_element_type(%x: tensor<4x8x16xf32>) {
   // expected-error @+1 {{element type must be preserved: x has 'f32', y has 'bf16'}}
   %0 = tfm.reshape %x : (tensor<4x8x16xf32>) -> tensor<32x16xbf16>

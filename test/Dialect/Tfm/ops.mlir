@@ -58,6 +58,20 @@ func.func @broadcast(%b: tensor<128xf32>, %p: tensor<16x128xf32>) -> (tensor<16x
   return %0, %1, %2 : tensor<16x64x128xf32>, tensor<16x64x128xf32>, tensor<16x128xf32>
 }
 
+// CHECK-LABEL: func @cast
+func.func @cast(%w: tensor<128x512xf32>, %l: tensor<4x32x128xbf16>, %d: tensor<8xf64>) -> (tensor<128x512xbf16>, tensor<4x32x128xf32>, tensor<8xf16>, tensor<128x512xf32>) {
+  // CHECK: %{{.*}} = tfm.cast %{{.*}} : (tensor<128x512xf32>) -> tensor<128x512xbf16>
+  %0 = tfm.cast %w : (tensor<128x512xf32>) -> tensor<128x512xbf16>
+  // CHECK: %{{.*}} = tfm.cast %{{.*}} : (tensor<4x32x128xbf16>) -> tensor<4x32x128xf32>
+  %1 = tfm.cast %l : (tensor<4x32x128xbf16>) -> tensor<4x32x128xf32>
+  // CHECK: %{{.*}} = tfm.cast %{{.*}} : (tensor<8xf64>) -> tensor<8xf16>
+  %2 = tfm.cast %d : (tensor<8xf64>) -> tensor<8xf16>
+  // The identity is allowed.
+  // CHECK: %{{.*}} = tfm.cast %{{.*}} : (tensor<128x512xf32>) -> tensor<128x512xf32>
+  %3 = tfm.cast %w : (tensor<128x512xf32>) -> tensor<128x512xf32>
+  return %0, %1, %2, %3 : tensor<128x512xbf16>, tensor<4x32x128xf32>, tensor<8xf16>, tensor<128x512xf32>
+}
+
 // CHECK-LABEL: func @embeddings
 func.func @embeddings(%ids: tensor<16x64xi32>, %ids64: tensor<16x64xi64>, %wte: tensor<65x128xf32>, %wpe: tensor<256x128xf32>, %dh: tensor<16x64x128xf32>, %dpos: tensor<64x128xf32>) -> (tensor<16x64x128xf32>, tensor<65x128xf32>, tensor<64x128xf32>, tensor<256x128xf32>, tensor<256x128xf32>) {
   // CHECK: %{{.*}} = tfm.embedding %{{.*}}, %{{.*}} : (tensor<16x64xi32>, tensor<65x128xf32>) -> tensor<16x64x128xf32>

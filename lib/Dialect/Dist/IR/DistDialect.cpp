@@ -77,6 +77,29 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a unit attribute on a function";
     return success();
   }
+  // Set by `dist-pipeline-split` on each stage's program: the entry it is a
+  // stage of, and the stage (its ranks' coordinate on `pp`).
+  // What a point-to-point transfer carries (dist-pipeline-split); both ends
+  // carry the same tag, matched by dist-verify-comm.
+  if (attr.getName() == "dist.tag" ||
+      attr.getName() == "dist.pipeline_schedule") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << attr.getName() << "' must be a string, found "
+             << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == "dist.entry" || attr.getName() == "dist.pp_stage") {
+    bool ok = attr.getName() == "dist.entry"
+                  ? isa<StringAttr>(attr.getValue())
+                  : isa<IntegerAttr>(attr.getValue());
+    if (!ok || !isa<FunctionOpInterface>(op))
+      return op->emitOpError()
+             << "'" << attr.getName() << "' must be a "
+             << (attr.getName() == "dist.entry" ? "string" : "integer")
+             << " attribute on a function, found " << attr.getValue();
+    return success();
+  }
   if (failed(verifyKnownName(op, attr)))
     return failure();
   StringRef name = getShardingAttrName();

@@ -15,6 +15,8 @@
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
+#include "autoshard/Pipeline/Schedule.h"
+#include "autoshard/Pipeline/Simulate.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -24,6 +26,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -1081,6 +1084,70 @@ json::Value toJson(const Report &r) {
 // The pass
 //===----------------------------------------------------------------------===//
 
+/// Pipeline parallelism: what each stage holds and the unit-cost simulation
+/// of the schedule the stages were compiled to (`dist.pipeline_schedule`,
+/// recorded by dist-pipeline-split): makespan, bubble (algorithms.md §1.2,
+/// both conventions) and peak in-flight activations per rank.
+void writePipeline(ModuleOp module, llvm::raw_ostream &os) {
+  auto text = module->getAttrOfType<StringAttr>("dist.pipeline_schedule");
+  if (!text)
+    return;
+  pipeline::OrError<pipeline::PipelineSchedule> schedule =
+      pipeline::parseSchedule(text.getValue(), "compiled");
+  if (!schedule) {
+    os << "\npipeline: cannot read dist.pipeline_schedule: " << schedule.error()
+       << "\n";
+    return;
+  }
+  const pipeline::PipelineSchedule &sch = *schedule;
+  std::string kind = "?";
+  if (auto plan = module->getAttrOfType<DictionaryAttr>("dist.plan"))
+    if (auto name = plan.getAs<StringAttr>("schedule"))
+      kind = name.getValue().str();
+  os << "\npipeline (pp=" << sch.numRanks << ", " << sch.numStages
+     << " stages, " << sch.numMicrobatches << " microbatches, schedule " << kind
+     << ")\n";
+  // Per stage: the state its ranks hold and the largest train_step frame.
+  llvm::StringMap<int64_t> stateBytes;
+  for (auto def : module.getOps<rt::StateDefOp>())
+    stateBytes[def.getSymName()] = def.getBufferType().getSizeInBytes();
+  for (auto fn : module.getOps<rt::FuncOp>()) {
+    if (!fn.getPpStage() || fn.getEntry() != StringRef("train_step"))
+      continue;
+    llvm::StringSet<> held;
+    fn.walk([&](rt::StateOp op) { held.insert(op.getName()); });
+    int64_t bytes = 0;
+    for (auto &name : held)
+      bytes += stateBytes.lookup(name.getKey());
+    os << "  stage " << *fn.getPpStage() << " (" << fn.getSymName()
+       << "): state " << formatBytes(bytes) << " held (" << held.size()
+       << " tensors), frame " << formatBytes(fn.getFrameBytes().value_or(0))
+       << "\n";
+  }
+  os << "  (the memory table above counts the state of every stage; a rank "
+        "holds only its stage's, as listed here)\n";
+  os << "  per-rank order (algorithms.md §1.5 format):\n";
+  std::string order = pipeline::formatSchedule(sch);
+  for (StringRef line : llvm::split(StringRef(order).trim(), '\n'))
+    os << "    " << line << "\n";
+  pipeline::SimulationResult sim =
+      pipeline::simulateSchedule(sch, pipeline::SimulationOptions());
+  if (sim.deadlocked) {
+    os << "  unit-cost simulation: DEADLOCK: " << sim.deadlockReport << "\n";
+    return;
+  }
+  double p = sch.numRanks, m = sch.numMicrobatches;
+  os << llvm::formatv("  unit-cost simulation (F=1, B=2 per stage-microbatch, "
+                      "no communication time): makespan {0}, bubble {1:F3} "
+                      "of the ideal time ((p-1)/m = {2:F3}), {3:F3} of the "
+                      "wall time\n",
+                      sim.makespan, sim.idleOverBusy, (p - 1) / m,
+                      sim.idleOverMakespan);
+  os << "  peak in-flight activations per rank (microbatches): [";
+  llvm::interleaveComma(sim.peakActivations, os);
+  os << "]\n";
+}
+
 struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {
   using DistExplainBase::DistExplainBase;
 
@@ -1138,10 +1205,12 @@ struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {
       module.emitError() << "dist-explain: " << error;
       return signalPassFailure();
     }
-    if (format == "json")
+    if (format == "json") {
       file->os() << llvm::formatv("{0:2}", toJson(report)) << "\n";
-    else
+    } else {
       writeText(report, file->os());
+      writePipeline(program, file->os());
+    }
     file->keep();
     markAllAnalysesPreserved();
   }

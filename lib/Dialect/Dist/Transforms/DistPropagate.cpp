@@ -226,6 +226,23 @@ void Propagator::collectFunctions() {
     funcs.push_back(cast<func::FuncOp>(op));
 }
 
+/// An op with one tensor operand and one result that its rule ties dim for
+/// dim, every factor pass-through (a conversion or unary map of a tensor).
+static bool isElementwiseImage(Operation *op) {
+  if (op->getNumOperands() != 1 || op->getNumResults() != 1 ||
+      !isa<RankedTensorType>(op->getOperand(0).getType()) ||
+      !isa<RankedTensorType>(op->getResult(0).getType()))
+    return false;
+  std::optional<tfm::ShardingRule> rule = getShardingRule(op);
+  return rule && rule->operandDims.size() == 1 &&
+         rule->resultDims.size() == 1 &&
+         rule->operandDims[0] == rule->resultDims[0] &&
+         llvm::all_of(rule->operandDims[0], [&](int64_t f) {
+           return f >= 0 &&
+                  rule->factorKinds[f] == tfm::FactorKind::PassThrough;
+         });
+}
+
 void Propagator::initialise() {
   StringRef name = DistDialect::getShardingAttrName();
   // ZeRO-3 (from the `dist.plan` of dist-apply-plan): parameters are stored
@@ -272,29 +289,56 @@ void Propagator::initialise() {
           info[result] = {s, true};
     });
   }
-  // Training state passed to callees (callers first).
-  for (func::FuncOp fn : llvm::reverse(funcs))
-    fn.walk([&](func::CallOp call) {
-      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-      if (!callee || callee.isExternal())
-        return;
-      for (auto [operand, arg] :
-           llvm::zip(call.getOperands(), callee.getArguments())) {
-        const ValueInfo &from = info.lookup(operand);
-        if (from.state)
-          info[arg].state = true;
-        if (from.param)
-          info[arg].param = true;
-      }
-    });
+  // Training state passed to callees (callers first), and its elementwise
+  // images (tfm-mixed-precision's bf16 copy of an f32 weight), also where a
+  // callee returns them (a block's forward saving the copy for its
+  // backward): they weigh like the state, so the copy keeps the plan's
+  // layout as the weight does. Repeated until nothing changes (a returned
+  // copy reaches its caller after the callee is visited).
+  bool changed = true;
+  auto markState = [&](Value v) {
+    ValueInfo &vi = info[v];
+    changed |= !vi.state;
+    vi.state = true;
+  };
+  while (changed) {
+    changed = false;
+    for (func::FuncOp fn : llvm::reverse(funcs))
+      fn.walk([&](Operation *op) {
+        auto call = dyn_cast<func::CallOp>(op);
+        if (!call) {
+          if (isElementwiseImage(op) && info.lookup(op->getOperand(0)).state)
+            markState(op->getResult(0));
+          return;
+        }
+        auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+        if (!callee || callee.isExternal())
+          return;
+        for (auto [operand, arg] :
+             llvm::zip(call.getOperands(), callee.getArguments())) {
+          const ValueInfo &from = info.lookup(operand);
+          if (from.state)
+            markState(arg);
+          if (from.param)
+            info[arg].param = true;
+        }
+        auto ret =
+            cast<func::ReturnOp>(callee.getBody().front().getTerminator());
+        for (auto [returned, result] :
+             llvm::zip(ret.getOperands(), call.getResults()))
+          if (info.lookup(returned).state)
+            markState(result);
+      });
+  }
 }
 
 /// A soft operand that an op ties dim for dim (pass-through) to a parameter
 /// operand of the same type (the gradient of `tfm.adamw`) prefers the
 /// parameter's layout; the preference follows the gradient back through
 /// constraints, call results (into the callee's returned value) and
-/// gradient accumulation (an op linear in all its operands together, each
-/// of the result's type: add, sub, scale), up to the ops that compute it.
+/// gradient accumulation and conversion (an op linear in all its operands
+/// together, each of the result's shape: add, sub, scale, cast), up to the
+/// ops that compute it.
 void Propagator::seedPreferences() {
   SmallVector<Value> worklist;
   auto prefer = [&](Value v, ShardingAttr layout) {
@@ -359,7 +403,9 @@ void Propagator::seedPreferences() {
         !operands.empty() &&
         llvm::all_of(operands,
                      [&](int64_t i) {
-                       return def->getOperand(i).getType() == v.getType();
+                       return cast<ShapedType>(def->getOperand(i).getType())
+                                  .getShape() ==
+                              cast<ShapedType>(v.getType()).getShape();
                      }) &&
         llvm::any_of(rule->linearOperandGroups, [&](const auto &group) {
           SmallVector<int64_t> sorted(group.begin(), group.end());

@@ -16,7 +16,7 @@ llvm::Error planError(const llvm::Twine &message) {
 }
 
 /// Keys reserved for later issues: accepted only with their default value.
-constexpr const char *kReservedInts[] = {"pp", "cp", "ep", "vpp"};
+constexpr const char *kReservedInts[] = {"cp", "ep", "vpp"};
 
 int64_t *intField(Plan &plan, StringRef key) {
   if (key == "pp")
@@ -62,8 +62,16 @@ llvm::Expected<Plan> Plan::parse(StringRef text) {
           "plan: expected 'key=value', found '{0}' (in \"{1}\")", item, text));
     if (!seen.insert(key).second)
       return planError(llvm::formatv("plan: key '{0}' given twice", key));
-    if (key == "schedule" || key == "recompute") {
-      StringRef def = key == "schedule" ? "1f1b" : "none";
+    if (key == "schedule") {
+      // Checked against the generators by dist-pipeline-split.
+      if (value != "1f1b" && value != "gpipe")
+        return planError(llvm::formatv(
+            "plan: schedule={0} is not supported yet (gpipe, 1f1b)", value));
+      plan.schedule = value.str();
+      continue;
+    }
+    if (key == "recompute") {
+      StringRef def = "none";
       if (value != def)
         return planError(
             llvm::formatv("plan: {0}={1} is not supported yet (only {0}={2})",

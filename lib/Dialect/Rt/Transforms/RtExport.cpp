@@ -19,6 +19,9 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <map>
+#include <set>
+
 namespace autoshard::rt {
 #define GEN_PASS_DEF_RTEXPORT
 #include "autoshard/Dialect/Rt/Transforms/Passes.h.inc"
@@ -31,6 +34,10 @@ namespace json = llvm::json;
 namespace {
 
 constexpr int64_t kFormatVersion = 2;
+/// Version 3 = version 2 plus pipeline stages (entries per `pp_stage`, state
+/// `stages`, `memory.stages`); written only for pipelined programs, so a
+/// runtime that reads only version 2 rejects them instead of misrunning.
+constexpr int64_t kPipelineFormatVersion = 3;
 
 /// The artifact's name of an element type.
 FailureOr<StringRef> getDtypeName(Type type) {
@@ -476,6 +483,19 @@ FailureOr<json::Value> ArtifactWriter::write() {
   json::Array functions;
   json::Object entries, entryMemory;
   int64_t transientBytes = 0;
+  // Pipeline stages (`pp_stage` on entry functions): the state each stage's
+  // programs read or write, and its largest frame.
+  std::map<int64_t, std::set<std::string>> stageStates;
+  std::map<int64_t, int64_t> stageTransient;
+  for (FuncOp func : module.getOps<FuncOp>()) {
+    if (!func.isEntry() || !func.getPpStage())
+      continue;
+    int64_t stage = *func.getPpStage();
+    func.walk(
+        [&](StateOp op) { stageStates[stage].insert(op.getName().str()); });
+    stageTransient[stage] =
+        std::max(stageTransient[stage], *func.getFrameBytes());
+  }
   for (FuncOp func : module.getOps<FuncOp>()) {
     FailureOr<json::Value> function = writeFunction(func);
     if (failed(function))
@@ -487,10 +507,17 @@ FailureOr<json::Value> ArtifactWriter::write() {
     FailureOr<json::Value> outputs = writeSlots(func, /*outputs=*/true);
     if (failed(inputs) || failed(outputs))
       return failure();
-    StringRef name = *func.getEntry();
-    entries[name] = json::Object{{"function", func.getSymName()},
-                                 {"inputs", std::move(*inputs)},
-                                 {"outputs", std::move(*outputs)}};
+    // One key per stage of a pipelined entry: `train_step@pp1`.
+    std::string name = func.getEntry()->str();
+    json::Object entry{{"function", func.getSymName()},
+                       {"inputs", std::move(*inputs)},
+                       {"outputs", std::move(*outputs)}};
+    if (func.getPpStage()) {
+      entry["entry"] = name;
+      entry["pp_stage"] = *func.getPpStage();
+      name += "@pp" + std::to_string(*func.getPpStage());
+    }
+    entries[name] = std::move(entry);
     json::Value breakdown = json::Object();
     if (func.getPeakBreakdown())
       breakdown = *toJson(*func.getPeakBreakdown());
@@ -512,6 +539,32 @@ FailureOr<json::Value> ArtifactWriter::write() {
       {"peak_bytes", stateBytes + constantBytes + transientBytes},
       {"entries", std::move(entryMemory)},
       {"state_breakdown", std::move(stateBreakdown)}};
+  if (!stageStates.empty()) {
+    // Per stage: what one of its ranks allocates (the state it holds, the
+    // constants, the largest frame of its entries).
+    json::Array stages;
+    for (auto &[stage, names] : stageStates) {
+      int64_t held = 0;
+      for (StateDefOp def : module.getOps<StateDefOp>())
+        if (names.count(def.getSymName().str()))
+          held += def.getBufferType().getSizeInBytes();
+      stages.push_back(json::Object{
+          {"pp_stage", stage},
+          {"state_bytes", held},
+          {"transient_bytes", stageTransient[stage]},
+          {"peak_bytes", held + constantBytes + stageTransient[stage]}});
+    }
+    memory["stages"] = std::move(stages);
+    // Which stages hold each state tensor.
+    for (json::Value &v : *state->getAsArray()) {
+      json::Object &obj = *v.getAsObject();
+      json::Array holders;
+      for (auto &[stage, names] : stageStates)
+        if (names.count(obj.getString("name")->str()))
+          holders.push_back(stage);
+      obj["stages"] = std::move(holders);
+    }
+  }
 
   // The mesh (row-major ranks) and the plan it came from (`dist.plan`,
   // informational).
@@ -537,7 +590,8 @@ FailureOr<json::Value> ArtifactWriter::write() {
 
   return json::Value(json::Object{
       {"format", "autoshard-artifact"},
-      {"version", kFormatVersion},
+      {"version",
+       stageStates.empty() ? kFormatVersion : kPipelineFormatVersion},
       {"producer", "shard-opt (autoshard) MLIR " LLVM_VERSION_STRING},
       {"model", std::move(*model)},
       {"world_size", worldSize},

@@ -50,8 +50,13 @@ constexpr StringLiteral kVocabSizeAttr = "tfm.vocab_size";
 constexpr StringLiteral kRoleAttr = "tfm.role";
 
 /// The runtime's name for the entry that public function `func` implements:
-/// its own name (tfm-autodiff emits `@train_step`, `@eval`, `@logits`).
-StringRef getEntryName(func::FuncOp func) { return func.getSymName(); }
+/// its own name (tfm-autodiff emits `@train_step`, `@eval`, `@logits`), or
+/// for one stage of a pipelined entry the entry's (`dist.entry`).
+StringRef getEntryName(func::FuncOp func) {
+  if (auto entry = func->getAttrOfType<StringAttr>("dist.entry"))
+    return entry.getValue();
+  return func.getSymName();
+}
 
 bool isEntry(func::FuncOp func) { return func.isPublic(); }
 
@@ -331,8 +336,11 @@ LogicalResult FunctionLowering::createFunction() {
       argTypes.push_back(BufferType::get(cast<RankedTensorType>(type)));
   target = rt::FuncOp::create(builder, func.getLoc(), func.getSymName(),
                               builder.getFunctionType(argTypes, {}));
-  if (isEntry(func))
+  if (isEntry(func)) {
     target.setEntry(getEntryName(func));
+    if (auto stage = func->getAttrOfType<IntegerAttr>("dist.pp_stage"))
+      target.setPpStageAttr(builder.getI64IntegerAttr(stage.getInt()));
+  }
   Block *body = builder.createBlock(&target.getBody());
   for (Type type : argTypes)
     body->addArgument(type, func.getLoc());

@@ -104,6 +104,7 @@ OpCost MulOp::getCost() { return perResultElement(getOperation(), 1); }
 OpCost ScaleOp::getCost() { return perResultElement(getOperation(), 1); }
 OpCost ReduceSumOp::getCost() { return perOperandElement(getOperation(), 1); }
 OpCost BroadcastOp::getCost() { return perResultElement(getOperation(), 0); }
+OpCost CastOp::getCost() { return perResultElement(getOperation(), 0); }
 
 // Embeddings: gathers read only the rows they touch (the result's size).
 OpCost EmbeddingOp::getCost() {

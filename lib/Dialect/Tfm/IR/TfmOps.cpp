@@ -527,6 +527,15 @@ LogicalResult BroadcastOp::verify() {
   return success();
 }
 
+LogicalResult CastOp::verify() {
+  RankedTensorType x = getX().getType(), result = getType();
+  if (x.getShape() != result.getShape())
+    return emitOpError() << "shape must be preserved: x has shape "
+                         << shapeStr(x.getShape()) << ", result has shape "
+                         << shapeStr(result.getShape());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Embeddings
 //===----------------------------------------------------------------------===//

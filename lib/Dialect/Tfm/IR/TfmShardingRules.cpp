@@ -235,6 +235,10 @@ ShardingRule MulOp::getShardingRule() { return binaryRule(*this, false); }
 ShardingRule ScaleOp::getShardingRule() {
   return elementwiseRule(*this, {{0}});
 }
+/// A conversion is elementwise; it is linear up to rounding, so a partial
+/// sum may pass through it (a bf16 weight gradient is reduced after its cast
+/// to f32, in f32).
+ShardingRule CastOp::getShardingRule() { return elementwiseRule(*this, {{0}}); }
 
 /// Summed dims are reductions, the others pass through to the result.
 ShardingRule ReduceSumOp::getShardingRule() {

@@ -226,6 +226,15 @@ LogicalResult RopeOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+/// The gradient of a conversion is the conversion back: an f32 master
+/// weight cast to bf16 gets an f32 gradient.
+LogicalResult CastOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      CastOp::create(b, getLoc(), getX().getType(), resultGrads[0]));
+  return success();
+}
+
 LogicalResult ReshapeOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(

@@ -284,9 +284,22 @@ struct BackwardInputs {
   SmallVector<unsigned> args;
   /// Results of forward ops, in program order.
   SmallVector<Value> residuals;
-  /// Forward constants read by the backward: cloned rather than saved.
+  /// Forward constants read by the backward, and conversions of block
+  /// arguments it reads: cloned rather than saved.
   SmallVector<Operation *> constants;
 };
+
+/// A `tfm.cast` of an argument of the block (tfm-mixed-precision's bf16
+/// copy of an f32 weight, or the f32 copy of a bf16 input of a norm): the
+/// backward recomputes it from the argument rather than saving it (one
+/// elementwise pass instead of a residual, and the backward then reads the
+/// weight itself, as without the cast).
+bool isArgumentCast(Operation &op, Block &body, unsigned numBlockArgs) {
+  if (!isa<CastOp>(op))
+    return false;
+  auto arg = dyn_cast<BlockArgument>(op.getOperand(0));
+  return arg && arg.getOwner() == &body && arg.getArgNumber() < numBlockArgs;
+}
 
 BackwardInputs collectBackwardInputs(BodyGradient &gradient, Block &body,
                                      unsigned numBlockArgs) {
@@ -294,6 +307,10 @@ BackwardInputs collectBackwardInputs(BodyGradient &gradient, Block &body,
   for (Operation &op : body)
     if (!gradient.isForward(&op))
       read.insert(op.operand_begin(), op.operand_end());
+  for (Operation &op : body)
+    if (gradient.isForward(&op) && isArgumentCast(op, body, numBlockArgs) &&
+        read.contains(op.getResult(0)))
+      read.insert(op.getOperand(0));
 
   BackwardInputs inputs;
   for (unsigned i = 0; i < numBlockArgs; ++i)
@@ -305,7 +322,8 @@ BackwardInputs collectBackwardInputs(BodyGradient &gradient, Block &body,
                              [&](Value v) { return read.contains(v); });
     if (!used)
       continue;
-    if (op.getNumOperands() == 0 && op.hasTrait<OpTrait::ConstantLike>()) {
+    if ((op.getNumOperands() == 0 && op.hasTrait<OpTrait::ConstantLike>()) ||
+        isArgumentCast(op, body, numBlockArgs)) {
       inputs.constants.push_back(&op);
       continue;
     }

@@ -35,7 +35,7 @@ public:
 
 /// The format version this runtime writes and reads; it also reads version
 /// 1 (a single-device program: no mesh axes, nothing sharded, no plan).
-constexpr int64_t kArtifactVersion = 2;
+constexpr int64_t kArtifactVersion = 3;
 constexpr int64_t kMinArtifactVersion = 1;
 
 /// How a tensor is laid out over the device mesh: for each dim, the mesh
@@ -106,6 +106,11 @@ struct StateSpec {
   /// Elements outside it are 0 and the init keys on indices in it.
   std::vector<int64_t> logicalShape;
   bool weightDecay = false;
+  /// Pipeline stages (coordinates on the mesh's `pp` axis) whose ranks hold
+  /// this tensor; empty: every rank (version 3, `stages`).
+  std::vector<int64_t> stages;
+  /// Whether the ranks of pipeline stage `stage` (-1: no pipeline) hold it.
+  bool heldBy(int64_t stage) const;
 };
 
 /// A compile-time constant; `data` holds its bytes in the tensor's dtype.
@@ -194,13 +199,27 @@ struct Slot {
 
 /// An entry point (train_step, eval, logits, ...).
 struct EntrySpec {
+  /// The entry (`train_step`, `eval`, `logits`); several entries share it
+  /// when each pipeline stage has its own program.
   std::string name;
+  /// The key in the artifact's `entries` (`train_step@pp1`; else name).
+  std::string key;
+  /// The pipeline stage whose ranks run this program; -1: every rank.
+  int64_t ppStage = -1;
   int64_t function = -1; ///< Index into Artifact::functions.
   std::vector<Slot> inputs;
   std::vector<Slot> outputs;
 };
 
 /// The static memory plan (docs/artifact-format.md, "Memory"), in bytes.
+/// What one rank of a pipeline stage allocates (version 3, `memory.stages`).
+struct StageMemory {
+  int64_t ppStage = 0;
+  int64_t stateBytes = 0;
+  int64_t transientBytes = 0;
+  int64_t peakBytes = 0;
+};
+
 struct MemoryPlan {
   int64_t stateBytes = 0;
   int64_t constantBytes = 0;
@@ -209,6 +228,10 @@ struct MemoryPlan {
   /// Per entry: category -> live bytes at the entry's peak.
   std::map<std::string, std::map<std::string, int64_t>> breakdownAtPeak;
   std::map<std::string, int64_t> stateBreakdown;
+  /// Per pipeline stage (empty without a pipeline).
+  std::vector<StageMemory> stages;
+  /// The plan of stage `stage`, or null (no pipeline, or no such stage).
+  const StageMemory *findStage(int64_t stage) const;
 };
 
 /// The `model` summary: the fields the runtime needs.
@@ -239,7 +262,13 @@ struct Artifact {
   /// Index of function `name`, or -1.
   int64_t findFunction(std::string_view name) const;
   /// The entry `name`, or nullptr.
-  const EntrySpec *findEntry(std::string_view name) const;
+  const EntrySpec *findEntry(std::string_view key) const;
+  /// The program of entry `name` that the ranks of pipeline stage `stage`
+  /// run (the only one without a pipeline), or null.
+  const EntrySpec *findEntry(std::string_view name, int64_t stage) const;
+  /// The pipeline stage (coordinate on the mesh's `pp` axis) of `rank`, or
+  /// -1 when the artifact has no pipeline stages.
+  int64_t pipelineStage(int64_t rank) const;
   /// Index of state tensor `name`, or -1.
   int64_t findState(std::string_view name) const;
 };

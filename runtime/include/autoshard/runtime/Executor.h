@@ -88,6 +88,13 @@ public:
   void initState();
   /// This executor's rank in the job.
   int64_t rank() const { return rank_; }
+  /// This rank's pipeline stage (its coordinate on the mesh's `pp` axis),
+  /// or -1 when the artifact has no pipeline stages. Entries resolve to the
+  /// stage's program; only the stage's state is allocated.
+  int64_t pipelineStage() const { return ppStage_; }
+  /// Whether this rank holds state tensor `name` (every rank but in a
+  /// pipeline); throws ArtifactError if there is no such state.
+  bool holdsState(std::string_view name) const;
   /// The job's communicators (null for a multi-rank artifact run without
   /// them, see ExecutorOptions::comm).
   CommContext *comm() const { return options.comm; }
@@ -114,7 +121,7 @@ public:
            ExecutionTracer *tracer = nullptr);
 
   /// Bytes this executor allocated (state + constants + arena); equals
-  /// memory.peak_bytes of a valid artifact.
+  /// memory.peak_bytes of a valid artifact (its stage's with a pipeline).
   int64_t allocatedBytes() const { return allocated; }
 
   /// Host copy of state tensor `name` (its dtype's bytes); throws
@@ -142,6 +149,8 @@ private:
   std::unique_ptr<CommWorld> localWorld;
   std::unique_ptr<CommContext> localComm;
   int64_t rank_ = 0;
+  int64_t ppStage_ = -1;
+  int64_t stateBytes_ = 0, transientBytes_ = 0;
   void *stateBlock = nullptr;
   void *constantPool = nullptr;
   char *arena = nullptr;

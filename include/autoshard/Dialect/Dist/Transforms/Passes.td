@@ -306,6 +306,88 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
   ];
 }
 
+def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
+  let summary = "One program per pipeline stage, in the plan's schedule";
+  let description = [{
+    Pipeline parallelism (plan `pp`, `mb`, `schedule`; DESIGN.md §5;
+    algorithms.md §1). Runs on the partitioned module (after
+    `dist-partition`, before `dist-bucket-collectives`, so that buckets
+    form per stage): every entry function `@E` (the train step, eval,
+    logits) becomes `@E__pp0 ... @E__pp<S-1>`, one per stage (one stage
+    per pp rank; `dist.entry = "E"`, `dist.pp_stage = s`), and `@E` is
+    erased. Nothing is sharded over `pp`: the stage programs hold
+    different ops, not different shards.
+
+    Placement. The ops of microbatch j (those that depend on its rows,
+    `tfm.microbatch {index = j}`; all ops when there is one microbatch)
+    form the units F(s, j) and B(s, j) of each stage s; backward ops are
+    those that depend on the loss-gradient seed (`tfm.cross_entropy_grad`,
+    `tfm.vocab_ce_grad`). The k-th block call of a microbatch's forward is
+    layer k and goes to stage `k * S / L` (contiguous, equal ranges); a
+    backward block call takes the layer of the forward residuals it reads.
+    Other forward ops run on the latest stage of their operands (the
+    embedding on the first stage, the final norm, LM head and loss on the
+    last), backward ops on the earliest; ops with no staged operand follow
+    their users; ops without operands (constants) are recomputed where
+    used. The tail (ops that depend on several microbatches, the global
+    gradient norm `tfm.sum_squares` and everything after it) runs on every
+    stage that needs its results: every stage returns the loss and the
+    norm and updates the state it holds. A parameter used on two stages
+    (the embedding tied to the LM head) is held and updated on both from
+    the same gradient, which the stage that sums the two contributions
+    sends to the other (Megatron's embedding-group reduction). The global
+    norm is one partial `tfm.sum_squares` per stage over the gradients it
+    owns, then `dist.all_reduce` over `pp`: each gradient counted once.
+
+    Schedule. Each stage runs its units in the order of the plan's
+    schedule (`gpipe`: all F then all B; `1f1b`: Megatron's
+    PipeDream-Flush, `lib/Pipeline`), forward-only entries in GPipe
+    order, then its tail. A value another stage's unit needs is sent with
+    `dist.send_start` right after the producing unit and received with
+    `dist.recv` at the start of the consuming unit, in the producer's
+    program order (so the k-th send of a pair matches the k-th receive);
+    values another stage's tail needs are sent and received first thing in
+    the tails. Send handles are waited at the end of the program, so a
+    send never blocks: with an acyclic schedule no program can deadlock
+    (`dist-verify-comm` checks all of this on the result).
+
+    Not yet: interleaved (`vpp` > 1) and zero-bubble schedules, ZeRO-3
+    with pp, and a cost-balanced split with lighter first/last stages.
+  }];
+  let dependentDialects = [
+    "::autoshard::dist::DistDialect",
+    "::autoshard::tfm::TfmDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+  ];
+}
+
+def DistVerifyComm : Pass<"dist-verify-comm", "::mlir::ModuleOp"> {
+  let summary = "Check that every rank's sends, receives and collectives match";
+  let description = [{
+    Runs last among the `dist` passes (after `dist-pipeline-split` and
+    `dist-bucket-collectives`), on every compile with a mesh. For every
+    entry and every rank of the mesh it expands the program the rank runs
+    (its pipeline stage's function, calls inlined) into point-to-point and
+    collective events and checks them with `lib/Pipeline`'s verifier
+    (algorithms.md §1.6, checks C and D):
+
+    * for every ordered pair of ranks, the k-th send matches the k-th
+      receive: same `dist.tag` (the transferred value: unit kind F/B or
+      tail, microbatch, position in the original entry) and type, and the
+      counts agree (NCCL and MPI point-to-point calls between two ranks
+      match in order);
+    * the members of every group enter the same collectives in the same
+      order (op, operand types);
+    * a simulated run completes: sends are asynchronous, receives and
+      collectives block; a cycle of waits is a deadlock.
+
+    A violation is an error naming the entry, the ranks, the position and
+    the first mismatched op (`rank R @func op #k dist.recv`). One device
+    (no mesh): nothing to check.
+  }];
+}
+
 def DistBucketCollectives
     : Pass<"dist-bucket-collectives", "::mlir::ModuleOp"> {
   let summary = "Coalesce independent collectives into one per bucket";

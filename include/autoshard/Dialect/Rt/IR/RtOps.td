@@ -130,6 +130,14 @@ def Rt_FuncOp : Rt_Op<"func", [FunctionOpInterface, IsolatedFromAbove,
     }
     rt.func @eval() attributes {entry = "eval"} { ... }
     ```
+
+    With pipeline parallelism (`dist-pipeline-split`) an entry has one
+    function per stage, each with `pp_stage` = the stage (the coordinate on
+    the mesh's `pp` axis of the ranks that run it):
+
+    ```mlir
+    rt.func @train_step__pp1() attributes {entry = "train_step", pp_stage = 1 : i64} { ... }
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<FunctionType>:$function_type,
@@ -137,6 +145,7 @@ def Rt_FuncOp : Rt_Op<"func", [FunctionOpInterface, IsolatedFromAbove,
                        OptionalAttr<DictArrayAttr>:$arg_attrs,
                        OptionalAttr<DictArrayAttr>:$res_attrs,
                        OptionalAttr<StrAttr>:$entry,
+                       OptionalAttr<I64Attr>:$pp_stage,
                        OptionalAttr<Rt_Offset>:$frame_bytes,
                        OptionalAttr<DictionaryAttr>:$peak_breakdown);
   let regions = (region SizedRegion<1>:$body);

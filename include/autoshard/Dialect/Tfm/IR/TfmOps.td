@@ -270,6 +270,29 @@ def Tfm_BroadcastOp : Tfm_PureOp<"broadcast", [Tfm_VJP]> {
   let results = (outs Tfm_FloatTensor:$result);
 }
 
+def Tfm_CastOp : Tfm_PureOp<"cast", [Tfm_VJP]> {
+  let summary = "elementwise conversion to another float element type";
+  let description = [{
+    `result[i...] = convert(x[i...])`: the value of `x` in the element type
+    of the explicit result type (e.g. `f32` master weights to `bf16` for the
+    matmuls of mixed-precision training, `bf16` logits to `f32` for the
+    loss). Narrowing rounds to nearest, ties to even; NaN stays NaN and
+    values beyond the target range become infinities. The shape is
+    preserved; both element types are floats (equal types are allowed: the
+    identity). Its gradient is the cast of `dresult` back to the type of
+    `x`, so the gradient of an `f32` parameter used in `bf16` is `f32`.
+    `tfm-mixed-precision` inserts it.
+
+    No FLOPs; one element read and one written per element.
+
+    ```mlir
+    %w16 = tfm.cast %w : (tensor<128x512xf32>) -> tensor<128x512xbf16>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$x);
+  let results = (outs Tfm_FloatTensor:$result);
+}
+
 } // opDocGroup
 
 //===----------------------------------------------------------------------===//

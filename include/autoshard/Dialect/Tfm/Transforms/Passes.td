@@ -22,7 +22,9 @@ def TfmAutodiff : Pass<"tfm-autodiff", "::mlir::ModuleOp"> {
       residuals...) -> (<gradient per float argument of @B>)`, generated once
       per callee however many layers call it. The residuals are exactly the
       values computed inside `@B` that the backward reads, in program order;
-      arguments of `@B` are passed to `@B_bwd` directly instead;
+      arguments of `@B` are passed to `@B_bwd` directly instead, and
+      constants and `tfm.cast`s of arguments (the bf16 weight copies of
+      `tfm-mixed-precision`) are recomputed in `@B_bwd` rather than saved;
     * `@train_step(tokens, labels, step, lr, params..., m..., v...) ->
       (loss, grad_norm, params'..., m'..., v'...)` runs the forward, the
       reverse pass (each op's `TfmVJPOpInterface` rule, `tfm.add` where a
@@ -78,6 +80,72 @@ def TfmAutodiff : Pass<"tfm-autodiff", "::mlir::ModuleOp"> {
            "global gradient norm above which gradients are scaled down (0: no clipping)">,
     Option<"microbatches", "microbatches", "int64_t", "1",
            "microbatches per step (gradient accumulation; @forward is one microbatch)">,
+  ];
+}
+
+def TfmMixedPrecision : Pass<"tfm-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "bf16 (or f16) compute with f32 master weights";
+  let description = [{
+    Rewrites the model builder's f32 `@forward` so that its tensor math runs
+    in `compute-type` (`bf16` by default, or `f16`) while the parameters stay
+    `f32`. It runs on the model, BEFORE `tfm-autodiff`, so the backward is
+    derived from the rewritten forward: the gradient of `tfm.cast` is the
+    cast back, so every parameter gradient arrives in `f32`, and gradient
+    accumulation, the global-norm clipping and `tfm.adamw` (parameters, `m`,
+    `v`) all stay `f32`. This is the recipe of Micikevicius et al., "Mixed
+    Precision Training" (ICLR 2018) as Megatron-LM implements it for bf16
+    (`--bf16`: f32 main params and grads, bf16 compute) and the op lists of
+    `torch.autocast` (matmuls in the low type; softmax, norms and losses in
+    f32). With bf16 (f32's exponent range) no loss scaling is needed; with
+    f16 the pass inserts none either (no dynamic loss scaler yet), so f16 is
+    for experiments only.
+
+    The policy, op by op (only forward ops may be present; the pass fails on
+    gradient or optimizer ops and on a module it already rewrote, marked
+    `tfm.mixed_precision = "bf16"`):
+
+    * Parameters (`tfm.param` arguments of `@forward`, and the arguments of
+      block functions they are passed to) stay `f32`: the master weights,
+      the values `tfm.adamw` updates. Each is cast to the compute type by a
+      `tfm.cast` right before each op that uses it in the compute type (one
+      cast per using op; a tied embedding used by the embedding and the LM
+      head gets two, so its two gradients are summed in `f32`). A block
+      function receives the `f32` parameters and casts them inside, so one
+      block function still serves every layer.
+    * `f32` ops (autocast's float32 list; Megatron's fp32 softmax, norm
+      statistics and loss): `tfm.layer_norm`, `tfm.rms_norm` (input cast to
+      `f32`, `gamma`/`beta` used in `f32` as they are, and the output cast
+      back to the compute type right after the op, once),
+      `tfm.cross_entropy` (the logits are cast to `f32` before the loss, so
+      the softmax, the log-sum-exp and the loss are `f32`, and `@logits`
+      returns `f32` logits), `tfm.moe_router` (the router softmax; its gates
+      stay `f32` until an op that uses them casts them) and
+      `tfm.moe_aux_loss`.
+    * Every other tfm op with a float tensor operand of rank >= 1 runs in the
+      compute type: its float operands are cast to it where they are not
+      already (parameters, constants, `f32` gates) and its result types are
+      recomputed by the op's own type inference. So matmuls, attention
+      (whose `lse` output is `f32` by definition), activations, rope,
+      dropout, embeddings and the residual adds all see bf16 activations,
+      and the activations saved for the backward are bf16.
+    * Scalar arithmetic (ops whose float operands are all rank 0, e.g. the
+      MoE auxiliary loss added to the loss) stays `f32`: the loss is `f32`.
+    * Block functions are rewritten once, for the operand types of their
+      calls (which must agree across calls); entries keep their signatures
+      (a result that changed type would be cast back; the loss never does).
+
+    The runtime needs a `cast` kernel (CPU: stores bf16, computes each op in
+    f32; CUDA: native bf16 kernels). `tfm.cast` has an elementwise sharding
+    rule and lets a partial sum pass, so plans apply unchanged.
+  }];
+  let dependentDialects = [
+    "::autoshard::tfm::TfmDialect",
+    "::mlir::func::FuncDialect",
+  ];
+  let options = [
+    Option<"computeType", "compute-type", "std::string", "\"bf16\"",
+           "element type of the compute (bf16 or f16); parameters, gradients "
+           "and optimizer states stay f32">,
   ];
 }
 

@@ -1,0 +1,74 @@
+// dist-pipeline-split on the nanoGPT CPU model (4 layers) with pp=2, mb=2
+// and 1F1B: one program per stage and entry; layers 0-1 (and the
+// embedding) on stage 0, layers 2-3 (and the final norm, LM head and loss)
+// on stage 1; 1F1B order (stage 0: F0 F1 B0 B1, stage 1: F0 B0 F1 B1); the
+// activation of each microbatch sent forward, its gradient (and the LM
+// head's share of the tied embedding gradient) back; then the tails: the
+// losses to stage 0, the summed embedding gradient to stage 1 (both hold
+// and update the tied embedding), one all-reduce over pp of the partial
+// squared norms; dist-verify-comm accepts the result.
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 2 --seq 8 --vocab-multiple 8 -q -o %t.mlir
+// RUN: shard-opt %t.mlir --tfm-autodiff=microbatches=2 -o %t.ts.mlir
+// RUN: shard-opt %t.ts.mlir --plan pp=2,mb=2 --dist-propagate --dist-partition --dist-pipeline-split --dist-verify-comm | FileCheck %s
+// RUN: not shard-opt %t.ts.mlir --plan pp=8,mb=2 --dist-propagate --dist-partition --dist-pipeline-split 2>&1 | FileCheck %s --check-prefix=LAYERS
+// RUN: shard-opt %t.ts.mlir --plan pp=2,mb=2,schedule=gpipe --dist-propagate --dist-partition --dist-pipeline-split --dist-verify-comm | FileCheck %s --check-prefix=GPIPE
+
+// CHECK-LABEL: func.func @train_step__pp0(
+// CHECK-SAME: tfm.param = "wte"
+// CHECK-NOT: tfm.param = "layers.2.
+// CHECK-SAME: attributes {{{.*}}dist.entry = "train_step"{{.*}}dist.pp_stage = 0 : i64
+// F0, F1
+// CHECK: call @gpt2_block_fwd
+// CHECK: call @gpt2_block_fwd
+// CHECK: dist.send_start {{.*}} peer = 1 {dist.tag = "F mb=0
+// CHECK: call @gpt2_block_fwd
+// CHECK: call @gpt2_block_fwd
+// CHECK: dist.send_start {{.*}} peer = 1 {dist.tag = "F mb=1
+// B0, B1
+// CHECK: dist.recv {{.*}} peer = 1 {dist.tag = "B mb=0
+// CHECK: call @gpt2_block_bwd
+// CHECK: call @gpt2_block_bwd
+// CHECK: dist.recv {{.*}} peer = 1 {dist.tag = "B mb=1
+// CHECK: call @gpt2_block_bwd
+// CHECK: call @gpt2_block_bwd
+// Tail: the losses in, the tied-embedding gradients out, the norm.
+// CHECK: dist.recv {{.*}} peer = 1 {dist.tag = "F mb=0
+// CHECK: dist.send_start {{.*}} peer = 1 {dist.tag = "B mb=0
+// CHECK: tfm.sum_squares
+// CHECK-NEXT: dist.all_reduce {{.*}} axes = [pp] reduction = sum
+// CHECK-COUNT-18: tfm.adamw
+// CHECK-COUNT-4: dist.wait
+// CHECK: return
+
+// CHECK-LABEL: func.func @train_step__pp1(
+// CHECK-SAME: tfm.param = "wte"
+// CHECK-NOT: tfm.param = "layers.0.
+// CHECK-SAME: dist.pp_stage = 1 : i64
+// F0 B0 F1 B1
+// CHECK: dist.recv {{.*}} peer = 0 {dist.tag = "F mb=0
+// CHECK: call @gpt2_block_fwd
+// CHECK: call @gpt2_block_fwd
+// CHECK: call @gpt2_block_bwd
+// CHECK: call @gpt2_block_bwd
+// CHECK: dist.send_start {{.*}} peer = 0 {dist.tag = "B mb=0
+// CHECK: dist.recv {{.*}} peer = 0 {dist.tag = "F mb=1
+// CHECK: call @gpt2_block_fwd
+// CHECK: call @gpt2_block_bwd
+// CHECK: tfm.sum_squares
+// CHECK-NEXT: dist.all_reduce {{.*}} axes = [pp] reduction = sum
+// CHECK-COUNT-18: tfm.adamw
+// CHECK: return
+
+// The forward-only entries run the stages' forwards in GPipe order.
+// CHECK-LABEL: func.func @eval__pp0(
+// CHECK-LABEL: func.func @eval__pp1(
+// CHECK-LABEL: func.func @logits__pp0(
+// CHECK-LABEL: func.func @logits__pp1(
+
+// LAYERS: error: dist-pipeline-split: pp=8 needs at least 8 block calls (layers) in @train_step, found 4
+
+// GPipe: all forwards, then all backwards, on both stages.
+// GPIPE-LABEL: func.func @train_step__pp1(
+// GPIPE: dist.recv {{.*}} {dist.tag = "F mb=0
+// GPIPE: dist.recv {{.*}} {dist.tag = "F mb=1
+// GPIPE: call @gpt2_block_bwd
