@@ -363,6 +363,12 @@ struct DistAutoPlanPass
     options.gpus = gpus > 0 ? gpus : nodes * machine->gpusPerNode;
     options.globalBatch = batch > 0 ? batch : irBatch;
     options.simulateTop = simulateTop;
+    if (compilable) {
+      // What dist-pipeline-split and the runtime build today.
+      options.schedules = {"1f1b", "gpipe"};
+      options.cpChoices = {1};
+      options.recomputes = {"none"};
+    }
     if (!evaluatePlan.empty()) {
       std::string err;
       FailureOr<planner::Candidate> plan = parseCandidate(evaluatePlan, err);

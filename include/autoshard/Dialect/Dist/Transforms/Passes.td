@@ -521,6 +521,10 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
            "Plans listed in the report">,
     Option<"simulateTop", "simulate-top", "int64_t", /*default=*/"16",
            "Best analytic candidates re-scored with the schedule simulator">,
+    Option<"compilable", "compilable", "bool", /*default=*/"false",
+           "Search only what the compiler builds today (schedules gpipe and "
+           "1f1b, cp=1, no recomputation), so the chosen plan can be "
+           "compiled and run">,
   ];
   let dependentDialects = [
     "::autoshard::dist::DistDialect",
