@@ -40,3 +40,5 @@
 // VOCAB: error: plan tp=2: the model's padded_vocab_size = 65 is not divisible by tp (pad the vocabulary: --vocab-multiple)
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 15 --vocab-multiple 2 -q | shard-opt --tfm-autodiff | not shard-opt --dist-apply-plan="plan=tp=2,sp=1" 2>&1 | FileCheck %s --check-prefix=SEQ
 // SEQ: error: plan sp=1: the sequence dim (size 15) of the hidden state is not divisible by tp=2
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=pp=2,schedule=foo" 2>&1 | FileCheck %s --check-prefix=SCHEDFOO
+// SCHEDFOO: error: dist-apply-plan: plan: unknown schedule 'foo' (known: gpipe, 1f1b; not yet: interleaved, zb-h1, zb-v, looped-bfs)

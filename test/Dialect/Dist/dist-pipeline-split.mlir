@@ -11,6 +11,8 @@
 // RUN: shard-opt %t.mlir --tfm-autodiff=microbatches=2 -o %t.ts.mlir
 // RUN: shard-opt %t.ts.mlir --plan pp=2,mb=2 --dist-propagate --dist-partition --dist-pipeline-split --dist-verify-comm | FileCheck %s
 // RUN: not shard-opt %t.ts.mlir --plan pp=8,mb=2 --dist-propagate --dist-partition --dist-pipeline-split 2>&1 | FileCheck %s --check-prefix=LAYERS
+// Lowering a pp plan that was not split is an error, not a silent non-pipeline.
+// RUN: not shard-opt %t.ts.mlir --plan pp=2,mb=2 --dist-propagate --dist-partition --rt-lower 2>&1 | FileCheck %s --check-prefix=NOSPLIT
 // RUN: shard-opt %t.ts.mlir --plan pp=2,mb=2,schedule=gpipe --dist-propagate --dist-partition --dist-pipeline-split --dist-verify-comm | FileCheck %s --check-prefix=GPIPE
 
 // CHECK-LABEL: func.func @train_step__pp0(
@@ -72,3 +74,5 @@
 // GPIPE: dist.recv {{.*}} {dist.tag = "F mb=0
 // GPIPE: dist.recv {{.*}} {dist.tag = "F mb=1
 // GPIPE: call @gpt2_block_bwd
+
+// NOSPLIT: error: rt-lower: the plan has pp=2, but the entries are not split into pipeline stages (run --dist-pipeline-split after --dist-partition)

@@ -64,9 +64,15 @@ llvm::Expected<Plan> Plan::parse(StringRef text) {
       return planError(llvm::formatv("plan: key '{0}' given twice", key));
     if (key == "schedule") {
       // Checked against the generators by dist-pipeline-split.
-      if (value != "1f1b" && value != "gpipe")
+      if (value == "interleaved" || value == "interleaved-1f1b" ||
+          value == "zb-h1" || value == "zb-v" || value == "looped-bfs")
         return planError(llvm::formatv(
             "plan: schedule={0} is not supported yet (gpipe, 1f1b)", value));
+      if (value != "1f1b" && value != "gpipe")
+        return planError(llvm::formatv(
+            "plan: unknown schedule '{0}' (known: gpipe, 1f1b; not yet: "
+            "interleaved, zb-h1, zb-v, looped-bfs)",
+            value));
       plan.schedule = value.str();
       continue;
     }

@@ -733,6 +733,21 @@ LogicalResult FunctionLowering::lower() {
 struct RtLowerPass : public rt::impl::RtLowerBase<RtLowerPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // A pipelined plan must have been split into stage programs; otherwise
+    // every rank would run the whole model and the pp axis would be idle.
+    if (auto plan = module->getAttrOfType<DictionaryAttr>("dist.plan")) {
+      auto pp = plan.getAs<IntegerAttr>("pp");
+      bool split = llvm::any_of(module.getOps<func::FuncOp>(), [](auto fn) {
+        return fn->hasAttr("dist.pp_stage");
+      });
+      if (pp && pp.getInt() > 1 && !split) {
+        module.emitError() << "rt-lower: the plan has pp=" << pp.getInt()
+                           << ", but the entries are not split into pipeline "
+                              "stages (run --dist-pipeline-split after "
+                              "--dist-partition)";
+        return signalPassFailure();
+      }
+    }
     StateTable states(module);
     auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
     llvm::StringMap<func::FuncOp> byName;
