@@ -118,14 +118,21 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
       r.number(*root, "intra_node.latency_us", 10.0, false, inf) * 1e-6;
   c.intraNode.efficiency =
       r.number(*root, "intra_node.efficiency", 0.8, true, 1);
-  c.interNode.bandwidth =
-      r.number(*root, "inter_node.gb_per_s_per_direction_per_gpu", std::nullopt,
-               true, inf) *
-      GB;
-  c.interNode.latency =
-      r.number(*root, "inter_node.latency_us", 25.0, false, inf) * 1e-6;
-  c.interNode.efficiency =
-      r.number(*root, "inter_node.efficiency", 0.8, true, 1);
+  // No `inter_node`: the cluster is one node (plans larger than a node
+  // are rejected by the planner).
+  c.singleNode = !root->getObject("inter_node");
+  if (c.singleNode) {
+    c.interNode = c.intraNode;
+  } else {
+    c.interNode.bandwidth =
+        r.number(*root, "inter_node.gb_per_s_per_direction_per_gpu",
+                 std::nullopt, true, inf) *
+        GB;
+    c.interNode.latency =
+        r.number(*root, "inter_node.latency_us", 25.0, false, inf) * 1e-6;
+    c.interNode.efficiency =
+        r.number(*root, "inter_node.efficiency", 0.8, true, 1);
+  }
   c.gemmEfficiency = r.number(*root, "efficiency.gemm", 0.75, true, 1);
   c.attentionEfficiency = r.number(*root, "efficiency.attention", 0.5, true, 1);
   c.memoryEfficiency = r.number(*root, "efficiency.memory", 0.7, true, 1);

@@ -46,7 +46,10 @@ struct Cluster {
   /// that cannot serve larger requests; docs/planner.md, "Memory").
   double fragmentation = 0;
   Link intraNode;
+  /// Links between nodes; a copy of intraNode when `singleNode`.
   Link interNode;
+  /// The description has no `inter_node`: one node of gpusPerNode devices.
+  bool singleNode = false;
   /// Achievable fraction of peak FLOP/s for GEMMs (matmul, matmul_wgrad)
   /// and for the fused attention kernels; of HBM bandwidth for
   /// memory-bound ops (norms, activations, dropout, optimizer).

@@ -3,7 +3,7 @@
 // chosen plan recorded on the module, the Chrome trace, the JSON report and
 // the evaluate mode.
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 8 --seq 64 --vocab-multiple 8 -q -o %t.model.mlir
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json nodes=2 trace=%t.trace.json" -o %t.out.mlir | FileCheck %s
+// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 trace=%t.trace.json" -o %t.out.mlir | FileCheck %s
 // RUN: FileCheck %s --check-prefix=ATTR < %t.out.mlir
 // RUN: FileCheck %s --check-prefix=TRACE < %t.trace.json
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 format=json" -o /dev/null | FileCheck %s --check-prefix=JSON
@@ -12,7 +12,7 @@
 // RUN: shard-opt %t.model.mlir --auto-plan "cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2" -o /dev/null | FileCheck %s --check-prefix=FLAG
 // RUN: shard-opt %t.model.mlir --auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2" -o /dev/null | FileCheck %s --check-prefix=FLAG
 
-// CHECK: dist-auto-plan: model nanogpt-shakespeare-char-cpu ({{.*}} 4 layers, seq 64), cluster CPU 2-core {{.*}}, 4 GPUs (2 nodes), global batch 8
+// CHECK: dist-auto-plan: model nanogpt-shakespeare-char-cpu ({{.*}} 4 layers, seq 64), cluster CPU 2-core {{.*}}, 4 GPUs (1 nodes), global batch 8
 // CHECK: MFU convention: 3 x forward
 // CHECK: chosen plan: pp={{[0-9]+}},dp={{[0-9]+}},cp={{[0-9]+}},tp={{[0-9]+}}
 // CHECK: rank plan step s tokens/s MFU peak GiB compute exp.comm bubble sim
@@ -20,7 +20,7 @@
 // CHECK-NEXT: 2 pp=
 // CHECK: rejected families
 // CHECK: tp=
-// CHECK: search: {{[0-9]+}} candidates ({{[0-9]+}} fit), {{[0-9]+}} simulated, 6 block compilations
+// CHECK: search: {{[0-9]+}} candidates ({{[0-9]+}} fit), {{[0-9]+}} simulated, 10 block compilations
 // CHECK-SAME: candidates/s
 // CHECK: analytic: pp/dp/ZeRO/schedule composition
 

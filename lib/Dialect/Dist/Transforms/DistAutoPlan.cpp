@@ -361,6 +361,13 @@ struct DistAutoPlanPass
 
     planner::SearchOptions options;
     options.gpus = gpus > 0 ? gpus : nodes * machine->gpusPerNode;
+    if (machine->singleNode && options.gpus > machine->gpusPerNode)
+      return fail(llvm::formatv("cluster '{0}' is one node of {1} devices (it "
+                                "has no 'inter_node' link), but the plan asks "
+                                "for {2}",
+                                machine->name, machine->gpusPerNode,
+                                options.gpus)
+                      .str());
     options.globalBatch = batch > 0 ? batch : irBatch;
     options.simulateTop = simulateTop;
     if (compilable) {
