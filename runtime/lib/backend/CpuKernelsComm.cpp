@@ -253,11 +253,7 @@ void registerCommKernels(KernelTable &t) {
   t.add("dist.broadcast_start", bindBroadcast<true>);
   t.add("dist.ppermute", bindPpermute<false>);
   t.add("dist.ppermute_start", bindPpermute<true>);
-  t.add("dist.send", comm_kernels::bindSend<false>);
-  t.add("dist.send_start", comm_kernels::bindSend<true>);
-  t.add("dist.recv", comm_kernels::bindRecv<false>);
-  t.add("dist.recv_start", comm_kernels::bindRecv<true>);
-  t.add("dist.wait", comm_kernels::bindWait);
+  comm_kernels::registerPointToPointKernels(t);
 }
 
 } // namespace autoshard::runtime::cpu_kernels

@@ -75,4 +75,12 @@ BoundKernel bindWait(const KernelSignature &sig) {
   };
 }
 
+void registerPointToPointKernels(KernelTable &t) {
+  t.add("dist.send", bindSend<false>);
+  t.add("dist.send_start", bindSend<true>);
+  t.add("dist.recv", bindRecv<false>);
+  t.add("dist.recv_start", bindRecv<true>);
+  t.add("dist.wait", bindWait);
+}
+
 } // namespace autoshard::runtime::comm_kernels

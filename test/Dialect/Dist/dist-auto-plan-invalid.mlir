@@ -13,7 +13,7 @@
 // MISSING: error: dist-auto-plan: cannot read cluster file '{{.*}}no-such-cluster.json'
 // NOCLUSTER: error: dist-auto-plan: the 'cluster' option (a cluster JSON file) is required
 // WORLD: error: dist-auto-plan: evaluate: the plan uses pp*dp*cp*tp = 4 GPUs, the cluster option gives 2
-// KEY: error: dist-auto-plan: evaluate: unknown plan key 'foo'
+// KEY: error: dist-auto-plan: evaluate: plan: unknown key 'foo' (value '1'
 // A one-node cluster (no inter_node link) cannot take more devices than a node has.
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json nodes=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ONENODE
 // ONENODE: cluster 'CPU 2-core (this development machine)' is one node of 8 devices (it has no 'inter_node' link), but the plan asks for 16

@@ -25,6 +25,7 @@
 
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
+#include "autoshard/Dialect/Dist/Transforms/Plan.h"
 #include "autoshard/Dialect/Rt/IR/RtDialect.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 #include "autoshard/Planner/Cluster.h"
@@ -37,6 +38,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -260,58 +262,40 @@ planner::FunctionProfile fit(const RawFunction &a, const RawFunction &b) {
 
 /// Parses `key=value,...` of a candidate plan (the keys of Candidate::str).
 FailureOr<planner::Candidate> parseCandidate(StringRef text, std::string &err) {
+  // The Plan syntax of dist-apply-plan (any known value, supported by the
+  // compiler yet or not) plus the planner's microbatch size `mbs`.
   planner::Candidate c;
-  SmallVector<StringRef> items;
+  SmallVector<StringRef> items, rest;
   text.split(items, ',', -1, false);
   for (StringRef item : items) {
     auto [key, value] = item.split('=');
-    key = key.trim();
-    value = value.trim();
-    int64_t n = 0;
-    bool isInt = !value.getAsInteger(10, n);
-    auto needInt = [&]() {
-      if (!isInt || n < 0)
-        err = ("plan key '" + key + "' needs a non-negative integer, got '" +
-               value + "'")
-                  .str();
-      return isInt && n >= 0;
-    };
-    if (key == "schedule")
-      c.schedule = value.str();
-    else if (key == "recompute") {
-      if (value != "none" && value != "selective" && value != "full") {
-        err = ("recompute must be none, selective or full, got '" + value + "'")
-                  .str();
-        return failure();
-      }
-      c.recompute = value.str();
-    } else if (!needInt())
-      return failure();
-    else if (key == "pp")
-      c.pp = n;
-    else if (key == "dp")
-      c.dp = n;
-    else if (key == "cp")
-      c.cp = n;
-    else if (key == "tp")
-      c.tp = n;
-    else if (key == "sp")
-      c.sp = n != 0;
-    else if (key == "zero")
-      c.zero = n;
-    else if (key == "ep")
-      c.ep = n;
-    else if (key == "mbs")
-      c.mbs = n;
-    else if (key == "mb")
-      c.mb = n;
-    else if (key == "vpp")
-      c.vpp = n;
-    else {
-      err = ("unknown plan key '" + key + "'").str();
+    if (key.trim() != "mbs") {
+      rest.push_back(item);
+      continue;
+    }
+    if (value.trim().getAsInteger(10, c.mbs) || c.mbs < 1) {
+      err = ("plan key 'mbs' needs an integer >= 1, got '" + value.trim() + "'")
+                .str();
       return failure();
     }
   }
+  llvm::Expected<Plan> plan =
+      Plan::parse(llvm::join(rest, ","), /*onlySupported=*/false);
+  if (!plan) {
+    err = llvm::toString(plan.takeError());
+    return failure();
+  }
+  c.pp = plan->pp;
+  c.dp = plan->dp;
+  c.cp = plan->cp;
+  c.tp = plan->tp;
+  c.sp = plan->sp != 0;
+  c.zero = plan->zero;
+  c.ep = plan->ep;
+  c.mb = plan->mb;
+  c.vpp = plan->vpp;
+  c.schedule = plan->schedule;
+  c.recompute = plan->recompute;
   return c;
 }
 

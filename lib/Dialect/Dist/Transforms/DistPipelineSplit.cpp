@@ -47,6 +47,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <map>
+
 namespace autoshard::dist {
 #define GEN_PASS_DEF_DISTPIPELINESPLIT
 #include "autoshard/Dialect/Dist/Transforms/Passes.h.inc"
@@ -373,14 +375,18 @@ LogicalResult EntrySplitter::computeDemand() {
       demand(ret->getOperand(r), s);
     }
   }
-  // A tail op that reads a state argument needs it held where it runs.
+  // A tail op reads state only where the state is held (and updated);
+  // anything else would read a copy that no stage keeps up to date.
   for (int64_t s = 0; s < numStages; ++s)
     for (Operation *op : tailOps[s])
       for (Value operand : op->getOperands())
         if (auto arg = dyn_cast<BlockArgument>(operand)) {
           StringRef name = stateName(func.getArgAttrDict(arg.getArgNumber()));
           if (!name.empty() && !holders[name].test(s))
-            holders[name].set(s);
+            return op->emitError()
+                   << "dist-pipeline-split: stage " << s << " of @"
+                   << func.getSymName() << " would read state '" << name
+                   << "', which it does not hold";
         }
   return success();
 }
@@ -489,22 +495,23 @@ EntrySplitter::buildStage(int64_t stage,
       return p.kind == Placement::Unit && p.stage == t;
     });
   };
-  auto unitOf = [&](Operation *op, const pipeline::PipelineOp &u) {
-    Placement p = placement.lookup(op);
-    return p.kind == Placement::Unit && p.stage == u.stage &&
-           p.microbatch == u.microbatch &&
-           p.backward == (u.kind != pipeline::PipelineOp::Kind::F);
-  };
+  // This stage's ops of each unit (microbatch, backward), in program order.
+  std::map<std::pair<int64_t, bool>, SmallVector<Operation *>> unitOps;
+  for (Operation *op : ops)
+    if (Placement p = placement.lookup(op);
+        p.kind == Placement::Unit && p.stage == stage)
+      unitOps[{p.microbatch, p.backward}].push_back(op);
 
   for (const pipeline::PipelineOp &u : order) {
+    ArrayRef<Operation *> unit =
+        unitOps[{u.microbatch, u.kind != pipeline::PipelineOp::Kind::F}];
     // Inputs from other stages, in their producers' program order.
     llvm::SetVector<Value> remote;
-    for (Operation *op : ops)
-      if (unitOf(op, u))
-        for (Value operand : op->getOperands())
-          if (isUnitValue(operand) && homeOf(operand) != stage &&
-              !map.contains(operand))
-            remote.insert(operand);
+    for (Operation *op : unit)
+      for (Value operand : op->getOperands())
+        if (isUnitValue(operand) && homeOf(operand) != stage &&
+            !map.contains(operand))
+          remote.insert(operand);
     SmallVector<Value> sorted(remote.begin(), remote.end());
     llvm::stable_sort(sorted, [&](Value a, Value c) {
       return position.lookup(a.getDefiningOp()) <
@@ -512,9 +519,7 @@ EntrySplitter::buildStage(int64_t stage,
     });
     for (Value v : sorted)
       recv(v, homeOf(v));
-    for (Operation *op : ops) {
-      if (!unitOf(op, u))
-        continue;
+    for (Operation *op : unit) {
       for (Value operand : op->getOperands())
         materialize(operand);
       Operation *clone = b.clone(*op, map);
@@ -525,9 +530,7 @@ EntrySplitter::buildStage(int64_t stage,
                  << " runs this op before its operand is available there";
     }
     // Outputs other stages' units need, in program order, per stage.
-    for (Operation *op : ops) {
-      if (!unitOf(op, u))
-        continue;
+    for (Operation *op : unit) {
       for (Value result : op->getResults()) {
         llvm::SmallBitVector to(numStages);
         for (Operation *user : result.getUsers())

@@ -144,8 +144,8 @@ void Verifier::expand(func::FuncOp fn, int64_t rank, pipeline::RankProgram &out,
         expand(callee, rank, out, depth + 1);
       continue;
     }
-    if (op.getDialect() != module->getContext()->getLoadedDialect("dist") ||
-        !op.hasAttr("axes") || isa<ShardSliceOp, AxisIndexOp, WaitOp>(op))
+    if (!isa_and_nonnull<DistDialect>(op.getDialect()) || !op.hasAttr("axes") ||
+        isa<ShardSliceOp, AxisIndexOp, WaitOp>(op))
       continue;
     SmallVector<int64_t> groupAxes = axesOf(&op);
     std::string type;

@@ -45,7 +45,7 @@ constexpr const char *kKnownKeys =
 
 } // namespace
 
-llvm::Expected<Plan> Plan::parse(StringRef text) {
+llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
   Plan plan;
   llvm::StringSet<> seen;
   SmallVector<StringRef> items;
@@ -63,12 +63,12 @@ llvm::Expected<Plan> Plan::parse(StringRef text) {
     if (!seen.insert(key).second)
       return planError(llvm::formatv("plan: key '{0}' given twice", key));
     if (key == "schedule") {
-      // Checked against the generators by dist-pipeline-split.
-      if (value == "interleaved" || value == "interleaved-1f1b" ||
-          value == "zb-h1" || value == "zb-v" || value == "looped-bfs")
+      bool later = value == "interleaved" || value == "interleaved-1f1b" ||
+                   value == "zb-h1" || value == "zb-v" || value == "looped-bfs";
+      if (later && onlySupported)
         return planError(llvm::formatv(
             "plan: schedule={0} is not supported yet (gpipe, 1f1b)", value));
-      if (value != "1f1b" && value != "gpipe")
+      if (!later && value != "1f1b" && value != "gpipe")
         return planError(llvm::formatv(
             "plan: unknown schedule '{0}' (known: gpipe, 1f1b; not yet: "
             "interleaved, zb-h1, zb-v, looped-bfs)",
@@ -77,11 +77,15 @@ llvm::Expected<Plan> Plan::parse(StringRef text) {
       continue;
     }
     if (key == "recompute") {
-      StringRef def = "none";
-      if (value != def)
-        return planError(
-            llvm::formatv("plan: {0}={1} is not supported yet (only {0}={2})",
-                          key, value, def));
+      if (value != "none" && value != "selective" && value != "full")
+        return planError(llvm::formatv(
+            "plan: recompute must be none, selective or full, found '{0}'",
+            value));
+      if (value != "none" && onlySupported)
+        return planError(llvm::formatv(
+            "plan: recompute={0} is not supported yet (only recompute=none)",
+            value));
+      plan.recompute = value.str();
       continue;
     }
     int64_t *field = intField(plan, key);
@@ -107,7 +111,7 @@ llvm::Expected<Plan> Plan::parse(StringRef text) {
           llvm::formatv("plan: {0} must be >= 1, found {1}", key, number));
     }
     for (const char *reserved : kReservedInts)
-      if (key == reserved && number != 1)
+      if (onlySupported && key == reserved && number != 1)
         return planError(llvm::formatv(
             "plan: {0}={1} is not supported yet (only {0}=1)", key, number));
   }

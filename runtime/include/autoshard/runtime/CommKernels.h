@@ -40,6 +40,11 @@ template <bool Async> BoundKernel bindRecv(const KernelSignature &sig);
 /// dist.wait: completes the operation parked in its handle's slot.
 BoundKernel bindWait(const KernelSignature &sig);
 
+/// Registers dist.send, dist.recv (and their `_start` forms) and dist.wait:
+/// they only move bytes through the Communicator, so every backend shares
+/// them.
+void registerPointToPointKernels(KernelTable &table);
+
 } // namespace autoshard::runtime::comm_kernels
 
 #endif // AUTOSHARD_RUNTIME_COMMKERNELS_H

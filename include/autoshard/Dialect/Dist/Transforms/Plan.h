@@ -24,7 +24,7 @@ namespace autoshard::dist {
 /// axes are named after the degrees (`pp`, `dp`, `cp`, `tp`) and ordered
 /// that way, `tp` fastest; SP rides on `tp` and ZeRO on `dp`.
 struct Plan {
-  /// Pipeline stages (reserved: only 1 is supported yet).
+  /// Pipeline stages (dist-pipeline-split).
   int64_t pp = 1;
   /// Data parallel degree: the batch dim of the inputs is split on `dp`.
   int64_t dp = 1;
@@ -39,18 +39,25 @@ struct Plan {
   int64_t zero = 0;
   /// Expert parallel degree (reserved: only 1).
   int64_t ep = 1;
-  /// Microbatches per step (reserved: only 1).
+  /// Microbatches per step (gradient accumulation; tfm-autodiff builds them).
   int64_t mb = 1;
   /// Virtual pipeline stages per rank (reserved: only 1).
   int64_t vpp = 1;
-  /// Pipeline schedule (reserved: only "1f1b").
+  /// Pipeline schedule: "1f1b" or "gpipe" compile today; "interleaved",
+  /// "zb-h1", "zb-v", "looped-bfs" are known (the planner scores them).
   std::string schedule = "1f1b";
-  /// Activation recomputation (reserved: only "none").
+  /// Activation recomputation: "none" compiles today; "selective", "full"
+  /// are known.
   std::string recompute = "none";
 
   /// Parses `key=value,...` (whitespace around keys and values ignored; an
   /// empty string is the default plan). Errors name the key and the value.
-  static llvm::Expected<Plan> parse(llvm::StringRef text);
+  /// With `onlySupported` (dist-apply-plan), values the compiler cannot
+  /// build yet (cp, ep, vpp > 1, other schedules, recomputation) are
+  /// errors too; without it (the planner, which scores them analytically)
+  /// any known value is accepted.
+  static llvm::Expected<Plan> parse(llvm::StringRef text,
+                                    bool onlySupported = true);
 
   /// Number of devices: the product of the mesh axis sizes.
   int64_t getWorldSize() const { return pp * dp * cp * tp; }
