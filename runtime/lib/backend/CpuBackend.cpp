@@ -59,16 +59,8 @@ template <typename T>
 void initTensor(T *out, const StateSpec &spec, uint64_t seed,
                 const std::vector<int64_t> &offset) {
   const std::vector<int64_t> &local = spec.type.shape;
-  const std::vector<int64_t> &global =
-      spec.globalShape.empty() ? local : spec.globalShape;
-  const std::vector<int64_t> &logical =
-      spec.logicalShape.empty() ? global : spec.logicalShape;
+  const std::vector<int64_t> &logical = spec.initShape(offset);
   size_t rank = local.size();
-  if (rank > 16 || logical.size() != rank ||
-      (!offset.empty() && offset.size() != rank))
-    throw ArtifactError("state '" + spec.name + "': cannot initialise " +
-                        spec.type.str() + " (rank over 16, or logical " +
-                        "shape or offset of another rank)");
   const int64_t *off = offset.empty() ? nullptr : offset.data();
   int64_t n = spec.type.numel();
   switch (spec.init) {

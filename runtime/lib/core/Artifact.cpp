@@ -135,6 +135,22 @@ bool StateSpec::heldBy(int64_t stage) const {
          std::find(stages.begin(), stages.end(), stage) != stages.end();
 }
 
+const std::vector<int64_t> &
+StateSpec::initShape(const std::vector<int64_t> &offset) const {
+  const std::vector<int64_t> &local = type.shape;
+  const std::vector<int64_t> &global =
+      globalShape.empty() ? local : globalShape;
+  const std::vector<int64_t> &logical =
+      logicalShape.empty() ? global : logicalShape;
+  size_t rank = local.size();
+  if (rank > 16 || logical.size() != rank ||
+      (!offset.empty() && offset.size() != rank))
+    throw ArtifactError("state '" + name + "': cannot initialise " +
+                        type.str() + " (rank over 16, or logical " +
+                        "shape or offset of another rank)");
+  return logical;
+}
+
 const StageMemory *MemoryPlan::findStage(int64_t stage) const {
   for (const StageMemory &m : stages)
     if (m.ppStage == stage)

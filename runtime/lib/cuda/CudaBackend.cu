@@ -320,16 +320,8 @@ bool CudaBackend::hasNaN(const void *data, DType dtype, int64_t numel) {
 void CudaBackend::initState(void *data, const StateSpec &spec, uint64_t seed,
                             const std::vector<int64_t> &globalOffset) {
   const std::vector<int64_t> &local = spec.type.shape;
-  const std::vector<int64_t> &global =
-      spec.globalShape.empty() ? local : spec.globalShape;
-  const std::vector<int64_t> &logical =
-      spec.logicalShape.empty() ? global : spec.logicalShape;
+  const std::vector<int64_t> &logical = spec.initShape(globalOffset);
   size_t rank = local.size();
-  if (rank > 16 || logical.size() != rank ||
-      (!globalOffset.empty() && globalOffset.size() != rank))
-    throw ArtifactError("state '" + spec.name + "': cannot initialise " +
-                        spec.type.str() + " (rank over 16, or logical " +
-                        "shape or offset of another rank)");
   InitParams p{};
   p.rank = static_cast<int>(rank);
   p.kind = spec.init == InitKind::Normal  ? 0

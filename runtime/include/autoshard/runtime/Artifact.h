@@ -111,6 +111,12 @@ struct StateSpec {
   std::vector<int64_t> stages;
   /// Whether the ranks of pipeline stage `stage` (-1: no pipeline) hold it.
   bool heldBy(int64_t stage) const;
+  /// The shape the init keys element indices on (Init.h): the logical
+  /// shape, else the global one, else the local one. Throws ArtifactError
+  /// for a rank over 16, or a logical shape or block offset (`offset`,
+  /// empty: none) of another rank than the tensor's.
+  const std::vector<int64_t> &
+  initShape(const std::vector<int64_t> &offset) const;
 };
 
 /// A compile-time constant; `data` holds its bytes in the tensor's dtype.
