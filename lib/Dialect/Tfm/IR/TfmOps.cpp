@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+#include "ShapeChecks.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -25,6 +26,45 @@ using namespace autoshard::tfm;
 // Rule helpers
 //===----------------------------------------------------------------------===//
 
+namespace autoshard::tfm::checks {
+
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return s;
+}
+
+LogicalResult checkCount(EmitErrorFn emitError, StringRef name, int64_t value,
+                         int64_t max, StringRef maxSource) {
+  if (value >= 1 && value <= max)
+    return success();
+  if (max == std::numeric_limits<int64_t>::max())
+    return emitError() << name << " must be >= 1, found " << value;
+  return emitError() << name << " must be in [1, " << max << "] (" << maxSource
+                     << "), found " << value;
+}
+
+LogicalResult checkLeadingDims(EmitErrorFn emitError, StringRef name,
+                               RankedTensorType type, StringRef leadingName,
+                               ArrayRef<int64_t> leading) {
+  int64_t rank = static_cast<int64_t>(leading.size()) + 1;
+  if (type.getRank() != rank)
+    return emitError() << name << " must have rank " << rank << " (rank of "
+                       << leadingName << " + 1), found rank " << type.getRank();
+  if (type.getShape().drop_back() != leading)
+    return emitError() << name << " leading dims "
+                       << shapeStr(type.getShape().drop_back())
+                       << " must match " << leadingName << " shape "
+                       << shapeStr(leading);
+  return success();
+}
+
+} // namespace autoshard::tfm::checks
+
+using namespace autoshard::tfm::checks;
+
 namespace {
 
 /// Operand types are checked by ODS before `verify()` runs, and builders are
@@ -36,15 +76,6 @@ RankedTensorType tensorOf(Value value) {
 /// The `tensor<f32>` used for losses and optimizer scalars.
 RankedTensorType scalarF32(MLIRContext *ctx) {
   return RankedTensorType::get({}, Float32Type::get(ctx));
-}
-
-/// Prints a shape as `[2, 3, 4]` for diagnostics.
-std::string shapeStr(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  llvm::raw_string_ostream os(s);
-  llvm::interleaveComma(shape, os);
-  os << "]";
-  return s;
 }
 
 LogicalResult checkSameElementType(EmitErrorFn emitError, RankedTensorType a,
@@ -103,35 +134,6 @@ LogicalResult checkUnitInterval(EmitErrorFn emitError, StringRef name,
   if (value >= 0 && value < 1)
     return success();
   return emitError() << name << " must be in [0, 1), found " << value;
-}
-
-/// Checks `1 <= value <= max`; `maxSource` says where `max` comes from. With
-/// no maximum only `>= 1` is checked.
-LogicalResult checkCount(EmitErrorFn emitError, StringRef name, int64_t value,
-                         int64_t max = std::numeric_limits<int64_t>::max(),
-                         StringRef maxSource = "") {
-  if (value >= 1 && value <= max)
-    return success();
-  if (max == std::numeric_limits<int64_t>::max())
-    return emitError() << name << " must be >= 1, found " << value;
-  return emitError() << name << " must be in [1, " << max << "] (" << maxSource
-                     << "), found " << value;
-}
-
-/// `type` must be `[leading..., X]`: e.g. logits against the labels' shape.
-LogicalResult checkLeadingDims(EmitErrorFn emitError, StringRef name,
-                               RankedTensorType type, StringRef leadingName,
-                               ArrayRef<int64_t> leading) {
-  int64_t rank = static_cast<int64_t>(leading.size()) + 1;
-  if (type.getRank() != rank)
-    return emitError() << name << " must have rank " << rank << " (rank of "
-                       << leadingName << " + 1), found rank " << type.getRank();
-  if (type.getShape().drop_back() != leading)
-    return emitError() << name << " leading dims "
-                       << shapeStr(type.getShape().drop_back())
-                       << " must match " << leadingName << " shape "
-                       << shapeStr(leading);
-  return success();
 }
 
 /// Shared by layer_norm, rms_norm and their gradients: `epsilon > 0`, `x` of

@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ShapeChecks.h"
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 
@@ -40,6 +41,7 @@ using namespace mlir;
 using namespace autoshard;
 using namespace autoshard::tfm;
 using dist::ShardingAttr;
+using namespace autoshard::tfm::checks;
 
 PartitionContext::~PartitionContext() = default;
 
@@ -57,30 +59,6 @@ RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
   return RankedTensorType::get(shape, Float32Type::get(ctx));
 }
 
-std::string shapeStr(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  llvm::raw_string_ostream os(s);
-  llvm::interleaveComma(shape, os);
-  os << "]";
-  return s;
-}
-
-/// `type` is `[leading..., X]`.
-LogicalResult checkLeading(EmitErrorFn emitError, StringRef name,
-                           RankedTensorType type, StringRef leadingName,
-                           ArrayRef<int64_t> leading) {
-  if (type.getRank() != static_cast<int64_t>(leading.size()) + 1)
-    return emitError() << name << " must have rank " << leading.size() + 1
-                       << " (rank of " << leadingName << " + 1), found rank "
-                       << type.getRank();
-  if (type.getShape().drop_back() != leading)
-    return emitError() << name << " leading dims "
-                       << shapeStr(type.getShape().drop_back())
-                       << " must match " << leadingName << " shape "
-                       << shapeStr(leading);
-  return success();
-}
-
 /// `type` is `f32` with shape `shape`.
 LogicalResult checkF32(EmitErrorFn emitError, StringRef name,
                        RankedTensorType type, ArrayRef<int64_t> shape,
@@ -90,13 +68,6 @@ LogicalResult checkF32(EmitErrorFn emitError, StringRef name,
     return success();
   return emitError() << name << " must be " << want << " (" << source
                      << "), found " << type;
-}
-
-LogicalResult checkAtLeastOne(EmitErrorFn emitError, StringRef name,
-                              int64_t value) {
-  if (value >= 1)
-    return success();
-  return emitError() << name << " must be >= 1, found " << value;
 }
 
 int64_t numElements(ArrayRef<int64_t> shape) {
@@ -115,8 +86,8 @@ LogicalResult checkVocabCe(EmitErrorFn emitError, Value logits, Value labels,
   if (logitsType.getRank() < 1)
     return emitError() << "logits must have rank >= 1, found rank 0";
   ArrayRef<int64_t> rows = logitsType.getShape().drop_back();
-  if (labels && failed(checkLeading(emitError, "logits", logitsType, "labels",
-                                    tensorOf(labels).getShape())))
+  if (labels && failed(checkLeadingDims(emitError, "logits", logitsType,
+                                        "labels", tensorOf(labels).getShape())))
     return failure();
   if (max && failed(checkF32(emitError, "max", tensorOf(max), rows,
                              "leading dims of logits, f32")))
@@ -128,7 +99,7 @@ LogicalResult checkVocabCe(EmitErrorFn emitError, Value logits, Value labels,
                         "leading dims of logits + [2], f32")))
       return failure();
   }
-  return checkAtLeastOne(emitError, "vocab_size", vocabSize);
+  return checkCount(emitError, "vocab_size", vocabSize);
 }
 
 } // namespace
@@ -151,9 +122,9 @@ VocabEmbeddingGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
                                          SmallVectorImpl<Type> &resultTypes) {
   RankedTensorType dy = tensorOf(adaptor.getDy());
   int64_t rows = adaptor.getNumEmbeddingsAttr().getInt();
-  if (failed(checkAtLeastOne(emitError, "num_embeddings", rows)) ||
-      failed(checkLeading(emitError, "dy", dy, "ids",
-                          tensorOf(adaptor.getIds()).getShape())))
+  if (failed(checkCount(emitError, "num_embeddings", rows)) ||
+      failed(checkLeadingDims(emitError, "dy", dy, "ids",
+                              tensorOf(adaptor.getIds()).getShape())))
     return failure();
   resultTypes.push_back(
       RankedTensorType::get({rows, dy.getShape().back()}, dy.getElementType()));
