@@ -29,11 +29,17 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from xml.sax.saxutils import quoteattr
 
-KEYS = ("pp", "dp", "cp", "tp", "sp", "zero", "mb")
+KEYS = ("pp", "dp", "cp", "tp", "sp", "zero", "mb", "vpp")
+
+# Model chunks per pipeline rank that each schedule runs in the sweep:
+# interleaved and looped BFS take vpp >= 2 (the sweep uses 2), ZB-V exactly 2.
+SCHEDULE_VPP = {"gpipe": 1, "1f1b": 1, "zb-h1": 1, "interleaved": 2, "looped-bfs": 2,
+                "zb-v": 2}
+ALL_SCHEDULES = ",".join(SCHEDULE_VPP)
 
 
 def parse_plan(plan: str) -> Dict[str, int]:
-    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "sp": 0, "zero": 0, "mb": 1}
+    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "sp": 0, "zero": 0, "mb": 1, "vpp": 1}
     for kv in filter(None, plan.split(",")):
         k, _, v = kv.partition("=")
         k, v = k.strip(), v.strip()
@@ -59,6 +65,8 @@ def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1, pp: int = 1,
         parts.append(f"mb={mb}")
     if pp > 1 and schedule != "1f1b":
         parts.append(f"schedule={schedule}")
+        if SCHEDULE_VPP[schedule] > 1:
+            parts.append(f"vpp={SCHEDULE_VPP[schedule]}")
     return ",".join(parts)
 
 
@@ -70,8 +78,9 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
                 schedules: List[str] = ["1f1b"]) -> List[str]:
     """Every valid pp x dp x tp x sp x zero (x mb x schedule) plan for these world sizes.
 
-    pp must divide the world and not exceed the layers; the schedule matters
-    only with pp > 1.
+    pp must divide the world and pp x vpp not exceed the layers; the schedule
+    matters only with pp > 1 (interleaved also needs mb a multiple of pp,
+    algorithms.md §1.4).
 
     tp must divide the heads (q and kv), the FFN width, the padded vocabulary;
     sp needs tp > 1 and tp dividing the sequence; dp x mb must divide the
@@ -93,6 +102,10 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
                 for sp in ((0, 1) if tp > 1 and model["seq_len"] % tp == 0 else (0,)):
                     for zero in (range(4) if dp > 1 else (0,)):
                         for sched in (schedules if pp > 1 else ["1f1b"]):
+                            if pp * SCHEDULE_VPP[sched] > model["num_layers"]:
+                                continue
+                            if sched == "interleaved" and mb % pp:
+                                continue
                             plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched))
     return plans
 
@@ -347,8 +360,10 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
         ("dp=2,zero=4", opt("dp=2,zero=4"), r"zero must be in 0\.\.3, found 4"),
         (f"pp={2 * model['num_layers']}", opt(f"pp={2 * model['num_layers']}"),
          rf"pp={2 * model['num_layers']} needs at least {2 * model['num_layers']} block calls"),
-        ("pp=2,schedule=zb-h1", opt("pp=2,schedule=zb-h1"),
-         r"schedule=zb-h1 is not supported yet \(gpipe, 1f1b\)"),
+        ("pp=2,schedule=interleaved (no vpp)", opt("pp=2,schedule=interleaved"),
+         r"schedule=interleaved needs vpp >= 2 model chunks per rank, found vpp=1"),
+        ("pp=2,vpp=2 with 1f1b", opt("pp=2,vpp=2"),
+         r"vpp=2 needs schedule=interleaved, looped-bfs or zb-v"),
         ("dp=2,mb=2 on a step without microbatches", opt("dp=2,mb=2"),
          r"plan mb=2, but the train step was differentiated for 1 microbatch"),
         (f"shard-run -n {wrong_n} on a {good_ranks}-rank artifact",
@@ -448,9 +463,12 @@ def main() -> int:
     ap.add_argument("--pp", default="1", metavar="P[,P...]",
                     help="pipeline degrees of the -n/--full plans (1; --full: 1,2,4)")
     ap.add_argument("--schedules", default="1f1b,gpipe",
-                    help="pipeline schedules of the -n/--full plans with pp > 1")
+                    help="pipeline schedules of the -n/--full plans with pp > 1 "
+                    f"(or 'all' = {ALL_SCHEDULES}; interleaved, looped-bfs and zb-v "
+                    "with vpp=2)")
     ap.add_argument("--full", action="store_true",
-                    help="every valid plan for world sizes 1, 2, 4, 8 (= -n 1,2,4,8)")
+                    help="every valid plan for world sizes 1, 2, 4, 8 (= -n 1,2,4,8), "
+                    "pp 1,2,4, mb 1,2,4,8 and every schedule")
     ap.add_argument("--plans", default=None,
                     help="';'-separated explicit plans instead of the covering set")
     ap.add_argument("--filter", default=None, help="only plans matching this regex")
@@ -513,8 +531,14 @@ def main() -> int:
             sys.exit(f"plan_sweep: --pp expects P[,P...], found '{args.pp}'")
         if args.full and args.mb == "1":
             mbs = [1, 2, 4, 8]
-        plans = [(p, False) for p in valid_plans(worlds, model, mbs, pps,
-                                                  args.schedules.split(","))]
+        if args.full and args.schedules == "1f1b,gpipe":
+            args.schedules = "all"
+        schedules = (ALL_SCHEDULES if args.schedules == "all" else args.schedules).split(",")
+        unknown = [x for x in schedules if x not in SCHEDULE_VPP]
+        if unknown:
+            sys.exit(f"plan_sweep: --schedules: unknown schedule '{unknown[0]}' "
+                     f"(known: {ALL_SCHEDULES}, all)")
+        plans = [(p, False) for p in valid_plans(worlds, model, mbs, pps, schedules)]
         marked = {p for p, c in COVERING if c}
         plans = [(p, p in marked) for p, _ in plans]
     else:

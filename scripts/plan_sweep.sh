@@ -27,7 +27,9 @@
 # sizes (times each --mb microbatch count: a plan with mb=M compiles the
 # model built at batch/M with tfm-autodiff microbatches=M, i.e. gradient
 # accumulation over the same global batch); --full the same for 1, 2, 4 and
-# 8; default CI's covering set (20
+# 8 with pp 1, 2, 4, mb 1, 2, 4, 8 and every schedule (--schedules all:
+# gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-v; vpp=2 for the three
+# that run several model chunks per rank); default CI's covering set (20
 # plans on 1, 2, 4 and 8 ranks, every pair of dp, tp, sp and ZeRO stage
 # 1/2/3). A few plans run under --check-memory.
 # Prints a table (plan, ranks, max relative error of the losses, of the

@@ -19,10 +19,16 @@
 // EP: error: dist-apply-plan: plan: ep=4 is not supported yet (only ep=1)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=mb=2" 2>&1 | FileCheck %s --check-prefix=MB
 // MB: error: dist-apply-plan: plan mb=2, but the train step was differentiated for 1 microbatch(es) (build the model at the microbatch's batch and run tfm-autodiff with microbatches=2)
-// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=vpp=2" 2>&1 | FileCheck %s --check-prefix=VPP
-// VPP: error: dist-apply-plan: plan: vpp=2 is not supported yet (only vpp=1)
-// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=schedule=zb-h1" 2>&1 | FileCheck %s --check-prefix=SCHED
-// SCHED: error: dist-apply-plan: plan: schedule=zb-h1 is not supported yet (gpipe, 1f1b)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=pp=2,vpp=2" 2>&1 | FileCheck %s --check-prefix=VPP
+// VPP: error: dist-apply-plan: plan: vpp=2 needs schedule=interleaved, looped-bfs or zb-v (schedule=1f1b runs one stage per rank)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=pp=2,schedule=interleaved" 2>&1 | FileCheck %s --check-prefix=INTERLEAVED
+// INTERLEAVED: error: dist-apply-plan: plan: schedule=interleaved needs vpp >= 2 model chunks per rank, found vpp=1
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=pp=2,schedule=zb-v,vpp=3" 2>&1 | FileCheck %s --check-prefix=ZBV
+// ZBV: error: dist-apply-plan: plan: schedule=zb-v runs two model chunks per rank (its V shape): set vpp=2, found vpp=3
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=schedule=interleaved,vpp=2" 2>&1 | FileCheck %s --check-prefix=VPPNOPP
+// VPPNOPP: error: dist-apply-plan: plan: vpp=2 needs pp > 1 (virtual stages are per pipeline rank)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=schedule=zb-h2" 2>&1 | FileCheck %s --check-prefix=SCHED
+// SCHED: error: dist-apply-plan: plan: unknown schedule 'zb-h2' (known: gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-v)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=recompute=full" 2>&1 | FileCheck %s --check-prefix=RECOMP
 // RECOMP: error: dist-apply-plan: plan: recompute=full is not supported yet (only recompute=none)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,dp=4" 2>&1 | FileCheck %s --check-prefix=TWICE
@@ -41,4 +47,4 @@
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 15 --vocab-multiple 2 -q | shard-opt --tfm-autodiff | not shard-opt --dist-apply-plan="plan=tp=2,sp=1" 2>&1 | FileCheck %s --check-prefix=SEQ
 // SEQ: error: plan sp=1: the sequence dim (size 15) of the hidden state is not divisible by tp=2
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=pp=2,schedule=foo" 2>&1 | FileCheck %s --check-prefix=SCHEDFOO
-// SCHEDFOO: error: dist-apply-plan: plan: unknown schedule 'foo' (known: gpipe, 1f1b; not yet: interleaved, zb-h1, zb-v, looped-bfs)
+// SCHEDFOO: error: dist-apply-plan: plan: unknown schedule 'foo' (known: gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-v)

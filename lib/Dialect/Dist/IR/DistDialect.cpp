@@ -100,6 +100,37 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << " attribute on a function, found " << attr.getValue();
     return success();
   }
+  // dist-pipeline-split: the stages (model chunks) a rank's program runs,
+  // and the half of a backward call cut for the zero-bubble schedules.
+  if (attr.getName() == "dist.pp_chunks") {
+    if (!isa<DenseI64ArrayAttr>(attr.getValue()) ||
+        !isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'dist.pp_chunks' must be an i64 array "
+                                  "attribute on a function, found "
+                               << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == "dist.backward_part") {
+    auto part = dyn_cast<StringAttr>(attr.getValue());
+    if (!part || (part.getValue() != "input" && part.getValue() != "weight"))
+      return op->emitOpError() << "'dist.backward_part' must be \"input\" or "
+                                  "\"weight\", found "
+                               << attr.getValue();
+    return success();
+  }
+  // dist-pipeline-split on the module: each stage's first layer, the layer
+  // count and each stage's FLOPs (microbatch 0, forward and backward).
+  if (attr.getName() == "dist.pipeline_stages") {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!dict || !dict.getAs<DenseI64ArrayAttr>("first_layer") ||
+        !dict.getAs<IntegerAttr>("num_layers") ||
+        !dict.getAs<ArrayAttr>("flops"))
+      return op->emitOpError()
+             << "'dist.pipeline_stages' must be a dictionary with "
+                "first_layer (i64 array), num_layers and flops, found "
+             << attr.getValue();
+    return success();
+  }
   if (failed(verifyKnownName(op, attr)))
     return failure();
   StringRef name = getShardingAttrName();

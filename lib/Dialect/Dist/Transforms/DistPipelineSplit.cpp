@@ -1,42 +1,53 @@
 //===- DistPipelineSplit.cpp - Pipeline stages and their schedule ---------===//
 //
 // Splits each entry function of a partitioned module into one program per
-// pipeline stage (plan `pp`), ordered by the plan's schedule (GPipe or
-// 1F1B, lib/Pipeline), with point-to-point transfers between the stages.
-// The algorithm is described in the pass documentation (Passes.td); the
-// placement in short:
+// pipeline rank (plan `pp`), each running its model chunks (`vpp` per
+// rank) in the order of the plan's schedule (lib/Pipeline: GPipe, 1F1B,
+// interleaved 1F1B, looped BFS, ZB-H1, ZB-V), with point-to-point
+// transfers between the ranks. The algorithm is described in the pass
+// documentation (Passes.td); the placement in short:
 //
 //  * units: the ops of microbatch j (those that depend on its rows, from
 //    `tfm.microbatch`, or all of them with one microbatch) split into a
 //    forward part F and a backward part B (the ops that depend on the
-//    loss-gradient seed); the rest is the tail (gradient accumulation over
-//    microbatches, the global norm, the optimizer);
+//    loss-gradient seed, and forward re-runs marked `tfm.recompute`); for
+//    the zero-bubble schedules B is cut into I (input gradient) and W
+//    (weight gradient: backward ops only the tail reads; block calls are
+//    cut in two, BackwardSplit.h). The rest is the tail (gradient
+//    accumulation over microbatches, the global norm, the optimizer);
 //  * stages: the k-th block call of a microbatch's forward is layer k, its
 //    backward call the layer of the forward residuals it reads; layers go
-//    to stages in contiguous, equal ranges; other forward ops run on the
-//    latest stage of their operands (the embedding on the first stage, the
-//    head and loss on the last), backward ops on the earliest;
-//  * the tail runs where its results are needed: every stage returns the
+//    to the pp*vpp stages (model chunks) in contiguous ranges balanced by
+//    cost (TfmCostOpInterface FLOPs, the embedding counted on the first
+//    stage and the head and loss on the last; pipeline/StagePartition.h);
+//    stage c runs on rank stageToRank[c] of the schedule; other forward
+//    ops run on the latest stage of their operands, backward ops on the
+//    earliest;
+//  * the tail runs where its results are needed: every rank returns the
 //    loss and the global norm, and updates the state it holds (a parameter
-//    used on two stages, the tied embedding, is held and updated on both
+//    used on two ranks, the tied embedding, is held and updated on both
 //    from the same gradient). `tfm.sum_squares` is split into one partial
-//    sum per stage (each gradient counted once, on its home stage) plus an
+//    sum per rank (each gradient counted once, on its home rank) plus an
 //    all-reduce over `pp`;
-//  * transfers: a value a unit of another stage needs is sent
+//  * transfers: a value a unit on another rank needs is sent
 //    (`dist.send_start`, waited at the end of the program) right after the
 //    producing unit and received at the start of the consuming unit, in
-//    the producer's program order; values a tail needs from another stage
+//    the producer's program order; values a tail needs from another rank
 //    are sent and received at the start of the tails, in program order.
 //    With every send asynchronous, an acyclic schedule cannot deadlock
 //    (dist-verify-comm checks it).
 //
 //===----------------------------------------------------------------------===//
 
+#include "BackwardSplit.h"
+
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Dist/Transforms/Plan.h"
+#include "autoshard/Dialect/Tfm/IR/TfmInterfaces.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 #include "autoshard/Pipeline/Schedule.h"
+#include "autoshard/Pipeline/StagePartition.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,6 +59,7 @@
 #include "llvm/ADT/SmallBitVector.h"
 
 #include <map>
+#include <tuple>
 
 namespace autoshard::dist {
 #define GEN_PASS_DEF_DISTPIPELINESPLIT
@@ -61,13 +73,22 @@ using namespace autoshard::dist;
 namespace {
 
 constexpr StringLiteral kPipelineAxis = "pp";
+/// Forward re-runs of activation recomputation (tfm-recompute) carry it.
+constexpr StringLiteral kRecomputeAttr = "tfm.recompute";
+
+using UnitKind = pipeline::PipelineOp::Kind;
 
 /// Where an op of the original entry runs.
 struct Placement {
   enum Kind { Unit, Tail, Free } kind = Unit;
   int64_t microbatch = 0;
-  bool backward = false;
-  int64_t stage = -1; ///< Units; the home stage of a tail op (or -1).
+  /// F for forward ops; B, or I / W when the schedule splits the backward.
+  UnitKind part = UnitKind::F;
+  /// Units: the stage (model chunk) that runs the op; tail ops: the stage
+  /// of the operands they read last (or -1).
+  int64_t stage = -1;
+
+  bool backward() const { return part != UnitKind::F; }
 };
 
 /// Ops without operands (constants, `dist.axis_index`) are recomputed in
@@ -93,35 +114,93 @@ StringRef stateName(DictionaryAttr attrs) {
   return {};
 }
 
+/// Whether the schedule runs the backward as separate I and W ops.
+bool splitsBackward(pipeline::ScheduleKind kind) {
+  return kind == pipeline::ScheduleKind::ZBH1 ||
+         kind == pipeline::ScheduleKind::ZBV;
+}
+
+/// The stage -> rank map of `kind` for p ranks and v stages per rank.
+std::vector<int64_t> stageMap(pipeline::ScheduleKind kind, int64_t numRanks,
+                              int64_t stagesPerRank) {
+  if (kind == pipeline::ScheduleKind::ZBV)
+    return pipeline::vStageToRank(numRanks);
+  return pipeline::loopStageToRank(numRanks, stagesPerRank);
+}
+
+/// FLOPs of an op (TfmCostOpInterface), a call counted as its callee's ops.
+double flopsOf(Operation *op, SymbolTableCollection &symbols,
+               unsigned depth = 0) {
+  if (auto cost = dyn_cast<tfm::TfmCostOpInterface>(op))
+    return cost.getCost().flops;
+  double flops = 0;
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (callee && !callee.isExternal() && depth < 16)
+      callee.walk([&](Operation *inner) {
+        if (inner != callee.getOperation() && !isa<func::CallOp>(inner))
+          if (auto cost = dyn_cast<tfm::TfmCostOpInterface>(inner))
+            flops += cost.getCost().flops;
+        if (isa<func::CallOp>(inner))
+          flops += flopsOf(inner, symbols, depth + 1);
+      });
+  }
+  return flops;
+}
+
 class EntrySplitter {
 public:
-  EntrySplitter(func::FuncOp func, MeshOp mesh, int64_t numStages,
-                int64_t numMicrobatches, pipeline::ScheduleKind kind)
-      : func(func), mesh(mesh), numStages(numStages),
-        numMicrobatches(numMicrobatches), kind(kind) {}
+  EntrySplitter(func::FuncOp func, MeshOp mesh, int64_t numRanks,
+                int64_t stagesPerRank, pipeline::ScheduleKind kind,
+                BackwardCallSplitter &callSplitter)
+      : func(func), mesh(mesh), numRanks(numRanks),
+        stagesPerRank(stagesPerRank), numStages(numRanks * stagesPerRank),
+        kind(kind), callSplitter(callSplitter) {}
 
-  /// Places every op, then builds one function per stage after `func`.
-  LogicalResult run();
-  /// The schedule the stages follow (§1.5 text), once run() succeeded.
+  /// Places every op in units and tail and finds the layers (cutting
+  /// backward calls into I and W for the zero-bubble schedules).
+  LogicalResult analyze();
+  /// Per-layer cost (FLOPs of microbatch 0's forward and backward) and the
+  /// cost of the ops before the first layer (`first`: the embedding and its
+  /// backward) and after the last (`last`: final norm, head, loss).
+  void layerCosts(std::vector<double> &costs, double &first, double &last);
+  int64_t getNumLayers() const { return numLayers; }
+  /// Builds one function per rank after `func`, with layers on stages as
+  /// `partition` says.
+  LogicalResult run(const pipeline::StagePartition &partition);
+
+  /// The schedule the ranks follow (§1.5 text), once run() succeeded.
   std::string scheduleText;
   bool backward() const { return hasBackward; }
 
 private:
   LogicalResult place();
+  LogicalResult classifyBackward(bool allowSplit, bool &didSplit);
   LogicalResult assignLayers();
+  LogicalResult assignStages(const pipeline::StagePartition &partition);
   void placeTail();
   LogicalResult computeDemand();
-  void demand(Value value, int64_t stage);
-  LogicalResult buildStage(int64_t stage,
-                           const std::vector<pipeline::PipelineOp> &order);
-  int64_t homeOf(Value value) const;
+  void demand(Value value, int64_t rank);
+  LogicalResult buildRank(int64_t rank,
+                          const std::vector<pipeline::PipelineOp> &order);
+  /// The stage (model chunk) of a unit or tail value, or -1.
+  int64_t stageOf(Value value) const;
+  /// The rank of a value's stage, or -1.
+  int64_t rankOf(Value value) const {
+    int64_t stage = stageOf(value);
+    return stage < 0 ? -1 : stageToRank[stage];
+  }
   bool isUnitValue(Value value) const;
 
   func::FuncOp func;
   MeshOp mesh;
-  int64_t numStages, numMicrobatches;
+  int64_t numRanks, stagesPerRank, numStages;
+  int64_t numMicrobatches = 1;
   pipeline::ScheduleKind kind;
+  BackwardCallSplitter &callSplitter;
   bool hasBackward = false;
+  std::vector<int64_t> stageToRank;
 
   SmallVector<Operation *> ops; ///< Top-level ops in program order.
   llvm::DenseMap<Operation *, unsigned> position;
@@ -129,17 +208,25 @@ private:
   llvm::DenseMap<Operation *, int64_t> layerOf;
   int64_t numLayers = 0;
 
-  /// Stages that hold each state (by name), and that need each entry arg.
+  /// Ranks that hold each state (by name).
   llvm::StringMap<llvm::SmallBitVector> holders;
-  /// Per stage: the tail ops it runs, and the unit values it receives for
-  /// its tail (from their home stage).
+  /// Per rank: the tail ops it runs, and the unit values it receives for
+  /// its tail (from their home rank).
   SmallVector<llvm::SetVector<Operation *>> tailOps;
   SmallVector<llvm::SetVector<Value>> tailInputs;
-  /// Per stage: the results of the entry it returns (indices).
+  /// Per rank: the results of the entry it returns (indices).
   SmallVector<SmallVector<unsigned>> returned;
+  /// Per rank: the ops of each of its units (stage, microbatch, kind), in
+  /// program order.
+  using UnitKey = std::tuple<int64_t, int64_t, UnitKind>;
+  std::vector<std::map<UnitKey, SmallVector<Operation *>>> unitOps;
+  /// sendSequence[from][to]: the unit values `from` sends `to`, in order.
+  std::vector<std::vector<SmallVector<Value>>> sendSequence;
+  /// The ranks other than `rank` whose units read `value`.
+  llvm::SmallBitVector unitReaders(Value value, int64_t rank) const;
 };
 
-int64_t EntrySplitter::homeOf(Value value) const {
+int64_t EntrySplitter::stageOf(Value value) const {
   Operation *op = value.getDefiningOp();
   if (!op)
     return -1;
@@ -152,7 +239,17 @@ bool EntrySplitter::isUnitValue(Value value) const {
   return op && placement.lookup(op).kind == Placement::Unit;
 }
 
+LogicalResult EntrySplitter::analyze() {
+  if (failed(place()))
+    return failure();
+  return assignLayers();
+}
+
 LogicalResult EntrySplitter::place() {
+  ops.clear();
+  position.clear();
+  placement.clear();
+  layerOf.clear();
   Block &body = func.front();
   for (Operation &op : body.without_terminator()) {
     position[&op] = ops.size();
@@ -171,14 +268,15 @@ LogicalResult EntrySplitter::place() {
     llvm::SmallBitVector bits(numMicrobatches);
     if (auto mb = dyn_cast<tfm::MicrobatchOp>(op))
       bits.set(mb.getIndex());
-    bool bwd = isBackwardSeed(op), inTail = isa<tfm::SumSquaresOp>(op);
+    bool bwd = isBackwardSeed(op) || op->hasAttr(kRecomputeAttr);
+    bool inTail = isa<tfm::SumSquaresOp>(op);
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
       if (!def)
         continue;
       if (auto it = rows.find(def); it != rows.end())
         bits |= it->second;
-      bwd |= backward.contains(def);
+      bwd |= backward.contains(def) && !def->hasAttr(kRecomputeAttr);
       inTail |= tail.contains(def);
     }
     rows[op] = bits;
@@ -187,7 +285,7 @@ LogicalResult EntrySplitter::place() {
     if (inTail || bits.count() > 1)
       tail.insert(op);
   }
-  hasBackward = !backward.empty();
+  hasBackward = llvm::any_of(ops, isBackwardSeed);
   // Units and tail; ops that depend on no microbatch go with their users.
   for (Operation *op : llvm::reverse(ops)) {
     Placement p;
@@ -197,7 +295,7 @@ LogicalResult EntrySplitter::place() {
       p.kind = Placement::Tail;
     } else if (numMicrobatches == 1 || rows[op].any()) {
       p.microbatch = numMicrobatches == 1 ? 0 : rows[op].find_first();
-      p.backward = backward.contains(op);
+      p.part = backward.contains(op) ? UnitKind::B : UnitKind::F;
     } else {
       // No microbatch rows (a position table, a ZeRO-3 parameter
       // all-gather): the forward of the first microbatch that uses it (every
@@ -209,32 +307,96 @@ LogicalResult EntrySplitter::place() {
         if (it != placement.end() && it->second.kind == Placement::Unit) {
           p.kind = Placement::Unit;
           p.microbatch = std::min(p.microbatch, it->second.microbatch);
-          p.backward = false;
+          p.part = UnitKind::F;
         }
       }
     }
     placement[op] = p;
   }
-  return assignLayers();
+  return success();
+}
+
+LogicalResult EntrySplitter::classifyBackward(bool allowSplit,
+                                              bool &didSplit) {
+  // I (input gradient): the backward ops of a unit that a value leaving
+  // the unit depends on (the gradient the previous stage waits for, the
+  // LM head's share of a tied embedding's gradient); W (weight gradient):
+  // the rest of the unit's backward ops, whose results only the tail
+  // (accumulation, norm, optimizer) reads. A call of which I needs only some
+  // results is cut in two (BackwardSplit.h). A first stage sends nothing
+  // back, so its backward is all W.
+  llvm::DenseSet<Operation *> input;
+  SmallVector<std::pair<func::CallOp, llvm::SmallBitVector>> toSplit;
+  for (Operation *op : llvm::reverse(ops)) {
+    Placement &p = placement[op];
+    if (p.kind != Placement::Unit || !p.backward())
+      continue;
+    llvm::SmallBitVector usedByInput(op->getNumResults());
+    for (auto [i, result] : llvm::enumerate(op->getResults()))
+      for (Operation *user : result.getUsers()) {
+        Placement u = placement.lookup(user);
+        if (u.kind != Placement::Unit)
+          continue;
+        bool sameUnit = u.stage == p.stage && u.microbatch == p.microbatch &&
+                        u.backward();
+        if (!sameUnit || input.contains(user))
+          usedByInput.set(i);
+      }
+    if (usedByInput.none() && op->getNumResults() > 0) {
+      p.part = UnitKind::W;
+      continue;
+    }
+    input.insert(op);
+    p.part = UnitKind::I;
+    auto call = dyn_cast<func::CallOp>(op);
+    if (allowSplit && call && !call->hasAttr(kBackwardPartAttr) &&
+        !usedByInput.all())
+      toSplit.emplace_back(call, usedByInput.flip());
+  }
+  for (auto &[call, mask] : toSplit)
+    didSplit |= callSplitter.split(call, mask).has_value();
+  return success();
 }
 
 LogicalResult EntrySplitter::assignLayers() {
-  // Layers: forward block calls in order, per microbatch; a backward call
-  // takes the largest layer of the forward calls whose results it reads.
+  // Layers: forward block calls in order, per microbatch. A forward re-run
+  // (tfm.recompute) repeats the forward call with the same operands; a
+  // backward call takes the largest layer of the forward calls (or re-runs)
+  // whose results it reads.
   SmallVector<int64_t> nextLayer(numMicrobatches, 0);
+  std::map<std::pair<int64_t, SmallVector<void *>>, int64_t> forwardCalls;
+  auto operandKey = [](func::CallOp call) {
+    SmallVector<void *> key;
+    for (Value v : call.getOperands())
+      key.push_back(v.getAsOpaquePointer());
+    return key;
+  };
   for (Operation *op : ops) {
     auto call = dyn_cast<func::CallOp>(op);
     Placement &p = placement[op];
     if (!call || p.kind != Placement::Unit)
       continue;
-    if (!p.backward) {
+    if (!p.backward()) {
       layerOf[op] = nextLayer[p.microbatch]++;
+      forwardCalls[{p.microbatch, operandKey(call)}] = layerOf[op];
+      continue;
+    }
+    if (call->hasAttr(kRecomputeAttr)) {
+      auto it = forwardCalls.find({p.microbatch, operandKey(call)});
+      if (it == forwardCalls.end())
+        return call.emitError()
+               << "dist-pipeline-split: forward re-run (tfm.recompute) of @"
+               << call.getCallee()
+               << " matches no forward block call with the same operands, "
+                  "so its layer (and stage) is unknown";
+      layerOf[op] = it->second;
       continue;
     }
     int64_t layer = -1;
     for (Value operand : call.getOperands())
       if (Operation *def = operand.getDefiningOp();
-          def && isa<func::CallOp>(def) && !placement[def].backward)
+          def && isa<func::CallOp>(def) &&
+          (!placement[def].backward() || def->hasAttr(kRecomputeAttr)))
         layer = std::max(layer, layerOf.lookup(def));
     if (layer < 0)
       return call.emitError()
@@ -252,13 +414,50 @@ LogicalResult EntrySplitter::assignLayers() {
              << " block calls, microbatch 0 " << numLayers;
   if (numLayers < numStages)
     return func.emitError()
-           << "dist-pipeline-split: pp=" << numStages << " needs at least "
-           << numStages << " block calls (layers) in @" << func.getSymName()
-           << ", found " << numLayers;
-  // Contiguous, equal layer ranges (the blocks cost the same).
-  auto stageOfLayer = [&](int64_t layer) {
-    return layer * numStages / numLayers;
-  };
+           << "dist-pipeline-split: pp=" << numRanks
+           << (stagesPerRank > 1 ? " x vpp=" + std::to_string(stagesPerRank)
+                                 : std::string())
+           << " needs at least " << numStages << " block calls (layers) in @"
+           << func.getSymName() << ", found " << numLayers;
+  return success();
+}
+
+void EntrySplitter::layerCosts(std::vector<double> &costs, double &first,
+                               double &last) {
+  SymbolTableCollection symbols;
+  costs.assign(numLayers, 0);
+  first = last = 0;
+  // The embedding (before the first forward layer) and its backward (after
+  // the last backward layer) go to the first stage; the rest of microbatch
+  // 0's non-layer work (final norm, head, loss and their backward) to the
+  // last stage.
+  unsigned firstForward = ~0u, lastBackward = 0;
+  for (Operation *op : ops) {
+    Placement p = placement.lookup(op);
+    if (!layerOf.count(op) || p.microbatch != 0)
+      continue;
+    if (!p.backward())
+      firstForward = std::min(firstForward, position[op]);
+    else
+      lastBackward = std::max(lastBackward, position[op]);
+  }
+  for (Operation *op : ops) {
+    Placement p = placement.lookup(op);
+    if (p.kind != Placement::Unit || p.microbatch != 0)
+      continue;
+    double flops = flopsOf(op, symbols);
+    if (auto it = layerOf.find(op); it != layerOf.end())
+      costs[it->second] += flops;
+    else if (p.backward() ? position[op] > lastBackward
+                          : position[op] < firstForward)
+      first += flops;
+    else
+      last += flops;
+  }
+}
+
+LogicalResult
+EntrySplitter::assignStages(const pipeline::StagePartition &partition) {
   // Forward ops run on the latest stage of their operands, backward ops on
   // the earliest; ops without a staged operand follow their users.
   for (Operation *op : ops) {
@@ -266,16 +465,16 @@ LogicalResult EntrySplitter::assignLayers() {
     if (p.kind != Placement::Unit)
       continue;
     if (layerOf.count(op)) {
-      p.stage = stageOfLayer(layerOf[op]);
+      p.stage = partition.stageOf(layerOf[op]);
       continue;
     }
     for (Value operand : op->getOperands()) {
-      int64_t s = homeOf(operand);
+      int64_t s = stageOf(operand);
       if (s < 0 || !isUnitValue(operand))
         continue;
       p.stage = p.stage < 0 ? s
-                            : (p.backward ? std::min(p.stage, s)
-                                          : std::max(p.stage, s));
+                            : (p.backward() ? std::min(p.stage, s)
+                                            : std::max(p.stage, s));
     }
   }
   for (Operation *op : llvm::reverse(ops)) {
@@ -298,18 +497,18 @@ LogicalResult EntrySplitter::assignLayers() {
 }
 
 void EntrySplitter::placeTail() {
-  // A tail op's home is the latest home of its operands (used to count each
+  // A tail op's home is the latest stage of its operands (used to count each
   // gradient once in the split global norm).
   for (Operation *op : ops) {
     Placement &p = placement[op];
     if (p.kind != Placement::Tail)
       continue;
     for (Value operand : op->getOperands())
-      p.stage = std::max(p.stage, homeOf(operand));
+      p.stage = std::max(p.stage, stageOf(operand));
   }
 }
 
-void EntrySplitter::demand(Value value, int64_t stage) {
+void EntrySplitter::demand(Value value, int64_t rank) {
   Operation *op = value.getDefiningOp();
   if (!op)
     return;
@@ -318,31 +517,32 @@ void EntrySplitter::demand(Value value, int64_t stage) {
   case Placement::Free:
     return;
   case Placement::Unit:
-    if (p.stage != stage)
-      tailInputs[stage].insert(value);
+    if (rankOf(value) != rank)
+      tailInputs[rank].insert(value);
     return;
   case Placement::Tail:
-    if (tailOps[stage].contains(op))
+    if (tailOps[rank].contains(op))
       return;
     if (auto sumSq = dyn_cast<tfm::SumSquaresOp>(op)) {
-      // Split: only the gradients homed on this stage.
+      // Split: only the gradients homed on this rank.
       for (Value operand : sumSq->getOperands())
-        if (homeOf(operand) == stage || homeOf(operand) < 0)
-          demand(operand, stage);
+        if (rankOf(operand) == rank || rankOf(operand) < 0)
+          demand(operand, rank);
     } else {
       for (Value operand : op->getOperands())
-        demand(operand, stage);
+        demand(operand, rank);
     }
-    tailOps[stage].insert(op);
+    tailOps[rank].insert(op);
     return;
   }
 }
 
 LogicalResult EntrySplitter::computeDemand() {
-  tailOps.resize(numStages);
-  tailInputs.resize(numStages);
-  returned.resize(numStages);
-  // Holders of the state arguments: the stages whose units use them (an
+  tailOps.assign(numRanks, {});
+  tailInputs.assign(numRanks, {});
+  returned.assign(numRanks, {});
+  holders.clear();
+  // Holders of the state arguments: the ranks whose units use them (an
   // optimizer state goes with its parameter).
   llvm::StringMap<StringRef> stateOf;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
@@ -351,10 +551,10 @@ LogicalResult EntrySplitter::computeDemand() {
     if (name.empty())
       continue;
     llvm::SmallBitVector &h = holders[name];
-    h.resize(numStages);
+    h.resize(numRanks);
     for (Operation *user : func.getArgument(i).getUsers())
       if (Placement p = placement.lookup(user); p.kind == Placement::Unit)
-        h.set(p.stage);
+        h.set(stageToRank[p.stage]);
     if (auto of = attrs.getAs<StringAttr>("tfm.state_of"))
       stateOf[name] = of.getValue();
   }
@@ -363,85 +563,141 @@ LogicalResult EntrySplitter::computeDemand() {
       holders[name] = holders[of];
   for (auto &entry : holders)
     if (entry.second.none())
-      entry.second.set(0); // unused state: kept (and updated) on stage 0
-  // Results: state on its holders, everything else on every stage.
+      entry.second.set(0); // unused state: kept (and updated) on rank 0
+  // Results: state on its holders, everything else on every rank.
   Operation *ret = func.front().getTerminator();
   for (unsigned r = 0, e = func.getNumResults(); r < e; ++r) {
     StringRef name = stateName(func.getResultAttrDict(r));
-    for (int64_t s = 0; s < numStages; ++s) {
-      if (!name.empty() && holders.count(name) && !holders[name].test(s))
+    for (int64_t rank = 0; rank < numRanks; ++rank) {
+      if (!name.empty() && holders.count(name) && !holders[name].test(rank))
         continue;
-      returned[s].push_back(r);
-      demand(ret->getOperand(r), s);
+      returned[rank].push_back(r);
+      demand(ret->getOperand(r), rank);
     }
   }
   // A tail op reads state only where the state is held (and updated);
-  // anything else would read a copy that no stage keeps up to date.
-  for (int64_t s = 0; s < numStages; ++s)
-    for (Operation *op : tailOps[s])
+  // anything else would read a copy that no rank keeps up to date.
+  for (int64_t rank = 0; rank < numRanks; ++rank)
+    for (Operation *op : tailOps[rank])
       for (Value operand : op->getOperands())
         if (auto arg = dyn_cast<BlockArgument>(operand)) {
           StringRef name = stateName(func.getArgAttrDict(arg.getArgNumber()));
-          if (!name.empty() && !holders[name].test(s))
+          if (!name.empty() && !holders[name].test(rank))
             return op->emitError()
-                   << "dist-pipeline-split: stage " << s << " of @"
+                   << "dist-pipeline-split: rank " << rank << " of @"
                    << func.getSymName() << " would read state '" << name
                    << "', which it does not hold";
         }
   return success();
 }
 
-LogicalResult EntrySplitter::run() {
-  if (failed(place()) || failed(computeDemand()))
+LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
+  if (partition.firstLayer.size() != static_cast<size_t>(numStages) ||
+      partition.firstLayer.back() >= numLayers)
+    return func.emitError()
+           << "dist-pipeline-split: @" << func.getSymName() << " has "
+           << numLayers
+           << " block calls (layers), which does not fit the stage split of "
+              "the module's training step";
+  std::vector<std::vector<pipeline::PipelineOp>> orders(numRanks);
+  if (hasBackward) {
+    pipeline::OrError<pipeline::PipelineSchedule> schedule =
+        pipeline::buildSchedule(kind, numRanks, numMicrobatches,
+                                stagesPerRank);
+    if (!schedule)
+      return func.emitError() << "dist-pipeline-split: " << schedule.error();
+    scheduleText = pipeline::formatSchedule(*schedule);
+    stageToRank = schedule->stageToRank;
+    orders = schedule->rankOrders;
+  } else {
+    // Forward only (eval, logits): every rank runs its stages in increasing
+    // order, microbatches in order; the (stage, microbatch) order is a
+    // topological order of all ranks' ops together, so it cannot deadlock.
+    stageToRank = stageMap(kind, numRanks, stagesPerRank);
+    for (int64_t stage = 0; stage < numStages; ++stage)
+      for (int64_t j = 0; j < numMicrobatches; ++j)
+        orders[stageToRank[stage]].push_back({UnitKind::F, stage, j});
+  }
+  if (failed(assignStages(partition)))
     return failure();
-  pipeline::OrError<pipeline::PipelineSchedule> schedule =
-      hasBackward ? pipeline::buildSchedule(kind, numStages, numMicrobatches, 1)
-                  : pipeline::buildSchedule(pipeline::ScheduleKind::GPipe,
-                                            numStages, numMicrobatches, 1);
-  if (!schedule)
-    return func.emitError() << "dist-pipeline-split: " << schedule.error();
-  scheduleText = pipeline::formatSchedule(*schedule);
-  for (int64_t s = numStages - 1; s >= 0; --s) {
-    std::vector<pipeline::PipelineOp> order;
-    for (const pipeline::PipelineOp &op : (*schedule).rankOrders[s])
-      if (hasBackward || op.kind == pipeline::PipelineOp::Kind::F)
-        order.push_back(op);
-    if (failed(buildStage(s, order)))
+  if (hasBackward && splitsBackward(kind)) {
+    bool didSplit = false;
+    if (failed(classifyBackward(/*allowSplit=*/true, didSplit)))
+      return failure();
+    // The cut calls are new ops: place them, then mark I and W again.
+    if (didSplit &&
+        (failed(place()) || failed(assignLayers()) ||
+         failed(assignStages(partition)) ||
+         failed(classifyBackward(/*allowSplit=*/false, didSplit))))
       return failure();
   }
+  if (failed(computeDemand()))
+    return failure();
+  // Each rank's units, and what every rank sends every other during them,
+  // in the sender's program order (the receiver takes them in that order).
+  unitOps.assign(numRanks, {});
+  for (Operation *op : ops)
+    if (Placement p = placement.lookup(op); p.kind == Placement::Unit)
+      unitOps[stageToRank[p.stage]][{p.stage, p.microbatch, p.part}]
+          .push_back(op);
+  sendSequence.assign(numRanks, std::vector<SmallVector<Value>>(numRanks));
+  for (int64_t from = 0; from < numRanks; ++from)
+    for (const pipeline::PipelineOp &u : orders[from])
+      for (Operation *op : unitOps[from][{u.stage, u.microbatch, u.kind}])
+        for (Value result : op->getResults())
+          for (int64_t to : unitReaders(result, from).set_bits())
+            sendSequence[from][to].push_back(result);
+  for (int64_t rank = numRanks - 1; rank >= 0; --rank)
+    if (failed(buildRank(rank, orders[rank])))
+      return failure();
   return success();
 }
 
+llvm::SmallBitVector EntrySplitter::unitReaders(Value value,
+                                                int64_t rank) const {
+  llvm::SmallBitVector to(numRanks);
+  for (Operation *user : value.getUsers())
+    if (Placement p = placement.lookup(user);
+        p.kind == Placement::Unit && stageToRank[p.stage] != rank)
+      to.set(stageToRank[p.stage]);
+  return to;
+}
+
 LogicalResult
-EntrySplitter::buildStage(int64_t stage,
-                          const std::vector<pipeline::PipelineOp> &order) {
+EntrySplitter::buildRank(int64_t rank,
+                         const std::vector<pipeline::PipelineOp> &order) {
   MLIRContext *ctx = func.getContext();
   OpBuilder b(ctx);
   b.setInsertionPointAfter(func);
-  // Arguments: the inputs, and the state this stage holds.
+  // Arguments: the inputs, and the state this rank holds.
   SmallVector<unsigned> keptArgs;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     StringRef name = stateName(func.getArgAttrDict(i));
-    if (name.empty() || holders[name].test(stage))
+    if (name.empty() || holders[name].test(rank))
       keptArgs.push_back(i);
   }
   SmallVector<Type> argTypes, resultTypes;
   for (unsigned i : keptArgs)
     argTypes.push_back(func.getArgumentTypes()[i]);
-  for (unsigned r : returned[stage])
+  for (unsigned r : returned[rank])
     resultTypes.push_back(func.getResultTypes()[r]);
   auto fn = func::FuncOp::create(
-      b, func.getLoc(), (func.getSymName() + "__pp" + Twine(stage)).str(),
+      b, func.getLoc(), (func.getSymName() + "__pp" + Twine(rank)).str(),
       FunctionType::get(ctx, argTypes, resultTypes));
   for (auto [k, i] : llvm::enumerate(keptArgs))
     fn.setArgAttrs(k, func.getArgAttrDict(i));
-  for (auto [k, r] : llvm::enumerate(returned[stage]))
+  for (auto [k, r] : llvm::enumerate(returned[rank]))
     fn.setResultAttrs(k, func.getResultAttrDict(r));
   // Keep the function's own annotations (e.g. `dist.partitioned`).
   for (NamedAttribute attr : func->getDiscardableAttrs())
     fn->setAttr(attr.getName(), attr.getValue());
   fn->setAttr("dist.entry", b.getStringAttr(func.getSymName()));
-  fn->setAttr("dist.pp_stage", b.getI64IntegerAttr(stage));
+  fn->setAttr("dist.pp_stage", b.getI64IntegerAttr(rank));
+  SmallVector<int64_t> ownStages;
+  for (int64_t stage = 0; stage < numStages; ++stage)
+    if (stageToRank[stage] == rank)
+      ownStages.push_back(stage);
+  fn->setAttr("dist.pp_chunks", b.getDenseI64ArrayAttr(ownStages));
   Block *block = fn.addEntryBlock();
   b.setInsertionPointToEnd(block);
 
@@ -467,8 +723,8 @@ EntrySplitter::buildStage(int64_t stage,
     Operation *def = v.getDefiningOp();
     Placement p = placement.lookup(def);
     std::string text = p.kind == Placement::Unit
-                           ? (p.backward ? "B" : "F") + std::string(" mb=") +
-                                 std::to_string(p.microbatch)
+                           ? std::string(1, pipeline::opKindLetter(p.part)) +
+                                 " mb=" + std::to_string(p.microbatch)
                            : std::string("tail");
     text += " value #" + std::to_string(position.lookup(def)) + ":" +
             std::to_string(cast<OpResult>(v).getResultNumber());
@@ -487,38 +743,42 @@ EntrySplitter::buildStage(int64_t stage,
     op->setAttr("dist.tag", tag(v));
     map.map(v, op);
   };
-  // Whether a unit of stage `t` reads `v`: then it was sent during the
-  // units (once per stage), not with the tails.
+  // Whether a unit of rank `t` reads `v`: then it was sent during the
+  // units (once per rank), not with the tails.
   auto readByUnitsOf = [&](Value v, int64_t t) {
     return llvm::any_of(v.getUsers(), [&](Operation *user) {
       Placement p = placement.lookup(user);
-      return p.kind == Placement::Unit && p.stage == t;
+      return p.kind == Placement::Unit && stageToRank[p.stage] == t;
     });
   };
-  // This stage's ops of each unit (microbatch, backward), in program order.
-  std::map<std::pair<int64_t, bool>, SmallVector<Operation *>> unitOps;
-  for (Operation *op : ops)
-    if (Placement p = placement.lookup(op);
-        p.kind == Placement::Unit && p.stage == stage)
-      unitOps[{p.microbatch, p.backward}].push_back(op);
-
+  // How far into each sender's sequence this rank has received. A unit
+  // takes what it needs from a sender together with everything that sender
+  // sent it before (sends and receives of a pair match in order, and a
+  // sender may produce values in another order than this rank reads them).
+  SmallVector<unsigned> received(numRanks, 0);
   for (const pipeline::PipelineOp &u : order) {
     ArrayRef<Operation *> unit =
-        unitOps[{u.microbatch, u.kind != pipeline::PipelineOp::Kind::F}];
-    // Inputs from other stages, in their producers' program order.
-    llvm::SetVector<Value> remote;
+        unitOps[rank][{u.stage, u.microbatch, u.kind}];
+    SmallVector<unsigned> upTo(numRanks, 0);
     for (Operation *op : unit)
-      for (Value operand : op->getOperands())
-        if (isUnitValue(operand) && homeOf(operand) != stage &&
-            !map.contains(operand))
-          remote.insert(operand);
-    SmallVector<Value> sorted(remote.begin(), remote.end());
-    llvm::stable_sort(sorted, [&](Value a, Value c) {
-      return position.lookup(a.getDefiningOp()) <
-             position.lookup(c.getDefiningOp());
-    });
-    for (Value v : sorted)
-      recv(v, homeOf(v));
+      for (Value operand : op->getOperands()) {
+        if (!isUnitValue(operand) || rankOf(operand) == rank ||
+            map.contains(operand))
+          continue;
+        int64_t from = rankOf(operand);
+        ArrayRef<Value> sequence = sendSequence[from][rank];
+        auto it = llvm::find(sequence, operand);
+        if (it == sequence.end())
+          return op->emitError()
+                 << "dist-pipeline-split: rank " << rank << " ("
+                 << pipeline::formatOp(u) << ") reads a value of rank "
+                 << from << " that no unit of rank " << from << " sends";
+        upTo[from] =
+            std::max<unsigned>(upTo[from], it - sequence.begin() + 1);
+      }
+    for (int64_t from = 0; from < numRanks; ++from)
+      for (; received[from] < upTo[from]; ++received[from])
+        recv(sendSequence[from][rank][received[from]], from);
     for (Operation *op : unit) {
       for (Value operand : op->getOperands())
         materialize(operand);
@@ -526,21 +786,15 @@ EntrySplitter::buildStage(int64_t stage,
       for (Value operand : clone->getOperands())
         if (operand.getParentRegion() != &fn.getBody())
           return op->emitError()
-                 << "dist-pipeline-split: stage " << stage
-                 << " runs this op before its operand is available there";
+                 << "dist-pipeline-split: rank " << rank << " runs this op ("
+                 << pipeline::formatOp(u)
+                 << ") before its operand is available there";
     }
-    // Outputs other stages' units need, in program order, per stage.
-    for (Operation *op : unit) {
-      for (Value result : op->getResults()) {
-        llvm::SmallBitVector to(numStages);
-        for (Operation *user : result.getUsers())
-          if (Placement p = placement.lookup(user);
-              p.kind == Placement::Unit && p.stage != stage)
-            to.set(p.stage);
-        for (int64_t t : to.set_bits())
+    // Outputs other ranks' units need, in program order, per rank.
+    for (Operation *op : unit)
+      for (Value result : op->getResults())
+        for (int64_t t : unitReaders(result, rank).set_bits())
           send(result, t);
-      }
-    }
   }
 
   // Tail: first the unit values the tails need, sent and received in
@@ -549,26 +803,26 @@ EntrySplitter::buildStage(int64_t stage,
     for (Value result : op->getResults()) {
       if (!isUnitValue(result))
         continue;
-      if (homeOf(result) == stage) {
-        for (int64_t t = 0; t < numStages; ++t)
-          if (t != stage && tailInputs[t].contains(result) &&
+      if (rankOf(result) == rank) {
+        for (int64_t t = 0; t < numRanks; ++t)
+          if (t != rank && tailInputs[t].contains(result) &&
               !readByUnitsOf(result, t))
             send(result, t);
-      } else if (tailInputs[stage].contains(result) &&
-                 !readByUnitsOf(result, stage)) {
-        recv(result, homeOf(result));
+      } else if (tailInputs[rank].contains(result) &&
+                 !readByUnitsOf(result, rank)) {
+        recv(result, rankOf(result));
       }
     }
   }
   for (Operation *op : ops) {
-    if (!tailOps[stage].contains(op))
+    if (!tailOps[rank].contains(op))
       continue;
     for (Value operand : op->getOperands())
       materialize(operand);
     if (auto sumSq = dyn_cast<tfm::SumSquaresOp>(op)) {
       SmallVector<Value> own;
       for (Value operand : sumSq->getOperands())
-        if (homeOf(operand) == stage || homeOf(operand) < 0)
+        if (rankOf(operand) == rank || rankOf(operand) < 0)
           own.push_back(map.lookup(operand));
       Value partial;
       if (own.empty())
@@ -588,7 +842,7 @@ EntrySplitter::buildStage(int64_t stage,
   }
   Operation *ret = func.front().getTerminator();
   SmallVector<Value> results;
-  for (unsigned r : returned[stage]) {
+  for (unsigned r : returned[rank]) {
     Value v = ret->getOperand(r);
     materialize(v);
     results.push_back(map.lookupOrDefault(v));
@@ -599,7 +853,7 @@ EntrySplitter::buildStage(int64_t stage,
   for (Value v : results)
     if (v.getParentBlock() != block)
       return func.emitError()
-             << "dist-pipeline-split: stage " << stage << " of @"
+             << "dist-pipeline-split: rank " << rank << " of @"
              << func.getSymName() << " returns a value it does not compute";
   return success();
 }
@@ -625,12 +879,6 @@ struct DistPipelineSplitPass
       module.emitError() << "dist-pipeline-split: " << kind.error();
       return signalPassFailure();
     }
-    if (*kind != pipeline::ScheduleKind::GPipe &&
-        *kind != pipeline::ScheduleKind::OneFOneB) {
-      module.emitError() << "dist-pipeline-split: schedule=" << plan->schedule
-                         << " is not supported yet (gpipe, 1f1b)";
-      return signalPassFailure();
-    }
     FailureOr<MeshOp> mesh = getSingleMesh(module, "dist-pipeline-split");
     if (failed(mesh))
       return signalPassFailure();
@@ -645,17 +893,57 @@ struct DistPipelineSplitPass
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn.isPublic() && !fn.isExternal())
         entries.push_back(fn);
+    BackwardCallSplitter callSplitter(module);
+    std::vector<std::unique_ptr<EntrySplitter>> splitters;
     for (func::FuncOp fn : entries) {
-      EntrySplitter splitter(fn, *mesh, plan->pp, plan->mb, *kind);
-      if (failed(splitter.run()))
+      splitters.push_back(std::make_unique<EntrySplitter>(
+          fn, *mesh, plan->pp, plan->vpp, *kind, callSplitter));
+      if (failed(splitters.back()->analyze()))
+        return signalPassFailure();
+    }
+    if (splitters.empty())
+      return;
+    // One layer -> stage split for all entries (they share the state), by
+    // the cost of the training step (forward and backward) when there is
+    // one.
+    EntrySplitter *reference = splitters.front().get();
+    for (auto &splitter : splitters)
+      if (splitter->backward()) {
+        reference = splitter.get();
+        break;
+      }
+    std::vector<double> costs;
+    double first = 0, last = 0;
+    reference->layerCosts(costs, first, last);
+    pipeline::OrError<pipeline::StagePartition> partition =
+        pipeline::partitionLayers(costs, first, last, plan->pp * plan->vpp);
+    if (!partition) {
+      module.emitError() << "dist-pipeline-split: " << partition.error();
+      return signalPassFailure();
+    }
+    for (auto [fn, splitter] : llvm::zip(entries, splitters)) {
+      if (failed(splitter->run(*partition)))
         return signalPassFailure();
       // The training schedule, for dist-explain's simulation.
-      if (splitter.backward())
-        module->setAttr(
-            "dist.pipeline_schedule",
-            StringAttr::get(module.getContext(), splitter.scheduleText));
+      if (splitter->backward())
+        module->setAttr("dist.pipeline_schedule",
+                        StringAttr::get(module.getContext(),
+                                        splitter->scheduleText));
       fn.erase();
     }
+    // The layer ranges of the stages and their costs, for dist-explain.
+    Builder b(module.getContext());
+    SmallVector<Attribute> stageCost;
+    for (double cost : partition->stageCost)
+      stageCost.push_back(b.getF64FloatAttr(cost));
+    module->setAttr(
+        "dist.pipeline_stages",
+        b.getDictionaryAttr(
+            {b.getNamedAttr("first_layer",
+                            b.getDenseI64ArrayAttr(partition->firstLayer)),
+             b.getNamedAttr("num_layers",
+                            b.getI64IntegerAttr(reference->getNumLayers())),
+             b.getNamedAttr("flops", b.getArrayAttr(stageCost))}));
   }
 };
 

@@ -16,7 +16,7 @@ llvm::Error planError(const llvm::Twine &message) {
 }
 
 /// Keys reserved for later issues: accepted only with their default value.
-constexpr const char *kReservedInts[] = {"cp", "ep", "vpp"};
+constexpr const char *kReservedInts[] = {"cp", "ep"};
 
 int64_t *intField(Plan &plan, StringRef key) {
   if (key == "pp")
@@ -63,17 +63,14 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
     if (!seen.insert(key).second)
       return planError(llvm::formatv("plan: key '{0}' given twice", key));
     if (key == "schedule") {
-      bool later = value == "interleaved" || value == "interleaved-1f1b" ||
-                   value == "zb-h1" || value == "zb-v" || value == "looped-bfs";
-      if (later && onlySupported)
+      if (value != "gpipe" && value != "1f1b" && value != "interleaved" &&
+          value != "interleaved-1f1b" && value != "looped-bfs" &&
+          value != "zb-h1" && value != "zb-v")
         return planError(llvm::formatv(
-            "plan: schedule={0} is not supported yet (gpipe, 1f1b)", value));
-      if (!later && value != "1f1b" && value != "gpipe")
-        return planError(llvm::formatv(
-            "plan: unknown schedule '{0}' (known: gpipe, 1f1b; not yet: "
-            "interleaved, zb-h1, zb-v, looped-bfs)",
+            "plan: unknown schedule '{0}' (known: gpipe, 1f1b, interleaved, "
+            "looped-bfs, zb-h1, zb-v)",
             value));
-      plan.schedule = value.str();
+      plan.schedule = value == "interleaved-1f1b" ? "interleaved" : value.str();
       continue;
     }
     if (key == "recompute") {
@@ -115,6 +112,28 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
         return planError(llvm::formatv(
             "plan: {0}={1} is not supported yet (only {0}=1)", key, number));
   }
+  // Stages per rank: the interleaved and looped schedules take any vpp
+  // (interleaved needs >= 2), ZB-V exactly two (its V shape), the others one.
+  bool loop = plan.schedule == "interleaved" || plan.schedule == "looped-bfs";
+  if (plan.schedule == "interleaved" && plan.vpp < 2)
+    return planError(llvm::formatv(
+        "plan: schedule=interleaved needs vpp >= 2 model chunks per rank, "
+        "found vpp={0}",
+        plan.vpp));
+  if (plan.schedule == "zb-v" && plan.vpp != 2)
+    return planError(llvm::formatv(
+        "plan: schedule=zb-v runs two model chunks per rank (its V shape): "
+        "set vpp=2, found vpp={0}",
+        plan.vpp));
+  if (!loop && plan.schedule != "zb-v" && plan.vpp != 1)
+    return planError(llvm::formatv(
+        "plan: vpp={0} needs schedule=interleaved, looped-bfs or zb-v "
+        "(schedule={1} runs one stage per rank)",
+        plan.vpp, plan.schedule));
+  if (plan.vpp > 1 && plan.pp == 1)
+    return planError(llvm::formatv(
+        "plan: vpp={0} needs pp > 1 (virtual stages are per pipeline rank)",
+        plan.vpp));
   if (plan.sp == 1 && plan.tp == 1)
     return planError("plan: sp=1 needs tp > 1 (sequence parallelism runs on "
                      "the tp axis), found tp=1");

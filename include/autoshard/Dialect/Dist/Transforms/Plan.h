@@ -41,10 +41,12 @@ struct Plan {
   int64_t ep = 1;
   /// Microbatches per step (gradient accumulation; tfm-autodiff builds them).
   int64_t mb = 1;
-  /// Virtual pipeline stages per rank (reserved: only 1).
+  /// Model chunks (virtual pipeline stages) per pipeline rank: >= 2 with
+  /// "interleaved", any with "looped-bfs", exactly 2 with "zb-v", else 1.
   int64_t vpp = 1;
-  /// Pipeline schedule: "1f1b" or "gpipe" compile today; "interleaved",
-  /// "zb-h1", "zb-v", "looped-bfs" are known (the planner scores them).
+  /// Pipeline schedule (lib/Pipeline, algorithms.md §1.4): "gpipe", "1f1b",
+  /// "interleaved" (alias "interleaved-1f1b"), "looped-bfs", "zb-h1" or
+  /// "zb-v".
   std::string schedule = "1f1b";
   /// Activation recomputation: "none" compiles today; "selective", "full"
   /// are known.
@@ -53,7 +55,7 @@ struct Plan {
   /// Parses `key=value,...` (whitespace around keys and values ignored; an
   /// empty string is the default plan). Errors name the key and the value.
   /// With `onlySupported` (dist-apply-plan), values the compiler cannot
-  /// build yet (cp, ep, vpp > 1, other schedules, recomputation) are
+  /// build yet (cp, ep, recomputation) are
   /// errors too; without it (the planner, which scores them analytically)
   /// any known value is accepted.
   static llvm::Expected<Plan> parse(llvm::StringRef text,
