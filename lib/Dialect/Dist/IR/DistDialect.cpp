@@ -124,10 +124,10 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
     if (!dict || !dict.getAs<DenseI64ArrayAttr>("first_layer") ||
         !dict.getAs<IntegerAttr>("num_layers") ||
-        !dict.getAs<ArrayAttr>("flops"))
+        !dict.getAs<DenseI64ArrayAttr>("flops"))
       return op->emitOpError()
              << "'dist.pipeline_stages' must be a dictionary with "
-                "first_layer (i64 array), num_layers and flops, found "
+                "first_layer and flops (i64 arrays) and num_layers, found "
              << attr.getValue();
     return success();
   }

@@ -61,6 +61,9 @@ struct State {
   int64_t localBytes = 0, globalBytes = 0;
   /// Per dim, the mesh axes it is split over.
   SmallVector<SmallVector<std::string>> dimAxes;
+  /// Whether the reported rank holds it (with pp, a rank holds only its
+  /// pipeline stage's state).
+  bool held = true;
 };
 
 /// An input or output slot of the train step.
@@ -122,6 +125,9 @@ struct Report {
   std::vector<Slot> inputs;
   SmallVector<std::string> zeroUnsharded;
   std::string entry;
+  /// With pp: the stage whose program is reported, and a note saying so.
+  std::optional<int64_t> ppStage;
+  std::string entryNote;
   /// (cause rank, cause, op, axes) -> count and bytes, per step per rank.
   std::map<std::tuple<int, std::string, std::string, std::string>,
            CollectiveRow>
@@ -330,11 +336,42 @@ LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
   if (entries.empty())
     return module.emitError()
            << "dist-explain: the program has no entry function";
+  // With pp, each stage has its own program and state: report the stage
+  // whose ranks need the most memory (held state + frame).
+  llvm::StringMap<int64_t> stateBytes;
+  for (auto def : module.getOps<rt::StateDefOp>())
+    stateBytes[def.getSymName()] = def.getBufferType().getSizeInBytes();
+  auto heldStates = [](rt::FuncOp fn) {
+    llvm::StringSet<> held;
+    fn.walk([&](rt::StateOp op) { held.insert(op.getName()); });
+    return held;
+  };
+  auto rankBytes = [&](rt::FuncOp fn) {
+    int64_t bytes = fn.getFrameBytes().value_or(0);
+    for (auto &name : heldStates(fn))
+      bytes += stateBytes.lookup(name.getKey());
+    return bytes;
+  };
   rt::FuncOp step = entries.front();
+  bool found = false;
   for (rt::FuncOp func : entries)
-    if (*func.getEntry() == kTrainStep)
+    if (*func.getEntry() == kTrainStep &&
+        (!found || rankBytes(func) > rankBytes(step))) {
       step = func;
+      found = true;
+    }
   r.entry = step.getEntry()->str();
+  if (auto stage = step.getPpStage()) {
+    int64_t numStages = llvm::count_if(entries, [&](rt::FuncOp f) {
+      return f.getEntry() == step.getEntry();
+    });
+    r.ppStage = *stage;
+    r.entryNote = " on pp stage " + std::to_string(*stage) +
+                  ", the largest in memory of " + std::to_string(numStages);
+    llvm::StringSet<> held = heldStates(step);
+    for (State &s : r.states)
+      s.held = held.contains(s.name);
+  }
 
   for (auto slot : step.getOps<rt::InputOp>()) {
     Slot s;
@@ -392,7 +429,10 @@ LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
       count += row.count;
       bytes += row.bytes;
     }
-    r.otherEntries.emplace_back(func.getEntry()->str(), count, bytes);
+    std::string name = func.getEntry()->str();
+    if (auto stage = func.getPpStage())
+      name += " (pp stage " + std::to_string(*stage) + ")";
+    r.otherEntries.emplace_back(name, count, bytes);
   }
   deriveStrategies();
   return success();
@@ -686,6 +726,8 @@ void Explainer::deriveStrategies() {
   // ZeRO: states split on dp (optimizer states; parameters for stage 3).
   SmallVector<const State *> optSharded, optAll, paramSharded;
   for (const State &s : r.states) {
+    if (!s.held)
+      continue;
     bool onDp = usesAxis(s.dimAxes, "dp");
     if (s.kind == "param") {
       if (onDp)
@@ -848,9 +890,12 @@ struct MemoryRow {
 std::vector<MemoryRow> memoryRows(const Report &r) {
   std::vector<MemoryRow> rows;
   std::map<std::string, std::pair<int64_t, int64_t>> byKind;
+  // Without the plan one device holds every state; with pp a rank holds
+  // only its stage's.
   for (const State &s : r.states) {
     auto &[local, global] = byKind[s.kind];
-    local += s.localBytes;
+    if (s.held)
+      local += s.localBytes;
     global += s.globalBytes;
   }
   int64_t stateWith = 0, stateWithout = 0;
@@ -907,7 +952,17 @@ void writeText(const Report &r, llvm::raw_ostream &os) {
     os << "none (no dist.plan)";
   } else {
     // The keys of this strategies first, then the others.
-    const StringRef main[] = {"dp", "tp", "sp", "zero"};
+    SmallVector<StringRef> main = {"dp", "tp", "sp", "zero"};
+    auto valueOf = [&](StringRef key) {
+      for (auto &[k, value] : r.plan)
+        if (k == key)
+          return StringRef(value);
+      return StringRef();
+    };
+    if (valueOf("pp") != "1" && !valueOf("pp").empty())
+      main.insert(main.begin(), {"pp", "vpp", "schedule"});
+    if (valueOf("mb") != "1" && !valueOf("mb").empty())
+      main.push_back("mb");
     SmallVector<std::string> parts, others;
     for (StringRef key : main)
       for (auto &[k, value] : r.plan)
@@ -951,7 +1006,7 @@ void writeText(const Report &r, llvm::raw_ostream &os) {
     os << "  " << llvm::left_justify(label, 7) << " "
        << llvm::left_justify(axis, 5) << " " << text << "\n";
 
-  os << "\ncollectives per " << r.entry
+  os << "\ncollectives per " << r.entry << r.entryNote
      << " per rank (calls expanded; bytes = local operand)\n";
   os << "  " << llvm::left_justify("strategy", 15) << " "
      << llvm::left_justify("op", 15) << " " << llvm::left_justify("axes", 6)
@@ -984,7 +1039,7 @@ void writeText(const Report &r, llvm::raw_ostream &os) {
     os << "  entry " << name << ": " << count << " collectives, "
        << formatBytes(bytes) << " per call\n";
 
-  os << "\nmemory per rank (" << r.entry << ")";
+  os << "\nmemory per rank (" << r.entry << r.entryNote << ")";
   os << "\n  " << llvm::left_justify("", 24) << " "
      << llvm::right_justify("with plan", 12) << " "
      << llvm::right_justify("without", 12) << " "
@@ -1053,6 +1108,8 @@ json::Value toJson(const Report &r) {
                                        {"bytes", row.bytes}});
   }
   top["entry"] = r.entry;
+  if (r.ppStage)
+    top["pp_stage"] = *r.ppStage;
   top["collectives"] = std::move(collectives);
   json::Object perFunction;
   for (const Report::PerFunction &f : r.perFunction) {
@@ -1104,10 +1161,41 @@ void writePipeline(ModuleOp module, llvm::raw_ostream &os) {
   if (auto plan = module->getAttrOfType<DictionaryAttr>("dist.plan"))
     if (auto name = plan.getAs<StringAttr>("schedule"))
       kind = name.getValue().str();
+  int64_t vpp = sch.numRanks ? sch.numStages / sch.numRanks : 1;
   os << "\npipeline (pp=" << sch.numRanks << ", " << sch.numStages
      << " stages, " << sch.numMicrobatches << " microbatches, schedule " << kind
      << ")\n";
-  // Per stage: the state its ranks hold and the largest train_step frame.
+  // The layers of each stage and their cost (dist-pipeline-split's split).
+  auto stages = module->getAttrOfType<DictionaryAttr>("dist.pipeline_stages");
+  ArrayRef<int64_t> firstLayer, stageFlops;
+  int64_t numLayers = 0;
+  if (stages) {
+    firstLayer = stages.getAs<DenseI64ArrayAttr>("first_layer").asArrayRef();
+    stageFlops = stages.getAs<DenseI64ArrayAttr>("flops").asArrayRef();
+    numLayers = stages.getAs<IntegerAttr>("num_layers").getInt();
+  }
+  if (static_cast<int64_t>(firstLayer.size()) == sch.numStages &&
+      stageFlops.size() == firstLayer.size()) {
+    os << "  stages (layers split by FLOPs of microbatch 0, forward + "
+          "backward; embedding on the first, final norm + head + loss on "
+          "the last):\n";
+    for (int64_t st = 0; st < sch.numStages; ++st) {
+      int64_t first = firstLayer[st];
+      int64_t last =
+          (st + 1 < sch.numStages ? firstLayer[st + 1] : numLayers) - 1;
+      std::string layers =
+          first == last ? llvm::formatv("layer {0}", first).str()
+                        : llvm::formatv("layers {0}-{1}", first, last).str();
+      os << llvm::formatv("    stage {0} on rank {1}: {2}{3}, {4:F1} "
+                          "MFLOP\n",
+                          st, sch.stageToRank[st], layers,
+                          st == 0 ? " + embedding"
+                          : st + 1 == sch.numStages ? " + head, loss"
+                                                    : "",
+                          stageFlops[st] / 1e6);
+    }
+  }
+  // Per rank: the state it holds and the largest train_step frame.
   llvm::StringMap<int64_t> stateBytes;
   for (auto def : module.getOps<rt::StateDefOp>())
     stateBytes[def.getSymName()] = def.getBufferType().getSizeInBytes();
@@ -1119,17 +1207,21 @@ void writePipeline(ModuleOp module, llvm::raw_ostream &os) {
     int64_t bytes = 0;
     for (auto &name : held)
       bytes += stateBytes.lookup(name.getKey());
-    os << "  stage " << *fn.getPpStage() << " (" << fn.getSymName()
+    int64_t frame = fn.getFrameBytes().value_or(0);
+    os << "  rank " << *fn.getPpStage() << " (" << fn.getSymName()
        << "): state " << formatBytes(bytes) << " held (" << held.size()
-       << " tensors), frame " << formatBytes(fn.getFrameBytes().value_or(0))
-       << "\n";
+       << " tensors), frame " << formatBytes(frame) << ", total "
+       << formatBytes(bytes + frame) << "\n";
   }
-  os << "  (the memory table above counts the state of every stage; a rank "
-        "holds only its stage's, as listed here)\n";
   os << "  per-rank order (algorithms.md §1.5 format):\n";
   std::string order = pipeline::formatSchedule(sch);
   for (StringRef line : llvm::split(StringRef(order).trim(), '\n'))
     os << "    " << line << "\n";
+  bool split = llvm::any_of(sch.rankOrders, [](const auto &ops) {
+    return llvm::any_of(ops, [](const pipeline::PipelineOp &op) {
+      return op.kind == pipeline::PipelineOp::Kind::I;
+    });
+  });
   pipeline::SimulationResult sim =
       pipeline::simulateSchedule(sch, pipeline::SimulationOptions());
   if (sim.deadlocked) {
@@ -1137,15 +1229,51 @@ void writePipeline(ModuleOp module, llvm::raw_ostream &os) {
     return;
   }
   double p = sch.numRanks, m = sch.numMicrobatches;
-  os << llvm::formatv("  unit-cost simulation (F=1, B=2 per stage-microbatch, "
-                      "no communication time): makespan {0}, bubble {1:F3} "
-                      "of the ideal time ((p-1)/m = {2:F3}), {3:F3} of the "
-                      "wall time\n",
-                      sim.makespan, sim.idleOverBusy, (p - 1) / m,
-                      sim.idleOverMakespan);
+  // The ideal bubble of the schedule family (algorithms.md §1.2).
+  double ideal = (p - 1) / m;
+  std::string formula = "(p-1)/m";
+  if (split && vpp == 1) {
+    ideal = (p - 1) / (3 * m);
+    formula = "(p-1)/(3m), ZB-H1";
+  } else if (kind == "interleaved") {
+    ideal = (p - 1) / (vpp * m);
+    formula = "(p-1)/(v*m)";
+  }
+  os << llvm::formatv("  unit-cost simulation ({0} per stage-microbatch, no "
+                      "communication time): makespan {1}, bubble {2:F3} of "
+                      "the ideal time ({3} = {4:F3}), {5:F3} of the wall "
+                      "time\n",
+                      split ? "F=1, I=1, W=1" : "F=1, B=2", sim.makespan,
+                      sim.idleOverBusy, formula, ideal, sim.idleOverMakespan);
   os << "  peak in-flight activations per rank (microbatches): [";
   llvm::interleaveComma(sim.peakActivations, os);
   os << "]\n";
+  // The same schedule with each stage's ops weighted by its FLOPs (F:B =
+  // 1:2, I = W = B/2), normalized to the mean stage: what an unbalanced
+  // split costs.
+  if (static_cast<int64_t>(stageFlops.size()) == sch.numStages) {
+    double mean = 0;
+    for (int64_t f : stageFlops)
+      mean += static_cast<double>(f) / sch.numStages;
+    if (mean > 0) {
+      pipeline::SimulationOptions weighted;
+      for (int64_t f : stageFlops) {
+        double w = static_cast<double>(f) / mean;
+        pipeline::OpCosts c;
+        c.forward = w;
+        c.backward = 2 * w;
+        c.inputGrad = w;
+        c.weightGrad = w;
+        weighted.stageCosts.push_back(c);
+      }
+      pipeline::SimulationResult ws = pipeline::simulateSchedule(sch, weighted);
+      if (!ws.deadlocked)
+        os << llvm::formatv("  FLOP-weighted simulation (stage costs "
+                            "relative to the mean stage): makespan {0:F2}, "
+                            "bubble {1:F3} of the ideal time\n",
+                            ws.makespan, ws.idleOverBusy);
+    }
+  }
 }
 
 struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {

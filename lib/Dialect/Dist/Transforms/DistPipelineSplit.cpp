@@ -58,6 +58,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -933,9 +934,9 @@ struct DistPipelineSplitPass
     }
     // The layer ranges of the stages and their costs, for dist-explain.
     Builder b(module.getContext());
-    SmallVector<Attribute> stageCost;
+    SmallVector<int64_t> stageCost;
     for (double cost : partition->stageCost)
-      stageCost.push_back(b.getF64FloatAttr(cost));
+      stageCost.push_back(static_cast<int64_t>(std::llround(cost)));
     module->setAttr(
         "dist.pipeline_stages",
         b.getDictionaryAttr(
@@ -943,7 +944,7 @@ struct DistPipelineSplitPass
                             b.getDenseI64ArrayAttr(partition->firstLayer)),
              b.getNamedAttr("num_layers",
                             b.getI64IntegerAttr(reference->getNumLayers())),
-             b.getNamedAttr("flops", b.getArrayAttr(stageCost))}));
+             b.getNamedAttr("flops", b.getDenseI64ArrayAttr(stageCost))}));
   }
 };
 

@@ -307,52 +307,75 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
 }
 
 def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
-  let summary = "One program per pipeline stage, in the plan's schedule";
+  let summary = "One program per pipeline rank, in the plan's schedule";
   let description = [{
-    Pipeline parallelism (plan `pp`, `mb`, `schedule`; DESIGN.md §5;
-    algorithms.md §1). Runs on the partitioned module (after
+    Pipeline parallelism (plan `pp`, `vpp`, `mb`, `schedule`; DESIGN.md
+    §5; algorithms.md §1). Runs on the partitioned module (after
     `dist-partition`, before `dist-bucket-collectives`, so that buckets
-    form per stage): every entry function `@E` (the train step, eval,
-    logits) becomes `@E__pp0 ... @E__pp<S-1>`, one per stage (one stage
-    per pp rank; `dist.entry = "E"`, `dist.pp_stage = s`), and `@E` is
-    erased. Nothing is sharded over `pp`: the stage programs hold
-    different ops, not different shards.
+    form per rank): every entry function `@E` (the train step, eval,
+    logits) becomes `@E__pp0 ... @E__pp<p-1>`, one per pp rank
+    (`dist.entry = "E"`, `dist.pp_stage = r`, `dist.pp_chunks` = the
+    stages it runs), and `@E` is erased. Nothing is sharded over `pp`: the
+    rank programs hold different ops, not different shards.
+
+    Stages. The model is cut into S = pp × vpp stages (model chunks) of
+    contiguous layers; stage s runs on rank `stageToRank[s]` of the
+    schedule (s itself for gpipe, 1f1b and zb-h1; s mod pp for interleaved
+    and looped-bfs, Megatron's chunk c of rank r = stage c·pp + r; the V
+    shape r, 2pp-1-r for zb-v). The k-th block call of a microbatch's
+    forward is layer k; layers go to stages by a cost-balanced split
+    (`lib/Pipeline` StagePartition: contiguous, >= 1 layer per stage,
+    minimizing the largest stage's FLOPs from `TfmCostOpInterface` over
+    microbatch 0's forward and backward, the embedding counted on the
+    first stage and the final norm, LM head and loss on the last, like
+    Megatron's account-for-embedding/loss-in-pipeline-split; equal layers
+    split evenly). One split serves every entry (recorded as
+    `dist.pipeline_stages`: first layer and FLOPs per stage).
 
     Placement. The ops of microbatch j (those that depend on its rows,
     `tfm.microbatch {index = j}`; all ops when there is one microbatch)
-    form the units F(s, j) and B(s, j) of each stage s; backward ops are
-    those that depend on the loss-gradient seed (`tfm.cross_entropy_grad`,
-    `tfm.vocab_ce_grad`). The k-th block call of a microbatch's forward is
-    layer k and goes to stage `k * S / L` (contiguous, equal ranges); a
+    form the units F(s, j) and B(s, j); backward ops are those that depend
+    on the loss-gradient seed (`tfm.cross_entropy_grad`,
+    `tfm.vocab_ce_grad`) and forward re-runs marked `tfm.recompute`
+    (activation recomputation; placed with their layer's backward). A
     backward block call takes the layer of the forward residuals it reads.
-    Other forward ops run on the latest stage of their operands (the
-    embedding on the first stage, the final norm, LM head and loss on the
-    last), backward ops on the earliest; ops with no staged operand follow
-    their users; ops without operands (constants) are recomputed where
-    used. The tail (ops that depend on several microbatches, the global
-    gradient norm `tfm.sum_squares` and everything after it) runs on every
-    stage that needs its results: every stage returns the loss and the
-    norm and updates the state it holds. A parameter used on two stages
-    (the embedding tied to the LM head) is held and updated on both from
-    the same gradient, which the stage that sums the two contributions
-    sends to the other (Megatron's embedding-group reduction). The global
-    norm is one partial `tfm.sum_squares` per stage over the gradients it
-    owns, then `dist.all_reduce` over `pp`: each gradient counted once.
+    Other forward ops run on the latest stage of their operands, backward
+    ops on the earliest; ops with no staged operand follow their users;
+    ops without operands (constants) are recomputed where used. For the
+    zero-bubble schedules (zb-h1, zb-v; Qi et al. 2023) B(s, j) is split
+    into I(s, j), the ops a value leaving the unit depends on (the input
+    gradient the previous stage waits for), and W(s, j), the rest (weight
+    gradients, read only by the tail); a block backward call is cut into
+    `@f__input` and `@f__weight` (the weight half takes the values of the
+    input half it reads, `dist.backward_part`). The tail (ops that depend
+    on several microbatches, the global gradient norm `tfm.sum_squares`
+    and everything after it) runs on every rank that needs its results:
+    every rank returns the loss and the norm and updates the state it
+    holds. A parameter used on two ranks (the embedding tied to the LM
+    head) is held and updated on both from the same gradient, which the
+    rank that sums the two contributions sends to the other (Megatron's
+    embedding-group reduction). The global norm is one partial
+    `tfm.sum_squares` per rank over the gradients it owns, then
+    `dist.all_reduce` over `pp`: each gradient counted once.
 
-    Schedule. Each stage runs its units in the order of the plan's
-    schedule (`gpipe`: all F then all B; `1f1b`: Megatron's
-    PipeDream-Flush, `lib/Pipeline`), forward-only entries in GPipe
-    order, then its tail. A value another stage's unit needs is sent with
-    `dist.send_start` right after the producing unit and received with
-    `dist.recv` at the start of the consuming unit, in the producer's
-    program order (so the k-th send of a pair matches the k-th receive);
-    values another stage's tail needs are sent and received first thing in
-    the tails. Send handles are waited at the end of the program, so a
-    send never blocks: with an acyclic schedule no program can deadlock
-    (`dist-verify-comm` checks all of this on the result).
+    Schedule. Each rank runs its units in the order of the plan's
+    schedule (`lib/Pipeline`: gpipe, 1f1b, interleaved, looped-bfs, zb-h1,
+    zb-v), forward-only entries stage by stage (each rank its stages in
+    increasing order, microbatches in order), then its tail. A value
+    another rank's unit needs is sent with `dist.send_start` right after
+    the producing unit; the consuming unit receives (`dist.recv`, at its
+    start) what it needs from each sender together with everything that
+    sender sent it before, so the k-th send of a pair matches the k-th
+    receive even when a rank produces values in another order than its
+    peer reads them. Values another rank's tail needs are sent and
+    received first thing in the tails. Send handles are waited at the end
+    of the program, so a send never blocks: with an acyclic schedule no
+    program can deadlock (`dist-verify-comm` checks all of this on the
+    result).
 
-    Not yet: interleaved (`vpp` > 1) and zero-bubble schedules, ZeRO-3
-    with pp, and a cost-balanced split with lighter first/last stages.
+    Errors: fewer layers than stages, a schedule the microbatch count does
+    not allow (interleaved: mb a multiple of pp), a tail reading state its
+    rank does not hold; each names the entry and the values.
   }];
   let dependentDialects = [
     "::autoshard::dist::DistDialect",
