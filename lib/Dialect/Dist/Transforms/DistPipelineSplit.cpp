@@ -30,12 +30,14 @@
 //    sum per rank (each gradient counted once, on its home rank) plus an
 //    all-reduce over `pp`;
 //  * transfers: a value a unit on another rank needs is sent
-//    (`dist.send_start`, waited at the end of the program) right after the
-//    producing unit and received at the start of the consuming unit, in
-//    the producer's program order; values a tail needs from another rank
-//    are sent and received at the start of the tails, in program order.
-//    With every send asynchronous, an acyclic schedule cannot deadlock
-//    (dist-verify-comm checks it).
+//    (`dist.send_start`) right after the producing unit and received at
+//    the start of the consuming unit, in the producer's program order;
+//    values a tail needs from another rank are sent and received at the
+//    start of the tails, in program order. A send is waited where it can
+//    no longer block (after a later message from its peer that the peer
+//    sent after receiving it), else at the end; with every send
+//    asynchronous, an acyclic schedule cannot deadlock (dist-verify-comm
+//    checks it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -859,6 +861,59 @@ EntrySplitter::buildRank(int64_t rank,
   return success();
 }
 
+/// Moves each send's wait from the end of its program to the earliest point
+/// where it cannot block: right after the first later receive from the same
+/// peer that the peer sends after receiving this message (then the peer has
+/// posted its receive, so the send completes). The sent buffer stays live
+/// until the wait (rt-lower), so this frees e.g. a 1F1B stage's sent
+/// activation at the microbatch's backward instead of at the end of the
+/// step. `rankFns[r]` is rank r's program of one entry.
+void placeSendWaits(MutableArrayRef<func::FuncOp> rankFns) {
+  struct Transfer {
+    Operation *op;
+    int64_t peer;
+    StringRef tag;
+    bool isSend;
+  };
+  std::vector<std::vector<Transfer>> transfers(rankFns.size());
+  for (auto [rank, fn] : llvm::enumerate(rankFns))
+    for (Operation &op : fn.front()) {
+      auto tag = op.getAttrOfType<StringAttr>("dist.tag");
+      if (auto send = dyn_cast<SendStartOp>(op); send && tag)
+        transfers[rank].push_back({&op, send.getPeer(), tag, true});
+      else if (auto recv = dyn_cast<RecvOp>(op); recv && tag)
+        transfers[rank].push_back({&op, recv.getPeer(), tag, false});
+    }
+  // Position of (peer, tag, isSend) in a rank's transfer list.
+  auto indexOf = [&](int64_t rank, int64_t peer, StringRef tag, bool isSend) {
+    for (auto [i, t] : llvm::enumerate(transfers[rank]))
+      if (t.peer == peer && t.tag == tag && t.isSend == isSend)
+        return static_cast<int64_t>(i);
+    return int64_t(-1);
+  };
+  for (auto [rank, list] : llvm::enumerate(transfers)) {
+    for (auto [i, send] : llvm::enumerate(list)) {
+      if (!send.isSend || send.peer < 0 ||
+          send.peer >= static_cast<int64_t>(rankFns.size()))
+        continue;
+      int64_t received = indexOf(send.peer, rank, send.tag, false);
+      if (received < 0)
+        continue;
+      for (const Transfer &later : ArrayRef(list).drop_front(i + 1)) {
+        if (later.isSend || later.peer != send.peer)
+          continue;
+        if (indexOf(send.peer, rank, later.tag, true) > received) {
+          Value handle = send.op->getResult(0);
+          if (handle.hasOneUse())
+            if (auto wait = dyn_cast<WaitOp>(*handle.getUsers().begin()))
+              wait->moveAfter(later.op);
+          break;
+        }
+      }
+    }
+  }
+}
+
 struct DistPipelineSplitPass
     : public dist::impl::DistPipelineSplitBase<DistPipelineSplitPass> {
   void runOnOperation() override {
@@ -925,6 +980,11 @@ struct DistPipelineSplitPass
     for (auto [fn, splitter] : llvm::zip(entries, splitters)) {
       if (failed(splitter->run(*partition)))
         return signalPassFailure();
+      SmallVector<func::FuncOp> rankFns;
+      for (int64_t rank = 0; rank < plan->pp; ++rank)
+        rankFns.push_back(module.lookupSymbol<func::FuncOp>(
+            (fn.getSymName() + "__pp" + Twine(rank)).str()));
+      placeSendWaits(rankFns);
       // The training schedule, for dist-explain's simulation.
       if (splitter->backward())
         module->setAttr("dist.pipeline_schedule",
