@@ -366,8 +366,9 @@ LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
       return f.getEntry() == step.getEntry();
     });
     r.ppStage = *stage;
-    r.entryNote = " on pp stage " + std::to_string(*stage) +
-                  ", the largest in memory of " + std::to_string(numStages);
+    r.entryNote = ", pp stage " + std::to_string(*stage) +
+                  ": the largest in memory of " + std::to_string(numStages) +
+                  " stages";
     llvm::StringSet<> held = heldStates(step);
     for (State &s : r.states)
       s.held = held.contains(s.name);
@@ -1007,7 +1008,7 @@ void writeText(const Report &r, llvm::raw_ostream &os) {
        << llvm::left_justify(axis, 5) << " " << text << "\n";
 
   os << "\ncollectives per " << r.entry << r.entryNote
-     << " per rank (calls expanded; bytes = local operand)\n";
+     << (r.entryNote.empty() ? "" : ",") << " per rank (calls expanded; bytes = local operand)\n";
   os << "  " << llvm::left_justify("strategy", 15) << " "
      << llvm::left_justify("op", 15) << " " << llvm::left_justify("axes", 6)
      << " " << llvm::right_justify("count", 6) << " "
