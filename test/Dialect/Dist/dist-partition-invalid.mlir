@@ -11,10 +11,11 @@ func.func @rope(%x: tensor<2x8x2x4xf32> {dist.sharding = #dist.sharding<@m, [{},
 
 // -----
 
-// Resharding never makes a complete value partial.
+// A value sharded on an axis does not become partial on it (a replicated
+// one does: dist-partition-reshard.mlir).
 dist.mesh @m [tp = 2]
-// expected-error @+1 {{cannot reshard #dist.sharding<@m, [{}]> to #dist.sharding<@m, [{}], partial = {tp: sum}>: axis 'tp' would become partial}}
-func.func @to_partial(%x: tensor<8xf32>) -> (tensor<8xf32> {dist.sharding = #dist.sharding<@m, [{}], partial = {tp: sum}>}) {
+// expected-error @+1 {{cannot reshard #dist.sharding<@m, [{tp}]> to #dist.sharding<@m, [{}], partial = {tp: sum}>: axis 'tp' would become partial}}
+func.func @to_partial(%x: tensor<8xf32> {dist.sharding = #dist.sharding<@m, [{tp}]>}) -> (tensor<8xf32> {dist.sharding = #dist.sharding<@m, [{}], partial = {tp: sum}>}) {
   return %x : tensor<8xf32>
 }
 

@@ -55,4 +55,23 @@ module {
     %y = dist.reshard %x to <@m, [{}, {b, a}, {}]> : tensor<8x16x24xf32>
     return %y : tensor<8x16x24xf32>
   }
+
+  // Replicated -> partial (sum): each member keeps 1/N of the value, so the
+  // group's sum is the value (PyTorch DTensor's Replicate -> Partial); no
+  // communication. Max needs nothing: every member holds the maximum.
+  // CHECK-LABEL: func.func @replicated_to_partial
+  // CHECK: tfm.scale %{{.*}} {factor = 2.500000e-01 : f64} : (tensor<4x16x24xf32>)
+  // CHECK-NOT: tfm.scale
+  // CHECK: return
+  func.func @replicated_to_partial(%x: tensor<8x16x24xf32> {dist.sharding = #dist.sharding<@m, [{a}, {}, {}]>}) -> (tensor<8x16x24xf32> {dist.sharding = #dist.sharding<@m, [{a}, {}, {}], partial = {b: sum}>}) {
+    %y = dist.reshard %x to <@m, [{a}, {}, {}], partial = {b: sum}> : tensor<8x16x24xf32>
+    return %y : tensor<8x16x24xf32>
+  }
+  // CHECK-LABEL: func.func @replicated_to_partial_max
+  // CHECK-NOT: tfm.scale
+  // CHECK: return
+  func.func @replicated_to_partial_max(%x: tensor<8x16x24xf32>) -> (tensor<8x16x24xf32> {dist.sharding = #dist.sharding<@m, [{}, {}, {}], partial = {b: max}>}) {
+    %y = dist.reshard %x to <@m, [{}, {}, {}], partial = {b: max}> : tensor<8x16x24xf32>
+    return %y : tensor<8x16x24xf32>
+  }
 }

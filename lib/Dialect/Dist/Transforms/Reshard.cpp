@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "autoshard/Dialect/Dist/Transforms/Reshard.h"
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
@@ -109,12 +110,34 @@ FailureOr<Value> Resharder::run(Value value, ShardingAttr from,
   Layout dst(to);
   unsigned rank = cur.dims.size();
 
-  // A value cannot become partial (or change its reduction) by resharding.
-  for (const PartialAxis &p : dst.partial)
-    if (cur.partialKind(p.axis) != p.kind)
+  // Replicated -> partial on an axis (e.g. a replicated gradient added to a
+  // partial one): with a sum, each member takes 1/N of the value so that the
+  // group's sum is the value again (PyTorch DTensor's Replicate -> Partial);
+  // with max every member already holds the maximum. A value sharded on the
+  // axis, or partial with another reduction, cannot become partial.
+  double factor = 1.0;
+  for (const PartialAxis &p : dst.partial) {
+    std::optional<ReductionKind> kind = cur.partialKind(p.axis);
+    if (kind == p.kind)
+      continue;
+    bool sharded = llvm::any_of(cur.dims, [&](const AxisList &axes) {
+      return llvm::is_contained(axes, p.axis);
+    });
+    if (kind || sharded ||
+        (p.kind != ReductionKind::Sum && p.kind != ReductionKind::Max))
       return emitError(loc)
              << "cannot reshard " << from << " to " << to << ": axis '"
              << p.axis.getValue() << "' would become partial";
+    if (p.kind == ReductionKind::Sum)
+      factor /= static_cast<double>(groupSize({p.axis}));
+    cur.partial.push_back(p);
+  }
+  if (factor != 1.0) {
+    if (!isa<FloatType>(cast<ShapedType>(value.getType()).getElementType()))
+      return emitError(loc) << "cannot reshard " << from << " to " << to
+                            << ": an integer value cannot become partial";
+    value = autoshard::tfm::ScaleOp::create(b, loc, value, factor);
+  }
 
   // Partial axes that the target does not keep (or keeps with another
   // reduction).
