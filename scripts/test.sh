@@ -100,6 +100,12 @@ plan_sweep() {
     --config "$ROOT/configs/models/llama-tiny-cpu.json" \
     --plans "tp=2;dp=2,tp=2,zero=1;tp=2,sp=1,dp=2;pp=2,tp=2,mb=2,schedule=zb-h1;pp=2,dp=2,mb=4,schedule=interleaved,vpp=2" \
     --junit "$REPORTS/plan_sweep_llama.xml" --out "$BUILD_DIR/plan-sweep-llama" || rc=1
+  # Mixtral blocks (top-2 MoE with the load-balancing loss) under dp, tp,
+  # ZeRO-3 and pp.
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+    --config "$ROOT/configs/models/mixtral-tiny-cpu.json" \
+    --plans "dp=2,tp=2;dp=4,zero=3;tp=2,sp=1,dp=2,zero=1;pp=2,mb=4,schedule=zb-h1" \
+    --junit "$REPORTS/plan_sweep_mixtral.xml" --out "$BUILD_DIR/plan-sweep-mixtral" || rc=1
   return $rc
 }
 phase plan_sweep plan_sweep

@@ -717,6 +717,69 @@ struct DropoutPartition : public TfmPartitionOpInterface::ExternalModel<
   }
 };
 
+/// moe_aux_loss with the batch dim sharded (data parallelism): the loss is
+/// a mean of per-sequence terms, so each rank takes the mean of its
+/// sequences, rescaled to (local sum) / (global B); the result is partial
+/// (sum) over the batch axes.
+struct MoeAuxLossPartition
+    : public TfmPartitionOpInterface::ExternalModel<MoeAuxLossPartition,
+                                                    MoeAuxLossOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto aux = cast<MoeAuxLossOp>(op);
+    auto logits = cast<ShardingAttr>(ctx.getOperandSharding(0));
+    AxisList batch = logits.getDimAxes(0);
+    if (batch.empty())
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    FailureOr<Value> logitsL =
+        ctx.getOperandAs(0, makeSharding(mesh, {batch, {}, {}}));
+    FailureOr<Value> idsL =
+        ctx.getOperandAs(1, makeSharding(mesh, {batch, {}, {}}));
+    if (failed(logitsL) || failed(idsL))
+      return failure();
+    OpBuilder &b = ctx.getBuilder();
+    Value loss = b.create<MoeAuxLossOp>(op->getLoc(), *logitsL, *idsL);
+    int64_t global = tensorOf(aux.getLogits()).getShape()[0];
+    int64_t local = tensorOf(*logitsL).getShape()[0];
+    if (local != global)
+      loss = b.create<ScaleOp>(op->getLoc(), loss,
+                               static_cast<double>(local) / global);
+    ctx.setResult(0, loss, makeSharding(mesh, {}, batch));
+    return true;
+  }
+};
+
+/// moe_aux_loss_grad with the batch dim sharded: the local gradient, whose
+/// 1/B uses the local B, rescaled to the global B.
+struct MoeAuxLossGradPartition
+    : public TfmPartitionOpInterface::ExternalModel<MoeAuxLossGradPartition,
+                                                    MoeAuxLossGradOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto grad = cast<MoeAuxLossGradOp>(op);
+    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    AxisList batch = out.getDimAxes(0);
+    if (batch.empty())
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    ShardingAttr local3 = makeSharding(mesh, {batch, {}, {}});
+    FailureOr<Value> dlossL = ctx.getOperandAs(0, makeSharding(mesh, {}));
+    FailureOr<Value> logitsL = ctx.getOperandAs(1, local3);
+    FailureOr<Value> idsL = ctx.getOperandAs(2, local3);
+    if (failed(dlossL) || failed(logitsL) || failed(idsL))
+      return failure();
+    OpBuilder &b = ctx.getBuilder();
+    Value dlogits =
+        b.create<MoeAuxLossGradOp>(op->getLoc(), *dlossL, *logitsL, *idsL);
+    int64_t global = tensorOf(grad.getLogits()).getShape()[0];
+    int64_t local = tensorOf(*logitsL).getShape()[0];
+    if (local != global)
+      dlogits = b.create<ScaleOp>(op->getLoc(), dlogits,
+                                  static_cast<double>(local) / global);
+    ctx.setResult(0, dlogits, local3);
+    return true;
+  }
+};
+
 } // namespace
 
 void autoshard::tfm::attachPartitionInterfaces(MLIRContext *ctx) {
@@ -729,6 +792,8 @@ void autoshard::tfm::attachPartitionInterfaces(MLIRContext *ctx) {
   DropoutGradOp::attachInterface<
       DropoutPartition<DropoutGradOp, DropoutLocalGradOp>>(*ctx);
   PositionEmbeddingOp::attachInterface<PositionEmbeddingPartition>(*ctx);
+  MoeAuxLossOp::attachInterface<MoeAuxLossPartition>(*ctx);
+  MoeAuxLossGradOp::attachInterface<MoeAuxLossGradPartition>(*ctx);
   PositionEmbeddingGradOp::attachInterface<PositionEmbeddingGradPartition>(
       *ctx);
 }
