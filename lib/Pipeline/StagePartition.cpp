@@ -52,14 +52,14 @@ autoshard::pipeline::partitionLayers(const std::vector<double> &layerCost,
   for (int64_t l = 0; l < numLayers; ++l)
     if (!(layerCost[l] >= 0) || !std::isfinite(layerCost[l]))
       return OrError<StagePartition>::failure(
-          "stage partition: layer " + std::to_string(l) +
-          " has cost " + std::to_string(layerCost[l]) +
-          " (expected finite and >= 0)");
+          "stage partition: layer " + std::to_string(l) + " has cost " +
+          std::to_string(layerCost[l]) + " (expected finite and >= 0)");
   for (double extra : {firstExtra, lastExtra})
     if (!(extra >= 0) || !std::isfinite(extra))
       return OrError<StagePartition>::failure(
           "stage partition: first/last stage extra cost must be finite and "
-          ">= 0, found " + std::to_string(extra));
+          ">= 0, found " +
+          std::to_string(extra));
 
   std::vector<double> prefix(numLayers + 1, 0);
   for (int64_t l = 0; l < numLayers; ++l)
@@ -67,8 +67,8 @@ autoshard::pipeline::partitionLayers(const std::vector<double> &layerCost,
   double mean = static_cast<double>(numLayers) / numStages;
   // best[s][l]: the best split of layers 0..l-1 into stages 0..s-1;
   // from[s][l]: the first layer of stage s-1 in it.
-  std::vector<std::vector<Score>> best(
-      numStages + 1, std::vector<Score>(numLayers + 1));
+  std::vector<std::vector<Score>> best(numStages + 1,
+                                       std::vector<Score>(numLayers + 1));
   std::vector<std::vector<int64_t>> from(
       numStages + 1, std::vector<int64_t>(numLayers + 1, -1));
   best[0][0] = Score{0, 0};

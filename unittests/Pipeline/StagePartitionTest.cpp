@@ -8,8 +8,8 @@ using namespace autoshard::pipeline;
 
 namespace {
 
-std::vector<int64_t> firstLayers(const std::vector<double> &costs,
-                                 double first, double last, int64_t stages) {
+std::vector<int64_t> firstLayers(const std::vector<double> &costs, double first,
+                                 double last, int64_t stages) {
   OrError<StagePartition> partition =
       partitionLayers(costs, first, last, stages);
   EXPECT_TRUE(partition) << partition.error();

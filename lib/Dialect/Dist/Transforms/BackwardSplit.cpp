@@ -52,9 +52,8 @@ BackwardCallSplitter::splitCallee(func::FuncOp callee,
   llvm::DenseSet<Operation *> inputOps, weightOps;
   collectSlice(inputRoots, inputOps, nullptr);
   collectSlice(weightRoots, weightOps, &inputOps);
-  bool ownWork = llvm::any_of(weightOps, [&](Operation *op) {
-    return !isOperandFree(op);
-  });
+  bool ownWork = llvm::any_of(
+      weightOps, [&](Operation *op) { return !isOperandFree(op); });
   if (!ownWork)
     return std::nullopt;
   // Values of the input part the weight part reads (block arguments are

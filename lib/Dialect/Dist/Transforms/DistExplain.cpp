@@ -362,9 +362,8 @@ LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
     }
   r.entry = step.getEntry()->str();
   if (auto stage = step.getPpStage()) {
-    int64_t numStages = llvm::count_if(entries, [&](rt::FuncOp f) {
-      return f.getEntry() == step.getEntry();
-    });
+    int64_t numStages = llvm::count_if(
+        entries, [&](rt::FuncOp f) { return f.getEntry() == step.getEntry(); });
     r.ppStage = *stage;
     r.entryNote = ", pp stage " + std::to_string(*stage) +
                   ": the largest in memory of " + std::to_string(numStages) +
@@ -1008,7 +1007,8 @@ void writeText(const Report &r, llvm::raw_ostream &os) {
        << llvm::left_justify(axis, 5) << " " << text << "\n";
 
   os << "\ncollectives per " << r.entry << r.entryNote
-     << (r.entryNote.empty() ? "" : ",") << " per rank (calls expanded; bytes = local operand)\n";
+     << (r.entryNote.empty() ? "" : ",")
+     << " per rank (calls expanded; bytes = local operand)\n";
   os << "  " << llvm::left_justify("strategy", 15) << " "
      << llvm::left_justify("op", 15) << " " << llvm::left_justify("axes", 6)
      << " " << llvm::right_justify("count", 6) << " "
@@ -1190,7 +1190,7 @@ void writePipeline(ModuleOp module, llvm::raw_ostream &os) {
       os << llvm::formatv("    stage {0} on rank {1}: {2}{3}, {4:F1} "
                           "MFLOP\n",
                           st, sch.stageToRank[st], layers,
-                          st == 0 ? " + embedding"
+                          st == 0                   ? " + embedding"
                           : st + 1 == sch.numStages ? " + head, loss"
                                                     : "",
                           stageFlops[st] / 1e6);

@@ -519,7 +519,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
         return failure();
       operands.push_back(*v);
     }
-    builder.create<func::ReturnOp>(loc, operands);
+    func::ReturnOp::create(builder, loc, operands);
     return success();
   }
 

@@ -319,8 +319,7 @@ LogicalResult EntrySplitter::place() {
   return success();
 }
 
-LogicalResult EntrySplitter::classifyBackward(bool allowSplit,
-                                              bool &didSplit) {
+LogicalResult EntrySplitter::classifyBackward(bool allowSplit, bool &didSplit) {
   // I (input gradient): the backward ops of a unit that a value leaving
   // the unit depends on (the gradient the previous stage waits for, the
   // LM head's share of a tied embedding's gradient); W (weight gradient):
@@ -340,8 +339,8 @@ LogicalResult EntrySplitter::classifyBackward(bool allowSplit,
         Placement u = placement.lookup(user);
         if (u.kind != Placement::Unit)
           continue;
-        bool sameUnit = u.stage == p.stage && u.microbatch == p.microbatch &&
-                        u.backward();
+        bool sameUnit =
+            u.stage == p.stage && u.microbatch == p.microbatch && u.backward();
         if (!sameUnit || input.contains(user))
           usedByInput.set(i);
       }
@@ -605,8 +604,7 @@ LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
   std::vector<std::vector<pipeline::PipelineOp>> orders(numRanks);
   if (hasBackward) {
     pipeline::OrError<pipeline::PipelineSchedule> schedule =
-        pipeline::buildSchedule(kind, numRanks, numMicrobatches,
-                                stagesPerRank);
+        pipeline::buildSchedule(kind, numRanks, numMicrobatches, stagesPerRank);
     if (!schedule)
       return func.emitError() << "dist-pipeline-split: " << schedule.error();
     scheduleText = pipeline::formatSchedule(*schedule);
@@ -628,10 +626,9 @@ LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
     if (failed(classifyBackward(/*allowSplit=*/true, didSplit)))
       return failure();
     // The cut calls are new ops: place them, then mark I and W again.
-    if (didSplit &&
-        (failed(place()) || failed(assignLayers()) ||
-         failed(assignStages(partition)) ||
-         failed(classifyBackward(/*allowSplit=*/false, didSplit))))
+    if (didSplit && (failed(place()) || failed(assignLayers()) ||
+                     failed(assignStages(partition)) ||
+                     failed(classifyBackward(/*allowSplit=*/false, didSplit))))
       return failure();
   }
   if (failed(computeDemand()))
@@ -641,8 +638,8 @@ LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
   unitOps.assign(numRanks, {});
   for (Operation *op : ops)
     if (Placement p = placement.lookup(op); p.kind == Placement::Unit)
-      unitOps[stageToRank[p.stage]][{p.stage, p.microbatch, p.part}]
-          .push_back(op);
+      unitOps[stageToRank[p.stage]][{p.stage, p.microbatch, p.part}].push_back(
+          op);
   sendSequence.assign(numRanks, std::vector<SmallVector<Value>>(numRanks));
   for (int64_t from = 0; from < numRanks; ++from)
     for (const pipeline::PipelineOp &u : orders[from])
@@ -760,8 +757,7 @@ EntrySplitter::buildRank(int64_t rank,
   // sender may produce values in another order than this rank reads them).
   SmallVector<unsigned> received(numRanks, 0);
   for (const pipeline::PipelineOp &u : order) {
-    ArrayRef<Operation *> unit =
-        unitOps[rank][{u.stage, u.microbatch, u.kind}];
+    ArrayRef<Operation *> unit = unitOps[rank][{u.stage, u.microbatch, u.kind}];
     SmallVector<unsigned> upTo(numRanks, 0);
     for (Operation *op : unit)
       for (Value operand : op->getOperands()) {
@@ -774,10 +770,9 @@ EntrySplitter::buildRank(int64_t rank,
         if (it == sequence.end())
           return op->emitError()
                  << "dist-pipeline-split: rank " << rank << " ("
-                 << pipeline::formatOp(u) << ") reads a value of rank "
-                 << from << " that no unit of rank " << from << " sends";
-        upTo[from] =
-            std::max<unsigned>(upTo[from], it - sequence.begin() + 1);
+                 << pipeline::formatOp(u) << ") reads a value of rank " << from
+                 << " that no unit of rank " << from << " sends";
+        upTo[from] = std::max<unsigned>(upTo[from], it - sequence.begin() + 1);
       }
     for (int64_t from = 0; from < numRanks; ++from)
       for (; received[from] < upTo[from]; ++received[from])
@@ -788,10 +783,9 @@ EntrySplitter::buildRank(int64_t rank,
       Operation *clone = b.clone(*op, map);
       for (Value operand : clone->getOperands())
         if (operand.getParentRegion() != &fn.getBody())
-          return op->emitError()
-                 << "dist-pipeline-split: rank " << rank << " runs this op ("
-                 << pipeline::formatOp(u)
-                 << ") before its operand is available there";
+          return op->emitError() << "dist-pipeline-split: rank " << rank
+                                 << " runs this op (" << pipeline::formatOp(u)
+                                 << ") before its operand is available there";
     }
     // Outputs other ranks' units need, in program order, per rank.
     for (Operation *op : unit)
@@ -880,9 +874,11 @@ void placeSendWaits(MutableArrayRef<func::FuncOp> rankFns) {
     for (Operation &op : fn.front()) {
       auto tag = op.getAttrOfType<StringAttr>("dist.tag");
       if (auto send = dyn_cast<SendStartOp>(op); send && tag)
-        transfers[rank].push_back({&op, send.getPeer(), tag, true});
+        transfers[rank].push_back(
+            {&op, static_cast<int64_t>(send.getPeer()), tag, true});
       else if (auto recv = dyn_cast<RecvOp>(op); recv && tag)
-        transfers[rank].push_back({&op, recv.getPeer(), tag, false});
+        transfers[rank].push_back(
+            {&op, static_cast<int64_t>(recv.getPeer()), tag, false});
     }
   // Position of (peer, tag, isSend) in a rank's transfer list.
   auto indexOf = [&](int64_t rank, int64_t peer, StringRef tag, bool isSend) {
@@ -987,9 +983,9 @@ struct DistPipelineSplitPass
       placeSendWaits(rankFns);
       // The training schedule, for dist-explain's simulation.
       if (splitter->backward())
-        module->setAttr("dist.pipeline_schedule",
-                        StringAttr::get(module.getContext(),
-                                        splitter->scheduleText));
+        module->setAttr(
+            "dist.pipeline_schedule",
+            StringAttr::get(module.getContext(), splitter->scheduleText));
       fn.erase();
     }
     // The layer ranges of the stages and their costs, for dist-explain.

@@ -67,9 +67,9 @@ private:
   }
 
   Value allGather(Value v, ArrayRef<StringAttr> axes, int64_t dim) {
-    return b.create<AllGatherOp>(loc, withDim(v, dim, groupSize(axes), 1), v,
-                                 meshRef, axesAttr(axes),
-                                 b.getI64IntegerAttr(dim));
+    return AllGatherOp::create(b, loc, withDim(v, dim, groupSize(axes), 1), v,
+                               meshRef, axesAttr(axes),
+                               b.getI64IntegerAttr(dim));
   }
   Value allToAll(Value v, ArrayRef<StringAttr> axes, int64_t splitDim,
                  int64_t concatDim) {
@@ -77,24 +77,24 @@ private:
     RankedTensorType type = withDim(v, splitDim, 1, n);
     SmallVector<int64_t> shape(type.getShape());
     shape[concatDim] *= n;
-    return b.create<AllToAllOp>(loc, type.clone(shape), v, meshRef,
-                                axesAttr(axes), b.getI64IntegerAttr(splitDim),
-                                b.getI64IntegerAttr(concatDim));
+    return AllToAllOp::create(b, loc, type.clone(shape), v, meshRef,
+                              axesAttr(axes), b.getI64IntegerAttr(splitDim),
+                              b.getI64IntegerAttr(concatDim));
   }
   Value reduceScatter(Value v, ArrayRef<StringAttr> axes, int64_t dim,
                       ReductionKind kind) {
-    return b.create<ReduceScatterOp>(
-        loc, withDim(v, dim, 1, groupSize(axes)), v, meshRef, axesAttr(axes),
+    return ReduceScatterOp::create(
+        b, loc, withDim(v, dim, 1, groupSize(axes)), v, meshRef, axesAttr(axes),
         b.getI64IntegerAttr(dim), ReductionKindAttr::get(b.getContext(), kind));
   }
   Value allReduce(Value v, ArrayRef<StringAttr> axes, ReductionKind kind) {
-    return b.create<AllReduceOp>(loc, v.getType(), v, meshRef, axesAttr(axes),
-                                 ReductionKindAttr::get(b.getContext(), kind));
+    return AllReduceOp::create(b, loc, v.getType(), v, meshRef, axesAttr(axes),
+                               ReductionKindAttr::get(b.getContext(), kind));
   }
   Value shardSlice(Value v, ArrayRef<StringAttr> axes, int64_t dim) {
-    return b.create<ShardSliceOp>(loc, withDim(v, dim, 1, groupSize(axes)), v,
-                                  meshRef, axesAttr(axes),
-                                  b.getI64IntegerAttr(dim));
+    return ShardSliceOp::create(b, loc, withDim(v, dim, 1, groupSize(axes)), v,
+                                meshRef, axesAttr(axes),
+                                b.getI64IntegerAttr(dim));
   }
 
   OpBuilder &b;

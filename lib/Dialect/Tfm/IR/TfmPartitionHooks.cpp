@@ -273,16 +273,16 @@ AxisList inMeshOrder(dist::MeshOp mesh, ArrayRef<StringAttr> axes) {
 Value allReduce(OpBuilder &b, Location loc, dist::MeshOp mesh, Value input,
                 ArrayRef<StringAttr> axes, dist::ReductionKind kind) {
   MLIRContext *ctx = b.getContext();
-  return b.create<dist::AllReduceOp>(
-      loc, input.getType(), input,
+  return dist::AllReduceOp::create(
+      b, loc, input.getType(), input,
       FlatSymbolRefAttr::get(mesh.getSymNameAttr()), axesAttr(ctx, axes),
       dist::ReductionKindAttr::get(ctx, kind));
 }
 
 Value axisIndex(OpBuilder &b, Location loc, dist::MeshOp mesh,
                 ArrayRef<StringAttr> axes) {
-  return b.create<dist::AxisIndexOp>(
-      loc, RankedTensorType::get({}, b.getI64Type()),
+  return dist::AxisIndexOp::create(
+      b, loc, RankedTensorType::get({}, b.getI64Type()),
       FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
       axesAttr(b.getContext(), axes));
 }
@@ -346,10 +346,10 @@ ceStatistics(PartitionContext &ctx, Location loc, dist::MeshOp mesh,
     return *cached;
   OpBuilder &b = ctx.getBuilder();
   Value shard = axisIndex(b, loc, mesh, layout.vocab);
-  Value max = b.create<VocabCeMaxOp>(loc, logitsL, shard, vocabSize);
+  Value max = VocabCeMaxOp::create(b, loc, logitsL, shard, vocabSize);
   max = allReduce(b, loc, mesh, max, layout.vocab, dist::ReductionKind::Max);
   Value stats =
-      b.create<VocabCeStatsOp>(loc, logitsL, labelsL, max, shard, vocabSize);
+      VocabCeStatsOp::create(b, loc, logitsL, labelsL, max, shard, vocabSize);
   stats =
       allReduce(b, loc, mesh, stats, layout.vocab, dist::ReductionKind::Sum);
   SmallVector<Value> values{max, stats, shard};
@@ -392,7 +392,7 @@ struct EmbeddingPartition
     OpBuilder &b = ctx.getBuilder();
     Value shard = axisIndex(b, op->getLoc(), meshOf(ctx), vocab);
     Value local =
-        b.create<VocabEmbeddingOp>(op->getLoc(), *idsL, *tableL, shard);
+        VocabEmbeddingOp::create(b, op->getLoc(), *idsL, *tableL, shard);
     SmallVector<AxisList> outDims(idsDims);
     outDims.push_back(out.getDimAxes(rank - 1));
     ctx.setResult(0, local, makeSharding(mesh, outDims, vocab));
@@ -438,8 +438,8 @@ struct EmbeddingGradPartition
              << shards;
     OpBuilder &b = ctx.getBuilder();
     Value shard = axisIndex(b, op->getLoc(), meshOp, vocab);
-    Value local = b.create<VocabEmbeddingGradOp>(op->getLoc(), *idsL, *dyL,
-                                                 shard, rows / shards);
+    Value local = VocabEmbeddingGradOp::create(b, op->getLoc(), *idsL, *dyL,
+                                               shard, rows / shards);
     ctx.setResult(0, local, makeSharding(mesh, {vocab, hidden}, tokenAxes));
     return true;
   }
@@ -475,18 +475,18 @@ struct CrossEntropyPartition
     if (layout.vocab.empty()) {
       // Local mean, rescaled to (local sum) / (global token count).
       loss =
-          b.create<CrossEntropyOp>(loc, *logitsL, *labelsL, ce.getVocabSize());
+          CrossEntropyOp::create(b, loc, *logitsL, *labelsL, ce.getVocabSize());
       int64_t local = numElements(tensorOf(*labelsL).getShape());
       if (local != tokens)
         loss =
-            b.create<ScaleOp>(loc, loss, static_cast<double>(local) / tokens);
+            ScaleOp::create(b, loc, loss, static_cast<double>(local) / tokens);
     } else {
       FailureOr<SmallVector<Value>> stats =
           ceStatistics(ctx, loc, meshOf(ctx), ce.getLogits(), *logitsL,
                        *labelsL, layout, logitsSharding, vocabSize);
       if (failed(stats))
         return failure();
-      loss = b.create<VocabCeLossOp>(loc, (*stats)[1], (*stats)[0], tokens);
+      loss = VocabCeLossOp::create(b, loc, (*stats)[1], (*stats)[0], tokens);
     }
     ctx.setResult(0, loss, makeSharding(mesh, {}, layout.tokenAxes()));
     return true;
@@ -516,21 +516,21 @@ struct CrossEntropyGradPartition
         ce.getVocabSize().value_or(tensorOf(ce.getLogits()).getShape().back());
     Value grad;
     if (layout.vocab.empty()) {
-      grad = b.create<CrossEntropyGradOp>(loc, *dlossL, *logitsL, *labelsL,
-                                          ce.getVocabSize());
+      grad = CrossEntropyGradOp::create(b, loc, *dlossL, *logitsL, *labelsL,
+                                        ce.getVocabSize());
       int64_t local = numElements(tensorOf(*labelsL).getShape());
       if (local != tokens)
         grad =
-            b.create<ScaleOp>(loc, grad, static_cast<double>(local) / tokens);
+            ScaleOp::create(b, loc, grad, static_cast<double>(local) / tokens);
     } else {
       FailureOr<SmallVector<Value>> stats =
           ceStatistics(ctx, loc, meshOf(ctx), ce.getLogits(), *logitsL,
                        *labelsL, layout, logitsSharding, vocabSize);
       if (failed(stats))
         return failure();
-      grad =
-          b.create<VocabCeGradOp>(loc, *dlossL, *logitsL, *labelsL, (*stats)[0],
-                                  (*stats)[1], (*stats)[2], vocabSize, tokens);
+      grad = VocabCeGradOp::create(b, loc, *dlossL, *logitsL, *labelsL,
+                                   (*stats)[0], (*stats)[1], (*stats)[2],
+                                   vocabSize, tokens);
     }
     ctx.setResult(0, grad, logitsSharding);
     return true;
@@ -556,8 +556,8 @@ struct PositionEmbeddingPartition
     if (failed(table))
       return failure();
     auto pos = cast<PositionEmbeddingOp>(op);
-    Value local = ctx.getBuilder().create<PositionEmbeddingOp>(
-        op->getLoc(), *table, pos.getSeqLen());
+    Value local = PositionEmbeddingOp::create(ctx.getBuilder(), op->getLoc(),
+                                              *table, pos.getSeqLen());
     ctx.setResult(0, local, makeSharding(mesh, {{}, hidden}));
     return true;
   }
@@ -582,7 +582,7 @@ struct PositionEmbeddingGradPartition
     unsigned rank = dy.getRank();
     auto grad = cast<PositionEmbeddingGradOp>(op);
     int64_t seq = tensorOf(grad.getDy()).getShape()[rank - 2];
-    bool full = seq == grad.getNumPositions();
+    bool full = seq == static_cast<int64_t>(grad.getNumPositions());
     auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
     AxisList hidden = out.getDimAxes(1);
     AxisList seqAxes;
@@ -619,8 +619,8 @@ struct PositionEmbeddingGradPartition
       return failure();
     int64_t rows =
         full ? tensorOf(*dyL).getShape()[rank - 2] : grad.getNumPositions();
-    Value local = ctx.getBuilder().create<PositionEmbeddingGradOp>(op->getLoc(),
-                                                                   *dyL, rows);
+    Value local = PositionEmbeddingGradOp::create(ctx.getBuilder(),
+                                                  op->getLoc(), *dyL, rows);
     llvm::append_range(lead, partial);
     ctx.setResult(0, local, makeSharding(mesh, {seqAxes, hidden}, lead));
     return true;
@@ -653,10 +653,10 @@ struct SumSquaresPartition
     Location loc = op->getLoc();
     Value total;
     for (auto &[axes, values] : groups) {
-      Value sum = b.create<SumSquaresOp>(loc, values);
+      Value sum = SumSquaresOp::create(b, loc, values);
       if (!axes.empty())
         sum = allReduce(b, loc, mesh, sum, axes, dist::ReductionKind::Sum);
-      total = total ? b.create<AddOp>(loc, total, sum).getResult() : sum;
+      total = total ? AddOp::create(b, loc, total, sum).getResult() : sum;
     }
     ctx.setResult(
         0, total,
@@ -738,12 +738,12 @@ struct MoeAuxLossPartition
     if (failed(logitsL) || failed(idsL))
       return failure();
     OpBuilder &b = ctx.getBuilder();
-    Value loss = b.create<MoeAuxLossOp>(op->getLoc(), *logitsL, *idsL);
+    Value loss = MoeAuxLossOp::create(b, op->getLoc(), *logitsL, *idsL);
     int64_t global = tensorOf(aux.getLogits()).getShape()[0];
     int64_t local = tensorOf(*logitsL).getShape()[0];
     if (local != global)
-      loss = b.create<ScaleOp>(op->getLoc(), loss,
-                               static_cast<double>(local) / global);
+      loss = ScaleOp::create(b, op->getLoc(), loss,
+                             static_cast<double>(local) / global);
     ctx.setResult(0, loss, makeSharding(mesh, {}, batch));
     return true;
   }
@@ -769,12 +769,12 @@ struct MoeAuxLossGradPartition
       return failure();
     OpBuilder &b = ctx.getBuilder();
     Value dlogits =
-        b.create<MoeAuxLossGradOp>(op->getLoc(), *dlossL, *logitsL, *idsL);
+        MoeAuxLossGradOp::create(b, op->getLoc(), *dlossL, *logitsL, *idsL);
     int64_t global = tensorOf(grad.getLogits()).getShape()[0];
     int64_t local = tensorOf(*logitsL).getShape()[0];
     if (local != global)
-      dlogits = b.create<ScaleOp>(op->getLoc(), dlogits,
-                                  static_cast<double>(local) / global);
+      dlogits = ScaleOp::create(b, op->getLoc(), dlogits,
+                                static_cast<double>(local) / global);
     ctx.setResult(0, dlogits, local3);
     return true;
   }
