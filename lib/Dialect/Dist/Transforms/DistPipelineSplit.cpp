@@ -154,12 +154,15 @@ double flopsOf(Operation *op, SymbolTableCollection &symbols,
 
 class EntrySplitter {
 public:
+  /// `given`: the training schedule dist-schedule chose (or a user's), or
+  /// null to build the one of `kind`.
   EntrySplitter(func::FuncOp func, MeshOp mesh, int64_t numRanks,
                 int64_t stagesPerRank, pipeline::ScheduleKind kind,
+                const pipeline::PipelineSchedule *given,
                 BackwardCallSplitter &callSplitter)
       : func(func), mesh(mesh), numRanks(numRanks),
         stagesPerRank(stagesPerRank), numStages(numRanks * stagesPerRank),
-        kind(kind), callSplitter(callSplitter) {}
+        kind(kind), given(given), callSplitter(callSplitter) {}
 
   /// Places every op in units and tail and finds the layers (cutting
   /// backward calls into I and W for the zero-bubble schedules).
@@ -201,6 +204,7 @@ private:
   int64_t numRanks, stagesPerRank, numStages;
   int64_t numMicrobatches = 1;
   pipeline::ScheduleKind kind;
+  const pipeline::PipelineSchedule *given;
   BackwardCallSplitter &callSplitter;
   bool hasBackward = false;
   std::vector<int64_t> stageToRank;
@@ -602,26 +606,43 @@ LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
            << " block calls (layers), which does not fit the stage split of "
               "the module's training step";
   std::vector<std::vector<pipeline::PipelineOp>> orders(numRanks);
+  bool splitBackward = splitsBackward(kind);
   if (hasBackward) {
     pipeline::OrError<pipeline::PipelineSchedule> schedule =
-        pipeline::buildSchedule(kind, numRanks, numMicrobatches, stagesPerRank);
+        given ? pipeline::OrError<pipeline::PipelineSchedule>(*given)
+              : pipeline::buildSchedule(kind, numRanks, numMicrobatches,
+                                        stagesPerRank);
     if (!schedule)
       return func.emitError() << "dist-pipeline-split: " << schedule.error();
+    if (schedule->numRanks != numRanks || schedule->numStages != numStages ||
+        schedule->numMicrobatches != numMicrobatches)
+      return func.emitError()
+             << "dist-pipeline-split: dist.pipeline_schedule has "
+             << schedule->numRanks << " ranks, " << schedule->numStages
+             << " stages and " << schedule->numMicrobatches
+             << " microbatches, but @" << func.getSymName() << " needs "
+             << numRanks << ", " << numStages << " and " << numMicrobatches;
     scheduleText = pipeline::formatSchedule(*schedule);
     stageToRank = schedule->stageToRank;
     orders = schedule->rankOrders;
+    splitBackward = llvm::any_of(orders, [](const auto &rankOps) {
+      return llvm::any_of(rankOps, [](const pipeline::PipelineOp &op) {
+        return op.kind == UnitKind::I;
+      });
+    });
   } else {
     // Forward only (eval, logits): every rank runs its stages in increasing
     // order, microbatches in order; the (stage, microbatch) order is a
     // topological order of all ranks' ops together, so it cannot deadlock.
-    stageToRank = stageMap(kind, numRanks, stagesPerRank);
+    stageToRank =
+        given ? given->stageToRank : stageMap(kind, numRanks, stagesPerRank);
     for (int64_t stage = 0; stage < numStages; ++stage)
       for (int64_t j = 0; j < numMicrobatches; ++j)
         orders[stageToRank[stage]].push_back({UnitKind::F, stage, j});
   }
   if (failed(assignStages(partition)))
     return failure();
-  if (hasBackward && splitsBackward(kind)) {
+  if (hasBackward && splitBackward) {
     bool didSplit = false;
     if (failed(classifyBackward(/*allowSplit=*/true, didSplit)))
       return failure();
@@ -945,11 +966,25 @@ struct DistPipelineSplitPass
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn.isPublic() && !fn.isExternal())
         entries.push_back(fn);
+    // The schedule dist-schedule recorded (possibly a user's), if it ran.
+    std::optional<pipeline::PipelineSchedule> given;
+    if (auto text =
+            module->getAttrOfType<StringAttr>("dist.pipeline_schedule")) {
+      pipeline::OrError<pipeline::PipelineSchedule> parsed =
+          pipeline::parseSchedule(text.getValue().str(), "dist-schedule");
+      if (!parsed) {
+        module.emitError() << "dist-pipeline-split: dist.pipeline_schedule: "
+                           << parsed.error();
+        return signalPassFailure();
+      }
+      given = std::move(*parsed);
+    }
     BackwardCallSplitter callSplitter(module);
     std::vector<std::unique_ptr<EntrySplitter>> splitters;
     for (func::FuncOp fn : entries) {
       splitters.push_back(std::make_unique<EntrySplitter>(
-          fn, *mesh, plan->pp, plan->vpp, *kind, callSplitter));
+          fn, *mesh, plan->pp, plan->vpp, *kind, given ? &*given : nullptr,
+          callSplitter));
       if (failed(splitters.back()->analyze()))
         return signalPassFailure();
     }

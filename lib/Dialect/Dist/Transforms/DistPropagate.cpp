@@ -554,7 +554,7 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
     double w = bytes(result) * kFixedWeight * kStateWeight;
     for (auto [d, f] : llvm::enumerate(rule.resultDims[r])) {
       if (f < 0 || rule.factorKinds[f] == tfm::FactorKind::NeedsReplication ||
-          d >= preferred.getRank())
+          d >= static_cast<size_t>(preferred.getRank()))
         continue;
       AxisList axes = preferred.getDimAxes(d);
       if (axes.empty() ||

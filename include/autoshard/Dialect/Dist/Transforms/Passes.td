@@ -306,6 +306,39 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
   ];
 }
 
+def DistSchedule : Pass<"dist-schedule", "::mlir::ModuleOp"> {
+  let summary = "Choose and check the pipeline schedule of the plan";
+  let description = [{
+    Runs after `dist-apply-plan`, before `dist-pipeline-split` (which runs
+    it itself when it was not run). For a plan with pp > 1 it builds the
+    per-rank order of the pipeline's compute ops — F, B, or I and W when
+    the backward is split — for the plan's `schedule`, `pp`, `vpp` and
+    `mb` (`lib/Pipeline`, algorithms.md §1.4), or reads it from `file` in
+    the §1.5 text format (one line per rank, e.g.
+    `rank0: 0F0 0F1 0B0 0B1`; stage s of S = pp·vpp runs on the first rank
+    that lists it), checks that it is well formed and cannot deadlock
+    (algorithms.md §1.6, checks A and B), and records it as the module
+    attribute `dist.pipeline_schedule`. `dist-pipeline-split` then emits
+    each rank's program in that order; a user schedule with I and W ops
+    gets the backward cut like ZB-H1's.
+
+    Errors name the file, line and token, or the check that failed and the
+    op, e.g. a schedule whose ranks, stages or microbatches differ from the
+    plan's, an op before its dependency on the same rank, or a deadlock.
+
+    ```
+    shard-opt step.mlir --dist-apply-plan=plan=pp=2,mb=4 \
+      --dist-schedule=file=my-schedule.txt --dist-propagate --dist-partition \
+      --dist-pipeline-split --dist-verify-comm
+    ```
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "Read the schedule from this file (algorithms.md §1.5 format) "
+           "instead of building the plan's">,
+  ];
+}
+
 def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
   let summary = "One program per pipeline rank, in the plan's schedule";
   let description = [{
