@@ -221,12 +221,46 @@ std::string Candidate::str() const {
       .str();
 }
 
+std::string Candidate::applyPlan() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto degree = [&](llvm::StringRef key, int64_t value) {
+    if (value != 1)
+      os << key << "=" << value << ",";
+  };
+  degree("pp", pp);
+  os << "dp=" << dp << ",";
+  degree("cp", cp);
+  degree("tp", tp);
+  if (sp)
+    os << "sp=1,";
+  if (zero)
+    os << "zero=" << zero << ",";
+  degree("ep", ep);
+  degree("mb", mb);
+  if (pp > 1 && schedule != "1f1b")
+    os << "schedule=" << schedule << ",";
+  degree("vpp", vpp);
+  if (recompute != "none")
+    os << "recompute=" << recompute << ",";
+  text.pop_back();
+  return text;
+}
+
 std::string Candidate::family() const {
   return llvm::formatv("tp={0}{1} pp={2} cp={3}", tp, sp ? "+sp" : "", pp, cp)
       .str();
 }
 
 namespace {
+
+/// `bytes` in GiB with one decimal, or in MiB below 10 GiB (so that small
+/// devices' limits stay distinguishable).
+std::string formatBytes(double bytes) {
+  if (bytes >= 10 * 1073741824.0)
+    return llvm::formatv("{0:F1} GiB", bytes / 1073741824.0).str();
+  return llvm::formatv("{0:F1} MiB", bytes / 1048576.0).str();
+}
 
 struct FnTimes {
   double total = 0, weightGrad = 0, attention = 0, comm = 0;
@@ -537,10 +571,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   e.tflopsPerGpu = m.flopsPerSequence * globalBatch / e.stepTime / gpus / 1e12;
   e.mfu = e.tflopsPerGpu * 1e12 / c.peakFlops;
   if (!e.fits)
-    e.note =
-        llvm::formatv("OOM: {0:F1} GiB > {1:F1} GiB",
-                      e.peakBytes / 1073741824.0, c.hbmBytes / 1073741824.0)
-            .str();
+    e.note = llvm::formatv("OOM: {0} > {1}", formatBytes(e.peakBytes),
+                           formatBytes(c.hbmBytes))
+                 .str();
   return e;
 }
 
@@ -718,8 +751,8 @@ search(const Cluster &c, const ModelInfo &m,
   for (auto &[fam, peak] : minPeak)
     if (!bestPerFamily.count(fam))
       result.rejected[fam] =
-          llvm::formatv("OOM: smallest peak {0:F1} GiB > {1:F1} GiB",
-                        peak / 1073741824.0, c.hbmBytes / 1073741824.0)
+          llvm::formatv("OOM: smallest peak {0} > {1}", formatBytes(peak),
+                        formatBytes(c.hbmBytes))
               .str();
   for (auto &[fam, why] : invalidReason)
     if (!bestPerFamily.count(fam) && !minPeak.count(fam))
@@ -756,7 +789,8 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
   if (r.best.empty()) {
     os << "no plan fits\n";
   } else {
-    os << "chosen plan: " << r.best.front().plan.str() << "\n\n";
+    os << "chosen plan: " << r.best.front().plan.str() << "\n";
+    os << "as --plan: " << r.best.front().plan.applyPlan() << "\n\n";
     os << llvm::formatv("{0,-4} {1,-100} {2,9} {3,11} {4,6} {5,8} {6,8} "
                         "{7,8} {8,8} {9,4}\n",
                         "rank", "plan", "step s", "tokens/s", "MFU", "peak GiB",
@@ -821,6 +855,7 @@ std::string formatReportJson(const Cluster &c, const ModelInfo &m,
     const Estimate &e = r.best[i];
     plans.push_back(json::Object{
         {"plan", e.plan.str()},
+        {"apply_plan", e.plan.applyPlan()},
         {"step_s", e.stepTime},
         {"tokens_per_s", e.tokensPerSecond},
         {"mfu", e.mfu},

@@ -226,8 +226,14 @@ struct Candidate {
   int64_t vpp = 1;
   /// "none", "selective" or "full".
   std::string recompute = "none";
-  /// `pp=..,dp=..,...` in the Plan syntax of dist-apply-plan.
+  /// `pp=..,dp=..,...` in the Plan syntax of dist-apply-plan plus the
+  /// planner's microbatch size `mbs` (every key, defaults included).
   std::string str() const;
+  /// The plan as `dist-apply-plan` and `scripts/train.sh --plan` take it:
+  /// `mbs` dropped (dp·mbs·mb is the global batch, so the microbatch count
+  /// `mb` determines it) and keys at their defaults omitted, e.g.
+  /// "dp=4,tp=2,sp=1,zero=2".
+  std::string applyPlan() const;
   /// The family for rejection reasons, e.g. "tp=8 pp=4".
   std::string family() const;
 };

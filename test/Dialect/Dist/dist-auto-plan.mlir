@@ -15,6 +15,7 @@
 // CHECK: dist-auto-plan: model nanogpt-shakespeare-char-cpu ({{.*}} 4 layers, seq 64), cluster CPU 2-core {{.*}}, 4 GPUs (1 nodes), global batch 8
 // CHECK: MFU convention: 3 x forward
 // CHECK: chosen plan: pp={{[0-9]+}},dp={{[0-9]+}},cp={{[0-9]+}},tp={{[0-9]+}}
+// CHECK-NEXT: as --plan: {{(pp=[0-9]+,)?}}dp={{[0-9]+}}
 // CHECK: rank plan step s tokens/s MFU peak GiB compute exp.comm bubble sim
 // CHECK-NEXT: 1 pp=
 // CHECK-NEXT: 2 pp=
@@ -30,6 +31,7 @@
 // TRACE-SAME: "optimizer"
 
 // JSON: "plans": [
+// JSON: "apply_plan": "
 // JSON: "bubble_s"
 // JSON: "exposed_comm_s"
 // JSON: "mfu"
@@ -40,6 +42,7 @@
 
 // EVAL: 2 GPUs (1 nodes), global batch 8
 // EVAL: chosen plan: pp=1,dp=1,cp=1,tp=2,sp=1,zero=0,ep=1,mbs=2,mb=4,schedule=1f1b,vpp=1,recompute=none
+// EVAL-NEXT: as --plan: dp=1,tp=2,sp=1,mb=4{{$}}
 // EVAL: search: 1 candidates (1 fit), 0 simulated, 2 block compilations
 
 // FLAG: chosen plan: pp=1,dp=2,cp=1,tp=1,sp=0,zero=0,ep=1,mbs=1,mb=4,schedule=1f1b,vpp=1,recompute=none
