@@ -721,6 +721,8 @@ search(const Cluster &c, const ModelInfo &m,
   } else {
     for (const auto &[key, prof] : profiles) {
       auto [tp, sp] = key;
+      if (sp && !o.searchSp)
+        continue;
       if (!prof.error.empty()) {
         result.rejected[Candidate{tp, 1, 1, 1, 1, sp}.family()] =
             "invalid: " + prof.error;
@@ -760,7 +762,7 @@ search(const Cluster &c, const ModelInfo &m,
               }
             }
             for (auto &[sched, v] : scheds)
-              for (int64_t zero = 0; zero <= 3; ++zero) {
+              for (int64_t zero : o.zeroStages) {
                 if (zero > 0 && dp * cp == 1)
                   continue;
                 for (const std::string &rc : o.recomputes) {

@@ -322,6 +322,9 @@ struct SearchOptions {
   std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1",
                                         "gpipe"};
   std::vector<std::string> recomputes = {"none", "selective", "full"};
+  std::vector<int64_t> zeroStages = {0, 1, 2, 3};
+  /// Whether tp > 1 plans may use sequence parallelism.
+  bool searchSp = true;
 };
 
 /// Scores one candidate with the layer-local profile of its (tp, sp).

@@ -437,6 +437,22 @@ struct DistAutoPlanPass
       options.cpChoices = {1};
       options.recomputes = {"none"};
     }
+    // Explicit restrictions of the search space (e.g. to what a published
+    // run's software supported): intersected with the defaults above.
+    {
+      std::string err;
+      if (failed(restrict(options.schedules, schedules, "schedules",
+                          {"1f1b", "interleaved", "zb-h1", "zb-v", "gpipe"},
+                          err)) ||
+          failed(restrict(options.recomputes, recomputes, "recompute",
+                          {"none", "selective", "full"}, err)) ||
+          failed(restrictInts(options.zeroStages, zeroStages, "zero", 0, 3,
+                              err)) ||
+          failed(restrictInts(options.cpChoices, cpDegrees, "cp", 1,
+                              int64_t(1) << 20, err)))
+        return fail(err);
+      options.searchSp = searchSp;
+    }
     if (!evaluatePlan.empty()) {
       std::string err;
       FailureOr<planner::Candidate> plan = parseCandidate(evaluatePlan, err);
@@ -481,7 +497,7 @@ struct DistAutoPlanPass
         if (options.gpus % tp)
           continue;
         configs.push_back({tp, false});
-        if (tp > 1)
+        if (tp > 1 && options.searchSp)
           configs.push_back({tp, true});
       }
     }
@@ -551,6 +567,41 @@ struct DistAutoPlanPass
           "dist.auto_plan",
           StringAttr::get(module.getContext(), result.best.front().plan.str()));
     markAllAnalysesPreserved();
+  }
+
+  /// Keeps the entries of `space` listed in `allowed` (all when `allowed`
+  /// is empty); a value outside `known` is an error naming it.
+  static LogicalResult restrict(std::vector<std::string> &space,
+                                ArrayRef<std::string> allowed, StringRef option,
+                                ArrayRef<StringRef> known, std::string &err) {
+    if (allowed.empty())
+      return success();
+    for (const std::string &value : allowed)
+      if (!llvm::is_contained(known, value)) {
+        err = llvm::formatv("option '{0}': unknown value '{1}' (known: {2})",
+                            option, value, llvm::join(known, ", "));
+        return failure();
+      }
+    llvm::erase_if(space, [&](const std::string &value) {
+      return !llvm::is_contained(allowed, value);
+    });
+    return success();
+  }
+  static LogicalResult restrictInts(std::vector<int64_t> &space,
+                                    ArrayRef<int64_t> allowed, StringRef option,
+                                    int64_t lo, int64_t hi, std::string &err) {
+    if (allowed.empty())
+      return success();
+    for (int64_t value : allowed)
+      if (value < lo || value > hi) {
+        err = llvm::formatv("option '{0}': {1} is out of range [{2}, {3}]",
+                            option, value, lo, hi);
+        return failure();
+      }
+    llvm::erase_if(space, [&](int64_t value) {
+      return !llvm::is_contained(allowed, value);
+    });
+    return success();
   }
 
   LogicalResult writeFile(StringRef path, StringRef text) {
