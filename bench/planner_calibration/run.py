@@ -149,7 +149,7 @@ def predict(shard_opt, row, cpath, tmp):
 
 
 GRID = {"efficiency.gemm": [0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
-        "efficiency.attention": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7]}
+        "efficiency.attention": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]}
 
 
 def fit_cluster(shard_opt, rows, cluster_file, tmp):
