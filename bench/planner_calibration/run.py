@@ -207,7 +207,7 @@ def korthikanti_check(shard_opt, tables, cluster_paths, tmp):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(ROOT, "build-plan"))
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--py", default=os.path.join(ROOT, "build", "venv", "bin", "python"))
     ap.add_argument("--rows", type=int, default=0, help="only the first N rows per table")
     ap.add_argument("--no-search", action="store_true")
