@@ -432,8 +432,10 @@ struct DistAutoPlanPass
     options.globalBatch = batch > 0 ? batch : irBatch;
     options.simulateTop = simulateTop;
     if (compilable) {
-      // What dist-pipeline-split and the runtime build today.
-      options.schedules = {"1f1b", "gpipe"};
+      // What dist-pipeline-split and the runtime build today: every
+      // schedule the planner scores (not context parallelism or
+      // recomputation yet).
+      options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpChoices = {1};
       options.recomputes = {"none"};
     }
