@@ -595,6 +595,13 @@ TEST(Memory, InFlightFromTheSimulatedSchedule) {
   Estimate interClosed = evaluate(c, m, prof, plan, 8, false);
   EXPECT_DOUBLE_EQ(interClosed.inflightLayers, 11);
   EXPECT_DOUBLE_EQ(inter.inflightLayers, interClosed.inflightLayers);
+  // ZB-H1 frees a microbatch's activations only at its (delayed) W.
+  plan.schedule = "zb-h1";
+  plan.vpp = 1;
+  Estimate zb = evaluate(c, m, prof, plan, 8, true);
+  Estimate zbClosed = evaluate(c, m, prof, plan, 8, false);
+  EXPECT_DOUBLE_EQ(zbClosed.inflightLayers, 4 * 2);
+  EXPECT_DOUBLE_EQ(zb.inflightLayers, zbClosed.inflightLayers);
 }
 
 } // namespace
