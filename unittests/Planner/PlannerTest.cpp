@@ -604,4 +604,30 @@ TEST(Memory, InFlightFromTheSimulatedSchedule) {
   EXPECT_DOUBLE_EQ(zb.inflightLayers, zbClosed.inflightLayers);
 }
 
+TEST(Candidate, ApplyPlanSyntax) {
+  // The --plan form: no mbs, defaults omitted, dp always present.
+  Candidate c;
+  c.dp = 8;
+  c.mbs = 2;
+  EXPECT_EQ(c.applyPlan(), "dp=8");
+  c.pp = 2;
+  c.dp = 4;
+  c.tp = 2;
+  c.sp = true;
+  c.zero = 1;
+  c.mb = 4;
+  c.schedule = "zb-v";
+  c.vpp = 2;
+  c.recompute = "selective";
+  EXPECT_EQ(c.applyPlan(), "pp=2,dp=4,tp=2,sp=1,zero=1,mb=4,schedule=zb-v,"
+                           "vpp=2,recompute=selective");
+  // 1F1B is the default schedule; pp=1 never names one.
+  c.schedule = "1f1b";
+  c.vpp = 1;
+  c.recompute = "none";
+  EXPECT_EQ(c.applyPlan(), "pp=2,dp=4,tp=2,sp=1,zero=1,mb=4");
+  // The report's full form keeps the microbatch size.
+  EXPECT_NE(c.str().find(",mbs=2,"), std::string::npos);
+}
+
 } // namespace
