@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds (if needed) and runs every autoshard test suite: C++ format check,
 # lit/FileCheck compiler tests, ctest (GoogleTest runtime tests), pytest and
-# the plan sweep on 2, 4 and 8 ranks (scripts/plan_sweep.sh; skipped without MPI).
+# the plan sweep on 2, 4 and 8 ranks (scripts/plan_sweep.sh; skipped without MPI)
+# and the auto-plan check (scripts/auto_plan_check.sh: the plan the planner
+# chooses for 8 ranks trains like the 1-rank run).
 # Prints the time of each phase and ends with one line
 #   N passed, N failed, N skipped
 # Exit status is non-zero if any test failed or a suite could not run.
@@ -112,6 +114,32 @@ phase plan_sweep plan_sweep
 rc=$?
 # A sweep that failed without writing its report (could not build the model, reference failed).
 [[ $rc -eq 0 || -s $REPORTS/plan_sweep.xml ]] || suite_errors=$((suite_errors + 1))
+
+# Issue 7's check: the plan dist-auto-plan chooses for 8 ranks for the
+# nanoGPT CPU model (configs/clusters/cpu-2core.json) trains like the 1-rank
+# run (scripts/auto_plan_check.sh: plan_sweep.sh --plans <chosen> --steps 5).
+# Skipped like the plan sweep without MPI; AUTO_PLAN_CHECK=0 skips it too.
+auto_plan_check() {
+  local mpirun=${AUTOSHARD_MPIRUN:-$(command -v mpirun || true)} why=""
+  if [[ ${AUTO_PLAN_CHECK:-1} == 0 ]]; then
+    why="AUTO_PLAN_CHECK=0"
+  elif [[ -z $mpirun || ! -x $mpirun ]]; then
+    why="no mpirun (OpenMPI) found"
+  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep -q 'libmpi'; then
+    why="shard-run was built without MPI"
+  fi
+  if [[ -n $why ]]; then
+    echo "auto plan check skipped: $why"
+    echo "<testsuite name=\"auto_plan\" tests=\"1\" failures=\"0\" skipped=\"1\"><testcase classname=\"auto_plan\" name=\"8 ranks\"><skipped message=\"$why\"/></testcase></testsuite>" >"$REPORTS/auto_plan.xml"
+    return 0
+  fi
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/auto_plan_check.sh" -n 8 --steps 5 \
+    --junit "$REPORTS/auto_plan.xml" --out "$BUILD_DIR/auto-plan-check"
+}
+phase auto_plan_check auto_plan_check
+rc=$?
+# A check that failed without writing its report (no plan chosen, reference failed).
+[[ $rc -eq 0 || -s $REPORTS/auto_plan.xml ]] || suite_errors=$((suite_errors + 1))
 
 # One summary over every suite's JUnit report.
 "$PY" - "$REPORTS" "$suite_errors" <<'PYEOF'

@@ -3,7 +3,8 @@
 # shard-opt (autodiff, lowering, memory plan, export) and train it with
 # shard-run. Defaults: nanoGPT's Tiny Shakespeare CPU recipe.
 #
-#   scripts/train.sh [--plan PLAN] [-n N] [--config FILE] [--batch 12] [--seq 64] [--steps 2000]
+#   scripts/train.sh [--plan PLAN|auto] [-n N] [--cluster FILE] [--config FILE] [--batch 12]
+#                    [--seq 64] [--steps 2000]
 #                    [--lr 1e-3] [--min-lr 1e-4] [--warmup min(100,STEPS)] [--decay-steps STEPS]
 #                    [--beta1 0.9] [--beta2 0.99] [--weight-decay 0.1] [--grad-clip 1.0]
 #                    [--dropout 0] [--eval-interval 250] [--eval-iters 20]
@@ -13,7 +14,14 @@
 # --plan "dp=2,tp=2,sp=1,zero=1" compiles the step for that plan (after autodiff:
 # dist-apply-plan, -propagate, -partition, -bucket-collectives), trains it on N ranks with
 # `shard-run -n N`; N defaults to the plan's world size (pp*dp*cp*tp) and any
-# other -n is an error. Without --plan, one rank. With a plan whose dp x mb does
+# other -n is an error.
+# --plan auto lets the planner choose: the model is built at the global batch
+# (--batch, default 16 for auto) and `shard-opt --dist-auto-plan` searches the
+# plans the compiler builds today (compilable=true) for N ranks (-n, default
+# 8) on the cluster description --cluster (default
+# configs/clusters/cpu-2core.json, docs/cluster-format.md); the chosen plan is
+# printed (report in OUT/auto_plan.json) and the run continues exactly as with
+# --plan <chosen plan>. No plan fitting in memory is an error. Without --plan, one rank. With a plan whose dp x mb does
 # not divide the default batch 12, the batch becomes 16 (DESIGN.md section 12)
 # unless --batch is given. mb=M (gradient accumulation): the model is built at
 # the microbatch's batch (--batch / M) and tfm-autodiff runs M microbatches per
@@ -37,6 +45,7 @@ DATA=$SHARED/data/tinyshakespeare.txt
 BATCH=12 SEQ=64 STEPS=2000 LR=1e-3 MIN_LR=1e-4 WARMUP="" DECAY=""
 BETA1=0.9 BETA2=0.99 WD=0.1 CLIP=1.0 DROPOUT="" EVAL_INTERVAL=250 EVAL_ITERS=20
 SEED=1337 OUT=$BUILD_DIR/train SAMPLE=300 PLAN="" NRANKS="" VOCAB_MULTIPLE=64 BATCH_SET=""
+CLUSTER=""
 EXTRA=()
 die() { echo "train.sh: $*" >&2; exit 2; }
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
@@ -46,12 +55,14 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --config | --batch | --seq | --steps | --lr | --min-lr | --warmup | --decay-steps | \
       --beta1 | --beta2 | --weight-decay | --grad-clip | --dropout | --eval-interval | \
-      --eval-iters | --seed | --data | --out | --sample | --plan | -n | --vocab-multiple) ;;
+      --eval-iters | --seed | --data | --out | --sample | --plan | -n | --vocab-multiple | \
+      --cluster) ;;
     *) die "unknown option '$1' (see scripts/train.sh --help)" ;;
   esac
   [[ $# -ge 2 ]] || die "option '$1' needs a value"
   case $1 in
     --plan) PLAN=$2 ;; -n) NRANKS=$2 ;; --vocab-multiple) VOCAB_MULTIPLE=$2 ;;
+    --cluster) CLUSTER=$2 ;;
     --config) CONFIG=$2 ;; --batch) BATCH=$2 BATCH_SET=1 ;; --seq) SEQ=$2 ;;
     --steps) STEPS=$2 ;; --lr) LR=$2 ;; --min-lr) MIN_LR=$2 ;;
     --warmup) WARMUP=$2 ;; --decay-steps) DECAY=$2 ;; --beta1) BETA1=$2 ;;
@@ -66,6 +77,36 @@ DECAY=${DECAY:-$STEPS}
 [[ -f $CONFIG ]] || die "model config '$CONFIG' not found"
 [[ -f $DATA ]] || die "data file '$DATA' not found"
 [[ $VOCAB_MULTIPLE =~ ^[1-9][0-9]*$ ]] || die "--vocab-multiple must be a positive integer, found '$VOCAB_MULTIPLE'"
+[[ -z $CLUSTER || $PLAN == auto ]] || die "--cluster is only used with --plan auto"
+# The model builder's flags but the batch (the same for every plan).
+BUILDER_COMMON=(--seq "$SEQ" --vocab-multiple "$VOCAB_MULTIPLE")
+[[ -n $DROPOUT ]] && BUILDER_COMMON+=(--dropout "$DROPOUT")
+build_model() { # build_model BATCH OUTPUT
+  PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -m autoshard.models "$CONFIG" \
+    --batch "$1" "${BUILDER_COMMON[@]}" -o "$2"
+}
+ensure_build() {
+  [[ -x $BUILD_DIR/bin/shard-opt && -x $BUILD_DIR/bin/shard-run && -x $BUILD_DIR/venv/bin/python ]] ||
+    "$ROOT/scripts/setup.sh"
+}
+
+# --plan auto: dist-auto-plan chooses the plan for N ranks on the model built
+# at the global batch; then the run goes on as with --plan <chosen>.
+if [[ $PLAN == auto ]]; then
+  NRANKS=${NRANKS:-8}
+  [[ $NRANKS =~ ^[1-9][0-9]*$ ]] || die "-n must be a positive integer, found '$NRANKS'"
+  CLUSTER=${CLUSTER:-$ROOT/configs/clusters/cpu-2core.json}
+  [[ -f $CLUSTER ]] || die "cluster file '$CLUSTER' not found (--cluster; examples in configs/clusters/)"
+  [[ -n $BATCH_SET ]] || BATCH=16
+  BATCH_SET=1
+  [[ $BATCH =~ ^[1-9][0-9]*$ ]] || die "--batch must be a positive integer, found '$BATCH'"
+  ensure_build
+  mkdir -p "$OUT"
+  build_model "$BATCH" "$OUT/model.global.mlir"
+  PLAN=$(BUILD_DIR=$BUILD_DIR "$ROOT/scripts/auto_plan.sh" "$OUT/model.global.mlir" -n "$NRANKS" \
+    --batch "$BATCH" --cluster "$CLUSTER" --report "$OUT/auto_plan.json") || exit 2
+  echo "auto plan for $NRANKS ranks on $(basename "$CLUSTER"), global batch $BATCH: --plan $PLAN"
+fi
 
 # World size of the plan: the product of the degrees that are mesh axes
 # (pp, dp, cp, tp; ep folds over them). Malformed plans are left to
@@ -103,17 +144,13 @@ if [[ -n $NRANKS ]]; then
 fi
 NRANKS=$WORLD
 
-[[ -x $BUILD_DIR/bin/shard-opt && -x $BUILD_DIR/bin/shard-run && -x $BUILD_DIR/venv/bin/python ]] ||
-  "$ROOT/scripts/setup.sh"
+ensure_build
 mkdir -p "$OUT"
 
 t0=$SECONDS
 # With mb microbatches the model is built at the microbatch's batch and
 # tfm-autodiff accumulates the gradients of mb of them per step.
-BUILDER_FLAGS=(--batch "$((BATCH / MB))" --seq "$SEQ" --vocab-multiple "$VOCAB_MULTIPLE")
-[[ -n $DROPOUT ]] && BUILDER_FLAGS+=(--dropout "$DROPOUT")
-PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -m autoshard.models "$CONFIG" \
-  "${BUILDER_FLAGS[@]}" -o "$OUT/model.mlir"
+build_model "$((BATCH / MB))" "$OUT/model.mlir"
 "$BUILD_DIR/bin/shard-opt" "$OUT/model.mlir" \
   --tfm-autodiff="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP microbatches=$MB" \
   -o "$OUT/train_step.mlir"

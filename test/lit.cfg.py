@@ -16,6 +16,8 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%autoshard_src", config.autoshard_src_root))
+# The build directory (scripts take it as BUILD_DIR).
+config.substitutions.append(("%autoshard_build", config.autoshard_obj_root))
 config.substitutions.append(("%configs", os.path.join(config.autoshard_src_root, "..", "shared", "configs")))
 config.substitutions.append(("%data", os.path.join(config.autoshard_src_root, "..", "shared", "data")))
 

@@ -72,6 +72,35 @@ public:
   std::string error;
 };
 
+/// Reads `efficiency.gemm_tiles`: a non-empty array of [m, n] pairs of
+/// positive integers.
+void readTiles(const json::Value &value, Reader &r,
+               std::vector<std::pair<int64_t, int64_t>> &tiles) {
+  auto bad = [&](const json::Value &what) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << what;
+    r.fail(llvm::formatv("field 'efficiency.gemm_tiles' must be a non-empty "
+                         "array of [m, n] pairs of positive integers, got {0}",
+                         text));
+  };
+  const json::Array *list = value.getAsArray();
+  if (!list || list->empty())
+    return bad(value);
+  std::vector<std::pair<int64_t, int64_t>> read;
+  for (const json::Value &tile : *list) {
+    const json::Array *pair = tile.getAsArray();
+    if (!pair || pair->size() != 2)
+      return bad(value);
+    std::optional<int64_t> m = (*pair)[0].getAsInteger();
+    std::optional<int64_t> n = (*pair)[1].getAsInteger();
+    if (!m || !n || *m <= 0 || *n <= 0)
+      return bad(value);
+    read.emplace_back(*m, *n);
+  }
+  tiles = std::move(read);
+}
+
 } // namespace
 
 llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
@@ -110,6 +139,14 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
                          "'gpu.hbm_gib' ({1})",
                          c.reservedBytes / GiB, c.hbmBytes / GiB));
   c.fragmentation = r.number(*root, "gpu.fragmentation", 0.0, false, 1);
+  double sms = r.number(*root, "gpu.sms", 0.0, false, 1e6);
+  if (r.error.empty() && sms != static_cast<double>(int64_t(sms)))
+    r.fail(llvm::formatv("field 'gpu.sms' must be an integer, got {0}", sms));
+  c.sms = static_cast<int64_t>(sms);
+  c.gradBytes = r.number(*root, "memory.grad_bytes", 2.0, true, 8);
+  c.commBufferBytesPerGroup =
+      r.number(*root, "memory.comm_buffer_mib_per_group", 0.0, false, inf) *
+      1048576.0;
   c.intraNode.bandwidth =
       r.number(*root, "intra_node.gb_per_s_per_direction_per_gpu", std::nullopt,
                true, inf) *
@@ -140,6 +177,11 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
       r.number(*root, "efficiency.attention_score_bytes", 0.0, false, inf);
   c.gemmOverhead =
       r.number(*root, "efficiency.gemm_overhead_us", 0.0, false, inf) * 1e-6;
+  c.gemmK0 = r.number(*root, "efficiency.gemm_k0", 0.0, false, inf);
+  if (r.error.empty())
+    if (const json::Object *eff = root->getObject("efficiency"))
+      if (const json::Value *tiles = eff->get("gemm_tiles"))
+        readTiles(*tiles, r, c.gemmTiles);
   c.kernelOverhead =
       r.number(*root, "efficiency.kernel_overhead_us", 0.0, false, inf) * 1e-6;
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);

@@ -93,11 +93,36 @@ double collectiveTime(const Cluster &cluster, CollectiveKind kind, double bytes,
   }
 }
 
+double gemmShapeEfficiency(const Cluster &cluster, const GemmShape &shape) {
+  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0)
+    return 1;
+  double quantised = 1;
+  if (cluster.sms > 0) {
+    // Wave and tile quantisation of the best tile: every started tile and
+    // every started wave costs as much as a full one.
+    quantised = 0;
+    double useful = shape.batch * shape.m * shape.n;
+    for (auto [tm, tn] : cluster.gemmTiles) {
+      double tiles = shape.batch * std::ceil(shape.m / double(tm)) *
+                     std::ceil(shape.n / double(tn));
+      double waves = std::ceil(tiles / double(cluster.sms));
+      quantised =
+          std::max(quantised, useful / (waves * double(cluster.sms) * tm * tn));
+    }
+  }
+  // Each tile runs k / tk main-loop steps plus a fixed prologue and
+  // epilogue worth gemmK0 elements of k.
+  double depth = shape.k / (shape.k + cluster.gemmK0);
+  return quantised * depth;
+}
+
 double kernelTime(const Cluster &cluster, OpKind kind, double flops,
-                  double bytes) {
+                  double bytes, const GemmShape *shape) {
   double eff = kind == OpKind::Gemm        ? cluster.gemmEfficiency
                : kind == OpKind::Attention ? cluster.attentionEfficiency
                                            : 1.0;
+  if (kind == OpKind::Gemm && shape)
+    eff *= gemmShapeEfficiency(cluster, *shape);
   double compute = flops / (cluster.peakFlops * eff);
   double memory = bytes / (cluster.hbmBandwidth * cluster.memoryEfficiency);
   return std::max(compute, memory) + cluster.kernelOverhead +
@@ -138,17 +163,24 @@ Exposure bucketedCollective(const Cluster &c, CollectiveKind kind,
   return e;
 }
 
+double gradElementBytes(const Cluster &c, double elementBytes) {
+  return std::max(elementBytes, c.gradBytes);
+}
+
 Exposure dpSyncExposure(const Cluster &c, int64_t zero, double params,
                         double elementBytes, int64_t n, int64_t perNode,
                         double microbatches, double forward, double backward) {
   Exposure e;
   if (n <= 1)
     return e;
+  // Gradients are reduced in the gradient buffer's element size,
+  // parameters gathered in theirs.
+  double gradBytes = gradElementBytes(c, elementBytes);
   if (zero == 0)
-    return bucketedCollective(c, CollectiveKind::AllReduce, params,
-                              elementBytes, n, perNode, backward);
+    return bucketedCollective(c, CollectiveKind::AllReduce, params, gradBytes,
+                              n, perNode, backward);
   Exposure rs = bucketedCollective(c, CollectiveKind::ReduceScatter, params,
-                                   elementBytes, n, perNode, backward);
+                                   gradBytes, n, perNode, backward);
   Exposure ag = bucketedCollective(c, CollectiveKind::AllGather, params,
                                    elementBytes, n, perNode, forward);
   double times = zero == 2 ? microbatches : 1;
@@ -169,7 +201,8 @@ Zero3Exposure zero3Exposure(const Cluster &c, double layerParams,
   double ag = collectiveTime(c, CollectiveKind::AllGather,
                              layerParams * elementBytes, n, perNode);
   double rs = collectiveTime(c, CollectiveKind::ReduceScatter,
-                             layerParams * elementBytes, n, perNode);
+                             layerParams * gradElementBytes(c, elementBytes), n,
+                             perNode);
   if (layers > 0) {
     // Forward: gather block 1, then block i+1's gather runs during block i.
     z.forward = ag + (layers - 1) * std::max(0.0, ag - ov * layerForward);
@@ -180,8 +213,9 @@ Zero3Exposure zero3Exposure(const Cluster &c, double layerParams,
   }
   z.rootForward = collectiveTime(c, CollectiveKind::AllGather,
                                  otherParams * elementBytes, n, perNode);
-  z.rootBackward = collectiveTime(c, CollectiveKind::ReduceScatter,
-                                  otherParams * elementBytes, n, perNode);
+  z.rootBackward = collectiveTime(
+      c, CollectiveKind::ReduceScatter,
+      otherParams * gradElementBytes(c, elementBytes), n, perNode);
   return z;
 }
 
@@ -221,12 +255,46 @@ std::string Candidate::str() const {
       .str();
 }
 
+std::string Candidate::applyPlan() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto degree = [&](llvm::StringRef key, int64_t value) {
+    if (value != 1)
+      os << key << "=" << value << ",";
+  };
+  degree("pp", pp);
+  os << "dp=" << dp << ",";
+  degree("cp", cp);
+  degree("tp", tp);
+  if (sp)
+    os << "sp=1,";
+  if (zero)
+    os << "zero=" << zero << ",";
+  degree("ep", ep);
+  degree("mb", mb);
+  if (pp > 1 && schedule != "1f1b")
+    os << "schedule=" << schedule << ",";
+  degree("vpp", vpp);
+  if (recompute != "none")
+    os << "recompute=" << recompute << ",";
+  text.pop_back();
+  return text;
+}
+
 std::string Candidate::family() const {
   return llvm::formatv("tp={0}{1} pp={2} cp={3}", tp, sp ? "+sp" : "", pp, cp)
       .str();
 }
 
 namespace {
+
+/// `bytes` in GiB with one decimal, or in MiB below 10 GiB (so that small
+/// devices' limits stay distinguishable).
+std::string formatBytes(double bytes) {
+  if (bytes >= 10 * 1073741824.0)
+    return llvm::formatv("{0:F1} GiB", bytes / 1073741824.0).str();
+  return llvm::formatv("{0:F1} MiB", bytes / 1048576.0).str();
+}
 
 struct FnTimes {
   double total = 0, weightGrad = 0, attention = 0, comm = 0;
@@ -239,10 +307,18 @@ FnTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
     if (op.flops.at(b) == 0 && op.bytes.at(b) == 0)
       continue;
     double bytes = op.bytes.at(b);
-    if (op.kind == OpKind::Attention)
-      bytes += c.attentionScoreBytes * op.scoreElements.at(b) *
-               (op.backward ? 2 : 1);
-    double time = kernelTime(c, op.kind, op.flops.at(b) * scale, bytes * scale);
+    GemmShape shape;
+    if (op.kind == OpKind::Gemm)
+      shape = op.gemmAt(b, scale);
+    double time = kernelTime(c, op.kind, op.flops.at(b) * scale, bytes * scale,
+                             op.kind == OpKind::Gemm ? &shape : nullptr);
+    // Unfused attention materialises the scores: its softmax, masking and
+    // dropout are separate memory-bound kernels that run after the QK^T
+    // GEMM and before the PV GEMM, so their time adds to the GEMMs'.
+    if (op.kind == OpKind::Attention && c.attentionScoreBytes > 0)
+      time += kernelTime(c, OpKind::Memory, 0,
+                         c.attentionScoreBytes * op.scoreElements.at(b) *
+                             (op.backward ? 2 : 1) * scale);
     t.total += time;
     if (op.weightGrad)
       t.weightGrad += time;
@@ -459,15 +535,23 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   e.bubble = bubble;
 
   // --- memory (bytes per GPU on the heaviest stage) ---
-  double perParam = 16;
+  // Model states per parameter: the parameter (IR element size), the
+  // gradient buffer (gradElementBytes: Megatron's fp32 main_grad) and
+  // AdamW's fp32 m and v plus an fp32 master copy when the parameters are
+  // narrower; ZeRO-1/2/3 shard the optimizer / + gradients / + parameters
+  // over the dp×cp group (algorithms.md §5.1; with 2-byte gradients these
+  // are the ZeRO paper's 16, 4 + 12/N, 2 + 14/N, 16/N of workloads.md §5).
+  const double w = m.elementBytes, g = gradElementBytes(c, w);
+  const double opt = 8 + (w < 4 ? 4 : 0);
+  const double n = dpGroup;
+  double perParam = w + g + opt;
   if (plan.zero == 1)
-    perParam = 4 + 12.0 / dpGroup;
+    perParam = w + g + opt / n;
   else if (plan.zero == 2)
-    perParam = 2 + 14.0 / dpGroup;
+    perParam = w + (g + opt) / n;
   else if (plan.zero == 3)
-    perParam = 16.0 / dpGroup;
-  // The compiled IR's element size scales the 2-byte convention.
-  e.stateBytes = paramsRank * perParam * (m.elementBytes / 2);
+    perParam = (w + g + opt) / n;
+  e.stateBytes = paramsRank * perParam;
   double residual = prof.residualBytes.at(b) * scale;
   // Unfused attention (attention_score_bytes > 0) also keeps its softmax
   // output (2 bytes), dropout mask (1) and dropout output (2) per score
@@ -483,6 +567,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     perLayer = prof.boundaryBytes.at(b) * scale;
   else if (plan.recompute == "selective")
     perLayer = residual - prof.selectiveSavedBytes.at(b) * scale;
+  // In-flight activations of the heaviest rank (the first stage), closed
+  // form of each schedule (algorithms.md §1.3); replaced by the simulated
+  // schedule's count below.
   double inflightLayers;
   if (p == 1)
     inflightLayers = L;
@@ -502,14 +589,22 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   // ZeRO-3 keeps the gathered root unit and two gathered blocks (the
   // current one and the prefetched next one) and their unsharded gradients.
   if (plan.zero == 3 && dpGroup > 1)
-    transient += 2 * (2 * prof.layerParams + prof.otherParams) * m.elementBytes;
-  e.activationBytes = inflightLayers * perLayer + transient;
-  // The framework's allocator cannot use all of the free HBM: a fixed
-  // reserve (CUDA context, NCCL and library workspaces) plus a fraction of
-  // the dynamic bytes lost to fragmentation.
-  e.peakBytes = e.stateBytes + e.activationBytes * (1 + c.fragmentation) +
-                c.reservedBytes;
-  e.fits = e.peakBytes <= c.hbmBytes;
+    transient += 2 * (prof.layerParams * (w + g) + prof.otherParams * w);
+  // Fixed: the framework's reserve (CUDA context, library workspaces) and
+  // the communication buffers of every process group of more than one rank
+  // (tp, dp×cp, cp, pp and, with stages, the embedding group).
+  int64_t groups = (plan.tp > 1) + (dpGroup > 1) + (plan.cp > 1) + 2 * (p > 1);
+  e.fixedBytes = c.reservedBytes + groups * c.commBufferBytesPerGroup;
+  // The framework's allocator cannot use all of the free HBM: a fraction
+  // of the dynamic bytes is lost to fragmentation.
+  auto setMemory = [&](double layers) {
+    e.inflightLayers = layers;
+    e.activationBytes = layers * perLayer + transient;
+    e.peakBytes =
+        e.stateBytes + e.activationBytes * (1 + c.fragmentation) + e.fixedBytes;
+    e.fits = e.peakBytes <= c.hbmBytes;
+  };
+  setMemory(inflightLayers);
 
   if (simulate && p > 1) {
     auto kind = scheduleKind(plan.schedule);
@@ -522,6 +617,12 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
         pipeline::simulateSchedule(*sched, stageCosts(e));
     if (sim.deadlocked)
       return invalid("schedule deadlocks: " + sim.deadlockReport);
+    // The simulated schedule's peak in-flight stage-chunks (rank 0 for
+    // 1F1B; W-delaying schedules can hold more).
+    int64_t chunks = 0;
+    for (int64_t x : sim.peakActivations)
+      chunks = std::max(chunks, x);
+    setMemory(double(chunks * layersPerChunk));
     double oldPipe = pipeTime;
     pipeTime = sim.makespan;
     double simBusy = 0;
@@ -537,10 +638,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   e.tflopsPerGpu = m.flopsPerSequence * globalBatch / e.stepTime / gpus / 1e12;
   e.mfu = e.tflopsPerGpu * 1e12 / c.peakFlops;
   if (!e.fits)
-    e.note =
-        llvm::formatv("OOM: {0:F1} GiB > {1:F1} GiB",
-                      e.peakBytes / 1073741824.0, c.hbmBytes / 1073741824.0)
-            .str();
+    e.note = llvm::formatv("OOM: {0} > {1}", formatBytes(e.peakBytes),
+                           formatBytes(c.hbmBytes))
+                 .str();
   return e;
 }
 
@@ -621,6 +721,8 @@ search(const Cluster &c, const ModelInfo &m,
   } else {
     for (const auto &[key, prof] : profiles) {
       auto [tp, sp] = key;
+      if (sp && !o.searchSp)
+        continue;
       if (!prof.error.empty()) {
         result.rejected[Candidate{tp, 1, 1, 1, 1, sp}.family()] =
             "invalid: " + prof.error;
@@ -660,7 +762,7 @@ search(const Cluster &c, const ModelInfo &m,
               }
             }
             for (auto &[sched, v] : scheds)
-              for (int64_t zero = 0; zero <= 3; ++zero) {
+              for (int64_t zero : o.zeroStages) {
                 if (zero > 0 && dp * cp == 1)
                   continue;
                 for (const std::string &rc : o.recomputes) {
@@ -690,21 +792,44 @@ search(const Cluster &c, const ModelInfo &m,
             [](const Estimate &a, const Estimate &b) {
               return a.stepTime < b.stepTime;
             });
-  int64_t nsim = std::min<int64_t>(fitting.size(), o.simulateTop);
-  for (int64_t i = 0; i < nsim; ++i) {
+  // A candidate whose simulated schedule holds more activations than the
+  // closed form counted may no longer fit: it is dropped (and the next
+  // analytic candidate simulated in its place).
+  int64_t nsim = 0;
+  for (size_t i = 0; i < fitting.size() && nsim < o.simulateTop;) {
     Estimate &e = fitting[i];
     const LocalProfile &prof = profiles.at({e.plan.tp, e.plan.sp});
     Estimate sim = evaluate(c, m, prof, e.plan, o.globalBatch, true);
-    if (sim.note.rfind("invalid", 0) == 0)
+    if (sim.note.rfind("invalid", 0) == 0) {
+      ++i, ++nsim;
       continue;
-    e = sim;
+    }
     if (sim.simulated)
       ++result.stats.simulated;
+    if (!sim.fits) {
+      std::string fam = sim.plan.family();
+      auto it = minPeak.find(fam);
+      if (it == minPeak.end() || sim.peakBytes < it->second)
+        minPeak[fam] = sim.peakBytes;
+      --result.stats.fitting;
+      fitting.erase(fitting.begin() + i);
+      continue;
+    }
+    e = sim;
+    ++i, ++nsim;
   }
   std::stable_sort(fitting.begin(), fitting.begin() + nsim,
                    [](const Estimate &a, const Estimate &b) {
                      return a.stepTime < b.stepTime;
                    });
+  // The best of each family among what still fits (simulated times where
+  // simulated).
+  bestPerFamily.clear();
+  for (const Estimate &e : fitting) {
+    auto it = bestPerFamily.find(e.plan.family());
+    if (it == bestPerFamily.end() || e.stepTime < it->second.stepTime)
+      bestPerFamily[e.plan.family()] = e;
+  }
   int64_t keep = std::min<int64_t>(fitting.size(), std::max<int64_t>(nsim, 10));
   result.best.assign(fitting.begin(), fitting.begin() + keep);
 
@@ -718,8 +843,8 @@ search(const Cluster &c, const ModelInfo &m,
   for (auto &[fam, peak] : minPeak)
     if (!bestPerFamily.count(fam))
       result.rejected[fam] =
-          llvm::formatv("OOM: smallest peak {0:F1} GiB > {1:F1} GiB",
-                        peak / 1073741824.0, c.hbmBytes / 1073741824.0)
+          llvm::formatv("OOM: smallest peak {0} > {1}", formatBytes(peak),
+                        formatBytes(c.hbmBytes))
               .str();
   for (auto &[fam, why] : invalidReason)
     if (!bestPerFamily.count(fam) && !minPeak.count(fam))
@@ -756,7 +881,8 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
   if (r.best.empty()) {
     os << "no plan fits\n";
   } else {
-    os << "chosen plan: " << r.best.front().plan.str() << "\n\n";
+    os << "chosen plan: " << r.best.front().plan.str() << "\n";
+    os << "as --plan: " << r.best.front().plan.applyPlan() << "\n\n";
     os << llvm::formatv("{0,-4} {1,-100} {2,9} {3,11} {4,6} {5,8} {6,8} "
                         "{7,8} {8,8} {9,4}\n",
                         "rank", "plan", "step s", "tokens/s", "MFU", "peak GiB",
@@ -821,6 +947,7 @@ std::string formatReportJson(const Cluster &c, const ModelInfo &m,
     const Estimate &e = r.best[i];
     plans.push_back(json::Object{
         {"plan", e.plan.str()},
+        {"apply_plan", e.plan.applyPlan()},
         {"step_s", e.stepTime},
         {"tokens_per_s", e.tokensPerSecond},
         {"mfu", e.mfu},

@@ -410,4 +410,224 @@ TEST(Memory, UnfusedAttentionKeepsScores) {
   EXPECT_DOUBLE_EQ(sel.activationBytes, fused.activationBytes);
 }
 
+TEST(GemmShape, WaveAndTileQuantisation) {
+  Cluster c = testCluster();
+  // No SMs and no k0: every shape runs at the cluster's GEMM efficiency.
+  EXPECT_DOUBLE_EQ(gemmShapeEfficiency(c, {1, 100, 100, 100}), 1);
+  c.sms = 4;
+  c.gemmTiles = {{128, 128}};
+  // 4 full tiles in one wave: no loss.
+  EXPECT_DOUBLE_EQ(gemmShapeEfficiency(c, {1, 256, 256, 4096}), 1);
+  // 5 tiles: two waves of 4, 5/8 of the SM time is useful.
+  EXPECT_DOUBLE_EQ(gemmShapeEfficiency(c, {1, 640, 128, 4096}), 5.0 / 8);
+  // Partial tiles: m = 192 is 1.5 tiles, costs 2 (one wave of 2 of 4 SMs).
+  EXPECT_DOUBLE_EQ(gemmShapeEfficiency(c, {1, 192, 128, 4096}),
+                   192.0 * 128 / (4 * 128 * 128));
+  // Batched GEMMs quantise over batch × tiles.
+  EXPECT_DOUBLE_EQ(gemmShapeEfficiency(c, {5, 128, 128, 4096}), 5.0 / 8);
+  // The best tile is used: 64x256 fits m = 64 exactly.
+  c.gemmTiles = {{128, 128}, {64, 256}};
+  EXPECT_DOUBLE_EQ(gemmShapeEfficiency(c, {1, 64, 1024, 4096}), 1);
+  // k / (k + k0): the fixed prologue and epilogue of every tile.
+  c.gemmK0 = 256;
+  EXPECT_DOUBLE_EQ(gemmShapeEfficiency(c, {1, 256, 256, 768}), 768.0 / 1024);
+  // Unknown shape (m = 0): no correction.
+  EXPECT_DOUBLE_EQ(gemmShapeEfficiency(c, {}), 1);
+  // kernelTime applies it to GEMMs only.
+  GemmShape half{1, 256, 256, 256};
+  EXPECT_DOUBLE_EQ(kernelTime(c, OpKind::Gemm, 1e12, 0, &half),
+                   1e12 / (0.5e15 * 0.5));
+  EXPECT_DOUBLE_EQ(kernelTime(c, OpKind::Attention, 1e12, 0, &half),
+                   1e12 / 0.25e15);
+}
+
+TEST(GemmShape, SmallTensorParallelGemmsAreSlowerPerFlop) {
+  // A profile whose GEMM has k = 4096 / tp: with k0 the tp = 8 block pays
+  // more than 1/8 of the tp = 1 block's GEMM time.
+  Cluster c = testCluster();
+  c.sms = 132;
+  c.gemmTiles = {{128, 256}};
+  c.gemmK0 = 256;
+  ModelInfo m;
+  m.layers = 1;
+  m.seq = 4096;
+  m.heads = 8;
+  m.hidden = 4096;
+  auto profile = [&](int64_t tp) {
+    LocalProfile p;
+    p.tp = tp;
+    OpProfile g;
+    g.kind = OpKind::Gemm;
+    g.gemmM = {0, 4096};
+    g.gemmN = {4096, 0};
+    g.gemmK = {4096.0 / tp, 0};
+    g.flops = {0, 2.0 * 4096 * 4096 * 4096 / tp};
+    p.layerFwd.ops.push_back(g);
+    return p;
+  };
+  Candidate one, eight;
+  eight.tp = 8;
+  Estimate a = evaluate(c, m, profile(1), one, 1, false);
+  Estimate b = evaluate(c, m, profile(8), eight, 1, false);
+  EXPECT_GT(b.tF * 8, a.tF * 1.2);
+  // The shape is read at the microbatch size: m doubles with mbs.
+  OpProfile g = profile(1).layerFwd.ops[0];
+  EXPECT_DOUBLE_EQ(g.gemmAt(2, 1).m, 8192);
+  EXPECT_DOUBLE_EQ(g.gemmAt(2, 0.5).m, 4096);
+  EXPECT_DOUBLE_EQ(g.gemmAt(2, 0.5).k, 4096);
+}
+
+TEST(Cluster, GemmShapeAndMemoryFields) {
+  const char *base = R"({"gpus_per_node": 8,
+      "gpu": {"peak_bf16_tflops": 989, "hbm_gib": 80, "hbm_tb_per_s": 3.35,
+              "sms": 132},
+      "memory": {"grad_bytes": 4, "comm_buffer_mib_per_group": 256},
+      "intra_node": {"gb_per_s_per_direction_per_gpu": 450},
+      "efficiency": {"gemm_tiles": [[128, 256], [256, 128]], "gemm_k0": 256}})";
+  auto c = parseCluster(base, "ok.json");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->sms, 132);
+  ASSERT_EQ(c->gemmTiles.size(), 2u);
+  EXPECT_EQ(c->gemmTiles[1].first, 256);
+  EXPECT_DOUBLE_EQ(c->gemmK0, 256);
+  EXPECT_DOUBLE_EQ(c->gradBytes, 4);
+  EXPECT_DOUBLE_EQ(c->commBufferBytesPerGroup, 256.0 * 1048576);
+  for (const char *bad : {R"("gemm_tiles": [[128, 0]])", R"("gemm_tiles": [])",
+                          R"("gemm_tiles": [[128]])", R"("gemm_tiles": 128)"}) {
+    std::string text = std::string(R"({"gpus_per_node": 8,
+      "gpu": {"peak_bf16_tflops": 989, "hbm_gib": 80, "hbm_tb_per_s": 3.35},
+      "intra_node": {"gb_per_s_per_direction_per_gpu": 450},
+      "efficiency": {)") +
+                       bad + "}}";
+    auto e = parseCluster(text, "tiles.json");
+    ASSERT_FALSE(static_cast<bool>(e)) << bad;
+    std::string msg = llvm::toString(e.takeError());
+    EXPECT_NE(msg.find("tiles.json: field 'efficiency.gemm_tiles' must be a "
+                       "non-empty array of [m, n] pairs"),
+              std::string::npos)
+        << msg;
+  }
+  auto f = parseCluster(R"({"gpus_per_node": 8,
+      "gpu": {"peak_bf16_tflops": 989, "hbm_gib": 80, "hbm_tb_per_s": 3.35,
+              "sms": 13.5},
+      "intra_node": {"gb_per_s_per_direction_per_gpu": 450}})",
+                        "sms.json");
+  ASSERT_FALSE(static_cast<bool>(f));
+  std::string msg = llvm::toString(f.takeError());
+  EXPECT_NE(msg.find("'gpu.sms' must be an integer, got 13.5"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(Memory, Fp32GradientBuffer) {
+  // Megatron's fp32 main_grad (Megatron-LM distributed optimizer notes):
+  // bf16 parameters with fp32 gradients hold 18 bytes per parameter
+  // without ZeRO, 6 + 12/N with the distributed optimizer (ZeRO-1).
+  Cluster c = testCluster();
+  c.gradBytes = 4;
+  ModelInfo m = syntheticModel();
+  LocalProfile prof = syntheticProfile(1e8, 0);
+  Candidate plan;
+  plan.dp = 8;
+  plan.mb = 1;
+  Estimate z0 = evaluate(c, m, prof, plan, 8, false);
+  EXPECT_DOUBLE_EQ(z0.stateBytes, 1e9 * 18);
+  plan.zero = 1;
+  Estimate z1 = evaluate(c, m, prof, plan, 8, false);
+  EXPECT_DOUBLE_EQ(z1.stateBytes, 1e9 * (6 + 12.0 / 8));
+  // The gradient reduction moves fp32: twice the bf16 time.
+  Exposure g4 = dpSyncExposure(c, 0, 1e9, 2, 8, 8, 1, 1, 1);
+  c.gradBytes = 2;
+  Exposure g2 = dpSyncExposure(c, 0, 1e9, 2, 8, 8, 1, 1, 1);
+  EXPECT_DOUBLE_EQ(g4.total, 2 * g2.total);
+  // An fp32 model keeps fp32 gradients and no master copy: 4 + 4 + 8.
+  m.elementBytes = 4;
+  plan.zero = 0;
+  Estimate f32 = evaluate(c, m, prof, plan, 8, false);
+  EXPECT_DOUBLE_EQ(f32.stateBytes, 1e9 * 16);
+}
+
+TEST(Memory, CommunicationBuffersPerGroup) {
+  Cluster c = testCluster();
+  c.reservedBytes = 1e9;
+  c.commBufferBytesPerGroup = 1e8;
+  ModelInfo m = syntheticModel();
+  LocalProfile prof = syntheticProfile(1e6, 1e6);
+  Candidate plan;
+  plan.mb = 4;
+  Estimate single = evaluate(c, m, prof, plan, 4, false);
+  EXPECT_DOUBLE_EQ(single.fixedBytes, 1e9);
+  // dp, tp, and pp (+ the embedding group): 4 groups.
+  plan.dp = 2;
+  plan.tp = 2;
+  plan.pp = 2;
+  plan.mb = 2;
+  Estimate e = evaluate(c, m, prof, plan, 4, false);
+  EXPECT_DOUBLE_EQ(e.fixedBytes, 1e9 + 4e8);
+  EXPECT_DOUBLE_EQ(e.peakBytes,
+                   e.stateBytes + e.activationBytes + e.fixedBytes);
+}
+
+TEST(Memory, InFlightFromTheSimulatedSchedule) {
+  // 1F1B on p = 4 stages with m = 8 microbatches: rank 0 holds 4 stage
+  // activations at its peak (simulated: lib/Pipeline), GPipe all 8.
+  Cluster c = testCluster();
+  ModelInfo m = syntheticModel();
+  m.layers = 8;
+  LocalProfile prof = syntheticProfile(1e6, 1e8);
+  Candidate plan;
+  plan.pp = 4;
+  plan.mb = 8;
+  Estimate closed = evaluate(c, m, prof, plan, 8, false);
+  Estimate sim = evaluate(c, m, prof, plan, 8, true);
+  ASSERT_TRUE(sim.simulated);
+  EXPECT_DOUBLE_EQ(sim.inflightLayers, 4 * 2);
+  EXPECT_DOUBLE_EQ(closed.inflightLayers, sim.inflightLayers);
+  plan.schedule = "gpipe";
+  Estimate gpipe = evaluate(c, m, prof, plan, 8, true);
+  EXPECT_DOUBLE_EQ(gpipe.inflightLayers, 8 * 2);
+  EXPECT_GT(gpipe.activationBytes, sim.activationBytes);
+  // Interleaved (v = 2): rank 0 holds 2(p-1) + (v-1)p + 1 = 11 chunks of
+  // one layer.
+  plan.schedule = "interleaved";
+  plan.vpp = 2;
+  Estimate inter = evaluate(c, m, prof, plan, 8, true);
+  Estimate interClosed = evaluate(c, m, prof, plan, 8, false);
+  EXPECT_DOUBLE_EQ(interClosed.inflightLayers, 11);
+  EXPECT_DOUBLE_EQ(inter.inflightLayers, interClosed.inflightLayers);
+  // ZB-H1 frees a microbatch's activations only at its (delayed) W.
+  plan.schedule = "zb-h1";
+  plan.vpp = 1;
+  Estimate zb = evaluate(c, m, prof, plan, 8, true);
+  Estimate zbClosed = evaluate(c, m, prof, plan, 8, false);
+  EXPECT_DOUBLE_EQ(zbClosed.inflightLayers, 4 * 2);
+  EXPECT_DOUBLE_EQ(zb.inflightLayers, zbClosed.inflightLayers);
+}
+
+TEST(Candidate, ApplyPlanSyntax) {
+  // The --plan form: no mbs, defaults omitted, dp always present.
+  Candidate c;
+  c.dp = 8;
+  c.mbs = 2;
+  EXPECT_EQ(c.applyPlan(), "dp=8");
+  c.pp = 2;
+  c.dp = 4;
+  c.tp = 2;
+  c.sp = true;
+  c.zero = 1;
+  c.mb = 4;
+  c.schedule = "zb-v";
+  c.vpp = 2;
+  c.recompute = "selective";
+  EXPECT_EQ(c.applyPlan(), "pp=2,dp=4,tp=2,sp=1,zero=1,mb=4,schedule=zb-v,"
+                           "vpp=2,recompute=selective");
+  // 1F1B is the default schedule; pp=1 never names one.
+  c.schedule = "1f1b";
+  c.vpp = 1;
+  c.recompute = "none";
+  EXPECT_EQ(c.applyPlan(), "pp=2,dp=4,tp=2,sp=1,zero=1,mb=4");
+  // The report's full form keeps the microbatch size.
+  EXPECT_NE(c.str().find(",mbs=2,"), std::string::npos);
+}
+
 } // namespace

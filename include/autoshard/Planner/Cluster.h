@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace autoshard::planner {
 
@@ -45,6 +47,16 @@ struct Cluster {
   /// of the plan's own peak (PyTorch's caching allocator holds freed blocks
   /// that cannot serve larger requests; docs/planner.md, "Memory").
   double fragmentation = 0;
+  /// Bytes per element of the framework's gradient buffer (2: the ZeRO
+  /// paper's bf16 gradients; 4: Megatron's fp32 `main_grad`, which bf16
+  /// training accumulates and reduces in). Also the element size of the
+  /// data-parallel gradient reduction.
+  double gradBytes = 2;
+  /// Bytes of communication buffers per process group (communicator) of
+  /// more than one rank that a rank belongs to (NCCL's per-channel, per-peer
+  /// staging buffers), counted once per tp, dp (x cp), cp and pp group and
+  /// once more for the embedding group of a pipeline.
+  double commBufferBytesPerGroup = 0;
   Link intraNode;
   /// Links between nodes; a copy of intraNode when `singleNode`.
   Link interNode;
@@ -61,10 +73,19 @@ struct Cluster {
   /// (GEMM write, softmax, dropout, GEMM read); the backward moves twice as
   /// much. 0 for fused (flash) attention, which never stores them.
   double attentionScoreBytes = 0;
-  /// Extra fixed time per GEMM, seconds (wave-quantisation tail, prologue
-  /// and epilogue): what makes medium GEMMs (K, N ~ 2048) less efficient
-  /// than large ones.
+  /// Extra fixed time per GEMM, seconds (launch, setup).
   double gemmOverhead = 0;
+  /// Shape-dependent GEMM efficiency (gemmShapeEfficiency in Planner.h):
+  /// streaming multiprocessors per GPU (0: no wave quantisation), the
+  /// output tiles [m, n] the GEMM library may pick (the best-fitting one is
+  /// used), and the fixed cost of one output tile's prologue and epilogue
+  /// in units of the reduction dimension k (elements): a tile takes time
+  /// proportional to k + gemmK0, so a GEMM reaches k / (k + gemmK0) of its
+  /// large-k efficiency. `gemmEfficiency` is the efficiency of a GEMM
+  /// without quantisation loss at k >> gemmK0.
+  int64_t sms = 0;
+  std::vector<std::pair<int64_t, int64_t>> gemmTiles = {{128, 128}};
+  double gemmK0 = 0;
   /// Fixed cost per kernel launch, seconds.
   double kernelOverhead = 0;
   /// Tensor-parallel communication overlap: 0 (Megatron 2021, blocking

@@ -47,12 +47,29 @@ enum class CollectiveKind {
 double collectiveTime(const Cluster &cluster, CollectiveKind kind, double bytes,
                       int64_t n, int64_t perNode);
 
+/// The problem shape of one GEMM: `batch` independent products of
+/// [m, k] x [k, n] (a weight shared by every batch entry is folded into m,
+/// as the GEMM library does). Elements; m = 0 when unknown.
+struct GemmShape {
+  double batch = 1, m = 0, n = 0, k = 0;
+};
+
+/// Fraction of `Cluster::gemmEfficiency` that a GEMM of `shape` reaches:
+/// wave and tile quantisation × k / (k + gemmK0). Quantisation: the output
+/// is cut into ceil(m/tm)·ceil(n/tn) tiles per batch entry, which run in
+/// waves of `sms` tiles; the useful fraction is batch·m·n / (waves · sms ·
+/// tm · tn), for the best of the cluster's tiles (a GEMM library picks
+/// the tile per shape). 1 when the shape is unknown or the cluster sets
+/// neither `sms` nor `gemmK0`.
+double gemmShapeEfficiency(const Cluster &cluster, const GemmShape &shape);
+
 /// Roofline time of one kernel, seconds: max(flops / (peak · eff),
 /// bytes / (HBM · memEff)) + the cluster's kernel overhead (+ its GEMM
-/// overhead for GEMMs).
+/// overhead for GEMMs). For GEMMs with a known `shape`, eff is
+/// gemmEfficiency × gemmShapeEfficiency(shape).
 enum class OpKind { Gemm, Attention, Memory };
 double kernelTime(const Cluster &cluster, OpKind kind, double flops,
-                  double bytes);
+                  double bytes, const GemmShape *shape = nullptr);
 
 //===----------------------------------------------------------------------===//
 // Communication of the analytic dimensions (dp/ZeRO, cp)
@@ -78,12 +95,19 @@ Exposure bucketedCollective(const Cluster &cluster, CollectiveKind kind,
                             double params, double elementBytes, int64_t n,
                             int64_t perNode, double hideable);
 
+/// Bytes per gradient element of the data-parallel reduction and the
+/// gradient buffer: the cluster's `gradBytes` (Megatron's fp32 main_grad),
+/// never fewer than the parameters' `elementBytes`.
+double gradElementBytes(const Cluster &cluster, double elementBytes);
+
 /// The data-parallel synchronisation of one step (algorithms.md §5.1) over
 /// a group of `n` ranks (`perNode` per node) holding `params` parameters:
 /// ZeRO-0 all-reduce; ZeRO-1 reduce-scatter after the last backward +
 /// parameter all-gather before the next forward; ZeRO-2 the reduce-scatter
 /// after every microbatch's backward (the non-owned gradient buckets are
 /// freed, so gradient accumulation cannot defer it) + all-gather.
+/// `elementBytes` is the parameters' element size; gradients are reduced
+/// in gradElementBytes.
 /// `backward` / `forward`: one microbatch's backward / forward time on the
 /// rank (what the bucketed collectives hide behind). ZeRO-3 is per layer:
 /// zero3Exposure.
@@ -153,6 +177,18 @@ struct OpProfile {
   /// (for Cluster::attentionScoreBytes).
   Affine scoreElements;
   bool backward = false;
+  /// GEMMs: the problem shape (GemmShape), each dimension affine in b (the
+  /// token dimension, m or k, grows with it). Unknown when gemmM is 0.
+  Affine gemmBatch{1, 0}, gemmM, gemmN, gemmK;
+  /// The shape at microbatch size `b` with the token dimensions (those
+  /// that grow with b) scaled by `tokenScale` (1/cp under context
+  /// parallelism).
+  GemmShape gemmAt(double b, double tokenScale) const {
+    auto dim = [&](const Affine &a) {
+      return a.perSample != 0 ? a.at(b) * tokenScale : a.at(b);
+    };
+    return GemmShape{dim(gemmBatch), dim(gemmM), dim(gemmN), dim(gemmK)};
+  }
 };
 
 /// One collective of a per-rank function on the tensor-parallel axis.
@@ -226,8 +262,14 @@ struct Candidate {
   int64_t vpp = 1;
   /// "none", "selective" or "full".
   std::string recompute = "none";
-  /// `pp=..,dp=..,...` in the Plan syntax of dist-apply-plan.
+  /// `pp=..,dp=..,...` in the Plan syntax of dist-apply-plan plus the
+  /// planner's microbatch size `mbs` (every key, defaults included).
   std::string str() const;
+  /// The plan as `dist-apply-plan` and `scripts/train.sh --plan` take it:
+  /// `mbs` dropped (dp·mbs·mb is the global batch, so the microbatch count
+  /// `mb` determines it) and keys at their defaults omitted, e.g.
+  /// "dp=4,tp=2,sp=1,zero=2".
+  std::string applyPlan() const;
   /// The family for rejection reasons, e.g. "tp=8 pp=4".
   std::string family() const;
 };
@@ -245,8 +287,14 @@ struct Estimate {
   /// TFLOP/s per GPU under the project's convention.
   double tflopsPerGpu = 0;
   double peakBytes = 0;
-  /// Memory split: model states (params, grads, optimizer) and activations.
-  double stateBytes = 0, activationBytes = 0;
+  /// Memory split: model states (params, grads, optimizer), activations
+  /// (in-flight residuals + transient working set, before fragmentation)
+  /// and the fixed part (reserve + communication buffers).
+  double stateBytes = 0, activationBytes = 0, fixedBytes = 0;
+  /// Peak in-flight activations, in layers, of the heaviest pipeline rank:
+  /// from the schedule's closed form, or from the simulated schedule
+  /// (`simulated`).
+  double inflightLayers = 0;
   /// Time split of the step: compute, exposed communication, bubble
   /// (stepTime = compute + comm + bubble + optimizer).
   double compute = 0, exposedComm = 0, bubble = 0, optimizer = 0;
@@ -274,6 +322,9 @@ struct SearchOptions {
   std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1",
                                         "gpipe"};
   std::vector<std::string> recomputes = {"none", "selective", "full"};
+  std::vector<int64_t> zeroStages = {0, 1, 2, 3};
+  /// Whether tp > 1 plans may use sequence parallelism.
+  bool searchSp = true;
 };
 
 /// Scores one candidate with the layer-local profile of its (tp, sp).

@@ -8,6 +8,11 @@
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WORLD
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2,foo=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=KEY
 
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 schedules=1f1b,zb-x" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SCHED
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 zero=4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ZERO
+// SCHED: error: dist-auto-plan: option 'schedules': unknown value 'zb-x' (known: 1f1b, interleaved, zb-h1, zb-v, gpipe)
+// ZERO: error: dist-auto-plan: option 'zero': 4 is out of range [0, 3]
+
 // NEG: error: dist-auto-plan: {{.*}}auto-plan-bad-cluster.json: field 'gpu.peak_bf16_tflops' must be a positive number, got -989
 // TYPE: error: dist-auto-plan: {{.*}}auto-plan-bad-efficiency.json: field 'efficiency.gemm' must be a number, got "fast"
 // MISSING: error: dist-auto-plan: cannot read cluster file '{{.*}}no-such-cluster.json'

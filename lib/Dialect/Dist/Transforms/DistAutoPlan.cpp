@@ -85,12 +85,21 @@ planner::OpKind opKind(Operation *op) {
   return planner::OpKind::Memory;
 }
 
+/// One op measured at one microbatch size.
+struct RawOp {
+  planner::OpKind kind = planner::OpKind::Memory;
+  std::string name;
+  double flops = 0, bytes = 0;
+  bool weightGrad = false;
+  /// Attention score elements (attention ops).
+  double scores = 0;
+  /// GEMM problem shape (GEMMs; m = 0 otherwise).
+  planner::GemmShape gemm;
+};
+
 /// One measurement (at one microbatch size) of a function profile.
 struct RawFunction {
-  /// kind, name, flops, bytes, weight grad, attention score elements.
-  std::vector<
-      std::tuple<planner::OpKind, std::string, double, double, bool, double>>
-      ops;
+  std::vector<RawOp> ops;
   std::vector<std::tuple<planner::CollectiveKind, std::string, double>> comms;
 };
 
@@ -128,6 +137,44 @@ bool onlyTpAxis(Operation *op) {
   return true;
 }
 
+/// The GEMM problem of a tfm.matmul / tfm.matmul_wgrad (m = 0 for other
+/// ops). matmul: result [..., M, N]; a weight shared by every batch entry
+/// (2-D rhs) folds the batch dims into M, a batched rhs makes a batched
+/// GEMM; K from the op's FLOPs (2·M·N·K per entry). matmul_wgrad: dw [K, N]
+/// summed over the x's leading (token) dims: M = K rows, reduction over the
+/// tokens.
+planner::GemmShape gemmShape(Operation *op, double flops) {
+  planner::GemmShape g;
+  if (auto mm = dyn_cast<tfm::MatmulOp>(op)) {
+    auto result = cast<RankedTensorType>(mm.getResult().getType());
+    ArrayRef<int64_t> shape = result.getShape();
+    if (shape.size() < 2)
+      return g;
+    double batch = 1;
+    for (int64_t d : shape.drop_back(2))
+      batch *= double(d);
+    g.n = double(shape.back());
+    g.m = double(shape[shape.size() - 2]);
+    if (cast<RankedTensorType>(mm.getRhs().getType()).getRank() == 2) {
+      g.m *= batch;
+      batch = 1;
+    }
+    g.batch = batch;
+    double outputs = g.batch * g.m * g.n;
+    g.k = outputs > 0 ? flops / (2 * outputs) : 0;
+    return g;
+  }
+  if (auto wg = dyn_cast<tfm::MatmulWgradOp>(op)) {
+    auto dw = cast<RankedTensorType>(wg.getDw().getType());
+    if (dw.getRank() != 2)
+      return g;
+    g.m = double(dw.getShape()[0]);
+    g.n = double(dw.getShape()[1]);
+    g.k = g.m * g.n > 0 ? flops / (2 * g.m * g.n) : 0;
+  }
+  return g;
+}
+
 /// Records `op` (a tfm op or a tp collective) into `f`.
 void record(Operation *op, RawFunction &f) {
   if (auto cost = dyn_cast<tfm::TfmCostOpInterface>(op)) {
@@ -140,8 +187,15 @@ void record(Operation *op, RawFunction &f) {
       scores = tensorElements(q) / double(q.getShape().back()) *
                double(q.getShape()[1]);
     }
-    f.ops.emplace_back(opKind(op), op->getName().getStringRef().str(), c.flops,
-                       c.bytes, isa<tfm::MatmulWgradOp>(op), scores);
+    RawOp raw;
+    raw.kind = opKind(op);
+    raw.name = op->getName().getStringRef().str();
+    raw.flops = c.flops;
+    raw.bytes = c.bytes;
+    raw.weightGrad = isa<tfm::MatmulWgradOp>(op);
+    raw.scores = scores;
+    raw.gemm = gemmShape(op, c.flops);
+    f.ops.push_back(std::move(raw));
     return;
   }
   if (auto kind = collectiveKind(op)) {
@@ -233,19 +287,42 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
 planner::FunctionProfile fit(const RawFunction &a, const RawFunction &b) {
   planner::FunctionProfile f;
   for (size_t i = 0; i < a.ops.size(); ++i) {
+    const RawOp &x = a.ops[i];
+    // Without a second measurement (odd IR batch) every size-dependent
+    // quantity is taken as proportional to b.
+    RawOp doubled = x;
+    doubled.flops *= 2;
+    doubled.bytes *= 2;
+    doubled.scores *= 2;
+    const RawOp &y =
+        i < b.ops.size() && b.ops[i].name == x.name ? b.ops[i] : doubled;
     planner::OpProfile op;
-    auto &[kind, name, flops, bytes, wgrad, scores] = a.ops[i];
-    op.kind = kind;
-    op.name = name;
-    op.weightGrad = wgrad;
-    op.backward = StringRef(name).ends_with("_grad");
-    bool same = i < b.ops.size();
-    op.scoreElements =
-        planner::Affine::fit(scores, same ? std::get<5>(b.ops[i]) : 2 * scores);
-    op.flops =
-        planner::Affine::fit(flops, same ? std::get<2>(b.ops[i]) : 2 * flops);
-    op.bytes =
-        planner::Affine::fit(bytes, same ? std::get<3>(b.ops[i]) : 2 * bytes);
+    op.kind = x.kind;
+    op.name = x.name;
+    op.weightGrad = x.weightGrad;
+    op.backward = StringRef(x.name).ends_with("_grad");
+    op.scoreElements = planner::Affine::fit(x.scores, y.scores);
+    op.flops = planner::Affine::fit(x.flops, y.flops);
+    op.bytes = planner::Affine::fit(x.bytes, y.bytes);
+    if (x.gemm.m > 0) {
+      // The token dimension (m, or k of a weight gradient) is the one that
+      // doubles with the flops; the others stay.
+      bool grows = y.flops > x.flops;
+      auto dim = [&](double dx, double dy) {
+        return grows && dy != dx ? planner::Affine::fit(dx, dy)
+                                 : planner::Affine{dx, 0};
+      };
+      planner::GemmShape gy = &y == &doubled ? x.gemm : y.gemm;
+      if (&y == &doubled) {
+        // Proportional fallback: the token dimension is m for a matmul,
+        // k for a weight gradient.
+        (x.weightGrad ? gy.k : gy.m) *= 2;
+      }
+      op.gemmBatch = dim(x.gemm.batch, gy.batch);
+      op.gemmM = dim(x.gemm.m, gy.m);
+      op.gemmN = dim(x.gemm.n, gy.n);
+      op.gemmK = dim(x.gemm.k, gy.k);
+    }
     f.ops.push_back(op);
   }
   for (size_t i = 0; i < a.comms.size(); ++i) {
@@ -355,10 +432,28 @@ struct DistAutoPlanPass
     options.globalBatch = batch > 0 ? batch : irBatch;
     options.simulateTop = simulateTop;
     if (compilable) {
-      // What dist-pipeline-split and the runtime build today.
-      options.schedules = {"1f1b", "gpipe"};
+      // What dist-pipeline-split and the runtime build today: every
+      // schedule the planner scores (not context parallelism or
+      // recomputation yet).
+      options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpChoices = {1};
       options.recomputes = {"none"};
+    }
+    // Explicit restrictions of the search space (e.g. to what a published
+    // run's software supported): intersected with the defaults above.
+    {
+      std::string err;
+      if (failed(restrict(options.schedules, schedules, "schedules",
+                          {"1f1b", "interleaved", "zb-h1", "zb-v", "gpipe"},
+                          err)) ||
+          failed(restrict(options.recomputes, recomputes, "recompute",
+                          {"none", "selective", "full"}, err)) ||
+          failed(restrictInts(options.zeroStages, zeroStages, "zero", 0, 3,
+                              err)) ||
+          failed(restrictInts(options.cpChoices, cpDegrees, "cp", 1,
+                              int64_t(1) << 20, err)))
+        return fail(err);
+      options.searchSp = searchSp;
     }
     if (!evaluatePlan.empty()) {
       std::string err;
@@ -404,7 +499,7 @@ struct DistAutoPlanPass
         if (options.gpus % tp)
           continue;
         configs.push_back({tp, false});
-        if (tp > 1)
+        if (tp > 1 && options.searchSp)
           configs.push_back({tp, true});
       }
     }
@@ -474,6 +569,41 @@ struct DistAutoPlanPass
           "dist.auto_plan",
           StringAttr::get(module.getContext(), result.best.front().plan.str()));
     markAllAnalysesPreserved();
+  }
+
+  /// Keeps the entries of `space` listed in `allowed` (all when `allowed`
+  /// is empty); a value outside `known` is an error naming it.
+  static LogicalResult restrict(std::vector<std::string> &space,
+                                ArrayRef<std::string> allowed, StringRef option,
+                                ArrayRef<StringRef> known, std::string &err) {
+    if (allowed.empty())
+      return success();
+    for (const std::string &value : allowed)
+      if (!llvm::is_contained(known, value)) {
+        err = llvm::formatv("option '{0}': unknown value '{1}' (known: {2})",
+                            option, value, llvm::join(known, ", "));
+        return failure();
+      }
+    llvm::erase_if(space, [&](const std::string &value) {
+      return !llvm::is_contained(allowed, value);
+    });
+    return success();
+  }
+  static LogicalResult restrictInts(std::vector<int64_t> &space,
+                                    ArrayRef<int64_t> allowed, StringRef option,
+                                    int64_t lo, int64_t hi, std::string &err) {
+    if (allowed.empty())
+      return success();
+    for (int64_t value : allowed)
+      if (value < lo || value > hi) {
+        err = llvm::formatv("option '{0}': {1} is out of range [{2}, {3}]",
+                            option, value, lo, hi);
+        return failure();
+      }
+    llvm::erase_if(space, [&](int64_t value) {
+      return !llvm::is_contained(allowed, value);
+    });
+    return success();
   }
 
   LogicalResult writeFile(StringRef path, StringRef text) {

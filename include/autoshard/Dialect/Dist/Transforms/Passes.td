@@ -578,9 +578,23 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
     Option<"simulateTop", "simulate-top", "int64_t", /*default=*/"16",
            "Best analytic candidates re-scored with the schedule simulator">,
     Option<"compilable", "compilable", "bool", /*default=*/"false",
-           "Search only what the compiler builds today (schedules gpipe and "
-           "1f1b, cp=1, no recomputation), so the chosen plan can be "
-           "compiled and run">,
+           "Search only what the compiler builds today (schedules gpipe, "
+           "1f1b, interleaved, zb-h1, zb-v; cp=1; no recomputation), so "
+           "the chosen plan can be compiled and run">,
+    ListOption<"schedules", "schedules", "std::string",
+               "Search only these pipeline schedules (1f1b, interleaved, "
+               "zb-h1, zb-v, gpipe; default: 1f1b, interleaved, zb-h1, "
+               "gpipe)">,
+    ListOption<"recomputes", "recompute", "std::string",
+               "Search only these recomputation modes (none, selective, "
+               "full; default: all)">,
+    ListOption<"zeroStages", "zero", "int64_t",
+               "Search only these ZeRO stages (0-3; default: all)">,
+    ListOption<"cpDegrees", "cp", "int64_t",
+               "Search only these context-parallel degrees (default: 1, 2, "
+               "4, 8)">,
+    Option<"searchSp", "sp", "bool", /*default=*/"true",
+           "Search sequence parallelism (false: tp plans without SP only)">,
   ];
   let dependentDialects = [
     "::autoshard::dist::DistDialect",

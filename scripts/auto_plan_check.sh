@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Issue 7's CPU check: the plan dist-auto-plan chooses for N ranks (default
+# 8) for the nanoGPT CPU model on the CPU "cluster" must train like the
+# 1-rank run (DESIGN.md §12).
+#
+#   scripts/auto_plan_check.sh [-n 8] [--cluster FILE] [--steps 5] [--junit FILE] [--out DIR]
+#
+# Builds the nanoGPT CPU model as scripts/train.sh --plan auto does (config
+# ../shared/configs/models/nanogpt-shakespeare-char-cpu.json, global batch
+# 16, seq 64, vocabulary padded to a multiple of 64), lets
+# scripts/auto_plan.sh choose the plan (default cluster
+# configs/clusters/cpu-2core.json), then runs
+# `scripts/plan_sweep.sh --plans <chosen> --steps K` on the same batch and
+# sequence length: per-step losses, grad norms and final parameters against
+# the 1-rank reference. Exit status: plan_sweep's (0 = passed); 2 when no
+# plan could be chosen.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+die() { echo "auto_plan_check.sh: $*" >&2; exit 2; }
+[[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
+NRANKS=8 CLUSTER=$ROOT/configs/clusters/cpu-2core.json STEPS=5 JUNIT="" OUT=$BUILD_DIR/auto-plan-check
+BATCH=16 SEQ=64
+CONFIG=$ROOT/../shared/configs/models/nanogpt-shakespeare-char-cpu.json
+while [[ $# -gt 0 ]]; do
+  [[ $# -ge 2 ]] || die "option '$1' needs a value"
+  case $1 in
+    -n) NRANKS=$2 ;; --cluster) CLUSTER=$2 ;; --steps) STEPS=$2 ;; --junit) JUNIT=$2 ;;
+    --out) OUT=$2 ;;
+    *) die "unknown option '$1' (see scripts/auto_plan_check.sh --help)" ;;
+  esac
+  shift 2
+done
+[[ -f $CONFIG ]] || die "model config '$CONFIG' not found"
+mkdir -p "$OUT"
+PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -m autoshard.models "$CONFIG" \
+  --batch "$BATCH" --seq "$SEQ" --vocab-multiple 64 -q -o "$OUT/model.mlir"
+PLAN=$(BUILD_DIR=$BUILD_DIR "$ROOT/scripts/auto_plan.sh" "$OUT/model.mlir" -n "$NRANKS" \
+  --batch "$BATCH" --cluster "$CLUSTER" --report "$OUT/auto_plan.json") || exit 2
+echo "plan chosen for $NRANKS ranks ($(basename "$CLUSTER"), global batch $BATCH, seq $SEQ): $PLAN"
+SWEEP=(--plans "$PLAN" --steps "$STEPS" --batch "$BATCH" --seq "$SEQ" --no-invalid --out "$OUT/sweep")
+[[ -n $JUNIT ]] && SWEEP+=(--junit "$JUNIT")
+BUILD_DIR=$BUILD_DIR exec "$ROOT/scripts/plan_sweep.sh" "${SWEEP[@]}"
