@@ -201,9 +201,11 @@ TEST(Search, FindsAFittingPlanAndBeatsDdp) {
   ASSERT_FALSE(r.best.empty());
   for (const Estimate &e : r.best)
     EXPECT_LE(e.peakBytes, c.hbmBytes);
-  for (size_t i = 1; i < r.best.size(); ++i)
-    if (r.best[i].simulated == r.best[i - 1].simulated)
+  for (size_t i = 1; i < r.best.size(); ++i) {
+    if (r.best[i].simulated == r.best[i - 1].simulated) {
       EXPECT_LE(r.best[i - 1].stepTime, r.best[i].stepTime + 1e-12);
+    }
+  }
   EXPECT_GT(r.stats.candidates, 10);
   // Time split adds up.
   const Estimate &b = r.best.front();
