@@ -149,4 +149,69 @@ def TfmMixedPrecision : Pass<"tfm-mixed-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def TfmRecompute : Pass<"tfm-recompute", "::mlir::ModuleOp"> {
+  let summary = "Activation recomputation (none, selective, full)";
+  let description = [{
+    Trades compute for activation memory in the training step that
+    `tfm-autodiff` built (Chen et al. 2016, "Training Deep Nets with
+    Sublinear Memory Cost"; Korthikanti et al. 2022, "Reducing Activation
+    Recomputation in Large Transformer Models"; Megatron-LM's
+    `--recompute-granularity full|selective`). It runs after `tfm-autodiff`
+    and before `dist-apply-plan`, on global shapes, and rewrites each pair
+    `%r = call @B_fwd(args)` ... `call @B_bwd(dy..., args..., %r#residuals)`
+    in the public functions (every layer, every microbatch):
+
+    * `mode=full`: the forward calls `@B_fwd_full(args) -> (<results of
+      @B>)`, `@B_fwd` without its residuals, so a layer keeps only its input
+      (which is the previous layer's output) between the forward and the
+      backward. Right before each `@B_bwd` call, `call @B_fwd(args)
+      {tfm.recompute}` re-runs the layer's forward and produces the
+      residuals the backward reads (its hidden output is discarded). The
+      residuals of one layer are alive at a time.
+    * `mode=selective`: the norms and the elementwise ops of the block
+      (`tfm.layer_norm`, `tfm.rms_norm`, `tfm.gelu`, `tfm.silu`,
+      `tfm.swiglu`, `tfm.rope`, `tfm.dropout`, `tfm.add`/`sub`/`mul`/
+      `scale`, `tfm.cast`, `tfm.broadcast`, `tfm.reshape` and constants:
+      memory-bound, a few FLOPs per element) are recomputed; the results of
+      everything else (matmuls, `tfm.attention` with its log-sum-exp, MoE
+      routing and dispatch, nested calls) are kept. Megatron-Core's
+      `--recompute-modules layernorm,moe_act` is the same policy; its
+      `core_attn` (the softmax of unfused attention) has nothing left to
+      recompute here, since `tfm.attention` is fused and its backward
+      already recomputes the probabilities from `q`, `k` and the
+      log-sum-exp. Residual by residual, in program order, a residual made
+      by a cheap op is recomputed when the values its recomputation needs
+      that are not kept anyway (block arguments are always at hand) are
+      strictly smaller than the residual itself; otherwise it is kept. So a
+      GPT-2 block keeps q, k, v, the attention output and log-sum-exp, the
+      residual stream after attention and the MLP's up-projection, and
+      recomputes both LayerNorm outputs and the GELU output (15 -> 9 units
+      of batch x seq x hidden). The forward calls `@B_fwd_selective(args)
+      -> (<results of @B>, kept...)` and, right before each `@B_bwd` call,
+      `call @B_recompute_selective(<args it reads>, <kept values it reads>)
+      {tfm.recompute} -> (recomputed residuals...)` rebuilds the rest;
+      `@B_bwd` is unchanged. A block with nothing to recompute stays as it
+      is.
+    * `mode=none`: nothing changes.
+
+    The recomputation calls carry the unit attribute `tfm.recompute` and the
+    forward call's other attributes (`tfm.layer`), so that a pipeline split
+    can place them in the backward unit. The module records the mode as
+    `tfm.recompute = "full" | "selective" | "none"` (`dist-apply-plan`
+    checks a plan's `recompute` against it); running the pass on a module
+    that has it is an error. Numerics are unchanged bit for bit: the same
+    ops run on the same values (dropout masks are keyed on the step and the
+    layer index, not on when they are drawn).
+  }];
+  let dependentDialects = [
+    "::autoshard::tfm::TfmDialect",
+    "::mlir::func::FuncDialect",
+  ];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"full\"",
+           "what to recompute: full (whole blocks), selective (norms and "
+           "elementwise ops) or none">,
+  ];
+}
+
 #endif // AUTOSHARD_DIALECT_TFM_TRANSFORMS_PASSES_TD
