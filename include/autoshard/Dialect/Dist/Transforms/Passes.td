@@ -30,7 +30,7 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     | `zero` | 0..3 | ZeRO stage on the `dp` axis |
     | `pp`, `cp`, `ep`, `mb`, `vpp` | 1 | reserved (later issues) |
     | `schedule` | `1f1b` | reserved |
-    | `recompute` | `none` | reserved |
+    | `recompute` | `none`, `selective`, `full` | activation recomputation: must equal the module's `tfm.recompute` (set by `tfm-recompute`; absent: `none`) |
 
     Unknown keys, repeated keys, non-integers, degrees below 1, `sp=1` with
     `tp=1`, a `zero` outside 0..3 and a reserved key with a value other than
