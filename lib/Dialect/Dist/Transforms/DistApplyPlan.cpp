@@ -475,17 +475,15 @@ struct DistApplyPlanPass
     }
     // Recomputation is built by tfm-recompute (after tfm-autodiff); the
     // plan must name the mode the module was rewritten for.
-    StringRef recompute = "none";
-    if (auto attr = module->getAttrOfType<StringAttr>("tfm.recompute"))
-      recompute = attr.getValue();
+    auto recomputeAttr = module->getAttrOfType<StringAttr>("tfm.recompute");
+    StringRef recompute = recomputeAttr ? recomputeAttr.getValue() : "none";
     if (parsed->recompute != recompute) {
       module.emitError() << "dist-apply-plan: plan recompute="
                          << parsed->recompute
-                         << ", but the train step was rewritten for "
-                            "recompute="
-                         << recompute << " (tfm.recompute = \"" << recompute
-                         << "\"; run tfm-recompute with mode="
-                         << parsed->recompute << " after tfm-autodiff)";
+                         << ", but the module's tfm.recompute is " << recompute
+                         << (recomputeAttr ? "" : " (absent)")
+                         << "; run tfm-recompute with mode="
+                         << parsed->recompute << " after tfm-autodiff";
       return signalPassFailure();
     }
     if (parsed->isTrivial())

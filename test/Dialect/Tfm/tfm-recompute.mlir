@@ -1,0 +1,159 @@
+// RUN: shard-opt %s --tfm-autodiff --tfm-recompute=mode=full | FileCheck %s --check-prefix=FULL
+// RUN: shard-opt %s --tfm-autodiff --tfm-recompute=mode=selective | FileCheck %s --check-prefix=SEL
+// RUN: shard-opt %s --tfm-autodiff --tfm-recompute=mode=none | FileCheck %s --check-prefix=NONE
+// RUN: shard-opt %s --tfm-autodiff=microbatches=2 --tfm-recompute=mode=full | FileCheck %s --check-prefix=MB
+
+// The builder's models: GPT-2 under selective keeps q, k, v, the attention
+// output and log-sum-exp, the residual stream after attention and the MLP
+// up-projection, and recomputes both LayerNorms and the GELU (a view of the
+// attention output comes back as a reshape); Llama and Mixtral, and a model
+// with dropout, compile under both modes and parse back.
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 2 --seq 8 -q -o %t.nanogpt.mlir
+// RUN: shard-opt %t.nanogpt.mlir --tfm-autodiff --tfm-recompute=mode=selective | shard-opt | FileCheck %s --check-prefix=GPT2
+// RUN: shard-opt %t.nanogpt.mlir --tfm-autodiff --tfm-recompute=mode=full | shard-opt | FileCheck %s --check-prefix=GPT2-FULL
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 2 --seq 8 --dropout 0.1 -q -o %t.dropout.mlir
+// RUN: shard-opt %t.dropout.mlir --tfm-autodiff --tfm-recompute=mode=full | shard-opt -o /dev/null
+// RUN: shard-opt %t.dropout.mlir --tfm-autodiff --tfm-recompute=mode=selective | shard-opt -o /dev/null
+// RUN: %python -m autoshard.models %configs/models/llama3-8b.json --batch 2 --seq 8 -q -o %t.llama.mlir
+// RUN: shard-opt %t.llama.mlir --tfm-autodiff --tfm-recompute=mode=selective | shard-opt | FileCheck %s --check-prefix=LLAMA
+// RUN: shard-opt %t.llama.mlir --tfm-autodiff --tfm-recompute=mode=full | shard-opt -o /dev/null
+// RUN: %python -m autoshard.models %configs/models/mixtral-8x7b.json --batch 2 --seq 8 -q -o %t.mixtral.mlir
+// RUN: shard-opt %t.mixtral.mlir --tfm-autodiff --tfm-recompute=mode=selective | shard-opt -o /dev/null
+// RUN: shard-opt %t.mixtral.mlir --tfm-autodiff --tfm-recompute=mode=full | shard-opt -o /dev/null
+
+// Two layers of a LayerNorm + GELU MLP block with a residual connection.
+
+module {
+  func.func private @block(
+      %x: tensor<2x4x8xf32> {tfm.role = "hidden"},
+      %ln: tensor<8xf32> {tfm.name = "ln.weight", tfm.role = "norm"},
+      %w_fc: tensor<8x16xf32> {tfm.name = "mlp.w_fc", tfm.role = "mlp_up"},
+      %w_proj: tensor<16x8xf32> {tfm.name = "mlp.w_proj", tfm.role = "mlp_down"})
+      -> tensor<2x4x8xf32> {
+    %h = tfm.layer_norm %x, %ln {epsilon = 1.000000e-05 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %fc = tfm.matmul %h, %w_fc : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x16xf32>
+    %act = tfm.gelu %fc : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+    %proj = tfm.matmul %act, %w_proj : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %out = tfm.add %x, %proj : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    return %out : tensor<2x4x8xf32>
+  }
+
+  func.func @forward(
+      %ids: tensor<2x4xi32> {tfm.input = "tokens"},
+      %labels: tensor<2x4xi32> {tfm.input = "labels"},
+      %wte: tensor<16x8xf32> {tfm.param = "wte", tfm.role = "embedding", tfm.init = "normal", tfm.init_std = 2.000000e-02 : f64},
+      %ln0: tensor<8xf32> {tfm.param = "layers.0.ln.weight", tfm.role = "norm", tfm.init = "ones"},
+      %fc0: tensor<8x16xf32> {tfm.param = "layers.0.mlp.w_fc", tfm.role = "mlp_up", tfm.init = "normal", tfm.init_std = 2.000000e-02 : f64},
+      %proj0: tensor<16x8xf32> {tfm.param = "layers.0.mlp.w_proj", tfm.role = "mlp_down", tfm.init = "normal", tfm.init_std = 2.000000e-02 : f64},
+      %ln1: tensor<8xf32> {tfm.param = "layers.1.ln.weight", tfm.role = "norm", tfm.init = "ones"},
+      %fc1: tensor<8x16xf32> {tfm.param = "layers.1.mlp.w_fc", tfm.role = "mlp_up", tfm.init = "normal", tfm.init_std = 2.000000e-02 : f64},
+      %proj1: tensor<16x8xf32> {tfm.param = "layers.1.mlp.w_proj", tfm.role = "mlp_down", tfm.init = "normal", tfm.init_std = 2.000000e-02 : f64})
+      -> tensor<f32> {
+    %emb = tfm.embedding %ids, %wte : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %h0 = func.call @block(%emb, %ln0, %fc0, %proj0) {tfm.layer = 0 : i64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %h1 = func.call @block(%h0, %ln1, %fc1, %proj1) {tfm.layer = 1 : i64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %logits = tfm.matmul %h1, %wte {transpose_rhs} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+    %loss = tfm.cross_entropy %logits, %labels : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// full: the forward keeps only each layer's input; right before each
+// backward, the residual-producing forward re-runs (marked tfm.recompute,
+// with the layer attribute of the forward call) and feeds the backward.
+// FULL: module attributes {tfm.recompute = "full"}
+// FULL-LABEL: func.func private @block_fwd(
+// FULL-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>)
+// FULL-LABEL: func.func private @block_fwd_full(
+// FULL-SAME: -> tensor<2x4x8xf32>
+// FULL: tfm.layer_norm
+// FULL-NEXT: tfm.matmul
+// FULL-NEXT: tfm.gelu
+// FULL-NEXT: tfm.matmul
+// FULL-NEXT: %[[OUT:.*]] = tfm.add
+// FULL-NEXT: return %[[OUT]] : tensor<2x4x8xf32>
+// FULL-LABEL: func.func @train_step(
+// FULL: %[[E:.*]] = tfm.embedding
+// FULL-NEXT: %[[H0:.*]] = call @block_fwd_full(%[[E]], {{.*}}) {tfm.layer = 0 : i64} : {{.*}} -> tensor<2x4x8xf32>
+// FULL-NEXT: %[[H1:.*]] = call @block_fwd_full(%[[H0]], {{.*}}) {tfm.layer = 1 : i64} : {{.*}} -> tensor<2x4x8xf32>
+// FULL-NOT: call @block_fwd(
+// FULL: %[[R1:.*]]:4 = call @block_fwd(%[[H0]], %arg8, %arg9, %arg10) {tfm.layer = 1 : i64, tfm.recompute}
+// FULL-NEXT: %[[G1:.*]]:4 = call @block_bwd(%{{.*}}, %[[H0]], %arg8, %arg9, %arg10, %[[R1]]#1, %[[R1]]#2, %[[R1]]#3)
+// FULL-NEXT: %[[R0:.*]]:4 = call @block_fwd(%[[E]], %arg5, %arg6, %arg7) {tfm.layer = 0 : i64, tfm.recompute}
+// FULL-NEXT: call @block_bwd(%[[G1]]#0, %[[E]], %arg5, %arg6, %arg7, %[[R0]]#1, %[[R0]]#2, %[[R0]]#3)
+// FULL-NOT: call @block
+// FULL-LABEL: func.func @eval(
+// FULL: call @block(
+
+// selective: the forward keeps the matmul output (fc) only; the LayerNorm
+// output is recomputed from the layer input and the GELU output from fc.
+// SEL: module attributes {tfm.recompute = "selective"}
+// SEL-NOT: func.func private @block_fwd(
+// SEL-LABEL: func.func private @block_fwd_selective(
+// SEL-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x16xf32>)
+// SEL: %[[FC:.*]] = tfm.matmul
+// SEL: %[[OUT:.*]] = tfm.add
+// SEL-NEXT: return %[[OUT]], %[[FC]] : tensor<2x4x8xf32>, tensor<2x4x16xf32>
+// SEL-LABEL: func.func private @block_recompute_selective(
+// SEL-SAME: %[[X:.*]]: tensor<2x4x8xf32> {tfm.role = "hidden"}, %[[LN:.*]]: tensor<8xf32> {tfm.name = "ln.weight", tfm.role = "norm"}, %[[KFC:.*]]: tensor<2x4x16xf32>)
+// SEL-SAME: -> (tensor<2x4x8xf32> {tfm.residual = 0 : i64}, tensor<2x4x16xf32> {tfm.residual = 2 : i64})
+// SEL-NEXT: %[[H:.*]] = tfm.layer_norm %[[X]], %[[LN]]
+// SEL-NEXT: %[[ACT:.*]] = tfm.gelu %[[KFC]]
+// SEL-NEXT: return %[[H]], %[[ACT]]
+// SEL-LABEL: func.func @train_step(
+// SEL: %[[E:.*]] = tfm.embedding
+// SEL-NEXT: %[[F0:.*]]:2 = call @block_fwd_selective(%[[E]], {{.*}}) {tfm.layer = 0 : i64}
+// SEL-NEXT: %[[F1:.*]]:2 = call @block_fwd_selective(%[[F0]]#0, {{.*}}) {tfm.layer = 1 : i64}
+// SEL: %[[R1:.*]]:2 = call @block_recompute_selective(%[[F0]]#0, %arg8, %[[F1]]#1) {tfm.layer = 1 : i64, tfm.recompute}
+// SEL-NEXT: %[[G1:.*]]:4 = call @block_bwd(%{{.*}}, %[[F0]]#0, %arg8, %arg9, %arg10, %[[R1]]#0, %[[F1]]#1, %[[R1]]#1)
+// SEL-NEXT: %[[R0:.*]]:2 = call @block_recompute_selective(%[[E]], %arg5, %[[F0]]#1) {tfm.layer = 0 : i64, tfm.recompute}
+// SEL-NEXT: call @block_bwd(%[[G1]]#0, %[[E]], %arg5, %arg6, %arg7, %[[R0]]#0, %[[F0]]#1, %[[R0]]#1)
+
+// none: the module is only marked.
+// NONE: module attributes {tfm.recompute = "none"}
+// NONE-LABEL: func.func @train_step(
+// NONE: call @block_fwd(
+// NONE: call @block_fwd(
+// NONE-NOT: tfm.recompute
+
+// Microbatches: one re-run per layer and microbatch, each right before its
+// backward.
+// MB-LABEL: func.func @train_step(
+// MB-COUNT-2: call @block_fwd_full(
+// MB: call @block_fwd({{.*}}tfm.recompute
+// MB-NEXT: call @block_bwd(
+// MB-NEXT: call @block_fwd({{.*}}tfm.recompute
+// MB-NEXT: call @block_bwd(
+// MB-COUNT-2: call @block_fwd_full(
+// MB: call @block_fwd({{.*}}tfm.recompute
+// MB-NEXT: call @block_bwd(
+// MB-NEXT: call @block_fwd({{.*}}tfm.recompute
+// MB-NEXT: call @block_bwd(
+// MB-NOT: tfm.recompute}
+
+// GPT2-LABEL: func.func private @gpt2_block_fwd_selective(
+// GPT2-SAME: -> (tensor<2x8x128xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x4x8xf32>, tensor<2x8x128xf32>, tensor<2x8x512xf32>)
+// GPT2-LABEL: func.func private @gpt2_block_recompute_selective(
+// GPT2-NOT: tfm.matmul
+// GPT2-NOT: tfm.attention
+// GPT2: tfm.layer_norm
+// GPT2: tfm.reshape
+// GPT2: tfm.layer_norm
+// GPT2: tfm.gelu
+// GPT2-NEXT: return
+// GPT2-LABEL: func.func @train_step(
+// GPT2-COUNT-4: call @gpt2_block_fwd_selective(
+// GPT2-COUNT-4: call @gpt2_block_recompute_selective({{.*}}tfm.recompute
+
+// GPT2-FULL-LABEL: func.func @train_step(
+// GPT2-FULL-COUNT-4: call @gpt2_block_fwd_full(
+// GPT2-FULL-COUNT-4: call @gpt2_block_fwd({{.*}}tfm.recompute
+
+// Llama: both RMSNorms and SwiGLU are recomputed; the RoPE outputs are kept
+// (recomputing them would need the q and k projections, which are as large).
+// LLAMA-LABEL: func.func private @llama_block_recompute_selective(
+// LLAMA-NEXT: tfm.rms_norm
+// LLAMA-NEXT: tfm.reshape
+// LLAMA-NEXT: tfm.rms_norm
+// LLAMA-NEXT: tfm.swiglu
+// LLAMA-NEXT: return
