@@ -25,7 +25,6 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace autoshard::tfm {
@@ -45,8 +44,7 @@ int64_t getBytes(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!type || !type.hasStaticShape())
     return 0;
-  return type.getNumElements() *
-         ((type.getElementTypeBitWidth() + 7) / 8);
+  return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
 }
 
 /// The ops that selective recomputation re-runs in the backward: norms,
@@ -72,17 +70,20 @@ struct LayerCalls {
 struct SelectivePlan {
   /// Results of `@B` (before the residuals of `@B_fwd`).
   unsigned numOutputs;
-  /// `@B_fwd` returns these values after its outputs (program order).
+  /// The forward the layers call: `@B_fwd_selective`, which returns the
+  /// kept values after the outputs (or `@B_fwd` itself when nothing is
+  /// recomputed).
   func::FuncOp fwd;
-  /// Recomputes the residuals of `recomputed`; null if nothing is.
+  /// `@B_recompute_selective`, returning the recomputed residuals; null
+  /// when nothing is recomputed.
   func::FuncOp recompute;
-  /// Per residual: index among the kept results of `fwd` (after the
-  /// outputs), or -1 when it is recomputed.
+  /// Per residual of `@B_fwd`: its index among the kept values, or -1.
   SmallVector<int64_t> keptIndex;
-  /// Per residual: index among the results of `recompute`, or -1.
+  /// Per residual of `@B_fwd`: its index among the results of `recompute`,
+  /// or -1.
   SmallVector<int64_t> recomputedIndex;
-  /// Operands of the recompute call: arguments of `@B_fwd` (by index) then
-  /// kept values (by index among the kept results).
+  /// Operands of the recompute call: arguments of `@B_fwd` (by index), then
+  /// kept values (by index among the kept values).
   SmallVector<unsigned> recomputeArgs, recomputeKept;
 };
 
@@ -94,8 +95,7 @@ public:
   LogicalResult rewrite(const LayerCalls &layer);
 
 private:
-  FailureOr<func::FuncOp> getFullForward(func::FuncOp fwd,
-                                         unsigned numOutputs);
+  FailureOr<func::FuncOp> getFullForward(func::FuncOp fwd, unsigned numOutputs);
   FailureOr<const SelectivePlan *> getSelectivePlan(func::FuncOp fwd,
                                                     unsigned numOutputs);
   func::FuncOp cloneWithResults(func::FuncOp fwd, StringRef suffix,
@@ -131,9 +131,9 @@ func::FuncOp Recompute::cloneWithResults(func::FuncOp fwd, StringRef suffix,
   for (Value v : extra)
     results.push_back(map.lookup(v));
   ret->setOperands(results);
-  copy.setFunctionType(
-      FunctionType::get(fwd.getContext(), fwd.getArgumentTypes(),
-                        ValueRange(results).getTypes()));
+  copy.setFunctionType(FunctionType::get(fwd.getContext(),
+                                         fwd.getArgumentTypes(),
+                                         ValueRange(results).getTypes()));
   SmallVector<DictionaryAttr> resultAttrs;
   for (unsigned i = 0; i < numOutputs; ++i)
     resultAttrs.push_back(fwd.getResultAttrDict(i));
@@ -164,8 +164,8 @@ Recompute::getSelectivePlan(func::FuncOp fwd, unsigned numOutputs) {
     if (it->second->numOutputs != numOutputs)
       return fwd.emitError()
              << "tfm-recompute: calls of @" << fwd.getSymName()
-             << " disagree on its number of outputs ("
-             << it->second->numOutputs << " and " << numOutputs << ")";
+             << " disagree on its number of outputs (" << it->second->numOutputs
+             << " and " << numOutputs << ")";
     return it->second.get();
   }
   Block &body = fwd.front();
@@ -177,14 +177,22 @@ Recompute::getSelectivePlan(func::FuncOp fwd, unsigned numOutputs) {
   // in program order (a residual is recomputed when what it needs beyond
   // the kept values and the arguments is strictly smaller than itself).
   llvm::DenseSet<Value> kept;
-  for (Value r : residuals)
-    if (Operation *def = r.getDefiningOp(); def && !isCheapToRecompute(def))
+  for (auto [i, r] : llvm::enumerate(residuals)) {
+    Operation *def = r.getDefiningOp();
+    // tfm-autodiff passes arguments to @B_bwd directly, never as residuals.
+    if (!def)
+      return fwd.emitError()
+             << "tfm-recompute: residual #" << i << " of @" << fwd.getSymName()
+             << " (result #" << numOutputs + i
+             << ") is an argument of the function, not a value it computes";
+    if (!isCheapToRecompute(def))
       kept.insert(r);
+  }
   llvm::DenseSet<Value> recomputed;
   llvm::SetVector<Operation *> recomputeOps;
   for (Value r : residuals) {
     Operation *def = r.getDefiningOp();
-    if (!def || kept.contains(r) || recomputed.contains(r))
+    if (kept.contains(r) || recomputed.contains(r))
       continue;
     // The cheap ops between r and the kept values / arguments, and the
     // values they read that would have to be kept in addition.
@@ -326,16 +334,14 @@ LogicalResult Recompute::rewrite(const LayerCalls &layer) {
     // The re-run of the forward, right before the backward.
     auto rerun = func::CallOp::create(before, fwdCall.getLoc(), fwd,
                                       fwdCall.getOperands());
-    rerun->setDiscardableAttrs(recomputeAttrs.getDictionary(
-        fwdCall.getContext()));
+    rerun->setDiscardableAttrs(
+        recomputeAttrs.getDictionary(fwdCall.getContext()));
     for (unsigned i = 0; i < numResiduals; ++i)
-      bwdCall->setOperand(firstResidual + i,
-                          rerun.getResult(numOutputs + i));
+      bwdCall->setOperand(firstResidual + i, rerun.getResult(numOutputs + i));
     newFwd = func::CallOp::create(forward, fwdCall.getLoc(), *full,
                                   fwdCall.getOperands());
   } else {
-    FailureOr<const SelectivePlan *> planOr =
-        getSelectivePlan(fwd, numOutputs);
+    FailureOr<const SelectivePlan *> planOr = getSelectivePlan(fwd, numOutputs);
     if (failed(planOr))
       return failure();
     const SelectivePlan &plan = **planOr;
@@ -348,16 +354,15 @@ LogicalResult Recompute::rewrite(const LayerCalls &layer) {
       operands.push_back(fwdCall.getOperand(i));
     for (unsigned i : plan.recomputeKept)
       operands.push_back(newFwd.getResult(numOutputs + i));
-    auto rerun = func::CallOp::create(before, fwdCall.getLoc(),
-                                      plan.recompute, operands);
-    rerun->setDiscardableAttrs(recomputeAttrs.getDictionary(
-        fwdCall.getContext()));
+    auto rerun = func::CallOp::create(before, fwdCall.getLoc(), plan.recompute,
+                                      operands);
+    rerun->setDiscardableAttrs(
+        recomputeAttrs.getDictionary(fwdCall.getContext()));
     for (unsigned i = 0; i < numResiduals; ++i)
-      bwdCall->setOperand(
-          firstResidual + i,
-          plan.keptIndex[i] >= 0
-              ? newFwd.getResult(numOutputs + plan.keptIndex[i])
-              : rerun.getResult(plan.recomputedIndex[i]));
+      bwdCall->setOperand(firstResidual + i,
+                          plan.keptIndex[i] >= 0
+                              ? newFwd.getResult(numOutputs + plan.keptIndex[i])
+                              : rerun.getResult(plan.recomputedIndex[i]));
   }
   newFwd->setDiscardableAttrs(fwdCall->getDiscardableAttrDictionary());
   for (unsigned i = 0; i < numOutputs; ++i)
