@@ -59,11 +59,19 @@ module {
 }
 
 // full: the forward keeps only each layer's input; right before each
-// backward, the residual-producing forward re-runs (marked tfm.recompute,
-// with the layer attribute of the forward call) and feeds the backward.
+// backward, @block_recompute_full (the forward returning only the residuals,
+// so without the down-projection and the residual add that only the output
+// needs, and without the weight they read) re-runs, marked tfm.recompute
+// with the layer attribute of the forward call, and feeds the backward.
 // FULL: module attributes {tfm.recompute = "full"}
-// FULL-LABEL: func.func private @block_fwd(
-// FULL-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>)
+// FULL-NOT: func.func private @block_fwd(
+// FULL-LABEL: func.func private @block_recompute_full(
+// FULL-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {tfm.role = "hidden"}, %[[LN:[a-z0-9]+]]: tensor<8xf32> {tfm.name = "ln.weight", tfm.role = "norm"}, %[[WFC:[a-z0-9]+]]: tensor<8x16xf32> {tfm.name = "mlp.w_fc", tfm.role = "mlp_up"})
+// FULL-SAME: -> (tensor<2x4x8xf32> {tfm.residual = 0 : i64}, tensor<2x4x16xf32> {tfm.residual = 1 : i64}, tensor<2x4x16xf32> {tfm.residual = 2 : i64})
+// FULL-NEXT: %[[H:.*]] = tfm.layer_norm %[[X]], %[[LN]]
+// FULL-NEXT: %[[FC:.*]] = tfm.matmul %[[H]], %[[WFC]]
+// FULL-NEXT: %[[ACT:.*]] = tfm.gelu %[[FC]]
+// FULL-NEXT: return %[[H]], %[[FC]], %[[ACT]]
 // FULL-LABEL: func.func private @block_fwd_full(
 // FULL-SAME: -> tensor<2x4x8xf32>
 // FULL: tfm.layer_norm
@@ -76,11 +84,10 @@ module {
 // FULL: %[[E:.*]] = tfm.embedding
 // FULL-NEXT: %[[H0:.*]] = call @block_fwd_full(%[[E]], {{.*}}) {tfm.layer = 0 : i64} : {{.*}} -> tensor<2x4x8xf32>
 // FULL-NEXT: %[[H1:.*]] = call @block_fwd_full(%[[H0]], {{.*}}) {tfm.layer = 1 : i64} : {{.*}} -> tensor<2x4x8xf32>
-// FULL-NOT: call @block_fwd(
-// FULL: %[[R1:.*]]:4 = call @block_fwd(%[[H0]], %arg8, %arg9, %arg10) {tfm.layer = 1 : i64, tfm.recompute}
-// FULL-NEXT: %[[G1:.*]]:4 = call @block_bwd(%{{.*}}, %[[H0]], %arg8, %arg9, %arg10, %[[R1]]#1, %[[R1]]#2, %[[R1]]#3)
-// FULL-NEXT: %[[R0:.*]]:4 = call @block_fwd(%[[E]], %arg5, %arg6, %arg7) {tfm.layer = 0 : i64, tfm.recompute}
-// FULL-NEXT: call @block_bwd(%[[G1]]#0, %[[E]], %arg5, %arg6, %arg7, %[[R0]]#1, %[[R0]]#2, %[[R0]]#3)
+// FULL: %[[R1:.*]]:3 = call @block_recompute_full(%[[H0]], %arg8, %arg9) {tfm.layer = 1 : i64, tfm.recompute}
+// FULL-NEXT: %[[G1:.*]]:4 = call @block_bwd(%{{.*}}, %[[H0]], %arg8, %arg9, %arg10, %[[R1]]#0, %[[R1]]#1, %[[R1]]#2)
+// FULL-NEXT: %[[R0:.*]]:3 = call @block_recompute_full(%[[E]], %arg5, %arg6) {tfm.layer = 0 : i64, tfm.recompute}
+// FULL-NEXT: call @block_bwd(%[[G1]]#0, %[[E]], %arg5, %arg6, %arg7, %[[R0]]#0, %[[R0]]#1, %[[R0]]#2)
 // FULL-NOT: call @block
 // FULL-LABEL: func.func @eval(
 // FULL: call @block(
@@ -120,14 +127,14 @@ module {
 // backward.
 // MB-LABEL: func.func @train_step(
 // MB-COUNT-2: call @block_fwd_full(
-// MB: call @block_fwd({{.*}}tfm.recompute
+// MB: call @block_recompute_full({{.*}}tfm.recompute
 // MB-NEXT: call @block_bwd(
-// MB-NEXT: call @block_fwd({{.*}}tfm.recompute
+// MB-NEXT: call @block_recompute_full({{.*}}tfm.recompute
 // MB-NEXT: call @block_bwd(
 // MB-COUNT-2: call @block_fwd_full(
-// MB: call @block_fwd({{.*}}tfm.recompute
+// MB: call @block_recompute_full({{.*}}tfm.recompute
 // MB-NEXT: call @block_bwd(
-// MB-NEXT: call @block_fwd({{.*}}tfm.recompute
+// MB-NEXT: call @block_recompute_full({{.*}}tfm.recompute
 // MB-NEXT: call @block_bwd(
 // MB-NOT: tfm.recompute}
 
@@ -147,7 +154,7 @@ module {
 
 // GPT2-FULL-LABEL: func.func @train_step(
 // GPT2-FULL-COUNT-4: call @gpt2_block_fwd_full(
-// GPT2-FULL-COUNT-4: call @gpt2_block_fwd({{.*}}tfm.recompute
+// GPT2-FULL-COUNT-4: call @gpt2_block_recompute_full({{.*}}tfm.recompute
 
 // Llama: both RMSNorms and SwiGLU are recomputed; the RoPE outputs are kept
 // (recomputing them would need the q and k projections, which are as large).

@@ -23,8 +23,10 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace autoshard::tfm {
@@ -87,6 +89,34 @@ struct SelectivePlan {
   SmallVector<unsigned> recomputeArgs, recomputeKept;
 };
 
+/// What full recomputation calls for one `@B_fwd`.
+struct FullPair {
+  /// `@B_fwd_full`: `@B_fwd` without its residuals (the forward).
+  func::FuncOp fwd;
+  /// `@B_recompute_full`: `@B_fwd` returning only its residuals (the re-run
+  /// before the backward; what only the outputs need is left out, and so
+  /// are the arguments nothing left reads).
+  func::FuncOp recompute;
+  /// Arguments of `@B_fwd` that `recompute` takes, in order.
+  SmallVector<unsigned> recomputeArgs;
+};
+
+/// `@B` for `@B_fwd`.
+StringRef getBlockName(func::FuncOp fwd) {
+  StringRef name = fwd.getSymName();
+  name.consume_back("_fwd");
+  return name;
+}
+
+/// Marks each result of recompute function `func` with the index of the
+/// residual of `@B_bwd` it is (`tfm.residual`). This also tells the
+/// sharding seeders that no result is the block's hidden output.
+void setResidualAttrs(func::FuncOp func, ArrayRef<int64_t> residualIndices) {
+  Builder b(func.getContext());
+  for (auto [i, index] : llvm::enumerate(residualIndices))
+    func.setResultAttr(i, "tfm.residual", b.getI64IntegerAttr(index));
+}
+
 class Recompute {
 public:
   Recompute(ModuleOp module, StringRef mode) : symbols(module), mode(mode) {}
@@ -95,15 +125,16 @@ public:
   LogicalResult rewrite(const LayerCalls &layer);
 
 private:
-  FailureOr<func::FuncOp> getFullForward(func::FuncOp fwd, unsigned numOutputs);
+  FailureOr<const FullPair *> getFullPair(func::FuncOp fwd,
+                                          unsigned numOutputs);
   FailureOr<const SelectivePlan *> getSelectivePlan(func::FuncOp fwd,
                                                     unsigned numOutputs);
-  func::FuncOp cloneWithResults(func::FuncOp fwd, StringRef suffix,
+  func::FuncOp cloneWithResults(func::FuncOp fwd, StringRef name,
                                 unsigned numOutputs, ArrayRef<Value> extra);
 
   SymbolTable symbols;
   StringRef mode;
-  DenseMap<Operation *, func::FuncOp> fullForwards;
+  DenseMap<Operation *, std::unique_ptr<FullPair>> fullPairs;
   DenseMap<Operation *, std::unique_ptr<SelectivePlan>> selectivePlans;
 };
 
@@ -118,14 +149,15 @@ void eraseDeadOps(func::FuncOp func) {
       op->erase();
 }
 
-/// A copy of `fwd` named `@<fwd>_<suffix>` returning its first `numOutputs`
-/// results, then the values `extra` (of `fwd`'s body) mapped into the copy.
-func::FuncOp Recompute::cloneWithResults(func::FuncOp fwd, StringRef suffix,
+/// A copy of `fwd` named `name` returning its first `numOutputs` results,
+/// then the values `extra` (of `fwd`'s body) mapped into the copy; the ops
+/// that then compute nothing it returns are removed.
+func::FuncOp Recompute::cloneWithResults(func::FuncOp fwd, StringRef name,
                                          unsigned numOutputs,
                                          ArrayRef<Value> extra) {
   IRMapping map;
   func::FuncOp copy = fwd.clone(map);
-  copy.setSymName((fwd.getSymName() + "_" + suffix).str());
+  copy.setSymName(name);
   auto ret = cast<func::ReturnOp>(copy.front().getTerminator());
   SmallVector<Value> results(ret.getOperands().take_front(numOutputs));
   for (Value v : extra)
@@ -144,17 +176,39 @@ func::FuncOp Recompute::cloneWithResults(func::FuncOp fwd, StringRef suffix,
   return copy;
 }
 
-FailureOr<func::FuncOp> Recompute::getFullForward(func::FuncOp fwd,
-                                                  unsigned numOutputs) {
-  func::FuncOp &slot = fullForwards[fwd];
-  if (!slot)
-    slot = cloneWithResults(fwd, "full", numOutputs, {});
-  else if (slot.getNumResults() != numOutputs)
-    return fwd.emitError() << "tfm-recompute: calls of @" << fwd.getSymName()
-                           << " disagree on its number of outputs ("
-                           << slot.getNumResults() << " and " << numOutputs
-                           << ")";
-  return slot;
+FailureOr<const FullPair *> Recompute::getFullPair(func::FuncOp fwd,
+                                                   unsigned numOutputs) {
+  auto it = fullPairs.find(fwd);
+  if (it != fullPairs.end()) {
+    if (it->second->fwd.getNumResults() != numOutputs)
+      return fwd.emitError()
+             << "tfm-recompute: calls of @" << fwd.getSymName()
+             << " disagree on its number of outputs ("
+             << it->second->fwd.getNumResults() << " and " << numOutputs << ")";
+    return it->second.get();
+  }
+  auto ret = cast<func::ReturnOp>(fwd.front().getTerminator());
+  SmallVector<Value> residuals(ret.getOperands().drop_front(numOutputs));
+  auto pair = std::make_unique<FullPair>();
+  pair->fwd =
+      cloneWithResults(fwd, (fwd.getSymName() + "_full").str(), numOutputs, {});
+  pair->recompute =
+      cloneWithResults(fwd, (getBlockName(fwd) + "_recompute_full").str(),
+                       /*numOutputs=*/0, residuals);
+  setResidualAttrs(pair->recompute,
+                   llvm::to_vector(llvm::seq<int64_t>(0, residuals.size())));
+  llvm::BitVector unused(fwd.getNumArguments());
+  for (BlockArgument arg : pair->recompute.getArguments()) {
+    if (arg.use_empty())
+      unused.set(arg.getArgNumber());
+    else
+      pair->recomputeArgs.push_back(arg.getArgNumber());
+  }
+  if (failed(pair->recompute.eraseArguments(unused)))
+    return failure();
+  auto &slot = fullPairs[fwd];
+  slot = std::move(pair);
+  return slot.get();
 }
 
 FailureOr<const SelectivePlan *>
@@ -260,7 +314,8 @@ Recompute::getSelectivePlan(func::FuncOp fwd, unsigned numOutputs) {
     slot = std::move(plan);
     return slot.get();
   }
-  plan->fwd = cloneWithResults(fwd, "selective", numOutputs, keptValues);
+  plan->fwd = cloneWithResults(fwd, (fwd.getSymName() + "_selective").str(),
+                               numOutputs, keptValues);
 
   // @B_recompute_selective(<args it reads>, <kept values it reads>) ->
   // (recomputed residuals).
@@ -283,21 +338,19 @@ Recompute::getSelectivePlan(func::FuncOp fwd, unsigned numOutputs) {
       inputs.push_back(v);
       inputAttrs.push_back(nullptr);
     }
-  StringRef block = fwd.getSymName();
-  block.consume_back("_fwd");
   OpBuilder b(fwd.getContext());
   auto recompute = func::FuncOp::create(
-      b, fwd.getLoc(), (block + "_recompute_selective").str(),
+      b, fwd.getLoc(), (getBlockName(fwd) + "_recompute_selective").str(),
       FunctionType::get(fwd.getContext(), ValueRange(inputs).getTypes(),
                         ValueRange(recomputedValues).getTypes()));
   recompute.setPrivate();
   recompute.addEntryBlock();
   recompute.setAllArgAttrs(inputAttrs);
-  // Which residual of @B_bwd each result is: it also tells the sharding
-  // seeders that no result is the block's hidden output.
-  for (unsigned i = 0, e = residuals.size(), n = 0; i < e; ++i)
-    if (plan->recomputedIndex[i] >= 0)
-      recompute.setResultAttr(n++, "tfm.residual", b.getI64IntegerAttr(i));
+  SmallVector<int64_t> residualIndices;
+  for (auto [i, index] : llvm::enumerate(plan->recomputedIndex))
+    if (index >= 0)
+      residualIndices.push_back(i);
+  setResidualAttrs(recompute, residualIndices);
   IRMapping map;
   map.map(inputs, recompute.getArguments());
   OpBuilder inner = OpBuilder::atBlockEnd(&recompute.front());
@@ -328,17 +381,20 @@ LogicalResult Recompute::rewrite(const LayerCalls &layer) {
   OpBuilder forward(fwdCall);
   func::CallOp newFwd;
   if (mode == "full") {
-    FailureOr<func::FuncOp> full = getFullForward(fwd, numOutputs);
-    if (failed(full))
+    FailureOr<const FullPair *> pair = getFullPair(fwd, numOutputs);
+    if (failed(pair))
       return failure();
     // The re-run of the forward, right before the backward.
-    auto rerun = func::CallOp::create(before, fwdCall.getLoc(), fwd,
-                                      fwdCall.getOperands());
+    SmallVector<Value> operands;
+    for (unsigned i : (*pair)->recomputeArgs)
+      operands.push_back(fwdCall.getOperand(i));
+    auto rerun = func::CallOp::create(before, fwdCall.getLoc(),
+                                      (*pair)->recompute, operands);
     rerun->setDiscardableAttrs(
         recomputeAttrs.getDictionary(fwdCall.getContext()));
     for (unsigned i = 0; i < numResiduals; ++i)
-      bwdCall->setOperand(firstResidual + i, rerun.getResult(numOutputs + i));
-    newFwd = func::CallOp::create(forward, fwdCall.getLoc(), *full,
+      bwdCall->setOperand(firstResidual + i, rerun.getResult(i));
+    newFwd = func::CallOp::create(forward, fwdCall.getLoc(), (*pair)->fwd,
                                   fwdCall.getOperands());
   } else {
     FailureOr<const SelectivePlan *> planOr = getSelectivePlan(fwd, numOutputs);
@@ -459,8 +515,8 @@ struct TfmRecomputePass
         if (failed(recompute.rewrite(layer)))
           return signalPassFailure();
       }
-      // A residual-returning forward that no call uses any more (selective
-      // replaces every call of @B_fwd) is removed.
+      // A residual-returning forward that no call uses any more is
+      // removed.
       for (StringAttr name : callees) {
         auto func = symbols.lookup<func::FuncOp>(name);
         if (func && SymbolTable::symbolKnownUseEmpty(func, module))

@@ -164,10 +164,14 @@ def TfmRecompute : Pass<"tfm-recompute", "::mlir::ModuleOp"> {
     * `mode=full`: the forward calls `@B_fwd_full(args) -> (<results of
       @B>)`, `@B_fwd` without its residuals, so a layer keeps only its input
       (which is the previous layer's output) between the forward and the
-      backward. Right before each `@B_bwd` call, `call @B_fwd(args)
-      {tfm.recompute}` re-runs the layer's forward and produces the
-      residuals the backward reads (its hidden output is discarded). The
-      residuals of one layer are alive at a time.
+      backward. Right before each `@B_bwd` call, `call
+      @B_recompute_full(<args it reads>) {tfm.recompute}` re-runs the
+      layer's forward and returns exactly the residuals the backward reads:
+      `@B_fwd` returning only its residuals, so what only the block's
+      outputs need (in a GPT block the MLP down-projection and the residual
+      add, and under SP their reduce-scatter) and the arguments nothing
+      else reads are left out. The residuals of one layer are alive at a
+      time.
     * `mode=selective`: the norms and the elementwise ops of the block
       (`tfm.layer_norm`, `tfm.rms_norm`, `tfm.gelu`, `tfm.silu`,
       `tfm.swiglu`, `tfm.rope`, `tfm.dropout`, `tfm.add`/`sub`/`mul`/
@@ -185,8 +189,9 @@ def TfmRecompute : Pass<"tfm-recompute", "::mlir::ModuleOp"> {
       strictly smaller than the residual itself; otherwise it is kept. So a
       GPT-2 block keeps q, k, v, the attention output and log-sum-exp, the
       residual stream after attention and the MLP's up-projection, and
-      recomputes both LayerNorm outputs and the GELU output (15 -> 9 units
-      of batch x seq x hidden). The forward calls `@B_fwd_selective(args)
+      recomputes both LayerNorm outputs and the GELU output: 16 -> 9 units
+      of batch x seq x hidden per layer (the attention output is a residual
+      both as 4-D and as its 3-D view; the view comes back as a copy). The forward calls `@B_fwd_selective(args)
       -> (<results of @B>, kept...)` and, right before each `@B_bwd` call,
       `call @B_recompute_selective(<args it reads>, <kept values it reads>)
       {tfm.recompute} -> (recomputed residuals...)` rebuilds the rest;
