@@ -178,12 +178,13 @@ def TfmRecompute : Pass<"tfm-recompute", "::mlir::ModuleOp"> {
       `scale`, `tfm.cast`, `tfm.broadcast`, `tfm.reshape` and constants:
       memory-bound, a few FLOPs per element) are recomputed; the results of
       everything else (matmuls, `tfm.attention` with its log-sum-exp, MoE
-      routing and dispatch, nested calls) are kept. Megatron-Core's
-      `--recompute-modules layernorm,moe_act` is the same policy; its
-      `core_attn` (the softmax of unfused attention) has nothing left to
-      recompute here, since `tfm.attention` is fused and its backward
-      already recomputes the probabilities from `q`, `k` and the
-      log-sum-exp. Residual by residual, in program order, a residual made
+      routing and dispatch, nested calls) are kept. This is Megatron-Core's
+      `--recompute-modules layernorm,moe_act` extended to the dense MLP
+      activation. Korthikanti et al.'s selective recomputation (Megatron's
+      `core_attn`: the attention scores, softmax and dropout, O(s^2)
+      memory) has nothing left to recompute here: `tfm.attention` is fused
+      and saves only `q`, `k`, `v`, its output and the log-sum-exp, from
+      which its backward recomputes the probabilities. Residual by residual, in program order, a residual made
       by a cheap op is recomputed when the values its recomputation needs
       that are not kept anyway (block arguments are always at hand) are
       strictly smaller than the residual itself; otherwise it is kept. So a
@@ -191,8 +192,9 @@ def TfmRecompute : Pass<"tfm-recompute", "::mlir::ModuleOp"> {
       residual stream after attention and the MLP's up-projection, and
       recomputes both LayerNorm outputs and the GELU output: 16 -> 9 units
       of batch x seq x hidden per layer (the attention output is a residual
-      both as 4-D and as its 3-D view; the view comes back as a copy). The forward calls `@B_fwd_selective(args)
-      -> (<results of @B>, kept...)` and, right before each `@B_bwd` call,
+      both as 4-D and as its 3-D view; the view comes back as a copy). The
+      forward calls `@B_fwd_selective(args) -> (<results of @B>, kept...)`
+      and, right before each `@B_bwd` call,
       `call @B_recompute_selective(<args it reads>, <kept values it reads>)
       {tfm.recompute} -> (recomputed residuals...)` rebuilds the rest;
       `@B_bwd` is unchanged. A block with nothing to recompute stays as it
