@@ -241,7 +241,9 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
        which dim, which parameters are column / row / vocab split on `tp`
        (by role), which optimizer states and parameters are split on `dp`
        (and those left replicated, `dist.zero_unsharded`), and which
-       activations the sequence-parallel collectives split.
+       activations the sequence-parallel collectives split. With
+       activation recomputation (`tfm.recompute` from `tfm-recompute`), a
+       `Recomp` row: the mode and the recompute functions the step calls.
     3. Collectives per training step per rank (`train_step`; a function
        called L times counts L times), by strategy, op and axes: count and
        bytes (the bytes of the local operand; of the result for a `recv`;
