@@ -61,18 +61,18 @@ module {
 // full: the forward keeps only each layer's input; right before each
 // backward, @block_recompute_full (the forward returning only the residuals,
 // so without the down-projection and the residual add that only the output
-// needs, and without the weight they read) re-runs, marked tfm.recompute
-// with the layer attribute of the forward call, and feeds the backward.
+// needs) re-runs with the forward call's operands, marked tfm.recompute with
+// the layer attribute of the forward call, and feeds the backward.
 // FULL: module attributes {tfm.recompute = "full"}
 // FULL-NOT: func.func private @block_fwd(
 // FULL-LABEL: func.func private @block_recompute_full(
-// FULL-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {tfm.role = "hidden"}, %[[LN:[a-z0-9]+]]: tensor<8xf32> {tfm.name = "ln.weight", tfm.role = "norm"}, %[[WFC:[a-z0-9]+]]: tensor<8x16xf32> {tfm.name = "mlp.w_fc", tfm.role = "mlp_up"})
+// FULL-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {tfm.role = "hidden"}, %[[LN:[a-z0-9]+]]: tensor<8xf32> {tfm.name = "ln.weight", tfm.role = "norm"}, %[[WFC:[a-z0-9]+]]: tensor<8x16xf32> {tfm.name = "mlp.w_fc", tfm.role = "mlp_up"}, %{{.*}}: tensor<16x8xf32> {tfm.name = "mlp.w_proj", tfm.role = "mlp_down"})
 // FULL-SAME: -> (tensor<2x4x8xf32> {tfm.residual = 0 : i64}, tensor<2x4x16xf32> {tfm.residual = 1 : i64}, tensor<2x4x16xf32> {tfm.residual = 2 : i64})
 // FULL-NEXT: %[[H:.*]] = tfm.layer_norm %[[X]], %[[LN]]
 // FULL-NEXT: %[[FC:.*]] = tfm.matmul %[[H]], %[[WFC]]
 // FULL-NEXT: %[[ACT:.*]] = tfm.gelu %[[FC]]
 // FULL-NEXT: return %[[H]], %[[FC]], %[[ACT]]
-// FULL-LABEL: func.func private @block_fwd_full(
+// FULL-LABEL: func.func private @block_full_fwd(
 // FULL-SAME: -> tensor<2x4x8xf32>
 // FULL: tfm.layer_norm
 // FULL-NEXT: tfm.matmul
@@ -82,39 +82,42 @@ module {
 // FULL-NEXT: return %[[OUT]] : tensor<2x4x8xf32>
 // FULL-LABEL: func.func @train_step(
 // FULL: %[[E:.*]] = tfm.embedding
-// FULL-NEXT: %[[H0:.*]] = call @block_fwd_full(%[[E]], {{.*}}) {tfm.layer = 0 : i64} : {{.*}} -> tensor<2x4x8xf32>
-// FULL-NEXT: %[[H1:.*]] = call @block_fwd_full(%[[H0]], {{.*}}) {tfm.layer = 1 : i64} : {{.*}} -> tensor<2x4x8xf32>
-// FULL: %[[R1:.*]]:3 = call @block_recompute_full(%[[H0]], %arg8, %arg9) {tfm.layer = 1 : i64, tfm.recompute}
+// FULL-NEXT: %[[H0:.*]] = call @block_full_fwd(%[[E]], {{.*}}) {tfm.layer = 0 : i64} : {{.*}} -> tensor<2x4x8xf32>
+// FULL-NEXT: %[[H1:.*]] = call @block_full_fwd(%[[H0]], {{.*}}) {tfm.layer = 1 : i64} : {{.*}} -> tensor<2x4x8xf32>
+// FULL: %[[R1:.*]]:3 = call @block_recompute_full(%[[H0]], %arg8, %arg9, %arg10) {tfm.layer = 1 : i64, tfm.recompute}
 // FULL-NEXT: %[[G1:.*]]:4 = call @block_bwd(%{{.*}}, %[[H0]], %arg8, %arg9, %arg10, %[[R1]]#0, %[[R1]]#1, %[[R1]]#2)
-// FULL-NEXT: %[[R0:.*]]:3 = call @block_recompute_full(%[[E]], %arg5, %arg6) {tfm.layer = 0 : i64, tfm.recompute}
+// FULL-NEXT: %[[R0:.*]]:3 = call @block_recompute_full(%[[E]], %arg5, %arg6, %arg7) {tfm.layer = 0 : i64, tfm.recompute}
 // FULL-NEXT: call @block_bwd(%[[G1]]#0, %[[E]], %arg5, %arg6, %arg7, %[[R0]]#0, %[[R0]]#1, %[[R0]]#2)
 // FULL-NOT: call @block
 // FULL-LABEL: func.func @eval(
 // FULL: call @block(
 
-// selective: the forward keeps the matmul output (fc) only; the LayerNorm
-// output is recomputed from the layer input and the GELU output from fc.
+// selective: the forward keeps the matmul output (fc) only; the backward
+// (@block_selective_bwd: @block_bwd's inputs before the residuals, then the
+// kept values) starts by recomputing the LayerNorm output from the layer
+// input and the GELU output from fc, then runs @block_bwd's body.
 // SEL: module attributes {tfm.recompute = "selective"}
 // SEL-NOT: func.func private @block_fwd(
-// SEL-LABEL: func.func private @block_fwd_selective(
+// SEL-NOT: func.func private @block_bwd(
+// SEL-LABEL: func.func private @block_selective_fwd(
 // SEL-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x16xf32>)
 // SEL: %[[FC:.*]] = tfm.matmul
 // SEL: %[[OUT:.*]] = tfm.add
 // SEL-NEXT: return %[[OUT]], %[[FC]] : tensor<2x4x8xf32>, tensor<2x4x16xf32>
-// SEL-LABEL: func.func private @block_recompute_selective(
-// SEL-SAME: %[[X:.*]]: tensor<2x4x8xf32> {tfm.role = "hidden"}, %[[LN:.*]]: tensor<8xf32> {tfm.name = "ln.weight", tfm.role = "norm"}, %[[KFC:.*]]: tensor<2x4x16xf32>)
-// SEL-SAME: -> (tensor<2x4x8xf32> {tfm.residual = 0 : i64}, tensor<2x4x16xf32> {tfm.residual = 2 : i64})
+// SEL-LABEL: func.func private @block_selective_bwd(
+// SEL-SAME: %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32>, %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {tfm.role = "hidden"}, %[[LN:[a-z0-9]+]]: tensor<8xf32> {{.*}}, %[[WFC:[a-z0-9]+]]: tensor<8x16xf32> {{.*}}, %[[WPROJ:[a-z0-9]+]]: tensor<16x8xf32> {{.*}}, %[[KFC:[a-z0-9]+]]: tensor<2x4x16xf32>)
 // SEL-NEXT: %[[H:.*]] = tfm.layer_norm %[[X]], %[[LN]]
 // SEL-NEXT: %[[ACT:.*]] = tfm.gelu %[[KFC]]
-// SEL-NEXT: return %[[H]], %[[ACT]]
+// SEL-NEXT: %[[DACT:.*]] = tfm.matmul %[[DY]], %[[WPROJ]] {transpose_rhs}
+// SEL-NEXT: tfm.matmul_wgrad %[[ACT]], %[[DY]]
+// SEL-NEXT: tfm.gelu_grad %[[DACT]], %[[KFC]]
 // SEL-LABEL: func.func @train_step(
 // SEL: %[[E:.*]] = tfm.embedding
-// SEL-NEXT: %[[F0:.*]]:2 = call @block_fwd_selective(%[[E]], {{.*}}) {tfm.layer = 0 : i64}
-// SEL-NEXT: %[[F1:.*]]:2 = call @block_fwd_selective(%[[F0]]#0, {{.*}}) {tfm.layer = 1 : i64}
-// SEL: %[[R1:.*]]:2 = call @block_recompute_selective(%[[F0]]#0, %arg8, %[[F1]]#1) {tfm.layer = 1 : i64, tfm.recompute}
-// SEL-NEXT: %[[G1:.*]]:4 = call @block_bwd(%{{.*}}, %[[F0]]#0, %arg8, %arg9, %arg10, %[[R1]]#0, %[[F1]]#1, %[[R1]]#1)
-// SEL-NEXT: %[[R0:.*]]:2 = call @block_recompute_selective(%[[E]], %arg5, %[[F0]]#1) {tfm.layer = 0 : i64, tfm.recompute}
-// SEL-NEXT: call @block_bwd(%[[G1]]#0, %[[E]], %arg5, %arg6, %arg7, %[[R0]]#0, %[[F0]]#1, %[[R0]]#1)
+// SEL-NEXT: %[[F0:.*]]:2 = call @block_selective_fwd(%[[E]], {{.*}}) {tfm.layer = 0 : i64}
+// SEL-NEXT: %[[F1:.*]]:2 = call @block_selective_fwd(%[[F0]]#0, {{.*}}) {tfm.layer = 1 : i64}
+// SEL: %[[G1:.*]]:4 = call @block_selective_bwd(%{{.*}}, %[[F0]]#0, %arg8, %arg9, %arg10, %[[F1]]#1)
+// SEL-NEXT: call @block_selective_bwd(%[[G1]]#0, %[[E]], %arg5, %arg6, %arg7, %[[F0]]#1)
+// SEL-NOT: tfm.recompute}
 
 // none: the module is only marked.
 // NONE: module attributes {tfm.recompute = "none"}
@@ -126,41 +129,39 @@ module {
 // Microbatches: one re-run per layer and microbatch, each right before its
 // backward.
 // MB-LABEL: func.func @train_step(
-// MB-COUNT-2: call @block_fwd_full(
+// MB-COUNT-2: call @block_full_fwd(
 // MB: call @block_recompute_full({{.*}}tfm.recompute
 // MB-NEXT: call @block_bwd(
 // MB-NEXT: call @block_recompute_full({{.*}}tfm.recompute
 // MB-NEXT: call @block_bwd(
-// MB-COUNT-2: call @block_fwd_full(
+// MB-COUNT-2: call @block_full_fwd(
 // MB: call @block_recompute_full({{.*}}tfm.recompute
 // MB-NEXT: call @block_bwd(
 // MB-NEXT: call @block_recompute_full({{.*}}tfm.recompute
 // MB-NEXT: call @block_bwd(
 // MB-NOT: tfm.recompute}
 
-// GPT2-LABEL: func.func private @gpt2_block_fwd_selective(
+// GPT2-LABEL: func.func private @gpt2_block_selective_fwd(
 // GPT2-SAME: -> (tensor<2x8x128xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x4x8xf32>, tensor<2x8x128xf32>, tensor<2x8x512xf32>)
-// GPT2-LABEL: func.func private @gpt2_block_recompute_selective(
-// GPT2-NOT: tfm.matmul
-// GPT2-NOT: tfm.attention
-// GPT2: tfm.layer_norm
-// GPT2: tfm.reshape
-// GPT2: tfm.layer_norm
-// GPT2: tfm.gelu
-// GPT2-NEXT: return
+// GPT2-LABEL: func.func private @gpt2_block_selective_bwd(
+// GPT2-NEXT: tfm.layer_norm
+// GPT2-NEXT: tfm.reshape
+// GPT2-NEXT: tfm.layer_norm
+// GPT2-NEXT: tfm.gelu
+// GPT2-NEXT: tfm.matmul {{.*}} {transpose_rhs}
 // GPT2-LABEL: func.func @train_step(
-// GPT2-COUNT-4: call @gpt2_block_fwd_selective(
-// GPT2-COUNT-4: call @gpt2_block_recompute_selective({{.*}}tfm.recompute
+// GPT2-COUNT-4: call @gpt2_block_selective_fwd(
+// GPT2-COUNT-4: call @gpt2_block_selective_bwd(
 
 // GPT2-FULL-LABEL: func.func @train_step(
-// GPT2-FULL-COUNT-4: call @gpt2_block_fwd_full(
+// GPT2-FULL-COUNT-4: call @gpt2_block_full_fwd(
 // GPT2-FULL-COUNT-4: call @gpt2_block_recompute_full({{.*}}tfm.recompute
 
 // Llama: both RMSNorms and SwiGLU are recomputed; the RoPE outputs are kept
 // (recomputing them would need the q and k projections, which are as large).
-// LLAMA-LABEL: func.func private @llama_block_recompute_selective(
+// LLAMA-LABEL: func.func private @llama_block_selective_bwd(
 // LLAMA-NEXT: tfm.rms_norm
 // LLAMA-NEXT: tfm.reshape
 // LLAMA-NEXT: tfm.rms_norm
 // LLAMA-NEXT: tfm.swiglu
-// LLAMA-NEXT: return
+// LLAMA-NEXT: tfm.matmul {{.*}} {transpose_rhs}

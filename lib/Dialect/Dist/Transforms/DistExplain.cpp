@@ -148,8 +148,8 @@ struct Report {
   /// Strategy rows: label, axis, text.
   std::vector<std::tuple<std::string, std::string, std::string>> strategies;
   /// Activation recomputation (the module's `tfm.recompute`, set by
-  /// tfm-recompute) and the recompute functions the step calls, with their
-  /// calls per step.
+  /// tfm-recompute) and the functions that recompute (full: the re-runs,
+  /// selective: the backward functions), with their calls per step.
   std::string recompute;
   std::vector<std::pair<std::string, int64_t>> recomputeCalls;
 };
@@ -406,7 +406,8 @@ LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
   if (auto mode = module->getAttrOfType<StringAttr>("tfm.recompute"))
     r.recompute = mode.getValue().str();
   for (auto func : module.getOps<rt::FuncOp>())
-    if (func.getSymName().contains("_recompute_") &&
+    if ((func.getSymName().contains("_recompute_") ||
+         func.getSymName().contains("_selective_bwd")) &&
         calls.count(func.getSymName()))
       r.recomputeCalls.emplace_back(func.getSymName().str(),
                                     calls[func.getSymName()]);
@@ -854,8 +855,8 @@ void Explainer::deriveStrategies() {
         r.recompute == "full"
             ? "layers keep only their input; each layer's forward re-runs "
               "right before its backward"
-            : "norms and elementwise activations are recomputed right "
-              "before each layer's backward from the kept matmul and "
+            : "norms and elementwise activations are recomputed at the "
+              "start of each layer's backward from the kept matmul and "
               "attention outputs";
     SmallVector<std::string> parts;
     for (auto &[name, count] : r.recomputeCalls)

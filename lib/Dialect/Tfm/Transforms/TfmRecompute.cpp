@@ -8,9 +8,10 @@
 // functions; the residuals are the trailing operands of the backward call,
 // which are the trailing results of the forward call (spec/autodiff.md).
 // The forward call then goes to a variant of `@B_fwd` that returns fewer
-// values, and a call marked `tfm.recompute` right before the backward call
-// rebuilds the others from the layer's arguments (full) or from the kept
-// values (selective). Variants are made once per block function.
+// values; the others are rebuilt from the layer's arguments by a re-run
+// marked `tfm.recompute` right before the backward call (full), or from the
+// kept values at the start of a variant of `@B_bwd` (selective). Variants
+// are made once per block function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,10 +24,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace autoshard::tfm {
@@ -68,37 +67,37 @@ struct LayerCalls {
   unsigned numOutputs;
 };
 
-/// What selective recomputation does for one `@B_fwd`.
+/// What selective recomputation does for one `@B_fwd` / `@B_bwd` pair.
 struct SelectivePlan {
   /// Results of `@B` (before the residuals of `@B_fwd`).
   unsigned numOutputs;
-  /// The forward the layers call: `@B_fwd_selective`, which returns the
-  /// kept values after the outputs (or `@B_fwd` itself when nothing is
-  /// recomputed).
+  /// Arguments of `@B_bwd` before its residuals (dy..., arguments of `@B`).
+  unsigned numBwdInputs;
+  /// `@B_selective_fwd`: `@B_fwd` returning the kept values after the
+  /// outputs; null when nothing is recomputed (the pair stays).
   func::FuncOp fwd;
-  /// `@B_recompute_selective`, returning the recomputed residuals; null
-  /// when nothing is recomputed.
-  func::FuncOp recompute;
-  /// Per residual of `@B_fwd`: its index among the kept values, or -1.
-  SmallVector<int64_t> keptIndex;
-  /// Per residual of `@B_fwd`: its index among the results of `recompute`,
-  /// or -1.
-  SmallVector<int64_t> recomputedIndex;
-  /// Operands of the recompute call: arguments of `@B_fwd` (by index), then
-  /// kept values (by index among the kept values).
-  SmallVector<unsigned> recomputeArgs, recomputeKept;
+  /// `@B_selective_bwd(<inputs of @B_bwd before the residuals>, <arguments
+  /// of @B_fwd the recomputation reads>, kept...)`: recomputes the other
+  /// residuals, then runs `@B_bwd`'s body.
+  func::FuncOp bwd;
+  /// Arguments of `@B_fwd` that `bwd` takes after the inputs of `@B_bwd`
+  /// (those the recomputation reads and `@B_bwd` does not take).
+  SmallVector<unsigned> recomputeArgs;
+  /// Arguments of `@B_fwd` the recomputation reads that `@B_bwd` takes too:
+  /// (argument of `@B_fwd`, input of `@B_bwd`), the same value at every call.
+  SmallVector<std::pair<unsigned, unsigned>> sharedArgs;
 };
 
 /// What full recomputation calls for one `@B_fwd`.
 struct FullPair {
-  /// `@B_fwd_full`: `@B_fwd` without its residuals (the forward).
+  /// `@B_full_fwd`: `@B_fwd` without its residuals (the forward).
   func::FuncOp fwd;
   /// `@B_recompute_full`: `@B_fwd` returning only its residuals (the re-run
-  /// before the backward; what only the outputs need is left out, and so
-  /// are the arguments nothing left reads).
+  /// before the backward; what only the outputs need is left out). It
+  /// takes every argument of `@B_fwd`, so that the re-run call has the
+  /// forward call's operands (dist-pipeline-split finds a re-run's layer
+  /// by them).
   func::FuncOp recompute;
-  /// Arguments of `@B_fwd` that `recompute` takes, in order.
-  SmallVector<unsigned> recomputeArgs;
 };
 
 /// `@B` for `@B_fwd`.
@@ -108,13 +107,13 @@ StringRef getBlockName(func::FuncOp fwd) {
   return name;
 }
 
-/// Marks each result of recompute function `func` with the index of the
-/// residual of `@B_bwd` it is (`tfm.residual`). This also tells the
-/// sharding seeders that no result is the block's hidden output.
-void setResidualAttrs(func::FuncOp func, ArrayRef<int64_t> residualIndices) {
+/// Marks result i of re-run function `func` as residual i of `@B_bwd`
+/// (`tfm.residual = i`). This also tells the sharding seeders that no result
+/// is the block's hidden output.
+void setResidualAttrs(func::FuncOp func) {
   Builder b(func.getContext());
-  for (auto [i, index] : llvm::enumerate(residualIndices))
-    func.setResultAttr(i, "tfm.residual", b.getI64IntegerAttr(index));
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    func.setResultAttr(i, "tfm.residual", b.getI64IntegerAttr(i));
 }
 
 class Recompute {
@@ -127,8 +126,10 @@ public:
 private:
   FailureOr<const FullPair *> getFullPair(func::FuncOp fwd,
                                           unsigned numOutputs);
-  FailureOr<const SelectivePlan *> getSelectivePlan(func::FuncOp fwd,
-                                                    unsigned numOutputs);
+  FailureOr<const SelectivePlan *> getSelectivePlan(const LayerCalls &layer,
+                                                    func::FuncOp fwd,
+                                                    func::FuncOp bwd,
+                                                    unsigned numBwdInputs);
   func::FuncOp cloneWithResults(func::FuncOp fwd, StringRef name,
                                 unsigned numOutputs, ArrayRef<Value> extra);
 
@@ -190,36 +191,32 @@ FailureOr<const FullPair *> Recompute::getFullPair(func::FuncOp fwd,
   auto ret = cast<func::ReturnOp>(fwd.front().getTerminator());
   SmallVector<Value> residuals(ret.getOperands().drop_front(numOutputs));
   auto pair = std::make_unique<FullPair>();
-  pair->fwd =
-      cloneWithResults(fwd, (fwd.getSymName() + "_full").str(), numOutputs, {});
+  pair->fwd = cloneWithResults(fwd, (getBlockName(fwd) + "_full_fwd").str(),
+                               numOutputs, {});
   pair->recompute =
       cloneWithResults(fwd, (getBlockName(fwd) + "_recompute_full").str(),
                        /*numOutputs=*/0, residuals);
-  setResidualAttrs(pair->recompute,
-                   llvm::to_vector(llvm::seq<int64_t>(0, residuals.size())));
-  llvm::BitVector unused(fwd.getNumArguments());
-  for (BlockArgument arg : pair->recompute.getArguments()) {
-    if (arg.use_empty())
-      unused.set(arg.getArgNumber());
-    else
-      pair->recomputeArgs.push_back(arg.getArgNumber());
-  }
-  if (failed(pair->recompute.eraseArguments(unused)))
-    return failure();
+  setResidualAttrs(pair->recompute);
   auto &slot = fullPairs[fwd];
   slot = std::move(pair);
   return slot.get();
 }
 
 FailureOr<const SelectivePlan *>
-Recompute::getSelectivePlan(func::FuncOp fwd, unsigned numOutputs) {
+Recompute::getSelectivePlan(const LayerCalls &layer, func::FuncOp fwd,
+                            func::FuncOp bwd, unsigned numBwdInputs) {
+  unsigned numOutputs = layer.numOutputs;
+  func::CallOp fwdCall = layer.fwd, bwdCall = layer.bwd;
   auto it = selectivePlans.find(fwd);
   if (it != selectivePlans.end()) {
-    if (it->second->numOutputs != numOutputs)
+    if (it->second->numOutputs != numOutputs ||
+        it->second->numBwdInputs != numBwdInputs)
       return fwd.emitError()
-             << "tfm-recompute: calls of @" << fwd.getSymName()
-             << " disagree on its number of outputs (" << it->second->numOutputs
-             << " and " << numOutputs << ")";
+             << "tfm-recompute: calls of @" << fwd.getSymName() << " and @"
+             << bwd.getSymName()
+             << " disagree on their number of outputs and inputs ("
+             << it->second->numOutputs << ", " << it->second->numBwdInputs
+             << " and " << numOutputs << ", " << numBwdInputs << ")";
     return it->second.get();
   }
   Block &body = fwd.front();
@@ -281,6 +278,20 @@ Recompute::getSelectivePlan(func::FuncOp fwd, unsigned numOutputs) {
 
   auto plan = std::make_unique<SelectivePlan>();
   plan->numOutputs = numOutputs;
+  plan->numBwdInputs = numBwdInputs;
+  auto &slot = selectivePlans[fwd];
+  if (recomputed.empty()) {
+    // Nothing cheap to recompute: the pair stays as tfm-autodiff made it.
+    slot = std::move(plan);
+    return slot.get();
+  }
+  if (bwd.getNumArguments() != numBwdInputs + residuals.size())
+    return bwd.emitError() << "tfm-recompute: @" << bwd.getSymName()
+                           << " takes " << bwd.getNumArguments()
+                           << " arguments, expected " << numBwdInputs
+                           << " inputs and " << residuals.size()
+                           << " residuals of @" << fwd.getSymName();
+
   // Kept values and recompute ops in program order.
   SmallVector<Value> keptValues;
   SmallVector<Operation *> opsInOrder;
@@ -291,79 +302,71 @@ Recompute::getSelectivePlan(func::FuncOp fwd, unsigned numOutputs) {
     if (recomputeOps.contains(&op))
       opsInOrder.push_back(&op);
   }
-  DenseMap<Value, int64_t> keptIndexOf;
-  for (auto [i, v] : llvm::enumerate(keptValues))
-    keptIndexOf[v] = i;
-  SmallVector<Value> recomputedValues;
-  for (Value r : residuals) {
-    if (recomputed.contains(r)) {
-      plan->keptIndex.push_back(-1);
-      plan->recomputedIndex.push_back(recomputedValues.size());
-      recomputedValues.push_back(r);
-    } else {
-      plan->keptIndex.push_back(keptIndexOf.lookup(r));
-      plan->recomputedIndex.push_back(-1);
-    }
-  }
-  if (recomputedValues.empty()) {
-    // Nothing cheap to recompute: the block stays as tfm-autodiff made it.
-    plan->fwd = fwd;
-    for (auto [i, r] : llvm::enumerate(residuals))
-      plan->keptIndex[i] = i;
-    auto &slot = selectivePlans[fwd];
-    slot = std::move(plan);
-    return slot.get();
-  }
-  plan->fwd = cloneWithResults(fwd, (fwd.getSymName() + "_selective").str(),
-                               numOutputs, keptValues);
+  plan->fwd =
+      cloneWithResults(fwd, (getBlockName(fwd) + "_selective_fwd").str(),
+                       numOutputs, keptValues);
 
-  // @B_recompute_selective(<args it reads>, <kept values it reads>) ->
-  // (recomputed residuals).
-  llvm::SetVector<Value> reads;
+  // @B_selective_bwd(<inputs of @B_bwd before the residuals>, <arguments
+  // of @B_fwd the recomputation reads>, kept...).
+  llvm::DenseSet<Value> reads;
   for (Operation *op : opsInOrder)
-    for (Value operand : op->getOperands())
-      if (isa<BlockArgument>(operand) || kept.contains(operand))
-        reads.insert(operand);
-  SmallVector<Value> inputs;
+    reads.insert(op->operand_begin(), op->operand_end());
+  SmallVector<Type> inputTypes(bwd.getArgumentTypes().take_front(numBwdInputs));
   SmallVector<DictionaryAttr> inputAttrs;
-  for (BlockArgument arg : body.getArguments())
-    if (reads.contains(arg)) {
-      plan->recomputeArgs.push_back(arg.getArgNumber());
-      inputs.push_back(arg);
-      inputAttrs.push_back(fwd.getArgAttrDict(arg.getArgNumber()));
+  for (unsigned i = 0; i < numBwdInputs; ++i)
+    inputAttrs.push_back(bwd.getArgAttrDict(i));
+  for (BlockArgument arg : body.getArguments()) {
+    if (!reads.contains(arg))
+      continue;
+    unsigned index = arg.getArgNumber();
+    Value operand = fwdCall.getOperand(index);
+    OperandRange bwdInputs = bwdCall.getOperands().take_front(numBwdInputs);
+    if (auto shared = llvm::find(bwdInputs, operand);
+        shared != bwdInputs.end()) {
+      plan->sharedArgs.emplace_back(index,
+                                    std::distance(bwdInputs.begin(), shared));
+      continue;
     }
-  for (auto [i, v] : llvm::enumerate(keptValues))
-    if (reads.contains(v)) {
-      plan->recomputeKept.push_back(i);
-      inputs.push_back(v);
-      inputAttrs.push_back(nullptr);
-    }
+    plan->recomputeArgs.push_back(index);
+    inputTypes.push_back(arg.getType());
+    inputAttrs.push_back(fwd.getArgAttrDict(index));
+  }
+  for (Value v : keptValues) {
+    inputTypes.push_back(v.getType());
+    inputAttrs.push_back(nullptr);
+  }
   OpBuilder b(fwd.getContext());
-  auto recompute = func::FuncOp::create(
-      b, fwd.getLoc(), (getBlockName(fwd) + "_recompute_selective").str(),
-      FunctionType::get(fwd.getContext(), ValueRange(inputs).getTypes(),
-                        ValueRange(recomputedValues).getTypes()));
-  recompute.setPrivate();
-  recompute.addEntryBlock();
-  recompute.setAllArgAttrs(inputAttrs);
-  SmallVector<int64_t> residualIndices;
-  for (auto [i, index] : llvm::enumerate(plan->recomputedIndex))
-    if (index >= 0)
-      residualIndices.push_back(i);
-  setResidualAttrs(recompute, residualIndices);
-  IRMapping map;
-  map.map(inputs, recompute.getArguments());
-  OpBuilder inner = OpBuilder::atBlockEnd(&recompute.front());
+  auto newBwd = func::FuncOp::create(
+      b, bwd.getLoc(), (getBlockName(fwd) + "_selective_bwd").str(),
+      FunctionType::get(fwd.getContext(), inputTypes, bwd.getResultTypes()));
+  newBwd.setPrivate();
+  newBwd.addEntryBlock();
+  newBwd.setAllArgAttrs(inputAttrs);
+  newBwd.setAllResultAttrs(bwd.getAllResultAttrs());
+  ValueRange newArgs = newBwd.getArguments();
+  // The recomputation, from the arguments and the kept values.
+  IRMapping recomputeMap;
+  for (auto [index, input] : plan->sharedArgs)
+    recomputeMap.map(body.getArgument(index), newArgs[input]);
+  for (auto [i, index] : llvm::enumerate(plan->recomputeArgs))
+    recomputeMap.map(body.getArgument(index), newArgs[numBwdInputs + i]);
+  unsigned firstKept = numBwdInputs + plan->recomputeArgs.size();
+  for (auto [i, v] : llvm::enumerate(keptValues))
+    recomputeMap.map(v, newArgs[firstKept + i]);
+  OpBuilder inner = OpBuilder::atBlockEnd(&newBwd.front());
   for (Operation *op : opsInOrder)
-    inner.clone(*op, map);
-  SmallVector<Value> results;
-  for (Value r : recomputedValues)
-    results.push_back(map.lookup(r));
-  func::ReturnOp::create(inner, fwd.getLoc(), results);
-  symbols.insert(recompute, std::next(Block::iterator(plan->fwd)));
-  plan->recompute = recompute;
-
-  auto &slot = selectivePlans[fwd];
+    inner.clone(*op, recomputeMap);
+  // Then @B_bwd's body, its residuals taken from the kept values or the
+  // recomputation.
+  IRMapping bwdMap;
+  for (unsigned i = 0; i < numBwdInputs; ++i)
+    bwdMap.map(bwd.getArgument(i), newArgs[i]);
+  for (auto [i, r] : llvm::enumerate(residuals))
+    bwdMap.map(bwd.getArgument(numBwdInputs + i), recomputeMap.lookup(r));
+  for (Operation &op : bwd.front())
+    inner.clone(op, bwdMap);
+  symbols.insert(newBwd, std::next(Block::iterator(bwd)));
+  plan->bwd = newBwd;
   slot = std::move(plan);
   return slot.get();
 }
@@ -385,11 +388,8 @@ LogicalResult Recompute::rewrite(const LayerCalls &layer) {
     if (failed(pair))
       return failure();
     // The re-run of the forward, right before the backward.
-    SmallVector<Value> operands;
-    for (unsigned i : (*pair)->recomputeArgs)
-      operands.push_back(fwdCall.getOperand(i));
-    auto rerun = func::CallOp::create(before, fwdCall.getLoc(),
-                                      (*pair)->recompute, operands);
+    auto rerun = func::CallOp::create(
+        before, fwdCall.getLoc(), (*pair)->recompute, fwdCall.getOperands());
     rerun->setDiscardableAttrs(
         recomputeAttrs.getDictionary(fwdCall.getContext()));
     for (unsigned i = 0; i < numResiduals; ++i)
@@ -397,28 +397,32 @@ LogicalResult Recompute::rewrite(const LayerCalls &layer) {
     newFwd = func::CallOp::create(forward, fwdCall.getLoc(), (*pair)->fwd,
                                   fwdCall.getOperands());
   } else {
-    FailureOr<const SelectivePlan *> planOr = getSelectivePlan(fwd, numOutputs);
+    auto bwd = symbols.lookup<func::FuncOp>(bwdCall.getCallee());
+    FailureOr<const SelectivePlan *> planOr =
+        getSelectivePlan(layer, fwd, bwd, firstResidual);
     if (failed(planOr))
       return failure();
     const SelectivePlan &plan = **planOr;
-    if (!plan.recompute)
+    if (!plan.fwd)
       return success();
+    for (auto [index, input] : plan.sharedArgs)
+      if (fwdCall.getOperand(index) != bwdCall.getOperand(input))
+        return bwdCall.emitOpError()
+               << "takes operand #" << input << " where @" << fwd.getSymName()
+               << " took operand #" << index
+               << " at the first layer, but a different value here";
     newFwd = func::CallOp::create(forward, fwdCall.getLoc(), plan.fwd,
                                   fwdCall.getOperands());
-    SmallVector<Value> operands;
+    SmallVector<Value> operands(
+        bwdCall.getOperands().take_front(firstResidual));
     for (unsigned i : plan.recomputeArgs)
       operands.push_back(fwdCall.getOperand(i));
-    for (unsigned i : plan.recomputeKept)
-      operands.push_back(newFwd.getResult(numOutputs + i));
-    auto rerun = func::CallOp::create(before, fwdCall.getLoc(), plan.recompute,
-                                      operands);
-    rerun->setDiscardableAttrs(
-        recomputeAttrs.getDictionary(fwdCall.getContext()));
-    for (unsigned i = 0; i < numResiduals; ++i)
-      bwdCall->setOperand(firstResidual + i,
-                          plan.keptIndex[i] >= 0
-                              ? newFwd.getResult(numOutputs + plan.keptIndex[i])
-                              : rerun.getResult(plan.recomputedIndex[i]));
+    llvm::append_range(operands, newFwd.getResults().drop_front(numOutputs));
+    auto newBwd =
+        func::CallOp::create(before, bwdCall.getLoc(), plan.bwd, operands);
+    newBwd->setDiscardableAttrs(bwdCall->getDiscardableAttrDictionary());
+    bwdCall.replaceAllUsesWith(newBwd.getResults());
+    bwdCall.erase();
   }
   newFwd->setDiscardableAttrs(fwdCall->getDiscardableAttrDictionary());
   for (unsigned i = 0; i < numOutputs; ++i)
@@ -512,11 +516,11 @@ struct TfmRecomputePass
       llvm::SetVector<StringAttr> callees;
       for (LayerCalls &layer : layers) {
         callees.insert(layer.fwd.getCalleeAttr().getAttr());
+        callees.insert(layer.bwd.getCalleeAttr().getAttr());
         if (failed(recompute.rewrite(layer)))
           return signalPassFailure();
       }
-      // A residual-returning forward that no call uses any more is
-      // removed.
+      // The pair functions that no call uses any more are removed.
       for (StringAttr name : callees) {
         auto func = symbols.lookup<func::FuncOp>(name);
         if (func && SymbolTable::symbolKnownUseEmpty(func, module))

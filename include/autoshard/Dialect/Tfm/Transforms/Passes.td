@@ -161,17 +161,16 @@ def TfmRecompute : Pass<"tfm-recompute", "::mlir::ModuleOp"> {
     `%r = call @B_fwd(args)` ... `call @B_bwd(dy..., args..., %r#residuals)`
     in the public functions (every layer, every microbatch):
 
-    * `mode=full`: the forward calls `@B_fwd_full(args) -> (<results of
+    * `mode=full`: the forward calls `@B_full_fwd(args) -> (<results of
       @B>)`, `@B_fwd` without its residuals, so a layer keeps only its input
       (which is the previous layer's output) between the forward and the
       backward. Right before each `@B_bwd` call, `call
-      @B_recompute_full(<args it reads>) {tfm.recompute}` re-runs the
-      layer's forward and returns exactly the residuals the backward reads:
-      `@B_fwd` returning only its residuals, so what only the block's
-      outputs need (in a GPT block the MLP down-projection and the residual
-      add, and under SP their reduce-scatter) and the arguments nothing
-      else reads are left out. The residuals of one layer are alive at a
-      time.
+      @B_recompute_full(args) {tfm.recompute}` (the forward call's operands)
+      re-runs the layer's forward and returns exactly the residuals the
+      backward reads: `@B_fwd` returning only its residuals, so what only
+      the block's outputs need (in a GPT block the MLP down-projection and
+      the residual add, and under SP their reduce-scatter) is left out. The
+      residuals of one layer are alive at a time.
     * `mode=selective`: the norms and the elementwise ops of the block
       (`tfm.layer_norm`, `tfm.rms_norm`, `tfm.gelu`, `tfm.silu`,
       `tfm.swiglu`, `tfm.rope`, `tfm.dropout`, `tfm.add`/`sub`/`mul`/
@@ -192,18 +191,21 @@ def TfmRecompute : Pass<"tfm-recompute", "::mlir::ModuleOp"> {
       residual stream after attention and the MLP's up-projection, and
       recomputes both LayerNorm outputs and the GELU output: 16 -> 9 units
       of batch x seq x hidden per layer (the attention output is a residual
-      both as 4-D and as its 3-D view; the view comes back as a copy). The
-      forward calls `@B_fwd_selective(args) -> (<results of @B>, kept...)`
-      and, right before each `@B_bwd` call,
-      `call @B_recompute_selective(<args it reads>, <kept values it reads>)
-      {tfm.recompute} -> (recomputed residuals...)` rebuilds the rest;
-      `@B_bwd` is unchanged. A block with nothing to recompute stays as it
-      is.
+      both as 4-D and as its 3-D view, which is recomputed as a view). The
+      recomputation is folded into the backward, as DESIGN.md §4 puts it
+      ("recomputation is the choice of which residuals to save"): the
+      forward calls `@B_selective_fwd(args) -> (<results of @B>, kept...)`
+      and the backward `@B_selective_bwd(<inputs of @B_bwd before its
+      residuals>, <arguments of @B_fwd the recomputation reads that @B_bwd
+      does not take>, kept...)`, which recomputes the other residuals first
+      and then runs `@B_bwd`'s body. No separate call is made, so a
+      pipeline split places it like any backward call. A block with nothing
+      to recompute keeps its pair.
     * `mode=none`: nothing changes.
 
-    The recomputation calls carry the unit attribute `tfm.recompute` and the
-    forward call's other attributes (`tfm.layer`), so that a pipeline split
-    can place them in the backward unit. The module records the mode as
+    The re-runs of `full` carry the unit attribute `tfm.recompute` and the
+    forward call's other attributes (`tfm.layer`) and operands, so that
+    `dist-pipeline-split` places each in the backward unit of its layer. The module records the mode as
     `tfm.recompute = "full" | "selective" | "none"` (`dist-apply-plan`
     checks a plan's `recompute` against it); running the pass on a module
     that has it is an error. Numerics are unchanged bit for bit: the same
