@@ -25,7 +25,8 @@
 # not divide the default batch 12, the batch becomes 16 (DESIGN.md section 12)
 # unless --batch is given. mb=M (gradient accumulation): the model is built at
 # the microbatch's batch (--batch / M) and tfm-autodiff runs M microbatches per
-# step (microbatches=M), so the step still sees --batch rows.
+# step (microbatches=M), so the step still sees --batch rows. recompute=X (none,
+# selective, full) runs tfm-recompute with mode=X right after tfm-autodiff.
 # The vocabulary is padded to a multiple of --vocab-multiple (default 64, which
 # every tp degree up to 64 divides; Megatron's make-vocab-size-divisible-by) for
 # every run, one rank included, so that all plans compile the same model
@@ -151,9 +152,11 @@ t0=$SECONDS
 # With mb microbatches the model is built at the microbatch's batch and
 # tfm-autodiff accumulates the gradients of mb of them per step.
 build_model "$((BATCH / MB))" "$OUT/model.mlir"
+RECOMPUTE=()
+[[ -n ${DEGREE[recompute]:-} ]] && RECOMPUTE=(--tfm-recompute="mode=${DEGREE[recompute]}")
 "$BUILD_DIR/bin/shard-opt" "$OUT/model.mlir" \
   --tfm-autodiff="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP microbatches=$MB" \
-  -o "$OUT/train_step.mlir"
+  "${RECOMPUTE[@]}" -o "$OUT/train_step.mlir"
 DIST_PASSES=()
 [[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN" --dist-propagate --dist-partition
                                 --dist-pipeline-split --dist-bucket-collectives --dist-verify-comm)

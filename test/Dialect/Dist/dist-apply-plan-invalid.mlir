@@ -30,7 +30,13 @@
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=schedule=zb-h2" 2>&1 | FileCheck %s --check-prefix=SCHED
 // SCHED: error: dist-apply-plan: plan: unknown schedule 'zb-h2' (known: gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-v)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=recompute=full" 2>&1 | FileCheck %s --check-prefix=RECOMP
-// RECOMP: error: dist-apply-plan: plan: recompute=full is not supported yet (only recompute=none)
+// RECOMP: error: dist-apply-plan: plan recompute=full, but the module's tfm.recompute is none (absent); run tfm-recompute with mode=full after tfm-autodiff
+// RUN: shard-opt %S/Inputs/mini-train-step.mlir --tfm-recompute=mode=selective | not shard-opt --dist-apply-plan="plan=dp=2" 2>&1 | FileCheck %s --check-prefix=RECOMP-SEL
+// RECOMP-SEL: error: dist-apply-plan: plan recompute=none, but the module's tfm.recompute is selective; run tfm-recompute with mode=none after tfm-autodiff
+// RUN: shard-opt %S/Inputs/mini-train-step.mlir --tfm-recompute=mode=full | not shard-opt --dist-apply-plan="plan=dp=2,recompute=selective" 2>&1 | FileCheck %s --check-prefix=RECOMP-FULL
+// RECOMP-FULL: error: dist-apply-plan: plan recompute=selective, but the module's tfm.recompute is full; run tfm-recompute with mode=selective after tfm-autodiff
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=recompute=partial" 2>&1 | FileCheck %s --check-prefix=RECOMP-VALUE
+// RECOMP-VALUE: error: dist-apply-plan: plan: recompute must be none, selective or full, found 'partial'
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,dp=4" 2>&1 | FileCheck %s --check-prefix=TWICE
 // TWICE: error: dist-apply-plan: plan: key 'dp' given twice
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp2" 2>&1 | FileCheck %s --check-prefix=SYNTAX

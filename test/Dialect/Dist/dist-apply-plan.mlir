@@ -5,6 +5,10 @@
 // RUN: shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,zero=3" | FileCheck %s --check-prefix=Z3
 // RUN: shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=1,tp=1,zero=1" | FileCheck %s --check-prefix=NONE
 // RUN: shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=tp=2,schedule=1f1b,pp=1,recompute=none" | FileCheck %s --check-prefix=TP
+// A plan with recomputation applies to a module that tfm-recompute rewrote
+// for the same mode (the step here has no block pair, so nothing else changes).
+// RUN: shard-opt %S/Inputs/mini-train-step.mlir --tfm-recompute=mode=full --dist-apply-plan="plan=dp=2,recompute=full" | FileCheck %s --check-prefix=RECOMP
+// RECOMP: module attributes {dist.plan = {{{.*}}recompute = "full"{{.*}}}, tfm.recompute = "full"}
 
 // dp=2: batch of the inputs on dp; everything else replicated, grads untouched.
 // DP: module attributes {dist.plan = {cp = 1 : i64, dp = 2 : i64, ep = 1 : i64, mb = 1 : i64, pp = 1 : i64, recompute = "none", schedule = "1f1b", sp = 0 : i64, tp = 1 : i64, vpp = 1 : i64, zero = 0 : i64}

@@ -26,6 +26,19 @@
 // RUN: shard-opt %t.bucket.mlir --dist-explain -o /dev/null | FileCheck %s --check-prefix=BUCKET
 // And without a plan (one rank): nothing split, no collective.
 // RUN: shard-opt %t.ts.mlir --rt-lower --dist-explain -o /dev/null | FileCheck %s --check-prefix=ONE
+//
+// With activation recomputation (tfm-recompute, full): a strategy row, and
+// the re-runs carry the forward's collectives but the last reduce-scatter
+// (the MLP down-projection only the output needs is not re-run); with
+// selective, the backward recomputes locally (its collectives are those of
+// the backward without recomputation).
+// RUN: shard-opt %t.ts.mlir --tfm-recompute=mode=full --dist-apply-plan="plan=dp=2,tp=2,sp=1,recompute=full" --dist-propagate --dist-partition --dist-explain -o /dev/null | FileCheck %s --check-prefix=RECOMP
+// RUN: shard-opt %t.ts.mlir --tfm-recompute=mode=selective --dist-apply-plan="plan=dp=2,tp=2,sp=1,recompute=selective" --dist-propagate --dist-partition --dist-explain -o /dev/null | FileCheck %s --check-prefix=RECOMP-SEL
+// RECOMP: plan: dp=2,tp=2,sp=1{{.*}}recompute=full
+// RECOMP: Recomp  full  layers keep only their input; each layer's forward re-runs right before its backward (@gpt2_block_recompute_full x4 per step)
+// RECOMP: gpt2_block_recompute_full (called 4x): all_gather[tp] x2, reduce_scatter[tp] x1
+// RECOMP-SEL: Recomp  selective norms and elementwise activations are recomputed at the start of each layer's backward from the kept matmul and attention outputs (@gpt2_block_selective_bwd x4 per step)
+// RECOMP-SEL: gpt2_block_selective_bwd (called 4x): all_gather[tp] x4, reduce_scatter[tp] x2
 
 // CHECK-LABEL: dist-explain: toy
 // CHECK-NEXT: plan: dp=2,tp=2,sp=0,zero=1

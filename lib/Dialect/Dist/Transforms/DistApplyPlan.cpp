@@ -473,6 +473,19 @@ struct DistApplyPlanPass
                          << parsed->mb << ")";
       return signalPassFailure();
     }
+    // Recomputation is built by tfm-recompute (after tfm-autodiff); the
+    // plan must name the mode the module was rewritten for.
+    auto recomputeAttr = module->getAttrOfType<StringAttr>("tfm.recompute");
+    StringRef recompute = recomputeAttr ? recomputeAttr.getValue() : "none";
+    if (parsed->recompute != recompute) {
+      module.emitError() << "dist-apply-plan: plan recompute="
+                         << parsed->recompute
+                         << ", but the module's tfm.recompute is " << recompute
+                         << (recomputeAttr ? "" : " (absent)")
+                         << "; run tfm-recompute with mode="
+                         << parsed->recompute << " after tfm-autodiff";
+      return signalPassFailure();
+    }
     if (parsed->isTrivial())
       return;
     Seeder seeder(module, *parsed);

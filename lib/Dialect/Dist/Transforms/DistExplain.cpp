@@ -147,6 +147,11 @@ struct Report {
   Baseline baseline;
   /// Strategy rows: label, axis, text.
   std::vector<std::tuple<std::string, std::string, std::string>> strategies;
+  /// Activation recomputation (the module's `tfm.recompute`, set by
+  /// tfm-recompute) and the functions that recompute (full: the re-runs,
+  /// selective: the backward functions), with their calls per step.
+  std::string recompute;
+  std::vector<std::pair<std::string, int64_t>> recomputeCalls;
 };
 
 //===----------------------------------------------------------------------===//
@@ -398,6 +403,14 @@ LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
   rows.clear();
   expand(step.getSymName(), 1);
   r.rows = rows;
+  if (auto mode = module->getAttrOfType<StringAttr>("tfm.recompute"))
+    r.recompute = mode.getValue().str();
+  for (auto func : module.getOps<rt::FuncOp>())
+    if ((func.getSymName().contains("_recompute_") ||
+         func.getSymName().contains("_selective_bwd")) &&
+        calls.count(func.getSymName()))
+      r.recomputeCalls.emplace_back(func.getSymName().str(),
+                                    calls[func.getSymName()]);
   for (auto func : module.getOps<rt::FuncOp>()) {
     const Function &f = functions[func.getSymName()];
     if (f.collectives.empty() || !calls.count(func.getSymName()))
@@ -832,6 +845,25 @@ void Explainer::deriveStrategies() {
               " reduce-scatters per step instead of all-reduces";
     }
     r.strategies.emplace_back("SP", "tp=" + std::to_string(tp), text);
+  }
+
+  // Activation recomputation: no sharding, but it decides which
+  // activations the memory plan keeps and adds forward work (and, under TP
+  // and SP, the forward's collectives) to the backward.
+  if (!r.recompute.empty() && r.recompute != "none") {
+    std::string text =
+        r.recompute == "full"
+            ? "layers keep only their input; each layer's forward re-runs "
+              "right before its backward"
+            : "norms and elementwise activations are recomputed at the "
+              "start of each layer's backward from the kept matmul and "
+              "attention outputs";
+    SmallVector<std::string> parts;
+    for (auto &[name, count] : r.recomputeCalls)
+      parts.push_back("@" + name + " x" + std::to_string(count));
+    if (!parts.empty())
+      text += " (" + llvm::join(parts, ", ") + " per step)";
+    r.strategies.emplace_back("Recomp", r.recompute, text);
   }
 }
 

@@ -78,10 +78,6 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
         return planError(llvm::formatv(
             "plan: recompute must be none, selective or full, found '{0}'",
             value));
-      if (value != "none" && onlySupported)
-        return planError(llvm::formatv(
-            "plan: recompute={0} is not supported yet (only recompute=none)",
-            value));
       plan.recompute = value.str();
       continue;
     }

@@ -30,7 +30,7 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     | `zero` | 0..3 | ZeRO stage on the `dp` axis |
     | `pp`, `cp`, `ep`, `mb`, `vpp` | 1 | reserved (later issues) |
     | `schedule` | `1f1b` | reserved |
-    | `recompute` | `none` | reserved |
+    | `recompute` | `none`, `selective`, `full` | activation recomputation: must equal the module's `tfm.recompute` (set by `tfm-recompute`; absent: `none`) |
 
     Unknown keys, repeated keys, non-integers, degrees below 1, `sp=1` with
     `tp=1`, a `zero` outside 0..3 and a reserved key with a value other than
@@ -241,7 +241,9 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
        which dim, which parameters are column / row / vocab split on `tp`
        (by role), which optimizer states and parameters are split on `dp`
        (and those left replicated, `dist.zero_unsharded`), and which
-       activations the sequence-parallel collectives split.
+       activations the sequence-parallel collectives split. With
+       activation recomputation (`tfm.recompute` from `tfm-recompute`), a
+       `Recomp` row: the mode and the recompute functions the step calls.
     3. Collectives per training step per rank (`train_step`; a function
        called L times counts L times), by strategy, op and axes: count and
        bytes (the bytes of the local operand; of the result for a `recv`;

@@ -48,14 +48,15 @@ struct Plan {
   /// "interleaved" (alias "interleaved-1f1b"), "looped-bfs", "zb-h1" or
   /// "zb-v".
   std::string schedule = "1f1b";
-  /// Activation recomputation: "none" compiles today; "selective", "full"
-  /// are known.
+  /// Activation recomputation: "none", "selective" or "full" (built by
+  /// tfm-recompute before dist-apply-plan, which checks that the module's
+  /// `tfm.recompute` matches).
   std::string recompute = "none";
 
   /// Parses `key=value,...` (whitespace around keys and values ignored; an
   /// empty string is the default plan). Errors name the key and the value.
   /// With `onlySupported` (dist-apply-plan), values the compiler cannot
-  /// build yet (cp, ep, recomputation) are
+  /// build yet (cp, ep > 1) are
   /// errors too; without it (the planner, which scores them analytically)
   /// any known value is accepted.
   static llvm::Expected<Plan> parse(llvm::StringRef text,

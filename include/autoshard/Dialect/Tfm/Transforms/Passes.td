@@ -149,4 +149,78 @@ def TfmMixedPrecision : Pass<"tfm-mixed-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def TfmRecompute : Pass<"tfm-recompute", "::mlir::ModuleOp"> {
+  let summary = "Activation recomputation (none, selective, full)";
+  let description = [{
+    Trades compute for activation memory in the training step that
+    `tfm-autodiff` built (Chen et al. 2016, "Training Deep Nets with
+    Sublinear Memory Cost"; Korthikanti et al. 2022, "Reducing Activation
+    Recomputation in Large Transformer Models"; Megatron-LM's
+    `--recompute-granularity full|selective`). It runs after `tfm-autodiff`
+    and before `dist-apply-plan`, on global shapes, and rewrites each pair
+    `%r = call @B_fwd(args)` ... `call @B_bwd(dy..., args..., %r#residuals)`
+    in the public functions (every layer, every microbatch):
+
+    * `mode=full`: the forward calls `@B_full_fwd(args) -> (<results of
+      @B>)`, `@B_fwd` without its residuals, so a layer keeps only its input
+      (which is the previous layer's output) between the forward and the
+      backward. Right before each `@B_bwd` call, `call
+      @B_recompute_full(args) {tfm.recompute}` (the forward call's operands)
+      re-runs the layer's forward and returns exactly the residuals the
+      backward reads: `@B_fwd` returning only its residuals, so what only
+      the block's outputs need (in a GPT block the MLP down-projection and
+      the residual add, and under SP their reduce-scatter) is left out. The
+      residuals of one layer are alive at a time.
+    * `mode=selective`: the norms and the elementwise ops of the block
+      (`tfm.layer_norm`, `tfm.rms_norm`, `tfm.gelu`, `tfm.silu`,
+      `tfm.swiglu`, `tfm.rope`, `tfm.dropout`, `tfm.add`/`sub`/`mul`/
+      `scale`, `tfm.cast`, `tfm.broadcast`, `tfm.reshape` and constants:
+      memory-bound, a few FLOPs per element) are recomputed; the results of
+      everything else (matmuls, `tfm.attention` with its log-sum-exp, MoE
+      routing and dispatch, nested calls) are kept. This is Megatron-Core's
+      `--recompute-modules layernorm,moe_act` extended to the dense MLP
+      activation. Korthikanti et al.'s selective recomputation (Megatron's
+      `core_attn`: the attention scores, softmax and dropout, O(s^2)
+      memory) has nothing left to recompute here: `tfm.attention` is fused
+      and saves only `q`, `k`, `v`, its output and the log-sum-exp, from
+      which its backward recomputes the probabilities. Residual by residual, in program order, a residual made
+      by a cheap op is recomputed when the values its recomputation needs
+      that are not kept anyway (block arguments are always at hand) are
+      strictly smaller than the residual itself; otherwise it is kept. So a
+      GPT-2 block keeps q, k, v, the attention output and log-sum-exp, the
+      residual stream after attention and the MLP's up-projection, and
+      recomputes both LayerNorm outputs and the GELU output: 16 -> 9 units
+      of batch x seq x hidden per layer (the attention output is a residual
+      both as 4-D and as its 3-D view, which is recomputed as a view). The
+      recomputation is folded into the backward, as DESIGN.md §4 puts it
+      ("recomputation is the choice of which residuals to save"): the
+      forward calls `@B_selective_fwd(args) -> (<results of @B>, kept...)`
+      and the backward `@B_selective_bwd(<inputs of @B_bwd before its
+      residuals>, <arguments of @B_fwd the recomputation reads that @B_bwd
+      does not take>, kept...)`, which recomputes the other residuals first
+      and then runs `@B_bwd`'s body. No separate call is made, so a
+      pipeline split places it like any backward call. A block with nothing
+      to recompute keeps its pair.
+    * `mode=none`: nothing changes.
+
+    The re-runs of `full` carry the unit attribute `tfm.recompute` and the
+    forward call's other attributes (`tfm.layer`) and operands, so that
+    `dist-pipeline-split` places each in the backward unit of its layer. The module records the mode as
+    `tfm.recompute = "full" | "selective" | "none"` (`dist-apply-plan`
+    checks a plan's `recompute` against it); running the pass on a module
+    that has it is an error. Numerics are unchanged bit for bit: the same
+    ops run on the same values (dropout masks are keyed on the step and the
+    layer index, not on when they are drawn).
+  }];
+  let dependentDialects = [
+    "::autoshard::tfm::TfmDialect",
+    "::mlir::func::FuncDialect",
+  ];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"full\"",
+           "what to recompute: full (whole blocks), selective (norms and "
+           "elementwise ops) or none">,
+  ];
+}
+
 #endif // AUTOSHARD_DIALECT_TFM_TRANSFORMS_PASSES_TD
