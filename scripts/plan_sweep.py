@@ -198,9 +198,10 @@ def last_error(out: str) -> str:
 
 
 def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[int, str]:
-    mb = parse_plan(plan or "")["mb"]
-    if mb > 1:
-        ts = ctx.train_step(mb)
+    d = parse_plan(plan or "")
+    mb, recompute = d["mb"], d.get("recompute", "none")
+    if mb > 1 or recompute != "none":
+        ts = ctx.train_step(mb, recompute)
     passes = []
     if plan:
         passes = [f"--dist-apply-plan=plan={plan}", "--dist-propagate", "--dist-partition",
@@ -378,11 +379,12 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
     return cases
 
 
-def build_microbatched(ctx: Ctx, args, cfg_path: Path, mb: int,
-                      cache: Dict[int, Path]) -> Path:
-    """The train step with mb microbatches of batch/mb rows (gradient accumulation)."""
-    if mb in cache:
-        return cache[mb]
+def build_microbatched(ctx: Ctx, args, cfg_path: Path, mb: int, recompute: str,
+                      cache: Dict[Tuple[int, str], Path]) -> Path:
+    """The train step with mb microbatches of batch/mb rows (gradient accumulation),
+    and activation recomputation `recompute` (tfm-recompute mode) unless none."""
+    if (mb, recompute) in cache:
+        return cache[(mb, recompute)]
     if args.batch % mb:
         sys.exit(f"plan_sweep: batch {args.batch} is not divisible by mb={mb}")
     model = ctx.out / f"model.mb{mb}.mlir"
@@ -395,12 +397,14 @@ def build_microbatched(ctx: Ctx, args, cfg_path: Path, mb: int,
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode:
         sys.exit(f"plan_sweep: model builder failed:\n{p.stdout}")
-    ts = ctx.out / f"ts.mb{mb}.mlir"
-    rc, out = run(ctx, [ctx.shard_opt, str(model), f"--tfm-autodiff=microbatches={mb}",
-                        "-o", str(ts)])
+    ts = ctx.out / f"ts.mb{mb}.{recompute}.mlir"
+    passes = [f"--tfm-autodiff=microbatches={mb}"]
+    if recompute != "none":
+        passes.append(f"--tfm-recompute=mode={recompute}")
+    rc, out = run(ctx, [ctx.shard_opt, str(model), *passes, "-o", str(ts)])
     if rc:
-        sys.exit(f"plan_sweep: tfm-autodiff microbatches={mb} failed:\n{out}")
-    cache[mb] = ts
+        sys.exit(f"plan_sweep: {' '.join(passes)} failed:\n{out}")
+    cache[(mb, recompute)] = ts
     return ts
 
 
@@ -411,8 +415,9 @@ def build(ctx: Ctx, args) -> Tuple[Path, dict]:
         cfg["n_layer"] = args.layers
     cfg_path = ctx.out / "config.json"
     cfg_path.write_text(json.dumps(cfg, indent=1))
-    cache: Dict[int, Path] = {}
-    ctx.train_step = lambda mb: build_microbatched(ctx, args, cfg_path, mb, cache)
+    cache: Dict[Tuple[int, str], Path] = {}
+    ctx.train_step = lambda mb, recompute="none": build_microbatched(
+        ctx, args, cfg_path, mb, recompute, cache)
     model = ctx.out / "model.mlir"
     env = dict(ctx.env, PYTHONPATH=str(ctx.root / "python"))
     for mult, dst in ((args.vocab_multiple, model), (1, ctx.out / "model.unpadded.mlir")):

@@ -23,6 +23,7 @@
 # tp not dividing the heads, sp=1 with tp=1, zero=4, world size mismatch,
 # ...) fails with a clear message.
 #
+# A plan with recompute=X compiles a step differentiated with tfm-recompute mode=X.
 # Plans: -n N[,N...] every valid dp x tp x sp x zero plan for those world
 # sizes (times each --mb microbatch count: a plan with mb=M compiles the
 # model built at batch/M with tfm-autodiff microbatches=M, i.e. gradient
