@@ -189,6 +189,15 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);
   c.dpBucketParams =
       r.number(*root, "overlap.dp_bucket_params", 0.0, false, inf);
+  if (const json::Object *rc = root->getObject("recompute"))
+    if (const json::Value *v = rc->get("full_reruns_forward")) {
+      if (std::optional<bool> b = v->getAsBoolean())
+        c.fullRecomputeRerunsForward = *b;
+      else
+        r.fail(llvm::formatv("field 'recompute.full_reruns_forward' must be "
+                             "true or false, got {0}",
+                             *v));
+    }
   if (!r.error.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    r.error.c_str());

@@ -104,6 +104,13 @@ struct Cluster {
   double dpBucketParams = 0;
   /// Fraction of pipeline p2p time hidden behind compute.
   double p2pOverlap = 0;
+  /// How the software the file describes runs full recomputation. false
+  /// (autoshard): the compiled `@B_recompute_full`, which re-runs only
+  /// what the backward reads (no MLP down-projection, last residual add
+  /// or their collective). true (Megatron-LM's `--recompute-granularity
+  /// full`, which checkpoints whole layers): the whole compiled block
+  /// forward with its TP collectives is re-run.
+  bool fullRecomputeRerunsForward = false;
 };
 
 /// Parses and validates a cluster description (docs/cluster-format.md).
