@@ -11,6 +11,14 @@
 // compiles the none and full programs of 5 (tp, sp) configurations at 2
 // microbatch sizes.
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 compilable=true recompute=full" -o /dev/null | FileCheck %s --check-prefix=SEARCH
+// With 258 MiB per rank (256 of them reserved) no plan without
+// recomputation fits 8 ranks at global batch 16 (auto_plan_check.sh's
+// model); the planner picks one with recomputation (measured: full
+// recomputation under interleaved pp=2, tp=4+SP, which trains like the
+// 1-rank run: scripts/auto_plan_check.sh --cluster <this file>).
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 16 --seq 64 --vocab-multiple 64 -q -o %t.model16.mlir
+// RUN: shard-opt %t.model16.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-recompute-cluster.json gpus=8 batch=16 compilable=true" -o /dev/null | FileCheck %s --check-prefix=TIGHT
+// RUN: shard-opt %t.model16.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-recompute-cluster.json gpus=8 batch=16 compilable=true recompute=none" -o /dev/null | FileCheck %s --check-prefix=TIGHT-NONE
 
 // Without recomputation a layer keeps its residuals and its input
 // (0.532 MiB); 0.625 MiB of SP all-gathers / reduce-scatters.
@@ -44,3 +52,6 @@
 // SEARCH: mode source
 // SEARCH-NEXT: full compiled
 // SEARCH: 20 block compilations
+
+// TIGHT: chosen plan: {{.*}},recompute={{selective|full}}{{$}}
+// TIGHT-NONE: no plan fits
