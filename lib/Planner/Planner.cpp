@@ -331,6 +331,18 @@ FnTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
   return t;
 }
 
+/// The compiled profile that the cluster's software runs for recomputation
+/// `mode`: null for none, for a mode that did not compile (analytic
+/// fallback) and for selective on software that recomputes the attention
+/// instead (Cluster::selectiveRecomputesAttention: the analytic model).
+const RecomputeProfile *softwareRecompute(const Cluster &c,
+                                          const LocalProfile &prof,
+                                          const std::string &mode) {
+  if (mode == "selective" && c.selectiveRecomputesAttention)
+    return nullptr;
+  return prof.recompute(mode);
+}
+
 /// Activation bytes of one block per microbatch (scaled by `scale` = 1/cp)
 /// under recomputation `mode`: what it keeps from its forward for its
 /// backward, its input included (every mode keeps it: the backward, or
@@ -355,7 +367,7 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
       if (op.kind == OpKind::Attention && !op.backward)
         scoreResidual += 5 * op.scoreElements.at(b) * scale;
   BlockActivations a;
-  if (const RecomputeProfile *rc = prof.recompute(mode)) {
+  if (const RecomputeProfile *rc = softwareRecompute(c, prof, mode)) {
     // Compiled: the mode's forward results (selective: the kept matmul and
     // attention outputs; full: none) and its memory plan's frame, which
     // holds full's recomputed residuals of the layer being differentiated
@@ -471,7 +483,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   // recomputed norms and activations folded in) and, for full, the forward
   // re-run before the backward with its TP collectives; the re-run is
   // input-gradient work (it precedes the backward, never the W part).
-  const RecomputeProfile *rc = prof.recompute(plan.recompute);
+  const RecomputeProfile *rc = softwareRecompute(c, prof, plan.recompute);
   e.recomputeCompiled = rc != nullptr;
   FnTimes fwd =
       functionTime(c, rc ? rc->layerFwd : prof.layerFwd, b, scale, plan.tp);
@@ -707,7 +719,8 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   return e;
 }
 
-std::vector<RecomputeRow> recomputeRows(const LocalProfile &prof,
+std::vector<RecomputeRow> recomputeRows(const Cluster &c,
+                                        const LocalProfile &prof,
                                         const std::vector<std::string> &modes,
                                         double b) {
   auto flops = [&](const FunctionProfile &f) {
@@ -723,23 +736,30 @@ std::vector<RecomputeRow> recomputeRows(const LocalProfile &prof,
     return total;
   };
   // Byte figures without the cluster's unfused-attention score bytes.
-  Cluster fused;
+  Cluster fused = c;
+  fused.attentionScoreBytes = 0;
   std::vector<RecomputeRow> rows;
   for (const std::string &mode : modes) {
     RecomputeRow row;
     row.mode = mode;
-    const RecomputeProfile *rc = prof.recompute(mode);
+    const RecomputeProfile *rc = softwareRecompute(c, prof, mode);
     row.compiled = mode == "none" || rc;
     if (!row.compiled) {
       const RecomputeProfile &r = mode == "full" ? prof.full : prof.selective;
-      row.why = r.error.empty() ? "not compiled" : r.error;
+      row.why = mode == "selective" && c.selectiveRecomputesAttention
+                    ? "the cluster's software recomputes the attention"
+                : r.error.empty() ? "not compiled"
+                                  : r.error;
     }
     const FunctionProfile &fwd = rc ? rc->layerFwd : prof.layerFwd;
     const FunctionProfile &bwd = rc ? rc->layerBwd : prof.layerBwd;
     row.forwardFlops = flops(fwd);
     row.backwardFlops = flops(bwd);
     row.commBytes = comm(fwd) + comm(bwd);
-    if (rc) {
+    if (rc && mode == "full" && c.fullRecomputeRerunsForward) {
+      row.backwardFlops += flops(fwd);
+      row.commBytes += comm(fwd);
+    } else if (rc) {
       row.backwardFlops += flops(rc->layerRecompute);
       row.commBytes += comm(rc->layerRecompute);
     }
@@ -960,7 +980,7 @@ search(const Cluster &c, const ModelInfo &m,
   if (!result.best.empty()) {
     const Candidate &best = result.best.front().plan;
     result.recompute = recomputeRows(
-        profiles.at({best.tp, best.sp}),
+        c, profiles.at({best.tp, best.sp}),
         o.fixed ? std::vector<std::string>{best.recompute} : o.recomputes,
         double(best.mbs));
   }

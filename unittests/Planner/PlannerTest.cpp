@@ -124,17 +124,18 @@ TEST(ClusterFile, FullRecomputeSoftware) {
   ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
   EXPECT_FALSE(c->fullRecomputeRerunsForward);
   c = parseCluster(std::string(base) +
-                       R"(, "recompute": {"full_reruns_forward": true}})",
+                       R"(, "recompute": {"full": "whole_layer",
+                                      "selective": "attention"}})",
                    "c.json");
   ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
   EXPECT_TRUE(c->fullRecomputeRerunsForward);
-  c = parseCluster(std::string(base) +
-                       R"(, "recompute": {"full_reruns_forward": 2}})",
-                   "c.json");
+  EXPECT_TRUE(c->selectiveRecomputesAttention);
+  c = parseCluster(
+      std::string(base) + R"(, "recompute": {"full": "attention"}})", "c.json");
   ASSERT_FALSE(static_cast<bool>(c));
   std::string msg = llvm::toString(c.takeError());
-  EXPECT_NE(msg.find("recompute.full_reruns_forward"), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("recompute.full"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("whole_layer"), std::string::npos) << msg;
 }
 
 TEST(Affine, FitIsExact) {
@@ -728,6 +729,14 @@ TEST(Recompute, CompiledSelectiveUsesItsBackwardAndKeptBytes) {
   // recomputed residuals (1e8 - 6e7; gradient buffers in the memory plan).
   EXPECT_DOUBLE_EQ(sel.activationBytes,
                    m.layers * (6e7 + 1e7) + (2.5e8 - 6e7 - 1e7) + 4e7);
+  // Software that recomputes the attention instead (Megatron's selective)
+  // uses the analytic model even though the mode compiled.
+  c.selectiveRecomputesAttention = true;
+  Estimate megatron = evaluate(c, m, prof, plan, 1, false);
+  EXPECT_FALSE(megatron.recomputeCompiled);
+  EXPECT_DOUBLE_EQ(megatron.activationBytes,
+                   m.layers * (1e8 - 9e7 + 1e7) + (3e8 - 1e8 - 1e7));
+  c.selectiveRecomputesAttention = false;
   // Fallback: the attention outputs (9e7) dropped, no time (no attention).
   prof.selective.compiled = false;
   Estimate analytic = evaluate(c, m, prof, plan, 1, false);
@@ -741,7 +750,7 @@ TEST(Recompute, RowsSayWhatWasCompiled) {
   prof.full.compiled = false;
   prof.full.error = "tp=2,recompute=full: boom";
   std::vector<RecomputeRow> rows =
-      recomputeRows(prof, {"none", "selective", "full"}, 2);
+      recomputeRows(testCluster(), prof, {"none", "selective", "full"}, 2);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_TRUE(rows[0].compiled);
   EXPECT_TRUE(rows[1].compiled);
@@ -750,10 +759,18 @@ TEST(Recompute, RowsSayWhatWasCompiled) {
   EXPECT_DOUBLE_EQ(rows[0].backwardFlops, 4e12);
   EXPECT_DOUBLE_EQ(rows[1].keptBytes, 2 * (6e7 + 1e7));
   prof.full.compiled = true;
-  rows = recomputeRows(prof, {"full"}, 1);
+  rows = recomputeRows(testCluster(), prof, {"full"}, 1);
   EXPECT_DOUBLE_EQ(rows[0].backwardFlops, 2e12 + 0.5e12);
   EXPECT_DOUBLE_EQ(rows[0].commBytes, 1e8);
   EXPECT_DOUBLE_EQ(rows[0].keptBytes, 1e7);
+  // Megatron-LM's recomputation: whole layers re-run, selective analytic.
+  Cluster megatron = testCluster();
+  megatron.fullRecomputeRerunsForward = true;
+  megatron.selectiveRecomputesAttention = true;
+  rows = recomputeRows(megatron, prof, {"selective", "full"}, 1);
+  EXPECT_FALSE(rows[0].compiled);
+  EXPECT_NE(rows[0].why.find("attention"), std::string::npos);
+  EXPECT_DOUBLE_EQ(rows[1].backwardFlops, 2e12 + 1e12);
 }
 
 TEST(Candidate, ApplyPlanSyntax) {

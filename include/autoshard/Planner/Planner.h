@@ -398,8 +398,11 @@ struct RecomputeRow {
   double keptBytes = 0, frameBytes = 0;
 };
 
-/// The rows of `modes` for the block of `profile` at microbatch size `b`.
-std::vector<RecomputeRow> recomputeRows(const LocalProfile &profile,
+/// The rows of `modes` for the block of `profile` at microbatch size `b`,
+/// as the cluster's software recomputes (Cluster::fullRecomputeRerunsForward,
+/// selectiveRecomputesAttention); bytes without unfused-attention scores.
+std::vector<RecomputeRow> recomputeRows(const Cluster &cluster,
+                                        const LocalProfile &profile,
                                         const std::vector<std::string> &modes,
                                         double b);
 
