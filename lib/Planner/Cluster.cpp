@@ -189,6 +189,24 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);
   c.dpBucketParams =
       r.number(*root, "overlap.dp_bucket_params", 0.0, false, inf);
+  if (const json::Object *rc = root->getObject("recompute")) {
+    // The software's recomputation: one of two values per mode.
+    auto mode = [&](llvm::StringRef key, llvm::StringRef other, bool &flag) {
+      const json::Value *v = rc->get(key);
+      if (!v)
+        return;
+      std::optional<llvm::StringRef> s = v->getAsString();
+      if (s && (*s == "compiled" || *s == other)) {
+        flag = *s == other;
+        return;
+      }
+      r.fail(llvm::formatv("field 'recompute.{0}' must be \"compiled\" or "
+                           "\"{1}\", got {2}",
+                           key, other, *v));
+    };
+    mode("full", "whole_layer", c.fullRecomputeRerunsForward);
+    mode("selective", "attention", c.selectiveRecomputesAttention);
+  }
   if (!r.error.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    r.error.c_str());

@@ -331,6 +331,77 @@ FnTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
   return t;
 }
 
+/// The compiled profile that the cluster's software runs for recomputation
+/// `mode`: null for none, for a mode that did not compile (analytic
+/// fallback) and for selective on software that recomputes the attention
+/// instead (Cluster::selectiveRecomputesAttention: the analytic model).
+const RecomputeProfile *softwareRecompute(const Cluster &c,
+                                          const LocalProfile &prof,
+                                          const std::string &mode) {
+  if (mode == "selective" && c.selectiveRecomputesAttention)
+    return nullptr;
+  return prof.recompute(mode);
+}
+
+/// Activation bytes of one block per microbatch (scaled by `scale` = 1/cp)
+/// under recomputation `mode`: what it keeps from its forward for its
+/// backward, its input included (every mode keeps it: the backward, or
+/// full's re-run, reads it; it is the previous block's output), and the
+/// transient rest of the one-block step's peak frame.
+struct BlockActivations {
+  double perLayer = 0, transient = 0;
+};
+BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
+                                  const std::string &mode, double b,
+                                  double scale) {
+  double boundary = prof.boundaryBytes.at(b) * scale;
+  double residual = prof.residualBytes.at(b) * scale;
+  // Unfused attention (attention_score_bytes > 0) also keeps its softmax
+  // output (2 bytes), dropout mask (1) and dropout output (2) per score
+  // element for the backward: Korthikanti et al.'s 5·a·s²·b term
+  // (workloads.md §5). The compiled program's attention is fused, so these
+  // are added to what it keeps whenever its attention output is kept.
+  double scoreResidual = 0;
+  if (c.attentionScoreBytes > 0)
+    for (const OpProfile &op : prof.layerFwd.ops)
+      if (op.kind == OpKind::Attention && !op.backward)
+        scoreResidual += 5 * op.scoreElements.at(b) * scale;
+  BlockActivations a;
+  if (const RecomputeProfile *rc = softwareRecompute(c, prof, mode)) {
+    // Compiled: the mode's forward results (selective: the kept matmul and
+    // attention outputs; full: none) and its memory plan's frame, which
+    // holds full's recomputed residuals of the layer being differentiated
+    // (activations of @B_recompute_full). Selective's recomputed residuals
+    // are computed in @B_selective_bwd, which rt-lower counts as gradient
+    // buffers, so the layer's recomputed bytes (the residuals without
+    // recomputation less the kept ones) are added to the transient part.
+    double kept = boundary + rc->residualBytes.at(b) * scale;
+    double frame = rc->frameActivationBytes.at(b) * scale;
+    a.perLayer = kept + (mode == "full" ? 0 : scoreResidual);
+    a.transient = std::max(0.0, frame - kept);
+    if (mode == "full")
+      a.transient += scoreResidual;
+    else
+      a.transient += std::max(0.0, residual - rc->residualBytes.at(b) * scale);
+    return a;
+  }
+  double frame = prof.frameActivationBytes.at(b) * scale;
+  a.transient = std::max(0.0, frame - residual - boundary);
+  if (mode == "full") {
+    // Analytic fallback: the input only; one layer's residuals are
+    // recomputed at a time.
+    a.perLayer = boundary;
+    a.transient += residual + scoreResidual;
+  } else if (mode == "selective") {
+    // Analytic fallback (Korthikanti et al.): the attention outputs and
+    // the scores are dropped.
+    a.perLayer = boundary + residual - prof.selectiveSavedBytes.at(b) * scale;
+  } else {
+    a.perLayer = boundary + residual + scoreResidual;
+  }
+  return a;
+}
+
 std::optional<pipeline::ScheduleKind> scheduleKind(const std::string &s) {
   using K = pipeline::ScheduleKind;
   if (s == "1f1b")
@@ -407,17 +478,37 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   const double tpHidden = 1 - tpOverlapFraction(c, plan.tp);
 
   // --- one block, per microbatch (compiled IR, scaled by 1/cp) ---
-  FnTimes fwd = functionTime(c, prof.layerFwd, b, scale, plan.tp);
-  FnTimes bwd = functionTime(c, prof.layerBwd, b, scale, plan.tp);
+  // With recomputation, the block compiled with the plan's tfm-recompute
+  // mode when there is one: its forward, its backward (selective: the
+  // recomputed norms and activations folded in) and, for full, the forward
+  // re-run before the backward with its TP collectives; the re-run is
+  // input-gradient work (it precedes the backward, never the W part).
+  const RecomputeProfile *rc = softwareRecompute(c, prof, plan.recompute);
+  e.recomputeCompiled = rc != nullptr;
+  FnTimes fwd =
+      functionTime(c, rc ? rc->layerFwd : prof.layerFwd, b, scale, plan.tp);
+  FnTimes bwd =
+      functionTime(c, rc ? rc->layerBwd : prof.layerBwd, b, scale, plan.tp);
   double layerF = fwd.total + tpHidden * fwd.comm;
   double layerW = bwd.weightGrad;
   double layerI = bwd.total - bwd.weightGrad + tpHidden * bwd.comm;
   double layerComm = tpHidden * (fwd.comm + bwd.comm);
   double layerRecompute = 0;
-  if (plan.recompute == "full") {
+  if (rc && plan.recompute == "full" && c.fullRecomputeRerunsForward) {
+    // The software re-runs whole layers (Megatron-LM): the compiled block
+    // forward, collectives included.
+    layerRecompute = layerF;
+    layerComm += tpHidden * fwd.comm;
+  } else if (rc) {
+    FnTimes re = functionTime(c, rc->layerRecompute, b, scale, plan.tp);
+    layerRecompute = re.total + tpHidden * re.comm;
+    layerComm += tpHidden * re.comm;
+  } else if (plan.recompute == "full") {
+    // Analytic fallback: the whole block forward with its collectives.
     layerRecompute = layerF;
     layerComm += tpHidden * fwd.comm;
   } else if (plan.recompute == "selective") {
+    // Analytic fallback (Korthikanti et al.): the attention forward.
     layerRecompute = fwd.attention;
   }
   layerI += layerRecompute;
@@ -552,21 +643,8 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   else if (plan.zero == 3)
     perParam = (w + g + opt) / n;
   e.stateBytes = paramsRank * perParam;
-  double residual = prof.residualBytes.at(b) * scale;
-  // Unfused attention (attention_score_bytes > 0) also keeps its softmax
-  // output (2 bytes), dropout mask (1) and dropout output (2) per score
-  // element for the backward: Korthikanti et al.'s 5·a·s²·b term
-  // (workloads.md §5); selective recomputation drops exactly these.
-  double scoreResidual = 0;
-  if (c.attentionScoreBytes > 0)
-    for (const OpProfile &op : prof.layerFwd.ops)
-      if (op.kind == OpKind::Attention && !op.backward)
-        scoreResidual += 5 * op.scoreElements.at(b) * scale;
-  double perLayer = residual + scoreResidual;
-  if (plan.recompute == "full")
-    perLayer = prof.boundaryBytes.at(b) * scale;
-  else if (plan.recompute == "selective")
-    perLayer = residual - prof.selectiveSavedBytes.at(b) * scale;
+  BlockActivations act = blockActivations(c, prof, plan.recompute, b, scale);
+  double perLayer = act.perLayer;
   // In-flight activations of the heaviest rank (the first stage), closed
   // form of each schedule (algorithms.md §1.3); replaced by the simulated
   // schedule's count below.
@@ -582,10 +660,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     inflightLayers = std::min<double>(2 * p, 2 * mb) * layersPerChunk;
   else
     inflightLayers = std::min<double>(p, mb) * layersPerRank;
-  double transient =
-      std::max(0.0, prof.frameActivationBytes.at(b) * scale - residual);
-  if (plan.recompute == "full")
-    transient += residual;
+  double transient = act.transient;
   // ZeRO-3 keeps the gathered root unit and two gathered blocks (the
   // current one and the prefetched next one) and their unsharded gradients.
   if (plan.zero == 3 && dpGroup > 1)
@@ -642,6 +717,58 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
                            formatBytes(c.hbmBytes))
                  .str();
   return e;
+}
+
+std::vector<RecomputeRow> recomputeRows(const Cluster &c,
+                                        const LocalProfile &prof,
+                                        const std::vector<std::string> &modes,
+                                        double b) {
+  auto flops = [&](const FunctionProfile &f) {
+    double total = 0;
+    for (const OpProfile &op : f.ops)
+      total += op.flops.at(b);
+    return total;
+  };
+  auto comm = [&](const FunctionProfile &f) {
+    double total = 0;
+    for (const CommProfile &c : f.comms)
+      total += c.bytes.at(b);
+    return total;
+  };
+  // Byte figures without the cluster's unfused-attention score bytes.
+  Cluster fused = c;
+  fused.attentionScoreBytes = 0;
+  std::vector<RecomputeRow> rows;
+  for (const std::string &mode : modes) {
+    RecomputeRow row;
+    row.mode = mode;
+    const RecomputeProfile *rc = softwareRecompute(c, prof, mode);
+    row.compiled = mode == "none" || rc;
+    if (!row.compiled) {
+      const RecomputeProfile &r = mode == "full" ? prof.full : prof.selective;
+      row.why = mode == "selective" && c.selectiveRecomputesAttention
+                    ? "the cluster's software recomputes the attention"
+                : r.error.empty() ? "not compiled"
+                                  : r.error;
+    }
+    const FunctionProfile &fwd = rc ? rc->layerFwd : prof.layerFwd;
+    const FunctionProfile &bwd = rc ? rc->layerBwd : prof.layerBwd;
+    row.forwardFlops = flops(fwd);
+    row.backwardFlops = flops(bwd);
+    row.commBytes = comm(fwd) + comm(bwd);
+    if (rc && mode == "full" && c.fullRecomputeRerunsForward) {
+      row.backwardFlops += flops(fwd);
+      row.commBytes += comm(fwd);
+    } else if (rc) {
+      row.backwardFlops += flops(rc->layerRecompute);
+      row.commBytes += comm(rc->layerRecompute);
+    }
+    BlockActivations act = blockActivations(fused, prof, mode, b, 1);
+    row.keptBytes = act.perLayer;
+    row.frameBytes = act.perLayer + act.transient;
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 //===----------------------------------------------------------------------===//
@@ -850,6 +977,14 @@ search(const Cluster &c, const ModelInfo &m,
     if (!bestPerFamily.count(fam) && !minPeak.count(fam))
       result.rejected[fam] = why;
 
+  if (!result.best.empty()) {
+    const Candidate &best = result.best.front().plan;
+    result.recompute = recomputeRows(
+        c, profiles.at({best.tp, best.sp}),
+        o.fixed ? std::vector<std::string>{best.recompute} : o.recomputes,
+        double(best.mbs));
+  }
+
   result.stats.wallSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -899,6 +1034,27 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
           e.simulated ? "yes" : "no");
     }
   }
+  if (!r.recompute.empty()) {
+    const Candidate &best = r.best.front().plan;
+    os << llvm::formatv("\nrecomputation, one block per microbatch (tp={0}{1}, "
+                        "mbs={2}; compiled: the block compiled with "
+                        "tfm-recompute):\n",
+                        best.tp, best.sp ? "+sp" : "", best.mbs);
+    os << llvm::formatv("  {0,-10} {1,-9} {2,10} {3,10} {4,12} {5,10} {6,10}\n",
+                        "mode", "source", "fwd GFLOP", "bwd GFLOP",
+                        "TP comm MiB", "kept MiB", "frame MiB");
+    for (const RecomputeRow &row : r.recompute) {
+      os << llvm::formatv("  {0,-10} {1,-9} {2,10:F3} {3,10:F3} {4,12:F3} "
+                          "{5,10:F3} {6,10:F3}",
+                          row.mode, row.compiled ? "compiled" : "analytic",
+                          row.forwardFlops / 1e9, row.backwardFlops / 1e9,
+                          row.commBytes / 1048576.0, row.keptBytes / 1048576.0,
+                          row.frameBytes / 1048576.0);
+      if (!row.compiled)
+        os << "  (" << row.why << ")";
+      os << "\n";
+    }
+  }
   if (!r.rejected.empty()) {
     // Every family that cannot run (OOM, invalid), then the closest losers.
     std::vector<std::pair<std::string, std::string>> hard, slower;
@@ -932,8 +1088,9 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
       r.stats.compileSeconds, r.stats.wallSeconds,
       r.stats.candidates / std::max(1e-9, r.stats.wallSeconds));
   os << "analytic: pp/dp/ZeRO/schedule composition, cp (ring K/V), "
-        "recomputation, optimizer; from compiled IR: per-op FLOPs/bytes, TP "
-        "collectives, residual and boundary bytes, memory-plan frame\n";
+        "optimizer, recomputation where its mode did not compile; from "
+        "compiled IR: per-op FLOPs/bytes, TP collectives, residual and "
+        "boundary bytes, memory-plan frame, per recomputation mode\n";
   return text;
 }
 
@@ -960,8 +1117,19 @@ std::string formatReportJson(const Cluster &c, const ModelInfo &m,
         {"bubble_s", e.bubble},
         {"optimizer_s", e.optimizer},
         {"simulated", e.simulated},
+        {"recompute_compiled", e.recomputeCompiled},
     });
   }
+  json::Array recompute;
+  for (const RecomputeRow &row : r.recompute)
+    recompute.push_back(json::Object{{"mode", row.mode},
+                                     {"compiled", row.compiled},
+                                     {"why", row.why},
+                                     {"forward_flops", row.forwardFlops},
+                                     {"backward_flops", row.backwardFlops},
+                                     {"tp_comm_bytes", row.commBytes},
+                                     {"kept_bytes", row.keptBytes},
+                                     {"frame_bytes", row.frameBytes}});
   json::Object rejected;
   for (auto &[fam, why] : r.rejected)
     rejected[fam] = why;
@@ -974,6 +1142,7 @@ std::string formatReportJson(const Cluster &c, const ModelInfo &m,
       {"flops_per_sequence", m.flopsPerSequence},
       {"plans", std::move(plans)},
       {"rejected", std::move(rejected)},
+      {"recompute", std::move(recompute)},
       {"stats", json::Object{{"candidates", r.stats.candidates},
                              {"fitting", r.stats.fitting},
                              {"simulated", r.stats.simulated},

@@ -116,6 +116,28 @@ TEST(ClusterFile, ErrorsNameFieldAndValue) {
   EXPECT_NE(msg.find("1.5"), std::string::npos) << msg;
 }
 
+TEST(ClusterFile, FullRecomputeSoftware) {
+  const char *base = R"({"gpus_per_node": 8,
+      "gpu": {"peak_bf16_tflops": 3, "hbm_gib": 80, "hbm_tb_per_s": 3.35},
+      "intra_node": {"gb_per_s_per_direction_per_gpu": 450})";
+  auto c = parseCluster(std::string(base) + "}", "c.json");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_FALSE(c->fullRecomputeRerunsForward);
+  c = parseCluster(std::string(base) +
+                       R"(, "recompute": {"full": "whole_layer",
+                                      "selective": "attention"}})",
+                   "c.json");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_TRUE(c->fullRecomputeRerunsForward);
+  EXPECT_TRUE(c->selectiveRecomputesAttention);
+  c = parseCluster(
+      std::string(base) + R"(, "recompute": {"full": "attention"}})", "c.json");
+  ASSERT_FALSE(static_cast<bool>(c));
+  std::string msg = llvm::toString(c.takeError());
+  EXPECT_NE(msg.find("recompute.full"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("whole_layer"), std::string::npos) << msg;
+}
+
 TEST(Affine, FitIsExact) {
   Affine a = Affine::fit(10, 16);
   EXPECT_DOUBLE_EQ(a.base, 4);
@@ -604,6 +626,151 @@ TEST(Memory, InFlightFromTheSimulatedSchedule) {
   Estimate zbClosed = evaluate(c, m, prof, plan, 8, false);
   EXPECT_DOUBLE_EQ(zbClosed.inflightLayers, 4 * 2);
   EXPECT_DOUBLE_EQ(zb.inflightLayers, zbClosed.inflightLayers);
+}
+
+/// `syntheticProfile` plus the block compiled under full and selective
+/// recomputation: same forward and backward, full re-runs `rerunFlops` of
+/// GEMMs with a TP all-reduce and keeps nothing but the input; selective
+/// adds `recomputeBytes` of memory-bound recomputation to its backward and
+/// keeps `keptSelective` bytes.
+LocalProfile recomputeProfile(double rerunFlops, double recomputeBytes,
+                              double keptSelective) {
+  LocalProfile p = syntheticProfile(1e6, 1e8);
+  p.frameActivationBytes = {0, 3e8};
+  p.full.compiled = true;
+  p.full.layerFwd = p.layerFwd;
+  p.full.layerBwd = p.layerBwd;
+  OpProfile gemm;
+  gemm.kind = OpKind::Gemm;
+  gemm.flops = {0, rerunFlops};
+  p.full.layerRecompute.ops.push_back(gemm);
+  CommProfile ar;
+  ar.kind = CollectiveKind::AllReduce;
+  ar.bytes = {0, 1e8};
+  p.full.layerRecompute.comms.push_back(ar);
+  p.full.residualBytes = {0, 0};
+  p.full.frameActivationBytes = {0, 2e8};
+  p.selective.compiled = true;
+  p.selective.layerFwd = p.layerFwd;
+  p.selective.layerBwd = p.layerBwd;
+  OpProfile norm;
+  norm.kind = OpKind::Memory;
+  norm.bytes = {0, recomputeBytes};
+  p.selective.layerBwd.ops.push_back(norm);
+  p.selective.residualBytes = {0, keptSelective};
+  p.selective.frameActivationBytes = {0, 2.5e8};
+  return p;
+}
+
+TEST(Recompute, CompiledFullCostsItsReRunAndKeepsTheInput) {
+  // The compiled @B_recompute_full (not a whole extra forward) is added to
+  // every layer's backward, its TP collective counted as communication; a
+  // layer keeps only its input; the frame of the compiled step is the
+  // transient part.
+  Cluster c = testCluster();
+  ModelInfo m = syntheticModel();
+  LocalProfile prof = recomputeProfile(0.5e12, 0, 0);
+  Candidate plan;
+  plan.tp = 2;
+  plan.mb = 1;
+  Estimate none = evaluate(c, m, prof, plan, 1, false);
+  plan.recompute = "full";
+  Estimate full = evaluate(c, m, prof, plan, 1, false);
+  EXPECT_TRUE(full.recomputeCompiled);
+  EXPECT_FALSE(none.recomputeCompiled);
+  double rerun = kernelTime(c, OpKind::Gemm, 0.5e12, 0);
+  double comm = (1 - tpOverlapFraction(c, 2)) *
+                collectiveTime(c, CollectiveKind::AllReduce, 1e8, 2, 8);
+  EXPECT_GT(comm, 0);
+  EXPECT_NEAR(full.stepTime - none.stepTime, m.layers * (rerun + comm), 1e-12);
+  // Per layer: the input (boundary 1e7); transient: frame - input.
+  EXPECT_DOUBLE_EQ(full.activationBytes, m.layers * 1e7 + (2e8 - 1e7));
+  // Without recomputation every layer keeps its residuals and its input.
+  EXPECT_DOUBLE_EQ(none.activationBytes,
+                   m.layers * (1e8 + 1e7) + (3e8 - 1e8 - 1e7));
+
+  // Software that re-runs whole layers (Megatron-LM): the compiled block
+  // forward (1e12 FLOPs of GEMMs, no collective) instead of the re-run.
+  c.fullRecomputeRerunsForward = true;
+  Estimate megatron = evaluate(c, m, prof, plan, 1, false);
+  EXPECT_NEAR(megatron.stepTime - none.stepTime,
+              m.layers * kernelTime(c, OpKind::Gemm, 1e12, 1e6), 1e-12);
+  EXPECT_DOUBLE_EQ(megatron.activationBytes, full.activationBytes);
+  c.fullRecomputeRerunsForward = false;
+
+  // Not compiled: the analytic fallback re-runs the whole forward (1e12
+  // FLOPs) and holds one layer's residuals while it is differentiated.
+  prof.full.compiled = false;
+  Estimate analytic = evaluate(c, m, prof, plan, 1, false);
+  EXPECT_FALSE(analytic.recomputeCompiled);
+  EXPECT_NEAR(analytic.stepTime - none.stepTime,
+              m.layers * kernelTime(c, OpKind::Gemm, 1e12, 1e6), 1e-12);
+  EXPECT_DOUBLE_EQ(analytic.activationBytes,
+                   m.layers * 1e7 + (3e8 - 1e8 - 1e7) + 1e8);
+}
+
+TEST(Recompute, CompiledSelectiveUsesItsBackwardAndKeptBytes) {
+  // The recomputed norms and activations are part of the compiled backward
+  // (memory-bound); the kept bytes are the compiled forward's residuals,
+  // not the analytic "attention outputs dropped".
+  Cluster c = testCluster();
+  ModelInfo m = syntheticModel();
+  LocalProfile prof = recomputeProfile(0, 4e8, 6e7);
+  prof.selectiveSavedBytes = {0, 9e7};
+  Candidate plan;
+  plan.mb = 1;
+  Estimate none = evaluate(c, m, prof, plan, 1, false);
+  plan.recompute = "selective";
+  Estimate sel = evaluate(c, m, prof, plan, 1, false);
+  EXPECT_TRUE(sel.recomputeCompiled);
+  EXPECT_NEAR(sel.stepTime - none.stepTime,
+              m.layers * kernelTime(c, OpKind::Memory, 0, 4e8), 1e-12);
+  // Transient: the frame less one layer's kept bytes, plus the layer's
+  // recomputed residuals (1e8 - 6e7; gradient buffers in the memory plan).
+  EXPECT_DOUBLE_EQ(sel.activationBytes,
+                   m.layers * (6e7 + 1e7) + (2.5e8 - 6e7 - 1e7) + 4e7);
+  // Software that recomputes the attention instead (Megatron's selective)
+  // uses the analytic model even though the mode compiled.
+  c.selectiveRecomputesAttention = true;
+  Estimate megatron = evaluate(c, m, prof, plan, 1, false);
+  EXPECT_FALSE(megatron.recomputeCompiled);
+  EXPECT_DOUBLE_EQ(megatron.activationBytes,
+                   m.layers * (1e8 - 9e7 + 1e7) + (3e8 - 1e8 - 1e7));
+  c.selectiveRecomputesAttention = false;
+  // Fallback: the attention outputs (9e7) dropped, no time (no attention).
+  prof.selective.compiled = false;
+  Estimate analytic = evaluate(c, m, prof, plan, 1, false);
+  EXPECT_NEAR(analytic.stepTime, none.stepTime, 1e-12);
+  EXPECT_DOUBLE_EQ(analytic.activationBytes,
+                   m.layers * (1e8 - 9e7 + 1e7) + (3e8 - 1e8 - 1e7));
+}
+
+TEST(Recompute, RowsSayWhatWasCompiled) {
+  LocalProfile prof = recomputeProfile(0.5e12, 4e8, 6e7);
+  prof.full.compiled = false;
+  prof.full.error = "tp=2,recompute=full: boom";
+  std::vector<RecomputeRow> rows =
+      recomputeRows(testCluster(), prof, {"none", "selective", "full"}, 2);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(rows[0].compiled);
+  EXPECT_TRUE(rows[1].compiled);
+  EXPECT_FALSE(rows[2].compiled);
+  EXPECT_EQ(rows[2].why, "tp=2,recompute=full: boom");
+  EXPECT_DOUBLE_EQ(rows[0].backwardFlops, 4e12);
+  EXPECT_DOUBLE_EQ(rows[1].keptBytes, 2 * (6e7 + 1e7));
+  prof.full.compiled = true;
+  rows = recomputeRows(testCluster(), prof, {"full"}, 1);
+  EXPECT_DOUBLE_EQ(rows[0].backwardFlops, 2e12 + 0.5e12);
+  EXPECT_DOUBLE_EQ(rows[0].commBytes, 1e8);
+  EXPECT_DOUBLE_EQ(rows[0].keptBytes, 1e7);
+  // Megatron-LM's recomputation: whole layers re-run, selective analytic.
+  Cluster megatron = testCluster();
+  megatron.fullRecomputeRerunsForward = true;
+  megatron.selectiveRecomputesAttention = true;
+  rows = recomputeRows(megatron, prof, {"selective", "full"}, 1);
+  EXPECT_FALSE(rows[0].compiled);
+  EXPECT_NE(rows[0].why.find("attention"), std::string::npos);
+  EXPECT_DOUBLE_EQ(rows[1].backwardFlops, 2e12 + 1e12);
 }
 
 TEST(Candidate, ApplyPlanSyntax) {

@@ -104,6 +104,20 @@ struct Cluster {
   double dpBucketParams = 0;
   /// Fraction of pipeline p2p time hidden behind compute.
   double p2pOverlap = 0;
+  /// How the software the file describes recomputes activations (JSON
+  /// `recompute.full`, `recompute.selective`). Default ("compiled"):
+  /// autoshard's tfm-recompute, read off the compiled programs.
+  /// `fullRecomputeRerunsForward` ("whole_layer", Megatron-LM's
+  /// `--recompute-granularity full`, which checkpoints whole layers): full
+  /// recomputation re-runs the whole compiled block forward with its TP
+  /// collectives, not only `@B_recompute_full` (which skips the MLP
+  /// down-projection, the last residual add and their collective).
+  /// `selectiveRecomputesAttention` ("attention", Megatron's selective of
+  /// Korthikanti et al. 2022): selective recomputation drops the attention
+  /// outputs and scores and re-runs the attention forward (the analytic
+  /// model), instead of tfm-recompute's norms and activations.
+  bool fullRecomputeRerunsForward = false;
+  bool selectiveRecomputesAttention = false;
 };
 
 /// Parses and validates a cluster description (docs/cluster-format.md).

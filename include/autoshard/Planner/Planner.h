@@ -204,8 +204,37 @@ struct FunctionProfile {
   std::vector<CommProfile> comms;
 };
 
+/// One block under an activation recomputation mode, read off the per-rank
+/// program compiled with `tfm-recompute mode=selective|full` right after
+/// `tfm-autodiff` (as scripts/train.sh does). All figures per microbatch.
+struct RecomputeProfile {
+  /// Whether this mode was compiled; when false the planner falls back to
+  /// the analytic recomputation model (docs/planner.md).
+  bool compiled = false;
+  /// The block's forward (full: `@B_full_fwd`; selective:
+  /// `@B_selective_fwd`) and backward (full: `@B_bwd`; selective:
+  /// `@B_selective_bwd`, which starts with the recomputed norms and
+  /// activations).
+  FunctionProfile layerFwd, layerBwd;
+  /// The forward re-run before each backward (full: `@B_recompute_full`
+  /// with its TP collectives; empty for selective, whose recomputation is
+  /// folded into `layerBwd`).
+  FunctionProfile layerRecompute;
+  /// Bytes one block's forward keeps for its backward besides the block
+  /// input (the forward's results other than the block output): 0 for
+  /// full, the kept matmul/attention outputs for selective.
+  Affine residualBytes;
+  /// Peak live activation bytes of the one-block train step in this mode's
+  /// static memory plan.
+  Affine frameActivationBytes;
+  /// Why the mode did not compile (then `compiled` is false).
+  std::string error;
+};
+
 /// Everything the search needs about one layer-local configuration, read
-/// off the compiled per-rank program (tp, sp; cp = ep = 1, recompute none).
+/// off the compiled per-rank program (tp, sp; cp = ep = 1). The top-level
+/// fields are the program without recomputation; `selective` and `full`
+/// the same block compiled with that recomputation mode.
 struct LocalProfile {
   int64_t tp = 1;
   bool sp = false;
@@ -221,13 +250,23 @@ struct LocalProfile {
   /// per microbatch; and the bytes of the block input (the residual stream
   /// slice; what full recomputation keeps and what p2p sends).
   Affine residualBytes, boundaryBytes;
-  /// Of residualBytes, what selective recomputation drops (attention
-  /// outputs recomputed in the backward), and the forward attention ops
-  /// it re-runs.
+  /// Of residualBytes, what the analytic selective recomputation (the
+  /// fallback when `selective` was not compiled) drops: the attention
+  /// outputs, whose forward it re-runs.
   Affine selectiveSavedBytes;
   /// Peak live activation bytes of the one-block train step in the static
   /// memory plan (rt-plan-memory), per microbatch size.
   Affine frameActivationBytes;
+  /// The block compiled with `tfm-recompute mode=selective` / `mode=full`.
+  RecomputeProfile selective, full;
+  /// The compiled profile of recomputation mode `mode` ("selective",
+  /// "full"), or null when that mode was not compiled (or is "none").
+  const RecomputeProfile *recompute(const std::string &mode) const {
+    const RecomputeProfile *r = mode == "selective" ? &selective
+                                : mode == "full"    ? &full
+                                                    : nullptr;
+    return r && r->compiled ? r : nullptr;
+  }
   /// Set when the configuration did not compile; the reason.
   std::string error;
 };
@@ -305,6 +344,10 @@ struct Estimate {
   double firstF = 0, firstB = 0, lastF = 0, lastB = 0;
   double dpComm = 0;
   bool simulated = false;
+  /// Whether the recomputation costs (backward time, kept activations)
+  /// came from the program compiled with the plan's mode (false for
+  /// recompute none and for the analytic fallback).
+  bool recomputeCompiled = false;
 };
 
 /// Search options.
@@ -340,6 +383,29 @@ struct SearchStats {
   double wallSeconds = 0, compileSeconds = 0;
 };
 
+/// One block per microbatch under one recomputation mode, as the search
+/// costs it (for the report): FLOPs of its forward and of its backward
+/// (recomputation included), TP collective bytes of both, activation bytes
+/// one block keeps between them (its input included) and the one-block
+/// step's peak activation frame. Bytes, FLOPs.
+struct RecomputeRow {
+  std::string mode;
+  /// From the compiled program; otherwise `why` says why the analytic
+  /// model was used.
+  bool compiled = false;
+  std::string why;
+  double forwardFlops = 0, backwardFlops = 0, commBytes = 0;
+  double keptBytes = 0, frameBytes = 0;
+};
+
+/// The rows of `modes` for the block of `profile` at microbatch size `b`,
+/// as the cluster's software recomputes (Cluster::fullRecomputeRerunsForward,
+/// selectiveRecomputesAttention); bytes without unfused-attention scores.
+std::vector<RecomputeRow> recomputeRows(const Cluster &cluster,
+                                        const LocalProfile &profile,
+                                        const std::vector<std::string> &modes,
+                                        double b);
+
 struct SearchResult {
   /// Fitting candidates, best first (at most `keep`).
   std::vector<Estimate> best;
@@ -347,6 +413,9 @@ struct SearchResult {
   /// lost (OOM, bubble, communication, invalid).
   std::map<std::string, std::string> rejected;
   SearchStats stats;
+  /// The chosen plan's block (its tp, sp and microbatch size) under every
+  /// recomputation mode searched.
+  std::vector<RecomputeRow> recompute;
 };
 
 /// Enumerates the plan space for `options.gpus` GPUs (or scores the fixed

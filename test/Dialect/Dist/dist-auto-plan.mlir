@@ -24,7 +24,8 @@
 // CHECK-NEXT: 2 pp=
 // CHECK: rejected families
 // CHECK: tp=
-// CHECK: search: {{[0-9]+}} candidates ({{[0-9]+}} fit), {{[0-9]+}} simulated, 10 block compilations
+// Five (tp, sp) configurations x 2 microbatch sizes x 3 recomputation modes.
+// CHECK: search: {{[0-9]+}} candidates ({{[0-9]+}} fit), {{[0-9]+}} simulated, 30 block compilations
 // CHECK-SAME: candidates/s
 // CHECK: analytic: pp/dp/ZeRO/schedule composition
 

@@ -105,6 +105,8 @@ struct RawFunction {
 
 struct RawProfile {
   RawFunction layerFwd, layerBwd, preFwd, preBwd, postFwd, postBwd;
+  /// Full recomputation's re-run of the block forward (`@B_recompute_full`).
+  RawFunction layerRecompute;
   double layerParams = 0, totalParams = 0;
   double residual = 0, boundary = 0, selective = 0, frame = 0;
 };
@@ -221,9 +223,17 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     err = "the compiled program has no train_step";
     return failure();
   }
-  func::FuncOp fwd, bwd;
+  // Block calls: @B_fwd / @B_bwd; with tfm-recompute mode=selective
+  // @B_selective_fwd / @B_selective_bwd; with mode=full @B_full_fwd, @B_bwd
+  // and the re-run `call @B_recompute_full {tfm.recompute}` before it.
+  func::FuncOp fwd, bwd, recompute;
   for (auto call : step.getOps<func::CallOp>()) {
     StringRef callee = call.getCallee();
+    if (!recompute && (call->hasAttr("tfm.recompute") ||
+                       callee.ends_with("_recompute_full"))) {
+      recompute = module.lookupSymbol<func::FuncOp>(callee);
+      continue;
+    }
     if (!fwd && callee.ends_with("_fwd"))
       fwd = module.lookupSymbol<func::FuncOp>(callee);
     if (!bwd && callee.ends_with("_bwd"))
@@ -235,6 +245,8 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
   }
   recordFunction(fwd, p.layerFwd);
   recordFunction(bwd, p.layerBwd);
+  if (recompute)
+    recordFunction(recompute, p.layerRecompute);
   // Phases of train_step: 0 before the first block forward (embedding),
   // 1 between the blocks' forward and backward (head, loss, loss grad),
   // 2 after the last block backward (embedding grad; optimizer skipped).
@@ -432,12 +444,11 @@ struct DistAutoPlanPass
     options.globalBatch = batch > 0 ? batch : irBatch;
     options.simulateTop = simulateTop;
     if (compilable) {
-      // What dist-pipeline-split and the runtime build today: every
-      // schedule the planner scores (not context parallelism or
-      // recomputation yet).
+      // What dist-pipeline-split, tfm-recompute and the runtime build
+      // today: every schedule the planner scores and every recomputation
+      // mode (not context parallelism yet).
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpChoices = {1};
-      options.recomputes = {"none"};
     }
     // Explicit restrictions of the search space (e.g. to what a published
     // run's software supported): intersected with the defaults above.
@@ -503,34 +514,63 @@ struct DistAutoPlanPass
           configs.push_back({tp, true});
       }
     }
+    // Recomputation modes compiled besides none: those the search (or the
+    // evaluated plan) uses. A mode that does not compile falls back to the
+    // analytic recomputation model.
+    std::vector<std::string> modes = {"none"};
+    for (StringRef mode : {"selective", "full"})
+      if (options.fixed ? options.fixedPlan.recompute == mode
+                        : llvm::is_contained(options.recomputes, mode))
+        modes.push_back(mode.str());
+    int64_t sizes = irBatch % 2 == 0 ? 2 : 1;
+    auto fitv = [&](double x, double y) {
+      return sizes == 1 ? planner::Affine{0, x} : planner::Affine::fit(x, y);
+    };
+    auto fitf = [&](const RawFunction &x, const RawFunction &y) {
+      if (sizes == 2)
+        return fit(x, y);
+      RawFunction doubled = x; // Proportional fallback: see fit().
+      return fit(x, doubled);
+    };
     for (auto [tp, sp] : configs) {
       planner::LocalProfile prof;
       prof.tp = tp;
       prof.sp = sp;
-      RawProfile raw[2];
-      int64_t sizes = irBatch % 2 == 0 ? 2 : 1;
-      for (int64_t i = 0; i < sizes && prof.error.empty(); ++i) {
-        int64_t b = i + 1;
-        std::string err;
-        ++compiled;
-        if (failed(compileAndRead(*oneBlock, irBatch / b, tp, sp, raw[i], err)))
-          prof.error =
-              llvm::formatv("tp={0}{1}: {2}", tp, sp ? ",sp=1" : "", err).str();
-      }
-      if (prof.error.empty()) {
+      for (const std::string &mode : modes) {
+        RawProfile raw[2];
+        std::string error;
+        for (int64_t i = 0; i < sizes && error.empty(); ++i) {
+          int64_t b = i + 1;
+          std::string err;
+          ++compiled;
+          if (failed(compileAndRead(*oneBlock, irBatch / b, tp, sp, mode,
+                                    raw[i], err)))
+            error =
+                llvm::formatv("tp={0}{1}{2}: {3}", tp, sp ? ",sp=1" : "",
+                              mode == "none" ? "" : ",recompute=" + mode, err)
+                    .str();
+        }
         if (sizes == 1)
-          raw[1] = raw[0]; // Proportional fallback: see fit().
+          raw[1] = raw[0];
         RawProfile &a = raw[0], &b = raw[1];
-        bool prop = sizes == 1;
-        auto fitv = [&](double x, double y) {
-          return prop ? planner::Affine{0, x} : planner::Affine::fit(x, y);
-        };
-        auto fitf = [&](const RawFunction &x, const RawFunction &y) {
-          if (!prop)
-            return fit(x, y);
-          RawFunction doubled = x;
-          return fit(x, doubled);
-        };
+        if (mode == "none") {
+          prof.error = error;
+          if (!error.empty())
+            break;
+        } else {
+          planner::RecomputeProfile &rc =
+              mode == "full" ? prof.full : prof.selective;
+          rc.error = error;
+          rc.compiled = error.empty();
+          if (!rc.compiled)
+            continue;
+          rc.layerFwd = fitf(a.layerFwd, b.layerFwd);
+          rc.layerBwd = fitf(a.layerBwd, b.layerBwd);
+          rc.layerRecompute = fitf(a.layerRecompute, b.layerRecompute);
+          rc.residualBytes = fitv(a.residual, b.residual);
+          rc.frameActivationBytes = fitv(a.frame, b.frame);
+          continue;
+        }
         prof.layerFwd = fitf(a.layerFwd, b.layerFwd);
         prof.layerBwd = fitf(a.layerBwd, b.layerBwd);
         prof.preFwd = fitf(a.preFwd, b.preFwd);
@@ -678,14 +718,23 @@ struct DistAutoPlanPass
     return success();
   }
 
-  /// Compiles the one-block model with plan dp=`dp`,tp,sp and reads it.
+  /// Compiles the one-block model with plan dp=`dp`,tp,sp and
+  /// recomputation `mode` (tfm-recompute right after tfm-autodiff, as
+  /// scripts/train.sh does; nothing for "none") and reads it.
   LogicalResult compileAndRead(ModuleOp oneBlock, int64_t dp, int64_t tp,
-                               bool sp, RawProfile &raw, std::string &err) {
+                               bool sp, StringRef mode, RawProfile &raw,
+                               std::string &err) {
     OwningOpRef<ModuleOp> copy = oneBlock.clone();
     std::string plan =
         llvm::formatv("dp={0},tp={1},sp={2}", dp, tp, sp ? 1 : 0);
+    std::string recompute;
+    if (mode != "none") {
+      plan += ",recompute=" + mode.str();
+      recompute = "tfm-recompute{mode=" + mode.str() + "},";
+    }
     if (failed(runPipeline(*copy,
-                           "tfm-autodiff,dist-apply-plan{plan=" + plan +
+                           "tfm-autodiff," + recompute +
+                               "dist-apply-plan{plan=" + plan +
                                "},dist-propagate,dist-partition",
                            err)))
       return failure();
