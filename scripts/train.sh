@@ -131,9 +131,13 @@ if [[ -n $PLAN ]]; then
   # rank divides; 12 does not always (DESIGN.md section 12): then 16.
   DP=${DEGREE[dp]:-1}
   if [[ -z $BATCH_SET && $DP =~ ^[1-9][0-9]*$ && $((BATCH % (DP * MB))) -ne 0 ]]; then
+    echo "train.sh: global batch $BATCH is not divisible by dp x mb = $((DP * MB)); using 16 (DESIGN.md section 12; pass --batch to choose)"
     BATCH=16
   fi
-  [[ $((BATCH % MB)) -eq 0 ]] || die "--batch $BATCH is not divisible by the plan's mb=$MB"
+  if [[ $((BATCH % MB)) -ne 0 ]]; then
+    [[ -n $BATCH_SET ]] && die "--batch $BATCH is not divisible by the plan's mb=$MB"
+    die "the global batch $BATCH is not divisible by the plan's mb=$MB (pass --batch with a multiple of dp x mb = $((DP * MB)))"
+  fi
 fi
 if [[ -n $NRANKS ]]; then
   [[ $NRANKS =~ ^[1-9][0-9]*$ ]] || die "-n must be a positive integer, found '$NRANKS'"

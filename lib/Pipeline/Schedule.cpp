@@ -312,14 +312,14 @@ OrError<PipelineSchedule> autoshard::pipeline::buildSchedule(ScheduleKind kind,
       return Result::failure(badParam(
           kind, "m (microbatches) must be >= p, got m=" + std::to_string(m) +
                     " with p=" + std::to_string(p) +
-                    " (Megatron-Core needs microbatch_group_size_per_vp_stage "
-                    "= p in [p, m])"));
+                    " (Megatron-Core's interleaved schedule runs microbatches "
+                    "in groups of p)"));
     if (m % g != 0 && m % g < p)
       return Result::failure(badParam(
           kind, "m (microbatches) must be a multiple of p, got m=" +
                     std::to_string(m) + " with p=" + std::to_string(p) +
-                    " (Megatron-Core needs m % g == 0 or m % g >= p for "
-                    "microbatch_group_size_per_vp_stage g = p)"));
+                    " (Megatron-Core's interleaved schedule runs microbatches "
+                    "in groups of p)"));
     PipelineSchedule schedule = makeSchedule(kind, p, m, loopStageToRank(p, v));
     buildInterleaved(schedule, v, g);
     return schedule;

@@ -23,9 +23,11 @@
 
 // Errors: a deadlock, a size mismatch, a bad token, a missing file.
 // RUN: not shard-opt %t.ts.mlir --dist-apply-plan=plan=pp=2,mb=2 --dist-schedule=file=%S/Inputs/schedule-pp2-mb2-deadlock.txt 2>&1 | FileCheck %s --check-prefix=DEADLOCK
-// DEADLOCK: error: dist-schedule: {{.*}}schedule-pp2-mb2-deadlock.txt: the schedule deadlocks:
+// DEADLOCK: error: dist-schedule: {{.*}}schedule-pp2-mb2-deadlock.txt: the schedule cannot run: deadlock: rank 0 blocked at op #1 0B0
+// RUN: not shard-opt %t.ts.mlir --dist-apply-plan=plan=pp=2,mb=2 --dist-schedule=file=%S/Inputs/schedule-pp2-mb2-mixed.txt 2>&1 | FileCheck %s --check-prefix=MIXED
+// MIXED: error: dist-schedule: {{.*}}schedule-pp2-mb2-mixed.txt: the schedule runs 0B0 as a whole backward (B) but 1I0 cut into I and W; use B everywhere or I and W everywhere
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 1 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff=microbatches=4 | not shard-opt --dist-apply-plan=plan=pp=2,mb=4 --dist-schedule=file=%S/Inputs/schedule-pp2-mb2-custom.txt 2>&1 | FileCheck %s --check-prefix=SIZE
-// SIZE: error: dist-schedule: {{.*}}schedule-pp2-mb2-custom.txt: the schedule has 2 ranks, 2 stages and 2 microbatches, but the plan has pp=2, pp*vpp=2 and mb=4
+// SIZE: error: dist-schedule: {{.*}}schedule-pp2-mb2-custom.txt: the schedule has 2 rank(s), 2 stage(s) and 2 microbatch(es), but the plan has pp=2, pp*vpp=2 and mb=4
 // RUN: echo "rank0: 0F0 0X0" > %t.bad.txt
 // RUN: not shard-opt %t.ts.mlir --dist-apply-plan=plan=pp=2,mb=2 --dist-schedule=file=%t.bad.txt 2>&1 | FileCheck %s --check-prefix=TOKEN
 // TOKEN: error: dist-schedule: {{.*}}bad.txt: line 1: token '0X0': unknown op kind 'X'

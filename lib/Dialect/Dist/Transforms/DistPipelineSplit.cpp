@@ -625,11 +625,19 @@ LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
     scheduleText = pipeline::formatSchedule(*schedule);
     stageToRank = schedule->stageToRank;
     orders = schedule->rankOrders;
-    splitBackward = llvm::any_of(orders, [](const auto &rankOps) {
-      return llvm::any_of(rankOps, [](const pipeline::PipelineOp &op) {
-        return op.kind == UnitKind::I;
+    auto uses = [&](UnitKind kind) {
+      return llvm::any_of(orders, [&](const auto &rankOps) {
+        return llvm::any_of(rankOps, [&](const pipeline::PipelineOp &op) {
+          return op.kind == kind;
+        });
       });
-    });
+    };
+    splitBackward = uses(UnitKind::I);
+    if (splitBackward && uses(UnitKind::B))
+      return func.emitError()
+             << "dist-pipeline-split: dist.pipeline_schedule runs some "
+                "backward ops whole (B) and others cut into I and W; use B "
+                "everywhere or I and W everywhere";
   } else {
     // Forward only (eval, logits): every rank runs its stages in increasing
     // order, microbatches in order; the (stage, microbatch) order is a
@@ -751,12 +759,19 @@ EntrySplitter::buildRank(int64_t rank,
             std::to_string(cast<OpResult>(v).getResultNumber());
     return b.getStringAttr(text);
   };
-  auto send = [&](Value v, int64_t to) {
+  auto send = [&](Value v, int64_t to) -> LogicalResult {
+    if (!map.contains(v))
+      return func.emitError()
+             << "dist-pipeline-split: rank " << rank << " of @"
+             << func.getSymName()
+             << " would send a value it does not compute (its unit is not in "
+                "the rank's schedule)";
     auto op =
         SendStartOp::create(b, loc, AsyncType::get(ctx, Type()), map.lookup(v),
                             meshRef, ppAxes, b.getI64IntegerAttr(to));
     op->setAttr("dist.tag", tag(v));
     sendHandles.push_back(op);
+    return success();
   };
   auto recv = [&](Value v, int64_t from) {
     auto op = RecvOp::create(b, loc, v.getType(), meshRef, ppAxes,
@@ -812,7 +827,8 @@ EntrySplitter::buildRank(int64_t rank,
     for (Operation *op : unit)
       for (Value result : op->getResults())
         for (int64_t t : unitReaders(result, rank).set_bits())
-          send(result, t);
+          if (failed(send(result, t)))
+            return failure();
   }
 
   // Tail: first the unit values the tails need, sent and received in
@@ -824,8 +840,8 @@ EntrySplitter::buildRank(int64_t rank,
       if (rankOf(result) == rank) {
         for (int64_t t = 0; t < numRanks; ++t)
           if (t != rank && tailInputs[t].contains(result) &&
-              !readByUnitsOf(result, t))
-            send(result, t);
+              !readByUnitsOf(result, t) && failed(send(result, t)))
+            return failure();
       } else if (tailInputs[rank].contains(result) &&
                  !readByUnitsOf(result, rank)) {
         recv(result, rankOf(result));

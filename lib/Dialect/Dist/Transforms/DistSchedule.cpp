@@ -28,6 +28,26 @@ using namespace autoshard::dist;
 
 namespace {
 
+/// Returns an error message when the schedule runs some backward ops whole
+/// (B) and others cut into I and W: dist-pipeline-split cuts the backward
+/// of every stage and microbatch or of none.
+std::optional<std::string>
+mixedBackward(const pipeline::PipelineSchedule &schedule) {
+  const pipeline::PipelineOp *whole = nullptr, *cut = nullptr;
+  for (const auto &rankOps : schedule.rankOrders)
+    for (const pipeline::PipelineOp &op : rankOps) {
+      if (op.kind == pipeline::PipelineOp::Kind::B && !whole)
+        whole = &op;
+      if (op.kind == pipeline::PipelineOp::Kind::I && !cut)
+        cut = &op;
+    }
+  if (!whole || !cut)
+    return std::nullopt;
+  return "the schedule runs " + pipeline::formatOp(*whole) +
+         " as a whole backward (B) but " + pipeline::formatOp(*cut) +
+         " cut into I and W; use B everywhere or I and W everywhere";
+}
+
 struct DistSchedulePass
     : public dist::impl::DistScheduleBase<DistSchedulePass> {
   using DistScheduleBase::DistScheduleBase;
@@ -77,8 +97,9 @@ struct DistSchedulePass
           schedule->numMicrobatches != plan->mb)
         return fail(
             llvm::formatv(
-                "{0}: the schedule has {1} ranks, {2} stages and {3} "
-                "microbatches, but the plan has pp={4}, pp*vpp={5} and mb={6}",
+                "{0}: the schedule has {1} rank(s), {2} stage(s) and {3} "
+                "microbatch(es), but the plan has pp={4}, pp*vpp={5} and "
+                "mb={6}",
                 path, schedule->numRanks, schedule->numStages,
                 schedule->numMicrobatches, plan->pp, numStages, plan->mb)
                 .str());
@@ -92,11 +113,14 @@ struct DistSchedulePass
           (problems.size() > 1
                ? " (and " + std::to_string(problems.size() - 1) + " more)"
                : std::string()));
+    // The compiler cuts the backward of every stage or of none.
+    if (std::optional<std::string> mixed = mixedBackward(*schedule))
+      return fail((path.empty() ? plan->schedule : path) + ": " + *mixed);
     pipeline::SimulationResult sim =
         pipeline::simulateSchedule(*schedule, pipeline::SimulationOptions());
     if (sim.deadlocked)
       return fail((path.empty() ? plan->schedule : path) +
-                  ": the schedule deadlocks: " + sim.deadlockReport);
+                  ": the schedule cannot run: " + sim.deadlockReport);
     module->setAttr("dist.pipeline_schedule",
                     StringAttr::get(module.getContext(),
                                     pipeline::formatSchedule(*schedule)));

@@ -336,8 +336,9 @@ def DistSchedule : Pass<"dist-schedule", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"file", "file", "std::string", /*default=*/"\"\"",
-           "Read the schedule from this file (algorithms.md §1.5 format) "
-           "instead of building the plan's">,
+           "Read the schedule from this file (§1.5 text format of "
+           "../shared/reference/algorithms.md) instead of building the "
+           "plan's schedule">,
   ];
 }
 
