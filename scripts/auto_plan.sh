@@ -56,7 +56,10 @@ if not report["plans"]:
     sys.exit(f"auto_plan.sh: no plan for {report['gpus']} ranks fits in memory (global batch "
              f"{report['global_batch']}, cluster {report['cluster']}): {why or 'no candidates'}")
 best = report["plans"][0]
+# peak_bytes includes the cluster file's fixed reserve (gpu.reserved_gib),
+# fragmentation and communication buffers (docs/planner.md, memory model).
 print(f"auto plan: {best['plan']} (predicted step {best['step_s']:.4g} s, "
-      f"peak {best['peak_bytes'] / 2**20:.1f} MiB per rank)", file=sys.stderr)
+      f"peak {best['peak_bytes'] / 2**20:.1f} MiB per rank including the cluster's "
+      f"reserve and communication buffers)", file=sys.stderr)
 print(best["apply_plan"])
 PYEOF
