@@ -396,7 +396,8 @@ def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
 
     Schedule. Each rank runs its units in the order of the plan's
     schedule (`lib/Pipeline`: gpipe, 1f1b, interleaved, looped-bfs, zb-h1,
-    zb-v), forward-only entries stage by stage (each rank its stages in
+    zb-v) — or of the module's `dist.pipeline_schedule` when `dist-schedule`
+    recorded one (possibly a user's) — forward-only entries stage by stage (each rank its stages in
     increasing order, microbatches in order), then its tail. A value
     another rank's unit needs is sent with `dist.send_start` right after
     the producing unit; the consuming unit receives (`dist.recv`, at its
