@@ -3,7 +3,8 @@
 # shard-opt (autodiff, lowering, memory plan, export) and train it with
 # shard-run. Defaults: nanoGPT's Tiny Shakespeare CPU recipe.
 #
-#   scripts/train.sh [--plan PLAN|auto] [-n N] [--cluster FILE] [--config FILE] [--batch 12]
+#   scripts/train.sh [--plan PLAN|auto] [-n N] [--cluster FILE] [--schedule-file FILE]
+#                    [--config FILE] [--batch 12]
 #                    [--seq 64] [--steps 2000]
 #                    [--lr 1e-3] [--min-lr 1e-4] [--warmup min(100,STEPS)] [--decay-steps STEPS]
 #                    [--beta1 0.9] [--beta2 0.99] [--weight-decay 0.1] [--grad-clip 1.0]
@@ -27,6 +28,10 @@
 # the microbatch's batch (--batch / M) and tfm-autodiff runs M microbatches per
 # step (microbatches=M), so the step still sees --batch rows. recompute=X (none,
 # selective, full) runs tfm-recompute with mode=X right after tfm-autodiff.
+# --schedule-file FILE (a plan with pp > 1): the pipeline runs the per-rank
+# order in FILE (algorithms.md section 1.5 text, e.g. "rank0: 0F0 0F1 0B0 0B1")
+# instead of the plan's schedule; dist-schedule checks it (sizes, well-formed,
+# no deadlock) before dist-pipeline-split follows it.
 # The vocabulary is padded to a multiple of --vocab-multiple (default 64, which
 # every tp degree up to 64 divides; Megatron's make-vocab-size-divisible-by) for
 # every run, one rank included, so that all plans compile the same model
@@ -46,7 +51,7 @@ DATA=$SHARED/data/tinyshakespeare.txt
 BATCH=12 SEQ=64 STEPS=2000 LR=1e-3 MIN_LR=1e-4 WARMUP="" DECAY=""
 BETA1=0.9 BETA2=0.99 WD=0.1 CLIP=1.0 DROPOUT="" EVAL_INTERVAL=250 EVAL_ITERS=20
 SEED=1337 OUT=$BUILD_DIR/train SAMPLE=300 PLAN="" NRANKS="" VOCAB_MULTIPLE=64 BATCH_SET=""
-CLUSTER=""
+CLUSTER="" SCHEDULE_FILE=""
 EXTRA=()
 die() { echo "train.sh: $*" >&2; exit 2; }
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
@@ -57,13 +62,13 @@ while [[ $# -gt 0 ]]; do
     --config | --batch | --seq | --steps | --lr | --min-lr | --warmup | --decay-steps | \
       --beta1 | --beta2 | --weight-decay | --grad-clip | --dropout | --eval-interval | \
       --eval-iters | --seed | --data | --out | --sample | --plan | -n | --vocab-multiple | \
-      --cluster) ;;
+      --cluster | --schedule-file) ;;
     *) die "unknown option '$1' (see scripts/train.sh --help)" ;;
   esac
   [[ $# -ge 2 ]] || die "option '$1' needs a value"
   case $1 in
     --plan) PLAN=$2 ;; -n) NRANKS=$2 ;; --vocab-multiple) VOCAB_MULTIPLE=$2 ;;
-    --cluster) CLUSTER=$2 ;;
+    --cluster) CLUSTER=$2 ;; --schedule-file) SCHEDULE_FILE=$2 ;;
     --config) CONFIG=$2 ;; --batch) BATCH=$2 BATCH_SET=1 ;; --seq) SEQ=$2 ;;
     --steps) STEPS=$2 ;; --lr) LR=$2 ;; --min-lr) MIN_LR=$2 ;;
     --warmup) WARMUP=$2 ;; --decay-steps) DECAY=$2 ;; --beta1) BETA1=$2 ;;
@@ -79,6 +84,11 @@ DECAY=${DECAY:-$STEPS}
 [[ -f $DATA ]] || die "data file '$DATA' not found"
 [[ $VOCAB_MULTIPLE =~ ^[1-9][0-9]*$ ]] || die "--vocab-multiple must be a positive integer, found '$VOCAB_MULTIPLE'"
 [[ -z $CLUSTER || $PLAN == auto ]] || die "--cluster is only used with --plan auto"
+if [[ -n ${SCHEDULE_FILE:-} ]]; then
+  [[ -n $PLAN ]] || die "--schedule-file needs a --plan with pp > 1"
+  [[ -f $SCHEDULE_FILE ]] || die "schedule file '$SCHEDULE_FILE' not found (--schedule-file)"
+  SCHEDULE_FILE=$(cd "$(dirname "$SCHEDULE_FILE")" && pwd)/$(basename "$SCHEDULE_FILE")
+fi
 # The model builder's flags but the batch (the same for every plan).
 BUILDER_COMMON=(--seq "$SEQ" --vocab-multiple "$VOCAB_MULTIPLE")
 [[ -n $DROPOUT ]] && BUILDER_COMMON+=(--dropout "$DROPOUT")
@@ -162,8 +172,10 @@ RECOMPUTE=()
   --tfm-autodiff="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP microbatches=$MB" \
   "${RECOMPUTE[@]}" -o "$OUT/train_step.mlir"
 DIST_PASSES=()
-[[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN" --dist-propagate --dist-partition
-                                --dist-pipeline-split --dist-bucket-collectives --dist-verify-comm)
+[[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN"
+                                ${SCHEDULE_FILE:+--dist-schedule=file=$SCHEDULE_FILE}
+                                --dist-propagate --dist-partition --dist-pipeline-split
+                                --dist-bucket-collectives --dist-verify-comm)
 "$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" "${DIST_PASSES[@]}" --rt-lower --rt-plan-memory \
   --rt-export="output=$OUT/model.json" -o "$OUT/lowered.mlir"
 echo "compiled $OUT/model.json${PLAN:+ for plan $PLAN on $NRANKS ranks} in $((SECONDS - t0))s"
