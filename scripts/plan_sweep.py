@@ -375,6 +375,11 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
          ["bash", str(ctx.root / "scripts" / "train.sh"), "--plan", "dp=2", "-n", str(wrong_n),
           "--out", str(ctx.out / "train-invalid")],
          rf"-n {wrong_n} does not match the plan's world size 2"),
+        ("train.sh --schedule-file missing",
+         ["bash", str(ctx.root / "scripts" / "train.sh"), "--plan", "pp=2",
+          "--schedule-file", str(ctx.out / "no-such-schedule.txt"),
+          "--out", str(ctx.out / "train-invalid")],
+         r"schedule file '.*no-such-schedule\.txt' not found \(--schedule-file\)"),
     ]
     return cases
 
