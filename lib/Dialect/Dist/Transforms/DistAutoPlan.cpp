@@ -31,6 +31,7 @@
 #include "autoshard/Planner/Cluster.h"
 #include "autoshard/Planner/Planner.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -697,9 +698,22 @@ struct DistAutoPlanPass
         drop.push_back(call);
     });
     for (func::CallOp call : drop) {
-      if (call.getNumResults() != 1 || call.getNumOperands() == 0 ||
+      if (call.getNumResults() == 0 || call.getNumOperands() == 0 ||
           call.getOperand(0).getType() != call.getResult(0).getType())
         return failure();
+      // Further results must be scalar side losses (an MoE block's
+      // load-balancing loss, summed over the layers): a dropped block adds 0.
+      OpBuilder b(call);
+      for (Value extra : call.getResults().drop_front()) {
+        auto type = dyn_cast<RankedTensorType>(extra.getType());
+        if (!type || type.getRank() != 0 ||
+            !isa<FloatType>(type.getElementType()))
+          return failure();
+        extra.replaceAllUsesWith(mlir::arith::ConstantOp::create(
+            b, call.getLoc(),
+            DenseElementsAttr::get(
+                type, b.getFloatAttr(type.getElementType(), 0.0))));
+      }
       call.getResult(0).replaceAllUsesWith(call.getOperand(0));
       call.erase();
     }
