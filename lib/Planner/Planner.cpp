@@ -282,8 +282,12 @@ std::string Candidate::applyPlan() const {
 }
 
 std::string Candidate::family() const {
-  return llvm::formatv("tp={0}{1} pp={2} cp={3}", tp, sp ? "+sp" : "", pp, cp)
-      .str();
+  std::string fam =
+      llvm::formatv("tp={0}{1} pp={2} cp={3}", tp, sp ? "+sp" : "", pp, cp)
+          .str();
+  if (ep > 1)
+    fam += llvm::formatv(" ep={0}", ep).str();
+  return fam;
 }
 
 namespace {
@@ -472,6 +476,19 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     return invalid("seq % 2cp != 0");
   if (globalBatch != plan.dp * plan.mbs * plan.mb)
     return invalid("dp*mbs*mb != global batch");
+  if (plan.ep < 1)
+    return invalid("ep < 1");
+  if (plan.ep > 1) {
+    if (m.experts <= 0 || prof.expertParams <= 0)
+      return invalid("ep>1 on a model without experts");
+    if (m.experts % plan.ep)
+      return invalid(llvm::formatv("{0} experts do not split into ep={1}",
+                                   m.experts, plan.ep));
+    if ((plan.dp * plan.cp) % plan.ep)
+      return invalid("dp*cp % ep != 0");
+    if (plan.zero == 3)
+      return invalid("ZeRO-3 with ep>1 is not modelled");
+  }
   const double b = plan.mbs;
   const double scale = 1.0 / plan.cp;
   const int64_t gpn = c.gpusPerNode;
@@ -536,6 +553,29 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     }
   }
 
+  // Expert parallelism (analytic, Megatron-Core): every MoE layer sends
+  // its local dispatch buffer through an all-to-all over the ep group for
+  // the dispatch and again for the combine, in the forward and (inverse)
+  // in the backward: four per layer per microbatch (six with full
+  // recomputation, which re-runs the forward's two), exposed (the expert
+  // GEMMs wait for the dispatched tokens, the next layer for the combined
+  // ones). Balanced routing: each rank computes E/ep experts on ep times
+  // the tokens, so the expert compute per GPU is the ep = 1 block's. The
+  // ep group is ep consecutive dp×cp members, tp ranks apart: NVLink when
+  // ep·tp <= GPUs per node, else the inter-node link (algorithms.md §6.1).
+  double epLayerComm = 0; // exposed all-to-all seconds per layer per mb
+  if (plan.ep > 1) {
+    double sendBytes = prof.dispatchBytes.at(b) * scale;
+    bool intra = plan.ep * plan.tp <= gpn;
+    double a2a = collectiveTime(c, CollectiveKind::AllToAll, sendBytes, plan.ep,
+                                intra ? plan.ep : 1);
+    double backward = plan.recompute == "full" ? 4 * a2a : 2 * a2a;
+    layerF += 2 * a2a;
+    layerI += backward;
+    epLayerComm = 2 * a2a + backward;
+    layerComm += epLayerComm;
+  }
+
   const int64_t layersPerChunk = L / (p * v);
   e.tF = layersPerChunk * layerF;
   e.tI = layersPerChunk * layerI;
@@ -554,11 +594,21 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   // --- ZeRO-3: per-block parameter gathers and gradient reduce-scatters
   // inside every microbatch (§5.1, §5.3), so they stretch F and B ---
   double layersPerRank = double(L) / p;
-  double paramsRank = layersPerRank * prof.layerParams + prof.otherParams;
   int64_t dpGroup = plan.dp * plan.cp;
   // Mesh order pp, dp, cp, tp: a node holds gpn / tp members of a dp×cp
   // group.
   int64_t dpPerNode = std::max<int64_t>(1, gpn / plan.tp);
+  // Expert weights are split over the ep group and replicated (or ZeRO-
+  // sharded) over the expert-data-parallel group of dp·cp/ep ranks, whose
+  // members are tp·ep ranks apart; the rest over the whole dp×cp group.
+  // At ep = 1 every parameter is in the second set.
+  double expertRank =
+      plan.ep > 1 ? layersPerRank * prof.expertParams / plan.ep : 0;
+  double paramsRank = layersPerRank * prof.layerParams + prof.otherParams;
+  if (plan.ep > 1)
+    paramsRank -= layersPerRank * prof.expertParams;
+  int64_t edpGroup = dpGroup / plan.ep;
+  int64_t edpPerNode = std::max<int64_t>(1, gpn / (plan.tp * plan.ep));
   double zero3Comm = 0; // exposed per microbatch per rank
   if (plan.zero == 3 && dpGroup > 1) {
     Zero3Exposure z = zero3Exposure(c, prof.layerParams, prof.otherParams,
@@ -611,11 +661,21 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     Exposure dps = dpSyncExposure(c, plan.zero, paramsRank, m.elementBytes,
                                   dpGroup, dpPerNode, mb, F, B);
     dpExposed = dps.exposed;
+    if (expertRank > 0) {
+      // The expert gradients' reduction over the expert-data-parallel
+      // group, hidden behind what the dense one leaves of the compute.
+      Exposure eps = dpSyncExposure(
+          c, plan.zero, expertRank, m.elementBytes, edpGroup, edpPerNode, mb,
+          std::max(0.0, F - dps.total), std::max(0.0, B - dps.total));
+      dpExposed += eps.exposed;
+    }
   }
   e.dpComm = dpExposed;
+  e.epComm = mb * layersPerRank * epLayerComm;
 
   // --- optimizer (AdamW on the local shard; ~28 bytes per parameter) ---
   double optParams = plan.zero >= 1 ? paramsRank / dpGroup : paramsRank;
+  optParams += plan.zero >= 1 ? expertRank / edpGroup : expertRank;
   e.optimizer = kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams);
 
   e.stepTime = pipeTime + dpExposed + e.optimizer;
@@ -634,15 +694,18 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   // are the ZeRO paper's 16, 4 + 12/N, 2 + 14/N, 16/N of workloads.md §5).
   const double w = m.elementBytes, g = gradElementBytes(c, w);
   const double opt = 8 + (w < 4 ? 4 : 0);
-  const double n = dpGroup;
-  double perParam = w + g + opt;
-  if (plan.zero == 1)
-    perParam = w + g + opt / n;
-  else if (plan.zero == 2)
-    perParam = w + (g + opt) / n;
-  else if (plan.zero == 3)
-    perParam = (w + g + opt) / n;
-  e.stateBytes = paramsRank * perParam;
+  auto perParam = [&](double n) {
+    if (plan.zero == 1)
+      return w + g + opt / n;
+    if (plan.zero == 2)
+      return w + (g + opt) / n;
+    if (plan.zero == 3)
+      return (w + g + opt) / n;
+    return w + g + opt;
+  };
+  // Expert states are sharded over the expert-data-parallel group.
+  e.stateBytes =
+      paramsRank * perParam(dpGroup) + expertRank * perParam(double(edpGroup));
   BlockActivations act = blockActivations(c, prof, plan.recompute, b, scale);
   double perLayer = act.perLayer;
   // In-flight activations of the heaviest rank (the first stage), closed
@@ -668,7 +731,8 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   // Fixed: the framework's reserve (CUDA context, library workspaces) and
   // the communication buffers of every process group of more than one rank
   // (tp, dp×cp, cp, pp and, with stages, the embedding group).
-  int64_t groups = (plan.tp > 1) + (dpGroup > 1) + (plan.cp > 1) + 2 * (p > 1);
+  int64_t groups = (plan.tp > 1) + (dpGroup > 1) + (plan.cp > 1) + 2 * (p > 1) +
+                   (plan.ep > 1) + (plan.ep > 1 && edpGroup > 1);
   e.fixedBytes = c.reservedBytes + groups * c.commBufferBytesPerGroup;
   // The framework's allocator cannot use all of the free HBM: a fraction
   // of the dynamic bytes is lost to fragmentation.
@@ -846,6 +910,16 @@ search(const Cluster &c, const ModelInfo &m,
       result.rejected[o.fixedPlan.family()] = e.note;
     }
   } else {
+    // Expert-parallel degrees: for MoE models the listed powers of two
+    // that divide the expert count (and, per candidate, dp·cp; ZeRO-3 is
+    // not combined with ep > 1); 1 for dense models.
+    std::vector<int64_t> eps;
+    if (m.experts > 0)
+      for (int64_t ep : o.epChoices)
+        if (ep >= 1 && (ep & (ep - 1)) == 0 && m.experts % ep == 0)
+          eps.push_back(ep);
+    if (eps.empty())
+      eps.push_back(1);
     for (const auto &[key, prof] : profiles) {
       auto [tp, sp] = key;
       if (sp && !o.searchSp)
@@ -889,25 +963,29 @@ search(const Cluster &c, const ModelInfo &m,
               }
             }
             for (auto &[sched, v] : scheds)
-              for (int64_t zero : o.zeroStages) {
-                if (zero > 0 && dp * cp == 1)
-                  continue;
-                for (const std::string &rc : o.recomputes) {
-                  Candidate cand;
-                  cand.tp = tp;
-                  cand.sp = sp;
-                  cand.pp = pp;
-                  cand.dp = dp;
-                  cand.cp = cp;
-                  cand.mbs = mbs;
-                  cand.mb = mb;
-                  cand.schedule = sched;
-                  cand.vpp = v;
-                  cand.zero = zero;
-                  cand.recompute = rc;
-                  consider(prof, cand);
+              for (int64_t ep : eps)
+                for (int64_t zero : o.zeroStages) {
+                  if (zero > 0 && dp * cp == 1)
+                    continue;
+                  if (ep > 1 && (zero == 3 || (dp * cp) % ep))
+                    continue;
+                  for (const std::string &rc : o.recomputes) {
+                    Candidate cand;
+                    cand.tp = tp;
+                    cand.sp = sp;
+                    cand.pp = pp;
+                    cand.dp = dp;
+                    cand.cp = cp;
+                    cand.ep = ep;
+                    cand.mbs = mbs;
+                    cand.mb = mb;
+                    cand.schedule = sched;
+                    cand.vpp = v;
+                    cand.zero = zero;
+                    cand.recompute = rc;
+                    consider(prof, cand);
+                  }
                 }
-              }
           }
         }
       }
@@ -1088,7 +1166,8 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
       r.stats.compileSeconds, r.stats.wallSeconds,
       r.stats.candidates / std::max(1e-9, r.stats.wallSeconds));
   os << "analytic: pp/dp/ZeRO/schedule composition, cp (ring K/V), "
-        "optimizer, recomputation where its mode did not compile; from "
+        "ep (expert all-to-all, expert-data-parallel states), optimizer, "
+        "recomputation where its mode did not compile; from "
         "compiled IR: per-op FLOPs/bytes, TP collectives, residual and "
         "boundary bytes, memory-plan frame, per recomputation mode\n";
   return text;
@@ -1115,6 +1194,7 @@ std::string formatReportJson(const Cluster &c, const ModelInfo &m,
         {"compute_s", e.compute},
         {"exposed_comm_s", e.exposedComm},
         {"bubble_s", e.bubble},
+        {"ep_comm_s", e.epComm},
         {"optimizer_s", e.optimizer},
         {"simulated", e.simulated},
         {"recompute_compiled", e.recomputeCompiled},

@@ -773,6 +773,149 @@ TEST(Recompute, RowsSayWhatWasCompiled) {
   EXPECT_DOUBLE_EQ(rows[1].backwardFlops, 2e12 + 1e12);
 }
 
+/// A synthetic MoE block: 1e9 parameters per block of which 0.9e9 are the
+/// experts' (E = 8), and a 64 MB dispatch buffer per sequence.
+LocalProfile syntheticMoeProfile() {
+  LocalProfile p = syntheticProfile(1e9, 1e8);
+  p.expertParams = 0.9e9;
+  p.dispatchBytes = {0, 64e6};
+  return p;
+}
+
+ModelInfo syntheticMoeModel() {
+  ModelInfo m = syntheticModel();
+  m.name = "synthetic-moe";
+  m.experts = 8;
+  return m;
+}
+
+TEST(ExpertParallel, ShardsExpertStatesAndAddsAllToAlls) {
+  Cluster c = testCluster();
+  ModelInfo m = syntheticMoeModel();
+  LocalProfile prof = syntheticMoeProfile();
+  Candidate plan;
+  plan.dp = 8;
+  plan.zero = 1;
+  plan.mb = 2;
+  Estimate e1 = evaluate(c, m, prof, plan, 16, false);
+  plan.ep = 8;
+  Estimate e8 = evaluate(c, m, prof, plan, 16, false);
+  ASSERT_EQ(e8.note.find("invalid"), std::string::npos) << e8.note;
+  // Model states: dense params ZeRO-1 over dp = 8; expert params split
+  // over ep = 8 and ZeRO-1 over the expert-data-parallel group of 1.
+  const double L = m.layers, w = 2, g = gradElementBytes(c, 2), opt = 12;
+  const double dense = L * 0.1e9, expert = L * 0.9e9;
+  EXPECT_NEAR(e1.stateBytes, (dense + expert) * (w + g + opt / 8), 1e3);
+  EXPECT_NEAR(e8.stateBytes,
+              dense * (w + g + opt / 8) + expert / 8 * (w + g + opt), 1e3);
+  EXPECT_LT(e8.peakBytes, e1.peakBytes);
+  // Four exposed all-to-alls of the 64 MB buffer (mbs = 1) per layer per
+  // microbatch over 8 ranks on NVLink (ep·tp = 8 <= 8 GPUs per node).
+  double a2a = collectiveTime(c, CollectiveKind::AllToAll, 64e6, 8, 8);
+  EXPECT_GT(a2a, 0);
+  EXPECT_DOUBLE_EQ(e1.epComm, 0);
+  EXPECT_NEAR(e8.epComm, 2 * L * 4 * a2a, 1e-12);
+  // Expert compute is unchanged; the step grows by the all-to-alls, less
+  // the expert gradients' all-reduce that ep = dp removes.
+  EXPECT_NEAR(e8.compute, e1.compute, 1e-9 * e1.compute);
+  EXPECT_GT(e8.exposedComm, e1.exposedComm - e1.dpComm + e8.dpComm);
+  EXPECT_LT(e8.dpComm, e1.dpComm);
+  // Full recomputation re-runs the forward's two all-to-alls.
+  plan.recompute = "full";
+  EXPECT_NEAR(evaluate(c, m, prof, plan, 16, false).epComm, 2 * L * 6 * a2a,
+              1e-12);
+}
+
+TEST(ExpertParallel, AcrossNodesUsesTheInterNodeLink) {
+  Cluster c = testCluster();
+  ModelInfo m = syntheticMoeModel();
+  m.experts = 16;
+  LocalProfile prof = syntheticMoeProfile();
+  Candidate plan;
+  plan.dp = 8;
+  plan.tp = 2;
+  plan.ep = 8; // ep·tp = 16 > 8 GPUs per node
+  plan.mb = 1;
+  Estimate e = evaluate(c, m, prof, plan, 8, false);
+  ASSERT_EQ(e.note.find("invalid"), std::string::npos) << e.note;
+  double inter = collectiveTime(c, CollectiveKind::AllToAll, 64e6, 8, 1);
+  EXPECT_NEAR(e.epComm, m.layers * 4 * inter, 1e-12);
+  EXPECT_GT(inter, collectiveTime(c, CollectiveKind::AllToAll, 64e6, 8, 8));
+}
+
+TEST(ExpertParallel, InvalidDegrees) {
+  Cluster c = testCluster();
+  ModelInfo m = syntheticMoeModel();
+  LocalProfile prof = syntheticMoeProfile();
+  Candidate plan;
+  plan.dp = 4;
+  plan.mb = 1;
+  auto note = [&](Candidate p) {
+    return evaluate(c, m, prof, p, p.dp, false).note;
+  };
+  plan.ep = 8; // dp·cp = 4
+  EXPECT_NE(note(plan).find("dp*cp % ep"), std::string::npos);
+  plan.dp = 16;
+  plan.ep = 16; // 8 experts
+  EXPECT_NE(note(plan).find("experts do not split"), std::string::npos);
+  plan.ep = 2;
+  plan.zero = 3;
+  EXPECT_NE(note(plan).find("ZeRO-3"), std::string::npos);
+  plan.zero = 0;
+  EXPECT_EQ(note(plan).find("invalid"), std::string::npos);
+  // A dense model has no experts to split.
+  EXPECT_NE(
+      evaluate(c, syntheticModel(), syntheticProfile(1e9, 1e8), plan, 16, false)
+          .note.find("without experts"),
+      std::string::npos);
+}
+
+TEST(ExpertParallel, SearchPicksEpWhenExpertsDoNotFit) {
+  // 10 blocks of 1e9 parameters on 8 GPUs: at ep = 1 even ZeRO-2's
+  // 2 + 14/8 bytes per parameter (37.5 GB) plus activations exceed a
+  // 30 GB GPU; at ep = 8 the experts' states are 1/8.
+  Cluster c = testCluster();
+  c.hbmBytes = 30e9;
+  ModelInfo m = syntheticMoeModel();
+  std::map<std::pair<int64_t, bool>, LocalProfile> profiles;
+  profiles[{1, false}] = syntheticMoeProfile();
+  SearchOptions o;
+  o.gpus = 8;
+  o.globalBatch = 16;
+  o.cpChoices = {1};
+  o.zeroStages = {0, 1, 2};
+  o.schedules = {"1f1b"};
+  SearchResult r = search(c, m, profiles, o);
+  ASSERT_FALSE(r.best.empty());
+  EXPECT_GT(r.best.front().plan.ep, 1);
+  for (const Estimate &e : r.best)
+    if (e.plan.pp == 1)
+      EXPECT_GT(e.plan.ep, 1) << e.plan.str();
+  // Only ep = 1 (what compilable=true allows): ep > 1 is never proposed.
+  o.epChoices = {1};
+  SearchResult r1 = search(c, m, profiles, o);
+  for (const Estimate &e : r1.best)
+    EXPECT_EQ(e.plan.ep, 1) << e.plan.str();
+  EXPECT_LT(r1.stats.candidates, r.stats.candidates);
+}
+
+TEST(ExpertParallel, DenseModelsNeverGetEp) {
+  Cluster c = testCluster();
+  ModelInfo m = syntheticModel();
+  std::map<std::pair<int64_t, bool>, LocalProfile> profiles;
+  profiles[{1, false}] = syntheticProfile(7.5e8, 1e9);
+  SearchOptions o;
+  o.gpus = 8;
+  o.globalBatch = 64;
+  o.cpChoices = {1};
+  SearchResult r = search(c, m, profiles, o);
+  ASSERT_FALSE(r.best.empty());
+  for (const Estimate &e : r.best)
+    EXPECT_EQ(e.plan.ep, 1) << e.plan.str();
+  o.epChoices = {1};
+  EXPECT_EQ(search(c, m, profiles, o).stats.candidates, r.stats.candidates);
+}
+
 TEST(Candidate, ApplyPlanSyntax) {
   // The --plan form: no mbs, defaults omitted, dp always present.
   Candidate c;

@@ -4,7 +4,7 @@
 // the pass compiles one Transformer block per layer-local configuration
 // (tp, sp) at two microbatch sizes, reads per-op FLOPs/bytes, collectives
 // and the static memory plan off the per-rank program into a
-// `LocalProfile`, and this library composes pp/dp/cp/ZeRO/schedule/
+// `LocalProfile`, and this library composes pp/dp/cp/ep/ZeRO/schedule/
 // recomputation analytically, then simulates the pipeline schedule
 // (lib/Pipeline) for the best candidates. docs/planner.md states what is
 // read from compiled IR and what is analytic.
@@ -246,6 +246,14 @@ struct LocalProfile {
   FunctionProfile preFwd, preBwd, postFwd, postBwd;
   /// Parameter elements per rank: one block, and outside the blocks.
   double layerParams = 0, otherParams = 0;
+  /// Of layerParams, the expert weights of an MoE block (block arguments
+  /// with tfm.role expert_gate / expert_up / expert_down, shape [E, ...]),
+  /// per rank at ep = 1; 0 for a dense block.
+  double expertParams = 0;
+  /// Bytes of the block's MoE dispatch buffers ([E, B, C, H] results of
+  /// tfm.moe_dispatch in the block forward) per rank per microbatch: the
+  /// send buffer of each expert-parallel all-to-all; 0 for a dense block.
+  Affine dispatchBytes;
   /// Bytes saved by one block's forward for its backward (its residuals),
   /// per microbatch; and the bytes of the block input (the residual stream
   /// slice; what full recomputation keeps and what p2p sends).
@@ -284,6 +292,9 @@ struct ModelInfo {
   /// convention (docs/planner.md): 3 × forward GEMM + attention FLOPs of
   /// the model definition, causal attention halved.
   double flopsPerSequence = 0;
+  /// Experts per MoE layer (tfm.moe_dispatch num_experts); 0 for a dense
+  /// model, which is only searched at ep = 1.
+  int64_t experts = 0;
 };
 
 //===----------------------------------------------------------------------===//
@@ -291,6 +302,10 @@ struct ModelInfo {
 //===----------------------------------------------------------------------===//
 
 /// A point of the search space. mesh order pp, dp, cp, tp (tp fastest).
+/// ep (expert parallelism, Megatron-Core semantics) adds no GPUs: its
+/// groups are carved out of the dp×cp group (ep consecutive members of
+/// it, tp ranks apart); the expert weights' data-parallel group is the
+/// remaining dp·cp/ep ranks. Scored analytically (docs/planner.md).
 struct Candidate {
   int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
   bool sp = false;
@@ -309,7 +324,8 @@ struct Candidate {
   /// `mb` determines it) and keys at their defaults omitted, e.g.
   /// "dp=4,tp=2,sp=1,zero=2".
   std::string applyPlan() const;
-  /// The family for rejection reasons, e.g. "tp=8 pp=4".
+  /// The family for rejection reasons, e.g. "tp=8 pp=4 cp=1" (" ep=N"
+  /// appended when ep > 1).
   std::string family() const;
 };
 
@@ -343,6 +359,9 @@ struct Estimate {
   /// Extra time on the first and last stages (embedding, LM head).
   double firstF = 0, firstB = 0, lastF = 0, lastB = 0;
   double dpComm = 0;
+  /// Exposed expert-parallel all-to-all seconds per step on one rank (four
+  /// per MoE layer per microbatch; included in exposedComm).
+  double epComm = 0;
   bool simulated = false;
   /// Whether the recomputation costs (backward time, kept activations)
   /// came from the program compiled with the plan's mode (false for
@@ -362,6 +381,9 @@ struct SearchOptions {
   /// Microbatch sizes tried, ZeRO stages, recomputation modes, schedules.
   std::vector<int64_t> mbsChoices = {1, 2, 4, 8};
   std::vector<int64_t> cpChoices = {1, 2, 4, 8};
+  /// Expert-parallel degrees tried for MoE models (those with E % ep == 0
+  /// and (dp·cp) % ep == 0); dense models use ep = 1 only.
+  std::vector<int64_t> epChoices = {1, 2, 4, 8, 16, 32, 64};
   std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1",
                                         "gpipe"};
   std::vector<std::string> recomputes = {"none", "selective", "full"};

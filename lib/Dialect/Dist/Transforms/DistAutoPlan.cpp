@@ -109,6 +109,10 @@ struct RawProfile {
   /// Full recomputation's re-run of the block forward (`@B_recompute_full`).
   RawFunction layerRecompute;
   double layerParams = 0, totalParams = 0;
+  /// Of layerParams, the expert weights (elements per rank).
+  double expertParams = 0;
+  /// Bytes of the block forward's tfm.moe_dispatch results ([E, B, C, H]).
+  double dispatch = 0;
   double residual = 0, boundary = 0, selective = 0, frame = 0;
 };
 
@@ -281,7 +285,14 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     auto role = fwd.getArgAttrOfType<StringAttr>(i, "tfm.role");
     if (role && role.getValue() != "hidden" && role.getValue() != "layer_index")
       p.layerParams += tensorElements(fwd.getArgument(i).getType());
+    if (role && role.getValue().starts_with("expert_"))
+      p.expertParams += tensorElements(fwd.getArgument(i).getType());
   }
+  // MoE: the dispatch buffers, the send buffers of expert parallelism's
+  // all-to-alls.
+  fwd.walk([&](tfm::MoeDispatchOp op) {
+    p.dispatch += tensorBytes(op.getBuf().getType());
+  });
   // Residuals: every result of the block forward but the block output.
   auto ret = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
@@ -450,6 +461,8 @@ struct DistAutoPlanPass
       // mode (not context parallelism yet).
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpChoices = {1};
+      // dist-apply-plan does not build ep > 1 yet.
+      options.epChoices = {1};
     }
     // Explicit restrictions of the search space (e.g. to what a published
     // run's software supported): intersected with the defaults above.
@@ -463,6 +476,8 @@ struct DistAutoPlanPass
           failed(restrictInts(options.zeroStages, zeroStages, "zero", 0, 3,
                               err)) ||
           failed(restrictInts(options.cpChoices, cpDegrees, "cp", 1,
+                              int64_t(1) << 20, err)) ||
+          failed(restrictInts(options.epChoices, epDegrees, "ep", 1,
                               int64_t(1) << 20, err)))
         return fail(err);
       options.searchSp = searchSp;
@@ -488,6 +503,12 @@ struct DistAutoPlanPass
       options.fixed = true;
       options.fixedPlan = *plan;
     }
+
+    // MoE: the experts per layer (every tfm.moe_dispatch of the model
+    // builder has the same count).
+    module.walk([&](tfm::MoeDispatchOp op) {
+      model.experts = std::max(model.experts, int64_t(op.getNumExperts()));
+    });
 
     // Model FLOPs per sequence (project convention: 3 × forward GEMM and
     // attention FLOPs on global shapes).
@@ -580,6 +601,8 @@ struct DistAutoPlanPass
         prof.postBwd = fitf(a.postBwd, b.postBwd);
         prof.layerParams = a.layerParams;
         prof.otherParams = std::max(0.0, a.totalParams - a.layerParams);
+        prof.expertParams = a.expertParams;
+        prof.dispatchBytes = fitv(a.dispatch, b.dispatch);
         prof.residualBytes = fitv(a.residual, b.residual);
         prof.boundaryBytes = fitv(a.boundary, b.boundary);
         prof.selectiveSavedBytes = fitv(a.selective, b.selective);

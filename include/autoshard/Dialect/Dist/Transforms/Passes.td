@@ -583,7 +583,7 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
            "Best analytic candidates re-scored with the schedule simulator">,
     Option<"compilable", "compilable", "bool", /*default=*/"false",
            "Search only what the compiler builds today (schedules gpipe, "
-           "1f1b, interleaved, zb-h1, zb-v; cp=1; no recomputation), so "
+           "1f1b, interleaved, zb-h1, zb-v; cp=1; ep=1), so "
            "the chosen plan can be compiled and run">,
     ListOption<"schedules", "schedules", "std::string",
                "Search only these pipeline schedules (1f1b, interleaved, "
@@ -597,6 +597,10 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
     ListOption<"cpDegrees", "cp", "int64_t",
                "Search only these context-parallel degrees (default: 1, 2, "
                "4, 8)">,
+    ListOption<"epDegrees", "ep", "int64_t",
+               "Search only these expert-parallel degrees (default: 1, 2, "
+               "4, ..., 64 for MoE models, those that divide the expert "
+               "count and dp*cp; dense models: 1)">,
     Option<"searchSp", "sp", "bool", /*default=*/"true",
            "Search sequence parallelism (false: tp plans without SP only)">,
   ];
