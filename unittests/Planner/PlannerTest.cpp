@@ -888,9 +888,11 @@ TEST(ExpertParallel, SearchPicksEpWhenExpertsDoNotFit) {
   SearchResult r = search(c, m, profiles, o);
   ASSERT_FALSE(r.best.empty());
   EXPECT_GT(r.best.front().plan.ep, 1);
-  for (const Estimate &e : r.best)
-    if (e.plan.pp == 1)
+  for (const Estimate &e : r.best) {
+    if (e.plan.pp == 1) {
       EXPECT_GT(e.plan.ep, 1) << e.plan.str();
+    }
+  }
   // Only ep = 1 (what compilable=true allows): ep > 1 is never proposed.
   o.epChoices = {1};
   SearchResult r1 = search(c, m, profiles, o);
