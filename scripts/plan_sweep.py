@@ -618,8 +618,37 @@ def main() -> int:
         results.append(r)
         show(r)
 
+    # With dropout, microbatch j keys its masks on its own layer keys
+    # (tfm-autodiff), so a plan with mb=M trains like the 1-rank run with
+    # mb=M, not like the one without microbatches: one reference per M.
+    refs = {1: (ref, ref_params)}
+
+    def reference_for(mb: int):
+        if not args.dropout or mb in refs:
+            return refs[1] if mb not in refs else refs[mb]
+        t0 = time.time()
+        art = out / f"reference.mb{mb}.json"
+        rc, o = compile_plan(ctx, ts, f"mb={mb}", art)
+        if rc == 0:
+            rc, o = train(ctx, art, 1, out / f"reference.mb{mb}.jsonl", False)
+        r = Result(f"reference mb={mb} (1 rank)", 1, rc == 0, 0.0 if rc == 0 else None,
+                   time.time() - t0, "" if rc == 0 else last_error(o), param_err=0.0,
+                   kind="reference")
+        results.append(r)
+        show(r)
+        refs[mb] = (read_log(out / f"reference.mb{mb}.jsonl"),
+                    out / f"reference.mb{mb}.safetensors") if rc == 0 else None
+        return refs[mb]
+
     for plan, cm in plans:
-        r = run_plan(ctx, ts, ref, ref_params, plan, cm)
+        plan_ref = reference_for(parse_plan(plan)["mb"])
+        if plan_ref is None:
+            r = Result(plan, world_size(plan), False, None, 0.0,
+                       "the 1-rank reference with this mb failed")
+            results.append(r)
+            show(r)
+            continue
+        r = run_plan(ctx, ts, plan_ref[0], plan_ref[1], plan, cm)
         results.append(r)
         show(r)
 

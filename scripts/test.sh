@@ -96,6 +96,11 @@ plan_sweep() {
   BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
     --plans "mb=4;dp=2,mb=2;dp=2,tp=2,sp=1,zero=1,mb=2;dp=4,zero=3,mb=2;dp=2,tp=4,sp=1,zero=2,mb=2;pp=2,mb=2;pp=2,mb=4,schedule=gpipe;pp=4,mb=8;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4;pp=2,dp=2,zero=3,mb=2;pp=4,tp=2,mb=4,schedule=gpipe;pp=2,tp=4,sp=1,zero=2,mb=2;pp=2,mb=4,schedule=interleaved,vpp=2;pp=2,dp=2,tp=2,sp=1,zero=2,mb=2,schedule=interleaved,vpp=2;pp=2,mb=2,schedule=looped-bfs,vpp=2;pp=4,mb=4,schedule=zb-h1;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4,schedule=zb-h1;pp=2,dp=2,zero=3,mb=2,schedule=zb-h1;pp=2,mb=4,schedule=zb-v,vpp=2;pp=2,tp=2,sp=1,dp=2,zero=1,mb=2,schedule=zb-v,vpp=2;dp=2,tp=2,sp=1,recompute=selective;pp=2,mb=4,schedule=zb-h1,recompute=full;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4,schedule=interleaved,vpp=2,recompute=full" \
     --junit "$REPORTS/plan_sweep_mb.xml" --out "$BUILD_DIR/plan-sweep-mb" || rc=1
+  # Dropout with microbatches (each microbatch keys its own masks): every
+  # plan against the 1-rank run with the same mb.
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid --dropout 0.1 \
+    --plans "dp=2,mb=2;dp=2,tp=2,sp=1,zero=1,mb=2;pp=2,mb=2,schedule=zb-h1;pp=2,dp=2,mb=4,schedule=interleaved,vpp=2" \
+    --junit "$REPORTS/plan_sweep_dropout.xml" --out "$BUILD_DIR/plan-sweep-dropout" || rc=1
   # Llama blocks (RMSNorm, RoPE, SwiGLU, grouped-query attention): tp with and
   # without sp, ZeRO, and pipeline schedules on a 4-layer, 64-wide model.
   BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \

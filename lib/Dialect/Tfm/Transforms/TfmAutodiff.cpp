@@ -623,15 +623,101 @@ FailureOr<ForwardSignature> classifyForwardArgs(func::FuncOp forward) {
 /// from `end` on then read the mean of those values over the microbatches
 /// (sums accumulated after each microbatch, so that one microbatch's
 /// activations are alive at a time, then scaled by `1 / count`).
-void accumulateMicrobatches(Block &body, Operation *end,
-                            ArrayRef<BlockArgument> ids, ValueRange outputs,
-                            int64_t count) {
+/// Dropout keys its masks on (seed, step, layer, site, element of the
+/// microbatch's tensor), so every microbatch would drop the same elements.
+/// Returns the layer-key constants among `ops` (scalar i64 constants read as
+/// a dropout's `layer` or passed to a block call, which keys its dropouts on
+/// it) and sets `stride` to one more than the largest key, so that
+/// microbatch j can use the keys k + j * stride. Empty when no dropout has a
+/// positive rate. Fails (with an error) on a dropout whose layer is not such
+/// a constant.
+FailureOr<SmallVector<arith::ConstantOp>>
+findDropoutLayerKeys(ArrayRef<Operation *> ops, int64_t &stride) {
+  SmallVector<arith::ConstantOp> keys;
+  stride = 0;
+  auto isKey = [](arith::ConstantOp constant) {
+    auto type = dyn_cast<RankedTensorType>(constant.getType());
+    return type && type.getRank() == 0 && type.getElementType().isInteger(64) &&
+           llvm::all_of(constant->getUses(), [](OpOperand &use) {
+             return isa<func::CallOp>(use.getOwner()) ||
+                    (isa<DropoutOp, DropoutGradOp>(use.getOwner()) &&
+                     use.getOperandNumber() == 2);
+           });
+  };
+  bool dropout = false;
+  for (Operation *op : ops) {
+    if (!isa<DropoutOp, DropoutGradOp>(op) && !isa<func::CallOp>(op))
+      continue;
+    bool positive = false;
+    if (auto d = dyn_cast<DropoutOp>(op))
+      positive = d.getRate().convertToDouble() > 0;
+    else if (auto d = dyn_cast<DropoutGradOp>(op))
+      positive = d.getRate().convertToDouble() > 0;
+    dropout |= positive;
+    if (positive) {
+      auto constant = op->getOperand(2).getDefiningOp<arith::ConstantOp>();
+      if (!constant || !isKey(constant))
+        return op->emitError()
+               << "tfm-autodiff: microbatches with dropout need the dropout's "
+                  "layer key to be an i64 constant used only as a layer key";
+    }
+  }
+  if (!dropout) {
+    // Dropout may sit inside the block functions only: look at their calls.
+    for (Operation *op : ops)
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            call, call.getCalleeAttr());
+        if (callee && callee
+                          .walk([](Operation *inner) {
+                            if (auto d = dyn_cast<DropoutOp>(inner))
+                              if (d.getRate().convertToDouble() > 0)
+                                return WalkResult::interrupt();
+                            return WalkResult::advance();
+                          })
+                          .wasInterrupted())
+          dropout = true;
+      }
+  }
+  if (!dropout)
+    return keys;
+  for (Operation *op : ops)
+    if (auto constant = dyn_cast<arith::ConstantOp>(op);
+        constant && isKey(constant) && !constant.use_empty()) {
+      auto value = cast<DenseIntElementsAttr>(constant.getValue());
+      stride =
+          std::max(stride, (*value.value_begin<APInt>()).getSExtValue() + 1);
+      keys.push_back(constant);
+    }
+  return keys;
+}
+
+LogicalResult accumulateMicrobatches(Block &body, Operation *end,
+                                     ArrayRef<BlockArgument> ids,
+                                     ValueRange outputs, int64_t count) {
   SmallVector<Operation *> ops;
   for (Operation &op : body) {
     if (&op == end)
       break;
     ops.push_back(&op);
   }
+  // Microbatch j keys its dropout masks on the layers k + j * stride, so that
+  // the microbatches drop different elements (the runtime's key holds layers
+  // below 2^16).
+  int64_t stride = 0;
+  FailureOr<SmallVector<arith::ConstantOp>> keys =
+      findDropoutLayerKeys(ops, stride);
+  if (failed(keys))
+    return failure();
+  constexpr int64_t kLayerKeyLimit = int64_t(1) << 16;
+  if (!keys->empty() && count * stride > kLayerKeyLimit)
+    return end->emitError()
+           << "tfm-autodiff: " << count << " microbatches x " << stride
+           << " dropout layer keys exceed the " << kLayerKeyLimit
+           << " layer keys of the dropout RNG";
+  llvm::DenseSet<Operation *> keyOps;
+  for (arith::ConstantOp key : *keys)
+    keyOps.insert(key);
   Location loc = end->getLoc();
   OpBuilder ob = OpBuilder::atBlockBegin(&body);
   llvm::DenseSet<Operation *> inside(ops.begin(), ops.end());
@@ -656,8 +742,19 @@ void accumulateMicrobatches(Block &body, Operation *end,
       map.map(first, rows.getResult());
       inside.insert(rows);
     }
+    for (arith::ConstantOp key : *keys) {
+      auto value = cast<DenseIntElementsAttr>(key.getValue());
+      int64_t layer = (*value.value_begin<APInt>()).getSExtValue() + j * stride;
+      auto shifted = arith::ConstantOp::create(
+          ob, key.getLoc(),
+          DenseElementsAttr::get(cast<ShapedType>(key.getType()),
+                                 ob.getI64IntegerAttr(layer).getValue()));
+      map.map(key.getResult(), shifted.getResult());
+      inside.insert(shifted);
+    }
     for (Operation *op : ops)
-      inside.insert(ob.clone(*op, map));
+      if (!keyOps.contains(op))
+        inside.insert(ob.clone(*op, map));
     for (auto [sum, out] : llvm::zip_equal(sums, outputs)) {
       auto add = AddOp::create(ob, loc, sum, map.lookupOrDefault(out));
       inside.insert(add);
@@ -670,6 +767,7 @@ void accumulateMicrobatches(Block &body, Operation *end,
       return !inside.contains(use.getOwner()) && use.getOwner() != mean;
     });
   }
+  return success();
 }
 
 /// The tfm.input arguments `kinds` of `func`, in that order.
@@ -791,18 +889,6 @@ void TfmAutodiffPass::runOnOperation() {
   if (microbatches > 1) {
     auto type =
         cast<RankedTensorType>(forward.getArgument(sig->tokens).getType());
-    WalkResult dropout = module.walk([](DropoutOp op) {
-      return op.getRate().convertToDouble() > 0 ? WalkResult::interrupt()
-                                                : WalkResult::advance();
-    });
-    if (dropout.wasInterrupted()) {
-      module.emitError() << "tfm-autodiff: microbatches = "
-                         << microbatches.getValue()
-                         << " with dropout is not supported yet (the masks "
-                            "are keyed on the row within a microbatch, so "
-                            "they would repeat across microbatches)";
-      return signalPassFailure();
-    }
     if (type.getRank() < 1) {
       forward.emitError() << "tfm-autodiff: microbatches needs batched tokens";
       return signalPassFailure();
@@ -820,14 +906,17 @@ void TfmAutodiffPass::runOnOperation() {
     auto sumSq = *step.getOps<SumSquaresOp>().begin();
     SmallVector<Value> outputs = {body.getTerminator()->getOperand(0)};
     llvm::append_range(outputs, sumSq->getOperands());
-    accumulateMicrobatches(body, sumSq, inputArgs(step, {"tokens", "labels"}),
-                           outputs, microbatches);
+    if (failed(accumulateMicrobatches(body, sumSq,
+                                      inputArgs(step, {"tokens", "labels"}),
+                                      outputs, microbatches)))
+      return signalPassFailure();
     syncArgumentTypes(step);
     // @eval: the mean of the microbatches' losses.
     Operation *ret = (*eval).front().getTerminator();
-    accumulateMicrobatches((*eval).front(), ret,
-                           inputArgs(*eval, {"tokens", "labels"}),
-                           ret->getOperand(0), microbatches);
+    if (failed(accumulateMicrobatches((*eval).front(), ret,
+                                      inputArgs(*eval, {"tokens", "labels"}),
+                                      ret->getOperand(0), microbatches)))
+      return signalPassFailure();
     syncArgumentTypes(*eval);
     // The step's batch is M microbatches.
     Builder b(module.getContext());

@@ -59,8 +59,13 @@ def TfmAutodiff : Pass<"tfm-autodiff", "::mlir::ModuleOp"> {
     axes through the accumulation (they are reduced once, by the consumer
     of the sum). `tfm.model`'s `batch` becomes `M * b` and
     `tfm.microbatches = M` is recorded on the module (`dist-apply-plan`
-    checks a plan's `mb` against it). Dropout with `M > 1` is rejected (its
-    masks are keyed on the row within the microbatch).
+    checks a plan's `mb` against it). Dropout masks are keyed on (seed,
+    step, layer, site, element of the microbatch's tensor), so microbatch j
+    keys its dropouts on the layers `k + j * L` (L: one more than the
+    largest layer key) to drop other elements than the other microbatches;
+    the masks still do not depend on the sharding, so every plan with the
+    same `M` trains alike (the RNG holds layer keys below 2^16: M · L larger
+    than that is an error).
   }];
   let dependentDialects = [
     "::autoshard::tfm::TfmDialect",
