@@ -607,3 +607,21 @@ autoshard::pipeline::validateSchedule(const PipelineSchedule &schedule) {
   }
   return errors;
 }
+
+OrError<bool>
+autoshard::pipeline::backwardIsSplit(const PipelineSchedule &schedule) {
+  const PipelineOp *whole = nullptr, *cut = nullptr;
+  for (const std::vector<PipelineOp> &rankOps : schedule.rankOrders)
+    for (const PipelineOp &op : rankOps) {
+      if (op.kind == PipelineOp::Kind::B && !whole)
+        whole = &op;
+      if (op.kind == PipelineOp::Kind::I && !cut)
+        cut = &op;
+    }
+  if (whole && cut)
+    return OrError<bool>::failure(
+        "the schedule runs " + formatOp(*whole) +
+        " as a whole backward (B) but " + formatOp(*cut) +
+        " cut into I and W; use B everywhere or I and W everywhere");
+  return cut != nullptr;
+}

@@ -298,3 +298,19 @@ TEST(ValidateScheduleTest, StructuralErrors) {
 }
 
 } // namespace
+
+TEST(BackwardIsSplit, WholeCutOrMixed) {
+  OrError<PipelineSchedule> oneF = buildSchedule(ScheduleKind::OneFOneB, 2, 2);
+  OrError<PipelineSchedule> zb = buildSchedule(ScheduleKind::ZBH1, 2, 2);
+  ASSERT_TRUE(oneF && zb);
+  EXPECT_FALSE(*backwardIsSplit(*oneF));
+  EXPECT_TRUE(*backwardIsSplit(*zb));
+  OrError<PipelineSchedule> mixed =
+      parseSchedule("rank0: 0F0 0F1 0B0 0B1\nrank1: 1F0 1I0 1W0 1F1 1I1 1W1\n");
+  ASSERT_TRUE(mixed) << mixed.error();
+  OrError<bool> split = backwardIsSplit(*mixed);
+  ASSERT_FALSE(split);
+  EXPECT_NE(split.error().find("runs 0B0 as a whole backward (B) but 1I0"),
+            std::string::npos)
+      << split.error();
+}

@@ -193,6 +193,13 @@ OrError<PipelineSchedule> parseSchedule(std::string_view text,
 /// Deadlock freedom is Check B (Simulate.h).
 std::vector<std::string> validateSchedule(const PipelineSchedule &schedule);
 
+/// Whether the schedule runs the backward cut into I and W ops (true) or
+/// whole as B ops (false). A schedule that does both (legal for Check A,
+/// but not what a compiler that cuts every stage's backward or none can
+/// build) is an error naming one op of each kind, e.g. "the schedule runs
+/// 0B0 as a whole backward (B) but 1I0 cut into I and W; ...".
+OrError<bool> backwardIsSplit(const PipelineSchedule &schedule);
+
 } // namespace autoshard::pipeline
 
 #endif // AUTOSHARD_PIPELINE_SCHEDULE_H

@@ -117,12 +117,6 @@ StringRef stateName(DictionaryAttr attrs) {
   return {};
 }
 
-/// Whether the schedule runs the backward as separate I and W ops.
-bool splitsBackward(pipeline::ScheduleKind kind) {
-  return kind == pipeline::ScheduleKind::ZBH1 ||
-         kind == pipeline::ScheduleKind::ZBV;
-}
-
 /// The stage -> rank map of `kind` for p ranks and v stages per rank.
 std::vector<int64_t> stageMap(pipeline::ScheduleKind kind, int64_t numRanks,
                               int64_t stagesPerRank) {
@@ -606,7 +600,7 @@ LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
            << " block calls (layers), which does not fit the stage split of "
               "the module's training step";
   std::vector<std::vector<pipeline::PipelineOp>> orders(numRanks);
-  bool splitBackward = splitsBackward(kind);
+  bool splitBackward = false;
   if (hasBackward) {
     pipeline::OrError<pipeline::PipelineSchedule> schedule =
         given ? pipeline::OrError<pipeline::PipelineSchedule>(*given)
@@ -625,19 +619,11 @@ LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
     scheduleText = pipeline::formatSchedule(*schedule);
     stageToRank = schedule->stageToRank;
     orders = schedule->rankOrders;
-    auto uses = [&](UnitKind kind) {
-      return llvm::any_of(orders, [&](const auto &rankOps) {
-        return llvm::any_of(rankOps, [&](const pipeline::PipelineOp &op) {
-          return op.kind == kind;
-        });
-      });
-    };
-    splitBackward = uses(UnitKind::I);
-    if (splitBackward && uses(UnitKind::B))
-      return func.emitError()
-             << "dist-pipeline-split: dist.pipeline_schedule runs some "
-                "backward ops whole (B) and others cut into I and W; use B "
-                "everywhere or I and W everywhere";
+    pipeline::OrError<bool> split = pipeline::backwardIsSplit(*schedule);
+    if (!split)
+      return func.emitError() << "dist-pipeline-split: dist.pipeline_schedule: "
+                              << split.error();
+    splitBackward = *split;
   } else {
     // Forward only (eval, logits): every rank runs its stages in increasing
     // order, microbatches in order; the (stage, microbatch) order is a

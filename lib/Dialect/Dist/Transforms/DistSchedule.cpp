@@ -28,26 +28,6 @@ using namespace autoshard::dist;
 
 namespace {
 
-/// Returns an error message when the schedule runs some backward ops whole
-/// (B) and others cut into I and W: dist-pipeline-split cuts the backward
-/// of every stage and microbatch or of none.
-std::optional<std::string>
-mixedBackward(const pipeline::PipelineSchedule &schedule) {
-  const pipeline::PipelineOp *whole = nullptr, *cut = nullptr;
-  for (const auto &rankOps : schedule.rankOrders)
-    for (const pipeline::PipelineOp &op : rankOps) {
-      if (op.kind == pipeline::PipelineOp::Kind::B && !whole)
-        whole = &op;
-      if (op.kind == pipeline::PipelineOp::Kind::I && !cut)
-        cut = &op;
-    }
-  if (!whole || !cut)
-    return std::nullopt;
-  return "the schedule runs " + pipeline::formatOp(*whole) +
-         " as a whole backward (B) but " + pipeline::formatOp(*cut) +
-         " cut into I and W; use B everywhere or I and W everywhere";
-}
-
 struct DistSchedulePass
     : public dist::impl::DistScheduleBase<DistSchedulePass> {
   using DistScheduleBase::DistScheduleBase;
@@ -114,8 +94,10 @@ struct DistSchedulePass
                ? " (and " + std::to_string(problems.size() - 1) + " more)"
                : std::string()));
     // The compiler cuts the backward of every stage or of none.
-    if (std::optional<std::string> mixed = mixedBackward(*schedule))
-      return fail((path.empty() ? plan->schedule : path) + ": " + *mixed);
+    if (pipeline::OrError<bool> split = pipeline::backwardIsSplit(*schedule);
+        !split)
+      return fail((path.empty() ? plan->schedule : path) + ": " +
+                  split.error());
     pipeline::SimulationResult sim =
         pipeline::simulateSchedule(*schedule, pipeline::SimulationOptions());
     if (sim.deadlocked)
