@@ -445,6 +445,16 @@ struct EmbeddingGradPartition
   }
 };
 
+/// A mean over the `local` items of this rank, rescaled to the mean over
+/// the `global` items of the whole tensor: (local sum) / global, which the
+/// consumer's sum over the sharded axes completes.
+Value rescaleLocalMean(OpBuilder &b, Location loc, Value mean, int64_t local,
+                       int64_t global) {
+  if (local == global)
+    return mean;
+  return ScaleOp::create(b, loc, mean, static_cast<double>(local) / global);
+}
+
 /// Global token count of a cross-entropy: the product of the label dims.
 int64_t globalTokens(Value labels) {
   return numElements(tensorOf(labels).getShape());
@@ -473,13 +483,10 @@ struct CrossEntropyPartition
         ce.getVocabSize().value_or(tensorOf(ce.getLogits()).getShape().back());
     Value loss;
     if (layout.vocab.empty()) {
-      // Local mean, rescaled to (local sum) / (global token count).
-      loss =
-          CrossEntropyOp::create(b, loc, *logitsL, *labelsL, ce.getVocabSize());
-      int64_t local = numElements(tensorOf(*labelsL).getShape());
-      if (local != tokens)
-        loss =
-            ScaleOp::create(b, loc, loss, static_cast<double>(local) / tokens);
+      loss = rescaleLocalMean(
+          b, loc,
+          CrossEntropyOp::create(b, loc, *logitsL, *labelsL, ce.getVocabSize()),
+          numElements(tensorOf(*labelsL).getShape()), tokens);
     } else {
       FailureOr<SmallVector<Value>> stats =
           ceStatistics(ctx, loc, meshOf(ctx), ce.getLogits(), *logitsL,
@@ -516,12 +523,11 @@ struct CrossEntropyGradPartition
         ce.getVocabSize().value_or(tensorOf(ce.getLogits()).getShape().back());
     Value grad;
     if (layout.vocab.empty()) {
-      grad = CrossEntropyGradOp::create(b, loc, *dlossL, *logitsL, *labelsL,
-                                        ce.getVocabSize());
-      int64_t local = numElements(tensorOf(*labelsL).getShape());
-      if (local != tokens)
-        grad =
-            ScaleOp::create(b, loc, grad, static_cast<double>(local) / tokens);
+      grad = rescaleLocalMean(
+          b, loc,
+          CrossEntropyGradOp::create(b, loc, *dlossL, *logitsL, *labelsL,
+                                     ce.getVocabSize()),
+          numElements(tensorOf(*labelsL).getShape()), tokens);
     } else {
       FailureOr<SmallVector<Value>> stats =
           ceStatistics(ctx, loc, meshOf(ctx), ce.getLogits(), *logitsL,
@@ -738,12 +744,10 @@ struct MoeAuxLossPartition
     if (failed(logitsL) || failed(idsL))
       return failure();
     OpBuilder &b = ctx.getBuilder();
-    Value loss = MoeAuxLossOp::create(b, op->getLoc(), *logitsL, *idsL);
-    int64_t global = tensorOf(aux.getLogits()).getShape()[0];
-    int64_t local = tensorOf(*logitsL).getShape()[0];
-    if (local != global)
-      loss = ScaleOp::create(b, op->getLoc(), loss,
-                             static_cast<double>(local) / global);
+    Value loss = rescaleLocalMean(
+        b, op->getLoc(), MoeAuxLossOp::create(b, op->getLoc(), *logitsL, *idsL),
+        tensorOf(*logitsL).getShape()[0],
+        tensorOf(aux.getLogits()).getShape()[0]);
     ctx.setResult(0, loss, makeSharding(mesh, {}, batch));
     return true;
   }
@@ -768,13 +772,11 @@ struct MoeAuxLossGradPartition
     if (failed(dlossL) || failed(logitsL) || failed(idsL))
       return failure();
     OpBuilder &b = ctx.getBuilder();
-    Value dlogits =
-        MoeAuxLossGradOp::create(b, op->getLoc(), *dlossL, *logitsL, *idsL);
-    int64_t global = tensorOf(grad.getLogits()).getShape()[0];
-    int64_t local = tensorOf(*logitsL).getShape()[0];
-    if (local != global)
-      dlogits = ScaleOp::create(b, op->getLoc(), dlogits,
-                                static_cast<double>(local) / global);
+    Value dlogits = rescaleLocalMean(
+        b, op->getLoc(),
+        MoeAuxLossGradOp::create(b, op->getLoc(), *dlossL, *logitsL, *idsL),
+        tensorOf(*logitsL).getShape()[0],
+        tensorOf(grad.getLogits()).getShape()[0]);
     ctx.setResult(0, dlogits, local3);
     return true;
   }
