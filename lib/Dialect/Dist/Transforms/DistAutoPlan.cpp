@@ -23,6 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RunPassPipeline.h"
+
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Dist/Transforms/Plan.h"
@@ -35,8 +37,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -792,28 +792,7 @@ struct DistAutoPlanPass
 
   LogicalResult runPipeline(ModuleOp copy, StringRef pipeline,
                             std::string &err) {
-    MLIRContext *ctx = &getContext();
-    PassManager pm(ctx, ModuleOp::getOperationName());
-    std::string error;
-    llvm::raw_string_ostream errorStream(error);
-    if (failed(parsePassPipeline(pipeline, pm, errorStream))) {
-      err = "cannot build pipeline '" + pipeline.str() + "': " + error;
-      return failure();
-    }
-    std::string firstError;
-    LogicalResult result = success();
-    {
-      ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-        if (diag.getSeverity() == DiagnosticSeverity::Error &&
-            firstError.empty())
-          firstError = diag.str();
-        return success();
-      });
-      result = pm.run(copy);
-    }
-    if (failed(result))
-      err = firstError.empty() ? "compilation failed" : firstError;
-    return result;
+    return dist::runPassPipeline(copy, pipeline, err);
   }
 };
 

@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RunPassPipeline.h"
+
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
@@ -20,8 +22,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -1378,31 +1378,13 @@ struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {
 
   /// Runs `pipeline` on `copy`, reporting its first error on the module.
   LogicalResult lowerCopy(ModuleOp copy, StringRef pipeline) {
-    MLIRContext *ctx = &getContext();
-    PassManager pm(ctx, ModuleOp::getOperationName());
     std::string error;
-    llvm::raw_string_ostream errorStream(error);
-    if (failed(parsePassPipeline(pipeline, pm, errorStream)))
-      return getOperation().emitError()
-             << "dist-explain: cannot build the pipeline '" << pipeline
-             << "' (are the rt passes registered?): " << error;
-    std::string firstError;
-    LogicalResult result = success();
-    {
-      ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-        if (diag.getSeverity() == DiagnosticSeverity::Error &&
-            firstError.empty())
-          firstError = diag.str();
-        return success();
-      });
-      result = pm.run(copy);
-    }
-    if (failed(result))
+    if (failed(dist::runPassPipeline(copy, pipeline, error)))
       return getOperation().emitError()
              << "dist-explain: " << pipeline
              << " failed on a copy of the module (run dist-explain after "
                 "rt-plan-memory to see the error in place): "
-             << firstError;
+             << error;
     return success();
   }
 };
