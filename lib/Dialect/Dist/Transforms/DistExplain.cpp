@@ -274,6 +274,22 @@ int64_t getNumElements(ArrayRef<int64_t> shape) {
 // Reading the program
 //===----------------------------------------------------------------------===//
 
+/// The persistent state a rank's program reads or writes (with pp, only its
+/// stage's) and its bytes.
+struct HeldState {
+  llvm::StringSet<> names;
+  int64_t bytes = 0;
+};
+
+HeldState getHeldState(ModuleOp module, rt::FuncOp fn) {
+  HeldState held;
+  fn.walk([&](rt::StateOp op) { held.names.insert(op.getName()); });
+  for (auto &name : held.names)
+    if (auto def = module.lookupSymbol<rt::StateDefOp>(name.getKey()))
+      held.bytes += def.getBufferType().getSizeInBytes();
+  return held;
+}
+
 class Explainer {
 public:
   Explainer(ModuleOp module, Report &report) : module(module), r(report) {}
@@ -343,19 +359,8 @@ LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
            << "dist-explain: the program has no entry function";
   // With pp, each stage has its own program and state: report the stage
   // whose ranks need the most memory (held state + frame).
-  llvm::StringMap<int64_t> stateBytes;
-  for (auto def : module.getOps<rt::StateDefOp>())
-    stateBytes[def.getSymName()] = def.getBufferType().getSizeInBytes();
-  auto heldStates = [](rt::FuncOp fn) {
-    llvm::StringSet<> held;
-    fn.walk([&](rt::StateOp op) { held.insert(op.getName()); });
-    return held;
-  };
   auto rankBytes = [&](rt::FuncOp fn) {
-    int64_t bytes = fn.getFrameBytes().value_or(0);
-    for (auto &name : heldStates(fn))
-      bytes += stateBytes.lookup(name.getKey());
-    return bytes;
+    return fn.getFrameBytes().value_or(0) + getHeldState(module, fn).bytes;
   };
   rt::FuncOp step = entries.front();
   bool found = false;
@@ -373,9 +378,9 @@ LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
     r.entryNote = ", pp stage " + std::to_string(*stage) +
                   ": the largest in memory of " + std::to_string(numStages) +
                   " stages";
-    llvm::StringSet<> held = heldStates(step);
+    HeldState held = getHeldState(module, step);
     for (State &s : r.states)
-      s.held = held.contains(s.name);
+      s.held = held.names.contains(s.name);
   }
 
   for (auto slot : step.getOps<rt::InputOp>()) {
@@ -1229,22 +1234,15 @@ void writePipeline(ModuleOp module, llvm::raw_ostream &os) {
     }
   }
   // Per rank: the state it holds and the largest train_step frame.
-  llvm::StringMap<int64_t> stateBytes;
-  for (auto def : module.getOps<rt::StateDefOp>())
-    stateBytes[def.getSymName()] = def.getBufferType().getSizeInBytes();
   for (auto fn : module.getOps<rt::FuncOp>()) {
     if (!fn.getPpStage() || fn.getEntry() != StringRef("train_step"))
       continue;
-    llvm::StringSet<> held;
-    fn.walk([&](rt::StateOp op) { held.insert(op.getName()); });
-    int64_t bytes = 0;
-    for (auto &name : held)
-      bytes += stateBytes.lookup(name.getKey());
+    HeldState held = getHeldState(module, fn);
     int64_t frame = fn.getFrameBytes().value_or(0);
     os << "  rank " << *fn.getPpStage() << " (" << fn.getSymName()
-       << "): state " << formatBytes(bytes) << " held (" << held.size()
-       << " tensors), frame " << formatBytes(frame) << ", total "
-       << formatBytes(bytes + frame) << "\n";
+       << "): state " << formatBytes(held.bytes) << " held ("
+       << held.names.size() << " tensors), frame " << formatBytes(frame)
+       << ", total " << formatBytes(held.bytes + frame) << "\n";
   }
   os << "  per-rank order (algorithms.md §1.5 format):\n";
   std::string order = pipeline::formatSchedule(sch);
