@@ -624,8 +624,10 @@ def main() -> int:
     refs = {1: (ref, ref_params)}
 
     def reference_for(mb: int):
-        if not args.dropout or mb in refs:
-            return refs[1] if mb not in refs else refs[mb]
+        if not args.dropout:
+            return refs[1]
+        if mb in refs:
+            return refs[mb]
         t0 = time.time()
         art = out / f"reference.mb{mb}.json"
         rc, o = compile_plan(ctx, ts, f"mb={mb}", art)
