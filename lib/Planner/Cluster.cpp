@@ -153,6 +153,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
       GB;
   c.intraNode.latency =
       r.number(*root, "intra_node.latency_us", 10.0, false, inf) * 1e-6;
+  c.collectiveLatency =
+      r.number(*root, "collective_latency_us", 0.0, false, inf) * 1e-6;
   c.intraNode.efficiency =
       r.number(*root, "intra_node.efficiency", 0.8, true, 1);
   // No `inter_node`: the cluster is one node (plans larger than a node

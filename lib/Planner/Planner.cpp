@@ -63,22 +63,28 @@ double collectiveTime(const Cluster &cluster, CollectiveKind kind, double bytes,
     return 0;
   int64_t local = std::max<int64_t>(1, std::min(n, perNode));
   int64_t nodes = (n + local - 1) / local;
-  if (nodes <= 1)
-    return ringTime(cluster.intraNode, kind, bytes, n);
-  if (local == 1)
-    return ringTime(cluster.interNode, kind, bytes, n);
-  // Hierarchical bandwidth: intra-node RS, inter-node op on 1/local of the
-  // data, intra-node AG (all-reduce); for AG/RS/A2A the intra-node part
-  // moves the node's share and the inter-node part the rest. Latency: NCCL
-  // runs one ring through all n ranks, and every one of its steps waits for
-  // the slowest hop, so a group that spans nodes pays the flat ring's step
-  // count at the inter-node α (algorithms.md §6.2: 16 H100 on 2 nodes
-  // reach 59 GB/s busbw at 32 MB against 339 GB/s at 8 GB).
+  // Latency: NCCL's own ring model (src/graph/tuning.cc,
+  // ncclTopoTuneModel): a fixed cost per collective plus one α per ring
+  // step, the intra-node α except on the node-crossing steps (nodes - 1
+  // per pass), which pay the inter-node α. A pairwise all-to-all crosses
+  // nodes for each of its n - local off-node peers.
+  double passes = kind == CollectiveKind::AllReduce ? 2.0 : 1.0;
+  double steps = passes * double(n - 1);
+  double interSteps = kind == CollectiveKind::AllToAll
+                          ? double(n - local)
+                          : passes * double(nodes - 1);
+  double alpha = cluster.collectiveLatency +
+                 (steps - interSteps) * cluster.intraNode.latency +
+                 interSteps * cluster.interNode.latency;
   Cluster bw = cluster;
   bw.intraNode.latency = bw.interNode.latency = 0;
-  double steps = kind == CollectiveKind::AllReduce ? 2.0 * (n - 1) : n - 1;
-  double alpha =
-      steps * std::max(cluster.intraNode.latency, cluster.interNode.latency);
+  if (nodes <= 1)
+    return alpha + ringTime(bw.intraNode, kind, bytes, n);
+  if (local == 1)
+    return alpha + ringTime(bw.interNode, kind, bytes, n);
+  // Hierarchical bandwidth: intra-node RS, inter-node op on 1/local of the
+  // data, intra-node AG (all-reduce); for AG/RS/A2A the intra-node part
+  // moves the node's share and the inter-node part the rest.
   switch (kind) {
   case CollectiveKind::AllReduce:
     return alpha +

@@ -57,6 +57,9 @@ struct Cluster {
   /// staging buffers), counted once per tp, dp (x cp), cp and pp group and
   /// once more for the embedding group of a pipeline.
   double commBufferBytesPerGroup = 0;
+  /// Fixed latency of one collective (launch and synchronisation) on top of
+  /// its per-step α, seconds (NCCL's `baseLat`).
+  double collectiveLatency = 0;
   Link intraNode;
   /// Links between nodes; a copy of intraNode when `singleNode`.
   Link interNode;
