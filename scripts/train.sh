@@ -165,12 +165,16 @@ mkdir -p "$OUT"
 t0=$SECONDS
 # With mb microbatches the model is built at the microbatch's batch and
 # tfm-autodiff accumulates the gradients of mb of them per step.
+# --mlir-print-debuginfo keeps model.mlir's locations in train_step.mlir, so
+# that an error of the second shard-opt run (e.g. a plan that does not fit
+# the model) points at a line of model.mlir instead of quoting
+# train_step.mlir's entry signature, which MLIR prints on one long line.
 build_model "$((BATCH / MB))" "$OUT/model.mlir"
 RECOMPUTE=()
 [[ -n ${DEGREE[recompute]:-} ]] && RECOMPUTE=(--tfm-recompute="mode=${DEGREE[recompute]}")
 "$BUILD_DIR/bin/shard-opt" "$OUT/model.mlir" \
   --tfm-autodiff="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP microbatches=$MB" \
-  "${RECOMPUTE[@]}" -o "$OUT/train_step.mlir"
+  "${RECOMPUTE[@]}" --mlir-print-debuginfo -o "$OUT/train_step.mlir"
 DIST_PASSES=()
 [[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN"
                                 ${SCHEDULE_FILE:+--dist-schedule=file=$SCHEDULE_FILE}
