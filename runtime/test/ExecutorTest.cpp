@@ -252,6 +252,81 @@ TEST(ExecutorCheckTest, BindingChecksShapes) {
   EXPECT_EQ(backend.allocatedBytes(), 0);
 }
 
+/// tiny.json with the block's residual add fused into its matmul, as
+/// rt-fuse-epilogues writes it: matmul(ln, w1, x) -> the block's output
+/// (the temporary, buffer 6, is left unused).
+Json fusedTinyJson() {
+  Json doc = tinyArtifactJson();
+  Json &code = jsonFunction(doc, "block")["code"];
+  code[1]["args"] = {5, 1, 0};
+  code[1]["results"] = {4};
+  code.erase(2);
+  return doc;
+}
+
+TEST(ExecutorEpilogueTest, FusedResidualTrainsLikeTheKernels) {
+  Artifact a = parseArtifact(fusedTinyJson().dump(), "fused.json");
+  for (bool check : {false, true}) {
+    CpuBackend backend;
+    Executor ex(a, backend, {kSeed, check});
+    ex.initState();
+    Reference ref;
+    for (int64_t step = 1; step <= 3; ++step) {
+      float lr = 1e-2f * step, loss = 0, norm = 0;
+      ex.run("train_step",
+             {{"tokens", kTokens.data()},
+              {"labels", kLabels.data()},
+              {"lr", &lr},
+              {"step", &step}},
+             {{"loss", &loss}, {"grad_norm", &norm}});
+      auto [refLoss, refNorm] = ref.step(lr, step);
+      EXPECT_NEAR(loss, refLoss, 1e-6 * std::abs(refLoss)) << "step " << step;
+      EXPECT_NEAR(norm, refNorm, 1e-6 * std::abs(refNorm)) << "step " << step;
+    }
+    expectAllNear(ex.readStateAs<float>("w1"), ref.w1, 1e-6, 1e-7, "w1");
+  }
+}
+
+TEST(ExecutorEpilogueTest, BindingChecksTheAddend) {
+  struct Case {
+    Json args, attrs;
+    std::string want;
+  };
+  for (const Case &c : std::vector<Case>{
+           // ln.gamma [4] as a full addend, the input x as a bias.
+           {{5, 1, 2},
+            Json::object(),
+            "addend (arg 2, added to the result) is f32[4], expected "
+            "f32[2, 4, 4]"},
+           {{5, 1, 0},
+            {{"epilogue", "bias"}},
+            "bias (arg 2) is f32[2, 4, 4], expected f32[4]"},
+           {{5, 1, 0},
+            {{"epilogue", "relu"}},
+            "attribute 'epilogue' must be \"bias\" or absent, found "
+            "\"relu\""},
+           {{5, 1},
+            {{"epilogue", "bias"}},
+            "epilogue \"bias\" needs the bias as a third argument"}}) {
+    Json doc = fusedTinyJson();
+    Json &matmul = jsonFunction(doc, "block")["code"][1];
+    matmul["args"] = c.args;
+    matmul["attrs"] = c.attrs;
+    Artifact a = parseArtifact(doc.dump(), "addend.json");
+    CpuBackend backend;
+    try {
+      Executor ex(a, backend);
+      ADD_FAILURE() << "no error for " << c.want;
+    } catch (const ArtifactError &e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find("function 'block', instruction 1 ('matmul')"),
+                std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find(c.want), std::string::npos) << msg;
+    }
+  }
+}
+
 TEST(CpuBackendTest, HasAKernelForEveryOp) {
   EXPECT_TRUE(CpuBackend::kernelTable().missingOps().empty());
 }
