@@ -104,11 +104,27 @@ struct Reference {
   }
 };
 
-class ExecutorTest : public ::testing::TestWithParam<bool> {
+/// tiny.json with the block's residual add fused into its matmul, as
+/// rt-fuse-epilogues writes it: matmul(ln, w1, x) -> the block's output
+/// (the temporary, buffer 6, is left unused).
+Json fusedTinyJson() {
+  Json doc = tinyArtifactJson();
+  Json &code = jsonFunction(doc, "block")["code"];
+  code[1]["args"] = {5, 1, 0};
+  code[1]["results"] = {4};
+  code.erase(2);
+  return doc;
+}
+
+/// Parameters: the executor's memory check on or off, and tiny.json as it
+/// is or with the block's epilogue fused (fusedTinyJson).
+class ExecutorTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
 protected:
   ExecutorTest()
-      : artifact(loadArtifact(tinyArtifactPath())),
-        executor(artifact, backend, {kSeed, GetParam()}) {
+      : artifact(std::get<1>(GetParam())
+                     ? parseArtifact(fusedTinyJson().dump(), "fused.json")
+                     : loadArtifact(tinyArtifactPath())),
+        executor(artifact, backend, {kSeed, std::get<0>(GetParam())}) {
     executor.initState();
   }
 
@@ -197,7 +213,9 @@ TEST_P(ExecutorTest, BadTokenNamesTheInstruction) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(CheckMemory, ExecutorTest, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(CheckMemoryAndFused, ExecutorTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Bool()));
 
 TEST(ExecutorCheckTest, ReadOfUnwrittenBufferIsCaught) {
   // eval's logits matmul writes a fresh local (never written) instead of
@@ -250,41 +268,6 @@ TEST(ExecutorCheckTest, BindingChecksShapes) {
     EXPECT_NE(msg.find("expected f32[4, 4]"), std::string::npos) << msg;
   }
   EXPECT_EQ(backend.allocatedBytes(), 0);
-}
-
-/// tiny.json with the block's residual add fused into its matmul, as
-/// rt-fuse-epilogues writes it: matmul(ln, w1, x) -> the block's output
-/// (the temporary, buffer 6, is left unused).
-Json fusedTinyJson() {
-  Json doc = tinyArtifactJson();
-  Json &code = jsonFunction(doc, "block")["code"];
-  code[1]["args"] = {5, 1, 0};
-  code[1]["results"] = {4};
-  code.erase(2);
-  return doc;
-}
-
-TEST(ExecutorEpilogueTest, FusedResidualTrainsLikeTheKernels) {
-  Artifact a = parseArtifact(fusedTinyJson().dump(), "fused.json");
-  for (bool check : {false, true}) {
-    CpuBackend backend;
-    Executor ex(a, backend, {kSeed, check});
-    ex.initState();
-    Reference ref;
-    for (int64_t step = 1; step <= 3; ++step) {
-      float lr = 1e-2f * step, loss = 0, norm = 0;
-      ex.run("train_step",
-             {{"tokens", kTokens.data()},
-              {"labels", kLabels.data()},
-              {"lr", &lr},
-              {"step", &step}},
-             {{"loss", &loss}, {"grad_norm", &norm}});
-      auto [refLoss, refNorm] = ref.step(lr, step);
-      EXPECT_NEAR(loss, refLoss, 1e-6 * std::abs(refLoss)) << "step " << step;
-      EXPECT_NEAR(norm, refNorm, 1e-6 * std::abs(refNorm)) << "step " << step;
-    }
-    expectAllNear(ex.readStateAs<float>("w1"), ref.w1, 1e-6, 1e-7, "w1");
-  }
 }
 
 TEST(ExecutorEpilogueTest, BindingChecksTheAddend) {

@@ -29,16 +29,23 @@ std::vector<double> naiveMatmul(const std::vector<double> &lhs,
   return out;
 }
 
+/// [3, 5, k] x [k, 4] in layout `flags` (0 to 7): bit 0 transposeLhs, bit 1
+/// transposeRhs, bit 2 batchedRhs.
+MatmulShape layoutShape(int flags, int64_t k) {
+  MatmulShape s;
+  s.batch = 3;
+  s.m = 5;
+  s.n = 4;
+  s.k = k;
+  s.transposeLhs = flags & 1;
+  s.transposeRhs = flags & 2;
+  s.batchedRhs = flags & 4;
+  return s;
+}
+
 TEST(MatmulTest, MatchesNaiveForEveryLayout) {
   for (int flags = 0; flags < 8; ++flags) {
-    MatmulShape s;
-    s.batch = 3;
-    s.m = 5;
-    s.n = 4;
-    s.k = 6;
-    s.transposeLhs = flags & 1;
-    s.transposeRhs = flags & 2;
-    s.batchedRhs = flags & 4;
+    MatmulShape s = layoutShape(flags, 6);
     std::vector<double> lhs = randomVector(s.batch * s.m * s.k, 1);
     std::vector<double> rhs =
         randomVector((s.batchedRhs ? s.batch : 1) * s.k * s.n, 2);
@@ -118,14 +125,7 @@ std::vector<T> matmulThenAdd(const std::vector<T> &lhs,
 template <typename T> void checkMatmulAdd(double tol) {
   for (int flags = 0; flags < 8; ++flags)
     for (MatmulAddend kind : {MatmulAddend::Full, MatmulAddend::Bias}) {
-      MatmulShape s;
-      s.batch = 3;
-      s.m = 5;
-      s.n = 4;
-      s.k = 70;
-      s.transposeLhs = flags & 1;
-      s.transposeRhs = flags & 2;
-      s.batchedRhs = flags & 4;
+      MatmulShape s = layoutShape(flags, 70);
       std::string what = "matmulAdd flags " + std::to_string(flags) +
                          (kind == MatmulAddend::Bias ? " bias" : " full");
       auto lhs = convert<T>(randomVector(s.batch * s.m * s.k, 11));
