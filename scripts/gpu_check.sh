@@ -13,7 +13,8 @@
 #      prints the ratios.
 #
 # The GPU machine cannot compile MLIR, so the artifacts are compiled here
-# first, with the files the CUDA-only build needs (nlohmann/json.hpp and a
+# first (with the passes scripts/train.sh runs, rt-fuse-epilogues included:
+# GEMMs with a beta = 1 residual epilogue), with the files the CUDA-only build needs (nlohmann/json.hpp and a
 # googletest source tree), into a folder the device run carries:
 #
 #   scripts/gpu_check.sh --prepare            # here (needs build/bin/shard-opt)
@@ -104,7 +105,7 @@ if [[ $MODE == prepare ]]; then
   # states), as the PyTorch reference's autocast trains.
   run "$OPT" "$TMP/model.mlir" --tfm-mixed-precision="compute-type=bf16" \
     --tfm-autodiff -o "$TMP/step.mlir" || exit 1
-  run "$OPT" "$TMP/step.mlir" --rt-lower --rt-plan-memory \
+  run "$OPT" "$TMP/step.mlir" --rt-lower --rt-fuse-epilogues --rt-plan-memory \
     --rt-export="output=$ARTIFACT" -o /dev/null || exit 1
   [[ $DRY == 1 ]] || du -sh "$CARRY"
   echo "prepared; on the GPU machine run: scripts/gpu_check.sh --batch $BATCH (carry: ${CARRY#$ROOT/})"

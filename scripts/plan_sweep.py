@@ -163,6 +163,10 @@ class Ctx:
     timeout: int
     verbose: bool
     env: Dict[str, str] = field(default_factory=dict)
+    # Where rt-fuse-epilogues runs: all (reference and plans, as train.sh),
+    # plans (the reference without it: fusion's rounding shows in the
+    # errors), none.
+    fuse_epilogues: str = "all"
     # Train steps by microbatch count (built on first use, see build()).
     train_step: Optional[object] = None
 
@@ -206,7 +210,9 @@ def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[in
     if plan:
         passes = [f"--dist-apply-plan=plan={plan}", "--dist-propagate", "--dist-partition",
                   "--dist-pipeline-split", "--dist-bucket-collectives", "--dist-verify-comm"]
-    cmd = [ctx.shard_opt, str(ts), *passes, "--rt-lower", "--rt-plan-memory",
+    fuse = ctx.fuse_epilogues == "all" or (ctx.fuse_epilogues == "plans" and plan)
+    cmd = [ctx.shard_opt, str(ts), *passes, "--rt-lower",
+           *(["--rt-fuse-epilogues"] if fuse else []), "--rt-plan-memory",
            f"--rt-export=output={art}", "-o", str(art.with_suffix(".lowered.mlir"))]
     return run(ctx, cmd)
 
@@ -489,6 +495,9 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=20,
                     help="steps compared (DESIGN.md §6: the first 20)")
     ap.add_argument("--tol", type=float, default=1e-5)
+    ap.add_argument("--fuse-epilogues", choices=("all", "plans", "none"), default="all",
+                    help="compile with rt-fuse-epilogues: reference and plans (default, as "
+                         "train.sh), plans only (compared with an unfused reference), none")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq", type=int, default=32)
     ap.add_argument("--layers", type=int, default=0, help="override the config's n_layer")
@@ -512,7 +521,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, BUILD_DIR=str(bld))
     ctx = Ctx(root, bld, args.py, out, Path(args.data or shared / "data/tinyshakespeare.txt"),
-              args.steps, args.tol, args.timeout, args.verbose, env)
+              args.steps, args.tol, args.timeout, args.verbose, env,
+              fuse_epilogues=args.fuse_epilogues)
     for tool in (ctx.shard_opt, ctx.shard_run):
         if not os.access(tool, os.X_OK):
             sys.exit(f"plan_sweep: {tool} not found (build first, or set BUILD_DIR)")

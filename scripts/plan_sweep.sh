@@ -5,7 +5,7 @@
 #                         [--plans "dp=2;dp=2,tp=2,mb=2"]
 #                         [--filter RE] [--exclude RE] [--tol 1e-5] [--batch 16] [--seq 32]
 #                         [--layers N] [--vocab-multiple 64] [--dropout P] [--config FILE]
-#                         [--check-memory some|all|none]
+#                         [--check-memory some|all|none] [--fuse-epilogues all|plans|none]
 #                         [--no-invalid] [--junit FILE] [--out DIR] [-v]
 #
 # Builds the nanoGPT CPU model (../shared/configs/models/nanogpt-shakespeare-char-cpu.json)
@@ -14,7 +14,7 @@
 # differentiates it once, runs the 1-rank reference (no plan) for K steps
 # (--steps, default 20), then compiles every plan (dist-apply-plan,
 # dist-propagate, dist-partition, dist-bucket-collectives, rt-lower,
-# rt-plan-memory, rt-export) and runs it with `shard-run -n <world size>`.
+# rt-fuse-epilogues, rt-plan-memory, rt-export) and runs it with `shard-run -n <world size>`.
 # Compared with the reference (relative error <= --tol, default 1e-5): each
 # step's train_loss and grad_norm, the final val_loss, and the final
 # parameters (`shard-run --save-params`, gathered to global shape; per
@@ -35,6 +35,9 @@
 # that run several model chunks per rank); default CI's covering set (20
 # plans on 1, 2, 4 and 8 ranks, every pair of dp, tp, sp and ZeRO stage
 # 1/2/3). A few plans run under --check-memory.
+# Every program is compiled like scripts/train.sh's, rt-fuse-epilogues
+# included (--fuse-epilogues all); `plans` compiles the 1-rank reference
+# without it (the errors then include the fused GEMMs' rounding), `none` skips it.
 # Prints a table (plan, ranks, max relative error of the losses, of the
 # parameters, peak bytes per rank, pass/fail, seconds) and ends with
 # "N passed, N failed"; exit status 1 if any check failed.

@@ -10,7 +10,8 @@
 #                    [--beta1 0.9] [--beta2 0.99] [--weight-decay 0.1] [--grad-clip 1.0]
 #                    [--dropout 0] [--eval-interval 250] [--eval-iters 20]
 #                    [--seed 1337] [--data FILE] [--out DIR] [--sample 300]
-#                    [--vocab-multiple 64] [-- extra shard-run flags...]
+#                    [--vocab-multiple 64] [--fuse-epilogues 1]
+#                    [-- extra shard-run flags...]
 #
 # --plan "dp=2,tp=2,sp=1,zero=1" compiles the step for that plan (after autodiff:
 # dist-apply-plan, -propagate, -partition, -bucket-collectives), trains it on N ranks with
@@ -39,6 +40,9 @@
 # and in sampling; with nanoGPT's tied LM head the padded rows never get a
 # gradient and the run trains like the unpadded model (checked by plan_sweep.sh).
 #
+# --fuse-epilogues 1 (the default) runs rt-fuse-epilogues after rt-lower: the
+# add that consumes a GEMM (residual, backward gradient sum, bias) becomes the
+# GEMM's beta = 1 epilogue (one kernel and one buffer fewer); 0 keeps them apart.
 # Outputs go to --out (default build/train): model.mlir, train_step.mlir
 # (after autodiff), model.json (the artifact), metrics.jsonl, trace.json.
 set -euo pipefail
@@ -51,7 +55,7 @@ DATA=$SHARED/data/tinyshakespeare.txt
 BATCH=12 SEQ=64 STEPS=2000 LR=1e-3 MIN_LR=1e-4 WARMUP="" DECAY=""
 BETA1=0.9 BETA2=0.99 WD=0.1 CLIP=1.0 DROPOUT="" EVAL_INTERVAL=250 EVAL_ITERS=20
 SEED=1337 OUT=$BUILD_DIR/train SAMPLE=300 PLAN="" NRANKS="" VOCAB_MULTIPLE=64 BATCH_SET=""
-CLUSTER="" SCHEDULE_FILE=""
+CLUSTER="" SCHEDULE_FILE="" FUSE=1
 EXTRA=()
 die() { echo "train.sh: $*" >&2; exit 2; }
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
@@ -62,13 +66,14 @@ while [[ $# -gt 0 ]]; do
     --config | --batch | --seq | --steps | --lr | --min-lr | --warmup | --decay-steps | \
       --beta1 | --beta2 | --weight-decay | --grad-clip | --dropout | --eval-interval | \
       --eval-iters | --seed | --data | --out | --sample | --plan | -n | --vocab-multiple | \
-      --cluster | --schedule-file) ;;
+      --cluster | --schedule-file | --fuse-epilogues) ;;
     *) die "unknown option '$1' (see scripts/train.sh --help)" ;;
   esac
   [[ $# -ge 2 ]] || die "option '$1' needs a value"
   case $1 in
     --plan) PLAN=$2 ;; -n) NRANKS=$2 ;; --vocab-multiple) VOCAB_MULTIPLE=$2 ;;
     --cluster) CLUSTER=$2 ;; --schedule-file) SCHEDULE_FILE=$2 ;;
+    --fuse-epilogues) FUSE=$2 ;;
     --config) CONFIG=$2 ;; --batch) BATCH=$2 BATCH_SET=1 ;; --seq) SEQ=$2 ;;
     --steps) STEPS=$2 ;; --lr) LR=$2 ;; --min-lr) MIN_LR=$2 ;;
     --warmup) WARMUP=$2 ;; --decay-steps) DECAY=$2 ;; --beta1) BETA1=$2 ;;
@@ -84,6 +89,7 @@ DECAY=${DECAY:-$STEPS}
 [[ -f $DATA ]] || die "data file '$DATA' not found"
 [[ $VOCAB_MULTIPLE =~ ^[1-9][0-9]*$ ]] || die "--vocab-multiple must be a positive integer, found '$VOCAB_MULTIPLE'"
 [[ -z $CLUSTER || $PLAN == auto ]] || die "--cluster is only used with --plan auto"
+[[ $FUSE == 0 || $FUSE == 1 ]] || die "--fuse-epilogues must be 0 or 1, found '$FUSE'"
 if [[ -n ${SCHEDULE_FILE:-} ]]; then
   [[ -n $PLAN ]] || die "--schedule-file needs a --plan with pp > 1"
   [[ -f $SCHEDULE_FILE ]] || die "schedule file '$SCHEDULE_FILE' not found (--schedule-file)"
@@ -180,7 +186,9 @@ DIST_PASSES=()
                                 ${SCHEDULE_FILE:+--dist-schedule=file=$SCHEDULE_FILE}
                                 --dist-propagate --dist-partition --dist-pipeline-split
                                 --dist-bucket-collectives --dist-verify-comm)
-"$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" "${DIST_PASSES[@]}" --rt-lower --rt-plan-memory \
+RT_PASSES=(--rt-lower)
+[[ $FUSE == 1 ]] && RT_PASSES+=(--rt-fuse-epilogues)
+"$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" "${DIST_PASSES[@]}" "${RT_PASSES[@]}" --rt-plan-memory \
   --rt-export="output=$OUT/model.json" -o "$OUT/lowered.mlir"
 echo "compiled $OUT/model.json${PLAN:+ for plan $PLAN on $NRANKS ranks} in $((SECONDS - t0))s"
 

@@ -134,8 +134,14 @@ TEST(ArtifactTest, CallArity) {
 
 TEST(ArtifactTest, OpArityAndAttributes) {
   expectMutationError(
-      [](Json &d) { jsonFunction(d, "block")["code"][1]["args"].push_back(0); },
-      {"instruction 1 ('matmul')", "has 3 ids", "takes 2"});
+      [](Json &d) { jsonFunction(d, "block")["code"][2]["args"].push_back(0); },
+      {"instruction 2 ('add')", "has 3 ids", "takes 2"});
+  // A matmul takes an optional third argument (a fused epilogue's addend).
+  expectMutationError(
+      [](Json &d) {
+        jsonFunction(d, "block")["code"][1]["args"] = {5, 1, 0, 0};
+      },
+      {"instruction 1 ('matmul')", "has 4 ids", "takes 2 to 3"});
   expectMutationError(
       [](Json &d) { jsonFunction(d, "block")["code"][0].erase("attrs"); },
       {"instruction 0 ('layer_norm')", "needs attribute 'epsilon'"});

@@ -161,4 +161,61 @@ TEST(CastTest, MixedF32AndBf16Operands) {
   EXPECT_NEAR(p[2], 3.0f, 1e-6);
 }
 
+/// A fused matmul (rt-fuse-epilogues) with bf16 operands runs the f32
+/// matmulAdd on the widened values and rounds the result once, so it is
+/// within half a bf16 ulp (2^-8 relative) of the exact value, plus f32
+/// accumulation error; matmul then add rounds twice (product, then sum).
+/// In place (addend and result one buffer) as well.
+TEST(CastTest, Bf16FusedMatmulRoundsOnce) {
+  const int64_t rows = 6, k = 16, n = 8;
+  std::vector<float> lhs(rows * k), rhs(k * n), full(rows * n), bias(n);
+  uint32_t state = 1;
+  auto next = [&] { // small deterministic values in [-1, 1)
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / float(1 << 23) - 1.0f;
+  };
+  for (std::vector<float> *v : {&lhs, &rhs, &full, &bias})
+    for (float &x : *v)
+      x = next();
+  std::vector<uint16_t> lhs16 = narrow(DType::BF16, lhs),
+                        rhs16 = narrow(DType::BF16, rhs);
+  std::vector<float> a = widen(DType::BF16, lhs16),
+                     b = widen(DType::BF16, rhs16);
+  CpuBackend backend;
+  for (bool isBias : {false, true}) {
+    AttrMap attrs;
+    if (isBias)
+      attrs.set("epilogue", std::string("bias"));
+    std::vector<uint16_t> add16 = narrow(DType::BF16, isBias ? bias : full);
+    std::vector<float> c = widen(DType::BF16, add16);
+    BoundKernel matmul =
+        bindOp(backend, "matmul", attrs,
+               {tensor(DType::BF16, {2, 3, k}), tensor(DType::BF16, {k, n}),
+                tensor(DType::BF16, isBias ? std::vector<int64_t>{n}
+                                           : std::vector<int64_t>{2, 3, n})},
+               {tensor(DType::BF16, {2, 3, n})});
+    std::vector<uint16_t> out(rows * n, 0xFFFF), inPlace = add16;
+    void *ptrs[] = {lhs16.data(), rhs16.data(), add16.data(), out.data()};
+    matmul(ptrs);
+    std::vector<std::vector<uint16_t> *> results = {&out};
+    if (!isBias) {
+      void *same[] = {lhs16.data(), rhs16.data(), inPlace.data(),
+                      inPlace.data()};
+      matmul(same);
+      results.push_back(&inPlace);
+    }
+    for (std::vector<uint16_t> *r : results) {
+      std::vector<float> got = widen(DType::BF16, *r);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double exact = c[isBias ? j : i * n + j];
+          for (int64_t p = 0; p < k; ++p)
+            exact += double(a[i * k + p]) * b[p * n + j];
+          EXPECT_NEAR(got[i * n + j], exact, 0x1p-8 * std::fabs(exact) + 1e-6)
+              << (isBias ? "bias" : "full") << " row " << i << " col " << j;
+        }
+    }
+  }
+}
+
 } // namespace

@@ -104,11 +104,27 @@ struct Reference {
   }
 };
 
-class ExecutorTest : public ::testing::TestWithParam<bool> {
+/// tiny.json with the block's residual add fused into its matmul, as
+/// rt-fuse-epilogues writes it: matmul(ln, w1, x) -> the block's output
+/// (the temporary, buffer 6, is left unused).
+Json fusedTinyJson() {
+  Json doc = tinyArtifactJson();
+  Json &code = jsonFunction(doc, "block")["code"];
+  code[1]["args"] = {5, 1, 0};
+  code[1]["results"] = {4};
+  code.erase(2);
+  return doc;
+}
+
+/// Parameters: the executor's memory check on or off, and tiny.json as it
+/// is or with the block's epilogue fused (fusedTinyJson).
+class ExecutorTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
 protected:
   ExecutorTest()
-      : artifact(loadArtifact(tinyArtifactPath())),
-        executor(artifact, backend, {kSeed, GetParam()}) {
+      : artifact(std::get<1>(GetParam())
+                     ? parseArtifact(fusedTinyJson().dump(), "fused.json")
+                     : loadArtifact(tinyArtifactPath())),
+        executor(artifact, backend, {kSeed, std::get<0>(GetParam())}) {
     executor.initState();
   }
 
@@ -197,7 +213,9 @@ TEST_P(ExecutorTest, BadTokenNamesTheInstruction) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(CheckMemory, ExecutorTest, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(CheckMemoryAndFused, ExecutorTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Bool()));
 
 TEST(ExecutorCheckTest, ReadOfUnwrittenBufferIsCaught) {
   // eval's logits matmul writes a fresh local (never written) instead of
@@ -250,6 +268,46 @@ TEST(ExecutorCheckTest, BindingChecksShapes) {
     EXPECT_NE(msg.find("expected f32[4, 4]"), std::string::npos) << msg;
   }
   EXPECT_EQ(backend.allocatedBytes(), 0);
+}
+
+TEST(ExecutorEpilogueTest, BindingChecksTheAddend) {
+  struct Case {
+    Json args, attrs;
+    std::string want;
+  };
+  for (const Case &c : std::vector<Case>{
+           // ln.gamma [4] as a full addend, the input x as a bias.
+           {{5, 1, 2},
+            Json::object(),
+            "addend (arg 2, added to the result) is f32[4], expected "
+            "f32[2, 4, 4]"},
+           {{5, 1, 0},
+            {{"epilogue", "bias"}},
+            "bias (arg 2) is f32[2, 4, 4], expected f32[4]"},
+           {{5, 1, 0},
+            {{"epilogue", "relu"}},
+            "attribute 'epilogue' must be \"bias\" or absent, found "
+            "\"relu\""},
+           {{5, 1},
+            {{"epilogue", "bias"}},
+            "epilogue \"bias\" needs the bias as a third argument"}}) {
+    Json doc = fusedTinyJson();
+    Json &matmul = jsonFunction(doc, "block")["code"][1];
+    matmul["args"] = c.args;
+    matmul["attrs"] = c.attrs;
+    Artifact a = parseArtifact(doc.dump(), "addend.json");
+    CpuBackend backend;
+    try {
+      Executor ex(a, backend);
+      ADD_FAILURE() << "no error for " << c.want;
+    } catch (const ArtifactError &e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find("function 'block', instruction 1 ('matmul')"),
+                std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find(c.want), std::string::npos) << msg;
+    }
+  }
 }
 
 TEST(CpuBackendTest, HasAKernelForEveryOp) {

@@ -29,16 +29,23 @@ std::vector<double> naiveMatmul(const std::vector<double> &lhs,
   return out;
 }
 
+/// [3, 5, k] x [k, 4] in layout `flags` (0 to 7): bit 0 transposeLhs, bit 1
+/// transposeRhs, bit 2 batchedRhs.
+MatmulShape layoutShape(int flags, int64_t k) {
+  MatmulShape s;
+  s.batch = 3;
+  s.m = 5;
+  s.n = 4;
+  s.k = k;
+  s.transposeLhs = flags & 1;
+  s.transposeRhs = flags & 2;
+  s.batchedRhs = flags & 4;
+  return s;
+}
+
 TEST(MatmulTest, MatchesNaiveForEveryLayout) {
   for (int flags = 0; flags < 8; ++flags) {
-    MatmulShape s;
-    s.batch = 3;
-    s.m = 5;
-    s.n = 4;
-    s.k = 6;
-    s.transposeLhs = flags & 1;
-    s.transposeRhs = flags & 2;
-    s.batchedRhs = flags & 4;
+    MatmulShape s = layoutShape(flags, 6);
     std::vector<double> lhs = randomVector(s.batch * s.m * s.k, 1);
     std::vector<double> rhs =
         randomVector((s.batchedRhs ? s.batch : 1) * s.k * s.n, 2);
@@ -96,6 +103,83 @@ TEST(MatmulTest, FloatUsesSgemm) {
   std::vector<float> a = {1, 2, 3, 4}, b = {5, 6, 7, 8}, out(4);
   matmul(a.data(), b.data(), out.data(), s);
   EXPECT_EQ(out, (std::vector<float>{19, 22, 43, 50}));
+}
+
+/// The unfused reference of matmulAdd(): matmul() into a temporary, then
+/// the add (a bias repeated over the rows).
+template <typename T>
+std::vector<T> matmulThenAdd(const std::vector<T> &lhs,
+                             const std::vector<T> &rhs,
+                             const std::vector<T> &addend, const MatmulShape &s,
+                             MatmulAddend kind) {
+  std::vector<T> out(s.batch * s.m * s.n);
+  matmul(lhs.data(), rhs.data(), out.data(), s);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] += addend[kind == MatmulAddend::Bias ? i % s.n : i];
+  return out;
+}
+
+/// matmulAdd() against matmulThenAdd() for every layout, both addends, into
+/// a separate result and (full addend) in place. Only the rounding order
+/// differs: the GEMM accumulates onto the addend.
+template <typename T> void checkMatmulAdd(double tol) {
+  for (int flags = 0; flags < 8; ++flags)
+    for (MatmulAddend kind : {MatmulAddend::Full, MatmulAddend::Bias}) {
+      MatmulShape s = layoutShape(flags, 70);
+      std::string what = "matmulAdd flags " + std::to_string(flags) +
+                         (kind == MatmulAddend::Bias ? " bias" : " full");
+      auto lhs = convert<T>(randomVector(s.batch * s.m * s.k, 11));
+      auto rhs = convert<T>(
+          randomVector((s.batchedRhs ? s.batch : 1) * s.k * s.n, 12));
+      int64_t numOut = s.batch * s.m * s.n;
+      auto addend = convert<T>(
+          randomVector(kind == MatmulAddend::Bias ? s.n : numOut, 13, -4, 4));
+      std::vector<T> want = matmulThenAdd(lhs, rhs, addend, s, kind);
+      std::vector<T> out(numOut, T(-99));
+      matmulAdd(lhs.data(), rhs.data(), addend.data(), out.data(), s, kind);
+      expectAllNear(out, want, tol, tol, what);
+      if (kind == MatmulAddend::Bias)
+        continue;
+      std::vector<T> inPlace = addend;
+      matmulAdd(lhs.data(), rhs.data(), inPlace.data(), inPlace.data(), s,
+                kind);
+      expectAllNear(inPlace, want, tol, tol, what + " in place");
+    }
+}
+
+TEST(MatmulTest, AddendMatchesMatmulThenAdd) {
+  checkMatmulAdd<float>(1e-6);
+  checkMatmulAdd<double>(1e-14);
+}
+
+TEST(MatmulTest, AddendRejectsAResultThatOverlapsAnOperand) {
+  MatmulShape s;
+  s.m = 2;
+  s.n = 2;
+  s.k = 2;
+  std::vector<float> a = {1, 2, 3, 4}, b = {5, 6, 7, 8}, c = {1, 1, 1, 1};
+  std::vector<float> big(8, 0.0f);
+  for (MatmulAddend kind : {MatmulAddend::Full, MatmulAddend::Bias}) {
+    // The result is lhs, or rhs.
+    EXPECT_THROW(matmulAdd(a.data(), b.data(), c.data(), a.data(), s, kind),
+                 std::invalid_argument);
+    EXPECT_THROW(matmulAdd(a.data(), b.data(), c.data(), b.data(), s, kind),
+                 std::invalid_argument);
+  }
+  // A bias inside the result; a full addend overlapping it in part.
+  EXPECT_THROW(matmulAdd(a.data(), b.data(), big.data() + 1, big.data(), s,
+                         MatmulAddend::Bias),
+               std::invalid_argument);
+  EXPECT_THROW(matmulAdd(a.data(), b.data(), big.data() + 2, big.data(), s,
+                         MatmulAddend::Full),
+               std::invalid_argument);
+  // The result as the full addend is the in-place form.
+  std::vector<float> out = c;
+  matmulAdd(a.data(), b.data(), out.data(), out.data(), s, MatmulAddend::Full);
+  EXPECT_EQ(out, (std::vector<float>{20, 23, 44, 51}));
+  matmulAdd(a.data(), b.data(), std::vector<float>{10, 20}.data(), out.data(),
+            s, MatmulAddend::Bias);
+  EXPECT_EQ(out, (std::vector<float>{29, 42, 53, 70}));
 }
 
 TEST(MatmulTest, RejectsNegativeSizes) {

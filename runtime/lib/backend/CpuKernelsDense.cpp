@@ -176,11 +176,23 @@ BoundKernel bindMicrobatch(const KernelSignature &sig) {
 //===----------------------------------------------------------------------===//
 
 BoundKernel bindMatmul(const KernelSignature &sig) {
-  MatmulShape s = matmulShape(checkMatmul(sig));
+  MatmulDims d = checkMatmul(sig);
+  MatmulShape s = matmulShape(d);
+  if (d.epilogue == MatmulEpilogue::None)
+    return withFloat(sig, sig.args[0].dtype, "lhs",
+                     [=](auto tag) -> BoundKernel {
+                       using T = decltype(tag);
+                       return [=](void *const *p) {
+                         matmul<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), s);
+                       };
+                     });
+  MatmulAddend kind = d.epilogue == MatmulEpilogue::Bias ? MatmulAddend::Bias
+                                                         : MatmulAddend::Full;
   return withFloat(sig, sig.args[0].dtype, "lhs", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=](void *const *p) {
-      matmul<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), s);
+      matmulAdd<T>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]), s,
+                   kind);
     };
   });
 }

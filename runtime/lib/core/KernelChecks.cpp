@@ -183,6 +183,25 @@ MatmulDims checkMatmul(const KernelSignature &sig) {
   shape.push_back(s.m);
   shape.push_back(s.n);
   expectType(sig, sig.results[0], typeOf(lhs.dtype, shape), resultName(0));
+  // The fused epilogue: a third argument added to the product.
+  std::string epilogue =
+      sig.attrs->has("epilogue") ? sig.attrs->getString("epilogue") : "";
+  if (!epilogue.empty() && epilogue != "bias")
+    sig.fail("attribute 'epilogue' must be \"bias\" or absent, found \"" +
+             epilogue + "\"");
+  if (sig.args.size() < 3) {
+    if (!epilogue.empty())
+      sig.fail("epilogue \"bias\" needs the bias as a third argument");
+    return s;
+  }
+  if (epilogue == "bias") {
+    s.epilogue = MatmulEpilogue::Bias;
+    expectType(sig, sig.args[2], typeOf(lhs.dtype, {s.n}), "bias (arg 2)");
+  } else {
+    s.epilogue = MatmulEpilogue::Add;
+    expectType(sig, sig.args[2], sig.results[0],
+               "addend (arg 2, added to the result)");
+  }
   return s;
 }
 

@@ -9,7 +9,8 @@ namespace autoshard::runtime {
 const std::vector<OpSignature> &allOps() {
   static const std::vector<OpSignature> ops = {
       // Linear algebra.
-      {"matmul", 2, 2, 1, {}},
+      // A third argument is the fused epilogue's addend (rt-fuse-epilogues).
+      {"matmul", 2, 3, 1, {}},
       {"matmul_wgrad", 2, 2, 1, {}},
       // Elementwise.
       {"add", 2, 2, 1, {}},

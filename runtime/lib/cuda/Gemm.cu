@@ -7,11 +7,19 @@
 // accumulation (CUBLAS_COMPUTE_32F). Shapes as the CPU kernels
 // (runtime/include/autoshard/runtime/cpu/Matmul.h).
 //
+// A fused epilogue (rt-fuse-epilogues: a third argument) is the same GEMM
+// with beta = 1 over a result that already holds the addend: a device copy
+// of it first (none when it is the result itself, in place), or, for a
+// bias, the bias written into every row.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CudaCommon.h"
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <stdexcept>
 
 namespace autoshard::runtime::cuda::kernels {
 namespace {
@@ -24,6 +32,7 @@ struct Gemm {
   long long strideA = 0, strideB = 0, strideC = 0;
   cudaDataType_t type = CUDA_R_32F;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  float beta = 0.0f; ///< 1 adds the product to what C holds.
 };
 
 int toInt(const KernelSignature &sig, int64_t v, const char *what) {
@@ -46,22 +55,23 @@ cublasComputeType_t computeFor(DType dtype, F32GemmMode mode) {
   }
 }
 
-/// C[b] = op(A[b]) op(B[b]) in row-major terms; see the file comment.
+/// C[b] = op(A[b]) op(B[b]) + beta C[b] in row-major terms; see the file
+/// comment.
 void runGemm(cublasHandle_t h, const Gemm &g, const void *a, const void *b,
              void *c) {
   if (g.m == 0 || g.n == 0)
     return;
-  const float one = 1.0f, zero = 0.0f;
+  const float one = 1.0f, beta = g.beta;
   cublasOperation_t opA = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (g.batch == 1)
     AUTOSHARD_CUBLAS(cublasGemmEx(h, opB, opA, g.n, g.m, g.k, &one, b, g.type,
-                                  g.ldb, a, g.type, g.lda, &zero, c, g.type,
+                                  g.ldb, a, g.type, g.lda, &beta, c, g.type,
                                   g.ldc, g.compute, CUBLAS_GEMM_DEFAULT));
   else
     AUTOSHARD_CUBLAS(cublasGemmStridedBatchedEx(
         h, opB, opA, g.n, g.m, g.k, &one, b, g.type, g.ldb, g.strideB, a,
-        g.type, g.lda, g.strideA, &zero, c, g.type, g.ldc, g.strideC, g.batch,
+        g.type, g.lda, g.strideA, &beta, c, g.type, g.ldc, g.strideC, g.batch,
         g.compute, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -75,6 +85,62 @@ BoundKernel bindGemm(const KernelSignature &sig, Gemm g) {
   const CudaContext &ctx = currentContext();
   cublasHandle_t h = ctx.blas;
   return [h, g](void *const *p) { runGemm(h, g, p[0], p[1], p[2]); };
+}
+
+/// out[r, j] = bias[j] for every row r of `total / n`.
+template <typename T>
+__global__ void fillRowsKernel(const T *bias, T *out, int64_t total,
+                               int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = bias[i % n];
+}
+
+/// Whether device ranges [a, a + na) and [b, b + nb) bytes meet.
+bool overlaps(const void *a, int64_t na, const void *b, int64_t nb) {
+  auto at = [](const void *p, int64_t off) {
+    return reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(off);
+  };
+  return na > 0 && nb > 0 && at(a, 0) < at(b, nb) && at(b, 0) < at(a, na);
+}
+
+/// The matmul `g` (beta = 1) over a result prefilled with the addend
+/// p[2]: args lhs, rhs, addend; result p[3].
+BoundKernel bindGemmEpilogue(const KernelSignature &sig, Gemm g,
+                             MatmulEpilogue epilogue) {
+  const CudaContext &ctx = currentContext();
+  cublasHandle_t h = ctx.blas;
+  cudaStream_t s = ctx.stream;
+  g.beta = 1.0f;
+  bool bias = epilogue == MatmulEpilogue::Bias;
+  int64_t outBytes = sig.results[0].bytes(), n = sig.args[2].numel();
+  int64_t lhsBytes = sig.args[0].bytes(), rhsBytes = sig.args[1].bytes();
+  int64_t addBytes = sig.args[2].bytes(), total = sig.results[0].numel();
+  unsigned blocks = std::min<unsigned>(gridFor(total, 256), 65535u * 8);
+  bool isBf16 = sig.args[0].dtype == DType::BF16;
+  return [=](void *const *p) {
+    if (overlaps(p[3], outBytes, p[0], lhsBytes) ||
+        overlaps(p[3], outBytes, p[1], rhsBytes))
+      throw std::invalid_argument(
+          "matmul: the result shares memory with lhs or rhs");
+    if ((bias || p[2] != p[3]) && overlaps(p[3], outBytes, p[2], addBytes))
+      throw std::invalid_argument("matmul: the result shares memory with the "
+                                  "addend without being it");
+    if (total == 0)
+      return;
+    if (!bias) {
+      copyAsync(p[3], p[2], outBytes, s);
+    } else if (isBf16) {
+      fillRowsKernel<bf16>
+          <<<blocks, 256, 0, s>>>(in<bf16>(p[2]), out<bf16>(p[3]), total, n);
+      AUTOSHARD_CUDA_LAUNCHED();
+    } else {
+      fillRowsKernel<float>
+          <<<blocks, 256, 0, s>>>(in<float>(p[2]), out<float>(p[3]), total, n);
+      AUTOSHARD_CUDA_LAUNCHED();
+    }
+    runGemm(h, g, p[0], p[1], p[3]);
+  };
 }
 
 BoundKernel bindMatmul(const KernelSignature &sig) {
@@ -104,6 +170,8 @@ BoundKernel bindMatmul(const KernelSignature &sig) {
     g.strideB = batchedRhs ? k * n : 0;
     g.strideC = m * n;
   }
+  if (d.epilogue != MatmulEpilogue::None)
+    return bindGemmEpilogue(sig, g, d.epilogue);
   if (batch == 0)
     return [](void *const *) {};
   return bindGemm(sig, g);

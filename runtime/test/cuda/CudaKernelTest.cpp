@@ -137,6 +137,17 @@ TEST_F(CudaKernels, Matmul) {
     c.args = {f32(m.lhs), f32(m.rhs)};
     c.results = {f32(m.out)};
     both(c);
+    // Fused epilogues (rt-fuse-epilogues): + a full addend, into a separate
+    // result and in place; + a bias [n] on every row (beta = 1 GEMMs).
+    OpCase add = c;
+    add.args.push_back(f32(m.out));
+    both(add);
+    add.inPlace = {{0, 2}};
+    both(add);
+    OpCase bias = c;
+    bias.attrs.set("epilogue", std::string("bias"));
+    bias.args.push_back(f32({m.out.back()}));
+    both(bias);
   }
   OpCase w;
   w.op = "matmul_wgrad";

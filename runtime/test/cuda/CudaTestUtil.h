@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 
@@ -66,6 +67,9 @@ struct OpCase {
   std::set<size_t> keepF32;
   /// Results not compared (e.g. a value defined only up to ties).
   std::set<size_t> skip;
+  /// Results written in place: result index -> the arg whose buffer it is
+  /// (on both backends; compared after the kernel as that result).
+  std::map<size_t, size_t> inPlace;
   double rtol = 1e-4, atol = 1e-5;
 };
 
@@ -145,9 +149,14 @@ inline void checkOp(const OpCase &c, bool bf16 = false) {
   std::vector<std::vector<unsigned char>> cpuBuf = host;
   for (size_t r = 0; r < nr; ++r)
     cpuBuf[na + r].assign(c.results[r].bytes(), 0);
+  // The buffer that holds result r (its arg's when in place).
+  auto resultPos = [&](size_t r) {
+    auto it = c.inPlace.find(r);
+    return it == c.inPlace.end() ? na + r : it->second;
+  };
   std::vector<void *> cpuPtrs;
-  for (auto &b : cpuBuf)
-    cpuPtrs.push_back(b.data());
+  for (size_t pos = 0; pos < na + nr; ++pos)
+    cpuPtrs.push_back(cpuBuf[pos < na ? pos : resultPos(pos - na)].data());
   cpuKernel(cpuPtrs.data());
   // GPU.
   CudaBackend gpu;
@@ -164,6 +173,10 @@ inline void checkOp(const OpCase &c, bool bf16 = false) {
   };
   for (size_t pos = 0; pos < na + nr; ++pos) {
     TensorType t = typeAt(pos);
+    if (pos >= na && resultPos(pos - na) != pos) {
+      dev.push_back(dev[resultPos(pos - na)]);
+      continue;
+    }
     void *d = gpu.allocate(std::max<int64_t>(t.bytes(), 1));
     if (pos < na) {
       std::vector<unsigned char> bytes = host[pos];
@@ -187,7 +200,7 @@ inline void checkOp(const OpCase &c, bool bf16 = false) {
     TensorType t = sig.results[r];
     std::vector<unsigned char> got(t.bytes());
     gpu.copyToHost(got.data(), dev[na + r], t.bytes());
-    const std::vector<unsigned char> &want = cpuBuf[na + r];
+    const std::vector<unsigned char> &want = cpuBuf[resultPos(r)];
     int64_t n = t.numel(), bad = 0;
     for (int64_t e = 0; e < n && bad < 5; ++e) {
       double g, w;
@@ -219,7 +232,8 @@ inline void checkOp(const OpCase &c, bool bf16 = false) {
     }
   }
   for (size_t pos = 0; pos < dev.size(); ++pos)
-    gpu.deallocate(dev[pos], std::max<int64_t>(typeAt(pos).bytes(), 1));
+    if (pos < na || resultPos(pos - na) == pos)
+      gpu.deallocate(dev[pos], std::max<int64_t>(typeAt(pos).bytes(), 1));
 }
 
 } // namespace autoshard::runtime::cuda::test

@@ -142,10 +142,16 @@ MicrobatchShape checkMicrobatch(const KernelSignature &sig);
 //===----------------------------------------------------------------------===//
 
 /// matmul: out[b] = op(lhs[b]) op(rhs[b or shared]).
+/// The epilogue of a fused matmul (rt-fuse-epilogues): `Add` takes a third
+/// argument of the result's type (it may be the result buffer itself),
+/// `Bias` (attribute epilogue = "bias") a third argument [n] added to every
+/// row.
+enum class MatmulEpilogue { None, Add, Bias };
 struct MatmulDims {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool transposeLhs = false, transposeRhs = false;
   bool batchedRhs = false; ///< rhs has lhs's batch dims (else rank 2).
+  MatmulEpilogue epilogue = MatmulEpilogue::None;
 };
 MatmulDims checkMatmul(const KernelSignature &sig);
 

@@ -48,8 +48,9 @@ def Rt_Dialect : Dialect {
     frame: a function body is planned once, however often it is called.
 
     Pass order: `rt-lower` (tfm functions on tensors to rt functions),
-    `rt-plan-memory` (offsets, frame sizes, peak breakdown), `rt-export`
-    (the JSON artifact).
+    optionally `rt-fuse-epilogues` (an add that consumes a GEMM folded into
+    it), `rt-plan-memory` (offsets, frame sizes, peak breakdown),
+    `rt-export` (the JSON artifact).
   }];
   let useDefaultTypePrinterParser = 1;
   let extraClassDeclaration = [{

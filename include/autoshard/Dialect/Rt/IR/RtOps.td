@@ -315,7 +315,9 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     verbatim. Semantics, shapes and layouts are those of the `tfm` op.
 
     A result may be the same buffer as an argument (in-place update): the
-    kernel must allow that.
+    kernel must allow that. `matmul` may take a third argument, added to
+    the product (`rt-fuse-epilogues`; a bias `[n]` with
+    `epilogue = "bias"`); its result must not alias `lhs` or `rhs`.
 
     ```mlir
     rt.kernel "matmul"(%x, %w) -> (%y) attrs {transpose_rhs}

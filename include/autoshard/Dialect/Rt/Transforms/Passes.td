@@ -1,9 +1,10 @@
 //===- Passes.td - rt passes -------------------------------*- tablegen -*-===//
 //
 // The last stage of the compiler, in this order:
-//   rt-lower        tfm functions on tensors -> rt functions on buffers
-//   rt-plan-memory  static offsets, frame sizes, peak breakdown
-//   rt-export       the JSON artifact (docs/artifact-format.md)
+//   rt-lower           tfm functions on tensors -> rt functions on buffers
+//   rt-fuse-epilogues  (optional) adds folded into the GEMM feeding them
+//   rt-plan-memory     static offsets, frame sizes, peak breakdown
+//   rt-export          the JSON artifact (docs/artifact-format.md)
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,10 +81,62 @@ def RtLower : Pass<"rt-lower", "::mlir::ModuleOp"> {
   let dependentDialects = ["::autoshard::rt::RtDialect"];
 }
 
+def RtFuseEpilogues : Pass<"rt-fuse-epilogues", "::mlir::ModuleOp"> {
+  let summary = "Fold the add that consumes a GEMM into the GEMM (residual or bias epilogue)";
+  let description = [{
+    Runs after `rt-lower`, before `rt-plan-memory` (a planned function is an
+    error: its offsets would no longer hold). A Transformer adds the output
+    of most GEMMs to something right away: the residual stream after the
+    attention out-projection and the MLP down-projection, the input
+    gradient of a block's branches in the backward, a bias after a linear
+    layer with biases. As two kernels, the GEMM writes a temporary that the
+    add reads back; one GEMM with beta = 1 (cuBLAS, OpenBLAS) adds in place
+    instead: one kernel, one buffer and two passes over the result fewer.
+
+    The pass rewrites
+
+    ```mlir
+    %t = rt.alloc activation : !rt.buffer<16x64x128xf32>
+    rt.kernel "matmul"(%a, %b) -> (%t) attrs {...} : ...
+    ...
+    rt.kernel "add"(%c, %t) -> (%r) : ...      // or "add"(%t, %c)
+    ```
+
+    into `rt.kernel "matmul"(%a, %b, %c) -> (%r) attrs {...}` at the add's
+    place: `r = op(a) op(b) + c` with `c` of the result's type (residual;
+    `c` may be `r` itself, in place), and `add(%t, %bias)` with a rank-1
+    `bias` of the result's last dim `n` (a suffix-broadcast add) into
+    `rt.kernel "matmul"(%a, %b, %bias) -> (%r) attrs {epilogue = "bias", ...}`:
+    `r = op(a) op(b) + bias` on every row. Conditions, all required:
+
+    * `t` is an `rt.alloc` (not a slot, state, view or argument) whose only
+      uses are the matmul (its one result) and the add (one operand), the
+      matmul comes first, and it has two arguments (not already fused);
+    * `t`, `r` and (residual) `c` have the same type; (bias) `c` is
+      `[n]` of the same element type;
+    * `r` may not share bytes with `a` or `b` (the fused kernel writes `r`
+      while it reads them);
+    * no instruction between the two writes `a` or `b` (the fused kernel
+      reads them later than the matmul did), and there is no `rt.call`, no
+      `dist.*_start` and no `dist.wait` between them (a callee's or an
+      asynchronous collective's accesses are not analysed).
+
+    "May share bytes" follows `rt.view`s to the root buffer: two values alias
+    when they have the same root or name the same state; a function
+    argument stands for every buffer any call passes in its place
+    (transitively; for a function nobody calls, for any buffer), so a
+    callee's argument aliases what its callers say.
+    Reads and writes of `c` and `r` between the two need no condition: the
+    fused kernel reads `c` and writes `r` where the add did. Everything else
+    is left as it is.
+  }];
+}
+
 def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Plan a static frame for every rt function";
   let description = [{
-    Runs after `rt-lower`; followed by `rt-export`. Plans callees before
+    Runs after `rt-lower` (and `rt-fuse-epilogues`, when used); followed by
+    `rt-export`. Plans callees before
     callers (recursion is an error). In a function, a local (`rt.alloc`) is
     live from the first to the last instruction that names it (directly or
     through an `rt.view`); I/O slots are live for the whole function; a call

@@ -32,6 +32,23 @@ struct MatmulShape {
 template <typename T>
 void matmul(const T *lhs, const T *rhs, T *out, const MatmulShape &shape);
 
+/// What a fused matmul adds to its product (the epilogue of
+/// rt-fuse-epilogues, docs/artifact-format.md).
+enum class MatmulAddend {
+  Full, ///< The result's shape [batch, m, n]; it may be `out` (in place).
+  Bias, ///< [n], added to every row of the result.
+};
+
+/// tfm.matmul followed by an add, in one GEMM: out = matmul(lhs, rhs) +
+/// addend. Copies the addend into out (a full one unless it is out; a bias
+/// into every row), then runs matmul()'s GEMMs with beta = 1. Throws
+/// std::invalid_argument when out shares memory with lhs or rhs (the GEMM
+/// would overwrite what it reads), or with a bias or a full addend that is
+/// not out itself.
+template <typename T>
+void matmulAdd(const T *lhs, const T *rhs, const T *addend, T *out,
+               const MatmulShape &shape, MatmulAddend kind);
+
 /// tfm.matmul_wgrad, the weight gradient of a linear layer: x is [rows, k],
 /// dy is [rows, n] (rows = product of the shared leading dims); writes
 /// dw [k, n] = x^T dy, i.e. the sum over all rows of the outer products.
