@@ -8,7 +8,8 @@
 //    depth.
 // 2. For every layer-local configuration (tp, sp) and microbatch sizes 1
 //    and 2, compiles the copy through tfm-autodiff, dist-apply-plan,
-//    dist-propagate, dist-partition, rt-lower and rt-plan-memory, and reads
+//    dist-propagate, dist-partition, rt-lower, rt-fuse-epilogues (as
+//    scripts/train.sh builds it) and rt-plan-memory, and reads
 //    off the per-rank program: FLOPs and bytes of every tfm op
 //    (TfmCostOpInterface), the tensor-parallel collectives, the residuals
 //    and the block input bytes, parameters per rank and the static memory
@@ -777,7 +778,7 @@ struct DistAutoPlanPass
       return failure();
     if (failed(readProgram(*copy, raw, err)))
       return failure();
-    if (failed(runPipeline(*copy, "rt-lower,rt-plan-memory", err)))
+    if (failed(runPipeline(*copy, "rt-lower,rt-fuse-epilogues,rt-plan-memory", err)))
       return failure();
     copy->walk([&](Operation *op) {
       auto entry = op->getAttrOfType<StringAttr>("entry");
