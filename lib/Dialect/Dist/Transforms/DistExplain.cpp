@@ -8,8 +8,8 @@
 // Everything is read from the rt form of the program (instruction streams,
 // state table, static memory plan); a module still in func form (right after
 // dist-partition) is lowered on a copy with
-// `rt-lower,rt-fuse-epilogues,rt-plan-memory` (as scripts/train.sh builds it), and
-// the builder's roles are read from its entry functions first.
+// `rt-lower,rt-fuse-epilogues,rt-plan-memory` (as scripts/train.sh builds it),
+// and the builder's roles are read from its entry functions first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -1335,8 +1335,9 @@ struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {
     }
     if (!planned) {
       copy = module.clone();
-      if (failed(lowerCopy(*copy, hasRt ? "rt-plan-memory"
-                                        : "rt-lower,rt-fuse-epilogues,rt-plan-memory")))
+      if (failed(lowerCopy(
+              *copy, hasRt ? "rt-plan-memory"
+                           : "rt-lower,rt-fuse-epilogues,rt-plan-memory")))
         return signalPassFailure();
       program = *copy;
     }
