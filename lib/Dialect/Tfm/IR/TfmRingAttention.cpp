@@ -1,0 +1,244 @@
+//===- TfmRingAttention.cpp - Context parallelism: ring attention hooks ---===//
+//
+// Partition hooks of the ops whose sequence dim is sharded under context
+// parallelism (DESIGN.md §5, CP bullet; algorithms.md §2):
+//
+// * tfm.attention with the sequence sharded on axes A (the ring, |A| = c):
+//   ring attention (Liu et al. 2023, algorithms.md §2.2). Rank r keeps its
+//   query chunk r; the key/value chunks travel around the ring with one
+//   `dist.ppermute` each per step (r -> r + 1 mod c), c - 1 steps. Step t
+//   computes `tfm.attention_block` of the local queries against chunk
+//   r - t (the causal mask on global positions: the diagonal block at t = 0
+//   is causal, earlier chunks are full, later chunks are skipped at run
+//   time) and merges it into the running result with `tfm.attention_merge`
+//   (log-sum-exp, §2.1). Per layer: 2 (c - 1) ppermutes, c blocks,
+//   c - 1 merges.
+// * tfm.attention_grad: the ring again (FlashAttention-2's backward is
+//   block-decomposable with the final out and lse): the key/value chunks
+//   travel as in the forward, and the dK/dV accumulators travel with them,
+//   each rank adding its queries' contribution to the visiting chunk
+//   (`tfm.attention_block_grad`); one last shift brings every accumulator
+//   home. dQ accumulates locally. Per layer: 2 (c - 1) ppermutes of K/V
+//   and 2 c of dK/dV (the volume of algorithms.md §2.7), c blocks.
+// * tfm.rope / tfm.rope_grad with the sequence sharded: `tfm.rope_local` /
+//   `tfm.rope_local_grad` with this rank's chunk index, so that each
+//   position is rotated by its global angle; no communication.
+//
+// Chunks are contiguous: rank r of the ring holds global positions
+// [r S/c, (r + 1) S/c) (the layout of a sequence dim sharded on A), so the
+// ring is load-imbalanced under a causal mask (rank c - 1 computes c
+// blocks, rank 0 one); zig-zag balancing (§2.3) is not implemented.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PartitionHelpers.h"
+
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+
+using namespace mlir;
+using namespace autoshard;
+using namespace autoshard::tfm;
+using namespace autoshard::tfm::partition;
+
+namespace {
+
+/// The ring of a sequence-sharded attention: its axes, size, and this
+/// rank's chunk index over them.
+struct Ring {
+  AxisList axes;
+  int64_t size = 1;
+  Value chunk;
+  FlatSymbolRefAttr mesh;
+
+  /// `value` shifted one step along the ring (rank r receives rank r - 1's).
+  Value shift(OpBuilder &b, Location loc, Value value) const {
+    SmallVector<int64_t> pairs;
+    for (int64_t r = 0; r < size; ++r)
+      pairs.append({r, (r + 1) % size});
+    return dist::PpermuteOp::create(b, loc, value.getType(), value, mesh,
+                                    axesAttr(b.getContext(), axes),
+                                    b.getDenseI64ArrayAttr(pairs));
+  }
+};
+
+/// The `[B, S, heads, D]` layout of the q-like and kv-like tensors (the
+/// head dim whole) and `[B, heads, S]` of lse, from the layout `ref` of a
+/// q-like value.
+struct AttentionLayout {
+  AxisList batch, seq, heads;
+
+  explicit AttentionLayout(ShardingAttr ref)
+      : batch(ref.getDimAxes(0)), seq(ref.getDimAxes(1)),
+        heads(ref.getDimAxes(2)) {}
+  ShardingAttr tensor(FlatSymbolRefAttr mesh) const {
+    return makeSharding(mesh, {batch, seq, heads, {}});
+  }
+  ShardingAttr lse(FlatSymbolRefAttr mesh) const {
+    return makeSharding(mesh, {batch, heads, seq});
+  }
+};
+
+/// Checks what the ring needs of the global op: equal query and key
+/// lengths, divisible by the ring size.
+LogicalResult checkRing(Operation *op, Value q, Value k, const Ring &ring) {
+  int64_t sq = cast<RankedTensorType>(q.getType()).getDimSize(1);
+  int64_t sk = cast<RankedTensorType>(k.getType()).getDimSize(1);
+  if (sq != sk)
+    return op->emitOpError()
+           << "context parallelism (ring attention) needs equal query and "
+              "key lengths, found Sq = "
+           << sq << ", Sk = " << sk;
+  if (sq % ring.size != 0)
+    return op->emitOpError()
+           << "context parallelism: the sequence length " << sq
+           << " is not divisible by the ring size " << ring.size;
+  return success();
+}
+
+Ring makeRing(PartitionContext &ctx, Location loc, ArrayRef<StringAttr> seq) {
+  Ring ring;
+  ring.axes.assign(seq.begin(), seq.end());
+  ring.mesh = meshRef(ctx);
+  ring.size = groupSize(meshOf(ctx), seq);
+  ring.chunk = axisIndex(ctx.getBuilder(), loc, meshOf(ctx), seq);
+  return ring;
+}
+
+struct AttentionRingPartition
+    : public TfmPartitionOpInterface::ExternalModel<AttentionRingPartition,
+                                                    AttentionOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto attn = cast<AttentionOp>(op);
+    AttentionLayout layout(cast<ShardingAttr>(ctx.getResultSharding(0)));
+    if (layout.seq.empty())
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    ShardingAttr tensor = layout.tensor(mesh);
+    FailureOr<Value> q = ctx.getOperandAs(0, tensor);
+    FailureOr<Value> k = ctx.getOperandAs(1, tensor);
+    FailureOr<Value> v = ctx.getOperandAs(2, tensor);
+    if (failed(q) || failed(k) || failed(v))
+      return failure();
+    OpBuilder &b = ctx.getBuilder();
+    Location loc = op->getLoc();
+    Ring ring = makeRing(ctx, loc, layout.seq);
+    if (failed(checkRing(op, attn.getQ(), attn.getK(), ring)))
+      return failure();
+    bool causal = attn.getCausal();
+    double scale = attn.getScale().convertToDouble();
+    auto step0 = AttentionBlockOp::create(b, loc, *q, *k, *v, ring.chunk,
+                                          causal, scale, 0, ring.size);
+    Value out = step0.getOut(), lse = step0.getLse();
+    Value kt = *k, vt = *v;
+    for (int64_t t = 1; t < ring.size; ++t) {
+      kt = ring.shift(b, loc, kt);
+      vt = ring.shift(b, loc, vt);
+      auto block = AttentionBlockOp::create(b, loc, *q, kt, vt, ring.chunk,
+                                            causal, scale, t, ring.size);
+      auto merged = AttentionMergeOp::create(b, loc, out, lse, block.getOut(),
+                                             block.getLse());
+      out = merged.getOut();
+      lse = merged.getLse();
+    }
+    ctx.setResult(0, out, tensor);
+    ctx.setResult(1, lse, layout.lse(mesh));
+    return true;
+  }
+};
+
+struct AttentionGradRingPartition
+    : public TfmPartitionOpInterface::ExternalModel<AttentionGradRingPartition,
+                                                    AttentionGradOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto grad = cast<AttentionGradOp>(op);
+    AttentionLayout layout(cast<ShardingAttr>(ctx.getResultSharding(0)));
+    if (layout.seq.empty())
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    ShardingAttr tensor = layout.tensor(mesh);
+    SmallVector<Value> locals;
+    for (unsigned i = 0; i < 6; ++i) {
+      FailureOr<Value> local =
+          ctx.getOperandAs(i, i == 5 ? layout.lse(mesh) : tensor);
+      if (failed(local))
+        return failure();
+      locals.push_back(*local);
+    }
+    Value dout = locals[0], q = locals[1], out = locals[4], lse = locals[5];
+    OpBuilder &b = ctx.getBuilder();
+    Location loc = op->getLoc();
+    Ring ring = makeRing(ctx, loc, layout.seq);
+    if (failed(checkRing(op, grad.getQ(), grad.getK(), ring)))
+      return failure();
+    bool causal = grad.getCausal();
+    double scale = grad.getScale().convertToDouble();
+    Value kt = locals[2], vt = locals[3];
+    auto step0 =
+        AttentionBlockGradOp::create(b, loc, dout, q, kt, vt, out, lse,
+                                     ring.chunk, causal, scale, 0, ring.size);
+    Value dq = step0.getDq(), dk = step0.getDk(), dv = step0.getDv();
+    for (int64_t t = 1; t < ring.size; ++t) {
+      kt = ring.shift(b, loc, kt);
+      vt = ring.shift(b, loc, vt);
+      // The accumulators of the chunk that arrives travel with it.
+      dk = ring.shift(b, loc, dk);
+      dv = ring.shift(b, loc, dv);
+      auto block =
+          AttentionBlockGradOp::create(b, loc, dout, q, kt, vt, out, lse,
+                                       ring.chunk, causal, scale, t, ring.size);
+      dq = AddOp::create(b, loc, dq, block.getDq());
+      dk = AddOp::create(b, loc, dk, block.getDk());
+      dv = AddOp::create(b, loc, dv, block.getDv());
+    }
+    // After step c - 1 rank r holds the accumulators of chunk r + 1: one
+    // more shift brings each home.
+    if (ring.size > 1) {
+      dk = ring.shift(b, loc, dk);
+      dv = ring.shift(b, loc, dv);
+    }
+    ctx.setResult(0, dq, tensor);
+    ctx.setResult(1, dk, tensor);
+    ctx.setResult(2, dv, tensor);
+    return true;
+  }
+};
+
+/// rope / rope_grad with the sequence sharded: the local op rotates by the
+/// global positions of this rank's chunk.
+template <typename GlobalOp, typename LocalOp>
+struct RopePartition : public TfmPartitionOpInterface::ExternalModel<
+                           RopePartition<GlobalOp, LocalOp>, GlobalOp> {
+  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
+    auto rope = cast<GlobalOp>(op);
+    auto result = cast<ShardingAttr>(ctx.getResultSharding(0));
+    AxisList seq = result.getDimAxes(1);
+    if (seq.empty())
+      return false;
+    FlatSymbolRefAttr mesh = meshRef(ctx);
+    ShardingAttr layout =
+        makeSharding(mesh, {result.getDimAxes(0), seq, result.getDimAxes(2),
+                            result.getDimAxes(3)});
+    FailureOr<Value> x = ctx.getOperandAs(0, layout);
+    if (failed(x))
+      return failure();
+    OpBuilder &b = ctx.getBuilder();
+    Location loc = op->getLoc();
+    Value shard = axisIndex(b, loc, meshOf(ctx), seq);
+    int64_t seqLen =
+        cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(1);
+    Value local = LocalOp::create(b, loc, *x, shard,
+                                  rope.getTheta().convertToDouble(), seqLen);
+    ctx.setResult(0, local, layout);
+    return true;
+  }
+};
+
+} // namespace
+
+void autoshard::tfm::attachRingAttentionInterfaces(MLIRContext *ctx) {
+  AttentionOp::attachInterface<AttentionRingPartition>(*ctx);
+  AttentionGradOp::attachInterface<AttentionGradRingPartition>(*ctx);
+  RopeOp::attachInterface<RopePartition<RopeOp, RopeLocalOp>>(*ctx);
+  RopeGradOp::attachInterface<RopePartition<RopeGradOp, RopeLocalGradOp>>(*ctx);
+}
