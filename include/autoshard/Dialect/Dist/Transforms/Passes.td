@@ -583,7 +583,8 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
            "Best analytic candidates re-scored with the schedule simulator">,
     Option<"compilable", "compilable", "bool", /*default=*/"false",
            "Search only what the compiler builds today (schedules gpipe, "
-           "1f1b, interleaved, zb-h1, zb-v; cp=1; ep=1), so "
+           "1f1b, interleaved, zb-h1, zb-v; cp with contiguous chunks, "
+           "scored with their causal imbalance; ep=1), so "
            "the chosen plan can be compiled and run">,
     ListOption<"schedules", "schedules", "std::string",
                "Search only these pipeline schedules (1f1b, interleaved, "
