@@ -107,6 +107,19 @@ plan_sweep() {
     --config "$ROOT/configs/models/llama-tiny-cpu.json" \
     --plans "tp=2;dp=2,tp=2,zero=1;tp=2,sp=1,dp=2;pp=2,tp=2,mb=2,schedule=zb-h1;pp=2,dp=2,mb=4,schedule=interleaved,vpp=2" \
     --junit "$REPORTS/plan_sweep_llama.xml" --out "$BUILD_DIR/plan-sweep-llama" || rc=1
+  # Context parallelism (ring attention, contiguous chunks) alone and with
+  # dp, tp (+sp), pp and each ZeRO stage, on nanoGPT (with and without
+  # dropout) and Llama (RoPE, grouped-query attention).
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+    --plans "cp=2;cp=4;dp=2,cp=2,zero=1;cp=2,tp=2,sp=1;dp=2,cp=2,tp=2,sp=1,zero=2;cp=2,zero=3;pp=2,cp=2,mb=2" \
+    --junit "$REPORTS/plan_sweep_cp.xml" --out "$BUILD_DIR/plan-sweep-cp" || rc=1
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid --dropout 0.1 \
+    --plans "cp=2;cp=2,tp=2,sp=1;dp=2,cp=2,mb=2" \
+    --junit "$REPORTS/plan_sweep_cp_dropout.xml" --out "$BUILD_DIR/plan-sweep-cp-dropout" || rc=1
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+    --config "$ROOT/configs/models/llama-tiny-cpu.json" \
+    --plans "cp=2;cp=4,zero=1;cp=2,tp=2;dp=2,cp=2,tp=2,sp=1;pp=2,cp=2,mb=2,schedule=zb-h1" \
+    --junit "$REPORTS/plan_sweep_cp_llama.xml" --out "$BUILD_DIR/plan-sweep-cp-llama" || rc=1
   # Mixtral blocks (top-2 MoE with the load-balancing loss) under dp, tp,
   # ZeRO-3 and pp.
   BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \

@@ -1,0 +1,100 @@
+// Context parallelism (plan cp=N, DESIGN.md §5): dist-apply-plan splits the
+// sequence dim of tokens and labels on `cp`, dist-propagate carries it
+// through every op of the block (rope and attention included), and
+// dist-partition lowers tfm.attention / tfm.attention_grad to ring attention
+// and tfm.rope / tfm.rope_grad to tfm.rope_local(_grad)
+// (lib/Dialect/Tfm/IR/TfmRingAttention.cpp). Llama-tiny (RoPE, GQA: 4 query
+// heads, 2 kv heads), batch 4, seq 8, cp=4: chunks of 2 positions.
+//
+// RUN: %python -m autoshard.models %autoshard_src/configs/models/llama-tiny-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff -o %t.ts.mlir
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=cp=4" --dist-propagate -o %t.prop.mlir
+// RUN: FileCheck %s --check-prefix=PROP < %t.prop.mlir
+// RUN: shard-opt %t.prop.mlir --dist-partition -o %t.part.mlir
+// RUN: FileCheck %s --check-prefix=RING < %t.part.mlir
+// RUN: FileCheck %s --check-prefix=COUNT < %t.part.mlir
+// RUN: shard-opt %t.part.mlir --dist-explain -o /dev/null | FileCheck %s --check-prefix=EXPLAIN
+//
+// With dp, tp and sequence parallelism, the residual stream is split on {cp, tp} (cp major),
+// and the whole program still verifies (every rank's ppermutes match).
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,cp=2,tp=2,sp=1,zero=1" | FileCheck %s --check-prefix=CPSP
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,cp=2,tp=2,sp=1,zero=1" --dist-propagate --dist-partition --dist-bucket-collectives --dist-verify-comm -o /dev/null
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=pp=2,cp=2" --dist-propagate --dist-partition --dist-pipeline-split --dist-verify-comm -o /dev/null
+
+// Propagation: the block's hidden state, q/k after rope, attention's out and
+// lse all carry cp on the sequence dim.
+// PROP-LABEL: func.func private @llama_block_fwd(
+// PROP-SAME: tensor<4x8x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {cp}, {}]>, tfm.role = "hidden"}
+// PROP: tfm.rope {{.*}}dist.sharding = #dist.sharding<@mesh, [{}, {cp}, {}, {}]>
+// PROP: tfm.attention {{.*}}{causal, dist.sharding = [#dist.sharding<@mesh, [{}, {cp}, {}, {}]>, #dist.sharding<@mesh, [{}, {}, {cp}]>]
+// PROP-LABEL: func.func private @llama_block_bwd(
+// PROP: tfm.attention_grad {{.*}}dist.sharding = [#dist.sharding<@mesh, [{}, {cp}, {}, {}]>, #dist.sharding<@mesh, [{}, {cp}, {}, {}]>, #dist.sharding<@mesh, [{}, {cp}, {}, {}]>]
+// PROP-LABEL: func.func @train_step(
+// PROP-SAME: tensor<4x8xi32> {dist.sharding = #dist.sharding<@mesh, [{}, {cp}]>, tfm.input = "tokens"}
+// PROP-SAME: tensor<4x8xi32> {dist.sharding = #dist.sharding<@mesh, [{}, {cp}]>, tfm.input = "labels"}
+
+// The ring, forward: rank r's queries against the K/V chunk r - t at step t
+// (the chunk index is this rank's dist.axis_index over cp; which blocks are
+// skipped above the causal diagonal is decided by the kernel from it at run
+// time), K and V shifted one step along the ring before each later step,
+// each block merged by log-sum-exp.
+// RING-LABEL: func.func private @llama_block_fwd(
+// RING-SAME: tensor<4x2x64xf32>
+// RING: %[[S:.*]] = dist.axis_index on @mesh axes = [cp] : tensor<i64>
+// RING: %[[Q:.*]] = tfm.rope_local %{{.*}}, %[[S]] {seq_len = 8 : i64, theta = 1.000000e+04 : f64} : (tensor<4x2x4x16xf32>, tensor<i64>) -> tensor<4x2x4x16xf32>
+// RING: %[[K:.*]] = tfm.rope_local {{.*}} : (tensor<4x2x2x16xf32>, tensor<i64>) -> tensor<4x2x2x16xf32>
+// RING: %[[C:.*]] = dist.axis_index on @mesh axes = [cp]
+// RING: %[[O0:.*]], %[[L0:.*]] = tfm.attention_block %[[Q]], %[[K]], %[[V:.*]], %[[C]] {causal, kv_step = 0 : i64, num_chunks = 4 : i64, scale = 2.500000e-01 : f64}
+// RING: %[[K1:.*]] = dist.ppermute %[[K]] on @mesh axes = [cp] pairs = [0 -> 1, 1 -> 2, 2 -> 3, 3 -> 0] : tensor<4x2x2x16xf32>
+// RING: %[[V1:.*]] = dist.ppermute %[[V]] on @mesh axes = [cp] pairs = [0 -> 1, 1 -> 2, 2 -> 3, 3 -> 0]
+// RING: %[[O1:.*]], %[[L1:.*]] = tfm.attention_block %[[Q]], %[[K1]], %[[V1]], %[[C]] {causal, kv_step = 1 : i64, num_chunks = 4 : i64
+// RING: tfm.attention_merge %[[O0]], %[[L0]], %[[O1]], %[[L1]] : (tensor<4x2x4x16xf32>, tensor<4x4x2xf32>, tensor<4x2x4x16xf32>, tensor<4x4x2xf32>)
+// RING: tfm.attention_block {{.*}}kv_step = 2 : i64
+// RING: tfm.attention_merge
+// RING: tfm.attention_block {{.*}}kv_step = 3 : i64
+// RING: tfm.attention_merge
+// RING-NOT: tfm.attention_block
+// RING: return
+// Backward: the K/V chunks travel again, and the dK/dV accumulators travel
+// with them; dQ sums locally; one last shift brings dK/dV home.
+// RING-LABEL: func.func private @llama_block_bwd(
+// RING: %[[DQ0:[^,]*]], %[[DK0:[^,]*]], %[[DV0:[^ ]*]] = tfm.attention_block_grad {{.*}}{causal, kv_step = 0 : i64, num_chunks = 4 : i64
+// RING: dist.ppermute
+// RING: dist.ppermute
+// RING: %[[DK1:.*]] = dist.ppermute %[[DK0]] on @mesh axes = [cp]
+// RING: %[[DV1:.*]] = dist.ppermute %[[DV0]] on @mesh axes = [cp]
+// RING: %[[DQ1:[^,]*]], %[[DKB:[^,]*]], %[[DVB:[^ ]*]] = tfm.attention_block_grad {{.*}}kv_step = 1 : i64
+// RING: tfm.add %[[DQ0]], %[[DQ1]]
+// RING: tfm.add %[[DK1]], %[[DKB]]
+// RING: tfm.add %[[DV1]], %[[DVB]]
+// RING: tfm.attention_block_grad {{.*}}kv_step = 2 : i64
+// RING: tfm.attention_block_grad {{.*}}kv_step = 3 : i64
+// RING: tfm.add
+// RING: %[[DKL:.*]] = tfm.add
+// RING: %[[DVL:.*]] = tfm.add
+// RING: %[[DKH:.*]] = dist.ppermute %[[DKL]]
+// RING: dist.ppermute %[[DVL]]
+// RING: tfm.rope_local_grad %[[DKH]]
+// RING: return
+
+// Per layer: 2 (cp - 1) ppermutes forward (K, V), 2 (cp - 1) + 2 cp
+// backward (K, V again, and dK, dV); cp blocks each way, cp - 1 merges; no
+// gather of the sequence anywhere in the block.
+// COUNT-LABEL: func.func private @llama_block_fwd(
+// COUNT-COUNT-6: dist.ppermute
+// COUNT-NOT: dist.ppermute
+// COUNT-NOT: dist.all_gather
+// COUNT: return
+// COUNT-LABEL: func.func private @llama_block_bwd(
+// COUNT-COUNT-14: dist.ppermute
+// COUNT-NOT: dist.ppermute
+// COUNT-NOT: dist.all_gather
+// COUNT: return
+
+// EXPLAIN: plan: dp=1,cp=4,tp=1
+// EXPLAIN: mesh: [cp=4], world size 4
+// EXPLAIN: CP      cp=4  sequence: tokens dim 1 (4x8 -> 4x2), labels dim 1 (4x8 -> 4x2) (contiguous chunks); activations follow the sequence; attention: ring attention, per layer 2(cp-1) = 6 K/V ppermutes forward, 2(cp-1) + 2cp = 14 K/V and dK/dV ppermutes backward (80 per step)
+// EXPLAIN: CP ring         ppermute        cp         80
+// EXPLAIN: llama_block_fwd (called 4x): ppermute[cp] x6
+// EXPLAIN: llama_block_bwd (called 4x): ppermute[cp] x14
+
+// CPSP-COUNT-2: dist.sharding_constraint %{{.*}} to <@mesh, [{dp}, {cp, tp}, {}]> : tensor<4x8x64xf32>
