@@ -80,7 +80,9 @@ plan_sweep() {
     why="PLAN_SWEEP=0"
   elif [[ -z $mpirun || ! -x $mpirun ]]; then
     why="no mpirun (OpenMPI) found"
-  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep -q 'libmpi'; then
+  # (grep without -q: under pipefail an early exit of grep -q kills ldd with
+  # SIGPIPE, which would read as "built without MPI")
+  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep 'libmpi' >/dev/null; then
     why="shard-run was built without MPI"
   fi
   if [[ -n $why ]]; then
@@ -143,7 +145,7 @@ auto_plan_check() {
     why="AUTO_PLAN_CHECK=0"
   elif [[ -z $mpirun || ! -x $mpirun ]]; then
     why="no mpirun (OpenMPI) found"
-  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep -q 'libmpi'; then
+  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep 'libmpi' >/dev/null; then
     why="shard-run was built without MPI"
   fi
   if [[ -n $why ]]; then

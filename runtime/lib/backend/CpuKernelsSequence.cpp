@@ -184,36 +184,7 @@ BoundKernel withAttentionTypes(const KernelSignature &sig, DType q, DType lse,
            std::string(dtypeName(lse)));
 }
 
-BoundKernel bindAttention(const KernelSignature &sig) {
-  AttentionDims d = checkAttention(sig);
-  AttentionShape s = attentionShape(d);
-  return withAttentionTypes(
-      sig, sig.args[0].dtype, d.lseType, [=](auto t, auto l) -> BoundKernel {
-        using T = decltype(t);
-        using L = decltype(l);
-        return [=](void *const *p) {
-          attention<T, L>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]),
-                          out<L>(p[4]), s);
-        };
-      });
-}
-
-BoundKernel bindAttentionGrad(const KernelSignature &sig) {
-  AttentionDims d = checkAttentionGrad(sig);
-  AttentionShape s = attentionShape(d);
-  return withAttentionTypes(
-      sig, sig.args[1].dtype, d.lseType, [=](auto t, auto l) -> BoundKernel {
-        using T = decltype(t);
-        using L = decltype(l);
-        return [=](void *const *p) {
-          attentionGrad<T, L>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]),
-                              in<T>(p[3]), in<T>(p[4]), in<L>(p[5]),
-                              out<T>(p[6]), out<T>(p[7]), out<T>(p[8]), s);
-        };
-      });
-}
-
-/// attention_block(_grad): the shape with the offsets of the chunk index
+/// The shape of attention_block(_grad) with the offsets of the chunk index
 /// operand `p[chunk]`, read when the kernel runs.
 AttentionShape blockShape(const AttentionDims &d, void *chunk) {
   AttentionShape s = attentionShape(d);
@@ -223,21 +194,30 @@ AttentionShape blockShape(const AttentionDims &d, void *chunk) {
   return s;
 }
 
-BoundKernel bindAttentionBlock(const KernelSignature &sig) {
-  AttentionDims d = checkAttentionBlock(sig);
+/// attention / attention_block (`Block`: operand 3 is the chunk index and
+/// the results follow it).
+template <bool Block> BoundKernel bindAttention(const KernelSignature &sig) {
+  AttentionDims d = Block ? checkAttentionBlock(sig) : checkAttention(sig);
+  constexpr int r = Block ? 4 : 3; // first result
   return withAttentionTypes(
       sig, sig.args[0].dtype, d.lseType, [=](auto t, auto l) -> BoundKernel {
         using T = decltype(t);
         using L = decltype(l);
         return [=](void *const *p) {
-          attention<T, L>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[4]),
-                          out<L>(p[5]), blockShape(d, p[3]));
+          attention<T, L>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[r]),
+                          out<L>(p[r + 1]),
+                          Block ? blockShape(d, p[3]) : attentionShape(d));
         };
       });
 }
 
-BoundKernel bindAttentionBlockGrad(const KernelSignature &sig) {
-  AttentionDims d = checkAttentionBlockGrad(sig);
+/// attention_grad / attention_block_grad (`Block`: operand 6 is the chunk
+/// index and the results follow it).
+template <bool Block>
+BoundKernel bindAttentionGrad(const KernelSignature &sig) {
+  AttentionDims d =
+      Block ? checkAttentionBlockGrad(sig) : checkAttentionGrad(sig);
+  constexpr int r = Block ? 7 : 6; // first result
   return withAttentionTypes(
       sig, sig.args[1].dtype, d.lseType, [=](auto t, auto l) -> BoundKernel {
         using T = decltype(t);
@@ -245,8 +225,8 @@ BoundKernel bindAttentionBlockGrad(const KernelSignature &sig) {
         return [=](void *const *p) {
           attentionGrad<T, L>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]),
                               in<T>(p[3]), in<T>(p[4]), in<L>(p[5]),
-                              out<T>(p[7]), out<T>(p[8]), out<T>(p[9]),
-                              blockShape(d, p[6]));
+                              out<T>(p[r]), out<T>(p[r + 1]), out<T>(p[r + 2]),
+                              Block ? blockShape(d, p[6]) : attentionShape(d));
         };
       });
 }
@@ -373,10 +353,10 @@ void registerSequenceKernels(KernelTable &t) {
   t.add("dropout_grad", bindDropout<true>);
   t.add("dropout_local", bindDropoutLocal<false>);
   t.add("dropout_local_grad", bindDropoutLocal<true>);
-  t.add("attention", bindAttention);
-  t.add("attention_grad", bindAttentionGrad);
-  t.add("attention_block", bindAttentionBlock);
-  t.add("attention_block_grad", bindAttentionBlockGrad);
+  t.add("attention", bindAttention<false>);
+  t.add("attention_grad", bindAttentionGrad<false>);
+  t.add("attention_block", bindAttention<true>);
+  t.add("attention_block_grad", bindAttentionGrad<true>);
   t.add("attention_merge", bindAttentionMerge);
   t.add("cross_entropy", bindCrossEntropy);
   t.add("cross_entropy_grad", bindCrossEntropyGrad);

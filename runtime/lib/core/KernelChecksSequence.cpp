@@ -117,11 +117,22 @@ RopeLocalDims checkRopeLocal(const KernelSignature &sig, bool grad) {
   return s;
 }
 
+namespace {
+
+/// A block index read at run time (`dist.axis_index` over the sequence's
+/// axes) must name one of the `count` blocks.
+void checkBlockIndex(const char *op, const char *what, int64_t index,
+                     int64_t count) {
+  if (index < 0 || index >= count)
+    throw std::runtime_error(std::string(op) + ": " + what + " index " +
+                             std::to_string(index) + " is outside 0.." +
+                             std::to_string(count - 1));
+}
+
+} // namespace
+
 int64_t ropeLocalOffset(const RopeLocalDims &d, int64_t shard) {
-  if (shard < 0 || shard >= d.numShards)
-    throw std::runtime_error("rope_local: shard index " +
-                             std::to_string(shard) + " is outside 0.." +
-                             std::to_string(d.numShards - 1));
+  checkBlockIndex("rope_local", "shard", shard, d.numShards);
   return shard * d.rope.seq;
 }
 
@@ -247,10 +258,7 @@ void checkBlock(const KernelSignature &sig, AttentionDims &s, size_t chunk) {
 } // namespace
 
 AttentionDims checkAttentionBlock(const KernelSignature &sig) {
-  const TensorType &lse = sig.results[1];
-  AttentionDims s = attentionDims(sig, 0, lse);
-  expectType(sig, sig.results[0], sig.args[0], "out");
-  expectLse(sig, lse, s);
+  AttentionDims s = checkAttention(sig);
   checkBlock(sig, s, 3);
   return s;
 }
@@ -262,10 +270,7 @@ AttentionDims checkAttentionBlockGrad(const KernelSignature &sig) {
 }
 
 BlockOffsets attentionBlockOffsets(const AttentionDims &d, int64_t chunk) {
-  if (chunk < 0 || chunk >= d.numChunks)
-    throw std::runtime_error("attention_block: chunk index " +
-                             std::to_string(chunk) + " is outside 0.." +
-                             std::to_string(d.numChunks - 1));
+  checkBlockIndex("attention_block", "chunk", chunk, d.numChunks);
   int64_t kvChunk =
       ((chunk - d.kvStep) % d.numChunks + d.numChunks) % d.numChunks;
   return {chunk * d.seqQ, kvChunk * d.seqK};

@@ -35,17 +35,22 @@
 // The ring, forward: rank r's queries against the K/V chunk r - t at step t
 // (the chunk index is this rank's dist.axis_index over cp; which blocks are
 // skipped above the causal diagonal is decided by the kernel from it at run
-// time), K and V shifted one step along the ring before each later step,
-// each block merged by log-sum-exp.
+// time). The exchange of K and V for step t + 1 is started before step t's
+// block and waited for after it (overlap); each block is merged by
+// log-sum-exp.
 // RING-LABEL: func.func private @llama_block_fwd(
 // RING-SAME: tensor<4x2x64xf32>
 // RING: %[[S:.*]] = dist.axis_index on @mesh axes = [cp] : tensor<i64>
 // RING: %[[Q:.*]] = tfm.rope_local %{{.*}}, %[[S]] {seq_len = 8 : i64, theta = 1.000000e+04 : f64} : (tensor<4x2x4x16xf32>, tensor<i64>) -> tensor<4x2x4x16xf32>
 // RING: %[[K:.*]] = tfm.rope_local {{.*}} : (tensor<4x2x2x16xf32>, tensor<i64>) -> tensor<4x2x2x16xf32>
 // RING: %[[C:.*]] = dist.axis_index on @mesh axes = [cp]
-// RING: %[[O0:.*]], %[[L0:.*]] = tfm.attention_block %[[Q]], %[[K]], %[[V:.*]], %[[C]] {causal, kv_step = 0 : i64, num_chunks = 4 : i64, scale = 2.500000e-01 : f64}
-// RING: %[[K1:.*]] = dist.ppermute %[[K]] on @mesh axes = [cp] pairs = [0 -> 1, 1 -> 2, 2 -> 3, 3 -> 0] : tensor<4x2x2x16xf32>
-// RING: %[[V1:.*]] = dist.ppermute %[[V]] on @mesh axes = [cp] pairs = [0 -> 1, 1 -> 2, 2 -> 3, 3 -> 0]
+// RING: %[[HK:.*]] = dist.ppermute_start %[[K]] on @mesh axes = [cp] pairs = [0 -> 1, 1 -> 2, 2 -> 3, 3 -> 0] : tensor<4x2x2x16xf32> -> !dist.async<tensor<4x2x2x16xf32>>
+// RING: %[[HV:.*]] = dist.ppermute_start %[[V:[^ ]*]] on @mesh axes = [cp] pairs = [0 -> 1, 1 -> 2, 2 -> 3, 3 -> 0]
+// RING: %[[O0:.*]], %[[L0:.*]] = tfm.attention_block %[[Q]], %[[K]], %[[V]], %[[C]] {causal, kv_step = 0 : i64, num_chunks = 4 : i64, scale = 2.500000e-01 : f64}
+// RING: %[[K1:.*]] = dist.wait %[[HK]]
+// RING: %[[V1:.*]] = dist.wait %[[HV]]
+// RING: dist.ppermute_start %[[K1]]
+// RING: dist.ppermute_start %[[V1]]
 // RING: %[[O1:.*]], %[[L1:.*]] = tfm.attention_block %[[Q]], %[[K1]], %[[V1]], %[[C]] {causal, kv_step = 1 : i64, num_chunks = 4 : i64
 // RING: tfm.attention_merge %[[O0]], %[[L0]], %[[O1]], %[[L1]] : (tensor<4x2x4x16xf32>, tensor<4x4x2xf32>, tensor<4x2x4x16xf32>, tensor<4x4x2xf32>)
 // RING: tfm.attention_block {{.*}}kv_step = 2 : i64
@@ -55,40 +60,55 @@
 // RING-NOT: tfm.attention_block
 // RING: return
 // Backward: the K/V chunks travel again, and the dK/dV accumulators travel
-// with them; dQ sums locally; one last shift brings dK/dV home.
+// with them (each rank adds its part to the visiting chunk's and passes it
+// on); dQ sums locally; the accumulators sent at the last step arrive home.
 // RING-LABEL: func.func private @llama_block_bwd(
 // RING: %[[DQ0:[^,]*]], %[[DK0:[^,]*]], %[[DV0:[^ ]*]] = tfm.attention_block_grad {{.*}}{causal, kv_step = 0 : i64, num_chunks = 4 : i64
-// RING: dist.ppermute
-// RING: dist.ppermute
-// RING: %[[DK1:.*]] = dist.ppermute %[[DK0]] on @mesh axes = [cp]
-// RING: %[[DV1:.*]] = dist.ppermute %[[DV0]] on @mesh axes = [cp]
+// RING: %[[SK0:.*]] = dist.ppermute_start %[[DK0]] on @mesh axes = [cp]
+// RING: %[[SV0:.*]] = dist.ppermute_start %[[DV0]] on @mesh axes = [cp]
 // RING: %[[DQ1:[^,]*]], %[[DKB:[^,]*]], %[[DVB:[^ ]*]] = tfm.attention_block_grad {{.*}}kv_step = 1 : i64
 // RING: tfm.add %[[DQ0]], %[[DQ1]]
-// RING: tfm.add %[[DK1]], %[[DKB]]
-// RING: tfm.add %[[DV1]], %[[DVB]]
+// RING: %[[RK:.*]] = dist.wait %[[SK0]]
+// RING: %[[AK:.*]] = tfm.add %[[RK]], %[[DKB]]
+// RING: %[[RV:.*]] = dist.wait %[[SV0]]
+// RING: tfm.add %[[RV]], %[[DVB]]
+// RING: dist.ppermute_start %[[AK]]
 // RING: tfm.attention_block_grad {{.*}}kv_step = 2 : i64
 // RING: tfm.attention_block_grad {{.*}}kv_step = 3 : i64
 // RING: tfm.add
-// RING: %[[DKL:.*]] = tfm.add
-// RING: %[[DVL:.*]] = tfm.add
-// RING: %[[DKH:.*]] = dist.ppermute %[[DKL]]
-// RING: dist.ppermute %[[DVL]]
+// RING: dist.wait
+// RING: %[[AKL:.*]] = tfm.add
+// RING: dist.wait
+// RING: tfm.add
+// RING: %[[SKL:.*]] = dist.ppermute_start %[[AKL]]
+// RING: %[[SVL:.*]] = dist.ppermute_start
+// RING: %[[DKH:.*]] = dist.wait %[[SKL]]
+// RING: dist.wait %[[SVL]]
 // RING: tfm.rope_local_grad %[[DKH]]
 // RING: return
 
 // Per layer: 2 (cp - 1) ppermutes forward (K, V), 2 (cp - 1) + 2 cp
-// backward (K, V again, and dK, dV); cp blocks each way, cp - 1 merges; no
-// gather of the sequence anywhere in the block.
+// backward (K, V again, and dK, dV), each waited for once; cp blocks each
+// way, cp - 1 merges; no gather of the sequence anywhere in the block.
 // COUNT-LABEL: func.func private @llama_block_fwd(
-// COUNT-COUNT-6: dist.ppermute
+// COUNT-COUNT-6: dist.ppermute_start
 // COUNT-NOT: dist.ppermute
 // COUNT-NOT: dist.all_gather
 // COUNT: return
 // COUNT-LABEL: func.func private @llama_block_bwd(
-// COUNT-COUNT-14: dist.ppermute
+// COUNT-COUNT-14: dist.ppermute_start
 // COUNT-NOT: dist.ppermute
 // COUNT-NOT: dist.all_gather
 // COUNT: return
+// RUN: FileCheck %s --check-prefix=WAITS < %t.part.mlir
+// WAITS-LABEL: func.func private @llama_block_fwd(
+// WAITS-COUNT-6: dist.wait
+// WAITS-NOT: dist.wait
+// WAITS: return
+// WAITS-LABEL: func.func private @llama_block_bwd(
+// WAITS-COUNT-14: dist.wait
+// WAITS-NOT: dist.wait
+// WAITS: return
 
 // EXPLAIN: plan: dp=1,cp=4,tp=1
 // EXPLAIN: mesh: [cp=4], world size 4

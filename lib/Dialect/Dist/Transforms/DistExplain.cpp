@@ -748,16 +748,22 @@ void Explainer::deriveStrategies() {
                                             : "cp=" + std::to_string(cp))
                                   : "dp=" + std::to_string(dp);
 
-  if (dp > 1) {
+  // "tokens dim 0 (16x64 -> 8x64), ...": the inputs split on `axis`.
+  auto splitInputs = [&](StringRef axis) {
     SmallVector<std::string> parts;
     for (const Slot &s : r.inputs) {
       unsigned dim;
-      if (!usesAxis(s.dimAxes, "dp", &dim))
+      if (!usesAxis(s.dimAxes, axis, &dim))
         continue;
       parts.push_back(s.role + " dim " + std::to_string(dim) + " (" +
                       formatShape(s.globalShape) + " -> " +
                       formatShape(s.localShape) + ")");
     }
+    return parts;
+  };
+
+  if (dp > 1) {
+    SmallVector<std::string> parts = splitInputs("dp");
     std::string text = parts.empty() ? std::string("no input split on dp")
                                      : "batch: " + llvm::join(parts, ", ");
     text += "; activations follow the batch; gradients are summed over " +
@@ -766,15 +772,7 @@ void Explainer::deriveStrategies() {
   }
 
   if (cp > 1) {
-    SmallVector<std::string> parts;
-    for (const Slot &s : r.inputs) {
-      unsigned dim;
-      if (!usesAxis(s.dimAxes, "cp", &dim))
-        continue;
-      parts.push_back(s.role + " dim " + std::to_string(dim) + " (" +
-                      formatShape(s.globalShape) + " -> " +
-                      formatShape(s.localShape) + ")");
-    }
+    SmallVector<std::string> parts = splitInputs("cp");
     int64_t ring = 0;
     for (auto &[key, row] : r.rows)
       if (std::get<1>(key) == "CP ring")

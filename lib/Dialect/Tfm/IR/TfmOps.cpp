@@ -745,9 +745,14 @@ AttentionOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
                           adaptor.getScale().convertToDouble(), resultTypes);
 }
 
-LogicalResult
-AttentionGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                    SmallVectorImpl<Type> &resultTypes) {
+namespace {
+
+/// attention_grad and attention_block_grad: the forward's rules, `dout` and
+/// `out` of q's type, `lse` the forward's; results (dq, dk, dv) of the types
+/// of (q, k, v).
+template <typename Adaptor>
+LogicalResult computeAttentionGrad(EmitErrorFn emitError, Adaptor adaptor,
+                                   SmallVectorImpl<Type> &resultTypes) {
   SmallVector<Type, 2> forward;
   if (failed(computeAttention(emitError, adaptor.getQ(), adaptor.getK(),
                               adaptor.getV(), adaptor.getCausal(),
@@ -762,6 +767,14 @@ AttentionGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
   resultTypes.append({adaptor.getQ().getType(), adaptor.getK().getType(),
                       adaptor.getV().getType()});
   return success();
+}
+
+} // namespace
+
+LogicalResult
+AttentionGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                    SmallVectorImpl<Type> &resultTypes) {
+  return computeAttentionGrad(emitError, adaptor, resultTypes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -804,23 +817,11 @@ AttentionBlockOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
 LogicalResult
 AttentionBlockGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
                                          SmallVectorImpl<Type> &resultTypes) {
-  SmallVector<Type, 2> forward;
   if (failed(checkRingBlock(emitError, adaptor.getQ(), adaptor.getK(),
                             adaptor.getKvStepAttr().getInt(),
-                            adaptor.getNumChunksAttr().getInt())) ||
-      failed(computeAttention(emitError, adaptor.getQ(), adaptor.getK(),
-                              adaptor.getV(), adaptor.getCausal(),
-                              adaptor.getScale().convertToDouble(), forward)) ||
-      failed(checkType(emitError, "dout", adaptor.getDout().getType(),
-                       forward[0], "type of q")) ||
-      failed(checkType(emitError, "out", adaptor.getOut().getType(), forward[0],
-                       "type of q")) ||
-      failed(checkType(emitError, "lse", adaptor.getLse().getType(), forward[1],
-                       "[B, N, Sq] f32")))
+                            adaptor.getNumChunksAttr().getInt())))
     return failure();
-  resultTypes.append({adaptor.getQ().getType(), adaptor.getK().getType(),
-                      adaptor.getV().getType()});
-  return success();
+  return computeAttentionGrad(emitError, adaptor, resultTypes);
 }
 
 LogicalResult

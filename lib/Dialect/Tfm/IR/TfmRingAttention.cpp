@@ -11,15 +11,19 @@
 //   r - t (the causal mask on global positions: the diagonal block at t = 0
 //   is causal, earlier chunks are full, later chunks are skipped at run
 //   time) and merges it into the running result with `tfm.attention_merge`
-//   (log-sum-exp, §2.1). Per layer: 2 (c - 1) ppermutes, c blocks,
-//   c - 1 merges.
+//   (log-sum-exp, §2.1). The exchange for step t + 1 is started
+//   (`dist.ppermute_start`) before step t's block and waited for after it,
+//   so that it overlaps the block. Per layer: 2 (c - 1) ppermutes, c
+//   blocks, c - 1 merges.
 // * tfm.attention_grad: the ring again (FlashAttention-2's backward is
 //   block-decomposable with the final out and lse): the key/value chunks
 //   travel as in the forward, and the dK/dV accumulators travel with them,
 //   each rank adding its queries' contribution to the visiting chunk
-//   (`tfm.attention_block_grad`); one last shift brings every accumulator
-//   home. dQ accumulates locally. Per layer: 2 (c - 1) ppermutes of K/V
-//   and 2 c of dK/dV (the volume of algorithms.md §2.7), c blocks.
+//   (`tfm.attention_block_grad`) and passing it on, so that the
+//   accumulators sent at the last step arrive home. dQ accumulates locally.
+//   Each exchange is started before the next block and waited for after
+//   it. Per layer: 2 (c - 1) ppermutes of K/V and 2 c of dK/dV (the volume
+//   of algorithms.md §2.7), c blocks.
 // * tfm.rope / tfm.rope_grad with the sequence sharded: `tfm.rope_local` /
 //   `tfm.rope_local_grad` with this rank's chunk index, so that each
 //   position is rotated by its global angle; no communication.
@@ -51,14 +55,20 @@ struct Ring {
   Value chunk;
   FlatSymbolRefAttr mesh;
 
-  /// `value` shifted one step along the ring (rank r receives rank r - 1's).
-  Value shift(OpBuilder &b, Location loc, Value value) const {
+  /// Starts shifting `value` one step along the ring (rank r receives rank
+  /// r - 1's); `finish` waits for it. The ring's compute runs in between
+  /// (algorithms.md §2.2: post the exchange, compute the block, wait).
+  Value start(OpBuilder &b, Location loc, Value value) const {
     SmallVector<int64_t> pairs;
     for (int64_t r = 0; r < size; ++r)
       pairs.append({r, (r + 1) % size});
-    return dist::PpermuteOp::create(b, loc, value.getType(), value, mesh,
-                                    axesAttr(b.getContext(), axes),
-                                    b.getDenseI64ArrayAttr(pairs));
+    auto type = cast<RankedTensorType>(value.getType());
+    return dist::PpermuteStartOp::create(
+        b, loc, dist::AsyncType::get(b.getContext(), type), value, mesh,
+        axesAttr(b.getContext(), axes), b.getDenseI64ArrayAttr(pairs));
+  }
+  static Value finish(OpBuilder &b, Location loc, Value handle) {
+    return dist::WaitOp::create(b, loc, handle).getResult();
   }
 };
 
@@ -127,19 +137,27 @@ struct AttentionRingPartition
       return failure();
     bool causal = attn.getCausal();
     double scale = attn.getScale().convertToDouble();
-    auto step0 = AttentionBlockOp::create(b, loc, *q, *k, *v, ring.chunk,
-                                          causal, scale, 0, ring.size);
-    Value out = step0.getOut(), lse = step0.getLse();
-    Value kt = *k, vt = *v;
-    for (int64_t t = 1; t < ring.size; ++t) {
-      kt = ring.shift(b, loc, kt);
-      vt = ring.shift(b, loc, vt);
+    Value out, lse, kt = *k, vt = *v;
+    for (int64_t t = 0; t < ring.size; ++t) {
+      // Post the exchange of the chunk for step t + 1, compute step t.
+      bool more = t + 1 < ring.size;
+      Value nextK = more ? ring.start(b, loc, kt) : Value();
+      Value nextV = more ? ring.start(b, loc, vt) : Value();
       auto block = AttentionBlockOp::create(b, loc, *q, kt, vt, ring.chunk,
                                             causal, scale, t, ring.size);
-      auto merged = AttentionMergeOp::create(b, loc, out, lse, block.getOut(),
-                                             block.getLse());
-      out = merged.getOut();
-      lse = merged.getLse();
+      if (t == 0) {
+        out = block.getOut();
+        lse = block.getLse();
+      } else {
+        auto merged = AttentionMergeOp::create(b, loc, out, lse, block.getOut(),
+                                               block.getLse());
+        out = merged.getOut();
+        lse = merged.getLse();
+      }
+      if (more) {
+        kt = Ring::finish(b, loc, nextK);
+        vt = Ring::finish(b, loc, nextV);
+      }
     }
     ctx.setResult(0, out, tensor);
     ctx.setResult(1, lse, layout.lse(mesh));
@@ -174,29 +192,33 @@ struct AttentionGradRingPartition
     bool causal = grad.getCausal();
     double scale = grad.getScale().convertToDouble();
     Value kt = locals[2], vt = locals[3];
-    auto step0 =
-        AttentionBlockGradOp::create(b, loc, dout, q, kt, vt, out, lse,
-                                     ring.chunk, causal, scale, 0, ring.size);
-    Value dq = step0.getDq(), dk = step0.getDk(), dv = step0.getDv();
-    for (int64_t t = 1; t < ring.size; ++t) {
-      kt = ring.shift(b, loc, kt);
-      vt = ring.shift(b, loc, vt);
-      // The accumulators of the chunk that arrives travel with it.
-      dk = ring.shift(b, loc, dk);
-      dv = ring.shift(b, loc, dv);
+    Value dq, sentK, sentV; // the dK/dV accumulators in flight
+    for (int64_t t = 0; t < ring.size; ++t) {
+      bool more = t + 1 < ring.size;
+      Value nextK = more ? ring.start(b, loc, kt) : Value();
+      Value nextV = more ? ring.start(b, loc, vt) : Value();
       auto block =
           AttentionBlockGradOp::create(b, loc, dout, q, kt, vt, out, lse,
                                        ring.chunk, causal, scale, t, ring.size);
-      dq = AddOp::create(b, loc, dq, block.getDq());
-      dk = AddOp::create(b, loc, dk, block.getDk());
-      dv = AddOp::create(b, loc, dv, block.getDv());
+      dq = t == 0 ? block.getDq()
+                  : AddOp::create(b, loc, dq, block.getDq()).getResult();
+      // The accumulators of the visiting chunk arrive from the predecessor
+      // (which added its queries' part): add this rank's part, pass them on.
+      Value dk = block.getDk(), dv = block.getDv();
+      if (t > 0) {
+        dk = AddOp::create(b, loc, Ring::finish(b, loc, sentK), dk);
+        dv = AddOp::create(b, loc, Ring::finish(b, loc, sentV), dv);
+      }
+      sentK = ring.start(b, loc, dk);
+      sentV = ring.start(b, loc, dv);
+      if (more) {
+        kt = Ring::finish(b, loc, nextK);
+        vt = Ring::finish(b, loc, nextV);
+      }
     }
-    // After step c - 1 rank r holds the accumulators of chunk r + 1: one
-    // more shift brings each home.
-    if (ring.size > 1) {
-      dk = ring.shift(b, loc, dk);
-      dv = ring.shift(b, loc, dv);
-    }
+    // At step c - 1 rank r passed on the accumulators of chunk r + 1 (to
+    // rank r + 1): each rank receives those of its own chunk.
+    Value dk = Ring::finish(b, loc, sentK), dv = Ring::finish(b, loc, sentV);
     ctx.setResult(0, dq, tensor);
     ctx.setResult(1, dk, tensor);
     ctx.setResult(2, dv, tensor);

@@ -1068,7 +1068,8 @@ def Tfm_RingAttentionGroup : OpDocGroup {
     each rank of the ring holds the queries of chunk `chunk` and, at ring
     step `kv_step`, the keys and values of chunk
     `(chunk - kv_step) mod num_chunks` (received from its predecessor with
-    `dist.ppermute`). The causal mask compares global positions, so a block
+    `dist.ppermute_start` / `dist.wait` around the previous step's block,
+    so that the exchange overlaps it). The causal mask compares global positions, so a block
     whose keys all follow its queries is skipped at run time (out 0, lse
     -inf), the diagonal block is causal and the others are full.
   }];
