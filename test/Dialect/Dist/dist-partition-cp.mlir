@@ -19,6 +19,19 @@
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,cp=2,tp=2,sp=1,zero=1" | FileCheck %s --check-prefix=CPSP
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,cp=2,tp=2,sp=1,zero=1" --dist-propagate --dist-partition --dist-bucket-collectives --dist-verify-comm -o /dev/null
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=pp=2,cp=2" --dist-propagate --dist-partition --dist-pipeline-split --dist-verify-comm -o /dev/null
+//
+// Mixed precision (bf16 compute): the blocks run in bf16, the running output
+// and the travelling dK/dV accumulators stay f32.
+// RUN: %python -m autoshard.models %autoshard_src/configs/models/llama-tiny-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-mixed-precision --tfm-autodiff | shard-opt --dist-apply-plan="plan=cp=2" --dist-propagate --dist-partition | FileCheck %s --check-prefix=BF16
+// BF16-LABEL: func.func private @llama_block_fwd(
+// BF16: %[[O0:[^,]*]], %{{.*}} = tfm.attention_block {{.*}} -> (tensor<4x4x4x16xbf16>, tensor<4x4x4xf32>)
+// BF16: %[[F0:.*]] = tfm.cast %[[O0]] : (tensor<4x4x4x16xbf16>) -> tensor<4x4x4x16xf32>
+// BF16: tfm.attention_merge %[[F0]], {{.*}} : (tensor<4x4x4x16xf32>, tensor<4x4x4xf32>, tensor<4x4x4x16xf32>, tensor<4x4x4xf32>)
+// BF16: tfm.cast {{.*}} : (tensor<4x4x4x16xf32>) -> tensor<4x4x4x16xbf16>
+// BF16-LABEL: func.func private @llama_block_bwd(
+// BF16: dist.ppermute_start {{.*}} : tensor<4x4x2x16xbf16> -> !dist.async<tensor<4x4x2x16xbf16>>
+// BF16: tfm.attention_block_grad
+// BF16: dist.ppermute_start {{.*}} : tensor<4x4x2x16xf32> -> !dist.async<tensor<4x4x2x16xf32>>
 
 // Propagation: the block's hidden state, q/k after rope, attention's out and
 // lse all carry cp on the sequence dim.

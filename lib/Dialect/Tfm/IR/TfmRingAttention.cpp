@@ -24,6 +24,10 @@
 //   Each exchange is started before the next block and waited for after
 //   it. Per layer: 2 (c - 1) ppermutes of K/V and 2 c of dK/dV (the volume
 //   of algorithms.md §2.7), c blocks.
+// * With a low-precision compute type (tfm-mixed-precision's bf16), the
+//   running output, dQ and the travelling dK/dV accumulators are kept in
+//   f32 (`tfm.cast` of each block's results; §2.1, and §2.7's fp32 dK/dV)
+//   and cast back once at the end.
 // * tfm.rope / tfm.rope_grad with the sequence sharded: `tfm.rope_local` /
 //   `tfm.rope_local_grad` with this rank's chunk index, so that each
 //   position is rotated by its global angle; no communication.
@@ -106,6 +110,24 @@ LogicalResult checkRing(Operation *op, Value q, Value k, const Ring &ring) {
   return success();
 }
 
+/// `value` as f32 (a `tfm.cast` unless it is f32 already): the ring keeps
+/// its running output and its gradient accumulators in f32 whatever the
+/// compute type (algorithms.md §2.1, §2.7), so that low-precision blocks do
+/// not compound their rounding over the steps.
+Value toF32(OpBuilder &b, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getElementType().isF32())
+    return value;
+  return CastOp::create(b, loc, type.clone(b.getF32Type()), value);
+}
+
+/// `value` back in the element type of `like`.
+Value castLike(OpBuilder &b, Location loc, Value value, Value like) {
+  if (value.getType() == like.getType())
+    return value;
+  return CastOp::create(b, loc, like.getType(), value);
+}
+
 Ring makeRing(PartitionContext &ctx, Location loc, ArrayRef<StringAttr> seq) {
   Ring ring;
   ring.axes.assign(seq.begin(), seq.end());
@@ -145,11 +167,12 @@ struct AttentionRingPartition
       Value nextV = more ? ring.start(b, loc, vt) : Value();
       auto block = AttentionBlockOp::create(b, loc, *q, kt, vt, ring.chunk,
                                             causal, scale, t, ring.size);
+      Value blockOut = toF32(b, loc, block.getOut());
       if (t == 0) {
-        out = block.getOut();
+        out = blockOut;
         lse = block.getLse();
       } else {
-        auto merged = AttentionMergeOp::create(b, loc, out, lse, block.getOut(),
+        auto merged = AttentionMergeOp::create(b, loc, out, lse, blockOut,
                                                block.getLse());
         out = merged.getOut();
         lse = merged.getLse();
@@ -159,7 +182,7 @@ struct AttentionRingPartition
         vt = Ring::finish(b, loc, nextV);
       }
     }
-    ctx.setResult(0, out, tensor);
+    ctx.setResult(0, castLike(b, loc, out, *q), tensor);
     ctx.setResult(1, lse, layout.lse(mesh));
     return true;
   }
@@ -200,11 +223,12 @@ struct AttentionGradRingPartition
       auto block =
           AttentionBlockGradOp::create(b, loc, dout, q, kt, vt, out, lse,
                                        ring.chunk, causal, scale, t, ring.size);
-      dq = t == 0 ? block.getDq()
-                  : AddOp::create(b, loc, dq, block.getDq()).getResult();
+      Value blockDq = toF32(b, loc, block.getDq());
+      dq = t == 0 ? blockDq : AddOp::create(b, loc, dq, blockDq).getResult();
       // The accumulators of the visiting chunk arrive from the predecessor
       // (which added its queries' part): add this rank's part, pass them on.
-      Value dk = block.getDk(), dv = block.getDv();
+      Value dk = toF32(b, loc, block.getDk()),
+            dv = toF32(b, loc, block.getDv());
       if (t > 0) {
         dk = AddOp::create(b, loc, Ring::finish(b, loc, sentK), dk);
         dv = AddOp::create(b, loc, Ring::finish(b, loc, sentV), dv);
@@ -219,9 +243,9 @@ struct AttentionGradRingPartition
     // At step c - 1 rank r passed on the accumulators of chunk r + 1 (to
     // rank r + 1): each rank receives those of its own chunk.
     Value dk = Ring::finish(b, loc, sentK), dv = Ring::finish(b, loc, sentV);
-    ctx.setResult(0, dq, tensor);
-    ctx.setResult(1, dk, tensor);
-    ctx.setResult(2, dv, tensor);
+    ctx.setResult(0, castLike(b, loc, dq, q), tensor);
+    ctx.setResult(1, castLike(b, loc, dk, locals[2]), tensor);
+    ctx.setResult(2, castLike(b, loc, dv, locals[3]), tensor);
     return true;
   }
 };
