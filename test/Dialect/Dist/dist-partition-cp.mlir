@@ -44,6 +44,10 @@
 // PROP-LABEL: func.func @train_step(
 // PROP-SAME: tensor<4x8xi32> {dist.sharding = #dist.sharding<@mesh, [{}, {cp}]>, tfm.input = "tokens"}
 // PROP-SAME: tensor<4x8xi32> {dist.sharding = #dist.sharding<@mesh, [{}, {cp}]>, tfm.input = "labels"}
+// The forward-only entry for sampling keeps whole sequences (the sampler
+// feeds a growing context): every cp rank runs it whole.
+// PROP-LABEL: func.func @logits(
+// PROP-SAME: tensor<4x8xi32> {dist.sharding = #dist.sharding<@mesh, [{}, {}]>, tfm.input = "tokens"}
 
 // The ring, forward: rank r's queries against the K/V chunk r - t at step t
 // (the chunk index is this rank's dist.axis_index over cp; which blocks are

@@ -192,6 +192,13 @@ FailureOr<DimAxes> Seeder::paramSharding(func::FuncOp fn, unsigned index) {
 
 LogicalResult Seeder::seedFunction(func::FuncOp fn) {
   StringRef attrName = DistDialect::getShardingAttrName();
+  // The forward-only entry that returns logits (sampling) takes whole
+  // sequences: the sampler feeds a growing context, so under CP each cp rank
+  // runs it on the whole sequence (no ring); the training entries split it.
+  bool wholeSequences = false;
+  for (unsigned r = 0, e = fn.getNumResults(); r < e; ++r)
+    wholeSequences |=
+        getStrAttr(fn.getResultAttrDict(r), "tfm.output") == "logits";
   // Parameters first, so that states can copy their parameter's sharding.
   SmallVector<std::pair<unsigned, DimAxes>> seeds;
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
@@ -232,7 +239,7 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
       dims[0].push_back("dp");
     }
     if ((input == "tokens" || input == "labels") && type.getRank() >= 2 &&
-        plan.cp > 1) {
+        plan.cp > 1 && !wholeSequences) {
       // CP: the sequence dim, contiguous chunks (rank i of cp holds
       // positions [i S/cp, (i+1) S/cp)).
       if (type.getDimSize(1) % plan.cp != 0)

@@ -47,7 +47,9 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
 
     * inputs `tokens`, `labels` `[B, S]`: `[{dp}, {cp}~]` (the sequence must
       be divisible by `cp`: rank `i` of `cp` holds positions
-      `[i S/cp, (i+1) S/cp)`); other inputs and the scalar outputs (loss,
+      `[i S/cp, (i+1) S/cp)`; the forward-only entry that returns
+      `logits`, which the sampler feeds a growing context, keeps whole
+      sequences: `[{dp}, {}~]`); other inputs and the scalar outputs (loss,
       grad norm) replicated. Context parallelism follows from propagation:
       every activation carries `cp` on its sequence dim, rope / position
       embedding / dropout use global positions, the loss is a mean over the
