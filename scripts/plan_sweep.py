@@ -53,8 +53,10 @@ def world_size(plan: str) -> int:
 
 
 def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1, pp: int = 1,
-             schedule: str = "1f1b") -> str:
+             schedule: str = "1f1b", cp: int = 1) -> str:
     parts = ([f"pp={pp}"] if pp > 1 else []) + [f"dp={dp}"]
+    if cp > 1:
+        parts.append(f"cp={cp}")
     if tp > 1:
         parts.append(f"tp={tp}")
     if sp:
@@ -75,8 +77,8 @@ def divisors(n: int) -> List[int]:
 
 
 def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[int] = [1],
-                schedules: List[str] = ["1f1b"]) -> List[str]:
-    """Every valid pp x dp x tp x sp x zero (x mb x schedule) plan for these world sizes.
+                schedules: List[str] = ["1f1b"], cps: List[int] = [1]) -> List[str]:
+    """Every valid pp x dp x cp x tp x sp x zero (x mb x schedule) plan for these world sizes.
 
     pp must divide the world and pp x vpp not exceed the layers; the schedule
     matters only with pp > 1 (interleaved also needs mb a multiple of pp,
@@ -85,28 +87,30 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
     tp must divide the heads (q and kv), the FFN width, the padded vocabulary;
     sp needs tp > 1 and tp dividing the sequence; dp x mb must divide the
     batch; zero > 0 only with dp > 1 (with dp = 1 it is accepted and changes
-    nothing).
+    nothing). cp (context parallelism, contiguous chunks) must divide the
+    sequence, and cp x tp too with sp; zero is then accepted with dp x cp > 1
+    (ZeRO shards over dp x cp).
     """
     plans = []
-    for w, pp in itertools.product(worlds, pps):
-        if w % pp or pp > model["num_layers"]:
+    for w, pp, cp in itertools.product(worlds, pps, cps):
+        if w % (pp * cp) or pp > model["num_layers"] or model["seq_len"] % cp:
             continue
-        for tp in divisors(w // pp):
-            dp = w // pp // tp
+        for tp in divisors(w // pp // cp):
+            dp = w // pp // cp // tp
             if any(model[k] % tp for k in ("num_heads", "num_kv_heads", "ffn_hidden_size",
                                            "padded_vocab_size")):
                 continue
             for mb in mbs:
                 if model["batch"] % (dp * mb):
                     continue
-                for sp in ((0, 1) if tp > 1 and model["seq_len"] % tp == 0 else (0,)):
-                    for zero in (range(4) if dp > 1 else (0,)):
+                for sp in ((0, 1) if tp > 1 and model["seq_len"] % (cp * tp) == 0 else (0,)):
+                    for zero in (range(4) if dp * cp > 1 else (0,)):
                         for sched in (schedules if pp > 1 else ["1f1b"]):
                             if pp * SCHEDULE_VPP[sched] > model["num_layers"]:
                                 continue
                             if sched == "interleaved" and mb % pp:
                                 continue
-                            plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched))
+                            plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched, cp))
     return plans
 
 
@@ -355,6 +359,7 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
     heads = model["num_heads"]
     bad_tp = next(t for t in (3, 5, 6, 7, 8, 16) if heads % t)
     bad_dp = next(d for d in (3, 5, 6, 7) if model["batch"] % d)
+    bad_cp = next(c for c in (3, 5, 6, 7) if model["seq_len"] % c)
     wrong_n = good_ranks * 2
     cases = [
         ("foo=1", opt("dp=2,foo=1"), r"unknown key 'foo'"),
@@ -362,6 +367,10 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
         ("dp=0", opt("dp=0"), r"dp must be >= 1, found 0"),
         (f"tp={bad_tp}", opt(f"tp={bad_tp}"), rf"num_heads = {heads} is not divisible by tp"),
         (f"dp={bad_dp}", opt(f"dp={bad_dp}"), r"is not divisible by dp"),
+        (f"cp={bad_cp}", opt(f"cp={bad_cp}"),
+         rf"plan cp={bad_cp}: the sequence dim of input 'tokens' \(size {model['seq_len']}\) "
+         r"is not divisible by cp"),
+        ("cp=0", opt("cp=0"), r"cp must be >= 1, found 0"),
         ("dp=2,sp=1", opt("dp=2,sp=1"), r"sp=1 needs tp > 1"),
         ("tp=2,sp=2", opt("tp=2,sp=2"), r"sp must be 0 or 1, found 2"),
         ("dp=2,zero=4", opt("dp=2,zero=4"), r"zero must be in 0\.\.3, found 4"),
@@ -379,6 +388,10 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
          rf"compiled for {good_ranks} ranks, but -n is {wrong_n}"),
         (f"train.sh --plan dp=2 -n {wrong_n}",
          ["bash", str(ctx.root / "scripts" / "train.sh"), "--plan", "dp=2", "-n", str(wrong_n),
+          "--out", str(ctx.out / "train-invalid")],
+         rf"-n {wrong_n} does not match the plan's world size 2"),
+        (f"train.sh --plan cp=2 -n {wrong_n}",
+         ["bash", str(ctx.root / "scripts" / "train.sh"), "--plan", "cp=2", "-n", str(wrong_n),
           "--out", str(ctx.out / "train-invalid")],
          rf"-n {wrong_n} does not match the plan's world size 2"),
         ("train.sh --schedule-file missing",
@@ -478,6 +491,8 @@ def main() -> int:
                     help="microbatch counts of the -n/--full plans (gradient accumulation; 1)")
     ap.add_argument("--pp", default="1", metavar="P[,P...]",
                     help="pipeline degrees of the -n/--full plans (1; --full: 1,2,4)")
+    ap.add_argument("--cp", default="1", metavar="C[,C...]",
+                    help="context-parallel degrees of the -n/--full plans (1; --full: 1,2,4)")
     ap.add_argument("--schedules", default="1f1b,gpipe",
                     help="pipeline schedules of the -n/--full plans with pp > 1 "
                     f"(or 'all' = {ALL_SCHEDULES}; interleaved, looped-bfs and zb-v "
@@ -549,6 +564,13 @@ def main() -> int:
                                     else "1,2,4").split(",")]
         except ValueError:
             sys.exit(f"plan_sweep: --pp expects P[,P...], found '{args.pp}'")
+        try:
+            cps = [int(x) for x in (args.cp if args.cp != "1" or not args.full
+                                    else "1,2,4").split(",")]
+        except ValueError:
+            sys.exit(f"plan_sweep: --cp expects C[,C...], found '{args.cp}'")
+        if any(c < 1 for c in cps):
+            sys.exit(f"plan_sweep: --cp: degrees must be >= 1, found '{args.cp}'")
         if args.full and args.mb == "1":
             mbs = [1, 2, 4, 8]
         if args.full and args.schedules == "1f1b,gpipe":
@@ -558,7 +580,7 @@ def main() -> int:
         if unknown:
             sys.exit(f"plan_sweep: --schedules: unknown schedule '{unknown[0]}' "
                      f"(known: {ALL_SCHEDULES}, all)")
-        plans = [(p, False) for p in valid_plans(worlds, model, mbs, pps, schedules)]
+        plans = [(p, False) for p in valid_plans(worlds, model, mbs, pps, schedules, cps)]
         marked = {p for p, c in COVERING if c}
         plans = [(p, p in marked) for p, _ in plans]
     else:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Plan sweep (DESIGN.md §6, §12): every plan must train like the 1-rank run.
 #
-#   scripts/plan_sweep.sh [-n N[,N...]] [--mb M[,M...]] [--steps K] [--full]
+#   scripts/plan_sweep.sh [-n N[,N...]] [--mb M[,M...]] [--cp C[,C...]] [--steps K] [--full]
 #                         [--plans "dp=2;dp=2,tp=2,mb=2"]
 #                         [--filter RE] [--exclude RE] [--tol 1e-5] [--batch 16] [--seq 32]
 #                         [--layers N] [--vocab-multiple 64] [--dropout P] [--config FILE]
@@ -27,10 +27,11 @@
 # With --dropout, a plan with mb=M is compared with the 1-rank run with mb=M
 # (each microbatch keys its own dropout masks).
 # Plans: -n N[,N...] every valid dp x tp x sp x zero plan for those world
-# sizes (times each --mb microbatch count: a plan with mb=M compiles the
+# sizes (times each --cp context-parallel degree, default 1; and each --mb
+# microbatch count: a plan with mb=M compiles the
 # model built at batch/M with tfm-autodiff microbatches=M, i.e. gradient
 # accumulation over the same global batch); --full the same for 1, 2, 4 and
-# 8 with pp 1, 2, 4, mb 1, 2, 4, 8 and every schedule (--schedules all:
+# 8 with pp 1, 2, 4, cp 1, 2, 4, mb 1, 2, 4, 8 and every schedule (--schedules all:
 # gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-v; vpp=2 for the three
 # that run several model chunks per rank); default CI's covering set (20
 # plans on 1, 2, 4 and 8 ranks, every pair of dp, tp, sp and ZeRO stage

@@ -80,7 +80,9 @@ plan_sweep() {
     why="PLAN_SWEEP=0"
   elif [[ -z $mpirun || ! -x $mpirun ]]; then
     why="no mpirun (OpenMPI) found"
-  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep -q 'libmpi'; then
+  # (grep without -q: under pipefail an early exit of grep -q kills ldd with
+  # SIGPIPE, which would read as "built without MPI")
+  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep 'libmpi' >/dev/null; then
     why="shard-run was built without MPI"
   fi
   if [[ -n $why ]]; then
@@ -107,6 +109,19 @@ plan_sweep() {
     --config "$ROOT/configs/models/llama-tiny-cpu.json" \
     --plans "tp=2;dp=2,tp=2,zero=1;tp=2,sp=1,dp=2;pp=2,tp=2,mb=2,schedule=zb-h1;pp=2,dp=2,mb=4,schedule=interleaved,vpp=2" \
     --junit "$REPORTS/plan_sweep_llama.xml" --out "$BUILD_DIR/plan-sweep-llama" || rc=1
+  # Context parallelism (ring attention, contiguous chunks) alone and with
+  # dp, tp (+sp), pp and each ZeRO stage, on nanoGPT (with and without
+  # dropout) and Llama (RoPE, grouped-query attention).
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+    --plans "cp=2;cp=4;dp=2,cp=2,zero=1;cp=2,tp=2,sp=1;dp=2,cp=2,tp=2,sp=1,zero=2;cp=2,zero=3;pp=2,cp=2,mb=2" \
+    --junit "$REPORTS/plan_sweep_cp.xml" --out "$BUILD_DIR/plan-sweep-cp" || rc=1
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid --dropout 0.1 \
+    --plans "cp=2;cp=2,tp=2,sp=1;dp=2,cp=2,mb=2" \
+    --junit "$REPORTS/plan_sweep_cp_dropout.xml" --out "$BUILD_DIR/plan-sweep-cp-dropout" || rc=1
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+    --config "$ROOT/configs/models/llama-tiny-cpu.json" \
+    --plans "cp=2;cp=4,zero=1;cp=2,tp=2;dp=2,cp=2,tp=2,sp=1;pp=2,cp=2,mb=2,schedule=zb-h1" \
+    --junit "$REPORTS/plan_sweep_cp_llama.xml" --out "$BUILD_DIR/plan-sweep-cp-llama" || rc=1
   # Mixtral blocks (top-2 MoE with the load-balancing loss) under dp, tp,
   # ZeRO-3 and pp.
   BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
@@ -130,7 +145,7 @@ auto_plan_check() {
     why="AUTO_PLAN_CHECK=0"
   elif [[ -z $mpirun || ! -x $mpirun ]]; then
     why="no mpirun (OpenMPI) found"
-  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep -q 'libmpi'; then
+  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep 'libmpi' >/dev/null; then
     why="shard-run was built without MPI"
   fi
   if [[ -n $why ]]; then

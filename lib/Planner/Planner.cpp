@@ -478,8 +478,13 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     return invalid(llvm::formatv("{0} layers do not split into pp*vpp={1} "
                                  "stages",
                                  L, p * v));
-  if (plan.cp > 1 && m.seq % (2 * plan.cp))
+  if (plan.cp > 1 && !plan.cpContiguous && m.seq % (2 * plan.cp))
     return invalid("seq % 2cp != 0");
+  if (plan.cp > 1 && plan.cpContiguous && m.seq % plan.cp)
+    return invalid("seq % cp != 0");
+  if (plan.cp > 1 && plan.cpContiguous && plan.sp &&
+      m.seq % (plan.cp * plan.tp))
+    return invalid("sp: seq % (cp*tp) != 0");
   if (globalBatch != plan.dp * plan.mbs * plan.mb)
     return invalid("dp*mbs*mb != global batch");
   if (plan.ep < 1)
@@ -536,7 +541,8 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   }
   layerI += layerRecompute;
   // Context parallelism (analytic, zig-zag balanced: every rank holds 2 of
-  // the 2cp sequence chunks, so each does 1/cp of the causal attention):
+  // the 2cp sequence chunks, so each does 1/cp of the causal attention;
+  // contiguous chunks, as the compiler builds them, add the imbalance):
   // the ring exchange of K and V per layer, overlapped step by step with
   // the attention blocks (algorithms.md §2.2, §2.3, §2.7).
   if (plan.cp > 1) {
@@ -552,6 +558,14 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
         c, kvBytes, mergeBytes, plan.cp, intra, fwd.attention, bwd.attention);
     layerF += ring.forward;
     layerI += ring.backward;
+    if (plan.cpContiguous) {
+      // Contiguous chunks: the last rank of the ring does (cp-1) full
+      // blocks and the diagonal, (2cp-1)/cp times the balanced share (the
+      // others wait for it at the next collective).
+      double extra = double(plan.cp - 1) / plan.cp;
+      layerF += extra * fwd.attention;
+      layerI += extra * bwd.attention;
+    }
     layerComm += ring.forward + ring.backward;
     if (plan.recompute == "full") {
       layerI += ring.forward;
@@ -982,6 +996,7 @@ search(const Cluster &c, const ModelInfo &m,
                     cand.pp = pp;
                     cand.dp = dp;
                     cand.cp = cp;
+                    cand.cpContiguous = o.cpContiguous;
                     cand.ep = ep;
                     cand.mbs = mbs;
                     cand.mb = mb;

@@ -224,18 +224,20 @@ TEST(ArtifactTest, StateReferences) {
 }
 
 TEST(ArtifactTest, EveryOpHasASignature) {
-  for (const char *op :
-       {"matmul", "layer_norm_grad", "adamw", "attention_grad", "moe_combine",
-        "cross_entropy_grad", "sum_squares", "reshape", "dropout_grad",
-        "broadcast", "microbatch", "cast"})
+  for (const char *op : {"matmul", "layer_norm_grad", "adamw", "attention_grad",
+                         "moe_combine", "cross_entropy_grad", "sum_squares",
+                         "reshape", "dropout_grad", "broadcast", "microbatch",
+                         "cast", "attention_block", "attention_block_grad",
+                         "attention_merge", "rope_local", "rope_local_grad"})
     EXPECT_NE(lookupOp(op), nullptr) << op;
   EXPECT_EQ(lookupOp("call"), nullptr);
   size_t comm = 0;
   for (const OpSignature &op : allOps())
     comm += isCommOp(op.name);
   // tfm kernels: 42, 6 vocab_*, dropout_local, dropout_local_grad,
-  // microbatch and cast.
-  EXPECT_EQ(allOps().size() - comm, 52u);
+  // microbatch, cast, and the 5 of context parallelism (attention_block,
+  // attention_block_grad, attention_merge, rope_local, rope_local_grad).
+  EXPECT_EQ(allOps().size() - comm, 57u);
   EXPECT_EQ(comm, 21u); // dist.*: 8 ops, 8 _start forms, wait, 4 local
 }
 

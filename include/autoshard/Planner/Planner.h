@@ -316,6 +316,11 @@ struct Candidate {
   int64_t vpp = 1;
   /// "none", "selective" or "full".
   std::string recompute = "none";
+  /// Context parallelism with contiguous sequence chunks (rank i holds
+  /// chunk i; what the compiler builds today: seq % cp == 0, and the causal
+  /// ring is load-imbalanced: rank cp-1 does (2cp-1)/cp times the balanced
+  /// attention work) instead of zig-zag (seq % 2cp == 0, balanced).
+  bool cpContiguous = false;
   /// `pp=..,dp=..,...` in the Plan syntax of dist-apply-plan plus the
   /// planner's microbatch size `mbs` (every key, defaults included).
   std::string str() const;
@@ -390,6 +395,8 @@ struct SearchOptions {
   std::vector<int64_t> zeroStages = {0, 1, 2, 3};
   /// Whether tp > 1 plans may use sequence parallelism.
   bool searchSp = true;
+  /// Score cp > 1 with contiguous chunks (Candidate::cpContiguous).
+  bool cpContiguous = false;
 };
 
 /// Scores one candidate with the layer-local profile of its (tp, sp).

@@ -89,6 +89,24 @@ template <bool Grad> BoundKernel bindRope(const KernelSignature &sig) {
   });
 }
 
+/// rope_local / rope_local_grad: positions start at shard * seq, the shard
+/// read when the kernel runs.
+template <bool Grad> BoundKernel bindRopeLocal(const KernelSignature &sig) {
+  RopeLocalDims d = checkRopeLocal(sig, Grad);
+  RopeShape base = ropeShape(d.rope);
+  return withFloat(sig, sig.args[0].dtype, "x", [=](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return [=](void *const *p) {
+      RopeShape s = base;
+      s.positionOffset = ropeLocalOffset(d, shardOf(p[1]));
+      if constexpr (Grad)
+        ropeGrad<T>(in<T>(p[0]), out<T>(p[2]), s);
+      else
+        rope<T>(in<T>(p[0]), out<T>(p[2]), s);
+    };
+  });
+}
+
 /// The kernel's parameters but step and layer (read when it runs).
 DropoutParams dropoutParams(const KernelSignature &sig, const DropoutShape &s) {
   DropoutParams base;
@@ -166,23 +184,40 @@ BoundKernel withAttentionTypes(const KernelSignature &sig, DType q, DType lse,
            std::string(dtypeName(lse)));
 }
 
-BoundKernel bindAttention(const KernelSignature &sig) {
-  AttentionDims d = checkAttention(sig);
+/// The shape of attention_block(_grad) with the offsets of the chunk index
+/// operand `p[chunk]`, read when the kernel runs.
+AttentionShape blockShape(const AttentionDims &d, void *chunk) {
   AttentionShape s = attentionShape(d);
+  BlockOffsets o = attentionBlockOffsets(d, shardOf(chunk));
+  s.qOffset = o.q;
+  s.kOffset = o.k;
+  return s;
+}
+
+/// attention / attention_block (`Block`: operand 3 is the chunk index and
+/// the results follow it).
+template <bool Block> BoundKernel bindAttention(const KernelSignature &sig) {
+  AttentionDims d = Block ? checkAttentionBlock(sig) : checkAttention(sig);
+  constexpr int r = Block ? 4 : 3; // first result
   return withAttentionTypes(
       sig, sig.args[0].dtype, d.lseType, [=](auto t, auto l) -> BoundKernel {
         using T = decltype(t);
         using L = decltype(l);
         return [=](void *const *p) {
-          attention<T, L>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]),
-                          out<L>(p[4]), s);
+          attention<T, L>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[r]),
+                          out<L>(p[r + 1]),
+                          Block ? blockShape(d, p[3]) : attentionShape(d));
         };
       });
 }
 
+/// attention_grad / attention_block_grad (`Block`: operand 6 is the chunk
+/// index and the results follow it).
+template <bool Block>
 BoundKernel bindAttentionGrad(const KernelSignature &sig) {
-  AttentionDims d = checkAttentionGrad(sig);
-  AttentionShape s = attentionShape(d);
+  AttentionDims d =
+      Block ? checkAttentionBlockGrad(sig) : checkAttentionGrad(sig);
+  constexpr int r = Block ? 7 : 6; // first result
   return withAttentionTypes(
       sig, sig.args[1].dtype, d.lseType, [=](auto t, auto l) -> BoundKernel {
         using T = decltype(t);
@@ -190,7 +225,22 @@ BoundKernel bindAttentionGrad(const KernelSignature &sig) {
         return [=](void *const *p) {
           attentionGrad<T, L>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]),
                               in<T>(p[3]), in<T>(p[4]), in<L>(p[5]),
-                              out<T>(p[6]), out<T>(p[7]), out<T>(p[8]), s);
+                              out<T>(p[r]), out<T>(p[r + 1]), out<T>(p[r + 2]),
+                              Block ? blockShape(d, p[6]) : attentionShape(d));
+        };
+      });
+}
+
+BoundKernel bindAttentionMerge(const KernelSignature &sig) {
+  AttentionMergeDims d = checkAttentionMerge(sig);
+  return withAttentionTypes(
+      sig, sig.args[0].dtype, d.lseType, [=](auto t, auto l) -> BoundKernel {
+        using T = decltype(t);
+        using L = decltype(l);
+        return [=](void *const *p) {
+          attentionMerge<T, L>(in<T>(p[0]), in<L>(p[1]), in<T>(p[2]),
+                               in<L>(p[3]), out<T>(p[4]), out<L>(p[5]), d.batch,
+                               d.seq, d.heads, d.headDim);
         };
       });
 }
@@ -297,12 +347,17 @@ void registerSequenceKernels(KernelTable &t) {
   t.add("position_embedding_grad", bindPositionEmbeddingGrad);
   t.add("rope", bindRope<false>);
   t.add("rope_grad", bindRope<true>);
+  t.add("rope_local", bindRopeLocal<false>);
+  t.add("rope_local_grad", bindRopeLocal<true>);
   t.add("dropout", bindDropout<false>);
   t.add("dropout_grad", bindDropout<true>);
   t.add("dropout_local", bindDropoutLocal<false>);
   t.add("dropout_local_grad", bindDropoutLocal<true>);
-  t.add("attention", bindAttention);
-  t.add("attention_grad", bindAttentionGrad);
+  t.add("attention", bindAttention<false>);
+  t.add("attention_grad", bindAttentionGrad<false>);
+  t.add("attention_block", bindAttention<true>);
+  t.add("attention_block_grad", bindAttentionGrad<true>);
+  t.add("attention_merge", bindAttentionMerge);
   t.add("cross_entropy", bindCrossEntropy);
   t.add("cross_entropy_grad", bindCrossEntropyGrad);
   t.add("vocab_embedding", bindEmbedding<false, true>);

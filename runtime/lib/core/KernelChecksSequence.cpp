@@ -4,6 +4,8 @@
 #include "autoshard/runtime/KernelChecks.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace autoshard::runtime::checks {
 
@@ -99,6 +101,39 @@ RopeDims checkRope(const KernelSignature &sig, bool grad) {
     sig.fail("needs an even head dim and theta > 0, found " + x.str() +
              " and theta " + std::to_string(s.theta));
   return s;
+}
+
+RopeLocalDims checkRopeLocal(const KernelSignature &sig, bool grad) {
+  RopeLocalDims s;
+  s.rope = checkRope(sig, grad);
+  expectScalar(sig, sig.args[1], DType::I64, "shard");
+  s.seqLen = sig.attrs->getI64("seq_len");
+  if (s.rope.seq < 1 || s.seqLen < 1 || s.seqLen % s.rope.seq != 0)
+    sig.fail("seq_len must be a positive multiple of the local sequence "
+             "length " +
+             std::to_string(s.rope.seq) + ", found " +
+             std::to_string(s.seqLen));
+  s.numShards = s.seqLen / s.rope.seq;
+  return s;
+}
+
+namespace {
+
+/// A block index read at run time (`dist.axis_index` over the sequence's
+/// axes) must name one of the `count` blocks.
+void checkBlockIndex(const char *op, const char *what, int64_t index,
+                     int64_t count) {
+  if (index < 0 || index >= count)
+    throw std::runtime_error(std::string(op) + ": " + what + " index " +
+                             std::to_string(index) + " is outside 0.." +
+                             std::to_string(count - 1));
+}
+
+} // namespace
+
+int64_t ropeLocalOffset(const RopeLocalDims &d, int64_t shard) {
+  checkBlockIndex("rope_local", "shard", shard, d.numShards);
+  return shard * d.rope.seq;
 }
 
 namespace {
@@ -200,6 +235,61 @@ AttentionDims checkAttention(const KernelSignature &sig) {
   AttentionDims s = attentionDims(sig, 0, lse);
   expectType(sig, sig.results[0], sig.args[0], "out");
   expectLse(sig, lse, s);
+  return s;
+}
+
+namespace {
+
+/// The ring attributes of attention_block(_grad) and its `chunk` operand.
+void checkBlock(const KernelSignature &sig, AttentionDims &s, size_t chunk) {
+  expectScalar(sig, sig.args[chunk], DType::I64, "chunk");
+  s.kvStep = sig.attrs->getI64("kv_step");
+  s.numChunks = sig.attrs->getI64("num_chunks");
+  if (s.numChunks < 1 || s.kvStep < 0 || s.kvStep >= s.numChunks)
+    sig.fail("needs num_chunks >= 1 and 0 <= kv_step < num_chunks, found "
+             "kv_step " +
+             std::to_string(s.kvStep) + ", num_chunks " +
+             std::to_string(s.numChunks));
+  if (s.seqQ != s.seqK)
+    sig.fail("needs chunks of equal length (seqQ == seqK), found " +
+             std::to_string(s.seqQ) + " and " + std::to_string(s.seqK));
+}
+
+} // namespace
+
+AttentionDims checkAttentionBlock(const KernelSignature &sig) {
+  AttentionDims s = checkAttention(sig);
+  checkBlock(sig, s, 3);
+  return s;
+}
+
+AttentionDims checkAttentionBlockGrad(const KernelSignature &sig) {
+  AttentionDims s = checkAttentionGrad(sig);
+  checkBlock(sig, s, 6);
+  return s;
+}
+
+BlockOffsets attentionBlockOffsets(const AttentionDims &d, int64_t chunk) {
+  checkBlockIndex("attention_block", "chunk", chunk, d.numChunks);
+  int64_t kvChunk =
+      ((chunk - d.kvStep) % d.numChunks + d.numChunks) % d.numChunks;
+  return {chunk * d.seqQ, kvChunk * d.seqK};
+}
+
+AttentionMergeDims checkAttentionMerge(const KernelSignature &sig) {
+  const TensorType &out = sig.args[0], &lse = sig.args[1];
+  expectExactRank(sig, out, 4, "out_a");
+  AttentionMergeDims s;
+  s.batch = out.shape[0];
+  s.seq = out.shape[1];
+  s.heads = out.shape[2];
+  s.headDim = out.shape[3];
+  s.lseType = lse.dtype;
+  expectType(sig, lse, typeOf(lse.dtype, {s.batch, s.heads, s.seq}), "lse_a");
+  expectType(sig, sig.args[2], out, "out_b");
+  expectType(sig, sig.args[3], lse, "lse_b");
+  expectType(sig, sig.results[0], out, "out");
+  expectType(sig, sig.results[1], lse, "lse");
   return s;
 }
 

@@ -41,6 +41,9 @@ const std::vector<OpSignature> &allOps() {
       // Positional / shape.
       {"rope", 1, 1, 1, {"theta"}},
       {"rope_grad", 1, 1, 1, {"theta"}},
+      // RoPE of a sequence block (from dist-partition, CP): x, shard.
+      {"rope_local", 2, 2, 1, {"theta", "seq_len"}},
+      {"rope_local_grad", 2, 2, 1, {"theta", "seq_len"}},
       {"reshape", 1, 1, 1, {}},
       // Dropout.
       {"dropout", 3, 3, 1, {"rate", "site"}},
@@ -60,6 +63,10 @@ const std::vector<OpSignature> &allOps() {
       // Attention.
       {"attention", 3, 3, 2, {"scale"}},
       {"attention_grad", 6, 6, 3, {"scale"}},
+      // Ring attention blocks and their merge (from dist-partition, CP).
+      {"attention_block", 4, 4, 2, {"scale", "kv_step", "num_chunks"}},
+      {"attention_block_grad", 7, 7, 3, {"scale", "kv_step", "num_chunks"}},
+      {"attention_merge", 4, 4, 2, {}},
       // Loss.
       {"cross_entropy", 2, 2, 1, {}},
       {"cross_entropy_grad", 3, 3, 1, {}},

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace autoshard::runtime::cpu {
@@ -57,9 +58,12 @@ struct HeadBlock {
   int64_t lseOffset;
   int64_t firstRow;
 
-  /// Keys visible to row r of the block.
+  /// Keys visible to row r of the block (0 for a row that sees none).
   int64_t visible(const AttentionShape &s, int64_t r) const {
-    return s.causal ? firstRow + r + 1 : cols;
+    if (!s.causal)
+      return cols;
+    return std::clamp<int64_t>(s.qOffset + firstRow + r - s.kOffset + 1, 0,
+                               cols);
   }
 };
 
@@ -71,7 +75,11 @@ template <typename Fn> void forEachBlock(const AttentionShape &s, Fn fn) {
       for (int64_t i0 = 0; i0 < s.seqQ; i0 += kQueryBlock) {
         HeadBlock blk;
         blk.rows = std::min(kQueryBlock, s.seqQ - i0);
-        blk.cols = s.causal ? i0 + blk.rows : s.seqK;
+        // Causal: keys up to the block's last row (global positions).
+        blk.cols = s.causal
+                       ? std::clamp<int64_t>(
+                             s.qOffset + i0 + blk.rows - s.kOffset, 0, s.seqK)
+                       : s.seqK;
         blk.ldq = s.heads * s.headDim;
         blk.ldkv = s.kvHeads * s.headDim;
         blk.qOffset = ((b * s.seqQ + i0) * s.heads + n) * s.headDim;
@@ -99,10 +107,22 @@ void attention(const T *q, const T *k, const T *v, T *out, L *lse,
   checkShape("attention", shape);
   std::vector<T> scores(kQueryBlock * shape.seqK);
   forEachBlock(shape, [&](const HeadBlock &blk) {
+    if (blk.cols == 0) { // a block that sees no key (causal block skipping)
+      for (int64_t r = 0; r < blk.rows; ++r) {
+        std::fill_n(out + blk.qOffset + r * blk.ldq, shape.headDim, T(0));
+        lse[blk.lseOffset + r] = -std::numeric_limits<L>::infinity();
+      }
+      return;
+    }
     blockScores(q, k, blk, shape, scores.data());
     for (int64_t r = 0; r < blk.rows; ++r) {
       T *row = scores.data() + r * blk.cols;
       const int64_t visible = blk.visible(shape, r);
+      if (visible == 0) {
+        std::fill(row, row + blk.cols, T(0));
+        lse[blk.lseOffset + r] = -std::numeric_limits<L>::infinity();
+        continue;
+      }
       const T maxScore = *std::max_element(row, row + visible);
       T sum = T(0);
       for (int64_t j = 0; j < visible; ++j) {
@@ -134,6 +154,11 @@ void attentionGrad(const T *dout, const T *q, const T *k, const T *v,
   std::vector<T> dprobs(kQueryBlock * shape.seqK);
   const T scale = static_cast<T>(shape.scale);
   forEachBlock(shape, [&](const HeadBlock &blk) {
+    if (blk.cols == 0) { // no visible key: dq = 0, nothing for dk, dv
+      for (int64_t r = 0; r < blk.rows; ++r)
+        std::fill_n(dq + blk.qOffset + r * blk.ldq, shape.headDim, T(0));
+      return;
+    }
     T *p = probs.data();
     T *dp = dprobs.data();
     blockScores(q, k, blk, shape, p);
@@ -176,12 +201,46 @@ void attentionGrad(const T *dout, const T *q, const T *k, const T *v,
   });
 }
 
+template <typename T, typename L>
+void attentionMerge(const T *outA, const L *lseA, const T *outB, const L *lseB,
+                    T *out, L *lse, int64_t batch, int64_t seq, int64_t heads,
+                    int64_t headDim) {
+  detail::checkAtLeast("attention_merge", "batch", batch, 0);
+  detail::checkAtLeast("attention_merge", "seq", seq, 0);
+  detail::checkAtLeast("attention_merge", "heads", heads, 1);
+  detail::checkAtLeast("attention_merge", "head dim", headDim, 1);
+  const L negInf = -std::numeric_limits<L>::infinity();
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t n = 0; n < heads; ++n)
+      for (int64_t i = 0; i < seq; ++i) {
+        const int64_t at = (b * heads + n) * seq + i;
+        const int64_t row = ((b * seq + i) * heads + n) * headDim;
+        const L a = lseA[at], c = lseB[at];
+        // Weights exp(lse_x - lse); a -inf side weighs 0 (and two -inf
+        // sides stay -inf with out 0, never NaN).
+        T wa = T(0), wb = T(0);
+        L merged = negInf;
+        if (a != negInf || c != negInf) {
+          const L hi = std::max(a, c), lo = std::min(a, c);
+          merged = lo == negInf ? hi : hi + std::log1p(std::exp(lo - hi));
+          wa = a == negInf ? T(0) : static_cast<T>(std::exp(a - merged));
+          wb = c == negInf ? T(0) : static_cast<T>(std::exp(c - merged));
+        }
+        for (int64_t d = 0; d < headDim; ++d)
+          out[row + d] = wa * outA[row + d] + wb * outB[row + d];
+        lse[at] = merged;
+      }
+}
+
 #define INSTANTIATE(T, L)                                                      \
   template void attention<T, L>(const T *, const T *, const T *, T *, L *,     \
                                 const AttentionShape &);                       \
   template void attentionGrad<T, L>(const T *, const T *, const T *,           \
                                     const T *, const T *, const L *, T *, T *, \
-                                    T *, const AttentionShape &);
+                                    T *, const AttentionShape &);              \
+  template void attentionMerge<T, L>(const T *, const L *, const T *,          \
+                                     const L *, T *, L *, int64_t, int64_t,    \
+                                     int64_t, int64_t);
 INSTANTIATE(float, float)
 INSTANTIATE(double, float)
 INSTANTIATE(double, double)

@@ -13,7 +13,11 @@
 // head n / (heads / kvHeads). Layouts as the CPU kernel
 // (runtime/include/autoshard/runtime/cpu/Attention.h): q, out [B, Sq, H, D];
 // k, v [B, Sk, KV, D]; lse [B, H, Sq] (f32). fp32 math on SIMT cores, head
-// dim at most 128.
+// dim at most 128. attention_block(_grad) (ring attention, algorithms.md
+// §2.2) run the same kernels on a block of a longer sequence: the chunk index
+// is read on the device and the causal mask compares global positions, so a
+// block no query can see does no work. attention_merge is the log-sum-exp
+// merge of two partial results (§2.1).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +36,37 @@ struct Dims {
   int64_t batch, seqQ, seqK, heads, kvHeads, headDim;
   bool causal;
   float scale;
+  /// attention_block: q's chunk index (device i64; null for attention), the
+  /// ring step and the chunk count.
+  const int64_t *chunk = nullptr;
+  int64_t kvStep = 0, numChunks = 1;
 };
+
+/// Global positions of q's and k's row 0 (0, 0 for attention).
+struct Offsets {
+  int64_t q, k;
+};
+__device__ __forceinline__ Offsets offsetsOf(const Dims &s) {
+  if (!s.chunk)
+    return {0, 0};
+  int64_t c = *s.chunk;
+  int64_t kc = ((c - s.kvStep) % s.numChunks + s.numChunks) % s.numChunks;
+  return {c * s.seqQ, kc * s.seqK};
+}
+
+/// Key j is visible to query i (local rows) under the mask.
+__device__ __forceinline__ bool sees(const Dims &s, Offsets o, int64_t i,
+                                     int64_t j) {
+  return i < s.seqQ && j < s.seqK && (!s.causal || j + o.k <= i + o.q);
+}
+
+/// Keys [0, end) can be visible to the query rows up to lastRow.
+__device__ __forceinline__ int64_t keyEndOf(const Dims &s, Offsets o,
+                                            int64_t lastRow) {
+  if (!s.causal)
+    return s.seqK;
+  return max(int64_t(0), min(lastRow + o.q - o.k + 1, s.seqK));
+}
 
 __device__ __forceinline__ int64_t qIndex(const Dims &s, int64_t b, int64_t i,
                                           int64_t n) {
@@ -80,8 +114,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int c = 0; c < kPerLane; ++c)
       acc[r][c] = 0.0f;
   }
+  const Offsets o = offsetsOf(s);
   int64_t lastRow = min(i0 + kRows, s.seqQ) - 1;
-  int64_t keyEnd = s.causal ? min(lastRow + 1, s.seqK) : s.seqK;
+  int64_t keyEnd = keyEndOf(s, o, lastRow);
   for (int64_t j0 = 0; j0 < keyEnd; j0 += kTile) {
     __syncthreads();
     loadTile(&sK[0][0], kMaxD + 1, kTile, s.seqK - j0, D, k,
@@ -93,7 +128,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int r = 0; r < R; ++r) {
       const int row = warp * R + r;
       const int64_t i = i0 + row;
-      bool visible = i < s.seqQ && j < s.seqK && (!s.causal || j <= i);
+      bool visible = sees(s, o, i, j);
       float score = -INFINITY;
       if (visible) {
         float dot = 0.0f;
@@ -186,8 +221,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int c = 0; c < kPerLane; ++c)
       acc[r][c] = 0.0f;
   }
+  const Offsets o = offsetsOf(s);
   int64_t lastRow = min(i0 + kRows, s.seqQ) - 1;
-  int64_t keyEnd = s.causal ? min(lastRow + 1, s.seqK) : s.seqK;
+  int64_t keyEnd = keyEndOf(s, o, lastRow);
   for (int64_t j0 = 0; j0 < keyEnd; j0 += kTile) {
     __syncthreads();
     auto kvRow = [&](int r) { return kvIndex(s, b, j0 + r, g); };
@@ -198,7 +234,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int r = 0; r < R; ++r) {
       const int row = warp * R + r;
       const int64_t i = i0 + row;
-      bool visible = i < s.seqQ && j < s.seqK && (!s.causal || j <= i);
+      bool visible = sees(s, o, i, j);
       float ds = 0.0f;
       if (visible) {
         float qk = 0.0f, dp = 0.0f;
@@ -257,7 +293,10 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < kPerLane; ++c)
       accK[r][c] = accV[r][c] = 0.0f;
-  int64_t queryStart = s.causal ? (j0 / kTile) * kTile : 0;
+  // Causal: the first query that can see key j0 (global positions).
+  const Offsets o = offsetsOf(s);
+  int64_t first = j0 + o.k - o.q;
+  int64_t queryStart = s.causal && first > 0 ? (first / kTile) * kTile : 0;
   for (int64_t n = g * group; n < (g + 1) * group; ++n)
     for (int64_t i0 = queryStart; i0 < s.seqQ; i0 += kTile) {
       __syncthreads();
@@ -275,7 +314,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       for (int r = 0; r < R; ++r) {
         const int row = warp * R + r;
         const int64_t j = j0 + row;
-        bool visible = i < s.seqQ && j < s.seqK && (!s.causal || j <= i);
+        bool visible = sees(s, o, i, j);
         float p = 0.0f, ds = 0.0f;
         if (visible) {
           float qk = 0.0f, dp = 0.0f;
@@ -315,6 +354,39 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 //===----------------------------------------------------------------------===//
+// Merge of two partial results
+//===----------------------------------------------------------------------===//
+
+/// One warp per (b, n, i) row: lse = log(exp(a) + exp(c)) computed stably,
+/// out = exp(a - lse) outA + exp(c - lse) outB; a -inf side weighs 0.
+template <typename T>
+__global__ void attentionMergeKernel(const T *outA, const float *lseA,
+                                     const T *outB, const float *lseB, T *out,
+                                     float *lse, int64_t batch, int64_t seq,
+                                     int64_t heads, int64_t headDim) {
+  int64_t row = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+  int lane = threadIdx.x & 31;
+  if (row >= batch * heads * seq)
+    return;
+  int64_t i = row % seq, n = (row / seq) % heads, b = row / (seq * heads);
+  float a = lseA[row], c = lseB[row];
+  float merged = -INFINITY, wa = 0.0f, wb = 0.0f;
+  if (a != -INFINITY || c != -INFINITY) {
+    float hi = fmaxf(a, c), lo = fminf(a, c);
+    merged = lo == -INFINITY ? hi : hi + log1pf(expf(lo - hi));
+    wa = a == -INFINITY ? 0.0f : expf(a - merged);
+    wb = c == -INFINITY ? 0.0f : expf(c - merged);
+  }
+  int64_t base = ((b * seq + i) * heads + n) * headDim;
+  for (int64_t d = lane; d < headDim; d += 32)
+    out[base + d] =
+        fromF<T>(wa * toF(outA[base + d]) + wb * toF(outB[base + d]));
+  __syncwarp();
+  if (lane == 0)
+    lse[row] = merged;
+}
+
+//===----------------------------------------------------------------------===//
 // Binders
 //===----------------------------------------------------------------------===//
 
@@ -342,37 +414,58 @@ dim3 gridOf(int64_t rows, int rowsPerBlock, int64_t heads, int64_t batch) {
               static_cast<unsigned>(batch));
 }
 
-BoundKernel bindAttention(const KernelSignature &sig) {
-  Dims s = kernelDims(sig, checkAttention(sig), sig.results[1]);
+/// attention / attention_block (`Block`: operand 3 is the chunk index and
+/// the results follow it).
+template <bool Block> BoundKernel bindAttention(const KernelSignature &sig) {
+  AttentionDims a = Block ? checkAttentionBlock(sig) : checkAttention(sig);
+  Dims s = kernelDims(sig, a, sig.results[1]);
+  s.kvStep = a.kvStep;
+  s.numChunks = a.numChunks;
   const TensorType &q = sig.args[0];
   cudaStream_t st = currentContext().stream;
+  constexpr int r = Block ? 4 : 3; // first result
   return withFloat(sig, q.dtype, "q", [=](auto t) -> BoundKernel {
     using T = decltype(t);
     return [=](void *const *p) {
       if (s.batch * s.seqQ * s.heads == 0)
         return;
+      Dims d = s;
+      if (Block)
+        d.chunk = in<int64_t>(p[3]);
       attentionFwdKernel<T, kFwdRows>
           <<<gridOf(s.seqQ, kWarps * kFwdRows, s.heads, s.batch), kWarps * 32,
-             0, st>>>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]),
-                      out<float>(p[4]), s);
+             0, st>>>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[r]),
+                      out<float>(p[r + 1]), d);
       AUTOSHARD_CUDA_LAUNCHED();
     };
   });
 }
 
+/// attention_grad / attention_block_grad (`Block`: operand 6 is the chunk
+/// index and the results follow it).
+template <bool Block>
 BoundKernel bindAttentionGrad(const KernelSignature &sig) {
-  Dims s = kernelDims(sig, checkAttentionGrad(sig), sig.args[5]);
+  AttentionDims a =
+      Block ? checkAttentionBlockGrad(sig) : checkAttentionGrad(sig);
+  Dims s0 = kernelDims(sig, a, sig.args[5]);
+  s0.kvStep = a.kvStep;
+  s0.numChunks = a.numChunks;
+  constexpr int r = Block ? 7 : 6; // first result
   const TensorType &q = sig.args[1];
   cudaStream_t st = currentContext().stream;
-  Scratch delta = scratch(std::max<int64_t>(s.batch * s.heads * s.seqQ, 1) * 4);
+  Scratch delta =
+      scratch(std::max<int64_t>(s0.batch * s0.heads * s0.seqQ, 1) * 4);
   int64_t kvBytes = sig.args[2].bytes();
   return withFloat(sig, q.dtype, "q", [=](auto t) -> BoundKernel {
     using T = decltype(t);
     return [=](void *const *p) {
+      Dims s = s0;
+      if (Block)
+        s.chunk = in<int64_t>(p[6]);
       int64_t rows = s.batch * s.heads * s.seqQ;
       if (rows == 0) {
-        AUTOSHARD_CUDA(cudaMemsetAsync(p[7], 0, kvBytes, st));
-        AUTOSHARD_CUDA(cudaMemsetAsync(p[8], 0, kvBytes, st));
+        AUTOSHARD_CUDA(cudaMemsetAsync(p[r + 1], 0, kvBytes, st));
+        AUTOSHARD_CUDA(cudaMemsetAsync(p[r + 2], 0, kvBytes, st));
         return;
       }
       attentionDeltaKernel<T><<<gridFor(rows * 32, 256), 256, 0, st>>>(
@@ -381,13 +474,32 @@ BoundKernel bindAttentionGrad(const KernelSignature &sig) {
       attentionDqKernel<T, kBwdRows>
           <<<gridOf(s.seqQ, kWarps * kBwdRows, s.heads, s.batch), kWarps * 32,
              0, st>>>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]),
-                      in<float>(p[5]), delta->as<float>(), out<T>(p[6]), s);
+                      in<float>(p[5]), delta->as<float>(), out<T>(p[r]), s);
       AUTOSHARD_CUDA_LAUNCHED();
       attentionDkvKernel<T, kBwdRows>
           <<<gridOf(s.seqK, kWarps * kBwdRows, s.kvHeads, s.batch), kWarps * 32,
              0, st>>>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]),
-                      in<float>(p[5]), delta->as<float>(), out<T>(p[7]),
-                      out<T>(p[8]), s);
+                      in<float>(p[5]), delta->as<float>(), out<T>(p[r + 1]),
+                      out<T>(p[r + 2]), s);
+      AUTOSHARD_CUDA_LAUNCHED();
+    };
+  });
+}
+
+BoundKernel bindAttentionMerge(const KernelSignature &sig) {
+  AttentionMergeDims d = checkAttentionMerge(sig);
+  if (d.lseType != DType::F32)
+    sig.fail("the cuda backend's attention_merge needs an f32 lse");
+  cudaStream_t st = currentContext().stream;
+  return withFloat(sig, sig.args[0].dtype, "out_a", [=](auto t) -> BoundKernel {
+    using T = decltype(t);
+    return [=](void *const *p) {
+      int64_t rows = d.batch * d.heads * d.seq;
+      if (rows == 0)
+        return;
+      attentionMergeKernel<T><<<gridFor(rows * 32, 256), 256, 0, st>>>(
+          in<T>(p[0]), in<float>(p[1]), in<T>(p[2]), in<float>(p[3]),
+          out<T>(p[4]), out<float>(p[5]), d.batch, d.seq, d.heads, d.headDim);
       AUTOSHARD_CUDA_LAUNCHED();
     };
   });
@@ -396,8 +508,11 @@ BoundKernel bindAttentionGrad(const KernelSignature &sig) {
 } // namespace
 
 void registerAttentionKernels(KernelTable &t) {
-  t.add("attention", bindAttention);
-  t.add("attention_grad", bindAttentionGrad);
+  t.add("attention", bindAttention<false>);
+  t.add("attention_grad", bindAttentionGrad<false>);
+  t.add("attention_block", bindAttention<true>);
+  t.add("attention_block_grad", bindAttentionGrad<true>);
+  t.add("attention_merge", bindAttentionMerge);
 }
 
 } // namespace autoshard::runtime::cuda::kernels

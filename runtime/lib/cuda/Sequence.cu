@@ -192,12 +192,16 @@ BoundKernel bindPositionEmbeddingGrad(const KernelSignature &sig) {
 
 /// Rotates the (i, i + D/2) pairs of every [b, p, n] row by the table's
 /// angle of (p, i): cs[p * half + i] = (cos, sign * sin).
+/// `shard` (device i64; null for rope) offsets the positions by shard * seq
+/// (rope_local: the table covers the whole sequence).
 template <typename T>
 __global__ void ropeKernel(const T *x, T *y, const float2 *cs, int64_t rows,
-                           int64_t seq, int64_t heads, int64_t half) {
+                           int64_t seq, int64_t heads, int64_t half,
+                           const int64_t *shard) {
+  const int64_t offset = shard ? *shard * seq : 0;
   AUTOSHARD_GRID_LOOP(e, rows * half) {
     int64_t row = e / half, i = e - row * half;
-    int64_t pos = (row / heads) % seq;
+    int64_t pos = offset + (row / heads) % seq;
     float2 c = cs[pos * half + i];
     const T *xr = x + row * 2 * half;
     T *yr = y + row * 2 * half;
@@ -207,9 +211,23 @@ __global__ void ropeKernel(const T *x, T *y, const float2 *cs, int64_t rows,
   }
 }
 
-template <bool Grad> BoundKernel bindRope(const KernelSignature &sig) {
+/// rope / rope_grad, and with `Local` rope_local / rope_local_grad (operand
+/// 1 is the shard; the table covers seq_len positions and the kernel reads
+/// the shard on the device; the shard must be in 0..seq_len/seq - 1, as
+/// dist.axis_index over the sequence's axes guarantees).
+template <bool Grad, bool Local = false>
+BoundKernel bindRope(const KernelSignature &sig) {
   const TensorType &x = sig.args[0];
-  RopeDims shape = checkRope(sig, Grad);
+  RopeDims shape;
+  int64_t positions;
+  if constexpr (Local) {
+    RopeLocalDims local = checkRopeLocal(sig, Grad);
+    shape = local.rope;
+    positions = local.seqLen;
+  } else {
+    shape = checkRope(sig, Grad);
+    positions = shape.seq;
+  }
   int64_t batch = shape.batch, seq = shape.seq, heads = shape.heads,
           headDim = shape.headDim;
   double theta = shape.theta;
@@ -218,9 +236,9 @@ template <bool Grad> BoundKernel bindRope(const KernelSignature &sig) {
              " and theta " + std::to_string(theta));
   int64_t half = headDim / 2;
   // The CPU kernel's table (Rope.cpp): angles in double, rounded to fp32.
-  std::vector<float2> table(std::max<int64_t>(seq * half, 1));
+  std::vector<float2> table(std::max<int64_t>(positions * half, 1));
   double sign = Grad ? -1.0 : 1.0;
-  for (int64_t p = 0; p < seq; ++p)
+  for (int64_t p = 0; p < positions; ++p)
     for (int64_t i = 0; i < half; ++i) {
       double invFreq = std::pow(theta, -2.0 * static_cast<double>(i) / headDim);
       double angle = static_cast<double>(p) * invFreq;
@@ -240,7 +258,8 @@ template <bool Grad> BoundKernel bindRope(const KernelSignature &sig) {
       if (rows * half == 0)
         return;
       ropeKernel<T><<<blocksFor(rows * half), kThreads, 0, s>>>(
-          in<T>(p[0]), out<T>(p[1]), cs->as<float2>(), rows, seq, heads, half);
+          in<T>(p[0]), out<T>(p[Local ? 2 : 1]), cs->as<float2>(), rows, seq,
+          heads, half, Local ? in<int64_t>(p[1]) : nullptr);
       AUTOSHARD_CUDA_LAUNCHED();
     };
   });
@@ -357,6 +376,8 @@ void registerSequenceKernels(KernelTable &t) {
   t.add("vocab_embedding_grad", bindEmbedding<true, true>);
   t.add("rope", bindRope<false>);
   t.add("rope_grad", bindRope<true>);
+  t.add("rope_local", bindRope<false, true>);
+  t.add("rope_local_grad", bindRope<true, true>);
   // Forward and backward apply the same mask and scale.
   t.add("dropout", bindDropout<false>);
   t.add("dropout_grad", bindDropout<false>);

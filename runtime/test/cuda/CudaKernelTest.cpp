@@ -339,6 +339,72 @@ TEST_F(CudaKernels, Attention) {
   }
 }
 
+// Context parallelism (ring attention, TfmRingAttention.cpp): the blocks of
+// a ring of 2 and 3 chunks that see keys (a block above the diagonal has lse
+// -inf, which no tolerance compares; the CPU tests cover it), their merge,
+// and rope on a sequence chunk.
+TEST_F(CudaKernels, RingAttention) {
+  struct B {
+    int64_t b, len, h, kv, d, chunk, step, chunks;
+    bool causal;
+  };
+  for (const B &a : std::vector<B>{{2, 37, 4, 2, 16, 1, 0, 2, true},
+                                   {1, 40, 4, 4, 64, 1, 1, 2, true},
+                                   {2, 20, 2, 1, 32, 2, 1, 3, true},
+                                   {1, 33, 2, 2, 32, 0, 2, 3, false}}) {
+    AttrMap attrs;
+    attrs.set("causal", a.causal);
+    attrs.set("scale", 1.0 / std::sqrt(double(a.d)));
+    attrs.set("kv_step", a.step);
+    attrs.set("num_chunks", a.chunks);
+    OpCase f;
+    f.op = "attention_block";
+    f.attrs = attrs;
+    f.args = {f32({a.b, a.len, a.h, a.d}), f32({a.b, a.len, a.kv, a.d}),
+              f32({a.b, a.len, a.kv, a.d}), i64({})};
+    f.results = {f32({a.b, a.len, a.h, a.d}), f32({a.b, a.h, a.len})};
+    f.gen[3] = values<int64_t>({a.chunk});
+    f.keepF32 = {5};
+    f.atol = 1e-5;
+    both(f);
+    OpCase g;
+    g.op = "attention_block_grad";
+    g.attrs = attrs;
+    g.args = {f32({a.b, a.len, a.h, a.d}),
+              f.args[0],
+              f.args[1],
+              f.args[2],
+              f32({a.b, a.len, a.h, a.d}),
+              f32({a.b, a.h, a.len}),
+              i64({})};
+    g.results = {f.args[0], f.args[1], f.args[2]};
+    g.gen[5] = uniform(1, 3); // an lse above the block's scores
+    g.gen[6] = values<int64_t>({a.chunk});
+    g.keepF32 = {5};
+    g.atol = 1e-4;
+    g.rtol = 1e-3;
+    checkOp(g);
+  }
+  OpCase m;
+  m.op = "attention_merge";
+  m.args = {f32({2, 9, 4, 16}), f32({2, 4, 9}), f32({2, 9, 4, 16}),
+            f32({2, 4, 9})};
+  m.results = {m.args[0], m.args[1]};
+  m.keepF32 = {1, 3, 5};
+  both(m);
+  for (const char *op : {"rope_local", "rope_local_grad"})
+    for (int64_t shard : {0, 3}) {
+      OpCase c;
+      c.op = op;
+      c.attrs.set("theta", 10000.0);
+      c.attrs.set("seq_len", int64_t(36));
+      c.args = {f32({2, 9, 3, 16}), i64({})};
+      c.results = {f32({2, 9, 3, 16})};
+      c.gen[1] = values<int64_t>({shard});
+      both(c);
+    }
+}
+
 TEST_F(CudaKernels, CrossEntropy) {
   for (int64_t vocab : {int64_t(100), int64_t(77)}) {
     OpCase c;

@@ -13,8 +13,12 @@
 // SPVALUE: error: dist-apply-plan: plan: sp must be 0 or 1, found 2
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=zero=4" 2>&1 | FileCheck %s --check-prefix=ZERO
 // ZERO: error: dist-apply-plan: plan: zero must be in 0..3, found 4
-// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=cp=2" 2>&1 | FileCheck %s --check-prefix=CP
-// CP: error: dist-apply-plan: plan: cp=2 is not supported yet (only cp=1)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=cp=3" 2>&1 | FileCheck %s --check-prefix=CP
+// CP: error: plan cp=3: the sequence dim of input 'tokens' (size 8) is not divisible by cp
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=cp=0" 2>&1 | FileCheck %s --check-prefix=CPZERO
+// CPZERO: error: dist-apply-plan: plan: cp must be >= 1, found 0
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=cp=8,tp=2,sp=1" 2>&1 | FileCheck %s --check-prefix=CPSP
+// CPSP: error: plan sp=1: the sequence dim (size 8) of the hidden state is not divisible by cp*tp=16
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=ep=4" 2>&1 | FileCheck %s --check-prefix=EP
 // EP: error: dist-apply-plan: plan: ep=4 is not supported yet (only ep=1)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=mb=2" 2>&1 | FileCheck %s --check-prefix=MB

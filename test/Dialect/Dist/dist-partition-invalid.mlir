@@ -1,12 +1,12 @@
 // RUN: shard-opt --dist-partition -split-input-file -verify-diagnostics %s
 
-// RoPE's angles depend on global positions: a sharded sequence dim needs a
-// partition hook that passes the shard offset (not implemented yet).
+// MoE dispatch with the expert dim sharded needs expert parallelism's hook
+// (expert offsets and all-to-alls; not implemented yet).
 dist.mesh @m [dp = 2]
-func.func @rope(%x: tensor<2x8x2x4xf32> {dist.sharding = #dist.sharding<@m, [{}, {dp}, {}, {}]>}) -> tensor<2x8x2x4xf32> {
-  // expected-error @+1 {{dist-partition: sharding factor 1 (size 8) on axes [dp] needs the op's partition hook, which does not support it}}
-  %y = tfm.rope %x {theta = 10000.0 : f64, dist.sharding = #dist.sharding<@m, [{}, {dp}, {}, {}]>} : (tensor<2x8x2x4xf32>) -> tensor<2x8x2x4xf32>
-  return %y : tensor<2x8x2x4xf32>
+func.func @dispatch(%x: tensor<4x8x16xf32>, %i: tensor<4x8x2xi32>) -> tensor<4x4x5x16xf32> {
+  // expected-error @+1 {{dist-partition: sharding factor 0 (size 4) on axes [dp] needs the op's partition hook, which does not support it}}
+  %0 = tfm.moe_dispatch %x, %i {capacity = 5 : i64, num_experts = 4 : i64, dist.sharding = #dist.sharding<@m, [{dp}, {}, {}, {}]>} : (tensor<4x8x16xf32>, tensor<4x8x2xi32>) -> tensor<4x4x5x16xf32>
+  return %0 : tensor<4x4x5x16xf32>
 }
 
 // -----

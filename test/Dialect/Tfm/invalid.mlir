@@ -1159,3 +1159,35 @@ func.func @dropout_local_rate(%x: tensor<4x8xf32>, %s: tensor<i64>, %l: tensor<i
   %0 = tfm.dropout_local %x, %s, %l, %k {global_shape = array<i64: 8, 8>, rate = 1.0 : f64, shard_dims = array<i64: 0>, site = 0 : i64} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+func.func @attention_block_step(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x2x8xf32>, %c: tensor<i64>) {
+  // expected-error @+1 {{kv_step must be in [0, num_chunks = 2), found 2}}
+  %o, %l = tfm.attention_block %q, %k, %k, %c {causal, kv_step = 2 : i64, num_chunks = 2 : i64, scale = 0.25 : f64} : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<i64>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_block_chunks(%q: tensor<1x4x2x8xf32>, %k: tensor<1x6x2x8xf32>, %c: tensor<i64>) {
+  // expected-error @+1 {{q and k must hold chunks of equal length, found Sq = 4, Sk = 6}}
+  %o, %l = tfm.attention_block %q, %k, %k, %c {kv_step = 0 : i64, num_chunks = 2 : i64, scale = 0.25 : f64} : (tensor<1x4x2x8xf32>, tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>, tensor<i64>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_merge_lse(%o: tensor<1x4x2x8xf32>, %l: tensor<1x2x4xf32>, %bad: tensor<1x4x2xf32>) {
+  // expected-error @+1 {{lse_b must be 'tensor<1x2x4xf32>' ([B, N, S] f32), found 'tensor<1x4x2xf32>'}}
+  %0, %1 = tfm.attention_merge %o, %l, %o, %bad : (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rope_local_seq_len(%x: tensor<1x4x2x8xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{seq_len must be a positive multiple of the local sequence length 4, found 6}}
+  %0 = tfm.rope_local %x, %s {seq_len = 6 : i64, theta = 10000.0 : f64} : (tensor<1x4x2x8xf32>, tensor<i64>) -> tensor<1x4x2x8xf32>
+  return
+}

@@ -232,3 +232,20 @@ func.func @vocab_parallel(%ids: tensor<8x64xi32>, %table: tensor<32x128xf32>, %s
   %dl = tfm.vocab_ce_grad %dloss, %logits, %labels, %mx, %st, %shard {num_tokens = 1024 : i64, vocab_size = 65 : i64} : (tensor<f32>, tensor<8x64x36xf32>, tensor<8x64xi32>, tensor<8x64xf32>, tensor<8x64x2xf32>, tensor<i64>) -> tensor<8x64x36xf32>
   return %0, %1, %loss, %dl : tensor<8x64x128xf32>, tensor<32x128xf32>, tensor<f32>, tensor<8x64x36xf32>
 }
+
+// Context parallelism's local ops (ring attention, rope on a sequence chunk).
+// CHECK-LABEL: func @ring_attention
+func.func @ring_attention(%q: tensor<4x8x4x16xf32>, %k: tensor<4x8x2x16xf32>, %v: tensor<4x8x2x16xf32>, %chunk: tensor<i64>) -> (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>, tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>) {
+  // CHECK: %{{.*}}, %{{.*}} = tfm.attention_block %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal, kv_step = 1 : i64, num_chunks = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>, tensor<i64>) -> (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>)
+  %o1, %l1 = tfm.attention_block %q, %k, %v, %chunk {causal, kv_step = 1 : i64, num_chunks = 2 : i64, scale = 0.25 : f64} : (tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>, tensor<i64>) -> (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>)
+  %o0, %l0 = tfm.attention_block %q, %k, %v, %chunk {causal, kv_step = 0 : i64, num_chunks = 2 : i64, scale = 0.25 : f64} : (tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>, tensor<i64>) -> (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>)
+  // CHECK: tfm.attention_merge %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>, tensor<4x8x4x16xf32>, tensor<4x4x8xf32>) -> (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>)
+  %o, %l = tfm.attention_merge %o0, %l0, %o1, %l1 : (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>, tensor<4x8x4x16xf32>, tensor<4x4x8xf32>) -> (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>)
+  // CHECK: tfm.attention_block_grad {{.*}} {causal, kv_step = 1 : i64, num_chunks = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<4x8x4x16xf32>, tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x4x16xf32>, tensor<4x4x8xf32>, tensor<i64>) -> (tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>)
+  %dq, %dk, %dv = tfm.attention_block_grad %o, %q, %k, %v, %o, %l, %chunk {causal, kv_step = 1 : i64, num_chunks = 2 : i64, scale = 0.25 : f64} : (tensor<4x8x4x16xf32>, tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x4x16xf32>, tensor<4x4x8xf32>, tensor<i64>) -> (tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>)
+  // CHECK: tfm.rope_local %{{.*}}, %{{.*}} {seq_len = 16 : i64, theta = 1.000000e+04 : f64} : (tensor<4x8x4x16xf32>, tensor<i64>) -> tensor<4x8x4x16xf32>
+  %rq = tfm.rope_local %q, %chunk {seq_len = 16 : i64, theta = 10000.0 : f64} : (tensor<4x8x4x16xf32>, tensor<i64>) -> tensor<4x8x4x16xf32>
+  // CHECK: tfm.rope_local_grad %{{.*}}, %{{.*}} {seq_len = 16 : i64, theta = 1.000000e+04 : f64} : (tensor<4x8x2x16xf32>, tensor<i64>) -> tensor<4x8x2x16xf32>
+  %rk = tfm.rope_local_grad %k, %chunk {seq_len = 16 : i64, theta = 10000.0 : f64} : (tensor<4x8x2x16xf32>, tensor<i64>) -> tensor<4x8x2x16xf32>
+  return %o, %l, %dq, %dk, %dv, %rq, %rk : tensor<4x8x4x16xf32>, tensor<4x4x8xf32>, tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>
+}

@@ -64,7 +64,7 @@ private:
     }
     return ShardingAttr::get(ctx, meshRef, attrs);
   }
-  int64_t axisSize(StringRef axis) {
+  int64_t axisSize(StringRef axis) const {
     if (axis == "dp")
       return plan.dp;
     if (axis == "tp")
@@ -73,7 +73,7 @@ private:
       return plan.pp;
     return plan.cp;
   }
-  int64_t product(ArrayRef<StringRef> axes) {
+  int64_t product(ArrayRef<StringRef> axes) const {
     int64_t p = 1;
     for (StringRef axis : axes)
       p *= axisSize(axis);
@@ -81,6 +81,7 @@ private:
   }
   LogicalResult checkModelDims();
   FailureOr<DimAxes> paramSharding(func::FuncOp fn, unsigned index);
+  SmallVector<StringRef> zeroAxes() const;
   void addZero(DimAxes &dims, ArrayRef<int64_t> shape, StringRef name);
   LogicalResult seedFunction(func::FuncOp fn);
   void constrainGradients(func::FuncOp fn);
@@ -119,18 +120,33 @@ LogicalResult Seeder::checkModelDims() {
   return success();
 }
 
-/// Adds `dp` as the minor axis of the first dim (dim 0 preferred) that stays
-/// divisible; records `name` when no dim is. Minor, as Megatron's
-/// distributed optimizer does: the state is the rank's TP shard split over
-/// dp, so a TP-sharded gradient is reduced to it by one reduce-scatter over
-/// dp and the updated parameter is restored by one all-gather over dp.
+/// The ZeRO group's axes in mesh order: `dp` and `cp` (context-parallel
+/// ranks hold the same weights and sum the same gradients, so Megatron's
+/// distributed optimizer shards over DP x CP), those of size > 1.
+SmallVector<StringRef> Seeder::zeroAxes() const {
+  SmallVector<StringRef> axes;
+  if (plan.dp > 1)
+    axes.push_back("dp");
+  if (plan.cp > 1)
+    axes.push_back("cp");
+  return axes;
+}
+
+/// Adds the ZeRO axes (`zeroAxes`) as the minor axes of the first dim (dim 0
+/// preferred) that stays divisible; records `name` when no dim is. Minor, as
+/// Megatron's distributed optimizer does: the state is the rank's TP shard
+/// split over the ZeRO group, so a TP-sharded gradient is reduced to it by
+/// one reduce-scatter over the group and the updated parameter is restored
+/// by one all-gather over it.
 void Seeder::addZero(DimAxes &dims, ArrayRef<int64_t> shape, StringRef name) {
-  if (plan.dp == 1)
+  SmallVector<StringRef> group = zeroAxes();
+  if (group.empty())
     return;
+  int64_t size = product(group);
   for (unsigned d = 0; d < dims.size(); ++d) {
-    if (shape[d] % (product(dims[d]) * plan.dp) != 0)
+    if (shape[d] % (product(dims[d]) * size) != 0)
       continue;
-    dims[d].push_back("dp");
+    llvm::append_range(dims[d], group);
     return;
   }
   if (zeroUnshardedSet.insert(name).second)
@@ -176,6 +192,13 @@ FailureOr<DimAxes> Seeder::paramSharding(func::FuncOp fn, unsigned index) {
 
 LogicalResult Seeder::seedFunction(func::FuncOp fn) {
   StringRef attrName = DistDialect::getShardingAttrName();
+  // The forward-only entry that returns logits (sampling) takes whole
+  // sequences: the sampler feeds a growing context, so under CP each cp rank
+  // runs it on the whole sequence (no ring); the training entries split it.
+  bool wholeSequences = false;
+  for (unsigned r = 0, e = fn.getNumResults(); r < e; ++r)
+    wholeSequences |=
+        getStrAttr(fn.getResultAttrDict(r), "tfm.output") == "logits";
   // Parameters first, so that states can copy their parameter's sharding.
   SmallVector<std::pair<unsigned, DimAxes>> seeds;
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
@@ -214,6 +237,17 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
                               << type.getDimSize(0) / plan.mb
                               << " rows) is not divisible by dp";
       dims[0].push_back("dp");
+    }
+    if ((input == "tokens" || input == "labels") && type.getRank() >= 2 &&
+        plan.cp > 1 && !wholeSequences) {
+      // CP: the sequence dim, contiguous chunks (rank i of cp holds
+      // positions [i S/cp, (i+1) S/cp)).
+      if (type.getDimSize(1) % plan.cp != 0)
+        return fn.emitError()
+               << "plan cp=" << plan.cp << ": the sequence dim of input '"
+               << input << "' (size " << type.getDimSize(1)
+               << ") is not divisible by cp";
+      dims[1].push_back("cp");
     } else if (!state.empty()) {
       StringRef of = getStrAttr(attrs, "tfm.state_of");
       auto it = byName.find(of);
@@ -222,8 +256,10 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
         // ZeRO-3 parameters already carry dp; states follow them.
         if (plan.zero >= 1 && plan.zero < 3)
           addZero(dims, type.getShape(), state);
-        else if (plan.zero == 3 && llvm::none_of(dims, [](const auto &axes) {
-                   return llvm::is_contained(axes, "dp");
+        else if (plan.zero == 3 && llvm::none_of(dims, [&](const auto &axes) {
+                   return llvm::any_of(axes, [&](StringRef axis) {
+                     return llvm::is_contained(zeroAxes(), axis);
+                   });
                  }))
           addZero(dims, type.getShape(), state);
       } else if (plan.zero >= 1) {
@@ -316,7 +352,8 @@ void Seeder::constrainGradients(func::FuncOp fn) {
 }
 
 /// SP: pins the hidden state into and out of each block call (and its
-/// gradient in and out of each backward call) to `[{dp}, {tp}, {}]`.
+/// gradient in and out of each backward call) to `[{dp}, {tp}, {}]`
+/// (`[{dp}, {cp, tp}, {}]` with context parallelism).
 LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
   SymbolTable symbols(module);
   SmallVector<func::CallOp> calls;
@@ -337,13 +374,18 @@ LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
         dyn_cast<RankedTensorType>(callee.getArgumentTypes()[*hiddenArg]);
     if (!hiddenType || hiddenType.getRank() != 3)
       continue;
-    if (hiddenType.getDimSize(1) % plan.tp != 0)
+    if (hiddenType.getDimSize(1) % (plan.cp * plan.tp) != 0)
       return call.emitError()
              << "plan sp=1: the sequence dim (size " << hiddenType.getDimSize(1)
-             << ") of the hidden state is not divisible by tp=" << plan.tp;
+             << ") of the hidden state is not divisible by "
+             << (plan.cp > 1 ? "cp*tp=" : "tp=") << plan.cp * plan.tp;
     DimAxes dims(3);
     if (plan.dp > 1 && hiddenType.getDimSize(0) % plan.dp == 0)
       dims[0].push_back("dp");
+    // CP splits the sequence first (contiguous chunks per cp rank), SP
+    // splits each chunk on tp.
+    if (plan.cp > 1)
+      dims[1].push_back("cp");
     dims[1].push_back("tp");
     ShardingAttr sharding = toAttr(dims);
     OpBuilder b(call);

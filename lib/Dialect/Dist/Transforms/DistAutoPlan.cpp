@@ -459,9 +459,10 @@ struct DistAutoPlanPass
     if (compilable) {
       // What dist-pipeline-split, tfm-recompute and the runtime build
       // today: every schedule the planner scores and every recomputation
-      // mode (not context parallelism yet).
+      // mode; context parallelism with contiguous chunks (ring attention
+      // without zig-zag balancing: scored with its imbalance).
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
-      options.cpChoices = {1};
+      options.cpContiguous = true;
       // dist-apply-plan does not build ep > 1 yet.
       options.epChoices = {1};
     }

@@ -307,6 +307,8 @@ private:
   void readFunctions();
   void expand(StringRef func, int64_t times);
   std::string classify(const Collective &c);
+  /// Size of a mesh axis (0 if the mesh has none).
+  int64_t axisSize(StringRef axis) const;
   void deriveStrategies();
 
   ModuleOp module;
@@ -657,8 +659,23 @@ void Explainer::readFunctions() {
 std::string Explainer::classify(const Collective &c) {
   if (c.numElements <= 1)
     return kScalarCause.str();
-  bool dataOnly = !c.axes.empty() &&
-                  llvm::all_of(c.axes, [](StringRef a) { return a == "dp"; });
+  // Context parallelism's ring attention: K/V chunks and their gradient
+  // accumulators shifted around the cp ring.
+  if (c.kind == "ppermute" && llvm::is_contained(c.axes, "cp"))
+    return "CP ring";
+  // The data-parallel group is dp x cp: context-parallel ranks hold the same
+  // weights, sum the same gradients and share ZeRO's shards.
+  auto isData = [](StringRef a) { return a == "dp" || a == "cp"; };
+  bool dataOnly = !c.axes.empty() && llvm::all_of(c.axes, isData);
+  if (dataOnly && c.kind == "all_reduce")
+    return "DP";
+  if (dataOnly && r.zeroStage > 0 &&
+      (c.kind == "all_gather" || c.kind == "reduce_scatter") &&
+      llvm::is_contained(c.axes, "dp") == (axisSize("dp") > 1) &&
+      llvm::is_contained(c.axes, "cp") == (axisSize("cp") > 1))
+    return "ZeRO-" + std::to_string(r.zeroStage);
+  dataOnly = !c.axes.empty() &&
+             llvm::all_of(c.axes, [](StringRef a) { return a == "dp"; });
   bool tpOnly = !c.axes.empty() &&
                 llvm::all_of(c.axes, [](StringRef a) { return a == "tp"; });
   // Gathers and scatters over dp exist for ZeRO's storage layouts (also
@@ -717,29 +734,62 @@ std::string describeStates(ArrayRef<const State *> states) {
   return llvm::join(names, ", ") + " (" + std::to_string(states.size()) + ")";
 }
 
-void Explainer::deriveStrategies() {
-  auto axisSize = [&](StringRef axis) -> int64_t {
-    for (auto &[name, size] : r.mesh)
-      if (name == axis)
-        return size;
-    return 0;
-  };
-  int64_t dp = axisSize("dp"), tp = axisSize("tp");
+int64_t Explainer::axisSize(StringRef axis) const {
+  for (auto &[name, size] : r.mesh)
+    if (name == axis)
+      return size;
+  return 0;
+}
 
-  if (dp > 1) {
+void Explainer::deriveStrategies() {
+  int64_t dp = axisSize("dp"), tp = axisSize("tp"), cp = axisSize("cp");
+  // The data-parallel group (gradient sums, ZeRO shards): dp x cp.
+  std::string dataGroup = cp > 1 ? (dp > 1 ? "dp x cp" : "cp") : "dp";
+  std::string dataDegree = cp > 1 ? (dp > 1 ? "dp*cp=" + std::to_string(dp * cp)
+                                            : "cp=" + std::to_string(cp))
+                                  : "dp=" + std::to_string(dp);
+
+  // "tokens dim 0 (16x64 -> 8x64), ...": the inputs split on `axis`.
+  auto splitInputs = [&](StringRef axis) {
     SmallVector<std::string> parts;
     for (const Slot &s : r.inputs) {
       unsigned dim;
-      if (!usesAxis(s.dimAxes, "dp", &dim))
+      if (!usesAxis(s.dimAxes, axis, &dim))
         continue;
       parts.push_back(s.role + " dim " + std::to_string(dim) + " (" +
                       formatShape(s.globalShape) + " -> " +
                       formatShape(s.localShape) + ")");
     }
+    return parts;
+  };
+
+  if (dp > 1) {
+    SmallVector<std::string> parts = splitInputs("dp");
     std::string text = parts.empty() ? std::string("no input split on dp")
                                      : "batch: " + llvm::join(parts, ", ");
-    text += "; activations follow the batch; gradients are summed over dp";
+    text += "; activations follow the batch; gradients are summed over " +
+            dataGroup;
     r.strategies.emplace_back("DP", "dp=" + std::to_string(dp), text);
+  }
+
+  if (cp > 1) {
+    SmallVector<std::string> parts = splitInputs("cp");
+    int64_t ring = 0;
+    for (auto &[key, row] : r.rows)
+      if (std::get<1>(key) == "CP ring")
+        ring += row.count;
+    std::string text = parts.empty() ? std::string("no input split on cp")
+                                     : "sequence: " + llvm::join(parts, ", ");
+    text += " (contiguous chunks); activations follow the sequence; "
+            "attention: ring attention, per layer 2(cp-1) = " +
+            std::to_string(2 * (cp - 1)) +
+            " K/V ppermutes forward, 2(cp-1) + 2cp = " +
+            std::to_string(2 * (cp - 1) + 2 * cp) +
+            " K/V and dK/dV ppermutes backward (" + std::to_string(ring) +
+            " per step); rope, position embedding and dropout by global "
+            "position; gradients are summed over " +
+            dataGroup;
+    r.strategies.emplace_back("CP", "cp=" + std::to_string(cp), text);
   }
 
   // ZeRO: states split on dp (optimizer states; parameters for stage 3).
@@ -747,7 +797,7 @@ void Explainer::deriveStrategies() {
   for (const State &s : r.states) {
     if (!s.held)
       continue;
-    bool onDp = usesAxis(s.dimAxes, "dp");
+    bool onDp = usesAxis(s.dimAxes, dp > 1 ? "dp" : "cp");
     if (s.kind == "param") {
       if (onDp)
         paramSharded.push_back(&s);
@@ -757,7 +807,8 @@ void Explainer::deriveStrategies() {
     if (onDp)
       optSharded.push_back(&s);
   }
-  if (dp > 1 && (r.zeroStage > 0 || !optSharded.empty())) {
+  if (dp * std::max<int64_t>(cp, 1) > 1 &&
+      (r.zeroStage > 0 || !optSharded.empty())) {
     int64_t global = 0, local = 0;
     for (const State *s : optAll) {
       global += s->globalBytes;
@@ -765,12 +816,12 @@ void Explainer::deriveStrategies() {
     }
     std::string text =
         "optimizer states m, v: " + std::to_string(optSharded.size()) + " of " +
-        std::to_string(optAll.size()) + " split on dp";
+        std::to_string(optAll.size()) + " split on " + dataGroup;
     if (r.zeroStage >= 2)
       text += "; gradients reduce-scattered to that layout";
     if (!paramSharded.empty())
-      text += "; parameters: " + describeStates(paramSharded) +
-              " split on dp (all-gathered before use)";
+      text += "; parameters: " + describeStates(paramSharded) + " split on " +
+              dataGroup + " (all-gathered before use)";
     if (!r.zeroUnsharded.empty())
       text += "; left replicated (no divisible dim): " +
               llvm::join(r.zeroUnsharded, ", ");
@@ -778,7 +829,7 @@ void Explainer::deriveStrategies() {
             formatBytes(local);
     std::string label = r.zeroStage > 0 ? "ZeRO-" + std::to_string(r.zeroStage)
                                         : std::string("ZeRO");
-    r.strategies.emplace_back(label, "dp=" + std::to_string(dp), text);
+    r.strategies.emplace_back(label, dataDegree, text);
   }
 
   if (tp > 1) {
@@ -997,6 +1048,8 @@ void writeText(const Report &r, llvm::raw_ostream &os) {
           return StringRef(value);
       return StringRef();
     };
+    if (valueOf("cp") != "1" && !valueOf("cp").empty())
+      main.insert(main.begin() + 1, "cp");
     if (valueOf("pp") != "1" && !valueOf("pp").empty())
       main.insert(main.begin(), {"pp", "vpp", "schedule"});
     if (valueOf("mb") != "1" && !valueOf("mb").empty())

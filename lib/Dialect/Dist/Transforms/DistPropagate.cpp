@@ -130,8 +130,14 @@ private:
     return bytes(v) * (vi.fixed ? kFixedWeight : 1.0) *
            (vi.state ? kStateWeight : 1.0);
   }
+  /// The axes of the ZeRO group, over which gradients are summed and
+  /// ZeRO-3 parameters are stored split: `dp`, and `cp` (context-parallel
+  /// ranks hold the same weights; Megatron shards over DP x CP).
+  static bool isDataAxis(StringRef axis) {
+    return axis == "dp" || axis == "cp";
+  }
   /// The layout a parameter computes with: its sharding without the ZeRO-3
-  /// storage axis `dp`.
+  /// storage axes (`dp`, `cp`).
   ShardingAttr computeLayout(Value v) {
     const ValueInfo &vi = info[v];
     if (!vi.sharding || !vi.zeroStorage)
@@ -140,7 +146,7 @@ private:
     for (unsigned d = 0; d < vi.sharding.getRank(); ++d) {
       SmallVector<Attribute> axes;
       for (StringAttr axis : vi.sharding.getDimAxes(d))
-        if (axis.getValue() != "dp")
+        if (!isDataAxis(axis.getValue()))
           axes.push_back(axis);
       dims.push_back(ArrayAttr::get(ctx, axes));
     }
@@ -497,12 +503,12 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
   // split on it: operands partial over it pass it through, and reducing
   // them first (an all-reduce, about twice their bytes) costs more than
   // reducing the result later (a reduce-scatter of its bytes). Over the
-  // data-parallel axis `dp` a gradient always stays partial: it is reduced
-  // once per step, in buckets, never per microbatch (DESIGN.md §5).
+  // data-parallel axes `dp` and `cp` a gradient always stays partial: it is
+  // reduced once per step, in buckets, never per microbatch (DESIGN.md §5).
   auto keepsPartial = [&](Value v, StringAttr axis) {
     double operands = partialBytes(axis);
     return operands > 0 &&
-           (axis.getValue() == "dp" || 2 * operands >= bytes(v));
+           (isDataAxis(axis.getValue()) || 2 * operands >= bytes(v));
   };
   // `keepPartial`: no claim on an axis `v` should stay partial over (a
   // parameter gradient).
@@ -518,7 +524,7 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
         continue;
       AxisList axes;
       for (StringAttr axis : s.getDimAxes(d))
-        if (!storage || axis.getValue() != "dp")
+        if (!storage || !isDataAxis(axis.getValue()))
           axes.push_back(axis);
       // An unsplit dim of training state claims to stay unsplit (e.g. an
       // optimizer step on replicated state gathers its gradient once

@@ -16,7 +16,7 @@ llvm::Error planError(const llvm::Twine &message) {
 }
 
 /// Keys reserved for later issues: accepted only with their default value.
-constexpr const char *kReservedInts[] = {"cp", "ep"};
+constexpr const char *kReservedInts[] = {"ep"};
 
 int64_t *intField(Plan &plan, StringRef key) {
   if (key == "pp")

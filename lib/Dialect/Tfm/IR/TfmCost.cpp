@@ -165,6 +165,24 @@ OpCost AttentionGradOp::getCost() {
       ioBytes(getOperation())};
 }
 
+// Ring attention blocks: the attention of one (query chunk, key chunk) pair,
+// counted unmasked (whether a block is skipped is known at run time only).
+OpCost AttentionBlockOp::getCost() {
+  return OpCost{attentionFlops(getQ().getType(), getK().getType(), false),
+                ioBytes(getOperation())};
+}
+OpCost AttentionBlockGradOp::getCost() {
+  return OpCost{2.5 * attentionFlops(getQ().getType(), getK().getType(), false),
+                ioBytes(getOperation())};
+}
+OpCost AttentionMergeOp::getCost() {
+  return perResultElement(getOperation(), 8);
+}
+OpCost RopeLocalOp::getCost() { return perResultElement(getOperation(), 3); }
+OpCost RopeLocalGradOp::getCost() {
+  return perResultElement(getOperation(), 3);
+}
+
 // Losses: about 5 FLOPs per logit.
 OpCost CrossEntropyOp::getCost() {
   return perOperandElement(getOperation(), 5);

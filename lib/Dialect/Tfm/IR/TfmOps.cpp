@@ -365,6 +365,21 @@ LogicalResult computeRope(EmitErrorFn emitError, StringRef name, Value input,
   return success();
 }
 
+/// rope_local and rope_local_grad: the rope rules, plus `seq_len` a
+/// positive multiple of the local sequence length.
+LogicalResult computeRopeLocal(EmitErrorFn emitError, StringRef name,
+                               Value input, double theta, int64_t seqLen,
+                               SmallVectorImpl<Type> &resultTypes) {
+  if (failed(computeRope(emitError, name, input, theta, resultTypes)))
+    return failure();
+  int64_t local = tensorOf(input).getDimSize(1);
+  if (seqLen < 1 || local == 0 || seqLen % local != 0)
+    return emitError() << "seq_len must be a positive multiple of the local "
+                          "sequence length "
+                       << local << ", found " << seqLen;
+  return success();
+}
+
 /// dropout and dropout_grad: `rate` in [0, 1), `site >= 0`.
 LogicalResult computeDropout(EmitErrorFn emitError, Value input, double rate,
                              int64_t site, SmallVectorImpl<Type> &resultTypes) {
@@ -730,9 +745,14 @@ AttentionOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
                           adaptor.getScale().convertToDouble(), resultTypes);
 }
 
-LogicalResult
-AttentionGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                    SmallVectorImpl<Type> &resultTypes) {
+namespace {
+
+/// attention_grad and attention_block_grad: the forward's rules, `dout` and
+/// `out` of q's type, `lse` the forward's; results (dq, dk, dv) of the types
+/// of (q, k, v).
+template <typename Adaptor>
+LogicalResult computeAttentionGrad(EmitErrorFn emitError, Adaptor adaptor,
+                                   SmallVectorImpl<Type> &resultTypes) {
   SmallVector<Type, 2> forward;
   if (failed(computeAttention(emitError, adaptor.getQ(), adaptor.getK(),
                               adaptor.getV(), adaptor.getCausal(),
@@ -746,6 +766,81 @@ AttentionGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
     return failure();
   resultTypes.append({adaptor.getQ().getType(), adaptor.getK().getType(),
                       adaptor.getV().getType()});
+  return success();
+}
+
+} // namespace
+
+LogicalResult
+AttentionGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                    SmallVectorImpl<Type> &resultTypes) {
+  return computeAttentionGrad(emitError, adaptor, resultTypes);
+}
+
+//===----------------------------------------------------------------------===//
+// Ring attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// attention_block(_grad): chunks of equal length, `num_chunks >= 1`,
+/// `0 <= kv_step < num_chunks`.
+LogicalResult checkRingBlock(EmitErrorFn emitError, Value q, Value k,
+                             int64_t kvStep, int64_t numChunks) {
+  int64_t sq = tensorOf(q).getDimSize(1), sk = tensorOf(k).getDimSize(1);
+  if (sq != sk)
+    return emitError()
+           << "q and k must hold chunks of equal length, found Sq = " << sq
+           << ", Sk = " << sk;
+  if (numChunks < 1)
+    return emitError() << "num_chunks must be >= 1, found " << numChunks;
+  if (kvStep < 0 || kvStep >= numChunks)
+    return emitError() << "kv_step must be in [0, num_chunks = " << numChunks
+                       << "), found " << kvStep;
+  return success();
+}
+
+} // namespace
+
+LogicalResult
+AttentionBlockOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                     SmallVectorImpl<Type> &resultTypes) {
+  if (failed(checkRingBlock(emitError, adaptor.getQ(), adaptor.getK(),
+                            adaptor.getKvStepAttr().getInt(),
+                            adaptor.getNumChunksAttr().getInt())))
+    return failure();
+  return computeAttention(emitError, adaptor.getQ(), adaptor.getK(),
+                          adaptor.getV(), adaptor.getCausal(),
+                          adaptor.getScale().convertToDouble(), resultTypes);
+}
+
+LogicalResult
+AttentionBlockGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &resultTypes) {
+  if (failed(checkRingBlock(emitError, adaptor.getQ(), adaptor.getK(),
+                            adaptor.getKvStepAttr().getInt(),
+                            adaptor.getNumChunksAttr().getInt())))
+    return failure();
+  return computeAttentionGrad(emitError, adaptor, resultTypes);
+}
+
+LogicalResult
+AttentionMergeOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
+                                     SmallVectorImpl<Type> &resultTypes) {
+  RankedTensorType out = tensorOf(adaptor.getOutA());
+  if (failed(checkRank(emitError, "out_a", out, 4, "[B, S, N, D]")))
+    return failure();
+  ArrayRef<int64_t> os = out.getShape();
+  auto lse = RankedTensorType::get({os[0], os[2], os[1]},
+                                   Float32Type::get(out.getContext()));
+  if (failed(checkType(emitError, "lse_a", adaptor.getLseA().getType(), lse,
+                       "[B, N, S] f32")) ||
+      failed(checkType(emitError, "out_b", adaptor.getOutB().getType(), out,
+                       "type of out_a")) ||
+      failed(checkType(emitError, "lse_b", adaptor.getLseB().getType(), lse,
+                       "[B, N, S] f32")))
+    return failure();
+  resultTypes.append({out, lse});
   return success();
 }
 

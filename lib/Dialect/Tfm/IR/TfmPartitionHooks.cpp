@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PartitionHelpers.h"
 #include "ShapeChecks.h"
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
@@ -42,6 +43,7 @@ using namespace autoshard;
 using namespace autoshard::tfm;
 using dist::ShardingAttr;
 using namespace autoshard::tfm::checks;
+using namespace autoshard::tfm::partition;
 
 PartitionContext::~PartitionContext() = default;
 
@@ -214,6 +216,13 @@ ShardingRule VocabCeStatsOp::getShardingRule() { return localOpRule(*this); }
 ShardingRule VocabCeLossOp::getShardingRule() { return localOpRule(*this); }
 ShardingRule VocabCeGradOp::getShardingRule() { return localOpRule(*this); }
 ShardingRule DropoutLocalOp::getShardingRule() { return localOpRule(*this); }
+ShardingRule RopeLocalOp::getShardingRule() { return localOpRule(*this); }
+ShardingRule RopeLocalGradOp::getShardingRule() { return localOpRule(*this); }
+ShardingRule AttentionBlockOp::getShardingRule() { return localOpRule(*this); }
+ShardingRule AttentionBlockGradOp::getShardingRule() {
+  return localOpRule(*this);
+}
+ShardingRule AttentionMergeOp::getShardingRule() { return localOpRule(*this); }
 ShardingRule DropoutLocalGradOp::getShardingRule() {
   return localOpRule(*this);
 }
@@ -223,76 +232,6 @@ ShardingRule DropoutLocalGradOp::getShardingRule() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-using AxisList = SmallVector<StringAttr>;
-
-ArrayAttr axesAttr(MLIRContext *ctx, ArrayRef<StringAttr> axes) {
-  return ArrayAttr::get(ctx, SmallVector<Attribute>(axes.begin(), axes.end()));
-}
-
-/// A non-partial sharding with the given per-dim axes.
-ShardingAttr makeSharding(FlatSymbolRefAttr mesh, ArrayRef<AxisList> dims,
-                          ArrayRef<StringAttr> partialSum = {}) {
-  MLIRContext *ctx = mesh.getContext();
-  SmallVector<ArrayAttr> dimAttrs;
-  for (const AxisList &axes : dims)
-    dimAttrs.push_back(axesAttr(ctx, axes));
-  SmallVector<dist::PartialAxis> partial;
-  for (StringAttr axis : partialSum)
-    partial.push_back({axis, dist::ReductionKind::Sum});
-  return ShardingAttr::get(ctx, mesh, dimAttrs, partial);
-}
-
-/// `axes` without those in `drop`.
-AxisList without(ArrayRef<StringAttr> axes, ArrayRef<StringAttr> drop) {
-  AxisList out;
-  for (StringAttr a : axes)
-    if (!llvm::is_contained(drop, a))
-      out.push_back(a);
-  return out;
-}
-
-/// All axes named by dims `[begin, end)` of `sharding`.
-AxisList dimAxesIn(ShardingAttr sharding, unsigned begin, unsigned end) {
-  AxisList out;
-  for (unsigned d = begin; d < end; ++d)
-    llvm::append_range(out, sharding.getDimAxes(d));
-  return out;
-}
-
-/// Axes in mesh order (the order of a collective's group that does not
-/// depend on a dim layout).
-AxisList inMeshOrder(dist::MeshOp mesh, ArrayRef<StringAttr> axes) {
-  AxisList sorted(axes);
-  llvm::sort(sorted, [&](StringAttr a, StringAttr b) {
-    return *mesh.getAxisIndex(a.getValue()) < *mesh.getAxisIndex(b.getValue());
-  });
-  return sorted;
-}
-
-Value allReduce(OpBuilder &b, Location loc, dist::MeshOp mesh, Value input,
-                ArrayRef<StringAttr> axes, dist::ReductionKind kind) {
-  MLIRContext *ctx = b.getContext();
-  return dist::AllReduceOp::create(
-      b, loc, input.getType(), input,
-      FlatSymbolRefAttr::get(mesh.getSymNameAttr()), axesAttr(ctx, axes),
-      dist::ReductionKindAttr::get(ctx, kind));
-}
-
-Value axisIndex(OpBuilder &b, Location loc, dist::MeshOp mesh,
-                ArrayRef<StringAttr> axes) {
-  return dist::AxisIndexOp::create(
-      b, loc, RankedTensorType::get({}, b.getI64Type()),
-      FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
-      axesAttr(b.getContext(), axes));
-}
-
-int64_t groupSize(dist::MeshOp mesh, ArrayRef<StringAttr> axes) {
-  int64_t n = 1;
-  for (StringAttr a : axes)
-    n *= mesh.getAxisSize(a.getValue());
-  return n;
-}
 
 /// The common part of the cross-entropy hooks: token axes per leading dim
 /// and the vocabulary axes, read from `ref` (a sharding of logits-shaped
@@ -360,14 +299,6 @@ ceStatistics(PartitionContext &ctx, Location loc, dist::MeshOp mesh,
 //===----------------------------------------------------------------------===//
 // External models
 //===----------------------------------------------------------------------===//
-
-dist::MeshOp meshOf(PartitionContext &ctx) {
-  return cast<dist::MeshOp>(ctx.getMesh());
-}
-
-FlatSymbolRefAttr meshRef(PartitionContext &ctx) {
-  return FlatSymbolRefAttr::get(meshOf(ctx).getSymNameAttr());
-}
 
 struct EmbeddingPartition
     : public TfmPartitionOpInterface::ExternalModel<EmbeddingPartition,
@@ -798,4 +729,5 @@ void autoshard::tfm::attachPartitionInterfaces(MLIRContext *ctx) {
   MoeAuxLossGradOp::attachInterface<MoeAuxLossGradPartition>(*ctx);
   PositionEmbeddingGradOp::attachInterface<PositionEmbeddingGradPartition>(
       *ctx);
+  attachRingAttentionInterfaces(ctx);
 }

@@ -469,9 +469,10 @@ ShardingRule DropoutGradOp::getShardingRule() {
 /// `[B, Sq, N, D]`, kv-like `[B, Sk, G, D]`, lse `[B, N, Sq]`. The heads
 /// factor has the size `G` of the kv heads and is the major part of q's `N`
 /// (query head `n` uses kv head `n / (N/G)`): sharding heads on axes of
-/// size `t` needs `G % t == 0` and splits q heads and kv heads alike. Sq and
-/// Sk need replication (context parallelism will use a partition hook), and
-/// D is replicated.
+/// size `t` needs `G % t == 0` and splits q heads and kv heads alike. When
+/// Sq == Sk the sequence is one pass-through factor of q-like, kv-like and
+/// lse values whose sharding needs the hook (context parallelism: ring
+/// attention); otherwise Sq and Sk need replication. D is replicated.
 static ShardingRule attentionRule(Operation *op, ArrayRef<unsigned> qLike,
                                   ArrayRef<unsigned> kvLike,
                                   ArrayRef<unsigned> qLikeResults,
@@ -484,8 +485,15 @@ static ShardingRule attentionRule(Operation *op, ArrayRef<unsigned> qLike,
   Value k = op->getOperand(kvLike.front());
   ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(k);
   int64_t batch = b.factor(qs[0], kPass);
-  int64_t sq = b.factor(qs[1], kRepl);
-  int64_t sk = b.factor(ks[1], kRepl);
+  // Equal lengths: one sequence factor, shardable only through the hook
+  // (ring attention, TfmRingAttention.cpp); else two replicated ones.
+  int64_t sq, sk;
+  if (qs[1] == ks[1]) {
+    sq = sk = b.factor(qs[1], kPass, /*hook=*/true);
+  } else {
+    sq = b.factor(qs[1], kRepl);
+    sk = b.factor(ks[1], kRepl);
+  }
   int64_t heads = b.factor(ks[2], kPass);
   int64_t d = b.factor(qs[3], kRepl);
   auto tie = [&](bool isOperand, unsigned i, int64_t seq) {

@@ -218,6 +218,16 @@ struct RopeDims {
   double theta = 10000.0;
 };
 RopeDims checkRope(const KernelSignature &sig, bool grad);
+/// rope_local / rope_local_grad: x [batch, seq, heads, headDim], shard (i64
+/// scalar), `seq_len` the global length, a multiple of seq (`numShards`
+/// blocks); the positions are shard * seq + 0..seq-1.
+struct RopeLocalDims {
+  RopeDims rope;
+  int64_t seqLen = 0, numShards = 1;
+};
+RopeLocalDims checkRopeLocal(const KernelSignature &sig, bool grad);
+/// The first position of block `shard` (checked against numShards).
+int64_t ropeLocalOffset(const RopeLocalDims &d, int64_t shard);
 
 /// dropout(_grad) and, with `local`, dropout_local(_grad): x, step, layer,
 /// then one i64 shard operand per entry of `shardDims`.
@@ -244,9 +254,31 @@ struct AttentionDims {
   bool causal = false;
   double scale = 1.0;
   DType lseType = DType::F32;
+  /// attention_block(_grad) only: the ring step and the number of chunks.
+  int64_t kvStep = 0, numChunks = 1;
 };
 AttentionDims checkAttention(const KernelSignature &sig);
 AttentionDims checkAttentionGrad(const KernelSignature &sig);
+/// attention_block (q, k, v, chunk -> out, lse) / attention_block_grad
+/// (dout, q, k, v, out, lse, chunk -> dq, dk, dv): as attention(_grad) on
+/// one block of a sequence cut into `num_chunks` chunks of seqQ == seqK
+/// positions; `chunk` (i64 scalar, read at run time) is q's chunk, k and v
+/// hold chunk (chunk - kv_step) mod num_chunks.
+AttentionDims checkAttentionBlock(const KernelSignature &sig);
+AttentionDims checkAttentionBlockGrad(const KernelSignature &sig);
+/// The global positions of q's and k's first rows for the chunk index read
+/// at run time.
+struct BlockOffsets {
+  int64_t q = 0, k = 0;
+};
+BlockOffsets attentionBlockOffsets(const AttentionDims &d, int64_t chunk);
+/// attention_merge (out_a, lse_a, out_b, lse_b -> out, lse): out* [batch,
+/// seq, heads, headDim], lse* [batch, heads, seq].
+struct AttentionMergeDims {
+  int64_t batch = 0, seq = 0, heads = 0, headDim = 0;
+  DType lseType = DType::F32;
+};
+AttentionMergeDims checkAttentionMerge(const KernelSignature &sig);
 
 /// cross_entropy(_grad): logits [..., classes], labels [...]; the first
 /// `vocabSize` classes are real.

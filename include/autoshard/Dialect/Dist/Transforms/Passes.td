@@ -27,8 +27,10 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     | `dp` | >= 1 | data parallel degree (batch dim of the inputs) |
     | `tp` | >= 1 | tensor parallel degree (Megatron column/row) |
     | `sp` | 0, 1 | sequence parallelism on the `tp` axis (needs `tp > 1`) |
-    | `zero` | 0..3 | ZeRO stage on the `dp` axis |
-    | `pp`, `cp`, `ep`, `mb`, `vpp` | 1 | reserved (later issues) |
+    | `cp` | >= 1 | context parallel degree (sequence dim of the inputs, contiguous chunks; attention lowers to ring attention) |
+    | `zero` | 0..3 | ZeRO stage on the `dp` x `cp` group |
+    | `pp`, `mb`, `vpp` | >= 1 | pipeline stages, microbatches, model chunks per pipeline rank |
+    | `ep` | 1 | reserved (later issues) |
     | `schedule` | `1f1b` | reserved |
     | `recompute` | `none`, `selective`, `full` | activation recomputation: must equal the module's `tfm.recompute` (set by `tfm-recompute`; absent: `none`) |
 
@@ -43,8 +45,17 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     `dist.sharding` argument / result attributes on the public (entry)
     functions, selected by the builder's role attributes:
 
-    * inputs `tokens`, `labels` `[B, S]`: `[{dp}, {}~]`; other inputs and the
-      scalar outputs (loss, grad norm) replicated;
+    * inputs `tokens`, `labels` `[B, S]`: `[{dp}, {cp}~]` (the sequence must
+      be divisible by `cp`: rank `i` of `cp` holds positions
+      `[i S/cp, (i+1) S/cp)`; the forward-only entry that returns
+      `logits`, which the sampler feeds a growing context, keeps whole
+      sequences: `[{dp}, {}~]`); other inputs and the scalar outputs (loss,
+      grad norm) replicated. Context parallelism follows from propagation:
+      every activation carries `cp` on its sequence dim, rope / position
+      embedding / dropout use global positions, the loss is a mean over the
+      global tokens, gradients are summed over `dp` x `cp`, and
+      `tfm.attention` is partitioned into ring attention (see
+      `TfmRingAttention.cpp` and "Ring attention" in TfmOps.md);
     * TP (Megatron): `attn_q/k/v`, `mlp_up`, `mlp_gate` `[H, out]` are
       column-parallel `[{}, {tp}~]`; `attn_out`, `mlp_down` `[in, H]` are
       row-parallel `[{tp}, {}~]`; biases of column-parallel layers `[{tp}~]`;
@@ -53,8 +64,10 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
       tables replicated. Query heads, kv heads (from the `tfm.model`
       attribute), the padded vocabulary and the sharded weight dims must be
       divisible by `tp`;
-    * ZeRO stage `k` on `dp`: `k >= 1` optimizer states, `k = 3` parameters
-      get `dp` as the minor axis of dim 0 (after its `tp`, as Megatron's
+    * ZeRO stage `k` on the data-parallel group `dp` x `cp` (Megatron's
+      distributed optimizer shards over DP x CP: the cp ranks hold the same
+      weights): `k >= 1` optimizer states, `k = 3` parameters get `dp`
+      (and `cp`) as the minor axes of dim 0 (after its `tp`, as Megatron's
       distributed optimizer shards the TP-local tensor; or of the first dim
       that divides;
       a tensor with no such dim stays replicated and is listed in the module
@@ -63,7 +76,9 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
       `dist.sharding_constraint` to its optimizer states' sharding (so it is
       reduce-scattered where it is produced);
     * SP: the hidden state passed into and out of every block call of the
-      entry functions (and its gradient) is pinned to `[{dp}, {tp}, {}~]` by
+      entry functions (and its gradient) is pinned to `[{dp}, {tp}, {}~]`
+      (`[{dp}, {cp, tp}, {}~]` with context parallelism: each cp chunk split
+      on tp; the sequence must be divisible by cp*tp) by
       `dist.sharding_constraint`s.
 
     The state results of an entry function get the sharding of the matching
@@ -235,7 +250,7 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
 
     1. Header: the model (`tfm.model`), the plan (`dist.plan`), the mesh
        axes and the world size.
-    2. One row per strategy of the plan (DP, ZeRO-k, TP, SP), derived from
+    2. One row per strategy of the plan (DP, CP, ZeRO-k, TP, SP), derived from
        the shardings of the entry's inputs and states (`rt.sharding` /
        `dist.sharding`), not from the plan text: which inputs are split on
        which dim, which parameters are column / row / vocab split on `tp`
@@ -250,8 +265,13 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
        `_start` forms count as their op, `dist.wait`, `dist.shard_slice` and
        `dist.axis_index` are not communication). A collective is attributed
        by its axes and form: a tensor of at most one element is
-       "loss/grad norm"; any op but an all-reduce whose axes include `dp` is
-       ZeRO-k when `zero > 0`; other ops on `dp` alone are DP; on `tp` only, an
+       "loss/grad norm"; a `ppermute` on `cp` is "CP ring" (ring
+       attention's K/V and dK/dV shifts); an all-reduce on `dp` and/or `cp`
+       alone is DP (gradients summed over the data-parallel group); an
+       all-gather / reduce-scatter over the whole ZeRO group (`dp` x `cp`)
+       is ZeRO-k when `zero > 0`; any other op but an all-reduce whose axes
+       include `dp` is ZeRO-k when `zero > 0`; other ops on `dp` alone are
+       DP; on `tp` only, an
        all-gather / reduce-scatter on dim 1 of a rank >= 3 tensor is SP
        when `sp = 1`, anything else TP; other axis sets are named by their
        strategies joined with `+`. Then the per-call collectives of each
@@ -583,7 +603,8 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
            "Best analytic candidates re-scored with the schedule simulator">,
     Option<"compilable", "compilable", "bool", /*default=*/"false",
            "Search only what the compiler builds today (schedules gpipe, "
-           "1f1b, interleaved, zb-h1, zb-v; cp=1; ep=1), so "
+           "1f1b, interleaved, zb-h1, zb-v; cp with contiguous chunks, "
+           "scored with their causal imbalance; ep=1), so "
            "the chosen plan can be compiled and run">,
     ListOption<"schedules", "schedules", "std::string",
                "Search only these pipeline schedules (1f1b, interleaved, "

@@ -153,6 +153,9 @@ namespace autoshard::tfm {
 /// hook or pass pending sums through (TfmPartitionHooks.cpp); called by the
 /// dialect's initialize.
 void attachPartitionInterfaces(mlir::MLIRContext *ctx);
+/// Attaches the context-parallel hooks (ring attention, rope on a sequence
+/// chunk; TfmRingAttention.cpp); called by attachPartitionInterfaces.
+void attachRingAttentionInterfaces(mlir::MLIRContext *ctx);
 } // namespace autoshard::tfm
 
 #endif // AUTOSHARD_DIALECT_TFM_IR_TFMINTERFACES_H

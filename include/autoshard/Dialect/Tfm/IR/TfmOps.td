@@ -763,6 +763,58 @@ def Tfm_RopeGradOp : Tfm_RopeOpBase<"rope_grad", "dy", "dx", "-"> {
   let summary = "gradient of rope (rotation by the opposite angle)";
 }
 
+/// Per-rank rope of a block of the sequence (emitted by dist-partition).
+class Tfm_RopeLocalOpBase<string mnemonic, string input, string output,
+                          string global>
+    : Tfm_InferredOp<mnemonic> {
+  let description = [{
+    The per-rank form of `tfm.}] # global # [{` when the sequence dim of
+    `}] # input # [{` is sharded (context parallelism; emitted by
+    `dist-partition` through the partition hook of `tfm.}] # global # [{`,
+    never in global IR): the local block `[B, Sl, N, D]` holds the global
+    positions `shard * Sl + s`, `s < Sl`, and each is rotated as
+    `tfm.}] # global # [{` rotates it in the whole sequence.
+
+    * `}] # input # [{`: `[B, Sl, N, D]`, `D` even; `}] # output
+    # [{` has its type.
+    * `shard`: `tensor<i64>`, this rank's block index along the sequence
+      (from `dist.axis_index`), in `[0, seq_len / Sl)`.
+    * `seq_len`: the global sequence length, a multiple of `Sl`; `theta > 0`.
+
+    ```mlir
+    %s = dist.axis_index on @mesh axes = [cp] : tensor<i64>
+    %}] # output # [{ = tfm.}] # mnemonic # [{ %}] # input
+    # [{, %s {seq_len = 64 : i64, theta = 1.000000e+04 : f64}
+        : (tensor<4x32x4x16xf32>, tensor<i64>) -> tensor<4x32x4x16xf32>
+    ```
+  }];
+  let arguments = !con(!dag(ins, [Tfm_FloatTensor], [input]),
+                       (ins Tfm_ScalarI64:$shard, F64Attr:$theta,
+                            I64Attr:$seq_len));
+  let results = !dag(outs, [Tfm_FloatTensor], [output]);
+  let computeBody = [{
+    return ::autoshard::tfm::detail::computeRopeLocal(
+        emitError, "}] # input # [{", adaptor.getOperands()[0],
+        adaptor.getTheta().convertToDouble(),
+        adaptor.getSeqLenAttr().getInt(), resultTypes);
+  }];
+  let builders = [
+    Tfm_InferBuilder<!con(!dag(ins, ["::mlir::Value"], [input]),
+                          (ins "::mlir::Value":$shard, "double":$theta,
+                               "int64_t":$seqLen)),
+                     input # ", shard, ::llvm::APFloat(theta), seqLen">
+  ];
+}
+
+def Tfm_RopeLocalOp : Tfm_RopeLocalOpBase<"rope_local", "x", "y", "rope"> {
+  let summary = "rope of a sequence block (global positions)";
+}
+
+def Tfm_RopeLocalGradOp
+    : Tfm_RopeLocalOpBase<"rope_local_grad", "dy", "dx", "rope_grad"> {
+  let summary = "rope gradient of a sequence block (global positions)";
+}
+
 def Tfm_ReshapeOp : Tfm_PureOp<"reshape", [Tfm_VJP]> {
   let summary = "row-major reshape";
   let description = [{
@@ -1000,6 +1052,140 @@ def Tfm_AttentionGradOp : Tfm_InferredOp<"attention_grad"> {
                           "bool":$causal, "double":$scale),
                      "dout, q, k, v, out, lse, causal, "
                      # "::llvm::APFloat(scale)">
+  ];
+}
+
+} // opDocGroup
+
+def Tfm_RingAttentionGroup : OpDocGroup {
+  let summary = "Ring attention (context parallelism)";
+  let description = [{
+    Per-rank ops of ring attention (Liu et al. 2023; algorithms.md §2.1,
+    §2.2), emitted by `dist-partition` through the partition hooks of
+    `tfm.attention` and `tfm.attention_grad` when the sequence dim is
+    sharded (context parallelism); they never appear in global IR. The
+    sequence is cut into `num_chunks` contiguous chunks of equal length;
+    each rank of the ring holds the queries of chunk `chunk` and, at ring
+    step `kv_step`, the keys and values of chunk
+    `(chunk - kv_step) mod num_chunks` (received from its predecessor with
+    `dist.ppermute_start` / `dist.wait` around the previous step's block,
+    so that the exchange overlaps it). The causal mask compares global positions, so a block
+    whose keys all follow its queries is skipped at run time (out 0, lse
+    -inf), the diagonal block is causal and the others are full.
+  }];
+}
+
+let opDocGroup = Tfm_RingAttentionGroup in {
+
+def Tfm_AttentionBlockOp : Tfm_InferredOp<"attention_block"> {
+  let summary = "one block of ring attention (global causal positions)";
+  let description = [{
+    `tfm.attention` of the local queries against one visiting chunk of keys
+    and values: with `Sc = Sq = Sk` and `kc = (chunk - kv_step) mod
+    num_chunks`, query `i` has the global position `chunk * Sc + i` and key
+    `j` the position `kc * Sc + j`; when `causal`, query `i` sees key `j`
+    iff `kc * Sc + j <= chunk * Sc + i`. `out` is normalised within the
+    block and `lse` is its log-sum-exp; a query row that sees no key gets
+    `out = 0` and `lse = -inf`. Merge blocks with `tfm.attention_merge`.
+
+    * `q`: `[B, Sc, N, D]`; `k`, `v`: `[B, Sc, G, D]`; `chunk`:
+      `tensor<i64>` (this rank's index over the ring's mesh axes).
+    * `num_chunks >= 1`, `0 <= kv_step < num_chunks`; `causal`, `scale` as
+      `tfm.attention`.
+    * Results: `out` like `q`, `lse` `[B, N, Sc]` `f32`.
+
+    FLOPs: as `tfm.attention` on the block, not halved (the diagonal block
+    is the only partly masked one).
+
+    ```mlir
+    %o, %l = tfm.attention_block %q, %k, %v, %chunk
+        {causal, kv_step = 1 : i64, num_chunks = 2 : i64, scale = 0.25 : f64}
+        : (tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>,
+           tensor<i64>) -> (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$q, Tfm_FloatTensor:$k,
+                       Tfm_FloatTensor:$v, Tfm_ScalarI64:$chunk,
+                       UnitAttr:$causal, F64Attr:$scale, I64Attr:$kv_step,
+                       I64Attr:$num_chunks);
+  let results = (outs Tfm_FloatTensor:$out, Tfm_FloatTensor:$lse);
+  let builders = [
+    Tfm_InferBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$k,
+                          "::mlir::Value":$v, "::mlir::Value":$chunk,
+                          "bool":$causal, "double":$scale, "int64_t":$kvStep,
+                          "int64_t":$numChunks),
+                     "q, k, v, chunk, causal, ::llvm::APFloat(scale), kvStep, "
+                     # "numChunks">
+  ];
+}
+
+def Tfm_AttentionBlockGradOp : Tfm_InferredOp<"attention_block_grad"> {
+  let summary = "gradient of one block of ring attention";
+  let description = [{
+    The part of `tfm.attention_grad` that one visiting chunk of keys and
+    values contributes (FlashAttention-2's backward is block-decomposable
+    because the probabilities `exp(s - lse)` use the final `lse`): `out`
+    and `lse` are the merged forward results of the local queries, the mask
+    is that of `tfm.attention_block` with the same `chunk`, `kv_step` and
+    `num_chunks`. `dq` is this block's part of the queries' gradient (the
+    ring sums the parts), `dk` and `dv` the gradient of the visiting keys
+    and values from the local queries (summed as they travel around the
+    ring back to their owner).
+
+    ```mlir
+    %dq, %dk, %dv = tfm.attention_block_grad %dout, %q, %k, %v, %out, %lse,
+        %chunk {causal, kv_step = 1 : i64, num_chunks = 2 : i64, scale = 0.25 : f64}
+        : (tensor<4x8x4x16xf32>, tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>,
+           tensor<4x8x2x16xf32>, tensor<4x8x4x16xf32>, tensor<4x4x8xf32>,
+           tensor<i64>)
+        -> (tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>)
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$dout, Tfm_FloatTensor:$q,
+                       Tfm_FloatTensor:$k, Tfm_FloatTensor:$v,
+                       Tfm_FloatTensor:$out, Tfm_FloatTensor:$lse,
+                       Tfm_ScalarI64:$chunk, UnitAttr:$causal, F64Attr:$scale,
+                       I64Attr:$kv_step, I64Attr:$num_chunks);
+  let results = (outs Tfm_FloatTensor:$dq, Tfm_FloatTensor:$dk,
+                      Tfm_FloatTensor:$dv);
+  let builders = [
+    Tfm_InferBuilder<(ins "::mlir::Value":$dout, "::mlir::Value":$q,
+                          "::mlir::Value":$k, "::mlir::Value":$v,
+                          "::mlir::Value":$out, "::mlir::Value":$lse,
+                          "::mlir::Value":$chunk, "bool":$causal,
+                          "double":$scale, "int64_t":$kvStep,
+                          "int64_t":$numChunks),
+                     "dout, q, k, v, out, lse, chunk, causal, "
+                     # "::llvm::APFloat(scale), kvStep, numChunks">
+  ];
+}
+
+def Tfm_AttentionMergeOp : Tfm_InferredOp<"attention_merge"> {
+  let summary = "log-sum-exp merge of two partial attention results";
+  let description = [{
+    Merges the results of attention over two disjoint key sets of the same
+    queries (algorithms.md §2.1): `lse = log(exp(lse_a) + exp(lse_b))`,
+    computed as `max + log1p(exp(min - max))`, and
+    `out = exp(lse_a - lse) * out_a + exp(lse_b - lse) * out_b`. A side with
+    `lse = -inf` (no visible key) weighs 0; two such sides give `out = 0`,
+    `lse = -inf` (never NaN).
+
+    * `out_a`, `out_b`: `[B, S, N, D]` (same type); `lse_a`, `lse_b`:
+      `[B, N, S]` `f32`. Results: the types of `out_a` and `lse_a`.
+
+    ```mlir
+    %o, %l = tfm.attention_merge %o0, %l0, %o1, %l1
+        : (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>, tensor<4x8x4x16xf32>,
+           tensor<4x4x8xf32>) -> (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$out_a, Tfm_FloatTensor:$lse_a,
+                       Tfm_FloatTensor:$out_b, Tfm_FloatTensor:$lse_b);
+  let results = (outs Tfm_FloatTensor:$out, Tfm_FloatTensor:$lse);
+  let builders = [
+    Tfm_InferBuilder<(ins "::mlir::Value":$outA, "::mlir::Value":$lseA,
+                          "::mlir::Value":$outB, "::mlir::Value":$lseB),
+                     "outA, lseA, outB, lseB">
   ];
 }
 

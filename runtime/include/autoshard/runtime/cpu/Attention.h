@@ -20,7 +20,8 @@ namespace autoshard::runtime::cpu {
 /// [batch, seqK, kvHeads, headDim], all row-major; heads % kvHeads == 0 and
 /// query head n reads kv head n / (heads / kvHeads). causal requires
 /// seqQ == seqK and lets query i see keys 0..i. scale > 0 multiplies the
-/// scores (typically 1 / sqrt(headDim)).
+/// scores (typically 1 / sqrt(headDim)). With offsets (below) it computes a
+/// block of a longer causal attention.
 struct AttentionShape {
   int64_t batch = 0;
   int64_t seqQ = 0;
@@ -30,6 +31,13 @@ struct AttentionShape {
   int64_t headDim = 0;
   bool causal = false;
   double scale = 1.0;
+  /// Global positions of query row 0 and key row 0 (a block of a longer
+  /// sequence: ring attention, algorithms.md §2.2). The causal mask lets
+  /// query i see key j iff kOffset + j <= qOffset + i; a row that sees no key
+  /// gets out = 0 and lse = -inf (the identity of attentionMerge). Both 0
+  /// for tfm.attention.
+  int64_t qOffset = 0;
+  int64_t kOffset = 0;
 };
 
 /// tfm.attention: out [batch, seqQ, heads, headDim] = softmax(scale * q k^T,
@@ -48,6 +56,17 @@ template <typename T, typename L = float>
 void attentionGrad(const T *dout, const T *q, const T *k, const T *v,
                    const T *out, const L *lse, T *dq, T *dk, T *dv,
                    const AttentionShape &shape);
+
+/// tfm.attention_merge: merges two partial attention results over disjoint
+/// key sets (algorithms.md §2.1): lse = log(exp(lseA) + exp(lseB)) computed
+/// stably, out = exp(lseA - lse) outA + exp(lseB - lse) outB. out*
+/// [batch, seq, heads, headDim], lse* [batch, heads, seq]; a side with
+/// lse = -inf contributes nothing, and two -inf sides give out 0, lse -inf.
+/// outA/lseA may alias out/lse.
+template <typename T, typename L = float>
+void attentionMerge(const T *outA, const L *lseA, const T *outB, const L *lseB,
+                    T *out, L *lse, int64_t batch, int64_t seq, int64_t heads,
+                    int64_t headDim);
 
 } // namespace autoshard::runtime::cpu
 

@@ -1,0 +1,106 @@
+//===- PartitionHelpers.h - Helpers of the tfm partition hooks -*- C++ -*-===//
+//
+// Shardings, device-group indices and collectives as the partition hooks
+// (TfmPartitionHooks.cpp, TfmRingAttention.cpp) build them. Private to the
+// tfm IR library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_LIB_DIALECT_TFM_IR_PARTITIONHELPERS_H
+#define AUTOSHARD_LIB_DIALECT_TFM_IR_PARTITIONHELPERS_H
+
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace autoshard::tfm::partition {
+
+using namespace mlir;
+using dist::ShardingAttr;
+
+using AxisList = llvm::SmallVector<mlir::StringAttr>;
+
+inline ArrayAttr axesAttr(MLIRContext *ctx, ArrayRef<StringAttr> axes) {
+  return ArrayAttr::get(ctx, SmallVector<Attribute>(axes.begin(), axes.end()));
+}
+
+/// A non-partial sharding with the given per-dim axes.
+inline ShardingAttr makeSharding(FlatSymbolRefAttr mesh,
+                                 ArrayRef<AxisList> dims,
+                                 ArrayRef<StringAttr> partialSum = {}) {
+  MLIRContext *ctx = mesh.getContext();
+  SmallVector<ArrayAttr> dimAttrs;
+  for (const AxisList &axes : dims)
+    dimAttrs.push_back(axesAttr(ctx, axes));
+  SmallVector<dist::PartialAxis> partial;
+  for (StringAttr axis : partialSum)
+    partial.push_back({axis, dist::ReductionKind::Sum});
+  return ShardingAttr::get(ctx, mesh, dimAttrs, partial);
+}
+
+/// `axes` without those in `drop`.
+inline AxisList without(ArrayRef<StringAttr> axes, ArrayRef<StringAttr> drop) {
+  AxisList out;
+  for (StringAttr a : axes)
+    if (!llvm::is_contained(drop, a))
+      out.push_back(a);
+  return out;
+}
+
+/// All axes named by dims `[begin, end)` of `sharding`.
+inline AxisList dimAxesIn(ShardingAttr sharding, unsigned begin, unsigned end) {
+  AxisList out;
+  for (unsigned d = begin; d < end; ++d)
+    llvm::append_range(out, sharding.getDimAxes(d));
+  return out;
+}
+
+/// Axes in mesh order (the order of a collective's group that does not
+/// depend on a dim layout).
+inline AxisList inMeshOrder(dist::MeshOp mesh, ArrayRef<StringAttr> axes) {
+  AxisList sorted(axes);
+  llvm::sort(sorted, [&](StringAttr a, StringAttr b) {
+    return *mesh.getAxisIndex(a.getValue()) < *mesh.getAxisIndex(b.getValue());
+  });
+  return sorted;
+}
+
+inline Value allReduce(OpBuilder &b, Location loc, dist::MeshOp mesh,
+                       Value input, ArrayRef<StringAttr> axes,
+                       dist::ReductionKind kind) {
+  MLIRContext *ctx = b.getContext();
+  return dist::AllReduceOp::create(
+      b, loc, input.getType(), input,
+      FlatSymbolRefAttr::get(mesh.getSymNameAttr()), axesAttr(ctx, axes),
+      dist::ReductionKindAttr::get(ctx, kind));
+}
+
+inline Value axisIndex(OpBuilder &b, Location loc, dist::MeshOp mesh,
+                       ArrayRef<StringAttr> axes) {
+  return dist::AxisIndexOp::create(
+      b, loc, RankedTensorType::get({}, b.getI64Type()),
+      FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+      axesAttr(b.getContext(), axes));
+}
+
+inline int64_t groupSize(dist::MeshOp mesh, ArrayRef<StringAttr> axes) {
+  int64_t n = 1;
+  for (StringAttr a : axes)
+    n *= mesh.getAxisSize(a.getValue());
+  return n;
+}
+
+inline dist::MeshOp meshOf(PartitionContext &ctx) {
+  return cast<dist::MeshOp>(ctx.getMesh());
+}
+
+inline FlatSymbolRefAttr meshRef(PartitionContext &ctx) {
+  return FlatSymbolRefAttr::get(meshOf(ctx).getSymNameAttr());
+}
+
+} // namespace autoshard::tfm::partition
+
+#endif // AUTOSHARD_LIB_DIALECT_TFM_IR_PARTITIONHELPERS_H

@@ -1,0 +1,252 @@
+//===- RingAttentionTest.cpp - Ring attention kernels vs attention --------===//
+//
+// The kernels of context parallelism (attention with block offsets, i.e.
+// attention_block(_grad), and attentionMerge) run the ring exactly as the
+// compiler lowers tfm.attention / tfm.attention_grad under cp (contiguous
+// chunks; TfmRingAttention.cpp), and must reproduce the plain kernels on the
+// whole sequence: fp32, random data, forward and backward, GQA, causal and
+// not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/runtime/cpu/Attention.h"
+
+#include "TestUtil.h"
+
+#include <limits>
+
+using namespace autoshard::runtime::cpu;
+using namespace autoshard::runtime::test;
+
+namespace {
+
+using Vec = std::vector<float>;
+
+struct Problem {
+  int64_t batch, seq, heads, kvHeads, headDim, chunks;
+  bool causal;
+
+  int64_t chunk() const { return seq / chunks; }
+  AttentionShape whole() const {
+    AttentionShape s;
+    s.batch = batch;
+    s.seqQ = s.seqK = seq;
+    s.heads = heads;
+    s.kvHeads = kvHeads;
+    s.headDim = headDim;
+    s.causal = causal;
+    s.scale = 1.0 / std::sqrt(static_cast<double>(headDim));
+    return s;
+  }
+  /// The shape of the block (q chunk r, kv chunk c).
+  AttentionShape block(int64_t r, int64_t c) const {
+    AttentionShape s = whole();
+    s.seqQ = s.seqK = chunk();
+    s.qOffset = r * chunk();
+    s.kOffset = c * chunk();
+    return s;
+  }
+};
+
+/// Rows [c * len, (c + 1) * len) of dim 1 of a [B, S, W] tensor.
+Vec sliceSeq(const Vec &x, int64_t batch, int64_t seq, int64_t width, int64_t c,
+             int64_t len) {
+  Vec out(batch * len * width);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < len; ++i)
+      for (int64_t w = 0; w < width; ++w)
+        out[(b * len + i) * width + w] = x[(b * seq + c * len + i) * width + w];
+  return out;
+}
+
+/// Writes a chunk back (inverse of sliceSeq).
+void placeSeq(Vec &x, const Vec &part, int64_t batch, int64_t seq,
+              int64_t width, int64_t c, int64_t len) {
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < len; ++i)
+      for (int64_t w = 0; w < width; ++w)
+        x[(b * seq + c * len + i) * width + w] =
+            part[(b * len + i) * width + w];
+}
+
+Vec randomFloats(int64_t n, uint64_t seed, double lo = -2, double hi = 2) {
+  return convert<float>(randomVector(n, seed, lo, hi));
+}
+
+struct Inputs {
+  Vec q, k, v, dout;
+};
+
+Inputs randomInputs(const Problem &p, uint64_t seed) {
+  int64_t qn = p.batch * p.seq * p.heads * p.headDim;
+  int64_t kn = p.batch * p.seq * p.kvHeads * p.headDim;
+  return {randomFloats(qn, seed), randomFloats(kn, seed + 1),
+          randomFloats(kn, seed + 2), randomFloats(qn, seed + 3, -1, 1)};
+}
+
+/// The ring's forward on rank r: blocks against chunks r, r-1, ... (mod c),
+/// merged; returns the rank's out and lse.
+void ringForward(const Problem &p, const Inputs &in, int64_t r, Vec &out,
+                 Vec &lse) {
+  const int64_t len = p.chunk(), qw = p.heads * p.headDim,
+                kw = p.kvHeads * p.headDim;
+  Vec q = sliceSeq(in.q, p.batch, p.seq, qw, r, len);
+  out.assign(p.batch * len * qw, 0.0f);
+  lse.assign(p.batch * p.heads * len, -std::numeric_limits<float>::infinity());
+  Vec blockOut(out.size()), blockLse(lse.size());
+  for (int64_t t = 0; t < p.chunks; ++t) {
+    int64_t c = ((r - t) % p.chunks + p.chunks) % p.chunks;
+    Vec k = sliceSeq(in.k, p.batch, p.seq, kw, c, len);
+    Vec v = sliceSeq(in.v, p.batch, p.seq, kw, c, len);
+    attention<float, float>(q.data(), k.data(), v.data(), blockOut.data(),
+                            blockLse.data(), p.block(r, c));
+    attentionMerge<float, float>(out.data(), lse.data(), blockOut.data(),
+                                 blockLse.data(), out.data(), lse.data(),
+                                 p.batch, len, p.heads, p.headDim);
+  }
+}
+
+/// lse [B, N, S] restricted to chunk c.
+Vec sliceLse(const Vec &lse, const Problem &p, int64_t c) {
+  return sliceSeq(lse, p.batch * p.heads, p.seq, 1, c, p.chunk());
+}
+
+void checkForward(const Problem &p, const std::string &what) {
+  Inputs in = randomInputs(p, 7);
+  AttentionShape s = p.whole();
+  Vec out(in.q.size()), lse(p.batch * p.heads * p.seq);
+  attention<float, float>(in.q.data(), in.k.data(), in.v.data(), out.data(),
+                          lse.data(), s);
+  const int64_t qw = p.heads * p.headDim;
+  for (int64_t r = 0; r < p.chunks; ++r) {
+    Vec ringOut, ringLse;
+    ringForward(p, in, r, ringOut, ringLse);
+    std::string at = what + " rank " + std::to_string(r);
+    expectAllNear(ringOut, sliceSeq(out, p.batch, p.seq, qw, r, p.chunk()),
+                  2e-5, 1e-6, at + " out");
+    expectAllNear(ringLse, sliceLse(lse, p, r), 2e-6, 1e-6, at + " lse");
+  }
+}
+
+/// The ring's backward: every rank's dq, and the dk/dv accumulators that
+/// travel with the kv chunks (summed in ring order), against attentionGrad
+/// on the whole sequence.
+void checkBackward(const Problem &p, const std::string &what) {
+  Inputs in = randomInputs(p, 21);
+  AttentionShape s = p.whole();
+  Vec out(in.q.size()), lse(p.batch * p.heads * p.seq);
+  attention<float, float>(in.q.data(), in.k.data(), in.v.data(), out.data(),
+                          lse.data(), s);
+  Vec dq(in.q.size()), dk(in.k.size()), dv(in.v.size());
+  attentionGrad<float, float>(in.dout.data(), in.q.data(), in.k.data(),
+                              in.v.data(), out.data(), lse.data(), dq.data(),
+                              dk.data(), dv.data(), s);
+
+  const int64_t len = p.chunk(), qw = p.heads * p.headDim,
+                kw = p.kvHeads * p.headDim;
+  Vec ringDq(dq.size()), ringDk(dk.size(), 0.0f), ringDv(dv.size(), 0.0f);
+  std::vector<Vec> accK(p.chunks, Vec(p.batch * len * kw, 0.0f));
+  std::vector<Vec> accV = accK;
+  for (int64_t r = 0; r < p.chunks; ++r) {
+    Vec q = sliceSeq(in.q, p.batch, p.seq, qw, r, len);
+    Vec o = sliceSeq(out, p.batch, p.seq, qw, r, len);
+    Vec d = sliceSeq(in.dout, p.batch, p.seq, qw, r, len);
+    Vec l = sliceLse(lse, p, r);
+    Vec rankDq(q.size(), 0.0f), bq(q.size()), bk(accK[0].size()),
+        bv(accK[0].size());
+    for (int64_t t = 0; t < p.chunks; ++t) {
+      int64_t c = ((r - t) % p.chunks + p.chunks) % p.chunks;
+      Vec k = sliceSeq(in.k, p.batch, p.seq, kw, c, len);
+      Vec v = sliceSeq(in.v, p.batch, p.seq, kw, c, len);
+      attentionGrad<float, float>(d.data(), q.data(), k.data(), v.data(),
+                                  o.data(), l.data(), bq.data(), bk.data(),
+                                  bv.data(), p.block(r, c));
+      for (size_t i = 0; i < rankDq.size(); ++i)
+        rankDq[i] += bq[i];
+      for (size_t i = 0; i < bk.size(); ++i) {
+        accK[c][i] += bk[i];
+        accV[c][i] += bv[i];
+      }
+    }
+    placeSeq(ringDq, rankDq, p.batch, p.seq, qw, r, len);
+  }
+  for (int64_t c = 0; c < p.chunks; ++c) {
+    placeSeq(ringDk, accK[c], p.batch, p.seq, kw, c, len);
+    placeSeq(ringDv, accV[c], p.batch, p.seq, kw, c, len);
+  }
+  expectAllNear(ringDq, dq, 1e-4, 1e-5, what + " dq");
+  expectAllNear(ringDk, dk, 1e-4, 1e-5, what + " dk");
+  expectAllNear(ringDv, dv, 1e-4, 1e-5, what + " dv");
+}
+
+TEST(RingAttentionTest, CausalRingOfTwoMatchesAttention) {
+  checkForward({2, 16, 4, 2, 8, 2, true}, "causal cp=2");
+}
+
+TEST(RingAttentionTest, CausalRingOfFourMatchesAttention) {
+  checkForward({2, 32, 4, 4, 8, 4, true}, "causal cp=4");
+}
+
+TEST(RingAttentionTest, LongChunksOverSeveralQueryBlocks) {
+  // Chunks of 80 rows: the kernel's 64-row query blocks straddle the mask.
+  checkForward({1, 160, 2, 1, 4, 2, true}, "causal cp=2, 80-row chunks");
+}
+
+TEST(RingAttentionTest, NonCausalRingMatchesAttention) {
+  checkForward({2, 24, 4, 2, 8, 3, false}, "non-causal cp=3");
+}
+
+TEST(RingAttentionTest, CausalRingGradientMatchesAttentionGrad) {
+  checkBackward({2, 16, 4, 2, 8, 2, true}, "causal cp=2");
+  checkBackward({1, 32, 2, 1, 8, 4, true}, "causal cp=4");
+}
+
+TEST(RingAttentionTest, NonCausalRingGradientMatchesAttentionGrad) {
+  checkBackward({2, 24, 4, 2, 8, 3, false}, "non-causal cp=3");
+}
+
+TEST(RingAttentionTest, BlockAboveTheDiagonalIsSkipped) {
+  // q chunk 0 against kv chunk 1: no query sees any key.
+  Problem p{1, 8, 2, 1, 4, 2, true};
+  Inputs in = randomInputs(p, 3);
+  Vec out(p.batch * 4 * p.heads * p.headDim, 5.0f), lse(p.heads * 4, 5.0f);
+  attention<float, float>(in.q.data(), in.k.data(), in.v.data(), out.data(),
+                          lse.data(), p.block(0, 1));
+  for (float x : out)
+    EXPECT_EQ(x, 0.0f);
+  for (float x : lse)
+    EXPECT_EQ(x, -std::numeric_limits<float>::infinity());
+  Vec dq(out.size(), 5.0f), dk(p.batch * 4 * p.kvHeads * p.headDim, 5.0f),
+      dv(dk.size(), 5.0f), zeroLse(lse.size(), 0.0f);
+  attentionGrad<float, float>(in.dout.data(), in.q.data(), in.k.data(),
+                              in.v.data(), out.data(), zeroLse.data(),
+                              dq.data(), dk.data(), dv.data(), p.block(0, 1));
+  for (const Vec *g : {&dq, &dk, &dv})
+    for (float x : *g)
+      EXPECT_EQ(x, 0.0f);
+}
+
+TEST(RingAttentionTest, MergeWithEmptySides) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // One row of 2 elements per case: (lseA, lseB) = (-inf, -inf), (-inf, 1),
+  // (0, -inf), (log 1, log 3).
+  Vec outA = {1, 2, 1, 2, 1, 2, 4, 8}, outB = {3, 4, 3, 4, 3, 4, 0, 4};
+  Vec lseA = {-inf, -inf, 0, 0}, lseB = {-inf, 1, -inf, std::log(3.0f)};
+  Vec out(8), lse(4);
+  attentionMerge<float, float>(outA.data(), lseA.data(), outB.data(),
+                               lseB.data(), out.data(), lse.data(), 1, 4, 1, 2);
+  EXPECT_EQ(lse[0], -inf);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_FLOAT_EQ(lse[1], 1.0f);
+  EXPECT_FLOAT_EQ(out[2], 3.0f);
+  EXPECT_FLOAT_EQ(out[3], 4.0f);
+  EXPECT_FLOAT_EQ(lse[2], 0.0f);
+  EXPECT_FLOAT_EQ(out[4], 1.0f);
+  EXPECT_FLOAT_EQ(out[5], 2.0f);
+  EXPECT_NEAR(lse[3], std::log(4.0f), 1e-6);
+  EXPECT_NEAR(out[6], 0.25f * 4 + 0.75f * 0, 1e-6);
+  EXPECT_NEAR(out[7], 0.25f * 8 + 0.75f * 4, 1e-6);
+}
+
+} // namespace
