@@ -405,6 +405,8 @@ def build_microbatched(ctx: Ctx, args, cfg_path: Path, mb: int, recompute: str,
            "-o", str(model)]
     if args.dropout is not None:
         cmd += ["--dropout", str(args.dropout)]
+    if args.capacity_factor is not None:
+        cmd += ["--capacity-factor", str(args.capacity_factor)]
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode:
         sys.exit(f"plan_sweep: model builder failed:\n{p.stdout}")
@@ -424,6 +426,10 @@ def build(ctx: Ctx, args) -> Tuple[Path, dict]:
     cfg = json.loads(Path(args.config).read_text())
     if args.layers:
         cfg["n_layer"] = args.layers
+    if args.experts:
+        if "num_local_experts" not in cfg:
+            sys.exit("plan_sweep: --experts needs an MoE config (num_local_experts)")
+        cfg["num_local_experts"] = args.experts
     cfg_path = ctx.out / "config.json"
     cfg_path.write_text(json.dumps(cfg, indent=1))
     cache: Dict[Tuple[int, str], Path] = {}
@@ -436,6 +442,8 @@ def build(ctx: Ctx, args) -> Tuple[Path, dict]:
                "--seq", str(args.seq), "--vocab-multiple", str(mult), "-q", "-o", str(dst)]
         if args.dropout is not None:
             cmd += ["--dropout", str(args.dropout)]
+        if args.capacity_factor is not None:
+            cmd += ["--capacity-factor", str(args.capacity_factor)]
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
         if p.returncode:
@@ -503,6 +511,10 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=0, help="override the config's n_layer")
     ap.add_argument("--vocab-multiple", type=int, default=64)
     ap.add_argument("--dropout", type=float, default=None, help="override the config's dropout")
+    ap.add_argument("--experts", type=int, default=0,
+                    help="override an MoE config's num_local_experts")
+    ap.add_argument("--capacity-factor", type=float, default=None,
+                    help="MoE expert capacity factor (default dropless: capacity = seq)")
     ap.add_argument("--config", default=None)
     ap.add_argument("--data", default=None)
     ap.add_argument("--out", default=None)
