@@ -53,7 +53,7 @@ def world_size(plan: str) -> int:
 
 
 def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1, pp: int = 1,
-             schedule: str = "1f1b") -> str:
+             schedule: str = "1f1b", ep: int = 1) -> str:
     parts = ([f"pp={pp}"] if pp > 1 else []) + [f"dp={dp}"]
     if tp > 1:
         parts.append(f"tp={tp}")
@@ -61,6 +61,8 @@ def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1, pp: int = 1,
         parts.append("sp=1")
     if zero:
         parts.append(f"zero={zero}")
+    if ep > 1:
+        parts.append(f"ep={ep}")
     if mb > 1:
         parts.append(f"mb={mb}")
     if pp > 1 and schedule != "1f1b":
@@ -85,8 +87,11 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
     tp must divide the heads (q and kv), the FFN width, the padded vocabulary;
     sp needs tp > 1 and tp dividing the sequence; dp x mb must divide the
     batch; zero > 0 only with dp > 1 (with dp = 1 it is accepted and changes
-    nothing).
+    nothing). For an MoE model also every ep > 1 that divides dp and the
+    expert count (expert parallelism folds over the dp ranks), except with
+    zero=3.
     """
+    experts = model.get("num_experts", 0)
     plans = []
     for w, pp in itertools.product(worlds, pps):
         if w % pp or pp > model["num_layers"]:
@@ -106,7 +111,10 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
                                 continue
                             if sched == "interleaved" and mb % pp:
                                 continue
-                            plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched))
+                            for ep in divisors(dp):
+                                if ep > 1 and (not experts or experts % ep or zero == 3):
+                                    continue
+                                plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched, ep))
     return plans
 
 
@@ -387,6 +395,22 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
           "--out", str(ctx.out / "train-invalid")],
          r"schedule file '.*no-such-schedule\.txt' not found \(--schedule-file\)"),
     ]
+    # Expert parallelism: ep folds over the dp ranks of an MoE model.
+    experts = model.get("num_experts", 0)
+    cases += [
+        ("dp=2,ep=4 (ep does not divide dp)", opt("dp=2,ep=4"),
+         r"ep=4 must divide dp\*cp=2 \(expert parallelism folds over the data-parallel ranks\)"),
+        ("dp=2,ep=2,zero=3", opt("dp=2,ep=2,zero=3"), r"zero=3 with ep=2 is not supported yet"),
+    ]
+    if experts:
+        bad_ep = 2 * experts
+        cases.append((f"dp={bad_ep},ep={bad_ep} ({experts} experts)",
+                      opt(f"dp={bad_ep},ep={bad_ep}"),
+                      rf"plan ep={bad_ep}: the model's num_experts = {experts} is not divisible "
+                      r"by ep"))
+    else:
+        cases.append(("dp=2,ep=2 on a dense model", opt("dp=2,ep=2"),
+                      r"plan ep=2: the model has no experts \(no tfm\.moe_dispatch\)"))
     return cases
 
 

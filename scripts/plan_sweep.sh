@@ -31,7 +31,7 @@
 # A plan with recompute=X compiles a step differentiated with tfm-recompute mode=X.
 # With --dropout, a plan with mb=M is compared with the 1-rank run with mb=M
 # (each microbatch keys its own dropout masks).
-# Plans: -n N[,N...] every valid dp x tp x sp x zero plan for those world
+# Plans: -n N[,N...] every valid dp x tp x sp x zero (x ep, MoE models) plan for those world
 # sizes (times each --mb microbatch count: a plan with mb=M compiles the
 # model built at batch/M with tfm-autodiff microbatches=M, i.e. gradient
 # accumulation over the same global batch); --full the same for 1, 2, 4 and

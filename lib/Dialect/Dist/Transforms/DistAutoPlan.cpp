@@ -458,12 +458,12 @@ struct DistAutoPlanPass
     options.simulateTop = simulateTop;
     if (compilable) {
       // What dist-pipeline-split, tfm-recompute and the runtime build
-      // today: every schedule the planner scores and every recomputation
-      // mode (not context parallelism yet).
+      // today: every schedule the planner scores, every recomputation mode
+      // and expert parallelism (folded over dp: with cp = 1 every searched
+      // ep divides dp, and ep > 1 is never combined with ZeRO-3), but not
+      // context parallelism yet.
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpChoices = {1};
-      // dist-apply-plan does not build ep > 1 yet.
-      options.epChoices = {1};
     }
     // Explicit restrictions of the search space (e.g. to what a published
     // run's software supported): intersected with the defaults above.

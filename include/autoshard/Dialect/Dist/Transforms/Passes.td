@@ -28,7 +28,8 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     | `tp` | >= 1 | tensor parallel degree (Megatron column/row) |
     | `sp` | 0, 1 | sequence parallelism on the `tp` axis (needs `tp > 1`) |
     | `zero` | 0..3 | ZeRO stage on the `dp` axis |
-    | `pp`, `cp`, `ep`, `mb`, `vpp` | 1 | reserved (later issues) |
+    | `ep` | >= 1, divides `dp` | expert parallelism, folded over the dp ranks (MoE models; not with `zero=3`) |
+    | `pp`, `cp`, `mb`, `vpp` | 1 | reserved (later issues) |
     | `schedule` | `1f1b` | reserved |
     | `recompute` | `none`, `selective`, `full` | activation recomputation: must equal the module's `tfm.recompute` (set by `tfm-recompute`; absent: `none`) |
 
@@ -65,6 +66,19 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     * SP: the hidden state passed into and out of every block call of the
       entry functions (and its gradient) is pinned to `[{dp}, {tp}, {}~]` by
       `dist.sharding_constraint`s.
+    * EP (`ep > 1`): the mesh factors the dp ranks into `dp` (size dp/ep,
+      the expert-data-parallel group) and `ep` (`pp, dp, ep, cp, tp`); the
+      batch is split on `{dp, ep}` wherever the list above says `{dp}`, and
+      ZeRO shards dense states on `{dp, ep}`. Expert weights (roles
+      `expert_gate`, `expert_up`, `expert_down`, `[E, ...]`) get `ep` as the
+      major axis of dim 0 (ZeRO shards their states on `dp` only). In every
+      function, the MoE capacity buffers `[E, B, C, H]` between the token
+      side and the expert side (result of `tfm.moe_dispatch`, operand of
+      `tfm.moe_combine`, and their gradients) are pinned to the token layout
+      `[{}, {dp, ep}, {}, {}~]` and the expert layout `[{ep}, {dp}, {}, {}~]`,
+      so that `dist-partition` derives one `dist.all_to_all` over `ep` per
+      boundary. The expert count must be divisible by `ep`; a model without
+      `tfm.moe_dispatch` is an error (see docs/expert-parallelism.md).
 
     The state results of an entry function get the sharding of the matching
     argument. Every other sharding is left to `dist-propagate`.
@@ -583,7 +597,7 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
            "Best analytic candidates re-scored with the schedule simulator">,
     Option<"compilable", "compilable", "bool", /*default=*/"false",
            "Search only what the compiler builds today (schedules gpipe, "
-           "1f1b, interleaved, zb-h1, zb-v; cp=1; ep=1), so "
+           "1f1b, interleaved, zb-h1, zb-v; cp=1; ep folded over dp), so "
            "the chosen plan can be compiled and run">,
     ListOption<"schedules", "schedules", "std::string",
                "Search only these pipeline schedules (1f1b, interleaved, "
