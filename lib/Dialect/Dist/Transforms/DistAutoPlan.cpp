@@ -778,7 +778,8 @@ struct DistAutoPlanPass
       return failure();
     if (failed(readProgram(*copy, raw, err)))
       return failure();
-    if (failed(runPipeline(*copy, "rt-lower,rt-fuse-epilogues,rt-plan-memory", err)))
+    if (failed(runPipeline(*copy, "rt-lower,rt-fuse-epilogues,rt-plan-memory",
+                           err)))
       return failure();
     copy->walk([&](Operation *op) {
       auto entry = op->getAttrOfType<StringAttr>("entry");
