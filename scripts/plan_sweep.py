@@ -53,7 +53,7 @@ def world_size(plan: str) -> int:
 
 
 def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1, pp: int = 1,
-             schedule: str = "1f1b", cp: int = 1) -> str:
+             schedule: str = "1f1b", cp: int = 1, ep: int = 1) -> str:
     parts = ([f"pp={pp}"] if pp > 1 else []) + [f"dp={dp}"]
     if cp > 1:
         parts.append(f"cp={cp}")
@@ -63,6 +63,8 @@ def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1, pp: int = 1,
         parts.append("sp=1")
     if zero:
         parts.append(f"zero={zero}")
+    if ep > 1:
+        parts.append(f"ep={ep}")
     if mb > 1:
         parts.append(f"mb={mb}")
     if pp > 1 and schedule != "1f1b":
@@ -89,8 +91,11 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
     batch; zero > 0 only with dp > 1 (with dp = 1 it is accepted and changes
     nothing). cp (context parallelism, contiguous chunks) must divide the
     sequence, and cp x tp too with sp; zero is then accepted with dp x cp > 1
-    (ZeRO shards over dp x cp).
+    (ZeRO shards over dp x cp). For an MoE model also every ep > 1 that
+    divides dp and the expert count (expert parallelism folds over the dp
+    ranks), except with zero=3 or cp > 1.
     """
+    experts = model.get("num_experts", 0)
     plans = []
     for w, pp, cp in itertools.product(worlds, pps, cps):
         if w % (pp * cp) or pp > model["num_layers"] or model["seq_len"] % cp:
@@ -110,7 +115,11 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
                                 continue
                             if sched == "interleaved" and mb % pp:
                                 continue
-                            plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched, cp))
+                            for ep in divisors(dp):
+                                if ep > 1 and (not experts or experts % ep or zero == 3
+                                               or cp > 1):
+                                    continue
+                                plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched, cp, ep))
     return plans
 
 
@@ -400,6 +409,22 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
           "--out", str(ctx.out / "train-invalid")],
          r"schedule file '.*no-such-schedule\.txt' not found \(--schedule-file\)"),
     ]
+    # Expert parallelism: ep folds over the dp ranks of an MoE model.
+    experts = model.get("num_experts", 0)
+    cases += [
+        ("dp=2,ep=4 (ep does not divide dp)", opt("dp=2,ep=4"),
+         r"ep=4 must divide dp\*cp=2 \(expert parallelism folds over the data-parallel ranks\)"),
+        ("dp=2,ep=2,zero=3", opt("dp=2,ep=2,zero=3"), r"zero=3 with ep=2 is not supported yet"),
+    ]
+    if experts:
+        bad_ep = 2 * experts
+        cases.append((f"dp={bad_ep},ep={bad_ep} ({experts} experts)",
+                      opt(f"dp={bad_ep},ep={bad_ep}"),
+                      rf"plan ep={bad_ep}: the model's num_experts = {experts} is not divisible "
+                      r"by ep"))
+    else:
+        cases.append(("dp=2,ep=2 on a dense model", opt("dp=2,ep=2"),
+                      r"plan ep=2: the model has no experts \(no tfm\.moe_dispatch\)"))
     return cases
 
 
@@ -418,6 +443,8 @@ def build_microbatched(ctx: Ctx, args, cfg_path: Path, mb: int, recompute: str,
            "-o", str(model)]
     if args.dropout is not None:
         cmd += ["--dropout", str(args.dropout)]
+    if args.capacity_factor is not None:
+        cmd += ["--capacity-factor", str(args.capacity_factor)]
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode:
         sys.exit(f"plan_sweep: model builder failed:\n{p.stdout}")
@@ -437,6 +464,10 @@ def build(ctx: Ctx, args) -> Tuple[Path, dict]:
     cfg = json.loads(Path(args.config).read_text())
     if args.layers:
         cfg["n_layer"] = args.layers
+    if args.experts:
+        if "num_local_experts" not in cfg:
+            sys.exit("plan_sweep: --experts needs an MoE config (num_local_experts)")
+        cfg["num_local_experts"] = args.experts
     cfg_path = ctx.out / "config.json"
     cfg_path.write_text(json.dumps(cfg, indent=1))
     cache: Dict[Tuple[int, str], Path] = {}
@@ -449,6 +480,8 @@ def build(ctx: Ctx, args) -> Tuple[Path, dict]:
                "--seq", str(args.seq), "--vocab-multiple", str(mult), "-q", "-o", str(dst)]
         if args.dropout is not None:
             cmd += ["--dropout", str(args.dropout)]
+        if args.capacity_factor is not None:
+            cmd += ["--capacity-factor", str(args.capacity_factor)]
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
         if p.returncode:
@@ -518,6 +551,10 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=0, help="override the config's n_layer")
     ap.add_argument("--vocab-multiple", type=int, default=64)
     ap.add_argument("--dropout", type=float, default=None, help="override the config's dropout")
+    ap.add_argument("--experts", type=int, default=0,
+                    help="override an MoE config's num_local_experts")
+    ap.add_argument("--capacity-factor", type=float, default=None,
+                    help="MoE expert capacity factor (default dropless: capacity = seq)")
     ap.add_argument("--config", default=None)
     ap.add_argument("--data", default=None)
     ap.add_argument("--out", default=None)

@@ -5,6 +5,7 @@
 #                         [--plans "dp=2;dp=2,tp=2,mb=2"]
 #                         [--filter RE] [--exclude RE] [--tol 1e-5] [--batch 16] [--seq 32]
 #                         [--layers N] [--vocab-multiple 64] [--dropout P] [--config FILE]
+#                         [--experts E] [--capacity-factor CF]
 #                         [--check-memory some|all|none] [--fuse-epilogues all|plans|none]
 #                         [--no-invalid] [--junit FILE] [--out DIR] [-v]
 #
@@ -23,12 +24,16 @@
 # tp not dividing the heads, sp=1 with tp=1, zero=4, world size mismatch,
 # ...) fails with a clear message.
 #
+# --experts overrides an MoE config's expert count (e.g. 8 for ep=8) and
+# --capacity-factor builds the MoE layers with that capacity factor (tokens
+# beyond an expert's per-sequence capacity are dropped; default dropless).
+# Plans may name ep (expert parallelism, folded over the dp ranks).
 # A plan with recompute=X compiles a step differentiated with tfm-recompute mode=X.
 # With --dropout, a plan with mb=M is compared with the 1-rank run with mb=M
 # (each microbatch keys its own dropout masks).
-# Plans: -n N[,N...] every valid dp x tp x sp x zero plan for those world
-# sizes (times each --cp context-parallel degree, default 1; and each --mb
-# microbatch count: a plan with mb=M compiles the
+# Plans: -n N[,N...] every valid dp x tp x sp x zero (x ep, MoE models) plan
+# for those world sizes (times each --cp context-parallel degree, default 1;
+# and each --mb microbatch count: a plan with mb=M compiles the
 # model built at batch/M with tfm-autodiff microbatches=M, i.e. gradient
 # accumulation over the same global batch); --full the same for 1, 2, 4 and
 # 8 with pp 1, 2, 4, cp 1, 2, 4, mb 1, 2, 4, 8 and every schedule (--schedules all:

@@ -128,6 +128,19 @@ plan_sweep() {
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" \
     --plans "dp=2,tp=2;dp=4,zero=3;tp=2,sp=1,dp=2,zero=1;pp=2,mb=4,schedule=zb-h1" \
     --junit "$REPORTS/plan_sweep_mixtral.xml" --out "$BUILD_DIR/plan-sweep-mixtral" || rc=1
+  # Expert parallelism (ep folded over the dp ranks) on the same model with
+  # 8 experts: ep=2, 4 and 8 alone, with tp (dp=4 x tp=2), sp, ZeRO-1/2,
+  # microbatches and pp (dp=8,ep=4,zero=2 is dist-auto-plan's compilable
+  # choice for it on 8 CPU ranks); the invalid ep plans; then with a
+  # capacity factor of 1 (tokens dropped per sequence exactly as on one rank).
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 \
+    --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 \
+    --plans "dp=2,ep=2;dp=4,ep=4,zero=1;dp=8,ep=8;dp=4,tp=2,ep=4;dp=8,ep=2,zero=2;dp=8,ep=4,zero=2;dp=2,tp=2,sp=1,ep=2,zero=1;pp=2,dp=2,ep=2,mb=2,schedule=zb-h1;pp=2,dp=4,ep=4,zero=1,mb=2" \
+    --junit "$REPORTS/plan_sweep_mixtral_ep.xml" --out "$BUILD_DIR/plan-sweep-mixtral-ep" || rc=1
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+    --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 --capacity-factor 1.0 \
+    --plans "dp=8,ep=8;dp=4,tp=2,ep=2,mb=2" \
+    --junit "$REPORTS/plan_sweep_mixtral_ep_capacity.xml" --out "$BUILD_DIR/plan-sweep-mixtral-ep-capacity" || rc=1
   return $rc
 }
 phase plan_sweep plan_sweep

@@ -989,6 +989,8 @@ search(const Cluster &c, const ModelInfo &m,
                     continue;
                   if (ep > 1 && (zero == 3 || (dp * cp) % ep))
                     continue;
+                  if (ep > 1 && o.epOverDpOnly && (cp > 1 || dp % ep))
+                    continue;
                   for (const std::string &rc : o.recomputes) {
                     Candidate cand;
                     cand.tp = tp;

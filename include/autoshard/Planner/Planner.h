@@ -397,6 +397,9 @@ struct SearchOptions {
   bool searchSp = true;
   /// Score cp > 1 with contiguous chunks (Candidate::cpContiguous).
   bool cpContiguous = false;
+  /// Only ep > 1 folded over dp alone, without cp (what dist-apply-plan
+  /// builds): ep divides dp and cp = 1.
+  bool epOverDpOnly = false;
 };
 
 /// Scores one candidate with the layer-local profile of its (tp, sp).

@@ -8,7 +8,9 @@
 // (deterministic) input: gathers, scatters and all-to-alls on every dim
 // (leading and non-leading), reductions sum and max, broadcast roots,
 // ppermute rings, send/recv, the async start/wait forms, shard_slice and
-// axis_index.
+// axis_index. Also the expert-parallel token path (moe_dispatch on each
+// rank's sequences, all-to-all to the experts' ranks and back, moe_combine)
+// against the 1-rank kernels on the whole batch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -156,13 +158,27 @@ public:
            const std::vector<std::vector<int64_t>> &argShapes,
            const std::vector<std::vector<int64_t>> &resultShapes,
            const std::vector<void *> &ptrs, DType dtype = DType::F32) {
+    using Typed = std::vector<std::pair<DType, std::vector<int64_t>>>;
+    Typed args, results;
+    for (auto &s : argShapes)
+      args.push_back({dtype, s});
+    for (auto &s : resultShapes)
+      results.push_back({dtype, s});
+    runTyped(op, std::move(attrs), args, results, ptrs);
+  }
+  /// The same with an element type per operand and result.
+  void
+  runTyped(const std::string &op, AttrMap attrs,
+           const std::vector<std::pair<DType, std::vector<int64_t>>> &args,
+           const std::vector<std::pair<DType, std::vector<int64_t>>> &results,
+           const std::vector<void *> &ptrs) {
     KernelSignature sig;
     sig.op = op;
     attrs.context = op;
     sig.attrs = &attrs;
-    for (auto &s : argShapes)
+    for (auto &[dtype, s] : args)
       sig.args.push_back({dtype, s});
-    for (auto &s : resultShapes)
+    for (auto &[dtype, s] : results)
       sig.results.push_back({dtype, s});
     sig.place = op;
     sig.comm = comm.get();
@@ -446,6 +462,109 @@ TEST(Collectives, ShardSliceAndAxisIndex) {
               DType::I64);
         EXPECT_EQ(index, mine) << name(axes);
       }
+  }
+}
+
+/// Expert parallelism's token path (docs/expert-parallelism.md) on every
+/// mesh, with the last axis as `ep` and the batch split over all axes (one
+/// sequence per rank, rank r holds sequence r): each rank dispatches its
+/// sequence into [E, 1, C, H] capacity buffers (C below the most choices of
+/// one expert, so choices are dropped), an all-to-all over ep (split 0,
+/// concat 1) gives it its E/g experts' slots of its ep group's sequences,
+/// the "experts" scale expert e's rows by e + 1, the inverse all-to-all
+/// (split 1, concat 0) returns them and moe_combine weights them by the
+/// gates. The received expert buffers must be the rank's slice of the
+/// 1-rank dispatch of the whole batch, and the output the 1-rank result,
+/// bit for bit.
+TEST(Collectives, ExpertParallelDispatchCombine) {
+  for (auto &[names, sizes] : meshes()) {
+    Fixture f(names, sizes);
+    const std::string ep = names.back();
+    std::vector<int64_t> group = f.naive.members(f.me, {ep});
+    int64_t g = group.size(), mine = 0;
+    while (group[mine] != f.me)
+      ++mine;
+    const int64_t n = gWorld->size(), experts = 2 * g, seq = 6, k = 2,
+                  hidden = 3, capacity = 2, local = experts / g;
+    // Global routing: two distinct experts per token, skewed to expert 0.
+    std::vector<int32_t> ids(n * seq * k);
+    std::vector<float> x(n * seq * hidden), gates(n * seq * k);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t t = 0; t < seq; ++t) {
+        int64_t e0 = (b + t) % 2 == 0 ? 0 : (b * 5 + t * 3) % experts;
+        int64_t e1 = (e0 + 1 + (b + 2 * t) % (experts - 1)) % experts;
+        ids[(b * seq + t) * k] = static_cast<int32_t>(e0);
+        ids[(b * seq + t) * k + 1] = static_cast<int32_t>(e1);
+        gates[(b * seq + t) * k] = 0.625f;
+        gates[(b * seq + t) * k + 1] = 0.375f;
+        for (int64_t h = 0; h < hidden; ++h)
+          x[(b * seq + t) * hidden + h] =
+              static_cast<float>(b * 100 + t * 10 + h);
+      }
+    AttrMap dispatchAttrs, none;
+    dispatchAttrs.set("num_experts", experts);
+    dispatchAttrs.set("capacity", capacity);
+    auto expertsScale = [&](std::vector<float> &buf, int64_t e0, int64_t ne,
+                            int64_t rows) {
+      for (int64_t e = 0; e < ne; ++e)
+        for (int64_t i = 0; i < rows; ++i)
+          buf[e * rows + i] *= static_cast<float>(e0 + e + 1);
+    };
+    // The 1-rank reference on the whole batch.
+    std::vector<int64_t> bufAll = {experts, n, capacity, hidden};
+    std::vector<float> refBuf(numel(bufAll)), ref(x.size());
+    f.runTyped("moe_dispatch", dispatchAttrs,
+               {{DType::F32, {n, seq, hidden}}, {DType::I32, {n, seq, k}}},
+               {{DType::F32, bufAll}}, {x.data(), ids.data(), refBuf.data()});
+    std::vector<float> scaled = refBuf;
+    expertsScale(scaled, 0, experts, n * capacity * hidden);
+    f.runTyped("moe_combine", none,
+               {{DType::F32, bufAll},
+                {DType::F32, {n, seq, k}},
+                {DType::I32, {n, seq, k}}},
+               {{DType::F32, {n, seq, hidden}}},
+               {scaled.data(), gates.data(), ids.data(), ref.data()});
+    // Each rank: its sequence f.me.
+    const float *myX = x.data() + f.me * seq * hidden;
+    int32_t *myIds = ids.data() + f.me * seq * k;
+    float *myGates = gates.data() + f.me * seq * k;
+    std::vector<int64_t> tokBuf = {experts, 1, capacity, hidden},
+                         expBuf = {local, g, capacity, hidden};
+    std::vector<float> buf(numel(tokBuf)), recv(numel(expBuf), -1),
+        back(numel(tokBuf), -1), y(seq * hidden, -1);
+    f.runTyped("moe_dispatch", dispatchAttrs,
+               {{DType::F32, {1, seq, hidden}}, {DType::I32, {1, seq, k}}},
+               {{DType::F32, tokBuf}},
+               {const_cast<float *>(myX), myIds, buf.data()});
+    f.run("dist.all_to_all",
+          attrsOf({ep}, {{"split_dim", 0}, {"concat_dim", 1}}), {tokBuf},
+          {expBuf}, {buf.data(), recv.data()});
+    std::vector<float> want(recv.size());
+    forEach(expBuf, [&](std::vector<int64_t> &idx, int64_t lin) {
+      want[lin] = refBuf[linear(
+          {mine * local + idx[0], group[idx[1]], idx[2], idx[3]}, bufAll)];
+    });
+    EXPECT_EQ(recv, want) << "expert buffers on mesh " << name(names);
+    expertsScale(recv, mine * local, local, g * capacity * hidden);
+    f.run("dist.all_to_all",
+          attrsOf({ep}, {{"split_dim", 1}, {"concat_dim", 0}}), {expBuf},
+          {tokBuf}, {recv.data(), back.data()});
+    f.runTyped("moe_combine", none,
+               {{DType::F32, tokBuf},
+                {DType::F32, {1, seq, k}},
+                {DType::I32, {1, seq, k}}},
+               {{DType::F32, {1, seq, hidden}}},
+               {back.data(), myGates, myIds, y.data()});
+    std::vector<float> refMine(ref.begin() + f.me * seq * hidden,
+                               ref.begin() + (f.me + 1) * seq * hidden);
+    EXPECT_EQ(y, refMine) << "combined output on mesh " << name(names);
+    // Some choices were dropped (capacity 2 of up to `seq` per expert).
+    int64_t filled = 0;
+    for (int64_t e = 0; e < experts; ++e)
+      for (int64_t c = 0; c < capacity; ++c)
+        filled += refBuf[linear({e, f.me, c, 0}, bufAll)] != 0.0f ||
+                  refBuf[linear({e, f.me, c, 1}, bufAll)] != 0.0f;
+    EXPECT_LT(filled, seq * k) << "the test should drop choices";
   }
 }
 

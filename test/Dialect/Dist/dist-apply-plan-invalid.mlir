@@ -19,8 +19,20 @@
 // CPZERO: error: dist-apply-plan: plan: cp must be >= 1, found 0
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=cp=8,tp=2,sp=1" 2>&1 | FileCheck %s --check-prefix=CPSP
 // CPSP: error: plan sp=1: the sequence dim (size 8) of the hidden state is not divisible by cp*tp=16
+// Expert parallelism folds over the dp ranks, needs an MoE model whose
+// expert count ep divides, and is not combined with ZeRO-3 or cp yet.
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,cp=2,ep=2" 2>&1 | FileCheck %s --check-prefix=EP-CP
+// EP-CP: error: dist-apply-plan: plan: ep=2 with cp=2 is not supported yet (the MoE layers would see sequence chunks; use cp=1 with ep, or ep=1 with cp)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=ep=4" 2>&1 | FileCheck %s --check-prefix=EP
-// EP: error: dist-apply-plan: plan: ep=4 is not supported yet (only ep=1)
+// EP: error: dist-apply-plan: plan: ep=4 must divide dp*cp=1 (expert parallelism folds over the data-parallel ranks)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=4,ep=3" 2>&1 | FileCheck %s --check-prefix=EP-DIV
+// EP-DIV: error: dist-apply-plan: plan: ep=3 must divide dp*cp=4 (expert parallelism folds over the data-parallel ranks)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,ep=2,zero=3" 2>&1 | FileCheck %s --check-prefix=EP-ZERO3
+// EP-ZERO3: error: dist-apply-plan: plan: zero=3 with ep=2 is not supported yet (ZeRO-3 would gather the expert weights over the expert-data-parallel group; use zero=1 or zero=2)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,ep=2" 2>&1 | FileCheck %s --check-prefix=EP-DENSE
+// EP-DENSE: error: plan ep=2: the model has no experts (no tfm.moe_dispatch); expert parallelism needs an MoE model (use ep=1)
+// RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 8 --seq 8 -q | shard-opt --tfm-autodiff | not shard-opt --dist-apply-plan="plan=dp=8,ep=8" 2>&1 | FileCheck %s --check-prefix=EP-EXPERTS
+// EP-EXPERTS: error: plan ep=8: the model's num_experts = 4 is not divisible by ep
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=mb=2" 2>&1 | FileCheck %s --check-prefix=MB
 // MB: error: dist-apply-plan: plan mb=2, but the train step was differentiated for 1 microbatch(es) (build the model at the microbatch's batch and run tfm-autodiff with microbatches=2)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=pp=2,vpp=2" 2>&1 | FileCheck %s --check-prefix=VPP

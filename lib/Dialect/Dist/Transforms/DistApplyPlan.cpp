@@ -40,6 +40,10 @@ StringRef getStrAttr(DictionaryAttr attrs, StringRef name) {
   return {};
 }
 
+bool isExpertRole(StringRef role) {
+  return role == "expert_gate" || role == "expert_up" || role == "expert_down";
+}
+
 bool isColumnRole(StringRef role) {
   return role == "attn_q" || role == "attn_k" || role == "attn_v" ||
          role == "mlp_up" || role == "mlp_gate";
@@ -66,7 +70,9 @@ private:
   }
   int64_t axisSize(StringRef axis) const {
     if (axis == "dp")
-      return plan.dp;
+      return plan.getExpertDataParallel();
+    if (axis == "ep")
+      return plan.ep;
     if (axis == "tp")
       return plan.tp;
     if (axis == "pp")
@@ -79,10 +85,23 @@ private:
       p *= axisSize(axis);
     return p;
   }
+  /// The mesh axes of the data-parallel ranks, major to minor: `dp`, then
+  /// `ep` when expert parallelism folds over them (the batch is split on
+  /// these, and dense gradients are reduced over them).
+  SmallVector<StringRef> dataAxes() const {
+    SmallVector<StringRef> axes;
+    if (plan.getExpertDataParallel() > 1)
+      axes.push_back("dp");
+    if (plan.ep > 1)
+      axes.push_back("ep");
+    return axes;
+  }
   LogicalResult checkModelDims();
   FailureOr<DimAxes> paramSharding(func::FuncOp fn, unsigned index);
-  SmallVector<StringRef> zeroAxes() const;
-  void addZero(DimAxes &dims, ArrayRef<int64_t> shape, StringRef name);
+  SmallVector<StringRef> zeroAxes(bool expert) const;
+  void addZero(DimAxes &dims, ArrayRef<int64_t> shape, StringRef name,
+               bool expert);
+  void constrainExperts(func::FuncOp fn);
   LogicalResult seedFunction(func::FuncOp fn);
   void constrainGradients(func::FuncOp fn);
   LogicalResult constrainSequence(func::FuncOp fn);
@@ -93,15 +112,40 @@ private:
   FlatSymbolRefAttr meshRef;
   /// Parameter / state name -> its seed, for the matching results.
   llvm::StringMap<DimAxes> byName;
+  /// Parameters / states that are expert weights (sharded on `ep`; ZeRO on
+  /// the expert-data-parallel axis `dp` only).
+  llvm::StringSet<> expertNames;
   llvm::SmallVector<std::string> zeroUnsharded;
   llvm::StringSet<> zeroUnshardedSet;
 };
 
-/// Checks the model-level divisibility rules of TP from `tfm.model`.
+/// Checks the model-level divisibility rules of TP and EP from `tfm.model`
+/// and the MoE ops.
 LogicalResult Seeder::checkModelDims() {
+  auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
+  if (plan.ep > 1) {
+    int64_t experts = 0;
+    module.walk([&](tfm::MoeDispatchOp op) {
+      experts = std::max<int64_t>(experts, op.getNumExperts());
+    });
+    if (experts == 0)
+      return module.emitError()
+             << "plan ep=" << plan.ep
+             << ": the model has no experts (no tfm.moe_dispatch); expert "
+                "parallelism needs an MoE model (use ep=1)";
+    WalkResult walk = module.walk([&](tfm::MoeDispatchOp op) {
+      if (op.getNumExperts() % plan.ep == 0)
+        return WalkResult::advance();
+      op.emitError() << "plan ep=" << plan.ep
+                     << ": the model's num_experts = " << op.getNumExperts()
+                     << " is not divisible by ep";
+      return WalkResult::interrupt();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
   if (plan.tp == 1)
     return success();
-  auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
   if (!model)
     return success();
   for (StringRef key : {"num_heads", "num_kv_heads", "ffn_hidden_size",
@@ -120,13 +164,15 @@ LogicalResult Seeder::checkModelDims() {
   return success();
 }
 
-/// The ZeRO group's axes in mesh order: `dp` and `cp` (context-parallel
-/// ranks hold the same weights and sum the same gradients, so Megatron's
-/// distributed optimizer shards over DP x CP), those of size > 1.
-SmallVector<StringRef> Seeder::zeroAxes() const {
-  SmallVector<StringRef> axes;
-  if (plan.dp > 1)
-    axes.push_back("dp");
+/// The ZeRO group's axes in mesh order: the data-parallel axes (`dp`, and
+/// `ep` under expert parallelism; for an expert weight only `dp`, its
+/// expert-data-parallel group) and `cp` (context-parallel ranks hold the
+/// same weights and sum the same gradients, so Megatron's distributed
+/// optimizer shards over DP x CP), those of size > 1.
+SmallVector<StringRef> Seeder::zeroAxes(bool expert) const {
+  SmallVector<StringRef> axes = dataAxes();
+  if (expert)
+    llvm::erase(axes, StringRef("ep"));
   if (plan.cp > 1)
     axes.push_back("cp");
   return axes;
@@ -138,8 +184,9 @@ SmallVector<StringRef> Seeder::zeroAxes() const {
 /// split over the ZeRO group, so a TP-sharded gradient is reduced to it by
 /// one reduce-scatter over the group and the updated parameter is restored
 /// by one all-gather over it.
-void Seeder::addZero(DimAxes &dims, ArrayRef<int64_t> shape, StringRef name) {
-  SmallVector<StringRef> group = zeroAxes();
+void Seeder::addZero(DimAxes &dims, ArrayRef<int64_t> shape, StringRef name,
+                     bool expert) {
+  SmallVector<StringRef> group = zeroAxes(expert);
   if (group.empty())
     return;
   int64_t size = product(group);
@@ -185,8 +232,18 @@ FailureOr<DimAxes> Seeder::paramSharding(func::FuncOp fn, unsigned index) {
       dims[*dim].push_back("tp");
     }
   }
+  if (plan.ep > 1 && isExpertRole(role)) {
+    // Expert parallelism: each ep rank holds E/ep whole experts.
+    if (type.getRank() < 1 || type.getDimSize(0) % plan.ep != 0)
+      return fn.emitError()
+             << "plan ep=" << plan.ep << ": the expert dim 0 (size "
+             << (type.getRank() ? type.getDimSize(0) : 0) << ") of parameter '"
+             << name << "' (role '" << role << "') is not divisible by ep";
+    dims[0].insert(dims[0].begin(), "ep");
+    expertNames.insert(name);
+  }
   if (plan.zero == 3)
-    addZero(dims, type.getShape(), name);
+    addZero(dims, type.getShape(), name, expertNames.contains(name));
   return dims;
 }
 
@@ -221,6 +278,8 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
     StringRef state = getStrAttr(attrs, "tfm.state");
     if ((input == "tokens" || input == "labels") && type.getRank() >= 1 &&
         plan.dp > 1) {
+      // The batch is split over every data-parallel rank: `dp`, and `ep`
+      // when expert parallelism folds over them.
       if (type.getDimSize(0) % plan.dp != 0)
         return fn.emitError()
                << "plan dp=" << plan.dp << ": the batch dim of input '" << input
@@ -236,7 +295,7 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
                               << ": the microbatch of input '" << input << "' ("
                               << type.getDimSize(0) / plan.mb
                               << " rows) is not divisible by dp";
-      dims[0].push_back("dp");
+      dims[0] = dataAxes();
     }
     if ((input == "tokens" || input == "labels") && type.getRank() >= 2 &&
         plan.cp > 1 && !wholeSequences) {
@@ -250,20 +309,23 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
       dims[1].push_back("cp");
     } else if (!state.empty()) {
       StringRef of = getStrAttr(attrs, "tfm.state_of");
+      bool expert = expertNames.contains(of);
+      if (expert)
+        expertNames.insert(state);
       auto it = byName.find(of);
       if (it != byName.end() && it->second.size() == dims.size()) {
         dims = it->second;
         // ZeRO-3 parameters already carry dp; states follow them.
         if (plan.zero >= 1 && plan.zero < 3)
-          addZero(dims, type.getShape(), state);
+          addZero(dims, type.getShape(), state, expert);
         else if (plan.zero == 3 && llvm::none_of(dims, [&](const auto &axes) {
                    return llvm::any_of(axes, [&](StringRef axis) {
-                     return llvm::is_contained(zeroAxes(), axis);
+                     return llvm::is_contained(zeroAxes(false), axis);
                    });
                  }))
-          addZero(dims, type.getShape(), state);
+          addZero(dims, type.getShape(), state, expert);
       } else if (plan.zero >= 1) {
-        addZero(dims, type.getShape(), state);
+        addZero(dims, type.getShape(), state, expert);
       }
       byName[state] = dims;
     }
@@ -317,7 +379,7 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
       // gathers them); the batch stays on dp.
       DimAxes dims(type.getRank());
       if (plan.dp > 1 && type.getDimSize(0) % plan.dp == 0)
-        dims[0].push_back("dp");
+        dims[0] = dataAxes();
       fn.setResultAttr(r, attrName, toAttr(dims));
     }
   }
@@ -351,6 +413,98 @@ void Seeder::constrainGradients(func::FuncOp fn) {
   }
 }
 
+/// EP: pins the MoE capacity buffers `[E, B, C, H]` on both sides of each
+/// boundary between the token side and the expert side: the token layout
+/// `[{}, {dp, ep}, {}, {}]` (the sequences of each rank, as the tokens) and
+/// the expert layout `[{ep}, {dp}, {}, {}]` (each rank holds its E/ep
+/// experts' slots of the sequences of its expert-data-parallel group). The
+/// boundaries are the result of `tfm.moe_dispatch` (token, then expert), the
+/// `buf` operand of `tfm.moe_combine` (expert, then token), the `dbuf` result
+/// of `tfm.moe_combine_grad` (token, then expert) and the `dbuf` operand of
+/// `tfm.moe_dispatch_grad` (expert, then token); `tfm.moe_combine_grad`'s
+/// `buf` operand (the forward's saved expert outputs) is pinned to the token
+/// layout, as the forward saves it.
+/// Routing, dispatch and combine thus run on each rank's own sequences
+/// (exactly the 1-rank ops restricted to them), the expert matmuls follow
+/// the expert weights (`E` on `ep`), and dist-partition derives one
+/// `dist.all_to_all` over `ep` at each boundary (four per MoE layer).
+void Seeder::constrainExperts(func::FuncOp fn) {
+  auto bufType = [&](Value v) -> RankedTensorType {
+    auto buf = dyn_cast<RankedTensorType>(v.getType());
+    if (!buf || buf.getRank() != 4 || buf.getDimSize(0) % plan.ep != 0 ||
+        buf.getDimSize(1) % plan.dp != 0)
+      return {};
+    return buf;
+  };
+  auto tokenLayout = [&]() {
+    DimAxes dims(4);
+    dims[1] = dataAxes();
+    return toAttr(dims);
+  };
+  auto expertLayout = [&]() {
+    DimAxes dims(4);
+    dims[0].push_back("ep");
+    if (plan.getExpertDataParallel() > 1)
+      dims[1].push_back("dp");
+    return toAttr(dims);
+  };
+  // Operand `i` of `op` through constraints to `layouts` (in order).
+  auto pinOperand = [&](Operation *op, unsigned i,
+                        ArrayRef<ShardingAttr> layouts) {
+    if (!bufType(op->getOperand(i)))
+      return;
+    OpBuilder b(op);
+    for (ShardingAttr s : layouts) {
+      auto c =
+          ShardingConstraintOp::create(b, op->getLoc(), op->getOperand(i), s);
+      op->setOperand(i, c.getResult());
+    }
+  };
+  // The users of `result` through constraints to `layouts` (in order).
+  auto pinResult = [&](Value result, ArrayRef<ShardingAttr> layouts) {
+    if (!bufType(result))
+      return;
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : result.getUses())
+      uses.push_back(&use);
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(result.getDefiningOp());
+    Value v = result;
+    for (ShardingAttr s : layouts) {
+      auto c = ShardingConstraintOp::create(b, result.getLoc(), v, s);
+      b.setInsertionPointAfter(c);
+      v = c.getResult();
+    }
+    for (OpOperand *use : uses)
+      use->set(v);
+  };
+  ShardingAttr token = tokenLayout(), expert = expertLayout();
+  SmallVector<Operation *> ops;
+  fn.walk([&](Operation *op) {
+    if (isa<tfm::MoeDispatchOp, tfm::MoeCombineOp, tfm::MoeCombineGradOp,
+            tfm::MoeDispatchGradOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    if (auto d = dyn_cast<tfm::MoeDispatchOp>(op)) {
+      pinResult(d.getBuf(), {token, expert});
+    } else if (auto c = dyn_cast<tfm::MoeCombineOp>(op)) {
+      // Every use of the expert outputs, so that a forward that saves them
+      // for the backward's `tfm.moe_combine_grad` saves the token layout
+      // (one all-to-all, not two).
+      if (c.getBuf().getDefiningOp())
+        pinResult(c.getBuf(), {expert, token});
+      else
+        pinOperand(op, 0, {expert, token});
+    } else if (auto g = dyn_cast<tfm::MoeCombineGradOp>(op)) {
+      pinOperand(op, 1, {token});
+      pinResult(g.getDbuf(), {token, expert});
+    } else if (isa<tfm::MoeDispatchGradOp>(op)) {
+      pinOperand(op, 0, {expert, token});
+    }
+  }
+}
+
 /// SP: pins the hidden state into and out of each block call (and its
 /// gradient in and out of each backward call) to `[{dp}, {tp}, {}]`
 /// (`[{dp}, {cp, tp}, {}]` with context parallelism).
@@ -381,7 +535,7 @@ LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
              << (plan.cp > 1 ? "cp*tp=" : "tp=") << plan.cp * plan.tp;
     DimAxes dims(3);
     if (plan.dp > 1 && hiddenType.getDimSize(0) % plan.dp == 0)
-      dims[0].push_back("dp");
+      dims[0] = dataAxes();
     // CP splits the sequence first (contiguous chunks per cp rank), SP
     // splits each chunk on tp.
     if (plan.cp > 1)
@@ -473,6 +627,10 @@ LogicalResult Seeder::run() {
   for (func::FuncOp fn : entries)
     if (failed(seedFunction(fn)))
       return failure();
+  if (plan.ep > 1)
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal())
+        constrainExperts(fn);
   for (func::FuncOp fn : entries) {
     if (plan.zero >= 2)
       constrainGradients(fn);

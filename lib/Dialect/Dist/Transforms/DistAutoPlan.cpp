@@ -460,11 +460,12 @@ struct DistAutoPlanPass
       // What dist-pipeline-split, tfm-recompute and the runtime build
       // today: every schedule the planner scores and every recomputation
       // mode; context parallelism with contiguous chunks (ring attention
-      // without zig-zag balancing: scored with its imbalance).
+      // without zig-zag balancing: scored with its imbalance); expert
+      // parallelism folded over dp without cp (ep > 1 is never combined
+      // with ZeRO-3).
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpContiguous = true;
-      // dist-apply-plan does not build ep > 1 yet.
-      options.epChoices = {1};
+      options.epOverDpOnly = true;
     }
     // Explicit restrictions of the search space (e.g. to what a published
     // run's software supported): intersected with the defaults above.

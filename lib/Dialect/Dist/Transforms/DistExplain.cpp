@@ -663,9 +663,13 @@ std::string Explainer::classify(const Collective &c) {
   // accumulators shifted around the cp ring.
   if (c.kind == "ppermute" && llvm::is_contained(c.axes, "cp"))
     return "CP ring";
-  // The data-parallel group is dp x cp: context-parallel ranks hold the same
-  // weights, sum the same gradients and share ZeRO's shards.
-  auto isData = [](StringRef a) { return a == "dp" || a == "cp"; };
+  // Token dispatch / combine of expert parallelism.
+  if (c.kind == "all_to_all" && c.axes.size() == 1 && c.axes[0] == "ep")
+    return "EP";
+  // The data-parallel group is dp x cp (and ep, which folds over dp and
+  // carries the batch and the dense gradients too): context-parallel ranks
+  // hold the same weights, sum the same gradients and share ZeRO's shards.
+  auto isData = [](StringRef a) { return a == "dp" || a == "cp" || a == "ep"; };
   bool dataOnly = !c.axes.empty() && llvm::all_of(c.axes, isData);
   if (dataOnly && c.kind == "all_reduce")
     return "DP";
@@ -674,14 +678,15 @@ std::string Explainer::classify(const Collective &c) {
       llvm::is_contained(c.axes, "dp") == (axisSize("dp") > 1) &&
       llvm::is_contained(c.axes, "cp") == (axisSize("cp") > 1))
     return "ZeRO-" + std::to_string(r.zeroStage);
-  dataOnly = !c.axes.empty() &&
-             llvm::all_of(c.axes, [](StringRef a) { return a == "dp"; });
+  dataOnly = !c.axes.empty() && llvm::all_of(c.axes, [](StringRef a) {
+    return a == "dp" || a == "ep";
+  });
   bool tpOnly = !c.axes.empty() &&
                 llvm::all_of(c.axes, [](StringRef a) { return a == "tp"; });
   // Gathers and scatters over dp exist for ZeRO's storage layouts (also
   // when a tp-split tensor is stored split over {dp, tp}).
-  if (llvm::is_contained(c.axes, "dp") && c.kind != "all_reduce" &&
-      r.zeroStage > 0)
+  if ((llvm::is_contained(c.axes, "dp") || llvm::is_contained(c.axes, "ep")) &&
+      c.kind != "all_reduce" && r.zeroStage > 0)
     return "ZeRO-" + std::to_string(r.zeroStage);
   if (dataOnly)
     return "DP";
@@ -742,19 +747,31 @@ int64_t Explainer::axisSize(StringRef axis) const {
 }
 
 void Explainer::deriveStrategies() {
-  int64_t dp = axisSize("dp"), tp = axisSize("tp"), cp = axisSize("cp");
-  // The data-parallel group (gradient sums, ZeRO shards): dp x cp.
-  std::string dataGroup = cp > 1 ? (dp > 1 ? "dp x cp" : "cp") : "dp";
+  int64_t tp = axisSize("tp"), cp = axisSize("cp"), ep = axisSize("ep");
+  // The data-parallel degree: the mesh axis `dp`, times `ep` when expert
+  // parallelism folds over the dp ranks (then `dp` is the expert-data-
+  // parallel group).
+  int64_t edp = std::max<int64_t>(axisSize("dp"), 1);
+  int64_t dp = ep > 1 ? edp * ep : axisSize("dp");
+  std::string dataAxes = ep > 1 ? (edp > 1 ? "dp,ep" : "ep") : "dp";
+  // The data-parallel group (gradient sums, ZeRO shards): the data axes x cp.
+  std::string dataGroup =
+      cp > 1 ? (dp > 1 ? dataAxes + " x cp" : "cp") : dataAxes;
   std::string dataDegree = cp > 1 ? (dp > 1 ? "dp*cp=" + std::to_string(dp * cp)
                                             : "cp=" + std::to_string(cp))
                                   : "dp=" + std::to_string(dp);
+  auto onData = [&](ArrayRef<SmallVector<std::string>> dimAxes,
+                    unsigned *dim = nullptr) {
+    return usesAxis(dimAxes, "dp", dim) || usesAxis(dimAxes, "ep", dim);
+  };
 
-  // "tokens dim 0 (16x64 -> 8x64), ...": the inputs split on `axis`.
-  auto splitInputs = [&](StringRef axis) {
+  // "tokens dim 0 (16x64 -> 8x64), ...": the inputs split on any of `axes`.
+  auto splitInputs = [&](ArrayRef<StringRef> axes) {
     SmallVector<std::string> parts;
     for (const Slot &s : r.inputs) {
       unsigned dim;
-      if (!usesAxis(s.dimAxes, axis, &dim))
+      if (llvm::none_of(
+              axes, [&](StringRef a) { return usesAxis(s.dimAxes, a, &dim); }))
         continue;
       parts.push_back(s.role + " dim " + std::to_string(dim) + " (" +
                       formatShape(s.globalShape) + " -> " +
@@ -764,16 +781,19 @@ void Explainer::deriveStrategies() {
   };
 
   if (dp > 1) {
-    SmallVector<std::string> parts = splitInputs("dp");
-    std::string text = parts.empty() ? std::string("no input split on dp")
+    SmallVector<std::string> parts = splitInputs({"dp", "ep"});
+    std::string text = parts.empty() ? "no input split on " + dataAxes
                                      : "batch: " + llvm::join(parts, ", ");
     text += "; activations follow the batch; gradients are summed over " +
             dataGroup;
+    if (ep > 1)
+      text += edp > 1 ? " (expert weights: over dp, see EP)"
+                      : " (expert weights: not at all, see EP)";
     r.strategies.emplace_back("DP", "dp=" + std::to_string(dp), text);
   }
 
   if (cp > 1) {
-    SmallVector<std::string> parts = splitInputs("cp");
+    SmallVector<std::string> parts = splitInputs({"cp"});
     int64_t ring = 0;
     for (auto &[key, row] : r.rows)
       if (std::get<1>(key) == "CP ring")
@@ -792,19 +812,77 @@ void Explainer::deriveStrategies() {
     r.strategies.emplace_back("CP", "cp=" + std::to_string(cp), text);
   }
 
-  // ZeRO: states split on dp (optimizer states; parameters for stage 3).
+  // EP: the expert weights' E dim on ep; the all-to-alls of dispatch and
+  // combine.
+  if (ep > 1) {
+    SmallVector<const State *> experts;
+    int64_t global = 0, local = 0, layers = 0, perRank = 0, all = 0;
+    for (const State &s : r.states) {
+      unsigned dim;
+      if (s.kind != "param" || !s.held || !usesAxis(s.dimAxes, "ep", &dim))
+        continue;
+      experts.push_back(&s);
+      global += s.globalBytes;
+      local += s.localBytes;
+      layers += s.role == "expert_gate";
+      if (!s.globalShape.empty()) {
+        all = s.globalShape[0];
+        perRank = s.localShape[0];
+      }
+    }
+    std::string text =
+        experts.empty()
+            ? std::string("no parameter split on ep")
+            : "experts (dim 0): " + describeStates(experts) + ", " +
+                  std::to_string(all) + " -> " + std::to_string(perRank) +
+                  " experts per rank; expert parameters per rank " +
+                  formatBytes(global) + " -> " + formatBytes(local);
+    text += edp > 1 ? "; expert gradients summed over dp (the expert-data-"
+                      "parallel group of " +
+                          std::to_string(edp) + " ranks)"
+                    : "; expert gradients not reduced (each expert on one "
+                      "data-parallel rank)";
+    int64_t count = 0, bytes = 0;
+    for (auto &[key, row] : r.rows)
+      if (std::get<1>(key) == "EP" && std::get<2>(key) == "all_to_all") {
+        count += row.count;
+        bytes += row.bytes;
+      }
+    int64_t mb = 1;
+    for (auto &[k, value] : r.plan)
+      if (k == "mb")
+        mb = std::max<int64_t>(1, std::atoll(value.c_str()));
+    text += "; token dispatch / combine: " + std::to_string(count) +
+            " all-to-alls over ep per step (" + formatBytes(bytes) + ")";
+    if (layers > 0 && count % (layers * mb) == 0)
+      text += ", " + std::to_string(count / (layers * mb)) +
+              " per MoE layer per microbatch";
+    r.strategies.emplace_back("EP", "ep=" + std::to_string(ep), text);
+  }
+
+  // ZeRO: states split on the data-parallel group (optimizer states;
+  // parameters for stage 3).
   SmallVector<const State *> optSharded, optAll, paramSharded;
+  // Expert weights (split on ep by EP, not by ZeRO): their states count as
+  // ZeRO-split only on dp.
+  llvm::StringSet<> expertParams;
+  for (const State &s : r.states)
+    if (s.kind == "param" && usesAxis(s.dimAxes, "ep"))
+      expertParams.insert(s.name);
   for (const State &s : r.states) {
     if (!s.held)
       continue;
-    bool onDp = usesAxis(s.dimAxes, dp > 1 ? "dp" : "cp");
+    bool onGroup = expertParams.contains(s.of)
+                       ? usesAxis(s.dimAxes, "dp")
+                       : onData(s.dimAxes) || usesAxis(s.dimAxes, "cp");
     if (s.kind == "param") {
-      if (onDp)
+      // ZeRO-3's storage axes (an expert weight's `ep` is EP's split).
+      if (usesAxis(s.dimAxes, "dp") || usesAxis(s.dimAxes, "cp"))
         paramSharded.push_back(&s);
       continue;
     }
     optAll.push_back(&s);
-    if (onDp)
+    if (onGroup)
       optSharded.push_back(&s);
   }
   if (dp * std::max<int64_t>(cp, 1) > 1 &&
@@ -816,7 +894,8 @@ void Explainer::deriveStrategies() {
     }
     std::string text =
         "optimizer states m, v: " + std::to_string(optSharded.size()) + " of " +
-        std::to_string(optAll.size()) + " split on " + dataGroup;
+        std::to_string(optAll.size()) + " split on " + dataGroup +
+        (ep > 1 && edp > 1 ? " (expert states on dp)" : "");
     if (r.zeroStage >= 2)
       text += "; gradients reduce-scattered to that layout";
     if (!paramSharded.empty())
@@ -1042,6 +1121,9 @@ void writeText(const Report &r, llvm::raw_ostream &os) {
   } else {
     // The keys of this strategies first, then the others.
     SmallVector<StringRef> main = {"dp", "tp", "sp", "zero"};
+    for (auto &[k, value] : r.plan)
+      if (k == "ep" && value != "1")
+        main.push_back("ep");
     auto valueOf = [&](StringRef key) {
       for (auto &[k, value] : r.plan)
         if (k == key)

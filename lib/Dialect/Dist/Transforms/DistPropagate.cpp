@@ -503,12 +503,14 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
   // split on it: operands partial over it pass it through, and reducing
   // them first (an all-reduce, about twice their bytes) costs more than
   // reducing the result later (a reduce-scatter of its bytes). Over the
-  // data-parallel axes `dp` and `cp` a gradient always stays partial: it is
-  // reduced once per step, in buckets, never per microbatch (DESIGN.md §5).
+  // data-parallel axes `dp`, `ep` (expert parallelism folds over dp) and
+  // `cp` a gradient always stays partial: it is reduced once per step, in
+  // buckets, never per microbatch (DESIGN.md §5).
   auto keepsPartial = [&](Value v, StringAttr axis) {
     double operands = partialBytes(axis);
     return operands > 0 &&
-           (isDataAxis(axis.getValue()) || 2 * operands >= bytes(v));
+           (isDataAxis(axis.getValue()) || axis.getValue() == "ep" ||
+            2 * operands >= bytes(v));
   };
   // `keepPartial`: no claim on an axis `v` should stay partial over (a
   // parameter gradient).

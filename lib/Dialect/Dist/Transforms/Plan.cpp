@@ -15,9 +15,6 @@ llvm::Error planError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// Keys reserved for later issues: accepted only with their default value.
-constexpr const char *kReservedInts[] = {"ep"};
-
 int64_t *intField(Plan &plan, StringRef key) {
   if (key == "pp")
     return &plan.pp;
@@ -103,10 +100,6 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
       return planError(
           llvm::formatv("plan: {0} must be >= 1, found {1}", key, number));
     }
-    for (const char *reserved : kReservedInts)
-      if (onlySupported && key == reserved && number != 1)
-        return planError(llvm::formatv(
-            "plan: {0}={1} is not supported yet (only {0}=1)", key, number));
   }
   // Stages per rank: the interleaved and looped schedules take any vpp
   // (interleaved needs >= 2), ZB-V exactly two (its V shape), the others one.
@@ -130,6 +123,32 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
     return planError(llvm::formatv(
         "plan: vpp={0} needs pp > 1 (virtual stages are per pipeline rank)",
         plan.vpp));
+  // Expert parallelism folds over the data-parallel ranks (DESIGN.md §5,
+  // Megatron's parallel folding): it adds no ranks, and its group must be a
+  // set of whole dp x cp ranks.
+  if (plan.ep > 1) {
+    if ((plan.dp * plan.cp) % plan.ep != 0)
+      return planError(llvm::formatv(
+          "plan: ep={0} must divide dp*cp={1} (expert parallelism folds over "
+          "the data-parallel ranks)",
+          plan.ep, plan.dp * plan.cp));
+    if (onlySupported && plan.dp % plan.ep != 0)
+      return planError(llvm::formatv(
+          "plan: ep={0} folded over cp ranks (ep does not divide dp={1}) is "
+          "not supported yet",
+          plan.ep, plan.dp));
+    if (onlySupported && plan.cp > 1)
+      return planError(llvm::formatv(
+          "plan: ep={0} with cp={1} is not supported yet (the MoE layers "
+          "would see sequence chunks; use cp=1 with ep, or ep=1 with cp)",
+          plan.ep, plan.cp));
+    if (onlySupported && plan.zero == 3)
+      return planError(llvm::formatv(
+          "plan: zero=3 with ep={0} is not supported yet (ZeRO-3 would "
+          "gather the expert weights over the expert-data-parallel group; "
+          "use zero=1 or zero=2)",
+          plan.ep));
+  }
   if (plan.sp == 1 && plan.tp == 1)
     return planError("plan: sp=1 needs tp > 1 (sequence parallelism runs on "
                      "the tp axis), found tp=1");
@@ -142,7 +161,8 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
 SmallVector<std::pair<StringRef, int64_t>> Plan::getMeshAxes() const {
   SmallVector<std::pair<StringRef, int64_t>> axes;
   for (auto [name, size] : {std::pair<StringRef, int64_t>{"pp", pp},
-                            {"dp", dp},
+                            {"dp", getExpertDataParallel()},
+                            {"ep", ep},
                             {"cp", cp},
                             {"tp", tp}})
     if (size > 1)

@@ -12,12 +12,13 @@
 //   results that keep the dim (dx) are simply split on it.
 // * Dims that a nonlinear computation mixes (the normalised dim of a norm,
 //   the sequence and head dims inside attention, the rotate-half pairs of
-//   rope, experts inside the router) are NeedsReplication.
+//   rope, experts inside the router and the MoE dispatch / combine) are
+//   NeedsReplication.
 // * `needsHook` marks factors whose sharding is legal only through the op's
 //   partition hook: vocab-parallel embedding / cross-entropy (vocab offset),
 //   the loss mean (local sums divided by the global token count), positions
 //   (rope, dropout, position_embedding), sum_squares (no double counting of
-//   replicated operands) and expert offsets (MoE).
+//   replicated operands).
 // * `linearOperandGroups` says through which operands a partial (sum) value
 //   may flow without being reduced first.
 //
@@ -619,17 +620,19 @@ ShardingRule MoeAuxLossGradOp::getShardingRule() {
 
 namespace {
 /// Factors of the MoE dispatch / combine family. Tokens are `[B, S, H]`,
-/// routing `[B, S, K]`, buffers `[E, B, C, H]`. E (expert parallelism) needs
-/// the hook (expert offset, all-to-all); B and H pass through; S, K and C
-/// need replication (slot order is per sequence).
+/// routing `[B, S, K]`, buffers `[E, B, C, H]`. B and H pass through; S, K
+/// and C need replication (slot order is per sequence), and so does E: these
+/// ops route each rank's own sequences over all experts. Expert parallelism
+/// is the layout of the buffers between them (`E` on `ep`, pinned by
+/// dist-apply-plan), reached from and back to the token layout (`B` on
+/// `{dp, ep}`) by one all-to-all each, which dist-partition derives.
 struct MoeFactors {
   int64_t e, b, s, k, c, h;
 };
 MoeFactors moeFactors(RuleBuilder &b, ArrayRef<int64_t> bufShape,
-                      ArrayRef<int64_t> routeShape, FactorKind expertKind,
-                      FactorKind hiddenKind) {
+                      ArrayRef<int64_t> routeShape, FactorKind hiddenKind) {
   MoeFactors f;
-  f.e = b.factor(bufShape[0], expertKind, /*hook=*/true);
+  f.e = b.factor(bufShape[0], kRepl);
   f.b = b.factor(bufShape[1], kPass);
   f.c = b.factor(bufShape[2], kRepl);
   f.h = b.factor(bufShape[3], hiddenKind);
@@ -655,12 +658,11 @@ void tieRoute(RuleBuilder &b, bool isOperand, unsigned i, const MoeFactors &f) {
 }
 } // namespace
 
-/// `(x [B,S,H], ids [B,S,K]) -> buf [E,B,C,H]`: E exists only in the result
-/// (pass-through with the hook: each rank fills its experts' slots).
+/// `(x [B,S,H], ids [B,S,K]) -> buf [E,B,C,H]`.
 ShardingRule MoeDispatchOp::getShardingRule() {
   RuleBuilder b(*this);
   MoeFactors f =
-      moeFactors(b, shapeOf(getBuf()), shapeOf(getExpertIds()), kPass, kPass);
+      moeFactors(b, shapeOf(getBuf()), shapeOf(getExpertIds()), kPass);
   tieTokens(b, true, 0, f);
   tieRoute(b, true, 1, f);
   tieBuf(b, false, 0, f);
@@ -668,11 +670,11 @@ ShardingRule MoeDispatchOp::getShardingRule() {
   return b.take();
 }
 
-/// `(dbuf [E,B,C,H], ids) -> dx [B,S,H]`: E is a reduction with the hook.
+/// `(dbuf [E,B,C,H], ids) -> dx [B,S,H]`.
 ShardingRule MoeDispatchGradOp::getShardingRule() {
   RuleBuilder b(*this);
   MoeFactors f =
-      moeFactors(b, shapeOf(getDbuf()), shapeOf(getExpertIds()), kRed, kPass);
+      moeFactors(b, shapeOf(getDbuf()), shapeOf(getExpertIds()), kPass);
   tieBuf(b, true, 0, f);
   tieRoute(b, true, 1, f);
   tieTokens(b, false, 0, f);
@@ -680,12 +682,12 @@ ShardingRule MoeDispatchGradOp::getShardingRule() {
   return b.take();
 }
 
-/// `(buf [E,B,C,H], gates, ids) -> y [B,S,H]`: E is a reduction with the
-/// hook; linear in `buf` and in `gates`.
+/// `(buf [E,B,C,H], gates, ids) -> y [B,S,H]`: linear in `buf` and in
+/// `gates`.
 ShardingRule MoeCombineOp::getShardingRule() {
   RuleBuilder b(*this);
   MoeFactors f =
-      moeFactors(b, shapeOf(getBuf()), shapeOf(getExpertIds()), kRed, kPass);
+      moeFactors(b, shapeOf(getBuf()), shapeOf(getExpertIds()), kPass);
   tieBuf(b, true, 0, f);
   tieRoute(b, true, 1, f);
   tieRoute(b, true, 2, f);
@@ -695,13 +697,12 @@ ShardingRule MoeCombineOp::getShardingRule() {
   return b.take();
 }
 
-/// `(dy [B,S,H], buf, gates, ids) -> (dbuf, dgates)`: E is a reduction with
-/// the hook (dgates sums its experts), H a reduction (dgates sums over H,
-/// dbuf keeps it split). Linear in `dy`.
+/// `(dy [B,S,H], buf, gates, ids) -> (dbuf, dgates)`: H is a reduction
+/// (dgates sums over H, dbuf keeps it split). Linear in `dy`.
 ShardingRule MoeCombineGradOp::getShardingRule() {
   RuleBuilder b(*this);
   MoeFactors f =
-      moeFactors(b, shapeOf(getBuf()), shapeOf(getExpertIds()), kRed, kRed);
+      moeFactors(b, shapeOf(getBuf()), shapeOf(getExpertIds()), kRed);
   tieTokens(b, true, 0, f);
   tieBuf(b, true, 1, f);
   tieRoute(b, true, 2, f);

@@ -28,15 +28,15 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     | `tp` | >= 1 | tensor parallel degree (Megatron column/row) |
     | `sp` | 0, 1 | sequence parallelism on the `tp` axis (needs `tp > 1`) |
     | `cp` | >= 1 | context parallel degree (sequence dim of the inputs, contiguous chunks; attention lowers to ring attention) |
-    | `zero` | 0..3 | ZeRO stage on the `dp` x `cp` group |
+    | `zero` | 0..3 | ZeRO stage on the `dp` x `cp` group (with `ep`: on `dp` x `ep`, expert states on `dp`) |
+    | `ep` | >= 1, divides `dp` | expert parallelism, folded over the dp ranks (MoE models; not with `zero=3` or `cp > 1`) |
     | `pp`, `mb`, `vpp` | >= 1 | pipeline stages, microbatches, model chunks per pipeline rank |
-    | `ep` | 1 | reserved (later issues) |
-    | `schedule` | `1f1b` | reserved |
+    | `schedule` | `gpipe`, `1f1b`, `interleaved`, `looped-bfs`, `zb-h1`, `zb-v` | pipeline schedule (built by `dist-schedule` and `dist-pipeline-split`) |
     | `recompute` | `none`, `selective`, `full` | activation recomputation: must equal the module's `tfm.recompute` (set by `tfm-recompute`; absent: `none`) |
 
     Unknown keys, repeated keys, non-integers, degrees below 1, `sp=1` with
-    `tp=1`, a `zero` outside 0..3 and a reserved key with a value other than
-    its default are errors naming the key and the value found. If every
+    `tp=1`, a `zero` outside 0..3 and combinations not supported yet (`ep`
+    with `cp > 1` or `zero=3`) are errors naming the key and the value found. If every
     degree is 1 the pass changes nothing.
 
     Otherwise it adds `dist.mesh @mesh [...]` with the axes of size > 1 in
@@ -80,6 +80,19 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
       (`[{dp}, {cp, tp}, {}~]` with context parallelism: each cp chunk split
       on tp; the sequence must be divisible by cp*tp) by
       `dist.sharding_constraint`s.
+    * EP (`ep > 1`): the mesh factors the dp ranks into `dp` (size dp/ep,
+      the expert-data-parallel group) and `ep` (`pp, dp, ep, cp, tp`); the
+      batch is split on `{dp, ep}` wherever the list above says `{dp}`, and
+      ZeRO shards dense states on `{dp, ep}`. Expert weights (roles
+      `expert_gate`, `expert_up`, `expert_down`, `[E, ...]`) get `ep` as the
+      major axis of dim 0 (ZeRO shards their states on `dp` only). In every
+      function, the MoE capacity buffers `[E, B, C, H]` between the token
+      side and the expert side (result of `tfm.moe_dispatch`, operand of
+      `tfm.moe_combine`, and their gradients) are pinned to the token layout
+      `[{}, {dp, ep}, {}, {}~]` and the expert layout `[{ep}, {dp}, {}, {}~]`,
+      so that `dist-partition` derives one `dist.all_to_all` over `ep` per
+      boundary. The expert count must be divisible by `ep`; a model without
+      `tfm.moe_dispatch` is an error (see docs/expert-parallelism.md).
 
     The state results of an entry function get the sharding of the matching
     argument. Every other sharding is left to `dist-propagate`.
@@ -604,7 +617,8 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
     Option<"compilable", "compilable", "bool", /*default=*/"false",
            "Search only what the compiler builds today (schedules gpipe, "
            "1f1b, interleaved, zb-h1, zb-v; cp with contiguous chunks, "
-           "scored with their causal imbalance; ep=1), so "
+           "scored with their causal imbalance; ep folded over dp without "
+           "cp), so "
            "the chosen plan can be compiled and run">,
     ListOption<"schedules", "schedules", "std::string",
                "Search only these pipeline schedules (1f1b, interleaved, "

@@ -1399,8 +1399,11 @@ def Tfm_MoeDispatchOp : Tfm_InferredOp<"moe_dispatch", [Tfm_VJP]> {
     * `x`: `[B, S, H]`; `expert_ids`: `[B, S, K]`, `1 <= K <= E`.
     * `buf`: `[E, B, C, H]`, `E = num_experts >= 1`, `C = capacity >= 1`,
       element type of `x`. Expert matmuls then take `[E, B*C, H]` (after a
-      reshape) against `[E, H, F]` weights; sharding `E` is expert
-      parallelism (an all-to-all in the partition hook).
+      reshape) against `[E, H, F]` weights. The op routes its sequences
+      over all `E` experts (`E` is never split here); expert parallelism
+      reshards `buf` from `B` split on the data-parallel ranks to `E` split
+      on `ep` by one `dist.all_to_all` (the fixed-capacity, drop-and-pad
+      form of Megatron's all-to-all token dispatcher).
 
     No FLOPs; `B * S * K * H` elements moved.
 

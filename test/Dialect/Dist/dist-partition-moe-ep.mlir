@@ -1,0 +1,72 @@
+// Expert parallelism (plan ep, folded over the dp ranks) on the 4-layer
+// Mixtral CPU model (4 experts, top-2, dropless: capacity = seq = 8) at
+// batch 4: dp=4,ep=2 gives the mesh [dp = 2, ep = 2], the batch on {dp, ep}
+// (one sequence per rank) and the expert weights' E dim on ep (2 experts per
+// rank). Each MoE layer has four all-to-alls over ep, two in the forward
+// (dispatch: [4, 1, 8, 64] token buffers -> [2, 2, 8, 64] expert buffers;
+// combine: back) and two in the backward; the expert GEMMs run on the
+// received [2, 16, 64] rows. Dense gradients are reduced over {dp, ep}, the
+// expert gradients over the expert-data-parallel axis dp only, and the
+// squared gradient norm of the experts is summed over ep.
+// RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 4 --seq 8 -q -o %t.model.mlir
+// RUN: shard-opt %t.model.mlir --tfm-autodiff -o %t.ts.mlir
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=4,ep=2,zero=1" | FileCheck %s --check-prefix=SEED
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=4,ep=2" --dist-propagate --dist-partition -o %t.part.mlir
+// RUN: FileCheck %s < %t.part.mlir
+// RUN: sed -n '/func.func @train_step/,/^  }/p' %t.part.mlir | grep -o 'dist.all_reduce %[^ ]* on @mesh axes = \[[a-z, ]*\] reduction = sum : tensor<[0-9x]*f32>' | sed 's/%[^ ]* //' | sort | uniq -c | FileCheck %s --check-prefix=GRADS
+// RUN: shard-opt %t.part.mlir --dist-bucket-collectives | sed -n '/func.func @train_step/,/^  }/p' | grep -o 'dist.all_reduce %[^ ]* on @mesh axes = \[[a-z, ]*\]' | sed 's/%[^ ]* //' | sort | uniq -c | FileCheck %s --check-prefix=BUCKETS
+
+// SEED: dist.mesh @mesh [dp = 2, ep = 2]
+// SEED-LABEL: func.func private @mixtral_block_fwd(
+// SEED: %[[BUF:.*]] = tfm.moe_dispatch
+// SEED-NEXT: %[[TOK:.*]] = dist.sharding_constraint %[[BUF]] to <@mesh, [{}, {dp, ep}, {}, {}]>
+// SEED-NEXT: dist.sharding_constraint %[[TOK]] to <@mesh, [{ep}, {dp}, {}, {}]>
+// SEED: %[[EXP:.*]] = dist.sharding_constraint %{{.*}} to <@mesh, [{ep}, {dp}, {}, {}]>
+// SEED-NEXT: %[[BACK:.*]] = dist.sharding_constraint %[[EXP]] to <@mesh, [{}, {dp, ep}, {}, {}]>
+// SEED-NEXT: tfm.moe_combine %[[BACK]]
+// SEED: func.func @train_step(%arg0: tensor<4x8xi32> {dist.sharding = #dist.sharding<@mesh, [{dp, ep}, {}]>, tfm.input = "tokens"}
+// SEED-SAME: tensor<64x4xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {}]>, {{.*}}tfm.param = "layers.0.moe.router"
+// SEED-SAME: tensor<4x64x128xf32> {dist.sharding = #dist.sharding<@mesh, [{ep}, {}, {}]>, {{.*}}tfm.param = "layers.0.moe.experts.w_gate"
+// SEED-SAME: tensor<64x4xf32> {dist.sharding = #dist.sharding<@mesh, [{dp, ep}, {}]>, {{.*}}tfm.state = "layers.0.moe.router.exp_avg"
+// SEED-SAME: tensor<4x64x128xf32> {dist.sharding = #dist.sharding<@mesh, [{ep, dp}, {}, {}]>, {{.*}}tfm.state = "layers.0.moe.experts.w_gate.exp_avg"
+
+// CHECK: dist.mesh @mesh [dp = 2, ep = 2]
+// CHECK-LABEL: func.func private @mixtral_block_fwd(
+// CHECK-SAME: %arg9: tensor<2x64x128xf32>
+// CHECK-NOT: dist.all_to_all
+// CHECK: tfm.moe_dispatch %{{.*}} : (tensor<1x8x64xf32>, tensor<1x8x2xi32>) -> tensor<4x1x8x64xf32>
+// CHECK-NEXT: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 : tensor<4x1x8x64xf32> -> tensor<2x2x8x64xf32>
+// CHECK-NOT: dist.all_to_all
+// CHECK: tfm.matmul %{{.*}}, %arg9 : (tensor<2x16x64xf32>, tensor<2x64x128xf32>) -> tensor<2x16x128xf32>
+// CHECK-NOT: dist.all_to_all
+// CHECK: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0 : tensor<2x2x8x64xf32> -> tensor<4x1x8x64xf32>
+// CHECK-NEXT: tfm.moe_combine %{{.*}} : (tensor<4x1x8x64xf32>, tensor<1x8x2xf32>, tensor<1x8x2xi32>) -> tensor<1x8x64xf32>
+// CHECK-NOT: dist.all_to_all
+// CHECK-LABEL: func.func private @mixtral_block_bwd(
+// CHECK-NOT: dist.all_to_all
+// CHECK: tfm.moe_combine_grad {{.*}} -> (tensor<4x1x8x64xf32>, tensor<1x8x2xf32>)
+// CHECK-NEXT: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 : tensor<4x1x8x64xf32> -> tensor<2x2x8x64xf32>
+// CHECK-NOT: dist.all_to_all
+// CHECK: tfm.matmul %{{.*}} {transpose_lhs} : (tensor<2x16x64xf32>, tensor<2x16x128xf32>) -> tensor<2x64x128xf32>
+// CHECK-NOT: dist.all_to_all
+// CHECK: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0 : tensor<2x2x8x64xf32> -> tensor<4x1x8x64xf32>
+// CHECK-NEXT: tfm.moe_dispatch_grad
+// CHECK-NOT: dist.all_to_all
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: tensor<1x8xi32>
+// CHECK-SAME: tensor<2x64x128xf32> {dist.sharding = #dist.sharding<@mesh, [{ep}, {}, {}]>, {{.*}}tfm.param = "layers.0.moe.experts.w_gate"
+
+// Per layer: 7 dense gradients over {dp, ep} (plus embedding and head), the
+// 3 expert gradients over dp; the experts' squared norm over ep.
+// GRADS-DAG: 8 dist.all_reduce on @mesh axes = [dp, ep] reduction = sum : tensor<64x32xf32>
+// GRADS-DAG: 4 dist.all_reduce on @mesh axes = [dp, ep] reduction = sum : tensor<64x4xf32>
+// GRADS-DAG: 8 dist.all_reduce on @mesh axes = [dp, ep] reduction = sum : tensor<64x64xf32>
+// GRADS-DAG: 9 dist.all_reduce on @mesh axes = [dp, ep] reduction = sum : tensor<64xf32>
+// GRADS-DAG: 4 dist.all_reduce on @mesh axes = [dp] reduction = sum : tensor<2x128x64xf32>
+// GRADS-DAG: 8 dist.all_reduce on @mesh axes = [dp] reduction = sum : tensor<2x64x128xf32>
+// GRADS-DAG: 1 dist.all_reduce on @mesh axes = [ep] reduction = sum : tensor<f32>
+
+// Bucketed: one bucket per group (dense over {dp, ep}, experts over dp).
+// BUCKETS-DAG: 1 dist.all_reduce on @mesh axes = [dp, ep]
+// BUCKETS-DAG: 1 dist.all_reduce on @mesh axes = [dp]
+// BUCKETS-DAG: 1 dist.all_reduce on @mesh axes = [ep]
