@@ -3,12 +3,14 @@
 // expert weights, gradients and optimizer states divided by ep make it fit
 // with ep >= 4 only (smallest peaks: ep=1 265.5, ep=2 264.0, ep=4 263.1,
 // ep=8 262.8 MiB), and only with cp > 1 (cp = 1: ep=8 265.8 MiB). ep > 1
-// is scored analytically; compilable=true searches ep (folded over dp) but
-// not cp, and nothing fits then.
+// is scored analytically; compilable=true searches ep folded over dp and
+// cp, but never both together (dist-apply-plan does not build ep with
+// cp > 1 yet), and nothing fits then.
 // RUN: %python -m autoshard.models %S/Inputs/auto-plan-moe-model.json --batch 16 --seq 64 --vocab-multiple 64 -q -o %t.model.mlir
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-moe-tight-cluster.json gpus=8" -o /dev/null | FileCheck %s
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-moe-tight-cluster.json gpus=8 ep=1" -o /dev/null | FileCheck %s --check-prefix=EP1
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-moe-tight-cluster.json gpus=8 compilable=true" -o /dev/null | FileCheck %s --check-prefix=COMPILABLE
+// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-moe-tight-cluster.json gpus=8 compilable=true" -o /dev/null | FileCheck %s --check-prefix=NO-EP-CP
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-moe-tight-cluster.json gpus=8 ep=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK: dist-auto-plan: model {{.*}}4 layers
@@ -27,6 +29,9 @@
 // COMPILABLE: no plan fits
 // COMPILABLE-DAG: tp=1 pp=1 cp=1 ep=4 {{ *}}OOM
 // COMPILABLE-DAG: tp=1 pp=1 cp=1 ep=8 {{ *}}OOM
-// COMPILABLE-NOT: cp=2
+// COMPILABLE-DAG: tp=1 pp=1 cp=2 {{ *}}OOM
+
+// NO-EP-CP: rejected families
+// NO-EP-CP-NOT: cp={{[248]}} {{ *}}ep=
 
 // BAD: option 'ep': 0 is out of range
