@@ -90,57 +90,57 @@ plan_sweep() {
     echo "<testsuite name=\"plan_sweep\" tests=\"1\" failures=\"0\" skipped=\"1\"><testcase classname=\"plan_sweep\" name=\"covering set\"><skipped message=\"$why\"/></testcase></testsuite>" >"$REPORTS/plan_sweep.xml"
     return 0
   fi
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" -n 2,4,8 --steps 5 \
-    --junit "$REPORTS/plan_sweep.xml" --out "$BUILD_DIR/plan-sweep" || rc=1
+  # sweep NAME ARGS...: one plan_sweep.sh run (5 steps), its JUnit report
+  # plan_sweep_NAME.xml and its folder plan-sweep-NAME (main: no suffix).
+  sweep() {
+    local name=$1 suffix=
+    shift
+    [[ $name != main ]] && suffix=_$name
+    BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 "$@" \
+      --junit "$REPORTS/plan_sweep$suffix.xml" \
+      --out "$BUILD_DIR/plan-sweep${suffix//_/-}" || rc=1
+  }
+  sweep main -n 2,4,8
   # Gradient accumulation (mb microbatches per step) and pipeline parallelism
   # (pp; every schedule: gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-v)
   # with each strategy.
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
-    --plans "mb=4;dp=2,mb=2;dp=2,tp=2,sp=1,zero=1,mb=2;dp=4,zero=3,mb=2;dp=2,tp=4,sp=1,zero=2,mb=2;pp=2,mb=2;pp=2,mb=4,schedule=gpipe;pp=4,mb=8;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4;pp=2,dp=2,zero=3,mb=2;pp=4,tp=2,mb=4,schedule=gpipe;pp=2,tp=4,sp=1,zero=2,mb=2;pp=2,mb=4,schedule=interleaved,vpp=2;pp=2,dp=2,tp=2,sp=1,zero=2,mb=2,schedule=interleaved,vpp=2;pp=2,mb=2,schedule=looped-bfs,vpp=2;pp=4,mb=4,schedule=zb-h1;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4,schedule=zb-h1;pp=2,dp=2,zero=3,mb=2,schedule=zb-h1;pp=2,mb=4,schedule=zb-v,vpp=2;pp=2,tp=2,sp=1,dp=2,zero=1,mb=2,schedule=zb-v,vpp=2;dp=2,tp=2,sp=1,recompute=selective;pp=2,mb=4,schedule=zb-h1,recompute=full;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4,schedule=interleaved,vpp=2,recompute=full" \
-    --junit "$REPORTS/plan_sweep_mb.xml" --out "$BUILD_DIR/plan-sweep-mb" || rc=1
+  sweep mb --no-invalid \
+    --plans "mb=4;dp=2,mb=2;dp=2,tp=2,sp=1,zero=1,mb=2;dp=4,zero=3,mb=2;dp=2,tp=4,sp=1,zero=2,mb=2;pp=2,mb=2;pp=2,mb=4,schedule=gpipe;pp=4,mb=8;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4;pp=2,dp=2,zero=3,mb=2;pp=4,tp=2,mb=4,schedule=gpipe;pp=2,tp=4,sp=1,zero=2,mb=2;pp=2,mb=4,schedule=interleaved,vpp=2;pp=2,dp=2,tp=2,sp=1,zero=2,mb=2,schedule=interleaved,vpp=2;pp=2,mb=2,schedule=looped-bfs,vpp=2;pp=4,mb=4,schedule=zb-h1;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4,schedule=zb-h1;pp=2,dp=2,zero=3,mb=2,schedule=zb-h1;pp=2,mb=4,schedule=zb-v,vpp=2;pp=2,tp=2,sp=1,dp=2,zero=1,mb=2,schedule=zb-v,vpp=2;dp=2,tp=2,sp=1,recompute=selective;pp=2,mb=4,schedule=zb-h1,recompute=full;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4,schedule=interleaved,vpp=2,recompute=full"
   # Dropout with microbatches (each microbatch keys its own masks): every
   # plan against the 1-rank run with the same mb.
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid --dropout 0.1 \
-    --plans "dp=2,mb=2;dp=2,tp=2,sp=1,zero=1,mb=2;pp=2,mb=2,schedule=zb-h1;pp=2,dp=2,mb=4,schedule=interleaved,vpp=2" \
-    --junit "$REPORTS/plan_sweep_dropout.xml" --out "$BUILD_DIR/plan-sweep-dropout" || rc=1
+  sweep dropout --no-invalid --dropout 0.1 \
+    --plans "dp=2,mb=2;dp=2,tp=2,sp=1,zero=1,mb=2;pp=2,mb=2,schedule=zb-h1;pp=2,dp=2,mb=4,schedule=interleaved,vpp=2"
   # Llama blocks (RMSNorm, RoPE, SwiGLU, grouped-query attention): tp with and
   # without sp, ZeRO, and pipeline schedules on a 4-layer, 64-wide model.
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+  sweep llama --no-invalid \
     --config "$ROOT/configs/models/llama-tiny-cpu.json" \
-    --plans "tp=2;dp=2,tp=2,zero=1;tp=2,sp=1,dp=2;pp=2,tp=2,mb=2,schedule=zb-h1;pp=2,dp=2,mb=4,schedule=interleaved,vpp=2" \
-    --junit "$REPORTS/plan_sweep_llama.xml" --out "$BUILD_DIR/plan-sweep-llama" || rc=1
+    --plans "tp=2;dp=2,tp=2,zero=1;tp=2,sp=1,dp=2;pp=2,tp=2,mb=2,schedule=zb-h1;pp=2,dp=2,mb=4,schedule=interleaved,vpp=2"
   # Context parallelism (ring attention, contiguous chunks) alone and with
   # dp, tp (+sp), pp and each ZeRO stage, on nanoGPT (with and without
   # dropout) and Llama (RoPE, grouped-query attention).
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
-    --plans "cp=2;cp=4;dp=2,cp=2,zero=1;cp=2,tp=2,sp=1;dp=2,cp=2,tp=2,sp=1,zero=2;cp=2,zero=3;pp=2,cp=2,mb=2" \
-    --junit "$REPORTS/plan_sweep_cp.xml" --out "$BUILD_DIR/plan-sweep-cp" || rc=1
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid --dropout 0.1 \
-    --plans "cp=2;cp=2,tp=2,sp=1;dp=2,cp=2,mb=2" \
-    --junit "$REPORTS/plan_sweep_cp_dropout.xml" --out "$BUILD_DIR/plan-sweep-cp-dropout" || rc=1
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+  sweep cp --no-invalid \
+    --plans "cp=2;cp=4;dp=2,cp=2,zero=1;cp=2,tp=2,sp=1;dp=2,cp=2,tp=2,sp=1,zero=2;cp=2,zero=3;pp=2,cp=2,mb=2"
+  sweep cp_dropout --no-invalid --dropout 0.1 \
+    --plans "cp=2;cp=2,tp=2,sp=1;dp=2,cp=2,mb=2"
+  sweep cp_llama --no-invalid \
     --config "$ROOT/configs/models/llama-tiny-cpu.json" \
-    --plans "cp=2;cp=4,zero=1;cp=2,tp=2;dp=2,cp=2,tp=2,sp=1;pp=2,cp=2,mb=2,schedule=zb-h1" \
-    --junit "$REPORTS/plan_sweep_cp_llama.xml" --out "$BUILD_DIR/plan-sweep-cp-llama" || rc=1
+    --plans "cp=2;cp=4,zero=1;cp=2,tp=2;dp=2,cp=2,tp=2,sp=1;pp=2,cp=2,mb=2,schedule=zb-h1"
   # Mixtral blocks (top-2 MoE with the load-balancing loss) under dp, tp,
   # ZeRO-3 and pp.
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+  sweep mixtral --no-invalid \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" \
-    --plans "dp=2,tp=2;dp=4,zero=3;tp=2,sp=1,dp=2,zero=1;pp=2,mb=4,schedule=zb-h1" \
-    --junit "$REPORTS/plan_sweep_mixtral.xml" --out "$BUILD_DIR/plan-sweep-mixtral" || rc=1
+    --plans "dp=2,tp=2;dp=4,zero=3;tp=2,sp=1,dp=2,zero=1;pp=2,mb=4,schedule=zb-h1"
   # Expert parallelism (ep folded over the dp ranks) on the same model with
   # 8 experts: ep=2, 4 and 8 alone, with tp (dp=4 x tp=2), sp, ZeRO-1/2,
   # microbatches and pp (dp=8,ep=4,zero=2 is dist-auto-plan's compilable
   # choice for it on 8 CPU ranks); the invalid ep plans; then with a
   # capacity factor of 1 (tokens dropped per sequence exactly as on one rank).
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 \
+  sweep mixtral_ep \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 \
-    --plans "dp=2,ep=2;dp=4,ep=4,zero=1;dp=8,ep=8;dp=4,tp=2,ep=4;dp=8,ep=2,zero=2;dp=8,ep=4,zero=2;dp=2,tp=2,sp=1,ep=2,zero=1;pp=2,dp=2,ep=2,mb=2,schedule=zb-h1;pp=2,dp=4,ep=4,zero=1,mb=2" \
-    --junit "$REPORTS/plan_sweep_mixtral_ep.xml" --out "$BUILD_DIR/plan-sweep-mixtral-ep" || rc=1
-  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" --steps 5 --no-invalid \
+    --plans "dp=2,ep=2;dp=4,ep=4,zero=1;dp=8,ep=8;dp=4,tp=2,ep=4;dp=8,ep=2,zero=2;dp=8,ep=4,zero=2;dp=2,tp=2,sp=1,ep=2,zero=1;pp=2,dp=2,ep=2,mb=2,schedule=zb-h1;pp=2,dp=4,ep=4,zero=1,mb=2"
+  sweep mixtral_ep_capacity --no-invalid \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 --capacity-factor 1.0 \
-    --plans "dp=8,ep=8;dp=4,tp=2,ep=2,mb=2" \
-    --junit "$REPORTS/plan_sweep_mixtral_ep_capacity.xml" --out "$BUILD_DIR/plan-sweep-mixtral-ep-capacity" || rc=1
+    --plans "dp=8,ep=8;dp=4,tp=2,ep=2,mb=2"
   return $rc
 }
 phase plan_sweep plan_sweep
