@@ -53,8 +53,12 @@ if not report["plans"]:
     rejected = sorted(report["rejected"].items())
     why = "; ".join(f"{fam}: {reason}" for fam, reason in rejected[:4])
     why += f"; ... {len(rejected) - 4} families more" if len(rejected) > 4 else ""
+    if not rejected:
+        sys.exit(f"auto_plan.sh: no candidate plan for {report['gpus']} ranks: {report['gpus']} "
+                 f"does not factor into tp x cp x pp x dp with tp dividing the heads, pp the layers "
+                 f"and dp the global batch {report['global_batch']} (try another -n or --batch)")
     sys.exit(f"auto_plan.sh: no plan for {report['gpus']} ranks fits in memory (global batch "
-             f"{report['global_batch']}, cluster {report['cluster']}): {why or 'no candidates'}")
+             f"{report['global_batch']}, cluster {report['cluster']}): {why}")
 best = report["plans"][0]
 # peak_bytes includes the cluster file's fixed reserve (gpu.reserved_gib),
 # fragmentation and communication buffers (docs/planner.md, memory model).

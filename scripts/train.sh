@@ -44,7 +44,8 @@
 # add that consumes a GEMM (residual, backward gradient sum, bias) becomes the
 # GEMM's beta = 1 epilogue (one kernel and one buffer fewer); 0 keeps them apart.
 # Outputs go to --out (default build/train): model.mlir, train_step.mlir
-# (after autodiff), model.json (the artifact), metrics.jsonl, trace.json.
+# (after autodiff), lowered.mlir (the rt program), model.json (the artifact),
+# metrics.jsonl, trace.json.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
@@ -132,10 +133,12 @@ WORLD=1
 MB=1
 declare -A DEGREE=()
 if [[ -n $PLAN ]]; then
+  # Spaces around keys and values are not part of the plan.
+  PLAN=${PLAN// /}
   IFS=, read -ra kvs <<<"$PLAN"
   for kv in "${kvs[@]}"; do
     k=${kv%%=*} v=${kv#*=}
-    k=${k// /} v=${v// /}
+    [[ -n $k ]] || die "--plan: empty key in '$PLAN' (expected key=value[,key=value...], e.g. dp=2,tp=2)"
     case $k in
       pp | dp | cp | tp)
         [[ $v =~ ^[0-9]+$ ]] && WORLD=$((WORLD * v)) ;;

@@ -1114,7 +1114,13 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
   os << "MFU convention: 3 x forward (GEMM + attention, causal halved) "
         "FLOPs of the model definition, no recomputation counted; "
      << llvm::formatv("{0:F2} TFLOP per sequence\n", m.flopsPerSequence / 1e12);
-  if (r.best.empty()) {
+  if (r.best.empty() && r.rejected.empty()) {
+    os << llvm::formatv("no plan fits: no candidate plan ({0} GPUs do not "
+                        "factor into tp x cp x pp x dp with tp dividing the "
+                        "heads, pp the {1} layers and dp the global batch "
+                        "{2}, within the search space)\n",
+                        o.gpus, m.layers, o.globalBatch);
+  } else if (r.best.empty()) {
     os << "no plan fits\n";
   } else {
     os << "chosen plan: " << r.best.front().plan.str() << "\n";

@@ -22,3 +22,11 @@
 // A one-node cluster (no inter_node link) cannot take more devices than a node has.
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json nodes=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ONENODE
 // ONENODE: cluster 'CPU 2-core (this development machine)' is one node of 8 devices (it has no 'inter_node' link), but the plan asks for 16
+// A restriction to a degree the search never covers, and no devices.
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=8 cp=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CPDEG
+// CPDEG: error: dist-auto-plan: option 'cp': 3 is not a degree the search covers (searched: 1, 2, 4, 8)
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json nodes=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NODES
+// NODES: error: dist-auto-plan: needs nodes >= 1 or gpus >= 1, found nodes=0 gpus=0
+// Nothing to score: 3 devices do not factor with the batch and the model.
+// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOCAND
+// NOCAND: no plan fits: no candidate plan (3 GPUs do not factor into tp x cp x pp x dp

@@ -446,6 +446,11 @@ struct DistAutoPlanPass
                                                        : 2;
 
     planner::SearchOptions options;
+    if (gpus < 0 || (gpus == 0 && nodes < 1))
+      return fail(llvm::formatv("needs nodes >= 1 or gpus >= 1, found "
+                                "nodes={0} gpus={1}",
+                                nodes, gpus)
+                      .str());
     options.gpus = gpus > 0 ? gpus : nodes * machine->gpusPerNode;
     if (machine->singleNode && options.gpus > machine->gpusPerNode)
       return fail(llvm::formatv("cluster '{0}' is one node of {1} devices (it "
@@ -665,6 +670,14 @@ struct DistAutoPlanPass
       if (value < lo || value > hi) {
         err = llvm::formatv("option '{0}': {1} is out of range [{2}, {3}]",
                             option, value, lo, hi);
+        return failure();
+      } else if (!llvm::is_contained(space, value)) {
+        std::vector<std::string> searched;
+        for (int64_t v : space)
+          searched.push_back(std::to_string(v));
+        err = llvm::formatv("option '{0}': {1} is not a degree the search "
+                            "covers (searched: {2})",
+                            option, value, llvm::join(searched, ", "));
         return failure();
       }
     llvm::erase_if(space, [&](int64_t value) {
