@@ -2,27 +2,13 @@
 
 #include "autoshard/runtime/cpu/Attention.h"
 
+#include "AttentionTestUtil.h"
 #include "TestUtil.h"
 
 using namespace autoshard::runtime::cpu;
 using namespace autoshard::runtime::test;
 
 namespace {
-
-AttentionShape makeShape(int64_t batch, int64_t seqQ, int64_t seqK,
-                         int64_t heads, int64_t kvHeads, int64_t headDim,
-                         bool causal) {
-  AttentionShape s;
-  s.batch = batch;
-  s.seqQ = seqQ;
-  s.seqK = seqK;
-  s.heads = heads;
-  s.kvHeads = kvHeads;
-  s.headDim = headDim;
-  s.causal = causal;
-  s.scale = 1.0 / std::sqrt(static_cast<double>(headDim));
-  return s;
-}
 
 struct Tensors {
   std::vector<double> q, k, v;
@@ -78,16 +64,17 @@ void checkForward(const AttentionShape &s, const std::string &what) {
 }
 
 TEST(AttentionTest, CausalGqaMatchesExplicitSoftmax) {
-  checkForward(makeShape(2, 6, 6, 4, 2, 5, true), "causal gqa");
+  checkForward(makeAttentionShape(2, 6, 6, 4, 2, 5, true), "causal gqa");
 }
 
 TEST(AttentionTest, NonCausalCrossLengthsMatchExplicitSoftmax) {
-  checkForward(makeShape(2, 3, 7, 3, 1, 4, false), "non-causal mqa");
+  checkForward(makeAttentionShape(2, 3, 7, 3, 1, 4, false), "non-causal mqa");
 }
 
 TEST(AttentionTest, SeveralQueryBlocksMatchExplicitSoftmax) {
-  checkForward(makeShape(1, 150, 150, 2, 1, 8, true), "causal 150");
-  checkForward(makeShape(1, 70, 90, 2, 2, 4, false), "non-causal 70x90");
+  checkForward(makeAttentionShape(1, 150, 150, 2, 1, 8, true), "causal 150");
+  checkForward(makeAttentionShape(1, 70, 90, 2, 2, 4, false),
+               "non-causal 70x90");
 }
 
 void checkGradients(const AttentionShape &s, const std::string &what,
@@ -109,21 +96,22 @@ void checkGradients(const AttentionShape &s, const std::string &what,
 }
 
 TEST(AttentionTest, CausalGqaGradient) {
-  checkGradients(makeShape(2, 5, 5, 4, 2, 3, true), "causal gqa", 400);
+  checkGradients(makeAttentionShape(2, 5, 5, 4, 2, 3, true), "causal gqa", 400);
 }
 
 TEST(AttentionTest, NonCausalGradient) {
-  checkGradients(makeShape(1, 4, 6, 2, 1, 3, false), "non-causal", 400);
+  checkGradients(makeAttentionShape(1, 4, 6, 2, 1, 3, false), "non-causal",
+                 400);
 }
 
 TEST(AttentionTest, MultiBlockCausalGradient) {
-  checkGradients(makeShape(1, 70, 70, 2, 1, 2, true), "causal 70", 60);
+  checkGradients(makeAttentionShape(1, 70, 70, 2, 1, 2, true), "causal 70", 60);
 }
 
 TEST(AttentionTest, Float32LseBackwardAgrees) {
   // The op's lse is f32; a double kernel reading a float lse must agree with
   // the all-double path to float precision.
-  AttentionShape s = makeShape(1, 9, 9, 2, 1, 4, true);
+  AttentionShape s = makeAttentionShape(1, 9, 9, 2, 1, 4, true);
   Tensors t = randomInputs(s, 41);
   std::vector<double> u = randomVector(t.q.size(), 42);
   std::vector<double> out(t.q.size()), lse(s.heads * s.seqQ);
@@ -145,11 +133,11 @@ TEST(AttentionTest, Float32LseBackwardAgrees) {
 TEST(AttentionTest, RejectsBadShapes) {
   std::vector<double> x(64);
   std::vector<float> lse(64);
-  AttentionShape notGrouped = makeShape(1, 2, 2, 3, 2, 2, false);
+  AttentionShape notGrouped = makeAttentionShape(1, 2, 2, 3, 2, 2, false);
   EXPECT_THROW(
       attention(x.data(), x.data(), x.data(), x.data(), lse.data(), notGrouped),
       std::invalid_argument);
-  AttentionShape causalCross = makeShape(1, 2, 3, 2, 2, 2, true);
+  AttentionShape causalCross = makeAttentionShape(1, 2, 3, 2, 2, 2, true);
   EXPECT_THROW(attention(x.data(), x.data(), x.data(), x.data(), lse.data(),
                          causalCross),
                std::invalid_argument);

@@ -11,6 +11,7 @@
 
 #include "autoshard/runtime/cpu/Attention.h"
 
+#include "AttentionTestUtil.h"
 #include "TestUtil.h"
 
 #include <limits>
@@ -28,15 +29,7 @@ struct Problem {
 
   int64_t chunk() const { return seq / chunks; }
   AttentionShape whole() const {
-    AttentionShape s;
-    s.batch = batch;
-    s.seqQ = s.seqK = seq;
-    s.heads = heads;
-    s.kvHeads = kvHeads;
-    s.headDim = headDim;
-    s.causal = causal;
-    s.scale = 1.0 / std::sqrt(static_cast<double>(headDim));
-    return s;
+    return makeAttentionShape(batch, seq, seq, heads, kvHeads, headDim, causal);
   }
   /// The shape of the block (q chunk r, kv chunk c).
   AttentionShape block(int64_t r, int64_t c) const {
