@@ -175,6 +175,23 @@ ModelInfo syntheticModel() {
   return m;
 }
 
+/// The search setup shared by the Memory, Search and ExpertParallel tests:
+/// the synthetic dense model with one layer-local profile (tp = 1, no SP),
+/// 8 GPUs, context parallelism off.
+struct DenseSearch {
+  Cluster c = testCluster();
+  ModelInfo m = syntheticModel();
+  std::map<std::pair<int64_t, bool>, LocalProfile> profiles = {
+      {{1, false}, syntheticProfile(7.5e8, 1e9)}};
+  SearchOptions o;
+
+  explicit DenseSearch(int64_t globalBatch) {
+    o.gpus = 8;
+    o.globalBatch = globalBatch;
+    o.cpChoices = {1};
+  }
+};
+
 TEST(Memory, ZeroVectorsOfWorkloads) {
   // workloads.md §5: Psi = 7.5B, N = 64: DDP 120 GB, ZeRO-1 31.4 GB,
   // ZeRO-2 16.6 GB, ZeRO-3 1.88 GB.
@@ -193,14 +210,8 @@ TEST(Memory, ZeroVectorsOfWorkloads) {
 }
 
 TEST(Memory, OversizedPlanIsRejectedNotScored) {
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  std::map<std::pair<int64_t, bool>, LocalProfile> profiles;
-  profiles[{1, false}] = syntheticProfile(7.5e8, 1e9);
-  SearchOptions o;
-  o.gpus = 8;
-  o.globalBatch = 8;
-  o.cpChoices = {1};
+  DenseSearch t(8);
+  auto &[c, m, profiles, o] = t;
   o.fixed = true;
   o.fixedPlan.dp = 8;
   o.fixedPlan.mb = 1;
@@ -211,14 +222,8 @@ TEST(Memory, OversizedPlanIsRejectedNotScored) {
 }
 
 TEST(Search, FindsAFittingPlanAndBeatsDdp) {
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  std::map<std::pair<int64_t, bool>, LocalProfile> profiles;
-  profiles[{1, false}] = syntheticProfile(7.5e8, 1e9);
-  SearchOptions o;
-  o.gpus = 8;
-  o.globalBatch = 64;
-  o.cpChoices = {1};
+  DenseSearch t(64);
+  auto &[c, m, profiles, o] = t;
   SearchResult r = search(c, m, profiles, o);
   ASSERT_FALSE(r.best.empty());
   for (const Estimate &e : r.best)
@@ -920,14 +925,8 @@ TEST(ExpertParallel, SearchPicksEpWhenExpertsDoNotFit) {
 }
 
 TEST(ExpertParallel, DenseModelsNeverGetEp) {
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  std::map<std::pair<int64_t, bool>, LocalProfile> profiles;
-  profiles[{1, false}] = syntheticProfile(7.5e8, 1e9);
-  SearchOptions o;
-  o.gpus = 8;
-  o.globalBatch = 64;
-  o.cpChoices = {1};
+  DenseSearch t(64);
+  auto &[c, m, profiles, o] = t;
   SearchResult r = search(c, m, profiles, o);
   ASSERT_FALSE(r.best.empty());
   for (const Estimate &e : r.best)
