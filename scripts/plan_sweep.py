@@ -43,7 +43,7 @@ def parse_plan(plan: str) -> Dict[str, int]:
     for kv in filter(None, plan.split(",")):
         k, _, v = kv.partition("=")
         k, v = k.strip(), v.strip()
-        d[k] = v if k in ("schedule", "recompute") else int(v)
+        d[k] = v if k in ("schedule", "recompute", "cp_attention") else int(v)
     return d
 
 
@@ -53,7 +53,8 @@ def world_size(plan: str) -> int:
 
 
 def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1, pp: int = 1,
-             schedule: str = "1f1b", cp: int = 1, ep: int = 1) -> str:
+             schedule: str = "1f1b", cp: int = 1, ep: int = 1,
+             cp_attention: str = "ring") -> str:
     parts = ([f"pp={pp}"] if pp > 1 else []) + [f"dp={dp}"]
     if cp > 1:
         parts.append(f"cp={cp}")
@@ -71,6 +72,8 @@ def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1, pp: int = 1,
         parts.append(f"schedule={schedule}")
         if SCHEDULE_VPP[schedule] > 1:
             parts.append(f"vpp={SCHEDULE_VPP[schedule]}")
+    if cp_attention != "ring":
+        parts.append(f"cp_attention={cp_attention}")
     return ",".join(parts)
 
 
@@ -91,7 +94,9 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
     batch; zero > 0 only with dp > 1 (with dp = 1 it is accepted and changes
     nothing). cp (context parallelism, contiguous chunks) must divide the
     sequence, and cp x tp too with sp; zero is then accepted with dp x cp > 1
-    (ZeRO shards over dp x cp). For an MoE model also every ep > 1 that
+    (ZeRO shards over dp x cp); with cp > 1 each plan runs with ring
+    attention and, where tp x cp divides the q and kv heads, with Ulysses
+    (cp_attention=ulysses). For an MoE model also every ep > 1 that
     divides dp and the expert count (expert parallelism folds over the dp
     ranks), except with zero=3 or cp > 1.
     """
@@ -119,7 +124,13 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
                                 if ep > 1 and (not experts or experts % ep or zero == 3
                                                or cp > 1):
                                     continue
-                                plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched, cp, ep))
+                                modes = ["ring"]
+                                if cp > 1 and not any(model[k] % (tp * cp) for k in
+                                                      ("num_heads", "num_kv_heads")):
+                                    modes.append("ulysses")
+                                for mode in modes:
+                                    plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched, cp,
+                                                          ep, mode))
     return plans
 
 
@@ -380,6 +391,11 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
          rf"plan cp={bad_cp}: the sequence dim of input 'tokens' \(size {model['seq_len']}\) "
          r"is not divisible by cp"),
         ("cp=0", opt("cp=0"), r"cp must be >= 1, found 0"),
+        (f"cp={2 * heads},cp_attention=ulysses",
+         opt(f"cp={2 * heads},cp_attention=ulysses"),
+         rf"cp_attention=ulysses: (the sequence length|the attention's query has {heads} heads)"),
+        ("tp=2,cp_attention=ulysses", opt("tp=2,cp_attention=ulysses"),
+         r"cp_attention=ulysses needs cp > 1"),
         ("dp=2,sp=1", opt("dp=2,sp=1"), r"sp=1 needs tp > 1"),
         ("tp=2,sp=2", opt("tp=2,sp=2"), r"sp must be 0 or 1, found 2"),
         ("dp=2,zero=4", opt("dp=2,zero=4"), r"zero must be in 0\.\.3, found 4"),

@@ -125,6 +125,14 @@ plan_sweep() {
   sweep cp_llama --no-invalid \
     --config "$ROOT/configs/models/llama-tiny-cpu.json" \
     --plans "cp=2;cp=4,zero=1;cp=2,tp=2;dp=2,cp=2,tp=2,sp=1;pp=2,cp=2,mb=2,schedule=zb-h1"
+  # Ulysses attention (cp_attention=ulysses: all-to-alls over cp swap the
+  # sequence split for a head split around the attention) with dp, tp + sp,
+  # ZeRO, pp and full recomputation; Llama with grouped-query attention.
+  sweep cp_ulysses --no-invalid \
+    --plans "cp=2,cp_attention=ulysses;cp=4,zero=1,cp_attention=ulysses;dp=2,cp=2,tp=2,sp=1,zero=2,cp_attention=ulysses;pp=2,cp=2,mb=2,cp_attention=ulysses;cp=2,recompute=full,cp_attention=ulysses"
+  sweep cp_ulysses_llama --no-invalid \
+    --config "$ROOT/configs/models/llama-tiny-cpu.json" \
+    --plans "cp=2,cp_attention=ulysses;dp=2,cp=2,zero=3,cp_attention=ulysses"
   # Mixtral blocks (top-2 MoE with the load-balancing loss) under dp, tp,
   # ZeRO-3 and pp.
   sweep mixtral --no-invalid \

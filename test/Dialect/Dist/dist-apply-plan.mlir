@@ -11,7 +11,7 @@
 // RECOMP: module attributes {dist.plan = {{{.*}}recompute = "full"{{.*}}}, tfm.recompute = "full"}
 
 // dp=2: batch of the inputs on dp; everything else replicated, grads untouched.
-// DP: module attributes {dist.plan = {cp = 1 : i64, dp = 2 : i64, ep = 1 : i64, mb = 1 : i64, pp = 1 : i64, recompute = "none", schedule = "1f1b", sp = 0 : i64, tp = 1 : i64, vpp = 1 : i64, zero = 0 : i64}
+// DP: module attributes {dist.plan = {cp = 1 : i64, cp_attention = "ring", dp = 2 : i64, ep = 1 : i64, mb = 1 : i64, pp = 1 : i64, recompute = "none", schedule = "1f1b", sp = 0 : i64, tp = 1 : i64, vpp = 1 : i64, zero = 0 : i64}
 // DP: dist.mesh @mesh [dp = 2]
 // DP: func.func private @block(%arg0: tensor<4x8x16xf32> {tfm.role = "hidden"}
 // DP-LABEL: func.func @train_step

@@ -102,6 +102,7 @@ private:
   void addZero(DimAxes &dims, ArrayRef<int64_t> shape, StringRef name,
                bool expert);
   void constrainExperts(func::FuncOp fn);
+  LogicalResult constrainUlysses(func::FuncOp fn);
   LogicalResult seedFunction(func::FuncOp fn);
   void constrainGradients(func::FuncOp fn);
   LogicalResult constrainSequence(func::FuncOp fn);
@@ -505,6 +506,137 @@ void Seeder::constrainExperts(func::FuncOp fn) {
   }
 }
 
+/// Ulysses (cp_attention=ulysses; DeepSpeed-Ulysses, Jacobs et al. 2023,
+/// algorithms.md §2.5): pins each `tfm.attention`'s q/k/v and each
+/// `tfm.attention_grad`'s tensor operands first to the sequence layout
+/// (`[B, S, H, D]` as `[{data}, {cp}, {tp}, {}]`, lse `[{data}, {tp}, {cp}]`)
+/// and then to the head layout (`[{data}, {}, {tp, cp}, {}]`, lse
+/// `[{data}, {tp, cp}, {}]`), and their results the other way round. Each
+/// pair of constraints becomes one `dist.all_to_all` over `cp` in
+/// dist-partition (the resharder moves `cp` from the sequence dim to the
+/// head dim), and the attention between them is the ordinary per-head op on
+/// whole sequences: causal masks, scale and lse need nothing new. The
+/// sequence pins keep the head split from propagating into the
+/// projections and RoPE, which stay on sequence chunks.
+LogicalResult Seeder::constrainUlysses(func::FuncOp fn) {
+  int64_t split = plan.tp * plan.cp;
+  // `[B, S, H, D]` (or lse `[B, H, S]`) in the two layouts.
+  auto layouts = [&](RankedTensorType type, bool isLse) {
+    DimAxes seq(type.getRank()), heads(type.getRank());
+    SmallVector<StringRef> data = dataAxes();
+    if (!data.empty() && type.getDimSize(0) % product(data) == 0)
+      seq[0] = heads[0] = data;
+    unsigned headDim = isLse ? 1 : 2, seqDim = isLse ? 2 : 1;
+    if (plan.tp > 1)
+      seq[headDim].push_back("tp");
+    seq[seqDim].push_back("cp");
+    heads[headDim] = seq[headDim];
+    heads[headDim].push_back("cp");
+    return std::make_pair(toAttr(seq), toAttr(heads));
+  };
+  auto checkHeads = [&](Operation *op, Value v,
+                        StringRef what) -> LogicalResult {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getDimSize(2) % split == 0 && type.getDimSize(1) % plan.cp == 0)
+      return success();
+    if (type.getDimSize(1) % plan.cp != 0)
+      return op->emitError()
+             << "plan cp=" << plan.cp << ",cp_attention=ulysses: the sequence "
+             << "length " << type.getDimSize(1) << " is not divisible by cp";
+    return op->emitError() << "plan cp=" << plan.cp
+                           << ",cp_attention=ulysses: " << what << " has "
+                           << type.getDimSize(2) << " heads, not divisible by "
+                           << (plan.tp > 1 ? "tp*cp=" : "cp=") << split
+                           << " (Ulysses splits the heads over tp and cp; use "
+                              "cp_attention=ring or a smaller cp)";
+  };
+  // Value in the sequence layout -> the same value in the head layout,
+  // where this function already has it (a forward attention's q/k/v and
+  // out/lse), so that a backward in the same function (full recompute) and
+  // the forward's saved tensors reuse it instead of another all-to-all.
+  llvm::DenseMap<Value, Value> headOf;
+  auto pinOperand = [&](Operation *op, unsigned i, bool isLse) {
+    Value v = op->getOperand(i);
+    if (Value head = headOf.lookup(v)) {
+      op->setOperand(i, head);
+      return;
+    }
+    auto [seq, heads] = layouts(cast<RankedTensorType>(v.getType()), isLse);
+    OpBuilder b(op);
+    // A block argument (a tensor the forward saved) takes whichever layout
+    // the forward returns it in: only the head pin.
+    SmallVector<ShardingAttr, 2> pins;
+    if (!isa<BlockArgument>(v))
+      pins.push_back(seq);
+    pins.push_back(heads);
+    for (ShardingAttr s : pins) {
+      auto c =
+          ShardingConstraintOp::create(b, op->getLoc(), op->getOperand(i), s);
+      op->setOperand(i, c.getResult());
+    }
+    headOf[v] = op->getOperand(i);
+  };
+  SmallVector<ShardingConstraintOp> backPins;
+  auto pinResult = [&](Value result, bool isLse) {
+    if (result.use_empty()) // e.g. lse outside training: no all-to-all
+      return;
+    auto [seq, heads] =
+        layouts(cast<RankedTensorType>(result.getType()), isLse);
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : result.getUses())
+      uses.push_back(&use);
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(result.getDefiningOp());
+    auto head = ShardingConstraintOp::create(b, result.getLoc(), result, heads);
+    b.setInsertionPointAfter(head);
+    auto back = ShardingConstraintOp::create(b, result.getLoc(), head, seq);
+    for (OpOperand *use : uses)
+      use->set(back);
+    headOf[back] = head;
+    backPins.push_back(back);
+  };
+  SmallVector<Operation *> ops;
+  fn.walk([&](Operation *op) {
+    if (isa<tfm::AttentionOp, tfm::AttentionGradOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    if (auto attn = dyn_cast<tfm::AttentionOp>(op)) {
+      if (failed(checkHeads(op, attn.getQ(), "the attention's query")) ||
+          failed(checkHeads(op, attn.getK(), "the attention's key/value")))
+        return failure();
+      for (unsigned i = 0; i < 3; ++i)
+        pinOperand(op, i, /*isLse=*/false);
+      pinResult(attn.getOut(), /*isLse=*/false);
+      pinResult(attn.getLse(), /*isLse=*/true);
+    } else {
+      auto grad = cast<tfm::AttentionGradOp>(op);
+      if (failed(checkHeads(op, grad.getQ(), "the attention's query")) ||
+          failed(checkHeads(op, grad.getK(), "the attention's key/value")))
+        return failure();
+      // dout, q, k, v, out, lse.
+      for (unsigned i = 0; i < 6; ++i)
+        pinOperand(op, i, /*isLse=*/i == 5);
+      for (Value r : op->getResults())
+        pinResult(r, /*isLse=*/false);
+    }
+  }
+  // The forward saves q/k/v/out/lse for the backward in the head layout
+  // (Megatron and DeepSpeed keep the attention's inputs and outputs as the
+  // attention saw them): the backward then needs all-to-alls only for dout
+  // in and dq/dk/dv out.
+  fn.walk([&](func::ReturnOp ret) {
+    for (OpOperand &operand : ret->getOpOperands())
+      if (Value head = headOf.lookup(operand.get()))
+        operand.set(head);
+  });
+  // A result only saved (lse) no longer goes back to the sequence layout.
+  for (ShardingConstraintOp back : backPins)
+    if (back->use_empty())
+      back->erase();
+  return success();
+}
+
 /// SP: pins the hidden state into and out of each block call (and its
 /// gradient in and out of each backward call) to `[{dp}, {tp}, {}]`
 /// (`[{dp}, {cp, tp}, {}]` with context parallelism).
@@ -631,6 +763,10 @@ LogicalResult Seeder::run() {
     for (auto fn : module.getOps<func::FuncOp>())
       if (!fn.isExternal())
         constrainExperts(fn);
+  if (plan.cpAttention == "ulysses")
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal() && failed(constrainUlysses(fn)))
+        return failure();
   for (func::FuncOp fn : entries) {
     if (plan.zero >= 2)
       constrainGradients(fn);

@@ -663,6 +663,10 @@ std::string Explainer::classify(const Collective &c) {
   // accumulators shifted around the cp ring.
   if (c.kind == "ppermute" && llvm::is_contained(c.axes, "cp"))
     return "CP ring";
+  // Ulysses: q/k/v (and dout) from sequence chunks to head groups, the
+  // attention's out (and dq/dk/dv) back.
+  if (c.kind == "all_to_all" && c.axes.size() == 1 && c.axes[0] == "cp")
+    return "CP Ulysses";
   // Token dispatch / combine of expert parallelism.
   if (c.kind == "all_to_all" && c.axes.size() == 1 && c.axes[0] == "ep")
     return "EP";
@@ -794,20 +798,31 @@ void Explainer::deriveStrategies() {
 
   if (cp > 1) {
     SmallVector<std::string> parts = splitInputs({"cp"});
-    int64_t ring = 0;
+    bool ulysses = false;
+    for (auto &[key, value] : r.plan)
+      ulysses |= key == "cp_attention" && value == "ulysses";
+    int64_t count = 0;
     for (auto &[key, row] : r.rows)
-      if (std::get<1>(key) == "CP ring")
-        ring += row.count;
+      if (std::get<1>(key) == (ulysses ? "CP Ulysses" : "CP ring"))
+        count += row.count;
     std::string text = parts.empty() ? std::string("no input split on cp")
                                      : "sequence: " + llvm::join(parts, ", ");
-    text += " (contiguous chunks); activations follow the sequence; "
-            "attention: ring attention, per layer 2(cp-1) = " +
-            std::to_string(2 * (cp - 1)) +
-            " K/V ppermutes forward, 2(cp-1) + 2cp = " +
-            std::to_string(2 * (cp - 1) + 2 * cp) +
-            " K/V and dK/dV ppermutes backward (" + std::to_string(ring) +
-            " per step); rope, position embedding and dropout by global "
-            "position; gradients are summed over " +
+    text += " (contiguous chunks); activations follow the sequence; ";
+    if (ulysses)
+      text += "attention: Ulysses, per layer 4 all-to-alls over cp forward "
+              "(q, k, v to head groups, out back) and 4 backward (dout in, "
+              "dq, dk, dv back; q, k, v, out and lse are saved as the "
+              "attention saw them) (" +
+              std::to_string(count) + " per step)";
+    else
+      text += "attention: ring attention, per layer 2(cp-1) = " +
+              std::to_string(2 * (cp - 1)) +
+              " K/V ppermutes forward, 2(cp-1) + 2cp = " +
+              std::to_string(2 * (cp - 1) + 2 * cp) +
+              " K/V and dK/dV ppermutes backward (" + std::to_string(count) +
+              " per step)";
+    text += "; rope, position embedding and dropout by global position; "
+            "gradients are summed over " +
             dataGroup;
     r.strategies.emplace_back("CP", "cp=" + std::to_string(cp), text);
   }

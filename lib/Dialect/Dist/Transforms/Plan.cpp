@@ -38,7 +38,8 @@ int64_t *intField(Plan &plan, StringRef key) {
 }
 
 constexpr const char *kKnownKeys =
-    "pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute";
+    "pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute, "
+    "cp_attention";
 
 } // namespace
 
@@ -76,6 +77,13 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
             "plan: recompute must be none, selective or full, found '{0}'",
             value));
       plan.recompute = value.str();
+      continue;
+    }
+    if (key == "cp_attention") {
+      if (value != "ring" && value != "ulysses")
+        return planError(llvm::formatv(
+            "plan: cp_attention must be ring or ulysses, found '{0}'", value));
+      plan.cpAttention = value.str();
       continue;
     }
     int64_t *field = intField(plan, key);
@@ -149,6 +157,9 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
           "use zero=1 or zero=2)",
           plan.ep));
   }
+  if (plan.cpAttention == "ulysses" && plan.cp == 1)
+    return planError("plan: cp_attention=ulysses needs cp > 1 (the all-to-alls "
+                     "run over the cp axis), found cp=1");
   if (plan.sp == 1 && plan.tp == 1)
     return planError("plan: sp=1 needs tp > 1 (sequence parallelism runs on "
                      "the tp axis), found tp=1");
@@ -179,6 +190,8 @@ DictionaryAttr Plan::toAttr(MLIRContext *context) const {
         key, b.getI64IntegerAttr(*intField(const_cast<Plan &>(*this), key))));
   entries.push_back(b.getNamedAttr("schedule", b.getStringAttr(schedule)));
   entries.push_back(b.getNamedAttr("recompute", b.getStringAttr(recompute)));
+  entries.push_back(
+      b.getNamedAttr("cp_attention", b.getStringAttr(cpAttention)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -192,11 +205,14 @@ llvm::Expected<Plan> Plan::fromAttr(DictionaryAttr attr) {
         return planError(
             llvm::formatv("dist.plan: {0} is not an integer", key));
       *field = value.getInt();
-    } else if (key == "schedule" || key == "recompute") {
+    } else if (key == "schedule" || key == "recompute" ||
+               key == "cp_attention") {
       auto value = dyn_cast<StringAttr>(entry.getValue());
       if (!value)
         return planError(llvm::formatv("dist.plan: {0} is not a string", key));
-      (key == "schedule" ? plan.schedule : plan.recompute) = value.str();
+      (key == "schedule"    ? plan.schedule
+       : key == "recompute" ? plan.recompute
+                            : plan.cpAttention) = value.str();
     } else {
       return planError(llvm::formatv("dist.plan: unknown key '{0}'", key));
     }
@@ -205,9 +221,14 @@ llvm::Expected<Plan> Plan::fromAttr(DictionaryAttr attr) {
 }
 
 std::string Plan::str() const {
-  return llvm::formatv("pp={0},dp={1},cp={2},tp={3},sp={4},zero={5},ep={6},"
-                       "mb={7},schedule={8},vpp={9},recompute={10}",
-                       pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp,
-                       recompute)
-      .str();
+  std::string text =
+      llvm::formatv("pp={0},dp={1},cp={2},tp={3},sp={4},zero={5},ep={6},"
+                    "mb={7},schedule={8},vpp={9},recompute={10}",
+                    pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute)
+          .str();
+  // Only when it departs from the default, so that plans printed before
+  // the key existed still read the same.
+  if (cpAttention != "ring")
+    text += ",cp_attention=" + cpAttention;
+  return text;
 }

@@ -28,7 +28,8 @@ struct Plan {
   int64_t pp = 1;
   /// Data parallel degree: the batch dim of the inputs is split on `dp`.
   int64_t dp = 1;
-  /// Context parallel degree (reserved: only 1).
+  /// Context parallel degree: the sequence dim of the inputs is split on
+  /// `cp` in contiguous chunks; attention runs as `cpAttention` says.
   int64_t cp = 1;
   /// Tensor parallel degree (Megatron column/row, vocab-parallel).
   int64_t tp = 1;
@@ -55,6 +56,13 @@ struct Plan {
   /// tfm-recompute before dist-apply-plan, which checks that the module's
   /// `tfm.recompute` matches).
   std::string recompute = "none";
+  /// How attention runs under cp > 1 (algorithms.md §2): "ring" (ring
+  /// attention, Liu et al. 2023: K/V chunks travel around the cp ring,
+  /// blocks merged by log-sum-exp) or "ulysses" (DeepSpeed-Ulysses,
+  /// Jacobs et al. 2023: all-to-alls over cp swap the sequence split for a
+  /// head split around a local attention; needs the query and key/value
+  /// heads divisible by tp*cp).
+  std::string cpAttention = "ring";
 
   /// Parses `key=value,...` (whitespace around keys and values ignored; an
   /// empty string is the default plan). Errors name the key and the value.
