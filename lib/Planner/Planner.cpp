@@ -258,7 +258,8 @@ std::string Candidate::str() const {
                        "mbs={7},mb={8},schedule={9},vpp={10},recompute={11}",
                        pp, dp, cp, tp, sp ? 1 : 0, zero, ep, mbs, mb, schedule,
                        vpp, recompute)
-      .str();
+             .str() +
+         (cpAttention != "ring" ? ",cp_attention=" + cpAttention : "");
 }
 
 std::string Candidate::applyPlan() const {
@@ -283,6 +284,8 @@ std::string Candidate::applyPlan() const {
   degree("vpp", vpp);
   if (recompute != "none")
     os << "recompute=" << recompute << ",";
+  if (cpAttention != "ring")
+    os << "cp_attention=" << cpAttention << ",";
   text.pop_back();
   return text;
 }
@@ -293,6 +296,8 @@ std::string Candidate::family() const {
           .str();
   if (ep > 1)
     fam += llvm::formatv(" ep={0}", ep).str();
+  if (cpAttention != "ring")
+    fam += " " + cpAttention;
   return fam;
 }
 
@@ -478,6 +483,16 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     return invalid(llvm::formatv("{0} layers do not split into pp*vpp={1} "
                                  "stages",
                                  L, p * v));
+  if (plan.cpAttention != "ring" && plan.cpAttention != "ulysses")
+    return invalid("unknown cp_attention '" + plan.cpAttention + "'");
+  if (plan.cpAttention == "ulysses") {
+    if (plan.cp == 1)
+      return invalid("cp_attention=ulysses needs cp > 1");
+    if (m.heads % (plan.tp * plan.cp) || m.kvHeads % (plan.tp * plan.cp))
+      return invalid(llvm::formatv("ulysses: {0} q / {1} kv heads do not "
+                                   "split into tp*cp={2}",
+                                   m.heads, m.kvHeads, plan.tp * plan.cp));
+  }
   if (plan.cp > 1 && !plan.cpContiguous && m.seq % (2 * plan.cp))
     return invalid("seq % 2cp != 0");
   if (plan.cp > 1 && plan.cpContiguous && m.seq % plan.cp)
@@ -545,7 +560,32 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   // contiguous chunks, as the compiler builds them, add the imbalance):
   // the ring exchange of K and V per layer, overlapped step by step with
   // the attention blocks (algorithms.md §2.2, §2.3, §2.7).
-  if (plan.cp > 1) {
+  if (plan.cp > 1 && plan.cpAttention == "ulysses") {
+    // Ulysses (algorithms.md §2.5, §2.7): all-to-alls over cp of q, k, v
+    // (sequence chunks -> head groups) and of out back, forward; of dout
+    // in and dq, dk, dv back, backward (the forward saves what attention
+    // saw). Each sends (cp-1)/cp of the rank's local tensor; none overlaps
+    // (attention waits for its inputs, the projection for its output).
+    // Every rank attends whole sequences of its heads: no causal imbalance.
+    double headDim = double(m.hidden) / m.heads;
+    double tokens = b * (double(m.seq) / plan.cp);
+    double qBytes = tokens * double(m.hidden) / plan.tp * m.elementBytes;
+    double kvBytes = tokens * m.kvHeads * headDim / plan.tp * m.elementBytes;
+    bool intra = plan.tp * plan.cp <= gpn;
+    auto a2a = [&](double bytes) {
+      return collectiveTime(c, CollectiveKind::AllToAll, bytes, plan.cp,
+                            intra ? plan.cp : 1);
+    };
+    double forward = 2 * a2a(qBytes) + 2 * a2a(kvBytes);
+    double backward = forward;
+    layerF += forward;
+    layerI += backward;
+    layerComm += forward + backward;
+    if (plan.recompute == "full") {
+      layerI += forward;
+      layerComm += forward;
+    }
+  } else if (plan.cp > 1) {
     double headDim = double(m.hidden) / m.heads;
     double tokens = b * (double(m.seq) / plan.cp);
     double kvBytes =
@@ -952,6 +992,15 @@ search(const Cluster &c, const ModelInfo &m,
       for (int64_t cp : o.cpChoices) {
         if (o.gpus % (tp * cp))
           continue;
+        // Ulysses only where the heads split over tp*cp.
+        std::vector<std::string> cpAttentions = {"ring"};
+        if (cp > 1) {
+          cpAttentions.clear();
+          for (const std::string &a : o.cpAttentions)
+            if (a == "ring" ||
+                (m.heads % (tp * cp) == 0 && m.kvHeads % (tp * cp) == 0))
+              cpAttentions.push_back(a);
+        }
         for (int64_t pp : divisors(m.layers)) {
           if (o.gpus % (tp * cp * pp))
             continue;
@@ -991,23 +1040,25 @@ search(const Cluster &c, const ModelInfo &m,
                     continue;
                   if (ep > 1 && o.epOverDpOnly && (cp > 1 || dp % ep))
                     continue;
-                  for (const std::string &rc : o.recomputes) {
-                    Candidate cand;
-                    cand.tp = tp;
-                    cand.sp = sp;
-                    cand.pp = pp;
-                    cand.dp = dp;
-                    cand.cp = cp;
-                    cand.cpContiguous = o.cpContiguous;
-                    cand.ep = ep;
-                    cand.mbs = mbs;
-                    cand.mb = mb;
-                    cand.schedule = sched;
-                    cand.vpp = v;
-                    cand.zero = zero;
-                    cand.recompute = rc;
-                    consider(prof, cand);
-                  }
+                  for (const std::string &rc : o.recomputes)
+                    for (const std::string &cpa : cpAttentions) {
+                      Candidate cand;
+                      cand.tp = tp;
+                      cand.sp = sp;
+                      cand.pp = pp;
+                      cand.dp = dp;
+                      cand.cp = cp;
+                      cand.cpContiguous = o.cpContiguous;
+                      cand.ep = ep;
+                      cand.mbs = mbs;
+                      cand.mb = mb;
+                      cand.schedule = sched;
+                      cand.vpp = v;
+                      cand.zero = zero;
+                      cand.recompute = rc;
+                      cand.cpAttention = cpa;
+                      consider(prof, cand);
+                    }
                 }
           }
         }

@@ -396,6 +396,64 @@ TEST(ContextParallel, RingStepsOverlapOnlyWithinAStep) {
   EXPECT_GT(inter.forward, r.forward);
 }
 
+TEST(ContextParallel, UlyssesAllToAllsAndHeadLimit) {
+  // Ulysses (algorithms.md §2.5, §2.7): per layer per microbatch 4
+  // exposed all-to-alls over cp forward (q, k, v, out) and 4 backward
+  // (dout, dq, dk, dv), each of the rank's local [mbs, seq/cp, heads/tp,
+  // head_dim] tensor; full recomputation re-runs the forward's 4.
+  Cluster c = testCluster();
+  ModelInfo m = syntheticModel(); // 8 heads, hidden 1024, seq 1024, bf16
+  LocalProfile prof = syntheticProfile(1e8, 1e8);
+  Candidate plan;
+  plan.cp = 4;
+  plan.mb = 2;
+  plan.cpAttention = "ulysses";
+  Estimate none = evaluate(c, m, prof, plan, 2, false);
+  ASSERT_EQ(none.note.find("invalid"), std::string::npos) << none.note;
+  plan.recompute = "full";
+  Estimate full = evaluate(c, m, prof, plan, 2, false);
+  double local = 1024.0 / 4 * 1024 * 2; // tokens x hidden x bf16
+  double a2a = collectiveTime(c, CollectiveKind::AllToAll, local, 4, 4);
+  EXPECT_GT(a2a, 0);
+  EXPECT_NEAR(full.exposedComm - none.exposedComm, m.layers * 2 * 4 * a2a,
+              1e-9 * full.exposedComm);
+  // No causal imbalance: the contiguous-chunk ring pays it, Ulysses not.
+  plan.recompute = "none";
+  plan.cpContiguous = true;
+  Estimate contiguous = evaluate(c, m, prof, plan, 2, false);
+  EXPECT_NEAR(contiguous.compute, none.compute, 1e-12);
+  // The heads must split over tp·cp; Ulysses needs cp > 1.
+  plan.cp = 16;
+  EXPECT_NE(evaluate(c, m, prof, plan, 2, false)
+                .note.find("8 q / 8 kv heads do not split into tp*cp=16"),
+            std::string::npos);
+  plan.cp = 1;
+  EXPECT_NE(evaluate(c, m, prof, plan, 2, false)
+                .note.find("cp_attention=ulysses needs cp > 1"),
+            std::string::npos);
+  EXPECT_EQ(plan.applyPlan(), "dp=1,mb=2,cp_attention=ulysses");
+}
+
+TEST(ContextParallel, SearchTriesUlyssesWhereHeadsDivide) {
+  DenseSearch t(8);
+  auto &[c, m, profiles, o] = t;
+  o.gpus = 4;
+  o.cpChoices = {4};
+  o.cpAttentions = {"ulysses"};
+  SearchResult r = search(c, m, profiles, o);
+  ASSERT_FALSE(r.best.empty());
+  for (const Estimate &e : r.best)
+    EXPECT_EQ(e.plan.cpAttention, "ulysses") << e.plan.str();
+  // 2 kv heads do not split over cp = 4: no candidate at all.
+  m.kvHeads = 2;
+  EXPECT_EQ(search(c, m, profiles, o).stats.candidates, 0);
+  o.cpAttentions = {"ring", "ulysses"};
+  SearchResult ring = search(c, m, profiles, o);
+  ASSERT_FALSE(ring.best.empty());
+  for (const Estimate &e : ring.best)
+    EXPECT_EQ(e.plan.cpAttention, "ring") << e.plan.str();
+}
+
 TEST(TensorParallel, ChunkedOverlapExposesOneChunk) {
   Cluster c = testCluster();
   c.tpOverlap = 1;

@@ -321,8 +321,15 @@ struct Candidate {
   /// ring is load-imbalanced: rank cp-1 does (2cp-1)/cp times the balanced
   /// attention work) instead of zig-zag (seq % 2cp == 0, balanced).
   bool cpContiguous = false;
+  /// Attention under cp > 1: "ring" (ring attention, K/V exchanges
+  /// overlapped with the blocks) or "ulysses" (DeepSpeed-Ulysses: four
+  /// exposed all-to-alls over cp each way per layer, attention balanced
+  /// whatever the chunk layout; needs the q and kv heads divisible by
+  /// tp·cp). algorithms.md §2.2, §2.5.
+  std::string cpAttention = "ring";
   /// `pp=..,dp=..,...` in the Plan syntax of dist-apply-plan plus the
-  /// planner's microbatch size `mbs` (every key, defaults included).
+  /// planner's microbatch size `mbs` (every key, defaults included;
+  /// `cp_attention` only when it is "ulysses").
   std::string str() const;
   /// The plan as `dist-apply-plan` and `scripts/train.sh --plan` take it:
   /// `mbs` dropped (dp·mbs·mb is the global batch, so the microbatch count
@@ -386,6 +393,8 @@ struct SearchOptions {
   /// Microbatch sizes tried, ZeRO stages, recomputation modes, schedules.
   std::vector<int64_t> mbsChoices = {1, 2, 4, 8};
   std::vector<int64_t> cpChoices = {1, 2, 4, 8};
+  /// Attention modes tried for cp > 1 (Candidate::cpAttention).
+  std::vector<std::string> cpAttentions = {"ring", "ulysses"};
   /// Expert-parallel degrees tried for MoE models (those with E % ep == 0
   /// and (dp·cp) % ep == 0); dense models use ep = 1 only.
   std::vector<int64_t> epChoices = {1, 2, 4, 8, 16, 32, 64};

@@ -398,6 +398,7 @@ FailureOr<planner::Candidate> parseCandidate(StringRef text, std::string &err) {
   c.vpp = plan->vpp;
   c.schedule = plan->schedule;
   c.recompute = plan->recompute;
+  c.cpAttention = plan->cpAttention;
   return c;
 }
 
@@ -485,6 +486,8 @@ struct DistAutoPlanPass
                               err)) ||
           failed(restrictInts(options.cpChoices, cpDegrees, "cp", 1,
                               int64_t(1) << 20, err)) ||
+          failed(restrict(options.cpAttentions, cpAttentions, "cp-attention",
+                          {"ring", "ulysses"}, err)) ||
           failed(restrictInts(options.epChoices, epDegrees, "ep", 1,
                               int64_t(1) << 20, err)))
         return fail(err);

@@ -27,7 +27,8 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     | `dp` | >= 1 | data parallel degree (batch dim of the inputs) |
     | `tp` | >= 1 | tensor parallel degree (Megatron column/row) |
     | `sp` | 0, 1 | sequence parallelism on the `tp` axis (needs `tp > 1`) |
-    | `cp` | >= 1 | context parallel degree (sequence dim of the inputs, contiguous chunks; attention lowers to ring attention) |
+    | `cp` | >= 1 | context parallel degree (sequence dim of the inputs, contiguous chunks) |
+    | `cp_attention` | `ring`, `ulysses` | attention under `cp > 1`: ring attention (default), or Ulysses all-to-alls over `cp` (the query and key/value heads divisible by `tp` x `cp`) |
     | `zero` | 0..3 | ZeRO stage on the `dp` x `cp` group (with `ep`: on `dp` x `ep`, expert states on `dp`) |
     | `ep` | >= 1, divides `dp` | expert parallelism, folded over the dp ranks (MoE models; not with `zero=3` or `cp > 1`) |
     | `pp`, `mb`, `vpp` | >= 1 | pipeline stages, microbatches, model chunks per pipeline rank |
@@ -93,6 +94,17 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
       so that `dist-partition` derives one `dist.all_to_all` over `ep` per
       boundary. The expert count must be divisible by `ep`; a model without
       `tfm.moe_dispatch` is an error (see docs/expert-parallelism.md).
+    * Ulysses (`cp_attention=ulysses`, DeepSpeed-Ulysses): in every
+      function, each `tfm.attention`'s q/k/v and `tfm.attention_grad`'s
+      dout are pinned first to the sequence layout `[{dp}, {cp}, {tp}, {}~]`
+      and then to the head layout `[{dp}, {}, {tp, cp}, {}~]` (lse
+      `[{dp}, {tp, cp}, {}~]`), and their results the other way round, so
+      that `dist-partition` derives one `dist.all_to_all` over `cp` per
+      tensor and the attention between runs whole sequences of its heads.
+      What the forward returns for the backward (q/k/v/out/lse) is returned
+      in the head layout and the backward reuses it as is: 4 all-to-alls
+      per layer each way. Heads not divisible by `tp` x `cp` are an error
+      naming the op and the count.
 
     The state results of an entry function get the sharding of the matching
     argument. Every other sharding is left to `dist-propagate`.
@@ -632,6 +644,10 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
     ListOption<"cpDegrees", "cp", "int64_t",
                "Search only these context-parallel degrees (default: 1, 2, "
                "4, 8)">,
+    ListOption<"cpAttentions", "cp-attention", "std::string",
+               "Search only these attention modes under cp > 1 (ring, "
+               "ulysses; default: both, ulysses where tp*cp divides the "
+               "query and key/value heads)">,
     ListOption<"epDegrees", "ep", "int64_t",
                "Search only these expert-parallel degrees (default: 1, 2, "
                "4, ..., 64 for MoE models, those that divide the expert "
