@@ -84,14 +84,15 @@ TEST_F(CudaKernels, Elementwise) {
       if (std::find(dims.begin(), dims.end(), d) == dims.end())
         kept.push_back(std::vector<int64_t>{6, 5, 7}[d]);
     r.results = {f32(kept)};
-    r.keepF32 = kept.empty() ? std::set<size_t>{1} : std::set<size_t>{};
+    // A full reduction's scalar has x's type (bf16 in bf16 mode).
+    r.bf16Scalars = kept.empty() ? std::set<size_t>{1} : std::set<size_t>{};
     both(r);
     OpCase b;
     b.op = "broadcast";
     b.attrs.set("dims", dims);
     b.args = {f32(kept)};
     b.results = {f32({6, 5, 7})};
-    b.keepF32 = kept.empty() ? std::set<size_t>{0} : std::set<size_t>{};
+    b.bf16Scalars = kept.empty() ? std::set<size_t>{0} : std::set<size_t>{};
     both(b);
   }
   OpCase mb;
