@@ -11,6 +11,8 @@
 
 #include "autoshard/runtime/Init.h"
 
+#include <new>
+
 using namespace autoshard::runtime;
 using namespace autoshard::runtime::cuda::test;
 
@@ -84,14 +86,15 @@ TEST_F(CudaKernels, Elementwise) {
       if (std::find(dims.begin(), dims.end(), d) == dims.end())
         kept.push_back(std::vector<int64_t>{6, 5, 7}[d]);
     r.results = {f32(kept)};
-    r.keepF32 = kept.empty() ? std::set<size_t>{1} : std::set<size_t>{};
+    // A full reduction's scalar has x's type (bf16 in bf16 mode).
+    r.bf16Scalars = kept.empty() ? std::set<size_t>{1} : std::set<size_t>{};
     both(r);
     OpCase b;
     b.op = "broadcast";
     b.attrs.set("dims", dims);
     b.args = {f32(kept)};
     b.results = {f32({6, 5, 7})};
-    b.keepF32 = kept.empty() ? std::set<size_t>{0} : std::set<size_t>{};
+    b.bf16Scalars = kept.empty() ? std::set<size_t>{0} : std::set<size_t>{};
     both(b);
   }
   OpCase mb;
@@ -576,6 +579,96 @@ TEST_F(CudaKernels, PackUnpack) {
   u.args = {f32({42})};
   u.results = {f32({4, 3}), f32({5, 6})};
   both(u);
+}
+
+/// Binds `op` on `gpu` (its own signature; no CPU oracle).
+BoundKernel bindOn(Backend &gpu, const std::string &op, const AttrMap &attrs,
+                   std::vector<TensorType> args,
+                   std::vector<TensorType> results) {
+  static const Mesh mesh;
+  KernelSignature sig;
+  sig.op = op;
+  sig.attrs = &attrs;
+  sig.place = "test '" + op + "'";
+  sig.mesh = &mesh;
+  sig.args = std::move(args);
+  sig.results = std::move(results);
+  return gpu.bind(sig);
+}
+
+/// Past 2^31 elements (the benchmark's f32 logits, 8 x 2048 x 50304, are
+/// 824M elements and 3.3 GB): the bf16 -> f32 cast of the logits, the loss
+/// and its gradient (in place, as the kernel allows) on tokens x classes >
+/// 2^31 with closed-form answers (all-zero logits: loss = log(vocab), p =
+/// 1/vocab), so a 32-bit index anywhere shows. ~13 GB of device memory.
+void checkLargeCrossEntropy(Backend &gpu, int64_t tokens, int64_t classes,
+                            int64_t vocab) {
+  const int64_t n = tokens * classes;
+  const TensorType logits16 = tt(DType::BF16, {tokens, classes}),
+                   logits = f32({tokens, classes}), labelsT = i32({tokens});
+  AttrMap none, ce;
+  ce.set("vocab_size", vocab);
+  void *x16 = gpu.allocate(logits16.bytes());
+  void *x = gpu.allocate(logits.bytes());
+  void *labels = gpu.allocate(labelsT.bytes());
+  void *loss = gpu.allocate(4);
+  void *dloss = gpu.allocate(4);
+  std::vector<int32_t> hostLabels(tokens);
+  for (int64_t t = 0; t < tokens; ++t)
+    hostLabels[t] = static_cast<int32_t>((t * 7919) % vocab);
+  gpu.copyToDevice(labels, hostLabels.data(), labelsT.bytes());
+  const float one = 1.0f;
+  gpu.copyToDevice(dloss, &one, 4);
+  gpu.fill(x16, 0, logits16.bytes());
+  gpu.fill(x, 0xFF, logits.bytes()); // NaN unless the cast writes it all
+  void *castOps[] = {x16, x};
+  bindOn(gpu, "cast", none, {logits16}, {logits})(castOps);
+  EXPECT_FALSE(gpu.hasNaN(x, DType::F32, n)) << "cast left elements unwritten";
+  void *ceOps[] = {x, labels, loss};
+  bindOn(gpu, "cross_entropy", ce, {logits, labelsT}, {f32({})})(ceOps);
+  float got = 0;
+  gpu.copyToHost(&got, loss, 4);
+  EXPECT_NEAR(got, std::log(double(vocab)), 1e-5 * std::log(double(vocab)));
+  void *gradOps[] = {dloss, x, labels, x}; // dlogits in place
+  bindOn(gpu, "cross_entropy_grad", ce, {f32({}), logits, labelsT},
+         {logits})(gradOps);
+  EXPECT_FALSE(gpu.hasNaN(x, DType::F32, n));
+  // The first row, the rows holding element 2^29 (byte 2^31), 2^30 (byte
+  // 2^32) and 2^31, and the last row.
+  std::vector<float> row(classes);
+  for (int64_t e : {int64_t(0), int64_t(1) << 29, int64_t(1) << 30,
+                    int64_t(1) << 31, n - 1}) {
+    const int64_t t = std::min(e / classes, tokens - 1);
+    gpu.copyToHost(row.data(), static_cast<char *>(x) + t * classes * 4,
+                   classes * 4);
+    const double perToken = 1.0 / double(tokens), p = 1.0 / double(vocab);
+    for (int64_t c = 0; c < classes; ++c) {
+      double want =
+          c >= vocab ? 0.0 : perToken * (c == hostLabels[t] ? p - 1.0 : p);
+      if (!(std::fabs(row[c] - want) <= 1e-4 * std::fabs(want) + 1e-12)) {
+        ADD_FAILURE() << "cross_entropy_grad row " << t << " class " << c
+                      << ": gpu " << row[c] << ", want " << want;
+        break;
+      }
+    }
+  }
+  gpu.deallocate(x16, logits16.bytes());
+  gpu.deallocate(x, logits.bytes());
+  gpu.deallocate(labels, labelsT.bytes());
+  gpu.deallocate(loss, 4);
+  gpu.deallocate(dloss, 4);
+}
+
+TEST_F(CudaKernels, CrossEntropyPast32BitIndices) {
+  cuda::CudaBackend gpu;
+  // 42800 x 50304 = 2.153e9 elements (> 2^31), 8.6 GB in f32.
+  const int64_t bytes = int64_t(42800) * 50304 * 6 + (int64_t(1) << 30);
+  try {
+    gpu.deallocate(gpu.allocate(bytes), bytes);
+  } catch (const std::bad_alloc &) {
+    GTEST_SKIP() << "needs " << (bytes >> 30) << " GiB of device memory";
+  }
+  checkLargeCrossEntropy(gpu, 42800, 50304, 50257);
 }
 
 TEST_F(CudaKernels, InitStateMatchesCpu) {

@@ -65,6 +65,9 @@ struct OpCase {
   std::map<size_t, std::function<void(std::vector<unsigned char> &)>> gen;
   /// Operand positions (args, then results) kept f32 in bf16 mode.
   std::set<size_t> keepF32;
+  /// Rank-0 f32 operand positions that are bf16 in bf16 mode (other scalars
+  /// stay f32), e.g. the result of a reduce_sum over every dim.
+  std::set<size_t> bf16Scalars;
   /// Results not compared (e.g. a value defined only up to ties).
   std::set<size_t> skip;
   /// Results written in place: result index -> the arg whose buffer it is
@@ -111,8 +114,8 @@ uniform(float lo, float hi, unsigned seed = 11) {
 inline void checkOp(const OpCase &c, bool bf16 = false) {
   size_t na = c.args.size(), nr = c.results.size();
   auto gpuType = [&](size_t pos, TensorType t) {
-    if (bf16 && t.dtype == DType::F32 && !t.shape.empty() &&
-        !c.keepF32.count(pos))
+    if (bf16 && t.dtype == DType::F32 &&
+        (!t.shape.empty() || c.bf16Scalars.count(pos)) && !c.keepF32.count(pos))
       t.dtype = DType::BF16;
     return t;
   };
