@@ -98,7 +98,7 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
     attention and, where tp x cp divides the q and kv heads, with Ulysses
     (cp_attention=ulysses). For an MoE model also every ep > 1 that
     divides dp and the expert count (expert parallelism folds over the dp
-    ranks), except with zero=3 or cp > 1.
+    ranks), except with cp > 1.
     """
     experts = model.get("num_experts", 0)
     plans = []
@@ -121,8 +121,7 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
                             if sched == "interleaved" and mb % pp:
                                 continue
                             for ep in divisors(dp):
-                                if ep > 1 and (not experts or experts % ep or zero == 3
-                                               or cp > 1):
+                                if ep > 1 and (not experts or experts % ep or cp > 1):
                                     continue
                                 modes = ["ring"]
                                 if cp > 1 and not any(model[k] % (tp * cp) for k in
@@ -430,7 +429,6 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
     cases += [
         ("dp=2,ep=4 (ep does not divide dp)", opt("dp=2,ep=4"),
          r"ep=4 must divide dp\*cp=2 \(expert parallelism folds over the data-parallel ranks\)"),
-        ("dp=2,ep=2,zero=3", opt("dp=2,ep=2,zero=3"), r"zero=3 with ep=2 is not supported yet"),
     ]
     if experts:
         bad_ep = 2 * experts

@@ -139,13 +139,13 @@ plan_sweep() {
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" \
     --plans "dp=2,tp=2;dp=4,zero=3;tp=2,sp=1,dp=2,zero=1;pp=2,mb=4,schedule=zb-h1"
   # Expert parallelism (ep folded over the dp ranks) on the same model with
-  # 8 experts: ep=2, 4 and 8 alone, with tp (dp=4 x tp=2), sp, ZeRO-1/2,
+  # 8 experts: ep=2, 4 and 8 alone, with tp (dp=4 x tp=2), sp, ZeRO-1/2/3,
   # microbatches and pp (dp=8,ep=4,zero=2 is dist-auto-plan's compilable
   # choice for it on 8 CPU ranks); the invalid ep plans; then with a
   # capacity factor of 1 (tokens dropped per sequence exactly as on one rank).
   sweep mixtral_ep \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 \
-    --plans "dp=2,ep=2;dp=4,ep=4,zero=1;dp=8,ep=8;dp=4,tp=2,ep=4;dp=8,ep=2,zero=2;dp=8,ep=4,zero=2;dp=2,tp=2,sp=1,ep=2,zero=1;pp=2,dp=2,ep=2,mb=2,schedule=zb-h1;pp=2,dp=4,ep=4,zero=1,mb=2"
+    --plans "dp=2,ep=2;dp=4,ep=4,zero=1;dp=8,ep=8;dp=4,tp=2,ep=4;dp=8,ep=2,zero=2;dp=8,ep=4,zero=2;dp=2,tp=2,sp=1,ep=2,zero=1;pp=2,dp=2,ep=2,mb=2,schedule=zb-h1;pp=2,dp=4,ep=4,zero=1,mb=2;dp=4,ep=2,zero=3;pp=2,dp=2,ep=2,zero=3,mb=2"
   sweep mixtral_ep_capacity --no-invalid \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 --capacity-factor 1.0 \
     --plans "dp=8,ep=8;dp=4,tp=2,ep=2,mb=2"

@@ -512,8 +512,6 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
                                    m.experts, plan.ep));
     if ((plan.dp * plan.cp) % plan.ep)
       return invalid("dp*cp % ep != 0");
-    if (plan.zero == 3)
-      return invalid("ZeRO-3 with ep>1 is not modelled");
   }
   const double b = plan.mbs;
   const double scale = 1.0 / plan.cp;
@@ -671,9 +669,28 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   int64_t edpPerNode = std::max<int64_t>(1, gpn / (plan.tp * plan.ep));
   double zero3Comm = 0; // exposed per microbatch per rank
   if (plan.zero == 3 && dpGroup > 1) {
-    Zero3Exposure z = zero3Exposure(c, prof.layerParams, prof.otherParams,
-                                    m.elementBytes, layersPerChunk, dpGroup,
-                                    dpPerNode, layerF, layerI + layerW);
+    // Dense weights are gathered over the dp×cp group; expert weights
+    // (ep > 1) over their expert-data-parallel group, on the same
+    // communication stream: they hide behind what the dense transfers
+    // leave of each block's compute (FSDP2 + EP, as torchtitan runs it).
+    double dense = prof.layerParams - (plan.ep > 1 ? prof.expertParams : 0);
+    Zero3Exposure z = zero3Exposure(c, dense, prof.otherParams, m.elementBytes,
+                                    layersPerChunk, dpGroup, dpPerNode, layerF,
+                                    layerI + layerW);
+    if (plan.ep > 1 && edpGroup > 1) {
+      double ov = c.dpOverlap > 0 ? c.dpOverlap : 1;
+      double ag = collectiveTime(c, CollectiveKind::AllGather,
+                                 dense * m.elementBytes, dpGroup, dpPerNode);
+      double rs = collectiveTime(c, CollectiveKind::ReduceScatter,
+                                 dense * gradElementBytes(c, m.elementBytes),
+                                 dpGroup, dpPerNode);
+      Zero3Exposure ze = zero3Exposure(
+          c, prof.expertParams / plan.ep, 0, m.elementBytes, layersPerChunk,
+          edpGroup, edpPerNode, std::max(0.0, layerF - ag / ov),
+          std::max(0.0, layerI + layerW - (ag + rs) / ov));
+      z.forward += ze.forward;
+      z.backward += ze.backward;
+    }
     e.tF += z.forward;
     e.tI += z.backward;
     e.firstF += z.rootForward;
@@ -786,8 +803,15 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   double transient = act.transient;
   // ZeRO-3 keeps the gathered root unit and two gathered blocks (the
   // current one and the prefetched next one) and their unsharded gradients.
-  if (plan.zero == 3 && dpGroup > 1)
-    transient += 2 * (prof.layerParams * (w + g) + prof.otherParams * w);
+  // Under ep the gathered expert weights are the rank's E/ep experts, and
+  // only when an expert-data-parallel group shards them.
+  if (plan.zero == 3 && dpGroup > 1) {
+    double gathered = prof.layerParams;
+    if (plan.ep > 1)
+      gathered -=
+          prof.expertParams * (edpGroup > 1 ? 1.0 - 1.0 / plan.ep : 1.0);
+    transient += 2 * (gathered * (w + g) + prof.otherParams * w);
+  }
   // Fixed: the framework's reserve (CUDA context, library workspaces) and
   // the communication buffers of every process group of more than one rank
   // (tp, dp×cp, cp, pp and, with stages, the embedding group).
@@ -1036,7 +1060,7 @@ search(const Cluster &c, const ModelInfo &m,
                 for (int64_t zero : o.zeroStages) {
                   if (zero > 0 && dp * cp == 1)
                     continue;
-                  if (ep > 1 && (zero == 3 || (dp * cp) % ep))
+                  if (ep > 1 && (dp * cp) % ep)
                     continue;
                   if (ep > 1 && o.epOverDpOnly && (cp > 1 || dp % ep))
                     continue;

@@ -940,8 +940,8 @@ TEST(ExpertParallel, InvalidDegrees) {
   plan.ep = 16; // 8 experts
   EXPECT_NE(note(plan).find("experts do not split"), std::string::npos);
   plan.ep = 2;
-  plan.zero = 3;
-  EXPECT_NE(note(plan).find("ZeRO-3"), std::string::npos);
+  plan.zero = 3; // FSDP2 + EP
+  EXPECT_EQ(note(plan).find("invalid"), std::string::npos) << note(plan);
   plan.zero = 0;
   EXPECT_EQ(note(plan).find("invalid"), std::string::npos);
   // A dense model has no experts to split.
@@ -949,6 +949,49 @@ TEST(ExpertParallel, InvalidDegrees) {
       evaluate(c, syntheticModel(), syntheticProfile(1e9, 1e8), plan, 16, false)
           .note.find("without experts"),
       std::string::npos);
+}
+
+TEST(ExpertParallel, Zero3ShardsExpertsOverTheExpertDataParallelGroup) {
+  // ZeRO-3 with ep = 2 on dp = 8: dense weights, gradients and states
+  // over all 8 ranks; each rank's E/ep experts over the expert-data-
+  // parallel group of 4.
+  Cluster c = testCluster();
+  ModelInfo m = syntheticMoeModel();
+  LocalProfile prof = syntheticMoeProfile();
+  Candidate plan;
+  plan.dp = 8;
+  plan.mb = 1;
+  plan.zero = 3;
+  Estimate e1 = evaluate(c, m, prof, plan, 8, false);
+  plan.ep = 2;
+  Estimate e2 = evaluate(c, m, prof, plan, 8, false);
+  ASSERT_EQ(e2.note.find("invalid"), std::string::npos) << e2.note;
+  const double L = m.layers, w = 2, g = gradElementBytes(c, 2), opt = 12;
+  const double dense = L * 0.1e9, expert = L * 0.9e9;
+  EXPECT_NEAR(e1.stateBytes, (dense + expert) * (w + g + opt) / 8, 1e3);
+  EXPECT_NEAR(e2.stateBytes,
+              dense * (w + g + opt) / 8 + expert / 2 * (w + g + opt) / 4, 1e3);
+  // dp = ep: the experts are whole on their rank and never gathered.
+  plan.ep = 8;
+  Estimate e8 = evaluate(c, m, prof, plan, 8, false);
+  ASSERT_EQ(e8.note.find("invalid"), std::string::npos) << e8.note;
+  EXPECT_NEAR(e8.stateBytes,
+              dense * (w + g + opt) / 8 + expert / 8 * (w + g + opt), 1e3);
+  // With nothing hidden (no overlap), ep = 2 pays the experts' gathers
+  // and reduce-scatters over its group of 4 on top of the same dense ones
+  // (all-to-alls aside): one expert all-gather per layer forward, an
+  // all-gather and a reduce-scatter backward.
+  c.dpOverlap = 0;
+  plan.ep = 2;
+  Estimate h2 = evaluate(c, m, prof, plan, 8, false);
+  plan.ep = 8;
+  Estimate h8 = evaluate(c, m, prof, plan, 8, false);
+  double ag = collectiveTime(c, CollectiveKind::AllGather, 0.9e9 / 2 * w, 4, 4);
+  double rs =
+      collectiveTime(c, CollectiveKind::ReduceScatter, 0.9e9 / 2 * g, 4, 4);
+  double expertComm = L * (2 * ag + rs);
+  EXPECT_NEAR((h2.exposedComm - h2.epComm) - (h8.exposedComm - h8.epComm),
+              expertComm, 1e-6 * expertComm);
 }
 
 TEST(ExpertParallel, SearchPicksEpWhenExpertsDoNotFit) {

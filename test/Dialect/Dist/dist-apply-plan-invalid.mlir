@@ -27,8 +27,6 @@
 // EP: error: dist-apply-plan: plan: ep=4 must divide dp*cp=1 (expert parallelism folds over the data-parallel ranks)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=4,ep=3" 2>&1 | FileCheck %s --check-prefix=EP-DIV
 // EP-DIV: error: dist-apply-plan: plan: ep=3 must divide dp*cp=4 (expert parallelism folds over the data-parallel ranks)
-// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,ep=2,zero=3" 2>&1 | FileCheck %s --check-prefix=EP-ZERO3
-// EP-ZERO3: error: dist-apply-plan: plan: zero=3 with ep=2 is not supported yet (ZeRO-3 would gather the expert weights over the expert-data-parallel group; use zero=1 or zero=2)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,ep=2" 2>&1 | FileCheck %s --check-prefix=EP-DENSE
 // EP-DENSE: error: plan ep=2: the model has no experts (no tfm.moe_dispatch); expert parallelism needs an MoE model (use ep=1)
 // RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 8 --seq 8 -q | shard-opt --tfm-autodiff | not shard-opt --dist-apply-plan="plan=dp=8,ep=8" 2>&1 | FileCheck %s --check-prefix=EP-EXPERTS

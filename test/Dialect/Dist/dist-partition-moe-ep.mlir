@@ -15,6 +15,13 @@
 // RUN: FileCheck %s < %t.part.mlir
 // RUN: sed -n '/func.func @train_step/,/^  }/p' %t.part.mlir | grep -o 'dist.all_reduce %[^ ]* on @mesh axes = \[[a-z, ]*\] reduction = sum : tensor<[0-9x]*f32>' | sed 's/%[^ ]* //' | sort | uniq -c | FileCheck %s --check-prefix=GRADS
 // RUN: shard-opt %t.part.mlir --dist-bucket-collectives | sed -n '/func.func @train_step/,/^  }/p' | grep -o 'dist.all_reduce %[^ ]* on @mesh axes = \[[a-z, ]*\]' | sed 's/%[^ ]* //' | sort | uniq -c | FileCheck %s --check-prefix=BUCKETS
+//
+// ZeRO-3 with expert parallelism (FSDP2 + EP): each block gathers its dense
+// weights over {dp, ep} and its experts' over dp alone (the expert-data-
+// parallel group), one bucket each; the experts are computed with E/ep = 2
+// of the 4 per rank, and ep never leaks into the activations (ep is a
+// storage axis of the dense weights only).
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=4,ep=2,zero=3" --dist-propagate --dist-partition --dist-bucket-collectives --dist-verify-comm | FileCheck %s --check-prefix=ZERO3
 
 // SEED: dist.mesh @mesh [dp = 2, ep = 2]
 // SEED-LABEL: func.func private @mixtral_block_fwd(
@@ -70,3 +77,18 @@
 // BUCKETS-DAG: 1 dist.all_reduce on @mesh axes = [dp, ep]
 // BUCKETS-DAG: 1 dist.all_reduce on @mesh axes = [dp]
 // BUCKETS-DAG: 1 dist.all_reduce on @mesh axes = [ep]
+
+// ZERO3-LABEL: func.func private @mixtral_block_fwd(
+// ZERO3-SAME: tensor<1x8x64xf32> {tfm.role = "hidden"}
+// ZERO3: dist.all_gather %{{.*}} on @mesh axes = [dp, ep] gather_dim = 0 : tensor<3168xf32> -> tensor<12672xf32>
+// ZERO3: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 : tensor<4x1x8x64xf32> -> tensor<2x2x8x64xf32>
+// ZERO3: dist.all_gather %{{.*}} on @mesh axes = [dp] gather_dim = 0 : tensor<24576xf32> -> tensor<49152xf32>
+// ZERO3: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0
+// ZERO3-NOT: dist.all_gather
+// ZERO3-NOT: dist.reduce_scatter
+// ZERO3: return
+// ZERO3-LABEL: func.func private @mixtral_block_bwd(
+// ZERO3-COUNT-2: dist.all_to_all
+// ZERO3-NOT: dist.all_to_all
+// ZERO3-NOT: axes = [ep] gather_dim
+// ZERO3: return

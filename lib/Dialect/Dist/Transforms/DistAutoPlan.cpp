@@ -467,8 +467,7 @@ struct DistAutoPlanPass
       // today: every schedule the planner scores and every recomputation
       // mode; context parallelism with contiguous chunks (ring attention
       // without zig-zag balancing: scored with its imbalance); expert
-      // parallelism folded over dp without cp (ep > 1 is never combined
-      // with ZeRO-3).
+      // parallelism folded over dp without cp (with any ZeRO stage).
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpContiguous = true;
       options.epOverDpOnly = true;

@@ -834,7 +834,11 @@ void Explainer::deriveStrategies() {
     int64_t global = 0, local = 0, layers = 0, perRank = 0, all = 0;
     for (const State &s : r.states) {
       unsigned dim;
-      if (s.kind != "param" || !s.held || !usesAxis(s.dimAxes, "ep", &dim))
+      // Expert weights by role: under ZeRO-3 the dense weights are stored
+      // on {dp, ep} too.
+      if (s.kind != "param" || !s.held ||
+          !StringRef(s.role).starts_with("expert_") ||
+          !usesAxis(s.dimAxes, "ep", &dim))
         continue;
       experts.push_back(&s);
       global += s.globalBytes;
@@ -845,13 +849,21 @@ void Explainer::deriveStrategies() {
         perRank = s.localShape[0];
       }
     }
+    // Under ZeRO-3 the stored shard is also split over dp; each rank
+    // computes with (gathers) its E/ep experts.
+    std::string stored;
+    if (ep > 0 && perRank * ep != all) {
+      stored = " (stored: " + std::to_string(perRank) +
+               ", gathered over dp before use)";
+      perRank = all / ep;
+    }
     std::string text =
-        experts.empty()
-            ? std::string("no parameter split on ep")
-            : "experts (dim 0): " + describeStates(experts) + ", " +
-                  std::to_string(all) + " -> " + std::to_string(perRank) +
-                  " experts per rank; expert parameters per rank " +
-                  formatBytes(global) + " -> " + formatBytes(local);
+        experts.empty() ? std::string("no parameter split on ep")
+                        : "experts (dim 0): " + describeStates(experts) + ", " +
+                              std::to_string(all) + " -> " +
+                              std::to_string(perRank) + " experts per rank" +
+                              stored + "; expert parameters per rank " +
+                              formatBytes(global) + " -> " + formatBytes(local);
     text += edp > 1 ? "; expert gradients summed over dp (the expert-data-"
                       "parallel group of " +
                           std::to_string(edp) + " ranks)"

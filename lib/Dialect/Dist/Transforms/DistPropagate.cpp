@@ -63,6 +63,10 @@ struct ValueInfo {
   /// `dp`): they never drive how an op computes (the parameter is gathered
   /// over them before use).
   bool zeroStorage = false;
+  /// An expert weight (`tfm.role` expert_gate / expert_up / expert_down):
+  /// under expert parallelism its `ep` axis is how it computes (E split
+  /// over ep), not ZeRO storage as for the dense weights on `{dp, ep}`.
+  bool expert = false;
   /// Training state: an entry argument with `tfm.param` or `tfm.state`, and
   /// the callee arguments it is passed to.
   bool state = false;
@@ -136,8 +140,14 @@ private:
   static bool isDataAxis(StringRef axis) {
     return axis == "dp" || axis == "cp";
   }
+  /// Whether `axis` shards `vi` (a ZeRO-3 parameter) only for storage: the
+  /// ZeRO group's axes, which under expert parallelism also include `ep`
+  /// for the dense weights (stored on `{dp, ep}`), not for the experts.
+  static bool isStorageAxis(const ValueInfo &vi, StringRef axis) {
+    return vi.zeroStorage && (isDataAxis(axis) || (axis == "ep" && !vi.expert));
+  }
   /// The layout a parameter computes with: its sharding without the ZeRO-3
-  /// storage axes (`dp`, `cp`).
+  /// storage axes (`isStorageAxis`).
   ShardingAttr computeLayout(Value v) {
     const ValueInfo &vi = info[v];
     if (!vi.sharding || !vi.zeroStorage)
@@ -146,7 +156,7 @@ private:
     for (unsigned d = 0; d < vi.sharding.getRank(); ++d) {
       SmallVector<Attribute> axes;
       for (StringAttr axis : vi.sharding.getDimAxes(d))
-        if (!isDataAxis(axis.getValue()))
+        if (!isStorageAxis(vi, axis.getValue()))
           axes.push_back(axis);
       dims.push_back(ArrayAttr::get(ctx, axes));
     }
@@ -265,6 +275,9 @@ void Propagator::initialise() {
                      fn.getArgAttr(arg.getArgNumber(), "tfm.param");
       if (zero3 && isParam)
         info[arg].zeroStorage = true;
+      if (auto role =
+              fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tfm.role"))
+        info[arg].expert = isParam && role.getValue().starts_with("expert_");
       if (entries.contains(fn) &&
           (isParam || fn.getArgAttr(arg.getArgNumber(), "tfm.state")))
         info[arg].state = true;
@@ -520,13 +533,13 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
     ShardingAttr s = info[v].sharding;
     if (!s)
       return;
-    bool storage = info[v].zeroStorage;
+    ValueInfo held = info[v]; // a copy: info may grow below
     for (auto [d, f] : llvm::enumerate(dims)) {
       if (f < 0 || rule.factorKinds[f] == tfm::FactorKind::NeedsReplication)
         continue;
       AxisList axes;
       for (StringAttr axis : s.getDimAxes(d))
-        if (!storage || !isDataAxis(axis.getValue()))
+        if (!isStorageAxis(held, axis.getValue()))
           axes.push_back(axis);
       // An unsplit dim of training state claims to stay unsplit (e.g. an
       // optimizer step on replicated state gathers its gradient once
@@ -675,9 +688,11 @@ void Propagator::processCall(func::CallOp call, bool backward) {
       to.sharding = from.sharding;
       to.fixed = from.fixed;
       to.zeroStorage |= from.zeroStorage;
+      to.expert |= from.expert;
       changed = true;
     } else if (from.zeroStorage && !to.zeroStorage) {
       to.zeroStorage = true;
+      to.expert |= from.expert;
       changed = true;
     } else if (from.sharding) {
       refine(arg, from.sharding);

@@ -150,12 +150,6 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
           "plan: ep={0} with cp={1} is not supported yet (the MoE layers "
           "would see sequence chunks; use cp=1 with ep, or ep=1 with cp)",
           plan.ep, plan.cp));
-    if (onlySupported && plan.zero == 3)
-      return planError(llvm::formatv(
-          "plan: zero=3 with ep={0} is not supported yet (ZeRO-3 would "
-          "gather the expert weights over the expert-data-parallel group; "
-          "use zero=1 or zero=2)",
-          plan.ep));
   }
   if (plan.cpAttention == "ulysses" && plan.cp == 1)
     return planError("plan: cp_attention=ulysses needs cp > 1 (the all-to-alls "

@@ -30,14 +30,14 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     | `cp` | >= 1 | context parallel degree (sequence dim of the inputs, contiguous chunks) |
     | `cp_attention` | `ring`, `ulysses` | attention under `cp > 1`: ring attention (default), or Ulysses all-to-alls over `cp` (the query and key/value heads divisible by `tp` x `cp`) |
     | `zero` | 0..3 | ZeRO stage on the `dp` x `cp` group (with `ep`: on `dp` x `ep`, expert states on `dp`) |
-    | `ep` | >= 1, divides `dp` | expert parallelism, folded over the dp ranks (MoE models; not with `zero=3` or `cp > 1`) |
+    | `ep` | >= 1, divides `dp` | expert parallelism, folded over the dp ranks (MoE models; not with `cp > 1`; with `zero=3` the expert weights are gathered over `dp`) |
     | `pp`, `mb`, `vpp` | >= 1 | pipeline stages, microbatches, model chunks per pipeline rank |
     | `schedule` | `gpipe`, `1f1b`, `interleaved`, `looped-bfs`, `zb-h1`, `zb-v` | pipeline schedule (built by `dist-schedule` and `dist-pipeline-split`) |
     | `recompute` | `none`, `selective`, `full` | activation recomputation: must equal the module's `tfm.recompute` (set by `tfm-recompute`; absent: `none`) |
 
     Unknown keys, repeated keys, non-integers, degrees below 1, `sp=1` with
     `tp=1`, a `zero` outside 0..3 and combinations not supported yet (`ep`
-    with `cp > 1` or `zero=3`) are errors naming the key and the value found. If every
+    with `cp > 1`) are errors naming the key and the value found. If every
     degree is 1 the pass changes nothing.
 
     Otherwise it adds `dist.mesh @mesh [...]` with the axes of size > 1 in

@@ -67,7 +67,7 @@ struct Plan {
   /// Parses `key=value,...` (whitespace around keys and values ignored; an
   /// empty string is the default plan). Errors name the key and the value.
   /// With `onlySupported` (dist-apply-plan), values the compiler cannot
-  /// build yet (cp > 1, ep folded over cp, zero=3 with ep) are
+  /// build yet (ep folded over cp ranks, ep with cp > 1) are
   /// errors too; without it (the planner, which scores them analytically)
   /// any known value is accepted.
   static llvm::Expected<Plan> parse(llvm::StringRef text,
