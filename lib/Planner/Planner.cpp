@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 namespace autoshard::planner {
 
@@ -1098,8 +1099,22 @@ search(const Cluster &c, const ModelInfo &m,
   // A candidate whose simulated schedule holds more activations than the
   // closed form counted may no longer fit: it is dropped (and the next
   // analytic candidate simulated in its place).
+  // Past the first simulateTop, keep simulating (in analytic order) every
+  // candidate whose analytic time is within kSimulationSlack of the best
+  // simulated one: the simulated schedule differs from the closed form
+  // either way (it counts the real order, warm-up and p2p; the closed-form
+  // bubble of interleaved and zero-bubble schedules is an upper bound), so
+  // a candidate left unsimulated must not win or lose on a time of the
+  // other kind. Bounded by kMaxSimulated per search.
+  constexpr double kSimulationSlack = 0.1;
+  const int64_t kMaxSimulated = 16 * std::max<int64_t>(o.simulateTop, 16);
   int64_t nsim = 0;
-  for (size_t i = 0; i < fitting.size() && nsim < o.simulateTop;) {
+  double bestSimulated = std::numeric_limits<double>::infinity();
+  for (size_t i = 0;
+       i < fitting.size() &&
+       (nsim < o.simulateTop ||
+        (fitting[i].stepTime < (1 + kSimulationSlack) * bestSimulated &&
+         nsim < kMaxSimulated));) {
     Estimate &e = fitting[i];
     const LocalProfile &prof = profiles.at({e.plan.tp, e.plan.sp});
     Estimate sim = evaluate(c, m, prof, e.plan, o.globalBatch, true);
@@ -1119,6 +1134,7 @@ search(const Cluster &c, const ModelInfo &m,
       continue;
     }
     e = sim;
+    bestSimulated = std::min(bestSimulated, sim.stepTime);
     ++i, ++nsim;
   }
   std::stable_sort(fitting.begin(), fitting.begin() + nsim,

@@ -240,6 +240,29 @@ TEST(Search, FindsAFittingPlanAndBeatsDdp) {
               1e-9 * b.stepTime);
 }
 
+TEST(Search, LazySimulationAgreesWithSimulatingEverything) {
+  // Simulating only the analytic top-1 must still end on the plan that
+  // simulating every candidate finds: a pipelined candidate whose simulated
+  // schedule is slower than its closed form must not beat an unsimulated
+  // candidate's time, nor hide one that is faster.
+  for (int64_t batch : {8, 16, 64}) {
+    DenseSearch t(batch);
+    auto &[c, m, profiles, o] = t;
+    o.schedules = {"1f1b", "zb-h1", "zb-v", "interleaved"};
+    o.simulateTop = 100000;
+    SearchResult all = search(c, m, profiles, o);
+    ASSERT_FALSE(all.best.empty());
+    o.simulateTop = 1;
+    SearchResult lazy = search(c, m, profiles, o);
+    ASSERT_FALSE(lazy.best.empty());
+    EXPECT_NEAR(lazy.best.front().stepTime, all.best.front().stepTime,
+                1e-12 * all.best.front().stepTime)
+        << "batch " << batch << ": lazy " << lazy.best.front().plan.str()
+        << ", all " << all.best.front().plan.str();
+    EXPECT_LE(lazy.stats.simulated, all.stats.simulated);
+  }
+}
+
 TEST(Pipeline, BubbleMatchesOneFOneB) {
   // Unit block costs and p = 4, m = 8: 1F1B makespan = (m + p - 1)(F + B).
   Cluster c = testCluster();
