@@ -946,9 +946,9 @@ std::string whyLost(const Estimate &e, const Estimate &best) {
   }
   if (dComm > worst)
     what = "communication";
-  return llvm::formatv("{0}: step {1:F3} s (+{2:F1}%), best {3}", what,
-                       e.stepTime, 100 * (e.stepTime / best.stepTime - 1),
-                       e.plan.str())
+  double pct = 100 * (e.stepTime / best.stepTime - 1);
+  return llvm::formatv("{0}: step {1:F3} s ({2}{3:F1}%), best {4}", what,
+                       e.stepTime, pct < 0 ? "" : "+", pct, e.plan.str())
       .str();
 }
 } // namespace
