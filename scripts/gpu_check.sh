@@ -30,6 +30,11 @@
 #   --steps N         timed steps (default 5; 2 warm-up steps first)
 #   --skip-tests | --skip-bench | --skip-torch
 #   --torch-modes M   comma list of eager,compile (default both)
+#   --budget S        wall seconds for the whole check (default 560, under the
+#                     device tool's 600 s per command): each phase's timeout
+#                     is cut to what is left (less 15 s for the summary) and
+#                     a phase with under 20 s left is skipped, so the summary
+#                     always prints
 #   -j N              build jobs (default: all cores)
 #   -h, --help
 # Environment: PYTHON (default python3) runs the PyTorch reference;
@@ -39,7 +44,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PROG=gpu_check.sh
 MODE=check DRY=0 CARRY=build-gpu-carry GBUILD=build-gpu BATCH=8 STEPS=5
-SKIP_TESTS=0 SKIP_BENCH=0 SKIP_TORCH=0 TORCH_MODES=eager,compile
+SKIP_TESTS=0 SKIP_BENCH=0 SKIP_TORCH=0 TORCH_MODES=eager,compile BUDGET=560
 JOBS=$(nproc 2>/dev/null || echo 4)
 SEQ=2048 LAYERS=24 HIDDEN=2048
 CONFIG=$ROOT/bench/gpu/gpt-1.3b.json
@@ -58,6 +63,7 @@ while [[ $# -gt 0 ]]; do
     --build) need "$@"; GBUILD=$2; shift ;;
     --batch) need "$@"; posint "$1" "$2"; BATCH=$2; shift ;;
     --steps) need "$@"; posint "$1" "$2"; STEPS=$2; shift ;;
+    --budget) need "$@"; posint "$1" "$2"; BUDGET=$2; shift ;;
     -j) need "$@"; posint "$1" "$2"; JOBS=$2; shift ;;
     --skip-tests) SKIP_TESTS=1 ;;
     --skip-bench) SKIP_BENCH=1 ;;
@@ -77,6 +83,15 @@ run() { # run CMD...: prints it; runs it unless --dry-run
 }
 T0=$SECONDS
 phase() { printf '\n=== %s (t=%ds) ===\n' "$1" $((SECONDS - T0)); }
+# limit CAP: the timeout of the next phase, CAP seconds at most and what the
+# budget leaves (15 s kept for the summary); prints 0 when under 20 s are left.
+limit() {
+  local left=$((BUDGET - (SECONDS - T0) - 15))
+  ((left > $1)) && left=$1
+  ((left < 20)) && left=0
+  echo "$left"
+}
+skipped() { echo "skipped: the --budget of $BUDGET s is spent (t=$((SECONDS - T0)) s)"; fails=$((fails + 1)); }
 
 # --- Prepare (CPU machine) -----------------------------------------------------
 if [[ $MODE == prepare ]]; then
@@ -133,16 +148,26 @@ run ninja -C "$GBUILD" -j"$JOBS" autoshard_runtime_cuda_tests shard-bench-gpu sh
 
 if [[ $SKIP_TESTS == 0 ]]; then
   phase "CUDA conformance tests"
-  run timeout 240 "$GBUILD/runtime/test/cuda/autoshard_runtime_cuda_tests" \
-    --gtest_brief=0 || fails=$((fails + 1))
+  T=$(limit 240)
+  if ((T > 0)); then
+    run timeout "$T" "$GBUILD/runtime/test/cuda/autoshard_runtime_cuda_tests" \
+      --gtest_brief=0 || fails=$((fails + 1))
+  else
+    skipped
+  fi
 fi
 
 OURS=$GBUILD/bench-ours.json
 if [[ $SKIP_BENCH == 0 ]]; then
   phase "autoshard step: GPT 1.3B, batch $BATCH x $SEQ, mixed-precision artifact (bf16 compute, f32 master weights)"
   [[ -f $ARTIFACT || $DRY == 1 ]] || die "no $ARTIFACT: prepare with --batch $BATCH"
-  run timeout 240 "$GBUILD/bin/shard-bench-gpu" "$ARTIFACT" --layers $LAYERS \
-    --hidden $HIDDEN --steps "$STEPS" --warmup 2 --json "$OURS" || fails=$((fails + 1))
+  T=$(limit 240)
+  if ((T > 0)); then
+    run timeout "$T" "$GBUILD/bin/shard-bench-gpu" "$ARTIFACT" --layers $LAYERS \
+      --hidden $HIDDEN --steps "$STEPS" --warmup 2 --json "$OURS" || fails=$((fails + 1))
+  else
+    skipped
+  fi
 fi
 
 TORCH=$GBUILD/bench-torch.jsonl
@@ -152,11 +177,13 @@ if [[ $SKIP_TORCH == 0 ]]; then
   if [[ $DRY == 1 ]]; then
     run "${PYTHON:-python3}" "$ROOT/bench/gpu/torch_gpt.py" "$CONFIG" --batch "$BATCH" \
       --seq $SEQ --steps "$STEPS" --modes "$TORCH_MODES"
-  else
-    printf '+ %s\n' "${PYTHON:-python3} bench/gpu/torch_gpt.py ... --modes $TORCH_MODES"
-    timeout 300 "${PYTHON:-python3}" "$ROOT/bench/gpu/torch_gpt.py" "$CONFIG" \
+  elif T=$(limit 300) && ((T > 0)); then
+    printf '+ %s\n' "timeout $T ${PYTHON:-python3} bench/gpu/torch_gpt.py ... --modes $TORCH_MODES"
+    timeout "$T" "${PYTHON:-python3}" "$ROOT/bench/gpu/torch_gpt.py" "$CONFIG" \
       --batch "$BATCH" --seq $SEQ --steps "$STEPS" --modes "$TORCH_MODES" |
       tee "$TORCH" || fails=$((fails + 1))
+  else
+    skipped
   fi
 fi
 
