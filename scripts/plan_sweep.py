@@ -96,9 +96,10 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
     sequence, and cp x tp too with sp; zero is then accepted with dp x cp > 1
     (ZeRO shards over dp x cp); with cp > 1 each plan runs with ring
     attention and, where tp x cp divides the q and kv heads, with Ulysses
-    (cp_attention=ulysses). For an MoE model also every ep > 1 that
-    divides dp and the expert count (expert parallelism folds over the dp
-    ranks), except with cp > 1.
+    (cp_attention=ulysses). For an MoE model also every ep > 1 that divides
+    the expert count and folds over the dp ranks (cp = 1: ep divides dp) or
+    over every cp rank and ep/cp of the dp ranks (cp > 1: ep a multiple of
+    cp, ep/cp divides dp).
     """
     experts = model.get("num_experts", 0)
     plans = []
@@ -120,8 +121,9 @@ def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[
                                 continue
                             if sched == "interleaved" and mb % pp:
                                 continue
-                            for ep in divisors(dp):
-                                if ep > 1 and (not experts or experts % ep or cp > 1):
+                            for ep in ([e * cp for e in divisors(dp)] if cp > 1 and experts
+                                       else divisors(dp)):
+                                if ep > 1 and (not experts or experts % ep):
                                     continue
                                 modes = ["ring"]
                                 if cp > 1 and not any(model[k] % (tp * cp) for k in
@@ -429,6 +431,8 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
     cases += [
         ("dp=2,ep=4 (ep does not divide dp)", opt("dp=2,ep=4"),
          r"ep=4 must divide dp\*cp=2 \(expert parallelism folds over the data-parallel ranks\)"),
+        ("dp=2,cp=4,ep=2 (ep not a multiple of cp)", opt("dp=2,cp=4,ep=2"),
+         r"ep=2 with cp=4: the ep group folds over every cp rank of a sequence"),
     ]
     if experts:
         bad_ep = 2 * experts

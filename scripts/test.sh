@@ -146,6 +146,11 @@ plan_sweep() {
   sweep mixtral_ep \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 \
     --plans "dp=2,ep=2;dp=4,ep=4,zero=1;dp=8,ep=8;dp=4,tp=2,ep=4;dp=8,ep=2,zero=2;dp=8,ep=4,zero=2;dp=2,tp=2,sp=1,ep=2,zero=1;pp=2,dp=2,ep=2,mb=2,schedule=zb-h1;pp=2,dp=4,ep=4,zero=1,mb=2;dp=4,ep=2,zero=3;pp=2,dp=2,ep=2,zero=3,mb=2"
+  # ep folded over the cp ranks (and ep/cp dp ranks): each cp rank computes
+  # its own experts of the sequence gathered over cp.
+  sweep mixtral_ep_cp --no-invalid \
+    --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 \
+    --plans "cp=2,ep=2;dp=2,cp=2,ep=4,zero=1;dp=2,cp=2,ep=2,zero=3;pp=2,cp=2,ep=2,mb=2;cp=2,ep=2,cp_attention=ulysses"
   sweep mixtral_ep_capacity --no-invalid \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 --capacity-factor 1.0 \
     --plans "dp=8,ep=8;dp=4,tp=2,ep=2,mb=2"

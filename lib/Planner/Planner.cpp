@@ -634,6 +634,24 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     epLayerComm = 2 * a2a + backward;
     layerComm += epLayerComm;
   }
+  // MoE under context parallelism, as the compiler builds it: routing,
+  // capacity and drop order are per sequence, so each MoE layer gathers its
+  // input (and, backward, the output gradient) over cp, exposed (the
+  // router waits for it). The expert compute is split when ep folds over
+  // the cp ranks; at ep = 1 every cp rank would repeat it, which the
+  // compilable search therefore skips.
+  if (m.experts > 0 && plan.cp > 1) {
+    double fullBytes =
+        b * double(m.seq) * double(m.hidden) / plan.tp * m.elementBytes;
+    bool intra = plan.tp * plan.cp <= gpn;
+    double gather = collectiveTime(c, CollectiveKind::AllGather, fullBytes,
+                                   plan.cp, intra ? plan.cp : 1);
+    double backward = plan.recompute == "full" ? 2 * gather : gather;
+    layerF += gather;
+    layerI += backward;
+    epLayerComm += gather + backward;
+    layerComm += gather + backward;
+  }
 
   const int64_t layersPerChunk = L / (p * v);
   e.tF = layersPerChunk * layerF;
@@ -1063,7 +1081,10 @@ search(const Cluster &c, const ModelInfo &m,
                     continue;
                   if (ep > 1 && (dp * cp) % ep)
                     continue;
-                  if (ep > 1 && o.epOverDpOnly && (cp > 1 || dp % ep))
+                  if (ep > 1 && o.epAsCompiled &&
+                      (cp > 1 ? ep % cp || dp % (ep / cp) : dp % ep))
+                    continue;
+                  if (o.epAsCompiled && cp > 1 && ep == 1 && m.experts > 0)
                     continue;
                   for (const std::string &rc : o.recomputes)
                     for (const std::string &cpa : cpAttentions) {

@@ -1017,6 +1017,49 @@ TEST(ExpertParallel, Zero3ShardsExpertsOverTheExpertDataParallelGroup) {
               expertComm, 1e-6 * expertComm);
 }
 
+TEST(ExpertParallel, UnderCpGathersTheSequenceAndFoldsOverCp) {
+  // Under cp an MoE layer gathers its input over cp (per-sequence routing)
+  // and, backward, the output gradient: one all-gather of the whole
+  // sequence each way per layer per microbatch, on top of the all-to-alls.
+  Cluster c = testCluster();
+  ModelInfo m = syntheticMoeModel(); // seq 1024, hidden 1024, bf16
+  LocalProfile prof = syntheticMoeProfile();
+  Candidate plan;
+  plan.dp = 4;
+  plan.cp = 2;
+  plan.ep = 2;
+  plan.mb = 2;
+  Estimate e = evaluate(c, m, prof, plan, 8, false);
+  ASSERT_EQ(e.note.find("invalid"), std::string::npos) << e.note;
+  double a2a = collectiveTime(c, CollectiveKind::AllToAll, 64e6 / 2, 2, 2);
+  double gather =
+      collectiveTime(c, CollectiveKind::AllGather, 1024.0 * 1024 * 2, 2, 2);
+  EXPECT_NEAR(e.epComm, m.layers * 2 * (4 * a2a + 2 * gather), 1e-9 * e.epComm);
+  // The compilable search folds ep over the cp ranks (ep a multiple of cp,
+  // ep/cp dividing dp) and never pairs an MoE model's cp > 1 with ep = 1.
+  std::map<std::pair<int64_t, bool>, LocalProfile> profiles = {
+      {{1, false}, prof}};
+  SearchOptions o;
+  o.gpus = 8;
+  o.globalBatch = 16;
+  o.cpChoices = {1, 2, 4};
+  o.schedules = {"1f1b"};
+  o.epAsCompiled = true;
+  o.simulateTop = 100000;
+  SearchResult r = search(c, m, profiles, o);
+  ASSERT_FALSE(r.best.empty());
+  for (const Estimate &b : r.best) {
+    if (b.plan.cp > 1) {
+      EXPECT_GT(b.plan.ep, 1) << b.plan.str();
+      EXPECT_EQ(b.plan.ep % b.plan.cp, 0) << b.plan.str();
+    }
+  }
+  for (auto &[family, why] : r.rejected)
+    EXPECT_TRUE(family.find("cp=1") != std::string::npos ||
+                family.find("ep=") != std::string::npos)
+        << family << ": " << why;
+}
+
 TEST(ExpertParallel, SearchPicksEpWhenExpertsDoNotFit) {
   // 10 blocks of 1e9 parameters on 8 GPUs: at ep = 1 even ZeRO-2's
   // 2 + 14/8 bytes per parameter (37.5 GB) plus activations exceed a

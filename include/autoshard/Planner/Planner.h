@@ -406,9 +406,12 @@ struct SearchOptions {
   bool searchSp = true;
   /// Score cp > 1 with contiguous chunks (Candidate::cpContiguous).
   bool cpContiguous = false;
-  /// Only ep > 1 folded over dp alone, without cp (what dist-apply-plan
-  /// builds): ep divides dp and cp = 1.
-  bool epOverDpOnly = false;
+  /// Only the ep folding dist-apply-plan builds: with cp = 1 ep divides dp;
+  /// with cp > 1 the ep group spans every cp rank of a sequence, so ep is a
+  /// multiple of cp and ep/cp divides dp. An MoE model under cp is then
+  /// searched only with ep folded over the cp ranks (at ep = 1 the
+  /// compiled MoE layers repeat the expert compute on every cp rank).
+  bool epAsCompiled = false;
 };
 
 /// Scores one candidate with the layer-local profile of its (tp, sp).

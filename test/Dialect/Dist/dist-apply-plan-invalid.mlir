@@ -21,8 +21,8 @@
 // CPSP: error: plan sp=1: the sequence dim (size 8) of the hidden state is not divisible by cp*tp=16
 // Expert parallelism folds over the dp ranks, needs an MoE model whose
 // expert count ep divides, and is not combined with ZeRO-3 or cp yet.
-// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,cp=2,ep=2" 2>&1 | FileCheck %s --check-prefix=EP-CP
-// EP-CP: error: dist-apply-plan: plan: ep=2 with cp=2 is not supported yet (the MoE layers would see sequence chunks; use cp=1 with ep, or ep=1 with cp)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,cp=4,ep=2" 2>&1 | FileCheck %s --check-prefix=EP-CP
+// EP-CP: error: dist-apply-plan: plan: ep=2 with cp=4: the ep group folds over every cp rank of a sequence and ep/cp of the dp ranks, so ep must be a multiple of cp and ep/cp must divide dp=2
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=ep=4" 2>&1 | FileCheck %s --check-prefix=EP
 // EP: error: dist-apply-plan: plan: ep=4 must divide dp*cp=1 (expert parallelism folds over the data-parallel ranks)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=4,ep=3" 2>&1 | FileCheck %s --check-prefix=EP-DIV

@@ -3,9 +3,10 @@
 // expert weights, gradients and optimizer states divided by ep make it fit
 // with ep >= 4 only (smallest peaks: ep=1 265.5, ep=2 264.0, ep=4 263.1,
 // ep=8 262.8 MiB), and only with cp > 1 (cp = 1: ep=8 265.8 MiB). ep > 1
-// is scored analytically; compilable=true searches ep folded over dp and
-// cp, but never both together (dist-apply-plan does not build ep with
-// cp > 1 yet), and nothing fits then.
+// is scored analytically; compilable=true searches ep folded as
+// dist-apply-plan builds it: over dp (cp = 1), or over every cp rank and
+// ep/cp dp ranks (cp > 1: ep a multiple of cp), so it finds the cp=8, ep=8
+// plan and never proposes an ep smaller than cp.
 // RUN: %python -m autoshard.models %S/Inputs/auto-plan-moe-model.json --batch 16 --seq 64 --vocab-multiple 64 -q -o %t.model.mlir
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-moe-tight-cluster.json gpus=8" -o /dev/null | FileCheck %s
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-moe-tight-cluster.json gpus=8 ep=1" -o /dev/null | FileCheck %s --check-prefix=EP1
@@ -26,12 +27,14 @@
 // EP1-NOT: ep=4
 // EP1-NOT: ep=8
 
-// COMPILABLE: no plan fits
+// COMPILABLE: chosen plan: pp=1,dp=1,cp=8,tp=1,sp=0,zero={{[0-9]}},ep=8,
+// COMPILABLE: as --plan: dp=1,cp=8,zero={{[0-9]}},ep=8,
 // COMPILABLE-DAG: tp=1 pp=1 cp=1 ep=4 {{ *}}OOM
 // COMPILABLE-DAG: tp=1 pp=1 cp=1 ep=8 {{ *}}OOM
-// COMPILABLE-DAG: tp=1 pp=1 cp=2 {{ *}}OOM
+// COMPILABLE-DAG: tp=1 pp=1 cp=2 ep=2 {{ *}}OOM
 
 // NO-EP-CP: rejected families
-// NO-EP-CP-NOT: cp={{[248]}} {{ *}}ep=
+// NO-EP-CP-NOT: cp=4 {{ *}}ep=2
+// NO-EP-CP-NOT: cp=8 {{ *}}ep={{[24] }}
 
 // BAD: option 'ep': 0 is out of range

@@ -22,6 +22,16 @@
 // of the 4 per rank, and ep never leaks into the activations (ep is a
 // storage axis of the dense weights only).
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=4,ep=2,zero=3" --dist-propagate --dist-partition --dist-bucket-collectives --dist-verify-comm | FileCheck %s --check-prefix=ZERO3
+//
+// EP folded over the cp ranks (cp=2,ep=2): the MoE layer sees the sequence
+// gathered over cp (per-sequence capacity and drop order), each cp rank
+// takes its E/ep experts' slots with a local slice, runs only those
+// experts, and the expert outputs are gathered back over cp; the expert
+// GEMMs are never repeated on the two cp ranks.
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=cp=2,ep=2" --dist-propagate --dist-partition --dist-verify-comm | FileCheck %s --check-prefix=EPCP
+// With ep spanning dp and cp ranks (dp=2,cp=2,ep=4) the way back is one
+// gather over cp and one all-to-all over ep.
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,cp=2,ep=4,zero=1" --dist-propagate --dist-partition --dist-bucket-collectives --dist-verify-comm | FileCheck %s --check-prefix=EPDPCP
 
 // SEED: dist.mesh @mesh [dp = 2, ep = 2]
 // SEED-LABEL: func.func private @mixtral_block_fwd(
@@ -92,3 +102,28 @@
 // ZERO3-NOT: dist.all_to_all
 // ZERO3-NOT: axes = [ep] gather_dim
 // ZERO3: return
+
+// EPCP-LABEL: func.func private @mixtral_block_fwd(
+// EPCP: %[[X:.*]] = dist.all_gather %{{.*}} on @mesh axes = [cp] gather_dim = 1 : tensor<4x4x64xf32> -> tensor<4x8x64xf32>
+// EPCP: %[[BUF:.*]] = tfm.moe_dispatch %[[X]]
+// EPCP: dist.shard_slice %[[BUF]] on @mesh axes = [cp] dim = 0 : tensor<4x4x8x64xf32> -> tensor<2x4x8x64xf32>
+// EPCP: tfm.matmul %{{.*}}, %arg9 : (tensor<2x32x64xf32>, tensor<2x64x128xf32>) -> tensor<2x32x128xf32>
+// EPCP: %[[OUT:.*]] = dist.all_gather %{{.*}} on @mesh axes = [cp] gather_dim = 0 : tensor<2x4x8x64xf32> -> tensor<4x4x8x64xf32>
+// EPCP: tfm.moe_combine %[[OUT]]
+// EPCP-NOT: dist.all_to_all
+// EPCP: return
+// EPCP-LABEL: func.func private @mixtral_block_bwd(
+// EPCP: dist.shard_slice %dbuf on @mesh axes = [cp] dim = 0 : tensor<4x4x8x64xf32> -> tensor<2x4x8x64xf32>
+// EPCP: dist.all_gather %{{.*}} on @mesh axes = [cp] gather_dim = 0 : tensor<2x4x8x64xf32> -> tensor<4x4x8x64xf32>
+// EPCP: tfm.moe_dispatch_grad
+// EPCP: return
+
+// EPDPCP-LABEL: func.func private @mixtral_block_fwd(
+// EPDPCP: tfm.moe_dispatch
+// EPDPCP: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1
+// EPDPCP: dist.shard_slice %{{.*}} on @mesh axes = [cp] dim = 0
+// EPDPCP: tfm.swiglu
+// EPDPCP: dist.all_gather %{{.*}} on @mesh axes = [cp] gather_dim = 0
+// EPDPCP: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0
+// EPDPCP-NOT: axes = [ep, cp]
+// EPDPCP: tfm.moe_combine

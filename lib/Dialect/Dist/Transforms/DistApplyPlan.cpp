@@ -72,7 +72,7 @@ private:
     if (axis == "dp")
       return plan.getExpertDataParallel();
     if (axis == "ep")
-      return plan.ep;
+      return plan.getExpertParallelOverDp();
     if (axis == "tp")
       return plan.tp;
     if (axis == "pp")
@@ -92,8 +92,18 @@ private:
     SmallVector<StringRef> axes;
     if (plan.getExpertDataParallel() > 1)
       axes.push_back("dp");
-    if (plan.ep > 1)
+    if (plan.getExpertParallelOverDp() > 1)
       axes.push_back("ep");
+    return axes;
+  }
+  /// The mesh axes of the ep group, major to minor: `ep` (its dp part) and,
+  /// under context parallelism, `cp` (every cp rank of a sequence).
+  SmallVector<StringRef> expertAxes() const {
+    SmallVector<StringRef> axes;
+    if (plan.ep > 1 && plan.getExpertParallelOverDp() > 1)
+      axes.push_back("ep");
+    if (plan.ep > 1 && plan.cp > 1)
+      axes.push_back("cp");
     return axes;
   }
   LogicalResult checkModelDims();
@@ -166,15 +176,16 @@ LogicalResult Seeder::checkModelDims() {
 }
 
 /// The ZeRO group's axes in mesh order: the data-parallel axes (`dp`, and
-/// `ep` under expert parallelism; for an expert weight only `dp`, its
-/// expert-data-parallel group) and `cp` (context-parallel ranks hold the
+/// `ep` under expert parallelism) and `cp` (context-parallel ranks hold the
 /// same weights and sum the same gradients, so Megatron's distributed
-/// optimizer shards over DP x CP), those of size > 1.
+/// optimizer shards over DP x CP), those of size > 1. For an expert weight
+/// only `dp`, its expert-data-parallel group (`ep`, and `cp` when the ep
+/// group folds over it, split the experts themselves).
 SmallVector<StringRef> Seeder::zeroAxes(bool expert) const {
   SmallVector<StringRef> axes = dataAxes();
   if (expert)
     llvm::erase(axes, StringRef("ep"));
-  if (plan.cp > 1)
+  if (plan.cp > 1 && !(expert && plan.ep > 1))
     axes.push_back("cp");
   return axes;
 }
@@ -240,7 +251,8 @@ FailureOr<DimAxes> Seeder::paramSharding(func::FuncOp fn, unsigned index) {
              << "plan ep=" << plan.ep << ": the expert dim 0 (size "
              << (type.getRank() ? type.getDimSize(0) : 0) << ") of parameter '"
              << name << "' (role '" << role << "') is not divisible by ep";
-    dims[0].insert(dims[0].begin(), "ep");
+    SmallVector<StringRef> group = expertAxes();
+    dims[0].insert(dims[0].begin(), group.begin(), group.end());
     expertNames.insert(name);
   }
   if (plan.zero == 3)
@@ -444,7 +456,7 @@ void Seeder::constrainExperts(func::FuncOp fn) {
   };
   auto expertLayout = [&]() {
     DimAxes dims(4);
-    dims[0].push_back("ep");
+    dims[0] = expertAxes();
     if (plan.getExpertDataParallel() > 1)
       dims[1].push_back("dp");
     return toAttr(dims);
@@ -480,6 +492,19 @@ void Seeder::constrainExperts(func::FuncOp fn) {
       use->set(v);
   };
   ShardingAttr token = tokenLayout(), expert = expertLayout();
+  // Expert -> token when the ep group spans dp and cp ranks: first gather
+  // the cp part (the experts' slots of the sequences gathered over cp are
+  // the same on every cp rank), then one all-to-all over `ep`; without the
+  // middle step the resharder gathers over both and slices (ep x the
+  // volume).
+  SmallVector<ShardingAttr, 3> expertToToken = {expert, token};
+  if (plan.ep > 1 && plan.cp > 1 && plan.getExpertParallelOverDp() > 1) {
+    DimAxes middle(4);
+    middle[0].push_back("ep");
+    if (plan.getExpertDataParallel() > 1)
+      middle[1].push_back("dp");
+    expertToToken.insert(expertToToken.begin() + 1, toAttr(middle));
+  }
   SmallVector<Operation *> ops;
   fn.walk([&](Operation *op) {
     if (isa<tfm::MoeDispatchOp, tfm::MoeCombineOp, tfm::MoeCombineGradOp,
@@ -494,14 +519,14 @@ void Seeder::constrainExperts(func::FuncOp fn) {
       // for the backward's `tfm.moe_combine_grad` saves the token layout
       // (one all-to-all, not two).
       if (c.getBuf().getDefiningOp())
-        pinResult(c.getBuf(), {expert, token});
+        pinResult(c.getBuf(), expertToToken);
       else
-        pinOperand(op, 0, {expert, token});
+        pinOperand(op, 0, expertToToken);
     } else if (auto g = dyn_cast<tfm::MoeCombineGradOp>(op)) {
       pinOperand(op, 1, {token});
       pinResult(g.getDbuf(), {token, expert});
     } else if (isa<tfm::MoeDispatchGradOp>(op)) {
-      pinOperand(op, 0, {expert, token});
+      pinOperand(op, 0, expertToToken);
     }
   }
 }

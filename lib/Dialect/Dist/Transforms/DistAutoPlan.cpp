@@ -470,7 +470,7 @@ struct DistAutoPlanPass
       // parallelism folded over dp without cp (with any ZeRO stage).
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpContiguous = true;
-      options.epOverDpOnly = true;
+      options.epAsCompiled = true;
     }
     // Explicit restrictions of the search space (e.g. to what a published
     // run's software supported): intersected with the defaults above.

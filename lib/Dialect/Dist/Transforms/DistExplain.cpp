@@ -829,7 +829,14 @@ void Explainer::deriveStrategies() {
 
   // EP: the expert weights' E dim on ep; the all-to-alls of dispatch and
   // combine.
-  if (ep > 1) {
+  // The plan's ep: the mesh axis `ep` is only its dp part when the ep group
+  // also folds over the cp ranks (then the experts are split on {ep, cp}).
+  int64_t planEp = ep;
+  for (auto &[k, value] : r.plan)
+    if (k == "ep")
+      planEp = std::max<int64_t>(1, std::atoll(value.c_str()));
+  bool epOverCp = planEp > 1 && cp > 1;
+  if (planEp > 1) {
     SmallVector<const State *> experts;
     int64_t global = 0, local = 0, layers = 0, perRank = 0, all = 0;
     for (const State &s : r.states) {
@@ -838,7 +845,8 @@ void Explainer::deriveStrategies() {
       // on {dp, ep} too.
       if (s.kind != "param" || !s.held ||
           !StringRef(s.role).starts_with("expert_") ||
-          !usesAxis(s.dimAxes, "ep", &dim))
+          !(usesAxis(s.dimAxes, "ep", &dim) ||
+            (epOverCp && usesAxis(s.dimAxes, "cp", &dim))))
         continue;
       experts.push_back(&s);
       global += s.globalBytes;
@@ -852,10 +860,10 @@ void Explainer::deriveStrategies() {
     // Under ZeRO-3 the stored shard is also split over dp; each rank
     // computes with (gathers) its E/ep experts.
     std::string stored;
-    if (ep > 0 && perRank * ep != all) {
+    if (perRank * planEp != all) {
       stored = " (stored: " + std::to_string(perRank) +
                ", gathered over dp before use)";
-      perRank = all / ep;
+      perRank = all / planEp;
     }
     std::string text =
         experts.empty() ? std::string("no parameter split on ep")
@@ -879,12 +887,19 @@ void Explainer::deriveStrategies() {
     for (auto &[k, value] : r.plan)
       if (k == "mb")
         mb = std::max<int64_t>(1, std::atoll(value.c_str()));
-    text += "; token dispatch / combine: " + std::to_string(count) +
-            " all-to-alls over ep per step (" + formatBytes(bytes) + ")";
-    if (layers > 0 && count % (layers * mb) == 0)
-      text += ", " + std::to_string(count / (layers * mb)) +
-              " per MoE layer per microbatch";
-    r.strategies.emplace_back("EP", "ep=" + std::to_string(ep), text);
+    if (ep > 1) {
+      text += "; token dispatch / combine: " + std::to_string(count) +
+              " all-to-alls over ep per step (" + formatBytes(bytes) + ")";
+      if (layers > 0 && count % (layers * mb) == 0)
+        text += ", " + std::to_string(count / (layers * mb)) +
+                " per MoE layer per microbatch";
+    }
+    if (epOverCp)
+      text += "; folded over the cp ranks too: the MoE layers see the "
+              "sequence gathered over cp, each cp rank computes its experts' "
+              "slots (a local slice in) and the expert outputs are gathered "
+              "over cp (out)";
+    r.strategies.emplace_back("EP", "ep=" + std::to_string(planEp), text);
   }
 
   // ZeRO: states split on the data-parallel group (optimizer states;

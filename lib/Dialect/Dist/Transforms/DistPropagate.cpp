@@ -141,10 +141,15 @@ private:
     return axis == "dp" || axis == "cp";
   }
   /// Whether `axis` shards `vi` (a ZeRO-3 parameter) only for storage: the
-  /// ZeRO group's axes, which under expert parallelism also include `ep`
-  /// for the dense weights (stored on `{dp, ep}`), not for the experts.
+  /// ZeRO group's axes (`dp`, `cp`, and `ep` under expert parallelism) for
+  /// the dense weights; only `dp` for the experts, whose `ep` (and `cp`,
+  /// when the ep group folds over it) is how they compute.
   static bool isStorageAxis(const ValueInfo &vi, StringRef axis) {
-    return vi.zeroStorage && (isDataAxis(axis) || (axis == "ep" && !vi.expert));
+    if (!vi.zeroStorage)
+      return false;
+    if (vi.expert)
+      return axis == "dp";
+    return isDataAxis(axis) || axis == "ep";
   }
   /// The layout a parameter computes with: its sharding without the ZeRO-3
   /// storage axes (`isStorageAxis`).

@@ -133,23 +133,23 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
         plan.vpp));
   // Expert parallelism folds over the data-parallel ranks (DESIGN.md §5,
   // Megatron's parallel folding): it adds no ranks, and its group must be a
-  // set of whole dp x cp ranks.
+  // set of whole dp x cp ranks. Under cp it spans every cp rank of a
+  // sequence (the MoE layers see whole sequences: capacity and drop order
+  // are per sequence), so that each rank computes its own experts instead
+  // of repeating all of them.
   if (plan.ep > 1) {
     if ((plan.dp * plan.cp) % plan.ep != 0)
       return planError(llvm::formatv(
           "plan: ep={0} must divide dp*cp={1} (expert parallelism folds over "
           "the data-parallel ranks)",
           plan.ep, plan.dp * plan.cp));
-    if (onlySupported && plan.dp % plan.ep != 0)
+    if (onlySupported && plan.cp > 1 &&
+        (plan.ep % plan.cp != 0 || plan.dp % (plan.ep / plan.cp) != 0))
       return planError(llvm::formatv(
-          "plan: ep={0} folded over cp ranks (ep does not divide dp={1}) is "
-          "not supported yet",
-          plan.ep, plan.dp));
-    if (onlySupported && plan.cp > 1)
-      return planError(llvm::formatv(
-          "plan: ep={0} with cp={1} is not supported yet (the MoE layers "
-          "would see sequence chunks; use cp=1 with ep, or ep=1 with cp)",
-          plan.ep, plan.cp));
+          "plan: ep={0} with cp={1}: the ep group folds over every cp rank "
+          "of a sequence and ep/cp of the dp ranks, so ep must be a "
+          "multiple of cp and ep/cp must divide dp={2}",
+          plan.ep, plan.cp, plan.dp));
   }
   if (plan.cpAttention == "ulysses" && plan.cp == 1)
     return planError("plan: cp_attention=ulysses needs cp > 1 (the all-to-alls "
@@ -167,7 +167,7 @@ SmallVector<std::pair<StringRef, int64_t>> Plan::getMeshAxes() const {
   SmallVector<std::pair<StringRef, int64_t>> axes;
   for (auto [name, size] : {std::pair<StringRef, int64_t>{"pp", pp},
                             {"dp", getExpertDataParallel()},
-                            {"ep", ep},
+                            {"ep", getExpertParallelOverDp()},
                             {"cp", cp},
                             {"tp", tp}})
     if (size > 1)

@@ -30,14 +30,15 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     | `cp` | >= 1 | context parallel degree (sequence dim of the inputs, contiguous chunks) |
     | `cp_attention` | `ring`, `ulysses` | attention under `cp > 1`: ring attention (default), or Ulysses all-to-alls over `cp` (the query and key/value heads divisible by `tp` x `cp`) |
     | `zero` | 0..3 | ZeRO stage on the `dp` x `cp` group (with `ep`: on `dp` x `ep`, expert states on `dp`) |
-    | `ep` | >= 1, divides `dp` | expert parallelism, folded over the dp ranks (MoE models; not with `cp > 1`; with `zero=3` the expert weights are gathered over `dp`) |
+    | `ep` | >= 1, divides `dp` x `cp` | expert parallelism, folded over the dp ranks, and with `cp > 1` over every cp rank too (a multiple of `cp`, `ep/cp` dividing `dp`); MoE models; with `zero=3` the expert weights are gathered over `dp` |
     | `pp`, `mb`, `vpp` | >= 1 | pipeline stages, microbatches, model chunks per pipeline rank |
     | `schedule` | `gpipe`, `1f1b`, `interleaved`, `looped-bfs`, `zb-h1`, `zb-v` | pipeline schedule (built by `dist-schedule` and `dist-pipeline-split`) |
     | `recompute` | `none`, `selective`, `full` | activation recomputation: must equal the module's `tfm.recompute` (set by `tfm-recompute`; absent: `none`) |
 
     Unknown keys, repeated keys, non-integers, degrees below 1, `sp=1` with
-    `tp=1`, a `zero` outside 0..3 and combinations not supported yet (`ep`
-    with `cp > 1`) are errors naming the key and the value found. If every
+    `tp=1`, a `zero` outside 0..3 and combinations not supported (with
+    `cp > 1`, an `ep` that is not a multiple of `cp`) are errors naming the
+    key and the value found. If every
     degree is 1 the pass changes nothing.
 
     Otherwise it adds `dist.mesh @mesh [...]` with the axes of size > 1 in
@@ -94,6 +95,11 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
       so that `dist-partition` derives one `dist.all_to_all` over `ep` per
       boundary. The expert count must be divisible by `ep`; a model without
       `tfm.moe_dispatch` is an error (see docs/expert-parallelism.md).
+      With `cp > 1` the ep group folds over every cp rank and `ep/cp` dp
+      ranks: the mesh axis `ep` has size `ep/cp`, expert weights get
+      `{ep, cp}` on dim 0 and the expert layout is `[{ep, cp}, {dp}, {}, {}~]`
+      (the way back goes through `[{ep}, {dp}, {}, {}~]`: one all-gather over
+      `cp`, then the all-to-all over `ep`).
     * Ulysses (`cp_attention=ulysses`, DeepSpeed-Ulysses): in every
       function, each `tfm.attention`'s q/k/v and `tfm.attention_grad`'s
       dout are pinned first to the sequence layout `[{dp}, {cp}, {tp}, {}~]`

@@ -38,10 +38,13 @@ struct Plan {
   /// ZeRO stage 0..3 on the `dp` axis (1: optimizer states, 2: + grads,
   /// 3: + params). Allowed with dp = 1, where it changes nothing.
   int64_t zero = 0;
-  /// Expert parallel degree: folds over the dp ranks (adds none). The mesh
-  /// then factors dp into `dp` (= dp/ep, the expert-data-parallel group)
-  /// and `ep`, the batch is split on `{dp, ep}` and the expert weights'
-  /// `E` dim on `ep`. Needs ep | dp and E % ep == 0.
+  /// Expert parallel degree: folds over the dp x cp ranks (adds none;
+  /// Megatron's MoE parallel folding). With cp = 1 the mesh factors dp into
+  /// `dp` (= dp/ep, the expert-data-parallel group) and `ep`, the batch is
+  /// split on `{dp, ep}` and the expert weights' `E` dim on `ep`; needs
+  /// ep | dp. With cp > 1 the ep group takes every cp rank of a sequence and
+  /// ep/cp of the dp ranks: ep must be a multiple of cp, the mesh axis `ep`
+  /// has size ep/cp and `E` is split on `{ep, cp}`. Always E % ep == 0.
   int64_t ep = 1;
   /// Microbatches per step (gradient accumulation; tfm-autodiff builds them).
   int64_t mb = 1;
@@ -67,7 +70,7 @@ struct Plan {
   /// Parses `key=value,...` (whitespace around keys and values ignored; an
   /// empty string is the default plan). Errors name the key and the value.
   /// With `onlySupported` (dist-apply-plan), values the compiler cannot
-  /// build yet (ep folded over cp ranks, ep with cp > 1) are
+  /// build yet (with cp > 1, an ep that is not a multiple of cp) are
   /// errors too; without it (the planner, which scores them analytically)
   /// any known value is accepted.
   static llvm::Expected<Plan> parse(llvm::StringRef text,
@@ -77,11 +80,19 @@ struct Plan {
   int64_t getWorldSize() const { return pp * dp * cp * tp; }
   /// True if every degree is 1 (nothing to distribute).
   bool isTrivial() const { return getWorldSize() == 1; }
+  /// The dp ranks an ep group spans: ep (cp = 1) or ep / cp (ep folded over
+  /// every cp rank of a sequence too); the size of the mesh axis `ep`.
+  int64_t getExpertParallelOverDp() const {
+    return ep > 1 && cp > 1 ? ep / cp : ep;
+  }
   /// Size of the mesh axis `dp`: the data-parallel ranks that hold the same
-  /// experts (dp / ep; dp when ep = 1).
-  int64_t getExpertDataParallel() const { return ep > 1 ? dp / ep : dp; }
+  /// experts (dp / getExpertParallelOverDp(); dp when ep = 1).
+  int64_t getExpertDataParallel() const {
+    return ep > 1 ? dp / getExpertParallelOverDp() : dp;
+  }
   /// Mesh axes of size > 1, in mesh order (pp, dp, ep, cp, tp); with ep > 1
-  /// the data-parallel ranks are the axes `dp` (size dp/ep) and `ep`.
+  /// the data-parallel ranks are the axes `dp` (the expert-data-parallel
+  /// group) and `ep`.
   llvm::SmallVector<std::pair<llvm::StringRef, int64_t>> getMeshAxes() const;
 
   /// The `dist.plan` module attribute: every key, integers as i64.
