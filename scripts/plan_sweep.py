@@ -234,7 +234,8 @@ def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[in
     passes = []
     if plan:
         passes = [f"--dist-apply-plan=plan={plan}", "--dist-propagate", "--dist-partition",
-                  "--dist-pipeline-split", "--dist-bucket-collectives", "--dist-verify-comm"]
+                  "--dist-pipeline-split", "--dist-bucket-collectives",
+                  "--dist-overlap-collectives", "--dist-verify-comm"]
     fuse = ctx.fuse_epilogues == "all" or (ctx.fuse_epilogues == "plans" and plan)
     cmd = [ctx.shard_opt, str(ts), *passes, "--rt-lower",
            *(["--rt-fuse-epilogues"] if fuse else []), "--rt-plan-memory",

@@ -188,7 +188,7 @@ DIST_PASSES=()
 [[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN"
                                 ${SCHEDULE_FILE:+--dist-schedule=file=$SCHEDULE_FILE}
                                 --dist-propagate --dist-partition --dist-pipeline-split
-                                --dist-bucket-collectives --dist-verify-comm)
+                                --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm)
 RT_PASSES=(--rt-lower)
 [[ $FUSE == 1 ]] && RT_PASSES+=(--rt-fuse-epilogues)
 "$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" "${DIST_PASSES[@]}" "${RT_PASSES[@]}" --rt-plan-memory \

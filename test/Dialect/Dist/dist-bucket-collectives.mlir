@@ -126,37 +126,35 @@ func.func @keys(%x: tensor<8xf32>, %i: tensor<8xi64>) -> (tensor<8xf32>, tensor<
 
 dist.mesh @m [dp = 2, tp = 2]
 
-func.func private @layer(%x: tensor<8xf32>) -> tensor<8xf32>
+func.func private @layer(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
 
 // A call (a layer) closes the bucket: gradients of different layers are
-// reduce-scattered per layer, right after the layer's backward. Without
+// reduce-scattered per layer, right after the layer's backward, even when
+// the partitioner left every reduction at the end of the step (a
+// reduction's layer is that of its operand's producer). Without
 // split-at-calls the four share one, after the last producer.
 // CHECK-LABEL: func.func @layers(
-// CHECK: call @layer
-// CHECK-NEXT: call @layer
-// CHECK-NEXT: dist.pack {{.*}} num_groups = 2 scatter_dims = [0, 0] : tensor<8xf32>, tensor<8xf32> -> tensor<16xf32>
+// CHECK: %[[G0:.*]]:2 = call @layer
+// CHECK-NEXT: dist.pack %[[G0]]#0, %[[G0]]#1 num_groups = 2 scatter_dims = [0, 0] : tensor<8xf32>, tensor<8xf32> -> tensor<16xf32>
 // CHECK-NEXT: dist.reduce_scatter {{.*}} : tensor<16xf32> -> tensor<8xf32>
 // CHECK-NEXT: dist.unpack
-// CHECK-NEXT: call @layer
-// CHECK-NEXT: call @layer
-// CHECK-NEXT: dist.pack {{.*}} num_groups = 2 scatter_dims = [0, 0] : tensor<8xf32>, tensor<8xf32> -> tensor<16xf32>
+// CHECK-NEXT: %[[G1:.*]]:2 = call @layer
+// CHECK-NEXT: dist.pack %[[G1]]#0, %[[G1]]#1 num_groups = 2 scatter_dims = [0, 0] : tensor<8xf32>, tensor<8xf32> -> tensor<16xf32>
 // CHECK-NEXT: dist.reduce_scatter {{.*}} : tensor<16xf32> -> tensor<8xf32>
 // CHECK-NEXT: dist.unpack
 // NOSPLIT-LABEL: func.func @layers(
-// NOSPLIT-COUNT-4: call @layer
+// NOSPLIT-COUNT-2: call @layer
 // NOSPLIT-NEXT: dist.pack {{.*}} : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<32xf32>
 // NOSPLIT-NEXT: dist.reduce_scatter {{.*}} : tensor<32xf32> -> tensor<16xf32>
 // NOSPLIT-NEXT: dist.unpack
 // NOSPLIT-NOT: dist.reduce_scatter
 func.func @layers(%x: tensor<8xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
-  %g0 = call @layer(%x) : (tensor<8xf32>) -> tensor<8xf32>
-  %g1 = call @layer(%g0) : (tensor<8xf32>) -> tensor<8xf32>
-  %a = dist.reduce_scatter %g0 on @m axes = [dp] scatter_dim = 0 reduction = sum : tensor<8xf32> -> tensor<4xf32>
-  %b = dist.reduce_scatter %g1 on @m axes = [dp] scatter_dim = 0 reduction = sum : tensor<8xf32> -> tensor<4xf32>
-  %g2 = call @layer(%g1) : (tensor<8xf32>) -> tensor<8xf32>
-  %g3 = call @layer(%g2) : (tensor<8xf32>) -> tensor<8xf32>
-  %c = dist.reduce_scatter %g2 on @m axes = [dp] scatter_dim = 0 reduction = sum : tensor<8xf32> -> tensor<4xf32>
-  %d = dist.reduce_scatter %g3 on @m axes = [dp] scatter_dim = 0 reduction = sum : tensor<8xf32> -> tensor<4xf32>
+  %g0:2 = call @layer(%x) : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %g1:2 = call @layer(%g0#0) : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %a = dist.reduce_scatter %g0#0 on @m axes = [dp] scatter_dim = 0 reduction = sum : tensor<8xf32> -> tensor<4xf32>
+  %b = dist.reduce_scatter %g0#1 on @m axes = [dp] scatter_dim = 0 reduction = sum : tensor<8xf32> -> tensor<4xf32>
+  %c = dist.reduce_scatter %g1#0 on @m axes = [dp] scatter_dim = 0 reduction = sum : tensor<8xf32> -> tensor<4xf32>
+  %d = dist.reduce_scatter %g1#1 on @m axes = [dp] scatter_dim = 0 reduction = sum : tensor<8xf32> -> tensor<4xf32>
   return %a, %b, %c, %d : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
@@ -182,23 +180,48 @@ func.func @cap(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<8xf32>, %d: tens
 
 // ERR: dist-bucket-collectives: bucket-bytes must be >= 0 (0 = no limit), found -1
 
-// Data parallel (no ZeRO), the block functions hold no collective; the train step reduces all
-// 35 partial gradients (and the loss) in one all-reduce after the last
-// backward; eval reduces its loss.
+// Data parallel (no ZeRO), the block functions hold no collective; the
+// train step reduces the 35 partial gradients (and the loss) in one
+// all-reduce per layer, right after the backward that produced them (the
+// partitioner leaves them all at the end of the step; a reduction's layer
+// is its operand's producer's): the final norm's gradient with the loss,
+// each block's 8 gradients, then the first block's with the embeddings';
+// eval reduces its loss.
 // DDP-LABEL: func.func @train_step(
+// DDP: dist.pack %{{.*}}, %{{.*}} : tensor<128xf32>, tensor<f32> -> tensor<129xf32>
+// DDP-NEXT: dist.all_reduce %{{.*}} on @mesh axes = [dp] reduction = sum : tensor<129xf32> -> tensor<129xf32>
+// DDP-NEXT: dist.unpack
+// DDP-COUNT-3: call @gpt2_block_bwd
+// DDP-NEXT: dist.pack
+// DDP-NEXT: dist.all_reduce %{{.*}} on @mesh axes = [dp] reduction = sum : tensor<196864xf32> -> tensor<196864xf32>
+// DDP-NEXT: dist.unpack
+// DDP: call @gpt2_block_bwd
 // DDP: dist.pack
 // DDP-NEXT: dist.all_reduce %{{.*}} on @mesh axes = [dp] reduction = sum : tensor<{{[0-9]+}}xf32> -> tensor<{{[0-9]+}}xf32>
-// DDP-NEXT: dist.unpack %{{.*}} : tensor<{{[0-9]+}}xf32> -> tensor<{{.*}}>, tensor<f32>{{$}}
+// DDP-NEXT: dist.unpack
 // DDP-LABEL: func.func @eval(
 // DDP: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
 // DDP-LABEL: func.func @logits(
 
-// ZeRO-1: one reduce-scatter of all gradients, one all-reduce of the loss
-// and the gradient norm's sum of squares, one all-gather of the updated
-// parameters.
+// ZeRO-1: one reduce-scatter of each layer's gradients right after its
+// backward (Megatron's distributed optimizer with overlap_grad_reduce), the
+// loss and the gradient norm's sum of squares all-reduced, one all-gather
+// of the updated parameters.
 // Z1-LABEL: func.func @train_step(
-// Z1: dist.reduce_scatter %{{.*}} on @mesh axes = [dp] scatter_dim = 0 reduction = sum : tensor<{{[0-9]+}}xf32>
-// Z1: dist.all_reduce %{{.*}} : tensor<2xf32> -> tensor<2xf32>
+// Z1: call @gpt2_block_bwd
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.reduce_scatter %{{.*}} on @mesh axes = [dp] scatter_dim = 0 reduction = sum : tensor<196864xf32> -> tensor<98432xf32>
+// Z1: call @gpt2_block_bwd
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.reduce_scatter %{{.*}} : tensor<196864xf32> -> tensor<98432xf32>
+// Z1: call @gpt2_block_bwd
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.reduce_scatter %{{.*}} : tensor<196864xf32> -> tensor<98432xf32>
+// Z1: call @gpt2_block_bwd
+// Z1: dist.reduce_scatter %{{.*}} : tensor<214272xf32> -> tensor<107136xf32>
+// Z1: dist.reduce_scatter %dgamma {{.*}} : tensor<128xf32> -> tensor<64xf32>
+// Z1: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
+// Z1: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
 // Z1: dist.all_gather %{{.*}} on @mesh axes = [dp] gather_dim = 0 : tensor<{{[0-9]+}}xf32>
 // Z1-NEXT: dist.unpack %{{.*}} num_groups = 2
 // Z1-LABEL: func.func @eval(
@@ -218,7 +241,8 @@ func.func @cap(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<8xf32>, %d: tens
 // Z2: dist.reduce_scatter {{.*}} : tensor<196864xf32> -> tensor<98432xf32>
 // Z2: call @gpt2_block_bwd
 // Z2: dist.reduce_scatter {{.*}} : tensor<{{[0-9]+}}xf32> -> tensor<{{[0-9]+}}xf32>
-// Z2: dist.all_reduce %{{.*}} : tensor<2xf32> -> tensor<2xf32>
+// Z2: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
+// Z2: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
 // Z2: dist.all_gather %{{.*}} on @mesh axes = [dp] gather_dim = 0
 // Z2-LABEL: func.func @eval(
 // Z2: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
@@ -251,7 +275,8 @@ func.func @cap(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<8xf32>, %d: tens
 // Z3: dist.reduce_scatter {{.*}} : tensor<196864xf32> -> tensor<98432xf32>
 // Z3: call @gpt2_block_bwd
 // Z3: dist.reduce_scatter
-// Z3: dist.all_reduce %{{.*}} : tensor<2xf32> -> tensor<2xf32>
+// Z3: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
+// Z3: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
 // Z3-LABEL: func.func @eval(
 // Z3-NEXT: dist.pack
 // Z3-NEXT: dist.all_gather

@@ -4,7 +4,10 @@
 // 4 experts per rank), where the expert gradients are reduced (dp, the
 // expert-data-parallel group) and the all-to-alls (4 per MoE layer per
 // microbatch, 16 per step); the DP row counts every data-parallel rank
-// (dp x ep = 4). An independent recount of the IR matches the report.
+// (dp x ep = 4); gradients are reduce-scattered per layer (4 expert
+// buckets over dp, 5 dense ones over dp,ep: the last with the embeddings',
+// the first the final norm's). An independent recount of the IR matches
+// the report.
 // RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 4 --seq 8 -q | shard-opt --tfm-autodiff -o %t.ts.mlir
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=4,ep=2,zero=1" --dist-propagate --dist-partition --dist-bucket-collectives --dist-explain="format=json output=%t.json" -o %t.mlir
 // RUN: %python %S/Inputs/count_collectives.py %t.mlir %t.json | FileCheck %s --check-prefix=RECOUNT
@@ -19,8 +22,8 @@
 // CHECK: ZeRO-1  dp=4  optimizer states m, v: 86 of 86 split on dp,ep (expert states on dp)
 // CHECK: ZeRO-1          all_gather      dp          1   384.00 KiB
 // CHECK: ZeRO-1          all_gather      dp,ep       1
-// CHECK: ZeRO-1          reduce_scatter  dp          1   768.00 KiB
-// CHECK: ZeRO-1          reduce_scatter  dp,ep       1
+// CHECK: ZeRO-1          reduce_scatter  dp          4   768.00 KiB
+// CHECK: ZeRO-1          reduce_scatter  dp,ep       5
 // CHECK: EP              all_to_all      ep         16   128.00 KiB
 // CHECK: mixtral_block_fwd (called 4x): all_to_all[ep] x2
 // CHECK: mixtral_block_bwd (called 4x): all_to_all[ep] x2

@@ -83,9 +83,11 @@
 // GRADS-DAG: 8 dist.all_reduce on @mesh axes = [dp] reduction = sum : tensor<2x64x128xf32>
 // GRADS-DAG: 1 dist.all_reduce on @mesh axes = [ep] reduction = sum : tensor<f32>
 
-// Bucketed: one bucket per group (dense over {dp, ep}, experts over dp).
-// BUCKETS-DAG: 1 dist.all_reduce on @mesh axes = [dp, ep]
-// BUCKETS-DAG: 1 dist.all_reduce on @mesh axes = [dp]
+// Bucketed: one bucket per group and layer (dense over {dp, ep}: the four
+// blocks' and the final norm's with the loss; experts over dp: the four
+// blocks'), each right after the backward that produced it.
+// BUCKETS-DAG: 5 dist.all_reduce on @mesh axes = [dp, ep]
+// BUCKETS-DAG: 4 dist.all_reduce on @mesh axes = [dp]
 // BUCKETS-DAG: 1 dist.all_reduce on @mesh axes = [ep]
 
 // ZERO3-LABEL: func.func private @mixtral_block_fwd(

@@ -74,6 +74,12 @@ struct Member {
   /// before the block) and of the first op of the block that uses its result
   /// (kNoUse: none).
   int64_t pos, defPos, usePos;
+  /// The layer group (calls before it) the member belongs to: for a
+  /// reduction that of the ops right after its operand's producer (where
+  /// the bucket is placed, so each layer's gradients form their own
+  /// bucket even when the partitioner left every reduction at the end of
+  /// the step), for a gather that of the collective itself.
+  int64_t group;
   /// Bytes of the full (unsharded) side: what the flat buffer holds per rank
   /// before a reduce-scatter or after an all-gather.
   int64_t bytes;
@@ -82,11 +88,11 @@ struct Member {
 struct Bucket {
   BucketKey key;
   SmallVector<Member> members;
-  int64_t maxDef = -1, minUse = kNoUse, firstPos = 0, bytes = 0;
+  int64_t maxDef = -1, minUse = kNoUse, group = 0, bytes = 0;
 
   void add(const Member &m) {
     if (members.empty())
-      firstPos = m.pos;
+      group = m.group;
     members.push_back(m);
     maxDef = std::max(maxDef, m.defPos);
     minUse = std::min(minUse, m.usePos);
@@ -139,9 +145,14 @@ std::optional<Member> BlockBucketer::getMember(Operation *op,
   Operation *producer = input.getDefiningOp();
   if (producer && sameKey(producer))
     return std::nullopt;
-  Member m{op, positions.lookup(op), -1, kNoUse, 0};
+  Member m{op, positions.lookup(op), -1, kNoUse, 0, 0};
   if (producer && producer->getBlock() == &block)
     m.defPos = positions.lookup(producer);
+  if (!isReduction(op))
+    m.group = callsBefore[m.pos];
+  else if (m.defPos >= 0)
+    m.group =
+        callsBefore[m.defPos] + (isa<CallOpInterface>(ops[m.defPos]) ? 1 : 0);
   for (Operation *user : op->getResult(0).getUsers()) {
     Operation *ancestor = block.findAncestorOpInBlock(*user);
     if (!ancestor || sameKey(user))
@@ -159,7 +170,7 @@ bool BlockBucketer::canJoin(const Bucket &bucket, const Member &m) const {
     return false;
   if (bucketBytes > 0 && bucket.bytes + m.bytes > bucketBytes)
     return false;
-  if (splitAtCalls && callsBefore[m.pos] != callsBefore[bucket.firstPos])
+  if (splitAtCalls && m.group != bucket.group)
     return false;
   return true;
 }

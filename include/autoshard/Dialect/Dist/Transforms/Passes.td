@@ -535,11 +535,15 @@ def DistBucketCollectives
     2. the bucket's bytes stay within `bucket-bytes` (the full side of each
        member: the operand of an all-reduce / reduce-scatter, the result of
        an all-gather; 0 = no limit);
-    3. with `split-at-calls` (default), no call lies between the bucket's
-       first collective and this one: a call is a layer (a block's forward
-       or backward), so a bucket is a layer group, as FSDP2 reduce-scatters
-       each layer's gradients right after its backward instead of holding
-       every layer's full gradients to the end.
+    3. with `split-at-calls` (default), it belongs to the bucket's layer
+       group: a call is a layer (a block's forward or backward), and a
+       reduction's group is that of its operand's producer (the calls
+       before the ops that follow it), a gather's that of the gather
+       itself. So a bucket is a layer group, as FSDP2 reduce-scatters (and
+       DDP all-reduces) each layer's gradients right after its backward
+       instead of holding every layer's full gradients to the end, even
+       when the partitioner left every reduction at the end of the step
+       (`dist-overlap-collectives` then starts them there).
 
     Otherwise the open bucket is closed and a new one starts. Keys are
     bucketed one after the other (all-gather keys first, as they move up to
@@ -586,6 +590,63 @@ def DistBucketCollectives
   let dependentDialects = ["::autoshard::dist::DistDialect"];
 }
 
+
+def DistOverlapCollectives
+    : Pass<"dist-overlap-collectives", "::mlir::ModuleOp"> {
+  let summary = "Overlap gradient reductions with the backward of later layers";
+  let description = [{
+    Runs after `dist-bucket-collectives` (per-rank IR), before
+    `dist-verify-comm` and `rt-lower`. Compute/communication overlap of the
+    data-parallel gradient reduction (PyTorch DDP's bucketed all-reduce
+    during backward, Megatron's `overlap_grad_reduce`, FSDP2's
+    reduce-scatter of one layer behind the next layer's backward): in every
+    block of every `func.func`, each blocking `dist.all_reduce` and
+    `dist.reduce_scatter` whose group does not span `pp`
+
+    1. moves up to right after the producer of its operand (with the
+       `dist.pack` of its bucket, which moves up to right after the last
+       producer of its operands), so that a layer's gradients are reduced
+       as soon as its backward has produced them;
+    2. becomes `dist.*_start` there and a `dist.wait` before the first use
+       of its result, but no later than right after the `overlap-calls`-th
+       call that follows the start (one layer's backward by default): the
+       reduction runs during that layer, and no more than a few buckets
+       are in flight, so the full gradients of a ZeRO-2 reduce-scatter die
+       one layer later instead of at the end of the step.
+
+    A collective with no call and no tensor op between its start and its
+    wait stays blocking (nothing to overlap). Every member of a group runs
+    the same function, so the order in which the group's collectives are
+    started is the same on every rank (`dist-verify-comm` checks it);
+    collectives over `pp` (the tied embedding's gradient, between stage
+    programs) are left alone. The runtime starts the collective (MPI
+    non-blocking collective, NCCL on the communication stream) and the
+    memory plan keeps its operand and result live until the wait.
+
+    ```mlir
+    // before (dp = 2, two layers' gradient buckets reduced at the end):
+    %g1 = call @block_bwd(...)      %g0 = call @block_bwd(...)
+    %r1 = dist.all_reduce %g1 ...   %r0 = dist.all_reduce %g0 ...
+    // after:
+    %g1 = call @block_bwd(...)
+    %h1 = dist.all_reduce_start %g1 on @mesh axes = [dp] reduction = sum
+    %g0 = call @block_bwd(...)
+    %r1 = dist.wait %h1
+    %h0 = dist.all_reduce_start %g0 ...
+    ```
+  }];
+  let options = [
+    Option<"overlapCalls", "overlap-calls", "int64_t", /*default=*/"1",
+           "Calls (layers) a reduction may run behind before its wait">,
+  ];
+  let statistics = [
+    Statistic<"numAsync", "async-collectives",
+              "Collectives turned into start / wait">,
+    Statistic<"numHoisted", "hoisted-collectives",
+              "Collectives moved up to their operand's producer">,
+  ];
+  let dependentDialects = ["::autoshard::dist::DistDialect"];
+}
 
 def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
   let summary = "Search the plan space with a cost model and report the best plan";
