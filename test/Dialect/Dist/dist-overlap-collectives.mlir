@@ -11,6 +11,7 @@
 // for after the next one; the program still verifies and lowers.
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff -o %t.ts.mlir
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm | FileCheck %s --check-prefix=DDP
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --rt-lower | FileCheck %s --check-prefix=INPLACE
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,zero=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm --rt-lower --rt-plan-memory | FileCheck %s --check-prefix=Z2
 
 dist.mesh @m [pp = 2, dp = 2]
@@ -107,3 +108,10 @@ func.func @bucket(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<4xf32>, tensor<4x
 // Z2: rt.kernel "dist.reduce_scatter_start"({{.*}}) -> ({{.*}}) attrs {axes = ["dp"], handle = [[N:[0-9]+]] : i64, reduction = "sum", scatter_dim = 0 : i64}
 // Z2: rt.call @gpt2_block_bwd
 // Z2: rt.kernel "dist.wait"({{.*}}) -> ({{.*}}) attrs {handle = [[N]] : i64}
+
+// rt-lower reduces a bucket's flat buffer in place (its pack is its only
+// reader): one buffer per in-flight bucket, not two.
+// INPLACE-LABEL: rt.func @train_step(
+// INPLACE: rt.kernel "dist.pack"({{.*}}) -> (%[[B:[0-9]+]])
+// INPLACE-NEXT: rt.kernel "dist.all_reduce_start"(%[[B]]) -> (%[[B]]) attrs {axes = ["dp"], handle = [[N:[0-9]+]] : i64, reduction = "sum"} : (!rt.buffer<{{[0-9]+}}xf32>)
+// INPLACE: rt.kernel "dist.wait"(%[[B]], %[[B]]) -> (%[[B]]) attrs {handle = [[N]] : i64}

@@ -667,10 +667,21 @@ LogicalResult FunctionLowering::lowerDistOp(Operation *op,
   SmallVector<Value> results;
   bool isStart = op->getNumResults() == 1 &&
                  isa<dist::AsyncType>(op->getResult(0).getType());
+  // An all-reduce of a bucket's flat buffer (a `dist.pack` nothing else
+  // reads) reduces in place (MPI_IN_PLACE, NCCL in-place): one buffer per
+  // bucket instead of two, also while a started one is in flight.
+  Value inPlace;
+  if (isa<dist::AllReduceOp, dist::AllReduceStartOp>(op) &&
+      op->getOperand(0).getDefiningOp<dist::PackOp>() &&
+      op->getOperand(0).hasOneUse())
+    inPlace = operandBuffers.front();
   if (!isStart) {
     // Any number of results (`dist.unpack` has one per tensor).
     for (Value result : op->getResults()) {
-      results.push_back(getResultBuffer(result));
+      Value buffer = destinations.lookup(result);
+      results.push_back(buffer    ? buffer
+                        : inPlace ? inPlace
+                                  : getResultBuffer(result));
       buffers[result] = results.back();
     }
     KernelOp::create(builder, loc, kernel, operandBuffers, results, attrs);
@@ -689,6 +700,8 @@ LogicalResult FunctionLowering::lowerDistOp(Operation *op,
     // Written by the start (in flight until the wait): the wait's value's
     // destination, or a new buffer.
     Value buffer = destinations.lookup(value);
+    if (!buffer)
+      buffer = inPlace;
     if (!buffer) {
       Category category = value.use_empty()            ? Category::Workspace
                           : gradients.contains(handle) ? Category::Grad

@@ -47,7 +47,9 @@ def RtLower : Pass<"rt-lower", "::mlir::ModuleOp"> {
       attributes but `mesh`, `reduction` as the string `"sum"`/`"max"`;
       `dist.shard_slice`, `dist.axis_index` and the flat-buffer ops
       `dist.pack` / `dist.unpack` (`num_groups`, `scatter_dims`; one
-      result buffer per unpacked tensor) likewise. A `*_start` op
+      result buffer per unpacked tensor) likewise. A `dist.all_reduce`
+      (or its start) of a `dist.pack` that nothing else reads reduces in
+      place: its result is the packed buffer itself. A `*_start` op
       gets a `handle` number (0, 1, ... per function) and writes into the
       buffer of its `dist.wait`'s result (that value's destination if it
       is returned); the wait becomes `rt.kernel "dist.wait"` whose args are
