@@ -14,7 +14,8 @@
 #                    [-- extra shard-run flags...]
 #
 # --plan "dp=2,tp=2,sp=1,zero=1" compiles the step for that plan (after autodiff:
-# dist-apply-plan, -propagate, -partition, -bucket-collectives), trains it on N ranks with
+# dist-apply-plan, -propagate, -partition, -pipeline-split, -bucket-collectives,
+# -overlap-collectives, -verify-comm), trains it on N ranks with
 # `shard-run -n N`; N defaults to the plan's world size (pp*dp*cp*tp) and any
 # other -n is an error.
 # --plan auto lets the planner choose: the model is built at the global batch
