@@ -467,7 +467,8 @@ struct DistAutoPlanPass
       // today: every schedule the planner scores and every recomputation
       // mode; context parallelism with contiguous chunks (ring attention
       // without zig-zag balancing: scored with its imbalance); expert
-      // parallelism folded over dp without cp (with any ZeRO stage).
+      // parallelism folded as dist-apply-plan builds it (over dp; under cp
+      // over every cp rank and ep/cp dp ranks), with any ZeRO stage.
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpContiguous = true;
       options.epAsCompiled = true;

@@ -701,10 +701,11 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
            "Best analytic candidates re-scored with the schedule simulator">,
     Option<"compilable", "compilable", "bool", /*default=*/"false",
            "Search only what the compiler builds today (schedules gpipe, "
-           "1f1b, interleaved, zb-h1, zb-v; cp with contiguous chunks, "
-           "scored with their causal imbalance; ep folded over dp without "
-           "cp), so "
-           "the chosen plan can be compiled and run">,
+           "1f1b, interleaved, zb-h1, zb-v; ring cp with contiguous chunks, "
+           "scored with their causal imbalance, and Ulysses cp; ep folded "
+           "over dp, or under cp over every cp rank and ep/cp dp ranks, "
+           "never cp without ep on an MoE model), so the chosen plan can be "
+           "compiled and run">,
     ListOption<"schedules", "schedules", "std::string",
                "Search only these pipeline schedules (1f1b, interleaved, "
                "zb-h1, zb-v, gpipe; default: 1f1b, interleaved, zb-h1, "
