@@ -1217,10 +1217,15 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
                          int64_t top) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << llvm::formatv("dist-auto-plan: model {0} ({1:F2}B params, {2} "
+  // 174.62B, 1.31B; below a billion in millions or thousands (452.29K).
+  std::string params =
+      m.params >= 1e9   ? llvm::formatv("{0:F2}B", m.params / 1e9).str()
+      : m.params >= 1e6 ? llvm::formatv("{0:F2}M", m.params / 1e6).str()
+                        : llvm::formatv("{0:F2}K", m.params / 1e3).str();
+  os << llvm::formatv("dist-auto-plan: model {0} ({1} params, {2} "
                       "layers, seq {3}), cluster {4}, {5} GPUs ({6} nodes), "
                       "global batch {7}\n",
-                      m.name, m.params / 1e9, m.layers, m.seq, c.name, o.gpus,
+                      m.name, params, m.layers, m.seq, c.name, o.gpus,
                       (o.gpus + c.gpusPerNode - 1) / c.gpusPerNode,
                       o.globalBatch);
   os << "MFU convention: 3 x forward (GEMM + attention, causal halved) "
@@ -1306,7 +1311,8 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
       r.stats.candidates, r.stats.fitting, r.stats.simulated, r.stats.compiled,
       r.stats.compileSeconds, r.stats.wallSeconds,
       r.stats.candidates / std::max(1e-9, r.stats.wallSeconds));
-  os << "analytic: pp/dp/ZeRO/schedule composition, cp (ring K/V), "
+  os << "analytic: pp/dp/ZeRO/schedule composition, cp (ring K/V, Ulysses "
+        "all-to-alls), "
         "ep (expert all-to-all, expert-data-parallel states), optimizer, "
         "recomputation where its mode did not compile; from "
         "compiled IR: per-op FLOPs/bytes, TP collectives, residual and "
