@@ -21,12 +21,18 @@
 // CHECK: tfm.cross_entropy
 // CHECK: tfm.microbatch %[[TOK]] {count = 2 : i64, index = 1 : i64}
 // CHECK: tfm.microbatch %[[LAB]] {count = 2 : i64, index = 1 : i64}
-// CHECK: tfm.cross_entropy
-// CHECK: %[[LSUM:.*]] = tfm.add %{{.*}}, %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// Each sum right after the op that produced microbatch 1's value (the loss
+// right after its cross-entropy, a layer's gradients right after its
+// backward call), scaled right away.
+// CHECK: %[[CE:.*]] = tfm.cross_entropy
+// CHECK-NEXT: %[[LSUM:.*]] = tfm.add %{{.*}}, %[[CE]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK-NEXT: %[[LOSS:.*]] = tfm.scale %[[LSUM]] {factor = 5.000000e-01 : f64}
+// CHECK: %[[G:.*]]:9 = call @gpt2_block_bwd
+// CHECK-NEXT: %[[S:.*]] = tfm.add %{{.*}}, %[[G]]#
+// CHECK-NEXT: tfm.scale %[[S]] {factor = 5.000000e-01 : f64}
 // CHECK: tfm.add %{{.*}}, %{{.*}} : (tensor<65x128xf32>, tensor<65x128xf32>)
-// CHECK: %[[LOSS:.*]] = tfm.scale %[[LSUM]] {factor = 5.000000e-01 : f64}
 // CHECK: tfm.scale %{{.*}} {factor = 5.000000e-01 : f64} : (tensor<65x128xf32>)
-// CHECK: tfm.sum_squares
+// CHECK-NEXT: tfm.sum_squares
 // CHECK: tfm.adamw
 // CHECK: return %[[LOSS]],
 // CHECK-LABEL: func.func @eval(

@@ -622,7 +622,8 @@ FailureOr<ForwardSignature> classifyForwardArgs(func::FuncOp forward) {
 /// microbatch, each on its rows (`tfm.microbatch`); the uses of `outputs`
 /// from `end` on then read the mean of those values over the microbatches
 /// (sums accumulated after each microbatch, so that one microbatch's
-/// activations are alive at a time, then scaled by `1 / count`).
+/// activations are alive at a time, then scaled by `1 / count`; each sum
+/// right after the op that produced its value, e.g. the layer's backward).
 /// Dropout keys its masks on (seed, step, layer, site, element of the
 /// microbatch's tensor), so every microbatch would drop the same elements.
 /// Returns the layer-key constants among `ops` (scalar i64 constants read as
@@ -756,13 +757,29 @@ LogicalResult accumulateMicrobatches(Block &body, Operation *end,
       if (!keyOps.contains(op))
         inside.insert(ob.clone(*op, map));
     for (auto [sum, out] : llvm::zip_equal(sums, outputs)) {
-      auto add = AddOp::create(ob, loc, sum, map.lookupOrDefault(out));
+      Value value = map.lookupOrDefault(out);
+      auto add = AddOp::create(ob, loc, sum, value);
+      // Right after the op that produced this microbatch's value (a layer's
+      // backward call): its gradients die there instead of all living to
+      // the end of the microbatch, and the last microbatch's sum marks
+      // when each layer's gradient is final (dist-bucket-collectives and
+      // dist-overlap-collectives reduce it from there).
+      Operation *after = nullptr;
+      for (Value operand : {sum, value})
+        if (Operation *def = operand.getDefiningOp();
+            def && def->getBlock() == &body &&
+            (!after || after->isBeforeInBlock(def)))
+          after = def;
+      if (after)
+        add->moveAfter(after);
       inside.insert(add);
       sum = add;
     }
   }
   for (auto [sum, out] : llvm::zip_equal(sums, outputs)) {
     auto mean = ScaleOp::create(ob, loc, sum, 1.0 / count);
+    if (Operation *def = sum.getDefiningOp(); def && def->getBlock() == &body)
+      mean->moveAfter(def);
     out.replaceUsesWithIf(mean, [&](OpOperand &use) {
       return !inside.contains(use.getOwner()) && use.getOwner() != mean;
     });

@@ -614,8 +614,13 @@ def DistOverlapCollectives
        are in flight, so the full gradients of a ZeRO-2 reduce-scatter die
        one layer later instead of at the end of the step.
 
-    A collective with no call and no tensor op between its start and its
-    wait stays blocking (nothing to overlap). Every member of a group runs
+    With microbatches (`mb > 1`) tfm-autodiff adds each microbatch's
+    gradient right after the backward that produced it, so the last
+    microbatch's layers are reduced behind the following layers' backward
+    too. Under pipeline parallelism the accumulation and the reductions
+    stay in each stage's tail (dist-pipeline-split), after the stage's last
+    backward: nothing to overlap there yet. A collective with no call and
+    no tensor op between its start and its wait stays blocking. Every member of a group runs
     the same function, so the order in which the group's collectives are
     started is the same on every rank (`dist-verify-comm` checks it);
     collectives over `pp` (the tied embedding's gradient, between stage

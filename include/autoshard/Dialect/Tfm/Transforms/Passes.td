@@ -55,7 +55,12 @@ def TfmAutodiff : Pass<"tfm-autodiff", "::mlir::ModuleOp"> {
     ...`), sums the gradients and the losses and scales both by `1 / M`:
     the loss and the gradients of the mean over all `M * b` rows, as one
     step over the whole batch computes them, with the activations of one
-    microbatch alive at a time. Gradients stay partial over data-parallel
+    microbatch alive at a time. Each sum is placed right after the op that
+    produced its microbatch's value (a layer's backward call), so a
+    microbatch's gradients die as soon as they are added, and the last
+    microbatch's sum (then scaled) marks when a layer's gradient is final,
+    which is where `dist-bucket-collectives` and `dist-overlap-collectives`
+    reduce it. Gradients stay partial over data-parallel
     axes through the accumulation (they are reduced once, by the consumer
     of the sum). `tfm.model`'s `batch` becomes `M * b` and
     `tfm.microbatches = M` is recorded on the module (`dist-apply-plan`
