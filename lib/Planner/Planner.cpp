@@ -756,14 +756,16 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     // step's first forward hides the parameter all-gather.
     Exposure dps = dpSyncExposure(c, plan.zero, paramsRank, m.elementBytes,
                                   dpGroup, dpPerNode, mb, F, B);
-    dpExposed = dps.exposed;
+    // Reduced in the pipeline stage's tail (as compiled): nothing hides it.
+    bool inTail = p > 1 && plan.pipelineReductionInTail;
+    dpExposed = inTail ? dps.total : dps.exposed;
     if (expertRank > 0) {
       // The expert gradients' reduction over the expert-data-parallel
       // group, hidden behind what the dense one leaves of the compute.
       Exposure eps = dpSyncExposure(
           c, plan.zero, expertRank, m.elementBytes, edpGroup, edpPerNode, mb,
           std::max(0.0, F - dps.total), std::max(0.0, B - dps.total));
-      dpExposed += eps.exposed;
+      dpExposed += inTail ? eps.total : eps.exposed;
     }
   }
   e.dpComm = dpExposed;
@@ -1095,6 +1097,7 @@ search(const Cluster &c, const ModelInfo &m,
                       cand.dp = dp;
                       cand.cp = cp;
                       cand.cpContiguous = o.cpContiguous;
+                      cand.pipelineReductionInTail = o.pipelineReductionInTail;
                       cand.ep = ep;
                       cand.mbs = mbs;
                       cand.mb = mb;

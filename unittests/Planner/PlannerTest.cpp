@@ -349,6 +349,36 @@ TEST(DataParallel, BucketsAndLastBucketExposed) {
   EXPECT_DOUBLE_EQ(shortB.exposed, 0.75 * ov.total);
 }
 
+TEST(DataParallel, PipelineTailReductionIsExposed) {
+  // As dist-pipeline-split builds it, a pipeline stage reduces its
+  // gradients in its tail, after its last backward: the whole reduction is
+  // exposed, where the analytic model hides all but the last bucket.
+  Cluster c = testCluster();
+  c.dpOverlap = 1; // Megatron's overlap_grad_reduce: all but one bucket hide
+  ModelInfo m = syntheticModel();
+  LocalProfile prof = syntheticProfile(1e8, 1e8);
+  Candidate plan;
+  plan.pp = 2;
+  plan.dp = 4;
+  plan.mb = 4;
+  plan.zero = 1;
+  Estimate hidden = evaluate(c, m, prof, plan, 16, false);
+  plan.pipelineReductionInTail = true;
+  Estimate tail = evaluate(c, m, prof, plan, 16, false);
+  ASSERT_EQ(tail.note.find("invalid"), std::string::npos) << tail.note;
+  EXPECT_GT(tail.dpComm, hidden.dpComm);
+  EXPECT_NEAR(tail.stepTime - hidden.stepTime, tail.dpComm - hidden.dpComm,
+              1e-9 * tail.stepTime);
+  // Without pp the flag changes nothing (reductions overlap per layer).
+  plan.pp = 1;
+  plan.dp = 8;
+  plan.mb = 2;
+  Estimate flat = evaluate(c, m, prof, plan, 16, false);
+  plan.pipelineReductionInTail = false;
+  EXPECT_DOUBLE_EQ(flat.stepTime,
+                   evaluate(c, m, prof, plan, 16, false).stepTime);
+}
+
 TEST(DataParallel, Zero2ReduceScattersEveryMicrobatch) {
   // algorithms.md §5.1: ZeRO-2 frees the non-owned gradient buckets, so
   // each microbatch's backward ends with a reduce-scatter; ZeRO-1 reduces

@@ -321,6 +321,11 @@ struct Candidate {
   /// ring is load-imbalanced: rank cp-1 does (2cp-1)/cp times the balanced
   /// attention work) instead of zig-zag (seq % 2cp == 0, balanced).
   bool cpContiguous = false;
+  /// With pp > 1, the data-parallel gradient reduction runs blocking after
+  /// the stage's last backward, as dist-pipeline-split builds it today
+  /// (the microbatch accumulation and the reductions sit in each stage's
+  /// tail), instead of behind the last microbatch's backward.
+  bool pipelineReductionInTail = false;
   /// Attention under cp > 1: "ring" (ring attention, K/V exchanges
   /// overlapped with the blocks) or "ulysses" (DeepSpeed-Ulysses: four
   /// exposed all-to-alls over cp each way per layer, attention balanced
@@ -406,6 +411,9 @@ struct SearchOptions {
   bool searchSp = true;
   /// Score cp > 1 with contiguous chunks (Candidate::cpContiguous).
   bool cpContiguous = false;
+  /// Score pp > 1 with the gradient reduction in the stage's tail
+  /// (Candidate::pipelineReductionInTail).
+  bool pipelineReductionInTail = false;
   /// Only the ep folding dist-apply-plan builds: with cp = 1 ep divides dp;
   /// with cp > 1 the ep group spans every cp rank of a sequence, so ep is a
   /// multiple of cp and ep/cp divides dp. An MoE model under cp is then

@@ -472,6 +472,7 @@ struct DistAutoPlanPass
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpContiguous = true;
       options.epAsCompiled = true;
+      options.pipelineReductionInTail = true;
     }
     // Explicit restrictions of the search space (e.g. to what a published
     // run's software supported): intersected with the defaults above.
