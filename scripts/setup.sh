@@ -24,6 +24,8 @@ APT_PACKAGES=(
   cmake ninja-build ccache g++ clang-format
   # Runtime: MPI for CPU collectives, OpenBLAS for CPU GEMMs, JSON.
   openmpi-bin libopenmpi-dev libopenblas-dev nlohmann-json3-dev
+  # Checkpoint checksums (header-only use).
+  libxxhash-dev
   # Tests.
   libgtest-dev libgmock-dev
   # Python for the model builder and pytest (venv created below).

@@ -221,8 +221,9 @@ std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv) {
 
 } // namespace autoshard::runtime
 
-void autoshard::runtime::execUnderMpirun(int ranks, int argc, char **argv,
-                                         const std::vector<std::string> &env) {
+std::vector<std::string>
+autoshard::runtime::mpirunCommand(int ranks, int argc, char **argv,
+                                  const std::vector<std::string> &env) {
   const char *mpirun = std::getenv("AUTOSHARD_MPIRUN");
   if (!mpirun || !*mpirun)
     mpirun = "mpirun";
@@ -245,14 +246,20 @@ void autoshard::runtime::execUnderMpirun(int ranks, int argc, char **argv,
   args.push_back(n > 0 ? std::string(self, n) : std::string(argv[0]));
   for (int i = 1; i < argc; ++i)
     args.push_back(argv[i]);
+  return args;
+}
+
+void autoshard::runtime::execUnderMpirun(int ranks, int argc, char **argv,
+                                         const std::vector<std::string> &env) {
+  std::vector<std::string> args = mpirunCommand(ranks, argc, argv, env);
   std::vector<char *> cargs;
   for (std::string &a : args)
     cargs.push_back(a.data());
   cargs.push_back(nullptr);
   std::fflush(stdout);
   execvp(cargs[0], cargs.data());
-  throw std::runtime_error(std::string("cannot run '") + mpirun +
-                           "' to start " + std::to_string(ranks) +
+  throw std::runtime_error("cannot run '" + args[0] + "' to start " +
+                           std::to_string(ranks) +
                            " ranks: " + std::strerror(errno) +
                            " (install openmpi-bin, or set AUTOSHARD_MPIRUN)");
 }

@@ -67,6 +67,18 @@ file, character-level, and prints a sample of generated text at the end.
   --trace-step N       0-based step the trace records (1)
   --save-params FILE   after the last step, write every parameter, gathered
                        to its global shape, to FILE (safetensors; rank 0)
+  --save-dir DIR       write sharded checkpoints to DIR/step-000123/ (each
+                       rank its own chunks, manifest last, atomic rename):
+                       every --save-interval steps, after the last step, and
+                       at the next step boundary after SIGTERM, SIGINT or
+                       SIGUSR1 (then exit 0)
+  --save-interval N    checkpoint every N steps (0: only at the end; 0)
+  --keep K             keep only the newest K checkpoints (0: all; 0)
+  --resume DIR|latest  continue from checkpoint DIR (or the newest complete
+                       one under --save-dir), saved under any plan of the
+                       same model; same plan: bit for bit the same run
+  --check-replicas     at the end, check that every copy of a state held by
+                       several ranks or pipeline stages is identical
   --sample N           characters to generate at the end (200; 0: none)
   --temperature X      sampling temperature (0.8)
   --top-k N            sample among the N most likely characters (200)
@@ -129,6 +141,10 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--log", text(o.log)},
       {"--trace", text(o.trace)},
       {"--save-params", text(o.saveParams)},
+      {"--save-dir", text(o.saveDir)},
+      {"--save-interval", integer(o.saveInterval, 0)},
+      {"--keep", integer(o.keep, 0)},
+      {"--resume", text(o.resume)},
       {"--trace-step", integer(o.traceStep, 0)},
       {"--sample", integer(o.sample, 0)},
       {"--temperature", real(o.temperature, 1e-6)},
@@ -146,6 +162,8 @@ Options parseOptions(const std::vector<std::string> &args) {
       o.help = true;
     } else if (arg == "--check-memory") {
       o.checkMemory = true;
+    } else if (arg == "--check-replicas") {
+      o.checkReplicas = true;
     } else if (auto it = withValue.find(arg); it != withValue.end()) {
       if (!inlineValue) {
         if (i + 1 >= args.size())
@@ -173,6 +191,12 @@ Options parseOptions(const std::vector<std::string> &args) {
     throw UsageError("--backend '" + o.backend +
                      "' is not available (this build has: " + builtBackends() +
                      ")");
+  if (o.saveDir.empty() && o.saveInterval > 0)
+    throw UsageError("--save-interval needs --save-dir DIR");
+  if (o.saveDir.empty() && o.keep > 0)
+    throw UsageError("--keep needs --save-dir DIR");
+  if (o.resume == "latest" && o.saveDir.empty())
+    throw UsageError("--resume latest needs --save-dir DIR (where to look)");
   if (o.decaySteps < 0)
     o.decaySteps = o.steps;
   if (o.warmup < 0)

@@ -34,8 +34,13 @@ struct Options {
   uint64_t seed = 1337;
   std::string log;
   std::string trace;
-  std::string saveParams; ///< --save-params: safetensors of the final params.
-  int64_t traceStep = 1;  ///< 0-based iteration the trace records.
+  std::string saveParams;   ///< --save-params: safetensors of the final params.
+  std::string saveDir;      ///< --save-dir: checkpoints go to DIR/step-N/.
+  int64_t saveInterval = 0; ///< Checkpoint every N steps (0: end/signal only).
+  int64_t keep = 0;         ///< Keep the newest K checkpoints (0: all).
+  std::string resume;       ///< --resume DIR or "latest".
+  bool checkReplicas = false; ///< Check replica consistency at the end.
+  int64_t traceStep = 1;      ///< 0-based iteration the trace records.
   int64_t sample = 200;
   double temperature = 0.8;
   int64_t topK = 200;

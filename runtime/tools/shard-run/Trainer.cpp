@@ -1,6 +1,7 @@
 //===- Trainer.cpp - The training loop of shard-run -----------------------===//
 
 #include "Trainer.h"
+#include "Preemption.h"
 #include "Reporting.h"
 
 #include "autoshard/runtime/train/MetricsLog.h"
@@ -79,6 +80,39 @@ void Trainer::fillBatch(EntryIO &io, Split split, int64_t step) {
   }
 }
 
+runtime::TrainingProgress Trainer::progress(int64_t stepsDone) const {
+  TrainingProgress p;
+  p.step = stepsDone;
+  p.seed = opts.seed;
+  p.schedule = schedule;
+  p.dataSource = opts.data;
+  p.dataTrainTokens = static_cast<int64_t>(data.tokens(Split::Train).size());
+  return p;
+}
+
+std::string Trainer::save(int64_t stepsDone, MetricsLog *log,
+                          Progress &progressLine) {
+  CheckpointSaveStats st =
+      saveCheckpoint(executor, opts.saveDir, progress(stepsDone), opts.keep);
+  int64_t maxBytes = 0;
+  for (int64_t b : st.bytesPerRank)
+    maxBytes = std::max(maxBytes, b);
+  progressLine.line("checkpoint " + st.path + ": " +
+                    formatBytes(st.totalBytes) + " in " + fixed(st.seconds, 3) +
+                    " s (" + fixed(st.totalBytes / 1e6 / st.seconds, 1) +
+                    " MB/s; at most " + formatBytes(maxBytes) + " per rank)");
+  for (const std::string &d : st.deleted)
+    progressLine.line("checkpoint " + d + " deleted (--keep " +
+                      std::to_string(opts.keep) + ")");
+  if (log)
+    log->write({{"step", stepsDone},
+                {"checkpoint", st.path},
+                {"save_s", st.seconds},
+                {"save_bytes", st.totalBytes},
+                {"save_bytes_per_rank", st.bytesPerRank}});
+  return st.path;
+}
+
 double Trainer::evaluate() {
   double sum = 0;
   for (int64_t k = 0; k < opts.evalIters; ++k) {
@@ -115,7 +149,12 @@ RunSummary Trainer::run() {
     return summary.finalValLoss;
   };
 
-  for (int64_t it = 0; it < opts.steps; ++it) {
+  std::optional<PreemptionWatch> preemption;
+  if (!opts.saveDir.empty())
+    preemption.emplace();
+  int64_t savedAt = -1;
+  summary.stepsDone = firstStep;
+  for (int64_t it = firstStep; it < opts.steps; ++it) {
     nlohmann::json record = {{"step", it}};
     if (opts.evalInterval > 0 && it % opts.evalInterval == 0)
       record["val_loss"] = evalLine(it);
@@ -153,8 +192,28 @@ RunSummary Trainer::run() {
     if (log)
       log->write(record);
     progress.step(it, loss, lr, tokensPerS);
+    summary.stepsDone = it + 1;
+    bool stop = preemption && preemption->requested(executor);
+    bool interval = opts.saveInterval > 0 && (it + 1) % opts.saveInterval == 0;
+    if (!opts.saveDir.empty() && (stop || interval)) {
+      summary.checkpoint = save(it + 1, log ? &*log : nullptr, progress);
+      savedAt = it + 1;
+    }
+    if (stop) {
+      summary.stoppedBy = preemption->signalName();
+      if (summary.stoppedBy.empty())
+        summary.stoppedBy = "a signal to another rank";
+      progress.finish();
+      if (log)
+        log->write({{"step", it + 1}, {"stopped_by", summary.stoppedBy}});
+      summary.wallS = (TraceRecorder::nowUs() - loopStart) * 1e-6;
+      summary.tokensPerS = trainUs > 0 ? trainTokens / (trainUs * 1e-6) : 0;
+      return summary;
+    }
   }
   progress.finish();
+  if (!opts.saveDir.empty() && savedAt != opts.steps)
+    summary.checkpoint = save(opts.steps, log ? &*log : nullptr, progress);
   double valLoss = evalLine(opts.steps);
   if (log)
     log->write({{"step", opts.steps},

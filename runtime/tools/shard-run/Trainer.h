@@ -6,8 +6,12 @@
 #include "EntryIO.h"
 #include "Options.h"
 
+#include "Reporting.h"
+
 #include "autoshard/runtime/train/CharDataset.h"
+#include "autoshard/runtime/train/Checkpoint.h"
 #include "autoshard/runtime/train/LRSchedule.h"
+#include "autoshard/runtime/train/MetricsLog.h"
 
 #include <memory>
 #include <optional>
@@ -21,23 +25,37 @@ struct RunSummary {
   double tokensPerS = 0;   ///< Train tokens / time in train steps.
   double wallS = 0;        ///< Whole loop, evaluations included.
   int64_t peakBytes = 0;   ///< Bytes the executor allocated.
+  /// Set when a signal stopped the run early (after a checkpoint): its name.
+  std::string stoppedBy;
+  int64_t stepsDone = 0;  ///< Optimizer steps completed, resumed ones too.
+  std::string checkpoint; ///< The last checkpoint written, if any.
 };
 
 /// Runs `train_step` for opts.steps steps (batches from the dataset, LR from
 /// the schedule, 1-based `step`), evaluates with `eval` at step 0, every
 /// eval-interval steps and at the end, shows progress, writes the JSONL log
-/// and the Chrome trace of one step.
+/// and the Chrome trace of one step. With --save-dir it checkpoints every
+/// --save-interval steps, at the end and at the next step boundary after a
+/// SIGTERM, SIGINT or SIGUSR1 (then stops: RunSummary::stoppedBy).
 class Trainer {
 public:
   /// Throws ArtifactError if the artifact lacks a needed entry or slot.
   Trainer(const Options &opts, runtime::Executor &executor,
           const runtime::CharDataset &data);
   RunSummary run();
+  /// Continue a resumed run: the first iteration run() does is `step`.
+  void startAt(int64_t step) { firstStep = step; }
+  /// Where the run stands after `stepsDone` steps (what a checkpoint keeps).
+  runtime::TrainingProgress progress(int64_t stepsDone) const;
+  const runtime::LRSchedule &lrSchedule() const { return schedule; }
   /// Mean loss of `eval` over eval-iters fixed validation batches.
   double evaluate();
 
 private:
   void fillBatch(EntryIO &io, runtime::Split split, int64_t step);
+  /// Saves a checkpoint after `stepsDone` steps; logs and prints it.
+  std::string save(int64_t stepsDone, runtime::MetricsLog *log,
+                   Progress &progress);
 
   const Options &opts;
   runtime::Executor &executor;
@@ -48,6 +66,7 @@ private:
   std::optional<EntryIO> eval;
   std::vector<int32_t> ids, labels, rowIds, rowLabels;
   int64_t failRank = -1;
+  int64_t firstStep = 0;
 };
 
 } // namespace autoshard::shardrun

@@ -13,11 +13,13 @@
 #include "Backends.h"
 #include "Options.h"
 #include "ParamsFile.h"
+#include "Preemption.h"
 #include "Reporting.h"
 #include "Sampler.h"
 #include "Trainer.h"
 
 #include "autoshard/runtime/Communicator.h"
+#include "autoshard/runtime/train/Checkpoint.h"
 #if AUTOSHARD_HAVE_MPI
 #include "autoshard/runtime/mpi/MpiWorld.h"
 #endif
@@ -29,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <new>
 #include <optional>
@@ -119,10 +122,17 @@ int launch(const Options &opts, int argc, char **argv) {
 #else
   // mpirun gives rank 0 a pseudo-terminal even when our stdout is a file or
   // a pipe; pass on what the user's stdout really is (see Progress).
+  std::vector<std::string> env = {std::string("AUTOSHARD_STDOUT_TTY=") +
+                                  (isatty(fileno(stdout)) ? "1" : "0")};
   try {
-    execUnderMpirun(opts.ranks, argc, argv,
-                    {std::string("AUTOSHARD_STDOUT_TTY=") +
-                     (isatty(fileno(stdout)) ? "1" : "0")});
+    if (!opts.saveDir.empty()) {
+      // Stay mpirun's parent so that a SIGTERM or Ctrl-C becomes a
+      // checkpoint at the next step, not a killed job (Preemption.h).
+      std::vector<std::string> cmd = mpirunCommand(opts.ranks, argc, argv, env);
+      cmd.insert(cmd.begin() + 1, {"--stdin", "none"});
+      return runForwardingSignals(cmd);
+    }
+    execUnderMpirun(opts.ranks, argc, argv, env);
   } catch (const std::runtime_error &e) {
     throw UsageError(e.what());
   }
@@ -164,6 +174,13 @@ int runMain(Options opts, CommWorld *world) {
   }
   if (!opts.trace.empty())
     checkWritablePath("--trace", opts.trace);
+  if (!opts.saveDir.empty() && (!world || world->rank() == 0)) {
+    std::error_code ec;
+    std::filesystem::create_directories(opts.saveDir, ec);
+    if (ec || !std::filesystem::is_directory(opts.saveDir))
+      throw UsageError("--save-dir: cannot create directory '" + opts.saveDir +
+                       "'" + (ec ? ": " + ec.message() : ""));
+  }
   CharDataset data = CharDataset::load(opts.data);
   data.validate(artifact.model.seq, artifact.model.vocabSize);
 
@@ -178,6 +195,27 @@ int runMain(Options opts, CommWorld *world) {
   if (opts.sample > 0)
     sampler.emplace(executor, data, sampleOpts);
   executor.initState();
+  std::optional<CheckpointLoadStats> resumed;
+  if (!opts.resume.empty()) {
+    std::string path =
+        opts.resume == "latest" ? latestCheckpoint(opts.saveDir) : opts.resume;
+    resumed = loadCheckpoint(executor, path);
+    const TrainingProgress &p = resumed->progress;
+    if (p.seed != opts.seed)
+      throw CheckpointError("--resume: checkpoint '" + path +
+                                "' was saved by a run with --seed " +
+                                std::to_string(p.seed) + ", this run has " +
+                                std::to_string(opts.seed) +
+                                " (the data order and dropout would differ)",
+                            /*agreed=*/true);
+    if (p.step >= opts.steps)
+      throw CheckpointError("--resume: checkpoint '" + path + "' is at step " +
+                                std::to_string(p.step) + "; --steps " +
+                                std::to_string(opts.steps) +
+                                " leaves nothing to train",
+                            /*agreed=*/true);
+    trainer.startAt(p.step);
+  }
 
   printPlan(artifact, executor);
   if (world)
@@ -190,7 +228,47 @@ int runMain(Options opts, CommWorld *world) {
               static_cast<long long>(data.vocab().size()));
   if (opts.checkMemory)
     std::printf("memory check: on (poisoned arena, NaN checks)\n");
+  if (resumed) {
+    const TrainingProgress &p = resumed->progress;
+    std::printf("resumed from %s at step %lld (saved on %lld ranks, plan "
+                "%s): read %s, checksummed %s, in %.3f s\n",
+                resumed->path.c_str(), static_cast<long long>(p.step),
+                static_cast<long long>(resumed->savedWorldSize),
+                resumed->savedPlan.c_str(),
+                formatBytes(resumed->bytesRead).c_str(),
+                formatBytes(resumed->bytesVerified).c_str(), resumed->seconds);
+    const LRSchedule &now = trainer.lrSchedule();
+    if (p.schedule.maxLR != now.maxLR || p.schedule.minLR != now.minLR ||
+        p.schedule.warmupSteps != now.warmupSteps ||
+        p.schedule.decaySteps != now.decaySteps)
+      std::printf("warning: the learning-rate schedule differs from the "
+                  "checkpoint's (lr %g -> %g, min-lr %g -> %g, warmup %lld "
+                  "-> %lld, decay-steps %lld -> %lld); using this run's\n",
+                  p.schedule.maxLR, now.maxLR, p.schedule.minLR, now.minLR,
+                  static_cast<long long>(p.schedule.warmupSteps),
+                  static_cast<long long>(now.warmupSteps),
+                  static_cast<long long>(p.schedule.decaySteps),
+                  static_cast<long long>(now.decaySteps));
+    if (p.dataTrainTokens !=
+        static_cast<int64_t>(data.tokens(Split::Train).size()))
+      std::printf("warning: the checkpoint was trained on '%s' (%lld train "
+                  "tokens), this run reads '%s' (%zu)\n",
+                  p.dataSource.c_str(),
+                  static_cast<long long>(p.dataTrainTokens), opts.data.c_str(),
+                  data.tokens(Split::Train).size());
+  }
   RunSummary s = trainer.run();
+  if (!s.stoppedBy.empty()) {
+    std::printf("stopped by %s after step %lld: checkpoint %s (continue with "
+                "--resume %s)\n",
+                s.stoppedBy.c_str(), static_cast<long long>(s.stepsDone),
+                s.checkpoint.c_str(), s.checkpoint.c_str());
+    return 0;
+  }
+  if (opts.checkReplicas) {
+    checkStateReplicas(executor);
+    std::printf("replicas: every copy of every state block is identical\n");
+  }
   std::printf("final train loss %.4f, val loss %.4f\n", s.finalTrainLoss,
               s.finalValLoss);
   std::printf("throughput %.0f tokens/s; wall time %.2f s; peak %s (%lld "
@@ -248,6 +326,16 @@ int main(int argc, char **argv) {
     return runMain(opts, world.get());
   } catch (const UsageError &e) {
     return fail(world.get(), e.what(), 2);
+  } catch (const CheckpointError &e) {
+    if (e.agreed) {
+      // Every rank raised it: end cleanly (MPI_Finalize), rank 0 says why.
+      if (!world || world->rank() == 0) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "shard-run: error: %s\n", e.what());
+      }
+      return 1;
+    }
+    return fail(world.get(), e.what(), 1);
   } catch (const ArtifactError &e) {
     return fail(world.get(), e.what(), 1);
   } catch (const DataError &e) {

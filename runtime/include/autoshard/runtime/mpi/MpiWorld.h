@@ -37,6 +37,11 @@ std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv);
 [[noreturn]] void execUnderMpirun(int ranks, int argc, char **argv,
                                   const std::vector<std::string> &env = {});
 
+/// The command line execUnderMpirun runs: mpirun, its options, then this
+/// executable with argv[1..argc).
+std::vector<std::string> mpirunCommand(int ranks, int argc, char **argv,
+                                       const std::vector<std::string> &env);
+
 } // namespace autoshard::runtime
 
 #endif // AUTOSHARD_RUNTIME_MPI_MPIWORLD_H

@@ -1,0 +1,133 @@
+//===- Checkpoint.h - Sharded, atomic, reshardable checkpoints --*- C++ -*-===//
+//
+// A checkpoint is a directory `step-000123/` under a save directory:
+//
+//   rank-00000.safetensors ...  the chunks a rank wrote: one per state tensor
+//                               block it is the designated writer of (the
+//                               lowest world rank holding that block; every
+//                               replica is identical, which the save checks)
+//   manifest.json               written last: format version, step, model
+//                               fingerprint, plan and mesh, data position and
+//                               seed, LR schedule, every tensor's global shape,
+//                               dtype and the chunks covering it (file, byte
+//                               offset, global box), every file's size and
+//                               XXH3-64 checksum (docs/checkpoint-format.md)
+//
+// Saving is atomic: ranks write into `step-000123.tmp/`, fsync their files,
+// rank 0 writes and fsyncs the manifest and the directory, then renames it;
+// a crash at any point leaves the previous checkpoint intact. Loading works
+// under any plan of the same model: each rank reads, for every state block
+// it holds, only the parts of the chunks that overlap it, through a bounded
+// read buffer (as torch.distributed.checkpoint's resharding load does, and
+// Megatron's dist-checkpointing: chunks with global offsets, planned reads).
+//
+// Every function here is collective over the executor's job: every rank
+// must call it, in the same order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_RUNTIME_TRAIN_CHECKPOINT_H
+#define AUTOSHARD_RUNTIME_TRAIN_CHECKPOINT_H
+
+#include "autoshard/runtime/Executor.h"
+#include "autoshard/runtime/train/LRSchedule.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace autoshard::runtime {
+
+/// The manifest format version this runtime writes and the newest it reads.
+constexpr int64_t kCheckpointVersion = 1;
+
+/// A checkpoint that cannot be written or read: a missing, truncated or
+/// corrupt file, a manifest of another model, a full disk. The message names
+/// the checkpoint, the file and the tensor. `agreed` is true when every rank
+/// of the job raises the same error (a failed save: the ranks agreed on it),
+/// so the job can end cleanly instead of aborting.
+class CheckpointError : public std::runtime_error {
+public:
+  explicit CheckpointError(const std::string &what, bool agreed = false)
+      : std::runtime_error(what), agreed(agreed) {}
+  bool agreed;
+};
+
+/// Where a run stands: what a checkpoint records besides the tensors.
+struct TrainingProgress {
+  /// Optimizer steps completed; the resumed run starts at 0-based
+  /// iteration `step` (whose batch and dropout masks depend only on (seed,
+  /// step), so the data order continues exactly).
+  int64_t step = 0;
+  uint64_t seed = 0;
+  LRSchedule schedule;
+  /// The data the run trains on (informational; a different one warns).
+  std::string dataSource;
+  int64_t dataTrainTokens = 0;
+};
+
+/// What a save did.
+struct CheckpointSaveStats {
+  std::string path; ///< The complete checkpoint directory.
+  double seconds = 0;
+  int64_t bytes = 0;                 ///< Written by this rank.
+  std::vector<int64_t> bytesPerRank; ///< Written by each rank.
+  int64_t totalBytes = 0;
+  std::vector<std::string> deleted; ///< Older checkpoints removed (--keep).
+};
+
+/// What a load did.
+struct CheckpointLoadStats {
+  std::string path;
+  double seconds = 0;
+  int64_t bytesRead = 0;     ///< Tensor bytes this rank read (its blocks).
+  int64_t bytesVerified = 0; ///< File bytes this rank checksummed.
+  TrainingProgress progress;
+  std::string savedPlan; ///< The plan the checkpoint was saved under (JSON).
+  int64_t savedWorldSize = 0;
+};
+
+/// Saves the executor's state (every StateSpec: parameters, AdamW moments)
+/// as `saveDir/step-<progress.step>/`, atomically, then deletes all but the
+/// newest `keep` complete checkpoints in `saveDir` (keep 0: none deleted).
+/// Before anything is made visible, checks that every replica of every
+/// state block is identical (checkStateReplicas). Collective. Throws
+/// CheckpointError with agreed = true when any rank failed (naming the
+/// rank, the file and the OS error); the tmp directory is removed then and
+/// earlier checkpoints are untouched.
+CheckpointSaveStats saveCheckpoint(const Executor &executor,
+                                   const std::string &saveDir,
+                                   const TrainingProgress &progress,
+                                   int64_t keep);
+
+/// Loads the checkpoint directory `path` into the executor's state under
+/// its own plan, whatever plan the checkpoint was saved under. Checks the
+/// manifest (format, version, the model: every state tensor present with
+/// its dtype and global shape, nothing extra), every file's size, and
+/// every file's checksum (files are spread over the ranks to verify).
+/// Reads through buffers of at most `readBufferBytes` bytes besides the
+/// rank's own state. Collective. Throws CheckpointError naming the file and
+/// tensor.
+CheckpointLoadStats loadCheckpoint(Executor &executor, const std::string &path,
+                                   int64_t readBufferBytes = 64 << 20);
+
+/// The newest complete checkpoint (a `step-N` directory with a manifest)
+/// under `saveDir`; throws CheckpointError when there is none.
+std::string latestCheckpoint(const std::string &saveDir);
+
+/// Checks that every copy of every state block (replicas over data-parallel
+/// ranks, the tied embedding held by two pipeline stages, ...) is bitwise
+/// identical, by comparing XXH3 hashes of each rank's blocks. Collective.
+/// Throws CheckpointError (agreed) naming the state, the block's global
+/// offset and two ranks (and their stages) that differ.
+void checkStateReplicas(const Executor &executor);
+
+/// Hash of what identifies a model across plans: its name, vocabulary,
+/// sequence length and every state tensor's name, kind, dtype and global
+/// shape (not the sharding, not the batch split). Hex string.
+std::string modelFingerprint(const Artifact &artifact);
+
+} // namespace autoshard::runtime
+
+#endif // AUTOSHARD_RUNTIME_TRAIN_CHECKPOINT_H

@@ -1,0 +1,1014 @@
+//===- Checkpoint.cpp - Sharded, atomic, reshardable checkpoints ----------===//
+
+#include "autoshard/runtime/train/Checkpoint.h"
+#include "autoshard/runtime/train/Safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+namespace autoshard::runtime {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+constexpr const char *kFormat = "autoshard-checkpoint";
+constexpr const char *kManifest = "manifest.json";
+
+double nowS() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string stateKindName(StateKind k) {
+  switch (k) {
+  case StateKind::Param:
+    return "param";
+  case StateKind::OptM:
+    return "opt_m";
+  case StateKind::OptV:
+    return "opt_v";
+  }
+  return "?";
+}
+
+std::string shapeStr(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+int64_t product(const std::vector<int64_t> &v) {
+  int64_t n = 1;
+  for (int64_t d : v)
+    n *= d;
+  return n;
+}
+
+std::string stepDirName(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "step-%06lld", static_cast<long long>(step));
+  return buf;
+}
+
+std::string rankFileName(int64_t rank) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "rank-%05lld.safetensors",
+                static_cast<long long>(rank));
+  return buf;
+}
+
+/// A box of a global tensor: per-dim start and extent.
+struct Box {
+  std::vector<int64_t> offset, shape;
+};
+
+/// The box of state `s` that `rank` holds.
+Box blockOf(const Artifact &a, const StateSpec &s, int64_t rank) {
+  Box b;
+  b.shape = s.type.shape;
+  b.offset = a.mesh.blockIndex(s.sharding, rank, b.shape.size());
+  for (size_t d = 0; d < b.shape.size(); ++d)
+    b.offset[d] *= b.shape[d];
+  return b;
+}
+
+bool holds(const Artifact &a, const StateSpec &s, int64_t rank) {
+  return s.heldBy(a.pipelineStage(rank));
+}
+
+/// For every state and rank, whether the rank writes its block: it holds it
+/// and no lower rank holds the same block (so each distinct block is written
+/// exactly once, by a writer every rank can name without communication).
+class Writers {
+public:
+  explicit Writers(const Artifact &a) : n(a.worldSize) {
+    for (const StateSpec &s : a.state) {
+      std::vector<char> w(n, 0);
+      std::map<std::vector<int64_t>, int64_t> seen;
+      for (int64_t r = 0; r < n; ++r)
+        if (holds(a, s, r) &&
+            seen.insert(
+                    {a.mesh.blockIndex(s.sharding, r, s.type.shape.size()), r})
+                .second)
+          w[r] = 1;
+      table.push_back(std::move(w));
+    }
+  }
+  bool writes(size_t state, int64_t rank) const {
+    return table[state][rank] != 0;
+  }
+
+private:
+  int64_t n;
+  std::vector<std::vector<char>> table;
+};
+
+/// The safetensors layout of `rank`'s file at `step` (deterministic, so rank
+/// 0 knows every file's byte offsets without being told). Tensor keys are
+/// the state names; "__metadata__" gives each chunk's global box.
+SafetensorsLayout fileLayout(const Artifact &a, const Writers &writers,
+                             int64_t rank, int64_t step) {
+  std::vector<SafetensorsTensor> tensors;
+  std::map<std::string, std::string> meta = {
+      {"autoshard.format", "autoshard-checkpoint-shard"},
+      {"autoshard.step", std::to_string(step)},
+      {"autoshard.rank", std::to_string(rank)}};
+  for (size_t i = 0; i < a.state.size(); ++i) {
+    const StateSpec &s = a.state[i];
+    if (!writers.writes(i, rank))
+      continue;
+    Box b = blockOf(a, s, rank);
+    tensors.push_back({s.name, s.type.dtype, b.shape, 0, 0});
+    meta[s.name] =
+        Json{{"global_shape", s.globalShape}, {"offset", b.offset}}.dump();
+  }
+  return layoutSafetensors(std::move(tensors), meta);
+}
+
+/// Fixed-size per-rank status exchanged with an all-gather.
+struct RankStatus {
+  int64_t ok = 1;
+  int64_t bytes = 0;
+  uint64_t checksum = 0;
+  int64_t wroteFile = 0;
+  char message[224] = {};
+  void fail(const std::string &m) {
+    ok = 0;
+    std::snprintf(message, sizeof(message), "%s", m.c_str());
+  }
+};
+static_assert(sizeof(RankStatus) == 256, "fixed record");
+
+int64_t worldSize(const Executor &ex) {
+  return ex.comm() ? ex.comm()->world().size() : 1;
+}
+
+/// Every rank's `mine`, in world-rank order.
+template <typename T>
+std::vector<T> allGather(const Executor &ex, const std::vector<T> &mine) {
+  int64_t w = worldSize(ex);
+  if (w == 1)
+    return mine;
+  std::vector<T> all(mine.size() * w);
+  ex.comm()
+      ->all()
+      .allGather(mine.data(), all.data(),
+                 static_cast<int64_t>(mine.size() * sizeof(T)))
+      ->wait();
+  return all;
+}
+
+std::string osError(const std::string &what, const std::string &path) {
+  return what + " '" + path + "': " + std::strerror(errno);
+}
+
+/// Writes all of `data` at the current position; throws std::runtime_error.
+void writeAll(int fd, const void *data, size_t n, const std::string &path) {
+  const char *p = static_cast<const char *>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      throw std::runtime_error(osError("writing", path));
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+/// Reads exactly `n` bytes at `offset`; throws CheckpointError (truncated).
+void preadAll(int fd, void *data, size_t n, int64_t offset,
+              const std::string &path) {
+  char *p = static_cast<char *>(data);
+  while (n > 0) {
+    ssize_t r = ::pread(fd, p, n, offset);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      throw CheckpointError(osError("reading", path));
+    if (r == 0)
+      throw CheckpointError("'" + path + "' is truncated: no data at byte " +
+                            std::to_string(offset));
+    p += r;
+    n -= static_cast<size_t>(r);
+    offset += r;
+  }
+}
+
+void fsyncPath(const std::string &path, bool directory) {
+  int fd =
+      ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+  if (fd < 0)
+    throw std::runtime_error(osError("opening", path));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) {
+    errno = err;
+    throw std::runtime_error(osError("fsync of", path));
+  }
+}
+
+/// Writes this rank's chunks to `path`; returns bytes and checksum.
+std::pair<int64_t, uint64_t> writeRankFile(const Executor &ex,
+                                           const SafetensorsLayout &layout,
+                                           const std::string &path) {
+  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  if (fd < 0)
+    throw std::runtime_error(osError("creating", path));
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(),
+                                                             &XXH3_freeState);
+  XXH3_64bits_reset(h.get());
+  try {
+    writeAll(fd, layout.header.data(), layout.header.size(), path);
+    XXH3_64bits_update(h.get(), layout.header.data(), layout.header.size());
+    for (const SafetensorsTensor &t : layout.tensors) {
+      std::vector<unsigned char> bytes = ex.readState(t.name);
+      writeAll(fd, bytes.data(), bytes.size(), path);
+      XXH3_64bits_update(h.get(), bytes.data(), bytes.size());
+    }
+    if (::fsync(fd) != 0)
+      throw std::runtime_error(osError("fsync of", path));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0)
+    throw std::runtime_error(osError("closing", path));
+  return {layout.fileBytes, XXH3_64bits_digest(h.get())};
+}
+
+/// Writes `text` to `path` and fsyncs it.
+void writeTextFile(const std::string &path, const std::string &text) {
+  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  if (fd < 0)
+    throw std::runtime_error(osError("creating", path));
+  try {
+    writeAll(fd, text.data(), text.size(), path);
+    if (::fsync(fd) != 0)
+      throw std::runtime_error(osError("fsync of", path));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0)
+    throw std::runtime_error(osError("closing", path));
+}
+
+Json scheduleJson(const LRSchedule &s) {
+  return Json{{"max_lr", s.maxLR},
+              {"min_lr", s.minLR},
+              {"warmup_steps", s.warmupSteps},
+              {"decay_steps", s.decaySteps}};
+}
+
+Json buildManifest(const Artifact &a, const Writers &writers,
+                   const TrainingProgress &p,
+                   const std::vector<RankStatus> &status) {
+  Json m;
+  m["format"] = kFormat;
+  m["version"] = kCheckpointVersion;
+  m["step"] = p.step;
+  m["model"] = {{"name", a.model.name},
+                {"vocab_size", a.model.vocabSize},
+                {"padded_vocab_size", a.model.paddedVocabSize},
+                {"seq", a.model.seq},
+                {"fingerprint", modelFingerprint(a)}};
+  Json plan = Json::parse(a.planJson, nullptr, false);
+  m["plan"] = plan.is_discarded() ? Json(a.planJson) : plan;
+  m["mesh"] = {{"axes", a.mesh.axes}, {"sizes", a.mesh.sizes}};
+  m["world_size"] = a.worldSize;
+  m["data"] = {{"source", p.dataSource},
+               {"train_tokens", p.dataTrainTokens},
+               {"seed", p.seed},
+               {"next_step", p.step}};
+  Json sched = scheduleJson(p.schedule);
+  sched["next_step"] = p.step;
+  m["lr_schedule"] = sched;
+  int64_t w = static_cast<int64_t>(status.size());
+  std::vector<SafetensorsLayout> layouts;
+  for (int64_t r = 0; r < w; ++r)
+    layouts.push_back(fileLayout(a, writers, r, p.step));
+  Json tensors = Json::object();
+  for (size_t i = 0; i < a.state.size(); ++i) {
+    const StateSpec &s = a.state[i];
+    Json chunks = Json::array();
+    for (int64_t r = 0; r < w; ++r) {
+      if (!writers.writes(i, r))
+        continue;
+      const SafetensorsLayout &l = layouts[r];
+      auto t = std::find_if(
+          l.tensors.begin(), l.tensors.end(),
+          [&](const SafetensorsTensor &x) { return x.name == s.name; });
+      Box b = blockOf(a, s, r);
+      chunks.push_back({{"file", rankFileName(r)},
+                        {"byte_offset", l.dataStart() + t->begin},
+                        {"offset", b.offset},
+                        {"shape", b.shape}});
+    }
+    tensors[s.name] = {{"kind", stateKindName(s.kind)},
+                       {"of", s.of},
+                       {"dtype", std::string(dtypeName(s.type.dtype))},
+                       {"global_shape", s.globalShape},
+                       {"chunks", chunks}};
+  }
+  m["tensors"] = tensors;
+  Json files = Json::object();
+  for (int64_t r = 0; r < w; ++r)
+    if (status[r].wroteFile)
+      files[rankFileName(r)] = {{"bytes", status[r].bytes},
+                                {"xxh3_64", hex64(status[r].checksum)}};
+  m["files"] = files;
+  return m;
+}
+
+/// Complete checkpoints under `saveDir`, by step.
+std::vector<std::pair<int64_t, std::string>>
+completeCheckpoints(const std::string &saveDir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  for (const fs::directory_entry &e : fs::directory_iterator(saveDir, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("step-", 0) != 0 || name.size() <= 5)
+      continue;
+    std::string digits = name.substr(5);
+    if (!std::all_of(digits.begin(), digits.end(),
+                     [](char c) { return c >= '0' && c <= '9'; }))
+      continue; // step-N.tmp and others
+    if (!fs::exists(e.path() / kManifest, ec))
+      continue;
+    out.push_back({std::stoll(digits), e.path().string()});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Exchanges the status of a step that only rank 0 performed.
+void agreeOnRank0(const Executor &ex, RankStatus &st) {
+  if (worldSize(ex) > 1)
+    ex.comm()->all().broadcast(&st, sizeof(st), 0)->wait();
+}
+
+/// Per-state XXH3 hash of this rank's block (0 where not held).
+std::vector<uint64_t> stateHashes(const Executor &ex) {
+  const Artifact &a = ex.artifact();
+  std::vector<uint64_t> h(a.state.size(), 0);
+  for (size_t i = 0; i < a.state.size(); ++i) {
+    if (!ex.holdsState(a.state[i].name))
+      continue;
+    std::vector<unsigned char> bytes = ex.readState(a.state[i].name);
+    h[i] = XXH3_64bits(bytes.data(), bytes.size());
+  }
+  return h;
+}
+
+// --- Loading
+// ------------------------------------------------------------------
+
+struct ManifestChunk {
+  std::string file;
+  int64_t byteOffset = 0;
+  Box box;
+};
+
+struct ManifestTensor {
+  std::string kind;
+  DType dtype = DType::F32;
+  std::vector<int64_t> globalShape;
+  std::vector<ManifestChunk> chunks;
+};
+
+struct ManifestFile {
+  int64_t bytes = 0;
+  uint64_t checksum = 0;
+};
+
+struct Manifest {
+  std::string dir;
+  int64_t step = 0;
+  Json doc;
+  std::map<std::string, ManifestTensor> tensors;
+  std::map<std::string, ManifestFile> files;
+};
+
+/// A field of the manifest, with a clear error when absent or mistyped.
+const Json &field(const Json &obj, const std::string &key,
+                  const std::string &where, const std::string &manifest,
+                  Json::value_t type) {
+  auto fail = [&](const std::string &what) {
+    return CheckpointError("checkpoint manifest '" + manifest + "': " + where +
+                           (where.empty() ? "" : ": ") + "field '" + key +
+                           "' " + what);
+  };
+  if (!obj.is_object() || !obj.contains(key))
+    throw fail("is missing");
+  const Json &v = obj[key];
+  bool ok = v.type() == type ||
+            (type == Json::value_t::number_integer && v.is_number_unsigned()) ||
+            (type == Json::value_t::number_float && v.is_number());
+  if (!ok)
+    throw fail("has the wrong type: " + v.dump());
+  return v;
+}
+
+std::vector<int64_t> intList(const Json &v, const std::string &what,
+                             const std::string &manifest) {
+  std::vector<int64_t> out;
+  for (const Json &x : v) {
+    if (!x.is_number_integer() || x.get<int64_t>() < 0)
+      throw CheckpointError("checkpoint manifest '" + manifest + "': " + what +
+                            " must list integers >= 0, found " + v.dump());
+    out.push_back(x.get<int64_t>());
+  }
+  return out;
+}
+
+Manifest readManifest(const std::string &dir) {
+  Manifest m;
+  m.dir = dir;
+  std::string path = (fs::path(dir) / kManifest).string();
+  std::ifstream in(path);
+  if (!in) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+      throw CheckpointError("checkpoint '" + dir + "' is not a directory");
+    throw CheckpointError("checkpoint '" + dir + "' has no " + kManifest +
+                          " (an incomplete save?)");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  m.doc = Json::parse(text.str(), nullptr, false);
+  if (m.doc.is_discarded() || !m.doc.is_object())
+    throw CheckpointError("checkpoint manifest '" + path +
+                          "' is not a JSON object");
+  using VT = Json::value_t;
+  const std::string &format = field(m.doc, "format", "", path, VT::string)
+                                  .get_ref<const std::string &>();
+  if (format != kFormat)
+    throw CheckpointError("checkpoint manifest '" + path + "': format is '" +
+                          format + "', not '" + kFormat + "'");
+  int64_t version =
+      field(m.doc, "version", "", path, VT::number_integer).get<int64_t>();
+  if (version > kCheckpointVersion || version < 1)
+    throw CheckpointError(
+        "checkpoint manifest '" + path + "': format version " +
+        std::to_string(version) + " is " +
+        (version < 1 ? "invalid" : "newer than this shard-run reads") +
+        " (it reads versions 1 to " + std::to_string(kCheckpointVersion) + ")");
+  m.step = field(m.doc, "step", "", path, VT::number_integer).get<int64_t>();
+  for (auto &[name, f] : field(m.doc, "files", "", path, VT::object).items()) {
+    std::string where = "file '" + name + "'";
+    ManifestFile mf;
+    mf.bytes =
+        field(f, "bytes", where, path, VT::number_integer).get<int64_t>();
+    const std::string &sum = field(f, "xxh3_64", where, path, VT::string)
+                                 .get_ref<const std::string &>();
+    mf.checksum = std::strtoull(sum.c_str(), nullptr, 16);
+    if (name.find('/') != std::string::npos || name == "..")
+      throw CheckpointError("checkpoint manifest '" + path + "': file name '" +
+                            name + "' is not a plain file name");
+    m.files[name] = mf;
+  }
+  for (auto &[name, t] :
+       field(m.doc, "tensors", "", path, VT::object).items()) {
+    std::string where = "tensor '" + name + "'";
+    ManifestTensor mt;
+    mt.kind = field(t, "kind", where, path, VT::string).get<std::string>();
+    std::string dt =
+        field(t, "dtype", where, path, VT::string).get<std::string>();
+    std::optional<DType> d = parseDType(dt);
+    if (!d)
+      throw CheckpointError("checkpoint manifest '" + path + "': " + where +
+                            " has unknown dtype '" + dt + "'");
+    mt.dtype = *d;
+    mt.globalShape = intList(field(t, "global_shape", where, path, VT::array),
+                             where + " global_shape", path);
+    for (const Json &c : field(t, "chunks", where, path, VT::array)) {
+      ManifestChunk mc;
+      mc.file = field(c, "file", where, path, VT::string).get<std::string>();
+      mc.byteOffset = field(c, "byte_offset", where, path, VT::number_integer)
+                          .get<int64_t>();
+      mc.box.offset = intList(field(c, "offset", where, path, VT::array),
+                              where + " chunk offset", path);
+      mc.box.shape = intList(field(c, "shape", where, path, VT::array),
+                             where + " chunk shape", path);
+      if (mc.box.offset.size() != mt.globalShape.size() ||
+          mc.box.shape.size() != mt.globalShape.size())
+        throw CheckpointError(
+            "checkpoint manifest '" + path + "': " + where +
+            " has a chunk of rank " + std::to_string(mc.box.shape.size()) +
+            ", but its global shape " + shapeStr(mt.globalShape) +
+            " has rank " + std::to_string(mt.globalShape.size()));
+      for (size_t k = 0; k < mt.globalShape.size(); ++k)
+        if (mc.box.offset[k] + mc.box.shape[k] > mt.globalShape[k])
+          throw CheckpointError(
+              "checkpoint manifest '" + path + "': " + where + " chunk at " +
+              shapeStr(mc.box.offset) + " of shape " + shapeStr(mc.box.shape) +
+              " lies outside the global shape " + shapeStr(mt.globalShape));
+      auto f = m.files.find(mc.file);
+      if (f == m.files.end())
+        throw CheckpointError("checkpoint manifest '" + path + "': " + where +
+                              " names file '" + mc.file +
+                              "', which 'files' does not list");
+      int64_t bytes = product(mc.box.shape) * dtypeSize(mt.dtype);
+      if (mc.byteOffset + bytes > f->second.bytes)
+        throw CheckpointError("checkpoint manifest '" + path + "': " + where +
+                              " chunk ends at byte " +
+                              std::to_string(mc.byteOffset + bytes) + " of '" +
+                              mc.file + "', which has " +
+                              std::to_string(f->second.bytes) + " bytes");
+      mt.chunks.push_back(std::move(mc));
+    }
+    // The chunks must cover the tensor exactly once.
+    int64_t covered = 0;
+    for (const ManifestChunk &c : mt.chunks)
+      covered += product(c.box.shape);
+    if (covered != product(mt.globalShape))
+      throw CheckpointError("checkpoint manifest '" + path + "': " + where +
+                            "'s chunks cover " + std::to_string(covered) +
+                            " elements, but its global shape " +
+                            shapeStr(mt.globalShape) + " has " +
+                            std::to_string(product(mt.globalShape)));
+    m.tensors[name] = std::move(mt);
+  }
+  return m;
+}
+
+/// Checks that the checkpoint holds exactly the artifact's model.
+void checkModel(const Manifest &m, const Artifact &a) {
+  std::string where = "checkpoint '" + m.dir + "'";
+  for (const StateSpec &s : a.state) {
+    auto it = m.tensors.find(s.name);
+    if (it == m.tensors.end())
+      throw CheckpointError(where + " has no tensor '" + s.name +
+                            "', which the model of artifact '" + a.source +
+                            "' needs (a checkpoint of another model?)");
+    const ManifestTensor &t = it->second;
+    if (t.dtype != s.type.dtype || t.globalShape != s.globalShape)
+      throw CheckpointError(where + ": tensor '" + s.name + "' is " +
+                            TensorType{t.dtype, t.globalShape}.str() +
+                            " in the checkpoint, but " +
+                            TensorType{s.type.dtype, s.globalShape}.str() +
+                            " in the model of '" + a.source + "'");
+    if (t.kind != stateKindName(s.kind))
+      throw CheckpointError(where + ": tensor '" + s.name + "' is a '" +
+                            t.kind + "' in the checkpoint, but a '" +
+                            stateKindName(s.kind) + "' in the model");
+  }
+  for (const auto &[name, t] : m.tensors)
+    if (a.findState(name) < 0)
+      throw CheckpointError(where + " has tensor '" + name +
+                            "', which the model of artifact '" + a.source +
+                            "' does not have (a checkpoint of another model?)");
+  const Json &model = m.doc.contains("model") ? m.doc["model"] : Json();
+  if (model.is_object() && model.contains("fingerprint") &&
+      model["fingerprint"] != modelFingerprint(a))
+    throw CheckpointError(where + ": model fingerprint " +
+                          model["fingerprint"].dump() + " differs from " +
+                          modelFingerprint(a) + " of artifact '" + a.source +
+                          "' (model name, vocabulary or sequence length)");
+}
+
+/// An open file of the checkpoint, its header checked once.
+struct OpenFile {
+  int fd = -1;
+  std::string path;
+  ~OpenFile() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+OpenFile &openChecked(std::map<std::string, std::unique_ptr<OpenFile>> &open,
+                      const Manifest &m, const std::string &name) {
+  auto it = open.find(name);
+  if (it != open.end())
+    return *it->second;
+  auto f = std::make_unique<OpenFile>();
+  f->path = (fs::path(m.dir) / name).string();
+  f->fd = ::open(f->path.c_str(), O_RDONLY);
+  if (f->fd < 0)
+    throw CheckpointError("checkpoint '" + m.dir +
+                          "': " + osError("cannot open", f->path));
+  struct stat st;
+  if (::fstat(f->fd, &st) != 0)
+    throw CheckpointError(osError("cannot stat", f->path));
+  int64_t expected = m.files.at(name).bytes;
+  if (st.st_size != expected)
+    throw CheckpointError("checkpoint '" + m.dir + "': file '" + name +
+                          "' has " + std::to_string(st.st_size) +
+                          " bytes, the manifest says " +
+                          std::to_string(expected) + " (truncated?)");
+  return *open.emplace(name, std::move(f)).first->second;
+}
+
+/// Checksums `name` of the checkpoint against the manifest; returns bytes.
+int64_t verifyFile(const Manifest &m, const std::string &name,
+                   std::vector<unsigned char> &buffer) {
+  std::map<std::string, std::unique_ptr<OpenFile>> open;
+  OpenFile &f = openChecked(open, m, name);
+  const ManifestFile &mf = m.files.at(name);
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(),
+                                                             &XXH3_freeState);
+  XXH3_64bits_reset(h.get());
+  for (int64_t off = 0; off < mf.bytes;) {
+    size_t n = static_cast<size_t>(
+        std::min<int64_t>(mf.bytes - off, static_cast<int64_t>(buffer.size())));
+    preadAll(f.fd, buffer.data(), n, off, f.path);
+    XXH3_64bits_update(h.get(), buffer.data(), n);
+    off += static_cast<int64_t>(n);
+  }
+  uint64_t got = XXH3_64bits_digest(h.get());
+  if (got != mf.checksum) {
+    std::string held;
+    for (const auto &[tname, t] : m.tensors)
+      for (const ManifestChunk &c : t.chunks)
+        if (c.file == name && held.size() < 200)
+          held += (held.empty() ? "" : ", ") + tname;
+    throw CheckpointError("checkpoint '" + m.dir + "': file '" + name +
+                          "' has checksum " + hex64(got) +
+                          ", the manifest says " + hex64(mf.checksum) +
+                          " (corrupt; it holds " + held + ")");
+  }
+  return mf.bytes;
+}
+
+/// Copies the part of chunk `c` (in file `f`) that overlaps `dst` into
+/// `dstData` (row-major over dst.shape). Contiguous runs are read straight
+/// into place; short runs go through `buffer` in spans of at most its size.
+int64_t readOverlap(OpenFile &f, const ManifestChunk &c, const Box &dst,
+                    unsigned char *dstData, int64_t elem,
+                    std::vector<unsigned char> &buffer) {
+  size_t rank = dst.shape.size();
+  if (rank == 0) {
+    preadAll(f.fd, dstData, elem, c.byteOffset, f.path);
+    return elem;
+  }
+  Box in; // the overlap, in global coordinates
+  in.offset.resize(rank);
+  in.shape.resize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t lo = std::max(c.box.offset[d], dst.offset[d]);
+    int64_t hi = std::min(c.box.offset[d] + c.box.shape[d],
+                          dst.offset[d] + dst.shape[d]);
+    if (hi <= lo)
+      return 0;
+    in.offset[d] = lo;
+    in.shape[d] = hi - lo;
+  }
+  // Dims [m, rank) are contiguous in both layouts: one run of `run` elements.
+  size_t m = rank - 1;
+  int64_t run = in.shape[m];
+  while (m > 0 && in.shape[m] == c.box.shape[m] &&
+         in.shape[m] == dst.shape[m]) {
+    --m;
+    run *= in.shape[m];
+  }
+  // Row-major strides (elements) of both layouts.
+  std::vector<int64_t> cs(rank, 1), ds(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;) {
+    cs[d] = cs[d + 1] * c.box.shape[d + 1];
+    ds[d] = ds[d + 1] * dst.shape[d + 1];
+  }
+  int64_t runs = 1;
+  for (size_t d = 0; d < m; ++d)
+    runs *= in.shape[d];
+  // Element offsets of each run in the chunk and in the destination.
+  auto runStart = [&](int64_t k, int64_t &co, int64_t &dof) {
+    co = 0;
+    dof = 0;
+    for (size_t d = m + 1; d-- > 0;) {
+      int64_t idx = 0;
+      if (d < m) {
+        idx = k % in.shape[d];
+        k /= in.shape[d];
+      }
+      co += (in.offset[d] - c.box.offset[d] + idx) * cs[d];
+      dof += (in.offset[d] - dst.offset[d] + idx) * ds[d];
+    }
+  };
+  int64_t runBytes = run * elem, total = 0;
+  const int64_t kDirect = 1 << 18; // long runs: no staging copy
+  for (int64_t k = 0; k < runs;) {
+    int64_t co, dof;
+    runStart(k, co, dof);
+    if (runBytes >= kDirect || runBytes > static_cast<int64_t>(buffer.size())) {
+      preadAll(f.fd, dstData + dof * elem, runBytes, c.byteOffset + co * elem,
+               f.path);
+      total += runBytes;
+      ++k;
+      continue;
+    }
+    // A span of consecutive runs that fits the buffer, read at once.
+    int64_t last = k, lastCo = co, lastDof = dof;
+    while (last + 1 < runs) {
+      int64_t nco, ndof;
+      runStart(last + 1, nco, ndof);
+      if ((nco + run - co) * elem > static_cast<int64_t>(buffer.size()))
+        break;
+      ++last;
+      lastCo = nco;
+      lastDof = ndof;
+    }
+    (void)lastDof;
+    int64_t spanBytes = (lastCo + run - co) * elem;
+    preadAll(f.fd, buffer.data(), spanBytes, c.byteOffset + co * elem, f.path);
+    for (int64_t j = k; j <= last; ++j) {
+      int64_t jco, jdof;
+      runStart(j, jco, jdof);
+      std::memcpy(dstData + jdof * elem, buffer.data() + (jco - co) * elem,
+                  runBytes);
+    }
+    total += (last - k + 1) * runBytes;
+    k = last + 1;
+  }
+  return total;
+}
+
+} // namespace
+
+std::string modelFingerprint(const Artifact &a) {
+  Json sig = {{"name", a.model.name},
+              {"vocab_size", a.model.vocabSize},
+              {"padded_vocab_size", a.model.paddedVocabSize},
+              {"seq", a.model.seq}};
+  Json tensors = Json::array();
+  for (const StateSpec &s : a.state)
+    tensors.push_back({s.name, stateKindName(s.kind), s.of,
+                       std::string(dtypeName(s.type.dtype)), s.globalShape});
+  std::sort(tensors.begin(), tensors.end());
+  sig["state"] = tensors;
+  std::string text = sig.dump();
+  return hex64(XXH3_64bits(text.data(), text.size()));
+}
+
+void checkStateReplicas(const Executor &ex) {
+  const Artifact &a = ex.artifact();
+  int64_t w = worldSize(ex);
+  std::vector<uint64_t> all = allGather(ex, stateHashes(ex));
+  size_t n = a.state.size();
+  for (size_t i = 0; i < n; ++i) {
+    const StateSpec &s = a.state[i];
+    std::map<std::vector<int64_t>, int64_t> first; // block -> first holder
+    for (int64_t r = 0; r < w; ++r) {
+      if (!holds(a, s, r))
+        continue;
+      std::vector<int64_t> block =
+          a.mesh.blockIndex(s.sharding, r, s.type.shape.size());
+      auto [it, inserted] = first.insert({block, r});
+      if (inserted || all[r * n + i] == all[it->second * n + i])
+        continue;
+      int64_t q = it->second;
+      throw CheckpointError(
+          "state '" + s.name + "': the copies of its block at global offset " +
+              shapeStr(blockOf(a, s, r).offset) + " differ between rank " +
+              std::to_string(q) + " (pipeline stage " +
+              std::to_string(a.pipelineStage(q)) + ") and rank " +
+              std::to_string(r) + " (pipeline stage " +
+              std::to_string(a.pipelineStage(r)) +
+              "): a copy held by several ranks was not updated alike (a "
+              "compiler "
+              "bug; please report it with the plan)",
+          /*agreed=*/true);
+    }
+  }
+}
+
+CheckpointSaveStats saveCheckpoint(const Executor &ex,
+                                   const std::string &saveDir,
+                                   const TrainingProgress &progress,
+                                   int64_t keep) {
+  double start = nowS();
+  const Artifact &a = ex.artifact();
+  int64_t rank = ex.rank(), w = worldSize(ex);
+  std::string name = stepDirName(progress.step);
+  fs::path finalDir = fs::path(saveDir) / name;
+  fs::path tmpDir = fs::path(saveDir) / (name + ".tmp");
+
+  // A checkpoint must not depend on which copy of a block it reads.
+  checkStateReplicas(ex);
+
+  // Rank 0 makes a fresh tmp directory; the others wait to hear it worked.
+  RankStatus made;
+  if (rank == 0) {
+    std::error_code ec;
+    fs::create_directories(saveDir, ec);
+    if (!ec)
+      fs::remove_all(tmpDir, ec);
+    if (!ec)
+      fs::create_directory(tmpDir, ec);
+    if (ec)
+      made.fail("cannot create '" + tmpDir.string() + "': " + ec.message());
+  }
+  agreeOnRank0(ex, made);
+  if (!made.ok)
+    throw CheckpointError(
+        std::string("checkpoint save failed: ") + made.message, true);
+
+  // Every writer rank writes its file.
+  RankStatus mine;
+  Writers writers(a);
+  SafetensorsLayout layout = fileLayout(a, writers, rank, progress.step);
+  if (!layout.tensors.empty()) {
+    std::string path = (tmpDir / rankFileName(rank)).string();
+    try {
+      auto [bytes, sum] = writeRankFile(ex, layout, path);
+      mine.bytes = bytes;
+      mine.checksum = sum;
+      mine.wroteFile = 1;
+    } catch (const std::exception &e) {
+      mine.fail(e.what());
+    }
+  }
+  std::vector<RankStatus> status = allGather(ex, std::vector<RankStatus>{mine});
+  std::error_code ec;
+  for (int64_t r = 0; r < w; ++r)
+    if (!status[r].ok) {
+      if (rank == 0)
+        fs::remove_all(tmpDir, ec);
+      throw CheckpointError("checkpoint save failed on rank " +
+                                std::to_string(r) + ": " + status[r].message +
+                                " (earlier checkpoints are intact)",
+                            true);
+    }
+
+  // Rank 0 publishes it: manifest, fsync, rename, retention.
+  RankStatus published;
+  CheckpointSaveStats stats;
+  if (rank == 0) {
+    try {
+      writeTextFile((tmpDir / kManifest).string(),
+                    buildManifest(a, writers, progress, status).dump(1) + "\n");
+      fsyncPath(tmpDir.string(), true);
+      fs::path old = fs::path(saveDir) / (name + ".old");
+      if (fs::exists(finalDir)) { // saved at this step before: replace it
+        fs::remove_all(old);
+        fs::rename(finalDir, old);
+      }
+      fs::rename(tmpDir, finalDir);
+      fsyncPath(saveDir, true);
+      fs::remove_all(old, ec);
+      if (keep > 0) {
+        auto done = completeCheckpoints(saveDir);
+        for (size_t i = 0; i + keep < done.size(); ++i) {
+          if (done[i].second == finalDir.string())
+            continue;
+          fs::remove_all(done[i].second, ec);
+          stats.deleted.push_back(done[i].second);
+        }
+      }
+    } catch (const std::exception &e) {
+      published.fail(e.what());
+    }
+  }
+  agreeOnRank0(ex, published);
+  if (!published.ok)
+    throw CheckpointError(std::string("checkpoint save failed on rank 0: ") +
+                              published.message +
+                              " (earlier checkpoints are intact)",
+                          true);
+  stats.path = finalDir.string();
+  stats.bytes = mine.bytes;
+  for (const RankStatus &s : status) {
+    stats.bytesPerRank.push_back(s.bytes);
+    stats.totalBytes += s.bytes;
+  }
+  stats.seconds = nowS() - start;
+  return stats;
+}
+
+std::string latestCheckpoint(const std::string &saveDir) {
+  std::error_code ec;
+  if (!fs::is_directory(saveDir, ec))
+    throw CheckpointError("--resume latest: save directory '" + saveDir +
+                          "' does not exist");
+  auto done = completeCheckpoints(saveDir);
+  if (done.empty())
+    throw CheckpointError("--resume latest: no complete checkpoint (a step-N "
+                          "directory with a manifest.json) in '" +
+                          saveDir + "'");
+  return done.back().second;
+}
+
+CheckpointLoadStats loadCheckpoint(Executor &ex, const std::string &path,
+                                   int64_t readBufferBytes) {
+  double start = nowS();
+  const Artifact &a = ex.artifact();
+  int64_t rank = ex.rank(), w = worldSize(ex);
+  Manifest m = readManifest(path);
+  checkModel(m, a);
+  std::vector<unsigned char> buffer(
+      static_cast<size_t>(std::max<int64_t>(readBufferBytes, 4096)));
+
+  CheckpointLoadStats stats;
+  stats.path = path;
+  // Checksums: file rank-R is verified by rank R % world (under the same
+  // plan a rank verifies the file it then reads, from the page cache).
+  int64_t index = 0;
+  for (const auto &[name, f] : m.files) {
+    int64_t owner = index++;
+    int64_t r = -1;
+    if (std::sscanf(name.c_str(), "rank-%lld.safetensors",
+                    reinterpret_cast<long long *>(&r)) == 1 &&
+        r >= 0)
+      owner = r;
+    if (owner % w == rank)
+      stats.bytesVerified += verifyFile(m, name, buffer);
+  }
+
+  std::map<std::string, std::unique_ptr<OpenFile>> open;
+  for (const StateSpec &s : a.state) {
+    if (!ex.holdsState(s.name))
+      continue;
+    const ManifestTensor &t = m.tensors.at(s.name);
+    Box dst = blockOf(a, s, rank);
+    int64_t elem = dtypeSize(s.type.dtype);
+    std::vector<unsigned char> block(s.type.bytes());
+    int64_t got = 0;
+    for (const ManifestChunk &c : t.chunks) {
+      bool overlaps = true;
+      for (size_t d = 0; d < dst.shape.size(); ++d)
+        overlaps = overlaps && c.box.offset[d] < dst.offset[d] + dst.shape[d] &&
+                   dst.offset[d] < c.box.offset[d] + c.box.shape[d];
+      if (!overlaps)
+        continue;
+      got += readOverlap(openChecked(open, m, c.file), c, dst, block.data(),
+                         elem, buffer);
+    }
+    if (got != s.type.bytes())
+      throw CheckpointError("checkpoint '" + path + "': the chunks of '" +
+                            s.name + "' cover " + std::to_string(got) +
+                            " of the " + std::to_string(s.type.bytes()) +
+                            " bytes of its block at " + shapeStr(dst.offset));
+    ex.writeState(s.name, block.data());
+    stats.bytesRead += got;
+  }
+
+  using VT = Json::value_t;
+  std::string mpath = (fs::path(path) / kManifest).string();
+  const Json &data = field(m.doc, "data", "", mpath, VT::object);
+  const Json &sched = field(m.doc, "lr_schedule", "", mpath, VT::object);
+  TrainingProgress &p = stats.progress;
+  p.step = m.step;
+  p.seed =
+      field(data, "seed", "data", mpath, VT::number_integer).get<uint64_t>();
+  p.dataSource =
+      field(data, "source", "data", mpath, VT::string).get<std::string>();
+  p.dataTrainTokens =
+      field(data, "train_tokens", "data", mpath, VT::number_integer)
+          .get<int64_t>();
+  p.schedule.maxLR =
+      field(sched, "max_lr", "lr_schedule", mpath, VT::number_float)
+          .get<double>();
+  p.schedule.minLR =
+      field(sched, "min_lr", "lr_schedule", mpath, VT::number_float)
+          .get<double>();
+  p.schedule.warmupSteps =
+      field(sched, "warmup_steps", "lr_schedule", mpath, VT::number_integer)
+          .get<int64_t>();
+  p.schedule.decaySteps =
+      field(sched, "decay_steps", "lr_schedule", mpath, VT::number_integer)
+          .get<int64_t>();
+  stats.savedPlan = m.doc.contains("plan") ? m.doc["plan"].dump() : "{}";
+  stats.savedWorldSize =
+      m.doc.contains("world_size") && m.doc["world_size"].is_number_integer()
+          ? m.doc["world_size"].get<int64_t>()
+          : 0;
+  // Every rank finished reading before anyone trains (and overwrites).
+  if (w > 1)
+    allGather(ex, std::vector<int64_t>{stats.bytesRead});
+  stats.seconds = nowS() - start;
+  return stats;
+}
+
+} // namespace autoshard::runtime
