@@ -244,13 +244,20 @@ def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[in
 
 
 def train(ctx: Ctx, art: Path, ranks: int, log: Path, check_memory: bool) -> Tuple[int, str]:
-    """Runs K steps; writes the JSONL log and the final parameters (log + .safetensors)."""
+    """Runs K steps; writes the JSONL log and the final parameters (log + .safetensors).
+
+    Fails if the copies of a replicated state differ between ranks
+    (shard-run --check-replicas)."""
     for f in (log, log.with_suffix(".safetensors")):
         if f.exists():
             f.unlink()
     cmd = [ctx.shard_run, str(art), "--data", str(ctx.data), "--steps", str(ctx.steps),
            "--eval-interval", "0", "--eval-iters", "1", "--sample", "0", "--log", str(log),
-           "--save-params", str(log.with_suffix(".safetensors"))]
+           "--save-params", str(log.with_suffix(".safetensors")),
+           # Every copy of a state held by several ranks or stages must be
+           # identical (issue 14: a stage's stale tied embedding hid behind
+           # matching losses).
+           "--check-replicas"]
     if ranks > 1:
         cmd[1:1] = ["-n", str(ranks)]
     if check_memory:

@@ -11,6 +11,7 @@
 #                    [--dropout 0] [--eval-interval 250] [--eval-iters 20]
 #                    [--seed 1337] [--data FILE] [--out DIR] [--sample 300]
 #                    [--vocab-multiple 64] [--fuse-epilogues 1]
+#                    [--save-dir DIR] [--save-interval N] [--keep K] [--resume DIR|latest]
 #                    [-- extra shard-run flags...]
 #
 # --plan "dp=2,tp=2,sp=1,zero=1" compiles the step for that plan (after autodiff:
@@ -41,6 +42,11 @@
 # and in sampling; with nanoGPT's tied LM head the padded rows never get a
 # gradient and the run trains like the unpadded model (checked by plan_sweep.sh).
 #
+# Checkpoints (docs/running.md, "Checkpoints"): --save-dir DIR writes a sharded
+# checkpoint DIR/step-N/ every --save-interval steps, after the last step and
+# when a SIGTERM, SIGINT or SIGUSR1 arrives (then exits 0); --keep K keeps the
+# newest K; --resume DIR|latest continues from one, saved under any plan of
+# the same model (e.g. 8 ranks -> --plan dp=4,zero=3 -> 1 rank). Passed to shard-run.
 # --fuse-epilogues 1 (the default) runs rt-fuse-epilogues after rt-lower: the
 # add that consumes a GEMM (residual, backward gradient sum, bias) becomes the
 # GEMM's beta = 1 epilogue (one kernel and one buffer fewer); 0 keeps them apart.
@@ -58,7 +64,7 @@ BATCH=12 SEQ=64 STEPS=2000 LR=1e-3 MIN_LR=1e-4 WARMUP="" DECAY=""
 BETA1=0.9 BETA2=0.99 WD=0.1 CLIP=1.0 DROPOUT="" EVAL_INTERVAL=250 EVAL_ITERS=20
 SEED=1337 OUT=$BUILD_DIR/train SAMPLE=300 PLAN="" NRANKS="" VOCAB_MULTIPLE=64 BATCH_SET=""
 CLUSTER="" SCHEDULE_FILE="" FUSE=1
-EXTRA=()
+EXTRA=() CKPT=()
 die() { echo "train.sh: $*" >&2; exit 2; }
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [[ $# -gt 0 ]]; do
@@ -68,7 +74,8 @@ while [[ $# -gt 0 ]]; do
     --config | --batch | --seq | --steps | --lr | --min-lr | --warmup | --decay-steps | \
       --beta1 | --beta2 | --weight-decay | --grad-clip | --dropout | --eval-interval | \
       --eval-iters | --seed | --data | --out | --sample | --plan | -n | --vocab-multiple | \
-      --cluster | --schedule-file | --fuse-epilogues) ;;
+      --cluster | --schedule-file | --fuse-epilogues | --save-dir | --save-interval | \
+      --keep | --resume) ;;
     *) die "unknown option '$1' (see scripts/train.sh --help)" ;;
   esac
   [[ $# -ge 2 ]] || die "option '$1' needs a value"
@@ -76,6 +83,7 @@ while [[ $# -gt 0 ]]; do
     --plan) PLAN=$2 ;; -n) NRANKS=$2 ;; --vocab-multiple) VOCAB_MULTIPLE=$2 ;;
     --cluster) CLUSTER=$2 ;; --schedule-file) SCHEDULE_FILE=$2 ;;
     --fuse-epilogues) FUSE=$2 ;;
+    --save-dir | --save-interval | --keep | --resume) CKPT+=("$1" "$2") ;;
     --config) CONFIG=$2 ;; --batch) BATCH=$2 BATCH_SET=1 ;; --seq) SEQ=$2 ;;
     --steps) STEPS=$2 ;; --lr) LR=$2 ;; --min-lr) MIN_LR=$2 ;;
     --warmup) WARMUP=$2 ;; --decay-steps) DECAY=$2 ;; --beta1) BETA1=$2 ;;
@@ -202,4 +210,4 @@ RUN_RANKS=()
   --lr "$LR" --min-lr "$MIN_LR" ${WARMUP:+--warmup "$WARMUP"} --decay-steps "$DECAY" \
   --eval-interval "$EVAL_INTERVAL" --eval-iters "$EVAL_ITERS" --seed "$SEED" \
   --log "$OUT/metrics.jsonl" --trace "$OUT/trace.json" --sample "$SAMPLE" \
-  "${EXTRA[@]}"
+  "${CKPT[@]}" "${EXTRA[@]}"

@@ -230,7 +230,7 @@ int runMain(Options opts, CommWorld *world) {
     std::printf("memory check: on (poisoned arena, NaN checks)\n");
   if (resumed) {
     const TrainingProgress &p = resumed->progress;
-    std::printf("resumed from %s at step %lld (saved on %lld ranks, plan "
+    std::printf("resumed from %s at step %lld (saved on %lld rank(s), plan "
                 "%s): read %s, checksummed %s, in %.3f s\n",
                 resumed->path.c_str(), static_cast<long long>(p.step),
                 static_cast<long long>(resumed->savedWorldSize),
