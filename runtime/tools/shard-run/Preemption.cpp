@@ -28,8 +28,16 @@ volatile std::sig_atomic_t forwarded = 0;
 volatile pid_t child = -1;
 
 extern "C" void onLauncherSignal(int) {
-  if (child > 0)
-    ::kill(child, forwarded++ == 0 ? SIGUSR1 : SIGTERM);
+  if (child <= 0)
+    return;
+  bool first = forwarded++ == 0;
+  // write(2) is async-signal-safe; printf is not.
+  const char *msg = first ? "shard-run: signal received: the ranks checkpoint "
+                            "and stop at the next step (again: stop now)\n"
+                          : "shard-run: second signal: stopping the job now\n";
+  ssize_t ignored = ::write(2, msg, std::strlen(msg));
+  (void)ignored;
+  ::kill(child, first ? SIGUSR1 : SIGTERM);
 }
 
 void install(void (*handler)(int)) {
