@@ -22,11 +22,14 @@
 //    stage and the head and loss on the last; pipeline/StagePartition.h);
 //    stage c runs on rank stageToRank[c] of the schedule; other forward
 //    ops run on the latest stage of their operands, backward ops on the
-//    earliest;
+//    earliest; ops that read only arguments (a ZeRO-3 parameter
+//    all-gather) are copied to every rank whose units use them, so each of
+//    those ranks holds the parameter;
 //  * the tail runs where its results are needed: every rank returns the
 //    loss and the global norm, and updates the state it holds (a parameter
 //    used on two ranks, the tied embedding, is held and updated on both
-//    from the same gradient). `tfm.sum_squares` is split into one partial
+//    from the same gradient; another entry may read state only where the
+//    training step holds it). `tfm.sum_squares` is split into one partial
 //    sum per rank (each gradient counted once, on its home rank) plus an
 //    all-reduce over `pp`;
 //  * transfers: a value a unit on another rank needs is sent
@@ -173,12 +176,24 @@ public:
   /// The schedule the ranks follow (§1.5 text), once run() succeeded.
   std::string scheduleText;
   bool backward() const { return hasBackward; }
+  func::FuncOp getFunc() const { return func; }
+  /// Once run() succeeded: the ranks that hold each state, and those whose
+  /// units read it.
+  const llvm::StringMap<llvm::SmallBitVector> &getHolders() const {
+    return holders;
+  }
+  const llvm::StringMap<llvm::SmallBitVector> &getReaders() const {
+    return readers;
+  }
 
 private:
   LogicalResult place();
   LogicalResult classifyBackward(bool allowSplit, bool &didSplit);
   LogicalResult assignLayers();
   LogicalResult assignStages(const pipeline::StagePartition &partition);
+  /// Copies each op without a staged operand that units of several ranks
+  /// use, one per rank; returns whether it copied any.
+  bool replicateOnUserRanks();
   void placeTail();
   LogicalResult computeDemand();
   void demand(Value value, int64_t rank);
@@ -209,8 +224,8 @@ private:
   llvm::DenseMap<Operation *, int64_t> layerOf;
   int64_t numLayers = 0;
 
-  /// Ranks that hold each state (by name).
-  llvm::StringMap<llvm::SmallBitVector> holders;
+  /// Ranks that hold each state (by name), and those whose units read it.
+  llvm::StringMap<llvm::SmallBitVector> holders, readers;
   /// Per rank: the tail ops it runs, and the unit values it receives for
   /// its tail (from their home rank).
   SmallVector<llvm::SetVector<Operation *>> tailOps;
@@ -460,40 +475,87 @@ LogicalResult
 EntrySplitter::assignStages(const pipeline::StagePartition &partition) {
   // Forward ops run on the latest stage of their operands, backward ops on
   // the earliest; ops without a staged operand follow their users.
-  for (Operation *op : ops) {
-    Placement &p = placement[op];
-    if (p.kind != Placement::Unit)
-      continue;
-    if (layerOf.count(op)) {
-      p.stage = partition.stageOf(layerOf[op]);
-      continue;
-    }
-    for (Value operand : op->getOperands()) {
-      int64_t s = stageOf(operand);
-      if (s < 0 || !isUnitValue(operand))
+  for (;;) {
+    for (Operation *op : ops) {
+      Placement &p = placement[op];
+      if (p.kind != Placement::Unit)
         continue;
-      p.stage = p.stage < 0 ? s
-                            : (p.backward() ? std::min(p.stage, s)
-                                            : std::max(p.stage, s));
+      if (layerOf.count(op)) {
+        p.stage = partition.stageOf(layerOf[op]);
+        continue;
+      }
+      for (Value operand : op->getOperands()) {
+        int64_t s = stageOf(operand);
+        if (s < 0 || !isUnitValue(operand))
+          continue;
+        p.stage = p.stage < 0 ? s
+                              : (p.backward() ? std::min(p.stage, s)
+                                              : std::max(p.stage, s));
+      }
     }
+    if (!replicateOnUserRanks())
+      break;
+    // The copies are new ops: place everything again.
+    if (failed(place()) || failed(assignLayers()))
+      return failure();
   }
+  placeTail();
+  return success();
+}
+
+bool EntrySplitter::replicateOnUserRanks() {
+  // An op without a staged operand reads only arguments and constants (a
+  // ZeRO-3 parameter all-gather, a position table): it runs on the earliest
+  // stage of its users. When units of several ranks use it, each of those
+  // ranks gets its own copy (on its earliest using stage) rather than the
+  // value by a send: then a state it reads (the embedding tied to the LM
+  // head, all-gathered on both stages) is used, so held and updated, on
+  // every rank that uses it (computeDemand), in every entry alike.
+  bool replicated = false;
   for (Operation *op : llvm::reverse(ops)) {
-    Placement &p = placement[op];
+    Placement p = placement.lookup(op);
     if (p.kind != Placement::Unit || p.stage >= 0)
       continue;
+    // rank -> (earliest stage, first microbatch) of its units using `op`.
+    std::map<int64_t, std::pair<int64_t, int64_t>> users;
     for (Operation *user : op->getUsers()) {
       auto it = placement.find(user);
       if (it == placement.end() || it->second.kind != Placement::Unit ||
           it->second.stage < 0)
         continue;
-      int64_t s = it->second.stage;
-      p.stage = p.stage < 0 ? s : std::min(p.stage, s);
+      const Placement &u = it->second;
+      auto [entry, inserted] =
+          users.try_emplace(stageToRank[u.stage], u.stage, u.microbatch);
+      if (!inserted) {
+        entry->second.first = std::min(entry->second.first, u.stage);
+        entry->second.second = std::min(entry->second.second, u.microbatch);
+      }
     }
-    if (p.stage < 0)
-      p.stage = 0;
+    int64_t home = -1;
+    for (auto &[rank, first] : users)
+      if (home < 0 || first.first < users[home].first)
+        home = rank;
+    for (auto &[rank, first] : users) {
+      if (rank == home)
+        continue;
+      OpBuilder b(op);
+      Operation *copy = b.clone(*op);
+      for (auto [from, to] : llvm::zip(op->getResults(), copy->getResults()))
+        from.replaceUsesWithIf(to, [&, rank = rank](OpOperand &use) {
+          Placement u = placement.lookup(use.getOwner());
+          return u.kind == Placement::Unit && u.stage >= 0 &&
+                 stageToRank[u.stage] == rank;
+        });
+      Placement c = p;
+      c.stage = first.first;
+      c.microbatch = first.second;
+      placement[copy] = c;
+      replicated = true;
+    }
+    p.stage = home < 0 ? 0 : users[home].first;
+    placement[op] = p;
   }
-  placeTail();
-  return success();
+  return replicated;
 }
 
 void EntrySplitter::placeTail() {
@@ -542,6 +604,7 @@ LogicalResult EntrySplitter::computeDemand() {
   tailInputs.assign(numRanks, {});
   returned.assign(numRanks, {});
   holders.clear();
+  readers.clear();
   // Holders of the state arguments: the ranks whose units use them (an
   // optimizer state goes with its parameter).
   llvm::StringMap<StringRef> stateOf;
@@ -555,6 +618,7 @@ LogicalResult EntrySplitter::computeDemand() {
     for (Operation *user : func.getArgument(i).getUsers())
       if (Placement p = placement.lookup(user); p.kind == Placement::Unit)
         h.set(stageToRank[p.stage]);
+    readers[name] = h;
     if (auto of = attrs.getAs<StringAttr>("tfm.state_of"))
       stateOf[name] = of.getValue();
   }
@@ -1023,8 +1087,41 @@ struct DistPipelineSplitPass
         module->setAttr(
             "dist.pipeline_schedule",
             StringAttr::get(module.getContext(), splitter->scheduleText));
-      fn.erase();
     }
+    // A rank that reads a state in another entry (eval, logits) must hold
+    // it in the training step, which updates it there; else that entry (and
+    // the saved parameters) would read a copy that no step updates.
+    EntrySplitter *train = nullptr;
+    for (auto &splitter : splitters)
+      if (splitter->backward()) {
+        train = splitter.get();
+        break;
+      }
+    if (train) {
+      for (auto &splitter : splitters) {
+        if (splitter.get() == train)
+          continue;
+        func::FuncOp fn = splitter->getFunc();
+        for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+          StringRef name = stateName(fn.getArgAttrDict(i));
+          auto it = train->getHolders().find(name);
+          if (name.empty() || it == train->getHolders().end())
+            continue;
+          llvm::SmallBitVector stale = splitter->getReaders().lookup(name);
+          stale.reset(it->second);
+          if (stale.none())
+            continue;
+          fn.emitError() << "dist-pipeline-split: rank " << stale.find_first()
+                         << " of @" << fn.getSymName() << " reads state '"
+                         << name << "', which @"
+                         << train->getFunc().getSymName()
+                         << " does not hold (and update) on that rank";
+          return signalPassFailure();
+        }
+      }
+    }
+    for (func::FuncOp fn : entries)
+      fn.erase();
     // The layer ranges of the stages and their costs, for dist-explain.
     Builder b(module.getContext());
     SmallVector<int64_t> stageCost;

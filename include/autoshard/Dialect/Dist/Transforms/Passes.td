@@ -427,8 +427,13 @@ def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
     (activation recomputation; placed with their layer's backward). A
     backward block call takes the layer of the forward residuals it reads.
     Other forward ops run on the latest stage of their operands, backward
-    ops on the earliest; ops with no staged operand follow their users;
-    ops without operands (constants) are recomputed where used. For the
+    ops on the earliest; ops with no staged operand (they read only
+    arguments: a ZeRO-3 parameter all-gather, a position table) follow
+    their users, and run once on every rank whose units use them (on its
+    earliest such stage) instead of being sent, so that a parameter read
+    through one (the tied embedding, all-gathered on the first and the last
+    stage) is held and updated by each of those ranks in every entry; ops
+    without operands (constants) are recomputed where used. For the
     zero-bubble schedules (zb-h1, zb-v; Qi et al. 2023) B(s, j) is split
     into I(s, j), the ops a value leaving the unit depends on (the input
     gradient the previous stage waits for), and W(s, j), the rest (weight
@@ -463,7 +468,9 @@ def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
 
     Errors: fewer layers than stages, a schedule the microbatch count does
     not allow (interleaved: mb a multiple of pp), a tail reading state its
-    rank does not hold; each names the entry and the values.
+    rank does not hold, an entry (eval, logits) reading a state on a rank
+    where the training step does not hold (so never updates) it; each names
+    the entry and the values.
   }];
   let dependentDialects = [
     "::autoshard::dist::DistDialect",
