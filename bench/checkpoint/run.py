@@ -13,8 +13,11 @@ and writes it), then alternates, pair by pair on the same disk:
   A' shard-run ... --resume D/step-000001 --steps 2 (the load: rank 0's
      `resumed ... in T s`, checksums included; the last rank to finish
      bounds it, since the load ends with a collective)
-  B' dd if=D/raw of=/dev/null bs=8M (raw read; like the load it reads
-     what was just written, from the page cache when it fits)
+  B' dd if=D/raw of=/dev/null bs=8M (raw read)
+
+Before each load and each raw read the page cache is dropped (as root:
+/proc/sys/vm/drop_caches), so both read from the disk; without root both
+read what was just written, mostly from the page cache.
 
 and prints min / median / max of each figure and the ratios A/B per pair.
 The goal (issue 14) is a ratio >= 0.5 for saves and loads.
@@ -58,6 +61,16 @@ def compile_model(build: Path, out: Path, plan: str) -> Path:
     return out / "model.json"
 
 
+def drop_caches() -> bool:
+    """Empties the page cache (root only), so reads come from the disk."""
+    try:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return True
+    except OSError:
+        return False
+
+
 def stats(xs):
     return f"{min(xs):8.3f} {statistics.median(xs):8.3f} {max(xs):8.3f}"
 
@@ -73,6 +86,7 @@ def main() -> int:
     data = SHARED / "data/tinyshakespeare.txt"
     args.dir.mkdir(parents=True, exist_ok=True)
     rows = []
+    cold = False
     for n in map(int, args.ranks.split(",")):
         plan = "" if n == 1 else f"dp={n},zero=3"
         art = compile_model(args.build, args.dir / f"gpt2-{n}", plan)
@@ -94,12 +108,14 @@ def main() -> int:
             t = time.perf_counter()
             sh(["dd", "if=/dev/zero", f"of={raw}", "bs=8M", f"count={count}", "conv=fsync"])
             raw_w.append(time.perf_counter() - t)
+            cold = drop_caches()
             out = sh([*base, "--steps", "2", "--resume", str(ck / "step-000001")]).stdout
             m = re.search(r"resumed from .* in ([0-9.]+) s", out)
             if not m:
                 print(out, file=sys.stderr)
                 raise SystemExit("no 'resumed ... in T s' line")
             load.append(float(m.group(1)))
+            drop_caches()
             t = time.perf_counter()
             sh(["dd", f"if={raw}", "of=/dev/null", "bs=8M"])
             raw_r.append(time.perf_counter() - t)
@@ -119,7 +135,9 @@ def main() -> int:
         print(f"  load            {stats(load)}   {mb / statistics.median(load):7.0f} MB/s")
         print(f"  raw read (dd)   {stats(raw_r)}   {mb / statistics.median(raw_r):7.0f} MB/s")
         print(f"  load/raw bandwidth ratio {stats([r / l for l, r in zip(load, raw_r)])}")
-    print("\nSaves are synchronous: the training loop stalls for the whole save time.")
+    print("\nReads are " + ("cold (page cache dropped before each load and raw read)"
+                             if cold else "warm (could not drop the page cache: not root)"))
+    print("Saves are synchronous: the training loop stalls for the whole save time.")
     return 0
 
 

@@ -953,7 +953,8 @@ CheckpointLoadStats loadCheckpoint(Executor &ex, const std::string &path,
     const ManifestTensor &t = m.tensors.at(s.name);
     Box dst = blockOf(a, s, rank);
     int64_t elem = dtypeSize(s.type.dtype);
-    std::vector<unsigned char> block(s.type.bytes());
+    // Uninitialised: every byte is read from the chunks (checked below).
+    std::unique_ptr<unsigned char[]> block(new unsigned char[s.type.bytes()]);
     int64_t got = 0;
     for (const ManifestChunk &c : t.chunks) {
       bool overlaps = true;
@@ -962,7 +963,7 @@ CheckpointLoadStats loadCheckpoint(Executor &ex, const std::string &path,
                    dst.offset[d] < c.box.offset[d] + c.box.shape[d];
       if (!overlaps)
         continue;
-      got += readOverlap(openChecked(open, m, c.file), c, dst, block.data(),
+      got += readOverlap(openChecked(open, m, c.file), c, dst, block.get(),
                          elem, buffer);
     }
     if (got != s.type.bytes())
@@ -970,7 +971,7 @@ CheckpointLoadStats loadCheckpoint(Executor &ex, const std::string &path,
                             s.name + "' cover " + std::to_string(got) +
                             " of the " + std::to_string(s.type.bytes()) +
                             " bytes of its block at " + shapeStr(dst.offset));
-    ex.writeState(s.name, block.data());
+    ex.writeState(s.name, block.get());
     stats.bytesRead += got;
   }
 
