@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds (if needed) and runs every autoshard test suite: C++ format check,
 # lit/FileCheck compiler tests, ctest (GoogleTest runtime tests), pytest and
-# the plan sweep on 2, 4 and 8 ranks (scripts/plan_sweep.sh; skipped without MPI)
+# the plan sweep on 2, 4 and 8 ranks (scripts/plan_sweep.sh; skipped without MPI),
+# the checkpoint suite (scripts/checkpoint_check.sh; skipped without MPI)
 # and the auto-plan check (scripts/auto_plan_check.sh: the plan the planner
 # chooses for 8 ranks trains like the 1-rank run).
 # Prints the time of each phase and ends with one line
@@ -160,6 +161,34 @@ phase plan_sweep plan_sweep
 rc=$?
 # A sweep that failed without writing its report (could not build the model, reference failed).
 [[ $rc -eq 0 || -s $REPORTS/plan_sweep.xml ]] || suite_errors=$((suite_errors + 1))
+
+# Checkpoints (issue 14, item 7; scripts/checkpoint_check.sh): resuming under
+# the same plan is bit for bit the uninterrupted run, under another plan
+# within 1e-5; a killed rank, SIGTERM/SIGINT, damaged or foreign checkpoints,
+# a full disk and an unwritable --save-dir each end clearly; the rank files
+# read back with Python's safetensors. Skipped like the plan sweep without
+# MPI; CHECKPOINT_CHECK=0 skips it too.
+checkpoint_check() {
+  local mpirun=${AUTOSHARD_MPIRUN:-$(command -v mpirun || true)} why=""
+  if [[ ${CHECKPOINT_CHECK:-1} == 0 ]]; then
+    why="CHECKPOINT_CHECK=0"
+  elif [[ -z $mpirun || ! -x $mpirun ]]; then
+    why="no mpirun (OpenMPI) found"
+  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep 'libmpi' >/dev/null; then
+    why="shard-run was built without MPI"
+  fi
+  if [[ -n $why ]]; then
+    echo "checkpoint check skipped: $why"
+    echo "<testsuite name=\"checkpoint\" tests=\"1\" failures=\"0\" skipped=\"1\"><testcase classname=\"checkpoint\" name=\"checkpoint suite\"><skipped message=\"$why\"/></testcase></testsuite>" >"$REPORTS/checkpoint.xml"
+    return 0
+  fi
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/checkpoint_check.sh" \
+    --junit "$REPORTS/checkpoint.xml" --out "$BUILD_DIR/checkpoint-check"
+}
+phase checkpoint checkpoint_check
+rc=$?
+# A suite that failed without writing its report.
+[[ $rc -eq 0 || -s $REPORTS/checkpoint.xml ]] || suite_errors=$((suite_errors + 1))
 
 # Issue 7's check: the plan dist-auto-plan chooses for 8 ranks for the
 # nanoGPT CPU model (configs/clusters/cpu-2core.json) trains like the 1-rank
