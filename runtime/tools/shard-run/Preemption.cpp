@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -27,19 +28,27 @@ extern "C" void onRankSignal(int sig) {
 volatile std::sig_atomic_t forwarded = 0;
 volatile pid_t child = -1;
 
-extern "C" void onLauncherSignal(int) {
+extern "C" void onLauncherSignal(int sig) {
   if (child <= 0)
     return;
   bool first = forwarded++ == 0;
   // write(2) is async-signal-safe; printf is not.
-  const char *msg = first ? "shard-run: signal received: the ranks checkpoint "
-                            "and stop at the next step (again: stop now)\n"
-                          : "shard-run: second signal: stopping the job now\n";
-  ssize_t ignored = ::write(2, msg, std::strlen(msg));
-  (void)ignored;
+  const char *name = sig == SIGTERM  ? "SIGTERM"
+                     : sig == SIGINT ? "SIGINT"
+                                     : "SIGUSR1";
+  const char *what = first ? " received: the ranks checkpoint and stop at the "
+                             "next step (again: stop now)\n"
+                           : " received again: stopping the job now\n";
+  for (const char *part : {"shard-run: ", name, what}) {
+    ssize_t ignored = ::write(2, part, std::strlen(part));
+    (void)ignored;
+  }
   ::kill(child, first ? SIGUSR1 : SIGTERM);
 }
 
+} // namespace
+
+namespace {
 void install(void (*handler)(int)) {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));
@@ -69,6 +78,11 @@ std::string PreemptionWatch::signalName() const {
   case SIGINT:
     return "SIGINT";
   case SIGUSR1:
+    // Under `shard-run -n N` a SIGTERM or SIGINT to the launcher arrives
+    // as SIGUSR1 (see the file comment of Preemption.h).
+    if (const char *env = std::getenv("AUTOSHARD_SIGNALS_FORWARDED");
+        env && *env == '1')
+      return "a signal to shard-run (forwarded to the ranks as SIGUSR1)";
     return "SIGUSR1";
   case 0:
     return "";

@@ -128,6 +128,7 @@ int launch(const Options &opts, int argc, char **argv) {
     if (!opts.saveDir.empty()) {
       // Stay mpirun's parent so that a SIGTERM or Ctrl-C becomes a
       // checkpoint at the next step, not a killed job (Preemption.h).
+      env.push_back("AUTOSHARD_SIGNALS_FORWARDED=1");
       std::vector<std::string> cmd = mpirunCommand(opts.ranks, argc, argv, env);
       cmd.insert(cmd.begin() + 1, {"--stdin", "none"});
       return runForwardingSignals(cmd);
@@ -197,8 +198,9 @@ int runMain(Options opts, CommWorld *world) {
   executor.initState();
   std::optional<CheckpointLoadStats> resumed;
   if (!opts.resume.empty()) {
-    std::string path =
-        opts.resume == "latest" ? latestCheckpoint(opts.saveDir) : opts.resume;
+    std::string path = opts.resume;
+    if (path == "latest")
+      runAgreed(executor, [&] { path = latestCheckpoint(opts.saveDir); });
     resumed = loadCheckpoint(executor, path);
     const TrainingProgress &p = resumed->progress;
     if (p.seed != opts.seed)

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -920,8 +921,30 @@ std::string latestCheckpoint(const std::string &saveDir) {
   return done.back().second;
 }
 
-CheckpointLoadStats loadCheckpoint(Executor &ex, const std::string &path,
-                                   int64_t readBufferBytes) {
+void runAgreed(const Executor &ex, const std::function<void()> &body) {
+  RankStatus mine;
+  try {
+    body();
+  } catch (const CheckpointError &e) {
+    mine.fail(e.what());
+  } catch (const SafetensorsError &e) {
+    mine.fail(e.what());
+  } catch (const ArtifactError &e) {
+    mine.fail(e.what());
+  }
+  std::vector<RankStatus> all = allGather(ex, std::vector<RankStatus>{mine});
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!all[r].ok)
+      throw CheckpointError((all.size() > 1 ? "rank " + std::to_string(r) + ": "
+                                            : std::string()) +
+                                all[r].message,
+                            /*agreed=*/true);
+}
+
+namespace {
+/// loadCheckpoint's work on this rank alone (no communication).
+CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
+                              int64_t readBufferBytes) {
   double start = nowS();
   const Artifact &a = ex.artifact();
   int64_t rank = ex.rank(), w = worldSize(ex);
@@ -1005,9 +1028,18 @@ CheckpointLoadStats loadCheckpoint(Executor &ex, const std::string &path,
       m.doc.contains("world_size") && m.doc["world_size"].is_number_integer()
           ? m.doc["world_size"].get<int64_t>()
           : 0;
-  // Every rank finished reading before anyone trains (and overwrites).
-  if (w > 1)
-    allGather(ex, std::vector<int64_t>{stats.bytesRead});
+  stats.seconds = nowS() - start;
+  return stats;
+}
+} // namespace
+
+CheckpointLoadStats loadCheckpoint(Executor &ex, const std::string &path,
+                                   int64_t readBufferBytes) {
+  // Every rank finishes reading (or fails) before any trains; a failure on
+  // one rank ends every rank cleanly with its message.
+  double start = nowS();
+  CheckpointLoadStats stats;
+  runAgreed(ex, [&] { stats = loadLocal(ex, path, readBufferBytes); });
   stats.seconds = nowS() - start;
   return stats;
 }

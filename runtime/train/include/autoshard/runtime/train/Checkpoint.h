@@ -33,6 +33,7 @@
 #include "autoshard/runtime/train/LRSchedule.h"
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -107,10 +108,18 @@ CheckpointSaveStats saveCheckpoint(const Executor &executor,
 /// its dtype and global shape, nothing extra), every file's size, and
 /// every file's checksum (files are spread over the ranks to verify).
 /// Reads through buffers of at most `readBufferBytes` bytes besides the
-/// rank's own state. Collective. Throws CheckpointError naming the file and
-/// tensor.
+/// rank's own state. Collective. Throws CheckpointError (agreed: every rank
+/// throws it, see runAgreed) naming the rank, the file and the tensor.
 CheckpointLoadStats loadCheckpoint(Executor &executor, const std::string &path,
                                    int64_t readBufferBytes = 64 << 20);
+
+/// Runs `body` on every rank (it must not communicate), then the ranks
+/// exchange whether it threw a CheckpointError, SafetensorsError or
+/// ArtifactError; if any rank's did, every rank throws CheckpointError
+/// (agreed) with the lowest failing rank's message, "rank R: ...". So a
+/// failure on one rank ends the job cleanly instead of leaving the others
+/// waiting. Collective.
+void runAgreed(const Executor &executor, const std::function<void()> &body);
 
 /// The newest complete checkpoint (a `step-N` directory with a manifest)
 /// under `saveDir`; throws CheckpointError when there is none.
