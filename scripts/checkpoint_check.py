@@ -533,7 +533,7 @@ def stop_by_signal(art: str, sig: int, sig_name: str):
         if rc != 0:
             raise Fail(f"exit {rc} after {sig_name} (expected 0):\n"
                        + "\n".join(out.strip().splitlines()[-10:]))
-        m = re.search(r"stopped by (\S+) after step (\d+): checkpoint (\S+)", out)
+        m = re.search(r"stopped by (.+?) after step (\d+): checkpoint (\S+)", out)
         if not m:
             raise Fail("no 'stopped by ... after step N: checkpoint DIR' line:\n"
                        + "\n".join(out.strip().splitlines()[-10:]))
@@ -751,7 +751,7 @@ def python_reader(art: str):
             from safetensors import safe_open
             from safetensors.numpy import load_file
             sys.path.insert(0, str(ctx.root / "python"))
-            from autoshard.checkpoint import load_checkpoint
+            from autoshard.checkpoint import load_checkpoint, verify_checksums
         except ImportError as e:
             raise Fail(f"{e} (pip install -r python/requirements.txt into {ctx.py})")
         ref = ctx.ref(art)
@@ -785,7 +785,9 @@ def python_reader(art: str):
         if sorted(params) != want_params:
             raise Fail(f"--save-params has {sorted(set(params) ^ set(want_params))[:5]} "
                        "not matching the manifest's params")
-        # autoshard.checkpoint (the project's reader) against --save-params
+        # autoshard.checkpoint (the project's reader) against --save-params,
+        # after its XXH3 checksums agree with the ones shard-run wrote.
+        verify_checksums(ck)
         loaded = load_checkpoint(ck, kinds=("param", "opt_m", "opt_v"))
         if sorted(loaded) != sorted(man["tensors"]):
             raise Fail("autoshard.checkpoint.load_checkpoint returned "

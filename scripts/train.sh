@@ -206,7 +206,8 @@ echo "compiled $OUT/model.json${PLAN:+ for plan $PLAN on $NRANKS ranks} in $((SE
 
 RUN_RANKS=()
 [[ $NRANKS -gt 1 ]] && RUN_RANKS=(-n "$NRANKS")
-"$BUILD_DIR/bin/shard-run" "${RUN_RANKS[@]}" "$OUT/model.json" --data "$DATA" --steps "$STEPS" \
+# exec: a SIGTERM or Ctrl-C to train.sh reaches shard-run (checkpoint, then stop).
+exec "$BUILD_DIR/bin/shard-run" "${RUN_RANKS[@]}" "$OUT/model.json" --data "$DATA" --steps "$STEPS" \
   --lr "$LR" --min-lr "$MIN_LR" ${WARMUP:+--warmup "$WARMUP"} --decay-steps "$DECAY" \
   --eval-interval "$EVAL_INTERVAL" --eval-iters "$EVAL_ITERS" --seed "$SEED" \
   --log "$OUT/metrics.jsonl" --trace "$OUT/trace.json" --sample "$SAMPLE" \

@@ -12,7 +12,7 @@ puts the chunks back together into global (unsharded) arrays.
 Example::
 
     from autoshard.checkpoint import load_checkpoint
-    params = load_checkpoint("build/train/ckpt/step-002000")   # name -> np.ndarray
+    params = load_checkpoint("build/ckpt/step-002000")   # name -> np.ndarray
     params["wte"].shape                                          # (128, 128)
 
 Needs `numpy` and `safetensors` (`pip install numpy safetensors`).
@@ -44,14 +44,50 @@ def read_manifest(path: Union[str, Path]) -> dict:
     path = Path(path)
     mf = path / "manifest.json"
     if not mf.is_file():
-        raise CheckpointError(f"checkpoint '{path}' has no manifest.json (an incomplete save?)")
-    manifest = json.loads(mf.read_text())
+        hint = ""
+        if path.is_dir() and any(p.name.startswith("step-") for p in path.iterdir()):
+            hint = " (a save directory: pass one of its step-N checkpoints)"
+        raise CheckpointError(f"checkpoint '{path}' has no manifest.json{hint or ' (an incomplete save?)'}")
+    try:
+        manifest = json.loads(mf.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"'{mf}' is not valid JSON: {e}") from None
+    if not isinstance(manifest, dict):
+        raise CheckpointError(f"'{mf}' is not a JSON object")
     if manifest.get("format") != FORMAT:
         raise CheckpointError(f"'{mf}': format is {manifest.get('format')!r}, not {FORMAT!r}")
     if not isinstance(manifest.get("version"), int) or manifest["version"] > VERSION:
         raise CheckpointError(f"'{mf}': format version {manifest.get('version')!r} is newer "
                               f"than this reader ({VERSION})")
+    for name, f in manifest.get("files", {}).items():
+        if "/" in name or name in (".", ".."):
+            raise CheckpointError(f"'{mf}': file name {name!r} is not a plain file name")
+        size = (path / name).stat().st_size if (path / name).is_file() else None
+        if size != f.get("bytes"):
+            raise CheckpointError(f"checkpoint '{path}': file '{name}' has "
+                                  f"{'no file' if size is None else f'{size} bytes'}, "
+                                  f"the manifest says {f.get('bytes')} bytes")
     return manifest
+
+
+def verify_checksums(path: Union[str, Path], manifest: Optional[dict] = None) -> None:
+    """Checks every rank file of checkpoint `path` against its XXH3-64 checksum.
+
+    Needs the `xxhash` package (`pip install xxhash`). Raises CheckpointError
+    naming the first file that differs.
+    """
+    import xxhash
+
+    path = Path(path)
+    manifest = manifest or read_manifest(path)
+    for name, f in manifest["files"].items():
+        h = xxhash.xxh3_64()
+        with open(path / name, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 24), b""):
+                h.update(block)
+        if h.hexdigest() != f["xxh3_64"]:
+            raise CheckpointError(f"checkpoint '{path}': file '{name}' has checksum "
+                                  f"{h.hexdigest()}, the manifest says {f['xxh3_64']}")
 
 
 def load_tensor(path: Union[str, Path], name: str, manifest: Optional[dict] = None):
@@ -71,7 +107,11 @@ def load_tensor(path: Union[str, Path], name: str, manifest: Optional[dict] = No
     except KeyError:
         raise CheckpointError(f"checkpoint '{path}' has no tensor '{name}'") from None
     dtype = _DTYPES.get(spec["dtype"]) or "uint16"
+    if spec["dtype"] not in _DTYPES:
+        raise CheckpointError(f"checkpoint '{path}': tensor '{name}' has unknown dtype "
+                              f"{spec['dtype']!r}")
     out = np.zeros(spec["global_shape"], dtype=dtype)
+    seen = np.zeros(spec["global_shape"], dtype=bool)
     covered = 0
     for chunk in spec["chunks"]:
         with safe_open(str(path / chunk["file"]), framework="numpy") as f:
@@ -80,6 +120,10 @@ def load_tensor(path: Union[str, Path], name: str, manifest: Optional[dict] = No
             raise CheckpointError(f"'{chunk['file']}': tensor '{name}' has shape "
                                   f"{list(block.shape)}, the manifest says {chunk['shape']}")
         box = tuple(slice(o, o + s) for o, s in zip(chunk["offset"], chunk["shape"]))
+        if seen[box].any():
+            raise CheckpointError(f"checkpoint '{path}': chunks of '{name}' overlap at "
+                                  f"{chunk['offset']}")
+        seen[box] = True
         out[box] = block
         covered += block.size
     if covered != out.size:
@@ -96,7 +140,12 @@ def load_checkpoint(path: Union[str, Path],
     Parameters keep the padded vocabulary rows (docs/running.md: the
     vocabulary is padded to a multiple of 64; the padded rows are zero).
     """
-    manifest = read_manifest(path)
+    if isinstance(kinds, str):
+        kinds = (kinds,)
     kinds = set(kinds)
+    unknown = kinds - {"param", "opt_m", "opt_v"}
+    if unknown:
+        raise CheckpointError(f"unknown state kinds {sorted(unknown)} (param, opt_m, opt_v)")
+    manifest = read_manifest(path)
     return {name: load_tensor(path, name, manifest)
             for name, spec in manifest["tensors"].items() if spec["kind"] in kinds}

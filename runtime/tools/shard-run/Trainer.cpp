@@ -129,7 +129,7 @@ double Trainer::evaluate() {
 RunSummary Trainer::run() {
   std::optional<MetricsLog> log;
   if (!opts.log.empty())
-    log.emplace(opts.log);
+    log.emplace(opts.log, /*append=*/firstStep > 0);
   ChromeTrace trace;
   std::optional<TraceRecorder> recorder;
   if (!opts.trace.empty())
@@ -149,9 +149,6 @@ RunSummary Trainer::run() {
     return summary.finalValLoss;
   };
 
-  std::optional<PreemptionWatch> preemption;
-  if (!opts.saveDir.empty())
-    preemption.emplace();
   int64_t savedAt = -1;
   summary.stepsDone = firstStep;
   for (int64_t it = firstStep; it < opts.steps; ++it) {

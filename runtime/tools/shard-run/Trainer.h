@@ -6,6 +6,7 @@
 #include "EntryIO.h"
 #include "Options.h"
 
+#include "Preemption.h"
 #include "Reporting.h"
 
 #include "autoshard/runtime/train/CharDataset.h"
@@ -43,6 +44,9 @@ public:
   Trainer(const Options &opts, runtime::Executor &executor,
           const runtime::CharDataset &data);
   RunSummary run();
+  /// Stop (after a checkpoint) at the first step boundary after `watch`
+  /// saw a signal; it outlives the trainer.
+  void stopOnSignal(const PreemptionWatch *watch) { preemption = watch; }
   /// Continue a resumed run: the first iteration run() does is `step`.
   void startAt(int64_t step) { firstStep = step; }
   /// Where the run stands after `stepsDone` steps (what a checkpoint keeps).
@@ -67,6 +71,7 @@ private:
   std::vector<int32_t> ids, labels, rowIds, rowLabels;
   int64_t failRank = -1;
   int64_t firstStep = 0;
+  const PreemptionWatch *preemption = nullptr;
 };
 
 } // namespace autoshard::shardrun

@@ -141,6 +141,11 @@ int launch(const Options &opts, int argc, char **argv) {
 }
 
 int runMain(Options opts, CommWorld *world) {
+  // Catch a preemption signal from the start: one that arrives while the
+  // artifact, the data or a checkpoint loads stops the run at its first step.
+  std::optional<PreemptionWatch> preemption;
+  if (!opts.saveDir.empty())
+    preemption.emplace();
   Artifact artifact = loadArtifact(opts.artifact);
   std::unique_ptr<Backend> backendPtr = createBackend(opts.backend);
   Backend &backend = *backendPtr;
@@ -191,6 +196,8 @@ int runMain(Options opts, CommWorld *world) {
   exOpts.comm = comm.get();
   Executor executor(artifact, backend, exOpts);
   Trainer trainer(opts, executor, data);
+  if (preemption)
+    trainer.stopOnSignal(&*preemption);
   SampleOptions sampleOpts{opts.sample, opts.temperature, opts.topK, opts.seed};
   std::optional<Sampler> sampler;
   if (opts.sample > 0)

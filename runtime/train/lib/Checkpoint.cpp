@@ -162,13 +162,13 @@ struct RankStatus {
   int64_t bytes = 0;
   uint64_t checksum = 0;
   int64_t wroteFile = 0;
-  char message[224] = {};
+  char message[992] = {};
   void fail(const std::string &m) {
     ok = 0;
     std::snprintf(message, sizeof(message), "%s", m.c_str());
   }
 };
-static_assert(sizeof(RankStatus) == 256, "fixed record");
+static_assert(sizeof(RankStatus) == 1024, "fixed record");
 
 int64_t worldSize(const Executor &ex) {
   return ex.comm() ? ex.comm()->world().size() : 1;
@@ -487,6 +487,9 @@ Manifest readManifest(const std::string &dir) {
         (version < 1 ? "invalid" : "newer than this shard-run reads") +
         " (it reads versions 1 to " + std::to_string(kCheckpointVersion) + ")");
   m.step = field(m.doc, "step", "", path, VT::number_integer).get<int64_t>();
+  if (m.step < 0)
+    throw CheckpointError("checkpoint manifest '" + path + "': step is " +
+                          std::to_string(m.step) + ", not a step count");
   for (auto &[name, f] : field(m.doc, "files", "", path, VT::object).items()) {
     std::string where = "file '" + name + "'";
     ManifestFile mf;
@@ -550,7 +553,21 @@ Manifest readManifest(const std::string &dir) {
                               std::to_string(f->second.bytes) + " bytes");
       mt.chunks.push_back(std::move(mc));
     }
-    // The chunks must cover the tensor exactly once.
+    // The chunks must cover the tensor exactly once: pairwise disjoint, and
+    // as many elements as the tensor.
+    for (size_t i = 0; i < mt.chunks.size(); ++i)
+      for (size_t j = i + 1; j < mt.chunks.size(); ++j) {
+        const Box &x = mt.chunks[i].box, &y = mt.chunks[j].box;
+        bool meet = true;
+        for (size_t k = 0; k < x.shape.size() && meet; ++k)
+          meet = x.offset[k] < y.offset[k] + y.shape[k] &&
+                 y.offset[k] < x.offset[k] + x.shape[k];
+        if (meet)
+          throw CheckpointError("checkpoint manifest '" + path + "': " + where +
+                                " has overlapping chunks at " +
+                                shapeStr(x.offset) + " and " +
+                                shapeStr(y.offset));
+      }
     int64_t covered = 0;
     for (const ManifestChunk &c : mt.chunks)
       covered += product(c.box.shape);
@@ -630,6 +647,46 @@ OpenFile &openChecked(std::map<std::string, std::unique_ptr<OpenFile>> &open,
                           "' has " + std::to_string(st.st_size) +
                           " bytes, the manifest says " +
                           std::to_string(expected) + " (truncated?)");
+  // The file's own header must agree with the manifest on every chunk it
+  // holds: a manifest edited or mixed up with other files fails here.
+  SafetensorsHeader h;
+  try {
+    h = readSafetensorsHeader(f->path);
+  } catch (const SafetensorsError &e) {
+    throw CheckpointError("checkpoint '" + m.dir + "': " + e.what());
+  }
+  auto meta = h.metadata.find("autoshard.step");
+  if (meta == h.metadata.end() || meta->second != std::to_string(m.step))
+    throw CheckpointError(
+        "checkpoint '" + m.dir + "': file '" + name + "' was saved at step " +
+        (meta == h.metadata.end() ? std::string("?") : meta->second) +
+        ", the manifest says step " + std::to_string(m.step));
+  for (const auto &[tname, t] : m.tensors)
+    for (const ManifestChunk &c : t.chunks) {
+      if (c.file != name)
+        continue;
+      auto it = h.tensors.find(tname);
+      std::string offset;
+      if (auto md = h.metadata.find(tname); md != h.metadata.end()) {
+        nlohmann::json j = nlohmann::json::parse(md->second, nullptr, false);
+        if (j.is_object() && j.contains("offset"))
+          offset = j["offset"].dump();
+      }
+      if (it == h.tensors.end() || it->second.dtype != t.dtype ||
+          it->second.shape != c.box.shape ||
+          h.dataStart + it->second.begin != c.byteOffset ||
+          offset != nlohmann::json(c.box.offset).dump())
+        throw CheckpointError(
+            "checkpoint '" + m.dir + "': the manifest's chunk of '" + tname +
+            "' (" + TensorType{t.dtype, c.box.shape}.str() + " at global " +
+            shapeStr(c.box.offset) + ", byte " + std::to_string(c.byteOffset) +
+            ") disagrees with file '" + name + "'s header" +
+            (it == h.tensors.end()
+                 ? " (no such tensor)"
+                 : " (" + TensorType{it->second.dtype, it->second.shape}.str() +
+                       " at global " + offset + ", byte " +
+                       std::to_string(h.dataStart + it->second.begin) + ")"));
+    }
   return *open.emplace(name, std::move(f)).first->second;
 }
 

@@ -6,7 +6,8 @@
 
 namespace autoshard::runtime {
 
-MetricsLog::MetricsLog(const std::string &path) : out(path), path(path) {
+MetricsLog::MetricsLog(const std::string &path, bool append)
+    : out(path, append ? std::ios::app : std::ios::trunc), path(path) {
   if (!out)
     throw std::runtime_error("cannot open metrics log '" + path +
                              "' for writing");

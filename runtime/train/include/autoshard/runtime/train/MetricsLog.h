@@ -18,7 +18,8 @@ class MetricsLog {
 public:
   /// Opens (truncates) `path`; throws std::runtime_error naming the path if
   /// it cannot be opened.
-  explicit MetricsLog(const std::string &path);
+  /// Opens `path`, truncated, or with `append` (a resumed run) at its end.
+  explicit MetricsLog(const std::string &path, bool append = false);
   /// Writes `record` as one line.
   void write(const nlohmann::json &record);
 
