@@ -14,7 +14,7 @@
 #
 # The GPU machine cannot compile MLIR, so the artifacts are compiled here
 # first (with the passes scripts/train.sh runs, rt-fuse-epilogues included:
-# GEMMs with a beta = 1 residual epilogue), with the files the CUDA-only build needs (nlohmann/json.hpp and a
+# GEMMs with a beta = 1 residual epilogue), with the files the CUDA-only build needs (nlohmann/json.hpp, xxhash.h and a
 # googletest source tree), into a folder the device run carries:
 #
 #   scripts/gpu_check.sh --prepare            # here (needs build/bin/shard-opt)
@@ -109,6 +109,9 @@ if [[ $MODE == prepare ]]; then
   run mkdir -p "$CARRY/artifacts" "$CARRY/include/nlohmann"
   run rm -f "$CARRY"/artifacts/gpt-1.3b-bf16-b*.json # earlier all-bf16 ones
   run cp "$JSON_HPP" "$CARRY/include/nlohmann/json.hpp"
+  # Checkpoint checksums (runtime/train, header-only xxHash).
+  [[ -f /usr/include/xxhash.h || $DRY == 1 ]] || die "xxhash.h not found (apt-get install libxxhash-dev)"
+  run cp /usr/include/xxhash.h "$CARRY/include/xxhash.h"
   run rm -rf "$CARRY/googletest"
   run cp -r "$GTEST_SRC" "$CARRY/googletest"
   TMP=$(mktemp -d)
@@ -139,6 +142,7 @@ CMAKE_ARGS=(-G Ninja -S "$ROOT" -B "$GBUILD" -DCMAKE_BUILD_TYPE=Release
   -DAUTOSHARD_BUILD_COMPILER=OFF -DAUTOSHARD_ENABLE_CUDA=ON
   -DAUTOSHARD_RUNTIME_CPU=OFF -DAUTOSHARD_RUNTIME_MPI=OFF
   -DAUTOSHARD_NLOHMANN_JSON_INCLUDE_DIR="$CARRY/include"
+  -DAUTOSHARD_XXHASH_INCLUDE_DIR="$CARRY/include"
   -DAUTOSHARD_GTEST_SOURCE_DIR="$CARRY/googletest")
 if [[ ! -f $GBUILD/build.ninja ]] || [[ $DRY == 1 ]]; then
   run cmake "${CMAKE_ARGS[@]}" || { echo "configure failed"; exit 1; }
