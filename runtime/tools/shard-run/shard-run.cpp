@@ -26,6 +26,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -224,6 +225,9 @@ int runMain(Options opts, CommWorld *world) {
                                 " leaves nothing to train",
                             /*agreed=*/true);
     trainer.startAt(p.step);
+    // The traced step must be one this run does.
+    if (opts.traceStep < p.step)
+      opts.traceStep = std::min(p.step + 1, opts.steps - 1);
   }
 
   printPlan(artifact, executor);
@@ -246,18 +250,30 @@ int runMain(Options opts, CommWorld *world) {
                 resumed->savedPlan.c_str(),
                 formatBytes(resumed->bytesRead).c_str(),
                 formatBytes(resumed->bytesVerified).c_str(), resumed->seconds);
+    // Name only what differs (this run's schedule is the one used).
     const LRSchedule &now = trainer.lrSchedule();
-    if (p.schedule.maxLR != now.maxLR || p.schedule.minLR != now.minLR ||
-        p.schedule.warmupSteps != now.warmupSteps ||
-        p.schedule.decaySteps != now.decaySteps)
+    std::string diff;
+    auto note = [&](const char *flag, const std::string &was,
+                    const std::string &is) {
+      if (was != is)
+        diff += std::string(diff.empty() ? "" : ", ") + flag + " " + was +
+                " -> " + is;
+    };
+    auto num = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%g", v);
+      return std::string(buf);
+    };
+    note("--lr", num(p.schedule.maxLR), num(now.maxLR));
+    note("--min-lr", num(p.schedule.minLR), num(now.minLR));
+    note("--warmup", std::to_string(p.schedule.warmupSteps),
+         std::to_string(now.warmupSteps));
+    note("--decay-steps", std::to_string(p.schedule.decaySteps),
+         std::to_string(now.decaySteps));
+    if (!diff.empty())
       std::printf("warning: the learning-rate schedule differs from the "
-                  "checkpoint's (lr %g -> %g, min-lr %g -> %g, warmup %lld "
-                  "-> %lld, decay-steps %lld -> %lld); using this run's\n",
-                  p.schedule.maxLR, now.maxLR, p.schedule.minLR, now.minLR,
-                  static_cast<long long>(p.schedule.warmupSteps),
-                  static_cast<long long>(now.warmupSteps),
-                  static_cast<long long>(p.schedule.decaySteps),
-                  static_cast<long long>(now.decaySteps));
+                  "checkpoint's (%s); using this run's\n",
+                  diff.c_str());
     if (p.dataTrainTokens !=
         static_cast<int64_t>(data.tokens(Split::Train).size()))
       std::printf("warning: the checkpoint was trained on '%s' (%lld train "
