@@ -3,6 +3,7 @@
 #include "ParamsFile.h"
 
 #include "autoshard/runtime/Communicator.h"
+#include "autoshard/runtime/train/Safetensors.h"
 
 #include <cerrno>
 #include <cstring>
@@ -15,25 +16,6 @@ namespace autoshard::shardrun {
 using namespace autoshard::runtime;
 
 namespace {
-
-/// safetensors' dtype spelling.
-std::string safetensorsDType(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "F32";
-  case DType::F64:
-    return "F64";
-  case DType::BF16:
-    return "BF16";
-  case DType::F16:
-    return "F16";
-  case DType::I32:
-    return "I32";
-  case DType::I64:
-    return "I64";
-  }
-  throw ArtifactError("unsupported dtype in --save-params");
-}
 
 std::string jsonShape(const std::vector<int64_t> &shape) {
   std::string s = "[";
