@@ -154,12 +154,12 @@ def ppid_map() -> Dict[int, List[int]]:
 
 
 def descendants(pid: int) -> List[int]:
-    kids, out, todo = ppid_map(), [], [pid]
-    while todo:
-        p = todo.pop()
+    kids, out, pending = ppid_map(), [], [pid]
+    while pending:
+        p = pending.pop()
         for c in kids.get(p, []):
             out.append(c)
-            todo.append(c)
+            pending.append(c)
     return out
 
 
