@@ -274,6 +274,12 @@ int runMain(Options opts, CommWorld *world) {
       std::printf("warning: the learning-rate schedule differs from the "
                   "checkpoint's (%s); using this run's\n",
                   diff.c_str());
+    if (resumed->savedBatch && resumed->savedBatch != artifact.model.batch)
+      std::printf("warning: the checkpoint was trained with global batch "
+                  "%lld, this artifact's is %lld (each step's batch differs "
+                  "from the saved run's)\n",
+                  static_cast<long long>(resumed->savedBatch),
+                  static_cast<long long>(artifact.model.batch));
     if (p.dataTrainTokens !=
         static_cast<int64_t>(data.tokens(Split::Train).size()))
       std::printf("warning: the checkpoint was trained on '%s' (%lld train "

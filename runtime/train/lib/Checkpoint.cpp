@@ -8,7 +8,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 
 namespace autoshard::runtime {
@@ -112,14 +112,13 @@ bool holds(const Artifact &a, const StateSpec &s, int64_t rank) {
 /// exactly once, by a writer every rank can name without communication).
 class Writers {
 public:
-  explicit Writers(const Artifact &a) : n(a.worldSize) {
+  explicit Writers(const Artifact &a) {
     for (const StateSpec &s : a.state) {
-      std::vector<char> w(n, 0);
-      std::map<std::vector<int64_t>, int64_t> seen;
-      for (int64_t r = 0; r < n; ++r)
+      std::vector<char> w(a.worldSize, 0);
+      std::set<std::vector<int64_t>> seen; // blocks with a writer
+      for (int64_t r = 0; r < a.worldSize; ++r)
         if (holds(a, s, r) &&
-            seen.insert(
-                    {a.mesh.blockIndex(s.sharding, r, s.type.shape.size()), r})
+            seen.insert(a.mesh.blockIndex(s.sharding, r, s.type.shape.size()))
                 .second)
           w[r] = 1;
       table.push_back(std::move(w));
@@ -130,7 +129,6 @@ public:
   }
 
 private:
-  int64_t n;
   std::vector<std::vector<char>> table;
 };
 
@@ -240,17 +238,33 @@ void fsyncPath(const std::string &path, bool directory) {
   }
 }
 
+/// Creates `path`, lets `body` write to its descriptor, fsyncs and closes
+/// it; throws std::runtime_error naming the path and the OS error.
+void writeFileSynced(const std::string &path,
+                     const std::function<void(int fd)> &body) {
+  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  if (fd < 0)
+    throw std::runtime_error(osError("creating", path));
+  try {
+    body(fd);
+    if (::fsync(fd) != 0)
+      throw std::runtime_error(osError("fsync of", path));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0)
+    throw std::runtime_error(osError("closing", path));
+}
+
 /// Writes this rank's chunks to `path`; returns bytes and checksum.
 std::pair<int64_t, uint64_t> writeRankFile(const Executor &ex,
                                            const SafetensorsLayout &layout,
                                            const std::string &path) {
-  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-  if (fd < 0)
-    throw std::runtime_error(osError("creating", path));
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(),
                                                              &XXH3_freeState);
   XXH3_64bits_reset(h.get());
-  try {
+  writeFileSynced(path, [&](int fd) {
     writeAll(fd, layout.header.data(), layout.header.size(), path);
     XXH3_64bits_update(h.get(), layout.header.data(), layout.header.size());
     for (const SafetensorsTensor &t : layout.tensors) {
@@ -258,32 +272,14 @@ std::pair<int64_t, uint64_t> writeRankFile(const Executor &ex,
       writeAll(fd, bytes.data(), bytes.size(), path);
       XXH3_64bits_update(h.get(), bytes.data(), bytes.size());
     }
-    if (::fsync(fd) != 0)
-      throw std::runtime_error(osError("fsync of", path));
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  if (::close(fd) != 0)
-    throw std::runtime_error(osError("closing", path));
+  });
   return {layout.fileBytes, XXH3_64bits_digest(h.get())};
 }
 
 /// Writes `text` to `path` and fsyncs it.
 void writeTextFile(const std::string &path, const std::string &text) {
-  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-  if (fd < 0)
-    throw std::runtime_error(osError("creating", path));
-  try {
-    writeAll(fd, text.data(), text.size(), path);
-    if (::fsync(fd) != 0)
-      throw std::runtime_error(osError("fsync of", path));
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  if (::close(fd) != 0)
-    throw std::runtime_error(osError("closing", path));
+  writeFileSynced(
+      path, [&](int fd) { writeAll(fd, text.data(), text.size(), path); });
 }
 
 Json scheduleJson(const LRSchedule &s) {
@@ -304,6 +300,7 @@ Json buildManifest(const Artifact &a, const Writers &writers,
                 {"vocab_size", a.model.vocabSize},
                 {"padded_vocab_size", a.model.paddedVocabSize},
                 {"seq", a.model.seq},
+                {"batch", a.model.batch},
                 {"fingerprint", modelFingerprint(a)}};
   Json plan = Json::parse(a.planJson, nullptr, false);
   m["plan"] = plan.is_discarded() ? Json(a.planJson) : plan;
@@ -320,6 +317,8 @@ Json buildManifest(const Artifact &a, const Writers &writers,
   std::vector<SafetensorsLayout> layouts;
   for (int64_t r = 0; r < w; ++r)
     layouts.push_back(fileLayout(a, writers, r, p.step));
+  // Each layout lists its rank's chunks in state order: walk them along.
+  std::vector<size_t> next(w, 0);
   Json tensors = Json::object();
   for (size_t i = 0; i < a.state.size(); ++i) {
     const StateSpec &s = a.state[i];
@@ -328,12 +327,10 @@ Json buildManifest(const Artifact &a, const Writers &writers,
       if (!writers.writes(i, r))
         continue;
       const SafetensorsLayout &l = layouts[r];
-      auto t = std::find_if(
-          l.tensors.begin(), l.tensors.end(),
-          [&](const SafetensorsTensor &x) { return x.name == s.name; });
+      const SafetensorsTensor &t = l.tensors[next[r]++]; // in state order
       Box b = blockOf(a, s, r);
       chunks.push_back({{"file", rankFileName(r)},
-                        {"byte_offset", l.dataStart() + t->begin},
+                        {"byte_offset", l.dataStart() + t.begin},
                         {"offset", b.offset},
                         {"shape", b.shape}});
     }
@@ -393,8 +390,7 @@ std::vector<uint64_t> stateHashes(const Executor &ex) {
   return h;
 }
 
-// --- Loading
-// ------------------------------------------------------------------
+// --- Loading ---------------------------------------------------------------
 
 struct ManifestChunk {
   std::string file;
@@ -414,12 +410,20 @@ struct ManifestFile {
   uint64_t checksum = 0;
 };
 
+/// Not copyable: byFile points into tensors.
 struct Manifest {
+  Manifest() = default;
+  Manifest(Manifest &&) = default;
+  Manifest(const Manifest &) = delete;
   std::string dir;
   int64_t step = 0;
   Json doc;
   std::map<std::string, ManifestTensor> tensors;
   std::map<std::string, ManifestFile> files;
+  /// file -> the (tensor name, chunk) pairs it holds.
+  std::map<std::string,
+           std::vector<std::pair<std::string, const ManifestChunk *>>>
+      byFile;
 };
 
 /// A field of the manifest, with a clear error when absent or mistyped.
@@ -457,6 +461,14 @@ std::vector<int64_t> intList(const Json &v, const std::string &what,
 Manifest readManifest(const std::string &dir) {
   Manifest m;
   m.dir = dir;
+  std::string leaf = fs::path(dir).filename().string();
+  if (leaf.empty())
+    leaf = fs::path(dir).parent_path().filename().string();
+  if (leaf.size() > 4 && (leaf.compare(leaf.size() - 4, 4, ".tmp") == 0 ||
+                          leaf.compare(leaf.size() - 4, 4, ".old") == 0))
+    throw CheckpointError("checkpoint '" + dir +
+                          "' is a save in progress or one being replaced "
+                          "(*.tmp / *.old), not a complete checkpoint");
   std::string path = (fs::path(dir) / kManifest).string();
   std::ifstream in(path);
   if (!in) {
@@ -579,6 +591,9 @@ Manifest readManifest(const std::string &dir) {
                             std::to_string(product(mt.globalShape)));
     m.tensors[name] = std::move(mt);
   }
+  for (const auto &[name, t] : m.tensors)
+    for (const ManifestChunk &c : t.chunks)
+      m.byFile[c.file].push_back({name, &c});
   return m;
 }
 
@@ -615,6 +630,14 @@ void checkModel(const Manifest &m, const Artifact &a) {
                           model["fingerprint"].dump() + " differs from " +
                           modelFingerprint(a) + " of artifact '" + a.source +
                           "' (model name, vocabulary or sequence length)");
+}
+
+/// The (tensor, chunk) pairs file `name` holds (none if it holds none).
+const std::vector<std::pair<std::string, const ManifestChunk *>> &
+chunksIn(const Manifest &m, const std::string &name) {
+  static const std::vector<std::pair<std::string, const ManifestChunk *>> none;
+  auto it = m.byFile.find(name);
+  return it == m.byFile.end() ? none : it->second;
 }
 
 /// An open file of the checkpoint, its header checked once.
@@ -661,40 +684,37 @@ OpenFile &openChecked(std::map<std::string, std::unique_ptr<OpenFile>> &open,
         "checkpoint '" + m.dir + "': file '" + name + "' was saved at step " +
         (meta == h.metadata.end() ? std::string("?") : meta->second) +
         ", the manifest says step " + std::to_string(m.step));
-  for (const auto &[tname, t] : m.tensors)
-    for (const ManifestChunk &c : t.chunks) {
-      if (c.file != name)
-        continue;
-      auto it = h.tensors.find(tname);
-      std::string offset;
-      if (auto md = h.metadata.find(tname); md != h.metadata.end()) {
-        nlohmann::json j = nlohmann::json::parse(md->second, nullptr, false);
-        if (j.is_object() && j.contains("offset"))
-          offset = j["offset"].dump();
-      }
-      if (it == h.tensors.end() || it->second.dtype != t.dtype ||
-          it->second.shape != c.box.shape ||
-          h.dataStart + it->second.begin != c.byteOffset ||
-          offset != nlohmann::json(c.box.offset).dump())
-        throw CheckpointError(
-            "checkpoint '" + m.dir + "': the manifest's chunk of '" + tname +
-            "' (" + TensorType{t.dtype, c.box.shape}.str() + " at global " +
-            shapeStr(c.box.offset) + ", byte " + std::to_string(c.byteOffset) +
-            ") disagrees with file '" + name + "'s header" +
-            (it == h.tensors.end()
-                 ? " (no such tensor)"
-                 : " (" + TensorType{it->second.dtype, it->second.shape}.str() +
-                       " at global " + offset + ", byte " +
-                       std::to_string(h.dataStart + it->second.begin) + ")"));
+  for (const auto &[tname, chunk] : chunksIn(m, name)) {
+    const ManifestTensor &t = m.tensors.at(tname);
+    const ManifestChunk &c = *chunk;
+    auto it = h.tensors.find(tname);
+    std::string offset;
+    if (auto md = h.metadata.find(tname); md != h.metadata.end()) {
+      nlohmann::json j = nlohmann::json::parse(md->second, nullptr, false);
+      if (j.is_object() && j.contains("offset"))
+        offset = j["offset"].dump();
     }
+    if (it == h.tensors.end() || it->second.dtype != t.dtype ||
+        it->second.shape != c.box.shape ||
+        h.dataStart + it->second.begin != c.byteOffset ||
+        offset != nlohmann::json(c.box.offset).dump())
+      throw CheckpointError(
+          "checkpoint '" + m.dir + "': the manifest's chunk of '" + tname +
+          "' (" + TensorType{t.dtype, c.box.shape}.str() + " at global " +
+          shapeStr(c.box.offset) + ", byte " + std::to_string(c.byteOffset) +
+          ") disagrees with file '" + name + "'s header" +
+          (it == h.tensors.end()
+               ? " (no such tensor)"
+               : " (" + TensorType{it->second.dtype, it->second.shape}.str() +
+                     " at global " + offset + ", byte " +
+                     std::to_string(h.dataStart + it->second.begin) + ")"));
+  }
   return *open.emplace(name, std::move(f)).first->second;
 }
 
 /// Checksums `name` of the checkpoint against the manifest; returns bytes.
-int64_t verifyFile(const Manifest &m, const std::string &name,
+int64_t verifyFile(const Manifest &m, const std::string &name, OpenFile &f,
                    std::vector<unsigned char> &buffer) {
-  std::map<std::string, std::unique_ptr<OpenFile>> open;
-  OpenFile &f = openChecked(open, m, name);
   const ManifestFile &mf = m.files.at(name);
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(),
                                                              &XXH3_freeState);
@@ -709,10 +729,9 @@ int64_t verifyFile(const Manifest &m, const std::string &name,
   uint64_t got = XXH3_64bits_digest(h.get());
   if (got != mf.checksum) {
     std::string held;
-    for (const auto &[tname, t] : m.tensors)
-      for (const ManifestChunk &c : t.chunks)
-        if (c.file == name && held.size() < 200)
-          held += (held.empty() ? "" : ", ") + tname;
+    for (const auto &entry : chunksIn(m, name))
+      if (held.size() < 200)
+        held += (held.empty() ? "" : ", ") + entry.first;
     throw CheckpointError("checkpoint '" + m.dir + "': file '" + name +
                           "' has checksum " + hex64(got) +
                           ", the manifest says " + hex64(mf.checksum) +
@@ -936,6 +955,14 @@ CheckpointSaveStats saveCheckpoint(const Executor &ex,
       fs::rename(tmpDir, finalDir);
       fsyncPath(saveDir, true);
       fs::remove_all(old, ec);
+      // Leftovers of saves that crashed (this job's or an earlier one's).
+      for (const fs::directory_entry &e : fs::directory_iterator(saveDir, ec)) {
+        std::string n = e.path().filename().string();
+        if (n.rfind("step-", 0) == 0 &&
+            (n.size() > 4 && (n.compare(n.size() - 4, 4, ".tmp") == 0 ||
+                              n.compare(n.size() - 4, 4, ".old") == 0)))
+          fs::remove_all(e.path(), ec);
+      }
       if (keep > 0) {
         auto done = completeCheckpoints(saveDir);
         for (size_t i = 0; i + keep < done.size(); ++i) {
@@ -1014,6 +1041,7 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
   stats.path = path;
   // Checksums: file rank-R is verified by rank R % world (under the same
   // plan a rank verifies the file it then reads, from the page cache).
+  std::map<std::string, std::unique_ptr<OpenFile>> open;
   int64_t index = 0;
   for (const auto &[name, f] : m.files) {
     int64_t owner = index++;
@@ -1023,10 +1051,10 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
         r >= 0)
       owner = r;
     if (owner % w == rank)
-      stats.bytesVerified += verifyFile(m, name, buffer);
+      stats.bytesVerified +=
+          verifyFile(m, name, openChecked(open, m, name), buffer);
   }
 
-  std::map<std::string, std::unique_ptr<OpenFile>> open;
   for (const StateSpec &s : a.state) {
     if (!ex.holdsState(s.name))
       continue;
@@ -1085,6 +1113,11 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
       m.doc.contains("world_size") && m.doc["world_size"].is_number_integer()
           ? m.doc["world_size"].get<int64_t>()
           : 0;
+  const Json &model = m.doc.contains("model") ? m.doc["model"] : Json();
+  stats.savedBatch = model.is_object() && model.contains("batch") &&
+                             model["batch"].is_number_integer()
+                         ? model["batch"].get<int64_t>()
+                         : 0;
   stats.seconds = nowS() - start;
   return stats;
 }

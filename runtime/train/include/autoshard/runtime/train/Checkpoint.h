@@ -87,6 +87,7 @@ struct CheckpointLoadStats {
   TrainingProgress progress;
   std::string savedPlan; ///< The plan the checkpoint was saved under (JSON).
   int64_t savedWorldSize = 0;
+  int64_t savedBatch = 0; ///< Global batch it trained with (0: unknown).
 };
 
 /// Saves the executor's state (every StateSpec: parameters, AdamW moments)
