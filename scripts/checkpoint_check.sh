@@ -47,12 +47,5 @@
 # $BUILD_DIR/checkpoint-check; the files of passing cases are deleted unless
 # --keep-files). --reuse keeps the artifacts of an earlier run there.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR=$(cd "${BUILD_DIR:-$ROOT/build}" && pwd)
-[[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
-PY=${PYTHON:-}
-for p in "$BUILD_DIR/venv/bin/python" "$ROOT/build/venv/bin/python" python3; do
-  [[ -n $PY ]] && break
-  command -v "$p" >/dev/null 2>&1 && PY=$p
-done
-exec "$PY" "$ROOT/scripts/checkpoint_check.py" --root "$ROOT" --build "$BUILD_DIR" --py "$PY" "$@"
+source "$(dirname "${BASH_SOURCE[0]}")/py_tool.sh"
+run_py_tool checkpoint_check.py "$@"

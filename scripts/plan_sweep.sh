@@ -51,12 +51,5 @@
 # Tools come from $BUILD_DIR (default build/); outputs go to --out
 # (default $BUILD_DIR/plan-sweep).
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR=$(cd "${BUILD_DIR:-$ROOT/build}" && pwd)
-[[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
-PY=${PYTHON:-}
-for p in "$BUILD_DIR/venv/bin/python" "$ROOT/build/venv/bin/python" python3; do
-  [[ -n $PY ]] && break
-  command -v "$p" >/dev/null 2>&1 && PY=$p
-done
-exec "$PY" "$ROOT/scripts/plan_sweep.py" --root "$ROOT" --build "$BUILD_DIR" --py "$PY" "$@"
+source "$(dirname "${BASH_SOURCE[0]}")/py_tool.sh"
+run_py_tool plan_sweep.py "$@"
