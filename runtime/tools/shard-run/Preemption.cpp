@@ -46,9 +46,6 @@ extern "C" void onLauncherSignal(int sig) {
   ::kill(child, first ? SIGUSR1 : SIGTERM);
 }
 
-} // namespace
-
-namespace {
 void install(void (*handler)(int)) {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));

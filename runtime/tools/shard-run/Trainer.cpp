@@ -200,27 +200,29 @@ RunSummary Trainer::run() {
       summary.stoppedBy = preemption->signalName();
       if (summary.stoppedBy.empty())
         summary.stoppedBy = "a signal to another rank";
-      progress.finish();
-      if (log)
-        log->write({{"step", it + 1}, {"stopped_by", summary.stoppedBy}});
-      summary.wallS = (TraceRecorder::nowUs() - loopStart) * 1e-6;
-      summary.tokensPerS = trainUs > 0 ? trainTokens / (trainUs * 1e-6) : 0;
-      return summary;
+      break;
     }
   }
   progress.finish();
-  if (!opts.saveDir.empty() && savedAt != opts.steps)
-    summary.checkpoint = save(opts.steps, log ? &*log : nullptr, progress);
-  double valLoss = evalLine(opts.steps);
-  if (log)
-    log->write({{"step", opts.steps},
-                {"val_loss", valLoss},
-                {"peak_bytes", summary.peakBytes},
-                {"final", true}});
+  if (!summary.stoppedBy.empty()) {
+    // Stopped early: no final save (just done) and no final evaluation.
+    if (log)
+      log->write(
+          {{"step", summary.stepsDone}, {"stopped_by", summary.stoppedBy}});
+  } else {
+    if (!opts.saveDir.empty() && savedAt != opts.steps)
+      summary.checkpoint = save(opts.steps, log ? &*log : nullptr, progress);
+    double valLoss = evalLine(opts.steps);
+    if (log)
+      log->write({{"step", opts.steps},
+                  {"val_loss", valLoss},
+                  {"peak_bytes", summary.peakBytes},
+                  {"final", true}});
+  }
   if (recorder)
     trace.save(opts.trace);
   summary.wallS = (TraceRecorder::nowUs() - loopStart) * 1e-6;
-  summary.tokensPerS = trainTokens / (trainUs * 1e-6);
+  summary.tokensPerS = trainUs > 0 ? trainTokens / (trainUs * 1e-6) : 0;
   return summary;
 }
 
