@@ -291,7 +291,8 @@ Json scheduleJson(const LRSchedule &s) {
 
 Json buildManifest(const Artifact &a, const Writers &writers,
                    const TrainingProgress &p,
-                   const std::vector<RankStatus> &status) {
+                   const std::vector<RankStatus> &status,
+                   const std::vector<uint64_t> &hashes) {
   Json m;
   m["format"] = kFormat;
   m["version"] = kCheckpointVersion;
@@ -332,7 +333,8 @@ Json buildManifest(const Artifact &a, const Writers &writers,
       chunks.push_back({{"file", rankFileName(r)},
                         {"byte_offset", l.dataStart() + t.begin},
                         {"offset", b.offset},
-                        {"shape", b.shape}});
+                        {"shape", b.shape},
+                        {"xxh3_64", hex64(hashes[r * a.state.size() + i])}});
     }
     tensors[s.name] = {{"kind", stateKindName(s.kind)},
                        {"of", s.of},
@@ -396,6 +398,7 @@ struct ManifestChunk {
   std::string file;
   int64_t byteOffset = 0;
   Box box;
+  uint64_t checksum = 0; ///< XXH3-64 of the chunk's bytes.
 };
 
 struct ManifestTensor {
@@ -534,6 +537,10 @@ Manifest readManifest(const std::string &dir) {
       mc.file = field(c, "file", where, path, VT::string).get<std::string>();
       mc.byteOffset = field(c, "byte_offset", where, path, VT::number_integer)
                           .get<int64_t>();
+      mc.checksum = std::strtoull(field(c, "xxh3_64", where, path, VT::string)
+                                      .get_ref<const std::string &>()
+                                      .c_str(),
+                                  nullptr, 16);
       mc.box.offset = intList(field(c, "offset", where, path, VT::array),
                               where + " chunk offset", path);
       mc.box.shape = intList(field(c, "shape", where, path, VT::array),
@@ -712,43 +719,17 @@ OpenFile &openChecked(std::map<std::string, std::unique_ptr<OpenFile>> &open,
   return *open.emplace(name, std::move(f)).first->second;
 }
 
-/// Checksums `name` of the checkpoint against the manifest; returns bytes.
-int64_t verifyFile(const Manifest &m, const std::string &name, OpenFile &f,
-                   std::vector<unsigned char> &buffer) {
-  const ManifestFile &mf = m.files.at(name);
-  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(),
-                                                             &XXH3_freeState);
-  XXH3_64bits_reset(h.get());
-  for (int64_t off = 0; off < mf.bytes;) {
-    size_t n = static_cast<size_t>(
-        std::min<int64_t>(mf.bytes - off, static_cast<int64_t>(buffer.size())));
-    preadAll(f.fd, buffer.data(), n, off, f.path);
-    XXH3_64bits_update(h.get(), buffer.data(), n);
-    off += static_cast<int64_t>(n);
-  }
-  uint64_t got = XXH3_64bits_digest(h.get());
-  if (got != mf.checksum) {
-    std::string held;
-    for (const auto &entry : chunksIn(m, name))
-      if (held.size() < 200)
-        held += (held.empty() ? "" : ", ") + entry.first;
-    throw CheckpointError("checkpoint '" + m.dir + "': file '" + name +
-                          "' has checksum " + hex64(got) +
-                          ", the manifest says " + hex64(mf.checksum) +
-                          " (corrupt; it holds " + held + ")");
-  }
-  return mf.bytes;
-}
-
 /// Copies the part of chunk `c` (in file `f`) that overlaps `dst` into
 /// `dstData` (row-major over dst.shape). Contiguous runs are read straight
 /// into place; short runs go through `buffer` in spans of at most its size.
 int64_t readOverlap(OpenFile &f, const ManifestChunk &c, const Box &dst,
                     unsigned char *dstData, int64_t elem,
-                    std::vector<unsigned char> &buffer) {
+                    std::vector<unsigned char> &buffer, XXH3_state_t *hash) {
   size_t rank = dst.shape.size();
   if (rank == 0) {
     preadAll(f.fd, dstData, elem, c.byteOffset, f.path);
+    if (hash)
+      XXH3_64bits_update(hash, dstData, elem);
     return elem;
   }
   Box in; // the overlap, in global coordinates
@@ -802,6 +783,8 @@ int64_t readOverlap(OpenFile &f, const ManifestChunk &c, const Box &dst,
     if (runBytes >= kDirect || runBytes > static_cast<int64_t>(buffer.size())) {
       preadAll(f.fd, dstData + dof * elem, runBytes, c.byteOffset + co * elem,
                f.path);
+      if (hash)
+        XXH3_64bits_update(hash, dstData + dof * elem, runBytes);
       total += runBytes;
       ++k;
       continue;
@@ -825,6 +808,8 @@ int64_t readOverlap(OpenFile &f, const ManifestChunk &c, const Box &dst,
       runStart(j, jco, jdof);
       std::memcpy(dstData + jdof * elem, buffer.data() + (jco - co) * elem,
                   runBytes);
+      if (hash)
+        XXH3_64bits_update(hash, buffer.data() + (jco - co) * elem, runBytes);
     }
     total += (last - k + 1) * runBytes;
     k = last + 1;
@@ -849,10 +834,11 @@ std::string modelFingerprint(const Artifact &a) {
   return hex64(XXH3_64bits(text.data(), text.size()));
 }
 
-void checkStateReplicas(const Executor &ex) {
-  const Artifact &a = ex.artifact();
-  int64_t w = worldSize(ex);
-  std::vector<uint64_t> all = allGather(ex, stateHashes(ex));
+namespace {
+/// The replica check of checkStateReplicas on `all`, every rank's
+/// stateHashes() in world-rank order.
+void checkReplicaHashes(const Artifact &a, const std::vector<uint64_t> &all) {
+  int64_t w = a.worldSize;
   size_t n = a.state.size();
   for (size_t i = 0; i < n; ++i) {
     const StateSpec &s = a.state[i];
@@ -880,6 +866,11 @@ void checkStateReplicas(const Executor &ex) {
     }
   }
 }
+} // namespace
+
+void checkStateReplicas(const Executor &ex) {
+  checkReplicaHashes(ex.artifact(), allGather(ex, stateHashes(ex)));
+}
 
 CheckpointSaveStats saveCheckpoint(const Executor &ex,
                                    const std::string &saveDir,
@@ -892,8 +883,10 @@ CheckpointSaveStats saveCheckpoint(const Executor &ex,
   fs::path finalDir = fs::path(saveDir) / name;
   fs::path tmpDir = fs::path(saveDir) / (name + ".tmp");
 
-  // A checkpoint must not depend on which copy of a block it reads.
-  checkStateReplicas(ex);
+  // A checkpoint must not depend on which copy of a block it reads. The
+  // same hashes are the chunks' checksums in the manifest.
+  std::vector<uint64_t> hashes = allGather(ex, stateHashes(ex));
+  checkReplicaHashes(a, hashes);
 
   // Rank 0 makes a fresh tmp directory; the others wait to hear it worked.
   RankStatus made;
@@ -944,8 +937,9 @@ CheckpointSaveStats saveCheckpoint(const Executor &ex,
   CheckpointSaveStats stats;
   if (rank == 0) {
     try {
-      writeTextFile((tmpDir / kManifest).string(),
-                    buildManifest(a, writers, progress, status).dump(1) + "\n");
+      writeTextFile(
+          (tmpDir / kManifest).string(),
+          buildManifest(a, writers, progress, status, hashes).dump(1) + "\n");
       fsyncPath(tmpDir.string(), true);
       fs::path old = fs::path(saveDir) / (name + ".old");
       if (fs::exists(finalDir)) { // saved at this step before: replace it
@@ -1039,20 +1033,66 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
 
   CheckpointLoadStats stats;
   stats.path = path;
-  // Checksums: file rank-R is verified by rank R % world (under the same
-  // plan a rank verifies the file it then reads, from the page cache).
+  // Checksums are per chunk: a rank that reads a chunk whole hashes it as
+  // it reads (under the same plan every chunk, so nothing is read twice);
+  // a chunk no rank reads whole is read once more, by one of the ranks that
+  // read part of it (taken in turn).
   std::map<std::string, std::unique_ptr<OpenFile>> open;
-  int64_t index = 0;
-  for (const auto &[name, f] : m.files) {
-    int64_t owner = index++;
-    int64_t r = -1;
-    if (std::sscanf(name.c_str(), "rank-%lld.safetensors",
-                    reinterpret_cast<long long *>(&r)) == 1 &&
-        r >= 0)
-      owner = r;
-    if (owner % w == rank)
-      stats.bytesVerified +=
-          verifyFile(m, name, openChecked(open, m, name), buffer);
+  auto contains = [](const Box &outer, const Box &inner) {
+    for (size_t d = 0; d < outer.shape.size(); ++d)
+      if (inner.offset[d] < outer.offset[d] ||
+          inner.offset[d] + inner.shape[d] > outer.offset[d] + outer.shape[d])
+        return false;
+    return true;
+  };
+  auto overlaps = [](const Box &x, const Box &y) {
+    for (size_t d = 0; d < x.shape.size(); ++d)
+      if (x.offset[d] >= y.offset[d] + y.shape[d] ||
+          y.offset[d] >= x.offset[d] + x.shape[d])
+        return false;
+    return true;
+  };
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(
+      XXH3_createState(), &XXH3_freeState);
+  auto checkSum = [&](const std::string &tensor, const ManifestChunk &c) {
+    uint64_t got = XXH3_64bits_digest(hash.get());
+    if (got != c.checksum)
+      throw CheckpointError("checkpoint '" + path + "': file '" + c.file +
+                            "': the chunk of '" + tensor + "' at global " +
+                            shapeStr(c.box.offset) + " has checksum " +
+                            hex64(got) + ", the manifest says " +
+                            hex64(c.checksum) + " (corrupt)");
+  };
+  int64_t ordinal = 0; // spreads the extra reads over the partial readers
+  for (const StateSpec &s : a.state) {
+    const ManifestTensor &t = m.tensors.at(s.name);
+    int64_t elem = dtypeSize(s.type.dtype);
+    for (const ManifestChunk &c : t.chunks) {
+      std::vector<int64_t> partial; // ranks that read part of it
+      bool readWhole = false;
+      for (int64_t r = 0; r < w && !readWhole; ++r) {
+        if (!holds(a, s, r))
+          continue;
+        Box b = blockOf(a, s, r);
+        readWhole = contains(b, c.box); // rank r hashes it as it reads
+        if (!readWhole && overlaps(b, c.box))
+          partial.push_back(r);
+      }
+      if (readWhole || partial.empty() ||
+          partial[ordinal++ % partial.size()] != rank)
+        continue;
+      OpenFile &f = openChecked(open, m, c.file);
+      int64_t bytes = product(c.box.shape) * elem;
+      XXH3_64bits_reset(hash.get());
+      for (int64_t off = 0; off < bytes;) {
+        int64_t n = std::min<int64_t>(bytes - off, buffer.size());
+        preadAll(f.fd, buffer.data(), n, c.byteOffset + off, f.path);
+        XXH3_64bits_update(hash.get(), buffer.data(), n);
+        off += n;
+      }
+      checkSum(s.name, c);
+      stats.bytesVerified += bytes;
+    }
   }
 
   for (const StateSpec &s : a.state) {
@@ -1065,14 +1105,17 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
     std::unique_ptr<unsigned char[]> block(new unsigned char[s.type.bytes()]);
     int64_t got = 0;
     for (const ManifestChunk &c : t.chunks) {
-      bool overlaps = true;
-      for (size_t d = 0; d < dst.shape.size(); ++d)
-        overlaps = overlaps && c.box.offset[d] < dst.offset[d] + dst.shape[d] &&
-                   dst.offset[d] < c.box.offset[d] + c.box.shape[d];
-      if (!overlaps)
+      if (!overlaps(c.box, dst))
         continue;
+      bool whole = contains(dst, c.box);
+      if (whole)
+        XXH3_64bits_reset(hash.get());
       got += readOverlap(openChecked(open, m, c.file), c, dst, block.get(),
-                         elem, buffer);
+                         elem, buffer, whole ? hash.get() : nullptr);
+      if (whole) {
+        checkSum(s.name, c);
+        stats.bytesVerified += product(c.box.shape) * elem;
+      }
     }
     if (got != s.type.bytes())
       throw CheckpointError("checkpoint '" + path + "': the chunks of '" +

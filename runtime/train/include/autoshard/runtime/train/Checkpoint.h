@@ -11,7 +11,8 @@
 //                               seed, LR schedule, every tensor's global shape,
 //                               dtype and the chunks covering it (file, byte
 //                               offset, global box), every file's size and
-//                               XXH3-64 checksum (docs/checkpoint-format.md)
+//                               XXH3-64 checksum, and every chunk's
+//                               (docs/checkpoint-format.md)
 //
 // Saving is atomic: ranks write into `step-000123.tmp/`, fsync their files,
 // rank 0 writes and fsyncs the manifest and the directory, then renames it;
@@ -83,7 +84,7 @@ struct CheckpointLoadStats {
   std::string path;
   double seconds = 0;
   int64_t bytesRead = 0;     ///< Tensor bytes this rank read (its blocks).
-  int64_t bytesVerified = 0; ///< File bytes this rank checksummed.
+  int64_t bytesVerified = 0; ///< Chunk bytes this rank checksummed.
   TrainingProgress progress;
   std::string savedPlan; ///< The plan the checkpoint was saved under (JSON).
   int64_t savedWorldSize = 0;
@@ -106,8 +107,10 @@ CheckpointSaveStats saveCheckpoint(const Executor &executor,
 /// Loads the checkpoint directory `path` into the executor's state under
 /// its own plan, whatever plan the checkpoint was saved under. Checks the
 /// manifest (format, version, the model: every state tensor present with
-/// its dtype and global shape, nothing extra), every file's size, and
-/// every file's checksum (files are spread over the ranks to verify).
+/// its dtype and global shape, nothing extra), the size and safetensors
+/// header of every file it opens, and the checksum of every chunk (hashed
+/// while read by a rank that reads it whole; else read once more by one
+/// of the ranks that read a part).
 /// Reads through buffers of at most `readBufferBytes` bytes besides the
 /// rank's own state. Collective. Throws CheckpointError (agreed: every rank
 /// throws it, see runAgreed) naming the rank, the file and the tensor.
