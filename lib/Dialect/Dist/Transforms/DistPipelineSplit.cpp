@@ -207,6 +207,15 @@ private:
     return stage < 0 ? -1 : stageToRank[stage];
   }
   bool isUnitValue(Value value) const;
+  /// The rank whose unit runs `op`, or -1 when `op` is not a placed unit op
+  /// (a tail op, a free op, the terminator or any op outside `placement`).
+  int64_t unitRank(Operation *op) const {
+    auto it = placement.find(op);
+    if (it == placement.end() || it->second.kind != Placement::Unit ||
+        it->second.stage < 0)
+      return -1;
+    return stageToRank[it->second.stage];
+  }
 
   func::FuncOp func;
   MeshOp mesh;
@@ -616,8 +625,8 @@ LogicalResult EntrySplitter::computeDemand() {
     llvm::SmallBitVector &h = holders[name];
     h.resize(numRanks);
     for (Operation *user : func.getArgument(i).getUsers())
-      if (Placement p = placement.lookup(user); p.kind == Placement::Unit)
-        h.set(stageToRank[p.stage]);
+      if (int64_t r = unitRank(user); r >= 0)
+        h.set(r);
     readers[name] = h;
     if (auto of = attrs.getAs<StringAttr>("tfm.state_of"))
       stateOf[name] = of.getValue();
@@ -716,9 +725,10 @@ LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
   // in the sender's program order (the receiver takes them in that order).
   unitOps.assign(numRanks, {});
   for (Operation *op : ops)
-    if (Placement p = placement.lookup(op); p.kind == Placement::Unit)
-      unitOps[stageToRank[p.stage]][{p.stage, p.microbatch, p.part}].push_back(
-          op);
+    if (int64_t r = unitRank(op); r >= 0) {
+      Placement p = placement.lookup(op);
+      unitOps[r][{p.stage, p.microbatch, p.part}].push_back(op);
+    }
   sendSequence.assign(numRanks, std::vector<SmallVector<Value>>(numRanks));
   for (int64_t from = 0; from < numRanks; ++from)
     for (const pipeline::PipelineOp &u : orders[from])
@@ -736,9 +746,8 @@ llvm::SmallBitVector EntrySplitter::unitReaders(Value value,
                                                 int64_t rank) const {
   llvm::SmallBitVector to(numRanks);
   for (Operation *user : value.getUsers())
-    if (Placement p = placement.lookup(user);
-        p.kind == Placement::Unit && stageToRank[p.stage] != rank)
-      to.set(stageToRank[p.stage]);
+    if (int64_t r = unitRank(user); r >= 0 && r != rank)
+      to.set(r);
   return to;
 }
 
@@ -832,10 +841,8 @@ EntrySplitter::buildRank(int64_t rank,
   // Whether a unit of rank `t` reads `v`: then it was sent during the
   // units (once per rank), not with the tails.
   auto readByUnitsOf = [&](Value v, int64_t t) {
-    return llvm::any_of(v.getUsers(), [&](Operation *user) {
-      Placement p = placement.lookup(user);
-      return p.kind == Placement::Unit && stageToRank[p.stage] == t;
-    });
+    return llvm::any_of(v.getUsers(),
+                        [&](Operation *user) { return unitRank(user) == t; });
   };
   // How far into each sender's sequence this rank has received. A unit
   // takes what it needs from a sender together with everything that sender
