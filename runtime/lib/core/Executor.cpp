@@ -289,6 +289,15 @@ std::vector<unsigned char> Executor::readState(std::string_view name) const {
   return out;
 }
 
+void *Executor::stateHostPointer(std::string_view name) const {
+  int64_t i = stateIndex(name);
+  if (!statePtrs[i])
+    throw ArtifactError(
+        "state '" + std::string(name) + "' is not held by pipeline stage " +
+        std::to_string(ppStage_) + " (rank " + std::to_string(rank_) + ")");
+  return backend.hostAccessible() ? statePtrs[i] : nullptr;
+}
+
 void Executor::writeState(std::string_view name, const void *data) {
   int64_t i = stateIndex(name);
   if (!statePtrs[i])

@@ -268,9 +268,15 @@ std::pair<int64_t, uint64_t> writeRankFile(const Executor &ex,
     writeAll(fd, layout.header.data(), layout.header.size(), path);
     XXH3_64bits_update(h.get(), layout.header.data(), layout.header.size());
     for (const SafetensorsTensor &t : layout.tensors) {
-      std::vector<unsigned char> bytes = ex.readState(t.name);
-      writeAll(fd, bytes.data(), bytes.size(), path);
-      XXH3_64bits_update(h.get(), bytes.data(), bytes.size());
+      std::vector<unsigned char> staged;
+      const void *data = ex.stateHostPointer(t.name);
+      size_t n = static_cast<size_t>(t.end - t.begin);
+      if (!data) {
+        staged = ex.readState(t.name);
+        data = staged.data();
+      }
+      writeAll(fd, data, n, path);
+      XXH3_64bits_update(h.get(), data, n);
     }
   });
   return {layout.fileBytes, XXH3_64bits_digest(h.get())};
@@ -386,7 +392,12 @@ std::vector<uint64_t> stateHashes(const Executor &ex) {
   for (size_t i = 0; i < a.state.size(); ++i) {
     if (!ex.holdsState(a.state[i].name))
       continue;
-    std::vector<unsigned char> bytes = ex.readState(a.state[i].name);
+    const StateSpec &s = a.state[i];
+    if (const void *p = ex.stateHostPointer(s.name)) {
+      h[i] = XXH3_64bits(p, s.type.bytes());
+      continue;
+    }
+    std::vector<unsigned char> bytes = ex.readState(s.name);
     h[i] = XXH3_64bits(bytes.data(), bytes.size());
   }
   return h;
@@ -1101,8 +1112,15 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
     const ManifestTensor &t = m.tensors.at(s.name);
     Box dst = blockOf(a, s, rank);
     int64_t elem = dtypeSize(s.type.dtype);
-    // Uninitialised: every byte is read from the chunks (checked below).
-    std::unique_ptr<unsigned char[]> block(new unsigned char[s.type.bytes()]);
+    // Read into the state in place where the host can (CPU), else into an
+    // uninitialised staging block; every byte comes from the chunks
+    // (checked below).
+    std::unique_ptr<unsigned char[]> staged;
+    auto *block = static_cast<unsigned char *>(ex.stateHostPointer(s.name));
+    if (!block) {
+      staged.reset(new unsigned char[s.type.bytes()]);
+      block = staged.get();
+    }
     int64_t got = 0;
     for (const ManifestChunk &c : t.chunks) {
       if (!overlaps(c.box, dst))
@@ -1110,8 +1128,8 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
       bool whole = contains(dst, c.box);
       if (whole)
         XXH3_64bits_reset(hash.get());
-      got += readOverlap(openChecked(open, m, c.file), c, dst, block.get(),
-                         elem, buffer, whole ? hash.get() : nullptr);
+      got += readOverlap(openChecked(open, m, c.file), c, dst, block, elem,
+                         buffer, whole ? hash.get() : nullptr);
       if (whole) {
         checkSum(s.name, c);
         stats.bytesVerified += product(c.box.shape) * elem;
@@ -1122,7 +1140,8 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
                             s.name + "' cover " + std::to_string(got) +
                             " of the " + std::to_string(s.type.bytes()) +
                             " bytes of its block at " + shapeStr(dst.offset));
-    ex.writeState(s.name, block.get());
+    if (staged)
+      ex.writeState(s.name, staged.get());
     stats.bytesRead += got;
   }
 

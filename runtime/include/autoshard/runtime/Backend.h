@@ -98,6 +98,9 @@ public:
   virtual void copyToDevice(void *dst, const void *src, int64_t bytes) = 0;
   virtual void copyToHost(void *dst, const void *src, int64_t bytes) = 0;
   virtual void fill(void *dst, unsigned char byte, int64_t bytes) = 0;
+  /// Whether the host may read and write the backend's memory directly
+  /// (then checkpoints read and write state in place, without staging).
+  virtual bool hostAccessible() const { return false; }
   /// Whether `numel` elements of float type `dtype` at `data` hold a NaN.
   virtual bool hasNaN(const void *data, DType dtype, int64_t numel) = 0;
   /// Initialises state tensor `spec` at `data` (device memory) per its init

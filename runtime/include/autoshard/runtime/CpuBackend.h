@@ -22,6 +22,7 @@ public:
   void copyToDevice(void *dst, const void *src, int64_t bytes) override;
   void copyToHost(void *dst, const void *src, int64_t bytes) override;
   void fill(void *dst, unsigned char byte, int64_t bytes) override;
+  bool hostAccessible() const override { return true; }
   bool hasNaN(const void *data, DType dtype, int64_t numel) override;
   void initState(void *data, const StateSpec &spec, uint64_t seed,
                  const std::vector<int64_t> &globalOffset) override;

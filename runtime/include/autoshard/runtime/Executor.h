@@ -127,6 +127,11 @@ public:
   /// Host copy of state tensor `name` (its dtype's bytes); throws
   /// ArtifactError if there is none.
   std::vector<unsigned char> readState(std::string_view name) const;
+  /// The state tensor `name` in place, as host memory (its type's bytes),
+  /// or null when the backend's memory is not host-accessible (a GPU) and
+  /// readState/writeState must stage it. Throws ArtifactError if this rank
+  /// does not hold it.
+  void *stateHostPointer(std::string_view name) const;
   /// Overwrites state tensor `name` from host bytes of its type.
   void writeState(std::string_view name, const void *data);
   /// Host copy of a float state tensor as T (its dtype must be T's).
