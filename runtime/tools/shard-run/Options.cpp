@@ -74,6 +74,11 @@ file, character-level, and prints a sample of generated text at the end.
                        SIGUSR1 (then exit 0)
   --save-interval N    checkpoint every N steps (0: only at the end; 0)
   --keep K             keep only the newest K checkpoints (0: all; 0)
+  --async-save         checkpoint asynchronously: copy the state to host
+                       memory at the step boundary and write it on a thread
+                       while training goes on (costs host memory equal to
+                       the bytes a rank writes); the saves at a signal and
+                       at the end still finish before the run does
   --resume DIR|latest  continue from checkpoint DIR (or the newest complete
                        one under --save-dir), saved under any plan of the
                        same model; same plan: bit for bit the same run
@@ -164,6 +169,8 @@ Options parseOptions(const std::vector<std::string> &args) {
       o.checkMemory = true;
     } else if (arg == "--check-replicas") {
       o.checkReplicas = true;
+    } else if (arg == "--async-save") {
+      o.asyncSave = true;
     } else if (auto it = withValue.find(arg); it != withValue.end()) {
       if (!inlineValue) {
         if (i + 1 >= args.size())
@@ -195,6 +202,8 @@ Options parseOptions(const std::vector<std::string> &args) {
     throw UsageError("--save-interval needs --save-dir DIR");
   if (o.saveDir.empty() && o.keep > 0)
     throw UsageError("--keep needs --save-dir DIR");
+  if (o.saveDir.empty() && o.asyncSave)
+    throw UsageError("--async-save needs --save-dir DIR");
   if (o.resume == "latest" && o.saveDir.empty())
     throw UsageError("--resume latest needs --save-dir DIR (where to look)");
   if (o.decaySteps < 0)

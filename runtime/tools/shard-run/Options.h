@@ -38,6 +38,7 @@ struct Options {
   std::string saveDir;      ///< --save-dir: checkpoints go to DIR/step-N/.
   int64_t saveInterval = 0; ///< Checkpoint every N steps (0: end/signal only).
   int64_t keep = 0;         ///< Keep the newest K checkpoints (0: all).
+  bool asyncSave = false;   ///< --async-save: write checkpoints on a thread.
   std::string resume;       ///< --resume DIR or "latest".
   bool checkReplicas = false; ///< Check replica consistency at the end.
   int64_t traceStep = 1;      ///< 0-based iteration the trace records.

@@ -90,24 +90,30 @@ runtime::TrainingProgress Trainer::progress(int64_t stepsDone) const {
   return p;
 }
 
-std::string Trainer::save(int64_t stepsDone, MetricsLog *log,
-                          Progress &progressLine) {
-  CheckpointSaveStats st =
-      saveCheckpoint(executor, opts.saveDir, progress(stepsDone), opts.keep);
+std::string Trainer::report(const CheckpointSaveStats &st, MetricsLog *log,
+                            Progress &progressLine) {
   int64_t maxBytes = 0;
   for (int64_t b : st.bytesPerRank)
     maxBytes = std::max(maxBytes, b);
-  progressLine.line("checkpoint " + st.path + ": " +
-                    formatBytes(st.totalBytes) + " in " + fixed(st.seconds, 3) +
-                    " s (" + fixed(st.totalBytes / 1e6 / st.seconds, 1) +
-                    " MB/s; at most " + formatBytes(maxBytes) + " per rank)");
+  std::string line = "checkpoint " + st.path + ": " +
+                     formatBytes(st.totalBytes) + " in " +
+                     fixed(st.seconds, 3) + " s (" +
+                     fixed(st.totalBytes / 1e6 / st.seconds, 1) +
+                     " MB/s; at most " + formatBytes(maxBytes) + " per rank";
+  if (st.async)
+    line +=
+        "; asynchronous: training stalled " + fixed(st.stallSeconds, 3) + " s";
+  progressLine.line(line + ")");
   for (const std::string &d : st.deleted)
     progressLine.line("checkpoint " + d + " deleted (--keep " +
                       std::to_string(opts.keep) + ")");
   if (log)
-    log->write({{"step", stepsDone},
+    log->write({{"step", st.step},
                 {"checkpoint", st.path},
                 {"save_s", st.seconds},
+                {"save_stall_s", st.stallSeconds},
+                {"save_write_s", st.writeSeconds},
+                {"save_async", st.async},
                 {"save_bytes", st.totalBytes},
                 {"save_bytes_per_rank", st.bytesPerRank}});
   return st.path;
@@ -147,6 +153,21 @@ RunSummary Trainer::run() {
     progress.line("step " + std::to_string(step) + ": val loss " +
                   fixed(summary.finalValLoss));
     return summary.finalValLoss;
+  };
+
+  if (!opts.saveDir.empty())
+    saver.emplace(executor, opts.saveDir, opts.keep, opts.asyncSave);
+  MetricsLog *logp = log ? &*log : nullptr;
+  // Publishes the save in flight when it is written (every rank agrees
+  // when), or after waiting for it.
+  auto publish = [&](bool wait) {
+    if (saver)
+      if (auto st = saver->poll(wait))
+        summary.checkpoint = report(*st, logp, progress);
+  };
+  auto beginSave = [&](int64_t stepsDone) {
+    publish(/*wait=*/true); // one save at a time
+    saver->begin(this->progress(stepsDone));
   };
 
   int64_t savedAt = -1;
@@ -192,9 +213,13 @@ RunSummary Trainer::run() {
     summary.stepsDone = it + 1;
     bool stop = preemption && preemption->requested(executor);
     bool interval = opts.saveInterval > 0 && (it + 1) % opts.saveInterval == 0;
-    if (!opts.saveDir.empty() && (stop || interval)) {
-      summary.checkpoint = save(it + 1, log ? &*log : nullptr, progress);
+    if (saver && (stop || interval)) {
+      beginSave(it + 1);
       savedAt = it + 1;
+      if (!opts.asyncSave || stop)
+        publish(/*wait=*/true);
+    } else {
+      publish(/*wait=*/false);
     }
     if (stop) {
       summary.stoppedBy = preemption->signalName();
@@ -210,9 +235,14 @@ RunSummary Trainer::run() {
       log->write(
           {{"step", summary.stepsDone}, {"stopped_by", summary.stoppedBy}});
   } else {
-    if (!opts.saveDir.empty() && savedAt != opts.steps)
-      summary.checkpoint = save(opts.steps, log ? &*log : nullptr, progress);
+    if (saver && savedAt != opts.steps)
+      beginSave(opts.steps);
+    if (!opts.asyncSave)
+      publish(/*wait=*/true);
+    // An asynchronous final save is written while the final evaluation
+    // runs, and published before the run ends.
     double valLoss = evalLine(opts.steps);
+    publish(/*wait=*/true);
     if (log)
       log->write({{"step", opts.steps},
                   {"val_loss", valLoss},

@@ -57,9 +57,9 @@ public:
 
 private:
   void fillBatch(EntryIO &io, runtime::Split split, int64_t step);
-  /// Saves a checkpoint after `stepsDone` steps; logs and prints it.
-  std::string save(int64_t stepsDone, runtime::MetricsLog *log,
-                   Progress &progress);
+  /// Prints and logs a published checkpoint; returns its path.
+  std::string report(const runtime::CheckpointSaveStats &st,
+                     runtime::MetricsLog *log, Progress &progress);
 
   const Options &opts;
   runtime::Executor &executor;
@@ -72,6 +72,7 @@ private:
   int64_t failRank = -1;
   int64_t firstStep = 0;
   const PreemptionWatch *preemption = nullptr;
+  std::optional<runtime::CheckpointSaver> saver; ///< With --save-dir.
 };
 
 } // namespace autoshard::shardrun

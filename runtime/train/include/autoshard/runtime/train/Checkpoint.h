@@ -32,9 +32,12 @@
 
 #include "autoshard/runtime/Executor.h"
 #include "autoshard/runtime/train/LRSchedule.h"
+#include "autoshard/runtime/train/Safetensors.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -72,7 +75,16 @@ struct TrainingProgress {
 /// What a save did.
 struct CheckpointSaveStats {
   std::string path; ///< The complete checkpoint directory.
+  int64_t step = 0; ///< Optimizer steps it holds (TrainingProgress::step).
+  /// From the step boundary where the save began to its publication, s.
   double seconds = 0;
+  /// How long the training loop was blocked by it, s: all of `seconds`
+  /// when synchronous; the snapshot, any wait for the writers and the
+  /// publication when asynchronous.
+  double stallSeconds = 0;
+  /// The slowest rank's time writing and fsyncing its file, s.
+  double writeSeconds = 0;
+  bool async = false;
   int64_t bytes = 0;                 ///< Written by this rank.
   std::vector<int64_t> bytesPerRank; ///< Written by each rank.
   int64_t totalBytes = 0;
@@ -85,6 +97,7 @@ struct CheckpointLoadStats {
   double seconds = 0;
   int64_t bytesRead = 0;     ///< Tensor bytes this rank read (its blocks).
   int64_t bytesVerified = 0; ///< Chunk bytes this rank checksummed.
+  int readerThreads = 1;     ///< Threads this rank read with.
   TrainingProgress progress;
   std::string savedPlan; ///< The plan the checkpoint was saved under (JSON).
   int64_t savedWorldSize = 0;
@@ -103,6 +116,53 @@ CheckpointSaveStats saveCheckpoint(const Executor &executor,
                                    const std::string &saveDir,
                                    const TrainingProgress &progress,
                                    int64_t keep);
+
+/// Saves the checkpoints of one run, one at a time: synchronously, or
+/// asynchronously, as torch.distributed.checkpoint's async_save does: at
+/// the step boundary each rank copies the blocks it writes into a host
+/// snapshot (kept for the next save: host memory equal to the bytes this
+/// rank writes), and a thread writes and fsyncs its file while training
+/// goes on; the ranks publish the checkpoint (manifest, rename, --keep)
+/// together at a later step boundary, once every rank's file is written.
+/// The snapshot is taken between steps, so an asynchronous checkpoint holds
+/// the same bits as a synchronous one. Errors are those of saveCheckpoint;
+/// an asynchronous write error surfaces at the publication.
+class CheckpointSaver {
+public:
+  /// `keep` as for saveCheckpoint.
+  CheckpointSaver(const Executor &executor, std::string saveDir, int64_t keep,
+                  bool async);
+  /// Abandons a save still in flight: its writer stops at its next piece
+  /// and its `step-N.tmp/` stays until the next save removes it.
+  ~CheckpointSaver();
+  CheckpointSaver(const CheckpointSaver &) = delete;
+  CheckpointSaver &operator=(const CheckpointSaver &) = delete;
+
+  /// Begins saving the executor's state as `saveDir/step-<progress.step>/`
+  /// (checks the replicas, makes step-N.tmp/, and writes this rank's file or
+  /// starts the thread that does). Collective. Throws std::logic_error when
+  /// a save is in flight (poll(true) first).
+  void begin(const TrainingProgress &progress);
+  /// With a save in flight: publishes it when every rank's file is written
+  /// (or, with `wait`, after waiting for them) and returns what it did;
+  /// else nullopt. Collective while a save is in flight (one all-reduce of
+  /// a flag without `wait`); no communication otherwise.
+  std::optional<CheckpointSaveStats> poll(bool wait);
+  bool inFlight() const;
+
+private:
+  struct Pending;
+  CheckpointSaveStats publish(Pending &p);
+
+  const Executor &ex;
+  std::string saveDir;
+  int64_t keep;
+  bool async;
+  SafetensorsLayout layout; ///< This rank's file, of the save in flight.
+  std::unique_ptr<unsigned char[]> snapshotBuffer;
+  size_t snapshotBytes = 0;
+  std::unique_ptr<Pending> pending;
+};
 
 /// Loads the checkpoint directory `path` into the executor's state under
 /// its own plan, whatever plan the checkpoint was saved under. Checks the
