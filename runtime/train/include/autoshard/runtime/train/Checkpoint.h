@@ -35,11 +35,13 @@
 #include "autoshard/runtime/train/Safetensors.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace autoshard::runtime {
@@ -82,6 +84,9 @@ struct CheckpointSaveStats {
   /// when synchronous; the snapshot, any wait for the writers and the
   /// publication when asynchronous.
   double stallSeconds = 0;
+  /// The part of the stall at the step boundary where the save began: the
+  /// replica check, the snapshot (asynchronous) or the whole write (not).
+  double beginSeconds = 0;
   /// The slowest rank's time writing and fsyncing its file, s.
   double writeSeconds = 0;
   bool async = false;
@@ -153,14 +158,19 @@ public:
 private:
   struct Pending;
   CheckpointSaveStats publish(Pending &p);
+  void allocateSnapshot(size_t bytes);
 
   const Executor &ex;
   std::string saveDir;
   int64_t keep;
   bool async;
   SafetensorsLayout layout; ///< This rank's file, of the save in flight.
-  std::unique_ptr<unsigned char[]> snapshotBuffer;
+  struct FreeDeleter {
+    void operator()(unsigned char *p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, FreeDeleter> snapshotBuffer;
   size_t snapshotBytes = 0;
+  std::thread prefault; ///< Touches the snapshot's pages once, early.
   std::unique_ptr<Pending> pending;
 };
 
