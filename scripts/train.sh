@@ -11,7 +11,7 @@
 #                    [--dropout 0] [--eval-interval 250] [--eval-iters 20]
 #                    [--seed 1337] [--data FILE] [--out DIR] [--sample 300]
 #                    [--vocab-multiple 64] [--fuse-epilogues 1]
-#                    [--save-dir DIR] [--save-interval N] [--keep K] [--resume DIR|latest]
+#                    [--save-dir DIR] [--save-interval N] [--keep K] [--async-save] [--resume DIR|latest]
 #                    [-- extra shard-run flags...]
 #
 # --plan "dp=2,tp=2,sp=1,zero=1" compiles the step for that plan (after autodiff:
@@ -45,7 +45,8 @@
 # Checkpoints (docs/running.md, "Checkpoints"): --save-dir DIR writes a sharded
 # checkpoint DIR/step-N/ every --save-interval steps, after the last step and
 # when a SIGTERM, SIGINT or SIGUSR1 arrives (then exits 0); --keep K keeps the
-# newest K; --resume DIR|latest continues from one, saved under any plan of
+# newest K; --async-save writes them on a thread while training goes on;
+# --resume DIR|latest continues from one, saved under any plan of
 # the same model (e.g. 8 ranks -> --plan dp=4,zero=3 -> 1 rank). Passed to shard-run.
 # --fuse-epilogues 1 (the default) runs rt-fuse-epilogues after rt-lower: the
 # add that consumes a GEMM (residual, backward gradient sum, bias) becomes the
@@ -70,6 +71,7 @@ usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0";
 while [[ $# -gt 0 ]]; do
   [[ $1 == -- ]] && { shift; EXTRA=("$@"); break; }
   [[ $1 == -h || $1 == --help ]] && { usage; exit 0; }
+  [[ $1 == --async-save ]] && { CKPT+=("$1"); shift; continue; }
   case $1 in
     --config | --batch | --seq | --steps | --lr | --min-lr | --warmup | --decay-steps | \
       --beta1 | --beta2 | --weight-decay | --grad-clip | --dropout | --eval-interval | \
