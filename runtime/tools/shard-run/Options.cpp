@@ -42,12 +42,15 @@ double parseReal(const std::string &flag, const std::string &text, double min) {
 } // namespace
 
 std::string usage() {
-  return R"(usage: shard-run ARTIFACT --data FILE [options]
+  return R"(usage: shard-run ARTIFACT --data FILE|DIR [options]
 
 Trains the model compiled into ARTIFACT (shard-opt --rt-export) on a text
 file, character-level, and prints a sample of generated text at the end.
 
-  --data FILE          training text (split 90/10 into train/val)
+  --data FILE|DIR      training text, tokenised by character and split 90/10
+                       into train/val; or a directory prepared by `python -m
+                       autoshard.data prepare` (meta.json, train.bin,
+                       val.bin: BPE or any tokenizer.json; docs/data-format.md)
   -n N                 number of ranks; must equal the artifact's world
                        size (default: 1, or the job size under a launcher).
                        With N > 1 shard-run re-executes itself under
@@ -84,7 +87,8 @@ file, character-level, and prints a sample of generated text at the end.
                        same model; same plan: bit for bit the same run
   --check-replicas     at the end, check that every copy of a state held by
                        several ranks or pipeline stages is identical
-  --sample N           characters to generate at the end (200; 0: none)
+  --sample N           tokens to generate at the end (characters for a text
+                       file; 200; 0: none)
   --temperature X      sampling temperature (0.8)
   --top-k N            sample among the N most likely characters (200)
   --check-memory       poison dead/unwritten memory and fail on NaN
@@ -193,7 +197,7 @@ Options parseOptions(const std::vector<std::string> &args) {
   if (o.artifact.empty())
     throw UsageError("no artifact given (see --help)");
   if (o.data.empty())
-    throw UsageError("--data FILE is required");
+    throw UsageError("--data FILE|DIR is required");
   if (!backendBuilt(o.backend))
     throw UsageError("--backend '" + o.backend +
                      "' is not available (this build has: " + builtBackends() +

@@ -67,7 +67,7 @@ EntryIO logitsEntry(Executor &executor) {
 }
 } // namespace
 
-Sampler::Sampler(Executor &executor, const CharDataset &data,
+Sampler::Sampler(Executor &executor, const Dataset &data,
                  const SampleOptions &options)
     : data(data), options(options), model(executor.artifact().model),
       io(logitsEntry(executor)) {
@@ -97,14 +97,8 @@ Sampler::Sampler(Executor &executor, const CharDataset &data,
 }
 
 std::string Sampler::generate() {
-  const CharVocab &vocab = data.vocab();
-  int64_t classes = std::min(model.vocabSize, vocab.size());
-  std::vector<int32_t> context;
-  try {
-    context.push_back(vocab.encode('\n'));
-  } catch (const DataError &) {
-    context.push_back(0);
-  }
+  int64_t classes = std::min(model.vocabSize, data.vocabSize());
+  std::vector<int32_t> context{data.sampleStart()};
   const TensorType &local = io.inputSlot("tokens").type;
   int64_t rows = local.shape[0];
   std::vector<int32_t> tokens(local.numel(), 0);
@@ -123,7 +117,7 @@ std::string Sampler::generate() {
     if (comm && comm->mesh().numDevices() > 1)
       comm->all().broadcast(&next, sizeof(next), 0)->wait();
     context.push_back(next);
-    text.push_back(vocab.decode(next));
+    text += data.decode(next);
   }
   return text;
 }

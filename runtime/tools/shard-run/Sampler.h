@@ -6,7 +6,7 @@
 #include "EntryIO.h"
 
 #include "autoshard/runtime/Executor.h"
-#include "autoshard/runtime/train/CharDataset.h"
+#include "autoshard/runtime/train/Dataset.h"
 
 #include <cstdint>
 #include <string>
@@ -15,7 +15,7 @@ namespace autoshard::shardrun {
 
 /// Sampling settings (nanoGPT sample.py: temperature 0.8, top-k 200).
 struct SampleOptions {
-  int64_t count = 200; ///< Characters to generate.
+  int64_t count = 200; ///< Tokens to generate.
   double temperature = 0.8;
   int64_t topK = 200;
   uint64_t seed = 1337;
@@ -31,13 +31,13 @@ struct SampleOptions {
 class Sampler {
 public:
   /// Throws ArtifactError if the artifact has no usable `logits` entry.
-  Sampler(runtime::Executor &executor, const runtime::CharDataset &data,
+  Sampler(runtime::Executor &executor, const runtime::Dataset &data,
           const SampleOptions &options);
   /// Generates options.count characters with the current weights.
   std::string generate();
 
 private:
-  const runtime::CharDataset &data;
+  const runtime::Dataset &data;
   SampleOptions options;
   runtime::ModelInfo model;
   EntryIO io;

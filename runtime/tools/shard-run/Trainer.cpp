@@ -23,8 +23,7 @@ std::string fixed(double v, int digits = 4) {
 }
 } // namespace
 
-Trainer::Trainer(const Options &opts, Executor &executor,
-                 const CharDataset &data)
+Trainer::Trainer(const Options &opts, Executor &executor, const Dataset &data)
     : opts(opts), executor(executor), data(data),
       batch(executor.artifact().model.batch),
       seq(executor.artifact().model.seq), train(executor, "train_step") {
@@ -86,7 +85,7 @@ runtime::TrainingProgress Trainer::progress(int64_t stepsDone) const {
   p.seed = opts.seed;
   p.schedule = schedule;
   p.dataSource = opts.data;
-  p.dataTrainTokens = static_cast<int64_t>(data.tokens(Split::Train).size());
+  p.dataTrainTokens = data.tokenCount(Split::Train);
   return p;
 }
 

@@ -9,8 +9,8 @@
 #include "Preemption.h"
 #include "Reporting.h"
 
-#include "autoshard/runtime/train/CharDataset.h"
 #include "autoshard/runtime/train/Checkpoint.h"
+#include "autoshard/runtime/train/Dataset.h"
 #include "autoshard/runtime/train/LRSchedule.h"
 #include "autoshard/runtime/train/MetricsLog.h"
 
@@ -42,7 +42,7 @@ class Trainer {
 public:
   /// Throws ArtifactError if the artifact lacks a needed entry or slot.
   Trainer(const Options &opts, runtime::Executor &executor,
-          const runtime::CharDataset &data);
+          const runtime::Dataset &data);
   RunSummary run();
   /// Stop (after a checkpoint) at the first step boundary after `watch`
   /// saw a signal; it outlives the trainer.
@@ -63,7 +63,7 @@ private:
 
   const Options &opts;
   runtime::Executor &executor;
-  const runtime::CharDataset &data;
+  const runtime::Dataset &data;
   runtime::LRSchedule schedule;
   int64_t batch, seq;
   EntryIO train;

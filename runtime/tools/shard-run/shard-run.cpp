@@ -188,7 +188,8 @@ int runMain(Options opts, CommWorld *world) {
       throw UsageError("--save-dir: cannot create directory '" + opts.saveDir +
                        "'" + (ec ? ": " + ec.message() : ""));
   }
-  CharDataset data = CharDataset::load(opts.data);
+  std::unique_ptr<Dataset> dataset = openDataset(opts.data);
+  const Dataset &data = *dataset;
   data.validate(artifact.model.seq, artifact.model.vocabSize);
 
   ExecutorOptions exOpts;
@@ -235,10 +236,10 @@ int runMain(Options opts, CommWorld *world) {
     std::printf("ranks: %lld (%s), mesh %s\n",
                 static_cast<long long>(world->size()), world->name().c_str(),
                 describeMesh(artifact.mesh).c_str());
-  std::printf("data %s: %zu train / %zu val tokens, %lld characters\n",
-              opts.data.c_str(), data.tokens(Split::Train).size(),
-              data.tokens(Split::Val).size(),
-              static_cast<long long>(data.vocab().size()));
+  std::printf("data %s: %lld train / %lld val tokens, %s\n", opts.data.c_str(),
+              static_cast<long long>(data.tokenCount(Split::Train)),
+              static_cast<long long>(data.tokenCount(Split::Val)),
+              data.describe().c_str());
   if (opts.checkMemory)
     std::printf("memory check: on (poisoned arena, NaN checks)\n");
   if (resumed) {
@@ -280,13 +281,12 @@ int runMain(Options opts, CommWorld *world) {
                   "from the saved run's)\n",
                   static_cast<long long>(resumed->savedBatch),
                   static_cast<long long>(artifact.model.batch));
-    if (p.dataTrainTokens !=
-        static_cast<int64_t>(data.tokens(Split::Train).size()))
+    if (p.dataTrainTokens != data.tokenCount(Split::Train))
       std::printf("warning: the checkpoint was trained on '%s' (%lld train "
-                  "tokens), this run reads '%s' (%zu)\n",
+                  "tokens), this run reads '%s' (%lld)\n",
                   p.dataSource.c_str(),
                   static_cast<long long>(p.dataTrainTokens), opts.data.c_str(),
-                  data.tokens(Split::Train).size());
+                  static_cast<long long>(data.tokenCount(Split::Train)));
   }
   RunSummary s = trainer.run();
   if (!s.stoppedBy.empty()) {

@@ -1,7 +1,6 @@
 //===- CharDataset.cpp - Character-level text dataset ---------------------===//
 
 #include "autoshard/runtime/train/CharDataset.h"
-#include "autoshard/runtime/Philox.h"
 
 #include <algorithm>
 #include <fstream>
@@ -9,27 +8,6 @@
 #include <sstream>
 
 namespace autoshard::runtime {
-
-namespace {
-
-/// Offset of row `row`'s window for `step`, uniform in [0, windows). A
-/// Philox block keyed on the seed (domain-separated from the dropout and
-/// init streams by the key's high word) and counted by (row, step, split)
-/// makes the draw independent of how rows are spread over ranks. The modulo
-/// bias is below windows / 2^64.
-uint64_t sampleOffset(uint64_t seed, Split split, int64_t step, int64_t row,
-                      uint64_t windows) {
-  PhiloxKey key = philoxKey(seed);
-  key.word[1] ^= 0x44415441u; // "DATA"
-  PhiloxBlock counter{{static_cast<uint32_t>(row), static_cast<uint32_t>(step),
-                       static_cast<uint32_t>(uint64_t(step) >> 32),
-                       split == Split::Train ? 0u : 1u}};
-  PhiloxBlock r = philox4x32_10(counter, key);
-  uint64_t bits = uint64_t(r.word[0]) | (uint64_t(r.word[1]) << 32);
-  return bits % windows;
-}
-
-} // namespace
 
 CharVocab CharVocab::fromText(std::string_view text) {
   if (text.empty())
@@ -90,8 +68,7 @@ CharDataset CharDataset::fromText(std::string_view text, double valFraction,
   if (!(valFraction > 0 && valFraction < 1))
     throw DataError("validation fraction must be in (0, 1), found " +
                     std::to_string(valFraction));
-  CharDataset d;
-  d.name_ = std::move(name);
+  CharDataset d(std::move(name));
   d.vocab_ = CharVocab::fromText(text);
   // nanoGPT splits at int(n * 0.9) characters.
   size_t nTrain = static_cast<size_t>(double(text.size()) * (1 - valFraction));
@@ -102,36 +79,34 @@ CharDataset CharDataset::fromText(std::string_view text, double valFraction,
   return d;
 }
 
-void CharDataset::validate(int64_t seq, int64_t modelVocab) const {
-  if (seq < 1)
-    throw DataError("sequence length must be >= 1, found " +
-                    std::to_string(seq));
-  for (Split s : {Split::Train, Split::Val}) {
-    int64_t n = static_cast<int64_t>(tokens(s).size());
-    if (n < seq + 1)
-      throw DataError("data file '" + name_ + "': the " +
-                      (s == Split::Train ? "train" : "validation") +
-                      " split has " + std::to_string(n) +
-                      " tokens, fewer than one sequence of " +
-                      std::to_string(seq) + " plus its next-token label");
-  }
-  if (modelVocab < vocab_.size())
-    throw DataError("model vocabulary (" + std::to_string(modelVocab) +
-                    ") does not cover the " + std::to_string(vocab_.size()) +
-                    " distinct characters of '" + name_ + "'");
+void CharDataset::read(Split split, int64_t offset, int64_t n,
+                       int32_t *out) const {
+  const std::vector<int32_t> &tok = tokens(split);
+  if (offset < 0 || n < 0 || offset + n > static_cast<int64_t>(tok.size()))
+    throw DataError("data file '" + name() + "': tokens [" +
+                    std::to_string(offset) + ", " + std::to_string(offset + n) +
+                    ") are outside the split's " + std::to_string(tok.size()));
+  std::copy_n(tok.begin() + offset, n, out);
 }
 
-void CharDataset::batch(Split split, uint64_t seed, int64_t step, int64_t seq,
-                        int64_t rowBegin, int64_t rowEnd, int32_t *ids,
-                        int32_t *labels) const {
-  const std::vector<int32_t> &tok = tokens(split);
-  uint64_t windows = tok.size() - static_cast<uint64_t>(seq);
-  for (int64_t r = rowBegin; r < rowEnd; ++r) {
-    uint64_t offset = sampleOffset(seed, split, step, r, windows);
-    int64_t i = r - rowBegin;
-    std::copy_n(tok.begin() + offset, seq, ids + i * seq);
-    std::copy_n(tok.begin() + offset + 1, seq, labels + i * seq);
+std::string CharDataset::decode(int32_t id) const {
+  try {
+    return std::string(1, vocab_.decode(id));
+  } catch (const std::out_of_range &e) {
+    throw DataError("data file '" + name() + "': " + e.what());
   }
+}
+
+int32_t CharDataset::sampleStart() const {
+  try {
+    return vocab_.encode('\n');
+  } catch (const DataError &) {
+    return 0;
+  }
+}
+
+std::string CharDataset::describe() const {
+  return std::to_string(vocab_.size()) + " characters";
 }
 
 } // namespace autoshard::runtime

@@ -10,20 +10,14 @@
 #ifndef AUTOSHARD_RUNTIME_TRAIN_CHARDATASET_H
 #define AUTOSHARD_RUNTIME_TRAIN_CHARDATASET_H
 
+#include "autoshard/runtime/train/Dataset.h"
+
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace autoshard::runtime {
-
-/// A data problem the user must fix (missing file, text too short, ...).
-/// The message names the file and the value found.
-class DataError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
 
 /// Vocabulary = the sorted set of distinct bytes of a text; token id = index
 /// in that list (nanoGPT's `stoi`/`itos`).
@@ -46,11 +40,9 @@ private:
   int32_t index[256] = {}; // byte -> id + 1 (0 = absent)
 };
 
-/// Which part of the corpus a batch comes from.
-enum class Split { Train, Val };
-
-/// A tokenised text split 90/10 into train and validation parts.
-class CharDataset {
+/// A text file tokenised by character (nanoGPT's shakespeare_char), split
+/// 90/10 into train and validation tokens.
+class CharDataset : public Dataset {
 public:
   /// Reads and tokenises `path`; the first `1 - valFraction` of the tokens
   /// are the train split, the rest validation.
@@ -65,24 +57,22 @@ public:
   const std::vector<int32_t> &tokens(Split split) const {
     return split == Split::Train ? train_ : val_;
   }
-  const std::string &name() const { return name_; }
 
-  /// Checks that both splits hold at least one (seq + 1)-token window and
-  /// that a model with `modelVocab` classes covers every token id.
-  /// Throws DataError with the split's length or the vocab sizes.
-  void validate(int64_t seq, int64_t modelVocab) const;
+  int64_t tokenCount(Split split) const override {
+    return static_cast<int64_t>(tokens(split).size());
+  }
+  int64_t vocabSize() const override { return vocab_.size(); }
+  void read(Split split, int64_t offset, int64_t n,
+            int32_t *out) const override;
+  std::string decode(int32_t id) const override;
+  int32_t sampleStart() const override;
+  std::string describe() const override;
 
-  /// Fills rows [rowBegin, rowEnd) of the global batch of `step`: row r is
-  /// the window at offset o(seed, split, step, r) drawn uniformly from
-  /// [0, len - seq); `ids[i][t] = tok[o + t]`, `labels[i][t] = tok[o + t + 1]`.
-  /// `ids` and `labels` are row-major `[rowEnd - rowBegin, seq]`. The
-  /// offsets depend only on (seed, split, step, r), never on the rank layout.
-  void batch(Split split, uint64_t seed, int64_t step, int64_t seq,
-             int64_t rowBegin, int64_t rowEnd, int32_t *ids,
-             int32_t *labels) const;
+protected:
+  std::string vocabWhat() const override { return "distinct characters"; }
 
 private:
-  std::string name_;
+  explicit CharDataset(std::string name) : Dataset(std::move(name)) {}
   CharVocab vocab_;
   std::vector<int32_t> train_, val_;
 };
