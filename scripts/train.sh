@@ -9,7 +9,7 @@
 #                    [--lr 1e-3] [--min-lr 1e-4] [--warmup min(100,STEPS)] [--decay-steps STEPS]
 #                    [--beta1 0.9] [--beta2 0.99] [--weight-decay 0.1] [--grad-clip 1.0]
 #                    [--dropout 0] [--eval-interval 250] [--eval-iters 20]
-#                    [--seed 1337] [--data FILE] [--out DIR] [--sample 300]
+#                    [--seed 1337] [--data FILE|DIR] [--out DIR] [--sample 300]
 #                    [--vocab-multiple 64] [--fuse-epilogues 1]
 #                    [--save-dir DIR] [--save-interval N] [--keep K] [--async-save] [--resume DIR|latest]
 #                    [-- extra shard-run flags...]
@@ -42,6 +42,10 @@
 # and in sampling; with nanoGPT's tied LM head the padded rows never get a
 # gradient and the run trains like the unpadded model (checked by plan_sweep.sh).
 #
+# --data FILE trains on a text file tokenised by character; --data DIR on a
+# directory prepared by `python -m autoshard.data prepare` (BPE or any
+# tokenizer.json; docs/data-format.md), whose meta.json vocab_size replaces
+# the config's.
 # Checkpoints (docs/running.md, "Checkpoints"): --save-dir DIR writes a sharded
 # checkpoint DIR/step-N/ every --save-interval steps, after the last step and
 # when a SIGTERM, SIGINT or SIGUSR1 arrives (then exits 0); --keep K keeps the
@@ -98,7 +102,16 @@ while [[ $# -gt 0 ]]; do
 done
 DECAY=${DECAY:-$STEPS}
 [[ -f $CONFIG ]] || die "model config '$CONFIG' not found"
-[[ -f $DATA ]] || die "data file '$DATA' not found"
+if [[ -d $DATA ]]; then
+  # A prepared token directory: the model's vocabulary is the tokenizer's.
+  [[ -f $DATA/meta.json ]] ||
+    die "data directory '$DATA' has no meta.json (python -m autoshard.data prepare ... -o '$DATA')"
+  DATA_VOCAB=$(python3 -c \
+    'import json,sys; print(int(json.load(open(sys.argv[1]))["vocab_size"]))' "$DATA/meta.json") ||
+    die "cannot read vocab_size from '$DATA/meta.json'"
+else
+  [[ -f $DATA ]] || die "data file '$DATA' not found"
+fi
 [[ $VOCAB_MULTIPLE =~ ^[1-9][0-9]*$ ]] || die "--vocab-multiple must be a positive integer, found '$VOCAB_MULTIPLE'"
 [[ -z $CLUSTER || $PLAN == auto ]] || die "--cluster is only used with --plan auto"
 [[ $FUSE == 0 || $FUSE == 1 ]] || die "--fuse-epilogues must be 0 or 1, found '$FUSE'"
@@ -109,6 +122,7 @@ if [[ -n ${SCHEDULE_FILE:-} ]]; then
 fi
 # The model builder's flags but the batch (the same for every plan).
 BUILDER_COMMON=(--seq "$SEQ" --vocab-multiple "$VOCAB_MULTIPLE")
+[[ -n ${DATA_VOCAB:-} ]] && BUILDER_COMMON+=(--vocab-size "$DATA_VOCAB")
 [[ -n $DROPOUT ]] && BUILDER_COMMON+=(--dropout "$DROPOUT")
 build_model() { # build_model BATCH OUTPUT
   PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -m autoshard.models "$CONFIG" \

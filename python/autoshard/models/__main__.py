@@ -10,6 +10,7 @@ output cannot be written.  Ignored config keys are reported on stderr as
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -40,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dropout", type=float, default=None, metavar="P",
                    help="override the config's dropout rate (gpt2 family)")
     p.add_argument("--name", default=None, help="model name (default: config file stem)")
+    p.add_argument("--vocab-size", type=int, default=None, metavar="V",
+                   help="override the config's vocab_size (e.g. with a prepared token "
+                        "directory's meta.json vocab_size)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the parameter count")
     return p
 
@@ -83,6 +87,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             warnings.simplefilter("always", ConfigWarning)
             try:
                 cfg = load_config(args.config, name=args.name)
+                if args.vocab_size is not None:
+                    if args.vocab_size < 1:
+                        raise ConfigError(f"--vocab-size must be >= 1, found {args.vocab_size}")
+                    cfg = dataclasses.replace(cfg, vocab_size=args.vocab_size)
                 text = build_model(cfg, args.batch, args.seq,
                                    vocab_multiple=args.vocab_multiple,
                                    capacity_factor=args.capacity_factor, dtype=args.dtype,
