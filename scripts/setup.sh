@@ -58,7 +58,7 @@ if [[ ! -x $VENV/bin/python ]]; then
   log "creating Python venv in $VENV"
   "$PY" -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c 'import pytest, numpy, safetensors, xxhash' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import pytest, numpy, safetensors, xxhash, tokenizers, tqdm' 2>/dev/null; then
   log "installing Python packages"
   "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/python/requirements.txt"
 fi

@@ -7,7 +7,13 @@ Python side of the project. Subpackages:
   ``config.json``.  CLI: ``python3 -m autoshard.models CONFIG.json --batch B
   --seq S -o model.mlir``.
 
-The package is stdlib-only.
+* :mod:`autoshard.data` -- training data: text files -> token directory
+  (``train.bin``, ``val.bin``, ``meta.json``; docs/data-format.md) for
+  ``shard-run --data DIR``.  CLI: ``python3 -m autoshard.data prepare
+  INPUT... -o DIR --tokenizer char|bpe:VOCAB|FILE.json``.
+
+The models package is stdlib-only; ``autoshard.data`` needs numpy, xxhash,
+tokenizers and tqdm, ``autoshard.checkpoint`` numpy and safetensors.
 """
 
 __all__ = ["models"]

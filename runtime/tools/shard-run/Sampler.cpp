@@ -58,6 +58,47 @@ int32_t draw(const float *logits, int64_t n, const SampleOptions &o, double u) {
 } // namespace
 
 namespace {
+/// `bytes` with every byte that does not start or continue a well-formed
+/// UTF-8 sequence replaced by U+FFFD, as Python's decode(errors="replace")
+/// and the tokenizers library do: a byte-level model may sample half a
+/// character, and the sample is printed as text.
+std::string validUtf8(const std::string &bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  const auto *b = reinterpret_cast<const unsigned char *>(bytes.data());
+  size_t n = bytes.size();
+  for (size_t i = 0; i < n;) {
+    unsigned c = b[i];
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
+    bool ok = len > 0 && i + len <= n && !(len == 2 && c < 0xC2) &&
+              !(len == 4 && c > 0xF4);
+    for (size_t k = 1; ok && k < len; ++k)
+      ok = (b[i + k] & 0xC0) == 0x80;
+    if (ok && len == 3) { // no overlong forms, no surrogates
+      unsigned c1 = b[i + 1];
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
+    }
+    if (ok && len == 4) {
+      unsigned c1 = b[i + 1];
+      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+    }
+    if (!ok) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    out.append(bytes, i, len);
+    i += len;
+  }
+  return out;
+}
+} // namespace
+
+namespace {
 EntryIO logitsEntry(Executor &executor) {
   if (!executor.hasEntry("logits"))
     throw ArtifactError("artifact '" + executor.artifact().source +
@@ -119,7 +160,7 @@ std::string Sampler::generate() {
     context.push_back(next);
     text += data.decode(next);
   }
-  return text;
+  return validUtf8(text);
 }
 
 } // namespace autoshard::shardrun
