@@ -723,6 +723,15 @@ def bad_full_disk(ctx: Ctx, d: Path, async_save: bool = False) -> str:
     return notes[0]
 
 
+def bad_foreign_save_dir(ctx: Ctx, d: Path) -> str:
+    """A fresh run (no --resume) into a --save-dir holding another run's
+    checkpoints is refused before training."""
+    save = d / "ckpt"
+    shutil.copytree(ctx.ref("1rank").ckpt, save)
+    r = ctx.train("z3", d / "fresh.jsonl", save_dir=save, save_interval=3)
+    return expect_error(r, ["already holds checkpoints", "--resume latest"])
+
+
 def async_same(art: str):
     """--async-save writes the same bytes as a synchronous save, and the run
     trains the same."""
@@ -908,6 +917,8 @@ CASES: List[Tuple[str, str, Callable[[Ctx, Path], str]]] = [
     ("bad_input", "--resume latest without a complete checkpoint", bad_no_complete),
     ("bad_input", "full disk during a save (14 MiB tmpfs; 1 and 4 ranks)", bad_full_disk),
     ("bad_input", "--save-dir below a regular file", bad_save_dir),
+    ("bad_input", "fresh run into a --save-dir with another run's checkpoints",
+     bad_foreign_save_dir),
     ("async", "--async-save, dp=4,zero=3: same bytes as synchronous, resume bit for bit",
      async_same("z3")),
     ("async", "SIGTERM to shard-run -n 4 --async-save (dp=2,tp=2) + resume latest",

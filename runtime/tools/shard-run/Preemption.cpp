@@ -2,6 +2,8 @@
 
 #include "Preemption.h"
 
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +28,8 @@ extern "C" void onRankSignal(int sig) {
 }
 
 volatile std::sig_atomic_t forwarded = 0;
+volatile std::sig_atomic_t pending = 0;    // first signal held back
+volatile std::sig_atomic_t ranksReady = 0; // every rank has its watch
 volatile pid_t child = -1;
 
 extern "C" void onLauncherSignal(int sig) {
@@ -35,6 +39,7 @@ extern "C" void onLauncherSignal(int sig) {
   // write(2) is async-signal-safe; printf is not.
   const char *name = sig == SIGTERM  ? "SIGTERM"
                      : sig == SIGINT ? "SIGINT"
+                     : sig == SIGHUP ? "SIGHUP"
                                      : "SIGUSR1";
   const char *what = first ? " received: the ranks checkpoint and stop at the "
                              "next step (again: stop now)\n"
@@ -42,6 +47,12 @@ extern "C" void onLauncherSignal(int sig) {
   for (const char *part : {"shard-run: ", name, what}) {
     ssize_t ignored = ::write(2, part, std::strlen(part));
     (void)ignored;
+  }
+  // A rank that has not installed its watch yet would die of SIGUSR1:
+  // the first signal waits (in runForwardingSignals) until all have.
+  if (first && !ranksReady) {
+    pending = 1;
+    return;
   }
   ::kill(child, first ? SIGUSR1 : SIGTERM);
 }
@@ -52,13 +63,31 @@ void install(void (*handler)(int)) {
   sa.sa_handler = handler;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGTERM, SIGINT, SIGUSR1})
+  for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGHUP})
     sigaction(sig, &sa, nullptr);
+}
+
+/// Whether every one of `ranks` ranks has created its ready file.
+bool allReady(const std::string &prefix, int64_t ranks) {
+  for (int64_t r = 0; r < ranks; ++r)
+    if (::access((prefix + std::to_string(r)).c_str(), F_OK) != 0)
+      return false;
+  return true;
 }
 
 } // namespace
 
-PreemptionWatch::PreemptionWatch() { install(onRankSignal); }
+PreemptionWatch::PreemptionWatch(int64_t rank) {
+  install(onRankSignal);
+  // Tell the launcher this rank can now take a forwarded signal.
+  if (const char *prefix = std::getenv("AUTOSHARD_READY_PREFIX");
+      prefix && *prefix) {
+    std::string path = prefix + std::to_string(rank);
+    int fd = ::open(path.c_str(), O_CREAT | O_WRONLY, 0600);
+    if (fd >= 0)
+      ::close(fd);
+  }
+}
 
 bool PreemptionWatch::requested(const Executor &executor) const {
   int32_t mine = received != 0 ? 1 : 0, any = mine;
@@ -74,6 +103,8 @@ std::string PreemptionWatch::signalName() const {
     return "SIGTERM";
   case SIGINT:
     return "SIGINT";
+  case SIGHUP:
+    return "SIGHUP";
   case SIGUSR1:
     // Under `shard-run -n N` a SIGTERM or SIGINT to the launcher arrives
     // as SIGUSR1 (see the file comment of Preemption.h).
@@ -87,7 +118,8 @@ std::string PreemptionWatch::signalName() const {
   return "signal " + std::to_string(received);
 }
 
-int runForwardingSignals(const std::vector<std::string> &args) {
+int runForwardingSignals(const std::vector<std::string> &args,
+                         const std::string &readyPrefix, int64_t ranks) {
   std::vector<char *> cargs;
   for (const std::string &a : args)
     cargs.push_back(const_cast<char *>(a.c_str()));
@@ -95,6 +127,7 @@ int runForwardingSignals(const std::vector<std::string> &args) {
   std::fflush(stdout);
   std::fflush(stderr);
   install(onLauncherSignal);
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0)
     throw std::runtime_error(std::string("cannot fork to run '") + args[0] +
@@ -104,8 +137,14 @@ int runForwardingSignals(const std::vector<std::string> &args) {
     struct sigaction sa;
     std::memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_DFL;
-    for (int sig : {SIGTERM, SIGINT, SIGUSR1})
+    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGHUP})
       sigaction(sig, &sa, nullptr);
+    // If the launcher dies (SIGKILL, the OOM killer), mpirun gets SIGTERM
+    // and ends the ranks: no job left running unwatched, writing into
+    // --save-dir.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) // it died before prctl took effect
+      ::_exit(1);
     ::execvp(cargs[0], cargs.data());
     std::fprintf(stderr,
                  "shard-run: error: cannot run '%s': %s (install openmpi-bin, "
@@ -115,10 +154,23 @@ int runForwardingSignals(const std::vector<std::string> &args) {
   }
   child = pid;
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR)
+  for (;;) {
+    pid_t done = ::waitpid(pid, &status, ranksReady ? 0 : WNOHANG);
+    if (done == pid)
+      break;
+    if (done < 0 && errno != EINTR)
       throw std::runtime_error(std::string("waiting for '") + args[0] +
                                "': " + std::strerror(errno));
+    if (!ranksReady && allReady(readyPrefix, ranks)) {
+      ranksReady = 1;
+      if (pending && forwarded == 1)
+        ::kill(pid, SIGUSR1); // the signal held back until now
+    }
+    if (!ranksReady)
+      ::usleep(20000);
+  }
+  for (int64_t r = 0; r < ranks; ++r)
+    ::unlink((readyPrefix + std::to_string(r)).c_str());
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);

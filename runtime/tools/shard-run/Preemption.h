@@ -19,17 +19,21 @@
 
 #include "autoshard/runtime/Executor.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace autoshard::shardrun {
 
-/// Catches SIGTERM, SIGINT and SIGUSR1 in a rank for the rest of the run.
+/// Catches SIGTERM, SIGINT, SIGUSR1 and SIGHUP in a rank for the rest of the
+/// run.
 class PreemptionWatch {
 public:
   /// Installs the handlers (a second signal of the same run still ends the
   /// process the default way only after the first was served).
-  PreemptionWatch();
+  /// With AUTOSHARD_READY_PREFIX set (by runForwardingSignals), creates
+  /// the file PREFIX<rank> once the handlers are in place.
+  explicit PreemptionWatch(int64_t rank = 0);
   /// Whether any rank of `executor`'s job has received a signal: collective
   /// (an all-reduce over every rank) when the job has several ranks.
   bool requested(const runtime::Executor &executor) const;
@@ -41,7 +45,12 @@ public:
 /// SIGTERM, SIGINT and SIGUSR1 as SIGUSR1 (a second as SIGTERM), and returns
 /// the child's exit status (128 + signal if it was killed). Throws
 /// std::runtime_error if it cannot start.
-int runForwardingSignals(const std::vector<std::string> &args);
+/// A signal that arrives before every rank has created its ready file
+/// PREFIX<rank> (PreemptionWatch) is held back until they have: a rank
+/// without its handler would die of SIGUSR1. mpirun is made to get SIGTERM
+/// if the launcher itself dies (PR_SET_PDEATHSIG).
+int runForwardingSignals(const std::vector<std::string> &args,
+                         const std::string &readyPrefix, int64_t ranks);
 
 } // namespace autoshard::shardrun
 

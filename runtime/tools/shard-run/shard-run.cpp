@@ -109,6 +109,25 @@ void checkWorldSize(const Artifact &artifact, const Options &opts,
 }
 
 /// Re-executes shard-run under `mpirun -n N` on this node.
+/// A fresh run must not mix its checkpoints with another run's: --keep
+/// would count theirs, and --resume latest would pick them. Throws
+/// UsageError when --save-dir holds a complete checkpoint and there is no
+/// --resume.
+void checkFreshSaveDir(const Options &opts) {
+  if (opts.saveDir.empty() || !opts.resume.empty())
+    return;
+  std::string found;
+  try {
+    found = latestCheckpoint(opts.saveDir);
+  } catch (const CheckpointError &) {
+    return; // none
+  }
+  throw UsageError("--save-dir '" + opts.saveDir +
+                   "' already holds checkpoints of a run (newest: '" + found +
+                   "'): pass --resume latest to continue it, or choose "
+                   "another --save-dir");
+}
+
 int launch(const Options &opts, int argc, char **argv) {
   Artifact artifact = loadArtifact(opts.artifact);
   checkWorldSize(artifact, opts, opts.ranks,
@@ -125,14 +144,18 @@ int launch(const Options &opts, int argc, char **argv) {
   // a pipe; pass on what the user's stdout really is (see Progress).
   std::vector<std::string> env = {std::string("AUTOSHARD_STDOUT_TTY=") +
                                   (isatty(fileno(stdout)) ? "1" : "0")};
+  checkFreshSaveDir(opts); // one message, before any rank starts
   try {
     if (!opts.saveDir.empty()) {
       // Stay mpirun's parent so that a SIGTERM or Ctrl-C becomes a
       // checkpoint at the next step, not a killed job (Preemption.h).
       env.push_back("AUTOSHARD_SIGNALS_FORWARDED=1");
+      std::string readyPrefix =
+          "/tmp/shard-run-" + std::to_string(::getpid()) + "-ready-rank-";
+      env.push_back("AUTOSHARD_READY_PREFIX=" + readyPrefix);
       std::vector<std::string> cmd = mpirunCommand(opts.ranks, argc, argv, env);
       cmd.insert(cmd.begin() + 1, {"--stdin", "none"});
-      return runForwardingSignals(cmd);
+      return runForwardingSignals(cmd, readyPrefix, opts.ranks);
     }
     execUnderMpirun(opts.ranks, argc, argv, env);
   } catch (const std::runtime_error &e) {
@@ -146,7 +169,7 @@ int runMain(Options opts, CommWorld *world) {
   // artifact, the data or a checkpoint loads stops the run at its first step.
   std::optional<PreemptionWatch> preemption;
   if (!opts.saveDir.empty())
-    preemption.emplace();
+    preemption.emplace(world ? world->rank() : 0);
   Artifact artifact = loadArtifact(opts.artifact);
   std::unique_ptr<Backend> backendPtr = createBackend(opts.backend);
   Backend &backend = *backendPtr;
@@ -181,6 +204,7 @@ int runMain(Options opts, CommWorld *world) {
   }
   if (!opts.trace.empty())
     checkWritablePath("--trace", opts.trace);
+  checkFreshSaveDir(opts);
   if (!opts.saveDir.empty() && (!world || world->rank() == 0)) {
     std::error_code ec;
     std::filesystem::create_directories(opts.saveDir, ec);
