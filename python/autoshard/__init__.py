@@ -13,7 +13,7 @@ Python side of the project. Subpackages:
   INPUT... -o DIR --tokenizer char|bpe:VOCAB|FILE.json``.
 
 The models package is stdlib-only; ``autoshard.data`` needs numpy, xxhash,
-tokenizers and tqdm, ``autoshard.checkpoint`` numpy and safetensors.
+tokenizers and tqdm, ``autoshard.checkpoint`` numpy (and xxhash to verify).
 """
 
 __all__ = ["models"]
