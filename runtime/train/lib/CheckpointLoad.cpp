@@ -540,6 +540,42 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
 
   CheckpointLoadStats stats;
   stats.path = path;
+  // What the run resumes with, checked before any tensor is read.
+  using VT = Json::value_t;
+  std::string mpath = (fs::path(path) / kManifest).string();
+  const Json &data = field(m.doc, "data", "", mpath, VT::object);
+  const Json &sched = field(m.doc, "lr_schedule", "", mpath, VT::object);
+  TrainingProgress &p = stats.progress;
+  p.step = m.step;
+  p.seed =
+      field(data, "seed", "data", mpath, VT::number_integer).get<uint64_t>();
+  p.dataSource =
+      field(data, "source", "data", mpath, VT::string).get<std::string>();
+  p.dataTrainTokens =
+      field(data, "train_tokens", "data", mpath, VT::number_integer)
+          .get<int64_t>();
+  p.schedule.maxLR =
+      field(sched, "max_lr", "lr_schedule", mpath, VT::number_float)
+          .get<double>();
+  p.schedule.minLR =
+      field(sched, "min_lr", "lr_schedule", mpath, VT::number_float)
+          .get<double>();
+  p.schedule.warmupSteps =
+      field(sched, "warmup_steps", "lr_schedule", mpath, VT::number_integer)
+          .get<int64_t>();
+  p.schedule.decaySteps =
+      field(sched, "decay_steps", "lr_schedule", mpath, VT::number_integer)
+          .get<int64_t>();
+  stats.savedPlan = m.doc.contains("plan") ? m.doc["plan"].dump() : "{}";
+  stats.savedWorldSize =
+      m.doc.contains("world_size") && m.doc["world_size"].is_number_integer()
+          ? m.doc["world_size"].get<int64_t>()
+          : 0;
+  const Json &model = m.doc.contains("model") ? m.doc["model"] : Json();
+  stats.savedBatch = model.is_object() && model.contains("batch") &&
+                             model["batch"].is_number_integer()
+                         ? model["batch"].get<int64_t>()
+                         : 0;
   // Checksums are per chunk: a rank that reads a chunk whole hashes it as
   // it reads (under the same plan every chunk, so nothing is read twice);
   // a chunk no rank reads whole is read once more, by one of the ranks that
@@ -705,41 +741,6 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
   stats.bytesVerified = bytesVerified;
   stats.readerThreads = threads;
 
-  using VT = Json::value_t;
-  std::string mpath = (fs::path(path) / kManifest).string();
-  const Json &data = field(m.doc, "data", "", mpath, VT::object);
-  const Json &sched = field(m.doc, "lr_schedule", "", mpath, VT::object);
-  TrainingProgress &p = stats.progress;
-  p.step = m.step;
-  p.seed =
-      field(data, "seed", "data", mpath, VT::number_integer).get<uint64_t>();
-  p.dataSource =
-      field(data, "source", "data", mpath, VT::string).get<std::string>();
-  p.dataTrainTokens =
-      field(data, "train_tokens", "data", mpath, VT::number_integer)
-          .get<int64_t>();
-  p.schedule.maxLR =
-      field(sched, "max_lr", "lr_schedule", mpath, VT::number_float)
-          .get<double>();
-  p.schedule.minLR =
-      field(sched, "min_lr", "lr_schedule", mpath, VT::number_float)
-          .get<double>();
-  p.schedule.warmupSteps =
-      field(sched, "warmup_steps", "lr_schedule", mpath, VT::number_integer)
-          .get<int64_t>();
-  p.schedule.decaySteps =
-      field(sched, "decay_steps", "lr_schedule", mpath, VT::number_integer)
-          .get<int64_t>();
-  stats.savedPlan = m.doc.contains("plan") ? m.doc["plan"].dump() : "{}";
-  stats.savedWorldSize =
-      m.doc.contains("world_size") && m.doc["world_size"].is_number_integer()
-          ? m.doc["world_size"].get<int64_t>()
-          : 0;
-  const Json &model = m.doc.contains("model") ? m.doc["model"] : Json();
-  stats.savedBatch = model.is_object() && model.contains("batch") &&
-                             model["batch"].is_number_integer()
-                         ? model["batch"].get<int64_t>()
-                         : 0;
   stats.seconds = nowS() - start;
   return stats;
 }
