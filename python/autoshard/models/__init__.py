@@ -19,8 +19,10 @@ prints it and exits with status 2.  Accepted but ignored config content (an
 unknown key, ``rope_scaling``) issues a :class:`ConfigWarning`; the CLI prints
 it as ``autoshard.models: warning: ...``.
 
-See :mod:`autoshard.models.builder` for the IR layout and conventions and
-:mod:`autoshard.models.config` for the accepted config keys.
+See :mod:`autoshard.models.builder` for the IR layout and conventions,
+:mod:`autoshard.models.config` for the accepted config keys and
+:mod:`autoshard.models.hf` for the Hugging Face weight map the module summary
+carries (docs/hf-checkpoints.md).
 """
 
 from .builder import (DTYPES, ROLES, Param, build_model, count_parameters, moe_capacity,

@@ -53,25 +53,35 @@ Conventions:
   tokens one expert can receive from a sequence (the K choices of a token are
   distinct experts).  With ``capacity_factor = cf``:
   ``C = min(S, ceil(cf * S * K / E))`` (tokens beyond C are dropped, in the
-  order of tfm.moe_dispatch).  Each block returns its ``tfm.moe_aux_loss``;
+  order of tfm.moe_dispatch).  When the config's ``output_router_logits`` is
+  true (as in HF, which adds the aux loss only then) and
+  ``router_aux_loss_coef > 0``, each block returns its ``tfm.moe_aux_loss``;
   ``@forward`` sums them and adds ``router_aux_loss_coef * mean over layers``
   to the cross-entropy (HF's ``load_balancing_loss_func`` also pools all
-  layers into one term of the same scale).  With a coefficient of 0 the aux
-  loss is not computed and blocks return only the hidden state.
+  layers into one term of the same scale).  Otherwise the aux loss is not
+  computed and blocks return only the hidden state.
 * Vocab padding (``vocab_multiple``): the embedding table is ``[Vp, H]`` and
   an untied LM head ``[H, Vp]`` with ``Vp = ceil(V / m) * m``; the logits are
   ``[B, S, Vp]`` and ``tfm.cross_entropy {vocab_size = V}`` masks the padded
   classes, so the padded model is the unpadded one.  Parameter counts always
   report the unpadded model.
+* Hugging Face: the summary carries the weight map ``hf`` (every HF tensor
+  as boxes of parameters, the config.json an export writes, ...; see
+  :mod:`autoshard.models.hf` and docs/hf-checkpoints.md), or
+  ``hf_incompatible = "<reason>"`` when the built model has no exact HF form
+  (e.g. ``capacity_factor`` below dropless, a RoPE type that is not
+  modelled).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .config import INT64_MAX, ConfigError, ModelConfig
+from . import hf
+from .config import INT64_MAX, ConfigError, ConfigWarning, ModelConfig
 from .ir import (UNIT, FuncBuilder, Int64OverflowError, TensorType, Value, fmt_f64, fmt_i64,
                  fmt_str)
 
@@ -534,8 +544,8 @@ def _validate_run(cfg: ModelConfig, batch: int, seq: int, dtype: str) -> None:
         raise ConfigError(f"option dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
 
 
-def _model_summary(cfg: ModelConfig, batch: int, seq: int, dtype: str, vp: int,
-                   capacity: int, nparams: int) -> str:
+def _model_summary(cfg: ModelConfig, params: Sequence[Param], batch: int, seq: int,
+                   dtype: str, vp: int, capacity: int, nparams: int) -> str:
     items = [
         ("name", fmt_str(cfg.name)), ("model_type", fmt_str(cfg.model_type)),
         ("num_layers", fmt_i64(cfg.num_layers)), ("hidden_size", fmt_i64(cfg.hidden_size)),
@@ -554,7 +564,9 @@ def _model_summary(cfg: ModelConfig, batch: int, seq: int, dtype: str, vp: int,
         items += [("num_experts", fmt_i64(cfg.num_experts)),
                   ("experts_per_token", fmt_i64(cfg.experts_per_token)),
                   ("expert_capacity", fmt_i64(capacity)),
-                  ("router_aux_loss_coef", fmt_f64(cfg.router_aux_loss_coef))]
+                  ("router_aux_loss_coef", fmt_f64(cfg.router_aux_loss_coef)),
+                  ("output_router_logits", "true" if cfg.output_router_logits else "false")]
+    items.append(hf.hf_summary_item(cfg, params, seq, capacity if cfg.is_moe else seq))
     return "{" + ", ".join(f"{k} = {v}" for k, v in items) + "}"
 
 
@@ -602,6 +614,10 @@ def build_model(cfg: ModelConfig, batch: int, seq: int, *, vocab_multiple: int =
     params = parameter_specs(cfg, vocab_multiple)
     vp = padded_vocab_size(cfg.vocab_size, vocab_multiple)
     capacity = moe_capacity(cfg, seq, capacity_factor) if cfg.is_moe else 0
+    if cfg.sliding_window is not None and cfg.sliding_window < seq:
+        warnings.warn(f"{cfg.source or cfg.name}: 'sliding_window' = {cfg.sliding_window} is "
+                      f"shorter than seq {seq} and is ignored (tfm.attention is fully causal); "
+                      "the model has no Hugging Face form", ConfigWarning, stacklevel=2)
     try:
         return _emit(cfg, params, batch, seq, dtype, vp, capacity)
     except Int64OverflowError as e:
@@ -613,7 +629,7 @@ def build_model(cfg: ModelConfig, batch: int, seq: int, *, vocab_multiple: int =
 def _emit(cfg: ModelConfig, params: List[Param], batch: int, seq: int, dtype: str, vp: int,
           capacity: int) -> str:
     em = _Emitter(cfg, batch, seq, dtype, capacity, with_step=cfg.uses_dropout,
-                  with_aux=cfg.is_moe and cfg.router_aux_loss_coef > 0)
+                  with_aux=cfg.uses_aux_loss)
 
     # One block function per distinct layer signature (layer-local names and shapes).
     by_layer: Dict[int, List[Param]] = {}
@@ -632,7 +648,7 @@ def _emit(cfg: ModelConfig, params: List[Param], batch: int, seq: int, dtype: st
     fwd = em.forward(params, blocks)
 
     nparams = sum(p.numel for p in params)
-    summary = _model_summary(cfg, batch, seq, dtype, vp, capacity, nparams)
+    summary = _model_summary(cfg, params, batch, seq, dtype, vp, capacity, nparams)
     src = cfg.source or cfg.name
     out = [f"// {cfg.name}: {cfg.model_type}, {cfg.num_layers} layers, {nparams} parameters; "
            f"batch {batch}, seq {seq}, {dtype}.",

@@ -22,6 +22,12 @@ Supported ``model_type`` values and what they mean here:
     GPT2Config default is 0.1, but pre-training configs and nanoGPT use 0).
     ``attn_pdrop`` (dropout on attention probabilities) cannot be expressed
     with the fused ``tfm.attention`` op and is rejected when non-zero.
+    ``scale_attn_weights`` must be true and ``scale_attn_by_inverse_layer_idx``
+    false (HF's defaults; the other values change the attention and are
+    rejected); ``reorder_and_upcast_attn`` only changes HF's numerics and is
+    accepted (and exported).  ``head_dim`` (not an HF GPT-2 key) may set the
+    head size; unless ``head_dim * n_head == n_embd`` the model has no Hugging
+    Face form (``hf_incompatible``).
 
     GELU: ``gelu`` (PyTorch's ``nn.GELU()``, what nanoGPT uses) is the exact
     erf form; ``gelu_new``, ``gelu_pytorch_tanh`` and ``gelu_fast`` (HF GPT-2's
@@ -36,18 +42,34 @@ Supported ``model_type`` values and what they mean here:
     = heads), ``head_dim`` (default hidden/heads), ``rms_norm_eps`` (1e-6),
     ``rope_theta`` (10000), ``hidden_act`` (must be ``silu``),
     ``tie_word_embeddings`` (false), ``attention_bias`` / ``mlp_bias``
-    (false), ``initializer_range`` (0.02).  ``rope_scaling`` is not modelled
-    (it changes neither shapes nor FLOPs); a warning is issued.
+    (false), ``initializer_range`` (0.02).  ``attention_dropout`` must be 0
+    (as ``attn_pdrop``).
+
+    RoPE, as transformers 5 reads it: ``rope_parameters`` (what transformers
+    5 writes: ``{"rope_theta": ..., "rope_type": "default"}``) or the legacy
+    ``rope_scaling`` (which, when set, replaces it) holds the RoPE type and
+    may hold ``rope_theta``; a top-level ``rope_theta`` (transformers 4) is
+    used when the dict has none, and both disagreeing is an error.  A
+    ``rope_type`` other than ``default`` (llama3, linear, yarn, ...) is not
+    modelled (tfm.rope has no scaling; shapes and FLOPs are unchanged): a
+    warning is issued and the model has no Hugging Face form
+    (``hf_incompatible``).  ``partial_rotary_factor`` other than 1 is
+    rejected.
 
 ``mixtral``
-    Llama attention + sparse MoE FFN (SwiGLU experts, softmax top-k router
-    with renormalised gates).  Llama keys plus required
-    ``num_local_experts`` and ``num_experts_per_tok``; optional
-    ``router_aux_loss_coef`` (default 0.001, HF's default).
-    ``sliding_window`` is not modelled (full causal attention).  The aux
-    loss is part of the training loss whenever ``router_aux_loss_coef > 0``
-    (HF adds it only with ``output_router_logits``; set the coefficient to 0
-    to leave it out).
+    Llama attention (without biases: ``attention_bias`` and ``mlp_bias`` must
+    be false) + sparse MoE FFN (SwiGLU experts, softmax top-k router with
+    renormalised gates).  Llama keys plus required ``num_local_experts`` and
+    ``num_experts_per_tok``; optional ``router_aux_loss_coef`` (default
+    0.001) and ``output_router_logits`` (false).  Defaults follow HF's
+    MixtralConfig where it differs from Llama: ``rope_theta`` 1e6,
+    ``rms_norm_eps`` 1e-5, ``num_key_value_heads`` 8 when absent (given as
+    null: = heads, as transformers 4 reads it).  As in HF, the router aux
+    loss is part of the training loss only when ``output_router_logits`` is
+    true (and ``router_aux_loss_coef > 0``).  ``sliding_window`` is not
+    modelled (full causal attention): it is exact for sequences no longer
+    than the window; building with a longer ``seq`` warns and the model has
+    no Hugging Face form.  ``router_jitter_noise`` must be 0.
 
 Every integer must fit in int64 (the IR's ``i64`` attributes and tensor
 dims); sizes derived from them (tensor element counts, the parameter count)
@@ -58,7 +80,12 @@ writes e.g. ``"n_inner": null``).
 Keys that are neither read for the model type nor known HF metadata (see
 :data:`KNOWN_KEYS` and :data:`HF_COMMON_KEYS`) are ignored with a
 :class:`ConfigWarning` (``unknown config key 'n_embdd' (ignored)``), so that a
-misspelt key does not silently fall back to a default.
+misspelt key does not silently fall back to a default.  Every key
+transformers 5 writes into these families' ``config.json`` is known.
+
+Besides the model, :class:`ModelConfig` keeps what a Hugging Face export
+needs (the activation's spelling, the token ids, and why the model has no
+exact Hugging Face form, if so); see :mod:`autoshard.models.hf`.
 """
 
 from __future__ import annotations
@@ -68,7 +95,7 @@ import json
 import math
 import os
 import warnings
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Tuple
 
 __all__ = ["ConfigError", "ConfigWarning", "ModelConfig", "load_config", "config_from_dict",
            "INT64_MAX", "KNOWN_KEYS", "HF_COMMON_KEYS"]
@@ -115,7 +142,7 @@ _LLAMA_KEYS = frozenset({
     "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_act",
     "max_position_embeddings", "initializer_range", "rms_norm_eps", "rope_theta",
     "rope_scaling", "rope_parameters", "tie_word_embeddings", "attention_bias", "mlp_bias",
-    "attention_dropout", "pretraining_tp",
+    "attention_dropout", "pretraining_tp", "partial_rotary_factor",
 })
 
 #: Per model type, the keys read or knowingly ignored (HF's ``GPT2Config``,
@@ -176,6 +203,17 @@ class ModelConfig:
         num_experts: E (0 for dense models).
         experts_per_token: K, top-k of the router (0 for dense models).
         router_aux_loss_coef: weight of the load-balancing loss.
+        output_router_logits: HF's switch for the load-balancing loss: it
+            is part of the training loss only when this is true.
+        sliding_window: Mixtral's attention window (None: full attention);
+            not modelled, see :mod:`autoshard.models.config`.
+        activation_function: GPT-2's ``activation_function`` as spelt in the
+            config (exported as is); None for the other families.
+        reorder_and_upcast_attn: GPT-2's flag (HF numerics only; exported).
+        token_ids: the config's ``bos_token_id`` / ``eos_token_id`` /
+            ``pad_token_id`` entries, as ``(key, value)`` pairs (exported).
+        hf_incompatible: why the model has no exact Hugging Face form
+            (config-level reasons; the builder adds option-level ones).
         source: path of the config file, if loaded from one.
     """
 
@@ -204,6 +242,12 @@ class ModelConfig:
     num_experts: int = 0
     experts_per_token: int = 0
     router_aux_loss_coef: float = 0.0
+    output_router_logits: bool = False
+    sliding_window: Optional[int] = None
+    activation_function: Optional[str] = None
+    reorder_and_upcast_attn: bool = False
+    token_ids: Tuple[Tuple[str, Any], ...] = ()
+    hf_incompatible: Tuple[str, ...] = ()
     source: Optional[str] = None
 
     @property
@@ -215,6 +259,15 @@ class ModelConfig:
     def uses_dropout(self) -> bool:
         """True when any dropout rate is non-zero (the model needs a step input)."""
         return self.embd_dropout > 0.0 or self.resid_dropout > 0.0
+
+    @property
+    def uses_aux_loss(self) -> bool:
+        """True when the router load-balancing loss is part of the training loss.
+
+        As in HF Mixtral: only with ``output_router_logits`` and a positive
+        ``router_aux_loss_coef``.
+        """
+        return self.is_moe and self.output_router_logits and self.router_aux_loss_coef > 0.0
 
 
 # ----------------------------------------------------------------------------
@@ -295,6 +348,32 @@ class _Reader:
         return v
 
 
+_TOKEN_ID_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
+
+
+def _token_ids(r: _Reader) -> Tuple[Tuple[str, Any], ...]:
+    """The config's token ids (an int, a list of ints for eos, or null), for exports."""
+    out = []
+    for key in _TOKEN_ID_KEYS:
+        if key not in r.raw:
+            continue
+        v = r.raw[key]
+        ok = v is None or (isinstance(v, int) and not isinstance(v, bool)) or (
+            isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v))
+        if not ok:
+            raise r._err(f"key '{key}' must be an integer, a list of integers or null, got {v!r}")
+        out.append((key, tuple(v) if isinstance(v, list) else v))
+    return tuple(out)
+
+
+def _zero_rate(r: _Reader, key: str) -> None:
+    """A dropout rate on attention probabilities: only 0 can be built."""
+    p = r.float(key, 0.0, hi=1.0, hi_open=True)
+    if p > 0.0:
+        raise r._err(f"key '{key}' = {r.raw[key]!r} is not supported (dropout on attention "
+                     "probabilities cannot be expressed with the fused tfm.attention op); set it to 0")
+
+
 def _heads(r: _Reader, hidden: int, heads_key: str, hidden_key: str):
     heads = r.int(heads_key)
     if r.has("head_dim"):
@@ -335,10 +414,18 @@ def _gpt2(r: _Reader, name: str, source: Optional[str]) -> ModelConfig:
     else:
         embd = r.float("embd_pdrop", 0.0, hi=1.0, hi_open=True)
         resid = r.float("resid_pdrop", 0.0, hi=1.0, hi_open=True)
-    attn_p = r.float("attn_pdrop", 0.0, hi=1.0, hi_open=True)
-    if attn_p > 0.0:
-        raise r._err(f"key 'attn_pdrop' = {attn_p!r} is not supported (dropout on attention "
-                     "probabilities cannot be expressed with the fused tfm.attention op); set it to 0")
+    _zero_rate(r, "attn_pdrop")
+    if not r.bool("scale_attn_weights", True):
+        raise r._err("key 'scale_attn_weights' = False is not supported (tfm.attention scales "
+                     "by 1/sqrt(head_dim)); set it to true")
+    if r.bool("scale_attn_by_inverse_layer_idx", False):
+        raise r._err("key 'scale_attn_by_inverse_layer_idx' = True is not supported (every "
+                     "layer's attention is scaled by 1/sqrt(head_dim) only); set it to false")
+    reorder = r.bool("reorder_and_upcast_attn", False)
+    incompatible = []
+    if heads * head_dim != hidden:
+        incompatible.append(f"'head_dim' = {head_dim} times 'n_head' = {heads} is not 'n_embd' "
+                            f"= {hidden} (Hugging Face GPT-2 has head_dim = n_embd / n_head)")
     return ModelConfig(
         name=name, model_type="gpt2", vocab_size=vocab, hidden_size=hidden,
         num_layers=layers, num_heads=heads, num_kv_heads=heads, head_dim=head_dim,
@@ -347,16 +434,72 @@ def _gpt2(r: _Reader, name: str, source: Optional[str]) -> ModelConfig:
         attn_bias=bias, mlp_bias=bias, activation=activation, positions="learned",
         rope_theta=0.0, tie_word_embeddings=r.bool("tie_word_embeddings", True),
         initializer_range=r.float("initializer_range", 0.02, lo_open=True),
-        embd_dropout=embd, resid_dropout=resid, source=source)
+        embd_dropout=embd, resid_dropout=resid, activation_function=act,
+        reorder_and_upcast_attn=reorder, token_ids=_token_ids(r),
+        hf_incompatible=tuple(incompatible), source=source)
+
+
+#: transformers' defaults where Mixtral's differ from Llama's (MixtralConfig).
+_LLAMA_DEFAULTS = {"rope_theta": 10000.0, "rms_norm_eps": 1e-6}
+_MIXTRAL_DEFAULTS = {"rope_theta": 1e6, "rms_norm_eps": 1e-5, "num_key_value_heads": 8}
+
+
+def _rope(r: _Reader, model_type: str) -> Tuple[float, Optional[str]]:
+    """RoPE base and, for a RoPE type that is not modelled, that type.
+
+    As transformers 5 reads it: a non-empty ``rope_scaling`` (legacy) replaces
+    ``rope_parameters``; its ``rope_theta`` wins over a top-level one, which
+    wins over the family default; ``rope_type`` (legacy ``type``) defaults to
+    ``"default"``.
+    """
+    dicts = {}
+    for key in ("rope_scaling", "rope_parameters"):
+        if r.has(key):
+            v = r.raw[key]
+            if not isinstance(v, Mapping):
+                raise r._err(f"key '{key}' must be an object or null, got {v!r}")
+            if v:
+                dicts[key] = v
+    if len(dicts) == 2 and dicts["rope_scaling"] != dicts["rope_parameters"]:
+        raise r._err("both 'rope_scaling' and 'rope_parameters' are given and differ "
+                     "(transformers 5 uses 'rope_scaling' and drops 'rope_parameters'); "
+                     "keep one")
+    key, rp = next(iter(dicts.items()), ("rope_parameters", {}))
+    sub = _Reader(rp, f"{r.where}: '{key}'")
+    default = (_MIXTRAL_DEFAULTS if model_type == "mixtral" else _LLAMA_DEFAULTS)["rope_theta"]
+    theta = r.float("rope_theta", default, lo_open=True)
+    if sub.has("rope_theta"):
+        inner = sub.float("rope_theta", lo_open=True)
+        if r.has("rope_theta") and inner != theta:
+            raise r._err(f"'{key}' has 'rope_theta' = {rp['rope_theta']!r} but the top-level "
+                         f"'rope_theta' = {r.raw['rope_theta']!r}; they must agree")
+        theta = inner
+    for rd, where in ((sub, f"'{key}'"), (r, "the config")):
+        if rd.has("partial_rotary_factor") and \
+                rd.float("partial_rotary_factor", lo_open=True) != 1.0:
+            raise r._err(f"'partial_rotary_factor' = {rd.raw['partial_rotary_factor']!r} in "
+                         f"{where} is not supported (tfm.rope rotates the whole head)")
+    rope_type = rp.get("rope_type", rp.get("type", "default"))
+    if not isinstance(rope_type, str):
+        raise r._err(f"'{key}' has 'rope_type' = {rope_type!r}, expected a string")
+    if rope_type == "default":
+        return theta, None
+    warnings.warn(f"{r.where}: '{key}' (rope_type {rope_type!r}) is ignored (tfm.rope has no "
+                  "scaling; shapes and FLOPs are unchanged)", ConfigWarning, stacklevel=4)
+    return theta, rope_type
 
 
 def _llama_like(r: _Reader, name: str, source: Optional[str], model_type: str) -> ModelConfig:
+    defaults = _MIXTRAL_DEFAULTS if model_type == "mixtral" else _LLAMA_DEFAULTS
     vocab = r.int("vocab_size")
     hidden = r.int("hidden_size")
     ffn = r.int("intermediate_size")
     layers = r.int("num_hidden_layers")
     heads, head_dim = _heads(r, hidden, "num_attention_heads", "hidden_size")
-    kv = r.int("num_key_value_heads", heads)
+    # HF: absent -> the family default (Llama: = heads; Mixtral: 8); null -> = heads.
+    kv_default = heads if "num_key_value_heads" in r.raw else \
+        defaults.get("num_key_value_heads", heads)
+    kv = r.int("num_key_value_heads", kv_default)
     if heads % kv != 0:
         raise r._err(f"'num_key_value_heads' = {kv} does not divide "
                      f"'num_attention_heads' = {heads}")
@@ -367,11 +510,15 @@ def _llama_like(r: _Reader, name: str, source: Optional[str], model_type: str) -
     act = r.str("hidden_act", "silu")
     if act != "silu":
         raise r._err(f"key 'hidden_act' = {act!r} is not supported (expected 'silu')")
-    if r.has("rope_scaling"):
-        warnings.warn(f"{r.where}: 'rope_scaling' is ignored (tfm.rope has no scaling; "
-                      "shapes and FLOPs are unchanged)", ConfigWarning, stacklevel=3)
+    _zero_rate(r, "attention_dropout")
+    theta, rope_type = _rope(r, model_type)
+    incompatible = []
+    if rope_type is not None:
+        incompatible.append(f"RoPE type {rope_type!r} is not modelled (tfm.rope has no scaling)")
     experts = topk = 0
     coef = 0.0
+    router_logits = False
+    window = None
     attn_bias = r.bool("attention_bias", False)
     mlp_bias = r.bool("mlp_bias", False)
     if model_type == "mixtral":
@@ -381,19 +528,29 @@ def _llama_like(r: _Reader, name: str, source: Optional[str], model_type: str) -
             raise r._err(f"'num_experts_per_tok' = {topk} exceeds "
                          f"'num_local_experts' = {experts}")
         coef = r.float("router_aux_loss_coef", 0.001)
-        if mlp_bias:
-            raise r._err("key 'mlp_bias' = True is not supported for mixtral experts")
+        router_logits = r.bool("output_router_logits", False)
+        for key, on in (("mlp_bias", mlp_bias), ("attention_bias", attn_bias)):
+            if on:
+                raise r._err(f"key '{key}' = True is not supported for mixtral (HF's "
+                             "MixtralConfig has no such key: its layers have no biases)")
+        jitter = r.float("router_jitter_noise", 0.0)
+        if jitter > 0.0:
+            raise r._err(f"key 'router_jitter_noise' = {r.raw['router_jitter_noise']!r} is not "
+                         "supported (the router input is not perturbed); set it to 0")
+        if r.has("sliding_window"):
+            window = r.int("sliding_window")
     return ModelConfig(
         name=name, model_type=model_type, vocab_size=vocab, hidden_size=hidden,
         num_layers=layers, num_heads=heads, num_kv_heads=kv, head_dim=head_dim,
         ffn_hidden_size=ffn, max_positions=positions, norm="rms_norm",
-        norm_eps=r.float("rms_norm_eps", 1e-6, lo_open=True), norm_bias=False,
-        attn_bias=attn_bias, mlp_bias=mlp_bias, activation="swiglu", positions="rope",
-        rope_theta=r.float("rope_theta", 10000.0, lo_open=True),
+        norm_eps=r.float("rms_norm_eps", defaults["rms_norm_eps"], lo_open=True),
+        norm_bias=False, attn_bias=attn_bias, mlp_bias=mlp_bias, activation="swiglu",
+        positions="rope", rope_theta=theta,
         tie_word_embeddings=r.bool("tie_word_embeddings", False),
         initializer_range=r.float("initializer_range", 0.02, lo_open=True),
         num_experts=experts, experts_per_token=topk, router_aux_loss_coef=coef,
-        source=source)
+        output_router_logits=router_logits, sliding_window=window, token_ids=_token_ids(r),
+        hf_incompatible=tuple(incompatible), source=source)
 
 
 _FAMILIES = {"gpt2": "gpt2", "nanogpt": "gpt2", "llama": "llama", "mixtral": "mixtral"}

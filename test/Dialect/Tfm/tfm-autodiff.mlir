@@ -11,6 +11,8 @@
 // RUN: shard-opt %t.llama.mlir --tfm-autodiff | shard-opt | FileCheck %s --check-prefix=LLAMA
 // RUN: %python -m autoshard.models %configs/models/mixtral-8x7b.json --batch 2 --seq 8 -o %t.mixtral.mlir
 // RUN: shard-opt %t.mixtral.mlir --tfm-autodiff | shard-opt | FileCheck %s --check-prefix=MIXTRAL
+// RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 2 --seq 8 -q -o %t.mixtral-aux.mlir
+// RUN: shard-opt %t.mixtral-aux.mlir --tfm-autodiff | shard-opt | FileCheck %s --check-prefix=MIXTRAL-AUX
 
 // A linear layer with a bias and cross-entropy: the entry points' signatures,
 // the reverse pass, clipping and AdamW (no decay for the 1-D bias). @eval
@@ -467,14 +469,15 @@ func.func @forward(%ids: tensor<2xi32> {tfm.input = "tokens"}, %labels: tensor<2
 // LLAMA-COUNT-291: tfm.adamw
 // LLAMA:        func.func @logits({{.*}} -> (tensor<2x8x128256xf32> {tfm.output = "logits"})
 
-// Mixtral: the block also returns its aux loss, so @mixtral_block_bwd takes
-// two dy (hidden and aux); expert weights get batched-matmul gradients.
-// MIXTRAL:      func.func private @mixtral_block_bwd(%{{.*}}: tensor<2x8x4096xf32>, %{{.*}}: tensor<f32>, %{{.*}}: tensor<2x8x4096xf32> {tfm.role = "hidden"},
+// Mixtral 8x7B (no output_router_logits: no aux loss, as in HF): the block
+// returns only the hidden state, so @mixtral_block_bwd takes one dy; expert
+// weights get batched-matmul gradients.
+// MIXTRAL:      func.func private @mixtral_block_bwd(%{{[a-z0-9]+}}: tensor<2x8x4096xf32>, %{{[a-z0-9]+}}: tensor<2x8x4096xf32> {tfm.role = "hidden"},
 // MIXTRAL:        tfm.moe_combine_grad
 // MIXTRAL:        tfm.matmul %{{.*}}, %{{.*}} {transpose_lhs} : (tensor<8x16x14336xf32>, tensor<8x16x4096xf32>) -> tensor<8x14336x4096xf32>
 // MIXTRAL:        tfm.swiglu_grad
 // MIXTRAL:        tfm.moe_dispatch_grad
-// MIXTRAL:        tfm.moe_aux_loss_grad
+// MIXTRAL-NOT:    tfm.moe_aux_loss_grad
 // MIXTRAL:        tfm.moe_router_grad {{.*}} {renormalize}
 // MIXTRAL:        tfm.matmul_wgrad {{.*}} -> tensor<4096x8xf32>
 // MIXTRAL:      func.func @train_step(
@@ -484,3 +487,22 @@ func.func @forward(%ids: tensor<2xi32> {tfm.input = "tokens"}, %labels: tensor<2
 // MIXTRAL:      func.func @logits(
 // MIXTRAL-NOT:    tfm.moe_aux_loss
 // MIXTRAL:        return {{.*}} : tensor<2x8x32000xf32>
+
+// Mixtral with output_router_logits (configs/models/mixtral-tiny-cpu.json):
+// the block also returns its aux loss, so @mixtral_block_bwd takes two dy
+// (hidden and aux) and differentiates the aux loss.
+// MIXTRAL-AUX:      func.func private @mixtral_block_bwd(%{{[a-z0-9]+}}: tensor<2x8x64xf32>, %{{[a-z0-9]+}}: tensor<f32>, %{{[a-z0-9]+}}: tensor<2x8x64xf32> {tfm.role = "hidden"},
+// MIXTRAL-AUX:        tfm.moe_combine_grad
+// MIXTRAL-AUX:        tfm.matmul %{{.*}}, %{{.*}} {transpose_lhs} : (tensor<4x16x128xf32>, tensor<4x16x64xf32>) -> tensor<4x128x64xf32>
+// MIXTRAL-AUX:        tfm.swiglu_grad
+// MIXTRAL-AUX:        tfm.moe_dispatch_grad
+// MIXTRAL-AUX:        tfm.moe_aux_loss_grad
+// MIXTRAL-AUX:        tfm.moe_router_grad {{.*}} {renormalize}
+// MIXTRAL-AUX:        tfm.matmul_wgrad {{.*}} -> tensor<64x4xf32>
+// MIXTRAL-AUX:      func.func @train_step(
+// MIXTRAL-AUX-COUNT-4: call @mixtral_block_fwd(
+// MIXTRAL-AUX-COUNT-4: call @mixtral_block_bwd(
+// MIXTRAL-AUX-COUNT-43: tfm.adamw
+// MIXTRAL-AUX:      func.func @logits(
+// MIXTRAL-AUX-NOT:    tfm.moe_aux_loss
+// MIXTRAL-AUX:        return {{.*}} : tensor<2x8x65xf32>
