@@ -63,6 +63,25 @@ if ! "$VENV/bin/python" -c 'import pytest, numpy, safetensors, xxhash, tokenizer
   "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/python/requirements.txt"
 fi
 
+# --- Peer venv: torch + transformers for the Hugging Face check -------------
+# Outside the clone (about 5 GB: PyPI's torch brings its CUDA wheels) so that
+# CI and later sessions on this machine reuse it. AUTOSHARD_SKIP_PEER=1 skips
+# it (python/tests/test_hf_peer.py then skips, saying so).
+PEER_VENV=${AUTOSHARD_PEER_VENV:-$HOME/.cache/autoshard-peer-venv}
+if [[ "${AUTOSHARD_SKIP_PEER:-0}" != 1 ]]; then
+  peer_want=$(grep -E '^(torch|transformers)==' "$ROOT/python/requirements-peer.txt" | sort | tr '\n' ' ')
+  peer_have=$("$PEER_VENV/bin/python" -c 'import torch, transformers, safetensors, numpy
+print("torch==" + torch.__version__.split("+")[0] + " transformers==" + transformers.__version__ + " ")' \
+    2>/dev/null || true)
+  if [[ "$peer_have" != "$peer_want" ]]; then
+    log "installing the peer venv (torch, transformers) in $PEER_VENV"
+    [[ -x $PEER_VENV/bin/python ]] || "$PY" -m venv "$PEER_VENV"
+    "$PEER_VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/python/requirements-peer.txt"
+  else
+    log "peer venv present ($PEER_VENV: $peer_have)"
+  fi
+fi
+
 # --- Configure and build --------------------------------------------------------
 LAUNCHER=()
 if command -v ccache >/dev/null; then

@@ -12,6 +12,7 @@
 #                    [--seed 1337] [--data FILE|DIR] [--out DIR] [--sample 300]
 #                    [--vocab-multiple 64] [--fuse-epilogues 1]
 #                    [--save-dir DIR] [--save-interval N] [--keep K] [--async-save] [--resume DIR|latest]
+#                    [--init-from HF_DIR] [--save-hf DIR]
 #                    [-- extra shard-run flags...]
 #
 # --plan "dp=2,tp=2,sp=1,zero=1" compiles the step for that plan (after autodiff:
@@ -52,6 +53,12 @@
 # newest K; --async-save writes them on a thread while training goes on;
 # --resume DIR|latest continues from one, saved under any plan of
 # the same model (e.g. 8 ranks -> --plan dp=4,zero=3 -> 1 rank). Passed to shard-run.
+# Hugging Face weights (docs/hf-checkpoints.md): --init-from HF_DIR starts from
+# a transformers checkpoint directory (GPT-2, Llama, Mixtral); the model is
+# built from HF_DIR/config.json unless --config is given, at the checkpoint's
+# vocabulary (a --data DIR's vocabulary must fit in it). --save-hf DIR writes
+# the trained model as a directory transformers loads (at the end and with
+# every checkpoint). Passed to shard-run.
 # --fuse-epilogues 1 (the default) runs rt-fuse-epilogues after rt-lower: the
 # add that consumes a GEMM (residual, backward gradient sum, bias) becomes the
 # GEMM's beta = 1 epilogue (one kernel and one buffer fewer); 0 keeps them apart.
@@ -69,7 +76,7 @@ BATCH=12 SEQ=64 STEPS=2000 LR=1e-3 MIN_LR=1e-4 WARMUP="" DECAY=""
 BETA1=0.9 BETA2=0.99 WD=0.1 CLIP=1.0 DROPOUT="" EVAL_INTERVAL=250 EVAL_ITERS=20
 SEED=1337 OUT=$BUILD_DIR/train SAMPLE=300 PLAN="" NRANKS="" VOCAB_MULTIPLE=64 BATCH_SET=""
 CLUSTER="" SCHEDULE_FILE="" FUSE=1
-EXTRA=() CKPT=()
+EXTRA=() CKPT=() INIT_FROM="" CONFIG_SET=""
 die() { echo "train.sh: $*" >&2; exit 2; }
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [[ $# -gt 0 ]]; do
@@ -81,7 +88,7 @@ while [[ $# -gt 0 ]]; do
       --beta1 | --beta2 | --weight-decay | --grad-clip | --dropout | --eval-interval | \
       --eval-iters | --seed | --data | --out | --sample | --plan | -n | --vocab-multiple | \
       --cluster | --schedule-file | --fuse-epilogues | --save-dir | --save-interval | \
-      --keep | --resume) ;;
+      --keep | --resume | --init-from | --save-hf) ;;
     *) die "unknown option '$1' (see scripts/train.sh --help)" ;;
   esac
   [[ $# -ge 2 ]] || die "option '$1' needs a value"
@@ -89,8 +96,9 @@ while [[ $# -gt 0 ]]; do
     --plan) PLAN=$2 ;; -n) NRANKS=$2 ;; --vocab-multiple) VOCAB_MULTIPLE=$2 ;;
     --cluster) CLUSTER=$2 ;; --schedule-file) SCHEDULE_FILE=$2 ;;
     --fuse-epilogues) FUSE=$2 ;;
-    --save-dir | --save-interval | --keep | --resume) CKPT+=("$1" "$2") ;;
-    --config) CONFIG=$2 ;; --batch) BATCH=$2 BATCH_SET=1 ;; --seq) SEQ=$2 ;;
+    --save-dir | --save-interval | --keep | --resume | --save-hf) CKPT+=("$1" "$2") ;;
+    --init-from) INIT_FROM=$2 CKPT+=("$1" "$2") ;;
+    --config) CONFIG=$2 CONFIG_SET=1 ;; --batch) BATCH=$2 BATCH_SET=1 ;; --seq) SEQ=$2 ;;
     --steps) STEPS=$2 ;; --lr) LR=$2 ;; --min-lr) MIN_LR=$2 ;;
     --warmup) WARMUP=$2 ;; --decay-steps) DECAY=$2 ;; --beta1) BETA1=$2 ;;
     --beta2) BETA2=$2 ;; --weight-decay) WD=$2 ;; --grad-clip) CLIP=$2 ;;
@@ -101,12 +109,17 @@ while [[ $# -gt 0 ]]; do
   shift 2
 done
 DECAY=${DECAY:-$STEPS}
+if [[ -n $INIT_FROM ]]; then
+  [[ -d $INIT_FROM ]] || die "--init-from '$INIT_FROM' is not a directory"
+  [[ -n $CONFIG_SET ]] || CONFIG=$INIT_FROM/config.json
+fi
 [[ -f $CONFIG ]] || die "model config '$CONFIG' not found"
 if [[ -d $DATA ]]; then
-  # A prepared token directory: the model's vocabulary is the tokenizer's.
   [[ -f $DATA/meta.json ]] ||
     die "data directory '$DATA' has no meta.json (python -m autoshard.data prepare ... -o '$DATA')"
-  DATA_VOCAB=$(python3 -c \
+  # A prepared token directory: the model's vocabulary is the tokenizer's
+  # (with --init-from, the checkpoint's; shard-run checks that it covers the data).
+  [[ -n $INIT_FROM ]] || DATA_VOCAB=$(python3 -c \
     'import json,sys; print(int(json.load(open(sys.argv[1]))["vocab_size"]))' "$DATA/meta.json") ||
     die "cannot read vocab_size from '$DATA/meta.json'"
 else

@@ -9,6 +9,7 @@
 #include "CpuLowPrecision.h"
 
 #include "autoshard/runtime/Communicator.h"
+#include "autoshard/runtime/HalfFloat.h"
 #include "autoshard/runtime/Ops.h"
 
 #include <cmath>
@@ -23,13 +24,6 @@ namespace {
 // Conversions
 //===----------------------------------------------------------------------===//
 
-float bf16ToFloat(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 uint16_t floatToBf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
@@ -37,25 +31,6 @@ uint16_t floatToBf16(float f) {
     return static_cast<uint16_t>((bits >> 16) | 0x0040u);
   bits += 0x7FFFu + ((bits >> 16) & 1u); // round to nearest even
   return static_cast<uint16_t>(bits >> 16);
-}
-
-float f16ToFloat(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
-  uint32_t bits;
-  if (exp == 0x1F) { // inf / NaN
-    bits = sign | 0x7F800000u | (mant << 13);
-  } else if (exp != 0) { // normal
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) { // zero
-    bits = sign;
-  } else { // subnormal: mant * 2^-24
-    float f = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -f : f;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 uint16_t floatToF16(float f) {

@@ -685,6 +685,7 @@ Artifact parseArtifact(std::string_view text, const std::string &source) {
   if (top.has("producer"))
     a.producer = top.str("producer");
   parseModel(top.at(top.object("model"), "model"), a.model);
+  a.modelJson = top.object("model").dump();
   a.worldSize = top.i64AtLeast("world_size", 1);
   if (a.version >= 2 || top.has("mesh"))
     parseMesh(top.at(top.object("mesh"), "mesh"), a.mesh);

@@ -245,11 +245,15 @@ Executor::shardOffset(const Sharding &sharding,
   return offset;
 }
 
-void Executor::initState() {
+void Executor::initState(bool zeroParams) {
   for (size_t i = 0; i < program.state.size(); ++i) {
     const StateSpec &s = program.state[i];
     if (!statePtrs[i])
       continue; // held by another pipeline stage
+    if (zeroParams && s.kind == StateKind::Param) {
+      backend.fill(statePtrs[i], 0, s.type.bytes());
+      continue;
+    }
     backend.initState(statePtrs[i], s, options.seed,
                       shardOffset(s.sharding, s.type.shape));
   }

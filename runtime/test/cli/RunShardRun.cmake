@@ -6,6 +6,7 @@
 #         [-DDATA_TEXT=text | -DDATA_EMPTY=1 | -DDATA=path]  (--data file)
 #         [-DARGS=a|b|c] -DEXPECT_RC=n
 #         [-DEXPECT_STDERR=regex] [-DEXPECT_STDOUT=regex] [-DEXPECT_FILE=path[,path...]]
+#         [-DEXPECT_LOG=regex]    (matched against WORK_DIR/log.jsonl)
 #         [-DLAUNCHER_OUTPUT=1]   (a failing multi-rank job: mpirun adds its
 #                                  own lines after shard-run's error)
 #         -P RunShardRun.cmake
@@ -13,6 +14,7 @@
 # In ARGS, "|" separates arguments; {ARTIFACT} and {DATA} name the files.
 
 cmake_minimum_required(VERSION 3.20)
+file(REMOVE_RECURSE "${WORK_DIR}") # what an earlier run left (--save-dir ...)
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(artifact "${WORK_DIR}/artifact.json")
 if(DEFINED ARTIFACT_TEXT)
@@ -65,6 +67,12 @@ elseif(NOT EXPECT_RC STREQUAL "0")
   list(LENGTH lines n)
   if(NOT n EQUAL 1 OR NOT err MATCHES "^shard-run: error: ")
     message(FATAL_ERROR "expected one 'shard-run: error: ...' line on stderr")
+  endif()
+endif()
+if(DEFINED EXPECT_LOG)
+  file(READ "${WORK_DIR}/log.jsonl" log)
+  if(NOT log MATCHES "${EXPECT_LOG}")
+    message(FATAL_ERROR "log.jsonl does not match '${EXPECT_LOG}':\n${log}")
   endif()
 endif()
 if(DEFINED EXPECT_FILE)

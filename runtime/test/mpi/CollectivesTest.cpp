@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MpiTestMain.h"
+
 #include "autoshard/runtime/Communicator.h"
 #include "autoshard/runtime/CpuBackend.h"
 #include "autoshard/runtime/mpi/MpiWorld.h"
@@ -580,18 +582,5 @@ TEST(Collectives, OneCommunicatorPerAxesList) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::unique_ptr<CommWorld> world = createMpiWorld(&argc, &argv);
-  gWorld = world.get();
-  ::testing::InitGoogleTest(&argc, argv);
-  if (world->rank() != 0) {
-    // Other ranks report failures only.
-    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int rc = RUN_ALL_TESTS();
-  // A failure on any rank fails the job (mpiexec's exit code).
-  if (rc != 0)
-    std::fprintf(stderr, "rank %lld: tests failed\n",
-                 static_cast<long long>(world->rank()));
-  return rc;
+  return autoshard::runtime::test::runMpiTests(argc, argv, gWorld);
 }

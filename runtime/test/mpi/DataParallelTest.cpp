@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MpiTestMain.h"
+
 #include "autoshard/runtime/Communicator.h"
 #include "autoshard/runtime/CpuBackend.h"
 #include "autoshard/runtime/Executor.h"
@@ -97,12 +99,5 @@ TEST(DataParallel, MatchesOneRankStepByStep) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::unique_ptr<CommWorld> world = createMpiWorld(&argc, &argv);
-  gWorld = world.get();
-  ::testing::InitGoogleTest(&argc, argv);
-  if (world->rank() != 0) {
-    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  return RUN_ALL_TESTS();
+  return autoshard::runtime::test::runMpiTests(argc, argv, gWorld);
 }

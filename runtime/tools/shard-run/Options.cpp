@@ -85,6 +85,17 @@ file, character-level, and prints a sample of generated text at the end.
   --resume DIR|latest  continue from checkpoint DIR (or the newest complete
                        one under --save-dir), saved under any plan of the
                        same model; same plan: bit for bit the same run
+  --init-from DIR      start from the Hugging Face checkpoint DIR
+                       (config.json, model.safetensors or its sharded
+                       index) instead of the random init: the artifact must
+                       be built from the same config (python3 -m
+                       autoshard.models DIR/config.json ...); each rank reads
+                       only its blocks (docs/hf-checkpoints.md)
+  --save-hf DIR        after the last step (and at every --save-dir
+                       checkpoint) write the parameters as a Hugging Face
+                       model directory DIR that transformers'
+                       from_pretrained loads (atomic; replaces an earlier
+                       export there, refuses any other existing DIR)
   --check-replicas     at the end, check that every copy of a state held by
                        several ranks or pipeline stages is identical
   --sample N           tokens to generate at the end (characters for a text
@@ -154,6 +165,8 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--save-interval", integer(o.saveInterval, 0)},
       {"--keep", integer(o.keep, 0)},
       {"--resume", text(o.resume)},
+      {"--init-from", text(o.initFrom)},
+      {"--save-hf", text(o.saveHf)},
       {"--trace-step", integer(o.traceStep, 0)},
       {"--sample", integer(o.sample, 0)},
       {"--temperature", real(o.temperature, 1e-6)},
@@ -210,6 +223,9 @@ Options parseOptions(const std::vector<std::string> &args) {
     throw UsageError("--async-save needs --save-dir DIR");
   if (o.resume == "latest" && o.saveDir.empty())
     throw UsageError("--resume latest needs --save-dir DIR (where to look)");
+  if (!o.initFrom.empty() && !o.resume.empty())
+    throw UsageError("--init-from and --resume exclude each other: a resumed "
+                     "run continues from its checkpoint's weights");
   if (o.decaySteps < 0)
     o.decaySteps = o.steps;
   if (o.warmup < 0)

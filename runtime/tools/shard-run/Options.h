@@ -40,6 +40,8 @@ struct Options {
   int64_t keep = 0;         ///< Keep the newest K checkpoints (0: all).
   bool asyncSave = false;   ///< --async-save: write checkpoints on a thread.
   std::string resume;       ///< --resume DIR or "latest".
+  std::string initFrom;     ///< --init-from: a Hugging Face checkpoint dir.
+  std::string saveHf;       ///< --save-hf: export as a Hugging Face model dir.
   bool checkReplicas = false; ///< Check replica consistency at the end.
   int64_t traceStep = 1;      ///< 0-based iteration the trace records.
   int64_t sample = 200;

@@ -140,6 +140,8 @@ Sampler::Sampler(Executor &executor, const Dataset &data,
 std::string Sampler::generate() {
   int64_t classes = std::min(model.vocabSize, data.vocabSize());
   std::vector<int32_t> context{data.sampleStart()};
+  prompt_ = context;
+  tokens_.clear();
   const TensorType &local = io.inputSlot("tokens").type;
   int64_t rows = local.shape[0];
   std::vector<int32_t> tokens(local.numel(), 0);
@@ -158,6 +160,7 @@ std::string Sampler::generate() {
     if (comm && comm->mesh().numDevices() > 1)
       comm->all().broadcast(&next, sizeof(next), 0)->wait();
     context.push_back(next);
+    tokens_.push_back(next);
     text += data.decode(next);
   }
   return validUtf8(text);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace autoshard::shardrun {
 
@@ -35,6 +36,9 @@ public:
           const SampleOptions &options);
   /// Generates options.count characters with the current weights.
   std::string generate();
+  /// The start context and the token ids of the last generate().
+  const std::vector<int32_t> &prompt() const { return prompt_; }
+  const std::vector<int32_t> &tokens() const { return tokens_; }
 
 private:
   const runtime::Dataset &data;
@@ -42,6 +46,7 @@ private:
   runtime::ModelInfo model;
   EntryIO io;
   runtime::CommContext *comm = nullptr;
+  std::vector<int32_t> prompt_, tokens_;
 };
 
 } // namespace autoshard::shardrun

@@ -4,6 +4,7 @@
 #include "Preemption.h"
 #include "Reporting.h"
 
+#include "autoshard/runtime/train/HfCheckpoint.h"
 #include "autoshard/runtime/train/MetricsLog.h"
 
 #include <algorithm>
@@ -119,6 +120,16 @@ std::string Trainer::report(const CheckpointSaveStats &st, MetricsLog *log,
   return st.path;
 }
 
+void Trainer::logFinal(const nlohmann::json &extra) {
+  if (!log || finalRecord.is_null())
+    return;
+  nlohmann::json record = finalRecord;
+  for (const auto &[key, value] : extra.items())
+    record[key] = value;
+  log->write(record);
+  finalRecord = nullptr;
+}
+
 double Trainer::evaluate() {
   double sum = 0;
   for (int64_t k = 0; k < opts.evalIters; ++k) {
@@ -133,7 +144,6 @@ double Trainer::evaluate() {
 }
 
 RunSummary Trainer::run() {
-  std::optional<MetricsLog> log;
   if (!opts.log.empty())
     log.emplace(opts.log, /*append=*/firstStep > 0);
   ChromeTrace trace;
@@ -165,9 +175,29 @@ RunSummary Trainer::run() {
       if (auto st = saver->poll(wait))
         summary.checkpoint = report(*st, logp, progress);
   };
+  // The Hugging Face export of the parameters after `stepsDone` steps.
+  int64_t exportedAt = -1;
+  auto exportHf = [&](int64_t stepsDone) {
+    if (opts.saveHf.empty() || exportedAt == stepsDone)
+      return;
+    HfExportStats st = exportHfCheckpoint(executor, opts.saveHf);
+    exportedAt = stepsDone;
+    progress.line("Hugging Face export after step " +
+                  std::to_string(stepsDone) + ": " + st.dir + " (" +
+                  formatBytes(st.bytes) + " in " + std::to_string(st.files) +
+                  (st.files == 1 ? " file" : " files") + ", " +
+                  fixed(st.seconds, 3) + " s)");
+    if (log)
+      log->write({{"step", stepsDone},
+                  {"hf_export", st.dir},
+                  {"hf_export_s", st.seconds},
+                  {"hf_export_bytes", st.bytes},
+                  {"hf_export_files", st.files}});
+  };
   auto beginSave = [&](int64_t stepsDone) {
     publish(/*wait=*/true); // one save at a time
     saver->begin(this->progress(stepsDone));
+    exportHf(stepsDone); // at the checkpoint's step boundary
   };
 
   int64_t savedAt = -1;
@@ -237,17 +267,17 @@ RunSummary Trainer::run() {
   } else {
     if (saver && savedAt != opts.steps)
       beginSave(opts.steps);
+    exportHf(opts.steps); // done already with a checkpoint at this step
     if (!opts.asyncSave)
       publish(/*wait=*/true);
     // An asynchronous final save is written while the final evaluation
     // runs, and published before the run ends.
     double valLoss = evalLine(opts.steps);
     publish(/*wait=*/true);
-    if (log)
-      log->write({{"step", opts.steps},
-                  {"val_loss", valLoss},
-                  {"peak_bytes", summary.peakBytes},
-                  {"final", true}});
+    finalRecord = {{"step", opts.steps},
+                   {"val_loss", valLoss},
+                   {"peak_bytes", summary.peakBytes},
+                   {"final", true}};
   }
   if (recorder)
     trace.save(opts.trace);

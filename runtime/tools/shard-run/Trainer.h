@@ -37,13 +37,21 @@ struct RunSummary {
 /// eval-interval steps and at the end, shows progress, writes the JSONL log
 /// and the Chrome trace of one step. With --save-dir it checkpoints every
 /// --save-interval steps, at the end and at the next step boundary after a
-/// SIGTERM, SIGINT or SIGUSR1 (then stops: RunSummary::stoppedBy).
+/// SIGTERM, SIGINT or SIGUSR1 (then stops: RunSummary::stoppedBy). With
+/// --save-hf it exports the parameters as a Hugging Face model directory
+/// at each of those checkpoints (at the same step boundary) and after the
+/// last step.
 class Trainer {
 public:
   /// Throws ArtifactError if the artifact lacks a needed entry or slot.
   Trainer(const Options &opts, runtime::Executor &executor,
           const runtime::Dataset &data);
+  /// Runs the loop. The log's final record waits for logFinal().
   RunSummary run();
+  /// Writes the log's final record (step, val_loss, peak_bytes, final, and
+  /// `extra`'s fields, e.g. the sample) after a run that was not stopped
+  /// early; does nothing otherwise or without --log.
+  void logFinal(const nlohmann::json &extra);
   /// Stop (after a checkpoint) at the first step boundary after `watch`
   /// saw a signal; it outlives the trainer.
   void stopOnSignal(const PreemptionWatch *watch) { preemption = watch; }
@@ -73,6 +81,8 @@ private:
   int64_t firstStep = 0;
   const PreemptionWatch *preemption = nullptr;
   std::optional<runtime::CheckpointSaver> saver; ///< With --save-dir.
+  std::optional<runtime::MetricsLog> log;        ///< With --log.
+  nlohmann::json finalRecord;                    ///< Null until run() ends.
 };
 
 } // namespace autoshard::shardrun

@@ -20,6 +20,7 @@
 
 #include "autoshard/runtime/Communicator.h"
 #include "autoshard/runtime/train/Checkpoint.h"
+#include "autoshard/runtime/train/HfCheckpoint.h"
 #if AUTOSHARD_HAVE_MPI
 #include "autoshard/runtime/mpi/MpiWorld.h"
 #endif
@@ -128,10 +129,45 @@ void checkFreshSaveDir(const Options &opts) {
                    "another --save-dir");
 }
 
+/// Checks --init-from and --save-hf before anything runs: the artifact has
+/// a Hugging Face weight map, the checkpoint directory exists, and the
+/// export directory may be written (`writer`: this process writes it).
+void checkHfFlags(const Artifact &artifact, const Options &opts, bool writer) {
+  if (opts.initFrom.empty() && opts.saveHf.empty())
+    return;
+  parseHfWeightMap(artifact); // ArtifactError: no map, or not compatible
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!opts.initFrom.empty() && !fs::is_directory(opts.initFrom, ec))
+    throw UsageError("--init-from: '" + opts.initFrom + "' " +
+                     (fs::exists(opts.initFrom, ec) ? "is not a directory"
+                                                    : "does not exist") +
+                     " (a Hugging Face checkpoint directory: config.json and "
+                     "model.safetensors)");
+  if (opts.saveHf.empty())
+    return;
+  std::error_code ec2;
+  fs::path from = fs::weakly_canonical(opts.initFrom, ec);
+  fs::path to = fs::weakly_canonical(opts.saveHf, ec2);
+  if (!opts.initFrom.empty() && !ec && !ec2 && from == to)
+    throw UsageError("--save-hf '" + opts.saveHf +
+                     "' is the --init-from directory: the export would "
+                     "replace the checkpoint the run starts from (choose "
+                     "another directory)");
+  if (writer) {
+    try {
+      checkHfExportDir(opts.saveHf);
+    } catch (const CheckpointError &e) {
+      throw UsageError(std::string("--save-hf: ") + e.what());
+    }
+  }
+}
+
 int launch(const Options &opts, int argc, char **argv) {
   Artifact artifact = loadArtifact(opts.artifact);
   checkWorldSize(artifact, opts, opts.ranks,
                  "-n is " + std::to_string(opts.ranks));
+  checkHfFlags(artifact, opts, /*writer=*/true);
 #if !AUTOSHARD_HAVE_MPI
   (void)argc;
   (void)argv;
@@ -204,6 +240,7 @@ int runMain(Options opts, CommWorld *world) {
   }
   if (!opts.trace.empty())
     checkWritablePath("--trace", opts.trace);
+  checkHfFlags(artifact, opts, /*writer=*/!world || world->rank() == 0);
   checkFreshSaveDir(opts);
   if (!opts.saveDir.empty() && (!world || world->rank() == 0)) {
     std::error_code ec;
@@ -228,7 +265,11 @@ int runMain(Options opts, CommWorld *world) {
   std::optional<Sampler> sampler;
   if (opts.sample > 0)
     sampler.emplace(executor, data, sampleOpts);
-  executor.initState();
+  // Parameters read from a Hugging Face checkpoint skip the random init.
+  executor.initState(/*zeroParams=*/!opts.initFrom.empty());
+  std::optional<HfImportStats> initFrom;
+  if (!opts.initFrom.empty())
+    initFrom = importHfCheckpoint(executor, opts.initFrom);
   std::optional<CheckpointLoadStats> resumed;
   if (!opts.resume.empty()) {
     std::string path = opts.resume;
@@ -266,6 +307,11 @@ int runMain(Options opts, CommWorld *world) {
               data.describe().c_str());
   if (opts.checkMemory)
     std::printf("memory check: on (poisoned arena, NaN checks)\n");
+  if (initFrom)
+    std::printf("init from %s: %lld tensors, %s read (rank 0), %.3f s\n",
+                initFrom->dir.c_str(),
+                static_cast<long long>(initFrom->tensors),
+                formatBytes(initFrom->bytesRead).c_str(), initFrom->seconds);
   if (resumed) {
     const TrainingProgress &p = resumed->progress;
     std::printf("resumed from %s at step %lld (saved on %lld rank(s), plan "
@@ -339,10 +385,14 @@ int runMain(Options opts, CommWorld *world) {
   if (!opts.trace.empty())
     std::printf("trace of step %lld: %s\n",
                 static_cast<long long>(opts.traceStep), opts.trace.c_str());
+  nlohmann::json sampled = nlohmann::json::object();
   if (opts.sample > 0) {
     std::string text = sampler->generate();
     std::printf("sample:\n%s\n", text.c_str());
+    sampled = {{"sample_prompt", sampler->prompt()},
+               {"sample_tokens", sampler->tokens()}};
   }
+  trainer.logFinal(sampled);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -74,6 +75,37 @@ Box blockOf(const Artifact &a, const StateSpec &s, int64_t rank) {
   for (size_t d = 0; d < b.shape.size(); ++d)
     b.offset[d] *= b.shape[d];
   return b;
+}
+
+bool contains(const Box &outer, const Box &inner) {
+  for (size_t d = 0; d < outer.shape.size(); ++d)
+    if (inner.offset[d] < outer.offset[d] ||
+        inner.offset[d] + inner.shape[d] > outer.offset[d] + outer.shape[d])
+      return false;
+  return true;
+}
+
+bool overlaps(const Box &x, const Box &y) {
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (x.offset[d] >= y.offset[d] + y.shape[d] ||
+        y.offset[d] >= x.offset[d] + x.shape[d])
+      return false;
+  return true;
+}
+
+bool intersect(const Box &x, const Box &y, Box &out) {
+  size_t rank = x.shape.size();
+  out.offset.resize(rank);
+  out.shape.resize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t lo = std::max(x.offset[d], y.offset[d]);
+    int64_t hi = std::min(x.offset[d] + x.shape[d], y.offset[d] + y.shape[d]);
+    if (hi <= lo)
+      return false;
+    out.offset[d] = lo;
+    out.shape[d] = hi - lo;
+  }
+  return true;
 }
 
 bool holds(const Artifact &a, const StateSpec &s, int64_t rank) {
@@ -174,6 +206,15 @@ void fsyncPath(const std::string &path, bool directory) {
     errno = err;
     throw std::runtime_error(osError("fsync of", path));
   }
+}
+
+void fsyncAndClose(int &fd, const std::string &path) {
+  if (::fsync(fd) != 0)
+    throw std::runtime_error(osError("fsync of", path));
+  int rc = ::close(fd);
+  fd = -1;
+  if (rc != 0)
+    throw std::runtime_error(osError("closing", path));
 }
 
 /// The replica check of checkStateReplicas on `all`, every rank's

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,13 @@ struct Box {
 
 /// The box of state `s` that `rank` holds.
 Box blockOf(const Artifact &a, const StateSpec &s, int64_t rank);
+/// Whether `inner` lies inside `outer` (boxes of one rank).
+bool contains(const Box &outer, const Box &inner);
+/// Whether two boxes of one rank share an element.
+bool overlaps(const Box &x, const Box &y);
+/// The common part of `x` and `y` into `out`; false (out unspecified) when
+/// they share no element. A rank-0 box meets every rank-0 box.
+bool intersect(const Box &x, const Box &y, Box &out);
 /// Whether `rank` (its pipeline stage) holds state `s`.
 bool holds(const Artifact &a, const StateSpec &s, int64_t rank);
 
@@ -116,6 +124,21 @@ void preadAll(int fd, void *data, size_t n, int64_t offset,
               const std::string &path);
 /// fsyncs a file or a directory; throws std::runtime_error.
 void fsyncPath(const std::string &path, bool directory);
+/// fsyncs and closes the open file `fd` (set to -1) of `path`; throws
+/// std::runtime_error.
+void fsyncAndClose(int &fd, const std::string &path);
+
+/// Runs `body` on every rank as runAgreed does and returns what it
+/// returned, with `seconds` set to this rank's time, the agreement
+/// included. Collective.
+template <typename Stats>
+Stats timedAgreed(const Executor &ex, const std::function<Stats()> &body) {
+  double start = nowS();
+  Stats stats;
+  runAgreed(ex, [&] { stats = body(); });
+  stats.seconds = nowS() - start;
+  return stats;
+}
 
 /// Checks that the copies of every state block agree, given every rank's
 /// per-state hashes (`all`, world-rank major); throws CheckpointError

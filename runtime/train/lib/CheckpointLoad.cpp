@@ -384,17 +384,8 @@ int64_t readOverlap(int fd, const std::string &path, const ManifestChunk &c,
     return elem;
   }
   Box in; // the overlap, in global coordinates
-  in.offset.resize(rank);
-  in.shape.resize(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t lo = std::max(c.box.offset[d], dst.offset[d]);
-    int64_t hi = std::min(c.box.offset[d] + c.box.shape[d],
-                          dst.offset[d] + dst.shape[d]);
-    if (hi <= lo)
-      return 0;
-    in.offset[d] = lo;
-    in.shape[d] = hi - lo;
-  }
+  if (!intersect(c.box, dst, in))
+    return 0;
   // Dims [m, rank) are contiguous in both layouts: one run of `run` elements.
   size_t m = rank - 1;
   int64_t run = in.shape[m];
@@ -480,22 +471,6 @@ int readerThreads(bool hostState) {
   return static_cast<int>(std::clamp<int64_t>(cores / local, 1, 4));
 }
 
-bool contains(const Box &outer, const Box &inner) {
-  for (size_t d = 0; d < outer.shape.size(); ++d)
-    if (inner.offset[d] < outer.offset[d] ||
-        inner.offset[d] + inner.shape[d] > outer.offset[d] + outer.shape[d])
-      return false;
-  return true;
-}
-
-bool overlaps(const Box &x, const Box &y) {
-  for (size_t d = 0; d < x.shape.size(); ++d)
-    if (x.offset[d] >= y.offset[d] + y.shape[d] ||
-        y.offset[d] >= x.offset[d] + x.shape[d])
-      return false;
-  return true;
-}
-
 /// One unit of a rank's load: read (the overlap of) every chunk of a state
 /// block it holds into the block, or, `verifyOnly`, read one chunk no rank
 /// reads whole just to check its checksum.
@@ -532,7 +507,6 @@ namespace {
 /// loadCheckpoint's work on this rank alone (no communication).
 CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
                               int64_t readBufferBytes) {
-  double start = nowS();
   const Artifact &a = ex.artifact();
   int64_t rank = ex.rank(), w = worldSize(ex);
   Manifest m = readManifest(path);
@@ -740,8 +714,6 @@ CheckpointLoadStats loadLocal(Executor &ex, const std::string &path,
   stats.bytesRead = bytesRead;
   stats.bytesVerified = bytesVerified;
   stats.readerThreads = threads;
-
-  stats.seconds = nowS() - start;
   return stats;
 }
 } // namespace
@@ -750,11 +722,8 @@ CheckpointLoadStats loadCheckpoint(Executor &ex, const std::string &path,
                                    int64_t readBufferBytes) {
   // Every rank finishes reading (or fails) before any trains; a failure on
   // one rank ends every rank cleanly with its message.
-  double start = nowS();
-  CheckpointLoadStats stats;
-  runAgreed(ex, [&] { stats = loadLocal(ex, path, readBufferBytes); });
-  stats.seconds = nowS() - start;
-  return stats;
+  return timedAgreed<CheckpointLoadStats>(
+      ex, [&] { return loadLocal(ex, path, readBufferBytes); });
 }
 
 } // namespace autoshard::runtime

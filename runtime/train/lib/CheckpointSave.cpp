@@ -178,12 +178,7 @@ public:
       if (direct && ::ftruncate(fd, static_cast<off_t>(size)) != 0)
         throw std::runtime_error(osError("truncating", path));
     }
-    if (::fsync(fd) != 0)
-      throw std::runtime_error(osError("fsync of", path));
-    int rc = ::close(fd);
-    fd = -1;
-    if (rc != 0)
-      throw std::runtime_error(osError("closing", path));
+    fsyncAndClose(fd, path);
   }
 
 private:

@@ -259,6 +259,10 @@ struct Artifact {
   Mesh mesh;
   /// The `plan` object as JSON text ("{}" if absent); informational.
   std::string planJson = "{}";
+  /// The whole `model` object as JSON text: the keys ModelInfo does not
+  /// parse (e.g. the Hugging Face weight map `hf`, read by the training
+  /// library, docs/hf-checkpoints.md) stay available here.
+  std::string modelJson = "{}";
   std::vector<StateSpec> state;
   std::vector<ConstantSpec> constants;
   std::vector<Function> functions;

@@ -84,8 +84,11 @@ public:
   const Artifact &artifact() const { return program; }
 
   /// Initialises every state tensor from its init spec and the seed; a
-  /// sharded state gets this rank's block of the unsharded init.
-  void initState();
+  /// sharded state gets this rank's block of the unsharded init. With
+  /// `zeroParams` the parameters are zero-filled instead (for a caller that
+  /// overwrites them next, e.g. from a Hugging Face checkpoint: what it
+  /// does not write, the vocabulary padding, is zero as after the init).
+  void initState(bool zeroParams = false);
   /// This executor's rank in the job.
   int64_t rank() const { return rank_; }
   /// This rank's pipeline stage (its coordinate on the mesh's `pp` axis),
