@@ -517,12 +517,39 @@ def build(ctx: Ctx, args) -> Tuple[Path, dict]:
         rc, out = run(ctx, [ctx.shard_opt, str(src), "--tfm-autodiff", "-o", str(dst)])
         if rc:
             sys.exit(f"plan_sweep: tfm-autodiff failed:\n{out}")
-    head = (ctx.out / "ts.mlir").read_text(errors="replace")[:4000]
-    m = re.search(r"tfm\.model = \{([^}]*)\}", head)
-    if not m:
+    attrs = model_summary_ints((ctx.out / "ts.mlir").read_text(errors="replace"))
+    if attrs is None:
         sys.exit("plan_sweep: no tfm.model attribute in the train step")
-    attrs = dict((k, int(v)) for k, v in re.findall(r"(\w+) = (\d+) : i64", m.group(1)))
     return ctx.out / "ts.mlir", attrs
+
+
+def model_summary_ints(text: str) -> Optional[Dict[str, int]]:
+    """The integer entries (``key = N : i64``) of the module's ``tfm.model``
+    dictionary, top level only: nested values (the ``hf`` weight map, whose
+    JSON strings hold braces) are skipped. None without a ``tfm.model``."""
+    start = text.find("tfm.model = {")
+    if start < 0:
+        return None
+    i = start + len("tfm.model = {")
+    depth, in_str, top = 1, False, []
+    while i < len(text) and depth:
+        c = text[i]
+        if in_str:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "{[(<":
+            depth += 1
+        elif c in "}])>":
+            depth -= 1
+        elif depth == 1:
+            top.append(c)
+        i += 1
+    flat = "".join(top)
+    return dict((k, int(v)) for k, v in re.findall(r"(\w+) = (\d+) : i64", flat))
 
 
 def write_junit(path: Path, results: List[Result], seconds: float) -> None:
