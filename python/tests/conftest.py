@@ -8,6 +8,8 @@
 
 import os
 import shutil
+import subprocess
+import functools
 import sys
 
 import pytest
@@ -58,3 +60,21 @@ def shard_opt():
 @pytest.fixture
 def cfg_path():
     return config_path
+
+
+@functools.lru_cache(maxsize=None)
+def peer_python():
+    """(python, "") of the peer venv with torch, transformers and safetensors
+    (AUTOSHARD_PEER_PYTHON, else ~/.cache/autoshard-peer-venv, which
+    scripts/setup.sh installs), or (None, why) when it is missing."""
+    py = os.environ.get("AUTOSHARD_PEER_PYTHON") or os.path.expanduser(
+        "~/.cache/autoshard-peer-venv/bin/python")
+    if not os.access(py, os.X_OK):
+        return None, f"no peer Python at {py} (scripts/setup.sh installs torch + " \
+                     "transformers there; or set AUTOSHARD_PEER_PYTHON)"
+    p = subprocess.run([py, "-c", "import torch, transformers, safetensors"],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        return None, f"{py} cannot import torch, transformers and safetensors: " \
+                     f"{p.stderr.strip()[-300:]}"
+    return py, ""

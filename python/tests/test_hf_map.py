@@ -4,7 +4,7 @@
   Llama (GQA, attention/MLP biases, tied and untied) and Mixtral: the parts
   of every tensor cover it exactly once, the parts naming each parameter
   cover its logical shape exactly once, and the tensor names and shapes are
-  transformers' (hardcoded for tiny configs; and, when the peer venv with
+  transformers' (listed here for tiny configs; and, when the peer venv with
   transformers is there, compared with what ``save_pretrained`` writes for a
   model built from the exported config).
 * The exported config parses, round-trips through ``config_from_dict`` to
@@ -17,7 +17,6 @@
 """
 
 import dataclasses
-import functools
 import json
 import os
 import subprocess
@@ -26,7 +25,7 @@ import warnings
 
 import pytest
 
-from conftest import PYTHON_DIR, find_shard_opt
+from conftest import peer_python, PYTHON_DIR, find_shard_opt
 
 from autoshard.models import (ConfigError, ConfigWarning, build_model, config_from_dict,
                               parameter_specs)
@@ -593,19 +592,6 @@ def test_incompatible_reason_reaches_the_artifact(shard_opt_bin, tmp_path):
 # --------------------------------------------------------------------------- transformers peer
 
 
-@functools.lru_cache(maxsize=None)
-def _peer_python():
-    py = os.environ.get("AUTOSHARD_PEER_PYTHON") or os.path.expanduser(
-        "~/.cache/autoshard-peer-venv/bin/python")
-    if not os.access(py, os.X_OK):
-        return None, f"no peer Python at {py} (scripts/setup.sh installs torch + " \
-                     "transformers there; or set AUTOSHARD_PEER_PYTHON)"
-    p = subprocess.run([py, "-c", "import torch, transformers, safetensors"],
-                       capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        return None, f"{py} cannot import torch, transformers and safetensors: " \
-                     f"{p.stderr.strip()[-300:]}"
-    return py, ""
 
 
 _PEER = r'''
@@ -653,7 +639,7 @@ PEER_CASES = {
 
 
 def test_map_matches_transformers(tmp_path):
-    py, why = _peer_python()
+    py, why = peer_python()
     if py is None:
         pytest.skip(why)
     jobs, maps = [], []

@@ -22,17 +22,15 @@ scripts/setup.sh under ~/.cache/autoshard-peer-venv, or AUTOSHARD_PEER_PYTHON);
 skipped with a message naming what is missing.
 """
 
-import functools
 import json
 import os
 import random
 import subprocess
-import sys
 
 import pytest
 import xxhash
 
-from conftest import REPO_ROOT, find_shard_opt
+from conftest import peer_python, REPO_ROOT, find_shard_opt
 
 TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf_peer_tool.py")
 SEQ = 16
@@ -63,21 +61,10 @@ PLANS = [("gpt2", None), ("gpt2", "dp=2,tp=2,pp=2"),
          ("mixtral", None), ("mixtral", "dp=2,tp=2,pp=2"), ("mixtral", "dp=2,ep=2,tp=2")]
 
 
-@functools.lru_cache(maxsize=None)
-def _peer_python():
-    py = os.environ.get("AUTOSHARD_PEER_PYTHON") or os.path.expanduser(
-        "~/.cache/autoshard-peer-venv/bin/python")
-    if not os.access(py, os.X_OK):
-        return None, f"no peer Python at {py} (scripts/setup.sh installs torch + " \
-                     "transformers there; or set AUTOSHARD_PEER_PYTHON)"
-    p = subprocess.run([py, "-c", "import torch, transformers"], capture_output=True, text=True)
-    if p.returncode != 0:
-        return None, f"{py} cannot import torch and transformers: {p.stderr.strip()[-300:]}"
-    return py, ""
 
 
 def _peer(jobs, tmp):
-    py, why = _peer_python()
+    py, why = peer_python()
     if py is None:
         pytest.skip(why)
     path = tmp / f"jobs-{random.getrandbits(32):08x}.json"
