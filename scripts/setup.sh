@@ -24,6 +24,9 @@ APT_PACKAGES=(
   cmake ninja-build ccache g++ clang-format
   # Runtime: MPI for CPU collectives, OpenBLAS for CPU GEMMs, JSON.
   openmpi-bin libopenmpi-dev libopenblas-dev nlohmann-json3-dev
+  # CPU kernels: OpenBLAS's OpenMP build (one thread pool with our OpenMP
+  # kernels) and SLEEF's vector math.
+  libopenblas-openmp-dev libsleef-dev
   # Checkpoint checksums (header-only use).
   libxxhash-dev
   # Tests.

@@ -4,8 +4,11 @@
 
 #include "Check.h"
 #include "Instantiate.h"
+#include "Parallel.h"
+#include "VecMath.h"
 
 #include <cmath>
+#include <type_traits>
 
 namespace autoshard::runtime::cpu {
 namespace {
@@ -15,12 +18,23 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
 constexpr double kSqrt2OverPi = 0.79788456080286535588; // sqrt(2 / pi)
 constexpr double kGeluTanhCubic = 0.044715;
 
+using detail::kElementwiseGrain;
+using detail::parallelChunks;
+
+/// The float fast path (SLEEF on AVX2 + FMA) is taken when it exists; the
+/// templates below stay the fallback and the fp64 oracle.
+template <typename T> bool vectorised() {
+  return std::is_same_v<T, float> && detail::hasAvx2Fma();
+}
+
 /// y[i] = f(x[i]); the functor is inlined, no per-element indirect call.
 template <typename T, typename F>
 void mapUnary(const char *op, const T *x, T *y, int64_t numel, F f) {
   detail::checkAtLeast(op, "numel", numel, 0);
-  for (int64_t i = 0; i < numel; ++i)
-    y[i] = f(x[i]);
+  parallelChunks(numel, kElementwiseGrain, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      y[i] = f(x[i]);
+  });
 }
 
 /// dx[i] = dy[i] * f'(x[i]).
@@ -28,8 +42,17 @@ template <typename T, typename F>
 void mapGrad(const char *op, const T *dy, const T *x, T *dx, int64_t numel,
              F derivative) {
   detail::checkAtLeast(op, "numel", numel, 0);
-  for (int64_t i = 0; i < numel; ++i)
-    dx[i] = dy[i] * derivative(x[i]);
+  parallelChunks(numel, kElementwiseGrain, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      dx[i] = dy[i] * derivative(x[i]);
+  });
+}
+
+/// Runs the vector loop vec(offset, count) over the chunks of [0, numel).
+template <typename V> void vectorChunks(const char *op, int64_t numel, V vec) {
+  detail::checkAtLeast(op, "numel", numel, 0);
+  parallelChunks(numel, kElementwiseGrain,
+                 [&](int64_t, int64_t b, int64_t e) { vec(b, e - b); });
 }
 
 template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
@@ -51,22 +74,34 @@ template <typename T> T geluExactDerivative(T x) {
   return cdf + x * pdf;
 }
 
+// With s = sigmoid(2u): 0.5 (1 + tanh u) = s and 1 - tanh^2 u = 4 s (1 - s),
+// which do not cancel for u << 0 (the tanh form loses all digits in float
+// there).
 template <typename T> T geluTanh(T x) {
   const T inner = T(kSqrt2OverPi) * (x + T(kGeluTanhCubic) * x * x * x);
-  return T(0.5) * x * (T(1) + std::tanh(inner));
+  return x * sigmoid(T(2) * inner);
 }
 
 template <typename T> T geluTanhDerivative(T x) {
   const T inner = T(kSqrt2OverPi) * (x + T(kGeluTanhCubic) * x * x * x);
-  const T t = std::tanh(inner);
+  const T s = sigmoid(T(2) * inner);
   const T dInner = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluTanhCubic) * x * x);
-  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * dInner;
+  return s + T(2) * x * s * (T(1) - s) * dInner;
 }
 
 } // namespace
 
 template <typename T>
 void gelu(const T *x, T *y, int64_t numel, bool tanhApprox) {
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (vectorised<T>())
+      return vectorChunks("gelu", numel, [&](int64_t at, int64_t n) {
+        (tanhApprox ? detail::avx2::geluTanh
+                    : detail::avx2::geluExact)(x + at, y + at, n);
+      });
+  }
+#endif
   if (tanhApprox)
     mapUnary("gelu", x, y, numel, geluTanh<T>);
   else
@@ -75,6 +110,15 @@ void gelu(const T *x, T *y, int64_t numel, bool tanhApprox) {
 
 template <typename T>
 void geluGrad(const T *dy, const T *x, T *dx, int64_t numel, bool tanhApprox) {
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (vectorised<T>())
+      return vectorChunks("gelu_grad", numel, [&](int64_t at, int64_t n) {
+        (tanhApprox ? detail::avx2::geluTanhGrad
+                    : detail::avx2::geluExactGrad)(dy + at, x + at, dx + at, n);
+      });
+  }
+#endif
   if (tanhApprox)
     mapGrad("gelu_grad", dy, x, dx, numel, geluTanhDerivative<T>);
   else
@@ -82,31 +126,66 @@ void geluGrad(const T *dy, const T *x, T *dx, int64_t numel, bool tanhApprox) {
 }
 
 template <typename T> void silu(const T *x, T *y, int64_t numel) {
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (vectorised<T>())
+      return vectorChunks("silu", numel, [&](int64_t at, int64_t n) {
+        detail::avx2::silu(x + at, y + at, n);
+      });
+  }
+#endif
   mapUnary("silu", x, y, numel, siluValue<T>);
 }
 
 template <typename T>
 void siluGrad(const T *dy, const T *x, T *dx, int64_t numel) {
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (vectorised<T>())
+      return vectorChunks("silu_grad", numel, [&](int64_t at, int64_t n) {
+        detail::avx2::siluGrad(dy + at, x + at, dx + at, n);
+      });
+  }
+#endif
   mapGrad("silu_grad", dy, x, dx, numel, siluDerivative<T>);
 }
 
 template <typename T>
 void swiglu(const T *gate, const T *up, T *y, int64_t numel) {
-  detail::checkAtLeast("swiglu", "numel", numel, 0);
-  for (int64_t i = 0; i < numel; ++i)
-    y[i] = siluValue(gate[i]) * up[i];
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (vectorised<T>())
+      return vectorChunks("swiglu", numel, [&](int64_t at, int64_t n) {
+        detail::avx2::swiglu(gate + at, up + at, y + at, n);
+      });
+  }
+#endif
+  vectorChunks("swiglu", numel, [&](int64_t at, int64_t n) {
+    for (int64_t i = at; i < at + n; ++i)
+      y[i] = siluValue(gate[i]) * up[i];
+  });
 }
 
 template <typename T>
 void swigluGrad(const T *dy, const T *gate, const T *up, T *dgate, T *dup,
                 int64_t numel) {
-  detail::checkAtLeast("swiglu_grad", "numel", numel, 0);
-  for (int64_t i = 0; i < numel; ++i) {
-    const T g = gate[i];
-    const T d = dy[i];
-    dgate[i] = d * up[i] * siluDerivative(g);
-    dup[i] = d * siluValue(g);
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (vectorised<T>())
+      return vectorChunks("swiglu_grad", numel, [&](int64_t at, int64_t n) {
+        detail::avx2::swigluGrad(dy + at, gate + at, up + at, dgate + at,
+                                 dup + at, n);
+      });
   }
+#endif
+  vectorChunks("swiglu_grad", numel, [&](int64_t at, int64_t n) {
+    for (int64_t i = at; i < at + n; ++i) {
+      const T g = gate[i];
+      const T d = dy[i];
+      dgate[i] = d * up[i] * siluDerivative(g);
+      dup[i] = d * siluValue(g);
+    }
+  });
 }
 
 #define INSTANTIATE(T)                                                         \

@@ -15,10 +15,13 @@
 
 #include "Blas.h"
 #include "Check.h"
+#include "Parallel.h"
+#include "VecMath.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace autoshard::runtime::cpu {
@@ -67,11 +70,20 @@ struct HeadBlock {
   }
 };
 
-/// Calls fn(block) for every (batch, head, query block).
-template <typename Fn> void forEachBlock(const AttentionShape &s, Fn fn) {
+/// Calls fn(block, scratch) for every (batch, head, query block). The
+/// (batch, kv head) pairs run in parallel: each owns its rows of dK and dV,
+/// so no two threads write the same element and the result does not depend
+/// on the thread count. `scratch` is a kQueryBlock x seqK buffer per pair
+/// (two of them: scratch and scratch + kQueryBlock * seqK).
+template <typename T, typename Fn>
+void forEachBlock(const AttentionShape &s, Fn fn) {
   const int64_t group = s.heads / s.kvHeads;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t n = 0; n < s.heads; ++n)
+  const int64_t pairs = s.batch * s.kvHeads;
+  const int64_t scratchNumel = 2 * kQueryBlock * s.seqK;
+  detail::parallelChunks(pairs, 1, [&](int64_t pair, int64_t, int64_t) {
+    std::vector<T> scratch(scratchNumel);
+    const int64_t b = pair / s.kvHeads, g = pair % s.kvHeads;
+    for (int64_t n = g * group; n < (g + 1) * group; ++n)
       for (int64_t i0 = 0; i0 < s.seqQ; i0 += kQueryBlock) {
         HeadBlock blk;
         blk.rows = std::min(kQueryBlock, s.seqQ - i0);
@@ -86,8 +98,25 @@ template <typename Fn> void forEachBlock(const AttentionShape &s, Fn fn) {
         blk.kvOffset = (b * s.seqK * s.kvHeads + n / group) * s.headDim;
         blk.lseOffset = (b * s.heads + n) * s.seqQ + i0;
         blk.firstRow = i0;
-        fn(blk);
+        fn(blk, scratch.data());
       }
+  });
+}
+
+/// row[j] = exp(row[j] - shift) for j < n; returns their sum.
+template <typename T> T expShiftSum(T *row, int64_t n, T shift) {
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (detail::hasAvx2Fma())
+      return detail::avx2::expShiftSum(row, n, shift);
+  }
+#endif
+  T sum = T(0);
+  for (int64_t j = 0; j < n; ++j) {
+    row[j] = std::exp(row[j] - shift);
+    sum += row[j];
+  }
+  return sum;
 }
 
 /// scores [rows, cols] = scale * Q_blk K^T.
@@ -105,8 +134,7 @@ template <typename T, typename L>
 void attention(const T *q, const T *k, const T *v, T *out, L *lse,
                const AttentionShape &shape) {
   checkShape("attention", shape);
-  std::vector<T> scores(kQueryBlock * shape.seqK);
-  forEachBlock(shape, [&](const HeadBlock &blk) {
+  forEachBlock<T>(shape, [&](const HeadBlock &blk, T *scores) {
     if (blk.cols == 0) { // a block that sees no key (causal block skipping)
       for (int64_t r = 0; r < blk.rows; ++r) {
         std::fill_n(out + blk.qOffset + r * blk.ldq, shape.headDim, T(0));
@@ -114,9 +142,9 @@ void attention(const T *q, const T *k, const T *v, T *out, L *lse,
       }
       return;
     }
-    blockScores(q, k, blk, shape, scores.data());
+    blockScores(q, k, blk, shape, scores);
     for (int64_t r = 0; r < blk.rows; ++r) {
-      T *row = scores.data() + r * blk.cols;
+      T *row = scores + r * blk.cols;
       const int64_t visible = blk.visible(shape, r);
       if (visible == 0) {
         std::fill(row, row + blk.cols, T(0));
@@ -124,11 +152,7 @@ void attention(const T *q, const T *k, const T *v, T *out, L *lse,
         continue;
       }
       const T maxScore = *std::max_element(row, row + visible);
-      T sum = T(0);
-      for (int64_t j = 0; j < visible; ++j) {
-        row[j] = std::exp(row[j] - maxScore);
-        sum += row[j];
-      }
+      const T sum = expShiftSum(row, visible, maxScore);
       const T inv = T(1) / sum;
       for (int64_t j = 0; j < visible; ++j)
         row[j] *= inv;
@@ -136,7 +160,7 @@ void attention(const T *q, const T *k, const T *v, T *out, L *lse,
       lse[blk.lseOffset + r] = static_cast<L>(maxScore + std::log(sum));
     }
     detail::gemm<T>(false, false, blk.rows, shape.headDim, blk.cols, T(1),
-                    scores.data(), blk.cols, v + blk.kvOffset, blk.ldkv, T(0),
+                    scores, blk.cols, v + blk.kvOffset, blk.ldkv, T(0),
                     out + blk.qOffset, blk.ldq);
   });
 }
@@ -150,24 +174,21 @@ void attentionGrad(const T *dout, const T *q, const T *k, const T *v,
       shape.batch * shape.seqK * shape.kvHeads * shape.headDim;
   std::fill(dk, dk + kvNumel, T(0));
   std::fill(dv, dv + kvNumel, T(0));
-  std::vector<T> probs(kQueryBlock * shape.seqK);
-  std::vector<T> dprobs(kQueryBlock * shape.seqK);
   const T scale = static_cast<T>(shape.scale);
-  forEachBlock(shape, [&](const HeadBlock &blk) {
+  forEachBlock<T>(shape, [&](const HeadBlock &blk, T *scratch) {
     if (blk.cols == 0) { // no visible key: dq = 0, nothing for dk, dv
       for (int64_t r = 0; r < blk.rows; ++r)
         std::fill_n(dq + blk.qOffset + r * blk.ldq, shape.headDim, T(0));
       return;
     }
-    T *p = probs.data();
-    T *dp = dprobs.data();
+    T *p = scratch;
+    T *dp = scratch + kQueryBlock * shape.seqK;
     blockScores(q, k, blk, shape, p);
     for (int64_t r = 0; r < blk.rows; ++r) {
       T *row = p + r * blk.cols;
       const int64_t visible = blk.visible(shape, r);
       const T rowLse = static_cast<T>(lse[blk.lseOffset + r]);
-      for (int64_t j = 0; j < visible; ++j)
-        row[j] = std::exp(row[j] - rowLse);
+      expShiftSum(row, visible, rowLse);
       std::fill(row + visible, row + blk.cols, T(0));
     }
     const T *doutBlk = dout + blk.qOffset;

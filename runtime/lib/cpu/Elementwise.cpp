@@ -4,6 +4,7 @@
 
 #include "Check.h"
 #include "Instantiate.h"
+#include "Parallel.h"
 
 #include <algorithm>
 #include <functional>
@@ -23,9 +24,23 @@ void broadcastBinary(const char *opName, const T *lhs, const T *rhs, T *out,
                              " elements, which do not divide lhs's " +
                              std::to_string(numel) +
                              " (rhs must be a suffix of lhs's shape)");
-  for (int64_t base = 0; base < numel; base += rhsNumel)
-    for (int64_t i = 0; i < rhsNumel; ++i)
-      out[base + i] = op(lhs[base + i], rhs[i]);
+  if (rhsNumel == numel) {
+    detail::parallelChunks(numel, detail::kElementwiseGrain,
+                           [&](int64_t, int64_t b, int64_t e) {
+                             for (int64_t i = b; i < e; ++i)
+                               out[i] = op(lhs[i], rhs[i]);
+                           });
+    return;
+  }
+  // Chunks of whole repetitions of rhs.
+  const int64_t reps = numel / rhsNumel;
+  detail::parallelChunks(
+      reps, std::max<int64_t>(1, detail::kElementwiseGrain / rhsNumel),
+      [&](int64_t, int64_t b, int64_t e) {
+        for (int64_t base = b * rhsNumel; base < e * rhsNumel; base += rhsNumel)
+          for (int64_t i = 0; i < rhsNumel; ++i)
+            out[base + i] = op(lhs[base + i], rhs[i]);
+      });
 }
 
 /// A run of adjacent dims that are all reduced or all kept, merged into one.

@@ -4,10 +4,12 @@
 
 #include "Check.h"
 #include "Instantiate.h"
+#include "Parallel.h"
 #include "Softmax.h"
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace autoshard::runtime::cpu {
 namespace {
@@ -27,18 +29,33 @@ int64_t checkCrossEntropy(const char *op, const I *labels,
   return vocab;
 }
 
+/// Tokens per parallel chunk: about kElementwiseGrain logits.
+int64_t tokenGrain(int64_t classes) {
+  return std::max<int64_t>(1, detail::kElementwiseGrain / classes);
+}
+
 } // namespace
 
 template <typename T, typename I>
 double crossEntropy(const T *logits, const I *labels,
                     const CrossEntropyShape &shape) {
   const int64_t vocab = checkCrossEntropy("cross_entropy", labels, shape);
+  // Per-chunk sums added in chunk order: the same on any thread count.
+  const int64_t grain = tokenGrain(shape.classes);
+  std::vector<double> partial(detail::chunkCount(shape.tokens, grain), 0.0);
+  detail::parallelChunks(shape.tokens, grain,
+                         [&](int64_t c, int64_t b, int64_t e) {
+                           double sum = 0.0;
+                           for (int64_t t = b; t < e; ++t) {
+                             const T *row = logits + t * shape.classes;
+                             sum += detail::logSumExp(row, vocab) -
+                                    static_cast<double>(row[labels[t]]);
+                           }
+                           partial[c] = sum;
+                         });
   double total = 0.0;
-  for (int64_t t = 0; t < shape.tokens; ++t) {
-    const T *row = logits + t * shape.classes;
-    total +=
-        detail::logSumExp(row, vocab) - static_cast<double>(row[labels[t]]);
-  }
+  for (double p : partial)
+    total += p;
   return total / static_cast<double>(shape.tokens);
 }
 
@@ -47,17 +64,21 @@ void crossEntropyGrad(double dloss, const T *logits, const I *labels,
                       T *dlogits, const CrossEntropyShape &shape) {
   const int64_t vocab = checkCrossEntropy("cross_entropy_grad", labels, shape);
   const double perToken = dloss / static_cast<double>(shape.tokens);
-  for (int64_t t = 0; t < shape.tokens; ++t) {
-    const T *row = logits + t * shape.classes;
-    T *drow = dlogits + t * shape.classes;
-    const double lse = detail::logSumExp(row, vocab);
-    const int64_t label = static_cast<int64_t>(labels[t]);
-    for (int64_t c = 0; c < vocab; ++c) {
-      const double p = std::exp(static_cast<double>(row[c]) - lse);
-      drow[c] = static_cast<T>(perToken * (c == label ? p - 1.0 : p));
-    }
-    std::fill(drow + vocab, drow + shape.classes, T(0));
-  }
+  detail::parallelChunks(
+      shape.tokens, tokenGrain(shape.classes),
+      [&](int64_t, int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+          const T *row = logits + t * shape.classes;
+          T *drow = dlogits + t * shape.classes;
+          const double lse = detail::logSumExp(row, vocab);
+          const int64_t label = static_cast<int64_t>(labels[t]);
+          for (int64_t c = 0; c < vocab; ++c) {
+            const double p = std::exp(static_cast<double>(row[c]) - lse);
+            drow[c] = static_cast<T>(perToken * (c == label ? p - 1.0 : p));
+          }
+          std::fill(drow + vocab, drow + shape.classes, T(0));
+        }
+      });
 }
 
 #define INSTANTIATE(T, I)                                                      \

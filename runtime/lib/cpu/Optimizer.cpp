@@ -4,17 +4,28 @@
 
 #include "Check.h"
 #include "Instantiate.h"
+#include "Parallel.h"
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace autoshard::runtime::cpu {
 
 template <typename T> double sumSquares(const T *x, int64_t numel) {
   detail::checkAtLeast("sum_squares", "numel", numel, 0);
+  // Per-chunk sums added in chunk order: the same on any thread count.
+  const int64_t grain = detail::kElementwiseGrain;
+  std::vector<double> partial(detail::chunkCount(numel, grain), 0.0);
+  detail::parallelChunks(numel, grain, [&](int64_t c, int64_t b, int64_t e) {
+    double sum = 0.0;
+    for (int64_t i = b; i < e; ++i)
+      sum += static_cast<double>(x[i]) * x[i];
+    partial[c] = sum;
+  });
   double sum = 0.0;
-  for (int64_t i = 0; i < numel; ++i)
-    sum += static_cast<double>(x[i]) * x[i];
+  for (double p : partial)
+    sum += p;
   return sum;
 }
 
@@ -46,15 +57,18 @@ void adamw(const T *param, const G *grad, const T *m, const T *v, T *newParam,
   const T invSqrtBc2 =
       static_cast<T>(1.0 / std::sqrt(1.0 - std::pow(p.beta2, t)));
   const T eps = static_cast<T>(p.epsilon);
-  for (int64_t i = 0; i < numel; ++i) {
-    const T g = static_cast<T>(grad[i]) * gradScale;
-    const T mi = beta1 * m[i] + oneMinusBeta1 * g;
-    const T vi = beta2 * v[i] + oneMinusBeta2 * g * g;
-    const T denom = std::sqrt(vi) * invSqrtBc2 + eps;
-    newParam[i] = param[i] * decay - stepSize * mi / denom;
-    newM[i] = mi;
-    newV[i] = vi;
-  }
+  detail::parallelChunks(
+      numel, detail::kElementwiseGrain, [&](int64_t, int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const T g = static_cast<T>(grad[i]) * gradScale;
+          const T mi = beta1 * m[i] + oneMinusBeta1 * g;
+          const T vi = beta2 * v[i] + oneMinusBeta2 * g * g;
+          const T denom = std::sqrt(vi) * invSqrtBc2 + eps;
+          newParam[i] = param[i] * decay - stepSize * mi / denom;
+          newM[i] = mi;
+          newV[i] = vi;
+        }
+      });
 }
 
 #define INSTANTIATE(T) template double sumSquares<T>(const T *, int64_t);

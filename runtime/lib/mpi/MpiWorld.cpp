@@ -185,6 +185,14 @@ public:
     check(MPI_Comm_size(MPI_COMM_WORLD, &n), "MPI_Comm_size");
     rank_ = r;
     size_ = n;
+    MPI_Comm node;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r,
+                              MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type");
+    int local = 1;
+    check(MPI_Comm_size(node, &local), "MPI_Comm_size");
+    MPI_Comm_free(&node);
+    localSize_ = local;
   }
   ~MpiWorld() override {
     int finalized = 0;
@@ -195,6 +203,7 @@ public:
   std::string name() const override { return "mpi"; }
   int64_t rank() const override { return rank_; }
   int64_t size() const override { return size_; }
+  int64_t localSize() const override { return localSize_; }
   std::unique_ptr<Communicator> split(int64_t color, int64_t key) override {
     MPI_Comm comm;
     check(MPI_Comm_split(MPI_COMM_WORLD, toInt(color, "MPI_Comm_split"),
@@ -210,7 +219,7 @@ public:
 
 private:
   bool ownsMpi = false;
-  int64_t rank_ = 0, size_ = 1;
+  int64_t rank_ = 0, size_ = 1, localSize_ = 1;
 };
 
 } // namespace

@@ -4,6 +4,7 @@
 
 #if AUTOSHARD_HAVE_CPU_BACKEND
 #include "autoshard/runtime/CpuBackend.h"
+#include "autoshard/runtime/cpu/Threads.h"
 #endif
 #if AUTOSHARD_HAVE_CUDA_BACKEND
 #include "autoshard/runtime/cuda/CudaBackend.h"
@@ -57,6 +58,23 @@ std::unique_ptr<Backend> createBackend(const std::string &name) {
   throw std::runtime_error(
       "--backend '" + name +
       "' is not available (this build has: " + builtBackends() + ")");
+}
+
+std::string configureHostThreads(const std::string &name, int64_t requested,
+                                 int64_t localRanks) {
+#if AUTOSHARD_HAVE_CPU_BACKEND
+  if (name == "cpu") {
+    cpu::ThreadPolicy p = cpu::chooseThreadPolicy(static_cast<int>(requested),
+                                                  static_cast<int>(localRanks));
+    cpu::setKernelThreads(p.threads);
+    return "threads: " + cpu::describe(p) + ", GEMMs on " +
+           cpu::blasThreading();
+  }
+#endif
+  (void)name;
+  (void)requested;
+  (void)localRanks;
+  return "";
 }
 
 std::unique_ptr<CommWorld> createDeviceWorld(Backend &backend,

@@ -20,6 +20,14 @@ bool backendBuilt(const std::string &name);
 /// when it is not built or (cuda) no GPU is usable.
 std::unique_ptr<runtime::Backend> createBackend(const std::string &name);
 
+/// Applies the thread policy of backend `name`'s host kernels (the CPU
+/// backend: autoshard/runtime/cpu/Threads.h) for `localRanks` ranks of the
+/// job on this node, or `requested` threads per rank when > 0 (--threads),
+/// and returns the banner line ("threads: 2 per rank (...)"), empty for a
+/// backend without host kernels. Call before any kernel runs.
+std::string configureHostThreads(const std::string &name, int64_t requested,
+                                 int64_t localRanks);
+
 /// The world the backend communicates in: for the cuda backend in a job of
 /// several ranks, NCCL communicators bootstrapped through `hostWorld` (the
 /// MPI world); otherwise null (use `hostWorld` itself). Throws CommError.

@@ -102,6 +102,10 @@ file, character-level, and prints a sample of generated text at the end.
                        file; 200; 0: none)
   --temperature X      sampling temperature (0.8)
   --top-k N            sample among the N most likely characters (200)
+  --threads N          CPU kernel threads per rank (GEMMs and the other
+                       kernels share one OpenMP pool); default: the cores
+                       this rank may run on / the job's ranks on this node,
+                       at least 1 (the banner says what was chosen)
   --check-memory       poison dead/unwritten memory and fail on NaN
                        (also AUTOSHARD_CHECK_MEMORY=1); slow
   -h, --help           this text
@@ -171,6 +175,7 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--sample", integer(o.sample, 0)},
       {"--temperature", real(o.temperature, 1e-6)},
       {"--top-k", integer(o.topK, 1)},
+      {"--threads", integer(o.threads, 1)},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i], value;

@@ -48,6 +48,7 @@ struct Options {
   double temperature = 0.8;
   int64_t topK = 200;
   bool checkMemory = false;
+  int64_t threads = 0; ///< --threads: kernel threads per rank (0: derived).
   bool help = false;
 };
 

@@ -209,6 +209,8 @@ int runMain(Options opts, CommWorld *world) {
   Artifact artifact = loadArtifact(opts.artifact);
   std::unique_ptr<Backend> backendPtr = createBackend(opts.backend);
   Backend &backend = *backendPtr;
+  const std::string threads = configureHostThreads(
+      opts.backend, opts.threads, world ? world->localSize() : 1);
   // NCCL communicators for a multi-rank cuda run, bootstrapped over MPI.
   std::unique_ptr<CommWorld> deviceWorld = createDeviceWorld(backend, world);
   std::unique_ptr<CommContext> comm;
@@ -301,6 +303,8 @@ int runMain(Options opts, CommWorld *world) {
     std::printf("ranks: %lld (%s), mesh %s\n",
                 static_cast<long long>(world->size()), world->name().c_str(),
                 describeMesh(artifact.mesh).c_str());
+  if (!threads.empty())
+    std::printf("%s\n", threads.c_str());
   std::printf("data %s: %lld train / %lld val tokens, %s\n", opts.data.c_str(),
               static_cast<long long>(data.tokenCount(Split::Train)),
               static_cast<long long>(data.tokenCount(Split::Val)),

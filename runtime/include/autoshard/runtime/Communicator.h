@@ -108,6 +108,9 @@ public:
   virtual std::string name() const = 0;
   virtual int64_t rank() const = 0;
   virtual int64_t size() const = 0;
+  /// Ranks of the job on this rank's node (sharing its memory), >= 1: what
+  /// the CPU kernels' thread policy divides the node's cores by.
+  virtual int64_t localSize() const { return 1; }
   /// Collective over the world: the ranks that pass the same `color` form
   /// one Communicator, numbered by `key`.
   virtual std::unique_ptr<Communicator> split(int64_t color, int64_t key) = 0;

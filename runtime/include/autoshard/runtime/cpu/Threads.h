@@ -1,0 +1,54 @@
+//===- Threads.h - Thread policy of the CPU kernels -------------*- C++ -*-===//
+//
+// One OpenMP pool runs every CPU kernel of a process: the GEMMs (OpenBLAS's
+// OpenMP build) and the vectorised kernels of autoshard/runtime/cpu/. Its
+// size is the process's share of the cores, so that N ranks on one node run
+// N x threads <= cores threads and no idle pool spins on a core another rank
+// needs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_RUNTIME_CPU_THREADS_H
+#define AUTOSHARD_RUNTIME_CPU_THREADS_H
+
+#include <string>
+
+namespace autoshard::runtime::cpu {
+
+/// The threads one process gives its kernels, and why.
+struct ThreadPolicy {
+  int threads = 1;        ///< kernel threads of this process (>= 1)
+  int cores = 1;          ///< cores this process may run on (its affinity)
+  int localRanks = 1;     ///< ranks of the job on this node
+  bool requested = false; ///< set by the user (--threads), not derived
+};
+
+/// Cores this process may run on: the size of its affinity mask
+/// (sched_getaffinity), so a rank bound to cores by its launcher counts only
+/// those; at least 1.
+int usableCores();
+
+/// threads = requested when > 0, otherwise max(1, usableCores() /
+/// localRanks). Throws std::invalid_argument for requested < 0 or
+/// localRanks < 1, naming the value.
+ThreadPolicy chooseThreadPolicy(int requested, int localRanks);
+
+/// Sizes the one pool: OpenBLAS's GEMM threads and OpenMP's (both the same
+/// libgomp pool when OpenBLAS is its OpenMP build). threads >= 1, else
+/// std::invalid_argument.
+void setKernelThreads(int threads);
+
+/// The pool's current size (omp_get_max_threads()).
+int kernelThreads();
+
+/// One line for the run's banner, e.g. "2 per rank (2 cores, 1 rank on this
+/// node)" or "1 per rank (--threads 1; 2 cores, 1 rank on this node)".
+std::string describe(const ThreadPolicy &policy);
+
+/// "openblas-openmp", "openblas-pthread" or "openblas-serial": which OpenBLAS
+/// build the GEMMs run on (openblas_get_parallel()).
+std::string blasThreading();
+
+} // namespace autoshard::runtime::cpu
+
+#endif // AUTOSHARD_RUNTIME_CPU_THREADS_H

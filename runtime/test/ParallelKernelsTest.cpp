@@ -1,0 +1,215 @@
+//===- ParallelKernelsTest.cpp - Vectorised and threaded CPU kernels ------===//
+//
+// The float kernels take SLEEF's vector loops (AVX2 + FMA) and split their
+// work over the OpenMP pool. Checked here: they agree with the fp64
+// instantiation (the oracle) at every tail length and past one parallel
+// chunk, and their results are bitwise the same on 1, 2 and 3 threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/runtime/cpu/Kernels.h"
+#include "autoshard/runtime/cpu/Threads.h"
+
+#include "TestUtil.h"
+
+#include <omp.h>
+
+#include <cstring>
+
+using namespace autoshard::runtime::cpu;
+using namespace autoshard::runtime::test;
+
+namespace {
+
+constexpr double kRtol = 4e-6, kAtol = 1e-7;
+
+/// Restores the pool size a test changed.
+class ThreadCount {
+public:
+  explicit ThreadCount(int n) : saved(kernelThreads()) { setKernelThreads(n); }
+  ~ThreadCount() { setKernelThreads(saved); }
+
+private:
+  int saved;
+};
+
+/// Runs fn() on 1, 2 and 3 threads and expects bitwise equal results.
+template <typename Fn>
+void expectSameOnAnyThreadCount(const char *what, Fn fn) {
+  std::vector<std::vector<float>> first;
+  for (int threads : {1, 2, 3}) {
+    ThreadCount scope(threads);
+    std::vector<std::vector<float>> out = fn();
+    if (first.empty()) {
+      first = out;
+      continue;
+    }
+    ASSERT_EQ(out.size(), first.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      EXPECT_EQ(0, std::memcmp(out[i].data(), first[i].data(),
+                               out[i].size() * sizeof(float)))
+          << what << ": output " << i << " differs on " << threads
+          << " threads from 1 thread";
+  }
+}
+
+// Lengths with every tail modulo 8 and 16, and past one parallel chunk.
+const std::vector<int64_t> kLengths = {1, 7, 8, 9, 15, 17, 33, 40000};
+
+TEST(ParallelKernelsTest, ActivationsMatchTheFp64Oracle) {
+  for (int64_t n : kLengths) {
+    std::vector<float> x = convert<float>(randomVector(n, 11, -6, 6));
+    std::vector<float> dy = convert<float>(randomVector(n, 12, -2, 2));
+    std::vector<double> xd = convert<double>(x), dyd = convert<double>(dy);
+    for (bool tanhApprox : {false, true}) {
+      std::vector<float> y(n), dx(n);
+      std::vector<double> yd(n), dxd(n);
+      gelu(x.data(), y.data(), n, tanhApprox);
+      gelu(xd.data(), yd.data(), n, tanhApprox);
+      geluGrad(dy.data(), x.data(), dx.data(), n, tanhApprox);
+      geluGrad(dyd.data(), xd.data(), dxd.data(), n, tanhApprox);
+      const std::string tag =
+          (tanhApprox ? " tanh n=" : " n=") + std::to_string(n);
+      expectAllNear(y, yd, kRtol, kAtol, "gelu" + tag);
+      expectAllNear(dx, dxd, kRtol, kAtol, "gelu_grad" + tag);
+    }
+    std::vector<float> y(n), dx(n), dup(n);
+    std::vector<double> yd(n), dxd(n), dupd(n);
+    silu(x.data(), y.data(), n);
+    silu(xd.data(), yd.data(), n);
+    expectAllNear(y, yd, kRtol, kAtol, "silu n=" + std::to_string(n));
+    siluGrad(dy.data(), x.data(), dx.data(), n);
+    siluGrad(dyd.data(), xd.data(), dxd.data(), n);
+    expectAllNear(dx, dxd, kRtol, kAtol, "silu_grad n=" + std::to_string(n));
+    swiglu(x.data(), dy.data(), y.data(), n);
+    swiglu(xd.data(), dyd.data(), yd.data(), n);
+    expectAllNear(y, yd, kRtol, kAtol, "swiglu n=" + std::to_string(n));
+    swigluGrad(dy.data(), x.data(), dy.data(), dx.data(), dup.data(), n);
+    swigluGrad(dyd.data(), xd.data(), dyd.data(), dxd.data(), dupd.data(), n);
+    expectAllNear(dx, dxd, kRtol, kAtol, "swiglu dgate n=" + std::to_string(n));
+    expectAllNear(dup, dupd, kRtol, kAtol, "swiglu dup n=" + std::to_string(n));
+  }
+}
+
+TEST(ParallelKernelsTest, GeluExtremesStayFinite) {
+  std::vector<float> x = {-100.f, -20.f, -9.f,  0.f,   9.f,
+                          20.f,   100.f, 3e38f, -3e38f};
+  std::vector<float> y(x.size()), dx(x.size()), dy(x.size(), 1.f);
+  gelu(x.data(), y.data(), x.size(), false);
+  geluGrad(dy.data(), x.data(), dx.data(), x.size(), false);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(y[i])) << "gelu(" << x[i] << ") = " << y[i];
+    EXPECT_TRUE(std::isfinite(dx[i])) << "gelu'(" << x[i] << ") = " << dx[i];
+  }
+  EXPECT_EQ(y[0], 0.f);
+  EXPECT_EQ(y[6], 100.f);
+}
+
+AttentionShape attentionShape() {
+  AttentionShape s;
+  s.batch = 3;
+  s.seqQ = s.seqK = 70; // two query blocks, the second a partial one
+  s.heads = 4;
+  s.kvHeads = 2;
+  s.headDim = 16;
+  s.causal = true;
+  s.scale = 0.25;
+  return s;
+}
+
+std::vector<std::vector<float>> runAttention() {
+  const AttentionShape s = attentionShape();
+  const int64_t qn = s.batch * s.seqQ * s.heads * s.headDim;
+  const int64_t kn = s.batch * s.seqK * s.kvHeads * s.headDim;
+  std::vector<float> q = convert<float>(randomVector(qn, 21));
+  std::vector<float> k = convert<float>(randomVector(kn, 22));
+  std::vector<float> v = convert<float>(randomVector(kn, 23));
+  std::vector<float> dout = convert<float>(randomVector(qn, 24));
+  std::vector<float> out(qn), lse(s.batch * s.heads * s.seqQ), dq(qn), dk(kn),
+      dv(kn);
+  attention(q.data(), k.data(), v.data(), out.data(), lse.data(), s);
+  attentionGrad(dout.data(), q.data(), k.data(), v.data(), out.data(),
+                lse.data(), dq.data(), dk.data(), dv.data(), s);
+  return {out, lse, dq, dk, dv};
+}
+
+TEST(ParallelKernelsTest, AttentionMatchesTheFp64Oracle) {
+  const AttentionShape s = attentionShape();
+  std::vector<std::vector<float>> f = runAttention();
+  const int64_t qn = s.batch * s.seqQ * s.heads * s.headDim;
+  const int64_t kn = s.batch * s.seqK * s.kvHeads * s.headDim;
+  std::vector<double> q = convert<double>(convert<float>(randomVector(qn, 21)));
+  std::vector<double> k = convert<double>(convert<float>(randomVector(kn, 22)));
+  std::vector<double> v = convert<double>(convert<float>(randomVector(kn, 23)));
+  std::vector<double> dout =
+      convert<double>(convert<float>(randomVector(qn, 24)));
+  std::vector<double> out(qn), lse(s.batch * s.heads * s.seqQ), dq(qn), dk(kn),
+      dv(kn);
+  attention(q.data(), k.data(), v.data(), out.data(), lse.data(), s);
+  attentionGrad(dout.data(), q.data(), k.data(), v.data(), out.data(),
+                lse.data(), dq.data(), dk.data(), dv.data(), s);
+  expectAllNear(f[0], out, 2e-5, 2e-6, "attention out");
+  expectAllNear(f[1], lse, 2e-5, 2e-6, "attention lse");
+  expectAllNear(f[2], dq, 2e-5, 2e-6, "attention dq");
+  expectAllNear(f[3], dk, 2e-5, 2e-6, "attention dk");
+  expectAllNear(f[4], dv, 2e-5, 2e-6, "attention dv");
+}
+
+TEST(ParallelKernelsTest, AttentionIsBitwiseTheSameOnAnyThreadCount) {
+  expectSameOnAnyThreadCount("attention", runAttention);
+}
+
+TEST(ParallelKernelsTest, ReductionsAreBitwiseTheSameOnAnyThreadCount) {
+  const int64_t rows = 600, hidden = 96, n = rows * hidden;
+  std::vector<float> x = convert<float>(randomVector(n, 31));
+  std::vector<float> dy = convert<float>(randomVector(n, 32));
+  std::vector<float> gamma = convert<float>(randomVector(hidden, 33, 0.5, 1.5));
+  std::vector<float> beta = convert<float>(randomVector(hidden, 34));
+  std::vector<int32_t> labels = randomIds<int32_t>(rows, 90, 35);
+  std::vector<float> v0 = convert<float>(randomVector(n, 36, 0.0, 1e-3));
+  expectSameOnAnyThreadCount("norms, loss, sum_squares, adamw", [&] {
+    std::vector<float> y(n), dx(n), dg(hidden), db(hidden), ry(n), rdx(n),
+        rdg(hidden), dl(n), p(n), m(n), v(n);
+    layerNorm(x.data(), gamma.data(), beta.data(), y.data(), rows, hidden,
+              1e-5);
+    layerNormGrad(dy.data(), x.data(), gamma.data(), dx.data(), dg.data(),
+                  db.data(), rows, hidden, 1e-5);
+    rmsNorm(x.data(), gamma.data(), ry.data(), rows, hidden, 1e-6);
+    rmsNormGrad(dy.data(), x.data(), gamma.data(), rdx.data(), rdg.data(), rows,
+                hidden, 1e-6);
+    CrossEntropyShape ce{rows, hidden, 90};
+    const float loss =
+        static_cast<float>(crossEntropy(x.data(), labels.data(), ce));
+    crossEntropyGrad(1.0, x.data(), labels.data(), dl.data(), ce);
+    const float sq = static_cast<float>(sumSquares(x.data(), n));
+    AdamWParams hp;
+    hp.lr = 1e-3;
+    hp.step = 3;
+    adamw(x.data(), dy.data(), y.data(), v0.data(), p.data(), m.data(),
+          v.data(), n, hp);
+    return std::vector<std::vector<float>>{y,   dx, dg,         db, ry, rdx,
+                                           rdg, dl, {loss, sq}, p,  m,  v};
+  });
+}
+
+TEST(ParallelKernelsTest, ThreadPolicyDividesTheCores) {
+  const int cores = usableCores();
+  EXPECT_GE(cores, 1);
+  ThreadPolicy one = chooseThreadPolicy(0, 1);
+  EXPECT_EQ(one.threads, cores);
+  EXPECT_FALSE(one.requested);
+  ThreadPolicy many = chooseThreadPolicy(0, 4 * cores);
+  EXPECT_EQ(many.threads, 1); // never 0
+  EXPECT_NE(describe(many).find("on this node"), std::string::npos);
+  ThreadPolicy forced = chooseThreadPolicy(3, 2);
+  EXPECT_EQ(forced.threads, 3);
+  EXPECT_TRUE(forced.requested);
+  EXPECT_NE(describe(forced).find("--threads 3"), std::string::npos);
+  EXPECT_THROW(chooseThreadPolicy(-1, 1), std::invalid_argument);
+  EXPECT_THROW(chooseThreadPolicy(0, 0), std::invalid_argument);
+  EXPECT_THROW(setKernelThreads(0), std::invalid_argument);
+  ThreadCount scope(2);
+  EXPECT_EQ(kernelThreads(), 2);
+}
+
+} // namespace
