@@ -25,8 +25,8 @@ APT_PACKAGES=(
   # Runtime: MPI for CPU collectives, OpenBLAS for CPU GEMMs, JSON.
   openmpi-bin libopenmpi-dev libopenblas-dev nlohmann-json3-dev
   # CPU kernels: OpenBLAS's OpenMP build (one thread pool with our OpenMP
-  # kernels) and SLEEF's vector math.
-  libopenblas-openmp-dev libsleef-dev
+  # kernels), SLEEF's vector math, oneDNN's eltwise GELU.
+  libopenblas-openmp-dev libsleef-dev libdnnl-dev
   # Checkpoint checksums (header-only use).
   libxxhash-dev
   # Tests.

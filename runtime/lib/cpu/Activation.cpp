@@ -4,6 +4,7 @@
 
 #include "Check.h"
 #include "Instantiate.h"
+#include "OneDnnEltwise.h"
 #include "Parallel.h"
 #include "VecMath.h"
 
@@ -93,6 +94,14 @@ template <typename T> T geluTanhDerivative(T x) {
 
 template <typename T>
 void gelu(const T *x, T *y, int64_t numel, bool tanhApprox) {
+#if AUTOSHARD_HAVE_ONEDNN
+  if constexpr (std::is_same_v<T, float>) {
+    if (!tanhApprox && detail::hasOneDnn()) {
+      detail::checkAtLeast("gelu", "numel", numel, 0);
+      return detail::oneDnnGeluErf(x, y, numel);
+    }
+  }
+#endif
 #if AUTOSHARD_HAVE_SLEEF_AVX2
   if constexpr (std::is_same_v<T, float>) {
     if (vectorised<T>())
@@ -110,6 +119,14 @@ void gelu(const T *x, T *y, int64_t numel, bool tanhApprox) {
 
 template <typename T>
 void geluGrad(const T *dy, const T *x, T *dx, int64_t numel, bool tanhApprox) {
+#if AUTOSHARD_HAVE_ONEDNN
+  if constexpr (std::is_same_v<T, float>) {
+    if (!tanhApprox && detail::hasOneDnn()) {
+      detail::checkAtLeast("gelu_grad", "numel", numel, 0);
+      return detail::oneDnnGeluErfGrad(dy, x, dx, numel);
+    }
+  }
+#endif
 #if AUTOSHARD_HAVE_SLEEF_AVX2
   if constexpr (std::is_same_v<T, float>) {
     if (vectorised<T>())
