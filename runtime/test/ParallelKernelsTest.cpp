@@ -163,6 +163,25 @@ TEST(ParallelKernelsTest, AttentionIsBitwiseTheSameOnAnyThreadCount) {
   expectSameOnAnyThreadCount("attention", runAttention);
 }
 
+TEST(ParallelKernelsTest, ActivationsAreBitwiseTheSameOnAnyThreadCount) {
+  const int64_t n = 3 * 40000 + 5; // several chunks and a ragged tail
+  std::vector<float> x = convert<float>(randomVector(n, 21, -6, 6));
+  std::vector<float> up = convert<float>(randomVector(n, 22, -3, 3));
+  std::vector<float> dy = convert<float>(randomVector(n, 23, -2, 2));
+  expectSameOnAnyThreadCount("gelu, silu, swiglu and their gradients", [&] {
+    std::vector<std::vector<float>> out(9, std::vector<float>(n));
+    gelu(x.data(), out[0].data(), n, /*tanhApprox=*/false);
+    gelu(x.data(), out[1].data(), n, /*tanhApprox=*/true);
+    geluGrad(dy.data(), x.data(), out[2].data(), n, false);
+    geluGrad(dy.data(), x.data(), out[3].data(), n, true);
+    silu(x.data(), out[4].data(), n);
+    siluGrad(dy.data(), x.data(), out[5].data(), n);
+    swiglu(x.data(), up.data(), out[6].data(), n);
+    swigluGrad(dy.data(), x.data(), up.data(), out[7].data(), out[8].data(), n);
+    return out;
+  });
+}
+
 TEST(ParallelKernelsTest, ReductionsAreBitwiseTheSameOnAnyThreadCount) {
   const int64_t rows = 600, hidden = 96, n = rows * hidden;
   std::vector<float> x = convert<float>(randomVector(n, 31));
@@ -205,6 +224,10 @@ TEST(ParallelKernelsTest, ThreadPolicyDividesTheCores) {
   ThreadPolicy many = chooseThreadPolicy(0, 4 * cores);
   EXPECT_EQ(many.threads, 1); // never 0
   EXPECT_NE(describe(many).find("on this node"), std::string::npos);
+  const std::string over = "oversubscribed: " + std::to_string(4 * cores) +
+                           " threads on " + std::to_string(cores);
+  EXPECT_NE(describe(many).find(over), std::string::npos) << describe(many);
+  EXPECT_EQ(describe(one).find("oversubscribed"), std::string::npos);
   ThreadPolicy forced = chooseThreadPolicy(3, 2);
   EXPECT_EQ(forced.threads, 3);
   EXPECT_TRUE(forced.requested);

@@ -22,12 +22,6 @@ constexpr double kGeluTanhCubic = 0.044715;
 using detail::kElementwiseGrain;
 using detail::parallelChunks;
 
-/// The float fast path (SLEEF on AVX2 + FMA) is taken when it exists; the
-/// templates below stay the fallback and the fp64 oracle.
-template <typename T> bool vectorised() {
-  return std::is_same_v<T, float> && detail::hasAvx2Fma();
-}
-
 /// y[i] = f(x[i]); the functor is inlined, no per-element indirect call.
 template <typename T, typename F>
 void mapUnary(const char *op, const T *x, T *y, int64_t numel, F f) {
@@ -90,27 +84,39 @@ template <typename T> T geluTanhDerivative(T x) {
   return s + T(2) * x * s * (T(1) - s) * dInner;
 }
 
+/// Runs the float SLEEF loop `loop(offset, count)` over the chunks of
+/// [0, numel) and returns true when T is float and this build and CPU have
+/// AVX2 + FMA; otherwise does nothing and returns false. `loop` takes `auto`
+/// offsets so that its body is instantiated only for float.
+template <typename T, typename L>
+bool vectorLoop(const char *op, int64_t numel, L loop) {
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (detail::hasAvx2Fma()) {
+      vectorChunks(op, numel, loop);
+      return true;
+    }
+  }
+#endif
+  (void)op, (void)numel, (void)loop;
+  return false;
+}
+
 } // namespace
 
 template <typename T>
 void gelu(const T *x, T *y, int64_t numel, bool tanhApprox) {
+  detail::checkAtLeast("gelu", "numel", numel, 0);
 #if AUTOSHARD_HAVE_ONEDNN
-  if constexpr (std::is_same_v<T, float>) {
-    if (!tanhApprox && detail::hasOneDnn()) {
-      detail::checkAtLeast("gelu", "numel", numel, 0);
+  if constexpr (std::is_same_v<T, float>)
+    if (!tanhApprox && detail::hasOneDnn())
       return detail::oneDnnGeluErf(x, y, numel);
-    }
-  }
 #endif
-#if AUTOSHARD_HAVE_SLEEF_AVX2
-  if constexpr (std::is_same_v<T, float>) {
-    if (vectorised<T>())
-      return vectorChunks("gelu", numel, [&](int64_t at, int64_t n) {
+  if (vectorLoop<T>("gelu", numel, [&](auto at, int64_t n) {
         (tanhApprox ? detail::avx2::geluTanh
                     : detail::avx2::geluExact)(x + at, y + at, n);
-      });
-  }
-#endif
+      }))
+    return;
   if (tanhApprox)
     mapUnary("gelu", x, y, numel, geluTanh<T>);
   else
@@ -119,23 +125,17 @@ void gelu(const T *x, T *y, int64_t numel, bool tanhApprox) {
 
 template <typename T>
 void geluGrad(const T *dy, const T *x, T *dx, int64_t numel, bool tanhApprox) {
+  detail::checkAtLeast("gelu_grad", "numel", numel, 0);
 #if AUTOSHARD_HAVE_ONEDNN
-  if constexpr (std::is_same_v<T, float>) {
-    if (!tanhApprox && detail::hasOneDnn()) {
-      detail::checkAtLeast("gelu_grad", "numel", numel, 0);
+  if constexpr (std::is_same_v<T, float>)
+    if (!tanhApprox && detail::hasOneDnn())
       return detail::oneDnnGeluErfGrad(dy, x, dx, numel);
-    }
-  }
 #endif
-#if AUTOSHARD_HAVE_SLEEF_AVX2
-  if constexpr (std::is_same_v<T, float>) {
-    if (vectorised<T>())
-      return vectorChunks("gelu_grad", numel, [&](int64_t at, int64_t n) {
+  if (vectorLoop<T>("gelu_grad", numel, [&](auto at, int64_t n) {
         (tanhApprox ? detail::avx2::geluTanhGrad
                     : detail::avx2::geluExactGrad)(dy + at, x + at, dx + at, n);
-      });
-  }
-#endif
+      }))
+    return;
   if (tanhApprox)
     mapGrad("gelu_grad", dy, x, dx, numel, geluTanhDerivative<T>);
   else
@@ -143,40 +143,28 @@ void geluGrad(const T *dy, const T *x, T *dx, int64_t numel, bool tanhApprox) {
 }
 
 template <typename T> void silu(const T *x, T *y, int64_t numel) {
-#if AUTOSHARD_HAVE_SLEEF_AVX2
-  if constexpr (std::is_same_v<T, float>) {
-    if (vectorised<T>())
-      return vectorChunks("silu", numel, [&](int64_t at, int64_t n) {
+  if (vectorLoop<T>("silu", numel, [&](auto at, int64_t n) {
         detail::avx2::silu(x + at, y + at, n);
-      });
-  }
-#endif
+      }))
+    return;
   mapUnary("silu", x, y, numel, siluValue<T>);
 }
 
 template <typename T>
 void siluGrad(const T *dy, const T *x, T *dx, int64_t numel) {
-#if AUTOSHARD_HAVE_SLEEF_AVX2
-  if constexpr (std::is_same_v<T, float>) {
-    if (vectorised<T>())
-      return vectorChunks("silu_grad", numel, [&](int64_t at, int64_t n) {
+  if (vectorLoop<T>("silu_grad", numel, [&](auto at, int64_t n) {
         detail::avx2::siluGrad(dy + at, x + at, dx + at, n);
-      });
-  }
-#endif
+      }))
+    return;
   mapGrad("silu_grad", dy, x, dx, numel, siluDerivative<T>);
 }
 
 template <typename T>
 void swiglu(const T *gate, const T *up, T *y, int64_t numel) {
-#if AUTOSHARD_HAVE_SLEEF_AVX2
-  if constexpr (std::is_same_v<T, float>) {
-    if (vectorised<T>())
-      return vectorChunks("swiglu", numel, [&](int64_t at, int64_t n) {
+  if (vectorLoop<T>("swiglu", numel, [&](auto at, int64_t n) {
         detail::avx2::swiglu(gate + at, up + at, y + at, n);
-      });
-  }
-#endif
+      }))
+    return;
   vectorChunks("swiglu", numel, [&](int64_t at, int64_t n) {
     for (int64_t i = at; i < at + n; ++i)
       y[i] = siluValue(gate[i]) * up[i];
@@ -186,15 +174,11 @@ void swiglu(const T *gate, const T *up, T *y, int64_t numel) {
 template <typename T>
 void swigluGrad(const T *dy, const T *gate, const T *up, T *dgate, T *dup,
                 int64_t numel) {
-#if AUTOSHARD_HAVE_SLEEF_AVX2
-  if constexpr (std::is_same_v<T, float>) {
-    if (vectorised<T>())
-      return vectorChunks("swiglu_grad", numel, [&](int64_t at, int64_t n) {
+  if (vectorLoop<T>("swiglu_grad", numel, [&](auto at, int64_t n) {
         detail::avx2::swigluGrad(dy + at, gate + at, up + at, dgate + at,
                                  dup + at, n);
-      });
-  }
-#endif
+      }))
+    return;
   vectorChunks("swiglu_grad", numel, [&](int64_t at, int64_t n) {
     for (int64_t i = at; i < at + n; ++i) {
       const T g = gate[i];

@@ -1,5 +1,4 @@
-//===- Parallel.h - Deterministic parallel loops of the CPU kernels -*- C++
-//-*-===//
+//===- Parallel.h - Deterministic parallel loops of CPU kernels -*- C++ -*-===//
 //
 // Kernels split their work into chunks whose boundaries depend only on the
 // problem size, never on the thread count; a kernel that reduces inside a

@@ -47,7 +47,9 @@ std::string describe(const ThreadPolicy &p) {
        std::to_string(p.localRanks) + (p.localRanks == 1 ? " rank" : " ranks") +
        " on this node)";
   if (p.threads * p.localRanks > p.cores)
-    s += ", oversubscribed";
+    s += ", oversubscribed: " + std::to_string(p.threads * p.localRanks) +
+         " threads on " + std::to_string(p.cores) +
+         (p.cores == 1 ? " core" : " cores");
   return s;
 }
 
