@@ -40,6 +40,8 @@
 // CHECK: memory check: on
 // CHECK: final train loss {{[0-9.]+}}
 // CHECK: peak {{.*}} ([[PEAK:[0-9]+]] bytes, predicted [[PEAK]])
+// Each of the 4 ranks reports its peak resident set.
+// CHECK: peak RSS per rank (MiB): {{[1-9][0-9]*, [1-9][0-9]*, [1-9][0-9]*, [1-9][0-9]*$}}
 
 // LOSS: step 0: {{.*}} ok
 // LOSS: step 1: {{.*}} ok

@@ -2,6 +2,10 @@
 
 #include "Reporting.h"
 
+#include "autoshard/runtime/Communicator.h"
+
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <string_view>
@@ -75,6 +79,17 @@ void TraceRecorder::record(std::string_view name, std::string_view function,
 void TraceRecorder::span(const std::string &name, double startUs,
                          double durUs) {
   trace.add(name, "step", startUs - epochUs, durUs);
+}
+
+std::vector<double> peakRssMiBPerRank(runtime::CommContext *comm) {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  double mine = static_cast<double>(usage.ru_maxrss) / 1024.0; // KiB on Linux
+  if (!comm || comm->world().size() <= 1)
+    return {mine};
+  std::vector<double> all(comm->world().size());
+  comm->all().allGather(&mine, all.data(), sizeof(double))->wait();
+  return all;
 }
 
 std::string formatBytes(int64_t bytes) {

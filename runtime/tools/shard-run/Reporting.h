@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace autoshard::shardrun {
 
@@ -49,6 +50,12 @@ private:
   runtime::ChromeTrace &trace;
   double epochUs;
 };
+
+/// Each rank's peak resident set so far in MiB (getrusage's ru_maxrss:
+/// heap, stacks, libraries and MPI buffers, not only the executor's
+/// allocations), indexed by world rank. Collective over the world when
+/// `comm` has more than one rank; `comm` may be null (one process).
+std::vector<double> peakRssMiBPerRank(runtime::CommContext *comm);
 
 /// "1.23 MiB" style byte counts.
 std::string formatBytes(int64_t bytes);

@@ -381,6 +381,11 @@ int runMain(Options opts, CommWorld *world) {
               s.tokensPerS, s.wallS, formatBytes(s.peakBytes).c_str(),
               static_cast<long long>(s.peakBytes),
               static_cast<long long>(predictedPeak(artifact, executor)));
+  std::vector<double> rss = peakRssMiBPerRank(executor.comm());
+  std::string rssLine;
+  for (size_t r = 0; r < rss.size(); ++r)
+    rssLine += (r ? ", " : "") + std::to_string(static_cast<int64_t>(rss[r]));
+  std::printf("peak RSS per rank (MiB): %s\n", rssLine.c_str());
   if (!opts.saveParams.empty()) {
     saveParams(executor, opts.saveParams, opts.steps);
     std::printf("parameters after step %lld: %s\n",
@@ -389,14 +394,15 @@ int runMain(Options opts, CommWorld *world) {
   if (!opts.trace.empty())
     std::printf("trace of step %lld: %s\n",
                 static_cast<long long>(opts.traceStep), opts.trace.c_str());
-  nlohmann::json sampled = nlohmann::json::object();
+  nlohmann::json finalFields = nlohmann::json::object();
   if (opts.sample > 0) {
     std::string text = sampler->generate();
     std::printf("sample:\n%s\n", text.c_str());
-    sampled = {{"sample_prompt", sampler->prompt()},
-               {"sample_tokens", sampler->tokens()}};
+    finalFields = {{"sample_prompt", sampler->prompt()},
+                   {"sample_tokens", sampler->tokens()}};
   }
-  trainer.logFinal(sampled);
+  finalFields["peak_rss_mib_per_rank"] = rss;
+  trainer.logFinal(finalFields);
   return 0;
 }
 
