@@ -4,11 +4,21 @@
 # configures and builds everything into build/ (ccache when present).
 #
 #   scripts/setup.sh            # install + configure + build
+#   scripts/setup.sh --jax      # also the JAX venv of bench/cpu_peers
 #   BUILD_DIR=build-x scripts/setup.sh
 #
 # Environment: BUILD_DIR (default build), JOBS (default 2),
-# AUTOSHARD_SKIP_APT=1 to skip package installation.
+# AUTOSHARD_SKIP_APT=1 to skip package installation, AUTOSHARD_JAX_VENV
+# (default ~/.cache/autoshard-jax-venv).
 set -euo pipefail
+
+WANT_JAX=0
+for arg in "$@"; do
+  case $arg in
+    --jax) WANT_JAX=1 ;;
+    *) echo "setup.sh: error: unknown argument '$arg' (expected --jax)" >&2; exit 2 ;;
+  esac
+done
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
@@ -82,6 +92,21 @@ print("torch==" + torch.__version__.split("+")[0] + " transformers==" + transfor
     "$PEER_VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/python/requirements-peer.txt"
   else
     log "peer venv present ($PEER_VENV: $peer_have)"
+  fi
+fi
+
+# --- JAX venv of the CPU peer benchmark (bench/cpu_peers/jax_peer.py) --------
+if [[ $WANT_JAX == 1 ]]; then
+  JAX_VENV=${AUTOSHARD_JAX_VENV:-$HOME/.cache/autoshard-jax-venv}
+  jax_want=$(grep -E '^(jax|optax)==' "$ROOT/python/requirements-jax.txt" | sort | tr '\n' ' ')
+  jax_have=$("$JAX_VENV/bin/python" -c 'import jax, optax
+print("jax==" + jax.__version__ + " optax==" + optax.__version__ + " ")' 2>/dev/null || true)
+  if [[ "$jax_have" != "$jax_want" ]]; then
+    log "installing the JAX venv in $JAX_VENV"
+    [[ -x $JAX_VENV/bin/python ]] || "$PY" -m venv "$JAX_VENV"
+    "$JAX_VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/python/requirements-jax.txt"
+  else
+    log "JAX venv present ($JAX_VENV: $jax_have)"
   fi
 fi
 

@@ -1,4 +1,5 @@
-"""Shared pieces of the peer scripts (numpy + stdlib only): the options, the
+"""Shared pieces of the peer scripts (stdlib; numpy for CharData only, so
+that run.py runs on any python3): the options, the
 data, the learning-rate schedule and the final JSON line.
 
 Mirrors autoshard's nanoGPT CPU recipe (scripts/train.sh without --plan):
@@ -19,8 +20,6 @@ import math
 import os
 import resource
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
@@ -84,6 +83,9 @@ class CharData:
     """nanoGPT's shakespeare_char: sorted distinct characters, 90/10 split."""
 
     def __init__(self, path: str, seq: int, batch: int, seed: int, eval_iters: int):
+        import numpy as np
+
+        self.np = np
         text = Path(path).read_bytes()
         chars = sorted(set(text))
         self.vocab = len(chars)
@@ -99,7 +101,8 @@ class CharData:
         # Fixed validation batches: every evaluation sees the same windows.
         self.val_batches = [self._windows(self.val, vrng) for _ in range(eval_iters)]
 
-    def _windows(self, data: np.ndarray, rng: np.random.Generator):
+    def _windows(self, data, rng):
+        np = self.np
         starts = rng.integers(0, len(data) - self.seq, size=self.batch)
         idx = starts[:, None] + np.arange(self.seq + 1)[None, :]
         w = data[idx]
