@@ -15,6 +15,8 @@
 #include <omp.h>
 
 #include <cstring>
+#include <tuple>
+#include <utility>
 
 using namespace autoshard::runtime::cpu;
 using namespace autoshard::runtime::test;
@@ -178,6 +180,34 @@ TEST(ParallelKernelsTest, ActivationsAreBitwiseTheSameOnAnyThreadCount) {
     siluGrad(dy.data(), x.data(), out[5].data(), n);
     swiglu(x.data(), up.data(), out[6].data(), n);
     swigluGrad(dy.data(), x.data(), up.data(), out[7].data(), out[8].data(), n);
+    return out;
+  });
+}
+
+// The main job's GEMM shapes (768 rows of 128 / 512 features, transposed
+// operands of the backward, and the weight gradients, whose k = 768 rows
+// is where a BLAS could split the reduction by thread).
+TEST(ParallelKernelsTest, MatmulsAreBitwiseTheSameOnAnyThreadCount) {
+  const int64_t rows = 768, h = 128, f = 512;
+  std::vector<float> x = convert<float>(randomVector(rows * f, 41));
+  std::vector<float> w = convert<float>(randomVector(f * f, 42));
+  std::vector<float> dy = convert<float>(randomVector(rows * f, 43));
+  expectSameOnAnyThreadCount("matmul, matmul_wgrad", [&] {
+    std::vector<std::vector<float>> out;
+    for (auto [k, n, tl, tr] :
+         {std::tuple{h, h, false, false}, {h, f, false, false},
+          {f, h, false, true}, {h, f, true, false}}) {
+      MatmulShape s;
+      s.m = rows, s.k = k, s.n = n, s.transposeLhs = tl, s.transposeRhs = tr;
+      if (tl) // lhs [k, m]: a [128, 768] operand, as attention's dK
+        s.m = h, s.k = rows, s.n = n;
+      out.emplace_back(s.m * s.n);
+      matmul(tl ? dy.data() : x.data(), w.data(), out.back().data(), s);
+    }
+    for (auto [k, n] : {std::pair{h, h}, {h, f}, {f, h}}) {
+      out.emplace_back(k * n);
+      matmulWgrad(x.data(), dy.data(), out.back().data(), rows, k, n);
+    }
     return out;
   });
 }

@@ -13,8 +13,10 @@
 #include "JsonReader.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -747,9 +749,14 @@ Artifact parseArtifact(std::string_view text, const std::string &source) {
 }
 
 Artifact loadArtifact(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ArtifactError("artifact '" + path +
+                        "' is a directory (pass its model.json)");
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw ArtifactError("cannot open artifact '" + path + "'");
+    throw ArtifactError("cannot open artifact '" + path +
+                        "': " + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad())

@@ -1,11 +1,18 @@
-//===- Blas.cpp - Typed row-major GEMM over OpenBLAS's CBLAS --------------===//
+//===- Blas.cpp - Typed row-major GEMM over oneDNN and OpenBLAS -----------===//
 
 #include "Blas.h"
 
 #include "Check.h"
 
 #include <cblas.h>
+#if AUTOSHARD_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+#include <cstdlib>
 #include <limits>
+#include <string>
+#include <string_view>
+#include <type_traits>
 
 namespace autoshard::runtime::cpu::detail {
 namespace {
@@ -44,6 +51,23 @@ void blasGemm(CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb,
 
 } // namespace
 
+bool floatGemmOnOneDnn() {
+#if AUTOSHARD_HAVE_ONEDNN
+  static const bool onOneDnn = [] {
+    const char *v = std::getenv("AUTOSHARD_CPU_GEMM");
+    if (!v || !*v || std::string_view(v) == "onednn")
+      return true;
+    if (std::string_view(v) == "openblas")
+      return false;
+    fail("gemm", std::string("AUTOSHARD_CPU_GEMM='") + v +
+                     "': expected 'onednn' or 'openblas'");
+  }();
+  return onOneDnn;
+#else
+  return false;
+#endif
+}
+
 template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
           const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
@@ -52,6 +76,20 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
     return;
   if (k == 0)
     return scaleMatrix(m, n, beta, c, ldc);
+#if AUTOSHARD_HAVE_ONEDNN
+  if constexpr (std::is_same_v<T, float>) {
+    if (floatGemmOnOneDnn()) {
+      // Row-major, like the CBLAS call below; dnnl_dim_t is 64-bit.
+      dnnl_status_t st = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m,
+                                    n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      if (st != dnnl_success)
+        fail("gemm", "dnnl_sgemm failed with status " + std::to_string(st) +
+                         " (m " + std::to_string(m) + ", n " +
+                         std::to_string(n) + ", k " + std::to_string(k) + ")");
+      return;
+    }
+  }
+#endif
   blasGemm(CblasRowMajor, toTrans(transA), toTrans(transB), toBlasInt(m),
            toBlasInt(n), toBlasInt(k), alpha, a, toBlasInt(lda), b,
            toBlasInt(ldb), beta, c, toBlasInt(ldc));

@@ -2,6 +2,8 @@
 
 #include "autoshard/runtime/cpu/Threads.h"
 
+#include "Blas.h"
+
 #include "Check.h"
 
 #include <cblas.h>
@@ -62,6 +64,10 @@ std::string blasThreading() {
   default:
     return "openblas-openmp";
   }
+}
+
+std::string floatGemmLibrary() {
+  return detail::floatGemmOnOneDnn() ? "onednn" : blasThreading();
 }
 
 } // namespace autoshard::runtime::cpu

@@ -68,7 +68,7 @@ std::string configureHostThreads(const std::string &name, int64_t requested,
                                                   static_cast<int>(localRanks));
     cpu::setKernelThreads(p.threads);
     return "threads: " + cpu::describe(p) + ", GEMMs on " +
-           cpu::blasThreading();
+           cpu::floatGemmLibrary();
   }
 #endif
   (void)name;

@@ -9,14 +9,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 
 namespace autoshard::shardrun {
 
 namespace {
 
-int64_t parseInt(const std::string &flag, const std::string &text,
-                 int64_t min) {
+int64_t parseInt(const std::string &flag, const std::string &text, int64_t min,
+                 int64_t max = std::numeric_limits<int64_t>::max()) {
   char *end = nullptr;
   errno = 0;
   long long v = std::strtoll(text.c_str(), &end, 10);
@@ -24,6 +25,9 @@ int64_t parseInt(const std::string &flag, const std::string &text,
     throw UsageError(flag + " expects an integer, found '" + text + "'");
   if (v < min)
     throw UsageError(flag + " must be >= " + std::to_string(min) + ", found " +
+                     text);
+  if (v > max)
+    throw UsageError(flag + " must be <= " + std::to_string(max) + ", found " +
                      text);
   return v;
 }
@@ -105,7 +109,8 @@ file, character-level, and prints a sample of generated text at the end.
   --threads N          CPU kernel threads per rank (GEMMs and the other
                        kernels share one OpenMP pool); default: the cores
                        this rank may run on / the job's ranks on this node,
-                       at least 1 (the banner says what was chosen)
+                       at least 1, at most 1024 (the banner says what was
+                       chosen)
   --check-memory       poison dead/unwritten memory and fail on NaN
                        (also AUTOSHARD_CHECK_MEMORY=1); slow
   -h, --help           this text
@@ -127,9 +132,11 @@ See docs/running.md.
 Options parseOptions(const std::vector<std::string> &args) {
   Options o;
   using Setter = std::function<void(const std::string &, const std::string &)>;
-  auto integer = [](int64_t &field, int64_t min) -> Setter {
-    return [&field, min](const std::string &f, const std::string &v) {
-      field = parseInt(f, v, min);
+  auto integer = [](int64_t &field, int64_t min,
+                    int64_t max =
+                        std::numeric_limits<int64_t>::max()) -> Setter {
+    return [&field, min, max](const std::string &f, const std::string &v) {
+      field = parseInt(f, v, min, max);
     };
   };
   auto real = [](double &field, double min) -> Setter {
@@ -149,7 +156,7 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--data", text(o.data)},
       {"-n",
        [&o](const std::string &f, const std::string &v) {
-         o.ranks = parseInt(f, v, 1);
+         o.ranks = parseInt(f, v, 1, std::numeric_limits<int>::max());
          o.ranksGiven = true;
        }},
       {"--backend", text(o.backend)},
@@ -175,7 +182,7 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--sample", integer(o.sample, 0)},
       {"--temperature", real(o.temperature, 1e-6)},
       {"--top-k", integer(o.topK, 1)},
-      {"--threads", integer(o.threads, 1)},
+      {"--threads", integer(o.threads, 1, kMaxThreads)},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i], value;

@@ -52,6 +52,10 @@ struct Options {
   bool help = false;
 };
 
+/// The largest --threads accepted (far above any core count; a larger
+/// value is a typo, not a request).
+constexpr int64_t kMaxThreads = 1024;
+
 /// Parses argv (without argv[0]). Throws UsageError.
 Options parseOptions(const std::vector<std::string> &args);
 

@@ -49,6 +49,10 @@ std::string describe(const ThreadPolicy &policy);
 /// build the GEMMs run on (openblas_get_parallel()).
 std::string blasThreading();
 
+/// Which library runs the float GEMMs: "onednn" or blasThreading()'s name
+/// (the fp64 GEMMs of the oracle always run on OpenBLAS).
+std::string floatGemmLibrary();
+
 } // namespace autoshard::runtime::cpu
 
 #endif // AUTOSHARD_RUNTIME_CPU_THREADS_H
