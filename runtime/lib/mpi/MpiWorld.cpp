@@ -9,13 +9,9 @@
 
 #include <mpi.h>
 
-#include <algorithm>
 #include <climits>
 #include <cstdlib>
-#include <ctime>
 #include <exception>
-#include <optional>
-#include <string_view>
 #include <vector>
 
 namespace autoshard::runtime {
@@ -57,26 +53,6 @@ MPI_Datatype mpiType(DType dtype, const char *what) {
 
 MPI_Op mpiOp(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
 
-/// Whether a rank sleeps between polls of its requests instead of spinning
-/// in MPI_Waitall. Set once by MpiWorld: with more ranks on a node than
-/// cores, a spinning rank holds a core that the rank it waits for needs
-/// (Open MPI's mpi_yield_when_idle only calls sched_yield, which the CFS
-/// scheduler barely honours).
-bool sleepWhileWaiting = false;
-
-/// AUTOSHARD_MPI_WAIT: true for "sleep", false for "spin", nullopt when
-/// unset; anything else throws CommError naming the value.
-std::optional<bool> waitChoiceFromEnv() {
-  const char *w = std::getenv("AUTOSHARD_MPI_WAIT");
-  if (!w || !*w)
-    return std::nullopt;
-  std::string_view v(w);
-  if (v != "spin" && v != "sleep")
-    throw CommError("AUTOSHARD_MPI_WAIT='" + std::string(v) +
-                    "': expected 'spin' or 'sleep'");
-  return v == "sleep";
-}
-
 class MpiRequest : public CommRequest {
 public:
   MpiRequest(std::vector<MPI_Request> requests, const char *what)
@@ -84,23 +60,9 @@ public:
   void wait() override {
     if (requests.empty())
       return;
-    const int n = static_cast<int>(requests.size());
-    if (!sleepWhileWaiting) {
-      check(MPI_Waitall(n, requests.data(), MPI_STATUSES_IGNORE), what);
-    } else {
-      // Poll (MPI_Testall also drives Open MPI's progress), sleeping
-      // 1, 2, 4 ... 32 us between polls.
-      long pauseNs = 1000;
-      for (int done = 0;;) {
-        check(MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE),
-              what);
-        if (done)
-          break;
-        timespec pause{0, pauseNs};
-        nanosleep(&pause, nullptr);
-        pauseNs = std::min(pauseNs * 2, 32000L);
-      }
-    }
+    check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                      MPI_STATUSES_IGNORE),
+          what);
     requests.clear();
   }
 
@@ -231,9 +193,6 @@ public:
     check(MPI_Comm_size(node, &local), "MPI_Comm_size");
     MPI_Comm_free(&node);
     localSize_ = local;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    sleepWhileWaiting =
-        waitChoiceFromEnv().value_or(cores > 0 && local > cores);
   }
   ~MpiWorld() override {
     int finalized = 0;
@@ -274,7 +233,6 @@ std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv) {
 std::vector<std::string>
 autoshard::runtime::mpirunCommand(int ranks, int argc, char **argv,
                                   const std::vector<std::string> &env) {
-  (void)waitChoiceFromEnv(); // refuse a bad value before starting ranks
   const char *mpirun = std::getenv("AUTOSHARD_MPIRUN");
   if (!mpirun || !*mpirun)
     mpirun = "mpirun";
