@@ -190,13 +190,15 @@ TEST(ParallelKernelsTest, ActivationsAreBitwiseTheSameOnAnyThreadCount) {
 TEST(ParallelKernelsTest, MatmulsAreBitwiseTheSameOnAnyThreadCount) {
   const int64_t rows = 768, h = 128, f = 512;
   std::vector<float> x = convert<float>(randomVector(rows * f, 41));
-  std::vector<float> w = convert<float>(randomVector(f * f, 42));
+  std::vector<float> w =
+      convert<float>(randomVector(rows * f, 42)); // [768, 512] at most
   std::vector<float> dy = convert<float>(randomVector(rows * f, 43));
   expectSameOnAnyThreadCount("matmul, matmul_wgrad", [&] {
     std::vector<std::vector<float>> out;
-    for (auto [k, n, tl, tr] :
-         {std::tuple{h, h, false, false}, {h, f, false, false},
-          {f, h, false, true}, {h, f, true, false}}) {
+    for (auto [k, n, tl, tr] : {std::tuple{h, h, false, false},
+                                {h, f, false, false},
+                                {f, h, false, true},
+                                {h, f, true, false}}) {
       MatmulShape s;
       s.m = rows, s.k = k, s.n = n, s.transposeLhs = tl, s.transposeRhs = tr;
       if (tl) // lhs [k, m]: a [128, 768] operand, as attention's dK
