@@ -190,6 +190,8 @@ if [[ -n $PLAN ]]; then
   if [[ -z $BATCH_SET && $DP =~ ^[1-9][0-9]*$ && $((BATCH % (DP * MB))) -ne 0 ]]; then
     echo "train.sh: global batch $BATCH is not divisible by dp x mb = $((DP * MB)); using 16 (DESIGN.md section 12; pass --batch to choose)"
     BATCH=16
+    (( BATCH % (DP * MB) == 0 )) ||
+      die "global batch 16 is not divisible by dp x mb = $((DP * MB)) either: pass --batch with a multiple of $((DP * MB))"
   fi
   if [[ $((BATCH % MB)) -ne 0 ]]; then
     [[ -n $BATCH_SET ]] && die "--batch $BATCH is not divisible by the plan's mb=$MB"
