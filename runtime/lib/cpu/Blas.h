@@ -9,11 +9,12 @@ namespace autoshard::runtime::cpu::detail {
 
 /// Row-major C = alpha * op(A) op(B) + beta * C, with op(A) [m, k] and
 /// op(B) [k, n], leading dims lda/ldb/ldc (elements between rows as stored).
-/// float: oneDNN's dnnl_sgemm when built with oneDNN (about 20% faster than
-/// OpenBLAS on the main job's shapes and without OpenBLAS's yielding
-/// threads; bitwise the same on any thread count, ParallelKernelsTest), else
-/// cblas_sgemm; AUTOSHARD_CPU_GEMM=openblas forces OpenBLAS. double (the
-/// fp64 oracle): cblas_dgemm. With k == 0 it only scales C by beta. Throws
+/// float: cblas_sgemm (OpenBLAS); AUTOSHARD_CPU_GEMM=onednn runs oneDNN's
+/// dnnl_sgemm instead (about 20% faster on the main job, bitwise the same
+/// on any thread count, but not the default: a 1-rank run stopped by
+/// SIGINT aborted with heap corruption in 1 of 10 tries under it, 0 of 10
+/// under OpenBLAS; not yet explained). double (the fp64 oracle):
+/// cblas_dgemm. With k == 0 it only scales C by beta. Throws
 /// std::invalid_argument when a size exceeds BLAS's int, when the library
 /// fails, or on a bad AUTOSHARD_CPU_GEMM.
 template <typename T>
