@@ -12,9 +12,9 @@ namespace autoshard::runtime::cpu::detail {
 /// float: cblas_sgemm (OpenBLAS); AUTOSHARD_CPU_GEMM=onednn runs oneDNN's
 /// dnnl_sgemm instead (about 20% faster on the main job, bitwise the same
 /// on any thread count, but not the default: a 1-rank run stopped by
-/// SIGINT aborted with heap corruption in 1 of 10 tries under it, 0 of 10
-/// under OpenBLAS; not yet explained). double (the fp64 oracle):
-/// cblas_dgemm. With k == 0 it only scales C by beta. Throws
+/// SIGINT aborted with heap corruption in 1 of 10 tries under it before
+/// shard-run's signal handlers moved to an alternate stack). double (the fp64
+/// oracle): cblas_dgemm. With k == 0 it only scales C by beta. Throws
 /// std::invalid_argument when a size exceeds BLAS's int, when the library
 /// fails, or on a bad AUTOSHARD_CPU_GEMM.
 template <typename T>

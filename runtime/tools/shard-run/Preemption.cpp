@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace autoshard::shardrun {
 
@@ -58,11 +59,19 @@ extern "C" void onLauncherSignal(int sig) {
 }
 
 void install(void (*handler)(int)) {
+  // The handler runs on a stack of its own: a signal frame pushed on the
+  // interrupted thread's stack may overwrite what JIT-generated kernels
+  // (oneDNN's) keep below their stack pointer.
+  static std::vector<char> altStack(1 << 16);
+  stack_t ss{};
+  ss.ss_sp = altStack.data();
+  ss.ss_size = altStack.size();
+  sigaltstack(&ss, nullptr);
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));
   sa.sa_handler = handler;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
+  sa.sa_flags = SA_RESTART | SA_ONSTACK;
   for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGHUP})
     sigaction(sig, &sa, nullptr);
 }
