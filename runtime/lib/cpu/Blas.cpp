@@ -55,10 +55,10 @@ bool floatGemmOnOneDnn() {
 #if AUTOSHARD_HAVE_ONEDNN
   static const bool onOneDnn = [] {
     const char *v = std::getenv("AUTOSHARD_CPU_GEMM");
-    if (!v || !*v || std::string_view(v) == "openblas")
-      return false;
-    if (std::string_view(v) == "onednn")
+    if (!v || !*v || std::string_view(v) == "onednn")
       return true;
+    if (std::string_view(v) == "openblas")
+      return false;
     fail("gemm", std::string("AUTOSHARD_CPU_GEMM='") + v +
                      "': expected 'onednn' or 'openblas'");
   }();

@@ -9,11 +9,9 @@ namespace autoshard::runtime::cpu::detail {
 
 /// Row-major C = alpha * op(A) op(B) + beta * C, with op(A) [m, k] and
 /// op(B) [k, n], leading dims lda/ldb/ldc (elements between rows as stored).
-/// float: cblas_sgemm (OpenBLAS); AUTOSHARD_CPU_GEMM=onednn runs oneDNN's
-/// dnnl_sgemm instead (about 20% faster on the main job, bitwise the same
-/// on any thread count, but not the default: a 1-rank run stopped by
-/// SIGINT aborted with heap corruption in 1 of 10 tries under it before
-/// shard-run's signal handlers moved to an alternate stack). double (the fp64
+/// float: oneDNN's dnnl_sgemm when built with it (about 20% faster than
+/// OpenBLAS on the main job, bitwise the same on any thread count);
+/// AUTOSHARD_CPU_GEMM=openblas runs cblas_sgemm instead. double (the fp64
 /// oracle): cblas_dgemm. With k == 0 it only scales C by beta. Throws
 /// std::invalid_argument when a size exceeds BLAS's int, when the library
 /// fails, or on a bad AUTOSHARD_CPU_GEMM.
