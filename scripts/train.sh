@@ -61,7 +61,8 @@
 # every checkpoint). Passed to shard-run.
 # --fuse-epilogues 1 (the default) runs rt-fuse-epilogues after rt-lower: the
 # add that consumes a GEMM (residual, backward gradient sum, bias) becomes the
-# GEMM's beta = 1 epilogue (one kernel and one buffer fewer); 0 keeps them apart.
+# GEMM's beta = 1 epilogue, a gelu or gelu_grad after it the GEMM's
+# activation epilogue (one kernel and one buffer fewer); 0 keeps them apart.
 # Outputs go to --out (default build/train): model.mlir, train_step.mlir
 # (after autodiff), lowered.mlir (the rt program), model.json (the artifact),
 # metrics.jsonl, trace.json.

@@ -286,11 +286,26 @@ TEST(ExecutorEpilogueTest, BindingChecksTheAddend) {
             "bias (arg 2) is f32[2, 4, 4], expected f32[4]"},
            {{5, 1, 0},
             {{"epilogue", "relu"}},
-            "attribute 'epilogue' must be \"bias\" or absent, found "
-            "\"relu\""},
+            "attribute 'epilogue' must be \"bias\", \"gelu\", \"gelu_grad\" "
+            "or absent, found \"relu\""},
            {{5, 1},
             {{"epilogue", "bias"}},
-            "epilogue \"bias\" needs the bias as a third argument"}}) {
+            "epilogue \"bias\" needs the bias as a third argument"},
+           {{5, 1},
+            {{"epilogue", "gelu_grad"}},
+            "epilogue \"gelu_grad\" needs the pre-activation x as a third "
+            "argument"},
+           {{5, 1, 1},
+            {{"epilogue", "gelu_grad"}},
+            "pre-activation x (arg 2, of the result's type) is f32[4, 4], "
+            "expected f32[2, 4, 4]"},
+           {{5, 1, 0},
+            {{"epilogue", "gelu"}},
+            "epilogue \"gelu\" takes no third argument, found f32[2, 4, 4]"},
+           {{5, 1, 0},
+            {{"tanh_approx", true}},
+            "attribute 'tanh_approx' needs epilogue \"gelu\" or "
+            "\"gelu_grad\""}}) {
     Json doc = fusedTinyJson();
     Json &matmul = jsonFunction(doc, "block")["code"][1];
     matmul["args"] = c.args;

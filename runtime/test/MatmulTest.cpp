@@ -2,6 +2,8 @@
 
 #include "autoshard/runtime/cpu/Matmul.h"
 
+#include "autoshard/runtime/cpu/Activation.h"
+
 #include "TestUtil.h"
 
 using namespace autoshard::runtime::cpu;
@@ -180,6 +182,83 @@ TEST(MatmulTest, AddendRejectsAResultThatOverlapsAnOperand) {
   matmulAdd(a.data(), b.data(), std::vector<float>{10, 20}.data(), out.data(),
             s, MatmulAddend::Bias);
   EXPECT_EQ(out, (std::vector<float>{29, 42, 53, 70}));
+}
+
+/// matmulGelu / matmulGeluGrad against matmul() then gelu() / geluGrad():
+/// element for element the same (the activation is elementwise, and the
+/// panels' GEMMs give the rows the whole GEMM gives them), in every layout,
+/// for both gelu forms, with and without the kept pre-activation. 1200 rows
+/// of 96 make several panels (epiloguePanelRows) and a short last one.
+template <typename T> void checkMatmulGelu() {
+  std::vector<MatmulShape> shapes;
+  for (int flags = 0; flags < 8; ++flags)
+    shapes.push_back(layoutShape(flags, 33));
+  MatmulShape panels;
+  panels.batch = 12, panels.m = 100, panels.n = 96, panels.k = 40;
+  ASSERT_GT(panels.batch * panels.m, 3 * epiloguePanelRows(96, sizeof(T)));
+  shapes.push_back(panels);
+  panels.transposeRhs = true;
+  shapes.push_back(panels);
+  for (const MatmulShape &s : shapes)
+    for (bool tanh : {false, true}) {
+      std::string what = std::string(sizeof(T) == 4 ? "f32" : "f64") + " m " +
+                         std::to_string(s.batch * s.m) + " flags " +
+                         std::to_string(s.transposeLhs) +
+                         std::to_string(s.transposeRhs) +
+                         std::to_string(s.batchedRhs) + (tanh ? " tanh" : "");
+      auto lhs = convert<T>(randomVector(s.batch * s.m * s.k, 21));
+      auto rhs = convert<T>(
+          randomVector((s.batchedRhs ? s.batch : 1) * s.k * s.n, 22));
+      auto x = convert<T>(randomVector(s.batch * s.m * s.n, 23, -3, 3));
+      const int64_t numOut = s.batch * s.m * s.n;
+      std::vector<T> product(numOut), want(numOut), wantGrad(numOut);
+      matmul(lhs.data(), rhs.data(), product.data(), s);
+      gelu(product.data(), want.data(), numOut, tanh);
+      geluGrad(product.data(), x.data(), wantGrad.data(), numOut, tanh);
+
+      std::vector<T> out(numOut, T(-99)), pre(numOut, T(-99));
+      matmulGelu(lhs.data(), rhs.data(), pre.data(), out.data(), s, tanh);
+      EXPECT_EQ(pre, product) << what << " pre-activation";
+      EXPECT_EQ(out, want) << what << " gelu";
+      std::fill(out.begin(), out.end(), T(-99));
+      matmulGelu(lhs.data(), rhs.data(), static_cast<T *>(nullptr), out.data(),
+                 s, tanh);
+      EXPECT_EQ(out, want) << what << " gelu without pre-activation";
+      std::vector<T> dx(numOut, T(-99));
+      matmulGeluGrad(lhs.data(), rhs.data(), x.data(), dx.data(), s, tanh);
+      EXPECT_EQ(dx, wantGrad) << what << " gelu_grad";
+    }
+}
+
+TEST(MatmulTest, GeluEpiloguesMatchMatmulThenActivation) {
+  checkMatmulGelu<float>();
+  checkMatmulGelu<double>();
+}
+
+TEST(MatmulTest, GeluEpiloguesRejectOverlaps) {
+  MatmulShape s;
+  s.m = 2, s.n = 2, s.k = 2;
+  std::vector<float> a = {1, 2, 3, 4}, b = {5, 6, 7, 8}, x = {1, 1, 1, 1};
+  std::vector<float> out(4), pre(4), big(8);
+  EXPECT_THROW(matmulGelu(a.data(), b.data(), pre.data(), a.data(), s, false),
+               std::invalid_argument);
+  EXPECT_THROW(matmulGelu(a.data(), b.data(), b.data(), out.data(), s, false),
+               std::invalid_argument);
+  EXPECT_THROW(
+      matmulGelu(a.data(), b.data(), big.data() + 2, big.data(), s, false),
+      std::invalid_argument);
+  EXPECT_THROW(matmulGeluGrad(a.data(), b.data(), x.data(), b.data(), s, false),
+               std::invalid_argument);
+  EXPECT_THROW(matmulGeluGrad(a.data(), b.data(), x.data(), x.data(), s, false),
+               std::invalid_argument);
+}
+
+TEST(MatmulTest, EpiloguePanelsDependOnlyOnTheRowSize) {
+  // 128 KiB panels: 64 rows of 512 floats, clamped to [8, 1024] rows.
+  EXPECT_EQ(epiloguePanelRows(512, 4), 64);
+  EXPECT_EQ(epiloguePanelRows(512, 8), 32);
+  EXPECT_EQ(epiloguePanelRows(1 << 20, 4), 8);
+  EXPECT_EQ(epiloguePanelRows(1, 4), 1024);
 }
 
 TEST(MatmulTest, RejectsNegativeSizes) {

@@ -210,6 +210,18 @@ TEST(ParallelKernelsTest, MatmulsAreBitwiseTheSameOnAnyThreadCount) {
       out.emplace_back(k * n);
       matmulWgrad(x.data(), dy.data(), out.back().data(), rows, k, n);
     }
+    // The fused gelu epilogues: 768 x 512 in 12 panels of 64 rows.
+    MatmulShape up;
+    up.m = rows, up.k = h, up.n = f;
+    out.emplace_back(rows * f);
+    out.emplace_back(rows * f);
+    matmulGelu(x.data(), w.data(), out[out.size() - 2].data(),
+               out.back().data(), up, false);
+    MatmulShape back = up;
+    back.transposeRhs = true;
+    out.emplace_back(rows * f);
+    matmulGeluGrad(dy.data(), w.data(), x.data(), out.back().data(), back,
+                   false);
     return out;
   });
 }

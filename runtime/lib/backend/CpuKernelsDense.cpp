@@ -186,6 +186,28 @@ BoundKernel bindMatmul(const KernelSignature &sig) {
                          matmul<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), s);
                        };
                      });
+  const bool approx = d.tanhApprox;
+  if (d.epilogue == MatmulEpilogue::Gelu) {
+    const bool keep = d.keepsPreActivation;
+    return withFloat(sig, sig.args[0].dtype, "lhs",
+                     [=](auto tag) -> BoundKernel {
+                       using T = decltype(tag);
+                       return [=](void *const *p) {
+                         matmulGelu<T>(in<T>(p[0]), in<T>(p[1]),
+                                       keep ? out<T>(p[3]) : nullptr,
+                                       out<T>(p[2]), s, approx);
+                       };
+                     });
+  }
+  if (d.epilogue == MatmulEpilogue::GeluGrad)
+    return withFloat(
+        sig, sig.args[0].dtype, "lhs", [=](auto tag) -> BoundKernel {
+          using T = decltype(tag);
+          return [=](void *const *p) {
+            matmulGeluGrad<T>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]),
+                              out<T>(p[3]), s, approx);
+          };
+        });
   MatmulAddend kind = d.epilogue == MatmulEpilogue::Bias ? MatmulAddend::Bias
                                                          : MatmulAddend::Full;
   return withFloat(sig, sig.args[0].dtype, "lhs", [=](auto tag) -> BoundKernel {

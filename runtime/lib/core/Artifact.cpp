@@ -479,15 +479,18 @@ Instruction parseInstruction(const JsonReader &r, const Artifact &a) {
                                  ? " or more"
                                  : " to " + std::to_string(sig->maxArgs)));
   int numResults = static_cast<int>(inst.results.size());
-  if (sig->numResults < 0    ? numResults < 1
-      : sig->optionalResults ? numResults > sig->numResults
-                             : numResults != sig->numResults)
-    r.failField("results",
-                "has " + std::to_string(inst.results.size()) + " ids; '" +
-                    inst.op + "' has " +
-                    (sig->numResults < 0 ? std::string("one or more")
-                                         : std::to_string(sig->numResults)) +
-                    " results");
+  int minResults = sig->minResults >= 0 ? sig->minResults : sig->numResults;
+  if (sig->numResults < 0
+          ? numResults < 1
+          : numResults < minResults || numResults > sig->numResults)
+    r.failField("results", "has " + std::to_string(inst.results.size()) +
+                               " ids; '" + inst.op + "' has " +
+                               (sig->numResults < 0 ? std::string("one or more")
+                                : minResults == sig->numResults
+                                    ? std::to_string(sig->numResults)
+                                    : std::to_string(minResults) + " to " +
+                                          std::to_string(sig->numResults)) +
+                               " results");
   if (r.has("attrs")) {
     for (const auto &[name, value] : r.object("attrs").items())
       inst.attrs.set(name, parseAttr(r, name, value));

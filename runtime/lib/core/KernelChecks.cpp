@@ -182,19 +182,43 @@ MatmulDims checkMatmul(const KernelSignature &sig) {
   std::vector<int64_t> shape(lhs.shape.begin(), lhs.shape.end() - 2);
   shape.push_back(s.m);
   shape.push_back(s.n);
-  expectType(sig, sig.results[0], typeOf(lhs.dtype, shape), resultName(0));
-  // The fused epilogue: a third argument added to the product.
+  const TensorType product = typeOf(lhs.dtype, shape);
+  for (size_t i = 0; i < sig.results.size(); ++i)
+    expectType(sig, sig.results[i], product, resultName(i));
+  // The fused epilogue (MatmulEpilogue).
   std::string epilogue =
       sig.attrs->has("epilogue") ? sig.attrs->getString("epilogue") : "";
-  if (!epilogue.empty() && epilogue != "bias")
-    sig.fail("attribute 'epilogue' must be \"bias\" or absent, found \"" +
+  if (!epilogue.empty() && epilogue != "bias" && epilogue != "gelu" &&
+      epilogue != "gelu_grad")
+    sig.fail("attribute 'epilogue' must be \"bias\", \"gelu\", "
+             "\"gelu_grad\" or absent, found \"" +
              epilogue + "\"");
-  if (sig.args.size() < 3) {
-    if (!epilogue.empty())
-      sig.fail("epilogue \"bias\" needs the bias as a third argument");
+  s.tanhApprox = sig.attrs->getFlag("tanh_approx");
+  if (s.tanhApprox && epilogue != "gelu" && epilogue != "gelu_grad")
+    sig.fail("attribute 'tanh_approx' needs epilogue \"gelu\" or "
+             "\"gelu_grad\"");
+  if (sig.results.size() == 2 && epilogue != "gelu")
+    sig.fail("a second result (the pre-activation) needs epilogue \"gelu\"");
+  if (epilogue == "gelu") {
+    if (sig.args.size() != 2)
+      sig.fail("epilogue \"gelu\" takes no third argument, found " +
+               sig.args[2].str());
+    s.epilogue = MatmulEpilogue::Gelu;
+    s.keepsPreActivation = sig.results.size() == 2;
     return s;
   }
-  if (epilogue == "bias") {
+  if (sig.args.size() < 3) {
+    if (!epilogue.empty())
+      sig.fail("epilogue \"" + epilogue + "\" needs " +
+               (epilogue == "bias" ? "the bias" : "the pre-activation x") +
+               " as a third argument");
+    return s;
+  }
+  if (epilogue == "gelu_grad") {
+    s.epilogue = MatmulEpilogue::GeluGrad;
+    expectType(sig, sig.args[2], sig.results[0],
+               "pre-activation x (arg 2, of the result's type)");
+  } else if (epilogue == "bias") {
     s.epilogue = MatmulEpilogue::Bias;
     expectType(sig, sig.args[2], typeOf(lhs.dtype, {s.n}), "bias (arg 2)");
   } else {

@@ -9,8 +9,10 @@ namespace autoshard::runtime {
 const std::vector<OpSignature> &allOps() {
   static const std::vector<OpSignature> ops = {
       // Linear algebra.
-      // A third argument is the fused epilogue's addend (rt-fuse-epilogues).
-      {"matmul", 2, 3, 1, {}},
+      // Fused epilogues (rt-fuse-epilogues): a third argument (the addend,
+      // bias or gelu_grad's pre-activation), a second result (gelu's
+      // pre-activation).
+      {"matmul", 2, 3, 2, {}, /*minResults=*/1},
       {"matmul_wgrad", 2, 2, 1, {}},
       // Elementwise.
       {"add", 2, 2, 1, {}},
@@ -116,7 +118,7 @@ const std::vector<OpSignature> &allOps() {
       {"dist.ppermute_start", 1, 1, 1, {"axes", "pairs", "handle"}},
       {"dist.send_start", 1, 1, 0, {"axes", "peer", "handle"}},
       {"dist.recv_start", 0, 0, 1, {"axes", "peer", "handle"}},
-      {"dist.wait", 0, -1, 1, {"handle"}, /*optionalResults=*/true},
+      {"dist.wait", 0, -1, 1, {"handle"}, /*minResults=*/0},
       // Local ops on the rank's mesh coordinates (no communication).
       {"dist.shard_slice", 1, 1, 1, {"axes", "dim"}},
       {"dist.axis_index", 0, 0, 1, {"axes"}},

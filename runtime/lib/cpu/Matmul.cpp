@@ -2,12 +2,16 @@
 
 #include "autoshard/runtime/cpu/Matmul.h"
 
+#include "autoshard/runtime/cpu/Activation.h"
+
 #include "Blas.h"
 #include "Check.h"
 #include "Instantiate.h"
+#include "Parallel.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace autoshard::runtime::cpu {
 
@@ -81,6 +85,89 @@ void matmulAdd(const T *lhs, const T *rhs, const T *addend, T *out,
   gemmBatches(lhs, rhs, out, shape, T(1));
 }
 
+int64_t epiloguePanelRows(int64_t n, int64_t elementBytes) {
+  // A panel's result (~128 KiB) stays in a core's L2 between its GEMM and
+  // its activation, and the rows still split over a few threads.
+  constexpr int64_t kPanelBytes = 128 * 1024;
+  const int64_t rowBytes = std::max<int64_t>(1, n * elementBytes);
+  return std::clamp<int64_t>(kPanelBytes / rowBytes, 8, 1024);
+}
+
+namespace {
+
+/// Runs gemm then epilogue(rowBegin, rowEnd) over panels of rows of the
+/// result (f32, single-GEMM layout), or over the whole result otherwise.
+/// `dst` receives the product. The f64 oracle keeps one GEMM: OpenBLAS's
+/// dgemm rounds a transposed rhs differently for another row count, and
+/// the oracle must be matmul() + gelu() exactly.
+template <typename T, typename Epilogue>
+void gemmPanels(const char *op, const T *lhs, const T *rhs, T *dst,
+                const MatmulShape &shape, Epilogue epilogue) {
+  checkShape(op, shape);
+  const int64_t rows = shape.batch * shape.m, n = shape.n, k = shape.k;
+  if (!std::is_same_v<T, float> || shape.batchedRhs || shape.transposeLhs) {
+    gemmBatches(lhs, rhs, dst, shape, T(0));
+    epilogue(int64_t(0), rows);
+    return;
+  }
+  const int64_t ldb = shape.transposeRhs ? k : n;
+  // Each panel's GEMM runs on the thread that then activates it (the
+  // libraries go serial inside a parallel region); one panel uses them all.
+  detail::parallelChunks(
+      rows, epiloguePanelRows(n, sizeof(T)),
+      [&](int64_t, int64_t begin, int64_t end) {
+        detail::gemm<T>(false, shape.transposeRhs, end - begin, n, k, T(1),
+                        lhs + begin * k, k, rhs, ldb, T(0), dst + begin * n, n);
+        epilogue(begin, end);
+      });
+}
+
+template <typename T>
+void checkNoOverlap(const char *op, const char *what, const T *p, int64_t numel,
+                    const T *lhs, const T *rhs, const MatmulShape &shape) {
+  const int64_t numRhs =
+      (shape.batchedRhs ? shape.batch : 1) * shape.k * shape.n;
+  if (overlaps(p, numel, lhs, shape.batch * shape.m * shape.k) ||
+      overlaps(p, numel, rhs, numRhs))
+    detail::fail(op,
+                 std::string("the ") + what + " shares memory with lhs or rhs");
+}
+
+} // namespace
+
+template <typename T>
+void matmulGelu(const T *lhs, const T *rhs, T *pre, T *out,
+                const MatmulShape &shape, bool tanhApprox) {
+  const char *op = "matmul";
+  checkShape(op, shape);
+  const int64_t numOut = shape.batch * shape.m * shape.n, n = shape.n;
+  checkNoOverlap(op, "result", out, numOut, lhs, rhs, shape);
+  if (pre) {
+    checkNoOverlap(op, "pre-activation", pre, numOut, lhs, rhs, shape);
+    if (overlaps(pre, numOut, out, numOut))
+      detail::fail(op, "the pre-activation shares memory with the result");
+  }
+  T *dst = pre ? pre : out;
+  gemmPanels(op, lhs, rhs, dst, shape, [&](int64_t begin, int64_t end) {
+    gelu<T>(dst + begin * n, out + begin * n, (end - begin) * n, tanhApprox);
+  });
+}
+
+template <typename T>
+void matmulGeluGrad(const T *lhs, const T *rhs, const T *x, T *dx,
+                    const MatmulShape &shape, bool tanhApprox) {
+  const char *op = "matmul";
+  checkShape(op, shape);
+  const int64_t numOut = shape.batch * shape.m * shape.n, n = shape.n;
+  checkNoOverlap(op, "result", dx, numOut, lhs, rhs, shape);
+  if (overlaps(dx, numOut, x, numOut))
+    detail::fail(op, "the result shares memory with the pre-activation x");
+  gemmPanels(op, lhs, rhs, dx, shape, [&](int64_t begin, int64_t end) {
+    geluGrad<T>(dx + begin * n, x + begin * n, dx + begin * n,
+                (end - begin) * n, tanhApprox);
+  });
+}
+
 template <typename T>
 void matmulWgrad(const T *x, const T *dy, T *dw, int64_t rows, int64_t k,
                  int64_t n) {
@@ -95,6 +182,10 @@ void matmulWgrad(const T *x, const T *dy, T *dw, int64_t rows, int64_t k,
   template void matmul<T>(const T *, const T *, T *, const MatmulShape &);     \
   template void matmulAdd<T>(const T *, const T *, const T *, T *,             \
                              const MatmulShape &, MatmulAddend);               \
+  template void matmulGelu<T>(const T *, const T *, T *, T *,                  \
+                              const MatmulShape &, bool);                      \
+  template void matmulGeluGrad<T>(const T *, const T *, const T *, T *,        \
+                                  const MatmulShape &, bool);                  \
   template void matmulWgrad<T>(const T *, const T *, T *, int64_t, int64_t,    \
                                int64_t);
 AUTOSHARD_FOR_EACH_FLOAT(INSTANTIATE)

@@ -118,6 +118,11 @@ using namespace ::autoshard::runtime::checks;
 /// for an f32/bf16 `dtype`; fails naming `what` otherwise.
 inline constexpr FloatDispatch<bf16> withFloat{DType::BF16, "cuda"};
 
+/// tfm.gelu / tfm.gelu_grad (Elementwise.cu), also the second half of the
+/// matmul's fused gelu epilogues (Gemm.cu).
+BoundKernel bindGelu(const KernelSignature &sig);
+BoundKernel bindGeluGrad(const KernelSignature &sig);
+
 /// Registration of each op family (one .cu file each).
 void registerElementwiseKernels(KernelTable &table);
 void registerGemmKernels(KernelTable &table);

@@ -129,15 +129,6 @@ template <Act A> BoundKernel bindActGrad(const KernelSignature &sig) {
   });
 }
 
-BoundKernel bindGelu(const KernelSignature &sig) {
-  return sig.attrs->getFlag("tanh_approx") ? bindAct<Act::GeluTanh>(sig)
-                                           : bindAct<Act::Gelu>(sig);
-}
-BoundKernel bindGeluGrad(const KernelSignature &sig) {
-  return sig.attrs->getFlag("tanh_approx") ? bindActGrad<Act::GeluTanh>(sig)
-                                           : bindActGrad<Act::Gelu>(sig);
-}
-
 BoundKernel bindSwiglu(const KernelSignature &sig) {
   int64_t n = expectAllLikeArg0(sig);
   cudaStream_t s = currentContext().stream;
@@ -386,6 +377,15 @@ BoundKernel bindMicrobatch(const KernelSignature &sig) {
 }
 
 } // namespace
+
+BoundKernel bindGelu(const KernelSignature &sig) {
+  return sig.attrs->getFlag("tanh_approx") ? bindAct<Act::GeluTanh>(sig)
+                                           : bindAct<Act::Gelu>(sig);
+}
+BoundKernel bindGeluGrad(const KernelSignature &sig) {
+  return sig.attrs->getFlag("tanh_approx") ? bindActGrad<Act::GeluTanh>(sig)
+                                           : bindActGrad<Act::Gelu>(sig);
+}
 
 void registerElementwiseKernels(KernelTable &t) {
   t.add("gelu", bindGelu);

@@ -10,7 +10,9 @@
 // A fused epilogue (rt-fuse-epilogues: a third argument) is the same GEMM
 // with beta = 1 over a result that already holds the addend: a device copy
 // of it first (none when it is the result itself, in place), or, for a
-// bias, the bias written into every row.
+// bias, the bias written into every row. The gelu epilogues are the GEMM
+// followed by the gelu / gelu_grad kernel on the product (cuBLASLt's GELU
+// epilogues are the tanh form only; the exact form is the default here).
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,6 +145,48 @@ BoundKernel bindGemmEpilogue(const KernelSignature &sig, Gemm g,
   };
 }
 
+/// The matmul `g` and then gelu (p: lhs, rhs, out[, pre]) or gelu_grad
+/// (p: lhs, rhs, x, dx) on its product, in place or from the pre-activation.
+BoundKernel bindGemmActivation(const KernelSignature &sig, const Gemm &g,
+                               const MatmulDims &d) {
+  const CudaContext &ctx = currentContext();
+  cublasHandle_t h = ctx.blas;
+  KernelSignature act = sig;
+  act.op = d.epilogue == MatmulEpilogue::Gelu ? "gelu" : "gelu_grad";
+  act.args.assign(d.epilogue == MatmulEpilogue::Gelu ? 1 : 2, sig.results[0]);
+  act.results.assign(1, sig.results[0]);
+  int64_t outBytes = sig.results[0].bytes();
+  int64_t lhsBytes = sig.args[0].bytes(), rhsBytes = sig.args[1].bytes();
+  if (d.epilogue == MatmulEpilogue::Gelu) {
+    BoundKernel gelu = bindGelu(act);
+    bool keep = d.keepsPreActivation;
+    return [=](void *const *p) {
+      void *product = keep ? p[3] : p[2];
+      if (overlaps(p[2], outBytes, p[0], lhsBytes) ||
+          overlaps(p[2], outBytes, p[1], rhsBytes) ||
+          overlaps(product, outBytes, p[0], lhsBytes) ||
+          overlaps(product, outBytes, p[1], rhsBytes) ||
+          (keep && overlaps(p[2], outBytes, p[3], outBytes)))
+        throw std::invalid_argument("matmul: a result shares memory with lhs, "
+                                    "rhs or the other result");
+      runGemm(h, g, p[0], p[1], product);
+      void *ops[] = {product, p[2]};
+      gelu(ops);
+    };
+  }
+  BoundKernel geluGrad = bindGeluGrad(act);
+  return [=](void *const *p) {
+    if (overlaps(p[3], outBytes, p[0], lhsBytes) ||
+        overlaps(p[3], outBytes, p[1], rhsBytes) ||
+        overlaps(p[3], outBytes, p[2], outBytes))
+      throw std::invalid_argument(
+          "matmul: the result shares memory with lhs, rhs or x");
+    runGemm(h, g, p[0], p[1], p[3]);
+    void *ops[] = {p[3], p[2], p[3]};
+    geluGrad(ops);
+  };
+}
+
 BoundKernel bindMatmul(const KernelSignature &sig) {
   const TensorType &lhs = sig.args[0];
   MatmulDims d = checkMatmul(sig);
@@ -170,6 +214,9 @@ BoundKernel bindMatmul(const KernelSignature &sig) {
     g.strideB = batchedRhs ? k * n : 0;
     g.strideC = m * n;
   }
+  if (d.epilogue == MatmulEpilogue::Gelu ||
+      d.epilogue == MatmulEpilogue::GeluGrad)
+    return bindGemmActivation(sig, g, d);
   if (d.epilogue != MatmulEpilogue::None)
     return bindGemmEpilogue(sig, g, d.epilogue);
   if (batch == 0)

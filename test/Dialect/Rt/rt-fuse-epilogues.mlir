@@ -124,11 +124,12 @@ rt.func @between() attributes {entry = "train_step"} {
 
 // -----
 
-// Negative cases: each function keeps its matmul and add.
+// Negative cases: each function keeps its matmul and add. (In @second_use
+// the gelu still fuses, keeping the product for the add.)
 // CHECK-LABEL: rt.func @second_use()
-// CHECK: rt.kernel "matmul"(%{{[^,]*}}, %{{[^,]*}}) -> (%[[T:[^)]*]])
-// CHECK-NEXT: rt.kernel "gelu"(%[[T]])
-// CHECK-NEXT: rt.kernel "add"
+// CHECK: %[[T:.*]] = rt.alloc activation
+// CHECK-NEXT: rt.kernel "matmul"(%{{[^,]*}}, %{{[^,]*}}) -> (%{{[^,]*}}, %[[T]]) attrs {epilogue = "gelu"}
+// CHECK-NEXT: rt.kernel "add"(%{{.*}}, %[[T]])
 // CHECK-LABEL: rt.func @view_result()
 // CHECK: "matmul"(%{{[^,]*}}, %{{[^,]*}}) ->
 // CHECK-NEXT: "add"
@@ -335,5 +336,156 @@ rt.func @two_callers() attributes {entry = "e4"} {
   rt.call @callee(%p, %w, %r, %pv2) : !rt.buffer<8x8xf32>, !rt.buffer<8x8xf32>, !rt.buffer<8x8xf32>, !rt.buffer<8x8xf32>
   %y = rt.output "y" : !rt.buffer<8x8xf32>
   rt.kernel "reshape"(%p) -> (%y) : (!rt.buffer<8x8xf32>) -> !rt.buffer<8x8xf32>
+  rt.return
+}
+
+// -----
+
+// GELU after a GEMM (MLP up-projection). A temporary product that only the
+// gelu reads is never written: the fused kernel activates it in cache
+// (tanh_approx carried over). A product that is also read later (the
+// pre-activation the backward saves, here the callee's output %pre) stays
+// as the fused kernel's second result.
+// CHECK-LABEL: rt.func @gelu_temporary(
+// CHECK-NEXT: rt.kernel "matmul"(%arg0, %arg1) -> (%arg2) attrs {epilogue = "gelu", tanh_approx} : (!rt.buffer<4x8xf32>, !rt.buffer<8x16xf32>) -> !rt.buffer<4x16xf32>
+// CHECK-NEXT: rt.return
+// CHECK-LABEL: rt.func @gelu_saved(
+// CHECK-NEXT: rt.kernel "matmul"(%arg0, %arg1) -> (%arg3, %arg2) attrs {epilogue = "gelu"} : (!rt.buffer<4x8xf32>, !rt.buffer<8x16xf32>) -> (!rt.buffer<4x16xf32>, !rt.buffer<4x16xf32>)
+// CHECK-NEXT: rt.return
+rt.state_def @w1 param init normal std 2.000000e-02 : !rt.buffer<8x16xf32>
+rt.func @gelu_temporary(%x: !rt.buffer<4x8xf32>, %w: !rt.buffer<8x16xf32>, %y: !rt.buffer<4x16xf32>) {
+  %t = rt.alloc activation : !rt.buffer<4x16xf32>
+  rt.kernel "matmul"(%x, %w) -> (%t) : (!rt.buffer<4x8xf32>, !rt.buffer<8x16xf32>) -> !rt.buffer<4x16xf32>
+  rt.kernel "gelu"(%t) -> (%y) attrs {tanh_approx} : (!rt.buffer<4x16xf32>) -> !rt.buffer<4x16xf32>
+  rt.return
+}
+rt.func @gelu_saved(%x: !rt.buffer<4x8xf32>, %w: !rt.buffer<8x16xf32>, %pre: !rt.buffer<4x16xf32>, %y: !rt.buffer<4x16xf32>) {
+  rt.kernel "matmul"(%x, %w) -> (%pre) : (!rt.buffer<4x8xf32>, !rt.buffer<8x16xf32>) -> !rt.buffer<4x16xf32>
+  rt.kernel "gelu"(%pre) -> (%y) : (!rt.buffer<4x16xf32>) -> !rt.buffer<4x16xf32>
+  rt.return
+}
+rt.func @main() attributes {entry = "train_step"} {
+  %x = rt.input "x" : !rt.buffer<4x8xf32>
+  %w = rt.state @w1 : !rt.buffer<8x16xf32>
+  %y = rt.output "y" : !rt.buffer<4x16xf32>
+  %pre = rt.output "pre" : !rt.buffer<4x16xf32>
+  %y2 = rt.output "y2" : !rt.buffer<4x16xf32>
+  rt.call @gelu_temporary(%x, %w, %y) : !rt.buffer<4x8xf32>, !rt.buffer<8x16xf32>, !rt.buffer<4x16xf32>
+  rt.call @gelu_saved(%x, %w, %pre, %y2) : !rt.buffer<4x8xf32>, !rt.buffer<8x16xf32>, !rt.buffer<4x16xf32>, !rt.buffer<4x16xf32>
+  rt.return
+}
+
+// -----
+
+// gelu_grad after the GEMM of its dy (the MLP's backward): the product
+// temporary disappears and the saved pre-activation x becomes the third
+// argument. The weight gradient in between reads neither operand's memory
+// for writing, so the GEMM's reads may move down to the gelu_grad's place.
+// CHECK-LABEL: rt.func @gelu_grad(
+// CHECK-NEXT: rt.kernel "matmul_wgrad"
+// CHECK-NEXT: %[[DX:.*]] = rt.alloc grad
+// CHECK-NEXT: rt.kernel "matmul"(%arg0, %arg1, %arg2) -> (%[[DX]]) attrs {epilogue = "gelu_grad", transpose_rhs} : (!rt.buffer<4x8xf32>, !rt.buffer<16x8xf32>, !rt.buffer<4x16xf32>) -> !rt.buffer<4x16xf32>
+// CHECK-NEXT: rt.kernel "reshape"(%[[DX]]) -> (%arg4)
+rt.state_def @w2 param init normal std 2.000000e-02 : !rt.buffer<16x8xf32>
+rt.func @gelu_grad(%dy: !rt.buffer<4x8xf32>, %w: !rt.buffer<16x8xf32>, %pre: !rt.buffer<4x16xf32>, %dw: !rt.buffer<16x8xf32>, %out: !rt.buffer<4x16xf32>) {
+  %t = rt.alloc grad : !rt.buffer<4x16xf32>
+  rt.kernel "matmul"(%dy, %w) -> (%t) attrs {transpose_rhs} : (!rt.buffer<4x8xf32>, !rt.buffer<16x8xf32>) -> !rt.buffer<4x16xf32>
+  rt.kernel "matmul_wgrad"(%pre, %dy) -> (%dw) : (!rt.buffer<4x16xf32>, !rt.buffer<4x8xf32>) -> !rt.buffer<16x8xf32>
+  %dx = rt.alloc grad : !rt.buffer<4x16xf32>
+  rt.kernel "gelu_grad"(%t, %pre) -> (%dx) : (!rt.buffer<4x16xf32>, !rt.buffer<4x16xf32>) -> !rt.buffer<4x16xf32>
+  rt.kernel "reshape"(%dx) -> (%out) : (!rt.buffer<4x16xf32>) -> !rt.buffer<4x16xf32>
+  rt.return
+}
+rt.func @main() attributes {entry = "train_step"} {
+  %dy = rt.input "dy" : !rt.buffer<4x8xf32>
+  %w = rt.state @w2 : !rt.buffer<16x8xf32>
+  %pre = rt.input "pre" : !rt.buffer<4x16xf32>
+  %dw = rt.output "dw" : !rt.buffer<16x8xf32>
+  %out = rt.output "dx" : !rt.buffer<4x16xf32>
+  rt.call @gelu_grad(%dy, %w, %pre, %dw, %out) : !rt.buffer<4x8xf32>, !rt.buffer<16x8xf32>, !rt.buffer<4x16xf32>, !rt.buffer<16x8xf32>, !rt.buffer<4x16xf32>
+  rt.return
+}
+
+// -----
+
+// Negative cases of the gelu fusions: each function keeps its matmul and
+// its activation.
+// CHECK-LABEL: rt.func @grad_product_read_again()
+// CHECK: "matmul"(%{{[^,]*}}, %{{[^,]*}}) -> (%[[T:[^)]*]])
+// CHECK-NEXT: "gelu_grad"(%[[T]],
+// CHECK-LABEL: rt.func @grad_in_place()
+// CHECK: "matmul"(%{{[^,]*}}, %{{[^,]*}}) -> (%[[T:[^)]*]])
+// CHECK-NEXT: "gelu_grad"(%[[T]],
+// CHECK-LABEL: rt.func @view_read_between()
+// CHECK: "matmul"(%{{[^,]*}}, %{{[^,]*}}) -> (%[[T:[^)]*]])
+// CHECK-NEXT: rt.view
+// CHECK-NEXT: "scale"
+// CHECK-NEXT: "gelu"(%[[T]])
+// CHECK-LABEL: rt.func @operand_written_between()
+// CHECK: "matmul"(%{{[^,]*}}, %{{[^,]*}}) -> (%[[T:[^)]*]])
+// CHECK-NEXT: "scale"
+// CHECK-NEXT: "gelu"(%[[T]])
+// CHECK-LABEL: rt.func @other_attribute()
+// CHECK: "matmul"(%{{[^,]*}}, %{{[^,]*}}) -> (%[[T:[^)]*]])
+// CHECK-NEXT: "gelu"(%[[T]])
+rt.state_def @w param init normal std 2.000000e-02 : !rt.buffer<8x8xf32>
+// gelu_grad's dy is read again: its product must be written.
+rt.func @grad_product_read_again() attributes {entry = "e1"} {
+  %x = rt.input "x" : !rt.buffer<4x8xf32>
+  %w = rt.state @w : !rt.buffer<8x8xf32>
+  %y = rt.output "y" : !rt.buffer<4x8xf32>
+  %z = rt.output "z" : !rt.buffer<4x8xf32>
+  %t = rt.alloc grad : !rt.buffer<4x8xf32>
+  rt.kernel "matmul"(%x, %w) -> (%t) : (!rt.buffer<4x8xf32>, !rt.buffer<8x8xf32>) -> !rt.buffer<4x8xf32>
+  rt.kernel "gelu_grad"(%t, %x) -> (%y) : (!rt.buffer<4x8xf32>, !rt.buffer<4x8xf32>) -> !rt.buffer<4x8xf32>
+  rt.kernel "scale"(%t) -> (%z) attrs {factor = 2.0 : f64} : (!rt.buffer<4x8xf32>) -> !rt.buffer<4x8xf32>
+  rt.return
+}
+// dx is x itself (in place): the fused kernel would write x while reading it.
+rt.func @grad_in_place() attributes {entry = "e2"} {
+  %x = rt.input "x" : !rt.buffer<4x8xf32>
+  %w = rt.state @w : !rt.buffer<8x8xf32>
+  %p = rt.output "p" : !rt.buffer<4x8xf32>
+  rt.kernel "reshape"(%x) -> (%p) : (!rt.buffer<4x8xf32>) -> !rt.buffer<4x8xf32>
+  %t = rt.alloc grad : !rt.buffer<4x8xf32>
+  rt.kernel "matmul"(%x, %w) -> (%t) : (!rt.buffer<4x8xf32>, !rt.buffer<8x8xf32>) -> !rt.buffer<4x8xf32>
+  rt.kernel "gelu_grad"(%t, %p) -> (%p) : (!rt.buffer<4x8xf32>, !rt.buffer<4x8xf32>) -> !rt.buffer<4x8xf32>
+  rt.return
+}
+// The product is read through a view between the GEMM and the gelu: it
+// must be written where the GEMM wrote it.
+rt.func @view_read_between() attributes {entry = "e3"} {
+  %x = rt.input "x" : !rt.buffer<4x8xf32>
+  %w = rt.state @w : !rt.buffer<8x8xf32>
+  %y = rt.output "y" : !rt.buffer<4x8xf32>
+  %z = rt.output "z" : !rt.buffer<32xf32>
+  %t = rt.alloc activation : !rt.buffer<4x8xf32>
+  rt.kernel "matmul"(%x, %w) -> (%t) : (!rt.buffer<4x8xf32>, !rt.buffer<8x8xf32>) -> !rt.buffer<4x8xf32>
+  %v = rt.view %t : !rt.buffer<4x8xf32> to !rt.buffer<32xf32>
+  rt.kernel "scale"(%v) -> (%z) attrs {factor = 2.0 : f64} : (!rt.buffer<32xf32>) -> !rt.buffer<32xf32>
+  rt.kernel "gelu"(%t) -> (%y) : (!rt.buffer<4x8xf32>) -> !rt.buffer<4x8xf32>
+  rt.return
+}
+// The GEMM's lhs is overwritten before the gelu.
+rt.func @operand_written_between() attributes {entry = "e4"} {
+  %x0 = rt.input "x" : !rt.buffer<4x8xf32>
+  %w = rt.state @w : !rt.buffer<8x8xf32>
+  %y = rt.output "y" : !rt.buffer<4x8xf32>
+  %x = rt.alloc activation : !rt.buffer<4x8xf32>
+  rt.kernel "reshape"(%x0) -> (%x) : (!rt.buffer<4x8xf32>) -> !rt.buffer<4x8xf32>
+  %t = rt.alloc activation : !rt.buffer<4x8xf32>
+  rt.kernel "matmul"(%x, %w) -> (%t) : (!rt.buffer<4x8xf32>, !rt.buffer<8x8xf32>) -> !rt.buffer<4x8xf32>
+  rt.kernel "scale"(%x0) -> (%x) attrs {factor = 2.0 : f64} : (!rt.buffer<4x8xf32>) -> !rt.buffer<4x8xf32>
+  rt.kernel "gelu"(%t) -> (%y) : (!rt.buffer<4x8xf32>) -> !rt.buffer<4x8xf32>
+  rt.return
+}
+// An activation attribute the fused kernel would not know.
+rt.func @other_attribute() attributes {entry = "e5"} {
+  %x = rt.input "x" : !rt.buffer<4x8xf32>
+  %w = rt.state @w : !rt.buffer<8x8xf32>
+  %y = rt.output "y" : !rt.buffer<4x8xf32>
+  %t = rt.alloc activation : !rt.buffer<4x8xf32>
+  rt.kernel "matmul"(%x, %w) -> (%t) : (!rt.buffer<4x8xf32>, !rt.buffer<8x8xf32>) -> !rt.buffer<4x8xf32>
+  rt.kernel "gelu"(%t) -> (%y) attrs {approximate = "none"} : (!rt.buffer<4x8xf32>) -> !rt.buffer<4x8xf32>
   rt.return
 }

@@ -15,6 +15,11 @@
 // rt.views and, for a callee's arguments, every call site. What the pass
 // cannot see through (calls, asynchronous collectives in flight) stops it.
 //
+// A GEMM whose product goes through gelu (MLP up-projection, forward) or
+// gelu_grad (its input gradient, backward) fuses the same way: the kernel
+// activates each panel of the product while it is still in cache, and the
+// backward's product temporary disappears.
+//
 //===----------------------------------------------------------------------===//
 
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
@@ -22,6 +27,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace autoshard::rt {
@@ -122,6 +128,30 @@ bool isAsyncComm(KernelOp kernel) {
          (name.starts_with("dist.") && name.ends_with("_start"));
 }
 
+/// Whether the reads of `matmul`'s lhs and rhs may move down to `to` (a
+/// later op of its block): every op in between is a buffer definition or a
+/// kernel (no call, no asynchronous collective) that writes neither operand
+/// and passes `allowed`.
+bool canDelayOperandReads(
+    KernelOp matmul, Operation *to, BufferAliases &aliases,
+    llvm::function_ref<bool(KernelOp)> allowed = [](KernelOp) {
+      return true;
+    }) {
+  Value a = matmul.getArgs()[0], b = matmul.getArgs()[1];
+  for (Operation *op = matmul->getNextNode(); op != to;
+       op = op->getNextNode()) {
+    if (isa<AllocOp, ViewOp, StateOp, ConstOp, InputOp, OutputOp>(op))
+      continue;
+    auto kernel = dyn_cast<KernelOp>(op);
+    if (!kernel || isAsyncComm(kernel) || !allowed(kernel))
+      return false;
+    for (Value written : kernel.getResults())
+      if (aliases.mayAlias(written, a) || aliases.mayAlias(written, b))
+        return false;
+  }
+  return true;
+}
+
 /// A matmul whose result is added to `addend` by `add`.
 struct Candidate {
   KernelOp matmul, add;
@@ -172,20 +202,103 @@ std::optional<Candidate> matchCandidate(KernelOp matmul,
       return std::nullopt;
   }
   Value a = matmul.getArgs()[0], b = matmul.getArgs()[1];
-  if (aliases.mayAlias(r, a) || aliases.mayAlias(r, b))
+  if (aliases.mayAlias(r, a) || aliases.mayAlias(r, b) ||
+      !canDelayOperandReads(matmul, add, aliases))
     return std::nullopt;
-  for (Operation *op = matmul->getNextNode(); op != add.getOperation();
-       op = op->getNextNode()) {
-    if (isa<AllocOp, ViewOp, StateOp, ConstOp, InputOp, OutputOp>(op))
-      continue;
-    auto kernel = dyn_cast<KernelOp>(op);
-    if (!kernel || isAsyncComm(kernel))
-      return std::nullopt;
-    for (Value written : kernel.getResults())
-      if (aliases.mayAlias(written, a) || aliases.mayAlias(written, b))
-        return std::nullopt;
-  }
   return Candidate{matmul, add, c, bias};
+}
+
+/// A matmul whose product `t` is gelu's x or gelu_grad's dy.
+struct ActivationCandidate {
+  KernelOp matmul, act;
+  /// gelu only: `t` is read elsewhere too (the saved pre-activation), so
+  /// the fused kernel still writes it, as its second result.
+  bool keepProduct;
+};
+
+/// Whether `v` may share bytes with any operand of `kernel`.
+bool touches(KernelOp kernel, Value v, BufferAliases &aliases) {
+  return llvm::any_of(kernel->getOperands(),
+                      [&](Value o) { return aliases.mayAlias(o, v); });
+}
+
+/// The gelu / gelu_grad fusion `matmul` allows, or nothing (Passes.td).
+std::optional<ActivationCandidate> matchActivation(KernelOp matmul,
+                                                   BufferAliases &aliases) {
+  if (matmul.getKernel() != "matmul" || matmul.getArgs().size() != 2 ||
+      matmul.getResults().size() != 1)
+    return std::nullopt;
+  Value t = matmul.getResults()[0];
+  // The activation: the first kernel after the matmul in its block that
+  // names t.
+  KernelOp act;
+  for (Operation *op = matmul->getNextNode(); op && !act;
+       op = op->getNextNode())
+    if (auto kernel = dyn_cast<KernelOp>(op))
+      if (llvm::is_contained(kernel->getOperands(), t))
+        act = kernel;
+  if (!act)
+    return std::nullopt;
+  StringRef name = act.getKernel();
+  bool grad = name == "gelu_grad";
+  if ((name != "gelu" && !grad) || act.getResults().size() != 1 ||
+      act.getArgs().size() != (grad ? 2u : 1u) || act.getArgs()[0] != t ||
+      (grad && act.getArgs()[1] == t) ||
+      llvm::is_contained(act.getResults(), t))
+    return std::nullopt;
+  if (DictionaryAttr attrs = act.getAttrsAttr())
+    if (llvm::any_of(attrs, [](NamedAttribute a) {
+          return a.getName() != "tanh_approx";
+        }))
+      return std::nullopt;
+  Value r = act.getResults()[0];
+  if (r.getType() != t.getType() ||
+      (grad && act.getArgs()[1].getType() != t.getType()))
+    return std::nullopt;
+  // Without a second reader the product need not be written at all; only
+  // a temporary (an alloc) can be known to have none.
+  bool onlyTemporary =
+      t.getDefiningOp<AllocOp>() && llvm::hasNItems(t.getUses(), 2);
+  if (grad && !onlyTemporary)
+    return std::nullopt;
+  bool keepProduct = !onlyTemporary;
+  Value a = matmul.getArgs()[0], b = matmul.getArgs()[1];
+  if (aliases.mayAlias(r, a) || aliases.mayAlias(r, b) ||
+      aliases.mayAlias(r, t) || (grad && aliases.mayAlias(r, act.getArgs()[1])))
+    return std::nullopt;
+  // A kept t is written later now: nothing in between may read or write it.
+  if (!canDelayOperandReads(matmul, act, aliases, [&](KernelOp kernel) {
+        return !keepProduct || !touches(kernel, t, aliases);
+      }))
+    return std::nullopt;
+  return ActivationCandidate{matmul, act, keepProduct};
+}
+
+/// Replaces the candidate's two kernels by one matmul at the activation's
+/// place: (a, b) -> (r[, t]) for gelu, (a, b, x) -> (dx) for gelu_grad.
+void fuseActivation(ActivationCandidate c) {
+  OpBuilder builder(c.act);
+  bool grad = c.act.getKernel() == "gelu_grad";
+  SmallVector<NamedAttribute> attrs;
+  if (DictionaryAttr old = c.matmul.getAttrsAttr())
+    llvm::append_range(attrs, old.getValue());
+  if (DictionaryAttr old = c.act.getAttrsAttr())
+    llvm::append_range(attrs, old.getValue());
+  attrs.push_back(builder.getNamedAttr(
+      "epilogue", builder.getStringAttr(grad ? "gelu_grad" : "gelu")));
+  SmallVector<Value> args(c.matmul.getArgs());
+  if (grad)
+    args.push_back(c.act.getArgs()[1]);
+  Value t = c.matmul.getResults()[0];
+  SmallVector<Value> results(c.act.getResults());
+  if (c.keepProduct)
+    results.push_back(t);
+  KernelOp::create(builder, c.act.getLoc(), builder.getStringAttr("matmul"),
+                   args, results, builder.getDictionaryAttr(attrs));
+  c.act.erase();
+  c.matmul.erase();
+  if (!c.keepProduct)
+    t.getDefiningOp()->erase();
 }
 
 /// Replaces the candidate's two kernels by one matmul at the add's place.
@@ -229,9 +342,13 @@ struct RtFuseEpiloguesPass
       if (kernel.getKernel() == "matmul")
         matmuls.push_back(kernel);
     });
-    for (KernelOp matmul : matmuls)
+    for (KernelOp matmul : matmuls) {
       if (std::optional<Candidate> c = matchCandidate(matmul, aliases))
         fuse(*c);
+      else if (std::optional<ActivationCandidate> c =
+                   matchActivation(matmul, aliases))
+        fuseActivation(*c);
+    }
   }
 };
 

@@ -142,16 +142,22 @@ MicrobatchShape checkMicrobatch(const KernelSignature &sig);
 //===----------------------------------------------------------------------===//
 
 /// matmul: out[b] = op(lhs[b]) op(rhs[b or shared]).
-/// The epilogue of a fused matmul (rt-fuse-epilogues): `Add` takes a third
-/// argument of the result's type (it may be the result buffer itself),
-/// `Bias` (attribute epilogue = "bias") a third argument [n] added to every
-/// row.
-enum class MatmulEpilogue { None, Add, Bias };
+/// The epilogue of a fused matmul (rt-fuse-epilogues, docs/artifact-
+/// format.md): `Add` takes a third argument of the result's type (it may be
+/// the result buffer itself); `Bias` (epilogue = "bias") a third argument
+/// [n] added to every row; `Gelu` (epilogue = "gelu") no third argument,
+/// writes gelu(product) to result 0 and, with a second result, the product
+/// (the pre-activation) to result 1; `GeluGrad` (epilogue =
+/// "gelu_grad") a third argument x of the result's type and writes
+/// gelu_grad(product, x). The gelu forms take gelu's `tanh_approx` flag.
+enum class MatmulEpilogue { None, Add, Bias, Gelu, GeluGrad };
 struct MatmulDims {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool transposeLhs = false, transposeRhs = false;
   bool batchedRhs = false; ///< rhs has lhs's batch dims (else rank 2).
   MatmulEpilogue epilogue = MatmulEpilogue::None;
+  bool tanhApprox = false;         ///< The gelu epilogues' variant.
+  bool keepsPreActivation = false; ///< Gelu with two results.
 };
 MatmulDims checkMatmul(const KernelSignature &sig);
 

@@ -20,11 +20,12 @@ struct OpSignature {
   std::string_view name;
   int minArgs;
   int maxArgs;    ///< -1: variadic (any count >= minArgs).
-  int numResults; ///< -1: variadic (at least one; `dist.unpack`).
+  int numResults; ///< The most results; -1: variadic (at least one).
   std::vector<std::string_view> requiredAttrs;
-  /// When true, an instruction has 0 to numResults results (`dist.wait`: one
-  /// for a collective or receive, none for a send).
-  bool optionalResults = false;
+  /// The fewest results, -1: numResults (`dist.wait`: 0, one for a
+  /// collective or receive, none for a send; `matmul`: 1, or 2 with the
+  /// fused gelu epilogue keeping its pre-activation).
+  int minResults = -1;
 };
 
 /// Prefix of the communication kernels (`dist.all_reduce`, ...): the dist

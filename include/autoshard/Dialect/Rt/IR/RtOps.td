@@ -317,7 +317,10 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     A result may be the same buffer as an argument (in-place update): the
     kernel must allow that. `matmul` may take a third argument, added to
     the product (`rt-fuse-epilogues`; a bias `[n]` with
-    `epilogue = "bias"`); its result must not alias `lhs` or `rhs`.
+    `epilogue = "bias"`, gelu_grad's `x` with `epilogue = "gelu_grad"`),
+    or with `epilogue = "gelu"` write gelu of the product and optionally
+    the product as a second result (docs/artifact-format.md); its results
+    must not alias `lhs` or `rhs`.
 
     ```mlir
     rt.kernel "matmul"(%x, %w) -> (%y) attrs {transpose_rhs}

@@ -84,7 +84,7 @@ def RtLower : Pass<"rt-lower", "::mlir::ModuleOp"> {
 }
 
 def RtFuseEpilogues : Pass<"rt-fuse-epilogues", "::mlir::ModuleOp"> {
-  let summary = "Fold the add that consumes a GEMM into the GEMM (residual or bias epilogue)";
+  let summary = "Fold the add or gelu that consumes a GEMM into the GEMM (residual, bias, gelu, gelu_grad epilogues)";
   let description = [{
     Runs after `rt-lower`, before `rt-plan-memory` (a planned function is an
     error: its offsets would no longer hold). A Transformer adds the output
@@ -129,8 +129,38 @@ def RtFuseEpilogues : Pass<"rt-fuse-epilogues", "::mlir::ModuleOp"> {
     (transitively; for a function nobody calls, for any buffer), so a
     callee's argument aliases what its callers say.
     Reads and writes of `c` and `r` between the two need no condition: the
-    fused kernel reads `c` and writes `r` where the add did. Everything else
-    is left as it is.
+    fused kernel reads `c` and writes `r` where the add did.
+
+    Activations. The MLP's up-projection is followed by gelu, and in the
+    backward the GEMM of its input gradient by gelu_grad. The pass rewrites
+
+    ```mlir
+    rt.kernel "matmul"(%a, %b) -> (%t) : ...
+    rt.kernel "gelu"(%t) -> (%y) attrs {tanh_approx} : ...
+    rt.kernel "matmul"(%dy, %w) -> (%u) attrs {transpose_rhs} : ...
+    rt.kernel "gelu_grad"(%u, %x) -> (%dx) : ...
+    ```
+
+    into `rt.kernel "matmul"(%a, %b) -> (%y) attrs {epilogue = "gelu",
+    tanh_approx}` (or `-> (%y, %t)` when `t` is read elsewhere too: the
+    pre-activation a training forward saves) and `rt.kernel "matmul"(%dy,
+    %w, %x) -> (%dx) attrs {epilogue = "gelu_grad", transpose_rhs}`, at the
+    activation's place. Conditions, all required:
+
+    * the activation is the first kernel after the matmul (two arguments,
+      one result `t`) that names `t`, in the same block; `t` is its only
+      `x` (gelu) or its `dy` and not its `x` (gelu_grad); its only
+      attribute, if any, is `tanh_approx`; all buffers have `t`'s type;
+    * gelu_grad: `t` is an `rt.alloc` used only by the two kernels (the
+      product is never written); gelu: the same, or `t` is kept as the
+      second result, and then no instruction between the two reads or
+      writes memory that may alias `t` (it is written later now);
+    * the activation's result may not share bytes with `a`, `b`, `t` or
+      (gelu_grad) `x`;
+    * between the two, as above: no instruction writes `a` or `b`, no
+      `rt.call`, no `dist.*_start`, no `dist.wait`.
+
+    Everything else is left as it is.
   }];
 }
 

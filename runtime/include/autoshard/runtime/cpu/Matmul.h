@@ -1,7 +1,7 @@
 //===- Matmul.h - CPU GEMM kernels (tfm.matmul, tfm.matmul_wgrad) -*- C++ -*-//
 //
-// All tensors are dense and row-major. Every product is one or more OpenBLAS
-// sgemm/dgemm calls (CBLAS, row-major).
+// All tensors are dense and row-major. Every product is one or more GEMM
+// calls (oneDNN's sgemm or OpenBLAS's sgemm/dgemm, Blas.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +48,34 @@ enum class MatmulAddend {
 template <typename T>
 void matmulAdd(const T *lhs, const T *rhs, const T *addend, T *out,
                const MatmulShape &shape, MatmulAddend kind);
+
+/// Rows of one panel of a fused activation epilogue (matmulGelu,
+/// matmulGeluGrad): a function of n and the element size only, so the
+/// panels, and the results, do not depend on the thread count.
+int64_t epiloguePanelRows(int64_t n, int64_t elementBytes);
+
+/// tfm.matmul followed by tfm.gelu, fused: pre = matmul(lhs, rhs) and out =
+/// gelu(pre) (exact, or the tanh form with tanhApprox; as cpu::gelu()).
+/// `pre` may be null when nothing else reads the pre-activation. In f32,
+/// for a shared rhs and an untransposed lhs the batch * m rows run in panels of
+/// epiloguePanelRows(n) rows spread over the threads, each GEMM'd and then
+/// activated while it is still in the core's cache; other layouts run
+/// matmul() and then the activation. Element for element the same as
+/// matmul() + gelu() whenever the GEMM library's results do not depend on
+/// the row count (checked by MatmulTest). Throws std::invalid_argument on
+/// negative sizes or when out or pre shares memory with lhs or rhs.
+template <typename T>
+void matmulGelu(const T *lhs, const T *rhs, T *pre, T *out,
+                const MatmulShape &shape, bool tanhApprox);
+
+/// tfm.matmul followed by tfm.gelu_grad, fused: dx = gelu_grad(dy = matmul(
+/// lhs, rhs), x) = gelu'(x) * matmul(lhs, rhs), x of the result's shape (the
+/// pre-activation saved by the forward). Panels as matmulGelu(). Throws
+/// std::invalid_argument on negative sizes or when dx shares memory with
+/// lhs, rhs or x.
+template <typename T>
+void matmulGeluGrad(const T *lhs, const T *rhs, const T *x, T *dx,
+                    const MatmulShape &shape, bool tanhApprox);
 
 /// tfm.matmul_wgrad, the weight gradient of a linear layer: x is [rows, k],
 /// dy is [rows, n] (rows = product of the shared leading dims); writes
