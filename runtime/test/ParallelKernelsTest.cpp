@@ -111,27 +111,37 @@ TEST(ParallelKernelsTest, GeluExtremesStayFinite) {
   EXPECT_EQ(y[6], 100.f);
 }
 
-AttentionShape attentionShape() {
+/// The attention shapes: two query blocks (the second a partial one) in one
+/// key block, and three key blocks (512, 512, 76 keys) for the last query
+/// blocks, both causal GQA with several (batch, kv head) pairs.
+std::vector<AttentionShape> attentionShapes() {
   AttentionShape s;
   s.batch = 3;
-  s.seqQ = s.seqK = 70; // two query blocks, the second a partial one
+  s.seqQ = s.seqK = 70;
   s.heads = 4;
   s.kvHeads = 2;
   s.headDim = 16;
   s.causal = true;
   s.scale = 0.25;
-  return s;
+  AttentionShape longer = s;
+  longer.batch = 1; // two (batch, kv head) pairs
+  longer.seqQ = longer.seqK = 2 * kAttentionKeyBlock + 76;
+  longer.headDim = 8;
+  return {s, longer};
 }
 
-std::vector<std::vector<float>> runAttention() {
-  const AttentionShape s = attentionShape();
+/// out, lse, dq, dk, dv of attention and attention_grad in T on fixed random
+/// inputs.
+template <typename T>
+std::vector<std::vector<T>> runAttention(const AttentionShape &s) {
   const int64_t qn = s.batch * s.seqQ * s.heads * s.headDim;
   const int64_t kn = s.batch * s.seqK * s.kvHeads * s.headDim;
-  std::vector<float> q = convert<float>(randomVector(qn, 21));
-  std::vector<float> k = convert<float>(randomVector(kn, 22));
-  std::vector<float> v = convert<float>(randomVector(kn, 23));
-  std::vector<float> dout = convert<float>(randomVector(qn, 24));
-  std::vector<float> out(qn), lse(s.batch * s.heads * s.seqQ), dq(qn), dk(kn),
+  // The f64 run reads the f32 inputs, so both compute the same function.
+  std::vector<T> q = convert<T>(convert<float>(randomVector(qn, 21)));
+  std::vector<T> k = convert<T>(convert<float>(randomVector(kn, 22)));
+  std::vector<T> v = convert<T>(convert<float>(randomVector(kn, 23)));
+  std::vector<T> dout = convert<T>(convert<float>(randomVector(qn, 24)));
+  std::vector<T> out(qn), lse(s.batch * s.heads * s.seqQ), dq(qn), dk(kn),
       dv(kn);
   attention(q.data(), k.data(), v.data(), out.data(), lse.data(), s);
   attentionGrad(dout.data(), q.data(), k.data(), v.data(), out.data(),
@@ -140,29 +150,24 @@ std::vector<std::vector<float>> runAttention() {
 }
 
 TEST(ParallelKernelsTest, AttentionMatchesTheFp64Oracle) {
-  const AttentionShape s = attentionShape();
-  std::vector<std::vector<float>> f = runAttention();
-  const int64_t qn = s.batch * s.seqQ * s.heads * s.headDim;
-  const int64_t kn = s.batch * s.seqK * s.kvHeads * s.headDim;
-  std::vector<double> q = convert<double>(convert<float>(randomVector(qn, 21)));
-  std::vector<double> k = convert<double>(convert<float>(randomVector(kn, 22)));
-  std::vector<double> v = convert<double>(convert<float>(randomVector(kn, 23)));
-  std::vector<double> dout =
-      convert<double>(convert<float>(randomVector(qn, 24)));
-  std::vector<double> out(qn), lse(s.batch * s.heads * s.seqQ), dq(qn), dk(kn),
-      dv(kn);
-  attention(q.data(), k.data(), v.data(), out.data(), lse.data(), s);
-  attentionGrad(dout.data(), q.data(), k.data(), v.data(), out.data(),
-                lse.data(), dq.data(), dk.data(), dv.data(), s);
-  expectAllNear(f[0], out, 2e-5, 2e-6, "attention out");
-  expectAllNear(f[1], lse, 2e-5, 2e-6, "attention lse");
-  expectAllNear(f[2], dq, 2e-5, 2e-6, "attention dq");
-  expectAllNear(f[3], dk, 2e-5, 2e-6, "attention dk");
-  expectAllNear(f[4], dv, 2e-5, 2e-6, "attention dv");
+  for (const AttentionShape &s : attentionShapes()) {
+    std::vector<std::vector<float>> f = runAttention<float>(s);
+    std::vector<std::vector<double>> d = runAttention<double>(s);
+    const std::string at = " seq " + std::to_string(s.seqQ);
+    expectAllNear(f[0], d[0], 2e-5, 2e-6, "attention out" + at);
+    expectAllNear(f[1], d[1], 2e-5, 2e-6, "attention lse" + at);
+    expectAllNear(f[2], d[2], 2e-5, 2e-6, "attention dq" + at);
+    expectAllNear(f[3], d[3], 2e-5, 2e-6, "attention dk" + at);
+    expectAllNear(f[4], d[4], 2e-5, 2e-6, "attention dv" + at);
+  }
 }
 
 TEST(ParallelKernelsTest, AttentionIsBitwiseTheSameOnAnyThreadCount) {
-  expectSameOnAnyThreadCount("attention", runAttention);
+  for (const AttentionShape &s : attentionShapes())
+    expectSameOnAnyThreadCount(s.seqQ > kAttentionKeyBlock
+                                   ? "attention, three key blocks"
+                                   : "attention, one key block",
+                               [&] { return runAttention<float>(s); });
 }
 
 TEST(ParallelKernelsTest, ActivationsAreBitwiseTheSameOnAnyThreadCount) {

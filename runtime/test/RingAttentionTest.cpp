@@ -198,6 +198,15 @@ TEST(RingAttentionTest, NonCausalRingGradientMatchesAttentionGrad) {
   checkBackward({2, 24, 4, 2, 8, 3, false}, "non-causal cp=3");
 }
 
+TEST(RingAttentionTest, ChunksOverSeveralKeyBlocks) {
+  // 600-row chunks: the blocks' query blocks see two key blocks (512 + 88)
+  // and the whole sequence's up to three, forward and backward.
+  const Problem p{1, 1200, 2, 1, 4, 2, true};
+  ASSERT_GT(p.chunk(), kAttentionKeyBlock);
+  checkForward(p, "causal cp=2, 600-row chunks");
+  checkBackward(p, "causal cp=2, 600-row chunks");
+}
+
 TEST(RingAttentionTest, BlockAboveTheDiagonalIsSkipped) {
   // q chunk 0 against kv chunk 1: no query sees any key.
   Problem p{1, 8, 2, 1, 4, 2, true};

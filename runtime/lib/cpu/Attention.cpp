@@ -1,13 +1,22 @@
 //===- Attention.cpp - CPU scaled dot-product attention kernels -----------===//
 //
-// Per (batch, query head) and block of kQueryBlock query rows:
-//   S = scale * Q_blk K^T                       (GEMM, strided rows)
-//   forward:  P = softmax(S masked), lse = log-sum-exp per row, O = P V
-//   backward: P = exp(S - lse), dV += P^T dO, dP = dO V^T,
-//             dS = P * (dP - rowsum(dO * O)), dQ = scale dS K,
-//             dK += scale dS^T Q_blk
-// (FlashAttention-2, Dao 2023, algorithm 2, with the whole key range of a
-// block materialised; causal blocks only read keys up to their last row.)
+// FlashAttention-2 (Dao 2023), blocked over queries and keys. Per (batch,
+// query head) and block of kAttentionQueryBlock (64) query rows, the keys the
+// block can see are visited in blocks of kAttentionKeyBlock (512) columns:
+//   S_j = scale * Q_blk K_j^T                   (GEMM, strided rows)
+//   forward (algorithm 1): online softmax over the key blocks with a running
+//     max m and sum l per row; O is rescaled by exp(m_old - m_new) when the
+//     max grows, lse = m + log l. In the last key block P is scaled by 1 / l
+//     before O += P V and O by exp(m_old - m_new) / l, so that a block whose
+//     keys fit in one key block computes exactly the plain softmax:
+//     P = exp(S - max) / sum, O = P V (bitwise the kernel without key blocks).
+//   backward (algorithm 2): D = rowsum(dO * O) once per query block; per key
+//     block P = exp(S_j - lse), dV_j += P^T dO, dP = dO V_j^T,
+//     dS = P * (dP - D), dQ += scale dS K_j (the first key block overwrites),
+//     dK_j += scale dS^T Q_blk.
+// Causal: a query block only visits keys up to its last row (key blocks above
+// the diagonal are skipped), the diagonal block is masked per row. Scratch is
+// 2 x 64 x min(512, seqK) elements per (batch, kv head) pair, whatever seqK.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +36,8 @@
 namespace autoshard::runtime::cpu {
 namespace {
 
-constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kQueryBlock = kAttentionQueryBlock;
+constexpr int64_t kKeyBlock = kAttentionKeyBlock;
 
 void checkShape(const char *op, const AttentionShape &s) {
   detail::checkAtLeast(op, "batch", s.batch, 0);
@@ -49,6 +59,11 @@ void checkShape(const char *op, const AttentionShape &s) {
     detail::fail(op, "scale must be > 0, got " + std::to_string(s.scale));
 }
 
+/// Columns of a score block: min(kKeyBlock, seqK) (the scratch's row length).
+int64_t keyBlockCols(const AttentionShape &s) {
+  return std::min(kKeyBlock, s.seqK);
+}
+
 /// Pointers and leading dims of one (batch, query head) problem and its
 /// current query block, straight into the [B, S, heads, D] layouts.
 struct HeadBlock {
@@ -57,7 +72,7 @@ struct HeadBlock {
   int64_t ldq;      // heads * headDim
   int64_t ldkv;     // kvHeads * headDim
   int64_t rows;     // query rows in this block
-  int64_t cols;     // keys this block can see
+  int64_t cols;     // keys this block can see (a prefix of the key range)
   int64_t lseOffset;
   int64_t firstRow;
 
@@ -70,16 +85,47 @@ struct HeadBlock {
   }
 };
 
+/// Key columns [first, first + cols) of a query block: cols <= kKeyBlock.
+struct KeyBlock {
+  int64_t first;
+  int64_t cols;
+  bool isFirst, isLast;
+
+  /// Element offset of key `first` in k/v/dk/dv, from the head's kvOffset.
+  int64_t kvOffset(const HeadBlock &blk) const {
+    return blk.kvOffset + first * blk.ldkv;
+  }
+  /// Columns of this key block that row r sees (visibility is a prefix).
+  int64_t visible(const HeadBlock &blk, const AttentionShape &s,
+                  int64_t r) const {
+    return std::clamp<int64_t>(blk.visible(s, r) - first, 0, cols);
+  }
+};
+
+/// Calls fn(kb) for the key blocks of `blk`, in key order. Keys past
+/// blk.cols (above the causal diagonal) are never visited.
+template <typename Fn> void forEachKeyBlock(const HeadBlock &blk, Fn fn) {
+  for (int64_t j0 = 0; j0 < blk.cols; j0 += kKeyBlock) {
+    KeyBlock kb;
+    kb.first = j0;
+    kb.cols = std::min(kKeyBlock, blk.cols - j0);
+    kb.isFirst = j0 == 0;
+    kb.isLast = j0 + kb.cols == blk.cols;
+    fn(kb);
+  }
+}
+
 /// Calls fn(block, scratch) for every (batch, head, query block). The
 /// (batch, kv head) pairs run in parallel: each owns its rows of dK and dV,
 /// so no two threads write the same element and the result does not depend
-/// on the thread count. `scratch` is a kQueryBlock x seqK buffer per pair
-/// (two of them: scratch and scratch + kQueryBlock * seqK).
+/// on the thread count. `scratch` is two kQueryBlock x keyBlockCols(s)
+/// buffers per pair (scratch and scratch + kQueryBlock * keyBlockCols(s)),
+/// independent of seqK beyond one key block.
 template <typename T, typename Fn>
 void forEachBlock(const AttentionShape &s, Fn fn) {
   const int64_t group = s.heads / s.kvHeads;
   const int64_t pairs = s.batch * s.kvHeads;
-  const int64_t scratchNumel = 2 * kQueryBlock * s.seqK;
+  const int64_t scratchNumel = 2 * kQueryBlock * keyBlockCols(s);
   detail::parallelChunks(pairs, 1, [&](int64_t pair, int64_t, int64_t) {
     std::vector<T> scratch(scratchNumel);
     const int64_t b = pair / s.kvHeads, g = pair % s.kvHeads;
@@ -119,13 +165,13 @@ template <typename T> T expShiftSum(T *row, int64_t n, T shift) {
   return sum;
 }
 
-/// scores [rows, cols] = scale * Q_blk K^T.
+/// scores [rows, kb.cols] (leading dim kb.cols) = scale * Q_blk K_kb^T.
 template <typename T>
 void blockScores(const T *q, const T *k, const HeadBlock &blk,
-                 const AttentionShape &s, T *scores) {
-  detail::gemm<T>(false, true, blk.rows, blk.cols, s.headDim,
+                 const KeyBlock &kb, const AttentionShape &s, T *scores) {
+  detail::gemm<T>(false, true, blk.rows, kb.cols, s.headDim,
                   static_cast<T>(s.scale), q + blk.qOffset, blk.ldq,
-                  k + blk.kvOffset, blk.ldkv, T(0), scores, blk.cols);
+                  k + kb.kvOffset(blk), blk.ldkv, T(0), scores, kb.cols);
 }
 
 } // namespace
@@ -134,34 +180,76 @@ template <typename T, typename L>
 void attention(const T *q, const T *k, const T *v, T *out, L *lse,
                const AttentionShape &shape) {
   checkShape("attention", shape);
+  constexpr T negInf = -std::numeric_limits<T>::infinity();
   forEachBlock<T>(shape, [&](const HeadBlock &blk, T *scores) {
+    T *outBlk = out + blk.qOffset;
     if (blk.cols == 0) { // a block that sees no key (causal block skipping)
       for (int64_t r = 0; r < blk.rows; ++r) {
-        std::fill_n(out + blk.qOffset + r * blk.ldq, shape.headDim, T(0));
+        std::fill_n(outBlk + r * blk.ldq, shape.headDim, T(0));
         lse[blk.lseOffset + r] = -std::numeric_limits<L>::infinity();
       }
       return;
     }
-    blockScores(q, k, blk, shape, scores);
-    for (int64_t r = 0; r < blk.rows; ++r) {
-      T *row = scores + r * blk.cols;
-      const int64_t visible = blk.visible(shape, r);
-      if (visible == 0) {
-        std::fill(row, row + blk.cols, T(0));
-        lse[blk.lseOffset + r] = -std::numeric_limits<L>::infinity();
-        continue;
+    // Per row: running max m, running sum l of exp(S - m) over the key
+    // blocks so far, and the factor the O accumulator is scaled by before
+    // this key block's P V is added.
+    T rowMax[kQueryBlock], rowSum[kQueryBlock], outScale[kQueryBlock];
+    forEachKeyBlock(blk, [&](const KeyBlock &kb) {
+      blockScores(q, k, blk, kb, shape, scores);
+      for (int64_t r = 0; r < blk.rows; ++r) {
+        T *row = scores + r * kb.cols;
+        const int64_t visible = kb.visible(blk, shape, r);
+        if (kb.isFirst) {
+          rowMax[r] = negInf;
+          rowSum[r] = T(0);
+        }
+        T alpha = T(1); // exp(m_old - m_new): 1 while the max holds
+        if (visible > 0) {
+          const T blockMax = *std::max_element(row, row + visible);
+          // A row that saw keys before keeps a finite max; rows see a prefix
+          // of the keys, so only the first key block starts one.
+          const bool fresh = rowMax[r] == negInf;
+          const T newMax = fresh ? blockMax : std::max(rowMax[r], blockMax);
+          const T sum = expShiftSum(row, visible, newMax);
+          if (fresh) {
+            alpha = T(0);
+            rowSum[r] = sum;
+          } else {
+            alpha = std::exp(rowMax[r] - newMax);
+            rowSum[r] = alpha * rowSum[r] + sum;
+          }
+          rowMax[r] = newMax;
+        }
+        std::fill(row + visible, row + kb.cols, T(0));
+        if (kb.isLast) {
+          if (blk.visible(shape, r) == 0) { // the row sees no key at all
+            alpha = T(0);
+            lse[blk.lseOffset + r] = -std::numeric_limits<L>::infinity();
+          } else {
+            // Normalise here, not after the last GEMM: with one key block
+            // this is the plain softmax, P = exp(S - max) / sum, O = P V.
+            const T inv = T(1) / rowSum[r];
+            for (int64_t j = 0; j < visible; ++j)
+              row[j] *= inv;
+            alpha *= inv;
+            lse[blk.lseOffset + r] =
+                static_cast<L>(rowMax[r] + std::log(rowSum[r]));
+          }
+        }
+        outScale[r] = alpha;
       }
-      const T maxScore = *std::max_element(row, row + visible);
-      const T sum = expShiftSum(row, visible, maxScore);
-      const T inv = T(1) / sum;
-      for (int64_t j = 0; j < visible; ++j)
-        row[j] *= inv;
-      std::fill(row + visible, row + blk.cols, T(0));
-      lse[blk.lseOffset + r] = static_cast<L>(maxScore + std::log(sum));
-    }
-    detail::gemm<T>(false, false, blk.rows, shape.headDim, blk.cols, T(1),
-                    scores, blk.cols, v + blk.kvOffset, blk.ldkv, T(0),
-                    out + blk.qOffset, blk.ldq);
+      if (!kb.isFirst)
+        for (int64_t r = 0; r < blk.rows; ++r)
+          if (outScale[r] != T(1)) {
+            T *oRow = outBlk + r * blk.ldq;
+            for (int64_t d = 0; d < shape.headDim; ++d)
+              oRow[d] *= outScale[r];
+          }
+      // O = P V (first key block), else O = diag(outScale) O + P V.
+      detail::gemm<T>(false, false, blk.rows, shape.headDim, kb.cols, T(1),
+                      scores, kb.cols, v + kb.kvOffset(blk), blk.ldkv,
+                      kb.isFirst ? T(0) : T(1), outBlk, blk.ldq);
+    });
   });
 }
 
@@ -182,43 +270,49 @@ void attentionGrad(const T *dout, const T *q, const T *k, const T *v,
       return;
     }
     T *p = scratch;
-    T *dp = scratch + kQueryBlock * shape.seqK;
-    blockScores(q, k, blk, shape, p);
-    for (int64_t r = 0; r < blk.rows; ++r) {
-      T *row = p + r * blk.cols;
-      const int64_t visible = blk.visible(shape, r);
-      const T rowLse = static_cast<T>(lse[blk.lseOffset + r]);
-      expShiftSum(row, visible, rowLse);
-      std::fill(row + visible, row + blk.cols, T(0));
-    }
+    T *dp = scratch + kQueryBlock * keyBlockCols(shape);
     const T *doutBlk = dout + blk.qOffset;
-    // dV += P^T dO.
-    detail::gemm<T>(true, false, blk.cols, shape.headDim, blk.rows, T(1), p,
-                    blk.cols, doutBlk, blk.ldq, T(1), dv + blk.kvOffset,
-                    blk.ldkv);
-    // dP = dO V^T.
-    detail::gemm<T>(false, true, blk.rows, blk.cols, shape.headDim, T(1),
-                    doutBlk, blk.ldq, v + blk.kvOffset, blk.ldkv, T(0), dp,
-                    blk.cols);
-    // dS = P * (dP - D), D = rowsum(dO * O); masked entries have P = 0.
+    // D = rowsum(dO * O), once per query block.
+    T delta[kQueryBlock];
     for (int64_t r = 0; r < blk.rows; ++r) {
       const T *doRow = doutBlk + r * blk.ldq;
       const T *oRow = out + blk.qOffset + r * blk.ldq;
-      T delta = T(0);
+      T sum = T(0);
       for (int64_t d = 0; d < shape.headDim; ++d)
-        delta += doRow[d] * oRow[d];
-      T *dpRow = dp + r * blk.cols;
-      const T *pRow = p + r * blk.cols;
-      for (int64_t j = 0; j < blk.cols; ++j)
-        dpRow[j] = pRow[j] * (dpRow[j] - delta);
+        sum += doRow[d] * oRow[d];
+      delta[r] = sum;
     }
-    // dQ = scale dS K; dK += scale dS^T Q.
-    detail::gemm<T>(false, false, blk.rows, shape.headDim, blk.cols, scale, dp,
-                    blk.cols, k + blk.kvOffset, blk.ldkv, T(0),
-                    dq + blk.qOffset, blk.ldq);
-    detail::gemm<T>(true, false, blk.cols, shape.headDim, blk.rows, scale, dp,
-                    blk.cols, q + blk.qOffset, blk.ldq, T(1), dk + blk.kvOffset,
-                    blk.ldkv);
+    forEachKeyBlock(blk, [&](const KeyBlock &kb) {
+      const int64_t kvAt = kb.kvOffset(blk);
+      blockScores(q, k, blk, kb, shape, p);
+      for (int64_t r = 0; r < blk.rows; ++r) {
+        T *row = p + r * kb.cols;
+        const int64_t visible = kb.visible(blk, shape, r);
+        const T rowLse = static_cast<T>(lse[blk.lseOffset + r]);
+        expShiftSum(row, visible, rowLse);
+        std::fill(row + visible, row + kb.cols, T(0));
+      }
+      // dV_j += P^T dO.
+      detail::gemm<T>(true, false, kb.cols, shape.headDim, blk.rows, T(1), p,
+                      kb.cols, doutBlk, blk.ldq, T(1), dv + kvAt, blk.ldkv);
+      // dP = dO V_j^T.
+      detail::gemm<T>(false, true, blk.rows, kb.cols, shape.headDim, T(1),
+                      doutBlk, blk.ldq, v + kvAt, blk.ldkv, T(0), dp, kb.cols);
+      // dS = P * (dP - D); masked entries have P = 0.
+      for (int64_t r = 0; r < blk.rows; ++r) {
+        T *dpRow = dp + r * kb.cols;
+        const T *pRow = p + r * kb.cols;
+        for (int64_t j = 0; j < kb.cols; ++j)
+          dpRow[j] = pRow[j] * (dpRow[j] - delta[r]);
+      }
+      // dQ (+)= scale dS K_j; dK_j += scale dS^T Q.
+      detail::gemm<T>(false, false, blk.rows, shape.headDim, kb.cols, scale, dp,
+                      kb.cols, k + kvAt, blk.ldkv, kb.isFirst ? T(0) : T(1),
+                      dq + blk.qOffset, blk.ldq);
+      detail::gemm<T>(true, false, kb.cols, shape.headDim, blk.rows, scale, dp,
+                      kb.cols, q + blk.qOffset, blk.ldq, T(1), dk + kvAt,
+                      blk.ldkv);
+    });
   });
 }
 

@@ -4,8 +4,10 @@
 // The forward returns the per-row log-sum-exp so that the backward recomputes
 // the probabilities instead of storing them, as FlashAttention does (Dao et
 // al. 2022, algorithm 2 / FlashAttention-2's backward). Per (batch, head) the
-// queries are processed in blocks of 64 rows; score and output products are
-// strided OpenBLAS GEMMs straight on the [B, S, heads, D] layouts.
+// queries are processed in blocks of 64 rows and, within one, the keys in
+// blocks of 512 columns (online softmax, FlashAttention-2's algorithm 1), so
+// the scratch does not grow with the key length; score and output products
+// are strided GEMMs straight on the [B, S, heads, D] layouts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,15 @@
 #include <cstdint>
 
 namespace autoshard::runtime::cpu {
+
+/// Query rows per block of the kernels.
+inline constexpr int64_t kAttentionQueryBlock = 64;
+/// Key columns per block: the 64 x 512 score block (128 KiB in f32) and the
+/// dP block beside it, with 512 K and V rows (and dK, dV in the backward) of
+/// a head dim up to 128, stay within a 2 MiB L2 (about 1.4 MiB at d = 128).
+/// A query block that sees at most this many keys runs the plain softmax,
+/// bitwise the same as a kernel without key blocks.
+inline constexpr int64_t kAttentionKeyBlock = 512;
 
 /// Shape of tfm.attention: q [batch, seqQ, heads, headDim], k and v
 /// [batch, seqK, kvHeads, headDim], all row-major; heads % kvHeads == 0 and
