@@ -1,6 +1,9 @@
 //===- MpiWorld.cpp - CommWorld and Communicator over MPI -----------------===//
 
 #include "autoshard/runtime/mpi/MpiWorld.h"
+
+#include "CommThread.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,14 +21,10 @@ namespace autoshard::runtime {
 
 namespace {
 
-void check(int rc, const char *what) {
-  if (rc == MPI_SUCCESS)
-    return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw CommError(std::string(what) + " failed: " + std::string(text, len));
-}
+using mpi_detail::check;
+using mpi_detail::CommThread;
+using mpi_detail::OpInfo;
+using mpi_detail::PostFn;
 
 int toInt(int64_t n, const char *what) {
   if (n < 0 || n > INT_MAX)
@@ -53,6 +52,22 @@ MPI_Datatype mpiType(DType dtype, const char *what) {
 
 MPI_Op mpiOp(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
 
+const char *threadLevelName(int level) {
+  switch (level) {
+  case MPI_THREAD_SINGLE:
+    return "MPI_THREAD_SINGLE";
+  case MPI_THREAD_FUNNELED:
+    return "MPI_THREAD_FUNNELED";
+  case MPI_THREAD_SERIALIZED:
+    return "MPI_THREAD_SERIALIZED";
+  case MPI_THREAD_MULTIPLE:
+    return "MPI_THREAD_MULTIPLE";
+  default:
+    return "an unknown thread level";
+  }
+}
+
+/// Requests posted on the calling thread, completed in wait().
 class MpiRequest : public CommRequest {
 public:
   MpiRequest(std::vector<MPI_Request> requests, const char *what)
@@ -71,26 +86,27 @@ private:
   const char *what;
 };
 
-std::unique_ptr<CommRequest> one(MPI_Request r, const char *what) {
-  return std::make_unique<MpiRequest>(std::vector<MPI_Request>{r}, what);
-}
-
 class MpiCommunicator : public Communicator {
 public:
-  explicit MpiCommunicator(MPI_Comm comm) : comm(comm) {
-    int r, n;
-    check(MPI_Comm_rank(comm, &r), "MPI_Comm_rank");
-    check(MPI_Comm_size(comm, &n), "MPI_Comm_size");
-    rank_ = r;
-    size_ = n;
-  }
+  /// `engine` (may be null: the caller posts) drives every operation.
+  MpiCommunicator(MPI_Comm comm, int64_t rank, int64_t size,
+                  std::shared_ptr<CommThread> engine)
+      : comm(comm), rank_(rank), size_(size), engine(std::move(engine)) {}
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
     // While an error unwinds, the job is about to be aborted: freeing (a
     // collective call) could wait for ranks that will never come.
-    if (!finalized && std::uncaught_exceptions() == 0)
-      MPI_Comm_free(&comm);
+    if (finalized || std::uncaught_exceptions() != 0)
+      return;
+    try {
+      if (engine && engine->running())
+        engine->call("MPI_Comm_free", [this] { MPI_Comm_free(&comm); });
+      else
+        MPI_Comm_free(&comm);
+    } catch (const CommError &) {
+      // The thread stopped meanwhile: MPI_Finalize frees it.
+    }
   }
   int64_t rank() const override { return rank_; }
   int64_t size() const override { return size_; }
@@ -98,86 +114,156 @@ public:
   std::unique_ptr<CommRequest> allReduce(const void *send, void *recv,
                                          int64_t count, DType dtype,
                                          ReduceOp op) override {
-    MPI_Request r;
-    check(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv,
-                         toInt(count, "MPI_Iallreduce"),
-                         mpiType(dtype, "MPI_Iallreduce"), mpiOp(op), comm, &r),
-          "MPI_Iallreduce");
-    return one(r, "MPI_Iallreduce");
+    const char *what = "MPI_Iallreduce";
+    int n = toInt(count, what);
+    MPI_Datatype type = mpiType(dtype, what);
+    MPI_Op mop = mpiOp(op);
+    MPI_Comm c = comm;
+    const void *in = send == recv ? MPI_IN_PLACE : send;
+    return start({what, "all_reduce", count * dtypeSize(dtype), size_},
+                 [=](std::vector<MPI_Request> &rs) {
+                   MPI_Request r;
+                   check(MPI_Iallreduce(in, recv, n, type, mop, c, &r), what);
+                   rs.push_back(r);
+                 });
   }
   std::unique_ptr<CommRequest> allGather(const void *send, void *recv,
                                          int64_t bytes) override {
-    MPI_Request r;
-    int n = toInt(bytes, "MPI_Iallgather");
-    check(MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm, &r),
-          "MPI_Iallgather");
-    return one(r, "MPI_Iallgather");
+    const char *what = "MPI_Iallgather";
+    int n = toInt(bytes, what);
+    MPI_Comm c = comm;
+    return start(
+        {what, "all_gather", bytes, size_}, [=](std::vector<MPI_Request> &rs) {
+          MPI_Request r;
+          check(MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, c, &r),
+                what);
+          rs.push_back(r);
+        });
   }
   std::unique_ptr<CommRequest> reduceScatter(const void *send, void *recv,
                                              int64_t count, DType dtype,
                                              ReduceOp op) override {
-    MPI_Request r;
-    check(MPI_Ireduce_scatter_block(
-              send, recv, toInt(count, "MPI_Ireduce_scatter_block"),
-              mpiType(dtype, "MPI_Ireduce_scatter_block"), mpiOp(op), comm, &r),
-          "MPI_Ireduce_scatter_block");
-    return one(r, "MPI_Ireduce_scatter_block");
+    const char *what = "MPI_Ireduce_scatter_block";
+    int n = toInt(count, what);
+    MPI_Datatype type = mpiType(dtype, what);
+    MPI_Op mop = mpiOp(op);
+    MPI_Comm c = comm;
+    return start(
+        {what, "reduce_scatter", count * dtypeSize(dtype) * size_, size_},
+        [=](std::vector<MPI_Request> &rs) {
+          MPI_Request r;
+          check(MPI_Ireduce_scatter_block(send, recv, n, type, mop, c, &r),
+                what);
+          rs.push_back(r);
+        });
   }
   std::unique_ptr<CommRequest> allToAll(const void *send, void *recv,
                                         int64_t bytes) override {
-    MPI_Request r;
-    int n = toInt(bytes, "MPI_Ialltoall");
-    check(MPI_Ialltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm, &r),
-          "MPI_Ialltoall");
-    return one(r, "MPI_Ialltoall");
+    const char *what = "MPI_Ialltoall";
+    int n = toInt(bytes, what);
+    MPI_Comm c = comm;
+    return start(
+        {what, "all_to_all", bytes * size_, size_},
+        [=](std::vector<MPI_Request> &rs) {
+          MPI_Request r;
+          check(MPI_Ialltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, c, &r),
+                what);
+          rs.push_back(r);
+        });
   }
   std::unique_ptr<CommRequest> broadcast(void *data, int64_t bytes,
                                          int64_t root) override {
-    MPI_Request r;
-    check(MPI_Ibcast(data, toInt(bytes, "MPI_Ibcast"), MPI_BYTE,
-                     static_cast<int>(root), comm, &r),
-          "MPI_Ibcast");
-    return one(r, "MPI_Ibcast");
+    const char *what = "MPI_Ibcast";
+    int n = toInt(bytes, what);
+    int from = static_cast<int>(root);
+    MPI_Comm c = comm;
+    return start({what, "broadcast", bytes, size_},
+                 [=](std::vector<MPI_Request> &rs) {
+                   MPI_Request r;
+                   check(MPI_Ibcast(data, n, MPI_BYTE, from, c, &r), what);
+                   rs.push_back(r);
+                 });
   }
   std::unique_ptr<CommRequest>
   exchange(const std::vector<Transfer> &sends,
            const std::vector<Transfer> &recvs) override {
-    std::vector<MPI_Request> requests;
-    // Receives first, so that the matching sends find them posted.
-    for (const Transfer &t : recvs) {
-      MPI_Request r;
-      check(MPI_Irecv(t.data, toInt(t.bytes, "MPI_Irecv"), MPI_BYTE,
-                      static_cast<int>(t.peer), kTag, comm, &r),
-            "MPI_Irecv");
-      requests.push_back(r);
-    }
-    for (const Transfer &t : sends) {
-      MPI_Request r;
-      check(MPI_Isend(t.data, toInt(t.bytes, "MPI_Isend"), MPI_BYTE,
-                      static_cast<int>(t.peer), kTag, comm, &r),
-            "MPI_Isend");
-      requests.push_back(r);
-    }
-    return std::make_unique<MpiRequest>(std::move(requests),
-                                        "MPI_Isend/MPI_Irecv");
+    const char *what = "MPI_Isend/MPI_Irecv";
+    int64_t bytes = 0;
+    for (const std::vector<Transfer> *list : {&sends, &recvs})
+      for (const Transfer &t : *list) {
+        toInt(t.bytes, list == &sends ? "MPI_Isend" : "MPI_Irecv");
+        bytes += t.bytes;
+      }
+    MPI_Comm c = comm;
+    return start(
+        {what, "exchange", bytes, size_}, [=](std::vector<MPI_Request> &rs) {
+          // Receives first, so that the matching sends find them
+          // posted.
+          for (const Transfer &t : recvs) {
+            MPI_Request r;
+            check(MPI_Irecv(t.data, static_cast<int>(t.bytes), MPI_BYTE,
+                            static_cast<int>(t.peer), kTag, c, &r),
+                  "MPI_Irecv");
+            rs.push_back(r);
+          }
+          for (const Transfer &t : sends) {
+            MPI_Request r;
+            check(MPI_Isend(t.data, static_cast<int>(t.bytes), MPI_BYTE,
+                            static_cast<int>(t.peer), kTag, c, &r),
+                  "MPI_Isend");
+            rs.push_back(r);
+          }
+        });
   }
 
 private:
+  /// Posts now (no communication thread) or enqueues on the thread. The
+  /// arguments were checked by the caller, so that a count MPI cannot
+  /// express still throws at the start on either path.
+  std::unique_ptr<CommRequest> start(const OpInfo &info, PostFn post) {
+    if (engine)
+      return engine->submit(info, std::move(post));
+    std::vector<MPI_Request> requests;
+    post(requests);
+    return std::make_unique<MpiRequest>(std::move(requests), info.library);
+  }
+
   static constexpr int kTag = 0x4153; // "AS"
   MPI_Comm comm;
   int64_t rank_ = 0, size_ = 1;
+  std::shared_ptr<CommThread> engine;
 };
 
 class MpiWorld : public CommWorld {
 public:
-  MpiWorld(int *argc, char ***argv) {
+  MpiWorld(int *argc, char ***argv, const MpiWorldOptions &options) {
+    if (options.commThread && options.pollUs < 1)
+      throw CommError("the communication thread's poll interval must be >= "
+                      "1 microsecond, found " +
+                      std::to_string(options.pollUs));
+    // The thread calls MPI while the caller may call MPI_Abort (an error
+    // on this rank): MPI_THREAD_SERIALIZED would not allow that.
+    const int required =
+        options.commThread ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
     int initialized = 0;
     MPI_Initialized(&initialized);
+    int provided = 0;
     if (!initialized) {
-      int provided = 0;
-      check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided),
+      check(MPI_Init_thread(argc, argv, required, &provided),
             "MPI_Init_thread");
       ownsMpi = true;
+    } else {
+      check(MPI_Query_thread(&provided), "MPI_Query_thread");
+    }
+    if (options.commThread && provided < MPI_THREAD_MULTIPLE) {
+      if (ownsMpi)
+        MPI_Finalize(); // every rank gets the same level: all end cleanly
+      throw CommError(
+          std::string("the communication thread needs MPI_THREAD_MULTIPLE, "
+                      "but the MPI library provides ") +
+          threadLevelName(provided) +
+          " (use an MPI built with thread support, or turn the "
+          "communication thread off)");
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int r, n;
@@ -193,8 +279,15 @@ public:
     check(MPI_Comm_size(node, &local), "MPI_Comm_size");
     MPI_Comm_free(&node);
     localSize_ = local;
+    // From here on the thread makes every MPI call but MPI_Abort and
+    // MPI_Finalize.
+    if (options.commThread)
+      engine = CommThread::start(options.pollUs);
   }
   ~MpiWorld() override {
+    // Joined before MPI_Finalize, which no other thread may overlap.
+    if (engine)
+      engine->stop();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (ownsMpi && !finalized)
@@ -205,27 +298,45 @@ public:
   int64_t size() const override { return size_; }
   int64_t localSize() const override { return localSize_; }
   std::unique_ptr<Communicator> split(int64_t color, int64_t key) override {
-    MPI_Comm comm;
-    check(MPI_Comm_split(MPI_COMM_WORLD, toInt(color, "MPI_Comm_split"),
-                         toInt(key, "MPI_Comm_split"), &comm),
-          "MPI_Comm_split");
-    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    return std::make_unique<MpiCommunicator>(comm);
+    int c = toInt(color, "MPI_Comm_split"), k = toInt(key, "MPI_Comm_split");
+    MPI_Comm comm = MPI_COMM_NULL;
+    int r = 0, n = 1;
+    auto doSplit = [&] {
+      check(MPI_Comm_split(MPI_COMM_WORLD, c, k, &comm), "MPI_Comm_split");
+      MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+      check(MPI_Comm_rank(comm, &r), "MPI_Comm_rank");
+      check(MPI_Comm_size(comm, &n), "MPI_Comm_size");
+    };
+    if (engine)
+      engine->call("MPI_Comm_split", doSplit);
+    else
+      doSplit();
+    return std::make_unique<MpiCommunicator>(comm, r, n, engine);
   }
   [[noreturn]] void abort(int code) override {
+    // Also with a communication thread inside MPI_Testsome (hence
+    // MPI_THREAD_MULTIPLE); MPI_Abort ends the thread with the process.
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code); // MPI_Abort does not return; keep the promise anyway
+  }
+  bool setCommTracer(CommTracer *tracer) override {
+    if (!engine)
+      return false;
+    engine->setTracer(tracer);
+    return true;
   }
 
 private:
   bool ownsMpi = false;
   int64_t rank_ = 0, size_ = 1, localSize_ = 1;
+  std::shared_ptr<CommThread> engine;
 };
 
 } // namespace
 
-std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv) {
-  return std::make_unique<MpiWorld>(argc, argv);
+std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv,
+                                          const MpiWorldOptions &options) {
+  return std::make_unique<MpiWorld>(argc, argv, options);
 }
 
 } // namespace autoshard::runtime

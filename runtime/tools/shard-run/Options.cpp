@@ -46,7 +46,7 @@ double parseReal(const std::string &flag, const std::string &text, double min) {
 } // namespace
 
 std::string usage() {
-  return R"(usage: shard-run ARTIFACT --data FILE|DIR [options]
+  std::string text = R"(usage: shard-run ARTIFACT --data FILE|DIR [options]
 
 Trains the model compiled into ARTIFACT (shard-opt --rt-export) on a text
 file, character-level, and prints a sample of generated text at the end.
@@ -111,6 +111,14 @@ file, character-level, and prints a sample of generated text at the end.
                        this rank may run on / the job's ranks on this node,
                        at least 1, at most 1024 (the banner says what was
                        chosen)
+  --comm-thread on|off one communication thread per rank makes every MPI
+                       call, so that collectives started early
+                       (dist-overlap-collectives) progress while the rank
+                       computes (MPI_THREAD_MULTIPLE); off: they progress
+                       only inside waits (default: @COMM_DEFAULT@)
+  --comm-poll-us N     with --comm-thread on: microseconds between two polls
+                       of the outstanding operations while nothing waits for
+                       one (1 to 100000; @POLL_DEFAULT@)
   --check-memory       poison dead/unwritten memory and fail on NaN
                        (also AUTOSHARD_CHECK_MEMORY=1); slow
   -h, --help           this text
@@ -127,6 +135,12 @@ adds `.rankR` before the extension). Any rank's error prints
 "shard-run: error: rank R: ..." and ends every rank (MPI_Abort).
 See docs/running.md.
 )";
+  auto replace = [&text](const std::string &from, const std::string &to) {
+    text.replace(text.find(from), from.size(), to);
+  };
+  replace("@COMM_DEFAULT@", kCommThreadDefault ? "on" : "off");
+  replace("@POLL_DEFAULT@", std::to_string(runtime::kDefaultCommPollUs));
+  return text;
 }
 
 Options parseOptions(const std::vector<std::string> &args) {
@@ -183,6 +197,13 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--temperature", real(o.temperature, 1e-6)},
       {"--top-k", integer(o.topK, 1)},
       {"--threads", integer(o.threads, 1, kMaxThreads)},
+      {"--comm-thread",
+       [&o](const std::string &f, const std::string &v) {
+         if (v != "on" && v != "off")
+           throw UsageError(f + " expects 'on' or 'off', found '" + v + "'");
+         o.commThread = v == "on";
+       }},
+      {"--comm-poll-us", integer(o.commPollUs, 1, kMaxCommPollUs)},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i], value;

@@ -3,6 +3,8 @@
 #ifndef AUTOSHARD_TOOLS_SHARDRUN_OPTIONS_H
 #define AUTOSHARD_TOOLS_SHARDRUN_OPTIONS_H
 
+#include "autoshard/runtime/Communicator.h"
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -15,6 +17,14 @@ class UsageError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
+
+/// Whether the communication thread is on without --comm-thread (the one
+/// place to flip the default).
+constexpr bool kCommThreadDefault = false;
+
+/// The largest --comm-poll-us accepted (0.1 s: beyond it the thread would
+/// leave collectives unattended longer than a step takes).
+constexpr int64_t kMaxCommPollUs = 100000;
 
 /// Everything shard-run is told on its command line.
 struct Options {
@@ -49,6 +59,12 @@ struct Options {
   int64_t topK = 200;
   bool checkMemory = false;
   int64_t threads = 0; ///< --threads: kernel threads per rank (0: derived).
+  /// --comm-thread on|off: a thread per rank drives every MPI call, so that
+  /// started collectives progress during compute (docs/cpu-backend.md).
+  bool commThread = kCommThreadDefault;
+  /// --comm-poll-us: microseconds between the comm thread's polls while an
+  /// operation is outstanding and nothing waits for it.
+  int64_t commPollUs = runtime::kDefaultCommPollUs;
   bool help = false;
 };
 

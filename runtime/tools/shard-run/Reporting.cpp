@@ -6,6 +6,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string_view>
@@ -79,6 +80,48 @@ void TraceRecorder::record(std::string_view name, std::string_view function,
 void TraceRecorder::span(const std::string &name, double startUs,
                          double durUs) {
   trace.add(name, "step", startUs - epochUs, durUs);
+}
+
+void TraceRecorder::recordComm(const runtime::CommSpan &s) {
+  std::lock_guard<std::mutex> lock(commMutex);
+  comm.push_back({std::string(s.name), std::string(s.library), s.bytes, s.ranks,
+                  s.queuedUs, s.startUs, s.durUs, s.failed});
+}
+
+void TraceRecorder::flushComm() {
+  std::vector<CommEvent> events;
+  {
+    std::lock_guard<std::mutex> lock(commMutex);
+    events.swap(comm);
+  }
+  trace.nameThread(0, "compute");
+  std::stable_sort(events.begin(), events.end(),
+                   [](const CommEvent &a, const CommEvent &b) {
+                     return a.startUs < b.startUs;
+                   });
+  // Greedy interval partitioning: each event on the first track that is
+  // free by its start (as few tracks as operations were in flight at once).
+  std::vector<double> trackEnd;
+  for (const CommEvent &e : events) {
+    size_t track = 0;
+    while (track < trackEnd.size() && trackEnd[track] > e.startUs)
+      ++track;
+    if (track == trackEnd.size()) {
+      trackEnd.push_back(0);
+      trace.nameThread(static_cast<int>(track) + 1,
+                       track == 0 ? "comm"
+                                  : "comm " + std::to_string(track + 1));
+    }
+    trackEnd[track] = e.startUs + e.durUs;
+    nlohmann::json args = {{"library", e.library},
+                           {"bytes", e.bytes},
+                           {"ranks", e.ranks},
+                           {"queued_us", e.startUs - e.queuedUs}};
+    if (e.failed)
+      args["failed"] = true;
+    trace.add(e.name, "comm", e.startUs - epochUs, e.durUs, 0,
+              static_cast<int>(track) + 1, std::move(args));
+  }
 }
 
 std::vector<double> peakRssMiBPerRank(runtime::CommContext *comm) {

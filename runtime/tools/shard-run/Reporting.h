@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,20 +36,40 @@ private:
 };
 
 /// Records executed instructions into a ChromeTrace, times relative to
-/// the recorder's creation.
-class TraceRecorder : public runtime::ExecutionTracer {
+/// the recorder's creation, on the compute track (tid 0). As a CommTracer
+/// it also collects, from the communication thread, each communication
+/// operation from its post to its completion; flushComm() puts them on
+/// tracks of their own.
+class TraceRecorder : public runtime::ExecutionTracer,
+                      public runtime::CommTracer {
 public:
   explicit TraceRecorder(runtime::ChromeTrace &trace);
   void record(std::string_view name, std::string_view function, double startUs,
               double durUs, int depth) override;
+  /// Thread-safe; the events wait in the recorder until flushComm().
+  void recordComm(const runtime::CommSpan &span) override;
   /// Adds an enclosing event (e.g. the whole step).
   void span(const std::string &name, double startUs, double durUs);
+  /// Names the compute track "compute" and adds the communication events
+  /// recorded so far: tid 1 ("comm"), and tids 2, 3, ... ("comm 2", ...)
+  /// for operations that overlap one already on a lower track (the viewers
+  /// want the events of one track nested or disjoint). Call on the thread
+  /// that adds the compute events.
+  void flushComm();
   /// Microseconds of std::steady_clock (the executor's clock).
   static double nowUs();
 
 private:
   runtime::ChromeTrace &trace;
   double epochUs;
+  struct CommEvent {
+    std::string name, library;
+    int64_t bytes, ranks;
+    double queuedUs, startUs, durUs;
+    bool failed;
+  };
+  std::mutex commMutex; // guards comm (the comm thread appends)
+  std::vector<CommEvent> comm;
 };
 
 /// Each rank's peak resident set so far in MiB (getrusage's ru_maxrss:

@@ -22,6 +22,25 @@ std::string fixed(double v, int digits = 4) {
   std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
   return buf;
 }
+
+/// Points `world`'s communication spans at `tracer` while it lives (also
+/// when the step throws: the recorder must not be called after the run).
+class CommTraceScope {
+public:
+  CommTraceScope(CommWorld *world, CommTracer *tracer) : world(world) {
+    if (world)
+      world->setCommTracer(tracer);
+  }
+  ~CommTraceScope() {
+    if (world)
+      world->setCommTracer(nullptr);
+  }
+  CommTraceScope(const CommTraceScope &) = delete;
+  CommTraceScope &operator=(const CommTraceScope &) = delete;
+
+private:
+  CommWorld *world;
+};
 } // namespace
 
 Trainer::Trainer(const Options &opts, Executor &executor, const Dataset &data)
@@ -150,6 +169,7 @@ RunSummary Trainer::run() {
   std::optional<TraceRecorder> recorder;
   if (!opts.trace.empty())
     recorder.emplace(trace);
+  CommWorld *commWorld = executor.comm() ? &executor.comm()->world() : nullptr;
 
   Progress progress(stdout, opts.steps, opts.logInterval);
   RunSummary summary;
@@ -213,7 +233,13 @@ RunSummary Trainer::run() {
     train.setI64("step", it + 1);
     bool traced = recorder && it == opts.traceStep;
     double start = TraceRecorder::nowUs();
-    train.run(traced ? &*recorder : nullptr);
+    {
+      // The communication thread, if any, reports this step's operations
+      // (each is waited inside the step, so all are in when it ends).
+      CommTraceScope commTrace(traced ? commWorld : nullptr,
+                               traced ? &*recorder : nullptr);
+      train.run(traced ? &*recorder : nullptr);
+    }
     double us = TraceRecorder::nowUs() - start;
     if (traced)
       recorder->span("train_step " + std::to_string(it), start, us);
@@ -279,8 +305,10 @@ RunSummary Trainer::run() {
                    {"peak_bytes", summary.peakBytes},
                    {"final", true}};
   }
-  if (recorder)
+  if (recorder) {
+    recorder->flushComm();
     trace.save(opts.trace);
+  }
   summary.wallS = (TraceRecorder::nowUs() - loopStart) * 1e-6;
   summary.tokensPerS = trainUs > 0 ? trainTokens / (trainUs * 1e-6) : 0;
   return summary;

@@ -305,6 +305,20 @@ int runMain(Options opts, CommWorld *world) {
                 describeMesh(artifact.mesh).c_str());
   if (!threads.empty())
     std::printf("%s\n", threads.c_str());
+  if (world) {
+    if (deviceWorld)
+      std::printf("comm thread: %s (MPI only bootstraps %s, whose "
+                  "collectives run on their own stream)\n",
+                  opts.commThread ? "on" : "off", deviceWorld->name().c_str());
+    else if (opts.commThread)
+      std::printf("comm thread: on (one per rank makes every MPI call, "
+                  "MPI_THREAD_MULTIPLE; polls every %lld us while an "
+                  "operation is outstanding)\n",
+                  static_cast<long long>(opts.commPollUs));
+    else
+      std::printf("comm thread: off (started collectives progress only "
+                  "inside MPI calls, mostly their waits)\n");
+  }
   std::printf("data %s: %lld train / %lld val tokens, %s\n", opts.data.c_str(),
               static_cast<long long>(data.tokenCount(Split::Train)),
               static_cast<long long>(data.tokenCount(Split::Val)),
@@ -436,7 +450,17 @@ int main(int argc, char **argv) {
     if (!startedByLauncher())
       return opts.ranks > 1 ? launch(opts, argc, argv) : runMain(opts, nullptr);
 #if AUTOSHARD_HAVE_MPI
-    world = createMpiWorld(&argc, &argv);
+    MpiWorldOptions mpiOptions;
+    mpiOptions.commThread = opts.commThread;
+    mpiOptions.pollUs = opts.commPollUs;
+    try {
+      world = createMpiWorld(&argc, &argv, mpiOptions);
+    } catch (const CommError &e) {
+      // E.g. an MPI without MPI_THREAD_MULTIPLE: the flag cannot be served.
+      if (!opts.commThread)
+        throw;
+      throw UsageError(std::string("--comm-thread on: ") + e.what());
+    }
 #endif
     return runMain(opts, world.get());
   } catch (const UsageError &e) {

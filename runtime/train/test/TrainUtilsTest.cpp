@@ -140,4 +140,26 @@ TEST(ChromeTrace, WritesTraceEvents) {
   EXPECT_EQ(j["traceEvents"][1]["tid"], 1);
 }
 
+TEST(ChromeTrace, NamesTracksAndKeepsArgs) {
+  ChromeTrace t;
+  t.add("all_reduce", "comm", 3, 40, 0, 1, {{"bytes", 64}});
+  t.add("matmul", "compute", 0, 12.5);
+  t.nameThread(1, "comm");
+  t.nameThread(0, "compute");
+  t.nameThread(1, "comm (renamed)"); // one name per track
+  std::string path = tempPath("trace-named.json");
+  t.save(path);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  const nlohmann::json &ev = j["traceEvents"];
+  ASSERT_EQ(ev.size(), 6u); // 2 x (thread_name, thread_sort_index) + 2
+  EXPECT_EQ(ev[0]["ph"], "M");
+  EXPECT_EQ(ev[0]["name"], "thread_name");
+  EXPECT_EQ(ev[0]["tid"], 1);
+  EXPECT_EQ(ev[0]["args"]["name"], "comm (renamed)");
+  EXPECT_EQ(ev[1]["name"], "thread_sort_index");
+  EXPECT_EQ(ev[2]["args"]["name"], "compute");
+  EXPECT_EQ(ev[4]["args"]["bytes"], 64);
+  EXPECT_FALSE(ev[5].contains("args"));
+}
+
 } // namespace

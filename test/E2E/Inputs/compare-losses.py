@@ -1,9 +1,11 @@
 """Compares the train losses of two shard-run --log JSONL files step by step.
 
 Usage: compare-losses.py REFERENCE.jsonl OTHER.jsonl [--steps N] [--rtol R]
+                         [--key KEY]
 
 The first N train-step records (default 3) of both logs must exist and their
-`train_loss` must agree within relative error R (default 1e-5, DESIGN.md §6).
+`train_loss` (or KEY, e.g. grad_norm) must agree within relative error R
+(default 1e-5, DESIGN.md §6; 0: bitwise the same).
 Prints one line per step and a summary; exit status 1 on any mismatch or a
 missing step.
 """
@@ -13,15 +15,15 @@ import json
 import sys
 
 
-def train_losses(path):
+def train_losses(path, key="train_loss"):
     losses = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.strip()
             if line:
                 rec = json.loads(line)
-                if "train_loss" in rec:
-                    losses[rec["step"]] = rec["train_loss"]
+                if "train_loss" in rec and key in rec:
+                    losses[rec["step"]] = rec[key]
     return losses
 
 
@@ -31,8 +33,10 @@ def main():
     parser.add_argument("other")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--rtol", type=float, default=1e-5)
+    parser.add_argument("--key", default="train_loss")
     args = parser.parse_args()
-    ref, other = train_losses(args.reference), train_losses(args.other)
+    ref = train_losses(args.reference, args.key)
+    other = train_losses(args.other, args.key)
     steps = sorted(ref)[: args.steps]
     if len(steps) < args.steps:
         print(f"{args.reference}: only {len(steps)} train steps, "

@@ -10,7 +10,12 @@
 //
 // Every operation is started non-blocking and returns a CommRequest: a
 // blocking collective is start + wait, an asynchronous one (`dist.*_start`)
-// waits at its `dist.wait`. Buffers must stay untouched until the wait.
+// waits at its `dist.wait`. Buffers must stay untouched until the wait. A
+// world may drive its operations from a communication thread of its own
+// (MpiWorld.h, MpiWorldOptions::commThread): then a start only enqueues,
+// the thread posts the operations in the order they were started and
+// progresses them, and a wait blocks until the thread has seen its
+// operation complete; a CommTracer can receive each operation's span.
 //
 // CommContext (below) is what an executor uses: one Communicator per
 // distinct group (ordered list of mesh axes) that a program names, created
@@ -30,6 +35,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace autoshard::runtime {
@@ -100,6 +106,36 @@ public:
            const std::vector<Transfer> &recvs) = 0;
 };
 
+/// One finished communication operation, as the thread that drives it saw
+/// it (CommTracer).
+struct CommSpan {
+  /// The Communicator method in snake case: "all_reduce", "all_gather",
+  /// "reduce_scatter", "all_to_all", "broadcast", "exchange".
+  std::string_view name;
+  /// The library call(s), e.g. "MPI_Iallreduce".
+  std::string_view library;
+  /// Bytes of this member's input buffer (an exchange: sent plus received).
+  int64_t bytes = 0;
+  /// Members of the group it ran on.
+  int64_t ranks = 0;
+  /// Microseconds of std::steady_clock (ExecutionTracer's clock): when the
+  /// caller started it, when the library call was posted, and how long it
+  /// then took until the driving thread saw it complete.
+  double queuedUs = 0, startUs = 0, durUs = 0;
+  /// Whether it ended with an error (its wait throws CommError).
+  bool failed = false;
+};
+
+/// Receives the span of each communication operation from the thread that
+/// drives it (MpiWorld's communication thread), concurrently with the
+/// threads that start and wait: implementations must be thread-safe, and
+/// quick (the caller holds its own lock meanwhile).
+class CommTracer {
+public:
+  virtual ~CommTracer() = default;
+  virtual void recordComm(const CommSpan &span) = 0;
+};
+
 /// The whole job.
 class CommWorld {
 public:
@@ -116,7 +152,21 @@ public:
   virtual std::unique_ptr<Communicator> split(int64_t color, int64_t key) = 0;
   /// Ends every rank of the job with exit code `code` (never returns).
   [[noreturn]] virtual void abort(int code) = 0;
+  /// Sends the span of every operation started from now on (on any of this
+  /// world's communicators) to `tracer`; null stops. Once it returns, an
+  /// earlier tracer is never called again. Returns whether this world
+  /// reports spans at all: only one with a communication thread does
+  /// (without one, an operation's progress is known only at its wait).
+  virtual bool setCommTracer(CommTracer *tracer) {
+    (void)tracer;
+    return false;
+  }
 };
+
+/// Default interval, in microseconds, between two polls of a communication
+/// thread's outstanding operations while no caller is waiting for one
+/// (MpiWorldOptions::pollUs, `shard-run --comm-poll-us`).
+constexpr int64_t kDefaultCommPollUs = 50;
 
 /// A one-rank world without any communication library.
 std::unique_ptr<CommWorld> createLocalWorld();

@@ -5,9 +5,22 @@
 // (MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter_block,
 // MPI_Ialltoall, MPI_Ibcast, MPI_Isend/MPI_Irecv) whose request completes in
 // CommRequest::wait(). Debian's OpenMPI has no asynchronous progress
-// thread, so a started collective advances only inside MPI calls: overlap
-// with compute on the CPU needs a communication thread (not implemented;
-// MPI is initialised with MPI_THREAD_FUNNELED).
+// thread, so a started collective advances only inside MPI calls.
+//
+// Without a communication thread (the default) the calling thread posts
+// the call and CommRequest::wait() completes it (MPI_Waitall); MPI is
+// initialised with MPI_THREAD_FUNNELED. With one (MpiWorldOptions::
+// commThread), that thread makes every MPI call after the world's setup:
+// starting an operation only enqueues it; the thread posts the queued
+// operations in the order they were started (so every rank still enters
+// its collectives in program order, which dist-verify-comm checked), keeps
+// the outstanding requests and drives them with MPI_Testsome, and wait()
+// blocks until the thread has seen the operation complete. That is what
+// lets a `dist.*_start` collective advance while the caller computes
+// (docs/cpu-backend.md, "Overlap on the CPU"). MPI is then initialised with
+// MPI_THREAD_MULTIPLE: only the thread calls MPI in steady state, but the
+// caller's MPI_Abort on an error may run while the thread is inside
+// MPI_Testsome, which MPI_THREAD_SERIALIZED would not allow.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,11 +35,30 @@
 
 namespace autoshard::runtime {
 
+/// How an MPI world makes progress.
+struct MpiWorldOptions {
+  /// Drive every operation from a communication thread (see the file
+  /// comment); needs MPI_THREAD_MULTIPLE.
+  bool commThread = false;
+  /// Microseconds the thread sleeps between two polls (MPI_Testsome) while
+  /// operations are outstanding and no caller waits for one, >= 1. While a
+  /// caller is blocked in wait() it polls back to back, yielding the core
+  /// in between (as MPI_Waitall would spin). With nothing outstanding it
+  /// sleeps until an operation is started.
+  int64_t pollUs = kDefaultCommPollUs;
+};
+
 /// Initialises MPI (unless the program already has) and returns the world
 /// of MPI_COMM_WORLD; MPI is finalised when the returned object is
-/// destroyed (after every Communicator split from it). Errors are returned
-/// as CommError, not MPI's default abort.
-std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv);
+/// destroyed (after every Communicator split from it; a communication
+/// thread is joined first: it posts what is still queued and abandons what
+/// is outstanding, whose waits then throw). Errors are returned as
+/// CommError, not MPI's default abort. With `options.commThread`, throws
+/// CommError naming the thread level MPI provides when it is below
+/// MPI_THREAD_MULTIPLE (MPI is finalised first if this call initialised
+/// it), and an options.pollUs below 1.
+std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv,
+                                          const MpiWorldOptions &options = {});
 
 /// Replaces this process by `mpirun -n ranks --oversubscribe --bind-to none
 /// <this executable> argv[1..]` on this node (AUTOSHARD_MPIRUN names another

@@ -29,17 +29,23 @@ private:
 };
 
 /// Collects complete ("X") events and writes them in the Chrome trace event
-/// format (chrome://tracing, Perfetto): times in microseconds.
+/// format (chrome://tracing, Perfetto): times in microseconds. Not
+/// thread-safe: one thread adds (TraceRecorder gathers other threads'
+/// events itself).
 class ChromeTrace {
 public:
   /// Records one event of `durUs` microseconds starting at `startUs` on
   /// thread/lane `tid` (e.g. 0 compute, 1 communication) of process `pid`
-  /// (the rank).
+  /// (the rank). `args`, if an object, is shown with the event.
   void add(std::string name, std::string category, double startUs, double durUs,
-           int pid = 0, int tid = 0);
+           int pid = 0, int tid = 0, nlohmann::json args = nullptr);
+  /// Names lane `tid` of process `pid` (a "thread_name" metadata event, the
+  /// track's title in the viewers) and orders the tracks by tid.
+  void nameThread(int tid, std::string name, int pid = 0);
   /// Writes `{"traceEvents": [...]}` to `path`; throws std::runtime_error
   /// naming the path on failure.
   void save(const std::string &path) const;
+  /// Complete events recorded (metadata not counted).
   size_t size() const { return events.size(); }
 
 private:
@@ -47,8 +53,14 @@ private:
     std::string name, category;
     double startUs, durUs;
     int pid, tid;
+    nlohmann::json args;
+  };
+  struct ThreadName {
+    int pid, tid;
+    std::string name;
   };
   std::vector<Event> events;
+  std::vector<ThreadName> threadNames;
 };
 
 } // namespace autoshard::runtime
