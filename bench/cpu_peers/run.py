@@ -138,9 +138,13 @@ def main() -> int:
     p.add_argument("--pairs", default=",".join(PAIRS),
                    help=f"comma-separated subset of {','.join(PAIRS)}")
     p.add_argument("--rounds", type=int, default=3, help="A B rounds per pair (>= 1)")
-    p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--eval-interval", type=int, default=0)
-    p.add_argument("--out", default=str(ROOT / "build/bench/cpu_peers"))
+    p.add_argument("--steps", type=int, default=300,
+                   help="training steps per run (default 300)")
+    p.add_argument("--eval-interval", type=int, default=0,
+                   help="steps between evaluations, 0 = none (default 0)")
+    p.add_argument("--out", default=str(ROOT / "build/bench/cpu_peers"),
+                   help="directory of results.json and the runs' outputs "
+                        "(default build/bench/cpu_peers)")
     a = p.parse_args()
     pairs = [x for x in a.pairs.split(",") if x]
     bad = [x for x in pairs if x not in PAIRS]

@@ -203,7 +203,12 @@ Options parseOptions(const std::vector<std::string> &args) {
            throw UsageError(f + " expects 'on' or 'off', found '" + v + "'");
          o.commThread = v == "on";
        }},
-      {"--comm-poll-us", integer(o.commPollUs, 1, kMaxCommPollUs)},
+      {"--comm-poll-us",
+       [&o, set = integer(o.commPollUs, 1, kMaxCommPollUs)](
+           const std::string &f, const std::string &v) {
+         set(f, v);
+         o.commPollUsGiven = true;
+       }},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i], value;

@@ -65,6 +65,7 @@ struct Options {
   /// --comm-poll-us: microseconds between the comm thread's polls while an
   /// operation is outstanding and nothing waits for it.
   int64_t commPollUs = runtime::kDefaultCommPollUs;
+  bool commPollUsGiven = false; ///< --comm-poll-us was on the command line.
   bool help = false;
 };
 

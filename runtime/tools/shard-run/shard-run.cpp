@@ -318,7 +318,13 @@ int runMain(Options opts, CommWorld *world) {
     else
       std::printf("comm thread: off (started collectives progress only "
                   "inside MPI calls, mostly their waits)\n");
+  } else if (opts.commThread) {
+    std::printf("comm thread: none (one rank without a launcher: no MPI, "
+                "--comm-thread on has nothing to do)\n");
   }
+  if (opts.commPollUsGiven && !opts.commThread)
+    std::printf("note: --comm-poll-us applies with --comm-thread on only; "
+                "ignored\n");
   std::printf("data %s: %lld train / %lld val tokens, %s\n", opts.data.c_str(),
               static_cast<long long>(data.tokenCount(Split::Train)),
               static_cast<long long>(data.tokenCount(Split::Val)),
