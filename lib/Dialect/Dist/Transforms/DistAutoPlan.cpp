@@ -30,7 +30,9 @@
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Dist/Transforms/Plan.h"
 #include "autoshard/Dialect/Rt/IR/RtDialect.h"
+#include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+#include "autoshard/Dialect/Tfm/Transforms/Passes.h"
 #include "autoshard/Planner/Cluster.h"
 #include "autoshard/Planner/Planner.h"
 
@@ -784,21 +786,28 @@ struct DistAutoPlanPass
     OwningOpRef<ModuleOp> copy = oneBlock.clone();
     std::string plan =
         llvm::formatv("dp={0},tp={1},sp={2}", dp, tp, sp ? 1 : 0);
-    std::string recompute;
-    if (mode != "none") {
+    if (mode != "none")
       plan += ",recompute=" + mode.str();
-      recompute = "tfm-recompute{mode=" + mode.str() + "},";
-    }
-    if (failed(runPipeline(*copy,
-                           "tfm-autodiff," + recompute +
-                               "dist-apply-plan{plan=" + plan +
-                               "},dist-propagate,dist-partition",
-                           err)))
+    auto partition = [&](OpPassManager &pm) {
+      pm.addPass(tfm::createTfmAutodiff());
+      if (mode != "none") {
+        tfm::TfmRecomputeOptions recompute;
+        recompute.mode = mode.str();
+        pm.addPass(tfm::createTfmRecompute(recompute));
+      }
+      DistPartitionPipelineOptions options;
+      options.plan = plan;
+      options.stopAfterPartition = true;
+      buildDistPartitionPipeline(pm, options);
+    };
+    if (failed(dist::runPassPipeline(*copy, partition, err)))
       return failure();
     if (failed(readProgram(*copy, raw, err)))
       return failure();
-    if (failed(runPipeline(*copy, "rt-lower,rt-fuse-epilogues,rt-plan-memory",
-                           err)))
+    auto lower = [](OpPassManager &pm) {
+      rt::buildRtLoweringPipeline(pm, /*fuseEpilogues=*/true);
+    };
+    if (failed(dist::runPassPipeline(*copy, lower, err)))
       return failure();
     copy->walk([&](Operation *op) {
       auto entry = op->getAttrOfType<StringAttr>("entry");
@@ -809,11 +818,6 @@ struct DistAutoPlanPass
           raw.frame = double(act.getInt());
     });
     return success();
-  }
-
-  LogicalResult runPipeline(ModuleOp copy, StringRef pipeline,
-                            std::string &err) {
-    return dist::runPassPipeline(copy, pipeline, err);
   }
 };
 

@@ -18,6 +18,7 @@
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
+#include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Pipeline/Schedule.h"
 #include "autoshard/Pipeline/Simulate.h"
 
@@ -1512,9 +1513,16 @@ struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {
     }
     if (!planned) {
       copy = module.clone();
-      if (failed(lowerCopy(
-              *copy, hasRt ? "rt-plan-memory"
-                           : "rt-lower,rt-fuse-epilogues,rt-plan-memory")))
+      auto lower = [&](OpPassManager &pm) {
+        if (hasRt)
+          pm.addPass(rt::createRtPlanMemory());
+        else
+          rt::buildRtLoweringPipeline(pm, /*fuseEpilogues=*/true);
+      };
+      if (failed(lowerCopy(*copy, lower,
+                           hasRt
+                               ? "rt-plan-memory"
+                               : "rt-lower,rt-fuse-epilogues,rt-plan-memory")))
         return signalPassFailure();
       program = *copy;
     }
@@ -1553,10 +1561,13 @@ struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {
     markAllAnalysesPreserved();
   }
 
-  /// Runs `pipeline` on `copy`, reporting its first error on the module.
-  LogicalResult lowerCopy(ModuleOp copy, StringRef pipeline) {
+  /// Runs the passes `build` adds (named `pipeline` in the error) on
+  /// `copy`, reporting its first error on the module.
+  LogicalResult lowerCopy(ModuleOp copy,
+                          llvm::function_ref<void(OpPassManager &)> build,
+                          StringRef pipeline) {
     std::string error;
-    if (failed(dist::runPassPipeline(copy, pipeline, error)))
+    if (failed(dist::runPassPipeline(copy, build, error)))
       return getOperation().emitError()
              << "dist-explain: " << pipeline
              << " failed on a copy of the module (run dist-explain after "

@@ -3,22 +3,15 @@
 #include "RunPassPipeline.h"
 
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 
-LogicalResult autoshard::dist::runPassPipeline(ModuleOp module,
-                                               StringRef pipeline,
-                                               std::string &error) {
+LogicalResult autoshard::dist::runPassPipeline(
+    ModuleOp module, llvm::function_ref<void(OpPassManager &)> build,
+    std::string &error) {
   MLIRContext *ctx = module.getContext();
   PassManager pm(ctx, ModuleOp::getOperationName());
-  std::string why;
-  llvm::raw_string_ostream whyStream(why);
-  if (failed(parsePassPipeline(pipeline, pm, whyStream))) {
-    error = "cannot build pipeline '" + pipeline.str() + "': " + why;
-    return failure();
-  }
+  build(pm);
   std::string firstError;
   LogicalResult result = success();
   {

@@ -2,8 +2,9 @@
 //-*-===//
 //
 // dist-auto-plan and dist-explain compile copies of the module they analyze
-// (the one-block model, the rt form) with a textual pass pipeline and report
-// the first error of that compilation as their own.
+// (the one-block model, the rt form) with the typed pipeline builders
+// (buildDistPartitionPipeline, rt::buildRtLoweringPipeline) and report the
+// first error of that compilation as their own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,19 +12,20 @@
 #define AUTOSHARD_LIB_DIALECT_DIST_TRANSFORMS_RUNPASSPIPELINE_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <string>
 
 namespace autoshard::dist {
 
-/// Runs the textual pass `pipeline` (e.g. "rt-lower,rt-plan-memory") on
-/// `module`, with the diagnostics of the run captured instead of printed.
-/// On failure `error` is "cannot build pipeline '<pipeline>': <why>" when
-/// the text does not parse, else the first error diagnostic of the run
-/// ("compilation failed" if there was none).
-mlir::LogicalResult runPassPipeline(mlir::ModuleOp module,
-                                    llvm::StringRef pipeline,
-                                    std::string &error);
+/// Runs the passes `build` adds on `module`, with the diagnostics of the
+/// run captured instead of printed. On failure `error` is the first error
+/// diagnostic of the run ("compilation failed" if there was none).
+mlir::LogicalResult
+runPassPipeline(mlir::ModuleOp module,
+                llvm::function_ref<void(mlir::OpPassManager &)> build,
+                std::string &error);
 
 } // namespace autoshard::dist
 

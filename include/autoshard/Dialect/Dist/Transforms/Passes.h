@@ -6,6 +6,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <string>
+
 namespace autoshard::dist {
 
 #define GEN_PASS_DECL
@@ -13,6 +15,23 @@ namespace autoshard::dist {
 
 #define GEN_PASS_REGISTRATION
 #include "autoshard/Dialect/Dist/Transforms/Passes.h.inc"
+
+/// Options of buildDistPartitionPipeline.
+struct DistPartitionPipelineOptions {
+  std::string plan; ///< dist-apply-plan's `plan`.
+  std::string
+      scheduleFile; ///< dist-schedule's `file`; empty: no dist-schedule.
+  /// Stop after dist-partition (dist-auto-plan's one-block profiles);
+  /// otherwise go on to the per-rank program.
+  bool stopAfterPartition = false;
+};
+
+/// A train step sharded for a plan: dist-apply-plan, dist-schedule (with a
+/// schedule file), dist-propagate, dist-partition, then dist-pipeline-split,
+/// dist-bucket-collectives, dist-overlap-collectives and dist-verify-comm
+/// (DESIGN.md section 4 gives the order and why).
+void buildDistPartitionPipeline(mlir::OpPassManager &pm,
+                                const DistPartitionPipelineOptions &options);
 
 } // namespace autoshard::dist
 

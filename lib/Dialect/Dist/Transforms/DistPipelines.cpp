@@ -1,0 +1,25 @@
+//===- DistPipelines.cpp - The dist partition pipeline --------------------===//
+
+#include "autoshard/Dialect/Dist/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+void autoshard::dist::buildDistPartitionPipeline(
+    mlir::OpPassManager &pm, const DistPartitionPipelineOptions &options) {
+  DistApplyPlanOptions plan;
+  plan.plan = options.plan;
+  pm.addPass(createDistApplyPlan(plan));
+  if (!options.scheduleFile.empty()) {
+    DistScheduleOptions schedule;
+    schedule.file = options.scheduleFile;
+    pm.addPass(createDistSchedule(schedule));
+  }
+  pm.addPass(createDistPropagate());
+  pm.addPass(createDistPartition());
+  if (options.stopAfterPartition)
+    return;
+  pm.addPass(createDistPipelineSplit());
+  pm.addPass(createDistBucketCollectives());
+  pm.addPass(createDistOverlapCollectives());
+  pm.addPass(createDistVerifyComm());
+}
