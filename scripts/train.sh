@@ -225,15 +225,14 @@ RECOMPUTE=()
 "$BUILD_DIR/bin/shard-opt" "$OUT/model.mlir" \
   --tfm-autodiff="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP microbatches=$MB" \
   "${RECOMPUTE[@]}" --mlir-print-debuginfo -o "$OUT/train_step.mlir"
-DIST_PASSES=()
-[[ -n $PLAN ]] && DIST_PASSES=(--dist-apply-plan="plan=$PLAN"
-                                ${SCHEDULE_FILE:+--dist-schedule=file=$SCHEDULE_FILE}
-                                --dist-propagate --dist-partition --dist-pipeline-split
-                                --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm)
-RT_PASSES=(--rt-lower)
-[[ $FUSE == 1 ]] && RT_PASSES+=(--rt-fuse-epilogues)
-"$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" "${DIST_PASSES[@]}" "${RT_PASSES[@]}" --rt-plan-memory \
-  --rt-export="output=$OUT/model.json" -o "$OUT/lowered.mlir"
+# The rest of the compile is shard-opt's registered pipeline (lib/Pipelines):
+# the dist passes of the plan, rt-lower, rt-fuse-epilogues, rt-plan-memory,
+# rt-export.
+TRAIN_OPTIONS="autodiff=false fuse-epilogues=$([[ $FUSE == 1 ]] && echo true || echo false)"
+[[ -n $PLAN ]] && TRAIN_OPTIONS+=" plan=$PLAN"
+[[ -n $SCHEDULE_FILE ]] && TRAIN_OPTIONS+=" schedule-file=$SCHEDULE_FILE"
+"$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" \
+  --autoshard-train="$TRAIN_OPTIONS output=$OUT/model.json" -o "$OUT/lowered.mlir"
 echo "compiled $OUT/model.json${PLAN:+ for plan $PLAN on $NRANKS ranks} in $((SECONDS - t0))s"
 
 RUN_RANKS=()

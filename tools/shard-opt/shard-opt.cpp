@@ -12,6 +12,7 @@
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h"
+#include "autoshard/Pipelines/TrainPipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,6 +37,7 @@ int main(int argc, char **argv) {
   autoshard::dist::registerDistPasses();
   autoshard::rt::registerRtPasses();
   autoshard::tfm::registerTfmPasses();
+  autoshard::registerTrainPipeline();
   // A diagnostic on a func op would otherwise dump the whole function (300 KB
   // for a 96-layer model); users can still turn the dump back on.
   std::vector<char *> args(argv, argv + argc);
