@@ -231,15 +231,13 @@ def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[in
     mb, recompute = d["mb"], d.get("recompute", "none")
     if mb > 1 or recompute != "none":
         ts = ctx.train_step(mb, recompute)
-    passes = []
-    if plan:
-        passes = [f"--dist-apply-plan=plan={plan}", "--dist-propagate", "--dist-partition",
-                  "--dist-pipeline-split", "--dist-bucket-collectives",
-                  "--dist-overlap-collectives", "--dist-verify-comm"]
     fuse = ctx.fuse_epilogues == "all" or (ctx.fuse_epilogues == "plans" and plan)
-    cmd = [ctx.shard_opt, str(ts), *passes, "--rt-lower",
-           *(["--rt-fuse-epilogues"] if fuse else []), "--rt-plan-memory",
-           f"--rt-export=output={art}", "-o", str(art.with_suffix(".lowered.mlir"))]
+    # shard-opt's registered pipeline (lib/Pipelines), as scripts/train.sh runs it.
+    options = f"autodiff=false fuse-epilogues={'true' if fuse else 'false'}"
+    if plan:
+        options += f" plan={plan}"
+    cmd = [ctx.shard_opt, str(ts), f"--autoshard-train={options} output={art}",
+           "-o", str(art.with_suffix(".lowered.mlir"))]
     return run(ctx, cmd)
 
 

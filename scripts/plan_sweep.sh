@@ -13,10 +13,12 @@
 # at global batch 16 (every dp degree up to 16 divides it), seq 32, vocabulary
 # padded to a multiple of 64 (as scripts/train.sh does for every run),
 # differentiates it once, runs the 1-rank reference (no plan) for K steps
-# (--steps, default 20), then compiles every plan (dist-apply-plan,
-# dist-propagate, dist-partition, dist-pipeline-split, dist-bucket-collectives,
-# dist-overlap-collectives, dist-verify-comm, rt-lower,
-# rt-fuse-epilogues, rt-plan-memory, rt-export) and runs it with `shard-run -n <world size>`.
+# (--steps, default 20), then compiles every plan with shard-opt's
+# registered pipeline (`--autoshard-train="autodiff=false plan=P ..."`:
+# dist-apply-plan, dist-propagate, dist-partition, dist-pipeline-split,
+# dist-bucket-collectives, dist-overlap-collectives, dist-verify-comm,
+# rt-lower, rt-fuse-epilogues, rt-plan-memory, rt-export, as scripts/train.sh)
+# and runs it with `shard-run -n <world size>`.
 # Compared with the reference (relative error <= --tol, default 1e-5): each
 # step's train_loss and grad_norm, the final val_loss, and the final
 # parameters (`shard-run --save-params`, gathered to global shape; per
