@@ -97,13 +97,12 @@ namespace {
 
 /// Runs gemm then epilogue(rowBegin, rowEnd) over panels of rows of the
 /// result (f32, single-GEMM layout), or over the whole result otherwise.
-/// `dst` receives the product. The f64 oracle keeps one GEMM: OpenBLAS's
-/// dgemm rounds a transposed rhs differently for another row count, and
-/// the oracle must be matmul() + gelu() exactly.
+/// `dst` receives the product; the caller has checked the shape. The f64 oracle
+/// keeps one GEMM: OpenBLAS's dgemm rounds a transposed rhs differently for
+/// another row count, and the oracle must be matmul() + gelu() exactly.
 template <typename T, typename Epilogue>
-void gemmPanels(const char *op, const T *lhs, const T *rhs, T *dst,
-                const MatmulShape &shape, Epilogue epilogue) {
-  checkShape(op, shape);
+void gemmPanels(const T *lhs, const T *rhs, T *dst, const MatmulShape &shape,
+                Epilogue epilogue) {
   const int64_t rows = shape.batch * shape.m, n = shape.n, k = shape.k;
   if (!std::is_same_v<T, float> || shape.batchedRhs || shape.transposeLhs) {
     gemmBatches(lhs, rhs, dst, shape, T(0));
@@ -148,7 +147,7 @@ void matmulGelu(const T *lhs, const T *rhs, T *pre, T *out,
       detail::fail(op, "the pre-activation shares memory with the result");
   }
   T *dst = pre ? pre : out;
-  gemmPanels(op, lhs, rhs, dst, shape, [&](int64_t begin, int64_t end) {
+  gemmPanels(lhs, rhs, dst, shape, [&](int64_t begin, int64_t end) {
     gelu<T>(dst + begin * n, out + begin * n, (end - begin) * n, tanhApprox);
   });
 }
@@ -162,7 +161,7 @@ void matmulGeluGrad(const T *lhs, const T *rhs, const T *x, T *dx,
   checkNoOverlap(op, "result", dx, numOut, lhs, rhs, shape);
   if (overlaps(dx, numOut, x, numOut))
     detail::fail(op, "the result shares memory with the pre-activation x");
-  gemmPanels(op, lhs, rhs, dx, shape, [&](int64_t begin, int64_t end) {
+  gemmPanels(lhs, rhs, dx, shape, [&](int64_t begin, int64_t end) {
     geluGrad<T>(dx + begin * n, x + begin * n, dx + begin * n,
                 (end - begin) * n, tanhApprox);
   });
