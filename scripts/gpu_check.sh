@@ -121,10 +121,8 @@ if [[ $MODE == prepare ]]; then
     -o "$TMP/model.mlir" || exit 1
   # Mixed precision (bf16 compute; f32 master weights, gradients and AdamW
   # states), as the PyTorch reference's autocast trains.
-  run "$OPT" "$TMP/model.mlir" --tfm-mixed-precision="compute-type=bf16" \
-    --tfm-autodiff -o "$TMP/step.mlir" || exit 1
-  run "$OPT" "$TMP/step.mlir" --rt-lower --rt-fuse-epilogues --rt-plan-memory \
-    --rt-export="output=$ARTIFACT" -o /dev/null || exit 1
+  run "$OPT" "$TMP/model.mlir" \
+    --autoshard-train="precision=bf16 output=$ARTIFACT" -o /dev/null || exit 1
   [[ $DRY == 1 ]] || du -sh "$CARRY"
   echo "prepared; on the GPU machine run: scripts/gpu_check.sh --batch $BATCH (carry: ${CARRY#$ROOT/})"
   exit 0

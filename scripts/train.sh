@@ -63,9 +63,8 @@
 # add that consumes a GEMM (residual, backward gradient sum, bias) becomes the
 # GEMM's beta = 1 epilogue, a gelu or gelu_grad after it the GEMM's
 # activation epilogue (one kernel and one buffer fewer); 0 keeps them apart.
-# Outputs go to --out (default build/train): model.mlir, train_step.mlir
-# (after autodiff), lowered.mlir (the rt program), model.json (the artifact),
-# metrics.jsonl, trace.json.
+# Outputs go to --out (default build/train): model.mlir, lowered.mlir (the
+# rt program), model.json (the artifact), metrics.jsonl, trace.json.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
@@ -214,24 +213,17 @@ mkdir -p "$OUT"
 
 t0=$SECONDS
 # With mb microbatches the model is built at the microbatch's batch and
-# tfm-autodiff accumulates the gradients of mb of them per step.
-# --mlir-print-debuginfo keeps model.mlir's locations in train_step.mlir, so
-# that an error of the second shard-opt run (e.g. a plan that does not fit
-# the model) points at a line of model.mlir instead of quoting
-# train_step.mlir's entry signature, which MLIR prints on one long line.
+# tfm-autodiff accumulates the gradients of mb of them per step. The whole
+# compile is shard-opt's registered pipeline (lib/Pipelines): tfm-autodiff
+# (microbatches and tfm-recompute's mode from the plan's mb= and
+# recompute=), the dist passes of the plan, rt-lower, rt-fuse-epilogues,
+# rt-plan-memory, rt-export. Its errors point at lines of model.mlir.
 build_model "$((BATCH / MB))" "$OUT/model.mlir"
-RECOMPUTE=()
-[[ -n ${DEGREE[recompute]:-} ]] && RECOMPUTE=(--tfm-recompute="mode=${DEGREE[recompute]}")
-"$BUILD_DIR/bin/shard-opt" "$OUT/model.mlir" \
-  --tfm-autodiff="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP microbatches=$MB" \
-  "${RECOMPUTE[@]}" --mlir-print-debuginfo -o "$OUT/train_step.mlir"
-# The rest of the compile is shard-opt's registered pipeline (lib/Pipelines):
-# the dist passes of the plan, rt-lower, rt-fuse-epilogues, rt-plan-memory,
-# rt-export.
-TRAIN_OPTIONS="autodiff=false fuse-epilogues=$([[ $FUSE == 1 ]] && echo true || echo false)"
+TRAIN_OPTIONS="beta1=$BETA1 beta2=$BETA2 weight-decay=$WD max-grad-norm=$CLIP"
+TRAIN_OPTIONS+=" fuse-epilogues=$([[ $FUSE == 1 ]] && echo true || echo false)"
 [[ -n $PLAN ]] && TRAIN_OPTIONS+=" plan=$PLAN"
 [[ -n $SCHEDULE_FILE ]] && TRAIN_OPTIONS+=" schedule-file=$SCHEDULE_FILE"
-"$BUILD_DIR/bin/shard-opt" "$OUT/train_step.mlir" \
+"$BUILD_DIR/bin/shard-opt" "$OUT/model.mlir" \
   --autoshard-train="$TRAIN_OPTIONS output=$OUT/model.json" -o "$OUT/lowered.mlir"
 echo "compiled $OUT/model.json${PLAN:+ for plan $PLAN on $NRANKS ranks} in $((SECONDS - t0))s"
 

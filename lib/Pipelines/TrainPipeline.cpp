@@ -3,13 +3,30 @@
 #include "autoshard/Pipelines/TrainPipeline.h"
 
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
+#include "autoshard/Dialect/Dist/Transforms/Plan.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 
+/// The plan's microbatch count and recompute mode when autodiff runs and
+/// the plan parses; else the defaults (1, none).
+static std::pair<int64_t, std::string>
+getPlanStepDefaults(const autoshard::TrainPipelineOptions &options) {
+  if (!options.autodiff || options.plan.empty())
+    return {1, "none"};
+  llvm::Expected<autoshard::dist::Plan> plan =
+      autoshard::dist::Plan::parse(options.plan);
+  if (!plan) {
+    llvm::consumeError(plan.takeError());
+    return {1, "none"};
+  }
+  return {plan->mb, plan->recompute};
+}
+
 void autoshard::buildTrainPipeline(mlir::OpPassManager &pm,
                                    const TrainPipelineOptions &options) {
+  auto [planMicrobatches, planRecompute] = getPlanStepDefaults(options);
   if (options.precision != "f32") {
     tfm::TfmMixedPrecisionOptions precision;
     precision.computeType = options.precision;
@@ -22,12 +39,17 @@ void autoshard::buildTrainPipeline(mlir::OpPassManager &pm,
     autodiff.epsilon = options.epsilon;
     autodiff.weightDecay = options.weightDecay;
     autodiff.maxGradNorm = options.maxGradNorm;
-    autodiff.microbatches = options.microbatches;
+    autodiff.microbatches = options.microbatches != 0
+                                ? int64_t(options.microbatches)
+                                : planMicrobatches;
     pm.addPass(tfm::createTfmAutodiff(autodiff));
   }
-  if (options.recompute != "none") {
+  std::string recomputeMode = options.recompute.empty()
+                                  ? planRecompute
+                                  : std::string(options.recompute);
+  if (recomputeMode != "none") {
     tfm::TfmRecomputeOptions recompute;
-    recompute.mode = options.recompute;
+    recompute.mode = recomputeMode;
     pm.addPass(tfm::createTfmRecompute(recompute));
   }
   if (!options.plan.empty()) {

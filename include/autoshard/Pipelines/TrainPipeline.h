@@ -47,12 +47,15 @@ struct TrainPipelineOptions
       llvm::cl::init(1.0)};
   Option<int64_t> microbatches{
       *this, "microbatches",
-      llvm::cl::desc("Microbatches accumulated per step"), llvm::cl::init(1)};
+      llvm::cl::desc("Microbatches accumulated per step (tfm-autodiff); 0: "
+                     "the plan's mb= key, else 1"),
+      llvm::cl::init(0)};
   Option<std::string> recompute{
       *this, "recompute",
       llvm::cl::desc("Activation recomputation: none, selective or full "
-                     "(tfm-recompute, after tfm-autodiff)"),
-      llvm::cl::init("none")};
+                     "(tfm-recompute, after tfm-autodiff); empty: the plan's "
+                     "recompute= key with autodiff, else none"),
+      llvm::cl::init("")};
   Option<std::string> plan{
       *this, "plan",
       llvm::cl::desc("Parallel plan (dist-apply-plan's syntax); empty: one "
@@ -76,6 +79,12 @@ struct TrainPipelineOptions
 /// Adds the passes of `autoshard-train` to `pm` (a module pass manager):
 /// [tfm-mixed-precision], [tfm-autodiff, [tfm-recompute]], [the dist
 /// partition pipeline for `plan`], the rt lowering pipeline, [rt-export].
+/// With autodiff, `microbatches` = 0 and `recompute` = "" take the plan's
+/// `mb=` and `recompute=` keys, so a user states them once, in the plan.
+/// A plan that does not parse adds the defaults (1, none): dist-apply-plan
+/// then reports the plan's error; an option that contradicts the plan is
+/// dist-apply-plan's mismatch error ("plan recompute=X, but the module's
+/// tfm.recompute is Y").
 void buildTrainPipeline(mlir::OpPassManager &pm,
                         const TrainPipelineOptions &options);
 
