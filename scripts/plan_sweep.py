@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import array
-import itertools
 import json
 import os
 import re
@@ -29,138 +28,29 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from xml.sax.saxutils import quoteattr
 
-KEYS = ("pp", "dp", "cp", "tp", "sp", "zero", "mb", "vpp")
+# The schedule names of --schedules all, in the order the plans list them.
+ALL_SCHEDULES = "gpipe,1f1b,zb-h1,interleaved,looped-bfs,zb-v"
 
-# Model chunks per pipeline rank that each schedule runs in the sweep:
-# interleaved and looped BFS take vpp >= 2 (the sweep uses 2), ZB-V exactly 2.
-SCHEDULE_VPP = {"gpipe": 1, "1f1b": 1, "zb-h1": 1, "interleaved": 2, "looped-bfs": 2,
-                "zb-v": 2}
-ALL_SCHEDULES = ",".join(SCHEDULE_VPP)
-
-
-def parse_plan(plan: str) -> Dict[str, int]:
-    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "sp": 0, "zero": 0, "mb": 1, "vpp": 1}
-    for kv in filter(None, plan.split(",")):
-        k, _, v = kv.partition("=")
-        k, v = k.strip(), v.strip()
-        d[k] = v if k in ("schedule", "recompute", "cp_attention") else int(v)
-    return d
+# Plan lists (scripts/plan_lists/*.txt): one plan per line, '#' starts a
+# comment; a plan whose comment says check-memory runs under --check-memory.
+PLAN_LISTS = Path(__file__).resolve().parent / "plan_lists"
+# CI's covering set (the default): every pair of {dp, tp, sp, zero1, zero2,
+# zero3} on 1, 2, 4 and 8 ranks.
+COVERING = PLAN_LISTS / "covering.txt"
 
 
-def world_size(plan: str) -> int:
-    d = parse_plan(plan)
-    return d["pp"] * d["dp"] * d["cp"] * d["tp"]
-
-
-def fmt_plan(dp: int, tp: int, sp: int, zero: int, mb: int = 1, pp: int = 1,
-             schedule: str = "1f1b", cp: int = 1, ep: int = 1,
-             cp_attention: str = "ring") -> str:
-    parts = ([f"pp={pp}"] if pp > 1 else []) + [f"dp={dp}"]
-    if cp > 1:
-        parts.append(f"cp={cp}")
-    if tp > 1:
-        parts.append(f"tp={tp}")
-    if sp:
-        parts.append("sp=1")
-    if zero:
-        parts.append(f"zero={zero}")
-    if ep > 1:
-        parts.append(f"ep={ep}")
-    if mb > 1:
-        parts.append(f"mb={mb}")
-    if pp > 1 and schedule != "1f1b":
-        parts.append(f"schedule={schedule}")
-        if SCHEDULE_VPP[schedule] > 1:
-            parts.append(f"vpp={SCHEDULE_VPP[schedule]}")
-    if cp_attention != "ring":
-        parts.append(f"cp_attention={cp_attention}")
-    return ",".join(parts)
-
-
-def divisors(n: int) -> List[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def valid_plans(worlds: List[int], model: dict, mbs: List[int] = [1], pps: List[int] = [1],
-                schedules: List[str] = ["1f1b"], cps: List[int] = [1]) -> List[str]:
-    """Every valid pp x dp x cp x tp x sp x zero (x mb x schedule) plan for these world sizes.
-
-    pp must divide the world and pp x vpp not exceed the layers; the schedule
-    matters only with pp > 1 (interleaved also needs mb a multiple of pp,
-    algorithms.md §1.4).
-
-    tp must divide the heads (q and kv), the FFN width, the padded vocabulary;
-    sp needs tp > 1 and tp dividing the sequence; dp x mb must divide the
-    batch; zero > 0 only with dp > 1 (with dp = 1 it is accepted and changes
-    nothing). cp (context parallelism, contiguous chunks) must divide the
-    sequence, and cp x tp too with sp; zero is then accepted with dp x cp > 1
-    (ZeRO shards over dp x cp); with cp > 1 each plan runs with ring
-    attention and, where tp x cp divides the q and kv heads, with Ulysses
-    (cp_attention=ulysses). For an MoE model also every ep > 1 that divides
-    the expert count and folds over the dp ranks (cp = 1: ep divides dp) or
-    over every cp rank and ep/cp of the dp ranks (cp > 1: ep a multiple of
-    cp, ep/cp divides dp).
-    """
-    experts = model.get("num_experts", 0)
+def read_plan_list(path: Path) -> List[Tuple[str, bool]]:
+    """(plan, check_memory) per plan line of a plan-list file."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        sys.exit(f"plan_sweep: cannot read the plan list '{path}': {e.strerror}")
     plans = []
-    for w, pp, cp in itertools.product(worlds, pps, cps):
-        if w % (pp * cp) or pp > model["num_layers"] or model["seq_len"] % cp:
-            continue
-        for tp in divisors(w // pp // cp):
-            dp = w // pp // cp // tp
-            if any(model[k] % tp for k in ("num_heads", "num_kv_heads", "ffn_hidden_size",
-                                           "padded_vocab_size")):
-                continue
-            for mb in mbs:
-                if model["batch"] % (dp * mb):
-                    continue
-                for sp in ((0, 1) if tp > 1 and model["seq_len"] % (cp * tp) == 0 else (0,)):
-                    for zero in (range(4) if dp * cp > 1 else (0,)):
-                        for sched in (schedules if pp > 1 else ["1f1b"]):
-                            if pp * SCHEDULE_VPP[sched] > model["num_layers"]:
-                                continue
-                            if sched == "interleaved" and mb % pp:
-                                continue
-                            for ep in ([e * cp for e in divisors(dp)] if cp > 1 and experts
-                                       else divisors(dp)):
-                                if ep > 1 and (not experts or experts % ep):
-                                    continue
-                                modes = ["ring"]
-                                if cp > 1 and not any(model[k] % (tp * cp) for k in
-                                                      ("num_heads", "num_kv_heads")):
-                                    modes.append("ulysses")
-                                for mode in modes:
-                                    plans.append(fmt_plan(dp, tp, sp, zero, mb, pp, sched, cp,
-                                                          ep, mode))
+    for line in text.splitlines():
+        plan, _, comment = line.partition("#")
+        if plan.strip():
+            plans.append((plan.strip(), "check-memory" in comment))
     return plans
-
-
-# CI's covering set: every pair of {dp, tp, sp, zero1, zero2, zero3} appears
-# together in at least one plan (zero stages are exclusive, so "pair" there
-# means each stage with each of dp, tp, sp), world sizes 1, 2, 4 and 8.
-# (plan, check_memory): a few run under shard-run --check-memory.
-COVERING: List[Tuple[str, bool]] = [
-    ("dp=1", False),
-    ("dp=1,zero=1", False),  # accepted, a no-op
-    ("dp=2", False),
-    ("dp=2,zero=1", False),
-    ("dp=2,zero=2", False),
-    ("dp=2,zero=3", True),
-    ("dp=1,tp=2", False),
-    ("dp=1,tp=2,sp=1", True),
-    ("dp=4,zero=2", False),
-    ("dp=2,tp=2", False),
-    ("dp=2,tp=2,zero=1", False),
-    ("dp=2,tp=2,sp=1,zero=2", True),
-    ("dp=2,tp=2,sp=1,zero=3", False),
-    ("dp=1,tp=4,sp=1", False),
-    ("dp=8", False),
-    ("dp=8,zero=3", False),
-    ("dp=4,tp=2,sp=1,zero=1", False),
-    ("dp=4,tp=2,zero=3", False),
-    ("dp=2,tp=4,sp=1,zero=2", False),
-    ("dp=2,tp=4,zero=1", False),
-]
 
 
 @dataclass
@@ -226,9 +116,10 @@ def last_error(out: str) -> str:
     return line[:300]
 
 
-def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[int, str]:
-    d = parse_plan(plan or "")
-    mb, recompute = d["mb"], d.get("recompute", "none")
+def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path, mb: int = 1,
+                 recompute: str = "none") -> Tuple[int, str]:
+    """Compiles the train step for `plan`, whose keys mb and recompute (as
+    the compiler reads them, see check_plans) choose the step."""
     if mb > 1 or recompute != "none":
         ts = ctx.train_step(mb, recompute)
     fuse = ctx.fuse_epilogues == "all" or (ctx.fuse_epilogues == "plans" and plan)
@@ -239,6 +130,28 @@ def compile_plan(ctx: Ctx, ts: Path, plan: Optional[str], art: Path) -> Tuple[in
     cmd = [ctx.shard_opt, str(ts), f"--autoshard-train={options} output={art}",
            "-o", str(art.with_suffix(".lowered.mlir"))]
     return run(ctx, cmd)
+
+
+def list_plans(ctx: Ctx, ts: Path, options: str, name: str) -> dict:
+    """shard-opt's dist-list-plans report (JSON) on the train step ts: the
+    model's tfm.model integers and, per plan, its text, validity (the
+    compiler's first error as `reason`), world size and keys."""
+    report = ctx.out / f"{name}.plans.json"
+    rc, out = run(ctx, [ctx.shard_opt, str(ts),
+                        f"--dist-list-plans={options} format=json output={report}",
+                        "-o", os.devnull])
+    if rc:
+        sys.exit(f"plan_sweep: dist-list-plans failed:\n{out}")
+    return json.loads(report.read_text())
+
+
+def check_plans(ctx: Ctx, ts: Path, plans: List[str]) -> Tuple[dict, List[dict]]:
+    """tfm.model's integers and the compiler's reading of each plan (keys,
+    world size; a plan it cannot parse has only `plan` and `reason`)."""
+    listed = ctx.out / "plans.checked.txt"
+    listed.write_text("".join(p + "\n" for p in plans))
+    report = list_plans(ctx, ts, f"plans-file={listed}", "checked")
+    return report["model"], report["plans"]
 
 
 def train(ctx: Ctx, art: Path, ranks: int, log: Path, check_memory: bool) -> Tuple[int, str]:
@@ -340,14 +253,15 @@ def compare(ref: Tuple[List[dict], Optional[float]], got: Tuple[List[dict], Opti
     return worst, where
 
 
-def run_plan(ctx: Ctx, ts: Path, ref, ref_params: Path, plan: str,
+def run_plan(ctx: Ctx, ts: Path, ref, ref_params: Path, plan: str, info: dict,
              check_memory: bool) -> Result:
+    """Compiles and runs `plan` (`info`: its keys, from check_plans)."""
     t0 = time.time()
-    ranks = world_size(plan)
+    ranks = info.get("world", 0)
     tag = re.sub(r"[^A-Za-z0-9]+", "_", plan)
     name = plan + (" +check-memory" if check_memory else "")
     art = ctx.out / f"{tag}.json"
-    rc, out = compile_plan(ctx, ts, plan, art)
+    rc, out = compile_plan(ctx, ts, plan, art, info.get("mb", 1), info.get("recompute", "none"))
     if rc:
         return Result(name, ranks, False, None, time.time() - t0, "compile: " + last_error(out))
     log = ctx.out / f"{tag}.jsonl"
@@ -381,8 +295,9 @@ def run_invalid(ctx: Ctx, ts: Path, good_art: Path, name: str, cmd: List[str],
 def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
                   model: dict) -> List[Tuple[str, List[str], str]]:
     def opt(plan: str) -> List[str]:
-        return [ctx.shard_opt, str(ts), f"--dist-apply-plan=plan={plan}", "--dist-propagate",
-                "--dist-partition", "--dist-pipeline-split", "-o", os.devnull]
+        # The compile users run (scripts/train.sh's pipeline), on the train step.
+        return [ctx.shard_opt, str(ts), f"--autoshard-train=autodiff=false plan={plan}",
+                "-o", os.devnull]
     heads = model["num_heads"]
     bad_tp = next(t for t in (3, 5, 6, 7, 8, 16) if heads % t)
     bad_dp = next(d for d in (3, 5, 6, 7) if model["batch"] % d)
@@ -515,39 +430,11 @@ def build(ctx: Ctx, args) -> Tuple[Path, dict]:
         rc, out = run(ctx, [ctx.shard_opt, str(src), "--tfm-autodiff", "-o", str(dst)])
         if rc:
             sys.exit(f"plan_sweep: tfm-autodiff failed:\n{out}")
-    attrs = model_summary_ints((ctx.out / "ts.mlir").read_text(errors="replace"))
-    if attrs is None:
+    # tfm.model's integers, as the compiler reads them.
+    attrs, _ = check_plans(ctx, ctx.out / "ts.mlir", [])
+    if not attrs:
         sys.exit("plan_sweep: no tfm.model attribute in the train step")
     return ctx.out / "ts.mlir", attrs
-
-
-def model_summary_ints(text: str) -> Optional[Dict[str, int]]:
-    """The integer entries (``key = N : i64``) of the module's ``tfm.model``
-    dictionary, top level only: nested values (the ``hf`` weight map, whose
-    JSON strings hold braces) are skipped. None without a ``tfm.model``."""
-    start = text.find("tfm.model = {")
-    if start < 0:
-        return None
-    i = start + len("tfm.model = {")
-    depth, in_str, top = 1, False, []
-    while i < len(text) and depth:
-        c = text[i]
-        if in_str:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in "{[(<":
-            depth += 1
-        elif c in "}])>":
-            depth -= 1
-        elif depth == 1:
-            top.append(c)
-        i += 1
-    flat = "".join(top)
-    return dict((k, int(v)) for k, v in re.findall(r"(\w+) = (\d+) : i64", flat))
 
 
 def write_junit(path: Path, results: List[Result], seconds: float) -> None:
@@ -586,6 +473,12 @@ def main() -> int:
                     "pp 1,2,4, mb 1,2,4,8 and every schedule")
     ap.add_argument("--plans", default=None,
                     help="';'-separated explicit plans instead of the covering set")
+    ap.add_argument("--plans-file", default=None, metavar="FILE",
+                    help="the plans listed in FILE instead of the covering set (one per "
+                    "line, '#' comments, 'check-memory' in a plan's comment marks it; "
+                    "CI's lists: scripts/plan_lists/)")
+    ap.add_argument("--list", action="store_true",
+                    help="print the plans (and their world sizes) and exit without running")
     ap.add_argument("--filter", default=None, help="only plans matching this regex")
     ap.add_argument("--exclude", default=None, help="skip plans matching this regex")
     ap.add_argument("--no-invalid", action="store_true", help="skip the invalid-plan checks")
@@ -617,6 +510,8 @@ def main() -> int:
     ap.add_argument("--py", required=True, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
+    if args.plans and args.plans_file:
+        sys.exit("plan_sweep: give --plans or --plans-file, not both")
     root, bld = Path(args.root), Path(args.build)
     shared = root.parent / "shared"
     args.config = args.config or str(shared / "configs/models/nanogpt-shakespeare-char-cpu.json")
@@ -632,9 +527,15 @@ def main() -> int:
 
     t_all = time.time()
     ts, model = build(ctx, args)
-    if args.plans:
-        plans = [(p.strip(), False) for p in args.plans.split(";") if p.strip()]
-    elif args.full or args.ranks:
+    # (plan, check_memory) and, per plan, the compiler's reading of it (keys
+    # and world size; dist-list-plans).
+    if args.plans or args.plans_file or not (args.full or args.ranks):
+        if args.plans:
+            plans = [(p.strip(), False) for p in args.plans.split(";") if p.strip()]
+        else:
+            plans = read_plan_list(Path(args.plans_file) if args.plans_file else COVERING)
+        infos = check_plans(ctx, ts, [p for p, _ in plans])[1]
+    else:
         try:
             worlds = [int(w) for w in (args.ranks or "1,2,4,8").split(",")]
         except ValueError:
@@ -664,21 +565,35 @@ def main() -> int:
         if args.full and args.schedules == "1f1b,gpipe":
             args.schedules = "all"
         schedules = (ALL_SCHEDULES if args.schedules == "all" else args.schedules).split(",")
-        unknown = [x for x in schedules if x not in SCHEDULE_VPP]
+        unknown = [x for x in schedules if x not in ALL_SCHEDULES.split(",")]
         if unknown:
             sys.exit(f"plan_sweep: --schedules: unknown schedule '{unknown[0]}' "
                      f"(known: {ALL_SCHEDULES}, all)")
-        plans = [(p, False) for p in valid_plans(worlds, model, mbs, pps, schedules, cps)]
-        marked = {p for p, c in COVERING if c}
-        plans = [(p, p in marked) for p, _ in plans]
-    else:
-        plans = list(COVERING)
+        # The compiler lists the valid plans of each mb's train step (no
+        # plan has an mb that does not divide the batch); merged in the
+        # order world, pp, cp, tp, then mb.
+        options = (f"world={','.join(map(str, worlds))} pp={','.join(map(str, pps))} "
+                   f"cp={','.join(map(str, cps))} schedules={','.join(schedules)}")
+        infos = []
+        for mb in mbs:
+            if args.batch % mb == 0:
+                step = ts if mb == 1 else ctx.train_step(mb)
+                infos += list_plans(ctx, step, options, f"mb{mb}")["plans"]
+        infos.sort(key=lambda i: (worlds.index(i["world"]), pps.index(i["pp"]),
+                                  cps.index(i["cp"]), i["tp"]))
+        marked = {p for p, c in read_plan_list(COVERING) if c}
+        plans = [(i["plan"], i["plan"] in marked) for i in infos]
+    info_of = {p: i for (p, _), i in zip(plans, infos)}
     if args.filter:
         plans = [(p, c) for p, c in plans if re.search(args.filter, p)]
     if args.exclude:
         plans = [(p, c) for p, c in plans if not re.search(args.exclude, p)]
     if args.check_memory != "some":
         plans = [(p, args.check_memory == "all") for p, _ in plans]
+    if args.list:
+        for p, c in plans:
+            print(f"{p}\t{info_of[p].get('world', '-')}" + ("\tcheck-memory" if c else ""))
+        return 0
 
     print(f"plan sweep: {model.get('num_layers')} layers, hidden {model.get('hidden_size')}, "
           f"{model.get('num_heads')} heads, vocab {model.get('vocab_size')} padded to "
@@ -750,7 +665,7 @@ def main() -> int:
             return refs[mb]
         t0 = time.time()
         art = out / f"reference.mb{mb}.json"
-        rc, o = compile_plan(ctx, ts, f"mb={mb}", art)
+        rc, o = compile_plan(ctx, ts, f"mb={mb}", art, mb)
         if rc == 0:
             rc, o = train(ctx, art, 1, out / f"reference.mb{mb}.jsonl", False)
         r = Result(f"reference mb={mb} (1 rank)", 1, rc == 0, 0.0 if rc == 0 else None,
@@ -763,14 +678,15 @@ def main() -> int:
         return refs[mb]
 
     for plan, cm in plans:
-        plan_ref = reference_for(parse_plan(plan)["mb"])
+        info = info_of[plan]
+        plan_ref = reference_for(info.get("mb", 1))
         if plan_ref is None:
-            r = Result(plan, world_size(plan), False, None, 0.0,
+            r = Result(plan, info.get("world", 0), False, None, 0.0,
                        "the 1-rank reference with this mb failed")
             results.append(r)
             show(r)
             continue
-        r = run_plan(ctx, ts, plan_ref[0], plan_ref[1], plan, cm)
+        r = run_plan(ctx, ts, plan_ref[0], plan_ref[1], plan, info, cm)
         results.append(r)
         show(r)
 
@@ -778,7 +694,8 @@ def main() -> int:
         good = "dp=2"
         good_art = out / "invalid-good.json"
         compile_plan(ctx, ts, good, good_art)
-        for name, cmd, pat in invalid_cases(ctx, ts, good_art, world_size(good), model):
+        good_ranks = check_plans(ctx, ts, [good])[1][0]["world"]
+        for name, cmd, pat in invalid_cases(ctx, ts, good_art, good_ranks, model):
             r = run_invalid(ctx, ts, good_art, "invalid: " + name, cmd, pat)
             results.append(r)
             show(r)

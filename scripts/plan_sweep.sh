@@ -2,7 +2,7 @@
 # Plan sweep (DESIGN.md §6, §12): every plan must train like the 1-rank run.
 #
 #   scripts/plan_sweep.sh [-n N[,N...]] [--mb M[,M...]] [--cp C[,C...]] [--steps K] [--full]
-#                         [--plans "dp=2;dp=2,tp=2,mb=2"]
+#                         [--plans "dp=2;dp=2,tp=2,mb=2" | --plans-file FILE] [--list]
 #                         [--filter RE] [--exclude RE] [--tol 1e-5] [--batch 16] [--seq 32]
 #                         [--layers N] [--vocab-multiple 64] [--dropout P] [--config FILE]
 #                         [--experts E] [--capacity-factor CF]
@@ -43,7 +43,13 @@
 # gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-v; vpp=2 for the three
 # that run several model chunks per rank); default CI's covering set (20
 # plans on 1, 2, 4 and 8 ranks, every pair of dp, tp, sp and ZeRO stage
-# 1/2/3). A few plans run under --check-memory.
+# 1/2/3, scripts/plan_lists/covering.txt). A few plans run under --check-memory.
+# The compiler enumerates and checks the -n/--full plans
+# (`shard-opt --dist-list-plans`, on the train step of each mb) and reads
+# every plan's keys and world size. --plans-file FILE runs the plans listed
+# in FILE (one per line, '#' starts a comment, 'check-memory' in a plan's
+# comment runs it under --check-memory; CI's lists are scripts/plan_lists/*.txt);
+# --list prints the plans with their world sizes and exits.
 # Every program is compiled like scripts/train.sh's, rt-fuse-epilogues
 # included (--fuse-epilogues all); `plans` compiles the 1-rank reference
 # without it (the errors then include the fused GEMMs' rounding), `none` skips it.

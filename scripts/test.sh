@@ -93,6 +93,9 @@ plan_sweep() {
   fi
   # sweep NAME ARGS...: one plan_sweep.sh run (5 steps), its JUnit report
   # plan_sweep_NAME.xml and its folder plan-sweep-NAME (main: no suffix).
+  # The plan lists are data: scripts/plan_lists/NAME.txt (what each covers
+  # is in its header).
+  local LISTS=$ROOT/scripts/plan_lists
   sweep() {
     local name=$1 suffix=
     shift
@@ -106,39 +109,39 @@ plan_sweep() {
   # (pp; every schedule: gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-v)
   # with each strategy.
   sweep mb --no-invalid \
-    --plans "mb=4;dp=2,mb=2;dp=2,tp=2,sp=1,zero=1,mb=2;dp=4,zero=3,mb=2;dp=2,tp=4,sp=1,zero=2,mb=2;pp=2,mb=2;pp=2,mb=4,schedule=gpipe;pp=4,mb=8;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4;pp=2,dp=2,zero=3,mb=2;pp=4,tp=2,mb=4,schedule=gpipe;pp=2,tp=4,sp=1,zero=2,mb=2;pp=2,mb=4,schedule=interleaved,vpp=2;pp=2,dp=2,tp=2,sp=1,zero=2,mb=2,schedule=interleaved,vpp=2;pp=2,mb=2,schedule=looped-bfs,vpp=2;pp=4,mb=4,schedule=zb-h1;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4,schedule=zb-h1;pp=2,dp=2,zero=3,mb=2,schedule=zb-h1;pp=2,mb=4,schedule=zb-v,vpp=2;pp=2,tp=2,sp=1,dp=2,zero=1,mb=2,schedule=zb-v,vpp=2;dp=2,tp=2,sp=1,recompute=selective;pp=2,mb=4,schedule=zb-h1,recompute=full;pp=2,dp=2,tp=2,sp=1,zero=1,mb=4,schedule=interleaved,vpp=2,recompute=full"
+    --plans-file "$LISTS/mb.txt"
   # Dropout with microbatches (each microbatch keys its own masks): every
   # plan against the 1-rank run with the same mb.
   sweep dropout --no-invalid --dropout 0.1 \
-    --plans "dp=2,mb=2;dp=2,tp=2,sp=1,zero=1,mb=2;pp=2,mb=2,schedule=zb-h1;pp=2,dp=2,mb=4,schedule=interleaved,vpp=2"
+    --plans-file "$LISTS/dropout.txt"
   # Llama blocks (RMSNorm, RoPE, SwiGLU, grouped-query attention): tp with and
   # without sp, ZeRO, and pipeline schedules on a 4-layer, 64-wide model.
   sweep llama --no-invalid \
     --config "$ROOT/configs/models/llama-tiny-cpu.json" \
-    --plans "tp=2;dp=2,tp=2,zero=1;tp=2,sp=1,dp=2;pp=2,tp=2,mb=2,schedule=zb-h1;pp=2,dp=2,mb=4,schedule=interleaved,vpp=2"
+    --plans-file "$LISTS/llama.txt"
   # Context parallelism (ring attention, contiguous chunks) alone and with
   # dp, tp (+sp), pp and each ZeRO stage, on nanoGPT (with and without
   # dropout) and Llama (RoPE, grouped-query attention).
   sweep cp --no-invalid \
-    --plans "cp=2;cp=4;dp=2,cp=2,zero=1;cp=2,tp=2,sp=1;dp=2,cp=2,tp=2,sp=1,zero=2;cp=2,zero=3;pp=2,cp=2,mb=2"
+    --plans-file "$LISTS/cp.txt"
   sweep cp_dropout --no-invalid --dropout 0.1 \
-    --plans "cp=2;cp=2,tp=2,sp=1;dp=2,cp=2,mb=2"
+    --plans-file "$LISTS/cp_dropout.txt"
   sweep cp_llama --no-invalid \
     --config "$ROOT/configs/models/llama-tiny-cpu.json" \
-    --plans "cp=2;cp=4,zero=1;cp=2,tp=2;dp=2,cp=2,tp=2,sp=1;pp=2,cp=2,mb=2,schedule=zb-h1"
+    --plans-file "$LISTS/cp_llama.txt"
   # Ulysses attention (cp_attention=ulysses: all-to-alls over cp swap the
   # sequence split for a head split around the attention) with dp, tp + sp,
   # ZeRO, pp and full recomputation; Llama with grouped-query attention.
   sweep cp_ulysses --no-invalid \
-    --plans "cp=2,cp_attention=ulysses;cp=4,zero=1,cp_attention=ulysses;dp=2,cp=2,tp=2,sp=1,zero=2,cp_attention=ulysses;pp=2,cp=2,mb=2,cp_attention=ulysses;cp=2,recompute=full,cp_attention=ulysses"
+    --plans-file "$LISTS/cp_ulysses.txt"
   sweep cp_ulysses_llama --no-invalid \
     --config "$ROOT/configs/models/llama-tiny-cpu.json" \
-    --plans "cp=2,cp_attention=ulysses;dp=2,cp=2,zero=3,cp_attention=ulysses"
+    --plans-file "$LISTS/cp_ulysses_llama.txt"
   # Mixtral blocks (top-2 MoE with the load-balancing loss) under dp, tp,
   # ZeRO-3 and pp.
   sweep mixtral --no-invalid \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" \
-    --plans "dp=2,tp=2;dp=4,zero=3;tp=2,sp=1,dp=2,zero=1;pp=2,mb=4,schedule=zb-h1"
+    --plans-file "$LISTS/mixtral.txt"
   # Expert parallelism (ep folded over the dp ranks) on the same model with
   # 8 experts: ep=2, 4 and 8 alone, with tp (dp=4 x tp=2), sp, ZeRO-1/2/3,
   # microbatches and pp (dp=8,ep=4,zero=2 is dist-auto-plan's compilable
@@ -146,15 +149,15 @@ plan_sweep() {
   # capacity factor of 1 (tokens dropped per sequence exactly as on one rank).
   sweep mixtral_ep \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 \
-    --plans "dp=2,ep=2;dp=4,ep=4,zero=1;dp=8,ep=8;dp=4,tp=2,ep=4;dp=8,ep=2,zero=2;dp=8,ep=4,zero=2;dp=2,tp=2,sp=1,ep=2,zero=1;pp=2,dp=2,ep=2,mb=2,schedule=zb-h1;pp=2,dp=4,ep=4,zero=1,mb=2;dp=4,ep=2,zero=3;pp=2,dp=2,ep=2,zero=3,mb=2"
+    --plans-file "$LISTS/mixtral_ep.txt"
   # ep folded over the cp ranks (and ep/cp dp ranks): each cp rank computes
   # its own experts of the sequence gathered over cp.
   sweep mixtral_ep_cp --no-invalid \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 \
-    --plans "cp=2,ep=2;dp=2,cp=2,ep=4,zero=1;dp=2,cp=2,ep=2,zero=3;pp=2,cp=2,ep=2,mb=2;cp=2,ep=2,cp_attention=ulysses"
+    --plans-file "$LISTS/mixtral_ep_cp.txt"
   sweep mixtral_ep_capacity --no-invalid \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" --experts 8 --capacity-factor 1.0 \
-    --plans "dp=8,ep=8;dp=4,tp=2,ep=2,mb=2"
+    --plans-file "$LISTS/mixtral_ep_capacity.txt"
   return $rc
 }
 phase plan_sweep plan_sweep

@@ -747,4 +747,62 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
   ];
 }
 
+def DistListPlans : Pass<"dist-list-plans", "::mlir::ModuleOp"> {
+  let summary = "List the valid plans of a train step, or check listed ones";
+  let description = [{
+    Runs on a train step (after `tfm-autodiff`, and `tfm-recompute` if
+    any) and changes nothing. For each `world` size it enumerates every
+    factorisation into pp x dp x cp x tp (pp and cp from `pp` and `cp`,
+    default every divisor), with sp (tp > 1), each ZeRO stage (dp x cp >
+    1), each schedule of `schedules` (pp > 1; interleaved and looped-bfs
+    with `vpp` model chunks per rank, zb-v with 2), ep (MoE models: every
+    divisor of dp x cp; under cp > 1 not ep = 1, which would repeat the
+    expert compute on every cp rank) and cp_attention ring and ulysses
+    (cp > 1); `mb` and `recompute` are the module's (`tfm.microbatches`,
+    `tfm.recompute`). Each plan is checked as the compiler checks it:
+    `dist-apply-plan` and, with pp > 1, the model's layers against
+    pp x vpp and `dist-schedule`, on a copy of the module; the reason a
+    plan is rejected is the compiler's first error.
+
+    With `plans-file` it checks the plans listed in that file instead (one
+    plan per line, `#` starts a comment), in file order.
+
+    `format=text` prints one valid plan per line (`invalid=true`, and
+    `plans-file`: `# invalid: PLAN: REASON` lines too); `format=json` an
+    object with the model's `tfm.model` integers, `microbatches`,
+    `recompute`, and `plans`: per plan its text, `valid`, `reason` when
+    invalid, `world` and every key (when it parses), `line` with
+    `plans-file`.
+
+    ```
+    shard-opt step.mlir --dist-list-plans="world=8 pp=1,2 cp=1 schedules=1f1b format=json" -o /dev/null
+    shard-opt step.mlir --dist-list-plans="plans-file=scripts/plan_lists/llama.txt" -o /dev/null
+    ```
+  }];
+  let options = [
+    ListOption<"worlds", "world", "int64_t",
+               "World sizes to enumerate the plans of">,
+    ListOption<"pipelineDegrees", "pp", "int64_t",
+               "Pipeline degrees (default: every divisor of the world "
+               "size)">,
+    ListOption<"contextDegrees", "cp", "int64_t",
+               "Context-parallel degrees (default: every divisor of the "
+               "world size)">,
+    ListOption<"schedules", "schedules", "std::string",
+               "Schedules of the pp > 1 plans (default: gpipe, 1f1b, "
+               "interleaved, looped-bfs, zb-h1, zb-v)">,
+    Option<"stagesPerRank", "vpp", "int64_t", /*default=*/"2",
+           "Model chunks per rank of interleaved and looped-bfs plans">,
+    Option<"plansFile", "plans-file", "std::string", /*default=*/"\"\"",
+           "Check the plans listed in this file instead of enumerating">,
+    Option<"listInvalid", "invalid", "bool", /*default=*/"false",
+           "Also list the rejected plans, with the reason">,
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "Where to write the list (- = stdout)">,
+    Option<"format", "format", "std::string", /*default=*/"\"text\"",
+           "Output format: text or json">,
+  ];
+  let dependentDialects = ["::autoshard::dist::DistDialect"];
+}
+
 #endif // AUTOSHARD_DIALECT_DIST_TRANSFORMS_PASSES_TD

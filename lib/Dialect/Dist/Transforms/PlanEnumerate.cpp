@@ -1,0 +1,172 @@
+//===- PlanEnumerate.cpp - Enumerate and check plans of a train step ------===//
+
+#include "autoshard/Dialect/Dist/Transforms/PlanEnumerate.h"
+
+#include "RunPassPipeline.h"
+#include "autoshard/Dialect/Dist/Transforms/Passes.h"
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace autoshard;
+using namespace autoshard::dist;
+
+namespace {
+
+SmallVector<int64_t> divisorsOf(int64_t n) {
+  SmallVector<int64_t> divisors;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0)
+      divisors.push_back(d);
+  return divisors;
+}
+
+/// Model chunks per rank that `schedule` runs in an enumerated plan.
+int64_t stagesPerRankOf(StringRef schedule, int64_t stagesPerRank) {
+  if (schedule == "zb-v")
+    return 2; // its V shape
+  if (schedule == "interleaved" || schedule == "looped-bfs")
+    return stagesPerRank;
+  return 1;
+}
+
+} // namespace
+
+std::string dist::formatCompactPlan(const Plan &plan) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto add = [&](StringRef key, const auto &value) {
+    if (!text.empty())
+      os << ',';
+    os << key << '=' << value;
+  };
+  if (plan.pp > 1)
+    add("pp", plan.pp);
+  add("dp", plan.dp);
+  if (plan.cp > 1)
+    add("cp", plan.cp);
+  if (plan.tp > 1)
+    add("tp", plan.tp);
+  if (plan.sp)
+    add("sp", plan.sp);
+  if (plan.zero)
+    add("zero", plan.zero);
+  if (plan.ep > 1)
+    add("ep", plan.ep);
+  if (plan.mb > 1)
+    add("mb", plan.mb);
+  if (plan.schedule != Plan().schedule)
+    add("schedule", plan.schedule);
+  if (plan.vpp > 1)
+    add("vpp", plan.vpp);
+  if (plan.recompute != Plan().recompute)
+    add("recompute", plan.recompute);
+  if (plan.cpAttention != Plan().cpAttention)
+    add("cp_attention", plan.cpAttention);
+  return text;
+}
+
+SmallVector<Plan> dist::enumeratePlans(const PlanSpace &space,
+                                       int64_t microbatches,
+                                       StringRef recompute, bool hasExperts) {
+  SmallVector<Plan> plans;
+  for (int64_t world : space.worlds) {
+    SmallVector<int64_t> pps = space.pipelineDegrees.empty()
+                                   ? divisorsOf(world)
+                                   : space.pipelineDegrees;
+    SmallVector<int64_t> cps =
+        space.contextDegrees.empty() ? divisorsOf(world) : space.contextDegrees;
+    for (int64_t pp : pps) {
+      for (int64_t cp : cps) {
+        if (world % (pp * cp) != 0)
+          continue;
+        for (int64_t tp : divisorsOf(world / (pp * cp))) {
+          int64_t dp = world / (pp * cp * tp);
+          SmallVector<std::string> schedules = {Plan().schedule};
+          if (pp > 1)
+            schedules.assign(space.schedules.begin(), space.schedules.end());
+          SmallVector<int64_t> eps = {1};
+          if (hasExperts)
+            eps = divisorsOf(dp * cp);
+          // With experts and cp > 1 the ep group should fold over cp.
+          if (hasExperts && cp > 1)
+            llvm::erase(eps, 1);
+          SmallVector<StringRef, 2> attentions = {"ring"};
+          if (cp > 1)
+            attentions.push_back("ulysses");
+          for (int64_t sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp)
+            for (int64_t zero = 0; zero <= (dp * cp > 1 ? 3 : 0); ++zero)
+              for (const std::string &schedule : schedules)
+                for (int64_t ep : eps)
+                  for (StringRef attention : attentions) {
+                    Plan plan;
+                    plan.pp = pp;
+                    plan.dp = dp;
+                    plan.cp = cp;
+                    plan.tp = tp;
+                    plan.sp = sp;
+                    plan.zero = zero;
+                    plan.ep = ep;
+                    plan.mb = microbatches;
+                    plan.schedule = schedule;
+                    plan.vpp = stagesPerRankOf(schedule, space.stagesPerRank);
+                    plan.recompute = recompute.str();
+                    plan.cpAttention = attention.str();
+                    plans.push_back(std::move(plan));
+                  }
+        }
+      }
+    }
+  }
+  return plans;
+}
+
+bool dist::hasExpertLayers(ModuleOp module) {
+  return module.walk([](tfm::MoeDispatchOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
+PlanCandidate dist::checkPlan(ModuleOp module, StringRef text) {
+  PlanCandidate candidate;
+  candidate.text = text.str();
+  llvm::Expected<Plan> parsed = Plan::parse(text);
+  if (!parsed) {
+    // As dist-apply-plan reports it.
+    candidate.reason = "dist-apply-plan: " + llvm::toString(parsed.takeError());
+    return candidate;
+  }
+  const Plan &plan = *parsed;
+  candidate.plan = plan;
+  // The compiler's order: dist-apply-plan, then dist-pipeline-split's
+  // layer count, then the schedule it builds (dist-schedule's check).
+  OwningOpRef<ModuleOp> copy = module.clone();
+  DistApplyPlanOptions apply;
+  apply.plan = text.str();
+  if (failed(runPassPipeline(
+          *copy,
+          [&](OpPassManager &pm) { pm.addPass(createDistApplyPlan(apply)); },
+          candidate.reason)))
+    return candidate;
+  if (plan.pp == 1)
+    return candidate;
+  if (auto model = module->getAttrOfType<DictionaryAttr>("tfm.model"))
+    if (auto layers = model.getAs<IntegerAttr>("num_layers");
+        layers && layers.getInt() < plan.pp * plan.vpp) {
+      candidate.reason =
+          llvm::formatv("dist-pipeline-split: pp={0}{1} needs at least {2} "
+                        "block calls (layers), the model has {3} "
+                        "(tfm.model num_layers)",
+                        plan.pp,
+                        plan.vpp > 1 ? " x vpp=" + std::to_string(plan.vpp)
+                                     : std::string(),
+                        plan.pp * plan.vpp, layers.getInt())
+              .str();
+      return candidate;
+    }
+  (void)runPassPipeline(
+      *copy, [&](OpPassManager &pm) { pm.addPass(createDistSchedule()); },
+      candidate.reason);
+  return candidate;
+}
