@@ -11,6 +11,7 @@
 #include "autoshard/Dialect/Rt/IR/RtDialect.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
+#include "autoshard/Dialect/Tfm/Sharding/ShardingInterfaceImpl.h"
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h"
 #include "autoshard/Pipelines/TrainPipeline.h"
 
@@ -31,6 +32,8 @@ int main(int argc, char **argv) {
   registry.insert<autoshard::tfm::TfmDialect, autoshard::dist::DistDialect,
                   autoshard::rt::RtDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+  // The tfm ops' sharding rules and partition hooks (dist interfaces).
+  autoshard::tfm::registerShardingInterfaceExternalModels(registry);
   // Upstream passes used in our pipelines and tests (canonicalize, cse,
   // inline, symbol-dce, ...).
   mlir::registerTransformsPasses();

@@ -3,7 +3,7 @@
 // through every op of the block (rope and attention included), and
 // dist-partition lowers tfm.attention / tfm.attention_grad to ring attention
 // and tfm.rope / tfm.rope_grad to tfm.rope_local(_grad)
-// (lib/Dialect/Tfm/IR/TfmRingAttention.cpp). Llama-tiny (RoPE, GQA: 4 query
+// (lib/Dialect/Tfm/Sharding/RingAttention.cpp). Llama-tiny (RoPE, GQA: 4 query
 // heads, 2 kv heads), batch 4, seq 8, cp=4: chunks of 2 positions.
 //
 // RUN: %python -m autoshard.models %autoshard_src/configs/models/llama-tiny-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff -o %t.ts.mlir

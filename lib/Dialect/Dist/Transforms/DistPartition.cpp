@@ -14,10 +14,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Dist/Interfaces/ShardingInterfaces.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Dist/Transforms/Reshard.h"
 #include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
-#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -35,8 +35,6 @@ namespace autoshard::dist {
 using namespace mlir;
 using namespace autoshard;
 using namespace autoshard::dist;
-using tfm::FactorKind;
-using tfm::ShardingRule;
 
 namespace {
 
@@ -102,22 +100,22 @@ SmallVector<ShardingAttr> resultShardings(Operation *op,
 class Partitioner;
 
 /// The view of the partitioner that a partition hook gets for one op.
-class HookContext : public tfm::PartitionContext {
+class HookContext : public PartitionContext {
 public:
   HookContext(Partitioner &p, Operation *op, ArrayRef<ShardingAttr> annotations)
       : p(p), op(op), annotations(annotations), results(op->getNumResults()) {}
 
   OpBuilder &getBuilder() override;
-  Operation *getMesh() override;
+  MeshOp getMesh() override;
   Value getLocalOperand(unsigned i) override;
-  Attribute getOperandSharding(unsigned i) override;
-  FailureOr<Value> getOperandAs(unsigned i, Attribute sharding) override;
-  Attribute getPreferredReducedSharding(unsigned i) override;
-  Attribute getResultSharding(unsigned r) override { return annotations[r]; }
+  ShardingAttr getOperandSharding(unsigned i) override;
+  FailureOr<Value> getOperandAs(unsigned i, ShardingAttr sharding) override;
+  ShardingAttr getPreferredReducedSharding(unsigned i) override;
+  ShardingAttr getResultSharding(unsigned r) override { return annotations[r]; }
   FailureOr<Value> reshard(Value local, RankedTensorType globalType,
-                           Attribute from, Attribute to) override;
-  void setResult(unsigned r, Value local, Attribute sharding) override {
-    results[r] = {local, cast<ShardingAttr>(sharding)};
+                           ShardingAttr from, ShardingAttr to) override;
+  void setResult(unsigned r, Value local, ShardingAttr sharding) override {
+    results[r] = {local, sharding};
   }
   SmallVector<Value> *lookupMemo(Value key, StringRef tag) override;
   void setMemo(Value key, StringRef tag, ArrayRef<Value> values) override;
@@ -177,23 +175,23 @@ public:
 //===----------------------------------------------------------------------===//
 
 OpBuilder &HookContext::getBuilder() { return p.builder; }
-Operation *HookContext::getMesh() { return p.mesh; }
+MeshOp HookContext::getMesh() { return p.mesh; }
 Value HookContext::getLocalOperand(unsigned i) {
   return p.lookup(op->getOperand(i)).local;
 }
-Attribute HookContext::getOperandSharding(unsigned i) {
+ShardingAttr HookContext::getOperandSharding(unsigned i) {
   return p.lookup(op->getOperand(i)).sharding;
 }
-FailureOr<Value> HookContext::getOperandAs(unsigned i, Attribute sharding) {
-  return p.getAs(op->getOperand(i), cast<ShardingAttr>(sharding));
+FailureOr<Value> HookContext::getOperandAs(unsigned i, ShardingAttr sharding) {
+  return p.getAs(op->getOperand(i), sharding);
 }
-Attribute HookContext::getPreferredReducedSharding(unsigned i) {
+ShardingAttr HookContext::getPreferredReducedSharding(unsigned i) {
   return p.preferredReduced(op->getOperand(i), op);
 }
 FailureOr<Value> HookContext::reshard(Value local, RankedTensorType globalType,
-                                      Attribute from, Attribute to) {
-  return dist::reshard(p.builder, op->getLoc(), p.mesh, local, globalType,
-                       cast<ShardingAttr>(from), cast<ShardingAttr>(to));
+                                      ShardingAttr from, ShardingAttr to) {
+  return dist::reshard(p.builder, op->getLoc(), p.mesh, local, globalType, from,
+                       to);
 }
 SmallVector<Value> *HookContext::lookupMemo(Value key, StringRef tag) {
   auto it = p.memo.find({key, StringAttr::get(op->getContext(), tag)});
@@ -332,9 +330,8 @@ FailureOr<SmallVector<ShardingAttr>> Partitioner::requiredOperandShardings(
     return std::nullopt;
   };
   auto factorReduction = [&](int64_t f) {
-    return rule.getReduction(f) == tfm::FactorReduction::Max
-               ? ReductionKind::Max
-               : ReductionKind::Sum;
+    return rule.getReduction(f) == FactorReduction::Max ? ReductionKind::Max
+                                                        : ReductionKind::Sum;
   };
 
   // Reduction factors take the axes their operand dims actually have, as
@@ -452,9 +449,9 @@ static std::optional<ShardingAttr> requirementOf(Partitioner &p,
     return c.getSharding();
   if (auto c = dyn_cast<ReshardOp>(user))
     return c.getSharding();
-  if (isa<tfm::TfmPartitionOpInterface>(user))
+  if (isa<PartitionOpInterface>(user))
     return std::nullopt;
-  auto ruleOp = dyn_cast<tfm::TfmShardingRuleOpInterface>(user);
+  auto ruleOp = dyn_cast<ShardingRuleOpInterface>(user);
   if (!ruleOp)
     return std::nullopt;
   ShardingRule rule = ruleOp.getShardingRule();
@@ -569,7 +566,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     if (tensorType(result) && failed(checkSharding(op, s, result.getType())))
       return failure();
 
-  if (auto hook = dyn_cast<tfm::TfmPartitionOpInterface>(op)) {
+  if (auto hook = dyn_cast<PartitionOpInterface>(op)) {
     HookContext ctx(*this, op, annotations);
     FailureOr<bool> done = hook.partition(ctx);
     if (failed(done))
@@ -586,7 +583,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     }
   }
 
-  if (auto ruleOp = dyn_cast<tfm::TfmShardingRuleOpInterface>(op))
+  if (auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op))
     return partitionByRule(op, ruleOp.getShardingRule(), annotations);
 
   if (op->getNumRegions() != 0)
@@ -680,6 +677,8 @@ LogicalResult Partitioner::partitionFunction(func::FuncOp func) {
 }
 
 LogicalResult Partitioner::run() {
+  if (failed(verifyShardingModelsRegistered(module)))
+    return failure();
   SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
   for (func::FuncOp func : funcs)
     if (failed(collectSignature(func)))

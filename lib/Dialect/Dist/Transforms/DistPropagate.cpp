@@ -104,8 +104,7 @@ private:
   void reset();
   void sweep(bool backward);
   void process(Operation *op, bool backward);
-  void processRuleOp(Operation *op, const tfm::ShardingRule &rule,
-                     bool backward);
+  void processRuleOp(Operation *op, const ShardingRule &rule, bool backward);
   void processCall(func::CallOp call, bool backward);
   void processReturn(func::ReturnOp ret, bool backward);
   void write();
@@ -254,13 +253,12 @@ static bool isElementwiseImage(Operation *op) {
       !isa<RankedTensorType>(op->getOperand(0).getType()) ||
       !isa<RankedTensorType>(op->getResult(0).getType()))
     return false;
-  std::optional<tfm::ShardingRule> rule = getShardingRule(op);
+  std::optional<ShardingRule> rule = getShardingRule(op);
   return rule && rule->operandDims.size() == 1 &&
          rule->resultDims.size() == 1 &&
          rule->operandDims[0] == rule->resultDims[0] &&
          llvm::all_of(rule->operandDims[0], [&](int64_t f) {
-           return f >= 0 &&
-                  rule->factorKinds[f] == tfm::FactorKind::PassThrough;
+           return f >= 0 && rule->factorKinds[f] == FactorKind::PassThrough;
          });
 }
 
@@ -374,7 +372,7 @@ void Propagator::seedPreferences() {
   };
   for (func::FuncOp fn : funcs)
     fn.walk([&](Operation *op) {
-      std::optional<tfm::ShardingRule> rule = getShardingRule(op);
+      std::optional<ShardingRule> rule = getShardingRule(op);
       if (!rule || rule->operandDims.size() != op->getNumOperands())
         return;
       for (auto [j, param] : llvm::enumerate(op->getOperands())) {
@@ -391,7 +389,7 @@ void Propagator::seedPreferences() {
               [&](auto pair) {
                 auto [a, b] = pair;
                 return a == b && a >= 0 &&
-                       rule->factorKinds[a] == tfm::FactorKind::PassThrough;
+                       rule->factorKinds[a] == FactorKind::PassThrough;
               });
           if (tied)
             prefer(v, layout);
@@ -416,7 +414,7 @@ void Propagator::seedPreferences() {
       prefer(ret.getOperand(cast<OpResult>(v).getResultNumber()), layout);
       continue;
     }
-    std::optional<tfm::ShardingRule> rule = getShardingRule(def);
+    std::optional<ShardingRule> rule = getShardingRule(def);
     if (!rule || def->getNumResults() != 1)
       continue;
     SmallVector<int64_t> operands;
@@ -454,7 +452,7 @@ void Propagator::process(Operation *op, bool backward) {
       refine(constraint.getInput(), constraint.getSharding());
     return;
   }
-  if (std::optional<tfm::ShardingRule> rule = getShardingRule(op))
+  if (std::optional<ShardingRule> rule = getShardingRule(op))
     return processRuleOp(op, *rule, backward);
   // Anything else (constants, constraints are fixed): replicated results.
   for (Value result : op->getResults())
@@ -474,7 +472,7 @@ void Propagator::process(Operation *op, bool backward) {
 /// each tier by decreasing worth; a factor whose best candidate uses an
 /// axis already taken keeps the rest of its axes if that is still a valid
 /// split, else tries its next candidate, else stays unsharded.
-void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
+void Propagator::processRuleOp(Operation *op, const ShardingRule &rule,
                                bool backward) {
   int64_t numFactors = rule.getNumFactors();
   SmallVector<SmallVector<Candidate>> candidates(numFactors);
@@ -540,7 +538,7 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
       return;
     ValueInfo held = info[v]; // a copy: info may grow below
     for (auto [d, f] : llvm::enumerate(dims)) {
-      if (f < 0 || rule.factorKinds[f] == tfm::FactorKind::NeedsReplication)
+      if (f < 0 || rule.factorKinds[f] == FactorKind::NeedsReplication)
         continue;
       AxisList axes;
       for (StringAttr axis : s.getDimAxes(d))
@@ -579,7 +577,7 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
     ShardingAttr preferred = vi.preferred;
     double w = bytes(result) * kFixedWeight * kStateWeight;
     for (auto [d, f] : llvm::enumerate(rule.resultDims[r])) {
-      if (f < 0 || rule.factorKinds[f] == tfm::FactorKind::NeedsReplication ||
+      if (f < 0 || rule.factorKinds[f] == FactorKind::NeedsReplication ||
           d >= static_cast<size_t>(preferred.getRank()))
         continue;
       AxisList axes = preferred.getDimAxes(d);
@@ -604,7 +602,7 @@ void Propagator::processRuleOp(Operation *op, const tfm::ShardingRule &rule,
       order.push_back(f);
   }
   auto isReduction = [&](int64_t f) {
-    return rule.factorKinds[f] == tfm::FactorKind::Reduction;
+    return rule.factorKinds[f] == FactorKind::Reduction;
   };
   llvm::stable_sort(order, [&](int64_t a, int64_t b) {
     if (isReduction(a) != isReduction(b))
@@ -830,6 +828,8 @@ void Propagator::reset() {
 }
 
 LogicalResult Propagator::run() {
+  if (failed(verifyShardingModelsRegistered(module)))
+    return failure();
   for (int split = 0;; ++split) {
     collectFunctions();
     initialise();

@@ -2,8 +2,6 @@
 
 #include "autoshard/Dialect/Dist/Transforms/ShardingRuleUtils.h"
 
-#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
-
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -11,16 +9,16 @@ using namespace mlir;
 using namespace autoshard;
 using namespace autoshard::dist;
 
-std::optional<tfm::ShardingRule> dist::getShardingRule(Operation *op) {
-  auto iface = dyn_cast<tfm::TfmShardingRuleOpInterface>(op);
+std::optional<ShardingRule> dist::getShardingRule(Operation *op) {
+  auto iface = dyn_cast<ShardingRuleOpInterface>(op);
   if (!iface)
     return std::nullopt;
   return iface.getShardingRule();
 }
 
-ReductionKind dist::toReductionKind(tfm::FactorReduction reduction) {
-  return reduction == tfm::FactorReduction::Max ? ReductionKind::Max
-                                                : ReductionKind::Sum;
+ReductionKind dist::toReductionKind(FactorReduction reduction) {
+  return reduction == FactorReduction::Max ? ReductionKind::Max
+                                           : ReductionKind::Sum;
 }
 
 static ShardingAttr buildSharding(MLIRContext *ctx, FlatSymbolRefAttr mesh,
@@ -37,7 +35,7 @@ static ShardingAttr buildSharding(MLIRContext *ctx, FlatSymbolRefAttr mesh,
   return ShardingAttr::get(ctx, mesh, dims, partial);
 }
 
-void dist::buildOpShardings(Operation *op, const tfm::ShardingRule &rule,
+void dist::buildOpShardings(Operation *op, const ShardingRule &rule,
                             FlatSymbolRefAttr mesh, OpSharding &sharding) {
   MLIRContext *ctx = op->getContext();
   sharding.operands.clear();
@@ -55,7 +53,7 @@ void dist::buildOpShardings(Operation *op, const tfm::ShardingRule &rule,
   for (auto dims : rule.resultDims) {
     SmallVector<PartialAxis> partial;
     for (int64_t f = 0, e = rule.getNumFactors(); f < e; ++f)
-      if (rule.factorKinds[f] == tfm::FactorKind::Reduction &&
+      if (rule.factorKinds[f] == FactorKind::Reduction &&
           !llvm::is_contained(dims, f))
         for (StringAttr axis : sharding.factorAxes[f])
           partial.push_back({axis, toReductionKind(rule.getReduction(f))});
@@ -67,7 +65,7 @@ void dist::buildOpShardings(Operation *op, const tfm::ShardingRule &rule,
 }
 
 FailureOr<OpSharding>
-dist::deriveOpSharding(Operation *op, const tfm::ShardingRule &rule,
+dist::deriveOpSharding(Operation *op, const ShardingRule &rule,
                        ArrayRef<ShardingAttr> operandShardings,
                        ArrayRef<ShardingAttr> resultShardings) {
   OpSharding out;
@@ -101,7 +99,7 @@ dist::deriveOpSharding(Operation *op, const tfm::ShardingRule &rule,
     break;
   }
   for (int64_t f = 0; f < numFactors; ++f) {
-    if (known[f] || rule.factorKinds[f] != tfm::FactorKind::Reduction)
+    if (known[f] || rule.factorKinds[f] != FactorKind::Reduction)
       continue;
     for (auto [i, dims] : llvm::enumerate(rule.operandDims)) {
       ShardingAttr sharding =

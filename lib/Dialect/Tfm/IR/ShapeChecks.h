@@ -2,7 +2,7 @@
 //-*-===//
 //
 // Diagnostics helpers of the tfm shape functions (TfmOps.cpp), shared with
-// the local ops that partitioning adds (TfmPartitionHooks.cpp) so that both
+// the local ops that partitioning adds (TfmVocabParallelOps.cpp) so that both
 // word their errors the same way. Private to the tfm IR library.
 //
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,7 @@
 //===- TfmDialect.cpp - Transformer graph dialect -------------------------===//
 
 #include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
+#include "autoshard/Dialect/Dist/Interfaces/ShardingInterfaces.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 
 using namespace mlir;
@@ -13,6 +14,11 @@ void TfmDialect::initialize() {
 #define GET_OP_LIST
 #include "autoshard/Dialect/Tfm/IR/TfmOps.cpp.inc"
       >();
-  // Partition hooks (TfmPartitionHooks.cpp), attached as external models.
-  attachPartitionInterfaces(getContext());
+  // Every op's sharding rule is an external model (lib/Dialect/Tfm/Sharding),
+  // so that this dialect does not depend on dist. The promise lets the dist
+  // passes report a tool that forgot to register the models.
+  declarePromisedInterfaces<dist::ShardingRuleOpInterface,
+#define GET_OP_LIST
+#include "autoshard/Dialect/Tfm/IR/TfmOps.cpp.inc"
+                            >();
 }

@@ -57,7 +57,7 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
       embedding / dropout use global positions, the loss is a mean over the
       global tokens, gradients are summed over `dp` x `cp`, and
       `tfm.attention` is partitioned into ring attention (see
-      `TfmRingAttention.cpp` and "Ring attention" in TfmOps.md);
+      `Tfm/Sharding/RingAttention.cpp` and "Ring attention" in TfmOps.md);
     * TP (Megatron): `attn_q/k/v`, `mlp_up`, `mlp_gate` `[H, out]` are
       column-parallel `[{}, {tp}~]`; `attn_out`, `mlp_down` `[in, H]` are
       row-parallel `[{tp}, {}~]`; biases of column-parallel layers `[{tp}~]`;
@@ -145,7 +145,7 @@ def DistPropagate : Pass<"dist-propagate", "::mlir::ModuleOp"> {
 
     Propagation runs to a fixed point over all functions reachable from the
     public ones, forward and backward, through the op's
-    `TfmShardingRuleOpInterface` factor rule: for each factor, the mesh axes
+    `ShardingRuleOpInterface` factor rule: for each factor, the mesh axes
     found on the operand and result dims tied to it are candidates;
     conflicting candidates (different axes for one factor, or one axis for
     two factors) are resolved by keeping the layout whose resharding would
@@ -207,12 +207,12 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
     result gets the local type of its declared sharding, and each op is
     rebuilt on local operands:
 
-    1. An op with a partition hook (`TfmPartitionOpInterface`: vocab-parallel
+    1. An op with a partition hook (`PartitionOpInterface`: vocab-parallel
        embedding / embedding_grad / cross_entropy / cross_entropy_grad,
        sum_squares, position_embedding(_grad), dropout / dropout_grad as
        `tfm.dropout_local(_grad)` keyed on global indices) emits its own
        local ops; the pass never special-cases an op by name.
-    2. Otherwise the op's factor rule (`TfmShardingRuleOpInterface`) gives
+    2. Otherwise the op's factor rule (`ShardingRuleOpInterface`) gives
        the factor -> mesh axes assignment: pass-through factors take the
        axes of the result dims tied to them (the result sharding is the
        plan), a `Reduction` factor takes the axes that its operand dims

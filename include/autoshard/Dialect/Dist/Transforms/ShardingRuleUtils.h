@@ -1,6 +1,6 @@
 //===- ShardingRuleUtils.h - Op shardings from factor rules -----*- C++ -*-===//
 //
-// How an op with a `TfmShardingRuleOpInterface` rule computes under given
+// How an op with a `ShardingRuleOpInterface` rule computes under given
 // shardings. `dist-propagate` records only value shardings (`dist.sharding`
 // on results, args); `deriveOpSharding` recovers from them, unambiguously,
 // the mesh axes of every factor and the sharding each operand must have
@@ -13,7 +13,7 @@
 #define AUTOSHARD_DIALECT_DIST_TRANSFORMS_SHARDINGRULEUTILS_H
 
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
-#include "autoshard/Dialect/Tfm/IR/TfmInterfaces.h"
+#include "autoshard/Dialect/Dist/Interfaces/ShardingInterfaces.h"
 
 #include <optional>
 
@@ -37,18 +37,18 @@ struct OpSharding {
   llvm::SmallVector<ShardingAttr> results;
 };
 
-/// The op's rule, if it implements TfmShardingRuleOpInterface.
-std::optional<tfm::ShardingRule> getShardingRule(mlir::Operation *op);
+/// The op's rule, if it implements ShardingRuleOpInterface.
+std::optional<ShardingRule> getShardingRule(mlir::Operation *op);
 
 /// Maps a dist reduction to the rule's.
-ReductionKind toReductionKind(tfm::FactorReduction reduction);
+ReductionKind toReductionKind(FactorReduction reduction);
 
 /// The operand / result shardings of an op that computes with `factorAxes`
 /// and passes `linearPartialAxes` through operand group `linearGroup`:
 /// dims tied to a factor get its axes; results lacking a sharded Reduction
 /// factor are partial over its axes; `linearPartialAxes` are partial (sum)
 /// on every result and on the operands of the group.
-void buildOpShardings(mlir::Operation *op, const tfm::ShardingRule &rule,
+void buildOpShardings(mlir::Operation *op, const ShardingRule &rule,
                       mlir::FlatSymbolRefAttr mesh, OpSharding &sharding);
 
 /// Recovers how `op` computes from its recorded result shardings (the
@@ -59,7 +59,7 @@ void buildOpShardings(mlir::Operation *op, const tfm::ShardingRule &rule,
 /// pass-through. Fails (with a diagnostic on `op`) if the result shardings
 /// disagree on a factor or leave a partial axis unexplained.
 mlir::FailureOr<OpSharding>
-deriveOpSharding(mlir::Operation *op, const tfm::ShardingRule &rule,
+deriveOpSharding(mlir::Operation *op, const ShardingRule &rule,
                  llvm::ArrayRef<ShardingAttr> operandShardings,
                  llvm::ArrayRef<ShardingAttr> resultShardings);
 

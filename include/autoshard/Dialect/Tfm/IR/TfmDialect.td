@@ -31,9 +31,12 @@ def Tfm_Dialect : Dialect {
 
     Each op verifies its shapes and names the violated rule and the value
     found. Ops declare what later passes need through op interfaces:
-    `TfmVJPOpInterface` (gradient rule), `TfmShardingRuleOpInterface` (how
-    operand and result dims relate under sharding) and `TfmCostOpInterface`
-    (FLOP and byte counts).
+    `TfmVJPOpInterface` (gradient rule) and `TfmCostOpInterface` (FLOP and
+    byte counts). How operand and result dims relate under sharding, and
+    how an op is partitioned, is the dist dialect's contract
+    (`dist::ShardingRuleOpInterface`, `dist::PartitionOpInterface`), which
+    every tfm op implements through external models that tools register
+    with `autoshard::tfm::registerShardingInterfaceExternalModels`.
   }];
   let useDefaultAttributePrinterParser = 0;
 }

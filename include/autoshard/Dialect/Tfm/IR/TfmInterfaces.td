@@ -1,7 +1,9 @@
 //===- TfmInterfaces.td - Op knowledge for later passes ----*- tablegen -*-===//
 //
-// Op interfaces through which compiler passes learn an op's gradient rule,
-// sharding rule and cost without special-casing ops by name.
+// Op interfaces through which compiler passes learn an op's gradient rule
+// and cost without special-casing ops by name. Sharding knowledge is the
+// dist dialect's contract (Dist/Interfaces/ShardingInterfaces.td), which
+// the tfm ops implement as external models (lib/Dialect/Tfm/Sharding).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,23 +38,6 @@ def TfmVJPOpInterface : OpInterface<"TfmVJPOpInterface"> {
   ];
 }
 
-def TfmShardingRuleOpInterface : OpInterface<"TfmShardingRuleOpInterface"> {
-  let cppNamespace = "::autoshard::tfm";
-  let description = [{
-    The op's sharding rule in factor form (as in GSPMD and Shardy): the op's
-    iteration space is a list of factors, each operand and result dim maps to
-    at most one factor, and each factor says whether sharding it is free
-    (pass-through, e.g. batch), makes results partial (reduction, e.g. the
-    contracting dim of a matmul) or is not allowed (needs replication, e.g.
-    the normalised dim of layer_norm). `dist-propagate` moves shardings
-    between operands and results along shared factors.
-  }];
-  let methods = [
-    InterfaceMethod<"Returns the factor-based sharding rule of this op.",
-      "::autoshard::tfm::ShardingRule", "getShardingRule">,
-  ];
-}
-
 def TfmCostOpInterface : OpInterface<"TfmCostOpInterface"> {
   let cppNamespace = "::autoshard::tfm";
   let description = [{
@@ -64,44 +49,6 @@ def TfmCostOpInterface : OpInterface<"TfmCostOpInterface"> {
   let methods = [
     InterfaceMethod<"Returns FLOPs (multiply-add = 2) and bytes moved.",
       "::autoshard::tfm::OpCost", "getCost">,
-  ];
-}
-
-def TfmPartitionOpInterface : OpInterface<"TfmPartitionOpInterface"> {
-  let cppNamespace = "::autoshard::tfm";
-  let description = [{
-    How `dist-partition` turns the op into per-rank (local) ops when its
-    factor rule (`TfmShardingRuleOpInterface`) is not enough, as GSPMD's and
-    Shardy's custom partitioners do. `dist-partition` never special-cases an
-    op by name: it asks this interface first and falls back to the factor
-    rule.
-
-    * `partition` is the hook: given a `PartitionContext` (the local operands
-      and their actual shardings, the annotated result shardings, a builder,
-      the mesh and the resharding engine) it either emits the local ops and
-      records every result with its actual sharding (returns true), declines
-      so that the factor rule applies (returns false), or reports an error
-      (failure). Examples: vocab-parallel `tfm.embedding` (a masked lookup of
-      the owned rows, partial sum over the vocabulary axes) and
-      `tfm.cross_entropy` (max and sum all-reduces of per-row statistics,
-      never an all-gather of the logits), `tfm.sum_squares` (one all-reduce
-      per group of operands sharded on the same axes, over exactly those
-      axes).
-
-    How pending sums pass through an op (its linearity) is part of the
-    factor rule (`ShardingRule::linearOperandGroups`); ops whose rule needs
-    a hook for some sharded factor (`ShardingRule::needsHook`) must
-    implement `partition` for it, or `dist-partition` reports an error.
-  }];
-  let methods = [
-    InterfaceMethod<[{
-        Emits the local form of the op through `ctx`; returns true if it did
-        (every result recorded with `ctx.setResult`), false to let the
-        factor rule partition the op.
-      }],
-      "::mlir::FailureOr<bool>", "partition",
-      (ins "::autoshard::tfm::PartitionContext &":$ctx), [{}],
-      /*defaultImplementation=*/[{ return false; }]>,
   ];
 }
 

@@ -22,8 +22,8 @@ include "mlir/IR/CommonAttrConstraints.td"
 // Forward ops declare their gradient rule (TfmVJP.cpp); gradient and
 // optimizer ops have none (no second-order differentiation).
 defvar Tfm_VJP = DeclareOpInterfaceMethods<TfmVJPOpInterface>;
-// Every op declares its factor sharding rule (TfmShardingRules.cpp).
-defvar Tfm_ShardingRule = DeclareOpInterfaceMethods<TfmShardingRuleOpInterface>;
+// Every op's factor sharding rule (dist::ShardingRuleOpInterface) is an
+// external model (lib/Dialect/Tfm/Sharding/ShardingRules.cpp).
 // Every op declares its FLOP and byte count (TfmCost.cpp), for the planner.
 defvar Tfm_Cost = DeclareOpInterfaceMethods<TfmCostOpInterface>;
 
@@ -36,7 +36,7 @@ def Tfm_ScalarI64 : 0DTensorOf<[I64]>;
 
 /// Base of all tfm ops: pure, `operands attr-dict : functional-type(...)`.
 class Tfm_PureOp<string mnemonic, list<Trait> traits = []>
-    : Tfm_Op<mnemonic, !listconcat(traits, [Pure, Tfm_ShardingRule, Tfm_Cost])> {
+    : Tfm_Op<mnemonic, !listconcat(traits, [Pure, Tfm_Cost])> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }

@@ -1,8 +1,8 @@
-//===- TfmPartitionHooks.cpp - Partition hooks of the tfm ops -------------===//
+//===- PartitionHooks.cpp - Partition hooks of the tfm ops ----------------===//
 //
-// TfmPartitionOpInterface implementations (attached as external models, so
-// that the op definitions stay untouched) and the result-type rules of the
-// vocab-parallel local ops they emit.
+// dist::PartitionOpInterface external models of the tfm ops whose sharded
+// form is not the op on local shapes (the local ops they emit are defined
+// in the tfm dialect, TfmVocabParallelOps.cpp for the vocab-parallel ones).
 //
 // Hooks:
 // * embedding with a vocab-sharded table: masked lookup of the owned rows
@@ -29,8 +29,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ExternalModels.h"
 #include "PartitionHelpers.h"
-#include "ShapeChecks.h"
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 
@@ -42,14 +42,7 @@ using namespace mlir;
 using namespace autoshard;
 using namespace autoshard::tfm;
 using dist::ShardingAttr;
-using namespace autoshard::tfm::checks;
 using namespace autoshard::tfm::partition;
-
-PartitionContext::~PartitionContext() = default;
-
-//===----------------------------------------------------------------------===//
-// Result types of the vocab-parallel local ops
-//===----------------------------------------------------------------------===//
 
 namespace {
 
@@ -57,175 +50,11 @@ RankedTensorType tensorOf(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
-RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
-  return RankedTensorType::get(shape, Float32Type::get(ctx));
-}
-
-/// `type` is `f32` with shape `shape`.
-LogicalResult checkF32(EmitErrorFn emitError, StringRef name,
-                       RankedTensorType type, ArrayRef<int64_t> shape,
-                       StringRef source) {
-  RankedTensorType want = f32Tensor(type.getContext(), shape);
-  if (type == want)
-    return success();
-  return emitError() << name << " must be " << want << " (" << source
-                     << "), found " << type;
-}
-
 int64_t numElements(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-/// Shared by the cross-entropy statistics ops: logits `[..., Vl]`, labels
-/// `[...]` (if given), max `[...]` f32 (if given), stats `[..., 2]` f32 (if
-/// given), `vocab_size >= 1`.
-LogicalResult checkVocabCe(EmitErrorFn emitError, Value logits, Value labels,
-                           Value max, Value stats, int64_t vocabSize) {
-  RankedTensorType logitsType = tensorOf(logits);
-  if (logitsType.getRank() < 1)
-    return emitError() << "logits must have rank >= 1, found rank 0";
-  ArrayRef<int64_t> rows = logitsType.getShape().drop_back();
-  if (labels && failed(checkLeadingDims(emitError, "logits", logitsType,
-                                        "labels", tensorOf(labels).getShape())))
-    return failure();
-  if (max && failed(checkF32(emitError, "max", tensorOf(max), rows,
-                             "leading dims of logits, f32")))
-    return failure();
-  if (stats) {
-    SmallVector<int64_t> shape(rows);
-    shape.push_back(2);
-    if (failed(checkF32(emitError, "stats", tensorOf(stats), shape,
-                        "leading dims of logits + [2], f32")))
-      return failure();
-  }
-  return checkCount(emitError, "vocab_size", vocabSize);
+  return ShapedType::getNumElements(shape);
 }
 
 } // namespace
-
-LogicalResult
-VocabEmbeddingOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                     SmallVectorImpl<Type> &resultTypes) {
-  RankedTensorType table = tensorOf(adaptor.getTable());
-  if (table.getRank() != 2)
-    return emitError() << "table must have rank 2 [Vl, H], found rank "
-                       << table.getRank();
-  SmallVector<int64_t> shape(tensorOf(adaptor.getIds()).getShape());
-  shape.push_back(table.getDimSize(1));
-  resultTypes.push_back(RankedTensorType::get(shape, table.getElementType()));
-  return success();
-}
-
-LogicalResult
-VocabEmbeddingGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                         SmallVectorImpl<Type> &resultTypes) {
-  RankedTensorType dy = tensorOf(adaptor.getDy());
-  int64_t rows = adaptor.getNumEmbeddingsAttr().getInt();
-  if (failed(checkCount(emitError, "num_embeddings", rows)) ||
-      failed(checkLeadingDims(emitError, "dy", dy, "ids",
-                              tensorOf(adaptor.getIds()).getShape())))
-    return failure();
-  resultTypes.push_back(
-      RankedTensorType::get({rows, dy.getShape().back()}, dy.getElementType()));
-  return success();
-}
-
-LogicalResult
-VocabCeMaxOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                 SmallVectorImpl<Type> &resultTypes) {
-  if (failed(checkVocabCe(emitError, adaptor.getLogits(), nullptr, nullptr,
-                          nullptr, adaptor.getVocabSizeAttr().getInt())))
-    return failure();
-  RankedTensorType logits = tensorOf(adaptor.getLogits());
-  resultTypes.push_back(
-      f32Tensor(logits.getContext(), logits.getShape().drop_back()));
-  return success();
-}
-
-LogicalResult
-VocabCeStatsOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                   SmallVectorImpl<Type> &resultTypes) {
-  if (failed(checkVocabCe(emitError, adaptor.getLogits(), adaptor.getLabels(),
-                          adaptor.getMax(), nullptr,
-                          adaptor.getVocabSizeAttr().getInt())))
-    return failure();
-  RankedTensorType logits = tensorOf(adaptor.getLogits());
-  SmallVector<int64_t> shape(logits.getShape().drop_back());
-  shape.push_back(2);
-  resultTypes.push_back(f32Tensor(logits.getContext(), shape));
-  return success();
-}
-
-LogicalResult
-VocabCeLossOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                  SmallVectorImpl<Type> &resultTypes) {
-  RankedTensorType max = tensorOf(adaptor.getMax());
-  SmallVector<int64_t> shape(max.getShape());
-  shape.push_back(2);
-  if (failed(checkF32(emitError, "max", max, max.getShape(), "f32")) ||
-      failed(checkF32(emitError, "stats", tensorOf(adaptor.getStats()), shape,
-                      "shape of max + [2], f32")))
-    return failure();
-  int64_t tokens = adaptor.getNumTokensAttr().getInt();
-  int64_t local = numElements(max.getShape());
-  if (tokens < std::max<int64_t>(local, 1))
-    return emitError() << "num_tokens must be >= the local token count "
-                       << local << " (and >= 1), found " << tokens;
-  resultTypes.push_back(f32Tensor(max.getContext(), {}));
-  return success();
-}
-
-LogicalResult
-VocabCeGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                  SmallVectorImpl<Type> &resultTypes) {
-  if (failed(checkVocabCe(emitError, adaptor.getLogits(), adaptor.getLabels(),
-                          adaptor.getMax(), adaptor.getStats(),
-                          adaptor.getVocabSizeAttr().getInt())))
-    return failure();
-  RankedTensorType logits = tensorOf(adaptor.getLogits());
-  int64_t tokens = adaptor.getNumTokensAttr().getInt();
-  int64_t local = numElements(logits.getShape().drop_back());
-  if (tokens < std::max<int64_t>(local, 1))
-    return emitError() << "num_tokens must be >= the local token count "
-                       << local << " (and >= 1), found " << tokens;
-  resultTypes.push_back(logits);
-  return success();
-}
-
-/// The vocab-parallel ops are already per-rank (they only appear after
-/// dist-partition): no dim is tied to a factor, so nothing propagates
-/// through them and they are never partitioned again.
-static ShardingRule localOpRule(Operation *op) {
-  ShardingRule rule;
-  for (Value operand : op->getOperands())
-    rule.operandDims.emplace_back(tensorOf(operand).getRank(), -1);
-  for (Value result : op->getResults())
-    rule.resultDims.emplace_back(tensorOf(result).getRank(), -1);
-  return rule;
-}
-
-ShardingRule VocabEmbeddingOp::getShardingRule() { return localOpRule(*this); }
-ShardingRule VocabEmbeddingGradOp::getShardingRule() {
-  return localOpRule(*this);
-}
-ShardingRule VocabCeMaxOp::getShardingRule() { return localOpRule(*this); }
-ShardingRule VocabCeStatsOp::getShardingRule() { return localOpRule(*this); }
-ShardingRule VocabCeLossOp::getShardingRule() { return localOpRule(*this); }
-ShardingRule VocabCeGradOp::getShardingRule() { return localOpRule(*this); }
-ShardingRule DropoutLocalOp::getShardingRule() { return localOpRule(*this); }
-ShardingRule RopeLocalOp::getShardingRule() { return localOpRule(*this); }
-ShardingRule RopeLocalGradOp::getShardingRule() { return localOpRule(*this); }
-ShardingRule AttentionBlockOp::getShardingRule() { return localOpRule(*this); }
-ShardingRule AttentionBlockGradOp::getShardingRule() {
-  return localOpRule(*this);
-}
-ShardingRule AttentionMergeOp::getShardingRule() { return localOpRule(*this); }
-ShardingRule DropoutLocalGradOp::getShardingRule() {
-  return localOpRule(*this);
-}
 
 //===----------------------------------------------------------------------===//
 // Hook helpers
@@ -301,11 +130,11 @@ ceStatistics(PartitionContext &ctx, Location loc, dist::MeshOp mesh,
 //===----------------------------------------------------------------------===//
 
 struct EmbeddingPartition
-    : public TfmPartitionOpInterface::ExternalModel<EmbeddingPartition,
-                                                    EmbeddingOp> {
+    : public dist::PartitionOpInterface::ExternalModel<EmbeddingPartition,
+                                                       EmbeddingOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
-    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
-    auto table = cast<ShardingAttr>(ctx.getOperandSharding(1));
+    auto out = ctx.getResultSharding(0);
+    auto table = ctx.getOperandSharding(1);
     unsigned rank = out.getRank();
     AxisList vocab =
         without(table.getDimAxes(0), dimAxesIn(out, 0, out.getRank()));
@@ -332,11 +161,11 @@ struct EmbeddingPartition
 };
 
 struct EmbeddingGradPartition
-    : public TfmPartitionOpInterface::ExternalModel<EmbeddingGradPartition,
-                                                    EmbeddingGradOp> {
+    : public dist::PartitionOpInterface::ExternalModel<EmbeddingGradPartition,
+                                                       EmbeddingGradOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto grad = cast<EmbeddingGradOp>(op);
-    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    auto out = ctx.getResultSharding(0);
     AxisList vocab = out.getDimAxes(0);
     if (vocab.empty())
       return false;
@@ -344,7 +173,7 @@ struct EmbeddingGradPartition
     FlatSymbolRefAttr mesh = meshRef(ctx);
     // Tokens keep the split they have (the result is then partial over it),
     // minus the axes that the result uses.
-    auto ids = cast<ShardingAttr>(ctx.getOperandSharding(0));
+    auto ids = ctx.getOperandSharding(0);
     AxisList used(vocab);
     llvm::append_range(used, hidden);
     SmallVector<AxisList> idsDims;
@@ -392,13 +221,13 @@ int64_t globalTokens(Value labels) {
 }
 
 struct CrossEntropyPartition
-    : public TfmPartitionOpInterface::ExternalModel<CrossEntropyPartition,
-                                                    CrossEntropyOp> {
+    : public dist::PartitionOpInterface::ExternalModel<CrossEntropyPartition,
+                                                       CrossEntropyOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto ce = cast<CrossEntropyOp>(op);
     // The logits keep the layout they have: the loss is a scalar, so there
     // is no result layout to follow.
-    CeLayout layout = ceLayout(cast<ShardingAttr>(ctx.getOperandSharding(0)));
+    CeLayout layout = ceLayout(ctx.getOperandSharding(0));
     if (!layout.sharded())
       return false;
     FlatSymbolRefAttr mesh = meshRef(ctx);
@@ -432,12 +261,12 @@ struct CrossEntropyPartition
 };
 
 struct CrossEntropyGradPartition
-    : public TfmPartitionOpInterface::ExternalModel<CrossEntropyGradPartition,
-                                                    CrossEntropyGradOp> {
+    : public dist::PartitionOpInterface::ExternalModel<
+          CrossEntropyGradPartition, CrossEntropyGradOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto ce = cast<CrossEntropyGradOp>(op);
     // dlogits has the layout asked for; the logits follow it.
-    CeLayout layout = ceLayout(cast<ShardingAttr>(ctx.getResultSharding(0)));
+    CeLayout layout = ceLayout(ctx.getResultSharding(0));
     if (!layout.sharded())
       return false;
     FlatSymbolRefAttr mesh = meshRef(ctx);
@@ -480,10 +309,10 @@ struct CrossEntropyGradPartition
 /// is a parameter, replicated over the sequence axes) and the consumers
 /// slice their rows out locally.
 struct PositionEmbeddingPartition
-    : public TfmPartitionOpInterface::ExternalModel<PositionEmbeddingPartition,
-                                                    PositionEmbeddingOp> {
+    : public dist::PartitionOpInterface::ExternalModel<
+          PositionEmbeddingPartition, PositionEmbeddingOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
-    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    auto out = ctx.getResultSharding(0);
     if (!out.isDimSharded(0))
       return false;
     FlatSymbolRefAttr mesh = meshRef(ctx);
@@ -512,15 +341,15 @@ struct PositionEmbeddingPartition
 /// is reduced once, in its final layout, by the consumer — e.g. one
 /// reduce-scatter into a ZeRO-sharded state).
 struct PositionEmbeddingGradPartition
-    : public TfmPartitionOpInterface::ExternalModel<
+    : public dist::PartitionOpInterface::ExternalModel<
           PositionEmbeddingGradPartition, PositionEmbeddingGradOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
-    auto dy = cast<ShardingAttr>(ctx.getOperandSharding(0));
+    auto dy = ctx.getOperandSharding(0);
     unsigned rank = dy.getRank();
     auto grad = cast<PositionEmbeddingGradOp>(op);
     int64_t seq = tensorOf(grad.getDy()).getShape()[rank - 2];
     bool full = seq == static_cast<int64_t>(grad.getNumPositions());
-    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    auto out = ctx.getResultSharding(0);
     AxisList hidden = out.getDimAxes(1);
     AxisList seqAxes;
     if (full) {
@@ -565,15 +394,15 @@ struct PositionEmbeddingGradPartition
 };
 
 struct SumSquaresPartition
-    : public TfmPartitionOpInterface::ExternalModel<SumSquaresPartition,
-                                                    SumSquaresOp> {
+    : public dist::PartitionOpInterface::ExternalModel<SumSquaresPartition,
+                                                       SumSquaresOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     dist::MeshOp mesh = meshOf(ctx);
     // Groups of operands sharded on the same set of axes, in order of first
     // appearance.
     SmallVector<std::pair<AxisList, SmallVector<Value>>> groups;
     for (unsigned i = 0, e = op->getNumOperands(); i < e; ++i) {
-      auto target = cast<ShardingAttr>(ctx.getPreferredReducedSharding(i));
+      auto target = ctx.getPreferredReducedSharding(i);
       FailureOr<Value> local = ctx.getOperandAs(i, target);
       if (failed(local))
         return failure();
@@ -610,11 +439,11 @@ struct SumSquaresPartition
 /// the result declares partial stays partial (every rank applies the same
 /// mask to its summand).
 template <typename GlobalOp, typename LocalOp>
-struct DropoutPartition : public TfmPartitionOpInterface::ExternalModel<
+struct DropoutPartition : public dist::PartitionOpInterface::ExternalModel<
                               DropoutPartition<GlobalOp, LocalOp>, GlobalOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto dropout = cast<GlobalOp>(op);
-    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    auto out = ctx.getResultSharding(0);
     unsigned rank = out.getRank();
     SmallVector<AxisList> dims;
     SmallVector<int64_t> shardDims;
@@ -626,7 +455,7 @@ struct DropoutPartition : public TfmPartitionOpInterface::ExternalModel<
     if (shardDims.empty())
       return false;
     AxisList used = dimAxesIn(out, 0, rank);
-    auto in = cast<ShardingAttr>(ctx.getOperandSharding(0));
+    auto in = ctx.getOperandSharding(0);
     AxisList partial;
     for (const dist::PartialAxis &pa : out.getPartialAxes())
       if (pa.kind == dist::ReductionKind::Sum &&
@@ -659,11 +488,11 @@ struct DropoutPartition : public TfmPartitionOpInterface::ExternalModel<
 /// sequences, rescaled to (local sum) / (global B); the result is partial
 /// (sum) over the batch axes.
 struct MoeAuxLossPartition
-    : public TfmPartitionOpInterface::ExternalModel<MoeAuxLossPartition,
-                                                    MoeAuxLossOp> {
+    : public dist::PartitionOpInterface::ExternalModel<MoeAuxLossPartition,
+                                                       MoeAuxLossOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto aux = cast<MoeAuxLossOp>(op);
-    auto logits = cast<ShardingAttr>(ctx.getOperandSharding(0));
+    auto logits = ctx.getOperandSharding(0);
     AxisList batch = logits.getDimAxes(0);
     if (batch.empty())
       return false;
@@ -687,11 +516,11 @@ struct MoeAuxLossPartition
 /// moe_aux_loss_grad with the batch dim sharded: the local gradient, whose
 /// 1/B uses the local B, rescaled to the global B.
 struct MoeAuxLossGradPartition
-    : public TfmPartitionOpInterface::ExternalModel<MoeAuxLossGradPartition,
-                                                    MoeAuxLossGradOp> {
+    : public dist::PartitionOpInterface::ExternalModel<MoeAuxLossGradPartition,
+                                                       MoeAuxLossGradOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto grad = cast<MoeAuxLossGradOp>(op);
-    auto out = cast<ShardingAttr>(ctx.getResultSharding(0));
+    auto out = ctx.getResultSharding(0);
     AxisList batch = out.getDimAxes(0);
     if (batch.empty())
       return false;
@@ -715,7 +544,7 @@ struct MoeAuxLossGradPartition
 
 } // namespace
 
-void autoshard::tfm::attachPartitionInterfaces(MLIRContext *ctx) {
+void autoshard::tfm::attachPartitionModels(MLIRContext *ctx) {
   EmbeddingOp::attachInterface<EmbeddingPartition>(*ctx);
   EmbeddingGradOp::attachInterface<EmbeddingGradPartition>(*ctx);
   CrossEntropyOp::attachInterface<CrossEntropyPartition>(*ctx);
@@ -729,5 +558,4 @@ void autoshard::tfm::attachPartitionInterfaces(MLIRContext *ctx) {
   MoeAuxLossGradOp::attachInterface<MoeAuxLossGradPartition>(*ctx);
   PositionEmbeddingGradOp::attachInterface<PositionEmbeddingGradPartition>(
       *ctx);
-  attachRingAttentionInterfaces(ctx);
 }

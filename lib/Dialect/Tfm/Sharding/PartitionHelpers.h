@@ -1,15 +1,16 @@
 //===- PartitionHelpers.h - Helpers of the tfm partition hooks -*- C++ -*-===//
 //
 // Shardings, device-group indices and collectives as the partition hooks
-// (TfmPartitionHooks.cpp, TfmRingAttention.cpp) build them. Private to the
-// tfm IR library.
+// (PartitionHooks.cpp, RingAttention.cpp) build them. Private to the tfm
+// sharding library.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AUTOSHARD_LIB_DIALECT_TFM_IR_PARTITIONHELPERS_H
-#define AUTOSHARD_LIB_DIALECT_TFM_IR_PARTITIONHELPERS_H
+#ifndef AUTOSHARD_LIB_DIALECT_TFM_SHARDING_PARTITIONHELPERS_H
+#define AUTOSHARD_LIB_DIALECT_TFM_SHARDING_PARTITIONHELPERS_H
 
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Dist/Interfaces/ShardingInterfaces.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -19,6 +20,7 @@
 namespace autoshard::tfm::partition {
 
 using namespace mlir;
+using dist::PartitionContext;
 using dist::ShardingAttr;
 
 using AxisList = llvm::SmallVector<mlir::StringAttr>;
@@ -93,9 +95,7 @@ inline int64_t groupSize(dist::MeshOp mesh, ArrayRef<StringAttr> axes) {
   return n;
 }
 
-inline dist::MeshOp meshOf(PartitionContext &ctx) {
-  return cast<dist::MeshOp>(ctx.getMesh());
-}
+inline dist::MeshOp meshOf(PartitionContext &ctx) { return ctx.getMesh(); }
 
 inline FlatSymbolRefAttr meshRef(PartitionContext &ctx) {
   return FlatSymbolRefAttr::get(meshOf(ctx).getSymNameAttr());
@@ -103,4 +103,4 @@ inline FlatSymbolRefAttr meshRef(PartitionContext &ctx) {
 
 } // namespace autoshard::tfm::partition
 
-#endif // AUTOSHARD_LIB_DIALECT_TFM_IR_PARTITIONHELPERS_H
+#endif // AUTOSHARD_LIB_DIALECT_TFM_SHARDING_PARTITIONHELPERS_H

@@ -1,4 +1,4 @@
-//===- TfmRingAttention.cpp - Context parallelism: ring attention hooks ---===//
+//===- RingAttention.cpp - Context parallelism: ring attention hooks ------===//
 //
 // Partition hooks of the ops whose sequence dim is sharded under context
 // parallelism (DESIGN.md §5, CP bullet; algorithms.md §2):
@@ -39,6 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ExternalModels.h"
 #include "PartitionHelpers.h"
 
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
@@ -138,11 +139,11 @@ Ring makeRing(PartitionContext &ctx, Location loc, ArrayRef<StringAttr> seq) {
 }
 
 struct AttentionRingPartition
-    : public TfmPartitionOpInterface::ExternalModel<AttentionRingPartition,
+    : public dist::PartitionOpInterface::ExternalModel<AttentionRingPartition,
                                                     AttentionOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto attn = cast<AttentionOp>(op);
-    AttentionLayout layout(cast<ShardingAttr>(ctx.getResultSharding(0)));
+    AttentionLayout layout(ctx.getResultSharding(0));
     if (layout.seq.empty())
       return false;
     FlatSymbolRefAttr mesh = meshRef(ctx);
@@ -189,11 +190,11 @@ struct AttentionRingPartition
 };
 
 struct AttentionGradRingPartition
-    : public TfmPartitionOpInterface::ExternalModel<AttentionGradRingPartition,
+    : public dist::PartitionOpInterface::ExternalModel<AttentionGradRingPartition,
                                                     AttentionGradOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto grad = cast<AttentionGradOp>(op);
-    AttentionLayout layout(cast<ShardingAttr>(ctx.getResultSharding(0)));
+    AttentionLayout layout(ctx.getResultSharding(0));
     if (layout.seq.empty())
       return false;
     FlatSymbolRefAttr mesh = meshRef(ctx);
@@ -253,11 +254,11 @@ struct AttentionGradRingPartition
 /// rope / rope_grad with the sequence sharded: the local op rotates by the
 /// global positions of this rank's chunk.
 template <typename GlobalOp, typename LocalOp>
-struct RopePartition : public TfmPartitionOpInterface::ExternalModel<
+struct RopePartition : public dist::PartitionOpInterface::ExternalModel<
                            RopePartition<GlobalOp, LocalOp>, GlobalOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto rope = cast<GlobalOp>(op);
-    auto result = cast<ShardingAttr>(ctx.getResultSharding(0));
+    auto result = ctx.getResultSharding(0);
     AxisList seq = result.getDimAxes(1);
     if (seq.empty())
       return false;
@@ -282,7 +283,7 @@ struct RopePartition : public TfmPartitionOpInterface::ExternalModel<
 
 } // namespace
 
-void autoshard::tfm::attachRingAttentionInterfaces(MLIRContext *ctx) {
+void autoshard::tfm::attachRingAttentionModels(MLIRContext *ctx) {
   AttentionOp::attachInterface<AttentionRingPartition>(*ctx);
   AttentionGradOp::attachInterface<AttentionGradRingPartition>(*ctx);
   RopeOp::attachInterface<RopePartition<RopeOp, RopeLocalOp>>(*ctx);

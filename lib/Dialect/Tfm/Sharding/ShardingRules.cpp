@@ -1,7 +1,7 @@
-//===- TfmShardingRules.cpp - Factor sharding rules of the tfm ops --------===//
+//===- ShardingRules.cpp - Factor sharding rules of the tfm ops -----------===//
 //
-// TfmShardingRuleOpInterface implementations (the semantics of a rule are
-// documented on `ShardingRule` in TfmInterfaces.h). Conventions:
+// dist::ShardingRuleOpInterface external models of every tfm op (the
+// semantics of a rule are documented on `dist::ShardingRule`). Conventions:
 //
 // * Batch-like dims (batch, sequence, heads, hidden of elementwise ops) are
 //   PassThrough factors shared by every operand and result that has them.
@@ -22,8 +22,14 @@
 // * `linearOperandGroups` says through which operands a partial (sum) value
 //   may flow without being reduced first.
 //
+// Each op's rule is an overload of `ruleOf`; the model is attached to every
+// op of the dialect, so an op without a rule does not compile.
+//
 //===----------------------------------------------------------------------===//
 
+#include "ExternalModels.h"
+
+#include "autoshard/Dialect/Dist/Interfaces/ShardingInterfaces.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -32,6 +38,9 @@
 
 using namespace mlir;
 using namespace autoshard::tfm;
+using autoshard::dist::FactorKind;
+using autoshard::dist::FactorReduction;
+using autoshard::dist::ShardingRule;
 
 namespace {
 
@@ -184,21 +193,21 @@ ShardingRule normGradRule(Operation *op) {
 
 /// `[..., M, K] x [K, N] -> [..., M, N]`: batch, M and N pass-through, K a
 /// reduction (the row-parallel matmul leaves its result partial).
-ShardingRule MatmulOp::getShardingRule() {
-  RuleBuilder b(*this);
-  int64_t rank = rankOf(getLhs());
-  int64_t rhsRank = rankOf(getRhs());
-  ArrayRef<int64_t> lhsShape = shapeOf(getLhs());
-  ArrayRef<int64_t> rhsShape = shapeOf(getRhs());
+static ShardingRule ruleOf(MatmulOp op) {
+  RuleBuilder b(op);
+  int64_t rank = rankOf(op.getLhs());
+  int64_t rhsRank = rankOf(op.getRhs());
+  ArrayRef<int64_t> lhsShape = shapeOf(op.getLhs());
+  ArrayRef<int64_t> rhsShape = shapeOf(op.getRhs());
   for (int64_t d = 0; d + 2 < rank; ++d) {
     int64_t f = b.shared(kPass, 0, d, {}, {0});
     if (rhsRank == rank)
       b.operand(1, d, f);
   }
-  int64_t mDim = getTransposeLhs() ? rank - 1 : rank - 2;
-  int64_t kLhs = getTransposeLhs() ? rank - 2 : rank - 1;
-  int64_t kRhs = getTransposeRhs() ? rhsRank - 1 : rhsRank - 2;
-  int64_t nDim = getTransposeRhs() ? rhsRank - 2 : rhsRank - 1;
+  int64_t mDim = op.getTransposeLhs() ? rank - 1 : rank - 2;
+  int64_t kLhs = op.getTransposeLhs() ? rank - 2 : rank - 1;
+  int64_t kRhs = op.getTransposeRhs() ? rhsRank - 1 : rhsRank - 2;
+  int64_t nDim = op.getTransposeRhs() ? rhsRank - 2 : rhsRank - 1;
   int64_t m = b.factor(lhsShape[mDim], kPass);
   b.operand(0, mDim, m).result(0, rank - 2, m);
   int64_t n = b.factor(rhsShape[nDim], kPass);
@@ -212,14 +221,14 @@ ShardingRule MatmulOp::getShardingRule() {
 
 /// `[..., K] x [..., N] -> [K, N]`: leading dims reduced (the data-parallel
 /// gradient is partial over the batch axes), K and N pass-through.
-ShardingRule MatmulWgradOp::getShardingRule() {
-  RuleBuilder b(*this);
-  int64_t rank = rankOf(getX());
+static ShardingRule ruleOf(MatmulWgradOp op) {
+  RuleBuilder b(op);
+  int64_t rank = rankOf(op.getX());
   for (int64_t d = 0; d + 1 < rank; ++d)
     b.shared(kRed, 0, d, {1}, {});
-  int64_t k = b.factor(shapeOf(getX()).back(), kPass);
+  int64_t k = b.factor(shapeOf(op.getX()).back(), kPass);
   b.operand(0, -1, k).result(0, 0, k);
-  int64_t n = b.factor(shapeOf(getDy()).back(), kPass);
+  int64_t n = b.factor(shapeOf(op.getDy()).back(), kPass);
   b.operand(1, -1, n).result(0, 1, n);
   b.linear({0});
   b.linear({1});
@@ -230,23 +239,23 @@ ShardingRule MatmulWgradOp::getShardingRule() {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-ShardingRule AddOp::getShardingRule() { return binaryRule(*this, true); }
-ShardingRule SubOp::getShardingRule() { return binaryRule(*this, true); }
-ShardingRule MulOp::getShardingRule() { return binaryRule(*this, false); }
-ShardingRule ScaleOp::getShardingRule() {
-  return elementwiseRule(*this, {{0}});
+static ShardingRule ruleOf(AddOp op) { return binaryRule(op, true); }
+static ShardingRule ruleOf(SubOp op) { return binaryRule(op, true); }
+static ShardingRule ruleOf(MulOp op) { return binaryRule(op, false); }
+static ShardingRule ruleOf(ScaleOp op) {
+  return elementwiseRule(op, {{0}});
 }
 /// A conversion is elementwise; it is linear up to rounding, so a partial
 /// sum may pass through it (a bf16 weight gradient is reduced after its cast
 /// to f32, in f32).
-ShardingRule CastOp::getShardingRule() { return elementwiseRule(*this, {{0}}); }
+static ShardingRule ruleOf(CastOp op) { return elementwiseRule(op, {{0}}); }
 
 /// Summed dims are reductions, the others pass through to the result.
-ShardingRule ReduceSumOp::getShardingRule() {
-  RuleBuilder b(*this);
-  ArrayRef<int64_t> reduced = getDims();
+static ShardingRule ruleOf(ReduceSumOp op) {
+  RuleBuilder b(op);
+  ArrayRef<int64_t> reduced = op.getDims();
   int64_t out = 0;
-  for (int64_t d = 0, e = rankOf(getX()); d < e; ++d) {
+  for (int64_t d = 0, e = rankOf(op.getX()); d < e; ++d) {
     if (llvm::is_contained(reduced, d)) {
       b.shared(kRed, 0, d, {}, {});
     } else {
@@ -259,10 +268,10 @@ ShardingRule ReduceSumOp::getShardingRule() {
 }
 
 /// New dims exist only in the result (each rank writes its slice).
-ShardingRule BroadcastOp::getShardingRule() {
-  RuleBuilder b(*this);
-  ArrayRef<int64_t> added = getDims();
-  ArrayRef<int64_t> shape = shapeOf(getResult());
+static ShardingRule ruleOf(BroadcastOp op) {
+  RuleBuilder b(op);
+  ArrayRef<int64_t> added = op.getDims();
+  ArrayRef<int64_t> shape = shapeOf(op.getResult());
   int64_t in = 0;
   for (int64_t d = 0, e = shape.size(); d < e; ++d) {
     int64_t f = b.factor(shape[d], kPass);
@@ -281,13 +290,13 @@ ShardingRule BroadcastOp::getShardingRule() {
 /// A lookup is a one-hot matmul: V is a reduction (a vocab-sharded table
 /// leaves `out` partial, via the hook that masks rows outside the shard and
 /// subtracts the vocab offset); ids dims and H pass through.
-ShardingRule EmbeddingOp::getShardingRule() {
-  RuleBuilder b(*this);
-  for (int64_t d = 0, e = rankOf(getIds()); d < e; ++d)
+static ShardingRule ruleOf(EmbeddingOp op) {
+  RuleBuilder b(op);
+  for (int64_t d = 0, e = rankOf(op.getIds()); d < e; ++d)
     b.shared(kPass, 0, d, {}, {0});
-  int64_t v = b.factor(shapeOf(getTable())[0], kRed, /*hook=*/true);
+  int64_t v = b.factor(shapeOf(op.getTable())[0], kRed, /*hook=*/true);
   b.operand(1, 0, v);
-  int64_t h = b.factor(shapeOf(getTable())[1], kPass);
+  int64_t h = b.factor(shapeOf(op.getTable())[1], kPass);
   b.operand(1, 1, h).result(0, -1, h);
   b.linear({1});
   return b.take();
@@ -296,13 +305,13 @@ ShardingRule EmbeddingOp::getShardingRule() {
 /// Scatter-add: ids dims are reductions (dtable partial over the batch
 /// axes), V of dtable passes through with the hook (local rows only), H
 /// passes through.
-ShardingRule EmbeddingGradOp::getShardingRule() {
-  RuleBuilder b(*this);
-  for (int64_t d = 0, e = rankOf(getIds()); d < e; ++d)
+static ShardingRule ruleOf(EmbeddingGradOp op) {
+  RuleBuilder b(op);
+  for (int64_t d = 0, e = rankOf(op.getIds()); d < e; ++d)
     b.shared(kRed, 0, d, {1}, {});
-  int64_t v = b.factor(shapeOf(getDtable())[0], kPass, /*hook=*/true);
+  int64_t v = b.factor(shapeOf(op.getDtable())[0], kPass, /*hook=*/true);
   b.result(0, 0, v);
-  int64_t h = b.factor(shapeOf(getDy()).back(), kPass);
+  int64_t h = b.factor(shapeOf(op.getDy()).back(), kPass);
   b.operand(1, -1, h).result(0, 1, h);
   b.linear({1});
   return b.take();
@@ -314,20 +323,20 @@ ShardingRule EmbeddingGradOp::getShardingRule() {
 /// The microbatch's rows are the major part (size `B / count`) of the
 /// batch dim: a split of it keeps whole groups of `count` rows per rank, so
 /// the local op on the local rows is the microbatch of those rows.
-ShardingRule MicrobatchOp::getShardingRule() {
-  RuleBuilder b(*this);
-  int64_t rows = shapeOf(getResult())[0];
+static ShardingRule ruleOf(MicrobatchOp op) {
+  RuleBuilder b(op);
+  int64_t rows = shapeOf(op.getResult())[0];
   int64_t f = b.factor(rows, kPass);
   b.operand(0, 0, f).result(0, 0, f);
-  for (int64_t d = 1, e = rankOf(getX()); d < e; ++d)
+  for (int64_t d = 1, e = rankOf(op.getX()); d < e; ++d)
     b.shared(kPass, 0, d, {}, {0});
   return b.take();
 }
 
-ShardingRule PositionEmbeddingOp::getShardingRule() {
-  RuleBuilder b(*this);
-  int64_t p = shapeOf(getTable())[0];
-  int64_t s = static_cast<int64_t>(getSeqLen());
+static ShardingRule ruleOf(PositionEmbeddingOp op) {
+  RuleBuilder b(op);
+  int64_t p = shapeOf(op.getTable())[0];
+  int64_t s = static_cast<int64_t>(op.getSeqLen());
   int64_t f = b.factor(s, kPass, /*hook=*/s != p);
   b.result(0, 0, f);
   if (s == p)
@@ -342,18 +351,18 @@ ShardingRule PositionEmbeddingOp::getShardingRule() {
 /// over it). Either way S needs the hook: with `S == P` the local op sums
 /// only the local rows (`num_positions` = local rows), which the generic
 /// clone of the op cannot express.
-ShardingRule PositionEmbeddingGradOp::getShardingRule() {
-  RuleBuilder b(*this);
-  int64_t rank = rankOf(getDy());
+static ShardingRule ruleOf(PositionEmbeddingGradOp op) {
+  RuleBuilder b(op);
+  int64_t rank = rankOf(op.getDy());
   for (int64_t d = 0; d + 2 < rank; ++d)
     b.shared(kRed, 0, d, {}, {});
-  int64_t s = shapeOf(getDy())[rank - 2];
-  bool full = s == static_cast<int64_t>(getNumPositions());
+  int64_t s = shapeOf(op.getDy())[rank - 2];
+  bool full = s == static_cast<int64_t>(op.getNumPositions());
   int64_t f = b.factor(s, full ? kPass : kRed, /*hook=*/true);
   b.operand(0, rank - 2, f);
   if (full)
     b.result(0, 0, f);
-  int64_t h = b.factor(shapeOf(getDy()).back(), kPass);
+  int64_t h = b.factor(shapeOf(op.getDy()).back(), kPass);
   b.operand(0, -1, h).result(0, 1, h);
   b.linear({0});
   return b.take();
@@ -363,29 +372,29 @@ ShardingRule PositionEmbeddingGradOp::getShardingRule() {
 // Normalisation
 //===----------------------------------------------------------------------===//
 
-ShardingRule LayerNormOp::getShardingRule() { return normRule(*this); }
-ShardingRule LayerNormGradOp::getShardingRule() { return normGradRule(*this); }
-ShardingRule RmsNormOp::getShardingRule() { return normRule(*this); }
-ShardingRule RmsNormGradOp::getShardingRule() { return normGradRule(*this); }
+static ShardingRule ruleOf(LayerNormOp op) { return normRule(op); }
+static ShardingRule ruleOf(LayerNormGradOp op) { return normGradRule(op); }
+static ShardingRule ruleOf(RmsNormOp op) { return normRule(op); }
+static ShardingRule ruleOf(RmsNormGradOp op) { return normGradRule(op); }
 
 //===----------------------------------------------------------------------===//
 // Activations
 //===----------------------------------------------------------------------===//
 
-ShardingRule GeluOp::getShardingRule() { return elementwiseRule(*this, {}); }
-ShardingRule GeluGradOp::getShardingRule() {
-  return elementwiseRule(*this, {{0}});
+static ShardingRule ruleOf(GeluOp op) { return elementwiseRule(op, {}); }
+static ShardingRule ruleOf(GeluGradOp op) {
+  return elementwiseRule(op, {{0}});
 }
-ShardingRule SiluOp::getShardingRule() { return elementwiseRule(*this, {}); }
-ShardingRule SiluGradOp::getShardingRule() {
-  return elementwiseRule(*this, {{0}});
+static ShardingRule ruleOf(SiluOp op) { return elementwiseRule(op, {}); }
+static ShardingRule ruleOf(SiluGradOp op) {
+  return elementwiseRule(op, {{0}});
 }
 /// `silu(gate) * up` is linear in `up`.
-ShardingRule SwigluOp::getShardingRule() {
-  return elementwiseRule(*this, {{1}});
+static ShardingRule ruleOf(SwigluOp op) {
+  return elementwiseRule(op, {{1}});
 }
-ShardingRule SwigluGradOp::getShardingRule() {
-  return elementwiseRule(*this, {{0}});
+static ShardingRule ruleOf(SwigluGradOp op) {
+  return elementwiseRule(op, {{0}});
 }
 
 //===----------------------------------------------------------------------===//
@@ -403,18 +412,18 @@ static ShardingRule ropeRule(Operation *op) {
   b.linear({0});
   return b.take();
 }
-ShardingRule RopeOp::getShardingRule() { return ropeRule(*this); }
-ShardingRule RopeGradOp::getShardingRule() { return ropeRule(*this); }
+static ShardingRule ruleOf(RopeOp op) { return ropeRule(op); }
+static ShardingRule ruleOf(RopeGradOp op) { return ropeRule(op); }
 
 /// Row-major reshape: the two shapes are cut into groups of dims with equal
 /// products. In a group, equal leading dims share a factor; a dim split into
 /// several (`[.., H] -> [.., N, D]`) or merged from several shares a factor
 /// with its major part (`N` is the major part of `H`); the other dims of the
 /// group are unmapped (replicated). Size-1 dims are unmapped.
-ShardingRule ReshapeOp::getShardingRule() {
-  RuleBuilder b(*this);
-  ArrayRef<int64_t> in = shapeOf(getX());
-  ArrayRef<int64_t> out = shapeOf(getY());
+static ShardingRule ruleOf(ReshapeOp op) {
+  RuleBuilder b(op);
+  ArrayRef<int64_t> in = shapeOf(op.getX());
+  ArrayRef<int64_t> out = shapeOf(op.getY());
   size_t i = 0, o = 0;
   while (i < in.size() && o < out.size()) {
     if (in[i] == 1) {
@@ -455,11 +464,11 @@ ShardingRule ReshapeOp::getShardingRule() {
 //===----------------------------------------------------------------------===//
 
 /// Elementwise; every dim needs the hook (the mask uses global indices).
-ShardingRule DropoutOp::getShardingRule() {
-  return elementwiseRule(*this, {{0}}, /*hook=*/true);
+static ShardingRule ruleOf(DropoutOp op) {
+  return elementwiseRule(op, {{0}}, /*hook=*/true);
 }
-ShardingRule DropoutGradOp::getShardingRule() {
-  return elementwiseRule(*this, {{0}}, /*hook=*/true);
+static ShardingRule ruleOf(DropoutGradOp op) {
+  return elementwiseRule(op, {{0}}, /*hook=*/true);
 }
 
 //===----------------------------------------------------------------------===//
@@ -487,7 +496,7 @@ static ShardingRule attentionRule(Operation *op, ArrayRef<unsigned> qLike,
   ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(k);
   int64_t batch = b.factor(qs[0], kPass);
   // Equal lengths: one sequence factor, shardable only through the hook
-  // (ring attention, TfmRingAttention.cpp); else two replicated ones.
+  // (ring attention, RingAttention.cpp); else two replicated ones.
   int64_t sq, sk;
   if (qs[1] == ks[1]) {
     sq = sk = b.factor(qs[1], kPass, /*hook=*/true);
@@ -524,15 +533,15 @@ static ShardingRule attentionRule(Operation *op, ArrayRef<unsigned> qLike,
   return b.take();
 }
 
-ShardingRule AttentionOp::getShardingRule() {
-  return attentionRule(*this, /*qLike=*/{0}, /*kvLike=*/{1, 2},
+static ShardingRule ruleOf(AttentionOp op) {
+  return attentionRule(op, /*qLike=*/{0}, /*kvLike=*/{1, 2},
                        /*qLikeResults=*/{0}, /*kvLikeResults=*/{}, std::nullopt,
                        /*lseResult=*/1, /*linear=*/false);
 }
 
 /// `(dout, q, k, v, out, lse) -> (dq, dk, dv)`, linear in `dout`.
-ShardingRule AttentionGradOp::getShardingRule() {
-  return attentionRule(*this, /*qLike=*/{0, 1, 4}, /*kvLike=*/{2, 3},
+static ShardingRule ruleOf(AttentionGradOp op) {
+  return attentionRule(op, /*qLike=*/{0, 1, 4}, /*kvLike=*/{2, 3},
                        /*qLikeResults=*/{0}, /*kvLikeResults=*/{1, 2},
                        /*lseOperand=*/5, std::nullopt, /*linear=*/true);
 }
@@ -547,11 +556,11 @@ ShardingRule AttentionGradOp::getShardingRule() {
 /// is the global mean. V passes through with the hook (vocab-parallel: max
 /// and sum all-reduces of the softmax statistics inside the hook, the loss
 /// is then complete over the vocab axes).
-ShardingRule CrossEntropyOp::getShardingRule() {
-  RuleBuilder b(*this);
-  for (int64_t d = 0, e = rankOf(getLabels()); d < e; ++d)
+static ShardingRule ruleOf(CrossEntropyOp op) {
+  RuleBuilder b(op);
+  for (int64_t d = 0, e = rankOf(op.getLabels()); d < e; ++d)
     b.shared(kRed, 1, d, {0}, {}, /*hook=*/true);
-  int64_t v = b.factor(shapeOf(getLogits()).back(), kPass, /*hook=*/true);
+  int64_t v = b.factor(shapeOf(op.getLogits()).back(), kPass, /*hook=*/true);
   b.operand(0, -1, v);
   return b.take();
 }
@@ -559,11 +568,11 @@ ShardingRule CrossEntropyOp::getShardingRule() {
 /// `(dloss, logits, labels) -> dlogits`: token dims pass through with the
 /// hook (divide by the global token count), V passes through with the hook
 /// (vocab offset and the cross-rank softmax statistics). Linear in `dloss`.
-ShardingRule CrossEntropyGradOp::getShardingRule() {
-  RuleBuilder b(*this);
-  for (int64_t d = 0, e = rankOf(getLabels()); d < e; ++d)
+static ShardingRule ruleOf(CrossEntropyGradOp op) {
+  RuleBuilder b(op);
+  for (int64_t d = 0, e = rankOf(op.getLabels()); d < e; ++d)
     b.shared(kPass, 2, d, {1}, {0}, /*hook=*/true);
-  int64_t v = b.factor(shapeOf(getLogits()).back(), kPass, /*hook=*/true);
+  int64_t v = b.factor(shapeOf(op.getLogits()).back(), kPass, /*hook=*/true);
   b.operand(1, -1, v).result(0, -1, v);
   b.linear({0});
   return b.take();
@@ -574,19 +583,19 @@ ShardingRule CrossEntropyGradOp::getShardingRule() {
 //===----------------------------------------------------------------------===//
 
 /// `[B, S, E] -> [B, S, K] x 2`: B and S pass through, E and K replicated.
-ShardingRule MoeRouterOp::getShardingRule() {
-  RuleBuilder b(*this);
+static ShardingRule ruleOf(MoeRouterOp op) {
+  RuleBuilder b(op);
   b.shared(kPass, 0, 0, {}, {0, 1});
   b.shared(kPass, 0, 1, {}, {0, 1});
   b.shared(kRepl, 0, 2, {}, {});
-  int64_t k = b.factor(shapeOf(getGates()).back(), kRepl);
+  int64_t k = b.factor(shapeOf(op.getGates()).back(), kRepl);
   b.result(0, 2, k).result(1, 2, k);
   return b.take();
 }
 
 /// `(dgates [B,S,K], logits [B,S,E], ids [B,S,K]) -> dlogits [B,S,E]`.
-ShardingRule MoeRouterGradOp::getShardingRule() {
-  RuleBuilder b(*this);
+static ShardingRule ruleOf(MoeRouterGradOp op) {
+  RuleBuilder b(op);
   b.shared(kPass, 0, 0, {1, 2}, {0});
   b.shared(kPass, 0, 1, {1, 2}, {0});
   b.shared(kRepl, 0, 2, {2}, {});
@@ -597,8 +606,8 @@ ShardingRule MoeRouterGradOp::getShardingRule() {
 
 /// Per-sequence statistics: B is a reduction with the hook (each rank sums
 /// its sequences' terms and divides by the global B), S, E, K replicated.
-ShardingRule MoeAuxLossOp::getShardingRule() {
-  RuleBuilder b(*this);
+static ShardingRule ruleOf(MoeAuxLossOp op) {
+  RuleBuilder b(op);
   b.shared(kRed, 0, 0, {1}, {}, /*hook=*/true);
   b.shared(kRepl, 0, 1, {1}, {});
   b.shared(kRepl, 0, 2, {}, {});
@@ -608,8 +617,8 @@ ShardingRule MoeAuxLossOp::getShardingRule() {
 
 /// `(dloss, logits [B,S,E], ids [B,S,K]) -> dlogits`: B passes through with
 /// the hook (global B in the scale).
-ShardingRule MoeAuxLossGradOp::getShardingRule() {
-  RuleBuilder b(*this);
+static ShardingRule ruleOf(MoeAuxLossGradOp op) {
+  RuleBuilder b(op);
   b.shared(kPass, 1, 0, {2}, {0}, /*hook=*/true);
   b.shared(kRepl, 1, 1, {2}, {0});
   b.shared(kRepl, 1, 2, {}, {0});
@@ -659,10 +668,10 @@ void tieRoute(RuleBuilder &b, bool isOperand, unsigned i, const MoeFactors &f) {
 } // namespace
 
 /// `(x [B,S,H], ids [B,S,K]) -> buf [E,B,C,H]`.
-ShardingRule MoeDispatchOp::getShardingRule() {
-  RuleBuilder b(*this);
+static ShardingRule ruleOf(MoeDispatchOp op) {
+  RuleBuilder b(op);
   MoeFactors f =
-      moeFactors(b, shapeOf(getBuf()), shapeOf(getExpertIds()), kPass);
+      moeFactors(b, shapeOf(op.getBuf()), shapeOf(op.getExpertIds()), kPass);
   tieTokens(b, true, 0, f);
   tieRoute(b, true, 1, f);
   tieBuf(b, false, 0, f);
@@ -671,10 +680,10 @@ ShardingRule MoeDispatchOp::getShardingRule() {
 }
 
 /// `(dbuf [E,B,C,H], ids) -> dx [B,S,H]`.
-ShardingRule MoeDispatchGradOp::getShardingRule() {
-  RuleBuilder b(*this);
+static ShardingRule ruleOf(MoeDispatchGradOp op) {
+  RuleBuilder b(op);
   MoeFactors f =
-      moeFactors(b, shapeOf(getDbuf()), shapeOf(getExpertIds()), kPass);
+      moeFactors(b, shapeOf(op.getDbuf()), shapeOf(op.getExpertIds()), kPass);
   tieBuf(b, true, 0, f);
   tieRoute(b, true, 1, f);
   tieTokens(b, false, 0, f);
@@ -684,10 +693,10 @@ ShardingRule MoeDispatchGradOp::getShardingRule() {
 
 /// `(buf [E,B,C,H], gates, ids) -> y [B,S,H]`: linear in `buf` and in
 /// `gates`.
-ShardingRule MoeCombineOp::getShardingRule() {
-  RuleBuilder b(*this);
+static ShardingRule ruleOf(MoeCombineOp op) {
+  RuleBuilder b(op);
   MoeFactors f =
-      moeFactors(b, shapeOf(getBuf()), shapeOf(getExpertIds()), kPass);
+      moeFactors(b, shapeOf(op.getBuf()), shapeOf(op.getExpertIds()), kPass);
   tieBuf(b, true, 0, f);
   tieRoute(b, true, 1, f);
   tieRoute(b, true, 2, f);
@@ -699,10 +708,10 @@ ShardingRule MoeCombineOp::getShardingRule() {
 
 /// `(dy [B,S,H], buf, gates, ids) -> (dbuf, dgates)`: H is a reduction
 /// (dgates sums over H, dbuf keeps it split). Linear in `dy`.
-ShardingRule MoeCombineGradOp::getShardingRule() {
-  RuleBuilder b(*this);
+static ShardingRule ruleOf(MoeCombineGradOp op) {
+  RuleBuilder b(op);
   MoeFactors f =
-      moeFactors(b, shapeOf(getBuf()), shapeOf(getExpertIds()), kRed);
+      moeFactors(b, shapeOf(op.getBuf()), shapeOf(op.getExpertIds()), kRed);
   tieTokens(b, true, 0, f);
   tieBuf(b, true, 1, f);
   tieRoute(b, true, 2, f);
@@ -720,25 +729,73 @@ ShardingRule MoeCombineGradOp::getShardingRule() {
 /// Every dim of every input is a reduction with the hook: the hook sums each
 /// input's local squares over only the axes that input is sharded on (a
 /// replicated input is not counted twice).
-ShardingRule SumSquaresOp::getShardingRule() {
-  RuleBuilder b(*this);
-  for (auto [i, input] : llvm::enumerate(getInputs()))
+static ShardingRule ruleOf(SumSquaresOp op) {
+  RuleBuilder b(op);
+  for (auto [i, input] : llvm::enumerate(op.getInputs()))
     for (int64_t d = 0, e = rankOf(input); d < e; ++d)
       b.shared(kRed, i, d, {}, {}, /*hook=*/true);
   return b.take();
 }
 
 /// Scalars only: no factors.
-ShardingRule ClipCoefOp::getShardingRule() { return RuleBuilder(*this).take(); }
+static ShardingRule ruleOf(ClipCoefOp op) { return RuleBuilder(op).take(); }
 
 /// `param`, `grad`, `m`, `v` and the three results share every dim
 /// (pass-through: ZeRO shards them on dp); the scalars have no dims.
-ShardingRule AdamwOp::getShardingRule() {
-  RuleBuilder b(*this);
-  for (int64_t d = 0, e = rankOf(getParam()); d < e; ++d)
+static ShardingRule ruleOf(AdamwOp op) {
+  RuleBuilder b(op);
+  for (int64_t d = 0, e = rankOf(op.getParam()); d < e; ++d)
     b.shared(kPass, 0, d, {1, 2, 3}, {0, 1, 2});
   return b.take();
 }
 
-// The vocab-parallel local ops (tfm.vocab_*) have their rules next to
-// their partition hooks, in TfmPartitionHooks.cpp.
+//===----------------------------------------------------------------------===//
+// Local ops
+//===----------------------------------------------------------------------===//
+
+/// The local ops that partition hooks emit (vocab-parallel, ring attention,
+/// rope / dropout on a chunk) are already per-rank (they only appear after
+/// dist-partition): no dim is tied to a factor, so nothing propagates
+/// through them and they are never partitioned again.
+static ShardingRule localOpRule(Operation *op) { return RuleBuilder(op).take(); }
+
+static ShardingRule ruleOf(VocabEmbeddingOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(VocabEmbeddingGradOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(VocabCeMaxOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(VocabCeStatsOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(VocabCeLossOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(VocabCeGradOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(DropoutLocalOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(DropoutLocalGradOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(RopeLocalOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(RopeLocalGradOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(AttentionBlockOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(AttentionBlockGradOp op) { return localOpRule(op); }
+static ShardingRule ruleOf(AttentionMergeOp op) { return localOpRule(op); }
+
+//===----------------------------------------------------------------------===//
+// External model
+//===----------------------------------------------------------------------===//
+
+namespace {
+template <typename OpTy>
+struct RuleModel
+    : autoshard::dist::ShardingRuleOpInterface::ExternalModel<RuleModel<OpTy>,
+                                                              OpTy> {
+  ShardingRule getShardingRule(Operation *op) const {
+    return ruleOf(cast<OpTy>(op));
+  }
+};
+
+template <typename... OpTys>
+void attachRuleModels(MLIRContext *ctx) {
+  (OpTys::template attachInterface<RuleModel<OpTys>>(*ctx), ...);
+}
+} // namespace
+
+void autoshard::tfm::attachShardingRuleModels(MLIRContext *ctx) {
+  attachRuleModels<
+#define GET_OP_LIST
+#include "autoshard/Dialect/Tfm/IR/TfmOps.cpp.inc"
+      >(ctx);
+}
