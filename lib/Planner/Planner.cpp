@@ -10,12 +10,14 @@
 //   (workloads.md §5), activations from the compiled block's residuals and
 //   the static memory plan, times the schedule's in-flight microbatches
 //   (algorithms.md §1.3).
+// `evaluate` composes the per-strategy terms of CostTerms.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include "autoshard/Planner/Planner.h"
 #include "autoshard/Pipeline/Schedule.h"
 #include "autoshard/Pipeline/Simulate.h"
+#include "autoshard/Planner/CostTerms.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -312,112 +314,6 @@ std::string formatBytes(double bytes) {
   return llvm::formatv("{0:F1} MiB", bytes / 1048576.0).str();
 }
 
-struct FnTimes {
-  double total = 0, weightGrad = 0, attention = 0, comm = 0;
-};
-
-FnTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
-                     double scale, int64_t tp) {
-  FnTimes t;
-  for (const OpProfile &op : f.ops) {
-    if (op.flops.at(b) == 0 && op.bytes.at(b) == 0)
-      continue;
-    double bytes = op.bytes.at(b);
-    GemmShape shape;
-    if (op.kind == OpKind::Gemm)
-      shape = op.gemmAt(b, scale);
-    double time = kernelTime(c, op.kind, op.flops.at(b) * scale, bytes * scale,
-                             op.kind == OpKind::Gemm ? &shape : nullptr);
-    // Unfused attention materialises the scores: its softmax, masking and
-    // dropout are separate memory-bound kernels that run after the QK^T
-    // GEMM and before the PV GEMM, so their time adds to the GEMMs'.
-    if (op.kind == OpKind::Attention && c.attentionScoreBytes > 0)
-      time += kernelTime(c, OpKind::Memory, 0,
-                         c.attentionScoreBytes * op.scoreElements.at(b) *
-                             (op.backward ? 2 : 1) * scale);
-    t.total += time;
-    if (op.weightGrad)
-      t.weightGrad += time;
-    if (op.kind == OpKind::Attention)
-      t.attention += time;
-  }
-  for (const CommProfile &comm : f.comms)
-    t.comm += collectiveTime(c, comm.kind, comm.bytes.at(b) * scale, tp,
-                             c.gpusPerNode);
-  return t;
-}
-
-/// The compiled profile that the cluster's software runs for recomputation
-/// `mode`: null for none, for a mode that did not compile (analytic
-/// fallback) and for selective on software that recomputes the attention
-/// instead (Cluster::selectiveRecomputesAttention: the analytic model).
-const RecomputeProfile *softwareRecompute(const Cluster &c,
-                                          const LocalProfile &prof,
-                                          const std::string &mode) {
-  if (mode == "selective" && c.selectiveRecomputesAttention)
-    return nullptr;
-  return prof.recompute(mode);
-}
-
-/// Activation bytes of one block per microbatch (scaled by `scale` = 1/cp)
-/// under recomputation `mode`: what it keeps from its forward for its
-/// backward, its input included (every mode keeps it: the backward, or
-/// full's re-run, reads it; it is the previous block's output), and the
-/// transient rest of the one-block step's peak frame.
-struct BlockActivations {
-  double perLayer = 0, transient = 0;
-};
-BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
-                                  const std::string &mode, double b,
-                                  double scale) {
-  double boundary = prof.boundaryBytes.at(b) * scale;
-  double residual = prof.residualBytes.at(b) * scale;
-  // Unfused attention (attention_score_bytes > 0) also keeps its softmax
-  // output (2 bytes), dropout mask (1) and dropout output (2) per score
-  // element for the backward: Korthikanti et al.'s 5·a·s²·b term
-  // (workloads.md §5). The compiled program's attention is fused, so these
-  // are added to what it keeps whenever its attention output is kept.
-  double scoreResidual = 0;
-  if (c.attentionScoreBytes > 0)
-    for (const OpProfile &op : prof.layerFwd.ops)
-      if (op.kind == OpKind::Attention && !op.backward)
-        scoreResidual += 5 * op.scoreElements.at(b) * scale;
-  BlockActivations a;
-  if (const RecomputeProfile *rc = softwareRecompute(c, prof, mode)) {
-    // Compiled: the mode's forward results (selective: the kept matmul and
-    // attention outputs; full: none) and its memory plan's frame, which
-    // holds full's recomputed residuals of the layer being differentiated
-    // (activations of @B_recompute_full). Selective's recomputed residuals
-    // are computed in @B_selective_bwd, which rt-lower counts as gradient
-    // buffers, so the layer's recomputed bytes (the residuals without
-    // recomputation less the kept ones) are added to the transient part.
-    double kept = boundary + rc->residualBytes.at(b) * scale;
-    double frame = rc->frameActivationBytes.at(b) * scale;
-    a.perLayer = kept + (mode == "full" ? 0 : scoreResidual);
-    a.transient = std::max(0.0, frame - kept);
-    if (mode == "full")
-      a.transient += scoreResidual;
-    else
-      a.transient += std::max(0.0, residual - rc->residualBytes.at(b) * scale);
-    return a;
-  }
-  double frame = prof.frameActivationBytes.at(b) * scale;
-  a.transient = std::max(0.0, frame - residual - boundary);
-  if (mode == "full") {
-    // Analytic fallback: the input only; one layer's residuals are
-    // recomputed at a time.
-    a.perLayer = boundary;
-    a.transient += residual + scoreResidual;
-  } else if (mode == "selective") {
-    // Analytic fallback (Korthikanti et al.): the attention outputs and
-    // the scores are dropped.
-    a.perLayer = boundary + residual - prof.selectiveSavedBytes.at(b) * scale;
-  } else {
-    a.perLayer = boundary + residual + scoreResidual;
-  }
-  return a;
-}
-
 std::optional<pipeline::ScheduleKind> scheduleKind(const std::string &s) {
   using K = pipeline::ScheduleKind;
   if (s == "1f1b")
@@ -465,6 +361,51 @@ pipeline::SimulationOptions stageCosts(const Estimate &e) {
   return opts;
 }
 
+/// Sets `e`'s memory for `layers` in-flight layers of `perLayer` bytes
+/// each, `transient` bytes besides them, its model states and fixed bytes
+/// (already set) and the allocator's fragmentation of the dynamic part.
+void setMemory(Estimate &e, const Cluster &c, double layers, double perLayer,
+               double transient) {
+  e.inflightLayers = layers;
+  e.activationBytes = layers * perLayer + transient;
+  e.peakBytes =
+      e.stateBytes + e.activationBytes * (1 + c.fragmentation) + e.fixedBytes;
+  e.fits = e.peakBytes <= c.hbmBytes;
+}
+
+/// Replaces the closed-form pipeline time `pipeTime` (and the in-flight
+/// count) of `e` by the simulated schedule's (lib/Pipeline); an error for a
+/// schedule that does not build or deadlocks.
+std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
+                             int64_t layersPerChunk, double perLayer,
+                             double transient) {
+  const Candidate &plan = e.plan;
+  auto kind = scheduleKind(plan.schedule);
+  auto sched = kind ? pipeline::buildSchedule(*kind, plan.pp, plan.mb, plan.vpp)
+                    : pipeline::OrError<pipeline::PipelineSchedule>::failure(
+                          "unknown schedule");
+  if (!sched)
+    return sched.error();
+  pipeline::SimulationResult sim =
+      pipeline::simulateSchedule(*sched, stageCosts(e));
+  if (sim.deadlocked)
+    return "schedule deadlocks: " + sim.deadlockReport;
+  // The simulated schedule's peak in-flight stage-chunks (rank 0 for 1F1B;
+  // W-delaying schedules can hold more).
+  int64_t chunks = 0;
+  for (int64_t x : sim.peakActivations)
+    chunks = std::max(chunks, x);
+  setMemory(e, c, double(chunks * layersPerChunk), perLayer, transient);
+  double simBusy = 0;
+  for (double x : sim.busy)
+    simBusy = std::max(simBusy, x);
+  e.bubble = sim.makespan - simBusy;
+  e.stepTime += sim.makespan - pipeTime;
+  e.exposedComm = e.stepTime - e.compute - e.bubble - e.optimizer;
+  e.simulated = true;
+  return "";
+}
+
 } // namespace
 
 Estimate evaluate(const Cluster &c, const ModelInfo &m,
@@ -472,410 +413,92 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
                   int64_t globalBatch, bool simulate) {
   Estimate e;
   e.plan = plan;
-  const int64_t p = plan.pp, v = plan.vpp, L = m.layers;
   auto invalid = [&](std::string why) {
     e.fits = false;
     e.note = "invalid: " + why;
     return e;
   };
-  if (!prof.error.empty())
-    return invalid(prof.error);
-  if (L % (p * v))
-    return invalid(llvm::formatv("{0} layers do not split into pp*vpp={1} "
-                                 "stages",
-                                 L, p * v));
-  if (plan.cpAttention != "ring" && plan.cpAttention != "ulysses")
-    return invalid("unknown cp_attention '" + plan.cpAttention + "'");
-  if (plan.cpAttention == "ulysses") {
-    if (plan.cp == 1)
-      return invalid("cp_attention=ulysses needs cp > 1");
-    if (m.heads % (plan.tp * plan.cp) || m.kvHeads % (plan.tp * plan.cp))
-      return invalid(llvm::formatv("ulysses: {0} q / {1} kv heads do not "
-                                   "split into tp*cp={2}",
-                                   m.heads, m.kvHeads, plan.tp * plan.cp));
-  }
-  if (plan.cp > 1 && !plan.cpContiguous && m.seq % (2 * plan.cp))
-    return invalid("seq % 2cp != 0");
-  if (plan.cp > 1 && plan.cpContiguous && m.seq % plan.cp)
-    return invalid("seq % cp != 0");
-  if (plan.cp > 1 && plan.cpContiguous && plan.sp &&
-      m.seq % (plan.cp * plan.tp))
-    return invalid("sp: seq % (cp*tp) != 0");
-  if (globalBatch != plan.dp * plan.mbs * plan.mb)
-    return invalid("dp*mbs*mb != global batch");
-  if (plan.ep < 1)
-    return invalid("ep < 1");
-  if (plan.ep > 1) {
-    if (m.experts <= 0 || prof.expertParams <= 0)
-      return invalid("ep>1 on a model without experts");
-    if (m.experts % plan.ep)
-      return invalid(llvm::formatv("{0} experts do not split into ep={1}",
-                                   m.experts, plan.ep));
-    if ((plan.dp * plan.cp) % plan.ep)
-      return invalid("dp*cp % ep != 0");
-  }
-  const double b = plan.mbs;
+  if (std::string why = planError(m, prof, plan, globalBatch); !why.empty())
+    return invalid(why);
+  const int64_t p = plan.pp, v = plan.vpp;
+  const double b = plan.mbs, mb = plan.mb;
   const double scale = 1.0 / plan.cp;
-  const int64_t gpn = c.gpusPerNode;
-  const double tpHidden = 1 - tpOverlapFraction(c, plan.tp);
 
-  // --- one block, per microbatch (compiled IR, scaled by 1/cp) ---
-  // With recomputation, the block compiled with the plan's tfm-recompute
-  // mode when there is one: its forward, its backward (selective: the
-  // recomputed norms and activations folded in) and, for full, the forward
-  // re-run before the backward with its TP collectives; the re-run is
-  // input-gradient work (it precedes the backward, never the W part).
+  // One block per microbatch: the compiled block (with the plan's
+  // recomputation mode when it compiled) at 1/cp of the tokens, then the
+  // analytic strategies' exposed communication.
   const RecomputeProfile *rc = softwareRecompute(c, prof, plan.recompute);
   e.recomputeCompiled = rc != nullptr;
-  FnTimes fwd =
-      functionTime(c, rc ? rc->layerFwd : prof.layerFwd, b, scale, plan.tp);
-  FnTimes bwd =
-      functionTime(c, rc ? rc->layerBwd : prof.layerBwd, b, scale, plan.tp);
-  double layerF = fwd.total + tpHidden * fwd.comm;
-  double layerW = bwd.weightGrad;
-  double layerI = bwd.total - bwd.weightGrad + tpHidden * bwd.comm;
-  double layerComm = tpHidden * (fwd.comm + bwd.comm);
-  double layerRecompute = 0;
-  if (rc && plan.recompute == "full" && c.fullRecomputeRerunsForward) {
-    // The software re-runs whole layers (Megatron-LM): the compiled block
-    // forward, collectives included.
-    layerRecompute = layerF;
-    layerComm += tpHidden * fwd.comm;
-  } else if (rc) {
-    FnTimes re = functionTime(c, rc->layerRecompute, b, scale, plan.tp);
-    layerRecompute = re.total + tpHidden * re.comm;
-    layerComm += tpHidden * re.comm;
-  } else if (plan.recompute == "full") {
-    // Analytic fallback: the whole block forward with its collectives.
-    layerRecompute = layerF;
-    layerComm += tpHidden * fwd.comm;
-  } else if (plan.recompute == "selective") {
-    // Analytic fallback (Korthikanti et al.): the attention forward.
-    layerRecompute = fwd.attention;
-  }
-  layerI += layerRecompute;
-  // Context parallelism (analytic, zig-zag balanced: every rank holds 2 of
-  // the 2cp sequence chunks, so each does 1/cp of the causal attention;
-  // contiguous chunks, as the compiler builds them, add the imbalance):
-  // the ring exchange of K and V per layer, overlapped step by step with
-  // the attention blocks (algorithms.md §2.2, §2.3, §2.7).
-  if (plan.cp > 1 && plan.cpAttention == "ulysses") {
-    // Ulysses (algorithms.md §2.5, §2.7): all-to-alls over cp of q, k, v
-    // (sequence chunks -> head groups) and of out back, forward; of dout
-    // in and dq, dk, dv back, backward (the forward saves what attention
-    // saw). Each sends (cp-1)/cp of the rank's local tensor; none overlaps
-    // (attention waits for its inputs, the projection for its output).
-    // Every rank attends whole sequences of its heads: no causal imbalance.
-    double headDim = double(m.hidden) / m.heads;
-    double tokens = b * (double(m.seq) / plan.cp);
-    double qBytes = tokens * double(m.hidden) / plan.tp * m.elementBytes;
-    double kvBytes = tokens * m.kvHeads * headDim / plan.tp * m.elementBytes;
-    bool intra = plan.tp * plan.cp <= gpn;
-    auto a2a = [&](double bytes) {
-      return collectiveTime(c, CollectiveKind::AllToAll, bytes, plan.cp,
-                            intra ? plan.cp : 1);
-    };
-    double forward = 2 * a2a(qBytes) + 2 * a2a(kvBytes);
-    double backward = forward;
-    layerF += forward;
-    layerI += backward;
-    layerComm += forward + backward;
-    if (plan.recompute == "full") {
-      layerI += forward;
-      layerComm += forward;
-    }
-  } else if (plan.cp > 1) {
-    double headDim = double(m.hidden) / m.heads;
-    double tokens = b * (double(m.seq) / plan.cp);
-    double kvBytes =
-        2 * tokens * m.kvHeads * headDim / plan.tp * m.elementBytes;
-    // Merge (§2.1): read the fp32 running output and the block output,
-    // write the fp32 output.
-    double mergeBytes = tokens * double(m.hidden) / plan.tp * (4 + 4 + 2);
-    bool intra = plan.tp * plan.cp <= gpn;
-    RingExposure ring = ringAttentionExposure(
-        c, kvBytes, mergeBytes, plan.cp, intra, fwd.attention, bwd.attention);
-    layerF += ring.forward;
-    layerI += ring.backward;
-    if (plan.cpContiguous) {
-      // Contiguous chunks: the last rank of the ring does (cp-1) full
-      // blocks and the diagonal, (2cp-1)/cp times the balanced share (the
-      // others wait for it at the next collective).
-      double extra = double(plan.cp - 1) / plan.cp;
-      layerF += extra * fwd.attention;
-      layerI += extra * bwd.attention;
-    }
-    layerComm += ring.forward + ring.backward;
-    if (plan.recompute == "full") {
-      layerI += ring.forward;
-      layerComm += ring.forward;
-    }
-  }
+  TensorParallelBlock block =
+      tensorParallelBlock(c, rc ? rc->layerFwd : prof.layerFwd,
+                          rc ? rc->layerBwd : prof.layerBwd, b, scale, plan.tp);
+  LayerTimes layer = block.layer;
+  RecomputeTime re = recomputeTime(c, prof, plan, block, b, scale);
+  layer.inputGrad += re.time;
+  layer.comm += re.comm;
+  addLayerTerm(layer, ulyssesTerm(c, m, plan));
+  addLayerTerm(layer, ringAttentionTerm(c, m, plan, block.forward.attention,
+                                        block.backward.attention));
+  LayerTerm ep = expertAllToAllTerm(c, prof, plan, b, scale);
+  LayerTerm moeGather = moeSequenceGatherTerm(c, m, plan);
+  addLayerTerm(layer, ep);
+  addLayerTerm(layer, moeGather);
+  double epLayerComm = ep.forward + ep.backward;
+  epLayerComm += moeGather.forward + moeGather.backward;
 
-  // Expert parallelism (analytic, Megatron-Core): every MoE layer sends
-  // its local dispatch buffer through an all-to-all over the ep group for
-  // the dispatch and again for the combine, in the forward and (inverse)
-  // in the backward: four per layer per microbatch (six with full
-  // recomputation, which re-runs the forward's two), exposed (the expert
-  // GEMMs wait for the dispatched tokens, the next layer for the combined
-  // ones). Balanced routing: each rank computes E/ep experts on ep times
-  // the tokens, so the expert compute per GPU is the ep = 1 block's. The
-  // ep group is ep consecutive dp×cp members, tp ranks apart: NVLink when
-  // ep·tp <= GPUs per node, else the inter-node link (algorithms.md §6.1).
-  double epLayerComm = 0; // exposed all-to-all seconds per layer per mb
-  if (plan.ep > 1) {
-    double sendBytes = prof.dispatchBytes.at(b) * scale;
-    bool intra = plan.ep * plan.tp <= gpn;
-    double a2a = collectiveTime(c, CollectiveKind::AllToAll, sendBytes, plan.ep,
-                                intra ? plan.ep : 1);
-    double backward = plan.recompute == "full" ? 4 * a2a : 2 * a2a;
-    layerF += 2 * a2a;
-    layerI += backward;
-    epLayerComm = 2 * a2a + backward;
-    layerComm += epLayerComm;
-  }
-  // MoE under context parallelism, as the compiler builds it: routing,
-  // capacity and drop order are per sequence, so each MoE layer gathers its
-  // input (and, backward, the output gradient) over cp, exposed (the
-  // router waits for it). The expert compute is split when ep folds over
-  // the cp ranks; at ep = 1 every cp rank would repeat it, which the
-  // compilable search therefore skips.
-  if (m.experts > 0 && plan.cp > 1) {
-    double fullBytes =
-        b * double(m.seq) * double(m.hidden) / plan.tp * m.elementBytes;
-    bool intra = plan.tp * plan.cp <= gpn;
-    double gather = collectiveTime(c, CollectiveKind::AllGather, fullBytes,
-                                   plan.cp, intra ? plan.cp : 1);
-    double backward = plan.recompute == "full" ? 2 * gather : gather;
-    layerF += gather;
-    layerI += backward;
-    epLayerComm += gather + backward;
-    layerComm += gather + backward;
-  }
-
-  const int64_t layersPerChunk = L / (p * v);
-  e.tF = layersPerChunk * layerF;
-  e.tI = layersPerChunk * layerI;
-  e.tW = layersPerChunk * layerW;
-  FnTimes preF = functionTime(c, prof.preFwd, b, scale, plan.tp);
-  FnTimes preB = functionTime(c, prof.preBwd, b, scale, plan.tp);
-  FnTimes postF = functionTime(c, prof.postFwd, b, scale, plan.tp);
-  FnTimes postB = functionTime(c, prof.postBwd, b, scale, plan.tp);
-  e.firstF = preF.total + tpHidden * preF.comm;
-  e.firstB = preB.total + tpHidden * preB.comm;
-  e.lastF = postF.total + tpHidden * postF.comm;
-  e.lastB = postB.total + tpHidden * postB.comm;
-  double nonLayerComm =
-      tpHidden * (preF.comm + preB.comm + postF.comm + postB.comm);
-
-  // --- ZeRO-3: per-block parameter gathers and gradient reduce-scatters
-  // inside every microbatch (§5.1, §5.3), so they stretch F and B ---
-  double layersPerRank = double(L) / p;
-  int64_t dpGroup = plan.dp * plan.cp;
-  // Mesh order pp, dp, cp, tp: a node holds gpn / tp members of a dp×cp
-  // group.
-  int64_t dpPerNode = std::max<int64_t>(1, gpn / plan.tp);
-  // Expert weights are split over the ep group and replicated (or ZeRO-
-  // sharded) over the expert-data-parallel group of dp·cp/ep ranks, whose
-  // members are tp·ep ranks apart; the rest over the whole dp×cp group.
-  // At ep = 1 every parameter is in the second set.
-  double expertRank =
-      plan.ep > 1 ? layersPerRank * prof.expertParams / plan.ep : 0;
-  double paramsRank = layersPerRank * prof.layerParams + prof.otherParams;
-  if (plan.ep > 1)
-    paramsRank -= layersPerRank * prof.expertParams;
-  int64_t edpGroup = dpGroup / plan.ep;
-  int64_t edpPerNode = std::max<int64_t>(1, gpn / (plan.tp * plan.ep));
-  double zero3Comm = 0; // exposed per microbatch per rank
-  if (plan.zero == 3 && dpGroup > 1) {
-    // Dense weights are gathered over the dp×cp group; expert weights
-    // (ep > 1) over their expert-data-parallel group, on the same
-    // communication stream: they hide behind what the dense transfers
-    // leave of each block's compute (FSDP2 + EP, as torchtitan runs it).
-    double dense = prof.layerParams - (plan.ep > 1 ? prof.expertParams : 0);
-    Zero3Exposure z = zero3Exposure(c, dense, prof.otherParams, m.elementBytes,
-                                    layersPerChunk, dpGroup, dpPerNode, layerF,
-                                    layerI + layerW);
-    if (plan.ep > 1 && edpGroup > 1) {
-      double ov = c.dpOverlap > 0 ? c.dpOverlap : 1;
-      double ag = collectiveTime(c, CollectiveKind::AllGather,
-                                 dense * m.elementBytes, dpGroup, dpPerNode);
-      double rs = collectiveTime(c, CollectiveKind::ReduceScatter,
-                                 dense * gradElementBytes(c, m.elementBytes),
-                                 dpGroup, dpPerNode);
-      Zero3Exposure ze = zero3Exposure(
-          c, prof.expertParams / plan.ep, 0, m.elementBytes, layersPerChunk,
-          edpGroup, edpPerNode, std::max(0.0, layerF - ag / ov),
-          std::max(0.0, layerI + layerW - (ag + rs) / ov));
-      z.forward += ze.forward;
-      z.backward += ze.backward;
-    }
-    e.tF += z.forward;
-    e.tI += z.backward;
-    e.firstF += z.rootForward;
-    e.lastB += z.rootBackward;
-    zero3Comm = v * (z.forward + z.backward) + z.rootForward + z.rootBackward;
-    if (p > 1) {
-      e.firstB += z.rootBackward;
-      e.lastF += z.rootForward;
-    }
-  }
-
-  // --- pipeline (per rank: v chunks) ---
-  const double mb = plan.mb;
-  double F = v * e.tF, I = v * e.tI, W = v * e.tW, B = I + W;
-  double extra = p == 1 ? e.firstF + e.firstB + e.lastF + e.lastB
-                        : std::max(e.firstF + e.firstB, e.lastF + e.lastB);
-  // Stage neighbours are dp*cp*tp ranks apart.
-  bool p2pIntra = plan.dp * plan.cp * plan.tp < gpn;
-  double p2pTime = p > 1 ? collectiveTime(c, CollectiveKind::P2P,
-                                          prof.boundaryBytes.at(b) * scale, 2,
-                                          p2pIntra ? 2 : 1)
-                         : 0;
-  e.tP2P = (1 - c.p2pOverlap) * p2pTime;
-  double bubble = 0;
+  // One stage-chunk per microbatch, ZeRO-3's per-block gathers included.
+  const int64_t layersPerChunk = m.layers / (p * v);
+  e.tF = layersPerChunk * layer.forward;
+  e.tI = layersPerChunk * layer.inputGrad;
+  e.tW = layersPerChunk * layer.weightGrad;
+  StageEnds ends = stageEnds(c, prof, b, scale, plan.tp);
+  e.firstF = ends.firstF;
+  e.firstB = ends.firstB;
+  e.lastF = ends.lastF;
+  e.lastB = ends.lastB;
+  ParameterShards shards = parameterShards(c, m, prof, plan);
+  Zero3Exposure z =
+      zero3Term(c, m, prof, plan, shards, layersPerChunk, layer.forward,
+                layer.inputGrad + layer.weightGrad);
+  e.tF += z.forward;
+  e.tI += z.backward;
+  e.firstF += z.rootForward;
+  e.lastB += z.rootBackward;
+  double zero3Comm =
+      v * (z.forward + z.backward) + z.rootForward + z.rootBackward;
   if (p > 1) {
-    if (plan.schedule == "interleaved")
-      bubble = (p - 1) * (F + B) / v;
-    else if (plan.schedule == "zb-h1")
-      bubble = (p - 1) * std::max(0.0, F + I - W);
-    else if (plan.schedule == "zb-v")
-      bubble = (p - 1) * std::max(0.0, F + I - 2 * W) / 2;
-    else
-      bubble = (p - 1) * (F + B);
-    bubble += 2 * (p - 1) * e.tP2P;
+    e.firstB += z.rootBackward;
+    e.lastF += z.rootForward;
   }
-  double busy = mb * (F + B + extra);
-  double p2pSteady = p > 1 ? 2 * mb * v * e.tP2P : 0;
-  double pipeTime = busy + bubble + p2pSteady;
 
-  // --- data-parallel gradient sync, ZeRO-0/1/2 (analytic, §5.1) ---
-  double dpExposed = 0;
-  if (plan.zero != 3) {
-    // The step's last backward hides the bucketed reduce-scatter; the next
-    // step's first forward hides the parameter all-gather.
-    Exposure dps = dpSyncExposure(c, plan.zero, paramsRank, m.elementBytes,
-                                  dpGroup, dpPerNode, mb, F, B);
-    // Reduced in the pipeline stage's tail (as compiled): nothing hides it.
-    bool inTail = p > 1 && plan.pipelineReductionInTail;
-    dpExposed = inTail ? dps.total : dps.exposed;
-    if (expertRank > 0) {
-      // The expert gradients' reduction over the expert-data-parallel
-      // group, hidden behind what the dense one leaves of the compute.
-      Exposure eps = dpSyncExposure(
-          c, plan.zero, expertRank, m.elementBytes, edpGroup, edpPerNode, mb,
-          std::max(0.0, F - dps.total), std::max(0.0, B - dps.total));
-      dpExposed += inTail ? eps.total : eps.exposed;
-    }
-  }
-  e.dpComm = dpExposed;
-  e.epComm = mb * layersPerRank * epLayerComm;
-
-  // --- optimizer (AdamW on the local shard; ~28 bytes per parameter) ---
-  double optParams = plan.zero >= 1 ? paramsRank / dpGroup : paramsRank;
-  optParams += plan.zero >= 1 ? expertRank / edpGroup : expertRank;
-  e.optimizer = kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams);
-
-  e.stepTime = pipeTime + dpExposed + e.optimizer;
+  // The step: pipeline, data-parallel synchronisation, optimizer.
+  e.tP2P = p2pTime(c, plan, prof.boundaryBytes.at(b) * scale);
+  PipelineTime pipe = pipelineTime(plan, e);
+  double pipeTime = pipe.total();
+  double F = v * e.tF, I = v * e.tI, W = v * e.tW, B = I + W;
+  e.dpComm = dataParallelSyncTime(c, m, plan, shards, mb, F, B);
+  e.epComm = mb * shards.layersPerRank * epLayerComm;
+  e.optimizer = optimizerTime(c, plan, shards);
+  e.stepTime = pipeTime + e.dpComm + e.optimizer;
   e.compute =
-      mb * (F + B + extra) - mb * (layersPerRank * layerComm +
-                                   (p == 1 ? nonLayerComm : 0) + zero3Comm);
-  e.exposedComm = e.stepTime - e.compute - bubble - e.optimizer;
-  e.bubble = bubble;
+      mb * (F + B + pipe.extra) - mb * (shards.layersPerRank * layer.comm +
+                                        (p == 1 ? ends.comm : 0) + zero3Comm);
+  e.exposedComm = e.stepTime - e.compute - pipe.bubble - e.optimizer;
+  e.bubble = pipe.bubble;
 
-  // --- memory (bytes per GPU on the heaviest stage) ---
-  // Model states per parameter: the parameter (IR element size), the
-  // gradient buffer (gradElementBytes: Megatron's fp32 main_grad) and
-  // AdamW's fp32 m and v plus an fp32 master copy when the parameters are
-  // narrower; ZeRO-1/2/3 shard the optimizer / + gradients / + parameters
-  // over the dp×cp group (algorithms.md §5.1; with 2-byte gradients these
-  // are the ZeRO paper's 16, 4 + 12/N, 2 + 14/N, 16/N of workloads.md §5).
-  const double w = m.elementBytes, g = gradElementBytes(c, w);
-  const double opt = 8 + (w < 4 ? 4 : 0);
-  auto perParam = [&](double n) {
-    if (plan.zero == 1)
-      return w + g + opt / n;
-    if (plan.zero == 2)
-      return w + (g + opt) / n;
-    if (plan.zero == 3)
-      return (w + g + opt) / n;
-    return w + g + opt;
-  };
-  // Expert states are sharded over the expert-data-parallel group.
-  e.stateBytes =
-      paramsRank * perParam(dpGroup) + expertRank * perParam(double(edpGroup));
+  // Memory of the heaviest stage.
+  e.stateBytes = modelStateBytes(c, m, plan, shards);
   BlockActivations act = blockActivations(c, prof, plan.recompute, b, scale);
-  double perLayer = act.perLayer;
-  // In-flight activations of the heaviest rank (the first stage), closed
-  // form of each schedule (algorithms.md §1.3); replaced by the simulated
-  // schedule's count below.
-  double inflightLayers;
-  if (p == 1)
-    inflightLayers = L;
-  else if (plan.schedule == "gpipe")
-    inflightLayers = mb * layersPerRank;
-  else if (plan.schedule == "interleaved")
-    inflightLayers = std::min<double>(2 * (p - 1) + (v - 1) * p + 1, v * mb) *
-                     layersPerChunk;
-  else if (plan.schedule == "zb-v")
-    inflightLayers = std::min<double>(2 * p, 2 * mb) * layersPerChunk;
-  else
-    inflightLayers = std::min<double>(p, mb) * layersPerRank;
-  double transient = act.transient;
-  // ZeRO-3 keeps the gathered root unit and two gathered blocks (the
-  // current one and the prefetched next one) and their unsharded gradients.
-  // Under ep the gathered expert weights are the rank's E/ep experts, and
-  // only when an expert-data-parallel group shards them.
-  if (plan.zero == 3 && dpGroup > 1) {
-    double gathered = prof.layerParams;
-    if (plan.ep > 1)
-      gathered -=
-          prof.expertParams * (edpGroup > 1 ? 1.0 - 1.0 / plan.ep : 1.0);
-    transient += 2 * (gathered * (w + g) + prof.otherParams * w);
-  }
-  // Fixed: the framework's reserve (CUDA context, library workspaces) and
-  // the communication buffers of every process group of more than one rank
-  // (tp, dp×cp, cp, pp and, with stages, the embedding group).
-  int64_t groups = (plan.tp > 1) + (dpGroup > 1) + (plan.cp > 1) + 2 * (p > 1) +
-                   (plan.ep > 1) + (plan.ep > 1 && edpGroup > 1);
-  e.fixedBytes = c.reservedBytes + groups * c.commBufferBytesPerGroup;
-  // The framework's allocator cannot use all of the free HBM: a fraction
-  // of the dynamic bytes is lost to fragmentation.
-  auto setMemory = [&](double layers) {
-    e.inflightLayers = layers;
-    e.activationBytes = layers * perLayer + transient;
-    e.peakBytes =
-        e.stateBytes + e.activationBytes * (1 + c.fragmentation) + e.fixedBytes;
-    e.fits = e.peakBytes <= c.hbmBytes;
-  };
-  setMemory(inflightLayers);
+  double transient =
+      act.transient + zero3GatheredBytes(c, m, prof, plan, shards);
+  e.fixedBytes = fixedBytes(c, plan, shards);
+  setMemory(e, c, inflightLayers(plan, m.layers), act.perLayer, transient);
 
   if (simulate && p > 1) {
-    auto kind = scheduleKind(plan.schedule);
-    auto sched = kind ? pipeline::buildSchedule(*kind, p, plan.mb, v)
-                      : pipeline::OrError<pipeline::PipelineSchedule>::failure(
-                            "unknown schedule");
-    if (!sched)
-      return invalid(sched.error());
-    pipeline::SimulationResult sim =
-        pipeline::simulateSchedule(*sched, stageCosts(e));
-    if (sim.deadlocked)
-      return invalid("schedule deadlocks: " + sim.deadlockReport);
-    // The simulated schedule's peak in-flight stage-chunks (rank 0 for
-    // 1F1B; W-delaying schedules can hold more).
-    int64_t chunks = 0;
-    for (int64_t x : sim.peakActivations)
-      chunks = std::max(chunks, x);
-    setMemory(double(chunks * layersPerChunk));
-    double oldPipe = pipeTime;
-    pipeTime = sim.makespan;
-    double simBusy = 0;
-    for (double x : sim.busy)
-      simBusy = std::max(simBusy, x);
-    e.bubble = pipeTime - simBusy;
-    e.stepTime += pipeTime - oldPipe;
-    e.exposedComm = e.stepTime - e.compute - e.bubble - e.optimizer;
-    e.simulated = true;
+    std::string why = simulatePipeline(e, c, pipeTime, layersPerChunk,
+                                       act.perLayer, transient);
+    if (!why.empty())
+      return invalid(why);
   }
   e.tokensPerSecond = double(globalBatch) * m.seq / e.stepTime;
   int64_t gpus = plan.pp * plan.dp * plan.cp * plan.tp;

@@ -27,6 +27,11 @@
 #include <string>
 #include <vector>
 
+namespace autoshard::test {
+// Test passes (test/lib), declared here as upstream's mlir-opt does.
+void registerTestPrintShardingRulesPass();
+} // namespace autoshard::test
+
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<autoshard::tfm::TfmDialect, autoshard::dist::DistDialect,
@@ -41,6 +46,7 @@ int main(int argc, char **argv) {
   autoshard::rt::registerRtPasses();
   autoshard::tfm::registerTfmPasses();
   autoshard::registerTrainPipeline();
+  autoshard::test::registerTestPrintShardingRulesPass();
   // A diagnostic on a func op would otherwise dump the whole function (300 KB
   // for a 96-layer model); users can still turn the dump back on.
   std::vector<char *> args(argv, argv + argc);

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "autoshard/Planner/Planner.h"
+#include "PlannerTestSetup.h"
 #include "autoshard/Planner/Cluster.h"
 
 #include "gtest/gtest.h"
@@ -14,21 +15,6 @@
 using namespace autoshard::planner;
 
 namespace {
-
-Cluster testCluster() {
-  Cluster c;
-  c.name = "test";
-  c.gpusPerNode = 8;
-  c.peakFlops = 1e15;
-  c.hbmBytes = 80e9;
-  c.hbmBandwidth = 2e12;
-  c.intraNode = {400e9, 0, 1};
-  c.interNode = {50e9, 0, 1};
-  c.gemmEfficiency = 0.5;
-  c.attentionEfficiency = 0.25;
-  c.memoryEfficiency = 0.5;
-  return c;
-}
 
 TEST(Collective, RingInsideANode) {
   Cluster c = testCluster();
@@ -160,19 +146,6 @@ LocalProfile syntheticProfile(double psiPerLayer, double actPerLayer) {
   p.residualBytes = {0, actPerLayer};
   p.boundaryBytes = {0, actPerLayer / 10};
   return p;
-}
-
-ModelInfo syntheticModel() {
-  ModelInfo m;
-  m.name = "synthetic";
-  m.layers = 10;
-  m.hidden = 1024;
-  m.heads = 8;
-  m.kvHeads = 8;
-  m.seq = 1024;
-  m.elementBytes = 2;
-  m.flopsPerSequence = 3e13;
-  return m;
 }
 
 /// The search setup shared by the Memory, Search and ExpertParallel tests:

@@ -1,58 +1,32 @@
-// dist-auto-plan on nanoGPT (CPU recipe) over the 2-core CPU "cluster":
-// report structure (plan table, rejected families, search statistics), the
-// chosen plan recorded on the module, the Chrome trace, the JSON report and
-// the evaluate mode.
-// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 8 --seq 64 --vocab-multiple 8 -q -o %t.model.mlir
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 trace=%t.trace.json" -o %t.out.mlir | FileCheck %s
-// RUN: FileCheck %s --check-prefix=ATTR < %t.out.mlir
-// RUN: FileCheck %s --check-prefix=TRACE < %t.trace.json
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 format=json" -o /dev/null | FileCheck %s --check-prefix=JSON
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=1,tp=2,sp=1,mbs=2" -o /dev/null | FileCheck %s --check-prefix=EVAL
-// The search space restricted (e.g. to a published run's software): no SP,
-// ZeRO-0 only, 1F1B only.
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 schedules=1f1b zero=0 sp=false recompute=none cp=1" -o /dev/null | FileCheck %s --check-prefix=RESTRICT
-// The `--auto-plan` shorthand of shard-opt.
-// RUN: shard-opt %t.model.mlir --auto-plan "cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2" -o /dev/null | FileCheck %s --check-prefix=FLAG
-// RUN: shard-opt %t.model.mlir --auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2" -o /dev/null | FileCheck %s --check-prefix=FLAG
+// dist-auto-plan on a checked-in two-layer model (test/Inputs/tiny-gpt2-model.mlir,
+// no builder run): the search over 2 CPU "GPUs" compiles one block per
+// layer-local configuration (tp 1, 2; sp for tp 2) at two microbatch sizes
+// and per recomputation mode searched, then reports the chosen plan, the
+// recomputation rows and one row per losing family; `evaluate` scores one
+// plan (pp=2 runs the pipeline simulator); a plan the model cannot run is
+// rejected with the reason. The builder's models: test/Models/Dist/dist-auto-plan*.mlir.
+// RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 schedules=1f1b recompute=none,full" -o /dev/null | FileCheck %s --check-prefix=SEARCH
+// RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=pp=2,dp=1,mb=4" -o /dev/null | FileCheck %s --check-prefix=EVAL
+// RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 evaluate=pp=4,dp=1,mb=4" -o /dev/null | FileCheck %s --check-prefix=LAYERS
 
-// CHECK: dist-auto-plan: model nanogpt-shakespeare-char-cpu ({{.*}} 4 layers, seq 64), cluster CPU 2-core {{.*}}, 4 GPUs (1 nodes), global batch 8
-// CHECK: MFU convention: 3 x forward
-// CHECK: chosen plan: pp={{[0-9]+}},dp={{[0-9]+}},cp={{[0-9]+}},tp={{[0-9]+}}
-// CHECK-NEXT: as --plan: {{(pp=[0-9]+,)?}}dp={{[0-9]+}}
-// CHECK: rank plan step s tokens/s MFU peak GiB compute exp.comm bubble sim
-// CHECK-NEXT: 1 pp=
-// CHECK-NEXT: 2 pp=
-// CHECK: rejected families
-// CHECK: tp=
-// Five (tp, sp) configurations x 2 microbatch sizes x 3 recomputation modes.
-// CHECK: search: {{[0-9]+}} candidates ({{[0-9]+}} fit), {{[0-9]+}} simulated, 30 block compilations
-// CHECK-SAME: candidates/s
-// CHECK: analytic: pp/dp/ZeRO/schedule composition
+// SEARCH: dist-auto-plan: model tiny-gpt2 (4.56K params, 2 layers, seq 8), cluster CPU 2-core (this development machine), 2 GPUs (1 nodes), global batch 4
+// SEARCH: chosen plan: pp=1,dp=2,cp=1,tp=1,sp=0,zero=1,ep=1,mbs=2,mb=1,schedule=1f1b,vpp=1,recompute=none
+// SEARCH-NEXT: as --plan: dp=2,zero=1
+// SEARCH: recomputation, one block per microbatch (tp=1, mbs=2; compiled: the block compiled with tfm-recompute):
+// SEARCH: none compiled
+// SEARCH-NEXT: full compiled
+// SEARCH: rejected families
+// SEARCH-NEXT: tp=1 pp=1 cp=2 communication
+// SEARCH-NEXT: tp=1 pp=1 cp=2 ulysses communication
+// SEARCH-NEXT: tp=1 pp=2 cp=1 bubble
+// SEARCH-NEXT: tp=2 pp=1 cp=1
+// SEARCH-NEXT: tp=2+sp pp=1 cp=1
+// SEARCH: search: 82 candidates (82 fit), 1 simulated, 12 block compilations
 
-// ATTR: dist.auto_plan = "pp=
+// EVAL: chosen plan: pp=2,dp=1,cp=1,tp=1,sp=0,zero=0,ep=1,mbs=1,mb=4,schedule=1f1b,vpp=1,recompute=none
+// EVAL-NEXT: as --plan: pp=2,dp=1,mb=4
+// EVAL: 1 {{ *}}pp=2,dp=1,{{.*}}yes
+// EVAL: search: 1 candidates (1 fit), 1 simulated, 2 block compilations
 
-// TRACE: "traceEvents"
-// TRACE-SAME: "optimizer"
-
-// JSON: "plans": [
-// JSON: "apply_plan": "
-// JSON: "bubble_s"
-// JSON: "exposed_comm_s"
-// JSON: "mfu"
-// JSON: "peak_bytes"
-// JSON: "rejected"
-// JSON: "stats"
-// JSON: "candidates"
-
-// RESTRICT: chosen plan: pp={{[0-9]+}},dp={{[0-9]+}},cp=1,tp={{[0-9]+}},sp=0,zero=0,
-// RESTRICT-NOT: sp=1
-// RESTRICT-NOT: zero={{[123]}}
-// RESTRICT-NOT: schedule=gpipe
-// RESTRICT: search: {{[0-9]+}} candidates ({{[0-9]+}} fit), {{[0-9]+}} simulated, 6 block compilations
-
-// EVAL: 2 GPUs (1 nodes), global batch 8
-// EVAL: chosen plan: pp=1,dp=1,cp=1,tp=2,sp=1,zero=0,ep=1,mbs=2,mb=4,schedule=1f1b,vpp=1,recompute=none
-// EVAL-NEXT: as --plan: dp=1,tp=2,sp=1,mb=4{{$}}
-// EVAL: search: 1 candidates (1 fit), 0 simulated, 2 block compilations
-
-// FLAG: chosen plan: pp=1,dp=2,cp=1,tp=1,sp=0,zero=0,ep=1,mbs=1,mb=4,schedule=1f1b,vpp=1,recompute=none
+// LAYERS: no plan fits
+// LAYERS: tp=1 pp=4 cp=1 invalid: 2 layers do not split into pp*vpp=4 stages

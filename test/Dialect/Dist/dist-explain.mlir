@@ -1,8 +1,8 @@
 // dist-explain on a hand-written partitioned program with known collectives
 // (Inputs/explain-toy.mlir: its header lists them), in func form (lowered on
-// a copy), in rt form, as JSON, with a baseline; then on nanoGPT through the
-// whole pipeline, where an independent recount of the partitioned IR must
-// match the report.
+// a copy), in rt form, as JSON, with a baseline. nanoGPT through the whole
+// pipeline, where an independent recount of the partitioned IR must match
+// the report: test/Models/Dist/dist-explain.mlir.
 // RUN: shard-opt %S/Inputs/explain-toy.mlir --dist-explain -o /dev/null | FileCheck %s
 // RUN: shard-opt %S/Inputs/explain-toy.mlir --dist-explain -o %t.toy.mlir > /dev/null
 // RUN: shard-opt %S/Inputs/explain-toy.mlir | diff - %t.toy.mlir
@@ -13,32 +13,7 @@
 // RUN: not shard-opt %S/Inputs/explain-toy.mlir --dist-explain="format=xml" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR-FORMAT
 // RUN: not shard-opt %S/Inputs/explain-toy.mlir --dist-explain="baseline=%t.missing.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR-BASE
 //
-// nanoGPT (batch 4, seq 8), plan dp=2,tp=2,sp=1,zero=1:
-// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff -o %t.ts.mlir
-// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,tp=2,sp=1,zero=1" --dist-propagate --dist-partition --dist-explain="format=json output=%t.gpt.json" -o %t.gpt.mlir
-// RUN: %python %S/Inputs/count_collectives.py %t.gpt.mlir %t.gpt.json | FileCheck %s --check-prefix=RECOUNT
-// RUN: shard-opt %t.gpt.mlir --dist-explain -o /dev/null | FileCheck %s --check-prefix=GPT
-// RUN: shard-opt %t.gpt.mlir --rt-lower --rt-plan-memory --dist-explain -o /dev/null | FileCheck %s --check-prefix=GPT-RT
-// Bucketed (dist-bucket-collectives): one collective per bucket, classified
-// by the tensors in it; the recount of the IR still matches.
-// RUN: shard-opt %t.gpt.mlir --dist-bucket-collectives --dist-explain="format=json output=%t.bucket.json" -o %t.bucket.mlir
-// RUN: %python %S/Inputs/count_collectives.py %t.bucket.mlir %t.bucket.json | FileCheck %s --check-prefix=RECOUNT-BUCKET
-// RUN: shard-opt %t.bucket.mlir --dist-explain -o /dev/null | FileCheck %s --check-prefix=BUCKET
-// And without a plan (one rank): nothing split, no collective.
-// RUN: shard-opt %t.ts.mlir --rt-lower --dist-explain -o /dev/null | FileCheck %s --check-prefix=ONE
 //
-// With activation recomputation (tfm-recompute, full): a strategy row, and
-// the re-runs carry the forward's collectives but the last reduce-scatter
-// (the MLP down-projection only the output needs is not re-run); with
-// selective, the backward recomputes locally (its collectives are those of
-// the backward without recomputation).
-// RUN: shard-opt %t.ts.mlir --tfm-recompute=mode=full --dist-apply-plan="plan=dp=2,tp=2,sp=1,recompute=full" --dist-propagate --dist-partition --dist-explain -o /dev/null | FileCheck %s --check-prefix=RECOMP
-// RUN: shard-opt %t.ts.mlir --tfm-recompute=mode=selective --dist-apply-plan="plan=dp=2,tp=2,sp=1,recompute=selective" --dist-propagate --dist-partition --dist-explain -o /dev/null | FileCheck %s --check-prefix=RECOMP-SEL
-// RECOMP: plan: dp=2,tp=2,sp=1{{.*}}recompute=full
-// RECOMP: Recomp  full  layers keep only their input; each layer's forward re-runs right before its backward (@gpt2_block_recompute_full x4 per step)
-// RECOMP: gpt2_block_recompute_full (called 4x): all_gather[tp] x2, reduce_scatter[tp] x1
-// RECOMP-SEL: Recomp  selective norms and elementwise activations are recomputed at the start of each layer's backward from the kept matmul and attention outputs (@gpt2_block_selective_bwd x4 per step)
-// RECOMP-SEL: gpt2_block_selective_bwd (called 4x): all_gather[tp] x4, reduce_scatter[tp] x2
 
 // CHECK-LABEL: dist-explain: toy
 // CHECK-NEXT: plan: dp=2,tp=2,sp=0,zero=1
@@ -101,53 +76,3 @@
 
 // ERR-FORMAT: dist-explain: format must be 'text' or 'json', found 'xml'
 // ERR-BASE: dist-explain: cannot read baseline
-
-// RECOUNT: match: 129 collectives
-
-// Per block call: forward 2 all-gathers + 2 reduce-scatters on the sequence
-// dim (SP), backward 4 + 2 (DESIGN.md §12); the ZeRO-1 gradient
-// reduce-scatters and parameter all-gathers are in the train step.
-// GPT-LABEL: dist-explain: nanogpt-shakespeare-char-cpu
-// GPT: plan: dp=2,tp=2,sp=1,zero=1
-// GPT: DP      dp=2  batch: tokens dim 0 (4x8 -> 2x8), labels dim 0 (4x8 -> 2x8);
-// GPT: ZeRO-1  dp=2  optimizer states m, v: 70 of 70 split on dp
-// GPT: TP      tp=2  columns (last dim): attn_q, attn_k, attn_v, mlp_up (16); rows (dim 0): attn_out, mlp_down (8); vocab: embedding (1); replicated: pos_embedding, norm (10)
-// GPT: SP      tp=2  sequence dim 1 of the residual stream on tp (2x8x128 -> 2x4x128 per rank between blocks)
-// GPT: ZeRO-1          reduce_scatter  dp         35
-// GPT: SP              all_gather      tp         26
-// GPT: SP              reduce_scatter  tp         18
-// GPT: total                                     129
-// GPT: gpt2_block_fwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
-// GPT-NEXT: gpt2_block_bwd (called 4x): all_gather[tp] x4, reduce_scatter[tp] x2
-// GPT: state: params {{.*}} 0.51
-// GPT: state: optimizer m {{.*}} 0.25
-// GPT: state: optimizer v {{.*}} 0.25
-
-// GPT-RT: total                                     129
-// GPT-RT: gpt2_block_fwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
-// GPT-RT-NEXT: gpt2_block_bwd (called 4x): all_gather[tp] x4, reduce_scatter[tp] x2
-
-// RECOUNT-BUCKET: match: 52 collectives
-
-// The 35 parameter all-gathers over dp become one; the 35 gradient
-// reduce-scatters one per layer (right after its backward: the final
-// norm's, one per block, the first block's with the embeddings'), and so
-// do the norms' gradient all-reduces over tp; the backward's 4 sequence
-// all-gathers per block become 2.
-// BUCKET: ZeRO-1          all_gather      dp          1
-// BUCKET: ZeRO-1          reduce_scatter  dp          5
-// BUCKET: TP              all_reduce      tp          7
-// BUCKET: SP              all_gather      tp         17
-// BUCKET: SP              reduce_scatter  tp         18
-// BUCKET: loss/grad norm  all_reduce      dp          2          8 B
-// BUCKET: total                                      52
-// BUCKET: gpt2_block_fwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
-// BUCKET-NEXT: gpt2_block_bwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
-
-// ONE: plan: none (no dist.plan)
-// ONE-NEXT: mesh: none, world size 1
-// ONE: none: every tensor is replicated
-// ONE: total                                       0          0 B
-// ONE: state: total {{.*}}   1.00
-// ONE: transient: frame {{.*}}   1.00
-// ONE: transient from this program (world size 1

@@ -5,14 +5,7 @@
 // RUN: shard-opt --dist-overlap-collectives -split-input-file %s | FileCheck %s
 // RUN: shard-opt --dist-overlap-collectives="overlap-calls=2" -split-input-file %s | FileCheck %s --check-prefix=TWO
 // RUN: not shard-opt --dist-overlap-collectives="overlap-calls=0" %s -split-input-file 2>&1 | FileCheck %s --check-prefix=ERR
-//
-// nanoGPT (4 layers), dp = 2 and dp = 2 with ZeRO-2, through the whole
-// pipeline: each layer's bucket starts after its backward and is waited
-// for after the next one; the program still verifies and lowers.
-// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff -o %t.ts.mlir
-// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm | FileCheck %s --check-prefix=DDP
-// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --rt-lower | FileCheck %s --check-prefix=INPLACE
-// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,zero=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm --rt-lower --rt-plan-memory | FileCheck %s --check-prefix=Z2
+// nanoGPT through the whole pipeline: test/Models/Dist/dist-overlap-collectives.mlir.
 
 dist.mesh @m [pp = 2, dp = 2]
 
@@ -92,26 +85,3 @@ func.func @bucket(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<4xf32>, tensor<4x
 }
 
 // ERR: dist-overlap-collectives: overlap-calls must be >= 1, found 0
-
-// DDP-LABEL: func.func @train_step(
-// DDP-COUNT-3: call @gpt2_block_bwd
-// DDP-NEXT: dist.pack
-// DDP-NEXT: %[[H:.*]] = dist.all_reduce_start %{{.*}} on @mesh axes = [dp] reduction = sum : tensor<196864xf32> -> !dist.async<tensor<196864xf32>>
-// DDP-NEXT: dist.wait
-// DDP-NEXT: call @gpt2_block_bwd
-// DDP-NEXT: dist.wait %[[H]]
-
-// Lowered: the start names a handle, the wait after the next backward call
-// completes it (the memory plan keeps both buffers live in between).
-// Z2-LABEL: rt.func @train_step(
-// Z2: rt.call @gpt2_block_bwd
-// Z2: rt.kernel "dist.reduce_scatter_start"({{.*}}) -> ({{.*}}) attrs {axes = ["dp"], handle = [[N:[0-9]+]] : i64, reduction = "sum", scatter_dim = 0 : i64}
-// Z2: rt.call @gpt2_block_bwd
-// Z2: rt.kernel "dist.wait"({{.*}}) -> ({{.*}}) attrs {handle = [[N]] : i64}
-
-// rt-lower reduces a bucket's flat buffer in place (its pack is its only
-// reader): one buffer per in-flight bucket, not two.
-// INPLACE-LABEL: rt.func @train_step(
-// INPLACE: rt.kernel "dist.pack"({{.*}}) -> (%[[B:[0-9]+]])
-// INPLACE-NEXT: rt.kernel "dist.all_reduce_start"(%[[B]]) -> (%[[B]]) attrs {axes = ["dp"], handle = [[N:[0-9]+]] : i64, reduction = "sum"} : (!rt.buffer<{{[0-9]+}}xf32>)
-// INPLACE: rt.kernel "dist.wait"(%[[B]], %[[B]]) -> (%[[B]]) attrs {handle = [[N]] : i64}

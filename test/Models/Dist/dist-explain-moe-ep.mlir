@@ -10,7 +10,7 @@
 // the report.
 // RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 4 --seq 8 -q | shard-opt --tfm-autodiff -o %t.ts.mlir
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=4,ep=2,zero=1" --dist-propagate --dist-partition --dist-bucket-collectives --dist-explain="format=json output=%t.json" -o %t.mlir
-// RUN: %python %S/Inputs/count_collectives.py %t.mlir %t.json | FileCheck %s --check-prefix=RECOUNT
+// RUN: %python %autoshard_src/test/Dialect/Dist/Inputs/count_collectives.py %t.mlir %t.json | FileCheck %s --check-prefix=RECOUNT
 // RUN: shard-opt %t.mlir --dist-explain -o /dev/null | FileCheck %s
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,ep=2" --dist-propagate --dist-partition --dist-explain -o /dev/null | FileCheck %s --check-prefix=EDP1
 

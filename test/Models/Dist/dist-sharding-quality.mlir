@@ -13,7 +13,7 @@
 //   hook (local rows) and is summed with the LM head's (local) weight
 //   gradient with no collective but the dp reduction;
 // * the position table's gradient is reduce-scattered over dp, not
-//   all-reduced.
+//   all-reduced (the hook alone: test/Dialect/Dist/dist-partition-position-grad.mlir).
 //
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 16 --seq 8 --vocab-multiple 64 -q | shard-opt --tfm-autodiff -o %t8.mlir
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 16 --seq 32 --vocab-multiple 64 -q | shard-opt --tfm-autodiff -o %t32.mlir
@@ -26,7 +26,6 @@
 // RUN: shard-opt %t64.mlir --dist-apply-plan="plan=dp=2,tp=2,sp=1,zero=1" --dist-propagate --dist-partition | FileCheck %s --check-prefix=EMB
 // RUN: shard-opt %t32.mlir --dist-apply-plan="plan=dp=2,tp=2,zero=1" --dist-propagate --dist-partition --dist-explain -o /dev/null | FileCheck %s --check-prefix=Z1TP
 // RUN: shard-opt %t32.mlir --dist-apply-plan="plan=dp=2,tp=2,sp=1,zero=1" --dist-propagate --dist-partition | FileCheck %s --check-prefix=WPE
-// RUN: shard-opt %S/Inputs/position-grad-rows.mlir --dist-partition | FileCheck %s --check-prefix=PGRAD
 // Every call site of a block function shares one sharding signature: no
 // clone (dist-propagate-clone.mlir covers call sites that differ).
 // RUN: shard-opt %t64.mlir --dist-apply-plan="plan=dp=2,tp=2,sp=1,zero=1" --dist-propagate | FileCheck %s --check-prefix=NOCLONE
@@ -87,12 +86,3 @@
 // WPE: %[[P:.*]] = tfm.position_embedding_grad {{.*}} -> tensor<64x128xf32>
 // WPE-NOT: dist.all_reduce %[[P]]
 // WPE: dist.reduce_scatter %[[P]] on @mesh axes = [dp] scatter_dim = 0 reduction = sum : tensor<64x128xf32> -> tensor<32x128xf32>
-
-// S == P with the table's rows split but `dy` not: `dy` is sliced like the
-// rows (kept partial over dp, as the result is) and the local op sums the
-// local rows; the result is then one reduce-scatter over dp.
-// PGRAD-LABEL: func.func @f(
-// PGRAD: %[[S:.*]] = dist.shard_slice %arg0 on @mesh axes = [tp] dim = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
-// PGRAD-NEXT: %[[G:.*]] = tfm.position_embedding_grad %[[S]] {num_positions = 4 : i64} : (tensor<4x16xf32>) -> tensor<4x16xf32>
-// PGRAD-NEXT: %[[R:.*]] = dist.reduce_scatter %[[G]] on @mesh axes = [dp] scatter_dim = 0 reduction = sum : tensor<4x16xf32> -> tensor<2x16xf32>
-// PGRAD-NEXT: return %[[R]]

@@ -1,0 +1,302 @@
+//===- CostTerms.h - The planner's cost terms, one per strategy -*- C++ -*-===//
+//
+// The terms that `evaluate` (Planner.h) composes into a plan's step time and
+// memory, one per parallelism strategy or cost: the tensor-parallel block,
+// activation recomputation, context parallelism (ring attention, Ulysses),
+// expert parallelism, ZeRO-3, the pipeline, the data-parallel gradient
+// synchronisation, the optimizer and the memory of one GPU. Each term states
+// the formula it follows and its source (algorithms.md and workloads.md under
+// /work/shared/reference, docs/planner.md). All times are seconds per rank,
+// all sizes bytes; "per microbatch" means one microbatch of `Candidate::mbs`
+// sequences, "per layer" one Transformer block.
+//
+// Terms that add to a block's times return their parts instead of the sum,
+// and `evaluate` adds them in a fixed order: the reports are compared byte
+// for byte, so the floating-point operation order is part of the contract.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_PLANNER_COSTTERMS_H
+#define AUTOSHARD_PLANNER_COSTTERMS_H
+
+#include "autoshard/Planner/Planner.h"
+
+#include <cstdint>
+#include <string>
+
+namespace autoshard::planner {
+
+//===----------------------------------------------------------------------===//
+// Plan validity
+//===----------------------------------------------------------------------===//
+
+/// Why `plan` cannot run `model` with `profile` at `globalBatch` sequences
+/// per step (the profile's compile error, layers not splitting into pp·vpp
+/// stages, cp/Ulysses divisibility, dp·mbs·mb ≠ batch, ep degrees), or an
+/// empty string when it can.
+std::string planError(const ModelInfo &model, const LocalProfile &profile,
+                      const Candidate &plan, int64_t globalBatch);
+
+//===----------------------------------------------------------------------===//
+// One block per microbatch
+//===----------------------------------------------------------------------===//
+
+/// Roofline times of one function's ops and its TP collectives at
+/// microbatch size `b`, FLOPs and bytes scaled by `tokenScale` (1/cp).
+/// `total`: every op (unfused attention's score kernels included,
+/// Cluster::attentionScoreBytes); `weightGrad` and `attention`: the parts of
+/// `total` from weight-gradient GEMMs and attention ops; `comm`: the TP
+/// collectives over `tp` ranks, not overlapped.
+struct FunctionTimes {
+  double total = 0, weightGrad = 0, attention = 0, comm = 0;
+};
+FunctionTimes functionTime(const Cluster &cluster, const FunctionProfile &f,
+                           double b, double tokenScale, int64_t tp);
+
+/// One block's time per microbatch: forward, input-gradient (B without W,
+/// recomputation included), weight-gradient (W of zero-bubble schedules)
+/// and the exposed communication included in forward + inputGrad (for
+/// Estimate::compute).
+struct LayerTimes {
+  double forward = 0, inputGrad = 0, weightGrad = 0, comm = 0;
+};
+
+/// The compiled block under tensor (and sequence) parallelism (Megatron-LM,
+/// Shoeybi et al. 2019; sequence parallelism, Korthikanti et al. 2022;
+/// algorithms.md §3.2): the forward and backward functions' op times, with
+/// the TP collectives read off the program exposed by 1 -
+/// tpOverlapFraction. Also returns both functions' times (their attention
+/// parts feed the cp and recomputation terms).
+struct TensorParallelBlock {
+  LayerTimes layer;
+  FunctionTimes forward, backward;
+};
+TensorParallelBlock tensorParallelBlock(const Cluster &cluster,
+                                        const FunctionProfile &forward,
+                                        const FunctionProfile &backward,
+                                        double b, double tokenScale,
+                                        int64_t tp);
+
+/// The compiled profile that the cluster's software runs for recomputation
+/// `mode`: null for none, for a mode that did not compile (analytic
+/// fallback) and for selective on software that recomputes the attention
+/// instead (Cluster::selectiveRecomputesAttention: the analytic model).
+const RecomputeProfile *softwareRecompute(const Cluster &cluster,
+                                          const LocalProfile &profile,
+                                          const std::string &mode);
+
+/// Activation recomputation's extra input-gradient time per layer per
+/// microbatch and the exposed TP communication within it. Compiled: the
+/// re-run function `@B_recompute_full` (selective: 0, its recomputation is
+/// in its backward), or, on software that re-runs whole layers
+/// (Cluster::fullRecomputeRerunsForward, Megatron-LM), the block forward.
+/// Analytic fallback (Korthikanti et al. 2022, §5): full re-runs the block
+/// forward with its collectives, selective the attention forward.
+/// `block` is the tensorParallelBlock of the profile `evaluate` costs.
+struct RecomputeTime {
+  double time = 0, comm = 0;
+};
+RecomputeTime recomputeTime(const Cluster &cluster, const LocalProfile &profile,
+                            const Candidate &plan,
+                            const TensorParallelBlock &block, double b,
+                            double tokenScale);
+
+/// The exposed seconds one strategy adds to one layer per microbatch:
+/// to the forward, to the backward, the causal load imbalance of contiguous
+/// cp chunks (compute, not communication) and the re-run of the forward's
+/// communication under full recomputation (input-gradient time).
+struct LayerTerm {
+  double forward = 0, backward = 0;
+  double imbalanceForward = 0, imbalanceBackward = 0;
+  double recompute = 0;
+};
+/// Adds `term` to `layer`: forward + imbalanceForward to the forward,
+/// backward + imbalanceBackward + recompute to the input gradient, and
+/// forward + backward + recompute to the exposed communication.
+void addLayerTerm(LayerTimes &layer, const LayerTerm &term);
+
+/// DeepSpeed-Ulysses (Jacobs et al. 2023; algorithms.md §2.5, §2.7) under
+/// cp > 1 with cp_attention=ulysses: per layer, all-to-alls over cp of q,
+/// k, v and of the output in the forward, the same four in the backward,
+/// each of the rank's local tensor (tokens = mbs·seq/cp, heads split over
+/// tp), none overlapped; full recomputation repeats the forward's four.
+/// No causal imbalance (every rank attends whole sequences of its heads).
+/// Zero for cp = 1 or ring attention.
+LayerTerm ulyssesTerm(const Cluster &cluster, const ModelInfo &model,
+                      const Candidate &plan);
+
+/// Ring attention (Liu et al. 2023; algorithms.md §2.2, §2.3, §2.7) under
+/// cp > 1 with cp_attention=ring: ringAttentionExposure of the K, V bytes
+/// (2·tokens·kvHeads·headDim/tp elements) and the fp32 merge bytes
+/// (tokens·hidden/tp·(4 + 4 + 2)), the cp pair inside a node when tp·cp ≤
+/// GPUs per node. Contiguous chunks (Candidate::cpContiguous) add the
+/// causal imbalance (cp-1)/cp of the block's attention time (zig-zag is
+/// balanced); full recomputation repeats the forward exchange. Zero for
+/// cp = 1 or Ulysses. `attentionForward` / `attentionBackward`: the block's
+/// attention time at 1/cp of the tokens.
+LayerTerm ringAttentionTerm(const Cluster &cluster, const ModelInfo &model,
+                            const Candidate &plan, double attentionForward,
+                            double attentionBackward);
+
+/// Expert parallelism (Megatron-Core MoE token dispatcher; algorithms.md
+/// §4.3, §4.5): per MoE layer per microbatch an all-to-all of the block's
+/// dispatch buffer (LocalProfile::dispatchBytes, scaled by `tokenScale`)
+/// over ep ranks for the dispatch and one for the combine, forward and
+/// backward (full recomputation: the forward's two again, in the
+/// backward), exposed; inside a node when ep·tp ≤ GPUs per node. Zero for
+/// ep = 1.
+LayerTerm expertAllToAllTerm(const Cluster &cluster,
+                             const LocalProfile &profile, const Candidate &plan,
+                             double b, double tokenScale);
+
+/// MoE under context parallelism as the compiler builds it
+/// (docs/expert-parallelism.md): routing is per sequence, so each MoE layer
+/// all-gathers its input over cp in the forward and the output gradient in
+/// the backward (full recomputation: the forward's again), exposed. Zero
+/// for a dense model or cp = 1.
+LayerTerm moeSequenceGatherTerm(const Cluster &cluster, const ModelInfo &model,
+                                const Candidate &plan);
+
+/// The non-layer work per microbatch (embedding on the first stage; final
+/// norm, LM head and loss on the last), forward and backward, with their
+/// TP collectives exposed as in tensorParallelBlock; `comm` is that
+/// exposed communication.
+struct StageEnds {
+  double firstF = 0, firstB = 0, lastF = 0, lastB = 0, comm = 0;
+};
+StageEnds stageEnds(const Cluster &cluster, const LocalProfile &profile,
+                    double b, double tokenScale, int64_t tp);
+
+//===----------------------------------------------------------------------===//
+// Parameters, ZeRO and data parallelism
+//===----------------------------------------------------------------------===//
+
+/// Where a pipeline rank's parameters live (mesh order pp, dp, cp, tp;
+/// Megatron-Core's expert folding for ep): `layersPerRank` = layers / pp;
+/// the dense parameters (`denseRank`: layers·layerParams + otherParams, less
+/// the expert weights when ep > 1) are replicated or ZeRO-sharded over the
+/// dp×cp group (`dpGroup` ranks, `dpPerNode` = GPUs per node / tp of them
+/// in a node); the expert weights (`expertRank`, 1/ep of them, 0 at ep = 1)
+/// over the expert-data-parallel group of dp·cp/ep ranks (`edpPerNode` =
+/// GPUs per node / (tp·ep) in a node). Elements.
+struct ParameterShards {
+  double layersPerRank = 0;
+  double denseRank = 0, expertRank = 0;
+  int64_t dpGroup = 1, dpPerNode = 1, edpGroup = 1, edpPerNode = 1;
+};
+ParameterShards parameterShards(const Cluster &cluster, const ModelInfo &model,
+                                const LocalProfile &profile,
+                                const Candidate &plan);
+
+/// ZeRO-3 / FSDP per microbatch (Rajbhandari et al. 2020; Zhao et al. 2023;
+/// algorithms.md §5.1, §5.3): zero3Exposure of the dense block weights over
+/// the dp×cp group for the `layersPerChunk` blocks of one chunk, prefetch
+/// hidden behind `layerForward` / `layerBackward`; under ep the expert
+/// weights over their expert-data-parallel group on the same stream,
+/// hidden behind what the dense transfers leave of each block (FSDP2 + EP,
+/// as torchtitan runs it). Zero unless zero = 3 and dp·cp > 1.
+Zero3Exposure zero3Term(const Cluster &cluster, const ModelInfo &model,
+                        const LocalProfile &profile, const Candidate &plan,
+                        const ParameterShards &shards, int64_t layersPerChunk,
+                        double layerForward, double layerBackward);
+
+/// The exposed data-parallel gradient synchronisation of one step under
+/// ZeRO-0/1/2 (algorithms.md §5.1; Megatron-Core DDP buckets): dpSyncExposure
+/// of the dense parameters over dp×cp, hidden behind the step's last
+/// backward (`backward`) and next forward (`forward`), plus the expert
+/// parameters' over their expert-data-parallel group, hidden behind what
+/// the dense one leaves. Reduced in the pipeline stage's tail
+/// (Candidate::pipelineReductionInTail, pp > 1): all exposed. Zero for
+/// ZeRO-3 (zero3Term) and a single replica.
+double dataParallelSyncTime(const Cluster &cluster, const ModelInfo &model,
+                            const Candidate &plan,
+                            const ParameterShards &shards, double microbatches,
+                            double forward, double backward);
+
+/// AdamW on the rank's optimizer shard (ZeRO ≥ 1: 1/dp·cp of the dense,
+/// 1/edp of the expert parameters): a memory-bound kernel of 12 FLOPs and
+/// about 28 bytes per parameter.
+double optimizerTime(const Cluster &cluster, const Candidate &plan,
+                     const ParameterShards &shards);
+
+//===----------------------------------------------------------------------===//
+// Pipeline
+//===----------------------------------------------------------------------===//
+
+/// Exposed p2p seconds of one activation (or gradient) transfer between
+/// neighbouring stages, `boundaryBytes` per microbatch (the block input at
+/// 1/cp): (1 - overlap.p2p) of a p2p over NVLink when the dp·cp·tp ranks
+/// between neighbours stay inside a node, else the NIC. Zero for pp = 1.
+double p2pTime(const Cluster &cluster, const Candidate &plan,
+               double boundaryBytes);
+
+/// The closed-form pipeline time of one step (algorithms.md §1.3) from a
+/// rank's v chunks per microbatch: F = v·tF, I = v·tI, W = v·tW, B = I + W.
+/// `extra`: the first/last stage's non-layer work (all of it for pp = 1,
+/// else the larger end); `busy` = mb·(F + B + extra); `bubble` = (p-1)·(F +
+/// B) for 1F1B and GPipe (Narayanan et al. 2021), (p-1)·(F + B)/v for
+/// interleaved 1F1B (ibid.), (p-1)·max(0, F + I - W) for ZB-H1 and
+/// (p-1)·max(0, F + I - 2W)/2 for ZB-V (Qi et al. 2023), plus 2(p-1)
+/// transfers; `steadyP2P` = 2·mb·v transfers. From the Estimate's tF, tI,
+/// tW, firstF…lastB and tP2P.
+struct PipelineTime {
+  double extra = 0, bubble = 0, busy = 0, steadyP2P = 0;
+  double total() const { return busy + bubble + steadyP2P; }
+};
+PipelineTime pipelineTime(const Candidate &plan, const Estimate &stageTimes);
+
+/// Peak in-flight activations, in layers, of the heaviest pipeline rank
+/// (the first) in closed form (algorithms.md §1.3): all layers for pp = 1;
+/// GPipe mb·L/p; 1F1B and ZB-H1 min(p, mb)·L/p (Narayanan et al. 2021);
+/// interleaved min(2(p-1) + (v-1)p + 1, v·mb) chunks; ZB-V min(2p, 2mb)
+/// chunks (a chunk is L/(p·v) layers).
+double inflightLayers(const Candidate &plan, int64_t layers);
+
+//===----------------------------------------------------------------------===//
+// Memory per GPU
+//===----------------------------------------------------------------------===//
+
+/// Activation bytes of one block per microbatch (scaled by `tokenScale` =
+/// 1/cp) under recomputation `mode`: what it keeps from its forward for its
+/// backward, its input included (every mode keeps it: the backward, or
+/// full's re-run, reads it; it is the previous block's output), and the
+/// transient rest of the one-block step's peak frame. Unfused attention
+/// adds Korthikanti et al. 2022's 5 bytes per score element (workloads.md
+/// §5) where the attention output is kept.
+struct BlockActivations {
+  double perLayer = 0, transient = 0;
+};
+BlockActivations blockActivations(const Cluster &cluster,
+                                  const LocalProfile &profile,
+                                  const std::string &mode, double b,
+                                  double tokenScale);
+
+/// Model-state bytes of one rank (ZeRO, Rajbhandari et al. 2020;
+/// algorithms.md §5.2): per parameter w (the IR's element size) + g
+/// (gradElementBytes) + AdamW's fp32 m and v (8) + an fp32 master copy when
+/// w < 4; ZeRO-1 shards the optimizer part, ZeRO-2 also g, ZeRO-3 all of
+/// it, the dense parameters over dp×cp and the expert ones over their
+/// expert-data-parallel group (with w = g = 2: 16, 4 + 12/N, 2 + 14/N, 16/N
+/// bytes, workloads.md §5).
+double modelStateBytes(const Cluster &cluster, const ModelInfo &model,
+                       const Candidate &plan, const ParameterShards &shards);
+
+/// ZeRO-3's gathered working set: the root unit's parameters and two
+/// gathered blocks (the current and the prefetched next) with their
+/// unsharded gradients; under ep the rank's E/ep experts, and only when an
+/// expert-data-parallel group shards them. Zero unless zero = 3 and dp·cp
+/// > 1.
+double zero3GatheredBytes(const Cluster &cluster, const ModelInfo &model,
+                          const LocalProfile &profile, const Candidate &plan,
+                          const ParameterShards &shards);
+
+/// The fixed bytes of one GPU: the framework's reserve
+/// (Cluster::reservedBytes) and the communication buffers of every process
+/// group of more than one rank (tp, dp×cp, cp, pp and its embedding group,
+/// ep, expert-data-parallel).
+double fixedBytes(const Cluster &cluster, const Candidate &plan,
+                  const ParameterShards &shards);
+
+} // namespace autoshard::planner
+
+#endif // AUTOSHARD_PLANNER_COSTTERMS_H

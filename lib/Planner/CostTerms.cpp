@@ -1,0 +1,492 @@
+//===- CostTerms.cpp - The planner's cost terms, one per strategy ---------===//
+//
+// See CostTerms.h for each term's formula and source. The expressions keep
+// the operation order they had inside `evaluate`, so that the reports stay
+// byte-identical.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Planner/CostTerms.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+namespace autoshard::planner {
+
+//===----------------------------------------------------------------------===//
+// Plan validity
+//===----------------------------------------------------------------------===//
+
+std::string planError(const ModelInfo &m, const LocalProfile &prof,
+                      const Candidate &plan, int64_t globalBatch) {
+  const int64_t p = plan.pp, v = plan.vpp, L = m.layers;
+  if (!prof.error.empty())
+    return prof.error;
+  if (L % (p * v))
+    return llvm::formatv("{0} layers do not split into pp*vpp={1} stages", L,
+                         p * v);
+  if (plan.cpAttention != "ring" && plan.cpAttention != "ulysses")
+    return "unknown cp_attention '" + plan.cpAttention + "'";
+  if (plan.cpAttention == "ulysses") {
+    if (plan.cp == 1)
+      return "cp_attention=ulysses needs cp > 1";
+    if (m.heads % (plan.tp * plan.cp) || m.kvHeads % (plan.tp * plan.cp))
+      return llvm::formatv("ulysses: {0} q / {1} kv heads do not "
+                           "split into tp*cp={2}",
+                           m.heads, m.kvHeads, plan.tp * plan.cp);
+  }
+  if (plan.cp > 1 && !plan.cpContiguous && m.seq % (2 * plan.cp))
+    return "seq % 2cp != 0";
+  if (plan.cp > 1 && plan.cpContiguous && m.seq % plan.cp)
+    return "seq % cp != 0";
+  if (plan.cp > 1 && plan.cpContiguous && plan.sp &&
+      m.seq % (plan.cp * plan.tp))
+    return "sp: seq % (cp*tp) != 0";
+  if (globalBatch != plan.dp * plan.mbs * plan.mb)
+    return "dp*mbs*mb != global batch";
+  if (plan.ep < 1)
+    return "ep < 1";
+  if (plan.ep > 1) {
+    if (m.experts <= 0 || prof.expertParams <= 0)
+      return "ep>1 on a model without experts";
+    if (m.experts % plan.ep)
+      return llvm::formatv("{0} experts do not split into ep={1}", m.experts,
+                           plan.ep);
+    if ((plan.dp * plan.cp) % plan.ep)
+      return "dp*cp % ep != 0";
+  }
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// One block per microbatch
+//===----------------------------------------------------------------------===//
+
+FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
+                           double scale, int64_t tp) {
+  FunctionTimes t;
+  for (const OpProfile &op : f.ops) {
+    if (op.flops.at(b) == 0 && op.bytes.at(b) == 0)
+      continue;
+    double bytes = op.bytes.at(b);
+    GemmShape shape;
+    if (op.kind == OpKind::Gemm)
+      shape = op.gemmAt(b, scale);
+    double time = kernelTime(c, op.kind, op.flops.at(b) * scale, bytes * scale,
+                             op.kind == OpKind::Gemm ? &shape : nullptr);
+    // Unfused attention materialises the scores: its softmax, masking and
+    // dropout are separate memory-bound kernels that run after the QK^T
+    // GEMM and before the PV GEMM, so their time adds to the GEMMs'.
+    if (op.kind == OpKind::Attention && c.attentionScoreBytes > 0)
+      time += kernelTime(c, OpKind::Memory, 0,
+                         c.attentionScoreBytes * op.scoreElements.at(b) *
+                             (op.backward ? 2 : 1) * scale);
+    t.total += time;
+    if (op.weightGrad)
+      t.weightGrad += time;
+    if (op.kind == OpKind::Attention)
+      t.attention += time;
+  }
+  for (const CommProfile &comm : f.comms)
+    t.comm += collectiveTime(c, comm.kind, comm.bytes.at(b) * scale, tp,
+                             c.gpusPerNode);
+  return t;
+}
+
+TensorParallelBlock tensorParallelBlock(const Cluster &c,
+                                        const FunctionProfile &forward,
+                                        const FunctionProfile &backward,
+                                        double b, double scale, int64_t tp) {
+  const double tpHidden = 1 - tpOverlapFraction(c, tp);
+  TensorParallelBlock t;
+  t.forward = functionTime(c, forward, b, scale, tp);
+  t.backward = functionTime(c, backward, b, scale, tp);
+  t.layer.forward = t.forward.total + tpHidden * t.forward.comm;
+  t.layer.weightGrad = t.backward.weightGrad;
+  t.layer.inputGrad =
+      t.backward.total - t.backward.weightGrad + tpHidden * t.backward.comm;
+  t.layer.comm = tpHidden * (t.forward.comm + t.backward.comm);
+  return t;
+}
+
+const RecomputeProfile *softwareRecompute(const Cluster &c,
+                                          const LocalProfile &prof,
+                                          const std::string &mode) {
+  if (mode == "selective" && c.selectiveRecomputesAttention)
+    return nullptr;
+  return prof.recompute(mode);
+}
+
+RecomputeTime recomputeTime(const Cluster &c, const LocalProfile &prof,
+                            const Candidate &plan,
+                            const TensorParallelBlock &block, double b,
+                            double scale) {
+  const double tpHidden = 1 - tpOverlapFraction(c, plan.tp);
+  const RecomputeProfile *rc = softwareRecompute(c, prof, plan.recompute);
+  RecomputeTime r;
+  if (rc && plan.recompute == "full" && c.fullRecomputeRerunsForward) {
+    // The software re-runs whole layers (Megatron-LM): the compiled block
+    // forward, collectives included.
+    r.time = block.layer.forward;
+    r.comm = tpHidden * block.forward.comm;
+  } else if (rc) {
+    // The re-run is input-gradient work: it precedes the backward, never
+    // the W part.
+    FunctionTimes re = functionTime(c, rc->layerRecompute, b, scale, plan.tp);
+    r.time = re.total + tpHidden * re.comm;
+    r.comm = tpHidden * re.comm;
+  } else if (plan.recompute == "full") {
+    // Analytic fallback: the whole block forward with its collectives.
+    r.time = block.layer.forward;
+    r.comm = tpHidden * block.forward.comm;
+  } else if (plan.recompute == "selective") {
+    // Analytic fallback (Korthikanti et al.): the attention forward.
+    r.time = block.forward.attention;
+  }
+  return r;
+}
+
+void addLayerTerm(LayerTimes &layer, const LayerTerm &t) {
+  // Adding a zero part is exact, so every term is added in one order.
+  layer.forward += t.forward;
+  layer.inputGrad += t.backward;
+  layer.forward += t.imbalanceForward;
+  layer.inputGrad += t.imbalanceBackward;
+  layer.comm += t.forward + t.backward;
+  layer.inputGrad += t.recompute;
+  layer.comm += t.recompute;
+}
+
+LayerTerm ulyssesTerm(const Cluster &c, const ModelInfo &m,
+                      const Candidate &plan) {
+  LayerTerm t;
+  if (plan.cp <= 1 || plan.cpAttention != "ulysses")
+    return t;
+  // Each all-to-all sends (cp-1)/cp of the rank's local q (or out) or k
+  // (or v); attention waits for its inputs and the projection for its
+  // output, so none overlaps.
+  double headDim = double(m.hidden) / m.heads;
+  double tokens = plan.mbs * (double(m.seq) / plan.cp);
+  double qBytes = tokens * double(m.hidden) / plan.tp * m.elementBytes;
+  double kvBytes = tokens * m.kvHeads * headDim / plan.tp * m.elementBytes;
+  bool intra = plan.tp * plan.cp <= c.gpusPerNode;
+  auto a2a = [&](double bytes) {
+    return collectiveTime(c, CollectiveKind::AllToAll, bytes, plan.cp,
+                          intra ? plan.cp : 1);
+  };
+  t.forward = 2 * a2a(qBytes) + 2 * a2a(kvBytes);
+  t.backward = t.forward;
+  if (plan.recompute == "full")
+    t.recompute = t.forward;
+  return t;
+}
+
+LayerTerm ringAttentionTerm(const Cluster &c, const ModelInfo &m,
+                            const Candidate &plan, double attentionForward,
+                            double attentionBackward) {
+  LayerTerm t;
+  if (plan.cp <= 1 || plan.cpAttention == "ulysses")
+    return t;
+  double headDim = double(m.hidden) / m.heads;
+  double tokens = plan.mbs * (double(m.seq) / plan.cp);
+  double kvBytes = 2 * tokens * m.kvHeads * headDim / plan.tp * m.elementBytes;
+  // Merge (§2.1): read the fp32 running output and the block output,
+  // write the fp32 output.
+  double mergeBytes = tokens * double(m.hidden) / plan.tp * (4 + 4 + 2);
+  bool intra = plan.tp * plan.cp <= c.gpusPerNode;
+  RingExposure ring =
+      ringAttentionExposure(c, kvBytes, mergeBytes, plan.cp, intra,
+                            attentionForward, attentionBackward);
+  t.forward = ring.forward;
+  t.backward = ring.backward;
+  if (plan.cpContiguous) {
+    // Contiguous chunks: the last rank of the ring does (cp-1) full blocks
+    // and the diagonal, (2cp-1)/cp times the balanced share (the others
+    // wait for it at the next collective).
+    double extra = double(plan.cp - 1) / plan.cp;
+    t.imbalanceForward = extra * attentionForward;
+    t.imbalanceBackward = extra * attentionBackward;
+  }
+  if (plan.recompute == "full")
+    t.recompute = ring.forward;
+  return t;
+}
+
+LayerTerm expertAllToAllTerm(const Cluster &c, const LocalProfile &prof,
+                             const Candidate &plan, double b, double scale) {
+  LayerTerm t;
+  if (plan.ep <= 1)
+    return t;
+  // Balanced routing: each rank computes E/ep experts on ep times the
+  // tokens, so the expert compute per GPU is the ep = 1 block's. The ep
+  // group is ep consecutive dp×cp members, tp ranks apart.
+  double sendBytes = prof.dispatchBytes.at(b) * scale;
+  bool intra = plan.ep * plan.tp <= c.gpusPerNode;
+  double a2a = collectiveTime(c, CollectiveKind::AllToAll, sendBytes, plan.ep,
+                              intra ? plan.ep : 1);
+  t.forward = 2 * a2a;
+  t.backward = plan.recompute == "full" ? 4 * a2a : 2 * a2a;
+  return t;
+}
+
+LayerTerm moeSequenceGatherTerm(const Cluster &c, const ModelInfo &m,
+                                const Candidate &plan) {
+  LayerTerm t;
+  if (m.experts <= 0 || plan.cp <= 1)
+    return t;
+  // Routing, capacity and drop order are per sequence; the router waits
+  // for the gathered input. The expert compute is split when ep folds over
+  // the cp ranks; at ep = 1 every cp rank would repeat it, which the
+  // compilable search therefore skips.
+  double fullBytes =
+      plan.mbs * double(m.seq) * double(m.hidden) / plan.tp * m.elementBytes;
+  bool intra = plan.tp * plan.cp <= c.gpusPerNode;
+  double gather = collectiveTime(c, CollectiveKind::AllGather, fullBytes,
+                                 plan.cp, intra ? plan.cp : 1);
+  t.forward = gather;
+  t.backward = plan.recompute == "full" ? 2 * gather : gather;
+  return t;
+}
+
+StageEnds stageEnds(const Cluster &c, const LocalProfile &prof, double b,
+                    double scale, int64_t tp) {
+  const double tpHidden = 1 - tpOverlapFraction(c, tp);
+  FunctionTimes preF = functionTime(c, prof.preFwd, b, scale, tp);
+  FunctionTimes preB = functionTime(c, prof.preBwd, b, scale, tp);
+  FunctionTimes postF = functionTime(c, prof.postFwd, b, scale, tp);
+  FunctionTimes postB = functionTime(c, prof.postBwd, b, scale, tp);
+  StageEnds s;
+  s.firstF = preF.total + tpHidden * preF.comm;
+  s.firstB = preB.total + tpHidden * preB.comm;
+  s.lastF = postF.total + tpHidden * postF.comm;
+  s.lastB = postB.total + tpHidden * postB.comm;
+  s.comm = tpHidden * (preF.comm + preB.comm + postF.comm + postB.comm);
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters, ZeRO and data parallelism
+//===----------------------------------------------------------------------===//
+
+ParameterShards parameterShards(const Cluster &c, const ModelInfo &m,
+                                const LocalProfile &prof,
+                                const Candidate &plan) {
+  ParameterShards s;
+  s.layersPerRank = double(m.layers) / plan.pp;
+  s.dpGroup = plan.dp * plan.cp;
+  // Mesh order pp, dp, cp, tp: a node holds gpn / tp members of a dp×cp
+  // group.
+  s.dpPerNode = std::max<int64_t>(1, c.gpusPerNode / plan.tp);
+  // Expert weights are split over the ep group and replicated (or ZeRO-
+  // sharded) over the expert-data-parallel group, whose members are tp·ep
+  // ranks apart.
+  s.expertRank =
+      plan.ep > 1 ? s.layersPerRank * prof.expertParams / plan.ep : 0;
+  s.denseRank = s.layersPerRank * prof.layerParams + prof.otherParams;
+  if (plan.ep > 1)
+    s.denseRank -= s.layersPerRank * prof.expertParams;
+  s.edpGroup = s.dpGroup / plan.ep;
+  s.edpPerNode = std::max<int64_t>(1, c.gpusPerNode / (plan.tp * plan.ep));
+  return s;
+}
+
+Zero3Exposure zero3Term(const Cluster &c, const ModelInfo &m,
+                        const LocalProfile &prof, const Candidate &plan,
+                        const ParameterShards &s, int64_t layersPerChunk,
+                        double layerForward, double layerBackward) {
+  if (plan.zero != 3 || s.dpGroup <= 1)
+    return Zero3Exposure{};
+  double dense = prof.layerParams - (plan.ep > 1 ? prof.expertParams : 0);
+  Zero3Exposure z =
+      zero3Exposure(c, dense, prof.otherParams, m.elementBytes, layersPerChunk,
+                    s.dpGroup, s.dpPerNode, layerForward, layerBackward);
+  if (plan.ep > 1 && s.edpGroup > 1) {
+    double ov = c.dpOverlap > 0 ? c.dpOverlap : 1;
+    double ag = collectiveTime(c, CollectiveKind::AllGather,
+                               dense * m.elementBytes, s.dpGroup, s.dpPerNode);
+    double rs = collectiveTime(c, CollectiveKind::ReduceScatter,
+                               dense * gradElementBytes(c, m.elementBytes),
+                               s.dpGroup, s.dpPerNode);
+    Zero3Exposure ze = zero3Exposure(
+        c, prof.expertParams / plan.ep, 0, m.elementBytes, layersPerChunk,
+        s.edpGroup, s.edpPerNode, std::max(0.0, layerForward - ag / ov),
+        std::max(0.0, layerBackward - (ag + rs) / ov));
+    z.forward += ze.forward;
+    z.backward += ze.backward;
+  }
+  return z;
+}
+
+double dataParallelSyncTime(const Cluster &c, const ModelInfo &m,
+                            const Candidate &plan, const ParameterShards &s,
+                            double mb, double F, double B) {
+  if (plan.zero == 3)
+    return 0;
+  Exposure dps = dpSyncExposure(c, plan.zero, s.denseRank, m.elementBytes,
+                                s.dpGroup, s.dpPerNode, mb, F, B);
+  bool inTail = plan.pp > 1 && plan.pipelineReductionInTail;
+  double exposed = inTail ? dps.total : dps.exposed;
+  if (s.expertRank > 0) {
+    Exposure eps = dpSyncExposure(
+        c, plan.zero, s.expertRank, m.elementBytes, s.edpGroup, s.edpPerNode,
+        mb, std::max(0.0, F - dps.total), std::max(0.0, B - dps.total));
+    exposed += inTail ? eps.total : eps.exposed;
+  }
+  return exposed;
+}
+
+double optimizerTime(const Cluster &c, const Candidate &plan,
+                     const ParameterShards &s) {
+  double optParams = plan.zero >= 1 ? s.denseRank / s.dpGroup : s.denseRank;
+  optParams += plan.zero >= 1 ? s.expertRank / s.edpGroup : s.expertRank;
+  return kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams);
+}
+
+//===----------------------------------------------------------------------===//
+// Pipeline
+//===----------------------------------------------------------------------===//
+
+double p2pTime(const Cluster &c, const Candidate &plan, double boundaryBytes) {
+  if (plan.pp <= 1)
+    return 0;
+  // Stage neighbours are dp*cp*tp ranks apart.
+  bool intra = plan.dp * plan.cp * plan.tp < c.gpusPerNode;
+  return (1 - c.p2pOverlap) * collectiveTime(c, CollectiveKind::P2P,
+                                             boundaryBytes, 2, intra ? 2 : 1);
+}
+
+PipelineTime pipelineTime(const Candidate &plan, const Estimate &e) {
+  const int64_t p = plan.pp, v = plan.vpp;
+  const double mb = plan.mb;
+  double F = v * e.tF, I = v * e.tI, W = v * e.tW, B = I + W;
+  PipelineTime t;
+  t.extra = p == 1 ? e.firstF + e.firstB + e.lastF + e.lastB
+                   : std::max(e.firstF + e.firstB, e.lastF + e.lastB);
+  if (p > 1) {
+    if (plan.schedule == "interleaved")
+      t.bubble = (p - 1) * (F + B) / v;
+    else if (plan.schedule == "zb-h1")
+      t.bubble = (p - 1) * std::max(0.0, F + I - W);
+    else if (plan.schedule == "zb-v")
+      t.bubble = (p - 1) * std::max(0.0, F + I - 2 * W) / 2;
+    else
+      t.bubble = (p - 1) * (F + B);
+    t.bubble += 2 * (p - 1) * e.tP2P;
+  }
+  t.busy = mb * (F + B + t.extra);
+  t.steadyP2P = p > 1 ? 2 * mb * v * e.tP2P : 0;
+  return t;
+}
+
+double inflightLayers(const Candidate &plan, int64_t L) {
+  const int64_t p = plan.pp, v = plan.vpp;
+  const double mb = plan.mb;
+  const int64_t layersPerChunk = L / (p * v);
+  const double layersPerRank = double(L) / p;
+  if (p == 1)
+    return L;
+  if (plan.schedule == "gpipe")
+    return mb * layersPerRank;
+  if (plan.schedule == "interleaved")
+    return std::min<double>(2 * (p - 1) + (v - 1) * p + 1, v * mb) *
+           layersPerChunk;
+  if (plan.schedule == "zb-v")
+    return std::min<double>(2 * p, 2 * mb) * layersPerChunk;
+  return std::min<double>(p, mb) * layersPerRank;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory per GPU
+//===----------------------------------------------------------------------===//
+
+BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
+                                  const std::string &mode, double b,
+                                  double scale) {
+  double boundary = prof.boundaryBytes.at(b) * scale;
+  double residual = prof.residualBytes.at(b) * scale;
+  // Unfused attention (attention_score_bytes > 0) also keeps its softmax
+  // output (2 bytes), dropout mask (1) and dropout output (2) per score
+  // element for the backward: Korthikanti et al.'s 5·a·s²·b term
+  // (workloads.md §5). The compiled program's attention is fused, so these
+  // are added to what it keeps whenever its attention output is kept.
+  double scoreResidual = 0;
+  if (c.attentionScoreBytes > 0)
+    for (const OpProfile &op : prof.layerFwd.ops)
+      if (op.kind == OpKind::Attention && !op.backward)
+        scoreResidual += 5 * op.scoreElements.at(b) * scale;
+  BlockActivations a;
+  if (const RecomputeProfile *rc = softwareRecompute(c, prof, mode)) {
+    // Compiled: the mode's forward results (selective: the kept matmul and
+    // attention outputs; full: none) and its memory plan's frame, which
+    // holds full's recomputed residuals of the layer being differentiated
+    // (activations of @B_recompute_full). Selective's recomputed residuals
+    // are computed in @B_selective_bwd, which rt-lower counts as gradient
+    // buffers, so the layer's recomputed bytes (the residuals without
+    // recomputation less the kept ones) are added to the transient part.
+    double kept = boundary + rc->residualBytes.at(b) * scale;
+    double frame = rc->frameActivationBytes.at(b) * scale;
+    a.perLayer = kept + (mode == "full" ? 0 : scoreResidual);
+    a.transient = std::max(0.0, frame - kept);
+    if (mode == "full")
+      a.transient += scoreResidual;
+    else
+      a.transient += std::max(0.0, residual - rc->residualBytes.at(b) * scale);
+    return a;
+  }
+  double frame = prof.frameActivationBytes.at(b) * scale;
+  a.transient = std::max(0.0, frame - residual - boundary);
+  if (mode == "full") {
+    // Analytic fallback: the input only; one layer's residuals are
+    // recomputed at a time.
+    a.perLayer = boundary;
+    a.transient += residual + scoreResidual;
+  } else if (mode == "selective") {
+    // Analytic fallback (Korthikanti et al.): the attention outputs and
+    // the scores are dropped.
+    a.perLayer = boundary + residual - prof.selectiveSavedBytes.at(b) * scale;
+  } else {
+    a.perLayer = boundary + residual + scoreResidual;
+  }
+  return a;
+}
+
+double modelStateBytes(const Cluster &c, const ModelInfo &m,
+                       const Candidate &plan, const ParameterShards &s) {
+  const double w = m.elementBytes, g = gradElementBytes(c, w);
+  const double opt = 8 + (w < 4 ? 4 : 0);
+  auto perParam = [&](double n) {
+    if (plan.zero == 1)
+      return w + g + opt / n;
+    if (plan.zero == 2)
+      return w + (g + opt) / n;
+    if (plan.zero == 3)
+      return (w + g + opt) / n;
+    return w + g + opt;
+  };
+  return s.denseRank * perParam(s.dpGroup) +
+         s.expertRank * perParam(double(s.edpGroup));
+}
+
+double zero3GatheredBytes(const Cluster &c, const ModelInfo &m,
+                          const LocalProfile &prof, const Candidate &plan,
+                          const ParameterShards &s) {
+  if (plan.zero != 3 || s.dpGroup <= 1)
+    return 0;
+  const double w = m.elementBytes, g = gradElementBytes(c, w);
+  double gathered = prof.layerParams;
+  if (plan.ep > 1)
+    gathered -=
+        prof.expertParams * (s.edpGroup > 1 ? 1.0 - 1.0 / plan.ep : 1.0);
+  return 2 * (gathered * (w + g) + prof.otherParams * w);
+}
+
+double fixedBytes(const Cluster &c, const Candidate &plan,
+                  const ParameterShards &s) {
+  int64_t groups = (plan.tp > 1) + (s.dpGroup > 1) + (plan.cp > 1) +
+                   2 * (plan.pp > 1) + (plan.ep > 1) +
+                   (plan.ep > 1 && s.edpGroup > 1);
+  return c.reservedBytes + groups * c.commBufferBytesPerGroup;
+}
+
+} // namespace autoshard::planner

@@ -1,0 +1,356 @@
+//===- CostTermsTest.cpp - The planner's cost terms, one at a time --------===//
+//
+// Each term of CostTerms.h on inputs small enough that the expected value
+// follows from the term's formula by hand (the derivation is in the
+// comments), on the round-number cluster and model of PlannerTestSetup.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Planner/CostTerms.h"
+#include "PlannerTestSetup.h"
+
+#include "gtest/gtest.h"
+
+using namespace autoshard::planner;
+
+namespace {
+
+/// The synthetic model with 8 layers and 2 kv heads (GQA).
+ModelInfo termModel() {
+  ModelInfo m = syntheticModel();
+  m.layers = 8;
+  m.kvHeads = 2;
+  return m;
+}
+
+/// 100 parameters per block, 60 of them expert weights, 10 outside.
+LocalProfile moeParams() {
+  LocalProfile prof;
+  prof.layerParams = 100, prof.otherParams = 10, prof.expertParams = 60;
+  return prof;
+}
+
+TEST(PipelineTerm, ClosedFormBubbles) {
+  // Per stage-chunk and microbatch: F = 1, I = 1.5, W = 0.5 (B = 2); ends
+  // 0.1 + 0.2 (first) and 0.3 + 0.4 (last); exposed p2p 0.01.
+  Estimate e;
+  e.tF = 1, e.tI = 1.5, e.tW = 0.5, e.tP2P = 0.01;
+  e.firstF = 0.1, e.firstB = 0.2, e.lastF = 0.3, e.lastB = 0.4;
+  Candidate plan;
+  plan.pp = 4, plan.mb = 8;
+  // 1F1B: (p-1)(F+B) = 3·3 = 9, plus 2(p-1) transfers = 0.06; the heavier
+  // end 0.7; busy 8·(3 + 0.7); 2·mb·v transfers in the steady state.
+  PipelineTime t = pipelineTime(plan, e);
+  EXPECT_DOUBLE_EQ(t.extra, 0.7);
+  EXPECT_DOUBLE_EQ(t.bubble, 9.06);
+  EXPECT_DOUBLE_EQ(t.busy, 29.6);
+  EXPECT_DOUBLE_EQ(t.steadyP2P, 0.16);
+  EXPECT_DOUBLE_EQ(t.total(), 29.6 + 9.06 + 0.16);
+  plan.schedule = "gpipe";
+  EXPECT_DOUBLE_EQ(pipelineTime(plan, e).bubble, 9.06);
+  // ZB-H1: (p-1)·max(0, F + I - W) = 3·2.
+  plan.schedule = "zb-h1";
+  EXPECT_DOUBLE_EQ(pipelineTime(plan, e).bubble, 6.06);
+  // Interleaved, v = 2: F = 2, B = 4 per rank; (p-1)(F+B)/v = 9.
+  plan.schedule = "interleaved";
+  plan.vpp = 2;
+  EXPECT_DOUBLE_EQ(pipelineTime(plan, e).bubble, 9.06);
+  EXPECT_DOUBLE_EQ(pipelineTime(plan, e).steadyP2P, 0.32);
+  // ZB-V, v = 2: F = 2, I = 3, W = 1; (p-1)·max(0, F + I - 2W)/2 = 4.5.
+  plan.schedule = "zb-v";
+  EXPECT_DOUBLE_EQ(pipelineTime(plan, e).bubble, 4.56);
+  // One stage: no bubble, no transfers, both ends on the rank.
+  plan.pp = 1, plan.vpp = 1, plan.schedule = "1f1b";
+  t = pipelineTime(plan, e);
+  EXPECT_DOUBLE_EQ(t.bubble, 0);
+  EXPECT_DOUBLE_EQ(t.steadyP2P, 0);
+  EXPECT_DOUBLE_EQ(t.extra, 1.0);
+}
+
+TEST(PipelineTerm, InFlightLayersOfTheFirstRank) {
+  // 16 layers on p = 4 ranks (4 per rank), 8 microbatches.
+  Candidate plan;
+  plan.pp = 4, plan.mb = 8;
+  EXPECT_DOUBLE_EQ(inflightLayers(plan, 16), 16); // min(p, mb)·L/p
+  plan.mb = 2;
+  EXPECT_DOUBLE_EQ(inflightLayers(plan, 16), 8);
+  plan.mb = 8;
+  plan.schedule = "gpipe";
+  EXPECT_DOUBLE_EQ(inflightLayers(plan, 16), 32); // mb·L/p
+  // Interleaved, v = 2 (chunks of 2 layers): min(2·3 + 1·4 + 1, 16) = 11.
+  plan.schedule = "interleaved";
+  plan.vpp = 2;
+  EXPECT_DOUBLE_EQ(inflightLayers(plan, 16), 22);
+  plan.schedule = "zb-v"; // min(2p, 2mb) = 8 chunks
+  EXPECT_DOUBLE_EQ(inflightLayers(plan, 16), 16);
+  plan.pp = 1, plan.vpp = 1;
+  EXPECT_DOUBLE_EQ(inflightLayers(plan, 16), 16);
+}
+
+TEST(PipelineTerm, P2PLinkAndOverlap) {
+  Cluster c = testCluster();
+  c.p2pOverlap = 0.5;
+  Candidate plan;
+  plan.pp = 2, plan.dp = 2, plan.tp = 2;
+  // Neighbours 4 ranks apart, inside the node: half of 1e8 / 400 GB/s.
+  EXPECT_DOUBLE_EQ(p2pTime(c, plan, 1e8), 0.5 * 1e8 / 400e9);
+  // 8 ranks apart: the next node, over the NIC.
+  plan.dp = 4;
+  EXPECT_DOUBLE_EQ(p2pTime(c, plan, 1e8), 0.5 * 1e8 / 50e9);
+  plan.pp = 1;
+  EXPECT_DOUBLE_EQ(p2pTime(c, plan, 1e8), 0);
+}
+
+TEST(ParameterTerm, ShardsOverDataAndExpertGroups) {
+  Cluster c = testCluster();
+  ModelInfo m = termModel();
+  LocalProfile prof = moeParams();
+  Candidate plan;
+  plan.pp = 2, plan.dp = 4, plan.cp = 2, plan.tp = 2, plan.ep = 2;
+  ParameterShards s = parameterShards(c, m, prof, plan);
+  EXPECT_DOUBLE_EQ(s.layersPerRank, 4);
+  EXPECT_DOUBLE_EQ(s.expertRank, 4 * 60 / 2.0);
+  EXPECT_DOUBLE_EQ(s.denseRank, 4 * 100 + 10 - 4 * 60);
+  EXPECT_EQ(s.dpGroup, 8);
+  EXPECT_EQ(s.dpPerNode, 4);  // 8 GPUs / tp
+  EXPECT_EQ(s.edpGroup, 4);   // dp·cp / ep
+  EXPECT_EQ(s.edpPerNode, 2); // 8 GPUs / (tp·ep)
+  // At ep = 1 the experts are ordinary parameters.
+  plan.ep = 1;
+  s = parameterShards(c, m, prof, plan);
+  EXPECT_DOUBLE_EQ(s.expertRank, 0);
+  EXPECT_DOUBLE_EQ(s.denseRank, 410);
+}
+
+TEST(MemoryTerm, ZeroModelStates) {
+  // w = g = 2 bytes, AdamW 12: 16, 4 + 12/N, 2 + 14/N, 16/N per parameter.
+  Cluster c = testCluster();
+  ModelInfo m = termModel();
+  ParameterShards s;
+  s.denseRank = 1e9, s.dpGroup = 8;
+  Candidate plan;
+  EXPECT_DOUBLE_EQ(modelStateBytes(c, m, plan, s), 16e9);
+  plan.zero = 1;
+  EXPECT_DOUBLE_EQ(modelStateBytes(c, m, plan, s), 5.5e9);
+  plan.zero = 2;
+  EXPECT_DOUBLE_EQ(modelStateBytes(c, m, plan, s), 3.75e9);
+  plan.zero = 3;
+  EXPECT_DOUBLE_EQ(modelStateBytes(c, m, plan, s), 2e9);
+  // Expert states over their group of 2: 5e8·(4 + 12/2) more under ZeRO-1.
+  plan.zero = 1;
+  s.expertRank = 5e8, s.edpGroup = 2;
+  EXPECT_DOUBLE_EQ(modelStateBytes(c, m, plan, s), 5.5e9 + 5e9);
+  // An fp32 gradient buffer: 2 + 4 + 12 per parameter.
+  c.gradBytes = 4;
+  plan.zero = 0;
+  s.expertRank = 0;
+  EXPECT_DOUBLE_EQ(modelStateBytes(c, m, plan, s), 18e9);
+}
+
+TEST(MemoryTerm, Zero3GatheredBlocksAndFixedBytes) {
+  Cluster c = testCluster();
+  ModelInfo m = termModel();
+  LocalProfile prof = moeParams();
+  Candidate plan;
+  plan.zero = 3, plan.dp = 4;
+  ParameterShards s = parameterShards(c, m, prof, plan);
+  // Two blocks with their gradients (2 + 2 bytes) and the root unit (2).
+  EXPECT_DOUBLE_EQ(zero3GatheredBytes(c, m, prof, plan, s),
+                   2 * (100 * 4 + 10 * 2));
+  // ep = 2 over an expert group of 2: half of the experts are the rank's.
+  plan.ep = 2;
+  s = parameterShards(c, m, prof, plan);
+  EXPECT_DOUBLE_EQ(zero3GatheredBytes(c, m, prof, plan, s),
+                   2 * (70 * 4 + 10 * 2));
+  plan.zero = 2;
+  EXPECT_DOUBLE_EQ(zero3GatheredBytes(c, m, prof, plan, s), 0);
+
+  c.reservedBytes = 1e9;
+  c.commBufferBytesPerGroup = 1e8;
+  Candidate one;
+  EXPECT_DOUBLE_EQ(fixedBytes(c, one, parameterShards(c, m, prof, one)), 1e9);
+  // tp, dp×cp, cp, pp (+ its embedding group), ep, expert-data-parallel.
+  Candidate all;
+  all.tp = 2, all.dp = 2, all.cp = 2, all.pp = 2, all.ep = 2;
+  EXPECT_DOUBLE_EQ(fixedBytes(c, all, parameterShards(c, m, prof, all)),
+                   1e9 + 7 * 1e8);
+}
+
+TEST(DataParallelTerm, AllReduceOptimizerAndZero3) {
+  Cluster c = testCluster();
+  ModelInfo m = termModel();
+  ParameterShards s;
+  s.denseRank = 1e9, s.dpGroup = 8, s.dpPerNode = 8;
+  Candidate plan;
+  plan.dp = 8;
+  // ZeRO-0 without overlap: a ring all-reduce of 2e9 bytes over 8 ranks,
+  // 2·(7/8)·S/B.
+  EXPECT_DOUBLE_EQ(dataParallelSyncTime(c, m, plan, s, 4, 1, 2),
+                   2 * 7.0 / 8 * 2e9 / 400e9);
+  plan.zero = 3;
+  EXPECT_DOUBLE_EQ(dataParallelSyncTime(c, m, plan, s, 4, 1, 2), 0);
+  // AdamW: 28 bytes per parameter of the shard (1e9/8 under ZeRO-1) at
+  // 2 TB/s · 0.5.
+  plan.zero = 1;
+  EXPECT_DOUBLE_EQ(optimizerTime(c, plan, s), 28 * 1.25e8 / 1e12);
+  plan.zero = 0;
+  EXPECT_DOUBLE_EQ(optimizerTime(c, plan, s), 28 * 1e9 / 1e12);
+}
+
+TEST(LayerTerm, AddsPartsInOrder) {
+  LayerTimes layer{1, 2, 3, 0.5};
+  LayerTerm t;
+  t.forward = 0.25, t.backward = 0.5, t.imbalanceForward = 0.125;
+  t.imbalanceBackward = 0.0625, t.recompute = 0.03125;
+  addLayerTerm(layer, t);
+  EXPECT_DOUBLE_EQ(layer.forward, 1.375);
+  EXPECT_DOUBLE_EQ(layer.inputGrad, 2.59375);
+  EXPECT_DOUBLE_EQ(layer.weightGrad, 3);
+  // The imbalance is compute, not communication.
+  EXPECT_DOUBLE_EQ(layer.comm, 0.5 + 0.75 + 0.03125);
+}
+
+TEST(ContextParallelTerm, UlyssesFourAllToAllsEachWay) {
+  Cluster c = testCluster();
+  ModelInfo m = termModel();
+  Candidate plan;
+  plan.cp = 2, plan.cpAttention = "ulysses";
+  // 512 tokens per rank: q (and out) 512·1024·2 B, k (and v) 512·2·128·2 B;
+  // an all-to-all over 2 ranks in the node moves 1/2 of each.
+  double q = 512 * 1024 * 2, kv = 512 * 2 * 128 * 2;
+  double forward = 2 * (0.5 * q / 400e9) + 2 * (0.5 * kv / 400e9);
+  LayerTerm t = ulyssesTerm(c, m, plan);
+  EXPECT_DOUBLE_EQ(t.forward, forward);
+  EXPECT_DOUBLE_EQ(t.backward, forward);
+  EXPECT_DOUBLE_EQ(t.recompute, 0);
+  EXPECT_DOUBLE_EQ(t.imbalanceForward, 0);
+  plan.recompute = "full";
+  EXPECT_DOUBLE_EQ(ulyssesTerm(c, m, plan).recompute, forward);
+  // Ring attention plans have no Ulysses term, and vice versa.
+  plan.cpAttention = "ring";
+  EXPECT_DOUBLE_EQ(ulyssesTerm(c, m, plan).forward, 0);
+  plan.cpAttention = "ulysses";
+  EXPECT_DOUBLE_EQ(ringAttentionTerm(c, m, plan, 1, 1).forward, 0);
+}
+
+TEST(ContextParallelTerm, RingMergesAndContiguousImbalance) {
+  Cluster c = testCluster();
+  ModelInfo m = termModel();
+  Candidate plan;
+  plan.cp = 4, plan.cpContiguous = true;
+  // 256 tokens per rank. K, V: 2·256·2·128·2 B = 262144 B per step, hidden
+  // behind a 1 ms attention step; each of the 3 extra steps merges
+  // 256·1024·(4 + 4 + 2) B at 1 TB/s.
+  double merge = 256 * 1024 * 10 / 1e12;
+  LayerTerm t = ringAttentionTerm(c, m, plan, 4e-3, 8e-3);
+  EXPECT_DOUBLE_EQ(t.forward, 3 * merge);
+  // Contiguous chunks: (cp-1)/cp of the block's attention more.
+  EXPECT_DOUBLE_EQ(t.imbalanceForward, 0.75 * 4e-3);
+  EXPECT_DOUBLE_EQ(t.imbalanceBackward, 0.75 * 8e-3);
+  plan.cpContiguous = false;
+  EXPECT_DOUBLE_EQ(ringAttentionTerm(c, m, plan, 4e-3, 8e-3).imbalanceForward,
+                   0);
+}
+
+TEST(ExpertParallelTerm, DispatchAndCombineAllToAlls) {
+  Cluster c = testCluster();
+  LocalProfile prof;
+  prof.dispatchBytes = {0, 1e8};
+  Candidate plan;
+  plan.ep = 4;
+  // 2 sequences: 2e8 B over 4 ranks in the node, 3/4 of it moves.
+  double a2a = 0.75 * 2e8 / 400e9;
+  LayerTerm t = expertAllToAllTerm(c, prof, plan, 2, 1);
+  EXPECT_DOUBLE_EQ(t.forward, 2 * a2a);
+  EXPECT_DOUBLE_EQ(t.backward, 2 * a2a);
+  plan.recompute = "full";
+  EXPECT_DOUBLE_EQ(expertAllToAllTerm(c, prof, plan, 2, 1).backward, 4 * a2a);
+  // ep·tp = 16 > 8: one member per node, over the NIC.
+  plan.recompute = "none";
+  plan.tp = 4;
+  EXPECT_DOUBLE_EQ(expertAllToAllTerm(c, prof, plan, 2, 1).forward,
+                   2 * 0.75 * 2e8 / 50e9);
+  plan.ep = 1;
+  EXPECT_DOUBLE_EQ(expertAllToAllTerm(c, prof, plan, 2, 1).forward, 0);
+}
+
+TEST(ExpertParallelTerm, MoeUnderCpGathersTheSequence) {
+  Cluster c = testCluster();
+  ModelInfo m = termModel();
+  Candidate plan;
+  plan.cp = 2;
+  EXPECT_DOUBLE_EQ(moeSequenceGatherTerm(c, m, plan).forward, 0); // dense
+  m.experts = 8;
+  // The whole sequence, 1024·1024·2 B, gathered over 2 ranks in the node.
+  double gather = 0.5 * 1024 * 1024 * 2 / 400e9;
+  LayerTerm t = moeSequenceGatherTerm(c, m, plan);
+  EXPECT_DOUBLE_EQ(t.forward, gather);
+  EXPECT_DOUBLE_EQ(t.backward, gather);
+  plan.recompute = "full";
+  EXPECT_DOUBLE_EQ(moeSequenceGatherTerm(c, m, plan).backward, 2 * gather);
+}
+
+TEST(TensorParallelTerm, ExposedCollectivesAndStageEnds) {
+  Cluster c = testCluster();
+  c.tpOverlap = 0.5;
+  // tp = 2: 1 - 0.5·(1/2) of each TP collective is exposed; an all-reduce
+  // of 4e8 B over 2 ranks takes 2·(1/2)·4e8 / 400 GB/s = 1 ms.
+  CommProfile ar;
+  ar.bytes = {0, 4e8};
+  FunctionProfile f;
+  f.comms.push_back(ar);
+  TensorParallelBlock block = tensorParallelBlock(c, f, f, 1, 1, 2);
+  EXPECT_DOUBLE_EQ(block.forward.comm, 1e-3);
+  EXPECT_DOUBLE_EQ(block.layer.forward, 0.75e-3);
+  EXPECT_DOUBLE_EQ(block.layer.inputGrad, 0.75e-3);
+  EXPECT_DOUBLE_EQ(block.layer.comm, 1.5e-3);
+  LocalProfile prof;
+  prof.preFwd = f;
+  StageEnds ends = stageEnds(c, prof, 1, 1, 2);
+  EXPECT_DOUBLE_EQ(ends.firstF, 0.75e-3);
+  EXPECT_DOUBLE_EQ(ends.lastB, 0);
+  EXPECT_DOUBLE_EQ(ends.comm, 0.75e-3);
+}
+
+TEST(RecomputeTerm, AnalyticFallbacks) {
+  Cluster c = testCluster();
+  LocalProfile prof; // nothing compiled
+  TensorParallelBlock block;
+  block.layer.forward = 3e-3;
+  block.forward.attention = 1e-3;
+  block.forward.comm = 2e-3;
+  Candidate plan;
+  EXPECT_DOUBLE_EQ(recomputeTime(c, prof, plan, block, 1, 1).time, 0);
+  // Selective (Korthikanti et al.): the attention forward.
+  plan.recompute = "selective";
+  RecomputeTime sel = recomputeTime(c, prof, plan, block, 1, 1);
+  EXPECT_DOUBLE_EQ(sel.time, 1e-3);
+  EXPECT_DOUBLE_EQ(sel.comm, 0);
+  // Full: the whole block forward, its (tp = 1: unhidden) collectives.
+  plan.recompute = "full";
+  RecomputeTime full = recomputeTime(c, prof, plan, block, 1, 1);
+  EXPECT_DOUBLE_EQ(full.time, 3e-3);
+  EXPECT_DOUBLE_EQ(full.comm, 2e-3);
+}
+
+TEST(PlanErrorTerm, NamesTheViolatedRule) {
+  ModelInfo m = termModel();
+  LocalProfile prof;
+  Candidate plan;
+  plan.dp = 2;
+  EXPECT_EQ(planError(m, prof, plan, 2), "");
+  EXPECT_EQ(planError(m, prof, plan, 4), "dp*mbs*mb != global batch");
+  plan.pp = 3;
+  EXPECT_EQ(planError(m, prof, plan, 2),
+            "8 layers do not split into pp*vpp=3 stages");
+  plan.pp = 1;
+  plan.cp = 2, plan.tp = 2, plan.cpAttention = "ulysses";
+  EXPECT_EQ(planError(m, prof, plan, 2),
+            "ulysses: 8 q / 2 kv heads do not split into tp*cp=4");
+  plan.cp = 1, plan.tp = 1, plan.cpAttention = "ring", plan.ep = 2;
+  EXPECT_EQ(planError(m, prof, plan, 2), "ep>1 on a model without experts");
+  prof.error = "did not compile";
+  EXPECT_EQ(planError(m, prof, plan, 2), "did not compile");
+}
+
+} // namespace
