@@ -12,7 +12,7 @@
 
 // dp=2: batch of the inputs on dp; everything else replicated, grads untouched.
 // DP: module attributes {dist.plan = {cp = 1 : i64, cp_attention = "ring", dp = 2 : i64, ep = 1 : i64, mb = 1 : i64, pp = 1 : i64, recompute = "none", schedule = "1f1b", sp = 0 : i64, tp = 1 : i64, vpp = 1 : i64, zero = 0 : i64}
-// DP: dist.mesh @mesh [dp = 2]
+// DP: dist.mesh @mesh [dp = 2 : data]
 // DP: func.func private @block(%arg0: tensor<4x8x16xf32> {tfm.role = "hidden"}
 // DP-LABEL: func.func @train_step
 // DP-SAME: tensor<4x8xi32> {dist.sharding = #dist.sharding<@mesh, [{dp}, {}]>, tfm.input = "tokens"}
@@ -24,7 +24,7 @@
 // DP-NOT: dist.sharding_constraint
 
 // tp=2: Megatron column / row, vocab-parallel embedding, column biases.
-// TP: dist.mesh @mesh [tp = 2]
+// TP: dist.mesh @mesh [tp = 2 : tensor]
 // TP-LABEL: func.func @train_step
 // TP-SAME: tensor<4x8xi32> {dist.sharding = #dist.sharding<@mesh, [{}, {}]>, tfm.input = "tokens"}
 // TP-SAME: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{tp}, {}]>, tfm.param = "wte", tfm.role = "embedding"}
@@ -39,7 +39,7 @@
 // around the block call, the gradient pinned to the states' sharding where
 // it is produced; a state with no divisible dim is recorded.
 // SPZ2: dist.zero_unsharded = ["odd.exp_avg"]
-// SPZ2: dist.mesh @mesh [dp = 2, tp = 2]
+// SPZ2: dist.mesh @mesh [dp = 2 : data, tp = 2 : tensor]
 // SPZ2-LABEL: func.func @train_step
 // SPZ2-SAME: tensor<16x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {tp}]>, tfm.param = "l0.wq"
 // SPZ2-SAME: tensor<16x16xf32> {dist.sharding = #dist.sharding<@mesh, [{dp}, {tp}]>, tfm.state = "l0.wq.exp_avg"

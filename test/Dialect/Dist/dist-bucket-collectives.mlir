@@ -9,7 +9,7 @@
 // RUN: shard-opt --dist-bucket-collectives="split-at-calls=false" %s -split-input-file | FileCheck %s --check-prefix=NOSPLIT
 // RUN: not shard-opt --dist-bucket-collectives="bucket-bytes=-1" %s -split-input-file 2>&1 | FileCheck %s --check-prefix=ERR
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 // Three independent partial gradients and the loss: one all-reduce, right
 // after the last of them is produced.
@@ -34,7 +34,7 @@ func.func @ddp(%x: tensor<4x8xf32>, %y: tensor<8xf32>, %l: tensor<f32>) -> (tens
 
 // -----
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 // Reduce-scatters on different dims: segment r of the packed buffer is
 // shard r of each tensor, so the flat result unpacks with one group.
@@ -50,7 +50,7 @@ func.func @zero2(%x: tensor<4x8xf32>, %y: tensor<2x6xf32>) -> (tensor<2x8xf32>, 
 
 // -----
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 // Gathers: one flat all-gather before the first use of either result; the
 // unpack splits each rank's segment back along each gather dim.
@@ -70,7 +70,7 @@ func.func @zero3(%x: tensor<2x8xf32>, %y: tensor<4x4xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 // A collective whose operand depends on another one's result cannot join
 // its bucket (no cycle): %b starts a new one, which %c joins.
@@ -90,7 +90,7 @@ func.func @dependent(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, te
 
 // -----
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 // Different axes, reductions or element types never share a collective; one
 // of a kind stays as it is.
@@ -111,7 +111,7 @@ func.func @keys(%x: tensor<8xf32>, %i: tensor<8xi64>) -> (tensor<8xf32>, tensor<
 
 // -----
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 func.func private @layer(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
 
@@ -147,7 +147,7 @@ func.func @layers(%x: tensor<8xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4x
 
 // -----
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 // The byte cap (the full side: 64 B per tensor here) starts a new bucket
 // when the next tensor would not fit: 128 B gives two buckets of two.

@@ -7,7 +7,7 @@
 // RUN: not shard-opt --dist-overlap-collectives="overlap-calls=0" %s -split-input-file 2>&1 | FileCheck %s --check-prefix=ERR
 // nanoGPT through the whole pipeline: test/Models/Dist/dist-overlap-collectives.mlir.
 
-dist.mesh @m [pp = 2, dp = 2]
+dist.mesh @m [pp = 2 : pipeline, dp = 2 : data]
 
 func.func private @layer(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
 
@@ -61,7 +61,7 @@ func.func @nothing(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
 
 // -----
 
-dist.mesh @m [dp = 2]
+dist.mesh @m [dp = 2 : data]
 
 func.func private @layer(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<4xf32>, tensor<4xf32>)
 

@@ -9,7 +9,7 @@
 // the local op draws the mask of each element's global index). No
 // communication; a replicated dropout stays tfm.dropout.
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 // CHECK-LABEL: func.func @dim0(
 // CHECK-SAME: %[[X:[^:]*]]: tensor<2x8x16xf32>
@@ -25,7 +25,7 @@ func.func @dim0(%x: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}
 
 // -----
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 // Sequence-parallel layout [{dp}, {tp}, {}]: two shard indices. The
 // gradient uses the same layout and the same mask.
@@ -46,7 +46,7 @@ func.func @dims01(%x: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{d
 
 // -----
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 // One dim over two axes (major to minor), and a partial (sum) input that
 // the result declares partial: it stays partial (same mask on every
@@ -67,7 +67,7 @@ func.func @multi_axis_partial(%x: tensor<4x8x16xf32> {dist.sharding = #dist.shar
 
 // -----
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
 // Replicated: the global op is kept as it is.
 // CHECK-LABEL: func.func @replicated(

@@ -4,7 +4,7 @@
 // the local one rescaled the same way.
 // RUN: shard-opt --dist-partition %s | FileCheck %s
 
-dist.mesh @m [dp = 2]
+dist.mesh @m [dp = 2 : data]
 // CHECK-LABEL: func.func @aux
 // CHECK: %[[L:.*]] = tfm.moe_aux_loss %{{.*}}, %{{.*}} : (tensor<2x8x4xf32>, tensor<2x8x2xi32>) -> tensor<f32>
 // CHECK: %[[S:.*]] = tfm.scale %[[L]] {factor = 5.000000e-01 : f64}

@@ -42,7 +42,7 @@
 // CHECK: %[[G2:.*]] = dist.all_reduce %[[G1]] on @m axes = [tp] reduction = max : tensor<16x64xf32> -> tensor<16x64xf32>
 // CHECK: return %[[A1]], %[[B1]], %[[C1]], %[[D1]], %[[E2]], %[[F3]], %[[G2]]
 
-dist.mesh @m [dp = 2, tp = 4]
+dist.mesh @m [dp = 2 : data, tp = 4 : tensor]
 func.func @rs(%a: tensor<16x128xf32> {dist.sharding = #dist.sharding<@m, [{}, {}], partial = {tp: sum}>},
               %b: tensor<16x128xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}], partial = {tp: sum}>},
               %c: tensor<16x128xf32> {dist.sharding = #dist.sharding<@m, [{dp, tp}, {}]>},
@@ -109,7 +109,7 @@ func.func @rs3(%a: tensor<8x8x8xf32> {dist.sharding = #dist.sharding<@m3, [{x}, 
 // CHECK: dist.all_reduce %[[D]] on @m axes = [tp] reduction = sum
 // CHECK: return
 
-dist.mesh @m [tp = 2]
+dist.mesh @m [tp = 2 : tensor]
 func.func @tp_fwd(%x: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {}, {}]>}, %g1: tensor<16xf32>,
     %wq: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>}, %wk: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>}, %wv: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>},
     %wo: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{tp}, {}]>}, %g2: tensor<16xf32>,
@@ -151,7 +151,7 @@ func.func @tp_fwd(%x: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@m, [{}
 // CHECK: tfm.layer_norm_grad %[[R2]]
 // CHECK: return
 
-dist.mesh @m [tp = 2]
+dist.mesh @m [tp = 2 : tensor]
 func.func @tp_bwd(%dy: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {}, {}]>}, %x: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {}, {}]>}, %g1: tensor<16xf32>,
     %wq: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>}, %wk: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>}, %wv: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>},
     %wo: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{tp}, {}]>}, %g2: tensor<16xf32>,
@@ -210,7 +210,7 @@ func.func @tp_bwd(%dy: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@m, [{
 // CHECK: dist.reduce_scatter %[[D]] on @m axes = [tp] scatter_dim = 1 reduction = sum
 // CHECK: return {{.*}} : tensor<2x4x16xf32>
 
-dist.mesh @m [tp = 2]
+dist.mesh @m [tp = 2 : tensor]
 func.func @sp_fwd(%x: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}, {}]>}, %g1: tensor<16xf32>,
     %wq: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>}, %wk: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>}, %wv: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>},
     %wo: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{tp}, {}]>}, %g2: tensor<16xf32>,
@@ -258,7 +258,7 @@ func.func @sp_fwd(%x: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@m, [{}
 // CHECK: tfm.layer_norm_grad
 // CHECK: return
 
-dist.mesh @m [tp = 2]
+dist.mesh @m [tp = 2 : tensor]
 func.func @sp_bwd(%dy: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}, {}]>}, %x: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}, {}]>}, %g1: tensor<16xf32>,
     %wq: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>}, %wk: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>}, %wv: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>},
     %wo: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{tp}, {}]>}, %g2: tensor<16xf32>,
@@ -312,7 +312,7 @@ func.func @sp_bwd(%dy: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@m, [{
 // CHECK: tfm.adamw %{{.*}}, %[[RB]]
 // CHECK: return
 
-dist.mesh @m [dp = 2]
+dist.mesh @m [dp = 2 : data]
 func.func @ddp(%x: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}, {}]>},
     %dy: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}, {}]>},
     %w: tensor<16x16xf32>, %b: tensor<16xf32>, %mw: tensor<16x16xf32>, %vw: tensor<16x16xf32>,
@@ -349,7 +349,7 @@ func.func @ddp(%x: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp},
 // CHECK: dist.all_gather %[[B1]] on @m axes = [dp] gather_dim = 0 : tensor<8xf32> -> tensor<16xf32>
 // CHECK: return
 
-dist.mesh @m [dp = 2]
+dist.mesh @m [dp = 2 : data]
 func.func @zero1(%x: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}, {}]>},
     %dy: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}, {}]>},
     %w: tensor<16x16xf32>, %b: tensor<16xf32>, %mw: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}]>}, %vw: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}]>},
@@ -387,7 +387,7 @@ func.func @zero1(%x: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp
 // CHECK: call @blk_bwd
 // CHECK: return
 
-dist.mesh @m [dp = 2]
+dist.mesh @m [dp = 2 : data]
 func.func private @blk_fwd(%x: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}, {}]>}, %w: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}]>}) -> (tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {}, {}]>}) {
   %y = tfm.matmul %x, %w {dist.sharding = #dist.sharding<@m, [{dp}, {}, {}]>} : (tensor<4x8x16xf32>, tensor<16x16xf32>) -> tensor<4x8x16xf32>
   return %y : tensor<4x8x16xf32>
@@ -435,7 +435,7 @@ func.func @step(%x: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}
 // CHECK: dist.all_reduce %{{.*}} on @m axes = [dp] reduction = sum : tensor<36x16xf32>
 // CHECK: return
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 func.func @vocab(%ids: tensor<4x8xi32> {dist.sharding = #dist.sharding<@m, [{dp}, {}]>},
     %labels: tensor<4x8xi32> {dist.sharding = #dist.sharding<@m, [{dp}, {}]>},
     %wte: tensor<72x16xf32> {dist.sharding = #dist.sharding<@m, [{tp}, {}]>})
@@ -477,7 +477,7 @@ func.func @vocab(%ids: tensor<4x8xi32> {dist.sharding = #dist.sharding<@m, [{dp}
 // CHECK: %[[T:.*]] = tfm.add %[[A]], %[[DTR]]
 // CHECK: return %[[T]]
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 func.func @norm(%g1: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, {tp}]>},
     %g2: tensor<16xf32>,
     %g3: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {tp}]>},
@@ -502,7 +502,7 @@ func.func @norm(%g1: tensor<16x16xf32> {dist.sharding = #dist.sharding<@m, [{}, 
 // CHECK: %[[DT:.*]] = tfm.position_embedding_grad %[[DY]] {num_positions = 4 : i64} : (tensor<2x4x16xf32>) -> tensor<4x16xf32>
 // CHECK: return %[[DT]]
 
-dist.mesh @m [dp = 2, tp = 2]
+dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 func.func @pos_grad_full(%dy: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@m, [{dp}, {tp}, {}]>})
     -> (tensor<8x16xf32> {dist.sharding = #dist.sharding<@m, [{tp}, {}], partial = {dp: sum}>}) {
   %dt = tfm.position_embedding_grad %dy {num_positions = 8 : i64, dist.sharding = #dist.sharding<@m, [{tp}, {}], partial = {dp: sum}>} : (tensor<4x8x16xf32>) -> tensor<8x16xf32>

@@ -5,7 +5,7 @@
 // RUN: shard-opt %s --dist-pipeline-split -verify-diagnostics -split-input-file
 
 module attributes {dist.plan = {pp = 2 : i64}} {
-  dist.mesh @m [pp = 2]
+  dist.mesh @m [pp = 2 : pipeline]
   func.func private @layer(%x: tensor<1x2x4xf32> {tfm.role = "hidden"}) -> (tensor<1x2x4xf32> {tfm.role = "hidden"}) {
     %y = tfm.scale %x {factor = 2.0 : f64} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
     return %y : tensor<1x2x4xf32>

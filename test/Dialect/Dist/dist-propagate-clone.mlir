@@ -27,7 +27,7 @@
 // PART: return
 
 module {
-  dist.mesh @mesh [tp = 2]
+  dist.mesh @mesh [tp = 2 : tensor]
   func.func private @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
     %y = tfm.gelu %x : (tensor<8x16xf32>) -> tensor<8x16xf32>
     return %y : tensor<8x16xf32>

@@ -45,7 +45,7 @@
 // USER: %[[Z:.*]] = tfm.matmul %{{.*}}, %arg2 {dist.sharding = #dist.sharding<@mesh, [{}, {}]>}
 // USER: tfm.scale %[[Z]] {dist.sharding = #dist.sharding<@mesh, [{}, {}]>
 module {
-  dist.mesh @mesh [dp = 2, tp = 2]
+  dist.mesh @mesh [dp = 2 : data, tp = 2 : tensor]
   func.func @user(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{dp}, {}]>},
                   %w: tensor<16x32xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {tp}]>},
                   %w2: tensor<32x16xf32> {dist.sharding = #dist.sharding<@mesh, [{tp}, {}]>})

@@ -19,6 +19,31 @@ dist.mesh @m []
 
 // -----
 
+// expected-error @+1 {{role 'data' is given to axes 'dp' and 'edp'}}
+dist.mesh @m [dp = 2 : data, edp = 2 : data]
+
+// -----
+
+// expected-error @+1 {{axis 'tp' has no role but an earlier axis has one; either every axis of a mesh has a role or none has}}
+dist.mesh @m [dp = 2 : data, tp = 2]
+
+// -----
+
+// expected-error @+1 {{axis 'tp' has a role but an earlier axis has none}}
+dist.mesh @m [dp = 2, tp = 2 : tensor]
+
+// -----
+
+// expected-error @+1 {{unknown axis role 'model' (known: data, context, tensor, expert, pipeline)}}
+dist.mesh @m [tp = 2 : model]
+
+// -----
+
+// expected-error @+1 {{has 2 axes but 1 axis roles}}
+"dist.mesh"() <{axis_names = ["dp", "tp"], axis_roles = [#dist.axis_role<data>], axis_sizes = array<i64: 2, 2>, sym_name = "m"}> : () -> ()
+
+// -----
+
 // expected-error @+1 {{has 1 axis names but 2 axis sizes}}
 "dist.mesh"() <{axis_names = ["dp"], axis_sizes = array<i64: 2, 2>, sym_name = "m"}> : () -> ()
 

@@ -9,6 +9,10 @@ dist.mesh @m [pp = 2, dp = 2, cp = 1, tp = 2]
 // CHECK: dist.mesh @quoted ["expert-dp" = 2, ep = 4]
 dist.mesh @quoted ["expert-dp" = 2, ep = 4]
 
+// Axis roles (what each axis parallelises; passes find axes by role).
+// CHECK: dist.mesh @roles [pp = 2 : pipeline, dp = 2 : data, ep = 2 : expert, cp = 1 : context, tp = 2 : tensor]
+dist.mesh @roles [pp = 2 : pipeline, dp = 2 : data, ep = 2 : expert, cp = 1 : context, tp = 2 : tensor]
+
 //===----------------------------------------------------------------------===//
 // #dist.sharding, #dist.reduction and !dist.async in standalone positions
 //===----------------------------------------------------------------------===//

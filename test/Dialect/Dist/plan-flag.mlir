@@ -5,5 +5,5 @@
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --plan "dp=2,foo=2" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK: dist.plan = {{{.*}}dp = 2 : i64{{.*}}tp = 2 : i64
-// CHECK: dist.mesh @mesh [dp = 2, tp = 2]
+// CHECK: dist.mesh @mesh [dp = 2 : data, tp = 2 : tensor]
 // BAD: error: dist-apply-plan: plan: unknown key 'foo' (value '2'; known keys: pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute, cp_attention)

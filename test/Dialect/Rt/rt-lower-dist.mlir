@@ -12,7 +12,7 @@
 // PY: ok
 
 module attributes {tfm.model = {name = "tp", vocab_size = 16 : i64, padded_vocab_size = 16 : i64, batch = 4 : i64, seq_len = 4 : i64}, dist.plan = {dp = 2 : i64, tp = 2 : i64, sp = 0 : i64, zero = 1 : i64}} {
-  dist.mesh @m [dp = 2, tp = 2]
+  dist.mesh @m [dp = 2 : data, tp = 2 : tensor]
 
   // CHECK: rt.state_def @w param init normal std 2.000000e-02 decay {rt.sharding = #dist.sharding<@m, [{}, {tp}]>} : !rt.buffer<8x4xf32>
   // CHECK: rt.state_def @w.exp_avg opt_m of @w init zeros {rt.sharding = #dist.sharding<@m, [{dp}, {tp}]>} : !rt.buffer<4x4xf32>

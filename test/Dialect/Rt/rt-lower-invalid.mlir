@@ -125,7 +125,7 @@ func.func @train_step(%p: tensor<4xf32> {tfm.param = "p", tfm.init = "ones"})
 
 // An async collective's handle must be waited on once, in its function.
 module {
-  dist.mesh @m [dp = 2]
+  dist.mesh @m [dp = 2 : data]
   func.func private @f(%x: tensor<4xf32>) -> tensor<4xf32> {
     // expected-error @+1 {{handle must have exactly one use, a dist.wait in the same function}}
     %h = dist.all_reduce_start %x on @m axes = [dp] reduction = sum : tensor<4xf32> -> !dist.async<tensor<4xf32>>
@@ -140,7 +140,7 @@ module {
 
 // Global-shape dist ops must be gone (dist-partition) before rt-lower.
 module {
-  dist.mesh @m [dp = 2]
+  dist.mesh @m [dp = 2 : data]
   func.func private @f(%x: tensor<4xf32>) -> tensor<4xf32> {
     // expected-error @+1 {{cannot be lowered by rt-lower (global-shape dist ops must be removed by dist-partition first)}}
     %y = dist.reshard %x to <@m, [{dp}]> : tensor<4xf32>
@@ -152,7 +152,7 @@ module {
 
 // Sharded but not partitioned: the shapes are still global.
 module {
-  dist.mesh @m [dp = 2]
+  dist.mesh @m [dp = 2 : data]
   // expected-error @+1 {{carries 'dist.sharding' (argument 0) but is not partitioned (no 'dist.partitioned'): its shapes are global; run --dist-partition before rt-lower}}
   func.func @eval(%x: tensor<4xf32> {tfm.input = "x", dist.sharding = #dist.sharding<@m, [{dp}]>}) -> (tensor<4xf32> {tfm.output = "y"}) {
     %y = tfm.scale %x {factor = 2.000000e+00 : f64} : (tensor<4xf32>) -> tensor<4xf32>
@@ -164,7 +164,7 @@ module {
 
 // A private function with propagated (global) shardings on its ops.
 module {
-  dist.mesh @m [dp = 2]
+  dist.mesh @m [dp = 2 : data]
   // expected-error @+1 {{carries 'dist.sharding' (op 'tfm.scale') but is not partitioned}}
   func.func private @block(%x: tensor<4xf32>) -> tensor<4xf32> {
     %y = tfm.scale %x {factor = 2.000000e+00 : f64, dist.sharding = #dist.sharding<@m, [{dp}]>} : (tensor<4xf32>) -> tensor<4xf32>

@@ -11,7 +11,7 @@
 // RUN: FileCheck %s --check-prefix=JSON < %t.json
 
 module attributes {tfm.model = {name = "padded", vocab_size = 11 : i64, padded_vocab_size = 16 : i64, batch = 4 : i64, seq_len = 4 : i64}, dist.plan = {dp = 1 : i64, tp = 2 : i64, sp = 0 : i64, zero = 0 : i64}} {
-  dist.mesh @m [tp = 2]
+  dist.mesh @m [tp = 2 : tensor]
 
   // CHECK: rt.state_def @wte param init normal std 2.000000e-02 logical [11, 8] decay {rt.sharding = #dist.sharding<@m, [{tp}, {}]>} : !rt.buffer<8x8xf32>
   // CHECK: rt.state_def @lm_head param init normal std 2.000000e-02 logical [8, 11] decay {rt.sharding = #dist.sharding<@m, [{}, {tp}]>} : !rt.buffer<8x8xf32>

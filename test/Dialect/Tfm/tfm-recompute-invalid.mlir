@@ -16,11 +16,11 @@ module {
 
 // A residual read by anything but its backward call.
 module {
-  func.func private @b_fwd(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  func.func private @b_fwd(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) attributes {tfm.func_kind = #tfm.func_kind<forward>} {
     %y = tfm.gelu %x : (tensor<2xf32>) -> tensor<2xf32>
     return %y, %y : tensor<2xf32>, tensor<2xf32>
   }
-  func.func private @b_bwd(%dy: tensor<2xf32>, %r: tensor<2xf32>) -> tensor<2xf32> {
+  func.func private @b_bwd(%dy: tensor<2xf32>, %r: tensor<2xf32>) -> tensor<2xf32> attributes {tfm.func_kind = #tfm.func_kind<backward>} {
     return %r : tensor<2xf32>
   }
   func.func @train_step(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {

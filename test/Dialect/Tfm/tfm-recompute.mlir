@@ -51,12 +51,14 @@ module {
 // FULL-LABEL: func.func private @block_recompute_full(
 // FULL-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {tfm.role = "hidden"}, %[[LN:[a-z0-9]+]]: tensor<8xf32> {tfm.name = "ln.weight", tfm.role = "norm"}, %[[WFC:[a-z0-9]+]]: tensor<8x16xf32> {tfm.name = "mlp.w_fc", tfm.role = "mlp_up"}, %{{.*}}: tensor<16x8xf32> {tfm.name = "mlp.w_proj", tfm.role = "mlp_down"})
 // FULL-SAME: -> (tensor<2x4x8xf32> {tfm.residual = 0 : i64}, tensor<2x4x16xf32> {tfm.residual = 1 : i64}, tensor<2x4x16xf32> {tfm.residual = 2 : i64})
+// FULL-SAME: attributes {tfm.func_kind = #tfm.func_kind<recompute>}
 // FULL-NEXT: %[[H:.*]] = tfm.layer_norm %[[X]], %[[LN]]
 // FULL-NEXT: %[[FC:.*]] = tfm.matmul %[[H]], %[[WFC]]
 // FULL-NEXT: %[[ACT:.*]] = tfm.gelu %[[FC]]
 // FULL-NEXT: return %[[H]], %[[FC]], %[[ACT]]
 // FULL-LABEL: func.func private @block_full_fwd(
 // FULL-SAME: -> tensor<2x4x8xf32>
+// FULL-SAME: attributes {tfm.func_kind = #tfm.func_kind<forward>}
 // FULL: tfm.layer_norm
 // FULL-NEXT: tfm.matmul
 // FULL-NEXT: tfm.gelu
@@ -89,6 +91,7 @@ module {
 // SEL-NEXT: return %[[OUT]], %[[FC]] : tensor<2x4x8xf32>, tensor<2x4x16xf32>
 // SEL-LABEL: func.func private @block_selective_bwd(
 // SEL-SAME: %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32>, %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {tfm.role = "hidden"}, %[[LN:[a-z0-9]+]]: tensor<8xf32> {{.*}}, %[[WFC:[a-z0-9]+]]: tensor<8x16xf32> {{.*}}, %[[WPROJ:[a-z0-9]+]]: tensor<16x8xf32> {{.*}}, %[[KFC:[a-z0-9]+]]: tensor<2x4x16xf32>)
+// SEL-SAME: attributes {tfm.func_kind = #tfm.func_kind<backward>}
 // SEL-NEXT: %[[H:.*]] = tfm.layer_norm %[[X]], %[[LN]]
 // SEL-NEXT: %[[ACT:.*]] = tfm.gelu %[[KFC]]
 // SEL-NEXT: %[[DACT:.*]] = tfm.matmul %[[DY]], %[[WPROJ]] {transpose_rhs}

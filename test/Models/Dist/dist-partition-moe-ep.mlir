@@ -33,7 +33,7 @@
 // gather over cp and one all-to-all over ep.
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,cp=2,ep=4,zero=1" --dist-propagate --dist-partition --dist-bucket-collectives --dist-verify-comm | FileCheck %s --check-prefix=EPDPCP
 
-// SEED: dist.mesh @mesh [dp = 2, ep = 2]
+// SEED: dist.mesh @mesh [dp = 2 : data, ep = 2 : expert]
 // SEED-LABEL: func.func private @mixtral_block_fwd(
 // SEED: %[[BUF:.*]] = tfm.moe_dispatch
 // SEED-NEXT: %[[TOK:.*]] = dist.sharding_constraint %[[BUF]] to <@mesh, [{}, {dp, ep}, {}, {}]>
@@ -47,7 +47,7 @@
 // SEED-SAME: tensor<64x4xf32> {dist.sharding = #dist.sharding<@mesh, [{dp, ep}, {}]>, {{.*}}tfm.state = "layers.0.moe.router.exp_avg"
 // SEED-SAME: tensor<4x64x128xf32> {dist.sharding = #dist.sharding<@mesh, [{ep, dp}, {}, {}]>, {{.*}}tfm.state = "layers.0.moe.experts.w_gate.exp_avg"
 
-// CHECK: dist.mesh @mesh [dp = 2, ep = 2]
+// CHECK: dist.mesh @mesh [dp = 2 : data, ep = 2 : expert]
 // CHECK-LABEL: func.func private @mixtral_block_fwd(
 // CHECK-SAME: %arg9: tensor<2x64x128xf32>
 // CHECK-NOT: dist.all_to_all

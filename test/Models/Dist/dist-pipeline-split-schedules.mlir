@@ -37,9 +37,11 @@
 // RUN: shard-opt %t.ts.mlir --plan pp=2,mb=2,schedule=zb-h1 --dist-propagate --dist-partition --dist-pipeline-split --dist-verify-comm | FileCheck %s --check-prefix=ZB
 // ZB: dist.pipeline_schedule = "rank0: 0F0 0F1 0I0 0W0 0I1 0W1\0Arank1: 1F0 1I0 1F1 1I1 1W0 1W1\0A"
 // ZB-LABEL: func.func private @gpt2_block_bwd__input(
+// ZB-SAME: tfm.func_kind = #tfm.func_kind<input_grad>
 // ZB-NOT: tfm.matmul_wgrad
 // ZB: return
 // ZB-LABEL: func.func private @gpt2_block_bwd__weight(
+// ZB-SAME: tfm.func_kind = #tfm.func_kind<weight_grad>
 // ZB-COUNT-6: tfm.matmul_wgrad
 // ZB-NOT: tfm.layer_norm_grad
 // ZB: return

@@ -20,11 +20,13 @@
 // outputs). @gpt2_block_bwd takes dy, x, the 8 weights (not the unused layer
 // index) and the residuals, and returns dx and the 8 weight gradients.
 // NANOGPT:      func.func private @gpt2_block_fwd(
-// NANOGPT-SAME:   -> (tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x4x8xf32>, tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<2x8x512xf32>, tensor<2x8x512xf32>) {
+// NANOGPT-SAME:   -> (tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x8x4x32xf32>, tensor<2x4x8xf32>, tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<2x8x512xf32>, tensor<2x8x512xf32>)
+// NANOGPT-SAME:   attributes {tfm.func_kind = #tfm.func_kind<forward>} {
 // NANOGPT:      func.func private @gpt2_block_bwd(%{{.*}}: tensor<2x8x128xf32>, %{{.*}}: tensor<2x8x128xf32> {tfm.role = "hidden"}, %{{.*}}: tensor<128xf32> {tfm.name = "ln_1.weight", tfm.role = "norm"},
 // NANOGPT-SAME:   %arg20: tensor<2x8x512xf32>)
 // NANOGPT-SAME:   -> (tensor<2x8x128xf32> {tfm.role = "hidden"}, tensor<128xf32> {tfm.name = "ln_1.weight", tfm.role = "norm"},
-// NANOGPT-SAME:   tensor<512x128xf32> {tfm.name = "mlp.w_proj", tfm.role = "mlp_down"}) {
+// NANOGPT-SAME:   tensor<512x128xf32> {tfm.name = "mlp.w_proj", tfm.role = "mlp_down"})
+// NANOGPT-SAME:   attributes {tfm.func_kind = #tfm.func_kind<backward>} {
 // NANOGPT:        tfm.attention_grad
 // NANOGPT:        tfm.layer_norm_grad
 // NANOGPT-NOT:  func.func private @gpt2_block_{{fwd|bwd|infer}}
@@ -76,7 +78,7 @@
 
 // Llama (RMSNorm, RoPE, GQA attention, SwiGLU, untied head): 12 residuals.
 // LLAMA:        func.func private @llama_block_fwd(
-// LLAMA-SAME:     -> (tensor<2x8x4096xf32>, tensor<2x8x4096xf32>, tensor<2x8x8x128xf32>, tensor<2x8x32x128xf32>, tensor<2x8x8x128xf32>, tensor<2x8x32x128xf32>, tensor<2x32x8xf32>, tensor<2x8x4096xf32>, tensor<2x8x4096xf32>, tensor<2x8x4096xf32>, tensor<2x8x14336xf32>, tensor<2x8x14336xf32>, tensor<2x8x14336xf32>) {
+// LLAMA-SAME:     -> (tensor<2x8x4096xf32>, tensor<2x8x4096xf32>, tensor<2x8x8x128xf32>, tensor<2x8x32x128xf32>, tensor<2x8x8x128xf32>, tensor<2x8x32x128xf32>, tensor<2x32x8xf32>, tensor<2x8x4096xf32>, tensor<2x8x4096xf32>, tensor<2x8x4096xf32>, tensor<2x8x14336xf32>, tensor<2x8x14336xf32>, tensor<2x8x14336xf32>) attributes {tfm.func_kind = #tfm.func_kind<forward>} {
 // LLAMA:        func.func private @llama_block_bwd(
 // LLAMA:          tfm.swiglu_grad
 // LLAMA:          tfm.rms_norm_grad

@@ -54,13 +54,13 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   // Module-level records of `dist-apply-plan` (Dist/Transforms/Plan.h): the
   // plan with every key, and the ZeRO states left unsharded.
-  if (attr.getName() == "dist.plan") {
+  if (attr.getName() == kPlanAttrName) {
     if (!isa<DictionaryAttr>(attr.getValue()))
       return op->emitOpError()
              << "'dist.plan' expects a dictionary, found " << attr.getValue();
     return success();
   }
-  if (attr.getName() == "dist.zero_unsharded") {
+  if (attr.getName() == kZeroUnshardedAttrName) {
     auto names = dyn_cast<ArrayAttr>(attr.getValue());
     if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))
       return op->emitOpError()
@@ -81,28 +81,28 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   // stage of, and the stage (its ranks' coordinate on `pp`).
   // What a point-to-point transfer carries (dist-pipeline-split); both ends
   // carry the same tag, matched by dist-verify-comm.
-  if (attr.getName() == "dist.tag" ||
-      attr.getName() == "dist.pipeline_schedule") {
+  if (attr.getName() == kTagAttrName ||
+      attr.getName() == kPipelineScheduleAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitOpError()
              << "'" << attr.getName() << "' must be a string, found "
              << attr.getValue();
     return success();
   }
-  if (attr.getName() == "dist.entry" || attr.getName() == "dist.pp_stage") {
-    bool ok = attr.getName() == "dist.entry"
+  if (attr.getName() == kEntryAttrName || attr.getName() == kPpStageAttrName) {
+    bool ok = attr.getName() == kEntryAttrName
                   ? isa<StringAttr>(attr.getValue())
                   : isa<IntegerAttr>(attr.getValue());
     if (!ok || !isa<FunctionOpInterface>(op))
       return op->emitOpError()
              << "'" << attr.getName() << "' must be a "
-             << (attr.getName() == "dist.entry" ? "string" : "integer")
+             << (attr.getName() == kEntryAttrName ? "string" : "integer")
              << " attribute on a function, found " << attr.getValue();
     return success();
   }
   // dist-pipeline-split: the stages (model chunks) a rank's program runs,
   // and the half of a backward call cut for the zero-bubble schedules.
-  if (attr.getName() == "dist.pp_chunks") {
+  if (attr.getName() == kPpChunksAttrName) {
     if (!isa<DenseI64ArrayAttr>(attr.getValue()) ||
         !isa<FunctionOpInterface>(op))
       return op->emitOpError() << "'dist.pp_chunks' must be an i64 array "
@@ -110,7 +110,7 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                << attr.getValue();
     return success();
   }
-  if (attr.getName() == "dist.backward_part") {
+  if (attr.getName() == kBackwardPartAttrName) {
     auto part = dyn_cast<StringAttr>(attr.getValue());
     if (!part || (part.getValue() != "input" && part.getValue() != "weight"))
       return op->emitOpError() << "'dist.backward_part' must be \"input\" or "
@@ -120,7 +120,7 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   }
   // dist-pipeline-split on the module: each stage's first layer, the layer
   // count and each stage's FLOPs (microbatch 0, forward and backward).
-  if (attr.getName() == "dist.pipeline_stages") {
+  if (attr.getName() == kPipelineStagesAttrName) {
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
     if (!dict || !dict.getAs<DenseI64ArrayAttr>("first_layer") ||
         !dict.getAs<IntegerAttr>("num_layers") ||

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MathExtras.h"
@@ -15,13 +16,13 @@ using namespace autoshard::dist;
 // MeshOp
 //===----------------------------------------------------------------------===//
 
-// dist.mesh @name [axis = size, ...]
+// dist.mesh @name [axis = size (: role)?, ...]
 ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
   StringAttr name;
   if (parser.parseSymbolName(name, SymbolTable::getSymbolAttrName(),
                              result.attributes))
     return failure();
-  SmallVector<Attribute> names;
+  SmallVector<Attribute> names, roles;
   SmallVector<int64_t> sizes;
   auto parseAxis = [&]() -> ParseResult {
     std::string axis;
@@ -29,6 +30,28 @@ ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
     if (parser.parseKeywordOrString(&axis) || parser.parseEqual() ||
         parser.parseInteger(size))
       return failure();
+    if (succeeded(parser.parseOptionalColon())) {
+      SMLoc loc = parser.getCurrentLocation();
+      StringRef keyword;
+      if (parser.parseKeyword(&keyword))
+        return failure();
+      std::optional<AxisRole> role = symbolizeAxisRole(keyword);
+      if (!role)
+        return parser.emitError(loc)
+               << "unknown axis role '" << keyword
+               << "' (known: data, context, tensor, expert, pipeline)";
+      if (roles.size() != names.size())
+        return parser.emitError(loc)
+               << "axis '" << axis
+               << "' has a role but an earlier axis has none; either every "
+                  "axis of a mesh has a role or none has";
+      roles.push_back(AxisRoleAttr::get(parser.getContext(), *role));
+    } else if (!roles.empty()) {
+      return parser.emitError(parser.getCurrentLocation())
+             << "axis '" << axis
+             << "' has no role but an earlier axis has one; either every "
+                "axis of a mesh has a role or none has";
+    }
     names.push_back(parser.getBuilder().getStringAttr(axis));
     sizes.push_back(size);
     return success();
@@ -41,6 +64,9 @@ ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
   result.addAttribute(getAxisNamesAttrName(result.name), b.getArrayAttr(names));
   result.addAttribute(getAxisSizesAttrName(result.name),
                       b.getDenseI64ArrayAttr(sizes));
+  if (!roles.empty())
+    result.addAttribute(getAxisRolesAttrName(result.name),
+                        b.getArrayAttr(roles));
   return success();
 }
 
@@ -48,15 +74,22 @@ void MeshOp::print(OpAsmPrinter &p) {
   p << ' ';
   p.printSymbolName(getSymName());
   p << " [";
+  ArrayAttr roles = getAxisRolesAttr();
   llvm::interleaveComma(
-      llvm::zip(getAxisNames(), getAxisSizes()), p, [&](auto it) {
-        p.printKeywordOrString(cast<StringAttr>(std::get<0>(it)).getValue());
-        p << " = " << std::get<1>(it);
+      llvm::enumerate(llvm::zip(getAxisNames(), getAxisSizes())), p,
+      [&](auto it) {
+        auto [name, size] = it.value();
+        p.printKeywordOrString(cast<StringAttr>(name).getValue());
+        p << " = " << size;
+        if (roles && it.index() < roles.size())
+          p << " : "
+            << stringifyAxisRole(
+                   cast<AxisRoleAttr>(roles[it.index()]).getValue());
       });
   p << "]";
-  p.printOptionalAttrDict(
-      (*this)->getAttrs(),
-      {getSymNameAttrName(), getAxisNamesAttrName(), getAxisSizesAttrName()});
+  p.printOptionalAttrDict((*this)->getAttrs(),
+                          {getSymNameAttrName(), getAxisNamesAttrName(),
+                           getAxisSizesAttrName(), getAxisRolesAttrName()});
 }
 
 LogicalResult MeshOp::verify() {
@@ -74,6 +107,21 @@ LogicalResult MeshOp::verify() {
     if (size < 1)
       return emitOpError() << "axis '" << name
                            << "' must have size >= 1, found " << size;
+  }
+  if (ArrayAttr roles = getAxisRolesAttr()) {
+    if (roles.size() != getAxisNames().size())
+      return emitOpError() << "has " << getAxisNames().size() << " axes but "
+                           << roles.size() << " axis roles";
+    llvm::SmallDenseMap<AxisRole, StringRef> owner;
+    for (auto [nameAttr, roleAttr] : llvm::zip(getAxisNames(), roles)) {
+      StringRef name = cast<StringAttr>(nameAttr).getValue();
+      AxisRole role = cast<AxisRoleAttr>(roleAttr).getValue();
+      auto [it, inserted] = owner.try_emplace(role, name);
+      if (!inserted)
+        return emitOpError()
+               << "role '" << stringifyAxisRole(role) << "' is given to axes '"
+               << it->second << "' and '" << name << "'";
+    }
   }
   if (!checkedProduct(getAxisSizes())) {
     InFlightDiagnostic diag = emitOpError()
@@ -95,6 +143,24 @@ std::optional<unsigned> MeshOp::getAxisIndex(StringRef axis) {
     if (cast<StringAttr>(name).getValue() == axis)
       return i;
   return std::nullopt;
+}
+
+std::optional<AxisRole> MeshOp::getAxisRole(StringRef axis) {
+  ArrayAttr roles = getAxisRolesAttr();
+  std::optional<unsigned> index = getAxisIndex(axis);
+  if (!roles || !index || *index >= roles.size())
+    return std::nullopt;
+  return cast<AxisRoleAttr>(roles[*index]).getValue();
+}
+
+StringAttr MeshOp::getAxisWithRole(AxisRole role) {
+  ArrayAttr roles = getAxisRolesAttr();
+  if (!roles)
+    return {};
+  for (auto [name, roleAttr] : llvm::zip(getAxisNames(), roles))
+    if (cast<AxisRoleAttr>(roleAttr).getValue() == role)
+      return cast<StringAttr>(name);
+  return {};
 }
 
 int64_t MeshOp::getAxisSize(StringRef axis) {

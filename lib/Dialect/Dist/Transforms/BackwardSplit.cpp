@@ -2,12 +2,15 @@
 
 #include "BackwardSplit.h"
 
+#include "autoshard/Dialect/Tfm/IR/TfmAttrs.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
+using namespace autoshard;
 using namespace autoshard::dist;
 
 namespace {
@@ -94,6 +97,7 @@ BackwardCallSplitter::splitCallee(func::FuncOp callee,
     inputResults.push_back(v.getType());
   func::FuncOp input =
       makePart("__input", callee.getArgumentTypes(), inputResults);
+  tfm::setFuncKind(input, tfm::FuncKind::InputGrad);
   {
     OpBuilder ib = OpBuilder::atBlockEnd(&input.front());
     IRMapping map;
@@ -117,6 +121,7 @@ BackwardCallSplitter::splitCallee(func::FuncOp callee,
     weightResultTypes.push_back(v.getType());
   b.setInsertionPointAfter(input);
   func::FuncOp weight = makePart("__weight", weightArgs, weightResultTypes);
+  tfm::setFuncKind(weight, tfm::FuncKind::WeightGrad);
   {
     OpBuilder wb = OpBuilder::atBlockEnd(&weight.front());
     IRMapping map;
@@ -167,8 +172,8 @@ BackwardCallSplitter::split(func::CallOp call,
     inputCall->setAttr(attr.getName(), attr.getValue());
     weightCall->setAttr(attr.getName(), attr.getValue());
   }
-  inputCall->setAttr(kBackwardPartAttr, b.getStringAttr("input"));
-  weightCall->setAttr(kBackwardPartAttr, b.getStringAttr("weight"));
+  inputCall->setAttr(kBackwardPartAttrName, b.getStringAttr("input"));
+  weightCall->setAttr(kBackwardPartAttrName, b.getStringAttr("weight"));
   unsigned nextInput = 0, nextWeight = 0;
   for (unsigned i = 0, e = call.getNumResults(); i < e; ++i)
     call.getResult(i).replaceAllUsesWith(

@@ -12,6 +12,8 @@
 #ifndef AUTOSHARD_LIB_DIALECT_DIST_TRANSFORMS_BACKWARDSPLIT_H
 #define AUTOSHARD_LIB_DIALECT_DIST_TRANSFORMS_BACKWARDSPLIT_H
 
+#include "autoshard/Dialect/Dist/IR/DistAttrNames.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -21,10 +23,6 @@
 #include <string>
 
 namespace autoshard::dist {
-
-/// The attribute dist-pipeline-split sets on the two calls: "input" or
-/// "weight".
-constexpr llvm::StringLiteral kBackwardPartAttr = "dist.backward_part";
 
 /// Splits calls of backward functions into an input-gradient call and a
 /// weight-gradient call. Callee pairs are created once per (callee, split)

@@ -9,6 +9,7 @@
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Dist/Transforms/Plan.h"
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -68,16 +69,13 @@ private:
     }
     return ShardingAttr::get(ctx, meshRef, attrs);
   }
-  int64_t axisSize(StringRef axis) const {
-    if (axis == "dp")
-      return plan.getExpertDataParallel();
-    if (axis == "ep")
-      return plan.getExpertParallelOverDp();
-    if (axis == "tp")
-      return plan.tp;
-    if (axis == "pp")
-      return plan.pp;
-    return plan.cp;
+  /// The name of the plan's mesh axis of role `role`.
+  static StringRef axisName(AxisRole role) { return Plan::getAxisName(role); }
+  int64_t axisSize(StringRef name) const {
+    for (const Plan::MeshAxis &meshAxis : plan.getMeshAxes())
+      if (meshAxis.name == name)
+        return meshAxis.size;
+    return 1;
   }
   int64_t product(ArrayRef<StringRef> axes) const {
     int64_t p = 1;
@@ -91,9 +89,9 @@ private:
   SmallVector<StringRef> dataAxes() const {
     SmallVector<StringRef> axes;
     if (plan.getExpertDataParallel() > 1)
-      axes.push_back("dp");
+      axes.push_back(axisName(AxisRole::Data));
     if (plan.getExpertParallelOverDp() > 1)
-      axes.push_back("ep");
+      axes.push_back(axisName(AxisRole::Expert));
     return axes;
   }
   /// The mesh axes of the ep group, major to minor: `ep` (its dp part) and,
@@ -101,9 +99,9 @@ private:
   SmallVector<StringRef> expertAxes() const {
     SmallVector<StringRef> axes;
     if (plan.ep > 1 && plan.getExpertParallelOverDp() > 1)
-      axes.push_back("ep");
+      axes.push_back(axisName(AxisRole::Expert));
     if (plan.ep > 1 && plan.cp > 1)
-      axes.push_back("cp");
+      axes.push_back(axisName(AxisRole::Context));
     return axes;
   }
   LogicalResult checkModelDims();
@@ -133,7 +131,7 @@ private:
 /// Checks the model-level divisibility rules of TP and EP from `tfm.model`
 /// and the MoE ops.
 LogicalResult Seeder::checkModelDims() {
-  auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
+  auto model = module->getAttrOfType<DictionaryAttr>(tfm::kModelAttrName);
   if (plan.ep > 1) {
     int64_t experts = 0;
     module.walk([&](tfm::MoeDispatchOp op) {
@@ -184,9 +182,9 @@ LogicalResult Seeder::checkModelDims() {
 SmallVector<StringRef> Seeder::zeroAxes(bool expert) const {
   SmallVector<StringRef> axes = dataAxes();
   if (expert)
-    llvm::erase(axes, StringRef("ep"));
+    llvm::erase(axes, axisName(AxisRole::Expert));
   if (plan.cp > 1 && !(expert && plan.ep > 1))
-    axes.push_back("cp");
+    axes.push_back(axisName(AxisRole::Context));
   return axes;
 }
 
@@ -217,15 +215,16 @@ FailureOr<DimAxes> Seeder::paramSharding(func::FuncOp fn, unsigned index) {
   DictionaryAttr attrs = fn.getArgAttrDict(index);
   auto type = cast<RankedTensorType>(fn.getArgumentTypes()[index]);
   DimAxes dims(type.getRank());
-  StringRef role = getStrAttr(attrs, "tfm.role");
-  StringRef name = getStrAttr(attrs, "tfm.param");
+  StringRef role = getStrAttr(attrs, tfm::kRoleAttrName);
+  StringRef name = getStrAttr(attrs, tfm::kParamAttrName);
   if (plan.tp > 1) {
     std::optional<unsigned> dim;
     if (isColumnRole(role) || role == "lm_head")
       dim = type.getRank() - 1;
     else if (role == "attn_out" || role == "mlp_down" || role == "embedding")
       dim = 0;
-    else if (role == "bias" && isColumnRole(getStrAttr(attrs, "tfm.bias_of")))
+    else if (role == "bias" &&
+             isColumnRole(getStrAttr(attrs, tfm::kBiasOfAttrName)))
       dim = type.getRank() - 1;
     if (dim && type.getRank() >= 1) {
       if (type.getRank() != (role == "bias" ? 1 : 2))
@@ -241,7 +240,7 @@ FailureOr<DimAxes> Seeder::paramSharding(func::FuncOp fn, unsigned index) {
                << (role == "embedding" || role == "lm_head"
                        ? " (pad the vocabulary: --vocab-multiple)"
                        : "");
-      dims[*dim].push_back("tp");
+      dims[*dim].push_back(axisName(AxisRole::Tensor));
     }
   }
   if (plan.ep > 1 && isExpertRole(role)) {
@@ -268,27 +267,27 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
   bool wholeSequences = false;
   for (unsigned r = 0, e = fn.getNumResults(); r < e; ++r)
     wholeSequences |=
-        getStrAttr(fn.getResultAttrDict(r), "tfm.output") == "logits";
+        getStrAttr(fn.getResultAttrDict(r), tfm::kOutputAttrName) == "logits";
   // Parameters first, so that states can copy their parameter's sharding.
   SmallVector<std::pair<unsigned, DimAxes>> seeds;
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
     DictionaryAttr attrs = fn.getArgAttrDict(i);
-    if (getStrAttr(attrs, "tfm.param").empty())
+    if (getStrAttr(attrs, tfm::kParamAttrName).empty())
       continue;
     FailureOr<DimAxes> dims = paramSharding(fn, i);
     if (failed(dims))
       return failure();
-    byName[getStrAttr(attrs, "tfm.param")] = *dims;
+    byName[getStrAttr(attrs, tfm::kParamAttrName)] = *dims;
     seeds.emplace_back(i, *dims);
   }
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
     DictionaryAttr attrs = fn.getArgAttrDict(i);
     auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
-    if (!type || !getStrAttr(attrs, "tfm.param").empty())
+    if (!type || !getStrAttr(attrs, tfm::kParamAttrName).empty())
       continue;
     DimAxes dims(type.getRank());
-    StringRef input = getStrAttr(attrs, "tfm.input");
-    StringRef state = getStrAttr(attrs, "tfm.state");
+    StringRef input = getStrAttr(attrs, tfm::kInputAttrName);
+    StringRef state = getStrAttr(attrs, tfm::kStateAttrName);
     if ((input == "tokens" || input == "labels") && type.getRank() >= 1 &&
         plan.dp > 1) {
       // The batch is split over every data-parallel rank: `dp`, and `ep`
@@ -319,9 +318,9 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
                << "plan cp=" << plan.cp << ": the sequence dim of input '"
                << input << "' (size " << type.getDimSize(1)
                << ") is not divisible by cp";
-      dims[1].push_back("cp");
+      dims[1].push_back(axisName(AxisRole::Context));
     } else if (!state.empty()) {
-      StringRef of = getStrAttr(attrs, "tfm.state_of");
+      StringRef of = getStrAttr(attrs, tfm::kStateOfAttrName);
       bool expert = expertNames.contains(of);
       if (expert)
         expertNames.insert(state);
@@ -348,17 +347,17 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
     ShardingAttr seed = toAttr(dims);
     DictionaryAttr attrs = fn.getArgAttrDict(i);
     auto annotated = fn.getArgAttrOfType<ShardingAttr>(i, attrName);
-    bool hasRole = !getStrAttr(attrs, "tfm.param").empty() ||
-                   !getStrAttr(attrs, "tfm.state").empty() ||
-                   !getStrAttr(attrs, "tfm.input").empty();
+    bool hasRole = !getStrAttr(attrs, tfm::kParamAttrName).empty() ||
+                   !getStrAttr(attrs, tfm::kStateAttrName).empty() ||
+                   !getStrAttr(attrs, tfm::kInputAttrName).empty();
     if (annotated && !hasRole)
       continue; // the user's layout for an argument the plan has no say on
     if (annotated && annotated != seed) {
-      StringRef name = getStrAttr(attrs, "tfm.param");
+      StringRef name = getStrAttr(attrs, tfm::kParamAttrName);
       if (name.empty())
-        name = getStrAttr(attrs, "tfm.state");
+        name = getStrAttr(attrs, tfm::kStateAttrName);
       if (name.empty())
-        name = getStrAttr(attrs, "tfm.input");
+        name = getStrAttr(attrs, tfm::kInputAttrName);
       return fn.emitError()
              << "dist-apply-plan: conflicting annotation: argument #" << i
              << " ('" << name << "') of @" << fn.getSymName()
@@ -376,9 +375,9 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
     auto type = dyn_cast<RankedTensorType>(fn.getResultTypes()[r]);
     if (!type)
       continue;
-    StringRef name = getStrAttr(attrs, "tfm.param");
+    StringRef name = getStrAttr(attrs, tfm::kParamAttrName);
     if (name.empty())
-      name = getStrAttr(attrs, "tfm.state");
+      name = getStrAttr(attrs, tfm::kStateAttrName);
     if (!name.empty()) {
       auto it = byName.find(name);
       if (it != byName.end() &&
@@ -386,7 +385,7 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
         fn.setResultAttr(r, attrName, toAttr(it->second));
     } else if (type.getRank() == 0) {
       fn.setResultAttr(r, attrName, toAttr({}));
-    } else if (getStrAttr(attrs, "tfm.output") == "logits") {
+    } else if (getStrAttr(attrs, tfm::kOutputAttrName) == "logits") {
       // Whole rows for sampling: the vocabulary-parallel logits are gathered
       // over tp once, at the end of the forward-only entry (training never
       // gathers them); the batch stays on dp.
@@ -458,7 +457,7 @@ void Seeder::constrainExperts(func::FuncOp fn) {
     DimAxes dims(4);
     dims[0] = expertAxes();
     if (plan.getExpertDataParallel() > 1)
-      dims[1].push_back("dp");
+      dims[1].push_back(axisName(AxisRole::Data));
     return toAttr(dims);
   };
   // Operand `i` of `op` through constraints to `layouts` (in order).
@@ -500,9 +499,9 @@ void Seeder::constrainExperts(func::FuncOp fn) {
   SmallVector<ShardingAttr, 3> expertToToken = {expert, token};
   if (plan.ep > 1 && plan.cp > 1 && plan.getExpertParallelOverDp() > 1) {
     DimAxes middle(4);
-    middle[0].push_back("ep");
+    middle[0].push_back(axisName(AxisRole::Expert));
     if (plan.getExpertDataParallel() > 1)
-      middle[1].push_back("dp");
+      middle[1].push_back(axisName(AxisRole::Data));
     expertToToken.insert(expertToToken.begin() + 1, toAttr(middle));
   }
   SmallVector<Operation *> ops;
@@ -553,10 +552,10 @@ LogicalResult Seeder::constrainUlysses(func::FuncOp fn) {
       seq[0] = heads[0] = data;
     unsigned headDim = isLse ? 1 : 2, seqDim = isLse ? 2 : 1;
     if (plan.tp > 1)
-      seq[headDim].push_back("tp");
-    seq[seqDim].push_back("cp");
+      seq[headDim].push_back(axisName(AxisRole::Tensor));
+    seq[seqDim].push_back(axisName(AxisRole::Context));
     heads[headDim] = seq[headDim];
-    heads[headDim].push_back("cp");
+    heads[headDim].push_back(axisName(AxisRole::Context));
     return std::make_pair(toAttr(seq), toAttr(heads));
   };
   auto checkHeads = [&](Operation *op, Value v,
@@ -675,7 +674,8 @@ LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
       continue;
     std::optional<unsigned> hiddenArg;
     for (unsigned i = 0, e = callee.getNumArguments(); i < e; ++i)
-      if (getStrAttr(callee.getArgAttrDict(i), "tfm.role") == "hidden") {
+      if (getStrAttr(callee.getArgAttrDict(i), tfm::kRoleAttrName) ==
+          "hidden") {
         hiddenArg = i;
         break;
       }
@@ -696,8 +696,8 @@ LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
     // CP splits the sequence first (contiguous chunks per cp rank), SP
     // splits each chunk on tp.
     if (plan.cp > 1)
-      dims[1].push_back("cp");
-    dims[1].push_back("tp");
+      dims[1].push_back(axisName(AxisRole::Context));
+    dims[1].push_back(axisName(AxisRole::Tensor));
     ShardingAttr sharding = toAttr(dims);
     OpBuilder b(call);
     // Operands: hidden-role args, and the leading unannotated gradients of
@@ -708,8 +708,9 @@ LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
       bool annotated = attrs && !attrs.empty();
       if (annotated)
         leading = false;
-      bool isHidden = getStrAttr(attrs, "tfm.role") == "hidden";
-      bool isDy = leading && callee.getName().ends_with("_bwd");
+      bool isHidden = getStrAttr(attrs, tfm::kRoleAttrName) == "hidden";
+      bool isDy =
+          leading && tfm::getFuncKind(callee) == tfm::FuncKind::Backward;
       if ((!isHidden && !isDy) || call.getOperand(i).getType() != hiddenType)
         continue;
       if (auto prev = call.getOperand(i).getDefiningOp<ShardingConstraintOp>())
@@ -719,7 +720,7 @@ LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
                                             call.getOperand(i), sharding);
       call->setOperand(i, c.getResult());
     }
-    // Results: hidden-role results, else (a `_fwd` or plain block without
+    // Results: hidden-role results, else (a forward or plain block without
     // result attrs) result 0.
     b.setInsertionPointAfter(call);
     bool anyResultAttrs = false;
@@ -728,9 +729,9 @@ LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
       anyResultAttrs |= attrs && !attrs.empty();
     }
     for (unsigned r = 0, e = call.getNumResults(); r < e; ++r) {
-      bool isHidden =
-          getStrAttr(callee.getResultAttrDict(r), "tfm.role") == "hidden" ||
-          (!anyResultAttrs && r == 0);
+      bool isHidden = getStrAttr(callee.getResultAttrDict(r),
+                                 tfm::kRoleAttrName) == "hidden" ||
+                      (!anyResultAttrs && r == 0);
       Value result = call.getResult(r);
       if (!isHidden || result.getType() != hiddenType)
         continue;
@@ -745,12 +746,14 @@ LogicalResult Seeder::run() {
   if (failed(checkModelDims()))
     return failure();
   OpBuilder b(ctx);
-  SmallVector<Attribute> names;
+  SmallVector<Attribute> names, roles;
   SmallVector<int64_t> sizes;
-  for (auto [name, size] : plan.getMeshAxes()) {
-    names.push_back(b.getStringAttr(name));
-    sizes.push_back(size);
+  for (const Plan::MeshAxis &meshAxis : plan.getMeshAxes()) {
+    names.push_back(b.getStringAttr(meshAxis.name));
+    sizes.push_back(meshAxis.size);
+    roles.push_back(AxisRoleAttr::get(ctx, meshAxis.role));
   }
+  ArrayAttr roleAttr = b.getArrayAttr(roles);
   // A mesh the user declared (to annotate values on it) must be the plan's.
   if (Operation *existing = SymbolTable::lookupSymbolIn(module, kMeshName)) {
     auto mesh = dyn_cast<MeshOp>(existing);
@@ -758,24 +761,29 @@ LogicalResult Seeder::run() {
       return existing->emitError()
              << "dist-apply-plan: the module already has a symbol @"
              << kMeshName << " that is not a dist.mesh";
+    // Without roles it takes the plan's (the passes after find axes by
+    // role).
     if (mesh.getAxisNames() != b.getArrayAttr(names) ||
-        mesh.getAxisSizes() != ArrayRef<int64_t>(sizes)) {
+        mesh.getAxisSizes() != ArrayRef<int64_t>(sizes) ||
+        (mesh.getAxisRolesAttr() && mesh.getAxisRolesAttr() != roleAttr)) {
       InFlightDiagnostic diag = mesh.emitError()
                                 << "dist-apply-plan: the module's mesh @"
                                 << kMeshName << " does not match plan '"
                                 << plan.str() << "', whose mesh is [";
-      llvm::interleaveComma(llvm::zip(names, sizes), diag, [&](auto axis) {
-        diag << cast<StringAttr>(std::get<0>(axis)).getValue() << " = "
-             << std::get<1>(axis);
+      llvm::interleaveComma(plan.getMeshAxes(), diag, [&](auto meshAxis) {
+        diag << meshAxis.name << " = " << meshAxis.size << " : "
+             << stringifyAxisRole(meshAxis.role);
       });
       return diag << "]";
     }
+    mesh.setAxisRolesAttr(roleAttr);
   } else {
     b.setInsertionPointToStart(module.getBody());
     MeshOp::create(b, module.getLoc(), b.getStringAttr(kMeshName),
-                   b.getArrayAttr(names), b.getDenseI64ArrayAttr(sizes));
+                   b.getArrayAttr(names), b.getDenseI64ArrayAttr(sizes),
+                   roleAttr);
   }
-  module->setAttr("dist.plan", plan.toAttr(ctx));
+  module->setAttr(kPlanAttrName, plan.toAttr(ctx));
 
   SmallVector<func::FuncOp> entries;
   for (auto fn : module.getOps<func::FuncOp>())
@@ -802,7 +810,7 @@ LogicalResult Seeder::run() {
     SmallVector<Attribute> list;
     for (const std::string &name : zeroUnsharded)
       list.push_back(b.getStringAttr(name));
-    module->setAttr("dist.zero_unsharded", b.getArrayAttr(list));
+    module->setAttr(kZeroUnshardedAttrName, b.getArrayAttr(list));
   }
   return success();
 }
@@ -822,7 +830,8 @@ struct DistApplyPlanPass
     // Microbatching is built by tfm-autodiff (the forward is differentiated
     // per microbatch); the plan must name the same count.
     int64_t microbatches = 1;
-    if (auto attr = module->getAttrOfType<IntegerAttr>("tfm.microbatches"))
+    if (auto attr =
+            module->getAttrOfType<IntegerAttr>(tfm::kMicrobatchesAttrName))
       microbatches = attr.getInt();
     if (parsed->mb != microbatches) {
       module.emitError() << "dist-apply-plan: plan mb=" << parsed->mb
@@ -836,7 +845,8 @@ struct DistApplyPlanPass
     }
     // Recomputation is built by tfm-recompute (after tfm-autodiff); the
     // plan must name the mode the module was rewritten for.
-    auto recomputeAttr = module->getAttrOfType<StringAttr>("tfm.recompute");
+    auto recomputeAttr =
+        module->getAttrOfType<StringAttr>(tfm::kRecomputeAttrName);
     StringRef recompute = recomputeAttr ? recomputeAttr.getValue() : "none";
     if (parsed->recompute != recompute) {
       module.emitError() << "dist-apply-plan: plan recompute="

@@ -27,10 +27,12 @@
 #include "RunPassPipeline.h"
 
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Dist/Transforms/Plan.h"
 #include "autoshard/Dialect/Rt/IR/RtDialect.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h"
 #include "autoshard/Planner/Cluster.h"
@@ -135,13 +137,18 @@ std::optional<planner::CollectiveKind> collectiveKind(Operation *op) {
   return std::nullopt;
 }
 
-bool onlyTpAxis(Operation *op) {
+/// True if collective `op` runs over the tensor-parallel axis only.
+bool onlyTensorAxis(Operation *op) {
   auto axes = op->getAttrOfType<ArrayAttr>("axes");
-  if (!axes || axes.empty())
+  auto meshRef = op->getAttrOfType<FlatSymbolRefAttr>("mesh");
+  if (!axes || axes.empty() || !meshRef)
+    return false;
+  MeshOp mesh = lookupMesh(op, meshRef);
+  if (!mesh)
     return false;
   for (Attribute a : axes) {
     auto s = dyn_cast<StringAttr>(a);
-    if (!s || s.getValue() != "tp")
+    if (!s || !mesh.hasAxisRole(s.getValue(), AxisRole::Tensor))
       return false;
   }
   return true;
@@ -209,7 +216,7 @@ void record(Operation *op, RawFunction &f) {
     return;
   }
   if (auto kind = collectiveKind(op)) {
-    if (!onlyTpAxis(op))
+    if (!onlyTensorAxis(op))
       return;
     // nccl-tests S: the larger of operand and result (gathered /
     // pre-scatter buffer), the buffer for all-reduce.
@@ -231,21 +238,26 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     err = "the compiled program has no train_step";
     return failure();
   }
-  // Block calls: @B_fwd / @B_bwd; with tfm-recompute mode=selective
-  // @B_selective_fwd / @B_selective_bwd; with mode=full @B_full_fwd, @B_bwd
-  // and the re-run `call @B_recompute_full {tfm.recompute}` before it.
+  // Block calls (by tfm.func_kind): @B_fwd / @B_bwd; with tfm-recompute
+  // mode=selective @B_selective_fwd / @B_selective_bwd; with mode=full
+  // @B_full_fwd, @B_bwd and the re-run `call @B_recompute_full
+  // {tfm.recompute}` before it.
   func::FuncOp fwd, bwd, recompute;
+  auto kindOf = [&](func::CallOp call) {
+    return tfm::getFuncKind(module.lookupSymbol(call.getCalleeAttr()));
+  };
   for (auto call : step.getOps<func::CallOp>()) {
-    StringRef callee = call.getCallee();
-    if (!recompute && (call->hasAttr("tfm.recompute") ||
-                       callee.ends_with("_recompute_full"))) {
-      recompute = module.lookupSymbol<func::FuncOp>(callee);
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCalleeAttr());
+    std::optional<tfm::FuncKind> kind = kindOf(call);
+    if (!recompute && (call->hasAttr(tfm::kRecomputeAttrName) ||
+                       kind == tfm::FuncKind::Recompute)) {
+      recompute = callee;
       continue;
     }
-    if (!fwd && callee.ends_with("_fwd"))
-      fwd = module.lookupSymbol<func::FuncOp>(callee);
-    if (!bwd && callee.ends_with("_bwd"))
-      bwd = module.lookupSymbol<func::FuncOp>(callee);
+    if (!fwd && kind == tfm::FuncKind::Forward)
+      fwd = callee;
+    if (!bwd && kind == tfm::FuncKind::Backward)
+      bwd = callee;
   }
   if (!fwd || !bwd) {
     err = "no block forward/backward functions (*_fwd, *_bwd) in train_step";
@@ -262,19 +274,19 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
   bool lossSeen = false;
   for (Operation &op : step.getBody().front()) {
     if (auto call = dyn_cast<func::CallOp>(&op)) {
-      if (call.getCallee().ends_with("_fwd"))
+      if (kindOf(call) == tfm::FuncKind::Forward)
         phase = 1;
-      else if (call.getCallee().ends_with("_bwd"))
+      else if (kindOf(call) == tfm::FuncKind::Backward)
         phase = 2;
       continue;
     }
-    if (isa<tfm::AdamwOp, tfm::SumSquaresOp, tfm::ClipCoefOp>(&op))
+    if (op.hasTrait<tfm::trait::OptimizerStep>())
       continue;
     if (phase == 0) {
       record(&op, p.preFwd);
     } else if (phase == 1) {
       record(&op, lossSeen ? p.postBwd : p.postFwd);
-      if (isa<tfm::CrossEntropyOp, tfm::VocabCeLossOp>(&op))
+      if (op.hasTrait<tfm::trait::TrainingLoss>())
         lossSeen = true;
     } else {
       record(&op, p.preBwd);
@@ -282,10 +294,10 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
   }
   // Parameters per rank.
   for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
-    if (step.getArgAttr(i, "tfm.param"))
+    if (step.getArgAttr(i, tfm::kParamAttrName))
       p.totalParams += tensorElements(step.getArgument(i).getType());
   for (unsigned i = 0, e = fwd.getNumArguments(); i < e; ++i) {
-    auto role = fwd.getArgAttrOfType<StringAttr>(i, "tfm.role");
+    auto role = fwd.getArgAttrOfType<StringAttr>(i, tfm::kRoleAttrName);
     if (role && role.getValue() != "hidden" && role.getValue() != "layer_index")
       p.layerParams += tensorElements(fwd.getArgument(i).getType());
     if (role && role.getValue().starts_with("expert_"))
@@ -420,7 +432,7 @@ struct DistAutoPlanPass
     if (!machine)
       return fail(llvm::toString(machine.takeError()));
 
-    auto modelAttr = module->getAttrOfType<DictionaryAttr>("tfm.model");
+    auto modelAttr = module->getAttrOfType<DictionaryAttr>(tfm::kModelAttrName);
     if (!modelAttr)
       return fail("the module has no tfm.model attribute (run on the model "
                   "builder's output, before tfm-autodiff)");
@@ -644,7 +656,7 @@ struct DistAutoPlanPass
       return signalPassFailure();
     if (!result.best.empty())
       module->setAttr(
-          "dist.auto_plan",
+          kAutoPlanAttrName,
           StringAttr::get(module.getContext(), result.best.front().plan.str()));
     markAllAnalysesPreserved();
   }
@@ -770,7 +782,8 @@ struct DistAutoPlanPass
         op.erase();
     llvm::BitVector unused(fwd.getNumArguments());
     for (unsigned i = 0, e = fwd.getNumArguments(); i < e; ++i)
-      if (fwd.getArgument(i).use_empty() && fwd.getArgAttr(i, "tfm.param"))
+      if (fwd.getArgument(i).use_empty() &&
+          fwd.getArgAttr(i, tfm::kParamAttrName))
         unused.set(i);
     if (failed(fwd.eraseArguments(unused)))
       return failure();

@@ -19,6 +19,7 @@
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Pipeline/Schedule.h"
 #include "autoshard/Pipeline/Simulate.h"
 
@@ -332,12 +333,12 @@ void Explainer::readRoles(ModuleOp module,
       DictionaryAttr attrs = func.getArgAttrDict(i);
       if (!attrs)
         continue;
-      auto role = attrs.getAs<StringAttr>("tfm.role");
-      if (auto param = attrs.getAs<StringAttr>("tfm.param"))
+      auto role = attrs.getAs<StringAttr>(tfm::kRoleAttrName);
+      if (auto param = attrs.getAs<StringAttr>(tfm::kParamAttrName))
         if (role)
           roles[param.getValue()] = role.str();
-      if (auto state = attrs.getAs<StringAttr>("tfm.state"))
-        if (auto of = attrs.getAs<StringAttr>("tfm.state_of"))
+      if (auto state = attrs.getAs<StringAttr>(tfm::kStateAttrName))
+        if (auto of = attrs.getAs<StringAttr>(tfm::kStateOfAttrName))
           stateOf[state.getValue()] = of.str();
     }
   }
@@ -412,7 +413,7 @@ LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
   rows.clear();
   expand(step.getSymName(), 1);
   r.rows = rows;
-  if (auto mode = module->getAttrOfType<StringAttr>("tfm.recompute"))
+  if (auto mode = module->getAttrOfType<StringAttr>(tfm::kRecomputeAttrName))
     r.recompute = mode.getValue().str();
   for (auto func : module.getOps<rt::FuncOp>())
     if ((func.getSymName().contains("_recompute_") ||
@@ -461,7 +462,7 @@ LogicalResult Explainer::read(const llvm::StringMap<std::string> &roles) {
 }
 
 void Explainer::readHeader() {
-  if (auto model = module->getAttrOfType<DictionaryAttr>("tfm.model")) {
+  if (auto model = module->getAttrOfType<DictionaryAttr>(tfm::kModelAttrName)) {
     for (NamedAttribute entry : model) {
       StringRef key = entry.getName().getValue();
       if (auto s = dyn_cast<StringAttr>(entry.getValue()))
@@ -474,7 +475,7 @@ void Explainer::readHeader() {
     if (auto name = model.getAs<StringAttr>("name"))
       r.modelName = name.str();
   }
-  if (auto plan = module->getAttrOfType<DictionaryAttr>("dist.plan")) {
+  if (auto plan = module->getAttrOfType<DictionaryAttr>(dist::kPlanAttrName)) {
     r.hasPlan = true;
     for (NamedAttribute entry : plan) {
       std::string value;
@@ -498,7 +499,8 @@ void Explainer::readHeader() {
     r.worldSize = mesh.getNumDevices();
     break;
   }
-  if (auto unsharded = module->getAttrOfType<ArrayAttr>("dist.zero_unsharded"))
+  if (auto unsharded =
+          module->getAttrOfType<ArrayAttr>(dist::kZeroUnshardedAttrName))
     for (Attribute name : unsharded)
       if (auto s = dyn_cast<StringAttr>(name))
         r.zeroUnsharded.push_back(s.str());
@@ -1363,7 +1365,8 @@ json::Value toJson(const Report &r) {
 /// recorded by dist-pipeline-split): makespan, bubble (algorithms.md §1.2,
 /// both conventions) and peak in-flight activations per rank.
 void writePipeline(ModuleOp module, llvm::raw_ostream &os) {
-  auto text = module->getAttrOfType<StringAttr>("dist.pipeline_schedule");
+  auto text =
+      module->getAttrOfType<StringAttr>(dist::kPipelineScheduleAttrName);
   if (!text)
     return;
   pipeline::OrError<pipeline::PipelineSchedule> schedule =
@@ -1375,7 +1378,7 @@ void writePipeline(ModuleOp module, llvm::raw_ostream &os) {
   }
   const pipeline::PipelineSchedule &sch = *schedule;
   std::string kind = "?";
-  if (auto plan = module->getAttrOfType<DictionaryAttr>("dist.plan"))
+  if (auto plan = module->getAttrOfType<DictionaryAttr>(dist::kPlanAttrName))
     if (auto name = plan.getAs<StringAttr>("schedule"))
       kind = name.getValue().str();
   int64_t vpp = sch.numRanks ? sch.numStages / sch.numRanks : 1;
@@ -1383,7 +1386,8 @@ void writePipeline(ModuleOp module, llvm::raw_ostream &os) {
      << " stages, " << sch.numMicrobatches << " microbatches, schedule " << kind
      << ")\n";
   // The layers of each stage and their cost (dist-pipeline-split's split).
-  auto stages = module->getAttrOfType<DictionaryAttr>("dist.pipeline_stages");
+  auto stages =
+      module->getAttrOfType<DictionaryAttr>(dist::kPipelineStagesAttrName);
   ArrayRef<int64_t> firstLayer, stageFlops;
   int64_t numLayers = 0;
   if (stages) {

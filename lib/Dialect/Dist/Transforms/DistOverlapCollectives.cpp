@@ -30,13 +30,16 @@ using namespace autoshard::dist;
 namespace {
 
 /// A reduction this pass may start early: blocking, and over a group whose
-/// members all run this function (no `pp` axis: stage programs differ).
-bool isCandidate(Operation *op) {
+/// members all run this function (no pipeline axis: stage programs differ).
+bool isCandidate(Operation *op, SymbolTableCollection &symbols) {
   if (!isa<AllReduceOp, ReduceScatterOp>(op))
     return false;
   auto axes = op->getAttrOfType<ArrayAttr>("axes");
-  return axes && llvm::none_of(axes, [](Attribute a) {
-           return cast<StringAttr>(a).getValue() == "pp";
+  auto meshRef = op->getAttrOfType<FlatSymbolRefAttr>("mesh");
+  MeshOp mesh = meshRef ? lookupMesh(symbols, op, meshRef) : MeshOp();
+  return axes && mesh && llvm::none_of(axes, [&](Attribute a) {
+           return mesh.hasAxisRole(cast<StringAttr>(a).getValue(),
+                                   AxisRole::Pipeline);
          });
 }
 
@@ -95,17 +98,18 @@ struct DistOverlapCollectivesPass
           << static_cast<int64_t>(overlapCalls);
       return signalPassFailure();
     }
+    SymbolTableCollection symbols;
     for (auto func : getOperation().getOps<func::FuncOp>())
       for (Block &block : func.getBody())
-        runOnBlock(block);
+        runOnBlock(block, symbols);
   }
 
-  void runOnBlock(Block &block) {
+  void runOnBlock(Block &block, SymbolTableCollection &symbols) {
     // In program order, so that the start order stays the original
     // collective order (the same on every member of a group).
     SmallVector<Operation *> reductions;
     for (Operation &op : block)
-      if (isCandidate(&op))
+      if (isCandidate(&op, symbols))
         reductions.push_back(&op);
     for (Operation *op : reductions) {
       // A bucket's pack (its only use is this collective) moves up first ...

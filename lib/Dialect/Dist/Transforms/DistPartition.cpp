@@ -40,8 +40,6 @@ namespace {
 
 using AxisList = SmallVector<StringAttr>;
 
-constexpr StringLiteral kShardingAttr = "dist.sharding";
-
 /// Declared shardings of a function's arguments and results.
 struct Signature {
   SmallVector<ShardingAttr> args;
@@ -82,7 +80,7 @@ RankedTensorType tensorType(Value value) {
 SmallVector<ShardingAttr> resultShardings(Operation *op,
                                           FlatSymbolRefAttr mesh) {
   SmallVector<ShardingAttr> out;
-  Attribute attr = op->getAttr(kShardingAttr);
+  Attribute attr = op->getAttr(kShardingAttrName);
   for (auto [i, result] : llvm::enumerate(op->getResults())) {
     ShardingAttr s;
     if (auto one = dyn_cast_or_null<ShardingAttr>(attr))
@@ -227,7 +225,7 @@ LogicalResult Partitioner::collectSignature(func::FuncOp func) {
   auto get = [&](DictionaryAttr attrs, Type t) -> FailureOr<ShardingAttr> {
     auto tensor = dyn_cast<RankedTensorType>(t);
     ShardingAttr s =
-        attrs ? dyn_cast_or_null<ShardingAttr>(attrs.get(kShardingAttr))
+        attrs ? dyn_cast_or_null<ShardingAttr>(attrs.get(kShardingAttrName))
               : ShardingAttr();
     if (!tensor)
       return ShardingAttr();
@@ -485,7 +483,7 @@ LogicalResult Partitioner::partitionByRule(Operation *op, ShardingRule rule,
   }
   Operation *local = builder.clone(*op);
   local->setOperands(operands);
-  local->removeAttr(kShardingAttr);
+  local->removeAttr(kShardingAttrName);
   for (auto [r, result] : llvm::enumerate(local->getResults())) {
     RankedTensorType type = tensorType(op->getResult(r));
     if (failed(checkSharding(op, actuals[r], type)))
@@ -542,7 +540,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     }
     auto local = cast<func::CallOp>(builder.clone(*op));
     local->setOperands(operands);
-    local->removeAttr(kShardingAttr);
+    local->removeAttr(kShardingAttrName);
     for (auto [i, result] : llvm::enumerate(local.getResults())) {
       result.setType(types[i]);
       setLocal(call.getResult(i), result, sig.results[i]);
@@ -607,7 +605,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   }
   Operation *local = builder.clone(*op);
   local->setOperands(operands);
-  local->removeAttr(kShardingAttr);
+  local->removeAttr(kShardingAttrName);
   for (auto [r, result] : llvm::enumerate(local->getResults())) {
     RankedTensorType type = tensorType(result);
     setLocal(op->getResult(r), result,
@@ -668,10 +666,10 @@ LogicalResult Partitioner::partitionFunction(func::FuncOp func) {
   // Entry functions keep their argument / result shardings (rt-export).
   if (func.isPrivate()) {
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      func.removeArgAttr(i, kShardingAttr);
+      func.removeArgAttr(i, kShardingAttrName);
     for (unsigned i = 0; i < func.getNumResults(); ++i)
-      func.removeResultAttr(i,
-                            StringAttr::get(func.getContext(), kShardingAttr));
+      func.removeResultAttr(
+          i, StringAttr::get(func.getContext(), kShardingAttrName));
   }
   return success();
 }

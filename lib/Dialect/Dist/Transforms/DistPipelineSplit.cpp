@@ -49,6 +49,7 @@
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Dist/Transforms/Plan.h"
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Dialect/Tfm/IR/TfmInterfaces.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 #include "autoshard/Pipeline/Schedule.h"
@@ -78,10 +79,6 @@ using namespace autoshard::dist;
 
 namespace {
 
-constexpr StringLiteral kPipelineAxis = "pp";
-/// Forward re-runs of activation recomputation (tfm-recompute) carry it.
-constexpr StringLiteral kRecomputeAttr = "tfm.recompute";
-
 using UnitKind = pipeline::PipelineOp::Kind;
 
 /// Where an op of the original entry runs.
@@ -106,16 +103,22 @@ bool isFree(Operation *op) {
 
 /// The loss-gradient seeds: every backward op depends on one.
 bool isBackwardSeed(Operation *op) {
-  return isa<tfm::CrossEntropyGradOp, tfm::VocabCeGradOp>(op);
+  return op->hasTrait<tfm::trait::LossGradientSeed>();
+}
+
+/// A reduction whose result adds up partial results over its operands
+/// (the global gradient norm's sum of squares): split over the ranks.
+bool isSplitSum(Operation *op) {
+  return op->hasTrait<tfm::trait::SumOverOperands>();
 }
 
 /// The state (parameter or optimizer state) an argument or result holds.
 StringRef stateName(DictionaryAttr attrs) {
   if (!attrs)
     return {};
-  if (auto name = attrs.getAs<StringAttr>("tfm.param"))
+  if (auto name = attrs.getAs<StringAttr>(tfm::kParamAttrName))
     return name.getValue();
-  if (auto name = attrs.getAs<StringAttr>("tfm.state"))
+  if (auto name = attrs.getAs<StringAttr>(tfm::kStateAttrName))
     return name.getValue();
   return {};
 }
@@ -293,15 +296,15 @@ LogicalResult EntrySplitter::place() {
     llvm::SmallBitVector bits(numMicrobatches);
     if (auto mb = dyn_cast<tfm::MicrobatchOp>(op))
       bits.set(mb.getIndex());
-    bool bwd = isBackwardSeed(op) || op->hasAttr(kRecomputeAttr);
-    bool inTail = isa<tfm::SumSquaresOp>(op);
+    bool bwd = isBackwardSeed(op) || op->hasAttr(tfm::kRecomputeAttrName);
+    bool inTail = isSplitSum(op);
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
       if (!def)
         continue;
       if (auto it = rows.find(def); it != rows.end())
         bits |= it->second;
-      bwd |= backward.contains(def) && !def->hasAttr(kRecomputeAttr);
+      bwd |= backward.contains(def) && !def->hasAttr(tfm::kRecomputeAttrName);
       inTail |= tail.contains(def);
     }
     rows[op] = bits;
@@ -373,7 +376,7 @@ LogicalResult EntrySplitter::classifyBackward(bool allowSplit, bool &didSplit) {
     input.insert(op);
     p.part = UnitKind::I;
     auto call = dyn_cast<func::CallOp>(op);
-    if (allowSplit && call && !call->hasAttr(kBackwardPartAttr) &&
+    if (allowSplit && call && !call->hasAttr(kBackwardPartAttrName) &&
         !usedByInput.all())
       toSplit.emplace_back(call, usedByInput.flip());
   }
@@ -405,7 +408,7 @@ LogicalResult EntrySplitter::assignLayers() {
       forwardCalls[{p.microbatch, operandKey(call)}] = layerOf[op];
       continue;
     }
-    if (call->hasAttr(kRecomputeAttr)) {
+    if (call->hasAttr(tfm::kRecomputeAttrName)) {
       auto it = forwardCalls.find({p.microbatch, operandKey(call)});
       if (it == forwardCalls.end())
         return call.emitError()
@@ -420,7 +423,7 @@ LogicalResult EntrySplitter::assignLayers() {
     for (Value operand : call.getOperands())
       if (Operation *def = operand.getDefiningOp();
           def && isa<func::CallOp>(def) &&
-          (!placement[def].backward() || def->hasAttr(kRecomputeAttr)))
+          (!placement[def].backward() || def->hasAttr(tfm::kRecomputeAttrName)))
         layer = std::max(layer, layerOf.lookup(def));
     if (layer < 0)
       return call.emitError()
@@ -594,9 +597,9 @@ void EntrySplitter::demand(Value value, int64_t rank) {
   case Placement::Tail:
     if (tailOps[rank].contains(op))
       return;
-    if (auto sumSq = dyn_cast<tfm::SumSquaresOp>(op)) {
+    if (isSplitSum(op)) {
       // Split: only the gradients homed on this rank.
-      for (Value operand : sumSq->getOperands())
+      for (Value operand : op->getOperands())
         if (rankOf(operand) == rank || rankOf(operand) < 0)
           demand(operand, rank);
     } else {
@@ -628,7 +631,7 @@ LogicalResult EntrySplitter::computeDemand() {
       if (int64_t r = unitRank(user); r >= 0)
         h.set(r);
     readers[name] = h;
-    if (auto of = attrs.getAs<StringAttr>("tfm.state_of"))
+    if (auto of = attrs.getAs<StringAttr>(tfm::kStateOfAttrName))
       stateOf[name] = of.getValue();
   }
   for (auto &[name, of] : stateOf)
@@ -779,13 +782,13 @@ EntrySplitter::buildRank(int64_t rank,
   // Keep the function's own annotations (e.g. `dist.partitioned`).
   for (NamedAttribute attr : func->getDiscardableAttrs())
     fn->setAttr(attr.getName(), attr.getValue());
-  fn->setAttr("dist.entry", b.getStringAttr(func.getSymName()));
-  fn->setAttr("dist.pp_stage", b.getI64IntegerAttr(rank));
+  fn->setAttr(kEntryAttrName, b.getStringAttr(func.getSymName()));
+  fn->setAttr(kPpStageAttrName, b.getI64IntegerAttr(rank));
   SmallVector<int64_t> ownStages;
   for (int64_t stage = 0; stage < numStages; ++stage)
     if (stageToRank[stage] == rank)
       ownStages.push_back(stage);
-  fn->setAttr("dist.pp_chunks", b.getDenseI64ArrayAttr(ownStages));
+  fn->setAttr(kPpChunksAttrName, b.getDenseI64ArrayAttr(ownStages));
   Block *block = fn.addEntryBlock();
   b.setInsertionPointToEnd(block);
 
@@ -793,7 +796,7 @@ EntrySplitter::buildRank(int64_t rank,
   for (auto [k, i] : llvm::enumerate(keptArgs))
     map.map(func.getArgument(i), block->getArgument(k));
   FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-  ArrayAttr ppAxes = b.getStrArrayAttr({kPipelineAxis});
+  ArrayAttr ppAxes = b.getArrayAttr({mesh.getAxisWithRole(AxisRole::Pipeline)});
   Location loc = func.getLoc();
   SmallVector<Value> sendHandles;
 
@@ -828,14 +831,14 @@ EntrySplitter::buildRank(int64_t rank,
     auto op =
         SendStartOp::create(b, loc, AsyncType::get(ctx, Type()), map.lookup(v),
                             meshRef, ppAxes, b.getI64IntegerAttr(to));
-    op->setAttr("dist.tag", tag(v));
+    op->setAttr(kTagAttrName, tag(v));
     sendHandles.push_back(op);
     return success();
   };
   auto recv = [&](Value v, int64_t from) {
     auto op = RecvOp::create(b, loc, v.getType(), meshRef, ppAxes,
                              b.getI64IntegerAttr(from));
-    op->setAttr("dist.tag", tag(v));
+    op->setAttr(kTagAttrName, tag(v));
     map.map(v, op);
   };
   // Whether a unit of rank `t` reads `v`: then it was sent during the
@@ -910,23 +913,24 @@ EntrySplitter::buildRank(int64_t rank,
       continue;
     for (Value operand : op->getOperands())
       materialize(operand);
-    if (auto sumSq = dyn_cast<tfm::SumSquaresOp>(op)) {
+    if (isSplitSum(op)) {
       SmallVector<Value> own;
-      for (Value operand : sumSq->getOperands())
+      for (Value operand : op->getOperands())
         if (rankOf(operand) == rank || rankOf(operand) < 0)
           own.push_back(map.lookup(operand));
+      Type type = op->getResult(0).getType();
       Value partial;
       if (own.empty())
         partial = arith::ConstantOp::create(
-            b, loc,
-            DenseElementsAttr::get(cast<ShapedType>(sumSq.getType()),
-                                   b.getF32FloatAttr(0.0f)));
+            b, loc, cast<TypedAttr>(b.getZeroAttr(type)));
       else
-        partial = tfm::SumSquaresOp::create(b, sumSq.getLoc(), own);
+        partial = b.create(op->getLoc(), op->getName().getIdentifier(), own,
+                           op->getResultTypes(), op->getAttrs())
+                      ->getResult(0);
       Value total = AllReduceOp::create(
           b, loc, partial.getType(), partial, meshRef, ppAxes,
           ReductionKindAttr::get(ctx, ReductionKind::Sum));
-      map.map(sumSq.getResult(), total);
+      map.map(op->getResult(0), total);
       continue;
     }
     b.clone(*op, map);
@@ -966,7 +970,7 @@ void placeSendWaits(MutableArrayRef<func::FuncOp> rankFns) {
   std::vector<std::vector<Transfer>> transfers(rankFns.size());
   for (auto [rank, fn] : llvm::enumerate(rankFns))
     for (Operation &op : fn.front()) {
-      auto tag = op.getAttrOfType<StringAttr>("dist.tag");
+      auto tag = op.getAttrOfType<StringAttr>(kTagAttrName);
       if (auto send = dyn_cast<SendStartOp>(op); send && tag)
         transfers[rank].push_back(
             {&op, static_cast<int64_t>(send.getPeer()), tag, true});
@@ -1008,7 +1012,7 @@ struct DistPipelineSplitPass
     : public dist::impl::DistPipelineSplitBase<DistPipelineSplitPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto planAttr = module->getAttrOfType<DictionaryAttr>("dist.plan");
+    auto planAttr = module->getAttrOfType<DictionaryAttr>(kPlanAttrName);
     if (!planAttr)
       return;
     llvm::Expected<Plan> plan = Plan::fromAttr(planAttr);
@@ -1028,11 +1032,10 @@ struct DistPipelineSplitPass
     FailureOr<MeshOp> mesh = getSingleMesh(module, "dist-pipeline-split");
     if (failed(mesh))
       return signalPassFailure();
-    if (!*mesh || !llvm::is_contained(
-                      (*mesh).getAxisNames().getAsValueRange<StringAttr>(),
-                      kPipelineAxis)) {
+    if (!*mesh || !(*mesh).getAxisWithRole(AxisRole::Pipeline)) {
       module.emitError() << "dist-pipeline-split: plan pp=" << plan->pp
-                         << " but the mesh has no 'pp' axis";
+                         << " but the mesh has no pipeline axis (role "
+                            "pipeline)";
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> entries;
@@ -1042,7 +1045,7 @@ struct DistPipelineSplitPass
     // The schedule dist-schedule recorded (possibly a user's), if it ran.
     std::optional<pipeline::PipelineSchedule> given;
     if (auto text =
-            module->getAttrOfType<StringAttr>("dist.pipeline_schedule")) {
+            module->getAttrOfType<StringAttr>(kPipelineScheduleAttrName)) {
       pipeline::OrError<pipeline::PipelineSchedule> parsed =
           pipeline::parseSchedule(text.getValue().str(), "dist-schedule");
       if (!parsed) {
@@ -1092,7 +1095,7 @@ struct DistPipelineSplitPass
       // The training schedule, for dist-explain's simulation.
       if (splitter->backward())
         module->setAttr(
-            "dist.pipeline_schedule",
+            kPipelineScheduleAttrName,
             StringAttr::get(module.getContext(), splitter->scheduleText));
     }
     // A rank that reads a state in another entry (eval, logits) must hold
@@ -1135,7 +1138,7 @@ struct DistPipelineSplitPass
     for (double cost : partition->stageCost)
       stageCost.push_back(static_cast<int64_t>(std::llround(cost)));
     module->setAttr(
-        "dist.pipeline_stages",
+        kPipelineStagesAttrName,
         b.getDictionaryAttr(
             {b.getNamedAttr("first_layer",
                             b.getDenseI64ArrayAttr(partition->firstLayer)),

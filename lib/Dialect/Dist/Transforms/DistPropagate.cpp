@@ -25,6 +25,7 @@
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Dist/Transforms/ShardingRuleUtils.h"
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -134,21 +135,24 @@ private:
            (vi.state ? kStateWeight : 1.0);
   }
   /// The axes of the ZeRO group, over which gradients are summed and
-  /// ZeRO-3 parameters are stored split: `dp`, and `cp` (context-parallel
-  /// ranks hold the same weights; Megatron shards over DP x CP).
-  static bool isDataAxis(StringRef axis) {
-    return axis == "dp" || axis == "cp";
+  /// ZeRO-3 parameters are stored split: the data axis, and the context
+  /// axis (context-parallel ranks hold the same weights; Megatron shards
+  /// over DP x CP).
+  bool isDataAxis(StringRef axis) {
+    return mesh.hasAxisRole(axis, AxisRole::Data) ||
+           mesh.hasAxisRole(axis, AxisRole::Context);
   }
   /// Whether `axis` shards `vi` (a ZeRO-3 parameter) only for storage: the
-  /// ZeRO group's axes (`dp`, `cp`, and `ep` under expert parallelism) for
-  /// the dense weights; only `dp` for the experts, whose `ep` (and `cp`,
-  /// when the ep group folds over it) is how they compute.
-  static bool isStorageAxis(const ValueInfo &vi, StringRef axis) {
+  /// ZeRO group's axes (data, context, and expert under expert
+  /// parallelism) for the dense weights; only the data axis for the
+  /// experts, whose expert axis (and context axis, when the ep group folds
+  /// over it) is how they compute.
+  bool isStorageAxis(const ValueInfo &vi, StringRef axis) {
     if (!vi.zeroStorage)
       return false;
     if (vi.expert)
-      return axis == "dp";
-    return isDataAxis(axis) || axis == "ep";
+      return mesh.hasAxisRole(axis, AxisRole::Data);
+    return isDataAxis(axis) || mesh.hasAxisRole(axis, AxisRole::Expert);
   }
   /// The layout a parameter computes with: its sharding without the ZeRO-3
   /// storage axes (`isStorageAxis`).
@@ -267,7 +271,7 @@ void Propagator::initialise() {
   // ZeRO-3 (from the `dist.plan` of dist-apply-plan): parameters are stored
   // sharded on dp but computed with as if they were not.
   bool zero3 = false;
-  if (auto plan = module->getAttrOfType<DictionaryAttr>("dist.plan"))
+  if (auto plan = module->getAttrOfType<DictionaryAttr>(kPlanAttrName))
     if (auto zero = plan.getAs<IntegerAttr>("zero"))
       zero3 = zero.getInt() == 3;
   for (func::FuncOp fn : funcs) {
@@ -275,14 +279,14 @@ void Propagator::initialise() {
       if (auto s = fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), name))
         info[arg] = {s, true};
       bool isParam = entries.contains(fn) &&
-                     fn.getArgAttr(arg.getArgNumber(), "tfm.param");
+                     fn.getArgAttr(arg.getArgNumber(), tfm::kParamAttrName);
       if (zero3 && isParam)
         info[arg].zeroStorage = true;
-      if (auto role =
-              fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tfm.role"))
+      if (auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      tfm::kRoleAttrName))
         info[arg].expert = isParam && role.getValue().starts_with("expert_");
       if (entries.contains(fn) &&
-          (isParam || fn.getArgAttr(arg.getArgNumber(), "tfm.state")))
+          (isParam || fn.getArgAttr(arg.getArgNumber(), tfm::kStateAttrName)))
         info[arg].state = true;
       if (isParam)
         info[arg].param = true;
@@ -519,13 +523,14 @@ void Propagator::processRuleOp(Operation *op, const ShardingRule &rule,
   // split on it: operands partial over it pass it through, and reducing
   // them first (an all-reduce, about twice their bytes) costs more than
   // reducing the result later (a reduce-scatter of its bytes). Over the
-  // data-parallel axes `dp`, `ep` (expert parallelism folds over dp) and
-  // `cp` a gradient always stays partial: it is reduced once per step, in
+  // data, expert (expert parallelism folds over data) and context axes a
+  // gradient always stays partial: it is reduced once per step, in
   // buckets, never per microbatch (DESIGN.md §5).
   auto keepsPartial = [&](Value v, StringAttr axis) {
     double operands = partialBytes(axis);
     return operands > 0 &&
-           (isDataAxis(axis.getValue()) || axis.getValue() == "ep" ||
+           (isDataAxis(axis.getValue()) ||
+            mesh.hasAxisRole(axis.getValue(), AxisRole::Expert) ||
             2 * operands >= bytes(v));
   };
   // `keepPartial`: no claim on an axis `v` should stay partial over (a
@@ -812,6 +817,10 @@ bool Propagator::splitCallees() {
     for (unsigned g = 1; g < groups.size(); ++g) {
       auto clone = cast<func::FuncOp>(callee->clone());
       clone.setSymName((callee.getSymName() + "_s" + Twine(g)).str());
+      // A per-signature copy carries no tfm.func_kind: rt-lower categorises
+      // its values by data flow, as it always has, rather than taking every
+      // value of a backward function as a gradient.
+      clone->removeAttr(tfm::kFuncKindAttrName);
       symbols.insert(clone, std::next(Block::iterator(callee)));
       for (func::CallOp call : groups[g].second)
         call.setCallee(clone.getSymName());

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "autoshard/Dialect/Dist/IR/DistAttrNames.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Dist/Transforms/Plan.h"
 #include "autoshard/Pipeline/Schedule.h"
@@ -39,7 +40,7 @@ struct DistSchedulePass
       module.emitError() << "dist-schedule: " << message;
       signalPassFailure();
     };
-    auto planAttr = module->getAttrOfType<DictionaryAttr>("dist.plan");
+    auto planAttr = module->getAttrOfType<DictionaryAttr>(kPlanAttrName);
     if (!planAttr) {
       if (!path.empty())
         fail("file=" + path + " needs a plan (run dist-apply-plan first)");
@@ -103,7 +104,7 @@ struct DistSchedulePass
     if (sim.deadlocked)
       return fail((path.empty() ? plan->schedule : path) +
                   ": the schedule cannot run: " + sim.deadlockReport);
-    module->setAttr("dist.pipeline_schedule",
+    module->setAttr(kPipelineScheduleAttrName,
                     StringAttr::get(module.getContext(),
                                     pipeline::formatSchedule(*schedule)));
   }

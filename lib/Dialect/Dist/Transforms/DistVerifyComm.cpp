@@ -86,6 +86,8 @@ public:
       shape.axes.push_back(name.str());
       shape.sizes.push_back(size);
     }
+    if (StringAttr pp = mesh.getAxisWithRole(AxisRole::Pipeline))
+      pipelineAxis = shape.axis(pp.getValue());
   }
 
   LogicalResult run();
@@ -99,6 +101,8 @@ private:
   ModuleOp module;
   SymbolTable symbols;
   MeshShape shape;
+  /// Index of the pipeline axis in `shape` (-1: none).
+  int64_t pipelineAxis = -1;
   std::map<std::pair<SmallVector<int64_t>, SmallVector<int64_t>>, int64_t>
       groupIds;
   pipeline::CommGroups groups;
@@ -151,7 +155,7 @@ void Verifier::expand(func::FuncOp fn, int64_t rank, pipeline::RankProgram &out,
     std::string type;
     llvm::raw_string_ostream os(type);
     StringRef tag;
-    if (auto t = op.getAttrOfType<StringAttr>("dist.tag"))
+    if (auto t = op.getAttrOfType<StringAttr>(kTagAttrName))
       tag = t.getValue();
     if (isa<SendOp, SendStartOp>(op)) {
       os << tag << " " << op.getOperand(0).getType();
@@ -183,19 +187,19 @@ LogicalResult Verifier::run() {
     if (!fn.isPublic() || fn.isExternal())
       continue;
     StringRef name = fn.getSymName();
-    if (auto entry = fn->getAttrOfType<StringAttr>("dist.entry"))
+    if (auto entry = fn->getAttrOfType<StringAttr>(kEntryAttrName))
       name = entry.getValue();
     int64_t stage = -1;
-    if (auto s = fn->getAttrOfType<IntegerAttr>("dist.pp_stage"))
+    if (auto s = fn->getAttrOfType<IntegerAttr>(kPpStageAttrName))
       stage = s.getInt();
     entries[name][stage] = fn;
   }
-  int64_t ppAxis = shape.axis("pp");
   for (auto &[name, stages] : entries) {
     std::vector<pipeline::RankProgram> programs(shape.numRanks());
     for (int64_t rank = 0; rank < shape.numRanks(); ++rank) {
-      int64_t stage =
-          stages.count(-1) || ppAxis < 0 ? -1 : shape.coords(rank)[ppAxis];
+      int64_t stage = stages.count(-1) || pipelineAxis < 0
+                          ? -1
+                          : shape.coords(rank)[pipelineAxis];
       auto it = stages.find(stage);
       if (it == stages.end())
         return module.emitError()

@@ -163,15 +163,32 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
   return plan;
 }
 
-SmallVector<std::pair<StringRef, int64_t>> Plan::getMeshAxes() const {
-  SmallVector<std::pair<StringRef, int64_t>> axes;
-  for (auto [name, size] : {std::pair<StringRef, int64_t>{"pp", pp},
-                            {"dp", getExpertDataParallel()},
-                            {"ep", getExpertParallelOverDp()},
-                            {"cp", cp},
-                            {"tp", tp}})
+StringRef Plan::getAxisName(AxisRole role) {
+  switch (role) {
+  case AxisRole::Pipeline:
+    return "pp";
+  case AxisRole::Data:
+    return "dp";
+  case AxisRole::Expert:
+    return "ep";
+  case AxisRole::Context:
+    return "cp";
+  case AxisRole::Tensor:
+    return "tp";
+  }
+  llvm_unreachable("unknown axis role");
+}
+
+SmallVector<Plan::MeshAxis> Plan::getMeshAxes() const {
+  SmallVector<MeshAxis> axes;
+  for (auto [role, size] :
+       {std::pair<AxisRole, int64_t>{AxisRole::Pipeline, pp},
+        {AxisRole::Data, getExpertDataParallel()},
+        {AxisRole::Expert, getExpertParallelOverDp()},
+        {AxisRole::Context, cp},
+        {AxisRole::Tensor, tp}})
     if (size > 1)
-      axes.emplace_back(name, size);
+      axes.push_back({getAxisName(role), size, role});
   return axes;
 }
 

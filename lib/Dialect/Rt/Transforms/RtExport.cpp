@@ -11,6 +11,7 @@
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -451,7 +452,8 @@ FailureOr<json::Value> ArtifactWriter::writeSlots(FuncOp func, bool outputs) {
 /// (the builder writes `seq_len`). The runtime needs the vocabulary and the
 /// compiled batch shape, so those keys are required.
 FailureOr<json::Value> ArtifactWriter::writeModel() {
-  auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
+  auto model =
+      module->getAttrOfType<DictionaryAttr>(autoshard::tfm::kModelAttrName);
   if (!model)
     return module.emitError()
            << "rt-export: the module has no 'tfm.model' dictionary (the "
@@ -579,7 +581,8 @@ FailureOr<json::Value> ArtifactWriter::write() {
   }
   json::Object meshJson{{"axes", std::move(axes)}, {"sizes", std::move(sizes)}};
   json::Value plan = json::Object();
-  if (auto planAttr = module->getAttrOfType<DictionaryAttr>("dist.plan")) {
+  if (auto planAttr = module->getAttrOfType<DictionaryAttr>(
+          autoshard::dist::kPlanAttrName)) {
     FailureOr<json::Value> converted = toJson(planAttr);
     if (failed(converted))
       return module.emitError()

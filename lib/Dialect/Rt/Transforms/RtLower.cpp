@@ -12,6 +12,7 @@
 #include "autoshard/Dialect/Dist/IR/DistTypes.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 
@@ -32,28 +33,11 @@ using namespace autoshard::rt;
 
 namespace {
 
-// Argument and result attributes of the autodiff contract
-// (/work/spec/autodiff.md).
-constexpr StringLiteral kInputAttr = "tfm.input";
-constexpr StringLiteral kOutputAttr = "tfm.output";
-constexpr StringLiteral kParamAttr = "tfm.param";
-constexpr StringLiteral kStateAttr = "tfm.state";
-constexpr StringLiteral kStateKindAttr = "tfm.state_kind";
-constexpr StringLiteral kStateOfAttr = "tfm.state_of";
-constexpr StringLiteral kInitAttr = "tfm.init";
-constexpr StringLiteral kInitStdAttr = "tfm.init_std";
-/// On a parameter whose vocabulary dim is padded: the real vocabulary size
-/// (python/autoshard/models/builder.py), with the role telling which dim
-/// holds the vocabulary (`lm_head` `[H, Vp]`: the last; embeddings
-/// `[Vp, H]`: the first).
-constexpr StringLiteral kVocabSizeAttr = "tfm.vocab_size";
-constexpr StringLiteral kRoleAttr = "tfm.role";
-
 /// The runtime's name for the entry that public function `func` implements:
 /// its own name (tfm-autodiff emits `@train_step`, `@eval`, `@logits`), or
 /// for one stage of a pipelined entry the entry's (`dist.entry`).
 StringRef getEntryName(func::FuncOp func) {
-  if (auto entry = func->getAttrOfType<StringAttr>("dist.entry"))
+  if (auto entry = func->getAttrOfType<StringAttr>(dist::kEntryAttrName))
     return entry.getValue();
   return func.getSymName();
 }
@@ -64,9 +48,9 @@ bool isEntry(func::FuncOp func) { return func.isPublic(); }
 StringAttr getStateName(DictionaryAttr attrs) {
   if (!attrs)
     return {};
-  if (auto name = attrs.getAs<StringAttr>(kParamAttr))
+  if (auto name = attrs.getAs<StringAttr>(tfm::kParamAttrName))
     return name;
-  return attrs.getAs<StringAttr>(kStateAttr);
+  return attrs.getAs<StringAttr>(tfm::kStateAttrName);
 }
 
 /// Kernel name of a tfm op: the op name without the dialect prefix.
@@ -77,7 +61,6 @@ StringRef getKernelName(Operation *op) { return op->getName().stripDialect(); }
 /// attribute that carries it on `rt.state_def` / `rt.input` / `rt.output`
 /// for rt-export (`dist.sharding` itself is verified as the sharding of an
 /// op's tensor results, which these ops do not have).
-constexpr StringLiteral kShardingAttr = "dist.sharding";
 constexpr StringLiteral kRtShardingAttr = "rt.sharding";
 
 bool isDistOp(Operation *op) {
@@ -87,7 +70,8 @@ bool isDistOp(Operation *op) {
 
 /// Copies the `dist.sharding` attribute of `attrs` (if any) onto `op`.
 void copySharding(DictionaryAttr attrs, Operation *op) {
-  if (Attribute sharding = attrs ? attrs.get(kShardingAttr) : Attribute())
+  if (Attribute sharding =
+          attrs ? attrs.get(dist::kShardingAttrName) : Attribute())
     op->setAttr(kRtShardingAttr, sharding);
 }
 
@@ -103,8 +87,8 @@ bool isGradientKernel(StringRef kernel) {
 
 /// Optimizer statistics: scalars that are neither forward values nor
 /// gradients.
-bool isWorkspaceKernel(StringRef kernel) {
-  return kernel == "sum_squares" || kernel == "clip_coef";
+bool isWorkspaceOp(Operation *op) {
+  return op->hasTrait<tfm::trait::OptimizerStatistic>();
 }
 
 /// Declares the module's state tensors (`rt.state_def`) from the tagged
@@ -138,56 +122,58 @@ FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
     if (existing.getType() != type)
       return emitError() << "type " << type << " differs from the type "
                          << existing.getType() << " it has in another function";
-    if (existing->getAttr(kRtShardingAttr) != attrs.get(kShardingAttr))
-      return emitError() << "sharding " << attrs.get(kShardingAttr)
+    if (existing->getAttr(kRtShardingAttr) !=
+        attrs.get(dist::kShardingAttrName))
+      return emitError() << "sharding " << attrs.get(dist::kShardingAttrName)
                          << " differs from the sharding "
                          << existing->getAttr(kRtShardingAttr)
                          << " it has in another function";
     return existing;
   }
 
-  bool isParam = attrs.contains(kParamAttr);
+  bool isParam = attrs.contains(tfm::kParamAttrName);
   StateKind kind = StateKind::Param;
   FlatSymbolRefAttr of;
   if (!isParam) {
-    auto kindName = attrs.getAs<StringAttr>(kStateKindAttr);
+    auto kindName = attrs.getAs<StringAttr>(tfm::kStateKindAttrName);
     std::optional<StateKind> parsed =
         kindName ? symbolizeStateKind(kindName.getValue()) : std::nullopt;
     if (!parsed || *parsed == StateKind::Param)
-      return emitError() << "'" << kStateKindAttr
+      return emitError() << "'" << tfm::kStateKindAttrName
                          << "' must be \"opt_m\" or \"opt_v\", found "
                          << (kindName ? kindName : Attribute());
     kind = *parsed;
-    auto ofName = attrs.getAs<StringAttr>(kStateOfAttr);
+    auto ofName = attrs.getAs<StringAttr>(tfm::kStateOfAttrName);
     if (!ofName)
-      return emitError() << "missing '" << kStateOfAttr
+      return emitError() << "missing '" << tfm::kStateOfAttrName
                          << "' (the parameter it belongs to)";
     of = FlatSymbolRefAttr::get(ofName);
   }
-  auto initName = attrs.getAs<StringAttr>(kInitAttr);
+  auto initName = attrs.getAs<StringAttr>(tfm::kInitAttrName);
   std::optional<InitKind> init =
       initName ? symbolizeInitKind(initName.getValue()) : std::nullopt;
   if (!init)
-    return emitError() << "'" << kInitAttr
+    return emitError() << "'" << tfm::kInitAttrName
                        << "' must be \"normal\", \"zeros\" or \"ones\", found "
                        << (initName ? initName : Attribute());
   FloatAttr std;
   if (*init == InitKind::Normal) {
-    std = attrs.getAs<FloatAttr>(kInitStdAttr);
+    std = attrs.getAs<FloatAttr>(tfm::kInitStdAttrName);
     if (!std)
-      return emitError() << "init \"normal\" needs a float '" << kInitStdAttr
-                         << "'";
+      return emitError() << "init \"normal\" needs a float '"
+                         << tfm::kInitStdAttrName << "'";
   }
 
   // A padded vocabulary: the init keys on the unpadded (logical) shape and
   // zeroes the padding, so the padded model starts as the unpadded one.
   DenseI64ArrayAttr logical;
-  if (auto vocab = attrs.getAs<IntegerAttr>(kVocabSizeAttr);
+  if (auto vocab = attrs.getAs<IntegerAttr>(tfm::kVocabSizeAttrName);
       vocab && *init != InitKind::Zeros) {
     auto localType =
         cast<RankedTensorType>(func.getFunctionType().getInput(index));
     RankedTensorType globalType = localType;
-    if (auto sharding = attrs.getAs<dist::ShardingAttr>(kShardingAttr)) {
+    if (auto sharding =
+            attrs.getAs<dist::ShardingAttr>(dist::kShardingAttrName)) {
       dist::MeshOp mesh = dist::lookupMesh(func, sharding.getMesh());
       if (!mesh)
         return emitError() << "sharding names no dist.mesh";
@@ -195,13 +181,14 @@ FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
       if (!globalType)
         return emitError() << "global shape overflows";
     }
-    auto role = attrs.getAs<StringAttr>(kRoleAttr);
+    auto role = attrs.getAs<StringAttr>(tfm::kRoleAttrName);
     int64_t rank = globalType.getRank();
     int64_t dim = role && role.getValue() == "lm_head" ? rank - 1 : 0;
     SmallVector<int64_t> shape(globalType.getShape());
     if (rank == 0 || vocab.getInt() < 1 || vocab.getInt() > shape[dim])
-      return emitError() << "'" << kVocabSizeAttr << "' " << vocab.getInt()
-                         << " must be in [1, " << (rank ? shape[dim] : 0)
+      return emitError() << "'" << tfm::kVocabSizeAttrName << "' "
+                         << vocab.getInt() << " must be in [1, "
+                         << (rank ? shape[dim] : 0)
                          << "] (the padded vocabulary dim " << dim << " of "
                          << globalType << ")";
     shape[dim] = vocab.getInt();
@@ -289,21 +276,21 @@ LogicalResult checkPartitioned(func::FuncOp func) {
     return success();
   auto fail = [&](const Twine &where) {
     return func.emitOpError()
-           << "carries '" << kShardingAttr << "' (" << where
+           << "carries '" << dist::kShardingAttrName << "' (" << where
            << ") but is not partitioned (no '"
            << dist::DistDialect::getPartitionedAttrName()
            << "'): its shapes are global; run --dist-partition before "
               "rt-lower";
   };
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (func.getArgAttr(i, kShardingAttr))
+    if (func.getArgAttr(i, dist::kShardingAttrName))
       return fail("argument " + Twine(i));
   for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-    if (func.getResultAttr(i, kShardingAttr))
+    if (func.getResultAttr(i, dist::kShardingAttrName))
       return fail("result " + Twine(i));
   Operation *annotated = nullptr;
   func.walk([&](Operation *op) {
-    if (!op->hasAttr(kShardingAttr))
+    if (!op->hasAttr(dist::kShardingAttrName))
       return WalkResult::advance();
     annotated = op;
     return WalkResult::interrupt();
@@ -338,13 +325,13 @@ LogicalResult FunctionLowering::createFunction() {
                               builder.getFunctionType(argTypes, {}));
   if (isEntry(func)) {
     target.setEntry(getEntryName(func));
-    if (auto stage = func->getAttrOfType<IntegerAttr>("dist.pp_stage"))
+    if (auto stage = func->getAttrOfType<IntegerAttr>(dist::kPpStageAttrName))
       target.setPpStageAttr(builder.getI64IntegerAttr(stage.getInt()));
   }
   Block *body = builder.createBlock(&target.getBody());
   for (Type type : argTypes)
     body->addArgument(type, func.getLoc());
-  isBackward = func.getSymName().ends_with("_bwd");
+  isBackward = tfm::getFuncKind(func) == tfm::FuncKind::Backward;
   return success();
 }
 
@@ -366,7 +353,8 @@ LogicalResult FunctionLowering::mapEntryArguments() {
     unsigned index = arg.getArgNumber();
     DictionaryAttr attrs = func.getArgAttrDict(index);
     auto type = BufferType::get(cast<RankedTensorType>(arg.getType()));
-    if (auto role = attrs ? attrs.getAs<StringAttr>(kInputAttr) : nullptr) {
+    if (auto role =
+            attrs ? attrs.getAs<StringAttr>(tfm::kInputAttrName) : nullptr) {
       auto input = InputOp::create(builder, arg.getLoc(), type, role,
                                    /*offset=*/nullptr);
       copySharding(attrs, input);
@@ -375,9 +363,9 @@ LogicalResult FunctionLowering::mapEntryArguments() {
     }
     if (!getStateName(attrs))
       return func.emitOpError()
-             << "entry argument " << index << " has none of '" << kInputAttr
-             << "', '" << kParamAttr << "', '" << kStateAttr
-             << "' (the runtime cannot fill it)";
+             << "entry argument " << index << " has none of '"
+             << tfm::kInputAttrName << "', '" << tfm::kParamAttrName << "', '"
+             << tfm::kStateAttrName << "' (the runtime cannot fill it)";
     Value state = getOrCreateState(func, index);
     if (!state)
       return failure();
@@ -473,8 +461,8 @@ LogicalResult FunctionLowering::assignDestinations() {
     DictionaryAttr attrs = func.getResultAttrDict(index);
     if (!isEntry(func)) {
       buffer = target.getArgument(numInputs + index);
-    } else if (auto role =
-                   attrs ? attrs.getAs<StringAttr>(kOutputAttr) : nullptr) {
+    } else if (auto role = attrs ? attrs.getAs<StringAttr>(tfm::kOutputAttrName)
+                                 : nullptr) {
       auto type = BufferType::get(cast<RankedTensorType>(value.getType()));
       auto output = OutputOp::create(builder, ret.getLoc(), type, role,
                                      /*offset=*/nullptr);
@@ -500,8 +488,9 @@ LogicalResult FunctionLowering::assignDestinations() {
       continue;
     } else {
       return func.emitOpError()
-             << "entry result " << index << " has neither '" << kOutputAttr
-             << "' nor '" << kParamAttr << "'/'" << kStateAttr << "'";
+             << "entry result " << index << " has neither '"
+             << tfm::kOutputAttrName << "' nor '" << tfm::kParamAttrName
+             << "'/'" << tfm::kStateAttrName << "'";
     }
     if (!place(value, buffer))
       copies.emplace_back(value, buffer);
@@ -511,8 +500,7 @@ LogicalResult FunctionLowering::assignDestinations() {
 
 Category FunctionLowering::getCategory(Value result) {
   Operation *producer = result.getDefiningOp();
-  if (result.use_empty() ||
-      (isTfmOp(producer) && isWorkspaceKernel(getKernelName(producer))))
+  if (result.use_empty() || (producer && isWorkspaceOp(producer)))
     return Category::Workspace;
   return gradients.contains(result) ? Category::Grad : Category::Activation;
 }
@@ -540,7 +528,8 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
         return gradients.contains(operand);
       });
   if (auto call = dyn_cast<func::CallOp>(op))
-    isGradient |= call.getCallee().ends_with("_bwd");
+    isGradient |= tfm::getFuncKind(funcs.lookup(call.getCallee())) ==
+                  tfm::FuncKind::Backward;
   else if (isTfmOp(op))
     isGradient |= isGradientKernel(getKernelName(op));
   if (isGradient)
@@ -748,10 +737,11 @@ struct RtLowerPass : public rt::impl::RtLowerBase<RtLowerPass> {
     ModuleOp module = getOperation();
     // A pipelined plan must have been split into stage programs; otherwise
     // every rank would run the whole model and the pp axis would be idle.
-    if (auto plan = module->getAttrOfType<DictionaryAttr>("dist.plan")) {
+    if (auto plan =
+            module->getAttrOfType<DictionaryAttr>(dist::kPlanAttrName)) {
       auto pp = plan.getAs<IntegerAttr>("pp");
       bool split = llvm::any_of(module.getOps<func::FuncOp>(), [](auto fn) {
-        return fn->hasAttr("dist.pp_stage");
+        return fn->hasAttr(dist::kPpStageAttrName);
       });
       if (pp && pp.getInt() > 1 && !split) {
         module.emitError() << "rt-lower: the plan has pp=" << pp.getInt()

@@ -10,6 +10,7 @@ using namespace autoshard::tfm;
 #include "autoshard/Dialect/Tfm/IR/TfmOpsDialect.cpp.inc"
 
 void TfmDialect::initialize() {
+  registerAttributes();
   addOperations<
 #define GET_OP_LIST
 #include "autoshard/Dialect/Tfm/IR/TfmOps.cpp.inc"

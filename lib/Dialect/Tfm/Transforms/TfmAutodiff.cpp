@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h"
 
@@ -68,7 +69,7 @@ void eraseDeadOps(ArrayRef<Operation *> ops) {
 /// A readable name of argument `index` of `func` for diagnostics: its
 /// `tfm.param`, `tfm.name` or `tfm.role`, else its number.
 std::string describeArg(func::FuncOp func, unsigned index) {
-  for (StringRef attr : {"tfm.param", "tfm.name", "tfm.role"})
+  for (StringRef attr : {kParamAttrName, kNameAttrName, kRoleAttrName})
     if (auto name = func.getArgAttrOfType<StringAttr>(index, attr))
       return ("#" + Twine(index) + " ('" + name.getValue() + "')").str();
   return ("#" + Twine(index)).str();
@@ -409,6 +410,7 @@ FailureOr<BlockPair> Differentiator::makePair(func::FuncOp block) {
       symbols, block, block.getSymName() + "_fwd",
       FunctionType::get(block.getContext(), blockType.getInputs(), fwdResults));
   pair.fwd.setAllArgAttrs(block.getAllArgAttrs());
+  setFuncKind(pair.fwd, FuncKind::Forward);
   SmallVector<Value> fwdYields(yields);
   llvm::append_range(fwdYields, inputs.residuals);
   IRMapping fwdMap;
@@ -438,6 +440,7 @@ FailureOr<BlockPair> Differentiator::makePair(func::FuncOp block) {
                                           ValueRange(bwdInputs).getTypes(),
                                           gradTypes));
   pair.bwd.setAllArgAttrs(bwdArgAttrs);
+  setFuncKind(pair.bwd, FuncKind::Backward);
   pair.bwd.setAllResultAttrs(gradAttrs);
   IRMapping bwdMap;
   bwdMap.map(bwdInputs, pair.bwd.getArguments());
@@ -588,12 +591,12 @@ struct ForwardSignature {
 FailureOr<ForwardSignature> classifyForwardArgs(func::FuncOp forward) {
   ForwardSignature sig;
   for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
-    if (auto param = forward.getArgAttrOfType<StringAttr>(i, "tfm.param")) {
+    if (auto param = forward.getArgAttrOfType<StringAttr>(i, kParamAttrName)) {
       sig.params.push_back(i);
       sig.names.push_back(param.getValue());
       continue;
     }
-    auto input = forward.getArgAttrOfType<StringAttr>(i, "tfm.input");
+    auto input = forward.getArgAttrOfType<StringAttr>(i, kInputAttrName);
     StringRef kind = input ? input.getValue() : "";
     if (kind == "tokens")
       sig.tokens = i;
@@ -793,7 +796,7 @@ SmallVector<BlockArgument> inputArgs(func::FuncOp func,
   SmallVector<BlockArgument> args;
   for (StringRef kind : kinds)
     for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      if (auto input = func.getArgAttrOfType<StringAttr>(i, "tfm.input");
+      if (auto input = func.getArgAttrOfType<StringAttr>(i, kInputAttrName);
           input && input.getValue() == kind)
         args.push_back(func.getArgument(i));
   return args;
@@ -824,7 +827,7 @@ private:
 /// Index of the argument of `func` tagged `tfm.input = kind`, if any.
 std::optional<unsigned> findInput(func::FuncOp func, StringRef kind) {
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (auto input = func.getArgAttrOfType<StringAttr>(i, "tfm.input");
+    if (auto input = func.getArgAttrOfType<StringAttr>(i, kInputAttrName);
         input && input.getValue() == kind)
       return i;
   return std::nullopt;
@@ -937,13 +940,13 @@ void TfmAutodiffPass::runOnOperation() {
     syncArgumentTypes(*eval);
     // The step's batch is M microbatches.
     Builder b(module.getContext());
-    if (auto model = module->getAttrOfType<DictionaryAttr>("tfm.model")) {
+    if (auto model = module->getAttrOfType<DictionaryAttr>(kModelAttrName)) {
       NamedAttrList attrs(model);
       if (auto batch = dyn_cast_or_null<IntegerAttr>(attrs.get("batch")))
         attrs.set("batch", b.getI64IntegerAttr(batch.getInt() * microbatches));
-      module->setAttr("tfm.model", attrs.getDictionary(module.getContext()));
+      module->setAttr(kModelAttrName, attrs.getDictionary(module.getContext()));
     }
-    module->setAttr("tfm.microbatches", b.getI64IntegerAttr(microbatches));
+    module->setAttr(kMicrobatchesAttrName, b.getI64IntegerAttr(microbatches));
   }
   // @eval replaces @forward as the eval entry: the public functions of the
   // result are exactly the runtime's entries.
@@ -967,8 +970,8 @@ LogicalResult TfmAutodiffPass::buildTrainStep(Differentiator &diff,
                                 scalarI64, scalarF32};
   SmallVector<DictionaryAttr> argAttrs = {
       forward.getArgAttrDict(sig.tokens), forward.getArgAttrDict(sig.labels),
-      b.getDictionaryAttr(b.getNamedAttr("tfm.input", str(ctx, "step"))),
-      b.getDictionaryAttr(b.getNamedAttr("tfm.input", str(ctx, "lr")))};
+      b.getDictionaryAttr(b.getNamedAttr(kInputAttrName, str(ctx, "step"))),
+      b.getDictionaryAttr(b.getNamedAttr(kInputAttrName, str(ctx, "lr")))};
   const unsigned firstParam = argTypes.size();
   SmallVector<Type> paramTypes;
   for (unsigned i : sig.params) {
@@ -980,10 +983,10 @@ LogicalResult TfmAutodiffPass::buildTrainStep(Differentiator &diff,
     StringRef suffix = kind == "opt_m" ? ".exp_avg" : ".exp_avg_sq";
     for (StringRef name : sig.names) {
       argAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("tfm.state", str(ctx, name + suffix)),
-           b.getNamedAttr("tfm.state_kind", str(ctx, kind)),
-           b.getNamedAttr("tfm.state_of", str(ctx, name)),
-           b.getNamedAttr("tfm.init", str(ctx, "zeros"))}));
+          {b.getNamedAttr(kStateAttrName, str(ctx, name + suffix)),
+           b.getNamedAttr(kStateKindAttrName, str(ctx, kind)),
+           b.getNamedAttr(kStateOfAttrName, str(ctx, name)),
+           b.getNamedAttr(kInitAttrName, str(ctx, "zeros"))}));
     }
     argTypes.append(paramTypes);
   }
@@ -991,13 +994,14 @@ LogicalResult TfmAutodiffPass::buildTrainStep(Differentiator &diff,
   // Results: loss, grad_norm, new params, new m, new v.
   SmallVector<Type> resultTypes = {scalarF32, scalarF32};
   SmallVector<DictionaryAttr> resultAttrs = {
-      b.getDictionaryAttr(b.getNamedAttr("tfm.output", str(ctx, "loss"))),
-      b.getDictionaryAttr(b.getNamedAttr("tfm.output", str(ctx, "grad_norm")))};
+      b.getDictionaryAttr(b.getNamedAttr(kOutputAttrName, str(ctx, "loss"))),
+      b.getDictionaryAttr(
+          b.getNamedAttr(kOutputAttrName, str(ctx, "grad_norm")))};
   for (StringRef suffix : {"", ".exp_avg", ".exp_avg_sq"}) {
     resultTypes.append(paramTypes);
     for (StringRef name : sig.names)
       resultAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr(suffix.empty() ? "tfm.param" : "tfm.state",
+          b.getNamedAttr(suffix.empty() ? kParamAttrName : kStateAttrName,
                          str(ctx, name + suffix))));
   }
 
@@ -1085,7 +1089,7 @@ TfmAutodiffPass::buildEval(SymbolTable &symbols, func::FuncOp forward,
   if (sig.step && eval.getArgument(*sig.step).use_empty() &&
       failed(eval.eraseArgument(*sig.step)))
     return failure();
-  eval.setResultAttr(0, "tfm.output", str(ctx, "loss"));
+  eval.setResultAttr(0, kOutputAttrName, str(ctx, "loss"));
   return eval;
 }
 
@@ -1121,7 +1125,7 @@ LogicalResult TfmAutodiffPass::buildLogits(SymbolTable &symbols,
     return failure();
   logits.setFunctionType(
       FunctionType::get(ctx, logits.getArgumentTypes(), result.getType()));
-  logits.setResultAttr(0, "tfm.output", str(ctx, "logits"));
+  logits.setResultAttr(0, kOutputAttrName, str(ctx, "logits"));
   return success();
 }
 

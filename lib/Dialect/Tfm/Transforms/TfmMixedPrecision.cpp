@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h"
 
@@ -33,8 +34,6 @@ using namespace mlir;
 using namespace autoshard::tfm;
 
 namespace {
-
-constexpr StringLiteral kMixedPrecisionAttr = "tfm.mixed_precision";
 
 RankedTensorType floatTensor(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -128,7 +127,7 @@ public:
   LogicalResult runEntry(func::FuncOp func) {
     for (BlockArgument arg : func.getArguments()) {
       auto param =
-          func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tfm.param");
+          func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamAttrName);
       RankedTensorType type = floatTensor(arg.getType());
       if (param && type && !type.getElementType().isF32())
         return func.emitError()
@@ -290,10 +289,10 @@ struct TfmMixedPrecisionPass
                          << type << "'";
       return signalPassFailure();
     }
-    if (module->hasAttr(kMixedPrecisionAttr)) {
+    if (module->hasAttr(kMixedPrecisionAttrName)) {
       module.emitError() << "tfm-mixed-precision: the module is already "
                             "mixed precision ("
-                         << kMixedPrecisionAttr << " is set)";
+                         << kMixedPrecisionAttrName << " is set)";
       return signalPassFailure();
     }
     // Forward ops only: gradient and optimizer ops (no VJP rule) mean that
@@ -324,7 +323,7 @@ struct TfmMixedPrecisionPass
                             "model's @forward) to rewrite";
       return signalPassFailure();
     }
-    module->setAttr(kMixedPrecisionAttr, StringAttr::get(ctx, type));
+    module->setAttr(kMixedPrecisionAttrName, StringAttr::get(ctx, type));
   }
 };
 

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h"
 
@@ -38,8 +39,6 @@ using namespace autoshard::tfm;
 
 namespace {
 
-constexpr StringLiteral kRecomputeAttr = "tfm.recompute";
-
 /// Bytes of a tensor value (0 for anything else).
 int64_t getBytes(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -50,14 +49,13 @@ int64_t getBytes(Value value) {
 
 /// The ops that selective recomputation re-runs in the backward: norms,
 /// activations and elementwise ops (memory-bound, a few FLOPs per element),
-/// views and constants. Matmuls, attention, MoE routing/dispatch/combine,
-/// embeddings and calls are never recomputed by `selective`.
+/// views (the CheapToRecompute trait) and constants. Matmuls, attention, MoE
+/// routing/dispatch/combine, embeddings and calls are never recomputed by
+/// `selective`.
 bool isCheapToRecompute(Operation *op) {
   if (op->getNumOperands() == 0 && op->hasTrait<OpTrait::ConstantLike>())
     return true;
-  return isa<LayerNormOp, RmsNormOp, GeluOp, SiluOp, SwigluOp, RopeOp,
-             DropoutOp, AddOp, SubOp, MulOp, ScaleOp, CastOp, BroadcastOp,
-             ReshapeOp>(op);
+  return op->hasTrait<trait::CheapToRecompute>();
 }
 
 /// One layer's forward call and the backward call that reads its residuals.
@@ -113,7 +111,7 @@ StringRef getBlockName(func::FuncOp fwd) {
 void setResidualAttrs(func::FuncOp func) {
   Builder b(func.getContext());
   for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-    func.setResultAttr(i, "tfm.residual", b.getI64IntegerAttr(i));
+    func.setResultAttr(i, kResidualAttrName, b.getI64IntegerAttr(i));
 }
 
 class Recompute {
@@ -197,6 +195,7 @@ FailureOr<const FullPair *> Recompute::getFullPair(func::FuncOp fwd,
       cloneWithResults(fwd, (getBlockName(fwd) + "_recompute_full").str(),
                        /*numOutputs=*/0, residuals);
   setResidualAttrs(pair->recompute);
+  setFuncKind(pair->recompute, FuncKind::Recompute);
   auto &slot = fullPairs[fwd];
   slot = std::move(pair);
   return slot.get();
@@ -340,6 +339,7 @@ Recompute::getSelectivePlan(const LayerCalls &layer, func::FuncOp fwd,
       b, bwd.getLoc(), (getBlockName(fwd) + "_selective_bwd").str(),
       FunctionType::get(fwd.getContext(), inputTypes, bwd.getResultTypes()));
   newBwd.setPrivate();
+  setFuncKind(newBwd, FuncKind::Backward);
   newBwd.addEntryBlock();
   newBwd.setAllArgAttrs(inputAttrs);
   newBwd.setAllResultAttrs(bwd.getAllResultAttrs());
@@ -378,7 +378,7 @@ LogicalResult Recompute::rewrite(const LayerCalls &layer) {
   unsigned numResiduals = fwdCall.getNumResults() - numOutputs;
   unsigned firstResidual = bwdCall.getNumOperands() - numResiduals;
   NamedAttrList recomputeAttrs(fwdCall->getDiscardableAttrDictionary());
-  recomputeAttrs.set(kRecomputeAttr, UnitAttr::get(fwdCall.getContext()));
+  recomputeAttrs.set(kRecomputeAttrName, UnitAttr::get(fwdCall.getContext()));
 
   OpBuilder before(bwdCall);
   OpBuilder forward(fwdCall);
@@ -432,17 +432,18 @@ LogicalResult Recompute::rewrite(const LayerCalls &layer) {
 }
 
 /// The forward call whose residuals backward call `bwd` (of `@B_bwd`)
-/// reads: the residuals are the trailing results of a call of `fwdName`,
-/// passed in order as the trailing operands of `bwd`. A null `fwd` when the
-/// backward reads no residual (nothing to recompute).
-FailureOr<LayerCalls> matchLayer(func::CallOp bwd, StringRef fwdName) {
+/// reads: the residuals are the trailing results of a call of a forward
+/// function (`@B_fwd`), passed in order as the trailing operands of `bwd`.
+/// A null `fwd` when the backward reads no residual (nothing to recompute).
+FailureOr<LayerCalls> matchLayer(func::CallOp bwd, SymbolTable &symbols) {
   LayerCalls layer{nullptr, bwd, 0};
   unsigned numOperands = bwd.getNumOperands();
   if (numOperands == 0)
     return layer;
   auto fwd = bwd.getOperand(numOperands - 1).getDefiningOp<func::CallOp>();
-  if (!fwd || fwd.getCallee() != fwdName)
+  if (!fwd || getFuncKind(symbols.lookup(fwd.getCallee())) != FuncKind::Forward)
     return layer;
+  StringRef fwdName = fwd.getCallee();
   unsigned n = 0, numResults = fwd.getNumResults();
   while (n < numResults && n < numOperands &&
          bwd.getOperand(numOperands - 1 - n) ==
@@ -479,9 +480,9 @@ struct TfmRecomputePass
                          << m << "'";
       return signalPassFailure();
     }
-    if (auto existing = module->getAttrOfType<StringAttr>(kRecomputeAttr)) {
+    if (auto existing = module->getAttrOfType<StringAttr>(kRecomputeAttrName)) {
       module.emitError() << "tfm-recompute: the module is already rewritten ("
-                         << kRecomputeAttr << " = \"" << existing.getValue()
+                         << kRecomputeAttrName << " = \"" << existing.getValue()
                          << "\")";
       return signalPassFailure();
     }
@@ -498,11 +499,10 @@ struct TfmRecomputePass
         if (func.isPrivate() || func.isExternal())
           continue;
         WalkResult walk = func.walk([&](func::CallOp call) {
-          StringRef callee = call.getCallee();
-          if (!callee.ends_with("_bwd"))
+          if (getFuncKind(symbols.lookup(call.getCallee())) !=
+              FuncKind::Backward)
             return WalkResult::advance();
-          std::string fwdName = (callee.drop_back(4) + "_fwd").str();
-          FailureOr<LayerCalls> layer = matchLayer(call, fwdName);
+          FailureOr<LayerCalls> layer = matchLayer(call, symbols);
           if (failed(layer))
             return WalkResult::interrupt();
           if (layer->fwd)
@@ -527,7 +527,8 @@ struct TfmRecomputePass
           symbols.erase(func);
       }
     }
-    module->setAttr(kRecomputeAttr, StringAttr::get(module.getContext(), m));
+    module->setAttr(kRecomputeAttrName,
+                    StringAttr::get(module.getContext(), m));
   }
 };
 

@@ -10,7 +10,7 @@
 // ln 8 replicated, wq.exp_avg 8x8 [{dp}, {tp}] (local 4x4).
 module attributes {tfm.model = {name = "toy", num_parameters = 136 : i64, vocab_size = 8 : i64, padded_vocab_size = 8 : i64, batch = 4 : i64, seq_len = 4 : i64},
                    dist.plan = {dp = 2 : i64, tp = 2 : i64, sp = 0 : i64, zero = 1 : i64}} {
-  dist.mesh @mesh [dp = 2, tp = 2]
+  dist.mesh @mesh [dp = 2 : data, tp = 2 : tensor]
 
   func.func private @blk(%x: tensor<2x4x8xf32>, %wq: tensor<8x4xf32>, %wo: tensor<4x8xf32>) -> tensor<2x4x8xf32> attributes {dist.partitioned} {
     %h = tfm.matmul %x, %wq : (tensor<2x4x8xf32>, tensor<8x4xf32>) -> tensor<2x4x4xf32>

@@ -10,14 +10,14 @@ module attributes {tfm.model = {name = "tiny", vocab_size = 16 : i64, padded_voc
     return %y : tensor<2x4x8xf32>
   }
 
-  func.func private @blk_fwd(%x: tensor<2x4x8xf32>, %layer: tensor<i64>, %w: tensor<8x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  func.func private @blk_fwd(%x: tensor<2x4x8xf32>, %layer: tensor<i64>, %w: tensor<8x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>) attributes {tfm.func_kind = #tfm.func_kind<forward>} {
     %h = tfm.matmul %x, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
     %a = tfm.gelu %h {tanh_approx} : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
     %y = tfm.add %x, %a : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
     return %y, %h : tensor<2x4x8xf32>, tensor<2x4x8xf32>
   }
 
-  func.func private @blk_bwd(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>, %h: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8x8xf32>) {
+  func.func private @blk_bwd(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>, %h: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8x8xf32>) attributes {tfm.func_kind = #tfm.func_kind<backward>} {
     %dh = tfm.gelu_grad %dy, %h {tanh_approx} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
     %dw = tfm.matmul_wgrad %x, %dh : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<8x8xf32>
     %dxm = tfm.matmul %dh, %w {transpose_rhs} : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>

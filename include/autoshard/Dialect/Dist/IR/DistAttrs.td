@@ -30,6 +30,34 @@ def Dist_ReductionKindAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Dist_AxisRole : I32EnumAttr<"AxisRole",
+    "the parallelism a mesh axis carries", [
+      I32EnumAttrCase<"Data", 0, "data">,
+      I32EnumAttrCase<"Context", 1, "context">,
+      I32EnumAttrCase<"Tensor", 2, "tensor">,
+      I32EnumAttrCase<"Expert", 3, "expert">,
+      I32EnumAttrCase<"Pipeline", 4, "pipeline">,
+    ]> {
+  let cppNamespace = "::autoshard::dist";
+  let genSpecializedAttr = 0;
+}
+
+def Dist_AxisRoleAttr
+    : EnumAttr<Dist_Dialect, Dist_AxisRole, "axis_role"> {
+  let summary = "the parallelism a mesh axis carries";
+  let description = [{
+    What the ranks along a `dist.mesh` axis split, so that passes ask the
+    mesh for "the data-parallel axis" instead of testing an axis name:
+    `data` (the batch; gradients are summed over it), `context` (the
+    sequence), `tensor` (weights, Megatron column/row), `expert` (the
+    experts of MoE layers; with `data` it also splits the batch) and
+    `pipeline` (stages, each rank running a different program). Inside the
+    mesh it prints as the bare keyword (`dp = 2 : data`); standalone it is
+    `#dist.axis_role<data>`.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 class Dist_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<Dist_Dialect, name, traits> {
   let mnemonic = attrMnemonic;

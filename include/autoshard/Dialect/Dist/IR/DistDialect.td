@@ -46,14 +46,14 @@ def Dist_Dialect : Dialect {
     /// Name of the discardable attribute that holds the sharding of an op's
     /// results or of a function argument/result.
     static constexpr ::llvm::StringLiteral getShardingAttrName() {
-      return ::llvm::StringLiteral("dist.sharding");
+      return kShardingAttrName;
     }
 
     /// Name of the unit attribute that `dist-partition` sets on the
     /// functions it rewrote to per-rank types (their argument and result
     /// `dist.sharding` then describe the global layout of local values).
     static constexpr ::llvm::StringLiteral getPartitionedAttrName() {
-      return ::llvm::StringLiteral("dist.partitioned");
+      return kPartitionedAttrName;
     }
 
     void registerAttributes();

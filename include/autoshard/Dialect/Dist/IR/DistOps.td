@@ -30,13 +30,22 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
 
     ```mlir
     dist.mesh @m [pp = 2, dp = 2, cp = 1, tp = 2]
+    dist.mesh @mesh [dp = 2 : data, tp = 2 : tensor]
     ```
 
-    Rules: at least one axis, names unique, sizes at least 1, and the device
-    count (the product of the sizes) fits in int64.
+    Each axis may name its role (`#dist.axis_role`: data, context, tensor,
+    expert, pipeline), the parallelism it carries; passes find axes by role,
+    never by name. `dist-apply-plan` gives every axis of the mesh it builds
+    a role. Either every axis has a role or none has.
+
+    Rules: at least one axis, names unique, sizes at least 1, the device
+    count (the product of the sizes) fits in int64, and a role belongs to
+    at most one axis.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axis_names,
-                       DenseI64ArrayAttr:$axis_sizes);
+                       DenseI64ArrayAttr:$axis_sizes,
+                       OptionalAttr<TypedArrayAttrBase<Dist_AxisRoleAttr,
+                           "one role per axis">>:$axis_roles);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -46,6 +55,15 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
     std::optional<unsigned> getAxisIndex(::llvm::StringRef axis);
     /// Size of `axis`; it must be one of the mesh's axes.
     int64_t getAxisSize(::llvm::StringRef axis);
+    /// Role of `axis`; nullopt if it is not an axis of the mesh or the mesh
+    /// gives no roles.
+    std::optional<AxisRole> getAxisRole(::llvm::StringRef axis);
+    /// True if `axis` is the mesh's axis of role `role`.
+    bool hasAxisRole(::llvm::StringRef axis, AxisRole role) {
+      return getAxisRole(axis) == role;
+    }
+    /// The axis of role `role`; null if the mesh has none.
+    ::mlir::StringAttr getAxisWithRole(AxisRole role);
     /// Total number of devices (product of all axis sizes). The mesh must
     /// verify (which guarantees that the product fits in int64).
     int64_t getNumDevices();

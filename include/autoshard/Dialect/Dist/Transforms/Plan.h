@@ -8,6 +8,8 @@
 #ifndef AUTOSHARD_DIALECT_DIST_TRANSFORMS_PLAN_H
 #define AUTOSHARD_DIALECT_DIST_TRANSFORMS_PLAN_H
 
+#include "autoshard/Dialect/Dist/IR/DistAttrs.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/SmallVector.h"
@@ -90,10 +92,20 @@ struct Plan {
   int64_t getExpertDataParallel() const {
     return ep > 1 ? dp / getExpertParallelOverDp() : dp;
   }
-  /// Mesh axes of size > 1, in mesh order (pp, dp, ep, cp, tp); with ep > 1
-  /// the data-parallel ranks are the axes `dp` (the expert-data-parallel
-  /// group) and `ep`.
-  llvm::SmallVector<std::pair<llvm::StringRef, int64_t>> getMeshAxes() const;
+  /// One axis of the plan's mesh.
+  struct MeshAxis {
+    llvm::StringRef name;
+    int64_t size;
+    AxisRole role;
+  };
+  /// Mesh axes of size > 1, in mesh order (pp, dp, ep, cp, tp), each named
+  /// after its plan key (getAxisName) and given the role of that degree;
+  /// with ep > 1 the data-parallel ranks are the axes `dp` (the
+  /// expert-data-parallel group, role data) and `ep` (role expert).
+  llvm::SmallVector<MeshAxis> getMeshAxes() const;
+  /// Name of the mesh axis of role `role`: its plan key (`dp`, `cp`, `tp`,
+  /// `ep`, `pp`).
+  static llvm::StringRef getAxisName(AxisRole role);
 
   /// The `dist.plan` module attribute: every key, integers as i64.
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;

@@ -73,8 +73,9 @@ def RtLower : Pass<"rt-lower", "::mlir::ModuleOp"> {
     * each other value gets an `rt.alloc` with a category, by the first rule
       that applies: `workspace` if nothing reads it (a kernel output that is
       still written) or it is a `sum_squares`/`clip_coef` result; `grad` if
-      it is computed in a function whose name ends in `_bwd`, by a gradient
-      op (`*_grad`, `matmul_wgrad`), by a call to a `*_bwd` function, or by
+      it is computed in a backward function (`tfm.func_kind =
+      #tfm.func_kind<backward>`, e.g. `@B_bwd`), by a gradient op (`*_grad`,
+      `matmul_wgrad`), by a call to a backward function, or by
       any op with a `grad` operand (gradients flow from the loss seed
       through plain ops such as `matmul` and `add` too); `activation`
       otherwise (forward values, including the residuals a `_fwd` call

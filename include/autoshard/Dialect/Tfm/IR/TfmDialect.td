@@ -38,7 +38,11 @@ def Tfm_Dialect : Dialect {
     every tfm op implements through external models that tools register
     with `autoshard::tfm::registerShardingInterfaceExternalModels`.
   }];
-  let useDefaultAttributePrinterParser = 0;
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
 }
 
 class Tfm_Op<string mnemonic, list<Trait> traits = []>

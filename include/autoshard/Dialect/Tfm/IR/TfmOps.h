@@ -3,8 +3,10 @@
 #ifndef AUTOSHARD_DIALECT_TFM_IR_TFMOPS_H
 #define AUTOSHARD_DIALECT_TFM_IR_TFMOPS_H
 
+#include "autoshard/Dialect/Tfm/IR/TfmAttrs.h"
 #include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
 #include "autoshard/Dialect/Tfm/IR/TfmInterfaces.h"
+#include "autoshard/Dialect/Tfm/IR/TfmTraits.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"

@@ -13,6 +13,7 @@
 #ifndef AUTOSHARD_DIALECT_TFM_IR_TFMOPS_TD
 #define AUTOSHARD_DIALECT_TFM_IR_TFMOPS_TD
 
+include "autoshard/Dialect/Tfm/IR/TfmAttrs.td"
 include "autoshard/Dialect/Tfm/IR/TfmDialect.td"
 include "autoshard/Dialect/Tfm/IR/TfmInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -26,6 +27,17 @@ defvar Tfm_VJP = DeclareOpInterfaceMethods<TfmVJPOpInterface>;
 // external model (lib/Dialect/Tfm/Sharding/ShardingRules.cpp).
 // Every op declares its FLOP and byte count (TfmCost.cpp), for the planner.
 defvar Tfm_Cost = DeclareOpInterfaceMethods<TfmCostOpInterface>;
+
+// Op kinds the generic passes ask about (TfmTraits.h).
+class Tfm_Trait<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::autoshard::tfm::trait";
+}
+def Tfm_TrainingLoss : Tfm_Trait<"TrainingLoss">;
+def Tfm_LossGradientSeed : Tfm_Trait<"LossGradientSeed">;
+def Tfm_OptimizerStep : Tfm_Trait<"OptimizerStep">;
+def Tfm_OptimizerStatistic : Tfm_Trait<"OptimizerStatistic">;
+def Tfm_SumOverOperands : Tfm_Trait<"SumOverOperands">;
+def Tfm_CheapToRecompute : Tfm_Trait<"CheapToRecompute">;
 
 // Shapes are global and static: sharding rules, costs and the memory plan
 // all need concrete sizes.
@@ -176,7 +188,7 @@ def Tfm_ElementwiseGroup : OpDocGroup {
 let opDocGroup = Tfm_ElementwiseGroup in {
 
 class Tfm_BinaryOp<string mnemonic, string formula>
-    : Tfm_InferredOp<mnemonic, [Tfm_VJP]> {
+    : Tfm_InferredOp<mnemonic, [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = "elementwise " # mnemonic # " with suffix broadcasting";
   let description = [{
     `result = }] # formula # [{`. `rhs` is broadcast into `lhs`: its shape
@@ -207,7 +219,7 @@ def Tfm_AddOp : Tfm_BinaryOp<"add", "lhs + rhs">;
 def Tfm_SubOp : Tfm_BinaryOp<"sub", "lhs - rhs">;
 def Tfm_MulOp : Tfm_BinaryOp<"mul", "lhs * rhs">;
 
-def Tfm_ScaleOp : Tfm_InferredOp<"scale", [Tfm_VJP]> {
+def Tfm_ScaleOp : Tfm_InferredOp<"scale", [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = "multiplication by a compile-time constant";
   let description = [{
     `result = factor * x`, elementwise; `result` has the type of `x`. Used
@@ -249,7 +261,8 @@ def Tfm_ReduceSumOp : Tfm_InferredOp<"reduce_sum", [Tfm_VJP]> {
   ];
 }
 
-def Tfm_BroadcastOp : Tfm_PureOp<"broadcast", [Tfm_VJP]> {
+def Tfm_BroadcastOp
+    : Tfm_PureOp<"broadcast", [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = "broadcast along new dims (the gradient of reduce_sum)";
   let description = [{
     Inserts the result dims listed in `dims` and repeats `x` along them:
@@ -270,7 +283,7 @@ def Tfm_BroadcastOp : Tfm_PureOp<"broadcast", [Tfm_VJP]> {
   let results = (outs Tfm_FloatTensor:$result);
 }
 
-def Tfm_CastOp : Tfm_PureOp<"cast", [Tfm_VJP]> {
+def Tfm_CastOp : Tfm_PureOp<"cast", [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = "elementwise conversion to another float element type";
   let description = [{
     `result[i...] = convert(x[i...])`: the value of `x` in the element type
@@ -450,7 +463,8 @@ def Tfm_NormGroup : OpDocGroup {
 
 let opDocGroup = Tfm_NormGroup in {
 
-def Tfm_LayerNormOp : Tfm_InferredOp<"layer_norm", [Tfm_VJP]> {
+def Tfm_LayerNormOp
+    : Tfm_InferredOp<"layer_norm", [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = "layer normalisation over the last dim";
   let description = [{
     Over the last dim of `x`:
@@ -512,7 +526,8 @@ def Tfm_LayerNormGradOp : Tfm_InferredOp<"layer_norm_grad"> {
   ];
 }
 
-def Tfm_RmsNormOp : Tfm_InferredOp<"rms_norm", [Tfm_VJP]> {
+def Tfm_RmsNormOp
+    : Tfm_InferredOp<"rms_norm", [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = "RMS normalisation over the last dim";
   let description = [{
     `y = x / sqrt(mean_h x^2 + epsilon) * gamma` over the last dim of `x`.
@@ -582,7 +597,7 @@ let opDocGroup = Tfm_ActivationGroup in {
 /// `y = f(x)` elementwise; `extraArgs` are the op's attributes.
 class Tfm_ActivationOp<string mnemonic, string formula, string flops,
                        dag extraArgs = (ins)>
-    : Tfm_InferredOp<mnemonic, [Tfm_VJP]> {
+    : Tfm_InferredOp<mnemonic, [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = mnemonic # " activation";
   let description = [{
     Elementwise `y = }] # formula # [{`; `y` has the type of `x`.
@@ -658,7 +673,8 @@ def Tfm_SiluOp : Tfm_ActivationOp<"silu", "x * sigmoid(x)", "5">;
 def Tfm_SiluGradOp : Tfm_ActivationGradOp<"silu_grad",
     "sigmoid(x) * (1 + x * (1 - sigmoid(x)))", "8">;
 
-def Tfm_SwigluOp : Tfm_InferredOp<"swiglu", [Tfm_VJP]> {
+def Tfm_SwigluOp
+    : Tfm_InferredOp<"swiglu", [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = "SwiGLU gating";
   let description = [{
     `y = silu(gate) * up = gate * sigmoid(gate) * up`, elementwise (the
@@ -755,7 +771,8 @@ class Tfm_RopeOpBase<string mnemonic, string input, string output,
   ];
 }
 
-def Tfm_RopeOp : Tfm_RopeOpBase<"rope", "x", "y", "", [Tfm_VJP]> {
+def Tfm_RopeOp
+    : Tfm_RopeOpBase<"rope", "x", "y", "", [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = "rotary position embedding";
 }
 
@@ -815,7 +832,8 @@ def Tfm_RopeLocalGradOp
   let summary = "rope gradient of a sequence block (global positions)";
 }
 
-def Tfm_ReshapeOp : Tfm_PureOp<"reshape", [Tfm_VJP]> {
+def Tfm_ReshapeOp
+    : Tfm_PureOp<"reshape", [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = "row-major reshape";
   let description = [{
     Reinterprets `x` in row-major order with the explicit result shape, e.g.
@@ -884,7 +902,8 @@ class Tfm_DropoutOpBase<string mnemonic, string input, string output,
   ];
 }
 
-def Tfm_DropoutOp : Tfm_DropoutOpBase<"dropout", "x", "y", [Tfm_VJP]> {
+def Tfm_DropoutOp
+    : Tfm_DropoutOpBase<"dropout", "x", "y", [Tfm_VJP, Tfm_CheapToRecompute]> {
   let summary = "dropout with a plan-independent mask";
 }
 
@@ -1202,7 +1221,8 @@ def Tfm_LossGroup : OpDocGroup {
 
 let opDocGroup = Tfm_LossGroup in {
 
-def Tfm_CrossEntropyOp : Tfm_InferredOp<"cross_entropy", [Tfm_VJP]> {
+def Tfm_CrossEntropyOp
+    : Tfm_InferredOp<"cross_entropy", [Tfm_VJP, Tfm_TrainingLoss]> {
   let summary = "mean softmax cross-entropy over all tokens";
   let description = [{
     `loss = mean_{i...} (logsumexp_{c < V'} logits[i..., c] - logits[i..., labels[i...]])`
@@ -1233,7 +1253,8 @@ def Tfm_CrossEntropyOp : Tfm_InferredOp<"cross_entropy", [Tfm_VJP]> {
   ];
 }
 
-def Tfm_CrossEntropyGradOp : Tfm_InferredOp<"cross_entropy_grad"> {
+def Tfm_CrossEntropyGradOp
+    : Tfm_InferredOp<"cross_entropy_grad", [Tfm_LossGradientSeed]> {
   let summary = "gradient of cross_entropy";
   let description = [{
     `dlogits[i..., c] = dloss / T * (softmax(logits[i...])[c] - (c == labels[i...]))`
@@ -1525,7 +1546,8 @@ def Tfm_OptimizerGroup : OpDocGroup {
 
 let opDocGroup = Tfm_OptimizerGroup in {
 
-def Tfm_SumSquaresOp : Tfm_InferredOp<"sum_squares"> {
+def Tfm_SumSquaresOp : Tfm_InferredOp<"sum_squares", [Tfm_OptimizerStep,
+    Tfm_OptimizerStatistic, Tfm_SumOverOperands]> {
   let summary = "sum of squares of all elements of all operands";
   let description = [{
     `result = sum_t sum_i g_t[i]^2`, accumulated in `f32`, over one or more
@@ -1546,7 +1568,8 @@ def Tfm_SumSquaresOp : Tfm_InferredOp<"sum_squares"> {
   ];
 }
 
-def Tfm_ClipCoefOp : Tfm_InferredOp<"clip_coef"> {
+def Tfm_ClipCoefOp
+    : Tfm_InferredOp<"clip_coef", [Tfm_OptimizerStep, Tfm_OptimizerStatistic]> {
   let summary = "global-norm gradient clipping coefficient";
   let description = [{
     `norm = sqrt(sumsq)`, `coef = min(1, max_norm / (norm + 1e-6))`, with
@@ -1566,7 +1589,7 @@ def Tfm_ClipCoefOp : Tfm_InferredOp<"clip_coef"> {
   ];
 }
 
-def Tfm_AdamwOp : Tfm_InferredOp<"adamw"> {
+def Tfm_AdamwOp : Tfm_InferredOp<"adamw", [Tfm_OptimizerStep]> {
   let summary = "AdamW update of one parameter";
   let description = [{
     With `g = grad * grad_scale` and `t = step` (1-based):
@@ -1754,7 +1777,7 @@ def Tfm_VocabCeStatsOp : Tfm_InferredOp<"vocab_ce_stats"> {
   ];
 }
 
-def Tfm_VocabCeLossOp : Tfm_InferredOp<"vocab_ce_loss"> {
+def Tfm_VocabCeLossOp : Tfm_InferredOp<"vocab_ce_loss", [Tfm_TrainingLoss]> {
   let summary = "cross-entropy from reduced softmax statistics";
   let description = [{
     `loss = sum_{i...} (log(stats[i..., 0]) + max[i...] - stats[i..., 1]) / num_tokens`
@@ -1782,7 +1805,8 @@ def Tfm_VocabCeLossOp : Tfm_InferredOp<"vocab_ce_loss"> {
   ];
 }
 
-def Tfm_VocabCeGradOp : Tfm_InferredOp<"vocab_ce_grad"> {
+def Tfm_VocabCeGradOp
+    : Tfm_InferredOp<"vocab_ce_grad", [Tfm_LossGradientSeed]> {
   let summary = "cross-entropy gradient of a vocabulary shard of logits";
   let description = [{
     With `Vl` the last dim of `logits`, `o = shard * Vl`, `max` and `stats`

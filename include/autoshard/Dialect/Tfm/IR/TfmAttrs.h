@@ -1,0 +1,28 @@
+//===- TfmAttrs.h - Transformer graph attributes ----------------*- C++ -*-===//
+
+#ifndef AUTOSHARD_DIALECT_TFM_IR_TFMATTRS_H
+#define AUTOSHARD_DIALECT_TFM_IR_TFMATTRS_H
+
+#include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+
+#include "autoshard/Dialect/Tfm/IR/TfmEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "autoshard/Dialect/Tfm/IR/TfmAttrs.h.inc"
+
+namespace autoshard::tfm {
+
+/// The kind recorded on function `func` (`tfm.func_kind`); nullopt for a
+/// null `func` or a function without one (e.g. the builder's).
+std::optional<FuncKind> getFuncKind(mlir::Operation *func);
+/// Records `kind` on function `func` (`tfm.func_kind`).
+void setFuncKind(mlir::Operation *func, FuncKind kind);
+
+} // namespace autoshard::tfm
+
+#endif // AUTOSHARD_DIALECT_TFM_IR_TFMATTRS_H
