@@ -466,38 +466,37 @@ Instruction parseInstruction(const JsonReader &r, const Artifact &a) {
     inst.frameOffset = r.i64AtLeast("frame_offset", 0);
     return inst;
   }
-  const OpSignature *sig = lookupOp(inst.op);
+  const OpSpec *sig = lookupOp(inst.op);
   if (!sig)
     r.failField("op", "names an unknown op '" + inst.op + "'");
   inst.results = parseIds(r, "results");
+  // "2", "2 to 3", "1 or more".
+  auto range = [](int lo, int hi) {
+    return std::to_string(lo) + (hi == lo ? ""
+                                 : hi < 0 ? " or more"
+                                          : " to " + std::to_string(hi));
+  };
   int numArgs = static_cast<int>(inst.args.size());
   if (numArgs < sig->minArgs || (sig->maxArgs >= 0 && numArgs > sig->maxArgs))
     r.failField("args", "has " + std::to_string(numArgs) + " ids; '" + inst.op +
-                            "' takes " + std::to_string(sig->minArgs) +
-                            (sig->maxArgs == sig->minArgs ? ""
-                             : sig->maxArgs < 0
-                                 ? " or more"
-                                 : " to " + std::to_string(sig->maxArgs)));
+                            "' takes " + range(sig->minArgs, sig->maxArgs));
   int numResults = static_cast<int>(inst.results.size());
-  int minResults = sig->minResults >= 0 ? sig->minResults : sig->numResults;
-  if (sig->numResults < 0
-          ? numResults < 1
-          : numResults < minResults || numResults > sig->numResults)
-    r.failField("results", "has " + std::to_string(inst.results.size()) +
-                               " ids; '" + inst.op + "' has " +
-                               (sig->numResults < 0 ? std::string("one or more")
-                                : minResults == sig->numResults
-                                    ? std::to_string(sig->numResults)
-                                    : std::to_string(minResults) + " to " +
-                                          std::to_string(sig->numResults)) +
+  if (numResults < sig->minResults ||
+      (sig->maxResults >= 0 && numResults > sig->maxResults))
+    r.failField("results", "has " + std::to_string(numResults) + " ids; '" +
+                               inst.op + "' has " +
+                               (sig->maxResults < 0 && sig->minResults == 1
+                                    ? std::string("one or more")
+                                    : range(sig->minResults, sig->maxResults)) +
                                " results");
   if (r.has("attrs")) {
     for (const auto &[name, value] : r.object("attrs").items())
       inst.attrs.set(name, parseAttr(r, name, value));
   }
-  for (std::string_view name : sig->requiredAttrs)
-    if (!inst.attrs.has(name))
-      r.fail("'" + inst.op + "' needs attribute '" + std::string(name) + "'");
+  for (const AttrSpec &attr : sig->attrs)
+    if (attr.required && !inst.attrs.has(attr.name))
+      r.fail("'" + inst.op + "' needs attribute '" + std::string(attr.name) +
+             "'");
   return inst;
 }
 

@@ -189,10 +189,8 @@ void verifyComm(const Artifact &a, const Function &fn) {
       continue;
     std::string place = instPlace(fn, i);
     // Ops with a device group (not dist.wait, dist.pack, dist.unpack).
-    const OpSignature *sig = lookupOp(inst.op);
-    bool hasAxes =
-        sig && std::find(sig->requiredAttrs.begin(), sig->requiredAttrs.end(),
-                         "axes") != sig->requiredAttrs.end();
+    const OpSpec *sig = lookupOp(inst.op);
+    bool hasAxes = sig && sig->findAttr("axes");
     if (hasAxes) {
       std::vector<std::string> axes = inst.attrs.getStringArray("axes");
       if (axes.empty())

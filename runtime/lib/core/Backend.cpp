@@ -22,7 +22,7 @@ KernelBinder KernelTable::lookup(std::string_view op) const {
 
 std::vector<std::string> KernelTable::missingOps() const {
   std::vector<std::string> missing;
-  for (const OpSignature &op : allOps())
+  for (const OpSpec &op : allOps())
     if (!lookup(op.name))
       missing.emplace_back(op.name);
   return missing;

@@ -487,22 +487,27 @@ BoundKernel bindAttentionGrad(const KernelSignature &sig) {
 }
 
 BoundKernel bindAttentionMerge(const KernelSignature &sig) {
+  using Op = ops::AttentionMerge;
+  OperandIndex at(sig);
   AttentionMergeDims d = checkAttentionMerge(sig);
   if (d.lseType != DType::F32)
     sig.fail("the cuda backend's attention_merge needs an f32 lse");
   cudaStream_t st = currentContext().stream;
-  return withFloat(sig, sig.args[0].dtype, "out_a", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      int64_t rows = d.batch * d.heads * d.seq;
-      if (rows == 0)
-        return;
-      attentionMergeKernel<T><<<gridFor(rows * 32, 256), 256, 0, st>>>(
-          in<T>(p[0]), in<float>(p[1]), in<T>(p[2]), in<float>(p[3]),
-          out<T>(p[4]), out<float>(p[5]), d.batch, d.seq, d.heads, d.headDim);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
-  });
+  return withFloat(
+      sig, sig.arg(Op::out_a).dtype, "out_a", [=](auto t) -> BoundKernel {
+        using T = decltype(t);
+        return [=](void *const *p) {
+          int64_t rows = d.batch * d.heads * d.seq;
+          if (rows == 0)
+            return;
+          attentionMergeKernel<T><<<gridFor(rows * 32, 256), 256, 0, st>>>(
+              in<T>(p[at(Op::out_a)]), in<float>(p[at(Op::lse_a)]),
+              in<T>(p[at(Op::out_b)]), in<float>(p[at(Op::lse_b)]),
+              out<T>(p[at(Op::out)]), out<float>(p[at(Op::lse)]), d.batch,
+              d.seq, d.heads, d.headDim);
+          AUTOSHARD_CUDA_LAUNCHED();
+        };
+      });
 }
 
 } // namespace

@@ -23,7 +23,9 @@ __global__ void castKernel(const From *x, To *y, int64_t n) {
 }
 
 BoundKernel bindCast(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0], &y = sig.results[0];
+  using Op = ops::Cast;
+  OperandIndex at(sig);
+  const TensorType &x = sig.arg(Op::x), &y = sig.result(Op::result);
   if (x.shape != y.shape)
     sig.fail("result " + y.str() + " must have the shape of x " + x.str());
   int64_t n = x.numel();
@@ -32,9 +34,9 @@ BoundKernel bindCast(const KernelSignature &sig) {
     int64_t bytes = x.bytes();
     return withFloat(sig, x.dtype, "x", [=](auto) -> BoundKernel {
       return [=](void *const *p) {
-        if (bytes > 0 && p[0] != p[1])
-          AUTOSHARD_CUDA(
-              cudaMemcpyAsync(p[1], p[0], bytes, cudaMemcpyDeviceToDevice, s));
+        if (bytes > 0 && p[at(Op::x)] != p[at(Op::result)])
+          AUTOSHARD_CUDA(cudaMemcpyAsync(p[at(Op::result)], p[at(Op::x)], bytes,
+                                         cudaMemcpyDeviceToDevice, s));
       };
     });
   }
@@ -46,8 +48,8 @@ BoundKernel bindCast(const KernelSignature &sig) {
       return [=](void *const *p) {
         if (n == 0)
           return;
-        castKernel<From, To>
-            <<<blocks, kThreads, 0, s>>>(in<From>(p[0]), out<To>(p[1]), n);
+        castKernel<From, To><<<blocks, kThreads, 0, s>>>(
+            in<From>(p[at(Op::x)]), out<To>(p[at(Op::result)]), n);
         AUTOSHARD_CUDA_LAUNCHED();
       };
     });

@@ -130,34 +130,42 @@ template <Act A> BoundKernel bindActGrad(const KernelSignature &sig) {
 }
 
 BoundKernel bindSwiglu(const KernelSignature &sig) {
+  using Op = ops::Swiglu;
+  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, sig.args[0].dtype, "gate",
+  return withFloat(sig, sig.arg(Op::gate).dtype, "gate",
                    [=](auto tag) -> BoundKernel {
                      using T = decltype(tag);
                      return [=](void *const *p) {
                        if (n == 0)
                          return;
                        swigluKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
-                           in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), n);
+                           in<T>(p[at(Op::gate)]), in<T>(p[at(Op::up)]),
+                           out<T>(p[at(Op::y)]), n);
                        AUTOSHARD_CUDA_LAUNCHED();
                      };
                    });
 }
 
 BoundKernel bindSwigluGrad(const KernelSignature &sig) {
+  using Op = ops::SwigluGrad;
+  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      if (n == 0)
-        return;
-      swigluGradKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
-          in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]), out<T>(p[4]), n);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
-  });
+  return withFloat(sig, sig.arg(Op::dy).dtype, "dy",
+                   [=](auto tag) -> BoundKernel {
+                     using T = decltype(tag);
+                     return [=](void *const *p) {
+                       if (n == 0)
+                         return;
+                       swigluGradKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
+                           in<T>(p[at(Op::dy)]), in<T>(p[at(Op::gate)]),
+                           in<T>(p[at(Op::up)]), out<T>(p[at(Op::dgate)]),
+                           out<T>(p[at(Op::dup)]), n);
+                       AUTOSHARD_CUDA_LAUNCHED();
+                     };
+                   });
 }
 
 //===----------------------------------------------------------------------===//
@@ -197,20 +205,23 @@ __global__ void scaleKernel(const T *x, T *o, int64_t n, float f) {
 }
 
 BoundKernel bindScale(const KernelSignature &sig) {
+  using Op = ops::Scale;
+  OperandIndex at(sig);
   ScaleShape shape = checkScale(sig);
   int64_t n = shape.numel;
   float factor = static_cast<float>(shape.factor);
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      if (n == 0)
-        return;
-      scaleKernel<T><<<blocksFor(n), kThreads, 0, s>>>(in<T>(p[0]),
-                                                       out<T>(p[1]), n, factor);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
-  });
+  return withFloat(
+      sig, sig.arg(Op::x).dtype, "x", [=](auto tag) -> BoundKernel {
+        using T = decltype(tag);
+        return [=](void *const *p) {
+          if (n == 0)
+            return;
+          scaleKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
+              in<T>(p[at(Op::x)]), out<T>(p[at(Op::result)]), n, factor);
+          AUTOSHARD_CUDA_LAUNCHED();
+        };
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -306,7 +317,9 @@ void expectRankAtMost16(const KernelSignature &sig, size_t rank) {
 }
 
 BoundKernel bindReduceSum(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0];
+  using Op = ops::ReduceSum;
+  OperandIndex at(sig);
+  const TensorType &x = sig.arg(Op::x);
   std::vector<int64_t> dims = checkReduceSum(sig);
   expectRankAtMost16(sig, x.shape.size());
   DimSplit split = splitDims(x.shape, dims);
@@ -318,14 +331,16 @@ BoundKernel bindReduceSum(const KernelSignature &sig) {
         return;
       dim3 block(32, 8);
       reduceSumKernel<T><<<gridFor(split.keptNumel, 32), block, 0, s>>>(
-          in<T>(p[0]), out<T>(p[1]), split);
+          in<T>(p[at(Op::x)]), out<T>(p[at(Op::result)]), split);
       AUTOSHARD_CUDA_LAUNCHED();
     };
   });
 }
 
 BoundKernel bindBroadcast(const KernelSignature &sig) {
-  const TensorType &y = sig.results[0];
+  using Op = ops::Broadcast;
+  OperandIndex at(sig);
+  const TensorType &y = sig.result(Op::result);
   std::vector<int64_t> dims = checkBroadcast(sig);
   expectRankAtMost16(sig, y.shape.size());
   // redSize = full sizes; keptStride = x's stride of each full dim (0 when
@@ -348,21 +363,26 @@ BoundKernel bindBroadcast(const KernelSignature &sig) {
       if (n == 0)
         return;
       broadcastKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
-          in<T>(p[0]), out<T>(p[1]), n, rank, d, nullptr);
+          in<T>(p[at(Op::x)]), out<T>(p[at(Op::result)]), n, rank, d, nullptr);
       AUTOSHARD_CUDA_LAUNCHED();
     };
   });
 }
 
 BoundKernel bindReshape(const KernelSignature &sig) {
+  using Op = ops::Reshape;
+  OperandIndex at(sig);
   int64_t bytes = checkReshape(sig);
   cudaStream_t s = currentContext().stream;
-  return [=](void *const *p) { copyAsync(p[1], p[0], bytes, s); };
+  return
+      [=](void *const *p) { copyAsync(p[at(Op::y)], p[at(Op::x)], bytes, s); };
 }
 
 /// tfm.microbatch: rows `index, index + count, ...` of x (any element
 /// type), one strided 2-D copy.
 BoundKernel bindMicrobatch(const KernelSignature &sig) {
+  using Op = ops::Microbatch;
+  OperandIndex at(sig);
   MicrobatchShape shape = checkMicrobatch(sig);
   int64_t index = shape.index, count = shape.count, rows = shape.rows,
           rowBytes = shape.rowBytes;
@@ -371,7 +391,8 @@ BoundKernel bindMicrobatch(const KernelSignature &sig) {
     if (rows == 0 || rowBytes == 0)
       return;
     AUTOSHARD_CUDA(cudaMemcpy2DAsync(
-        p[1], rowBytes, static_cast<const char *>(p[0]) + index * rowBytes,
+        p[at(Op::result)], rowBytes,
+        static_cast<const char *>(p[at(Op::x)]) + index * rowBytes,
         count * rowBytes, rowBytes, rows, cudaMemcpyDeviceToDevice, s));
   };
 }

@@ -225,7 +225,9 @@ BoundKernel bindMatmul(const KernelSignature &sig) {
 }
 
 BoundKernel bindMatmulWgrad(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0];
+  using Op = ops::MatmulWgrad;
+  OperandIndex at(sig);
+  const TensorType &x = sig.arg(Op::x);
   MatmulWgradDims d = checkMatmulWgrad(sig);
   int64_t rows = d.rows, k = d.k, n = d.n;
   checkFloat(sig, x.dtype);
@@ -242,10 +244,10 @@ BoundKernel bindMatmulWgrad(const KernelSignature &sig) {
   g.ldb = toInt(sig, n, "ldb");
   g.ldc = toInt(sig, n, "ldc");
   if (rows == 0) {
-    int64_t bytes = sig.results[0].bytes();
+    int64_t bytes = sig.result(Op::dw).bytes();
     cudaStream_t s = currentContext().stream;
     return [=](void *const *p) {
-      AUTOSHARD_CUDA(cudaMemsetAsync(p[2], 0, bytes, s));
+      AUTOSHARD_CUDA(cudaMemsetAsync(p[at(Op::dw)], 0, bytes, s));
     };
   }
   return bindGemm(sig, g);

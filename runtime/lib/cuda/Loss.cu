@@ -108,46 +108,54 @@ void expectTokens(const KernelSignature &sig, const CrossEntropyDims &s) {
 }
 
 BoundKernel bindCrossEntropy(const KernelSignature &sig) {
+  using Op = ops::CrossEntropy;
+  OperandIndex at(sig);
   CrossEntropyDims s = checkCrossEntropy(sig);
   expectTokens(sig, s);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
   Scratch perToken = scratch(s.tokens * sizeof(double));
-  return withFloat(sig, sig.args[0].dtype, "logits", [&](auto t) {
+  return withFloat(sig, sig.arg(Op::logits).dtype, "logits", [&](auto t) {
     using T = decltype(t);
-    return withId(sig, sig.args[1].dtype, "labels", [&](auto i) -> BoundKernel {
-      using I = decltype(i);
-      return [=](void *const *p) {
-        ceForwardKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
-            in<T>(p[0]), in<I>(p[1]), s.classes, s.vocabSize,
-            perToken->as<double>(), err);
-        AUTOSHARD_CUDA_LAUNCHED();
-        meanKernel<<<1, 1024, 0, st>>>(perToken->as<double>(), s.tokens,
-                                       double(s.tokens), out<float>(p[2]));
-        AUTOSHARD_CUDA_LAUNCHED();
-      };
-    });
+    return withId(
+        sig, sig.arg(Op::labels).dtype, "labels", [&](auto i) -> BoundKernel {
+          using I = decltype(i);
+          return [=](void *const *p) {
+            ceForwardKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
+                in<T>(p[at(Op::logits)]), in<I>(p[at(Op::labels)]), s.classes,
+                s.vocabSize, perToken->as<double>(), err);
+            AUTOSHARD_CUDA_LAUNCHED();
+            meanKernel<<<1, 1024, 0, st>>>(perToken->as<double>(), s.tokens,
+                                           double(s.tokens),
+                                           out<float>(p[at(Op::loss)]));
+            AUTOSHARD_CUDA_LAUNCHED();
+          };
+        });
   });
 }
 
 BoundKernel bindCrossEntropyGrad(const KernelSignature &sig) {
+  using Op = ops::CrossEntropyGrad;
+  OperandIndex at(sig);
   CrossEntropyDims s = checkCrossEntropyGrad(sig);
   expectTokens(sig, s);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  return withFloat(sig, sig.args[1].dtype, "logits", [&](auto t) {
+  return withFloat(sig, sig.arg(Op::logits).dtype, "logits", [&](auto t) {
     using T = decltype(t);
-    return withId(sig, sig.args[2].dtype, "labels", [&](auto i) -> BoundKernel {
-      using I = decltype(i);
-      return [=](void *const *p) {
-        ceGradKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
-            in<float>(p[0]), in<T>(p[1]), in<I>(p[2]), s.classes, s.vocabSize,
-            double(s.tokens), out<T>(p[3]), err);
-        AUTOSHARD_CUDA_LAUNCHED();
-      };
-    });
+    return withId(sig, sig.arg(Op::labels).dtype, "labels",
+                  [&](auto i) -> BoundKernel {
+                    using I = decltype(i);
+                    return [=](void *const *p) {
+                      ceGradKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
+                          in<float>(p[at(Op::dloss)]), in<T>(p[at(Op::logits)]),
+                          in<I>(p[at(Op::labels)]), s.classes, s.vocabSize,
+                          double(s.tokens), out<T>(p[at(Op::dlogits)]), err);
+                      AUTOSHARD_CUDA_LAUNCHED();
+                    };
+                  });
   });
 }
 
@@ -223,7 +231,9 @@ __global__ void vocabGradKernel(const float *dloss, const T *logits,
 }
 
 BoundKernel bindVocabCeMax(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[0];
+  using Op = ops::VocabCeMax;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits);
   VocabCeDims s = checkVocabCeMax(sig);
   cudaStream_t st = currentContext().stream;
   return withFloat(sig, logits.dtype, "logits", [=](auto t) -> BoundKernel {
@@ -232,15 +242,17 @@ BoundKernel bindVocabCeMax(const KernelSignature &sig) {
       if (s.tokens == 0)
         return;
       vocabMaxKernel<T><<<s.tokens, kRowThreads, 0, st>>>(
-          in<T>(p[0]), s.classes, s.vocabSize, in<int64_t>(p[1]),
-          out<float>(p[2]));
+          in<T>(p[at(Op::logits)]), s.classes, s.vocabSize,
+          in<int64_t>(p[at(Op::shard)]), out<float>(p[at(Op::max)]));
       AUTOSHARD_CUDA_LAUNCHED();
     };
   });
 }
 
 BoundKernel bindVocabCeStats(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[0], &labels = sig.args[1];
+  using Op = ops::VocabCeStats;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits), &labels = sig.arg(Op::labels);
   VocabCeDims s = checkVocabCeStats(sig);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
@@ -253,8 +265,9 @@ BoundKernel bindVocabCeStats(const KernelSignature &sig) {
         if (s.tokens == 0)
           return;
         vocabStatsKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
-            in<T>(p[0]), in<I>(p[1]), in<float>(p[2]), s.classes, s.vocabSize,
-            in<int64_t>(p[3]), out<float>(p[4]), err);
+            in<T>(p[at(Op::logits)]), in<I>(p[at(Op::labels)]),
+            in<float>(p[at(Op::max)]), s.classes, s.vocabSize,
+            in<int64_t>(p[at(Op::shard)]), out<float>(p[at(Op::stats)]), err);
         AUTOSHARD_CUDA_LAUNCHED();
       };
     });
@@ -262,19 +275,23 @@ BoundKernel bindVocabCeStats(const KernelSignature &sig) {
 }
 
 BoundKernel bindVocabCeLoss(const KernelSignature &sig) {
+  using Op = ops::VocabCeLoss;
+  OperandIndex at(sig);
   VocabCeDims s = checkVocabCeLoss(sig);
   int64_t tokens = s.tokens, numTokens = s.numTokens;
   cudaStream_t st = currentContext().stream;
   return [=](void *const *p) {
-    vocabLossKernel<<<1, 1024, 0, st>>>(in<float>(p[0]), in<float>(p[1]),
-                                        tokens, double(numTokens),
-                                        out<float>(p[2]));
+    vocabLossKernel<<<1, 1024, 0, st>>>(
+        in<float>(p[at(Op::stats)]), in<float>(p[at(Op::max)]), tokens,
+        double(numTokens), out<float>(p[at(Op::loss)]));
     AUTOSHARD_CUDA_LAUNCHED();
   };
 }
 
 BoundKernel bindVocabCeGrad(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[1], &labels = sig.args[2];
+  using Op = ops::VocabCeGrad;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits), &labels = sig.arg(Op::labels);
   VocabCeDims s = checkVocabCeGrad(sig);
   int64_t numTokens = s.numTokens;
   const CudaContext &ctx = currentContext();
@@ -288,9 +305,11 @@ BoundKernel bindVocabCeGrad(const KernelSignature &sig) {
         if (s.tokens == 0)
           return;
         vocabGradKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
-            in<float>(p[0]), in<T>(p[1]), in<I>(p[2]), in<float>(p[3]),
-            in<float>(p[4]), s.classes, s.vocabSize, in<int64_t>(p[5]),
-            double(numTokens), out<T>(p[6]), err);
+            in<float>(p[at(Op::dloss)]), in<T>(p[at(Op::logits)]),
+            in<I>(p[at(Op::labels)]), in<float>(p[at(Op::max)]),
+            in<float>(p[at(Op::stats)]), s.classes, s.vocabSize,
+            in<int64_t>(p[at(Op::shard)]), double(numTokens),
+            out<T>(p[at(Op::dlogits)]), err);
         AUTOSHARD_CUDA_LAUNCHED();
       };
     });

@@ -302,7 +302,10 @@ BoundKernel withTypes(const KernelSignature &sig, DType t, DType ids, Fn &&fn) {
 }
 
 BoundKernel bindRouter(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[0], &ids = sig.results[1];
+  using Op = ops::MoeRouter;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits),
+                   &ids = sig.result(Op::expert_ids);
   MoeDims s = checkMoeRouter(sig);
   expectLogitsLimit(sig, s);
   bool renorm = s.renormalize;
@@ -314,14 +317,18 @@ BoundKernel bindRouter(const KernelSignature &sig) {
       if (s.batch * s.seq == 0)
         return;
       routerKernel<T, I><<<gridFor(s.batch * s.seq, 128), 128, 0, st>>>(
-          in<T>(p[0]), out<T>(p[1]), out<I>(p[2]), s, renorm);
+          in<T>(p[at(Op::logits)]), out<T>(p[at(Op::gates)]),
+          out<I>(p[at(Op::expert_ids)]), s, renorm);
       AUTOSHARD_CUDA_LAUNCHED();
     });
   });
 }
 
 BoundKernel bindRouterGrad(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[1], &ids = sig.args[2];
+  using Op = ops::MoeRouterGrad;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits),
+                   &ids = sig.arg(Op::expert_ids);
   MoeDims s = checkMoeRouterGrad(sig);
   expectLogitsLimit(sig, s);
   bool renorm = s.renormalize;
@@ -335,7 +342,9 @@ BoundKernel bindRouterGrad(const KernelSignature &sig) {
       if (s.batch * s.seq == 0)
         return;
       routerGradKernel<T, I><<<gridFor(s.batch * s.seq, 128), 128, 0, st>>>(
-          in<T>(p[0]), in<T>(p[1]), in<I>(p[2]), out<T>(p[3]), s, renorm, err);
+          in<T>(p[at(Op::dgates)]), in<T>(p[at(Op::logits)]),
+          in<I>(p[at(Op::expert_ids)]), out<T>(p[at(Op::dlogits)]), s, renorm,
+          err);
       AUTOSHARD_CUDA_LAUNCHED();
     });
   });
@@ -387,32 +396,38 @@ void assignSlots(cudaStream_t st, const I *ids, const MoeDims &s,
 }
 
 BoundKernel bindDispatch(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0], &ids = sig.args[1];
+  using Op = ops::MoeDispatch;
+  OperandIndex at(sig);
+  const TensorType &x = sig.arg(Op::x), &ids = sig.arg(Op::expert_ids);
   MoeDims s = checkMoeDispatch(sig);
   expectBufferLimits(sig, s);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
   Scratch slots = scratch(std::max<int64_t>(ids.numel(), 1) * 4);
-  int64_t bufBytes = sig.results[0].bytes();
+  int64_t bufBytes = sig.result(Op::buf).bytes();
   return withTypes(sig, x.dtype, ids.dtype, [=](auto t, auto i) {
     using T = decltype(t);
     using I = decltype(i);
     return BoundKernel([=](void *const *p) {
-      AUTOSHARD_CUDA(cudaMemsetAsync(p[2], 0, bufBytes, st));
+      AUTOSHARD_CUDA(cudaMemsetAsync(p[at(Op::buf)], 0, bufBytes, st));
       int64_t n = s.batch * s.seq * s.topK * s.hidden;
       if (n == 0)
         return;
-      assignSlots(st, in<I>(p[1]), s, slots->as<int32_t>(), err);
+      assignSlots(st, in<I>(p[at(Op::expert_ids)]), s, slots->as<int32_t>(),
+                  err);
       dispatchKernel<T, I><<<blocksFor(n), kThreads, 0, st>>>(
-          in<T>(p[0]), in<I>(p[1]), slots->as<int32_t>(), out<T>(p[2]), s);
+          in<T>(p[at(Op::x)]), in<I>(p[at(Op::expert_ids)]),
+          slots->as<int32_t>(), out<T>(p[at(Op::buf)]), s);
       AUTOSHARD_CUDA_LAUNCHED();
     });
   });
 }
 
 BoundKernel bindDispatchGrad(const KernelSignature &sig) {
-  const TensorType &dbuf = sig.args[0], &ids = sig.args[1];
+  using Op = ops::MoeDispatchGrad;
+  OperandIndex at(sig);
+  const TensorType &dbuf = sig.arg(Op::dbuf), &ids = sig.arg(Op::expert_ids);
   MoeDims s = checkMoeDispatchGrad(sig);
   expectBufferLimits(sig, s);
   const CudaContext &ctx = currentContext();
@@ -426,70 +441,85 @@ BoundKernel bindDispatchGrad(const KernelSignature &sig) {
       int64_t n = s.batch * s.seq * s.hidden;
       if (n == 0)
         return;
-      assignSlots(st, in<I>(p[1]), s, slots->as<int32_t>(), err);
+      assignSlots(st, in<I>(p[at(Op::expert_ids)]), s, slots->as<int32_t>(),
+                  err);
       gatherKernel<T, I><<<blocksFor(n), kThreads, 0, st>>>(
-          in<T>(p[0]), nullptr, in<I>(p[1]), slots->as<int32_t>(), out<T>(p[2]),
-          s);
+          in<T>(p[at(Op::dbuf)]), nullptr, in<I>(p[at(Op::expert_ids)]),
+          slots->as<int32_t>(), out<T>(p[at(Op::dx)]), s);
       AUTOSHARD_CUDA_LAUNCHED();
     });
   });
 }
 
 BoundKernel bindCombine(const KernelSignature &sig) {
+  using Op = ops::MoeCombine;
+  OperandIndex at(sig);
   MoeDims s = checkMoeCombine(sig);
   expectBufferLimits(sig, s);
-  const TensorType &buf = sig.args[0];
+  const TensorType &buf = sig.arg(Op::buf);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  Scratch slots = scratch(std::max<int64_t>(sig.args[2].numel(), 1) * 4);
-  return withTypes(sig, buf.dtype, sig.args[2].dtype, [=](auto t, auto i) {
-    using T = decltype(t);
-    using I = decltype(i);
-    return BoundKernel([=](void *const *p) {
-      int64_t n = s.batch * s.seq * s.hidden;
-      if (n == 0)
-        return;
-      assignSlots(st, in<I>(p[2]), s, slots->as<int32_t>(), err);
-      gatherKernel<T, I><<<blocksFor(n), kThreads, 0, st>>>(
-          in<T>(p[0]), in<T>(p[1]), in<I>(p[2]), slots->as<int32_t>(),
-          out<T>(p[3]), s);
-      AUTOSHARD_CUDA_LAUNCHED();
-    });
-  });
+  Scratch slots =
+      scratch(std::max<int64_t>(sig.arg(Op::expert_ids).numel(), 1) * 4);
+  return withTypes(sig, buf.dtype, sig.arg(Op::expert_ids).dtype,
+                   [=](auto t, auto i) {
+                     using T = decltype(t);
+                     using I = decltype(i);
+                     return BoundKernel([=](void *const *p) {
+                       int64_t n = s.batch * s.seq * s.hidden;
+                       if (n == 0)
+                         return;
+                       assignSlots(st, in<I>(p[at(Op::expert_ids)]), s,
+                                   slots->as<int32_t>(), err);
+                       gatherKernel<T, I><<<blocksFor(n), kThreads, 0, st>>>(
+                           in<T>(p[at(Op::buf)]), in<T>(p[at(Op::gates)]),
+                           in<I>(p[at(Op::expert_ids)]), slots->as<int32_t>(),
+                           out<T>(p[at(Op::y)]), s);
+                       AUTOSHARD_CUDA_LAUNCHED();
+                     });
+                   });
 }
 
 BoundKernel bindCombineGrad(const KernelSignature &sig) {
+  using Op = ops::MoeCombineGrad;
+  OperandIndex at(sig);
   MoeDims s = checkMoeCombineGrad(sig);
   expectBufferLimits(sig, s);
-  const TensorType &buf = sig.args[1];
+  const TensorType &buf = sig.arg(Op::buf);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  Scratch slots = scratch(std::max<int64_t>(sig.args[3].numel(), 1) * 4);
+  Scratch slots =
+      scratch(std::max<int64_t>(sig.arg(Op::expert_ids).numel(), 1) * 4);
   int64_t bufBytes = buf.bytes();
-  return withTypes(sig, buf.dtype, sig.args[3].dtype, [=](auto t, auto i) {
-    using T = decltype(t);
-    using I = decltype(i);
-    return BoundKernel([=](void *const *p) {
-      AUTOSHARD_CUDA(cudaMemsetAsync(p[4], 0, bufBytes, st));
-      int64_t choices = s.batch * s.seq * s.topK;
-      if (choices == 0)
-        return;
-      assignSlots(st, in<I>(p[3]), s, slots->as<int32_t>(), err);
-      if (s.hidden > 0) {
-        combineGradBufKernel<T, I>
-            <<<blocksFor(choices * s.hidden), kThreads, 0, st>>>(
-                in<T>(p[0]), in<T>(p[2]), in<I>(p[3]), slots->as<int32_t>(),
-                out<T>(p[4]), s);
-        AUTOSHARD_CUDA_LAUNCHED();
-      }
-      combineGradGateKernel<T, I><<<gridFor(choices * 32, 256), 256, 0, st>>>(
-          in<T>(p[0]), in<T>(p[1]), in<I>(p[3]), slots->as<int32_t>(),
-          out<T>(p[5]), s);
-      AUTOSHARD_CUDA_LAUNCHED();
-    });
-  });
+  return withTypes(
+      sig, buf.dtype, sig.arg(Op::expert_ids).dtype, [=](auto t, auto i) {
+        using T = decltype(t);
+        using I = decltype(i);
+        return BoundKernel([=](void *const *p) {
+          AUTOSHARD_CUDA(cudaMemsetAsync(p[at(Op::dbuf)], 0, bufBytes, st));
+          int64_t choices = s.batch * s.seq * s.topK;
+          if (choices == 0)
+            return;
+          assignSlots(st, in<I>(p[at(Op::expert_ids)]), s, slots->as<int32_t>(),
+                      err);
+          if (s.hidden > 0) {
+            combineGradBufKernel<T, I>
+                <<<blocksFor(choices * s.hidden), kThreads, 0, st>>>(
+                    in<T>(p[at(Op::dy)]), in<T>(p[at(Op::gates)]),
+                    in<I>(p[at(Op::expert_ids)]), slots->as<int32_t>(),
+                    out<T>(p[at(Op::dbuf)]), s);
+            AUTOSHARD_CUDA_LAUNCHED();
+          }
+          combineGradGateKernel<T, I>
+              <<<gridFor(choices * 32, 256), 256, 0, st>>>(
+                  in<T>(p[at(Op::dy)]), in<T>(p[at(Op::buf)]),
+                  in<I>(p[at(Op::expert_ids)]), slots->as<int32_t>(),
+                  out<T>(p[at(Op::dgates)]), s);
+          AUTOSHARD_CUDA_LAUNCHED();
+        });
+      });
 }
 
 } // namespace

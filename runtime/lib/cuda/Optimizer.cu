@@ -71,11 +71,14 @@ __global__ void clipCoefKernel(const float *sumsq, double maxNorm, float *coef,
 }
 
 BoundKernel bindClipCoef(const KernelSignature &sig) {
+  using Op = ops::ClipCoef;
+  OperandIndex at(sig);
   double maxNorm = checkClipCoef(sig);
   cudaStream_t s = currentContext().stream;
   return [=](void *const *p) {
-    clipCoefKernel<<<1, 1, 0, s>>>(in<float>(p[0]), maxNorm, out<float>(p[1]),
-                                   out<float>(p[2]));
+    clipCoefKernel<<<1, 1, 0, s>>>(in<float>(p[at(Op::sumsq)]), maxNorm,
+                                   out<float>(p[at(Op::coef)]),
+                                   out<float>(p[at(Op::norm)]));
     AUTOSHARD_CUDA_LAUNCHED();
   };
 }
@@ -118,7 +121,9 @@ __global__ void adamwKernel(const T *param, const T *grad, const T *m,
 }
 
 BoundKernel bindAdamw(const KernelSignature &sig) {
-  const TensorType &param = sig.args[0];
+  using Op = ops::Adamw;
+  OperandIndex at(sig);
+  const TensorType &param = sig.arg(Op::param);
   AdamwShape a = checkAdamw(sig);
   int64_t n = a.numel;
   const CudaContext &ctx = currentContext();
@@ -132,9 +137,11 @@ BoundKernel bindAdamw(const KernelSignature &sig) {
         return;
       unsigned blocks = std::min(gridFor(n, kThreads), maxBlocks);
       adamwKernel<T><<<blocks, kThreads, 0, s>>>(
-          in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]), out<T>(p[7]),
-          out<T>(p[8]), out<T>(p[9]), n, in<float>(p[4]), in<int64_t>(p[5]),
-          in<float>(p[6]), a, err);
+          in<T>(p[at(Op::param)]), in<T>(p[at(Op::grad)]), in<T>(p[at(Op::m)]),
+          in<T>(p[at(Op::v)]), out<T>(p[at(Op::new_param)]),
+          out<T>(p[at(Op::new_m)]), out<T>(p[at(Op::new_v)]), n,
+          in<float>(p[at(Op::lr)]), in<int64_t>(p[at(Op::step)]),
+          in<float>(p[at(Op::grad_scale)]), a, err);
       AUTOSHARD_CUDA_LAUNCHED();
     };
   });

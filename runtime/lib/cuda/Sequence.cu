@@ -157,16 +157,22 @@ __global__ void positionGradKernel(const T *dy, int64_t outer, int64_t seqLen,
 }
 
 BoundKernel bindPositionEmbedding(const KernelSignature &sig) {
+  using Op = ops::PositionEmbedding;
+  OperandIndex at(sig);
   PositionEmbeddingShape shape = checkPositionEmbedding(sig);
   if (shape.seqLen < 1 || shape.seqLen > shape.positions)
     sig.fail("seq_len " + std::to_string(shape.seqLen) +
              " is out of range [1, " + std::to_string(shape.positions) + "]");
-  int64_t bytes = sig.results[0].bytes();
+  int64_t bytes = sig.result(Op::out).bytes();
   cudaStream_t s = currentContext().stream;
-  return [=](void *const *p) { copyAsync(p[1], p[0], bytes, s); };
+  return [=](void *const *p) {
+    copyAsync(p[at(Op::out)], p[at(Op::table)], bytes, s);
+  };
 }
 
 BoundKernel bindPositionEmbeddingGrad(const KernelSignature &sig) {
+  using Op = ops::PositionEmbeddingGrad;
+  OperandIndex at(sig);
   PositionEmbeddingShape shape = checkPositionEmbeddingGrad(sig);
   int64_t outer = shape.outer, seqLen = shape.seqLen, hidden = shape.hidden,
           positions = shape.positions;
@@ -174,16 +180,19 @@ BoundKernel bindPositionEmbeddingGrad(const KernelSignature &sig) {
     sig.fail("seq_len " + std::to_string(seqLen) + " exceeds num_positions " +
              std::to_string(positions));
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      if (positions * hidden == 0)
-        return;
-      positionGradKernel<T><<<blocksFor(positions * hidden), kThreads, 0, s>>>(
-          in<T>(p[0]), outer, seqLen, hidden, positions, out<T>(p[1]));
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
-  });
+  return withFloat(sig, sig.arg(Op::dy).dtype, "dy",
+                   [=](auto t) -> BoundKernel {
+                     using T = decltype(t);
+                     return [=](void *const *p) {
+                       if (positions * hidden == 0)
+                         return;
+                       positionGradKernel<T>
+                           <<<blocksFor(positions * hidden), kThreads, 0, s>>>(
+                               in<T>(p[at(Op::dy)]), outer, seqLen, hidden,
+                               positions, out<T>(p[at(Op::dtable)]));
+                       AUTOSHARD_CUDA_LAUNCHED();
+                     };
+                   });
 }
 
 //===----------------------------------------------------------------------===//

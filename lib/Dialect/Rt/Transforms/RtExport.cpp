@@ -12,6 +12,7 @@
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
+#include "autoshard/runtime/Ops.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -95,6 +96,82 @@ FailureOr<json::Value> toJson(Attribute attr) {
     return json::Value(std::move(object));
   }
   return failure();
+}
+
+/// Whether `attr` has the artifact form `kind` of the runtime's op table.
+bool hasAttrKind(Attribute attr, autoshard::runtime::AttrKind kind) {
+  using autoshard::runtime::AttrKind;
+  switch (kind) {
+  case AttrKind::Unit:
+    return isa<UnitAttr>(attr);
+  case AttrKind::Bool:
+    return isa<BoolAttr>(attr);
+  case AttrKind::Int:
+    return isa<IntegerAttr>(attr);
+  case AttrKind::Float:
+    return isa<FloatAttr>(attr);
+  case AttrKind::String:
+    return isa<StringAttr>(attr);
+  case AttrKind::IntArray:
+    return isa<DenseI64ArrayAttr, DenseI32ArrayAttr>(attr);
+  case AttrKind::StringArray:
+    if (auto array = dyn_cast<ArrayAttr>(attr))
+      return llvm::all_of(array, llvm::IsaPred<StringAttr>);
+    return false;
+  }
+  return false;
+}
+
+/// "2", "2 to 3", "1 or more".
+std::string describeCount(int lo, int hi) {
+  return std::to_string(lo) + (hi == lo ? ""
+                               : hi < 0 ? " or more"
+                                        : " to " + std::to_string(hi));
+}
+
+/// Checks `kernel` against the runtime's op table (the generated OpTable.h
+/// the runtime's loader also checks against), so that an artifact the
+/// runtime would reject fails here, naming the IR.
+LogicalResult verifyKernelAbi(KernelOp kernel) {
+  StringRef name = kernel.getKernel();
+  const autoshard::runtime::OpSpec *spec =
+      autoshard::runtime::lookupOp(std::string_view(name.data(), name.size()));
+  if (!spec)
+    return kernel.emitOpError()
+           << "names kernel '" << name
+           << "', which the runtime's op table (RtKernels.td) does not have";
+  auto counted = [&](StringRef what, int count, int lo,
+                     int hi) -> LogicalResult {
+    if (count >= lo && (hi < 0 || count <= hi))
+      return success();
+    return kernel.emitOpError() << "has " << count << " " << what << "; '"
+                                << name << "' has " << describeCount(lo, hi);
+  };
+  if (failed(counted("args", kernel.getArgs().size(), spec->minArgs,
+                     spec->maxArgs)) ||
+      failed(counted("results", kernel.getResults().size(), spec->minResults,
+                     spec->maxResults)))
+    return failure();
+  DictionaryAttr attrs = kernel.getAttrsAttr();
+  for (const autoshard::runtime::AttrSpec &attr : spec->attrs) {
+    StringRef attrName(attr.name.data(), attr.name.size());
+    Attribute value = attrs ? attrs.get(attrName) : Attribute();
+    if (!value && attr.required)
+      return kernel.emitOpError()
+             << "'" << name << "' needs attribute '" << attrName << "'";
+    if (value && !hasAttrKind(value, attr.kind))
+      return kernel.emitOpError() << "attribute '" << attrName << "' of '"
+                                  << name << "' has the wrong kind: " << value;
+  }
+  if (attrs)
+    for (NamedAttribute attr : attrs) {
+      StringRef attrName = attr.getName().getValue();
+      if (!spec->findAttr(std::string_view(attrName.data(), attrName.size())))
+        return kernel.emitOpError()
+               << "'" << name << "' has no attribute '" << attrName
+               << "' in the runtime's op table";
+    }
+  return success();
 }
 
 /// The elements of a dense constant, row-major, as JSON numbers.
@@ -392,6 +469,8 @@ FailureOr<json::Value> ArtifactWriter::writeFunction(FuncOp func) {
                                json::Object{{"kind", "const"}, {"const", *id}});
             })
             .Case([&](KernelOp kernel) -> LogicalResult {
+              if (failed(verifyKernelAbi(kernel)))
+                return failure();
               json::Value attrs = json::Object();
               if (kernel.getAttrs()) {
                 FailureOr<json::Value> converted = toJson(*kernel.getAttrs());

@@ -12,6 +12,7 @@
 #define AUTOSHARD_RUNTIME_BACKEND_H
 
 #include "autoshard/runtime/Artifact.h"
+#include "autoshard/runtime/Ops.h"
 
 #include <functional>
 #include <map>
@@ -42,8 +43,30 @@ struct KernelSignature {
   /// `dist.wait`, whose handles are per function).
   std::string_view function;
 
+  /// The type of a named operand (OpTable.h): `sig.arg(ops::Matmul::lhs)`.
+  const TensorType &arg(ArgSlot slot) const { return args[slot.index]; }
+  const TensorType &result(ResultSlot slot) const {
+    return results[slot.index];
+  }
+
   /// Throws ArtifactError("PLACE: message").
   [[noreturn]] void fail(const std::string &message) const;
+};
+
+/// Where the named operands of one instruction lie in the pointer array its
+/// bound kernel is called with (the args, then the results):
+/// `OperandIndex at(sig); ... p[at(ops::Gelu::y)]`.
+class OperandIndex {
+public:
+  explicit OperandIndex(const KernelSignature &sig)
+      : numArgs(static_cast<int>(sig.args.size())) {}
+  constexpr int operator()(ArgSlot slot) const { return slot.index; }
+  constexpr int operator()(ResultSlot slot) const {
+    return numArgs + slot.index;
+  }
+
+private:
+  int numArgs;
 };
 
 /// A kernel with its shapes and attributes bound. Called with the device
@@ -55,7 +78,8 @@ using BoundKernel = std::function<void(void *const *operands)>;
 
 /// Binds one op for one backend; throws ArtifactError (via
 /// KernelSignature::fail) when the types or shapes do not fit the op.
-using KernelBinder = BoundKernel (*)(const KernelSignature &signature);
+/// Empty: no binder.
+using KernelBinder = std::function<BoundKernel(const KernelSignature &)>;
 
 /// Op name -> binder.
 class KernelTable {

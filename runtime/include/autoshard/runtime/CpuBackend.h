@@ -28,7 +28,7 @@ public:
                  const std::vector<int64_t> &globalOffset) override;
   BoundKernel bind(const KernelSignature &signature) const override;
 
-  /// The binders of every op (see runtime/lib/backend/CpuKernels*.cpp).
+  /// The binders of every op (see runtime/lib/cpu_backend/CpuKernels*.cpp).
   static const KernelTable &kernelTable();
 
 protected:

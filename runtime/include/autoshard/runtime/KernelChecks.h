@@ -4,12 +4,13 @@
 // result types, shapes and attributes against the op (so a malformed
 // artifact fails at load time, never with an out-of-bounds access) before it
 // builds its kernel. Those checks do not depend on the device, so they live
-// here, in the runtime core, shared by the CPU backend (runtime/lib/backend)
-// and the CUDA backend (runtime/lib/cuda): per op, a function that validates
-// a KernelSignature (failing through KernelSignature::fail, the message
-// naming the instruction) and returns the sizes and attributes its kernel
-// needs. What only one backend limits (its element types, a device's
-// maximum sizes) stays with that backend's binder, after the shared check.
+// here, in the runtime core, shared by the CPU backend
+// (runtime/lib/cpu_backend) and the CUDA backend (runtime/lib/cuda): per op,
+// a function that validates a KernelSignature (failing through
+// KernelSignature::fail, the message naming the instruction) and returns
+// the sizes and attributes its kernel needs. What only one backend limits
+// (its element types, a device's maximum sizes) stays with that backend's
+// binder, after the shared check.
 //
 //===----------------------------------------------------------------------===//
 

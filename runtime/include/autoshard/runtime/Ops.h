@@ -1,32 +1,21 @@
-//===- Ops.h - Operand signatures of the tfm ops ----------------*- C++ -*-===//
+//===- Ops.h - The kernels an artifact may name -----------------*- C++ -*-===//
 //
-// The arity and required attributes of every tfm op an artifact may name
-// (spec/tfm-ops.md, docs/Dialects/TfmOps.md), so the loader rejects an
-// unknown op or a wrong operand count before any backend binds it.
+// Lookup in the generated op table (OpTable.h, from the tfm and dist ODS
+// through RtKernels.td): the arity, attributes and operand names of every
+// kernel, so the loader rejects an unknown op or a wrong operand count
+// before any backend binds it, and binders name operands by slot
+// (`ops::Matmul::lhs`).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef AUTOSHARD_RUNTIME_OPS_H
 #define AUTOSHARD_RUNTIME_OPS_H
 
-#include <cstdint>
+#include "autoshard/runtime/OpTable.h"
+
 #include <string_view>
-#include <vector>
 
 namespace autoshard::runtime {
-
-/// Operand counts and required attributes of one op.
-struct OpSignature {
-  std::string_view name;
-  int minArgs;
-  int maxArgs;    ///< -1: variadic (any count >= minArgs).
-  int numResults; ///< The most results; -1: variadic (at least one).
-  std::vector<std::string_view> requiredAttrs;
-  /// The fewest results, -1: numResults (`dist.wait`: 0, one for a
-  /// collective or receive, none for a send; `matmul`: 1, or 2 with the
-  /// fused gelu epilogue keeping its pre-activation).
-  int minResults = -1;
-};
 
 /// Prefix of the communication kernels (`dist.all_reduce`, ...): the dist
 /// op names, distinct from every tfm kernel name (`broadcast` is the tensor
@@ -39,12 +28,19 @@ bool isCommOp(std::string_view op);
 /// results are written by the time the matching `dist.wait` returns.
 bool isAsyncStartOp(std::string_view op);
 
-/// The signature of op `name` (without the "tfm." prefix), or nullptr if the
-/// runtime does not know the op.
-const OpSignature *lookupOp(std::string_view name);
+/// Every known kernel, in the table's (stable) order.
+constexpr ConstSpan<OpSpec> allOps() {
+  return {kOpTable, static_cast<int>(sizeof(kOpTable) / sizeof(kOpTable[0]))};
+}
 
-/// Every known op, in a stable order.
-const std::vector<OpSignature> &allOps();
+/// The ABI of kernel `name` ("matmul", "dist.wait"), or nullptr if the
+/// runtime does not know the op. Header-only: rt-export calls it too.
+constexpr const OpSpec *lookupOp(std::string_view name) {
+  for (const OpSpec &op : allOps())
+    if (op.name == name)
+      return &op;
+  return nullptr;
+}
 
 } // namespace autoshard::runtime
 

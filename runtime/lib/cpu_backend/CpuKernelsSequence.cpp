@@ -48,28 +48,34 @@ BoundKernel bindEmbedding(const KernelSignature &sig) {
 }
 
 BoundKernel bindPositionEmbedding(const KernelSignature &sig) {
+  using Op = ops::PositionEmbedding;
+  OperandIndex at(sig);
   PositionEmbeddingShape s = checkPositionEmbedding(sig);
   int64_t positions = s.positions, hidden = s.hidden, seqLen = s.seqLen;
-  return withFloat(sig, sig.args[0].dtype, "table", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      positionEmbedding<T>(in<T>(p[0]), positions, hidden, seqLen,
-                           out<T>(p[1]));
-    };
-  });
+  return withFloat(
+      sig, sig.arg(Op::table).dtype, "table", [=](auto t) -> BoundKernel {
+        using T = decltype(t);
+        return [=](void *const *p) {
+          positionEmbedding<T>(in<T>(p[at(Op::table)]), positions, hidden,
+                               seqLen, out<T>(p[at(Op::out)]));
+        };
+      });
 }
 
 BoundKernel bindPositionEmbeddingGrad(const KernelSignature &sig) {
+  using Op = ops::PositionEmbeddingGrad;
+  OperandIndex at(sig);
   PositionEmbeddingShape s = checkPositionEmbeddingGrad(sig);
   int64_t outer = s.outer, seqLen = s.seqLen, hidden = s.hidden,
           positions = s.positions;
-  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      positionEmbeddingGrad<T>(in<T>(p[0]), outer, seqLen, hidden, positions,
-                               out<T>(p[1]));
-    };
-  });
+  return withFloat(
+      sig, sig.arg(Op::dy).dtype, "dy", [=](auto t) -> BoundKernel {
+        using T = decltype(t);
+        return [=](void *const *p) {
+          positionEmbeddingGrad<T>(in<T>(p[at(Op::dy)]), outer, seqLen, hidden,
+                                   positions, out<T>(p[at(Op::dtable)]));
+        };
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -232,15 +238,19 @@ BoundKernel bindAttentionGrad(const KernelSignature &sig) {
 }
 
 BoundKernel bindAttentionMerge(const KernelSignature &sig) {
+  using Op = ops::AttentionMerge;
+  OperandIndex at(sig);
   AttentionMergeDims d = checkAttentionMerge(sig);
   return withAttentionTypes(
-      sig, sig.args[0].dtype, d.lseType, [=](auto t, auto l) -> BoundKernel {
+      sig, sig.arg(Op::out_a).dtype, d.lseType,
+      [=](auto t, auto l) -> BoundKernel {
         using T = decltype(t);
         using L = decltype(l);
         return [=](void *const *p) {
-          attentionMerge<T, L>(in<T>(p[0]), in<L>(p[1]), in<T>(p[2]),
-                               in<L>(p[3]), out<T>(p[4]), out<L>(p[5]), d.batch,
-                               d.seq, d.heads, d.headDim);
+          attentionMerge<T, L>(in<T>(p[at(Op::out_a)]), in<L>(p[at(Op::lse_a)]),
+                               in<T>(p[at(Op::out_b)]), in<L>(p[at(Op::lse_b)]),
+                               out<T>(p[at(Op::out)]), out<L>(p[at(Op::lse)]),
+                               d.batch, d.seq, d.heads, d.headDim);
         };
       });
 }
@@ -250,32 +260,39 @@ BoundKernel bindAttentionMerge(const KernelSignature &sig) {
 //===----------------------------------------------------------------------===//
 
 BoundKernel bindCrossEntropy(const KernelSignature &sig) {
+  using Op = ops::CrossEntropy;
+  OperandIndex at(sig);
   CrossEntropyShape s = crossEntropyShape(checkCrossEntropy(sig));
   return withFloat(
-      sig, sig.args[0].dtype, "logits", [&](auto t) -> BoundKernel {
+      sig, sig.arg(Op::logits).dtype, "logits", [&](auto t) -> BoundKernel {
         using T = decltype(t);
-        return withId(sig, sig.args[1].dtype, "labels",
+        return withId(sig, sig.arg(Op::labels).dtype, "labels",
                       [=](auto i) -> BoundKernel {
                         using I = decltype(i);
                         return [=](void *const *p) {
-                          *out<float>(p[2]) = static_cast<float>(
-                              crossEntropy<T, I>(in<T>(p[0]), in<I>(p[1]), s));
+                          *out<float>(p[at(Op::loss)]) = static_cast<float>(
+                              crossEntropy<T, I>(in<T>(p[at(Op::logits)]),
+                                                 in<I>(p[at(Op::labels)]), s));
                         };
                       });
       });
 }
 
 BoundKernel bindCrossEntropyGrad(const KernelSignature &sig) {
+  using Op = ops::CrossEntropyGrad;
+  OperandIndex at(sig);
   CrossEntropyShape s = crossEntropyShape(checkCrossEntropyGrad(sig));
   return withFloat(
-      sig, sig.args[1].dtype, "logits", [&](auto t) -> BoundKernel {
+      sig, sig.arg(Op::logits).dtype, "logits", [&](auto t) -> BoundKernel {
         using T = decltype(t);
-        return withId(sig, sig.args[2].dtype, "labels",
+        return withId(sig, sig.arg(Op::labels).dtype, "labels",
                       [=](auto i) -> BoundKernel {
                         using I = decltype(i);
                         return [=](void *const *p) {
-                          crossEntropyGrad<T, I>(*in<float>(p[0]), in<T>(p[1]),
-                                                 in<I>(p[2]), out<T>(p[3]), s);
+                          crossEntropyGrad<T, I>(*in<float>(p[at(Op::dloss)]),
+                                                 in<T>(p[at(Op::logits)]),
+                                                 in<I>(p[at(Op::labels)]),
+                                                 out<T>(p[at(Op::dlogits)]), s);
                         };
                       });
       });
@@ -286,42 +303,54 @@ BoundKernel bindCrossEntropyGrad(const KernelSignature &sig) {
 //===----------------------------------------------------------------------===//
 
 BoundKernel bindVocabCeMax(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[0];
+  using Op = ops::VocabCeMax;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits);
   VocabCeShape s = vocabCeShape(checkVocabCeMax(sig));
   return withFloat(sig, logits.dtype, "logits", [=](auto t) -> BoundKernel {
     using T = decltype(t);
     return [=](void *const *p) {
-      vocabCeMax<T>(in<T>(p[0]), s, shardOf(p[1]), out<float>(p[2]));
+      vocabCeMax<T>(in<T>(p[at(Op::logits)]), s, shardOf(p[at(Op::shard)]),
+                    out<float>(p[at(Op::max)]));
     };
   });
 }
 
 BoundKernel bindVocabCeStats(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[0], &labels = sig.args[1];
+  using Op = ops::VocabCeStats;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits), &labels = sig.arg(Op::labels);
   VocabCeShape s = vocabCeShape(checkVocabCeStats(sig));
   return withFloat(sig, logits.dtype, "logits", [&](auto t) -> BoundKernel {
     using T = decltype(t);
     return withId(sig, labels.dtype, "labels", [=](auto i) -> BoundKernel {
       using I = decltype(i);
       return [=](void *const *p) {
-        vocabCeStats<T, I>(in<T>(p[0]), in<I>(p[1]), in<float>(p[2]), s,
-                           shardOf(p[3]), out<float>(p[4]));
+        vocabCeStats<T, I>(in<T>(p[at(Op::logits)]), in<I>(p[at(Op::labels)]),
+                           in<float>(p[at(Op::max)]), s,
+                           shardOf(p[at(Op::shard)]),
+                           out<float>(p[at(Op::stats)]));
       };
     });
   });
 }
 
 BoundKernel bindVocabCeLoss(const KernelSignature &sig) {
+  using Op = ops::VocabCeLoss;
+  OperandIndex at(sig);
   VocabCeDims d = checkVocabCeLoss(sig);
   int64_t tokens = d.tokens, numTokens = d.numTokens;
   return [=](void *const *p) {
-    *out<float>(p[2]) = static_cast<float>(
-        vocabCeLoss(in<float>(p[0]), in<float>(p[1]), tokens, numTokens));
+    *out<float>(p[at(Op::loss)]) = static_cast<float>(
+        vocabCeLoss(in<float>(p[at(Op::stats)]), in<float>(p[at(Op::max)]),
+                    tokens, numTokens));
   };
 }
 
 BoundKernel bindVocabCeGrad(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[1], &labels = sig.args[2];
+  using Op = ops::VocabCeGrad;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits), &labels = sig.arg(Op::labels);
   VocabCeDims d = checkVocabCeGrad(sig);
   VocabCeShape s = vocabCeShape(d);
   int64_t numTokens = d.numTokens;
@@ -330,9 +359,11 @@ BoundKernel bindVocabCeGrad(const KernelSignature &sig) {
     return withId(sig, labels.dtype, "labels", [=](auto i) -> BoundKernel {
       using I = decltype(i);
       return [=](void *const *p) {
-        vocabCeGrad<T, I>(*in<float>(p[0]), in<T>(p[1]), in<I>(p[2]),
-                          in<float>(p[3]), in<float>(p[4]), s, shardOf(p[5]),
-                          numTokens, out<T>(p[6]));
+        vocabCeGrad<T, I>(
+            *in<float>(p[at(Op::dloss)]), in<T>(p[at(Op::logits)]),
+            in<I>(p[at(Op::labels)]), in<float>(p[at(Op::max)]),
+            in<float>(p[at(Op::stats)]), s, shardOf(p[at(Op::shard)]),
+            numTokens, out<T>(p[at(Op::dlogits)]));
       };
     });
   });

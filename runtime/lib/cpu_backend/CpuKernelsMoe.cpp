@@ -19,7 +19,10 @@ BoundKernel withTypes(const KernelSignature &sig, DType t, DType ids, Fn &&fn) {
 }
 
 BoundKernel bindRouter(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[0], &ids = sig.results[1];
+  using Op = ops::MoeRouter;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits),
+                   &ids = sig.result(Op::expert_ids);
   MoeDims d = checkMoeRouter(sig);
   MoeShape s = moeShape(d);
   bool renorm = d.renormalize;
@@ -27,13 +30,17 @@ BoundKernel bindRouter(const KernelSignature &sig) {
     using T = decltype(t);
     using I = decltype(i);
     return BoundKernel([=](void *const *p) {
-      moeRouter<T, I>(in<T>(p[0]), out<T>(p[1]), out<I>(p[2]), s, renorm);
+      moeRouter<T, I>(in<T>(p[at(Op::logits)]), out<T>(p[at(Op::gates)]),
+                      out<I>(p[at(Op::expert_ids)]), s, renorm);
     });
   });
 }
 
 BoundKernel bindRouterGrad(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[1], &ids = sig.args[2];
+  using Op = ops::MoeRouterGrad;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits),
+                   &ids = sig.arg(Op::expert_ids);
   MoeDims d = checkMoeRouterGrad(sig);
   MoeShape s = moeShape(d);
   bool renorm = d.renormalize;
@@ -41,85 +48,110 @@ BoundKernel bindRouterGrad(const KernelSignature &sig) {
     using T = decltype(t);
     using I = decltype(i);
     return BoundKernel([=](void *const *p) {
-      moeRouterGrad<T, I>(in<T>(p[0]), in<T>(p[1]), in<I>(p[2]), out<T>(p[3]),
-                          s, renorm);
+      moeRouterGrad<T, I>(in<T>(p[at(Op::dgates)]), in<T>(p[at(Op::logits)]),
+                          in<I>(p[at(Op::expert_ids)]),
+                          out<T>(p[at(Op::dlogits)]), s, renorm);
     });
   });
 }
 
 BoundKernel bindAuxLoss(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[0], &ids = sig.args[1];
+  using Op = ops::MoeAuxLoss;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits),
+                   &ids = sig.arg(Op::expert_ids);
   MoeShape s = moeShape(checkMoeAuxLoss(sig));
   return withTypes(sig, logits.dtype, ids.dtype, [=](auto t, auto i) {
     using T = decltype(t);
     using I = decltype(i);
     return BoundKernel([=](void *const *p) {
-      *out<float>(p[2]) =
-          static_cast<float>(moeAuxLoss<T, I>(in<T>(p[0]), in<I>(p[1]), s));
+      *out<float>(p[at(Op::loss)]) = static_cast<float>(moeAuxLoss<T, I>(
+          in<T>(p[at(Op::logits)]), in<I>(p[at(Op::expert_ids)]), s));
     });
   });
 }
 
 BoundKernel bindAuxLossGrad(const KernelSignature &sig) {
-  const TensorType &logits = sig.args[1], &ids = sig.args[2];
+  using Op = ops::MoeAuxLossGrad;
+  OperandIndex at(sig);
+  const TensorType &logits = sig.arg(Op::logits),
+                   &ids = sig.arg(Op::expert_ids);
   MoeShape s = moeShape(checkMoeAuxLossGrad(sig));
   return withTypes(sig, logits.dtype, ids.dtype, [=](auto t, auto i) {
     using T = decltype(t);
     using I = decltype(i);
     return BoundKernel([=](void *const *p) {
-      moeAuxLossGrad<T, I>(*in<float>(p[0]), in<T>(p[1]), in<I>(p[2]),
-                           out<T>(p[3]), s);
+      moeAuxLossGrad<T, I>(
+          *in<float>(p[at(Op::dloss)]), in<T>(p[at(Op::logits)]),
+          in<I>(p[at(Op::expert_ids)]), out<T>(p[at(Op::dlogits)]), s);
     });
   });
 }
 
 BoundKernel bindDispatch(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0], &ids = sig.args[1];
+  using Op = ops::MoeDispatch;
+  OperandIndex at(sig);
+  const TensorType &x = sig.arg(Op::x), &ids = sig.arg(Op::expert_ids);
   MoeShape s = moeShape(checkMoeDispatch(sig));
   return withTypes(sig, x.dtype, ids.dtype, [=](auto t, auto i) {
     using T = decltype(t);
     using I = decltype(i);
     return BoundKernel([=](void *const *p) {
-      moeDispatch<T, I>(in<T>(p[0]), in<I>(p[1]), out<T>(p[2]), s);
+      moeDispatch<T, I>(in<T>(p[at(Op::x)]), in<I>(p[at(Op::expert_ids)]),
+                        out<T>(p[at(Op::buf)]), s);
     });
   });
 }
 
 BoundKernel bindDispatchGrad(const KernelSignature &sig) {
-  const TensorType &dbuf = sig.args[0], &ids = sig.args[1];
+  using Op = ops::MoeDispatchGrad;
+  OperandIndex at(sig);
+  const TensorType &dbuf = sig.arg(Op::dbuf), &ids = sig.arg(Op::expert_ids);
   MoeShape s = moeShape(checkMoeDispatchGrad(sig));
   return withTypes(sig, dbuf.dtype, ids.dtype, [=](auto t, auto i) {
     using T = decltype(t);
     using I = decltype(i);
     return BoundKernel([=](void *const *p) {
-      moeDispatchGrad<T, I>(in<T>(p[0]), in<I>(p[1]), out<T>(p[2]), s);
+      moeDispatchGrad<T, I>(in<T>(p[at(Op::dbuf)]),
+                            in<I>(p[at(Op::expert_ids)]), out<T>(p[at(Op::dx)]),
+                            s);
     });
   });
 }
 
 BoundKernel bindCombine(const KernelSignature &sig) {
+  using Op = ops::MoeCombine;
+  OperandIndex at(sig);
   MoeShape s = moeShape(checkMoeCombine(sig));
-  const TensorType &buf = sig.args[0];
-  return withTypes(sig, buf.dtype, sig.args[2].dtype, [=](auto t, auto i) {
-    using T = decltype(t);
-    using I = decltype(i);
-    return BoundKernel([=](void *const *p) {
-      moeCombine<T, I>(in<T>(p[0]), in<T>(p[1]), in<I>(p[2]), out<T>(p[3]), s);
-    });
-  });
+  const TensorType &buf = sig.arg(Op::buf);
+  return withTypes(
+      sig, buf.dtype, sig.arg(Op::expert_ids).dtype, [=](auto t, auto i) {
+        using T = decltype(t);
+        using I = decltype(i);
+        return BoundKernel([=](void *const *p) {
+          moeCombine<T, I>(in<T>(p[at(Op::buf)]), in<T>(p[at(Op::gates)]),
+                           in<I>(p[at(Op::expert_ids)]), out<T>(p[at(Op::y)]),
+                           s);
+        });
+      });
 }
 
 BoundKernel bindCombineGrad(const KernelSignature &sig) {
+  using Op = ops::MoeCombineGrad;
+  OperandIndex at(sig);
   MoeShape s = moeShape(checkMoeCombineGrad(sig));
-  const TensorType &buf = sig.args[1];
-  return withTypes(sig, buf.dtype, sig.args[3].dtype, [=](auto t, auto i) {
-    using T = decltype(t);
-    using I = decltype(i);
-    return BoundKernel([=](void *const *p) {
-      moeCombineGrad<T, I>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<I>(p[3]),
-                           out<T>(p[4]), out<T>(p[5]), s);
-    });
-  });
+  const TensorType &buf = sig.arg(Op::buf);
+  return withTypes(
+      sig, buf.dtype, sig.arg(Op::expert_ids).dtype, [=](auto t, auto i) {
+        using T = decltype(t);
+        using I = decltype(i);
+        return BoundKernel([=](void *const *p) {
+          moeCombineGrad<T, I>(
+              in<T>(p[at(Op::dy)]), in<T>(p[at(Op::buf)]),
+              in<T>(p[at(Op::gates)]), in<I>(p[at(Op::expert_ids)]),
+              out<T>(p[at(Op::dbuf)]), out<T>(p[at(Op::dgates)]), s);
+        });
+      });
 }
 
 } // namespace

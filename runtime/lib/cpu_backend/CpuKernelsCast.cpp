@@ -108,7 +108,9 @@ void from16(const void *src, DType dtype, float *dst, int64_t n) {
 //===----------------------------------------------------------------------===//
 
 BoundKernel bindCast(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0], &y = sig.results[0];
+  using Op = ops::Cast;
+  OperandIndex at(sig);
+  const TensorType &x = sig.arg(Op::x), &y = sig.result(Op::result);
   if (!isFloat(x.dtype) || !isFloat(y.dtype))
     sig.fail("cast converts between f32, f64, bf16 and f16, found " + x.str() +
              " -> " + y.str());
@@ -117,21 +119,22 @@ BoundKernel bindCast(const KernelSignature &sig) {
   int64_t n = x.numel();
   DType from = x.dtype, to = y.dtype;
   if (from == to)
-    return [n, bytes = x.bytes()](void *const *p) {
-      if (p[0] != p[1])
-        std::memmove(p[1], p[0], bytes);
+    return [n, at, bytes = x.bytes()](void *const *p) {
+      if (p[at(Op::x)] != p[at(Op::result)])
+        std::memmove(p[at(Op::result)], p[at(Op::x)], bytes);
     };
   if (from == DType::F32 && is16(to))
-    return [n, to](void *const *p) {
-      floatsTo16(static_cast<const float *>(p[0]), p[1], to, n);
+    return [n, to, at](void *const *p) {
+      floatsTo16(static_cast<const float *>(p[at(Op::x)]), p[at(Op::result)],
+                 to, n);
     };
   if (is16(from) && to == DType::F32)
-    return [n, from](void *const *p) {
-      from16(p[0], from, static_cast<float *>(p[1]), n);
+    return [n, from, at](void *const *p) {
+      from16(p[at(Op::x)], from, static_cast<float *>(p[at(Op::result)]), n);
     };
-  return [n, from, to](void *const *p) {
+  return [n, from, to, at](void *const *p) {
     for (int64_t i = 0; i < n; ++i)
-      store(p[1], to, i, load(p[0], from, i));
+      store(p[at(Op::result)], to, i, load(p[at(Op::x)], from, i));
   };
 }
 

@@ -17,64 +17,88 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 BoundKernel bindGelu(const KernelSignature &sig) {
+  using Op = ops::Gelu;
+  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
   bool approx = sig.attrs->getFlag("tanh_approx");
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return
-        [=](void *const *p) { gelu<T>(in<T>(p[0]), out<T>(p[1]), n, approx); };
-  });
+  return withFloat(
+      sig, sig.arg(Op::x).dtype, "x", [=](auto tag) -> BoundKernel {
+        using T = decltype(tag);
+        return [=](void *const *p) {
+          gelu<T>(in<T>(p[at(Op::x)]), out<T>(p[at(Op::y)]), n, approx);
+        };
+      });
 }
 
 BoundKernel bindGeluGrad(const KernelSignature &sig) {
+  using Op = ops::GeluGrad;
+  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
   bool approx = sig.attrs->getFlag("tanh_approx");
-  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      geluGrad<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), n, approx);
-    };
-  });
-}
-
-BoundKernel bindSilu(const KernelSignature &sig) {
-  int64_t n = expectAllLikeArg0(sig);
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) { silu<T>(in<T>(p[0]), out<T>(p[1]), n); };
-  });
-}
-
-BoundKernel bindSiluGrad(const KernelSignature &sig) {
-  int64_t n = expectAllLikeArg0(sig);
-  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      siluGrad<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), n);
-    };
-  });
-}
-
-BoundKernel bindSwiglu(const KernelSignature &sig) {
-  int64_t n = expectAllLikeArg0(sig);
-  return withFloat(sig, sig.args[0].dtype, "gate",
+  return withFloat(sig, sig.arg(Op::dy).dtype, "dy",
                    [=](auto tag) -> BoundKernel {
                      using T = decltype(tag);
                      return [=](void *const *p) {
-                       swiglu<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), n);
+                       geluGrad<T>(in<T>(p[at(Op::dy)]), in<T>(p[at(Op::x)]),
+                                   out<T>(p[at(Op::dx)]), n, approx);
+                     };
+                   });
+}
+
+BoundKernel bindSilu(const KernelSignature &sig) {
+  using Op = ops::Silu;
+  OperandIndex at(sig);
+  int64_t n = expectAllLikeArg0(sig);
+  return withFloat(sig, sig.arg(Op::x).dtype, "x",
+                   [=](auto tag) -> BoundKernel {
+                     using T = decltype(tag);
+                     return [=](void *const *p) {
+                       silu<T>(in<T>(p[at(Op::x)]), out<T>(p[at(Op::y)]), n);
+                     };
+                   });
+}
+
+BoundKernel bindSiluGrad(const KernelSignature &sig) {
+  using Op = ops::SiluGrad;
+  OperandIndex at(sig);
+  int64_t n = expectAllLikeArg0(sig);
+  return withFloat(sig, sig.arg(Op::dy).dtype, "dy",
+                   [=](auto tag) -> BoundKernel {
+                     using T = decltype(tag);
+                     return [=](void *const *p) {
+                       siluGrad<T>(in<T>(p[at(Op::dy)]), in<T>(p[at(Op::x)]),
+                                   out<T>(p[at(Op::dx)]), n);
+                     };
+                   });
+}
+
+BoundKernel bindSwiglu(const KernelSignature &sig) {
+  using Op = ops::Swiglu;
+  OperandIndex at(sig);
+  int64_t n = expectAllLikeArg0(sig);
+  return withFloat(sig, sig.arg(Op::gate).dtype, "gate",
+                   [=](auto tag) -> BoundKernel {
+                     using T = decltype(tag);
+                     return [=](void *const *p) {
+                       swiglu<T>(in<T>(p[at(Op::gate)]), in<T>(p[at(Op::up)]),
+                                 out<T>(p[at(Op::y)]), n);
                      };
                    });
 }
 
 BoundKernel bindSwigluGrad(const KernelSignature &sig) {
+  using Op = ops::SwigluGrad;
+  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
-  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      swigluGrad<T>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]),
-                    out<T>(p[4]), n);
-    };
-  });
+  return withFloat(
+      sig, sig.arg(Op::dy).dtype, "dy", [=](auto tag) -> BoundKernel {
+        using T = decltype(tag);
+        return [=](void *const *p) {
+          swigluGrad<T>(in<T>(p[at(Op::dy)]), in<T>(p[at(Op::gate)]),
+                        in<T>(p[at(Op::up)]), out<T>(p[at(Op::dgate)]),
+                        out<T>(p[at(Op::dup)]), n);
+        };
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -114,57 +138,69 @@ template <typename Op> BoundKernel bindBinary(const KernelSignature &sig) {
 }
 
 BoundKernel bindScale(const KernelSignature &sig) {
+  using Op = ops::Scale;
+  OperandIndex at(sig);
   ScaleShape s = checkScale(sig);
   int64_t n = s.numel;
   double factor = s.factor;
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return
-        [=](void *const *p) { scale<T>(in<T>(p[0]), out<T>(p[1]), n, factor); };
-  });
+  return withFloat(
+      sig, sig.arg(Op::x).dtype, "x", [=](auto tag) -> BoundKernel {
+        using T = decltype(tag);
+        return [=](void *const *p) {
+          scale<T>(in<T>(p[at(Op::x)]), out<T>(p[at(Op::result)]), n, factor);
+        };
+      });
 }
 
 BoundKernel bindReduceSum(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0];
+  using Op = ops::ReduceSum;
+  OperandIndex at(sig);
+  const TensorType &x = sig.arg(Op::x);
   std::vector<int64_t> dims = checkReduceSum(sig);
   std::vector<int64_t> shape = x.shape;
   return withFloat(sig, x.dtype, "x", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=](void *const *p) {
-      reduceSum<T>(in<T>(p[0]), out<T>(p[1]), shape, dims);
+      reduceSum<T>(in<T>(p[at(Op::x)]), out<T>(p[at(Op::result)]), shape, dims);
     };
   });
 }
 
 BoundKernel bindBroadcast(const KernelSignature &sig) {
-  const TensorType &y = sig.results[0];
+  using Op = ops::Broadcast;
+  OperandIndex at(sig);
+  const TensorType &y = sig.result(Op::result);
   std::vector<int64_t> dims = checkBroadcast(sig);
   std::vector<int64_t> shape = y.shape;
   return withFloat(sig, y.dtype, "result", [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=](void *const *p) {
-      broadcast<T>(in<T>(p[0]), out<T>(p[1]), shape, dims);
+      broadcast<T>(in<T>(p[at(Op::x)]), out<T>(p[at(Op::result)]), shape, dims);
     };
   });
 }
 
 BoundKernel bindReshape(const KernelSignature &sig) {
+  using Op = ops::Reshape;
+  OperandIndex at(sig);
   int64_t bytes = checkReshape(sig);
   return [=](void *const *p) {
-    if (p[0] != p[1])
-      std::memmove(p[1], p[0], bytes);
+    if (p[at(Op::x)] != p[at(Op::y)])
+      std::memmove(p[at(Op::y)], p[at(Op::x)], bytes);
   };
 }
 
 /// Rows `index, index + count, ...` of the ids `x` (tfm.microbatch): a
 /// strided row copy, whatever the element type.
 BoundKernel bindMicrobatch(const KernelSignature &sig) {
+  using Op = ops::Microbatch;
+  OperandIndex at(sig);
   MicrobatchShape s = checkMicrobatch(sig);
   int64_t index = s.index, count = s.count, rows = s.rows,
           rowBytes = s.rowBytes;
   return [=](void *const *p) {
-    const char *src = static_cast<const char *>(p[0]);
-    char *dst = static_cast<char *>(p[1]);
+    const char *src = static_cast<const char *>(p[at(Op::x)]);
+    char *dst = static_cast<char *>(p[at(Op::result)]);
     for (int64_t q = 0; q < rows; ++q)
       std::memcpy(dst + q * rowBytes, src + (q * count + index) * rowBytes,
                   rowBytes);
@@ -176,58 +212,68 @@ BoundKernel bindMicrobatch(const KernelSignature &sig) {
 //===----------------------------------------------------------------------===//
 
 BoundKernel bindMatmul(const KernelSignature &sig) {
+  using Op = ops::Matmul;
+  OperandIndex at(sig);
   MatmulDims d = checkMatmul(sig);
   MatmulShape s = matmulShape(d);
   if (d.epilogue == MatmulEpilogue::None)
-    return withFloat(sig, sig.args[0].dtype, "lhs",
+    return withFloat(sig, sig.arg(Op::lhs).dtype, "lhs",
                      [=](auto tag) -> BoundKernel {
                        using T = decltype(tag);
                        return [=](void *const *p) {
-                         matmul<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), s);
+                         matmul<T>(in<T>(p[at(Op::lhs)]), in<T>(p[at(Op::rhs)]),
+                                   out<T>(p[at(Op::result)]), s);
                        };
                      });
   const bool approx = d.tanhApprox;
   if (d.epilogue == MatmulEpilogue::Gelu) {
     const bool keep = d.keepsPreActivation;
-    return withFloat(sig, sig.args[0].dtype, "lhs",
-                     [=](auto tag) -> BoundKernel {
-                       using T = decltype(tag);
-                       return [=](void *const *p) {
-                         matmulGelu<T>(in<T>(p[0]), in<T>(p[1]),
-                                       keep ? out<T>(p[3]) : nullptr,
-                                       out<T>(p[2]), s, approx);
-                       };
-                     });
+    return withFloat(
+        sig, sig.arg(Op::lhs).dtype, "lhs", [=](auto tag) -> BoundKernel {
+          using T = decltype(tag);
+          return [=](void *const *p) {
+            matmulGelu<T>(in<T>(p[at(Op::lhs)]), in<T>(p[at(Op::rhs)]),
+                          keep ? out<T>(p[at(Op::preact)]) : nullptr,
+                          out<T>(p[at(Op::result)]), s, approx);
+          };
+        });
   }
   if (d.epilogue == MatmulEpilogue::GeluGrad)
     return withFloat(
-        sig, sig.args[0].dtype, "lhs", [=](auto tag) -> BoundKernel {
+        sig, sig.arg(Op::lhs).dtype, "lhs", [=](auto tag) -> BoundKernel {
           using T = decltype(tag);
           return [=](void *const *p) {
-            matmulGeluGrad<T>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]),
-                              out<T>(p[3]), s, approx);
+            matmulGeluGrad<T>(in<T>(p[at(Op::lhs)]), in<T>(p[at(Op::rhs)]),
+                              in<T>(p[at(Op::addend)]),
+                              out<T>(p[at(Op::result)]), s, approx);
           };
         });
   MatmulAddend kind = d.epilogue == MatmulEpilogue::Bias ? MatmulAddend::Bias
                                                          : MatmulAddend::Full;
-  return withFloat(sig, sig.args[0].dtype, "lhs", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      matmulAdd<T>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]), s,
-                   kind);
-    };
-  });
+  return withFloat(
+      sig, sig.arg(Op::lhs).dtype, "lhs", [=](auto tag) -> BoundKernel {
+        using T = decltype(tag);
+        return [=](void *const *p) {
+          matmulAdd<T>(in<T>(p[at(Op::lhs)]), in<T>(p[at(Op::rhs)]),
+                       in<T>(p[at(Op::addend)]), out<T>(p[at(Op::result)]), s,
+                       kind);
+        };
+      });
 }
 
 BoundKernel bindMatmulWgrad(const KernelSignature &sig) {
+  using Op = ops::MatmulWgrad;
+  OperandIndex at(sig);
   MatmulWgradDims d = checkMatmulWgrad(sig);
   int64_t rows = d.rows, k = d.k, n = d.n;
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      matmulWgrad<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), rows, k, n);
-    };
-  });
+  return withFloat(sig, sig.arg(Op::x).dtype, "x",
+                   [=](auto tag) -> BoundKernel {
+                     using T = decltype(tag);
+                     return [=](void *const *p) {
+                       matmulWgrad<T>(in<T>(p[at(Op::x)]), in<T>(p[at(Op::dy)]),
+                                      out<T>(p[at(Op::dw)]), rows, k, n);
+                     };
+                   });
 }
 
 //===----------------------------------------------------------------------===//
@@ -235,55 +281,72 @@ BoundKernel bindMatmulWgrad(const KernelSignature &sig) {
 //===----------------------------------------------------------------------===//
 
 BoundKernel bindLayerNorm(const KernelSignature &sig) {
+  using Op = ops::LayerNorm;
+  OperandIndex at(sig);
   NormShape d = checkNorm(sig);
   int64_t rows = d.rows, hidden = d.hidden;
   double eps = d.epsilon;
-  bool hasBeta = sig.args.size() == 3;
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      layerNorm<T>(in<T>(p[0]), in<T>(p[1]), hasBeta ? in<T>(p[2]) : nullptr,
-                   out<T>(p[hasBeta ? 3 : 2]), rows, hidden, eps);
-    };
-  });
+  bool hasBeta = static_cast<int>(sig.args.size()) > Op::beta.index;
+  return withFloat(
+      sig, sig.arg(Op::x).dtype, "x", [=](auto tag) -> BoundKernel {
+        using T = decltype(tag);
+        return [=](void *const *p) {
+          layerNorm<T>(in<T>(p[at(Op::x)]), in<T>(p[at(Op::gamma)]),
+                       hasBeta ? in<T>(p[at(Op::beta)]) : nullptr,
+                       out<T>(p[at(Op::y)]), rows, hidden, eps);
+        };
+      });
 }
 
 BoundKernel bindLayerNormGrad(const KernelSignature &sig) {
+  using Op = ops::LayerNormGrad;
+  OperandIndex at(sig);
   NormShape d = checkNormGrad(sig, /*withBeta=*/true);
   int64_t rows = d.rows, hidden = d.hidden;
   double eps = d.epsilon;
-  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      layerNormGrad<T>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]),
-                       out<T>(p[4]), out<T>(p[5]), rows, hidden, eps);
-    };
-  });
+  return withFloat(
+      sig, sig.arg(Op::dy).dtype, "dy", [=](auto tag) -> BoundKernel {
+        using T = decltype(tag);
+        return [=](void *const *p) {
+          layerNormGrad<T>(in<T>(p[at(Op::dy)]), in<T>(p[at(Op::x)]),
+                           in<T>(p[at(Op::gamma)]), out<T>(p[at(Op::dx)]),
+                           out<T>(p[at(Op::dgamma)]), out<T>(p[at(Op::dbeta)]),
+                           rows, hidden, eps);
+        };
+      });
 }
 
 BoundKernel bindRmsNorm(const KernelSignature &sig) {
+  using Op = ops::RmsNorm;
+  OperandIndex at(sig);
   NormShape d = checkNorm(sig);
   int64_t rows = d.rows, hidden = d.hidden;
   double eps = d.epsilon;
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      rmsNorm<T>(in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), rows, hidden, eps);
-    };
-  });
+  return withFloat(sig, sig.arg(Op::x).dtype, "x",
+                   [=](auto tag) -> BoundKernel {
+                     using T = decltype(tag);
+                     return [=](void *const *p) {
+                       rmsNorm<T>(in<T>(p[at(Op::x)]), in<T>(p[at(Op::gamma)]),
+                                  out<T>(p[at(Op::y)]), rows, hidden, eps);
+                     };
+                   });
 }
 
 BoundKernel bindRmsNormGrad(const KernelSignature &sig) {
+  using Op = ops::RmsNormGrad;
+  OperandIndex at(sig);
   NormShape d = checkNormGrad(sig, /*withBeta=*/false);
   int64_t rows = d.rows, hidden = d.hidden;
   double eps = d.epsilon;
-  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      rmsNormGrad<T>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]),
-                     out<T>(p[4]), rows, hidden, eps);
-    };
-  });
+  return withFloat(
+      sig, sig.arg(Op::dy).dtype, "dy", [=](auto tag) -> BoundKernel {
+        using T = decltype(tag);
+        return [=](void *const *p) {
+          rmsNormGrad<T>(in<T>(p[at(Op::dy)]), in<T>(p[at(Op::x)]),
+                         in<T>(p[at(Op::gamma)]), out<T>(p[at(Op::dx)]),
+                         out<T>(p[at(Op::dgamma)]), rows, hidden, eps);
+        };
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -304,15 +367,19 @@ BoundKernel bindSumSquares(const KernelSignature &sig) {
 }
 
 BoundKernel bindClipCoef(const KernelSignature &sig) {
+  using Op = ops::ClipCoef;
+  OperandIndex at(sig);
   double maxNorm = checkClipCoef(sig);
   return [=](void *const *p) {
-    ClipCoef c = clipCoef(*in<float>(p[0]), maxNorm);
-    *out<float>(p[1]) = static_cast<float>(c.coef);
-    *out<float>(p[2]) = static_cast<float>(c.norm);
+    ClipCoef c = clipCoef(*in<float>(p[at(Op::sumsq)]), maxNorm);
+    *out<float>(p[at(Op::coef)]) = static_cast<float>(c.coef);
+    *out<float>(p[at(Op::norm)]) = static_cast<float>(c.norm);
   };
 }
 
 BoundKernel bindAdamw(const KernelSignature &sig) {
+  using Op = ops::Adamw;
+  OperandIndex at(sig);
   AdamwShape d = checkAdamw(sig);
   int64_t n = d.numel;
   AdamWParams base;
@@ -321,15 +388,17 @@ BoundKernel bindAdamw(const KernelSignature &sig) {
   base.epsilon = d.epsilon;
   base.weightDecay = d.weightDecay;
   return withFloat(
-      sig, sig.args[0].dtype, "param", [=](auto tag) -> BoundKernel {
+      sig, sig.arg(Op::param).dtype, "param", [=](auto tag) -> BoundKernel {
         using T = decltype(tag);
         return [=](void *const *p) {
           AdamWParams params = base;
-          params.lr = *in<float>(p[4]);
-          params.step = *in<int64_t>(p[5]);
-          params.gradScale = *in<float>(p[6]);
-          adamw<T, T>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]),
-                      out<T>(p[7]), out<T>(p[8]), out<T>(p[9]), n, params);
+          params.lr = *in<float>(p[at(Op::lr)]);
+          params.step = *in<int64_t>(p[at(Op::step)]);
+          params.gradScale = *in<float>(p[at(Op::grad_scale)]);
+          adamw<T, T>(in<T>(p[at(Op::param)]), in<T>(p[at(Op::grad)]),
+                      in<T>(p[at(Op::m)]), in<T>(p[at(Op::v)]),
+                      out<T>(p[at(Op::new_param)]), out<T>(p[at(Op::new_m)]),
+                      out<T>(p[at(Op::new_v)]), n, params);
         };
       });
 }
