@@ -140,7 +140,7 @@ Ring makeRing(PartitionContext &ctx, Location loc, ArrayRef<StringAttr> seq) {
 
 struct AttentionRingPartition
     : public dist::PartitionOpInterface::ExternalModel<AttentionRingPartition,
-                                                    AttentionOp> {
+                                                       AttentionOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto attn = cast<AttentionOp>(op);
     AttentionLayout layout(ctx.getResultSharding(0));
@@ -190,8 +190,8 @@ struct AttentionRingPartition
 };
 
 struct AttentionGradRingPartition
-    : public dist::PartitionOpInterface::ExternalModel<AttentionGradRingPartition,
-                                                    AttentionGradOp> {
+    : public dist::PartitionOpInterface::ExternalModel<
+          AttentionGradRingPartition, AttentionGradOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
     auto grad = cast<AttentionGradOp>(op);
     AttentionLayout layout(ctx.getResultSharding(0));

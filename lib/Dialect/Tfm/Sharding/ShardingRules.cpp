@@ -242,9 +242,7 @@ static ShardingRule ruleOf(MatmulWgradOp op) {
 static ShardingRule ruleOf(AddOp op) { return binaryRule(op, true); }
 static ShardingRule ruleOf(SubOp op) { return binaryRule(op, true); }
 static ShardingRule ruleOf(MulOp op) { return binaryRule(op, false); }
-static ShardingRule ruleOf(ScaleOp op) {
-  return elementwiseRule(op, {{0}});
-}
+static ShardingRule ruleOf(ScaleOp op) { return elementwiseRule(op, {{0}}); }
 /// A conversion is elementwise; it is linear up to rounding, so a partial
 /// sum may pass through it (a bf16 weight gradient is reduced after its cast
 /// to f32, in f32).
@@ -382,17 +380,11 @@ static ShardingRule ruleOf(RmsNormGradOp op) { return normGradRule(op); }
 //===----------------------------------------------------------------------===//
 
 static ShardingRule ruleOf(GeluOp op) { return elementwiseRule(op, {}); }
-static ShardingRule ruleOf(GeluGradOp op) {
-  return elementwiseRule(op, {{0}});
-}
+static ShardingRule ruleOf(GeluGradOp op) { return elementwiseRule(op, {{0}}); }
 static ShardingRule ruleOf(SiluOp op) { return elementwiseRule(op, {}); }
-static ShardingRule ruleOf(SiluGradOp op) {
-  return elementwiseRule(op, {{0}});
-}
+static ShardingRule ruleOf(SiluGradOp op) { return elementwiseRule(op, {{0}}); }
 /// `silu(gate) * up` is linear in `up`.
-static ShardingRule ruleOf(SwigluOp op) {
-  return elementwiseRule(op, {{1}});
-}
+static ShardingRule ruleOf(SwigluOp op) { return elementwiseRule(op, {{1}}); }
 static ShardingRule ruleOf(SwigluGradOp op) {
   return elementwiseRule(op, {{0}});
 }
@@ -757,7 +749,9 @@ static ShardingRule ruleOf(AdamwOp op) {
 /// rope / dropout on a chunk) are already per-rank (they only appear after
 /// dist-partition): no dim is tied to a factor, so nothing propagates
 /// through them and they are never partitioned again.
-static ShardingRule localOpRule(Operation *op) { return RuleBuilder(op).take(); }
+static ShardingRule localOpRule(Operation *op) {
+  return RuleBuilder(op).take();
+}
 
 static ShardingRule ruleOf(VocabEmbeddingOp op) { return localOpRule(op); }
 static ShardingRule ruleOf(VocabEmbeddingGradOp op) { return localOpRule(op); }
@@ -787,8 +781,7 @@ struct RuleModel
   }
 };
 
-template <typename... OpTys>
-void attachRuleModels(MLIRContext *ctx) {
+template <typename... OpTys> void attachRuleModels(MLIRContext *ctx) {
   (OpTys::template attachInterface<RuleModel<OpTys>>(*ctx), ...);
 }
 } // namespace
