@@ -186,6 +186,10 @@ def DistPropagate : Pass<"dist-propagate", "::mlir::ModuleOp"> {
     arguments and results of every reachable function. Values nothing
     constrains are replicated.
 
+    The algorithm is the `ShardingPropagator` class
+    (`autoshard/Dialect/Dist/Analysis/ShardingPropagator.h`), usable and
+    tested without the pass.
+
     ```mlir
     // after --dist-apply-plan="plan=tp=2" --dist-propagate, inside a block:
     %1 = tfm.matmul %0, %wq {dist.sharding = #dist.sharding<@mesh, [{}, {}, {tp}~]>} ...
@@ -317,6 +321,12 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
 
     Options: `output` (`-` = stdout), `format` (`text` or `json`; the JSON
     has the same content, exact integers), `baseline`.
+
+    Axes are recognised by their role on the `dist.mesh` (data, context,
+    tensor, expert), never by name; the report's texts name them by the
+    plan keys dist-apply-plan gives them. The report model and its readers
+    and renderers are a library (`autoshard/Dialect/Dist/Analysis/
+    ExplainReport.h`, `ExplainReader.h`).
 
     ```
     // nanoGPT, batch 16 x seq 32:

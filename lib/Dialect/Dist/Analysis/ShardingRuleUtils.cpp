@@ -1,6 +1,6 @@
 //===- ShardingRuleUtils.cpp - Op shardings from factor rules -------------===//
 
-#include "autoshard/Dialect/Dist/Transforms/ShardingRuleUtils.h"
+#include "autoshard/Dialect/Dist/Analysis/ShardingRuleUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AUTOSHARD_DIALECT_DIST_TRANSFORMS_SHARDINGRULEUTILS_H
-#define AUTOSHARD_DIALECT_DIST_TRANSFORMS_SHARDINGRULEUTILS_H
+#ifndef AUTOSHARD_DIALECT_DIST_ANALYSIS_SHARDINGRULEUTILS_H
+#define AUTOSHARD_DIALECT_DIST_ANALYSIS_SHARDINGRULEUTILS_H
 
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Interfaces/ShardingInterfaces.h"
@@ -69,4 +69,4 @@ ShardingAttr getRecordedSharding(mlir::Value value);
 
 } // namespace autoshard::dist
 
-#endif // AUTOSHARD_DIALECT_DIST_TRANSFORMS_SHARDINGRULEUTILS_H
+#endif // AUTOSHARD_DIALECT_DIST_ANALYSIS_SHARDINGRULEUTILS_H
