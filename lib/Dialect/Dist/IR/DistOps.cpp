@@ -779,5 +779,7 @@ LogicalResult UnpackOp::verify() {
                           getScatterDims(), "result");
 }
 
+#include "autoshard/Dialect/Dist/IR/DistInterfaces.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "autoshard/Dialect/Dist/IR/DistOps.cpp.inc"

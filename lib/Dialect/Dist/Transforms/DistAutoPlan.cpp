@@ -82,13 +82,17 @@ double tensorElements(Type type) {
   return n;
 }
 
-/// The op kind of the roofline: GEMMs, attention, memory-bound.
-planner::OpKind opKind(Operation *op) {
-  if (isa<tfm::MatmulOp, tfm::MatmulWgradOp>(op))
+/// The planner's roofline of a costed op (TfmCostOpInterface).
+planner::OpKind opKind(tfm::TfmCostOpInterface op) {
+  switch (op.getRooflineKind()) {
+  case tfm::RooflineKind::Gemm:
     return planner::OpKind::Gemm;
-  if (isa<tfm::AttentionOp, tfm::AttentionGradOp>(op))
+  case tfm::RooflineKind::Attention:
     return planner::OpKind::Attention;
-  return planner::OpKind::Memory;
+  case tfm::RooflineKind::Memory:
+    return planner::OpKind::Memory;
+  }
+  llvm_unreachable("unknown roofline kind");
 }
 
 /// One op measured at one microbatch size.
@@ -97,6 +101,8 @@ struct RawOp {
   std::string name;
   double flops = 0, bytes = 0;
   bool weightGrad = false;
+  /// A gradient op (tfm::trait::Gradient).
+  bool backward = false;
   /// Attention score elements (attention ops).
   double scores = 0;
   /// GEMM problem shape (GEMMs; m = 0 otherwise).
@@ -121,29 +127,29 @@ struct RawProfile {
   double residual = 0, boundary = 0, selective = 0, frame = 0;
 };
 
-std::optional<planner::CollectiveKind> collectiveKind(Operation *op) {
-  StringRef name = op->getName().getStringRef();
-  if (!name.consume_front("dist."))
-    return std::nullopt;
-  name.consume_back("_start");
-  if (name == "all_reduce")
+/// The planner's kind of a collective the profile records (either form);
+/// nullopt for the others.
+std::optional<planner::CollectiveKind> collectiveKind(CommOpInterface op) {
+  switch (op.getCommKind()) {
+  case CommKind::AllReduce:
     return planner::CollectiveKind::AllReduce;
-  if (name == "all_gather")
+  case CommKind::AllGather:
     return planner::CollectiveKind::AllGather;
-  if (name == "reduce_scatter")
+  case CommKind::ReduceScatter:
     return planner::CollectiveKind::ReduceScatter;
-  if (name == "all_to_all")
+  case CommKind::AllToAll:
     return planner::CollectiveKind::AllToAll;
-  return std::nullopt;
+  default:
+    return std::nullopt;
+  }
 }
 
-/// True if collective `op` runs over the tensor-parallel axis only.
-bool onlyTensorAxis(Operation *op) {
-  auto axes = op->getAttrOfType<ArrayAttr>("axes");
-  auto meshRef = op->getAttrOfType<FlatSymbolRefAttr>("mesh");
-  if (!axes || axes.empty() || !meshRef)
+/// True if `op` runs over the tensor-parallel axis only.
+bool onlyTensorAxis(CommOpInterface op) {
+  ArrayAttr axes = op.getAxes();
+  if (axes.empty())
     return false;
-  MeshOp mesh = lookupMesh(op, meshRef);
+  MeshOp mesh = lookupMesh(op, op.getMeshAttr());
   if (!mesh)
     return false;
   for (Attribute a : axes) {
@@ -154,69 +160,27 @@ bool onlyTensorAxis(Operation *op) {
   return true;
 }
 
-/// The GEMM problem of a tfm.matmul / tfm.matmul_wgrad (m = 0 for other
-/// ops). matmul: result [..., M, N]; a weight shared by every batch entry
-/// (2-D rhs) folds the batch dims into M, a batched rhs makes a batched
-/// GEMM; K from the op's FLOPs (2·M·N·K per entry). matmul_wgrad: dw [K, N]
-/// summed over the x's leading (token) dims: M = K rows, reduction over the
-/// tokens.
-planner::GemmShape gemmShape(Operation *op, double flops) {
-  planner::GemmShape g;
-  if (auto mm = dyn_cast<tfm::MatmulOp>(op)) {
-    auto result = cast<RankedTensorType>(mm.getResult().getType());
-    ArrayRef<int64_t> shape = result.getShape();
-    if (shape.size() < 2)
-      return g;
-    double batch = 1;
-    for (int64_t d : shape.drop_back(2))
-      batch *= double(d);
-    g.n = double(shape.back());
-    g.m = double(shape[shape.size() - 2]);
-    if (cast<RankedTensorType>(mm.getRhs().getType()).getRank() == 2) {
-      g.m *= batch;
-      batch = 1;
-    }
-    g.batch = batch;
-    double outputs = g.batch * g.m * g.n;
-    g.k = outputs > 0 ? flops / (2 * outputs) : 0;
-    return g;
-  }
-  if (auto wg = dyn_cast<tfm::MatmulWgradOp>(op)) {
-    auto dw = cast<RankedTensorType>(wg.getDw().getType());
-    if (dw.getRank() != 2)
-      return g;
-    g.m = double(dw.getShape()[0]);
-    g.n = double(dw.getShape()[1]);
-    g.k = g.m * g.n > 0 ? flops / (2 * g.m * g.n) : 0;
-  }
-  return g;
-}
-
-/// Records `op` (a tfm op or a tp collective) into `f`.
+/// Records `op` (a costed op or a tp collective) into `f`.
 void record(Operation *op, RawFunction &f) {
   if (auto cost = dyn_cast<tfm::TfmCostOpInterface>(op)) {
     tfm::OpCost c = cost.getCost();
-    double scores = 0;
-    if (isa<tfm::AttentionOp, tfm::AttentionGradOp>(op)) {
-      // q [B, Sq, N, D]: B·N·Sq·Sk score elements (Sk = Sq, self-attention).
-      auto q = cast<RankedTensorType>(
-          op->getOperand(isa<tfm::AttentionOp>(op) ? 0 : 1).getType());
-      scores = tensorElements(q) / double(q.getShape().back()) *
-               double(q.getShape()[1]);
-    }
     RawOp raw;
-    raw.kind = opKind(op);
+    raw.kind = opKind(cost);
     raw.name = op->getName().getStringRef().str();
     raw.flops = c.flops;
     raw.bytes = c.bytes;
-    raw.weightGrad = isa<tfm::MatmulWgradOp>(op);
-    raw.scores = scores;
-    raw.gemm = gemmShape(op, c.flops);
+    raw.weightGrad = op->hasTrait<tfm::trait::WeightGradient>();
+    raw.backward = op->hasTrait<tfm::trait::Gradient>();
+    raw.scores = cost.getAttentionScoreElements();
+    if (std::optional<tfm::GemmShape> gemm = cost.getGemmShape())
+      raw.gemm = planner::GemmShape{gemm->batch, gemm->m, gemm->n, gemm->k};
     f.ops.push_back(std::move(raw));
     return;
   }
-  if (auto kind = collectiveKind(op)) {
-    if (!onlyTensorAxis(op))
+  auto comm = dyn_cast<CommOpInterface>(op);
+  if (std::optional<planner::CollectiveKind> kind =
+          comm ? collectiveKind(comm) : std::nullopt) {
+    if (!onlyTensorAxis(comm))
       return;
     // nccl-tests S: the larger of operand and result (gathered /
     // pre-scatter buffer), the buffer for all-reduce.
@@ -317,7 +281,9 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
       continue;
     }
     p.residual += bytes;
-    if (v.getDefiningOp() && isa<tfm::AttentionOp>(v.getDefiningOp()))
+    // Selective recomputation keeps the attention's results.
+    auto producer = v.getDefiningOp<tfm::TfmCostOpInterface>();
+    if (producer && producer.getRooflineKind() == tfm::RooflineKind::Attention)
       p.selective += bytes;
   }
   return success();
@@ -339,7 +305,7 @@ planner::FunctionProfile fit(const RawFunction &a, const RawFunction &b) {
     op.kind = x.kind;
     op.name = x.name;
     op.weightGrad = x.weightGrad;
-    op.backward = StringRef(x.name).ends_with("_grad");
+    op.backward = x.backward;
     op.scoreElements = planner::Affine::fit(x.scores, y.scores);
     op.flops = planner::Affine::fit(x.flops, y.flops);
     op.bytes = planner::Affine::fit(x.bytes, y.bytes);
@@ -723,11 +689,9 @@ struct DistAutoPlanPass
     llvm::StringMap<double> perCallee;
     auto flopsOf = [&](func::FuncOp f) {
       double total = 0;
-      f.walk([&](Operation *op) {
-        if (opKind(op) == planner::OpKind::Memory)
-          return;
-        if (auto cost = dyn_cast<tfm::TfmCostOpInterface>(op))
-          total += cost.getCost().flops;
+      f.walk([&](tfm::TfmCostOpInterface op) {
+        if (op.getRooflineKind() != tfm::RooflineKind::Memory)
+          total += op.getCost().flops;
       });
       return total;
     };

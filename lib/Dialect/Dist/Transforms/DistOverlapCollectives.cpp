@@ -34,10 +34,9 @@ namespace {
 bool isCandidate(Operation *op, SymbolTableCollection &symbols) {
   if (!isa<AllReduceOp, ReduceScatterOp>(op))
     return false;
-  auto axes = op->getAttrOfType<ArrayAttr>("axes");
-  auto meshRef = op->getAttrOfType<FlatSymbolRefAttr>("mesh");
-  MeshOp mesh = meshRef ? lookupMesh(symbols, op, meshRef) : MeshOp();
-  return axes && mesh && llvm::none_of(axes, [&](Attribute a) {
+  auto comm = cast<CommOpInterface>(op);
+  MeshOp mesh = lookupMesh(symbols, op, comm.getMeshAttr());
+  return mesh && llvm::none_of(comm.getAxes(), [&](Attribute a) {
            return mesh.hasAxisRole(cast<StringAttr>(a).getValue(),
                                    AxisRole::Pipeline);
          });
@@ -158,7 +157,7 @@ struct DistOverlapCollectivesPass
     OpBuilder builder(op);
     auto tensorType = cast<RankedTensorType>(result.getType());
     OperationState state(op->getLoc(),
-                         op->getName().getStringRef().str() + "_start");
+                         cast<CommOpInterface>(op).getStartOpName());
     state.addOperands(op->getOperands());
     state.addAttributes(op->getAttrs());
     state.addTypes(AsyncType::get(op->getContext(), tensorType));

@@ -96,7 +96,7 @@ private:
   void expand(func::FuncOp fn, int64_t rank, pipeline::RankProgram &out,
               int depth);
   int64_t groupId(int64_t rank, ArrayRef<int64_t> groupAxes);
-  SmallVector<int64_t> axesOf(Operation *op);
+  SmallVector<int64_t> axesOf(CommOpInterface op);
 
   ModuleOp module;
   SymbolTable symbols;
@@ -108,11 +108,10 @@ private:
   pipeline::CommGroups groups;
 };
 
-SmallVector<int64_t> Verifier::axesOf(Operation *op) {
+SmallVector<int64_t> Verifier::axesOf(CommOpInterface op) {
   SmallVector<int64_t> result;
-  if (auto axes = op->getAttrOfType<ArrayAttr>("axes"))
-    for (auto name : axes.getAsValueRange<StringAttr>())
-      result.push_back(shape.axis(name));
+  for (auto name : op.getAxes().getAsValueRange<StringAttr>())
+    result.push_back(shape.axis(name));
   return result;
 }
 
@@ -148,21 +147,21 @@ void Verifier::expand(func::FuncOp fn, int64_t rank, pipeline::RankProgram &out,
         expand(callee, rank, out, depth + 1);
       continue;
     }
-    if (!isa_and_nonnull<DistDialect>(op.getDialect()) || !op.hasAttr("axes") ||
-        isa<ShardSliceOp, AxisIndexOp, WaitOp>(op))
+    auto comm = dyn_cast<CommOpInterface>(op);
+    if (!comm)
       continue;
-    SmallVector<int64_t> groupAxes = axesOf(&op);
+    SmallVector<int64_t> groupAxes = axesOf(comm);
     std::string type;
     llvm::raw_string_ostream os(type);
     StringRef tag;
     if (auto t = op.getAttrOfType<StringAttr>(kTagAttrName))
       tag = t.getValue();
-    if (isa<SendOp, SendStartOp>(op)) {
+    if (comm.getCommKind() == CommKind::Send) {
       os << tag << " " << op.getOperand(0).getType();
       int64_t peer = op.getAttrOfType<IntegerAttr>("peer").getInt();
       out.push_back(pipeline::CommEvent::send(
           shape.member(rank, groupAxes, peer), type, label));
-    } else if (isa<RecvOp, RecvStartOp>(op)) {
+    } else if (comm.getCommKind() == CommKind::Recv) {
       Type result = op.getResult(0).getType();
       if (auto async = dyn_cast<AsyncType>(result))
         result = async.getValueType();

@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 
@@ -121,11 +122,13 @@ private:
   DenseMap<std::pair<Operation *, unsigned>, Locations> argCache;
 };
 
-/// Whether `op` starts or completes an asynchronous collective.
+/// Whether `kernel` starts or completes an asynchronous collective: its
+/// kernel name is a dist op's name (rt-lower) whose op has the
+/// AsyncCommunication trait.
 bool isAsyncComm(KernelOp kernel) {
-  StringRef name = kernel.getKernel();
-  return name == "dist.wait" ||
-         (name.starts_with("dist.") && name.ends_with("_start"));
+  std::optional<RegisteredOperationName> op =
+      RegisteredOperationName::lookup(kernel.getKernel(), kernel.getContext());
+  return op && op->hasTrait<autoshard::dist::trait::AsyncCommunication>();
 }
 
 /// Whether the reads of `matmul`'s lhs and rhs may move down to `to` (a

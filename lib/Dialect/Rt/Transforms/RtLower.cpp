@@ -80,11 +80,6 @@ bool isTfmOp(Operation *op) {
                                  tfm::TfmDialect::getDialectNamespace();
 }
 
-/// Ops whose results are gradients by definition, wherever they appear.
-bool isGradientKernel(StringRef kernel) {
-  return kernel.ends_with("_grad") || kernel == "matmul_wgrad";
-}
-
 /// Optimizer statistics: scalars that are neither forward values nor
 /// gradients.
 bool isWorkspaceOp(Operation *op) {
@@ -530,8 +525,8 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
   if (auto call = dyn_cast<func::CallOp>(op))
     isGradient |= tfm::getFuncKind(funcs.lookup(call.getCallee())) ==
                   tfm::FuncKind::Backward;
-  else if (isTfmOp(op))
-    isGradient |= isGradientKernel(getKernelName(op));
+  else
+    isGradient |= op->hasTrait<tfm::trait::Gradient>();
   if (isGradient)
     gradients.insert(op->result_begin(), op->result_end());
 

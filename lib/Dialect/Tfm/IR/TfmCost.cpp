@@ -81,6 +81,13 @@ double attentionFlops(Type q, Type k, bool causal) {
   return causal ? flops / 2 : flops;
 }
 
+/// Score elements `B * N * Sq * Sk` of attention with q `[B, Sq, N, D]` and
+/// k `[B, Sk, G, D]`.
+double attentionScores(Type q, Type k) {
+  return leadingElements(q) *
+         static_cast<double>(cast<RankedTensorType>(k).getDimSize(1));
+}
+
 } // namespace
 
 // Linear algebra: 2·(result elements)·K.
@@ -95,6 +102,40 @@ OpCost MatmulWgradOp::getCost() {
   return OpCost{2.0 * leadingElements(getX().getType()) *
                     numElements(getDw().getType()),
                 ioBytes(getOperation())};
+}
+RooflineKind MatmulOp::getRooflineKind() { return RooflineKind::Gemm; }
+RooflineKind MatmulWgradOp::getRooflineKind() { return RooflineKind::Gemm; }
+// Result [..., M, N]: a weight shared by every batch entry (2-D rhs) folds
+// the batch dims into M, a batched rhs makes a batched GEMM; K from the
+// FLOPs (2·M·N·K per entry).
+std::optional<GemmShape> MatmulOp::getGemmShape() {
+  ArrayRef<int64_t> shape = getResult().getType().getShape();
+  GemmShape g;
+  double batch = 1;
+  for (int64_t d : shape.drop_back(2))
+    batch *= static_cast<double>(d);
+  g.n = static_cast<double>(shape.back());
+  g.m = static_cast<double>(shape[shape.size() - 2]);
+  if (getRhs().getType().getRank() == 2) {
+    g.m *= batch;
+    batch = 1;
+  }
+  g.batch = batch;
+  double outputs = g.batch * g.m * g.n;
+  g.k = outputs > 0 ? getCost().flops / (2 * outputs) : 0;
+  return g;
+}
+// dw [K, N] summed over the tokens (x's leading dims): M = K rows, the
+// reduction over the tokens.
+std::optional<GemmShape> MatmulWgradOp::getGemmShape() {
+  ArrayRef<int64_t> dw = getDw().getType().getShape();
+  if (dw.size() != 2)
+    return std::nullopt;
+  GemmShape g;
+  g.m = static_cast<double>(dw[0]);
+  g.n = static_cast<double>(dw[1]);
+  g.k = g.m * g.n > 0 ? getCost().flops / (2 * g.m * g.n) : 0;
+  return g;
 }
 
 // Elementwise and reductions.
@@ -163,6 +204,16 @@ OpCost AttentionGradOp::getCost() {
   return OpCost{
       2.5 * attentionFlops(getQ().getType(), getK().getType(), getCausal()),
       ioBytes(getOperation())};
+}
+RooflineKind AttentionOp::getRooflineKind() { return RooflineKind::Attention; }
+RooflineKind AttentionGradOp::getRooflineKind() {
+  return RooflineKind::Attention;
+}
+double AttentionOp::getAttentionScoreElements() {
+  return attentionScores(getQ().getType(), getK().getType());
+}
+double AttentionGradOp::getAttentionScoreElements() {
+  return attentionScores(getQ().getType(), getK().getType());
 }
 
 // Ring attention blocks: the attention of one (query chunk, key chunk) pair,

@@ -42,6 +42,22 @@ def Dist_AxisRole : I32EnumAttr<"AxisRole",
   let genSpecializedAttr = 0;
 }
 
+// Not an attribute: what a communication op does
+// (CommOpInterface::getCommKind), for the passes that cost or rewrite it.
+def Dist_CommKind : I32Enum<"CommKind",
+    "the kind of a communication op", [
+      I32EnumAttrCase<"AllReduce", 0, "all_reduce">,
+      I32EnumAttrCase<"AllGather", 1, "all_gather">,
+      I32EnumAttrCase<"ReduceScatter", 2, "reduce_scatter">,
+      I32EnumAttrCase<"AllToAll", 3, "all_to_all">,
+      I32EnumAttrCase<"Broadcast", 4, "broadcast">,
+      I32EnumAttrCase<"Ppermute", 5, "ppermute">,
+      I32EnumAttrCase<"Send", 6, "send">,
+      I32EnumAttrCase<"Recv", 7, "recv">,
+    ]> {
+  let cppNamespace = "::autoshard::dist";
+}
+
 def Dist_AxisRoleAttr
     : EnumAttr<Dist_Dialect, Dist_AxisRole, "axis_role"> {
   let summary = "the parallelism a mesh axis carries";

@@ -5,6 +5,7 @@
 
 #include "autoshard/Dialect/Dist/IR/DistAttrs.h"
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
+#include "autoshard/Dialect/Dist/IR/DistInterfaces.h"
 #include "autoshard/Dialect/Dist/IR/DistTypes.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -25,6 +26,17 @@ struct CommunicationResource
   llvm::StringRef getName() override { return "dist.communication"; }
 };
 
+namespace trait {
+
+/// Starts or completes an asynchronous communication (the `*_start` ops and
+/// `dist.wait`): between the two the communication reads the started op's
+/// operand and writes its result, so accesses to those buffers must not
+/// move across either.
+template <typename ConcreteType>
+class AsyncCommunication
+    : public mlir::OpTrait::TraitBase<ConcreteType, AsyncCommunication> {};
+
+} // namespace trait
 } // namespace autoshard::dist
 
 #define GET_OP_CLASSES

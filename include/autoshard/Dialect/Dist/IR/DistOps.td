@@ -9,6 +9,7 @@
 
 include "autoshard/Dialect/Dist/IR/DistAttrs.td"
 include "autoshard/Dialect/Dist/IR/DistDialect.td"
+include "autoshard/Dialect/Dist/IR/DistInterfaces.td"
 include "autoshard/Dialect/Dist/IR/DistTypes.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -175,11 +176,14 @@ def Dist_ReshardOp : Dist_ShardingOpBase<"reshard", [Dist_Communicates]> {
 // the tensor. Both forms share their verification: `verifyShapes` (one C++
 // function per collective kind, defined by the subclass) runs in `verify`
 // with the group-independent rules and again in `verifySymbolUses`, once the
-// mesh gives the group size.
-class Dist_CommOp<string mnemonic, bit async, list<Trait> traits = []>
+// mesh gives the group size. `commKind` is the op's CommKind case and
+// `startOp` the C++ class of its `*_start` form (CommOpInterface).
+class Dist_CommOp<string mnemonic, bit async, string commKind, string startOp,
+                  list<Trait> traits = []>
     : Dist_Op<mnemonic, !listconcat(traits, [
-        Dist_Communicates,
-        DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+        Dist_Communicates, Dist_CommOpInterface,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>],
+        !if(async, [Dist_AsyncCommunication], []))> {
   dag commonArgs = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
   // The mesh and its axes, printed bare: `on @m axes = [dp, tp]`.
   string axesFormat = "`on` $mesh `axes` `=` custom<MeshAxes>($axes)";
@@ -191,6 +195,12 @@ class Dist_CommOp<string mnemonic, bit async, list<Trait> traits = []>
     /// True for the asynchronous `*_start` form.
     static constexpr bool isAsync() { return }] # !if(async, "true", "false")
         # [{; }
+    /// What the op communicates.
+    static ::autoshard::dist::CommKind getCommKind() {
+      return ::autoshard::dist::CommKind::}] # commKind # [{;
+    }
+    /// The name of the op's `*_start` form.
+    static ::llvm::StringRef getStartOpName();
   }];
   code commonDefs = [{
     ::mlir::LogicalResult $cppClass::verify() {
@@ -200,15 +210,19 @@ class Dist_CommOp<string mnemonic, bit async, list<Trait> traits = []>
     $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
       return verifyCommOpSymbolUses(*this, symbolTable);
     }
+    ::llvm::StringRef $cppClass::getStartOpName() {
+      return }] # startOp # [{::getOperationName();
+    }
   }];
   let extraClassDeclaration = commonDecls;
 }
 
 // A collective with an operand tensor and a result tensor (or, async, a
 // handle to one). `rules` is the C++ call that checks the kind's shape rules.
-class Dist_CollectiveOp<string mnemonic, bit async, dag kindArgs,
-                        string kindFormat, string rules>
-    : Dist_CommOp<mnemonic, async> {
+class Dist_CollectiveOp<string mnemonic, bit async, string commKind,
+                        string startOp, dag kindArgs, string kindFormat,
+                        string rules>
+    : Dist_CommOp<mnemonic, async, commKind, startOp> {
   let arguments = !con((ins AnyStaticShapeTensor:$input), commonArgs,
                        kindArgs);
   let results = !if(async, (outs Dist_AsyncType:$handle),
@@ -235,15 +249,19 @@ class Dist_CollectiveOp<string mnemonic, bit async, dag kindArgs,
 // the `_start` op's example (the blocking example's op, started and waited
 // on), written indented by 6 like the descriptions and ending right after its
 // last line, so that it can be dedented into the generated code block.
-multiclass Dist_Collective<string mnemonic, dag kindArgs, string kindFormat,
-                           string rules, string summaryText,
+multiclass Dist_Collective<string mnemonic, string commKind, dag kindArgs,
+                           string kindFormat, string rules, string summaryText,
                            string descriptionText, string startExample> {
-  def Op : Dist_CollectiveOp<mnemonic, 0, kindArgs, kindFormat, rules> {
+  // The C++ class of the `_start` op (`Dist_AllReduceStartOp` is
+  // `AllReduceStartOp`).
+  defvar startOp = !subst("Dist_", "", NAME) # "StartOp";
+  def Op : Dist_CollectiveOp<mnemonic, 0, commKind, startOp, kindArgs,
+                             kindFormat, rules> {
     let summary = summaryText;
     let description = descriptionText;
   }
-  def StartOp : Dist_CollectiveOp<mnemonic # "_start", 1, kindArgs,
-                                   kindFormat, rules> {
+  def StartOp : Dist_CollectiveOp<mnemonic # "_start", 1, commKind, startOp,
+                                   kindArgs, kindFormat, rules> {
     let summary = "asynchronous `dist." # mnemonic # "`";
     let description = "Starts a `dist." # mnemonic # "` and returns a handle; "
         # "`dist.wait` on the handle yields the collective's result. Same "
@@ -254,7 +272,7 @@ multiclass Dist_Collective<string mnemonic, dag kindArgs, string kindFormat,
   }
 }
 
-defm Dist_AllReduce : Dist_Collective<"all_reduce",
+defm Dist_AllReduce : Dist_Collective<"all_reduce", "AllReduce",
     (ins Dist_ReductionKindAttr:$reduction), "`reduction` `=` custom<Reduction>($reduction)",
     "verifyAllReduce(getOperation(), getInput().getType(), "
     "getResultTensorType())",
@@ -279,7 +297,7 @@ defm Dist_AllReduce : Dist_Collective<"all_reduce",
       // Compute that does not need %h's result overlaps the collective.
       %r = dist.wait %h : !dist.async<tensor<8x128xf32>>}]>;
 
-defm Dist_AllGather : Dist_Collective<"all_gather",
+defm Dist_AllGather : Dist_Collective<"all_gather", "AllGather",
     (ins I64Attr:$gather_dim), "`gather_dim` `=` $gather_dim",
     "verifyAllGather(getOperation(), groupSize, getInput().getType(), "
     "getResultTensorType(), getGatherDim())",
@@ -306,7 +324,7 @@ defm Dist_AllGather : Dist_Collective<"all_gather",
       // Compute that does not need %h's result overlaps the collective.
       %r = dist.wait %h : !dist.async<tensor<16x128xf32>>}]>;
 
-defm Dist_ReduceScatter : Dist_Collective<"reduce_scatter",
+defm Dist_ReduceScatter : Dist_Collective<"reduce_scatter", "ReduceScatter",
     (ins I64Attr:$scatter_dim, Dist_ReductionKindAttr:$reduction),
     "`scatter_dim` `=` $scatter_dim `reduction` `=` custom<Reduction>($reduction)",
     "verifyReduceScatter(getOperation(), groupSize, getInput().getType(), "
@@ -335,7 +353,7 @@ defm Dist_ReduceScatter : Dist_Collective<"reduce_scatter",
       // Compute that does not need %h's result overlaps the collective.
       %r = dist.wait %h : !dist.async<tensor<8x32xf32>>}]>;
 
-defm Dist_AllToAll : Dist_Collective<"all_to_all",
+defm Dist_AllToAll : Dist_Collective<"all_to_all", "AllToAll",
     (ins I64Attr:$split_dim, I64Attr:$concat_dim),
     "`split_dim` `=` $split_dim `concat_dim` `=` $concat_dim",
     "verifyAllToAll(getOperation(), groupSize, getInput().getType(), "
@@ -365,7 +383,7 @@ defm Dist_AllToAll : Dist_Collective<"all_to_all",
       // Compute that does not need %h's result overlaps the collective.
       %r = dist.wait %h : !dist.async<tensor<2x64xf32>>}]>;
 
-defm Dist_Broadcast : Dist_Collective<"broadcast",
+defm Dist_Broadcast : Dist_Collective<"broadcast", "Broadcast",
     (ins I64Attr:$root), "`root` `=` $root",
     "verifyBroadcast(getOperation(), groupSize, getInput().getType(), "
     "getResultTensorType(), getRoot())",
@@ -388,7 +406,7 @@ defm Dist_Broadcast : Dist_Collective<"broadcast",
       // Compute that does not need %h's result overlaps the collective.
       %r = dist.wait %h : !dist.async<tensor<128xf32>>}]>;
 
-defm Dist_Ppermute : Dist_Collective<"ppermute",
+defm Dist_Ppermute : Dist_Collective<"ppermute", "Ppermute",
     (ins DenseI64ArrayAttr:$pairs), "`pairs` `=` custom<Pairs>($pairs)",
     "verifyPpermute(getOperation(), groupSize, getInput().getType(), "
     "getResultTensorType(), getPairs())",
@@ -425,7 +443,7 @@ defm Dist_Ppermute : Dist_Collective<"ppermute",
 // `peer` is a group index, like `root`: the device that differs from this
 // one only on `axes` and has group index `peer`.
 class Dist_SendOpBase<string mnemonic, bit async>
-    : Dist_CommOp<mnemonic, async> {
+    : Dist_CommOp<mnemonic, async, "Send", "SendStartOp"> {
   let arguments = !con((ins AnyStaticShapeTensor:$input), commonArgs,
                        (ins I64Attr:$peer));
   let results = !if(async, (outs Dist_AsyncType:$handle), (outs));
@@ -442,7 +460,7 @@ class Dist_SendOpBase<string mnemonic, bit async>
 }
 
 class Dist_RecvOpBase<string mnemonic, bit async>
-    : Dist_CommOp<mnemonic, async> {
+    : Dist_CommOp<mnemonic, async, "Recv", "RecvStartOp"> {
   let arguments = !con(commonArgs, (ins I64Attr:$peer));
   let results = !if(async, (outs Dist_AsyncType:$handle),
                            (outs AnyStaticShapeTensor:$result));
@@ -528,7 +546,8 @@ def Dist_RecvStartOp : Dist_RecvOpBase<"recv_start", 1> {
 //===----------------------------------------------------------------------===//
 
 def Dist_WaitOp : Dist_Op<"wait", [
-    Dist_Communicates, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    Dist_Communicates, Dist_AsyncCommunication,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "completes an asynchronous collective";
   let description = [{
     Blocks until the asynchronous op that returned `handle` has completed.

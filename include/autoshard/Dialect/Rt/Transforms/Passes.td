@@ -163,6 +163,9 @@ def RtFuseEpilogues : Pass<"rt-fuse-epilogues", "::mlir::ModuleOp"> {
 
     Everything else is left as it is.
   }];
+  // Kernel names are dist op names for communication; the pass asks those
+  // ops' traits, so their dialect must be loaded.
+  let dependentDialects = ["::autoshard::dist::DistDialect"];
 }
 
 def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {

@@ -7,6 +7,8 @@
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
+
 namespace autoshard::tfm {
 
 /// Cost of one op execution: `flops` in FLOP (multiply-add = 2), `bytes` in
@@ -14,6 +16,18 @@ namespace autoshard::tfm {
 struct OpCost {
   double flops = 0;
   double bytes = 0;
+};
+
+/// The roofline of an op's kernel (TfmCostOpInterface::getRooflineKind):
+/// a GEMM (tensor-core peak, shape-dependent efficiency), a fused attention
+/// kernel, or a memory-bound kernel.
+enum class RooflineKind { Gemm, Attention, Memory };
+
+/// The problem of a GEMM-like op (TfmCostOpInterface::getGemmShape), in
+/// elements: `batch` independent products of [m, k] x [k, n]; a weight
+/// shared by every batch entry is folded into m, as the GEMM library does.
+struct GemmShape {
+  double batch = 1, m = 0, n = 0, k = 0;
 };
 
 } // namespace autoshard::tfm

@@ -49,6 +49,21 @@ def TfmCostOpInterface : OpInterface<"TfmCostOpInterface"> {
   let methods = [
     InterfaceMethod<"Returns FLOPs (multiply-add = 2) and bytes moved.",
       "::autoshard::tfm::OpCost", "getCost">,
+    InterfaceMethod<[{
+        Returns the roofline the op's kernel follows: a GEMM, a fused
+        attention kernel, or memory-bound (the default).
+      }], "::autoshard::tfm::RooflineKind", "getRooflineKind", (ins), [{}],
+      [{ return ::autoshard::tfm::RooflineKind::Memory; }]>,
+    InterfaceMethod<[{
+        Returns the GEMM problem of a GEMM-like op on its operand shapes
+        (elements); nullopt (the default) for other ops.
+      }], "std::optional<::autoshard::tfm::GemmShape>", "getGemmShape",
+      (ins), [{}], [{ return std::nullopt; }]>,
+    InterfaceMethod<[{
+        Returns the number of attention score elements (B·N·Sq·Sk) an
+        attention op computes; 0 (the default) for other ops.
+      }], "double", "getAttentionScoreElements", (ins), [{}],
+      [{ return 0; }]>,
   ];
 }
 

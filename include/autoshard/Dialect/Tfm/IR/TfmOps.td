@@ -25,8 +25,13 @@ include "mlir/IR/CommonAttrConstraints.td"
 defvar Tfm_VJP = DeclareOpInterfaceMethods<TfmVJPOpInterface>;
 // Every op's factor sharding rule (dist::ShardingRuleOpInterface) is an
 // external model (lib/Dialect/Tfm/Sharding/ShardingRules.cpp).
-// Every op declares its FLOP and byte count (TfmCost.cpp), for the planner.
+// Every op declares its FLOP and byte count (TfmCost.cpp), for the planner;
+// GEMMs and attention also their roofline kind and problem size.
 defvar Tfm_Cost = DeclareOpInterfaceMethods<TfmCostOpInterface>;
+defvar Tfm_GemmCost = DeclareOpInterfaceMethods<TfmCostOpInterface,
+    ["getRooflineKind", "getGemmShape"]>;
+defvar Tfm_AttentionCost = DeclareOpInterfaceMethods<TfmCostOpInterface,
+    ["getRooflineKind", "getAttentionScoreElements"]>;
 
 // Op kinds the generic passes ask about (TfmTraits.h).
 class Tfm_Trait<string name> : NativeOpTrait<name> {
@@ -38,6 +43,8 @@ def Tfm_OptimizerStep : Tfm_Trait<"OptimizerStep">;
 def Tfm_OptimizerStatistic : Tfm_Trait<"OptimizerStatistic">;
 def Tfm_SumOverOperands : Tfm_Trait<"SumOverOperands">;
 def Tfm_CheapToRecompute : Tfm_Trait<"CheapToRecompute">;
+def Tfm_Gradient : Tfm_Trait<"Gradient">;
+def Tfm_WeightGradient : Tfm_Trait<"WeightGradient">;
 
 // Shapes are global and static: sharding rules, costs and the memory plan
 // all need concrete sizes.
@@ -47,8 +54,10 @@ def Tfm_ScalarF32 : 0DTensorOf<[F32]>;
 def Tfm_ScalarI64 : 0DTensorOf<[I64]>;
 
 /// Base of all tfm ops: pure, `operands attr-dict : functional-type(...)`.
-class Tfm_PureOp<string mnemonic, list<Trait> traits = []>
-    : Tfm_Op<mnemonic, !listconcat(traits, [Pure, Tfm_Cost])> {
+/// `cost` declares the cost interface methods the op defines.
+class Tfm_PureOp<string mnemonic, list<Trait> traits = [],
+                 Trait cost = Tfm_Cost>
+    : Tfm_Op<mnemonic, !listconcat(traits, [Pure, cost])> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
@@ -59,8 +68,9 @@ class Tfm_PureOp<string mnemonic, list<Trait> traits = []>
 /// type-inferring builders (Tfm_InferBuilder) use it. It is defined in
 /// TfmOps.cpp, or here by a class that sets `computeBody` (the body of
 /// `computeResultTypes(emitError, adaptor, resultTypes)`) for all its ops.
-class Tfm_InferredOp<string mnemonic, list<Trait> traits = []>
-    : Tfm_PureOp<mnemonic, traits> {
+class Tfm_InferredOp<string mnemonic, list<Trait> traits = [],
+                     Trait cost = Tfm_Cost>
+    : Tfm_PureOp<mnemonic, traits, cost> {
   code computeBody = "";
   // `"dq", "dk", "dv"`: result names for diagnostics.
   string resultNames = !interleave(
@@ -114,7 +124,7 @@ def Tfm_LinalgGroup : OpDocGroup {
 
 let opDocGroup = Tfm_LinalgGroup in {
 
-def Tfm_MatmulOp : Tfm_InferredOp<"matmul", [Tfm_VJP]> {
+def Tfm_MatmulOp : Tfm_InferredOp<"matmul", [Tfm_VJP], Tfm_GemmCost> {
   let summary = "batched matrix multiply";
   let description = [{
     `result = op(lhs) @ op(rhs)` where `op` transposes the two innermost dims
@@ -149,7 +159,8 @@ def Tfm_MatmulOp : Tfm_InferredOp<"matmul", [Tfm_VJP]> {
   ];
 }
 
-def Tfm_MatmulWgradOp : Tfm_InferredOp<"matmul_wgrad"> {
+def Tfm_MatmulWgradOp : Tfm_InferredOp<"matmul_wgrad",
+    [Tfm_Gradient, Tfm_WeightGradient], Tfm_GemmCost> {
   let summary = "weight gradient of a linear layer";
   let description = [{
     The gradient of `W` in `y = x @ W`, summed over every leading (batch and
@@ -343,7 +354,7 @@ def Tfm_EmbeddingOp : Tfm_InferredOp<"embedding", [Tfm_VJP]> {
   ];
 }
 
-def Tfm_EmbeddingGradOp : Tfm_InferredOp<"embedding_grad"> {
+def Tfm_EmbeddingGradOp : Tfm_InferredOp<"embedding_grad", [Tfm_Gradient]> {
   let summary = "gradient of the embedding table (scatter-add)";
   let description = [{
     `dtable[v, h] = sum_{i... : ids[i...] == v} dy[i..., h]`: a scatter-add,
@@ -426,7 +437,8 @@ def Tfm_PositionEmbeddingOp : Tfm_InferredOp<"position_embedding", [Tfm_VJP]> {
   ];
 }
 
-def Tfm_PositionEmbeddingGradOp : Tfm_InferredOp<"position_embedding_grad"> {
+def Tfm_PositionEmbeddingGradOp
+    : Tfm_InferredOp<"position_embedding_grad", [Tfm_Gradient]> {
   let summary = "gradient of the position table";
   let description = [{
     `dtable[s, h] = sum_{i...} dy[i..., s, h]` for `s < S`, zero for
@@ -494,7 +506,7 @@ def Tfm_LayerNormOp
   ];
 }
 
-def Tfm_LayerNormGradOp : Tfm_InferredOp<"layer_norm_grad"> {
+def Tfm_LayerNormGradOp : Tfm_InferredOp<"layer_norm_grad", [Tfm_Gradient]> {
   let summary = "gradient of layer_norm";
   let description = [{
     With `xhat = (x - mu) / sigma`, `sigma = sqrt(var + epsilon)` and
@@ -552,7 +564,7 @@ def Tfm_RmsNormOp
   ];
 }
 
-def Tfm_RmsNormGradOp : Tfm_InferredOp<"rms_norm_grad"> {
+def Tfm_RmsNormGradOp : Tfm_InferredOp<"rms_norm_grad", [Tfm_Gradient]> {
   let summary = "gradient of rms_norm";
   let description = [{
     With `r = sqrt(mean_h x^2 + epsilon)`, `xhat = x / r`, `g = dy * gamma`:
@@ -620,7 +632,7 @@ class Tfm_ActivationOp<string mnemonic, string formula, string flops,
 /// `dx = dy * f'(x)` elementwise; `extraArgs` are the forward op's attributes.
 class Tfm_ActivationGradOp<string mnemonic, string derivative, string flops,
                            dag extraArgs = (ins)>
-    : Tfm_InferredOp<mnemonic> {
+    : Tfm_InferredOp<mnemonic, [Tfm_Gradient]> {
   let summary = "gradient of " # !substr(mnemonic, 0, !find(mnemonic, "_grad"));
   let description = [{
     Elementwise `dx = dy * f'(x)` with `f'(x) = }] # derivative # [{`.
@@ -696,7 +708,7 @@ def Tfm_SwigluOp
   ];
 }
 
-def Tfm_SwigluGradOp : Tfm_InferredOp<"swiglu_grad"> {
+def Tfm_SwigluGradOp : Tfm_InferredOp<"swiglu_grad", [Tfm_Gradient]> {
   let summary = "gradient of swiglu";
   let description = [{
     With `s = sigmoid(gate)`:
@@ -776,14 +788,15 @@ def Tfm_RopeOp
   let summary = "rotary position embedding";
 }
 
-def Tfm_RopeGradOp : Tfm_RopeOpBase<"rope_grad", "dy", "dx", "-"> {
+def Tfm_RopeGradOp
+    : Tfm_RopeOpBase<"rope_grad", "dy", "dx", "-", [Tfm_Gradient]> {
   let summary = "gradient of rope (rotation by the opposite angle)";
 }
 
 /// Per-rank rope of a block of the sequence (emitted by dist-partition).
 class Tfm_RopeLocalOpBase<string mnemonic, string input, string output,
-                          string global>
-    : Tfm_InferredOp<mnemonic> {
+                          string global, list<Trait> traits = []>
+    : Tfm_InferredOp<mnemonic, traits> {
   let description = [{
     The per-rank form of `tfm.}] # global # [{` when the sequence dim of
     `}] # input # [{` is sharded (context parallelism; emitted by
@@ -828,7 +841,8 @@ def Tfm_RopeLocalOp : Tfm_RopeLocalOpBase<"rope_local", "x", "y", "rope"> {
 }
 
 def Tfm_RopeLocalGradOp
-    : Tfm_RopeLocalOpBase<"rope_local_grad", "dy", "dx", "rope_grad"> {
+    : Tfm_RopeLocalOpBase<"rope_local_grad", "dy", "dx", "rope_grad",
+                          [Tfm_Gradient]> {
   let summary = "rope gradient of a sequence block (global positions)";
 }
 
@@ -907,15 +921,16 @@ def Tfm_DropoutOp
   let summary = "dropout with a plan-independent mask";
 }
 
-def Tfm_DropoutGradOp : Tfm_DropoutOpBase<"dropout_grad", "dy", "dx"> {
+def Tfm_DropoutGradOp
+    : Tfm_DropoutOpBase<"dropout_grad", "dy", "dx", [Tfm_Gradient]> {
   let summary = "gradient of dropout (same mask and scaling)";
 }
 
 /// Per-rank dropout of a block of a sharded tensor (emitted by
 /// dist-partition through the hooks of tfm.dropout / tfm.dropout_grad).
 class Tfm_DropoutLocalOpBase<string mnemonic, string input, string output,
-                             string global>
-    : Tfm_InferredOp<mnemonic> {
+                             string global, list<Trait> traits = []>
+    : Tfm_InferredOp<mnemonic, traits> {
   let description = [{
     The per-rank form of `tfm.}] # global # [{` when `}] # input # [{` is a
     block of a sharded tensor (emitted by `dist-partition` through the
@@ -982,7 +997,7 @@ def Tfm_DropoutLocalOp
 
 def Tfm_DropoutLocalGradOp
     : Tfm_DropoutLocalOpBase<"dropout_local_grad", "dy", "dx",
-                             "dropout_grad"> {
+                             "dropout_grad", [Tfm_Gradient]> {
   let summary = "dropout gradient of a block of a sharded tensor";
 }
 
@@ -999,7 +1014,8 @@ def Tfm_AttentionGroup : OpDocGroup {
 
 let opDocGroup = Tfm_AttentionGroup in {
 
-def Tfm_AttentionOp : Tfm_InferredOp<"attention", [Tfm_VJP]> {
+def Tfm_AttentionOp
+    : Tfm_InferredOp<"attention", [Tfm_VJP], Tfm_AttentionCost> {
   let summary = "scaled dot-product attention (causal, GQA)";
   let description = [{
     Multi-head attention with grouped KV heads. Query head `n` uses KV head
@@ -1033,7 +1049,8 @@ def Tfm_AttentionOp : Tfm_InferredOp<"attention", [Tfm_VJP]> {
   ];
 }
 
-def Tfm_AttentionGradOp : Tfm_InferredOp<"attention_grad"> {
+def Tfm_AttentionGradOp : Tfm_InferredOp<"attention_grad", [Tfm_Gradient],
+                                          Tfm_AttentionCost> {
   let summary = "gradient of attention";
   let description = [{
     Flash-attention style backward from the saved `out` and `lse`: with
@@ -1138,7 +1155,8 @@ def Tfm_AttentionBlockOp : Tfm_InferredOp<"attention_block"> {
   ];
 }
 
-def Tfm_AttentionBlockGradOp : Tfm_InferredOp<"attention_block_grad"> {
+def Tfm_AttentionBlockGradOp
+    : Tfm_InferredOp<"attention_block_grad", [Tfm_Gradient]> {
   let summary = "gradient of one block of ring attention";
   let description = [{
     The part of `tfm.attention_grad` that one visiting chunk of keys and
@@ -1254,7 +1272,8 @@ def Tfm_CrossEntropyOp
 }
 
 def Tfm_CrossEntropyGradOp
-    : Tfm_InferredOp<"cross_entropy_grad", [Tfm_LossGradientSeed]> {
+    : Tfm_InferredOp<"cross_entropy_grad",
+                     [Tfm_Gradient, Tfm_LossGradientSeed]> {
   let summary = "gradient of cross_entropy";
   let description = [{
     `dlogits[i..., c] = dloss / T * (softmax(logits[i...])[c] - (c == labels[i...]))`
@@ -1327,7 +1346,7 @@ def Tfm_MoeRouterOp : Tfm_InferredOp<"moe_router", [Tfm_VJP]> {
   ];
 }
 
-def Tfm_MoeRouterGradOp : Tfm_InferredOp<"moe_router_grad"> {
+def Tfm_MoeRouterGradOp : Tfm_InferredOp<"moe_router_grad", [Tfm_Gradient]> {
   let summary = "gradient of moe_router through the gates";
   let description = [{
     The selection is piecewise constant, so only the gates carry gradient.
@@ -1383,7 +1402,8 @@ def Tfm_MoeAuxLossOp : Tfm_InferredOp<"moe_aux_loss", [Tfm_VJP]> {
   ];
 }
 
-def Tfm_MoeAuxLossGradOp : Tfm_InferredOp<"moe_aux_loss_grad"> {
+def Tfm_MoeAuxLossGradOp
+    : Tfm_InferredOp<"moe_aux_loss_grad", [Tfm_Gradient]> {
   let summary = "gradient of moe_aux_loss";
   let description = [{
     `dP_e = dloss * E * f_e / (B * S)` for every token of sequence `b`, and
@@ -1444,7 +1464,8 @@ def Tfm_MoeDispatchOp : Tfm_InferredOp<"moe_dispatch", [Tfm_VJP]> {
   ];
 }
 
-def Tfm_MoeDispatchGradOp : Tfm_InferredOp<"moe_dispatch_grad"> {
+def Tfm_MoeDispatchGradOp
+    : Tfm_InferredOp<"moe_dispatch_grad", [Tfm_Gradient]> {
   let summary = "gradient of moe_dispatch (gather back)";
   let description = [{
     `dx[b, s, :] = sum_j dbuf[e, b, c, :]` over the choices `j` of token `s`
@@ -1503,7 +1524,8 @@ def Tfm_MoeCombineOp : Tfm_InferredOp<"moe_combine", [Tfm_VJP]> {
   ];
 }
 
-def Tfm_MoeCombineGradOp : Tfm_InferredOp<"moe_combine_grad"> {
+def Tfm_MoeCombineGradOp
+    : Tfm_InferredOp<"moe_combine_grad", [Tfm_Gradient]> {
   let summary = "gradient of moe_combine";
   let description = [{
     For each choice `j` of token `s` that got slot `c` of expert `e`:
@@ -1689,7 +1711,8 @@ def Tfm_VocabEmbeddingOp : Tfm_InferredOp<"vocab_embedding"> {
   ];
 }
 
-def Tfm_VocabEmbeddingGradOp : Tfm_InferredOp<"vocab_embedding_grad"> {
+def Tfm_VocabEmbeddingGradOp
+    : Tfm_InferredOp<"vocab_embedding_grad", [Tfm_Gradient]> {
   let summary = "embedding gradient of the locally owned vocabulary rows";
   let description = [{
     With `Vl = num_embeddings` (the local rows) and `o = shard * Vl`:
@@ -1806,7 +1829,7 @@ def Tfm_VocabCeLossOp : Tfm_InferredOp<"vocab_ce_loss", [Tfm_TrainingLoss]> {
 }
 
 def Tfm_VocabCeGradOp
-    : Tfm_InferredOp<"vocab_ce_grad", [Tfm_LossGradientSeed]> {
+    : Tfm_InferredOp<"vocab_ce_grad", [Tfm_Gradient, Tfm_LossGradientSeed]> {
   let summary = "cross-entropy gradient of a vocabulary shard of logits";
   let description = [{
     With `Vl` the last dim of `logits`, `o = shard * Vl`, `max` and `stats`

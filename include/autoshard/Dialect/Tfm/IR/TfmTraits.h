@@ -2,9 +2,9 @@
 //
 // Marker traits (declared in TfmOps.td) that say what an op is for the
 // passes that treat some ops specially: the training loss and its gradient
-// seed, the optimizer step, reductions that split over their operands, and
-// the ops selective recomputation re-runs. Passes test the trait, never the
-// op's name or class.
+// seed, the optimizer step, reductions that split over their operands, the
+// ops selective recomputation re-runs, and gradient ops. Passes test the trait,
+// never the op's name or class.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +54,19 @@ class SumOverOperands
 template <typename ConcreteType>
 class CheapToRecompute
     : public mlir::OpTrait::TraitBase<ConcreteType, CheapToRecompute> {};
+
+/// A gradient op: its results are gradients (of the loss with respect to
+/// its forward op's operands) wherever it appears, so it is part of the
+/// backward by definition.
+template <typename ConcreteType>
+class Gradient : public mlir::OpTrait::TraitBase<ConcreteType, Gradient> {};
+
+/// A gradient op that computes a weight's gradient and nothing the rest of
+/// the backward needs: the W part that zero-bubble schedules run later than
+/// the input gradient.
+template <typename ConcreteType>
+class WeightGradient
+    : public mlir::OpTrait::TraitBase<ConcreteType, WeightGradient> {};
 
 } // namespace autoshard::tfm::trait
 
