@@ -252,10 +252,10 @@ def render(kernels, source):
         w(f'  static constexpr std::string_view kName = "{k.name}";')
         if k.args:
             w("  static constexpr ArgSlot " + ", ".join(
-                f"{a}{{{i}}}" for i, a in enumerate(k.args)) + ";")
+                f'{a}{{{i}, "{a}"}}' for i, a in enumerate(k.args)) + ";")
         if k.results:
             w("  static constexpr ResultSlot " + ", ".join(
-                f"{r}{{{i}}}" for i, r in enumerate(k.results)) + ";")
+                f'{r}{{{i}, "{r}"}}' for i, r in enumerate(k.results)) + ";")
         w("};")
     w("")
     w("} // namespace ops")

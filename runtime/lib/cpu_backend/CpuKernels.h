@@ -29,6 +29,15 @@ namespace autoshard::runtime::cpu_kernels {
 // product, typeOf, withId) and the per-op checks.
 using namespace ::autoshard::runtime::checks;
 
+/// The CPU binder of op `Op` (OpTable.h): one specialization per op, in
+/// the CpuKernels*.cpp of its family.
+template <typename Op> BoundKernel bind(const KernelSignature &sig);
+
+/// Registers `bind<Op>` under each Op's name.
+template <typename... Op> void addBinders(KernelTable &table) {
+  (table.add(Op::kName, bind<Op>), ...);
+}
+
 /// Registers the binders of each op family.
 void registerDenseKernels(KernelTable &table);
 void registerSequenceKernels(KernelTable &table);

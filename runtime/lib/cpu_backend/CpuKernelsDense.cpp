@@ -10,96 +10,62 @@ namespace autoshard::runtime::cpu_kernels {
 
 using namespace autoshard::runtime::cpu;
 
-namespace {
-
 //===----------------------------------------------------------------------===//
 // Activations
 //===----------------------------------------------------------------------===//
 
-BoundKernel bindGelu(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::Gelu>(const KernelSignature &sig) {
   using Op = ops::Gelu;
-  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
   bool approx = sig.attrs->getFlag("tanh_approx");
-  return withFloat(
-      sig, sig.arg(Op::x).dtype, "x", [=](auto tag) -> BoundKernel {
-        using T = decltype(tag);
-        return [=](void *const *p) {
-          gelu<T>(in<T>(p[at(Op::x)]), out<T>(p[at(Op::y)]), n, approx);
-        };
-      });
+  return withFloat.bind(sig, Op::x, [=](auto t, Operands o) {
+    gelu(o.in(Op::x, t), o.out(Op::y, t), n, approx);
+  });
 }
 
-BoundKernel bindGeluGrad(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::GeluGrad>(const KernelSignature &sig) {
   using Op = ops::GeluGrad;
-  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
   bool approx = sig.attrs->getFlag("tanh_approx");
-  return withFloat(sig, sig.arg(Op::dy).dtype, "dy",
-                   [=](auto tag) -> BoundKernel {
-                     using T = decltype(tag);
-                     return [=](void *const *p) {
-                       geluGrad<T>(in<T>(p[at(Op::dy)]), in<T>(p[at(Op::x)]),
-                                   out<T>(p[at(Op::dx)]), n, approx);
-                     };
-                   });
+  return withFloat.bind(sig, Op::dy, [=](auto t, Operands o) {
+    geluGrad(o.in(Op::dy, t), o.in(Op::x, t), o.out(Op::dx, t), n, approx);
+  });
 }
 
-BoundKernel bindSilu(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::Silu>(const KernelSignature &sig) {
   using Op = ops::Silu;
-  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
-  return withFloat(sig, sig.arg(Op::x).dtype, "x",
-                   [=](auto tag) -> BoundKernel {
-                     using T = decltype(tag);
-                     return [=](void *const *p) {
-                       silu<T>(in<T>(p[at(Op::x)]), out<T>(p[at(Op::y)]), n);
-                     };
-                   });
+  return withFloat.bind(sig, Op::x, [=](auto t, Operands o) {
+    silu(o.in(Op::x, t), o.out(Op::y, t), n);
+  });
 }
 
-BoundKernel bindSiluGrad(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::SiluGrad>(const KernelSignature &sig) {
   using Op = ops::SiluGrad;
-  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
-  return withFloat(sig, sig.arg(Op::dy).dtype, "dy",
-                   [=](auto tag) -> BoundKernel {
-                     using T = decltype(tag);
-                     return [=](void *const *p) {
-                       siluGrad<T>(in<T>(p[at(Op::dy)]), in<T>(p[at(Op::x)]),
-                                   out<T>(p[at(Op::dx)]), n);
-                     };
-                   });
+  return withFloat.bind(sig, Op::dy, [=](auto t, Operands o) {
+    siluGrad(o.in(Op::dy, t), o.in(Op::x, t), o.out(Op::dx, t), n);
+  });
 }
 
-BoundKernel bindSwiglu(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::Swiglu>(const KernelSignature &sig) {
   using Op = ops::Swiglu;
-  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
-  return withFloat(sig, sig.arg(Op::gate).dtype, "gate",
-                   [=](auto tag) -> BoundKernel {
-                     using T = decltype(tag);
-                     return [=](void *const *p) {
-                       swiglu<T>(in<T>(p[at(Op::gate)]), in<T>(p[at(Op::up)]),
-                                 out<T>(p[at(Op::y)]), n);
-                     };
-                   });
+  return withFloat.bind(sig, Op::gate, [=](auto t, Operands o) {
+    swiglu(o.in(Op::gate, t), o.in(Op::up, t), o.out(Op::y, t), n);
+  });
 }
 
-BoundKernel bindSwigluGrad(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::SwigluGrad>(const KernelSignature &sig) {
   using Op = ops::SwigluGrad;
-  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
-  return withFloat(
-      sig, sig.arg(Op::dy).dtype, "dy", [=](auto tag) -> BoundKernel {
-        using T = decltype(tag);
-        return [=](void *const *p) {
-          swigluGrad<T>(in<T>(p[at(Op::dy)]), in<T>(p[at(Op::gate)]),
-                        in<T>(p[at(Op::up)]), out<T>(p[at(Op::dgate)]),
-                        out<T>(p[at(Op::dup)]), n);
-        };
-      });
+  return withFloat.bind(sig, Op::dy, [=](auto t, Operands o) {
+    swigluGrad(o.in(Op::dy, t), o.in(Op::gate, t), o.in(Op::up, t),
+               o.out(Op::dgate, t), o.out(Op::dup, t), n);
+  });
 }
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // Elementwise and shape
@@ -406,12 +372,8 @@ BoundKernel bindAdamw(const KernelSignature &sig) {
 } // namespace
 
 void registerDenseKernels(KernelTable &t) {
-  t.add("gelu", bindGelu);
-  t.add("gelu_grad", bindGeluGrad);
-  t.add("silu", bindSilu);
-  t.add("silu_grad", bindSiluGrad);
-  t.add("swiglu", bindSwiglu);
-  t.add("swiglu_grad", bindSwigluGrad);
+  addBinders<ops::Gelu, ops::GeluGrad, ops::Silu, ops::SiluGrad, ops::Swiglu,
+             ops::SwigluGrad>(t);
   t.add("add", bindBinary<AddOp>);
   t.add("sub", bindBinary<SubOp>);
   t.add("mul", bindBinary<MulOp>);

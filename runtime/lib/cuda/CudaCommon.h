@@ -118,6 +118,15 @@ using namespace ::autoshard::runtime::checks;
 /// for an f32/bf16 `dtype`; fails naming `what` otherwise.
 inline constexpr FloatDispatch<bf16> withFloat{DType::BF16, "cuda"};
 
+/// The CUDA binder of op `Op` (OpTable.h): one specialization per op, in
+/// the .cu file of its family.
+template <typename Op> BoundKernel bind(const KernelSignature &sig);
+
+/// Registers `bind<Op>` under each Op's name.
+template <typename... Op> void addBinders(KernelTable &table) {
+  (table.add(Op::kName, bind<Op>), ...);
+}
+
 /// tfm.gelu / tfm.gelu_grad (Elementwise.cu), also the second half of the
 /// matmul's fused gelu epilogues (Gemm.cu).
 BoundKernel bindGelu(const KernelSignature &sig);

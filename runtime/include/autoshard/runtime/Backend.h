@@ -48,6 +48,9 @@ struct KernelSignature {
   const TensorType &result(ResultSlot slot) const {
     return results[slot.index];
   }
+  /// The type of either kind of slot (generic binders).
+  const TensorType &type(ArgSlot slot) const { return arg(slot); }
+  const TensorType &type(ResultSlot slot) const { return result(slot); }
 
   /// Throws ArtifactError("PLACE: message").
   [[noreturn]] void fail(const std::string &message) const;
@@ -67,6 +70,37 @@ public:
 
 private:
   int numArgs;
+};
+
+/// The device pointers of one kernel call, addressed by the op's named
+/// slots (OpTable.h): `o.in(ops::Gelu::x, T{})` is operand x as `const T *`,
+/// `o.out(ops::Gelu::y, T{})` result y as `T *` (or `o.in<float>(slot)`),
+/// `o[slot]` the untyped pointer. A variadic group's members follow its
+/// slot: `o.at(ops::DistPack::inputs, i)`.
+class Operands {
+public:
+  Operands(OperandIndex index, void *const *pointers)
+      : index(index), pointers(pointers) {}
+
+  template <typename Slot> void *operator[](Slot slot) const {
+    return pointers[index(slot)];
+  }
+  /// Member `offset` of the variadic group that starts at `slot`.
+  template <typename Slot> void *at(Slot slot, int offset) const {
+    return pointers[index(slot) + offset];
+  }
+  template <typename T, typename Slot>
+  const T *in(Slot slot, T /*type tag*/ = T{}) const {
+    return static_cast<const T *>((*this)[slot]);
+  }
+  template <typename T, typename Slot>
+  T *out(Slot slot, T /*type tag*/ = T{}) const {
+    return static_cast<T *>((*this)[slot]);
+  }
+
+private:
+  OperandIndex index;
+  void *const *pointers;
 };
 
 /// A kernel with its shapes and attributes bound. Called with the device

@@ -89,6 +89,20 @@ template <typename Wide> struct FloatDispatch {
              "; the " + backend + " backend computes in f32 or " +
              std::string(dtypeName(wide)));
   }
+
+  /// Binds a kernel of one float type T, that of the operand or result at
+  /// `typed`: the bound kernel calls `run(T{}, Operands)`. Fails naming
+  /// the slot when its type is neither f32 nor `wide`.
+  template <typename Slot, typename Run>
+  BoundKernel bind(const KernelSignature &sig, Slot typed, Run run) const {
+    OperandIndex index(sig);
+    return (*this)(sig, sig.type(typed).dtype, std::string(typed.name),
+                   [&](auto tag) -> BoundKernel {
+                     using T = decltype(tag);
+                     return
+                         [=](void *const *p) { run(T{}, Operands(index, p)); };
+                   });
+  }
 };
 
 /// moe_*: calls fn(T{}, I{}) for the float type `t` of the float operands

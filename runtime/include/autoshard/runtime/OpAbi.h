@@ -21,10 +21,12 @@ namespace autoshard::runtime {
 /// variadic group: its first operand).
 struct ArgSlot {
   int index;
+  std::string_view name; ///< The ODS name, for messages.
 };
 /// The position of a named result among an instruction's results.
 struct ResultSlot {
   int index;
+  std::string_view name; ///< The ODS name, for messages.
 };
 
 /// The artifact (JSON) form of an attribute: a unit attribute is `true`

@@ -654,542 +654,542 @@ namespace ops {
 /// `matmul` (tfm.matmul).
 struct Matmul {
   static constexpr std::string_view kName = "matmul";
-  static constexpr ArgSlot lhs{0}, rhs{1}, addend{2};
-  static constexpr ResultSlot result{0}, preact{1};
+  static constexpr ArgSlot lhs{0, "lhs"}, rhs{1, "rhs"}, addend{2, "addend"};
+  static constexpr ResultSlot result{0, "result"}, preact{1, "preact"};
 };
 
 /// `matmul_wgrad` (tfm.matmul_wgrad).
 struct MatmulWgrad {
   static constexpr std::string_view kName = "matmul_wgrad";
-  static constexpr ArgSlot x{0}, dy{1};
-  static constexpr ResultSlot dw{0};
+  static constexpr ArgSlot x{0, "x"}, dy{1, "dy"};
+  static constexpr ResultSlot dw{0, "dw"};
 };
 
 /// `add` (tfm.add).
 struct Add {
   static constexpr std::string_view kName = "add";
-  static constexpr ArgSlot lhs{0}, rhs{1};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot lhs{0, "lhs"}, rhs{1, "rhs"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `sub` (tfm.sub).
 struct Sub {
   static constexpr std::string_view kName = "sub";
-  static constexpr ArgSlot lhs{0}, rhs{1};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot lhs{0, "lhs"}, rhs{1, "rhs"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `mul` (tfm.mul).
 struct Mul {
   static constexpr std::string_view kName = "mul";
-  static constexpr ArgSlot lhs{0}, rhs{1};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot lhs{0, "lhs"}, rhs{1, "rhs"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `scale` (tfm.scale).
 struct Scale {
   static constexpr std::string_view kName = "scale";
-  static constexpr ArgSlot x{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot x{0, "x"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `reduce_sum` (tfm.reduce_sum).
 struct ReduceSum {
   static constexpr std::string_view kName = "reduce_sum";
-  static constexpr ArgSlot x{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot x{0, "x"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `broadcast` (tfm.broadcast).
 struct Broadcast {
   static constexpr std::string_view kName = "broadcast";
-  static constexpr ArgSlot x{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot x{0, "x"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `cast` (tfm.cast).
 struct Cast {
   static constexpr std::string_view kName = "cast";
-  static constexpr ArgSlot x{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot x{0, "x"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `embedding` (tfm.embedding).
 struct Embedding {
   static constexpr std::string_view kName = "embedding";
-  static constexpr ArgSlot ids{0}, table{1};
-  static constexpr ResultSlot out{0};
+  static constexpr ArgSlot ids{0, "ids"}, table{1, "table"};
+  static constexpr ResultSlot out{0, "out"};
 };
 
 /// `embedding_grad` (tfm.embedding_grad).
 struct EmbeddingGrad {
   static constexpr std::string_view kName = "embedding_grad";
-  static constexpr ArgSlot ids{0}, dy{1};
-  static constexpr ResultSlot dtable{0};
+  static constexpr ArgSlot ids{0, "ids"}, dy{1, "dy"};
+  static constexpr ResultSlot dtable{0, "dtable"};
 };
 
 /// `microbatch` (tfm.microbatch).
 struct Microbatch {
   static constexpr std::string_view kName = "microbatch";
-  static constexpr ArgSlot x{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot x{0, "x"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `position_embedding` (tfm.position_embedding).
 struct PositionEmbedding {
   static constexpr std::string_view kName = "position_embedding";
-  static constexpr ArgSlot table{0};
-  static constexpr ResultSlot out{0};
+  static constexpr ArgSlot table{0, "table"};
+  static constexpr ResultSlot out{0, "out"};
 };
 
 /// `position_embedding_grad` (tfm.position_embedding_grad).
 struct PositionEmbeddingGrad {
   static constexpr std::string_view kName = "position_embedding_grad";
-  static constexpr ArgSlot dy{0};
-  static constexpr ResultSlot dtable{0};
+  static constexpr ArgSlot dy{0, "dy"};
+  static constexpr ResultSlot dtable{0, "dtable"};
 };
 
 /// `layer_norm` (tfm.layer_norm).
 struct LayerNorm {
   static constexpr std::string_view kName = "layer_norm";
-  static constexpr ArgSlot x{0}, gamma{1}, beta{2};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot x{0, "x"}, gamma{1, "gamma"}, beta{2, "beta"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `layer_norm_grad` (tfm.layer_norm_grad).
 struct LayerNormGrad {
   static constexpr std::string_view kName = "layer_norm_grad";
-  static constexpr ArgSlot dy{0}, x{1}, gamma{2};
-  static constexpr ResultSlot dx{0}, dgamma{1}, dbeta{2};
+  static constexpr ArgSlot dy{0, "dy"}, x{1, "x"}, gamma{2, "gamma"};
+  static constexpr ResultSlot dx{0, "dx"}, dgamma{1, "dgamma"}, dbeta{2, "dbeta"};
 };
 
 /// `rms_norm` (tfm.rms_norm).
 struct RmsNorm {
   static constexpr std::string_view kName = "rms_norm";
-  static constexpr ArgSlot x{0}, gamma{1};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot x{0, "x"}, gamma{1, "gamma"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `rms_norm_grad` (tfm.rms_norm_grad).
 struct RmsNormGrad {
   static constexpr std::string_view kName = "rms_norm_grad";
-  static constexpr ArgSlot dy{0}, x{1}, gamma{2};
-  static constexpr ResultSlot dx{0}, dgamma{1};
+  static constexpr ArgSlot dy{0, "dy"}, x{1, "x"}, gamma{2, "gamma"};
+  static constexpr ResultSlot dx{0, "dx"}, dgamma{1, "dgamma"};
 };
 
 /// `gelu` (tfm.gelu).
 struct Gelu {
   static constexpr std::string_view kName = "gelu";
-  static constexpr ArgSlot x{0};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot x{0, "x"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `gelu_grad` (tfm.gelu_grad).
 struct GeluGrad {
   static constexpr std::string_view kName = "gelu_grad";
-  static constexpr ArgSlot dy{0}, x{1};
-  static constexpr ResultSlot dx{0};
+  static constexpr ArgSlot dy{0, "dy"}, x{1, "x"};
+  static constexpr ResultSlot dx{0, "dx"};
 };
 
 /// `silu` (tfm.silu).
 struct Silu {
   static constexpr std::string_view kName = "silu";
-  static constexpr ArgSlot x{0};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot x{0, "x"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `silu_grad` (tfm.silu_grad).
 struct SiluGrad {
   static constexpr std::string_view kName = "silu_grad";
-  static constexpr ArgSlot dy{0}, x{1};
-  static constexpr ResultSlot dx{0};
+  static constexpr ArgSlot dy{0, "dy"}, x{1, "x"};
+  static constexpr ResultSlot dx{0, "dx"};
 };
 
 /// `swiglu` (tfm.swiglu).
 struct Swiglu {
   static constexpr std::string_view kName = "swiglu";
-  static constexpr ArgSlot gate{0}, up{1};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot gate{0, "gate"}, up{1, "up"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `swiglu_grad` (tfm.swiglu_grad).
 struct SwigluGrad {
   static constexpr std::string_view kName = "swiglu_grad";
-  static constexpr ArgSlot dy{0}, gate{1}, up{2};
-  static constexpr ResultSlot dgate{0}, dup{1};
+  static constexpr ArgSlot dy{0, "dy"}, gate{1, "gate"}, up{2, "up"};
+  static constexpr ResultSlot dgate{0, "dgate"}, dup{1, "dup"};
 };
 
 /// `rope` (tfm.rope).
 struct Rope {
   static constexpr std::string_view kName = "rope";
-  static constexpr ArgSlot x{0};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot x{0, "x"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `rope_grad` (tfm.rope_grad).
 struct RopeGrad {
   static constexpr std::string_view kName = "rope_grad";
-  static constexpr ArgSlot dy{0};
-  static constexpr ResultSlot dx{0};
+  static constexpr ArgSlot dy{0, "dy"};
+  static constexpr ResultSlot dx{0, "dx"};
 };
 
 /// `rope_local` (tfm.rope_local).
 struct RopeLocal {
   static constexpr std::string_view kName = "rope_local";
-  static constexpr ArgSlot x{0}, shard{1};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot x{0, "x"}, shard{1, "shard"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `rope_local_grad` (tfm.rope_local_grad).
 struct RopeLocalGrad {
   static constexpr std::string_view kName = "rope_local_grad";
-  static constexpr ArgSlot dy{0}, shard{1};
-  static constexpr ResultSlot dx{0};
+  static constexpr ArgSlot dy{0, "dy"}, shard{1, "shard"};
+  static constexpr ResultSlot dx{0, "dx"};
 };
 
 /// `reshape` (tfm.reshape).
 struct Reshape {
   static constexpr std::string_view kName = "reshape";
-  static constexpr ArgSlot x{0};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot x{0, "x"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `dropout` (tfm.dropout).
 struct Dropout {
   static constexpr std::string_view kName = "dropout";
-  static constexpr ArgSlot x{0}, step{1}, layer{2};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot x{0, "x"}, step{1, "step"}, layer{2, "layer"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `dropout_grad` (tfm.dropout_grad).
 struct DropoutGrad {
   static constexpr std::string_view kName = "dropout_grad";
-  static constexpr ArgSlot dy{0}, step{1}, layer{2};
-  static constexpr ResultSlot dx{0};
+  static constexpr ArgSlot dy{0, "dy"}, step{1, "step"}, layer{2, "layer"};
+  static constexpr ResultSlot dx{0, "dx"};
 };
 
 /// `dropout_local` (tfm.dropout_local).
 struct DropoutLocal {
   static constexpr std::string_view kName = "dropout_local";
-  static constexpr ArgSlot x{0}, step{1}, layer{2}, shards{3};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot x{0, "x"}, step{1, "step"}, layer{2, "layer"}, shards{3, "shards"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `dropout_local_grad` (tfm.dropout_local_grad).
 struct DropoutLocalGrad {
   static constexpr std::string_view kName = "dropout_local_grad";
-  static constexpr ArgSlot dy{0}, step{1}, layer{2}, shards{3};
-  static constexpr ResultSlot dx{0};
+  static constexpr ArgSlot dy{0, "dy"}, step{1, "step"}, layer{2, "layer"}, shards{3, "shards"};
+  static constexpr ResultSlot dx{0, "dx"};
 };
 
 /// `attention` (tfm.attention).
 struct Attention {
   static constexpr std::string_view kName = "attention";
-  static constexpr ArgSlot q{0}, k{1}, v{2};
-  static constexpr ResultSlot out{0}, lse{1};
+  static constexpr ArgSlot q{0, "q"}, k{1, "k"}, v{2, "v"};
+  static constexpr ResultSlot out{0, "out"}, lse{1, "lse"};
 };
 
 /// `attention_grad` (tfm.attention_grad).
 struct AttentionGrad {
   static constexpr std::string_view kName = "attention_grad";
-  static constexpr ArgSlot dout{0}, q{1}, k{2}, v{3}, out{4}, lse{5};
-  static constexpr ResultSlot dq{0}, dk{1}, dv{2};
+  static constexpr ArgSlot dout{0, "dout"}, q{1, "q"}, k{2, "k"}, v{3, "v"}, out{4, "out"}, lse{5, "lse"};
+  static constexpr ResultSlot dq{0, "dq"}, dk{1, "dk"}, dv{2, "dv"};
 };
 
 /// `attention_block` (tfm.attention_block).
 struct AttentionBlock {
   static constexpr std::string_view kName = "attention_block";
-  static constexpr ArgSlot q{0}, k{1}, v{2}, chunk{3};
-  static constexpr ResultSlot out{0}, lse{1};
+  static constexpr ArgSlot q{0, "q"}, k{1, "k"}, v{2, "v"}, chunk{3, "chunk"};
+  static constexpr ResultSlot out{0, "out"}, lse{1, "lse"};
 };
 
 /// `attention_block_grad` (tfm.attention_block_grad).
 struct AttentionBlockGrad {
   static constexpr std::string_view kName = "attention_block_grad";
-  static constexpr ArgSlot dout{0}, q{1}, k{2}, v{3}, out{4}, lse{5}, chunk{6};
-  static constexpr ResultSlot dq{0}, dk{1}, dv{2};
+  static constexpr ArgSlot dout{0, "dout"}, q{1, "q"}, k{2, "k"}, v{3, "v"}, out{4, "out"}, lse{5, "lse"}, chunk{6, "chunk"};
+  static constexpr ResultSlot dq{0, "dq"}, dk{1, "dk"}, dv{2, "dv"};
 };
 
 /// `attention_merge` (tfm.attention_merge).
 struct AttentionMerge {
   static constexpr std::string_view kName = "attention_merge";
-  static constexpr ArgSlot out_a{0}, lse_a{1}, out_b{2}, lse_b{3};
-  static constexpr ResultSlot out{0}, lse{1};
+  static constexpr ArgSlot out_a{0, "out_a"}, lse_a{1, "lse_a"}, out_b{2, "out_b"}, lse_b{3, "lse_b"};
+  static constexpr ResultSlot out{0, "out"}, lse{1, "lse"};
 };
 
 /// `cross_entropy` (tfm.cross_entropy).
 struct CrossEntropy {
   static constexpr std::string_view kName = "cross_entropy";
-  static constexpr ArgSlot logits{0}, labels{1};
-  static constexpr ResultSlot loss{0};
+  static constexpr ArgSlot logits{0, "logits"}, labels{1, "labels"};
+  static constexpr ResultSlot loss{0, "loss"};
 };
 
 /// `cross_entropy_grad` (tfm.cross_entropy_grad).
 struct CrossEntropyGrad {
   static constexpr std::string_view kName = "cross_entropy_grad";
-  static constexpr ArgSlot dloss{0}, logits{1}, labels{2};
-  static constexpr ResultSlot dlogits{0};
+  static constexpr ArgSlot dloss{0, "dloss"}, logits{1, "logits"}, labels{2, "labels"};
+  static constexpr ResultSlot dlogits{0, "dlogits"};
 };
 
 /// `moe_router` (tfm.moe_router).
 struct MoeRouter {
   static constexpr std::string_view kName = "moe_router";
-  static constexpr ArgSlot logits{0};
-  static constexpr ResultSlot gates{0}, expert_ids{1};
+  static constexpr ArgSlot logits{0, "logits"};
+  static constexpr ResultSlot gates{0, "gates"}, expert_ids{1, "expert_ids"};
 };
 
 /// `moe_router_grad` (tfm.moe_router_grad).
 struct MoeRouterGrad {
   static constexpr std::string_view kName = "moe_router_grad";
-  static constexpr ArgSlot dgates{0}, logits{1}, expert_ids{2};
-  static constexpr ResultSlot dlogits{0};
+  static constexpr ArgSlot dgates{0, "dgates"}, logits{1, "logits"}, expert_ids{2, "expert_ids"};
+  static constexpr ResultSlot dlogits{0, "dlogits"};
 };
 
 /// `moe_aux_loss` (tfm.moe_aux_loss).
 struct MoeAuxLoss {
   static constexpr std::string_view kName = "moe_aux_loss";
-  static constexpr ArgSlot logits{0}, expert_ids{1};
-  static constexpr ResultSlot loss{0};
+  static constexpr ArgSlot logits{0, "logits"}, expert_ids{1, "expert_ids"};
+  static constexpr ResultSlot loss{0, "loss"};
 };
 
 /// `moe_aux_loss_grad` (tfm.moe_aux_loss_grad).
 struct MoeAuxLossGrad {
   static constexpr std::string_view kName = "moe_aux_loss_grad";
-  static constexpr ArgSlot dloss{0}, logits{1}, expert_ids{2};
-  static constexpr ResultSlot dlogits{0};
+  static constexpr ArgSlot dloss{0, "dloss"}, logits{1, "logits"}, expert_ids{2, "expert_ids"};
+  static constexpr ResultSlot dlogits{0, "dlogits"};
 };
 
 /// `moe_dispatch` (tfm.moe_dispatch).
 struct MoeDispatch {
   static constexpr std::string_view kName = "moe_dispatch";
-  static constexpr ArgSlot x{0}, expert_ids{1};
-  static constexpr ResultSlot buf{0};
+  static constexpr ArgSlot x{0, "x"}, expert_ids{1, "expert_ids"};
+  static constexpr ResultSlot buf{0, "buf"};
 };
 
 /// `moe_dispatch_grad` (tfm.moe_dispatch_grad).
 struct MoeDispatchGrad {
   static constexpr std::string_view kName = "moe_dispatch_grad";
-  static constexpr ArgSlot dbuf{0}, expert_ids{1};
-  static constexpr ResultSlot dx{0};
+  static constexpr ArgSlot dbuf{0, "dbuf"}, expert_ids{1, "expert_ids"};
+  static constexpr ResultSlot dx{0, "dx"};
 };
 
 /// `moe_combine` (tfm.moe_combine).
 struct MoeCombine {
   static constexpr std::string_view kName = "moe_combine";
-  static constexpr ArgSlot buf{0}, gates{1}, expert_ids{2};
-  static constexpr ResultSlot y{0};
+  static constexpr ArgSlot buf{0, "buf"}, gates{1, "gates"}, expert_ids{2, "expert_ids"};
+  static constexpr ResultSlot y{0, "y"};
 };
 
 /// `moe_combine_grad` (tfm.moe_combine_grad).
 struct MoeCombineGrad {
   static constexpr std::string_view kName = "moe_combine_grad";
-  static constexpr ArgSlot dy{0}, buf{1}, gates{2}, expert_ids{3};
-  static constexpr ResultSlot dbuf{0}, dgates{1};
+  static constexpr ArgSlot dy{0, "dy"}, buf{1, "buf"}, gates{2, "gates"}, expert_ids{3, "expert_ids"};
+  static constexpr ResultSlot dbuf{0, "dbuf"}, dgates{1, "dgates"};
 };
 
 /// `sum_squares` (tfm.sum_squares).
 struct SumSquares {
   static constexpr std::string_view kName = "sum_squares";
-  static constexpr ArgSlot inputs{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot inputs{0, "inputs"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `clip_coef` (tfm.clip_coef).
 struct ClipCoef {
   static constexpr std::string_view kName = "clip_coef";
-  static constexpr ArgSlot sumsq{0};
-  static constexpr ResultSlot coef{0}, norm{1};
+  static constexpr ArgSlot sumsq{0, "sumsq"};
+  static constexpr ResultSlot coef{0, "coef"}, norm{1, "norm"};
 };
 
 /// `adamw` (tfm.adamw).
 struct Adamw {
   static constexpr std::string_view kName = "adamw";
-  static constexpr ArgSlot param{0}, grad{1}, m{2}, v{3}, lr{4}, step{5}, grad_scale{6};
-  static constexpr ResultSlot new_param{0}, new_m{1}, new_v{2};
+  static constexpr ArgSlot param{0, "param"}, grad{1, "grad"}, m{2, "m"}, v{3, "v"}, lr{4, "lr"}, step{5, "step"}, grad_scale{6, "grad_scale"};
+  static constexpr ResultSlot new_param{0, "new_param"}, new_m{1, "new_m"}, new_v{2, "new_v"};
 };
 
 /// `vocab_embedding` (tfm.vocab_embedding).
 struct VocabEmbedding {
   static constexpr std::string_view kName = "vocab_embedding";
-  static constexpr ArgSlot ids{0}, table{1}, shard{2};
-  static constexpr ResultSlot out{0};
+  static constexpr ArgSlot ids{0, "ids"}, table{1, "table"}, shard{2, "shard"};
+  static constexpr ResultSlot out{0, "out"};
 };
 
 /// `vocab_embedding_grad` (tfm.vocab_embedding_grad).
 struct VocabEmbeddingGrad {
   static constexpr std::string_view kName = "vocab_embedding_grad";
-  static constexpr ArgSlot ids{0}, dy{1}, shard{2};
-  static constexpr ResultSlot dtable{0};
+  static constexpr ArgSlot ids{0, "ids"}, dy{1, "dy"}, shard{2, "shard"};
+  static constexpr ResultSlot dtable{0, "dtable"};
 };
 
 /// `vocab_ce_max` (tfm.vocab_ce_max).
 struct VocabCeMax {
   static constexpr std::string_view kName = "vocab_ce_max";
-  static constexpr ArgSlot logits{0}, shard{1};
-  static constexpr ResultSlot max{0};
+  static constexpr ArgSlot logits{0, "logits"}, shard{1, "shard"};
+  static constexpr ResultSlot max{0, "max"};
 };
 
 /// `vocab_ce_stats` (tfm.vocab_ce_stats).
 struct VocabCeStats {
   static constexpr std::string_view kName = "vocab_ce_stats";
-  static constexpr ArgSlot logits{0}, labels{1}, max{2}, shard{3};
-  static constexpr ResultSlot stats{0};
+  static constexpr ArgSlot logits{0, "logits"}, labels{1, "labels"}, max{2, "max"}, shard{3, "shard"};
+  static constexpr ResultSlot stats{0, "stats"};
 };
 
 /// `vocab_ce_loss` (tfm.vocab_ce_loss).
 struct VocabCeLoss {
   static constexpr std::string_view kName = "vocab_ce_loss";
-  static constexpr ArgSlot stats{0}, max{1};
-  static constexpr ResultSlot loss{0};
+  static constexpr ArgSlot stats{0, "stats"}, max{1, "max"};
+  static constexpr ResultSlot loss{0, "loss"};
 };
 
 /// `vocab_ce_grad` (tfm.vocab_ce_grad).
 struct VocabCeGrad {
   static constexpr std::string_view kName = "vocab_ce_grad";
-  static constexpr ArgSlot dloss{0}, logits{1}, labels{2}, max{3}, stats{4}, shard{5};
-  static constexpr ResultSlot dlogits{0};
+  static constexpr ArgSlot dloss{0, "dloss"}, logits{1, "logits"}, labels{2, "labels"}, max{3, "max"}, stats{4, "stats"}, shard{5, "shard"};
+  static constexpr ResultSlot dlogits{0, "dlogits"};
 };
 
 /// `dist.all_gather` (dist.all_gather).
 struct DistAllGather {
   static constexpr std::string_view kName = "dist.all_gather";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.all_reduce` (dist.all_reduce).
 struct DistAllReduce {
   static constexpr std::string_view kName = "dist.all_reduce";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.all_to_all` (dist.all_to_all).
 struct DistAllToAll {
   static constexpr std::string_view kName = "dist.all_to_all";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.broadcast` (dist.broadcast).
 struct DistBroadcast {
   static constexpr std::string_view kName = "dist.broadcast";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.ppermute` (dist.ppermute).
 struct DistPpermute {
   static constexpr std::string_view kName = "dist.ppermute";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.reduce_scatter` (dist.reduce_scatter).
 struct DistReduceScatter {
   static constexpr std::string_view kName = "dist.reduce_scatter";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.all_gather_start` (dist.all_gather_start).
 struct DistAllGatherStart {
   static constexpr std::string_view kName = "dist.all_gather_start";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.all_reduce_start` (dist.all_reduce_start).
 struct DistAllReduceStart {
   static constexpr std::string_view kName = "dist.all_reduce_start";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.all_to_all_start` (dist.all_to_all_start).
 struct DistAllToAllStart {
   static constexpr std::string_view kName = "dist.all_to_all_start";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.broadcast_start` (dist.broadcast_start).
 struct DistBroadcastStart {
   static constexpr std::string_view kName = "dist.broadcast_start";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.ppermute_start` (dist.ppermute_start).
 struct DistPpermuteStart {
   static constexpr std::string_view kName = "dist.ppermute_start";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.reduce_scatter_start` (dist.reduce_scatter_start).
 struct DistReduceScatterStart {
   static constexpr std::string_view kName = "dist.reduce_scatter_start";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.send` (dist.send).
 struct DistSend {
   static constexpr std::string_view kName = "dist.send";
-  static constexpr ArgSlot input{0};
+  static constexpr ArgSlot input{0, "input"};
 };
 
 /// `dist.send_start` (dist.send_start).
 struct DistSendStart {
   static constexpr std::string_view kName = "dist.send_start";
-  static constexpr ArgSlot input{0};
+  static constexpr ArgSlot input{0, "input"};
 };
 
 /// `dist.recv` (dist.recv).
 struct DistRecv {
   static constexpr std::string_view kName = "dist.recv";
-  static constexpr ResultSlot result{0};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.recv_start` (dist.recv_start).
 struct DistRecvStart {
   static constexpr std::string_view kName = "dist.recv_start";
-  static constexpr ResultSlot result{0};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.wait` (dist.wait).
 struct DistWait {
   static constexpr std::string_view kName = "dist.wait";
-  static constexpr ArgSlot buffers{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot buffers{0, "buffers"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.shard_slice` (dist.shard_slice).
 struct DistShardSlice {
   static constexpr std::string_view kName = "dist.shard_slice";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.axis_index` (dist.axis_index).
 struct DistAxisIndex {
   static constexpr std::string_view kName = "dist.axis_index";
-  static constexpr ResultSlot result{0};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.pack` (dist.pack).
 struct DistPack {
   static constexpr std::string_view kName = "dist.pack";
-  static constexpr ArgSlot inputs{0};
-  static constexpr ResultSlot result{0};
+  static constexpr ArgSlot inputs{0, "inputs"};
+  static constexpr ResultSlot result{0, "result"};
 };
 
 /// `dist.unpack` (dist.unpack).
 struct DistUnpack {
   static constexpr std::string_view kName = "dist.unpack";
-  static constexpr ArgSlot input{0};
-  static constexpr ResultSlot results{0};
+  static constexpr ArgSlot input{0, "input"};
+  static constexpr ResultSlot results{0, "results"};
 };
 
 } // namespace ops
