@@ -414,110 +414,110 @@ dim3 gridOf(int64_t rows, int rowsPerBlock, int64_t heads, int64_t batch) {
               static_cast<unsigned>(batch));
 }
 
-/// attention / attention_block (`Block`: operand 3 is the chunk index and
-/// the results follow it).
-template <bool Block> BoundKernel bindAttention(const KernelSignature &sig) {
+/// attention / attention_block (`Block`: with the chunk index).
+template <typename Op, bool Block>
+BoundKernel bindAttention(const KernelSignature &sig) {
   AttentionDims a = Block ? checkAttentionBlock(sig) : checkAttention(sig);
-  Dims s = kernelDims(sig, a, sig.results[1]);
+  Dims s = kernelDims(sig, a, sig.result(Op::lse));
   s.kvStep = a.kvStep;
   s.numChunks = a.numChunks;
-  const TensorType &q = sig.args[0];
   cudaStream_t st = currentContext().stream;
-  constexpr int r = Block ? 4 : 3; // first result
-  return withFloat(sig, q.dtype, "q", [=](auto t) -> BoundKernel {
+  return withFloat.bind(sig, Op::q, [=](auto t, Operands o) {
     using T = decltype(t);
-    return [=](void *const *p) {
-      if (s.batch * s.seqQ * s.heads == 0)
-        return;
-      Dims d = s;
-      if (Block)
-        d.chunk = in<int64_t>(p[3]);
-      attentionFwdKernel<T, kFwdRows>
-          <<<gridOf(s.seqQ, kWarps * kFwdRows, s.heads, s.batch), kWarps * 32,
-             0, st>>>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[r]),
-                      out<float>(p[r + 1]), d);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+    if (s.batch * s.seqQ * s.heads == 0)
+      return;
+    Dims d = s;
+    if constexpr (Block)
+      d.chunk = o.in<int64_t>(Op::chunk);
+    attentionFwdKernel<T, kFwdRows>
+        <<<gridOf(s.seqQ, kWarps * kFwdRows, s.heads, s.batch), kWarps * 32, 0,
+           st>>>(o.in(Op::q, t), o.in(Op::k, t), o.in(Op::v, t),
+                 o.out(Op::out, t), o.out<float>(Op::lse), d);
+    AUTOSHARD_CUDA_LAUNCHED();
   });
 }
 
-/// attention_grad / attention_block_grad (`Block`: operand 6 is the chunk
-/// index and the results follow it).
-template <bool Block>
+/// attention_grad / attention_block_grad (`Block`: with the chunk index).
+template <typename Op, bool Block>
 BoundKernel bindAttentionGrad(const KernelSignature &sig) {
   AttentionDims a =
       Block ? checkAttentionBlockGrad(sig) : checkAttentionGrad(sig);
-  Dims s0 = kernelDims(sig, a, sig.args[5]);
+  Dims s0 = kernelDims(sig, a, sig.arg(Op::lse));
   s0.kvStep = a.kvStep;
   s0.numChunks = a.numChunks;
-  constexpr int r = Block ? 7 : 6; // first result
-  const TensorType &q = sig.args[1];
   cudaStream_t st = currentContext().stream;
   Scratch delta =
       scratch(std::max<int64_t>(s0.batch * s0.heads * s0.seqQ, 1) * 4);
-  int64_t kvBytes = sig.args[2].bytes();
-  return withFloat(sig, q.dtype, "q", [=](auto t) -> BoundKernel {
+  int64_t kvBytes = sig.arg(Op::k).bytes();
+  return withFloat.bind(sig, Op::q, [=](auto t, Operands o) {
     using T = decltype(t);
-    return [=](void *const *p) {
-      Dims s = s0;
-      if (Block)
-        s.chunk = in<int64_t>(p[6]);
-      int64_t rows = s.batch * s.heads * s.seqQ;
-      if (rows == 0) {
-        AUTOSHARD_CUDA(cudaMemsetAsync(p[r + 1], 0, kvBytes, st));
-        AUTOSHARD_CUDA(cudaMemsetAsync(p[r + 2], 0, kvBytes, st));
-        return;
-      }
-      attentionDeltaKernel<T><<<gridFor(rows * 32, 256), 256, 0, st>>>(
-          in<T>(p[0]), in<T>(p[4]), delta->as<float>(), s);
-      AUTOSHARD_CUDA_LAUNCHED();
-      attentionDqKernel<T, kBwdRows>
-          <<<gridOf(s.seqQ, kWarps * kBwdRows, s.heads, s.batch), kWarps * 32,
-             0, st>>>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]),
-                      in<float>(p[5]), delta->as<float>(), out<T>(p[r]), s);
-      AUTOSHARD_CUDA_LAUNCHED();
-      attentionDkvKernel<T, kBwdRows>
-          <<<gridOf(s.seqK, kWarps * kBwdRows, s.kvHeads, s.batch), kWarps * 32,
-             0, st>>>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), in<T>(p[3]),
-                      in<float>(p[5]), delta->as<float>(), out<T>(p[r + 1]),
-                      out<T>(p[r + 2]), s);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+    Dims s = s0;
+    if constexpr (Block)
+      s.chunk = o.in<int64_t>(Op::chunk);
+    int64_t rows = s.batch * s.heads * s.seqQ;
+    if (rows == 0) {
+      AUTOSHARD_CUDA(cudaMemsetAsync(o[Op::dk], 0, kvBytes, st));
+      AUTOSHARD_CUDA(cudaMemsetAsync(o[Op::dv], 0, kvBytes, st));
+      return;
+    }
+    attentionDeltaKernel<T><<<gridFor(rows * 32, 256), 256, 0, st>>>(
+        o.in(Op::dout, t), o.in(Op::out, t), delta->as<float>(), s);
+    AUTOSHARD_CUDA_LAUNCHED();
+    attentionDqKernel<T, kBwdRows>
+        <<<gridOf(s.seqQ, kWarps * kBwdRows, s.heads, s.batch), kWarps * 32, 0,
+           st>>>(o.in(Op::dout, t), o.in(Op::q, t), o.in(Op::k, t),
+                 o.in(Op::v, t), o.in<float>(Op::lse), delta->as<float>(),
+                 o.out(Op::dq, t), s);
+    AUTOSHARD_CUDA_LAUNCHED();
+    attentionDkvKernel<T, kBwdRows>
+        <<<gridOf(s.seqK, kWarps * kBwdRows, s.kvHeads, s.batch), kWarps * 32,
+           0, st>>>(o.in(Op::dout, t), o.in(Op::q, t), o.in(Op::k, t),
+                    o.in(Op::v, t), o.in<float>(Op::lse), delta->as<float>(),
+                    o.out(Op::dk, t), o.out(Op::dv, t), s);
+    AUTOSHARD_CUDA_LAUNCHED();
   });
-}
-
-BoundKernel bindAttentionMerge(const KernelSignature &sig) {
-  using Op = ops::AttentionMerge;
-  OperandIndex at(sig);
-  AttentionMergeDims d = checkAttentionMerge(sig);
-  if (d.lseType != DType::F32)
-    sig.fail("the cuda backend's attention_merge needs an f32 lse");
-  cudaStream_t st = currentContext().stream;
-  return withFloat(
-      sig, sig.arg(Op::out_a).dtype, "out_a", [=](auto t) -> BoundKernel {
-        using T = decltype(t);
-        return [=](void *const *p) {
-          int64_t rows = d.batch * d.heads * d.seq;
-          if (rows == 0)
-            return;
-          attentionMergeKernel<T><<<gridFor(rows * 32, 256), 256, 0, st>>>(
-              in<T>(p[at(Op::out_a)]), in<float>(p[at(Op::lse_a)]),
-              in<T>(p[at(Op::out_b)]), in<float>(p[at(Op::lse_b)]),
-              out<T>(p[at(Op::out)]), out<float>(p[at(Op::lse)]), d.batch,
-              d.seq, d.heads, d.headDim);
-          AUTOSHARD_CUDA_LAUNCHED();
-        };
-      });
 }
 
 } // namespace
 
+template <> BoundKernel bind<ops::Attention>(const KernelSignature &sig) {
+  return bindAttention<ops::Attention, false>(sig);
+}
+
+template <> BoundKernel bind<ops::AttentionGrad>(const KernelSignature &sig) {
+  return bindAttentionGrad<ops::AttentionGrad, false>(sig);
+}
+
+template <> BoundKernel bind<ops::AttentionBlock>(const KernelSignature &sig) {
+  return bindAttention<ops::AttentionBlock, true>(sig);
+}
+
+template <>
+BoundKernel bind<ops::AttentionBlockGrad>(const KernelSignature &sig) {
+  return bindAttentionGrad<ops::AttentionBlockGrad, true>(sig);
+}
+
+template <> BoundKernel bind<ops::AttentionMerge>(const KernelSignature &sig) {
+  using Op = ops::AttentionMerge;
+  AttentionMergeDims d = checkAttentionMerge(sig);
+  if (d.lseType != DType::F32)
+    sig.fail("the cuda backend's attention_merge needs an f32 lse");
+  cudaStream_t st = currentContext().stream;
+  return withFloat.bind(sig, Op::out_a, [=](auto t, Operands o) {
+    int64_t rows = d.batch * d.heads * d.seq;
+    if (rows == 0)
+      return;
+    attentionMergeKernel<decltype(t)><<<gridFor(rows * 32, 256), 256, 0, st>>>(
+        o.in(Op::out_a, t), o.in<float>(Op::lse_a), o.in(Op::out_b, t),
+        o.in<float>(Op::lse_b), o.out(Op::out, t), o.out<float>(Op::lse),
+        d.batch, d.seq, d.heads, d.headDim);
+    AUTOSHARD_CUDA_LAUNCHED();
+  });
+}
+
 void registerAttentionKernels(KernelTable &t) {
-  t.add("attention", bindAttention<false>);
-  t.add("attention_grad", bindAttentionGrad<false>);
-  t.add("attention_block", bindAttention<true>);
-  t.add("attention_block_grad", bindAttentionGrad<true>);
-  t.add("attention_merge", bindAttentionMerge);
+  addBinders<ops::Attention, ops::AttentionGrad, ops::AttentionBlock,
+             ops::AttentionBlockGrad, ops::AttentionMerge>(t);
 }
 
 } // namespace autoshard::runtime::cuda::kernels

@@ -61,46 +61,46 @@ void expectReducible(const KernelSignature &sig, DType dtype) {
     sig.fail("cannot reduce " + std::string(dtypeName(dtype)));
 }
 
-BoundKernel bindShardSlice(const KernelSignature &sig) {
+__global__ void storeI64Kernel(int64_t *dst, int64_t v) { *dst = v; }
+
+} // namespace
+
+template <> BoundKernel bind<ops::DistShardSlice>(const KernelSignature &sig) {
   using Op = ops::DistShardSlice;
-  OperandIndex at(sig);
   ShardSliceShape shape = checkShardSlice(sig);
   int64_t g = shape.groupSize, index = shape.index;
   CommBlocks b = shape.blocks;
   cudaStream_t s = currentContext().stream;
   Scratch tmp = scratch(shape.resultBytes);
-  return [b, g, index, s, tmp, at](void *const *p) {
-    const char *src = static_cast<char *>(p[at(Op::input)]) + index * b.inner;
-    char *dst = static_cast<char *>(p[at(Op::result)]);
-    if (p[at(Op::input)] ==
-        p[at(Op::result)]) { // in place: through a staging copy
+  return bindOperands(sig, [b, g, index, s, tmp](Operands o) {
+    const char *src = static_cast<char *>(o[Op::input]) + index * b.inner;
+    char *dst = static_cast<char *>(o[Op::result]);
+    if (o[Op::input] == o[Op::result]) { // in place: through a staging copy
       copyRows(tmp->data(), b.inner, src, g * b.inner, b.outer, b.inner, s);
       copyAsync(dst, tmp->data(), b.outer * b.inner, s);
     } else {
       copyRows(dst, b.inner, src, g * b.inner, b.outer, b.inner, s);
     }
-  };
+  });
 }
 
-__global__ void storeI64Kernel(int64_t *dst, int64_t v) { *dst = v; }
-
-BoundKernel bindAxisIndex(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::DistAxisIndex>(const KernelSignature &sig) {
   using Op = ops::DistAxisIndex;
-  OperandIndex at(sig);
   int64_t index = checkAxisIndex(sig);
   cudaStream_t s = currentContext().stream;
-  return [index, s, at](void *const *p) {
-    storeI64Kernel<<<1, 1, 0, s>>>(static_cast<int64_t *>(p[at(Op::result)]),
-                                   index);
+  return bindOperands(sig, [index, s](Operands o) {
+    storeI64Kernel<<<1, 1, 0, s>>>(o.out<int64_t>(Op::result), index);
     AUTOSHARD_CUDA_LAUNCHED();
-  };
+  });
 }
+
+namespace {
 
 /// One contiguous run of the flat layout of dist.pack (see cpu/Pack.h):
 /// tensor `tensor`, rows of `inner` bytes at pitch `pitch` from byte
 /// `tensorOffset`, to flat byte `flatOffset` (rows consecutive there).
 struct Run {
-  size_t tensor;
+  int tensor; ///< Member of pack's inputs / unpack's results.
   int64_t tensorOffset, pitch, inner, rows, flatOffset;
 };
 
@@ -120,47 +120,46 @@ std::vector<Run> packRuns(const KernelSignature &sig,
         outer = product(shape, 0, d);
         inner = shape[d] / groups * product(shape, d + 1, shape.size());
       }
-      runs.push_back({i, g * inner * es, groups * inner * es, inner * es, outer,
-                      offset * es});
+      runs.push_back({static_cast<int>(i), g * inner * es, groups * inner * es,
+                      inner * es, outer, offset * es});
       offset += outer * inner;
     }
   return runs;
 }
 
-BoundKernel bindPack(const KernelSignature &sig) {
-  std::vector<Run> runs = packRuns(sig, sig.args, sig.results[0], "arg");
-  size_t n = sig.args.size();
+} // namespace
+
+template <> BoundKernel bind<ops::DistPack>(const KernelSignature &sig) {
+  using Op = ops::DistPack;
+  std::vector<Run> runs =
+      packRuns(sig, sig.args, sig.result(Op::result), "arg");
   cudaStream_t s = currentContext().stream;
-  return [runs, n, s](void *const *p) {
-    char *flat = static_cast<char *>(p[n]);
+  return bindOperands(sig, [runs, s](Operands o) {
+    char *flat = static_cast<char *>(o[Op::result]);
     for (const Run &r : runs)
       copyRows(flat + r.flatOffset, r.inner,
-               static_cast<char *>(p[r.tensor]) + r.tensorOffset, r.pitch,
-               r.rows, r.inner, s);
-  };
+               static_cast<char *>(o.at(Op::inputs, r.tensor)) + r.tensorOffset,
+               r.pitch, r.rows, r.inner, s);
+  });
 }
 
-BoundKernel bindUnpack(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::DistUnpack>(const KernelSignature &sig) {
   using Op = ops::DistUnpack;
-  OperandIndex at(sig);
   std::vector<Run> runs =
       packRuns(sig, sig.results, sig.arg(Op::input), "result");
   cudaStream_t s = currentContext().stream;
-  return [runs, s, at](void *const *p) {
-    const char *flat = static_cast<char *>(p[at(Op::input)]);
+  return bindOperands(sig, [runs, s](Operands o) {
+    const char *flat = static_cast<char *>(o[Op::input]);
     for (const Run &r : runs)
-      copyRows(static_cast<char *>(p[1 + r.tensor]) + r.tensorOffset, r.pitch,
-               flat + r.flatOffset, r.inner, r.rows, r.inner, s);
-  };
+      copyRows(static_cast<char *>(o.at(Op::results, r.tensor)) +
+                   r.tensorOffset,
+               r.pitch, flat + r.flatOffset, r.inner, r.rows, r.inner, s);
+  });
 }
 
-} // namespace
-
 void registerCommKernels(KernelTable &t) {
-  t.add("dist.pack", bindPack);
-  t.add("dist.unpack", bindUnpack);
-  t.add("dist.shard_slice", bindShardSlice);
-  t.add("dist.axis_index", bindAxisIndex);
+  addBinders<ops::DistPack, ops::DistUnpack, ops::DistShardSlice,
+             ops::DistAxisIndex>(t);
   comm_kernels::registerCollectiveKernels(t, {bindingDevice, expectReducible});
   comm_kernels::registerPointToPointKernels(t);
 }

@@ -19,6 +19,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -103,9 +104,29 @@ unsigned gridFor(int64_t n, int threads);
 /// when empty or in place).
 void copyAsync(void *dst, const void *src, int64_t bytes, cudaStream_t s);
 
-/// Operand pointer casts.
+/// Casts of untyped operand pointers (e.g. variadic members, `o.at(...)`).
 template <typename T> const T *in(void *p) { return static_cast<const T *>(p); }
 template <typename T> T *out(void *p) { return static_cast<T *>(p); }
+
+/// Threads per block of the grid-stride kernels (AUTOSHARD_GRID_LOOP), and
+/// their blocks for `n` items: one item a thread, at most 65535 * 8 blocks
+/// (the loop covers the rest).
+constexpr int kGridLoopThreads = 256;
+inline unsigned gridLoopBlocks(int64_t n) {
+  return std::min<unsigned>(gridFor(n, kGridLoopThreads), 65535u * 8);
+}
+
+/// Launches the grid-stride `kernel` over `n` items on stream `s`
+/// (gridLoopBlocks(n) blocks of kGridLoopThreads, no shared memory) with
+/// `args` and checks the launch; nothing when `n` is 0.
+template <typename... Params, typename... Args>
+void launchGridLoop(int64_t n, cudaStream_t s, void (*kernel)(Params...),
+                    Args... args) {
+  if (n == 0)
+    return;
+  kernel<<<gridLoopBlocks(n), kGridLoopThreads, 0, s>>>(args...);
+  AUTOSHARD_CUDA_LAUNCHED();
+}
 
 namespace kernels {
 
@@ -116,6 +137,7 @@ using namespace ::autoshard::runtime::checks;
 
 /// withFloat(sig, dtype, what, fn) calls fn(T{}) with T = float or bf16
 /// for an f32/bf16 `dtype`; fails naming `what` otherwise.
+/// withFloat.bind(sig, slot, run) binds a kernel of the slot's type.
 inline constexpr FloatDispatch<bf16> withFloat{DType::BF16, "cuda"};
 
 /// The CUDA binder of op `Op` (OpTable.h): one specialization per op, in
@@ -129,8 +151,39 @@ template <typename... Op> void addBinders(KernelTable &table) {
 
 /// tfm.gelu / tfm.gelu_grad (Elementwise.cu), also the second half of the
 /// matmul's fused gelu epilogues (Gemm.cu).
-BoundKernel bindGelu(const KernelSignature &sig);
-BoundKernel bindGeluGrad(const KernelSignature &sig);
+template <> BoundKernel bind<ops::Gelu>(const KernelSignature &sig);
+template <> BoundKernel bind<ops::GeluGrad>(const KernelSignature &sig);
+
+/// A kernel that needs no element-type dispatch: the bound kernel calls
+/// `run(Operands)` with the pointers of the call.
+template <typename Run>
+BoundKernel bindOperands(const KernelSignature &sig, Run run) {
+  OperandIndex index(sig);
+  return [=](void *const *p) { run(Operands(index, p)); };
+}
+
+/// Calls fn(T{}, I{}) (returning the BoundKernel) with T the float type of
+/// slot `typed` (withFloat) and I the id type of slot `ids` (withId), in
+/// that order; the messages name the slots.
+template <typename FloatSlot, typename IdSlot, typename Fn>
+BoundKernel withFloatAndId(const KernelSignature &sig, FloatSlot typed,
+                           IdSlot ids, Fn &&fn) {
+  return withFloat(
+      sig, sig.type(typed).dtype, std::string(typed.name), [&](auto t) {
+        return withId(sig, sig.type(ids).dtype, std::string(ids.name),
+                      [&](auto i) -> BoundKernel { return fn(t, i); });
+      });
+}
+
+/// Binds a kernel of those two types: the bound kernel calls
+/// `run(T{}, I{}, Operands)`.
+template <typename FloatSlot, typename IdSlot, typename Run>
+BoundKernel bindFloatAndId(const KernelSignature &sig, FloatSlot typed,
+                           IdSlot ids, Run run) {
+  return withFloatAndId(sig, typed, ids, [&](auto t, auto i) {
+    return bindOperands(sig, [=](Operands o) { run(t, i, o); });
+  });
+}
 
 /// Registration of each op family (one .cu file each).
 void registerElementwiseKernels(KernelTable &table);

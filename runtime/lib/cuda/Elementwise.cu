@@ -16,12 +16,6 @@
 namespace autoshard::runtime::cuda::kernels {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned blocksFor(int64_t n) {
-  return std::min<unsigned>(gridFor(n, kThreads), 65535u * 8);
-}
-
 //===----------------------------------------------------------------------===//
 // Activations
 //===----------------------------------------------------------------------===//
@@ -98,75 +92,71 @@ __global__ void swigluGradKernel(const T *dy, const T *gate, const T *up,
   }
 }
 
-template <Act A> BoundKernel bindAct(const KernelSignature &sig) {
-  int64_t n = expectAllLikeArg0(sig);
-  const CudaContext &ctx = currentContext();
-  cudaStream_t s = ctx.stream;
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      if (n == 0)
-        return;
-      actKernel<T, A>
-          <<<blocksFor(n), kThreads, 0, s>>>(in<T>(p[0]), out<T>(p[1]), n);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
-  });
-}
-
-template <Act A> BoundKernel bindActGrad(const KernelSignature &sig) {
+/// gelu / silu (Op: x -> y) with activation A.
+template <typename Op, Act A> BoundKernel bindAct(const KernelSignature &sig) {
   int64_t n = expectAllLikeArg0(sig);
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      if (n == 0)
-        return;
-      actGradKernel<T, A><<<blocksFor(n), kThreads, 0, s>>>(
-          in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), n);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+  return withFloat.bind(sig, Op::x, [=](auto t, Operands o) {
+    launchGridLoop(n, s, actKernel<decltype(t), A>, o.in(Op::x, t),
+                   o.out(Op::y, t), n);
   });
 }
 
-BoundKernel bindSwiglu(const KernelSignature &sig) {
+/// gelu_grad / silu_grad (Op: dy, x -> dx) with activation A.
+template <typename Op, Act A>
+BoundKernel bindActGrad(const KernelSignature &sig) {
+  int64_t n = expectAllLikeArg0(sig);
+  cudaStream_t s = currentContext().stream;
+  return withFloat.bind(sig, Op::dy, [=](auto t, Operands o) {
+    launchGridLoop(n, s, actGradKernel<decltype(t), A>, o.in(Op::dy, t),
+                   o.in(Op::x, t), o.out(Op::dx, t), n);
+  });
+}
+
+} // namespace
+
+template <> BoundKernel bind<ops::Gelu>(const KernelSignature &sig) {
+  return sig.attrs->getFlag("tanh_approx")
+             ? bindAct<ops::Gelu, Act::GeluTanh>(sig)
+             : bindAct<ops::Gelu, Act::Gelu>(sig);
+}
+
+template <> BoundKernel bind<ops::GeluGrad>(const KernelSignature &sig) {
+  return sig.attrs->getFlag("tanh_approx")
+             ? bindActGrad<ops::GeluGrad, Act::GeluTanh>(sig)
+             : bindActGrad<ops::GeluGrad, Act::Gelu>(sig);
+}
+
+template <> BoundKernel bind<ops::Silu>(const KernelSignature &sig) {
+  return bindAct<ops::Silu, Act::Silu>(sig);
+}
+
+template <> BoundKernel bind<ops::SiluGrad>(const KernelSignature &sig) {
+  return bindActGrad<ops::SiluGrad, Act::Silu>(sig);
+}
+
+template <> BoundKernel bind<ops::Swiglu>(const KernelSignature &sig) {
   using Op = ops::Swiglu;
-  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, sig.arg(Op::gate).dtype, "gate",
-                   [=](auto tag) -> BoundKernel {
-                     using T = decltype(tag);
-                     return [=](void *const *p) {
-                       if (n == 0)
-                         return;
-                       swigluKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
-                           in<T>(p[at(Op::gate)]), in<T>(p[at(Op::up)]),
-                           out<T>(p[at(Op::y)]), n);
-                       AUTOSHARD_CUDA_LAUNCHED();
-                     };
-                   });
+  return withFloat.bind(sig, Op::gate, [=](auto t, Operands o) {
+    launchGridLoop(n, s, swigluKernel<decltype(t)>, o.in(Op::gate, t),
+                   o.in(Op::up, t), o.out(Op::y, t), n);
+  });
 }
 
-BoundKernel bindSwigluGrad(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::SwigluGrad>(const KernelSignature &sig) {
   using Op = ops::SwigluGrad;
-  OperandIndex at(sig);
   int64_t n = expectAllLikeArg0(sig);
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, sig.arg(Op::dy).dtype, "dy",
-                   [=](auto tag) -> BoundKernel {
-                     using T = decltype(tag);
-                     return [=](void *const *p) {
-                       if (n == 0)
-                         return;
-                       swigluGradKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
-                           in<T>(p[at(Op::dy)]), in<T>(p[at(Op::gate)]),
-                           in<T>(p[at(Op::up)]), out<T>(p[at(Op::dgate)]),
-                           out<T>(p[at(Op::dup)]), n);
-                       AUTOSHARD_CUDA_LAUNCHED();
-                     };
-                   });
+  return withFloat.bind(sig, Op::dy, [=](auto t, Operands o) {
+    launchGridLoop(n, s, swigluGradKernel<decltype(t)>, o.in(Op::dy, t),
+                   o.in(Op::gate, t), o.in(Op::up, t), o.out(Op::dgate, t),
+                   o.out(Op::dup, t), n);
+  });
 }
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // Binary ops, scale
@@ -183,19 +173,15 @@ __global__ void binaryKernel(const T *a, const T *b, T *o, int64_t n,
   }
 }
 
-template <Bin B> BoundKernel bindBinary(const KernelSignature &sig) {
+/// add / sub / mul (Op: lhs, rhs -> result) with operation B.
+template <typename Op, Bin B>
+BoundKernel bindBinary(const KernelSignature &sig) {
   BinaryShape shape = checkBinary(sig);
   int64_t n = shape.numel, m = shape.rhsNumel;
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, sig.args[0].dtype, "lhs", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      if (n == 0)
-        return;
-      binaryKernel<T, B><<<blocksFor(n), kThreads, 0, s>>>(
-          in<T>(p[0]), in<T>(p[1]), out<T>(p[2]), n, m);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+  return withFloat.bind(sig, Op::lhs, [=](auto t, Operands o) {
+    launchGridLoop(n, s, binaryKernel<decltype(t), B>, o.in(Op::lhs, t),
+                   o.in(Op::rhs, t), o.out(Op::result, t), n, m);
   });
 }
 
@@ -204,25 +190,33 @@ __global__ void scaleKernel(const T *x, T *o, int64_t n, float f) {
   AUTOSHARD_GRID_LOOP(i, n) { o[i] = fromF<T>(f * toF(x[i])); }
 }
 
-BoundKernel bindScale(const KernelSignature &sig) {
+} // namespace
+
+template <> BoundKernel bind<ops::Add>(const KernelSignature &sig) {
+  return bindBinary<ops::Add, Bin::Add>(sig);
+}
+
+template <> BoundKernel bind<ops::Sub>(const KernelSignature &sig) {
+  return bindBinary<ops::Sub, Bin::Sub>(sig);
+}
+
+template <> BoundKernel bind<ops::Mul>(const KernelSignature &sig) {
+  return bindBinary<ops::Mul, Bin::Mul>(sig);
+}
+
+template <> BoundKernel bind<ops::Scale>(const KernelSignature &sig) {
   using Op = ops::Scale;
-  OperandIndex at(sig);
   ScaleShape shape = checkScale(sig);
   int64_t n = shape.numel;
   float factor = static_cast<float>(shape.factor);
   cudaStream_t s = currentContext().stream;
-  return withFloat(
-      sig, sig.arg(Op::x).dtype, "x", [=](auto tag) -> BoundKernel {
-        using T = decltype(tag);
-        return [=](void *const *p) {
-          if (n == 0)
-            return;
-          scaleKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
-              in<T>(p[at(Op::x)]), out<T>(p[at(Op::result)]), n, factor);
-          AUTOSHARD_CUDA_LAUNCHED();
-        };
-      });
+  return withFloat.bind(sig, Op::x, [=](auto t, Operands o) {
+    launchGridLoop(n, s, scaleKernel<decltype(t)>, o.in(Op::x, t),
+                   o.out(Op::result, t), n, factor);
+  });
 }
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // reduce_sum and broadcast
@@ -316,30 +310,28 @@ void expectRankAtMost16(const KernelSignature &sig, size_t rank) {
     sig.fail("rank over 16");
 }
 
-BoundKernel bindReduceSum(const KernelSignature &sig) {
+} // namespace
+
+template <> BoundKernel bind<ops::ReduceSum>(const KernelSignature &sig) {
   using Op = ops::ReduceSum;
-  OperandIndex at(sig);
   const TensorType &x = sig.arg(Op::x);
   std::vector<int64_t> dims = checkReduceSum(sig);
   expectRankAtMost16(sig, x.shape.size());
   DimSplit split = splitDims(x.shape, dims);
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, x.dtype, "x", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      if (split.keptNumel == 0)
-        return;
-      dim3 block(32, 8);
-      reduceSumKernel<T><<<gridFor(split.keptNumel, 32), block, 0, s>>>(
-          in<T>(p[at(Op::x)]), out<T>(p[at(Op::result)]), split);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+  return withFloat.bind(sig, Op::x, [=](auto t, Operands o) {
+    using T = decltype(t);
+    if (split.keptNumel == 0)
+      return;
+    dim3 block(32, 8);
+    reduceSumKernel<T><<<gridFor(split.keptNumel, 32), block, 0, s>>>(
+        o.in(Op::x, t), o.out(Op::result, t), split);
+    AUTOSHARD_CUDA_LAUNCHED();
   });
 }
 
-BoundKernel bindBroadcast(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::Broadcast>(const KernelSignature &sig) {
   using Op = ops::Broadcast;
-  OperandIndex at(sig);
   const TensorType &y = sig.result(Op::result);
   std::vector<int64_t> dims = checkBroadcast(sig);
   expectRankAtMost16(sig, y.shape.size());
@@ -357,72 +349,42 @@ BoundKernel bindBroadcast(const KernelSignature &sig) {
   }
   int64_t n = y.numel();
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, y.dtype, "result", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      if (n == 0)
-        return;
-      broadcastKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
-          in<T>(p[at(Op::x)]), out<T>(p[at(Op::result)]), n, rank, d, nullptr);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+  return withFloat.bind(sig, Op::result, [=](auto t, Operands o) {
+    launchGridLoop(n, s, broadcastKernel<decltype(t)>, o.in(Op::x, t),
+                   o.out(Op::result, t), n, rank, d, nullptr);
   });
 }
 
-BoundKernel bindReshape(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::Reshape>(const KernelSignature &sig) {
   using Op = ops::Reshape;
-  OperandIndex at(sig);
   int64_t bytes = checkReshape(sig);
   cudaStream_t s = currentContext().stream;
-  return
-      [=](void *const *p) { copyAsync(p[at(Op::y)], p[at(Op::x)], bytes, s); };
+  return bindOperands(
+      sig, [=](Operands o) { copyAsync(o[Op::y], o[Op::x], bytes, s); });
 }
 
 /// tfm.microbatch: rows `index, index + count, ...` of x (any element
 /// type), one strided 2-D copy.
-BoundKernel bindMicrobatch(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::Microbatch>(const KernelSignature &sig) {
   using Op = ops::Microbatch;
-  OperandIndex at(sig);
   MicrobatchShape shape = checkMicrobatch(sig);
   int64_t index = shape.index, count = shape.count, rows = shape.rows,
           rowBytes = shape.rowBytes;
   cudaStream_t s = currentContext().stream;
-  return [=](void *const *p) {
+  return bindOperands(sig, [=](Operands o) {
     if (rows == 0 || rowBytes == 0)
       return;
     AUTOSHARD_CUDA(cudaMemcpy2DAsync(
-        p[at(Op::result)], rowBytes,
-        static_cast<const char *>(p[at(Op::x)]) + index * rowBytes,
+        o[Op::result], rowBytes,
+        static_cast<const char *>(o[Op::x]) + index * rowBytes,
         count * rowBytes, rowBytes, rows, cudaMemcpyDeviceToDevice, s));
-  };
-}
-
-} // namespace
-
-BoundKernel bindGelu(const KernelSignature &sig) {
-  return sig.attrs->getFlag("tanh_approx") ? bindAct<Act::GeluTanh>(sig)
-                                           : bindAct<Act::Gelu>(sig);
-}
-BoundKernel bindGeluGrad(const KernelSignature &sig) {
-  return sig.attrs->getFlag("tanh_approx") ? bindActGrad<Act::GeluTanh>(sig)
-                                           : bindActGrad<Act::Gelu>(sig);
+  });
 }
 
 void registerElementwiseKernels(KernelTable &t) {
-  t.add("gelu", bindGelu);
-  t.add("gelu_grad", bindGeluGrad);
-  t.add("silu", bindAct<Act::Silu>);
-  t.add("silu_grad", bindActGrad<Act::Silu>);
-  t.add("swiglu", bindSwiglu);
-  t.add("swiglu_grad", bindSwigluGrad);
-  t.add("add", bindBinary<Bin::Add>);
-  t.add("sub", bindBinary<Bin::Sub>);
-  t.add("mul", bindBinary<Bin::Mul>);
-  t.add("scale", bindScale);
-  t.add("reduce_sum", bindReduceSum);
-  t.add("broadcast", bindBroadcast);
-  t.add("reshape", bindReshape);
-  t.add("microbatch", bindMicrobatch);
+  addBinders<ops::Gelu, ops::GeluGrad, ops::Silu, ops::SiluGrad, ops::Swiglu,
+             ops::SwigluGrad, ops::Add, ops::Sub, ops::Mul, ops::Scale,
+             ops::ReduceSum, ops::Broadcast, ops::Reshape, ops::Microbatch>(t);
 }
 
 } // namespace autoshard::runtime::cuda::kernels

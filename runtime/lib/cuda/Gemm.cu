@@ -18,7 +18,6 @@
 
 #include "CudaCommon.h"
 
-#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <stdexcept>
@@ -83,10 +82,13 @@ void checkFloat(const KernelSignature &sig, DType dtype) {
              "; the cuda backend multiplies f32 or bf16");
 }
 
-BoundKernel bindGemm(const KernelSignature &sig, Gemm g) {
+/// The GEMM `g` of operands `a` and `b` into result `c`.
+BoundKernel bindGemm(const KernelSignature &sig, Gemm g, ArgSlot a, ArgSlot b,
+                     ResultSlot c) {
   const CudaContext &ctx = currentContext();
   cublasHandle_t h = ctx.blas;
-  return [h, g](void *const *p) { runGemm(h, g, p[0], p[1], p[2]); };
+  return bindOperands(sig,
+                      [=](Operands o) { runGemm(h, g, o[a], o[b], o[c]); });
 }
 
 /// out[r, j] = bias[j] for every row r of `total / n`.
@@ -106,89 +108,100 @@ bool overlaps(const void *a, int64_t na, const void *b, int64_t nb) {
   return na > 0 && nb > 0 && at(a, 0) < at(b, nb) && at(b, 0) < at(a, na);
 }
 
-/// The matmul `g` (beta = 1) over a result prefilled with the addend
-/// p[2]: args lhs, rhs, addend; result p[3].
+/// The matmul `g` (beta = 1) over the result prefilled with the addend (the
+/// third arg).
 BoundKernel bindGemmEpilogue(const KernelSignature &sig, Gemm g,
                              MatmulEpilogue epilogue) {
+  using Op = ops::Matmul;
   const CudaContext &ctx = currentContext();
   cublasHandle_t h = ctx.blas;
   cudaStream_t s = ctx.stream;
   g.beta = 1.0f;
   bool bias = epilogue == MatmulEpilogue::Bias;
-  int64_t outBytes = sig.results[0].bytes(), n = sig.args[2].numel();
-  int64_t lhsBytes = sig.args[0].bytes(), rhsBytes = sig.args[1].bytes();
-  int64_t addBytes = sig.args[2].bytes(), total = sig.results[0].numel();
-  unsigned blocks = std::min<unsigned>(gridFor(total, 256), 65535u * 8);
-  bool isBf16 = sig.args[0].dtype == DType::BF16;
-  return [=](void *const *p) {
-    if (overlaps(p[3], outBytes, p[0], lhsBytes) ||
-        overlaps(p[3], outBytes, p[1], rhsBytes))
+  const TensorType &result = sig.result(Op::result);
+  int64_t outBytes = result.bytes(), n = sig.arg(Op::addend).numel();
+  int64_t lhsBytes = sig.arg(Op::lhs).bytes(),
+          rhsBytes = sig.arg(Op::rhs).bytes();
+  int64_t addBytes = sig.arg(Op::addend).bytes(), total = result.numel();
+  bool isBf16 = sig.arg(Op::lhs).dtype == DType::BF16;
+  return bindOperands(sig, [=](Operands o) {
+    void *lhs = o[Op::lhs], *rhs = o[Op::rhs], *addend = o[Op::addend],
+         *out = o[Op::result];
+    if (overlaps(out, outBytes, lhs, lhsBytes) ||
+        overlaps(out, outBytes, rhs, rhsBytes))
       throw std::invalid_argument(
           "matmul: the result shares memory with lhs or rhs");
-    if ((bias || p[2] != p[3]) && overlaps(p[3], outBytes, p[2], addBytes))
+    if ((bias || addend != out) && overlaps(out, outBytes, addend, addBytes))
       throw std::invalid_argument("matmul: the result shares memory with the "
                                   "addend without being it");
     if (total == 0)
       return;
-    if (!bias) {
-      copyAsync(p[3], p[2], outBytes, s);
-    } else if (isBf16) {
-      fillRowsKernel<bf16>
-          <<<blocks, 256, 0, s>>>(in<bf16>(p[2]), out<bf16>(p[3]), total, n);
-      AUTOSHARD_CUDA_LAUNCHED();
-    } else {
-      fillRowsKernel<float>
-          <<<blocks, 256, 0, s>>>(in<float>(p[2]), out<float>(p[3]), total, n);
-      AUTOSHARD_CUDA_LAUNCHED();
-    }
-    runGemm(h, g, p[0], p[1], p[3]);
-  };
+    if (!bias)
+      copyAsync(out, addend, outBytes, s);
+    else if (isBf16)
+      launchGridLoop(total, s, fillRowsKernel<bf16>, o.in<bf16>(Op::addend),
+                     o.out<bf16>(Op::result), total, n);
+    else
+      launchGridLoop(total, s, fillRowsKernel<float>, o.in<float>(Op::addend),
+                     o.out<float>(Op::result), total, n);
+    runGemm(h, g, lhs, rhs, out);
+  });
 }
 
-/// The matmul `g` and then gelu (p: lhs, rhs, out[, pre]) or gelu_grad
-/// (p: lhs, rhs, x, dx) on its product, in place or from the pre-activation.
+/// The matmul `g` and then gelu (into result, from preact when kept) or
+/// gelu_grad (the addend slot holds its x; into result) on its product, in
+/// place or from the pre-activation.
 BoundKernel bindGemmActivation(const KernelSignature &sig, const Gemm &g,
                                const MatmulDims &d) {
+  using Op = ops::Matmul;
   const CudaContext &ctx = currentContext();
   cublasHandle_t h = ctx.blas;
+  const TensorType &result = sig.result(Op::result);
   KernelSignature act = sig;
   act.op = d.epilogue == MatmulEpilogue::Gelu ? "gelu" : "gelu_grad";
-  act.args.assign(d.epilogue == MatmulEpilogue::Gelu ? 1 : 2, sig.results[0]);
-  act.results.assign(1, sig.results[0]);
-  int64_t outBytes = sig.results[0].bytes();
-  int64_t lhsBytes = sig.args[0].bytes(), rhsBytes = sig.args[1].bytes();
+  act.args.assign(d.epilogue == MatmulEpilogue::Gelu ? 1 : 2, result);
+  act.results.assign(1, result);
+  int64_t outBytes = result.bytes();
+  int64_t lhsBytes = sig.arg(Op::lhs).bytes(),
+          rhsBytes = sig.arg(Op::rhs).bytes();
   if (d.epilogue == MatmulEpilogue::Gelu) {
-    BoundKernel gelu = bindGelu(act);
+    BoundKernel gelu = bind<ops::Gelu>(act);
     bool keep = d.keepsPreActivation;
-    return [=](void *const *p) {
-      void *product = keep ? p[3] : p[2];
-      if (overlaps(p[2], outBytes, p[0], lhsBytes) ||
-          overlaps(p[2], outBytes, p[1], rhsBytes) ||
-          overlaps(product, outBytes, p[0], lhsBytes) ||
-          overlaps(product, outBytes, p[1], rhsBytes) ||
-          (keep && overlaps(p[2], outBytes, p[3], outBytes)))
+    return bindOperands(sig, [=](Operands o) {
+      void *lhs = o[Op::lhs], *rhs = o[Op::rhs], *out = o[Op::result];
+      void *product = keep ? o[Op::preact] : out;
+      if (overlaps(out, outBytes, lhs, lhsBytes) ||
+          overlaps(out, outBytes, rhs, rhsBytes) ||
+          overlaps(product, outBytes, lhs, lhsBytes) ||
+          overlaps(product, outBytes, rhs, rhsBytes) ||
+          (keep && overlaps(out, outBytes, o[Op::preact], outBytes)))
         throw std::invalid_argument("matmul: a result shares memory with lhs, "
                                     "rhs or the other result");
-      runGemm(h, g, p[0], p[1], product);
-      void *ops[] = {product, p[2]};
-      gelu(ops);
-    };
+      runGemm(h, g, lhs, rhs, product);
+      void *geluOperands[] = {product, out}; // x, y
+      gelu(geluOperands);
+    });
   }
-  BoundKernel geluGrad = bindGeluGrad(act);
-  return [=](void *const *p) {
-    if (overlaps(p[3], outBytes, p[0], lhsBytes) ||
-        overlaps(p[3], outBytes, p[1], rhsBytes) ||
-        overlaps(p[3], outBytes, p[2], outBytes))
+  BoundKernel geluGrad = bind<ops::GeluGrad>(act);
+  return bindOperands(sig, [=](Operands o) {
+    void *lhs = o[Op::lhs], *rhs = o[Op::rhs], *x = o[Op::addend],
+         *out = o[Op::result];
+    if (overlaps(out, outBytes, lhs, lhsBytes) ||
+        overlaps(out, outBytes, rhs, rhsBytes) ||
+        overlaps(out, outBytes, x, outBytes))
       throw std::invalid_argument(
           "matmul: the result shares memory with lhs, rhs or x");
-    runGemm(h, g, p[0], p[1], p[3]);
-    void *ops[] = {p[3], p[2], p[3]};
-    geluGrad(ops);
-  };
+    runGemm(h, g, lhs, rhs, out);
+    void *geluGradOperands[] = {out, x, out}; // dy, x, dx
+    geluGrad(geluGradOperands);
+  });
 }
 
-BoundKernel bindMatmul(const KernelSignature &sig) {
-  const TensorType &lhs = sig.args[0];
+} // namespace
+
+template <> BoundKernel bind<ops::Matmul>(const KernelSignature &sig) {
+  using Op = ops::Matmul;
+  const TensorType &lhs = sig.arg(Op::lhs);
   MatmulDims d = checkMatmul(sig);
   bool tl = d.transposeLhs, tr = d.transposeRhs, batchedRhs = d.batchedRhs;
   int64_t batch = d.batch, m = d.m, k = d.k, n = d.n;
@@ -221,12 +234,11 @@ BoundKernel bindMatmul(const KernelSignature &sig) {
     return bindGemmEpilogue(sig, g, d.epilogue);
   if (batch == 0)
     return [](void *const *) {};
-  return bindGemm(sig, g);
+  return bindGemm(sig, g, Op::lhs, Op::rhs, Op::result);
 }
 
-BoundKernel bindMatmulWgrad(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::MatmulWgrad>(const KernelSignature &sig) {
   using Op = ops::MatmulWgrad;
-  OperandIndex at(sig);
   const TensorType &x = sig.arg(Op::x);
   MatmulWgradDims d = checkMatmulWgrad(sig);
   int64_t rows = d.rows, k = d.k, n = d.n;
@@ -246,18 +258,15 @@ BoundKernel bindMatmulWgrad(const KernelSignature &sig) {
   if (rows == 0) {
     int64_t bytes = sig.result(Op::dw).bytes();
     cudaStream_t s = currentContext().stream;
-    return [=](void *const *p) {
-      AUTOSHARD_CUDA(cudaMemsetAsync(p[at(Op::dw)], 0, bytes, s));
-    };
+    return bindOperands(sig, [=](Operands o) {
+      AUTOSHARD_CUDA(cudaMemsetAsync(o[Op::dw], 0, bytes, s));
+    });
   }
-  return bindGemm(sig, g);
+  return bindGemm(sig, g, Op::x, Op::dy, Op::dw);
 }
 
-} // namespace
-
 void registerGemmKernels(KernelTable &t) {
-  t.add("matmul", bindMatmul);
-  t.add("matmul_wgrad", bindMatmulWgrad);
+  addBinders<ops::Matmul, ops::MatmulWgrad>(t);
 }
 
 } // namespace autoshard::runtime::cuda::kernels

@@ -107,57 +107,50 @@ void expectTokens(const KernelSignature &sig, const CrossEntropyDims &s) {
     sig.fail("needs at least one token");
 }
 
-BoundKernel bindCrossEntropy(const KernelSignature &sig) {
+} // namespace
+
+template <> BoundKernel bind<ops::CrossEntropy>(const KernelSignature &sig) {
   using Op = ops::CrossEntropy;
-  OperandIndex at(sig);
   CrossEntropyDims s = checkCrossEntropy(sig);
   expectTokens(sig, s);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
   Scratch perToken = scratch(s.tokens * sizeof(double));
-  return withFloat(sig, sig.arg(Op::logits).dtype, "logits", [&](auto t) {
-    using T = decltype(t);
-    return withId(
-        sig, sig.arg(Op::labels).dtype, "labels", [&](auto i) -> BoundKernel {
-          using I = decltype(i);
-          return [=](void *const *p) {
-            ceForwardKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
-                in<T>(p[at(Op::logits)]), in<I>(p[at(Op::labels)]), s.classes,
+  return bindFloatAndId(
+      sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
+        ceForwardKernel<decltype(t), decltype(i)>
+            <<<s.tokens, kRowThreads, 0, st>>>(
+                o.in(Op::logits, t), o.in(Op::labels, i), s.classes,
                 s.vocabSize, perToken->as<double>(), err);
-            AUTOSHARD_CUDA_LAUNCHED();
-            meanKernel<<<1, 1024, 0, st>>>(perToken->as<double>(), s.tokens,
-                                           double(s.tokens),
-                                           out<float>(p[at(Op::loss)]));
-            AUTOSHARD_CUDA_LAUNCHED();
-          };
-        });
-  });
+        AUTOSHARD_CUDA_LAUNCHED();
+        meanKernel<<<1, 1024, 0, st>>>(perToken->as<double>(), s.tokens,
+                                       double(s.tokens),
+                                       o.out<float>(Op::loss));
+        AUTOSHARD_CUDA_LAUNCHED();
+      });
 }
 
-BoundKernel bindCrossEntropyGrad(const KernelSignature &sig) {
+template <>
+BoundKernel bind<ops::CrossEntropyGrad>(const KernelSignature &sig) {
   using Op = ops::CrossEntropyGrad;
-  OperandIndex at(sig);
   CrossEntropyDims s = checkCrossEntropyGrad(sig);
   expectTokens(sig, s);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  return withFloat(sig, sig.arg(Op::logits).dtype, "logits", [&](auto t) {
-    using T = decltype(t);
-    return withId(sig, sig.arg(Op::labels).dtype, "labels",
-                  [&](auto i) -> BoundKernel {
-                    using I = decltype(i);
-                    return [=](void *const *p) {
-                      ceGradKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
-                          in<float>(p[at(Op::dloss)]), in<T>(p[at(Op::logits)]),
-                          in<I>(p[at(Op::labels)]), s.classes, s.vocabSize,
-                          double(s.tokens), out<T>(p[at(Op::dlogits)]), err);
-                      AUTOSHARD_CUDA_LAUNCHED();
-                    };
-                  });
-  });
+  return bindFloatAndId(sig, Op::logits, Op::labels,
+                        [=](auto t, auto i, Operands o) {
+                          ceGradKernel<decltype(t), decltype(i)>
+                              <<<s.tokens, kRowThreads, 0, st>>>(
+                                  o.in<float>(Op::dloss), o.in(Op::logits, t),
+                                  o.in(Op::labels, i), s.classes, s.vocabSize,
+                                  double(s.tokens), o.out(Op::dlogits, t), err);
+                          AUTOSHARD_CUDA_LAUNCHED();
+                        });
 }
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // Vocab-parallel
@@ -230,101 +223,79 @@ __global__ void vocabGradKernel(const float *dloss, const T *logits,
   }
 }
 
-BoundKernel bindVocabCeMax(const KernelSignature &sig) {
+} // namespace
+
+template <> BoundKernel bind<ops::VocabCeMax>(const KernelSignature &sig) {
   using Op = ops::VocabCeMax;
-  OperandIndex at(sig);
-  const TensorType &logits = sig.arg(Op::logits);
   VocabCeDims s = checkVocabCeMax(sig);
   cudaStream_t st = currentContext().stream;
-  return withFloat(sig, logits.dtype, "logits", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      if (s.tokens == 0)
-        return;
-      vocabMaxKernel<T><<<s.tokens, kRowThreads, 0, st>>>(
-          in<T>(p[at(Op::logits)]), s.classes, s.vocabSize,
-          in<int64_t>(p[at(Op::shard)]), out<float>(p[at(Op::max)]));
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+  return withFloat.bind(sig, Op::logits, [=](auto t, Operands o) {
+    if (s.tokens == 0)
+      return;
+    vocabMaxKernel<decltype(t)><<<s.tokens, kRowThreads, 0, st>>>(
+        o.in(Op::logits, t), s.classes, s.vocabSize, o.in<int64_t>(Op::shard),
+        o.out<float>(Op::max));
+    AUTOSHARD_CUDA_LAUNCHED();
   });
 }
 
-BoundKernel bindVocabCeStats(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::VocabCeStats>(const KernelSignature &sig) {
   using Op = ops::VocabCeStats;
-  OperandIndex at(sig);
-  const TensorType &logits = sig.arg(Op::logits), &labels = sig.arg(Op::labels);
   VocabCeDims s = checkVocabCeStats(sig);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  return withFloat(sig, logits.dtype, "logits", [&](auto t) {
-    using T = decltype(t);
-    return withId(sig, labels.dtype, "labels", [&](auto i) -> BoundKernel {
-      using I = decltype(i);
-      return [=](void *const *p) {
+  return bindFloatAndId(
+      sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
         if (s.tokens == 0)
           return;
-        vocabStatsKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
-            in<T>(p[at(Op::logits)]), in<I>(p[at(Op::labels)]),
-            in<float>(p[at(Op::max)]), s.classes, s.vocabSize,
-            in<int64_t>(p[at(Op::shard)]), out<float>(p[at(Op::stats)]), err);
+        vocabStatsKernel<decltype(t), decltype(i)>
+            <<<s.tokens, kRowThreads, 0, st>>>(
+                o.in(Op::logits, t), o.in(Op::labels, i), o.in<float>(Op::max),
+                s.classes, s.vocabSize, o.in<int64_t>(Op::shard),
+                o.out<float>(Op::stats), err);
         AUTOSHARD_CUDA_LAUNCHED();
-      };
-    });
-  });
+      });
 }
 
-BoundKernel bindVocabCeLoss(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::VocabCeLoss>(const KernelSignature &sig) {
   using Op = ops::VocabCeLoss;
-  OperandIndex at(sig);
   VocabCeDims s = checkVocabCeLoss(sig);
   int64_t tokens = s.tokens, numTokens = s.numTokens;
   cudaStream_t st = currentContext().stream;
-  return [=](void *const *p) {
+  return bindOperands(sig, [=](Operands o) {
     vocabLossKernel<<<1, 1024, 0, st>>>(
-        in<float>(p[at(Op::stats)]), in<float>(p[at(Op::max)]), tokens,
-        double(numTokens), out<float>(p[at(Op::loss)]));
+        o.in<float>(Op::stats), o.in<float>(Op::max), tokens, double(numTokens),
+        o.out<float>(Op::loss));
     AUTOSHARD_CUDA_LAUNCHED();
-  };
+  });
 }
 
-BoundKernel bindVocabCeGrad(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::VocabCeGrad>(const KernelSignature &sig) {
   using Op = ops::VocabCeGrad;
-  OperandIndex at(sig);
-  const TensorType &logits = sig.arg(Op::logits), &labels = sig.arg(Op::labels);
   VocabCeDims s = checkVocabCeGrad(sig);
   int64_t numTokens = s.numTokens;
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  return withFloat(sig, logits.dtype, "logits", [&](auto t) {
-    using T = decltype(t);
-    return withId(sig, labels.dtype, "labels", [&](auto i) -> BoundKernel {
-      using I = decltype(i);
-      return [=](void *const *p) {
+  return bindFloatAndId(
+      sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
         if (s.tokens == 0)
           return;
-        vocabGradKernel<T, I><<<s.tokens, kRowThreads, 0, st>>>(
-            in<float>(p[at(Op::dloss)]), in<T>(p[at(Op::logits)]),
-            in<I>(p[at(Op::labels)]), in<float>(p[at(Op::max)]),
-            in<float>(p[at(Op::stats)]), s.classes, s.vocabSize,
-            in<int64_t>(p[at(Op::shard)]), double(numTokens),
-            out<T>(p[at(Op::dlogits)]), err);
+        vocabGradKernel<decltype(t), decltype(i)>
+            <<<s.tokens, kRowThreads, 0, st>>>(
+                o.in<float>(Op::dloss), o.in(Op::logits, t),
+                o.in(Op::labels, i), o.in<float>(Op::max),
+                o.in<float>(Op::stats), s.classes, s.vocabSize,
+                o.in<int64_t>(Op::shard), double(numTokens),
+                o.out(Op::dlogits, t), err);
         AUTOSHARD_CUDA_LAUNCHED();
-      };
-    });
-  });
+      });
 }
 
-} // namespace
-
 void registerLossKernels(KernelTable &t) {
-  t.add("cross_entropy", bindCrossEntropy);
-  t.add("cross_entropy_grad", bindCrossEntropyGrad);
-  t.add("vocab_ce_max", bindVocabCeMax);
-  t.add("vocab_ce_stats", bindVocabCeStats);
-  t.add("vocab_ce_loss", bindVocabCeLoss);
-  t.add("vocab_ce_grad", bindVocabCeGrad);
+  addBinders<ops::CrossEntropy, ops::CrossEntropyGrad, ops::VocabCeMax,
+             ops::VocabCeStats, ops::VocabCeLoss, ops::VocabCeGrad>(t);
 }
 
 } // namespace autoshard::runtime::cuda::kernels

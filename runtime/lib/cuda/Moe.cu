@@ -19,12 +19,7 @@
 namespace autoshard::runtime::cuda::kernels {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kMaxExperts = 256;
-
-unsigned blocksFor(int64_t n) {
-  return std::min<unsigned>(gridFor(n, kThreads), 65535u * 8);
-}
 
 template <typename T>
 __device__ void softmaxRow(const T *x, int64_t e, double *p) {
@@ -295,96 +290,16 @@ void expectBufferLimits(const KernelSignature &sig, const MoeDims &s) {
     sig.fail("capacity must be >= 1");
 }
 
-/// Calls fn(T{}, I{}) for float type `t` and id type `ids`.
-template <typename Fn>
-BoundKernel withTypes(const KernelSignature &sig, DType t, DType ids, Fn &&fn) {
-  return withMoeTypes(sig, withFloat, t, ids, std::forward<Fn>(fn));
-}
-
-BoundKernel bindRouter(const KernelSignature &sig) {
-  using Op = ops::MoeRouter;
-  OperandIndex at(sig);
-  const TensorType &logits = sig.arg(Op::logits),
-                   &ids = sig.result(Op::expert_ids);
-  MoeDims s = checkMoeRouter(sig);
-  expectLogitsLimit(sig, s);
-  bool renorm = s.renormalize;
-  cudaStream_t st = currentContext().stream;
-  return withTypes(sig, logits.dtype, ids.dtype, [=](auto t, auto i) {
-    using T = decltype(t);
-    using I = decltype(i);
-    return BoundKernel([=](void *const *p) {
-      if (s.batch * s.seq == 0)
-        return;
-      routerKernel<T, I><<<gridFor(s.batch * s.seq, 128), 128, 0, st>>>(
-          in<T>(p[at(Op::logits)]), out<T>(p[at(Op::gates)]),
-          out<I>(p[at(Op::expert_ids)]), s, renorm);
-      AUTOSHARD_CUDA_LAUNCHED();
-    });
-  });
-}
-
-BoundKernel bindRouterGrad(const KernelSignature &sig) {
-  using Op = ops::MoeRouterGrad;
-  OperandIndex at(sig);
-  const TensorType &logits = sig.arg(Op::logits),
-                   &ids = sig.arg(Op::expert_ids);
-  MoeDims s = checkMoeRouterGrad(sig);
-  expectLogitsLimit(sig, s);
-  bool renorm = s.renormalize;
-  const CudaContext &ctx = currentContext();
-  cudaStream_t st = ctx.stream;
-  int *err = ctx.errorWord;
-  return withTypes(sig, logits.dtype, ids.dtype, [=](auto t, auto i) {
-    using T = decltype(t);
-    using I = decltype(i);
-    return BoundKernel([=](void *const *p) {
-      if (s.batch * s.seq == 0)
-        return;
-      routerGradKernel<T, I><<<gridFor(s.batch * s.seq, 128), 128, 0, st>>>(
-          in<T>(p[at(Op::dgates)]), in<T>(p[at(Op::logits)]),
-          in<I>(p[at(Op::expert_ids)]), out<T>(p[at(Op::dlogits)]), s, renorm,
-          err);
-      AUTOSHARD_CUDA_LAUNCHED();
-    });
-  });
-}
-
-template <bool Grad> BoundKernel bindAuxLoss(const KernelSignature &sig) {
-  size_t first = Grad ? 1 : 0;
-  const TensorType &logits = sig.args[first], &ids = sig.args[first + 1];
-  MoeDims s = Grad ? checkMoeAuxLossGrad(sig) : checkMoeAuxLoss(sig);
-  expectLogitsLimit(sig, s);
-  if (s.batch < 1 || s.seq < 1)
-    sig.fail("needs batch >= 1 and seq >= 1");
-  const CudaContext &ctx = currentContext();
-  cudaStream_t st = ctx.stream;
-  int *err = ctx.errorWord;
-  Scratch frac = scratch(s.batch * s.numExperts * sizeof(double));
-  Scratch perToken = scratch(Grad ? 0 : s.batch * s.seq * sizeof(double));
-  double factor = double(s.numExperts) / double(s.seq * s.batch);
-  return withTypes(sig, logits.dtype, ids.dtype, [=](auto t, auto i) {
-    using T = decltype(t);
-    using I = decltype(i);
-    return BoundKernel([=](void *const *p) {
-      int64_t tokens = s.batch * s.seq;
-      fractionsKernel<I><<<gridFor(s.batch, 64), 64, 0, st>>>(
-          in<I>(p[first + 1]), s, frac->as<double>(), err);
-      AUTOSHARD_CUDA_LAUNCHED();
-      if constexpr (Grad) {
-        auxLossGradKernel<T><<<gridFor(tokens, 128), 128, 0, st>>>(
-            in<float>(p[0]), in<T>(p[1]), frac->as<double>(), s, factor,
-            out<T>(p[3]));
-      } else {
-        auxLossTokenKernel<T><<<gridFor(tokens, 128), 128, 0, st>>>(
-            in<T>(p[0]), frac->as<double>(), s, perToken->as<double>());
-        AUTOSHARD_CUDA_LAUNCHED();
-        scaledSumKernel<<<1, 1024, 0, st>>>(perToken->as<double>(), tokens,
-                                            factor, out<float>(p[2]));
-      }
-      AUTOSHARD_CUDA_LAUNCHED();
-    });
-  });
+/// Binds a kernel of the float type of slot `typed` and the id type of slot
+/// `ids` (withMoeTypes): the bound kernel calls `run(T{}, I{}, Operands)`.
+template <typename FloatSlot, typename IdSlot, typename Run>
+BoundKernel bindMoe(const KernelSignature &sig, FloatSlot typed, IdSlot ids,
+                    Run run) {
+  return withMoeTypes(sig, withFloat, sig.type(typed).dtype,
+                      sig.type(ids).dtype, [&](auto t, auto i) {
+                        return bindOperands(sig,
+                                            [=](Operands o) { run(t, i, o); });
+                      });
 }
 
 /// Runs the slot assignment into `slots` (one int32 per choice).
@@ -395,10 +310,93 @@ void assignSlots(cudaStream_t st, const I *ids, const MoeDims &s,
   AUTOSHARD_CUDA_LAUNCHED();
 }
 
-BoundKernel bindDispatch(const KernelSignature &sig) {
+/// moe_aux_loss (`Grad`: moe_aux_loss_grad).
+template <typename Op, bool Grad>
+BoundKernel bindAuxLoss(const KernelSignature &sig) {
+  MoeDims s = Grad ? checkMoeAuxLossGrad(sig) : checkMoeAuxLoss(sig);
+  expectLogitsLimit(sig, s);
+  if (s.batch < 1 || s.seq < 1)
+    sig.fail("needs batch >= 1 and seq >= 1");
+  const CudaContext &ctx = currentContext();
+  cudaStream_t st = ctx.stream;
+  int *err = ctx.errorWord;
+  Scratch frac = scratch(s.batch * s.numExperts * sizeof(double));
+  Scratch perToken = scratch(Grad ? 0 : s.batch * s.seq * sizeof(double));
+  double factor = double(s.numExperts) / double(s.seq * s.batch);
+  return bindMoe(
+      sig, Op::logits, Op::expert_ids, [=](auto t, auto i, Operands o) {
+        using T = decltype(t);
+        int64_t tokens = s.batch * s.seq;
+        fractionsKernel<decltype(i)><<<gridFor(s.batch, 64), 64, 0, st>>>(
+            o.in(Op::expert_ids, i), s, frac->as<double>(), err);
+        AUTOSHARD_CUDA_LAUNCHED();
+        if constexpr (Grad) {
+          auxLossGradKernel<T><<<gridFor(tokens, 128), 128, 0, st>>>(
+              o.in<float>(Op::dloss), o.in(Op::logits, t), frac->as<double>(),
+              s, factor, o.out(Op::dlogits, t));
+        } else {
+          auxLossTokenKernel<T><<<gridFor(tokens, 128), 128, 0, st>>>(
+              o.in(Op::logits, t), frac->as<double>(), s,
+              perToken->as<double>());
+          AUTOSHARD_CUDA_LAUNCHED();
+          scaledSumKernel<<<1, 1024, 0, st>>>(perToken->as<double>(), tokens,
+                                              factor, o.out<float>(Op::loss));
+        }
+        AUTOSHARD_CUDA_LAUNCHED();
+      });
+}
+
+} // namespace
+
+template <> BoundKernel bind<ops::MoeRouter>(const KernelSignature &sig) {
+  using Op = ops::MoeRouter;
+  MoeDims s = checkMoeRouter(sig);
+  expectLogitsLimit(sig, s);
+  bool renorm = s.renormalize;
+  cudaStream_t st = currentContext().stream;
+  return bindMoe(sig, Op::logits, Op::expert_ids,
+                 [=](auto t, auto i, Operands o) {
+                   if (s.batch * s.seq == 0)
+                     return;
+                   routerKernel<decltype(t), decltype(i)>
+                       <<<gridFor(s.batch * s.seq, 128), 128, 0, st>>>(
+                           o.in(Op::logits, t), o.out(Op::gates, t),
+                           o.out(Op::expert_ids, i), s, renorm);
+                   AUTOSHARD_CUDA_LAUNCHED();
+                 });
+}
+
+template <> BoundKernel bind<ops::MoeRouterGrad>(const KernelSignature &sig) {
+  using Op = ops::MoeRouterGrad;
+  MoeDims s = checkMoeRouterGrad(sig);
+  expectLogitsLimit(sig, s);
+  bool renorm = s.renormalize;
+  const CudaContext &ctx = currentContext();
+  cudaStream_t st = ctx.stream;
+  int *err = ctx.errorWord;
+  return bindMoe(
+      sig, Op::logits, Op::expert_ids, [=](auto t, auto i, Operands o) {
+        if (s.batch * s.seq == 0)
+          return;
+        routerGradKernel<decltype(t), decltype(i)>
+            <<<gridFor(s.batch * s.seq, 128), 128, 0, st>>>(
+                o.in(Op::dgates, t), o.in(Op::logits, t),
+                o.in(Op::expert_ids, i), o.out(Op::dlogits, t), s, renorm, err);
+        AUTOSHARD_CUDA_LAUNCHED();
+      });
+}
+
+template <> BoundKernel bind<ops::MoeAuxLoss>(const KernelSignature &sig) {
+  return bindAuxLoss<ops::MoeAuxLoss, false>(sig);
+}
+
+template <> BoundKernel bind<ops::MoeAuxLossGrad>(const KernelSignature &sig) {
+  return bindAuxLoss<ops::MoeAuxLossGrad, true>(sig);
+}
+
+template <> BoundKernel bind<ops::MoeDispatch>(const KernelSignature &sig) {
   using Op = ops::MoeDispatch;
-  OperandIndex at(sig);
-  const TensorType &x = sig.arg(Op::x), &ids = sig.arg(Op::expert_ids);
+  const TensorType &ids = sig.arg(Op::expert_ids);
   MoeDims s = checkMoeDispatch(sig);
   expectBufferLimits(sig, s);
   const CudaContext &ctx = currentContext();
@@ -406,84 +404,62 @@ BoundKernel bindDispatch(const KernelSignature &sig) {
   int *err = ctx.errorWord;
   Scratch slots = scratch(std::max<int64_t>(ids.numel(), 1) * 4);
   int64_t bufBytes = sig.result(Op::buf).bytes();
-  return withTypes(sig, x.dtype, ids.dtype, [=](auto t, auto i) {
-    using T = decltype(t);
-    using I = decltype(i);
-    return BoundKernel([=](void *const *p) {
-      AUTOSHARD_CUDA(cudaMemsetAsync(p[at(Op::buf)], 0, bufBytes, st));
-      int64_t n = s.batch * s.seq * s.topK * s.hidden;
-      if (n == 0)
-        return;
-      assignSlots(st, in<I>(p[at(Op::expert_ids)]), s, slots->as<int32_t>(),
-                  err);
-      dispatchKernel<T, I><<<blocksFor(n), kThreads, 0, st>>>(
-          in<T>(p[at(Op::x)]), in<I>(p[at(Op::expert_ids)]),
-          slots->as<int32_t>(), out<T>(p[at(Op::buf)]), s);
-      AUTOSHARD_CUDA_LAUNCHED();
-    });
+  return bindMoe(sig, Op::x, Op::expert_ids, [=](auto t, auto i, Operands o) {
+    AUTOSHARD_CUDA(cudaMemsetAsync(o[Op::buf], 0, bufBytes, st));
+    int64_t n = s.batch * s.seq * s.topK * s.hidden;
+    if (n == 0)
+      return;
+    assignSlots(st, o.in(Op::expert_ids, i), s, slots->as<int32_t>(), err);
+    launchGridLoop(n, st, dispatchKernel<decltype(t), decltype(i)>,
+                   o.in(Op::x, t), o.in(Op::expert_ids, i),
+                   slots->as<int32_t>(), o.out(Op::buf, t), s);
   });
 }
 
-BoundKernel bindDispatchGrad(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::MoeDispatchGrad>(const KernelSignature &sig) {
   using Op = ops::MoeDispatchGrad;
-  OperandIndex at(sig);
-  const TensorType &dbuf = sig.arg(Op::dbuf), &ids = sig.arg(Op::expert_ids);
+  const TensorType &ids = sig.arg(Op::expert_ids);
   MoeDims s = checkMoeDispatchGrad(sig);
   expectBufferLimits(sig, s);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
   Scratch slots = scratch(std::max<int64_t>(ids.numel(), 1) * 4);
-  return withTypes(sig, dbuf.dtype, ids.dtype, [=](auto t, auto i) {
-    using T = decltype(t);
-    using I = decltype(i);
-    return BoundKernel([=](void *const *p) {
-      int64_t n = s.batch * s.seq * s.hidden;
-      if (n == 0)
-        return;
-      assignSlots(st, in<I>(p[at(Op::expert_ids)]), s, slots->as<int32_t>(),
-                  err);
-      gatherKernel<T, I><<<blocksFor(n), kThreads, 0, st>>>(
-          in<T>(p[at(Op::dbuf)]), nullptr, in<I>(p[at(Op::expert_ids)]),
-          slots->as<int32_t>(), out<T>(p[at(Op::dx)]), s);
-      AUTOSHARD_CUDA_LAUNCHED();
-    });
-  });
+  return bindMoe(
+      sig, Op::dbuf, Op::expert_ids, [=](auto t, auto i, Operands o) {
+        int64_t n = s.batch * s.seq * s.hidden;
+        if (n == 0)
+          return;
+        assignSlots(st, o.in(Op::expert_ids, i), s, slots->as<int32_t>(), err);
+        launchGridLoop(n, st, gatherKernel<decltype(t), decltype(i)>,
+                       o.in(Op::dbuf, t), nullptr, o.in(Op::expert_ids, i),
+                       slots->as<int32_t>(), o.out(Op::dx, t), s);
+      });
 }
 
-BoundKernel bindCombine(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::MoeCombine>(const KernelSignature &sig) {
   using Op = ops::MoeCombine;
-  OperandIndex at(sig);
   MoeDims s = checkMoeCombine(sig);
   expectBufferLimits(sig, s);
-  const TensorType &buf = sig.arg(Op::buf);
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
   Scratch slots =
       scratch(std::max<int64_t>(sig.arg(Op::expert_ids).numel(), 1) * 4);
-  return withTypes(sig, buf.dtype, sig.arg(Op::expert_ids).dtype,
-                   [=](auto t, auto i) {
-                     using T = decltype(t);
-                     using I = decltype(i);
-                     return BoundKernel([=](void *const *p) {
-                       int64_t n = s.batch * s.seq * s.hidden;
-                       if (n == 0)
-                         return;
-                       assignSlots(st, in<I>(p[at(Op::expert_ids)]), s,
-                                   slots->as<int32_t>(), err);
-                       gatherKernel<T, I><<<blocksFor(n), kThreads, 0, st>>>(
-                           in<T>(p[at(Op::buf)]), in<T>(p[at(Op::gates)]),
-                           in<I>(p[at(Op::expert_ids)]), slots->as<int32_t>(),
-                           out<T>(p[at(Op::y)]), s);
-                       AUTOSHARD_CUDA_LAUNCHED();
-                     });
-                   });
+  return bindMoe(sig, Op::buf, Op::expert_ids, [=](auto t, auto i, Operands o) {
+    int64_t n = s.batch * s.seq * s.hidden;
+    if (n == 0)
+      return;
+    assignSlots(st, o.in(Op::expert_ids, i), s, slots->as<int32_t>(), err);
+    launchGridLoop(n, st, gatherKernel<decltype(t), decltype(i)>,
+                   o.in(Op::buf, t), o.in(Op::gates, t),
+                   o.in(Op::expert_ids, i), slots->as<int32_t>(),
+                   o.out(Op::y, t), s);
+  });
 }
 
-BoundKernel bindCombineGrad(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::MoeCombineGrad>(const KernelSignature &sig) {
   using Op = ops::MoeCombineGrad;
-  OperandIndex at(sig);
   MoeDims s = checkMoeCombineGrad(sig);
   expectBufferLimits(sig, s);
   const TensorType &buf = sig.arg(Op::buf);
@@ -493,46 +469,28 @@ BoundKernel bindCombineGrad(const KernelSignature &sig) {
   Scratch slots =
       scratch(std::max<int64_t>(sig.arg(Op::expert_ids).numel(), 1) * 4);
   int64_t bufBytes = buf.bytes();
-  return withTypes(
-      sig, buf.dtype, sig.arg(Op::expert_ids).dtype, [=](auto t, auto i) {
-        using T = decltype(t);
-        using I = decltype(i);
-        return BoundKernel([=](void *const *p) {
-          AUTOSHARD_CUDA(cudaMemsetAsync(p[at(Op::dbuf)], 0, bufBytes, st));
-          int64_t choices = s.batch * s.seq * s.topK;
-          if (choices == 0)
-            return;
-          assignSlots(st, in<I>(p[at(Op::expert_ids)]), s, slots->as<int32_t>(),
-                      err);
-          if (s.hidden > 0) {
-            combineGradBufKernel<T, I>
-                <<<blocksFor(choices * s.hidden), kThreads, 0, st>>>(
-                    in<T>(p[at(Op::dy)]), in<T>(p[at(Op::gates)]),
-                    in<I>(p[at(Op::expert_ids)]), slots->as<int32_t>(),
-                    out<T>(p[at(Op::dbuf)]), s);
-            AUTOSHARD_CUDA_LAUNCHED();
-          }
-          combineGradGateKernel<T, I>
-              <<<gridFor(choices * 32, 256), 256, 0, st>>>(
-                  in<T>(p[at(Op::dy)]), in<T>(p[at(Op::buf)]),
-                  in<I>(p[at(Op::expert_ids)]), slots->as<int32_t>(),
-                  out<T>(p[at(Op::dgates)]), s);
-          AUTOSHARD_CUDA_LAUNCHED();
-        });
-      });
+  return bindMoe(sig, Op::buf, Op::expert_ids, [=](auto t, auto i, Operands o) {
+    using T = decltype(t);
+    using I = decltype(i);
+    AUTOSHARD_CUDA(cudaMemsetAsync(o[Op::dbuf], 0, bufBytes, st));
+    int64_t choices = s.batch * s.seq * s.topK;
+    if (choices == 0)
+      return;
+    assignSlots(st, o.in(Op::expert_ids, i), s, slots->as<int32_t>(), err);
+    launchGridLoop(choices * s.hidden, st, combineGradBufKernel<T, I>,
+                   o.in(Op::dy, t), o.in(Op::gates, t), o.in(Op::expert_ids, i),
+                   slots->as<int32_t>(), o.out(Op::dbuf, t), s);
+    combineGradGateKernel<T, I><<<gridFor(choices * 32, 256), 256, 0, st>>>(
+        o.in(Op::dy, t), o.in(Op::buf, t), o.in(Op::expert_ids, i),
+        slots->as<int32_t>(), o.out(Op::dgates, t), s);
+    AUTOSHARD_CUDA_LAUNCHED();
+  });
 }
 
-} // namespace
-
 void registerMoeKernels(KernelTable &t) {
-  t.add("moe_router", bindRouter);
-  t.add("moe_router_grad", bindRouterGrad);
-  t.add("moe_aux_loss", bindAuxLoss<false>);
-  t.add("moe_aux_loss_grad", bindAuxLoss<true>);
-  t.add("moe_dispatch", bindDispatch);
-  t.add("moe_dispatch_grad", bindDispatchGrad);
-  t.add("moe_combine", bindCombine);
-  t.add("moe_combine_grad", bindCombineGrad);
+  addBinders<ops::MoeRouter, ops::MoeRouterGrad, ops::MoeAuxLoss,
+             ops::MoeAuxLossGrad, ops::MoeDispatch, ops::MoeDispatchGrad,
+             ops::MoeCombine, ops::MoeCombineGrad>(t);
 }
 
 } // namespace autoshard::runtime::cuda::kernels

@@ -122,61 +122,80 @@ float checkLimits(const KernelSignature &sig, const NormShape &shape) {
   return static_cast<float>(shape.epsilon);
 }
 
-template <bool Rms> BoundKernel bindNorm(const KernelSignature &sig) {
+/// layer_norm (optional beta) / rms_norm (`Rms`: no beta).
+template <typename Op, bool Rms>
+BoundKernel bindNorm(const KernelSignature &sig) {
   NormShape shape = checkNorm(sig);
   int64_t rows = shape.rows, hidden = shape.hidden;
   float eps = checkLimits(sig, shape);
   bool hasBeta = !Rms && sig.args.size() == 3;
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      if (rows == 0)
-        return;
-      normKernel<T><<<rows, kRowThreads, 0, s>>>(
-          in<T>(p[0]), in<T>(p[1]), hasBeta ? in<T>(p[2]) : nullptr,
-          out<T>(p[hasBeta ? 3 : 2]), hidden, eps, Rms);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+  return withFloat.bind(sig, Op::x, [=](auto t, Operands o) {
+    using T = decltype(t);
+    if (rows == 0)
+      return;
+    const T *beta = nullptr;
+    if constexpr (!Rms)
+      beta = hasBeta ? o.in(Op::beta, t) : nullptr;
+    normKernel<T>
+        <<<rows, kRowThreads, 0, s>>>(o.in(Op::x, t), o.in(Op::gamma, t), beta,
+                                      o.out(Op::y, t), hidden, eps, Rms);
+    AUTOSHARD_CUDA_LAUNCHED();
   });
 }
 
-template <bool Rms> BoundKernel bindNormGrad(const KernelSignature &sig) {
+/// layer_norm_grad / rms_norm_grad (`Rms`: no dbeta).
+template <typename Op, bool Rms>
+BoundKernel bindNormGrad(const KernelSignature &sig) {
   NormShape shape = checkNormGrad(sig, /*withBeta=*/!Rms);
   int64_t rows = shape.rows, hidden = shape.hidden;
   float eps = checkLimits(sig, shape);
   cudaStream_t s = currentContext().stream;
   Scratch stats = scratch(std::max<int64_t>(rows, 1) * sizeof(float2));
-  int64_t gammaBytes = sig.args[2].bytes();
-  return withFloat(sig, sig.args[0].dtype, "dy", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      T *dbeta = Rms ? nullptr : out<T>(p[5]);
-      if (rows == 0) {
-        AUTOSHARD_CUDA(cudaMemsetAsync(p[4], 0, gammaBytes, s));
-        if (dbeta)
-          AUTOSHARD_CUDA(cudaMemsetAsync(dbeta, 0, gammaBytes, s));
-        return;
-      }
-      normGradRowKernel<T><<<rows, kRowThreads, 0, s>>>(
-          in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[3]),
-          stats->as<float2>(), hidden, eps, Rms);
-      AUTOSHARD_CUDA_LAUNCHED();
-      normGradColKernel<T><<<gridFor(hidden, 32), dim3(32, 8), 0, s>>>(
-          in<T>(p[0]), in<T>(p[1]), stats->as<float2>(), out<T>(p[4]), dbeta,
-          rows, hidden);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+  int64_t gammaBytes = sig.arg(Op::gamma).bytes();
+  return withFloat.bind(sig, Op::dy, [=](auto t, Operands o) {
+    using T = decltype(t);
+    T *dbeta = nullptr;
+    if constexpr (!Rms)
+      dbeta = o.out(Op::dbeta, t);
+    if (rows == 0) {
+      AUTOSHARD_CUDA(cudaMemsetAsync(o[Op::dgamma], 0, gammaBytes, s));
+      if (dbeta)
+        AUTOSHARD_CUDA(cudaMemsetAsync(dbeta, 0, gammaBytes, s));
+      return;
+    }
+    normGradRowKernel<T><<<rows, kRowThreads, 0, s>>>(
+        o.in(Op::dy, t), o.in(Op::x, t), o.in(Op::gamma, t), o.out(Op::dx, t),
+        stats->as<float2>(), hidden, eps, Rms);
+    AUTOSHARD_CUDA_LAUNCHED();
+    normGradColKernel<T><<<gridFor(hidden, 32), dim3(32, 8), 0, s>>>(
+        o.in(Op::dy, t), o.in(Op::x, t), stats->as<float2>(),
+        o.out(Op::dgamma, t), dbeta, rows, hidden);
+    AUTOSHARD_CUDA_LAUNCHED();
   });
 }
 
 } // namespace
 
+template <> BoundKernel bind<ops::LayerNorm>(const KernelSignature &sig) {
+  return bindNorm<ops::LayerNorm, false>(sig);
+}
+
+template <> BoundKernel bind<ops::LayerNormGrad>(const KernelSignature &sig) {
+  return bindNormGrad<ops::LayerNormGrad, false>(sig);
+}
+
+template <> BoundKernel bind<ops::RmsNorm>(const KernelSignature &sig) {
+  return bindNorm<ops::RmsNorm, true>(sig);
+}
+
+template <> BoundKernel bind<ops::RmsNormGrad>(const KernelSignature &sig) {
+  return bindNormGrad<ops::RmsNormGrad, true>(sig);
+}
+
 void registerNormKernels(KernelTable &t) {
-  t.add("layer_norm", bindNorm<false>);
-  t.add("layer_norm_grad", bindNormGrad<false>);
-  t.add("rms_norm", bindNorm<true>);
-  t.add("rms_norm_grad", bindNormGrad<true>);
+  addBinders<ops::LayerNorm, ops::LayerNormGrad, ops::RmsNorm,
+             ops::RmsNormGrad>(t);
 }
 
 } // namespace autoshard::runtime::cuda::kernels

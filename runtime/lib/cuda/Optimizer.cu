@@ -36,31 +36,37 @@ __global__ void storeFloatKernel(const double *acc, float *out) {
   *out = static_cast<float>(*acc);
 }
 
-BoundKernel bindSumSquares(const KernelSignature &sig) {
+} // namespace
+
+template <> BoundKernel bind<ops::SumSquares>(const KernelSignature &sig) {
+  using Op = ops::SumSquares;
   std::vector<SumSquaresTerm> terms = checkSumSquares(sig, DType::BF16, "cuda");
   const CudaContext &ctx = currentContext();
   cudaStream_t s = ctx.stream;
   unsigned maxBlocks = static_cast<unsigned>(ctx.numSMs) * 4;
   Scratch acc = scratch(sizeof(double));
-  size_t result = terms.size();
-  return [=](void *const *p) {
+  return bindOperands(sig, [=](Operands o) {
     AUTOSHARD_CUDA(cudaMemsetAsync(acc->data(), 0, sizeof(double), s));
     for (size_t i = 0; i < terms.size(); ++i) {
       if (terms[i].numel == 0)
         continue;
       unsigned blocks = std::min(gridFor(terms[i].numel, kThreads), maxBlocks);
+      void *term = o.at(Op::inputs, static_cast<int>(i));
       if (terms[i].dtype == DType::BF16)
         sumSquaresKernel<<<blocks, kThreads, 0, s>>>(
-            in<bf16>(p[i]), terms[i].numel, acc->as<double>());
+            in<bf16>(term), terms[i].numel, acc->as<double>());
       else
         sumSquaresKernel<<<blocks, kThreads, 0, s>>>(
-            in<float>(p[i]), terms[i].numel, acc->as<double>());
+            in<float>(term), terms[i].numel, acc->as<double>());
       AUTOSHARD_CUDA_LAUNCHED();
     }
-    storeFloatKernel<<<1, 1, 0, s>>>(acc->as<double>(), out<float>(p[result]));
+    storeFloatKernel<<<1, 1, 0, s>>>(acc->as<double>(),
+                                     o.out<float>(Op::result));
     AUTOSHARD_CUDA_LAUNCHED();
-  };
+  });
 }
+
+namespace {
 
 /// norm = sqrt(sumsq), coef = min(1, maxNorm / (norm + 1e-6)).
 __global__ void clipCoefKernel(const float *sumsq, double maxNorm, float *coef,
@@ -70,18 +76,21 @@ __global__ void clipCoefKernel(const float *sumsq, double maxNorm, float *coef,
   *norm = static_cast<float>(n);
 }
 
-BoundKernel bindClipCoef(const KernelSignature &sig) {
+} // namespace
+
+template <> BoundKernel bind<ops::ClipCoef>(const KernelSignature &sig) {
   using Op = ops::ClipCoef;
-  OperandIndex at(sig);
   double maxNorm = checkClipCoef(sig);
   cudaStream_t s = currentContext().stream;
-  return [=](void *const *p) {
-    clipCoefKernel<<<1, 1, 0, s>>>(in<float>(p[at(Op::sumsq)]), maxNorm,
-                                   out<float>(p[at(Op::coef)]),
-                                   out<float>(p[at(Op::norm)]));
+  return bindOperands(sig, [=](Operands o) {
+    clipCoefKernel<<<1, 1, 0, s>>>(o.in<float>(Op::sumsq), maxNorm,
+                                   o.out<float>(Op::coef),
+                                   o.out<float>(Op::norm));
     AUTOSHARD_CUDA_LAUNCHED();
-  };
+  });
 }
+
+namespace {
 
 template <typename T>
 __global__ void adamwKernel(const T *param, const T *grad, const T *m,
@@ -120,39 +129,32 @@ __global__ void adamwKernel(const T *param, const T *grad, const T *m,
   }
 }
 
-BoundKernel bindAdamw(const KernelSignature &sig) {
+} // namespace
+
+template <> BoundKernel bind<ops::Adamw>(const KernelSignature &sig) {
   using Op = ops::Adamw;
-  OperandIndex at(sig);
-  const TensorType &param = sig.arg(Op::param);
   AdamwShape a = checkAdamw(sig);
   int64_t n = a.numel;
   const CudaContext &ctx = currentContext();
   cudaStream_t s = ctx.stream;
   int *err = ctx.errorWord;
   unsigned maxBlocks = static_cast<unsigned>(ctx.numSMs) * 8;
-  return withFloat(sig, param.dtype, "param", [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=](void *const *p) {
-      if (n == 0)
-        return;
-      unsigned blocks = std::min(gridFor(n, kThreads), maxBlocks);
-      adamwKernel<T><<<blocks, kThreads, 0, s>>>(
-          in<T>(p[at(Op::param)]), in<T>(p[at(Op::grad)]), in<T>(p[at(Op::m)]),
-          in<T>(p[at(Op::v)]), out<T>(p[at(Op::new_param)]),
-          out<T>(p[at(Op::new_m)]), out<T>(p[at(Op::new_v)]), n,
-          in<float>(p[at(Op::lr)]), in<int64_t>(p[at(Op::step)]),
-          in<float>(p[at(Op::grad_scale)]), a, err);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+  return withFloat.bind(sig, Op::param, [=](auto t, Operands o) {
+    using T = decltype(t);
+    if (n == 0)
+      return;
+    unsigned blocks = std::min(gridFor(n, kThreads), maxBlocks);
+    adamwKernel<T><<<blocks, kThreads, 0, s>>>(
+        o.in(Op::param, t), o.in(Op::grad, t), o.in(Op::m, t), o.in(Op::v, t),
+        o.out(Op::new_param, t), o.out(Op::new_m, t), o.out(Op::new_v, t), n,
+        o.in<float>(Op::lr), o.in<int64_t>(Op::step),
+        o.in<float>(Op::grad_scale), a, err);
+    AUTOSHARD_CUDA_LAUNCHED();
   });
 }
 
-} // namespace
-
 void registerOptimizerKernels(KernelTable &t) {
-  t.add("sum_squares", bindSumSquares);
-  t.add("clip_coef", bindClipCoef);
-  t.add("adamw", bindAdamw);
+  addBinders<ops::SumSquares, ops::ClipCoef, ops::Adamw>(t);
 }
 
 } // namespace autoshard::runtime::cuda::kernels

@@ -21,12 +21,6 @@
 namespace autoshard::runtime::cuda::kernels {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned blocksFor(int64_t n) {
-  return std::min<unsigned>(gridFor(n, kThreads), 65535u * 8);
-}
-
 //===----------------------------------------------------------------------===//
 // Embeddings
 //===----------------------------------------------------------------------===//
@@ -76,69 +70,61 @@ __global__ void toBf16Kernel(const float *x, bf16 *y, int64_t n) {
   AUTOSHARD_GRID_LOOP(i, n) { y[i] = __float2bfloat16_rn(x[i]); }
 }
 
-template <typename T, typename I>
-BoundKernel embeddingFwd(const KernelSignature &sig, int64_t n, int64_t vocab,
-                         int64_t hidden, bool vocabParallel) {
+/// embedding / vocab_embedding (`VocabParallel`: the shard operand offsets
+/// the ids); the kernel of the table's element type.
+template <typename Op, bool VocabParallel>
+BoundKernel bindEmbedding(const KernelSignature &sig) {
+  EmbeddingShape e = checkEmbedding(sig, VocabParallel);
+  int64_t n = e.numIds, vocab = e.vocab, hidden = e.hidden;
   const CudaContext &ctx = currentContext();
   cudaStream_t s = ctx.stream;
   int *err = ctx.errorWord;
-  return [=](void *const *p) {
-    if (n * hidden == 0)
-      return;
-    embeddingKernel<T, I><<<blocksFor(n * hidden), kThreads, 0, s>>>(
-        in<I>(p[0]), n, in<T>(p[1]), vocab, hidden,
-        out<T>(p[vocabParallel ? 3 : 2]),
-        vocabParallel ? in<int64_t>(p[2]) : nullptr, !vocabParallel, err);
-    AUTOSHARD_CUDA_LAUNCHED();
-  };
+  return bindFloatAndId(
+      sig, Op::table, Op::ids, [=](auto t, auto i, Operands o) {
+        const int64_t *shard = nullptr;
+        if constexpr (VocabParallel)
+          shard = o.in<int64_t>(Op::shard);
+        launchGridLoop(n * hidden, s, embeddingKernel<decltype(t), decltype(i)>,
+                       o.in(Op::ids, i), n, o.in(Op::table, t), vocab, hidden,
+                       o.out(Op::out, t), shard, !VocabParallel, err);
+      });
 }
 
-template <typename T, typename I>
+/// embedding_grad / vocab_embedding_grad of table element type T (a bf16
+/// table accumulates in an fp32 scratch copy) and id type I.
+template <typename Op, bool VocabParallel, typename T, typename I>
 BoundKernel embeddingBwd(const KernelSignature &sig, int64_t n, int64_t vocab,
-                         int64_t hidden, bool vocabParallel) {
+                         int64_t hidden) {
   const CudaContext &ctx = currentContext();
   cudaStream_t s = ctx.stream;
   int *err = ctx.errorWord;
   constexpr bool isBf16 = std::is_same_v<T, bf16>;
   Scratch acc = scratch(isBf16 ? vocab * hidden * int64_t(sizeof(float)) : 0);
-  return [=](void *const *p) {
-    T *dtable = out<T>(p[vocabParallel ? 3 : 2]);
+  return bindOperands(sig, [=](Operands o) {
+    T *dtable = o.out<T>(Op::dtable);
     float *sum = isBf16 ? acc->as<float>() : reinterpret_cast<float *>(dtable);
     AUTOSHARD_CUDA(cudaMemsetAsync(sum, 0, vocab * hidden * sizeof(float), s));
-    if (n * hidden > 0) {
-      embeddingGradKernel<I><<<blocksFor(n * hidden), kThreads, 0, s>>>(
-          in<I>(p[0]), n, isBf16 ? nullptr : in<float>(p[1]), p[1], isBf16,
-          vocab, hidden, sum, vocabParallel ? in<int64_t>(p[2]) : nullptr,
-          !vocabParallel, err);
-      AUTOSHARD_CUDA_LAUNCHED();
-    }
+    const int64_t *shard = nullptr;
+    if constexpr (VocabParallel)
+      shard = o.in<int64_t>(Op::shard);
+    launchGridLoop(n * hidden, s, embeddingGradKernel<I>, o.in<I>(Op::ids), n,
+                   isBf16 ? nullptr : o.in<float>(Op::dy), o[Op::dy], isBf16,
+                   vocab, hidden, sum, shard, !VocabParallel, err);
     if constexpr (isBf16) {
-      toBf16Kernel<<<blocksFor(vocab * hidden), kThreads, 0, s>>>(
+      toBf16Kernel<<<gridLoopBlocks(vocab * hidden), kGridLoopThreads, 0, s>>>(
           sum, reinterpret_cast<bf16 *>(dtable), vocab * hidden);
       AUTOSHARD_CUDA_LAUNCHED();
     }
-  };
+  });
 }
 
-/// embedding / vocab_embedding (`VocabParallel`) and their gradients
-/// (`Grad`): the shared checks, then the kernel of the table's element type
-/// (the table is operand 1, the result or dy).
-template <bool Grad, bool VocabParallel>
-BoundKernel bindEmbedding(const KernelSignature &sig) {
-  EmbeddingShape s = Grad ? checkEmbeddingGrad(sig, VocabParallel)
-                          : checkEmbedding(sig, VocabParallel);
-  const char *what = Grad ? "dy" : "table";
-  return withFloat(sig, sig.args[1].dtype, what, [&](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return withId(sig, sig.args[0].dtype, "ids", [&](auto i) -> BoundKernel {
-      using I = decltype(i);
-      if constexpr (Grad)
-        return embeddingBwd<T, I>(sig, s.numIds, s.vocab, s.hidden,
-                                  VocabParallel);
-      else
-        return embeddingFwd<T, I>(sig, s.numIds, s.vocab, s.hidden,
-                                  VocabParallel);
-    });
+/// embedding_grad / vocab_embedding_grad: the kernel of dy's element type.
+template <typename Op, bool VocabParallel>
+BoundKernel bindEmbeddingGrad(const KernelSignature &sig) {
+  EmbeddingShape e = checkEmbeddingGrad(sig, VocabParallel);
+  return withFloatAndId(sig, Op::dy, Op::ids, [&](auto t, auto i) {
+    return embeddingBwd<Op, VocabParallel, decltype(t), decltype(i)>(
+        sig, e.numIds, e.vocab, e.hidden);
   });
 }
 
@@ -156,23 +142,41 @@ __global__ void positionGradKernel(const T *dy, int64_t outer, int64_t seqLen,
   }
 }
 
-BoundKernel bindPositionEmbedding(const KernelSignature &sig) {
+} // namespace
+
+template <> BoundKernel bind<ops::Embedding>(const KernelSignature &sig) {
+  return bindEmbedding<ops::Embedding, false>(sig);
+}
+
+template <> BoundKernel bind<ops::EmbeddingGrad>(const KernelSignature &sig) {
+  return bindEmbeddingGrad<ops::EmbeddingGrad, false>(sig);
+}
+
+template <> BoundKernel bind<ops::VocabEmbedding>(const KernelSignature &sig) {
+  return bindEmbedding<ops::VocabEmbedding, true>(sig);
+}
+
+template <>
+BoundKernel bind<ops::VocabEmbeddingGrad>(const KernelSignature &sig) {
+  return bindEmbeddingGrad<ops::VocabEmbeddingGrad, true>(sig);
+}
+
+template <>
+BoundKernel bind<ops::PositionEmbedding>(const KernelSignature &sig) {
   using Op = ops::PositionEmbedding;
-  OperandIndex at(sig);
   PositionEmbeddingShape shape = checkPositionEmbedding(sig);
   if (shape.seqLen < 1 || shape.seqLen > shape.positions)
     sig.fail("seq_len " + std::to_string(shape.seqLen) +
              " is out of range [1, " + std::to_string(shape.positions) + "]");
   int64_t bytes = sig.result(Op::out).bytes();
   cudaStream_t s = currentContext().stream;
-  return [=](void *const *p) {
-    copyAsync(p[at(Op::out)], p[at(Op::table)], bytes, s);
-  };
+  return bindOperands(
+      sig, [=](Operands o) { copyAsync(o[Op::out], o[Op::table], bytes, s); });
 }
 
-BoundKernel bindPositionEmbeddingGrad(const KernelSignature &sig) {
+template <>
+BoundKernel bind<ops::PositionEmbeddingGrad>(const KernelSignature &sig) {
   using Op = ops::PositionEmbeddingGrad;
-  OperandIndex at(sig);
   PositionEmbeddingShape shape = checkPositionEmbeddingGrad(sig);
   int64_t outer = shape.outer, seqLen = shape.seqLen, hidden = shape.hidden,
           positions = shape.positions;
@@ -180,19 +184,23 @@ BoundKernel bindPositionEmbeddingGrad(const KernelSignature &sig) {
     sig.fail("seq_len " + std::to_string(seqLen) + " exceeds num_positions " +
              std::to_string(positions));
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, sig.arg(Op::dy).dtype, "dy",
-                   [=](auto t) -> BoundKernel {
-                     using T = decltype(t);
-                     return [=](void *const *p) {
-                       if (positions * hidden == 0)
-                         return;
-                       positionGradKernel<T>
-                           <<<blocksFor(positions * hidden), kThreads, 0, s>>>(
-                               in<T>(p[at(Op::dy)]), outer, seqLen, hidden,
-                               positions, out<T>(p[at(Op::dtable)]));
-                       AUTOSHARD_CUDA_LAUNCHED();
-                     };
-                   });
+  return withFloat.bind(sig, Op::dy, [=](auto t, Operands o) {
+    launchGridLoop(positions * hidden, s, positionGradKernel<decltype(t)>,
+                   o.in(Op::dy, t), outer, seqLen, hidden, positions,
+                   o.out(Op::dtable, t));
+  });
+}
+
+namespace {
+
+/// withFloat.bind over `typed`, the first arg, named x in the message by
+/// the forward and the backward op alike (the backward's is dy): the two
+/// share one binder.
+template <typename Slot, typename Run>
+BoundKernel bindNamingX(const KernelSignature &sig, Slot typed, Run run) {
+  return withFloat(sig, sig.type(typed).dtype, "x", [&](auto t) {
+    return bindOperands(sig, [=](Operands o) { run(t, o); });
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -220,13 +228,15 @@ __global__ void ropeKernel(const T *x, T *y, const float2 *cs, int64_t rows,
   }
 }
 
-/// rope / rope_grad, and with `Local` rope_local / rope_local_grad (operand
-/// 1 is the shard; the table covers seq_len positions and the kernel reads
-/// the shard on the device; the shard must be in 0..seq_len/seq - 1, as
-/// dist.axis_index over the sequence's axes guarantees).
-template <bool Grad, bool Local = false>
-BoundKernel bindRope(const KernelSignature &sig) {
-  const TensorType &x = sig.args[0];
+/// rope / rope_grad (`Op` from `input` to `output`), and with `Local`
+/// rope_local / rope_local_grad (with the shard; the table covers seq_len
+/// positions and the kernel reads the shard on the device; the shard must
+/// be in 0..seq_len/seq - 1, as dist.axis_index over the sequence's axes
+/// guarantees).
+template <typename Op, bool Grad, bool Local>
+BoundKernel bindRope(const KernelSignature &sig, ArgSlot input,
+                     ResultSlot output) {
+  const TensorType &x = sig.arg(input);
   RopeDims shape;
   int64_t positions;
   if constexpr (Local) {
@@ -261,18 +271,39 @@ BoundKernel bindRope(const KernelSignature &sig) {
                             cudaMemcpyHostToDevice));
   int64_t rows = batch * seq * heads;
   cudaStream_t s = currentContext().stream;
-  return withFloat(sig, x.dtype, "x", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      if (rows * half == 0)
-        return;
-      ropeKernel<T><<<blocksFor(rows * half), kThreads, 0, s>>>(
-          in<T>(p[0]), out<T>(p[Local ? 2 : 1]), cs->as<float2>(), rows, seq,
-          heads, half, Local ? in<int64_t>(p[1]) : nullptr);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+  return bindNamingX(sig, input, [=](auto t, Operands o) {
+    const int64_t *shard = nullptr;
+    if constexpr (Local)
+      shard = o.in<int64_t>(Op::shard);
+    launchGridLoop(rows * half, s, ropeKernel<decltype(t)>, o.in(input, t),
+                   o.out(output, t), cs->as<float2>(), rows, seq, heads, half,
+                   shard);
   });
 }
+
+} // namespace
+
+template <> BoundKernel bind<ops::Rope>(const KernelSignature &sig) {
+  using Op = ops::Rope;
+  return bindRope<Op, false, false>(sig, Op::x, Op::y);
+}
+
+template <> BoundKernel bind<ops::RopeGrad>(const KernelSignature &sig) {
+  using Op = ops::RopeGrad;
+  return bindRope<Op, true, false>(sig, Op::dy, Op::dx);
+}
+
+template <> BoundKernel bind<ops::RopeLocal>(const KernelSignature &sig) {
+  using Op = ops::RopeLocal;
+  return bindRope<Op, false, true>(sig, Op::x, Op::y);
+}
+
+template <> BoundKernel bind<ops::RopeLocalGrad>(const KernelSignature &sig) {
+  using Op = ops::RopeLocalGrad;
+  return bindRope<Op, true, true>(sig, Op::dy, Op::dx);
+}
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // Dropout
@@ -326,7 +357,12 @@ __global__ void dropoutKernel(const T *x, T *y, int64_t n, const int64_t *step,
   }
 }
 
-template <bool Local> BoundKernel bindDropout(const KernelSignature &sig) {
+/// dropout / dropout_grad (`Op` from `input` to `output`; forward and backward
+/// apply the same mask and scale), and with `Local` dropout_local /
+/// dropout_local_grad (with the shards).
+template <typename Op, bool Local>
+BoundKernel bindDropout(const KernelSignature &sig, ArgSlot input,
+                        ResultSlot output) {
   DropoutShape drop = checkDropout(sig, Local);
   int64_t n = drop.numel;
   double rate = drop.rate;
@@ -356,42 +392,47 @@ template <bool Local> BoundKernel bindDropout(const KernelSignature &sig) {
   const CudaContext &ctx = currentContext();
   cudaStream_t s = ctx.stream;
   int *err = ctx.errorWord;
-  size_t result = sig.args.size();
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      if (n == 0)
-        return;
-      DropoutGeometry geo = g;
+  return bindNamingX(sig, input, [=](auto t, Operands o) {
+    DropoutGeometry geo = g;
+    if constexpr (Local)
       for (int k = 0; k < geo.numShards; ++k)
-        geo.shard[k] = in<int64_t>(p[3 + k]);
-      dropoutKernel<T><<<blocksFor(n), kThreads, 0, s>>>(
-          in<T>(p[0]), out<T>(p[result]), n, in<int64_t>(p[1]),
-          in<int64_t>(p[2]), seed, static_cast<int>(site), threshold, keepScale,
-          geo, err);
-      AUTOSHARD_CUDA_LAUNCHED();
-    };
+        geo.shard[k] = in<int64_t>(o.at(Op::shards, k));
+    launchGridLoop(n, s, dropoutKernel<decltype(t)>, o.in(input, t),
+                   o.out(output, t), n, o.in<int64_t>(Op::step),
+                   o.in<int64_t>(Op::layer), seed, static_cast<int>(site),
+                   threshold, keepScale, geo, err);
   });
 }
 
 } // namespace
 
+template <> BoundKernel bind<ops::Dropout>(const KernelSignature &sig) {
+  using Op = ops::Dropout;
+  return bindDropout<Op, false>(sig, Op::x, Op::y);
+}
+
+template <> BoundKernel bind<ops::DropoutGrad>(const KernelSignature &sig) {
+  using Op = ops::DropoutGrad;
+  return bindDropout<Op, false>(sig, Op::dy, Op::dx);
+}
+
+template <> BoundKernel bind<ops::DropoutLocal>(const KernelSignature &sig) {
+  using Op = ops::DropoutLocal;
+  return bindDropout<Op, true>(sig, Op::x, Op::y);
+}
+
+template <>
+BoundKernel bind<ops::DropoutLocalGrad>(const KernelSignature &sig) {
+  using Op = ops::DropoutLocalGrad;
+  return bindDropout<Op, true>(sig, Op::dy, Op::dx);
+}
+
 void registerSequenceKernels(KernelTable &t) {
-  t.add("embedding", bindEmbedding<false, false>);
-  t.add("embedding_grad", bindEmbedding<true, false>);
-  t.add("position_embedding", bindPositionEmbedding);
-  t.add("position_embedding_grad", bindPositionEmbeddingGrad);
-  t.add("vocab_embedding", bindEmbedding<false, true>);
-  t.add("vocab_embedding_grad", bindEmbedding<true, true>);
-  t.add("rope", bindRope<false>);
-  t.add("rope_grad", bindRope<true>);
-  t.add("rope_local", bindRope<false, true>);
-  t.add("rope_local_grad", bindRope<true, true>);
-  // Forward and backward apply the same mask and scale.
-  t.add("dropout", bindDropout<false>);
-  t.add("dropout_grad", bindDropout<false>);
-  t.add("dropout_local", bindDropout<true>);
-  t.add("dropout_local_grad", bindDropout<true>);
+  addBinders<ops::Embedding, ops::EmbeddingGrad, ops::PositionEmbedding,
+             ops::PositionEmbeddingGrad, ops::VocabEmbedding,
+             ops::VocabEmbeddingGrad, ops::Rope, ops::RopeGrad, ops::RopeLocal,
+             ops::RopeLocalGrad, ops::Dropout, ops::DropoutGrad,
+             ops::DropoutLocal, ops::DropoutLocalGrad>(t);
 }
 
 } // namespace autoshard::runtime::cuda::kernels
