@@ -80,9 +80,11 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   // Set by `dist-pipeline-split` on each stage's program: the entry it is a
   // stage of, and the stage (its ranks' coordinate on `pp`).
   // What a point-to-point transfer carries (dist-pipeline-split); both ends
-  // carry the same tag, matched by dist-verify-comm.
+  // carry the same tag, matched by dist-verify-comm. The plan dist-auto-plan
+  // chose, as --plan text.
   if (attr.getName() == kTagAttrName ||
-      attr.getName() == kPipelineScheduleAttrName) {
+      attr.getName() == kPipelineScheduleAttrName ||
+      attr.getName() == kAutoPlanAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitOpError()
              << "'" << attr.getName() << "' must be a string, found "
