@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestUtil.h"
+
 #include "autoshard/runtime/CpuBackend.h"
 
 #include <gtest/gtest.h>
@@ -30,13 +32,8 @@ TensorType tensor(DType dtype, std::vector<int64_t> shape) {
 BoundKernel bindOp(CpuBackend &backend, const char *op, const AttrMap &attrs,
                    std::vector<TensorType> args,
                    std::vector<TensorType> results) {
-  KernelSignature sig;
-  sig.op = op;
-  sig.attrs = &attrs;
-  sig.place = std::string(op) + " test";
-  sig.args = std::move(args);
-  sig.results = std::move(results);
-  return backend.bind(sig);
+  return backend.bind(
+      test::signatureOf(op, attrs, std::move(args), std::move(results)));
 }
 
 /// Runs cast f32 -> `to` on `values` and returns the 16-bit patterns.

@@ -13,6 +13,7 @@
 #include "autoshard/runtime/CpuBackend.h"
 #include "autoshard/runtime/Executor.h"
 #include "autoshard/runtime/Init.h"
+#include "autoshard/runtime/KernelChecks.h"
 #include "autoshard/runtime/cpu/Kernels.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@ using namespace autoshard::runtime::cpu;
 using namespace autoshard::runtime::test;
 using Vec = std::vector<float>;
 using Json = nlohmann::json;
+using autoshard::runtime::checks::typeOf;
 
 namespace {
 
@@ -357,6 +359,79 @@ TEST(CpuBackendTest, BindsBroadcast) {
   EXPECT_THROW(backend.bind(sig), ArtifactError);
   attrs.set("dims", std::vector<int64_t>{0, 3});
   EXPECT_THROW(backend.bind(sig), ArtifactError);
+}
+
+/// The message binding `sig` on the CPU backend fails with ("" if it binds).
+std::string bindError(const KernelSignature &sig) {
+  try {
+    CpuBackend().bind(sig);
+  } catch (const ArtifactError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CpuBackendTest, ElementTypeErrorsNameTheOperand) {
+  const DType i32 = DType::I32, i64 = DType::I64, f32 = DType::F32;
+  AttrMap rope, none;
+  rope.set("theta", 10000.0);
+  TensorType x = typeOf(i32, {1, 2, 1, 2});
+  struct Case {
+    KernelSignature sig;
+    std::string want;
+  };
+  std::vector<Case> cases = {
+      // rope_grad's float operand dy is named as rope's x.
+      {signatureOf("rope_grad", rope, {x}, {x}),
+       "rope_grad test: x has element type i32; the cpu backend computes in "
+       "f32 or f64"},
+      {signatureOf("embedding", none, {typeOf(f32, {3}), typeOf(f32, {4, 2})},
+                   {typeOf(f32, {3, 2})}),
+       "embedding test: ids must hold i32 or i64 ids, found f32"},
+      {signatureOf("moe_aux_loss", none,
+                   {typeOf(i32, {1, 2, 2}), typeOf(i64, {1, 2, 1})},
+                   {typeOf(f32, {})}),
+       "moe_aux_loss test: float operands has element type i32; the cpu "
+       "backend computes in f32 or f64"},
+      {signatureOf("moe_aux_loss", none,
+                   {typeOf(f32, {1, 2, 2}), typeOf(f32, {1, 2, 1})},
+                   {typeOf(f32, {})}),
+       "moe_aux_loss test: expert_ids must hold i32 or i64 ids, found f32"},
+  };
+  for (const Case &c : cases)
+    EXPECT_EQ(bindError(c.sig), c.want);
+}
+
+TEST(CpuBackendTest, BindsVariadicOperands) {
+  CpuBackend backend;
+  AttrMap none;
+  const DType f32 = DType::F32, f64 = DType::F64;
+  // sum_squares: one term per operand, each of its own float type.
+  BoundKernel sumsq = backend.bind(
+      signatureOf("sum_squares", none, {typeOf(f32, {2}), typeOf(f64, {1})},
+                  {typeOf(f32, {})}));
+  std::vector<float> a = {1, 2};
+  std::vector<double> b = {3};
+  float sum = 0;
+  void *sumPtrs[] = {a.data(), b.data(), &sum};
+  sumsq(sumPtrs);
+  EXPECT_EQ(sum, 14.0f);
+
+  // dist.pack concatenates its inputs; dist.unpack splits them again.
+  BoundKernel pack = backend.bind(
+      signatureOf("dist.pack", none, {typeOf(f64, {2}), typeOf(f64, {3})},
+                  {typeOf(f64, {5})}));
+  BoundKernel unpack =
+      backend.bind(signatureOf("dist.unpack", none, {typeOf(f64, {5})},
+                               {typeOf(f64, {2}), typeOf(f64, {3})}));
+  std::vector<double> x = {1, 2}, y = {3, 4, 5}, flat(5), x2(2), y2(3);
+  void *packPtrs[] = {x.data(), y.data(), flat.data()};
+  pack(packPtrs);
+  EXPECT_EQ(flat, (std::vector<double>{1, 2, 3, 4, 5}));
+  void *unpackPtrs[] = {flat.data(), x2.data(), y2.data()};
+  unpack(unpackPtrs);
+  EXPECT_EQ(x2, x);
+  EXPECT_EQ(y2, y);
 }
 
 } // namespace

@@ -3,6 +3,8 @@
 #ifndef AUTOSHARD_RUNTIME_TEST_TESTUTIL_H
 #define AUTOSHARD_RUNTIME_TEST_TESTUTIL_H
 
+#include "autoshard/runtime/Backend.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +16,20 @@
 #include <vector>
 
 namespace autoshard::runtime::test {
+
+/// The signature of one `op` instruction (place "OP test") with `attrs`
+/// (kept by pointer), operand and result types, for binding it directly.
+inline KernelSignature signatureOf(const char *op, const AttrMap &attrs,
+                                   std::vector<TensorType> args,
+                                   std::vector<TensorType> results) {
+  KernelSignature sig;
+  sig.op = op;
+  sig.attrs = &attrs;
+  sig.place = std::string(op) + " test";
+  sig.args = std::move(args);
+  sig.results = std::move(results);
+  return sig;
+}
 
 /// n values uniform in [lo, hi), deterministic in `seed`.
 inline std::vector<double> randomVector(int64_t n, uint64_t seed,

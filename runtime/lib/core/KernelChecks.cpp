@@ -19,6 +19,10 @@ void expectType(const KernelSignature &sig, const TensorType &got,
     sig.fail(what + " is " + got.str() + ", expected " + want.str());
 }
 
+void expectResult(const KernelSignature &sig, const TensorType &want) {
+  expectType(sig, sig.results[0], want, resultName(0));
+}
+
 void expectScalar(const KernelSignature &sig, const TensorType &got,
                   DType dtype, const std::string &what) {
   expectType(sig, got, typeOf(dtype, {}), what);
@@ -241,7 +245,7 @@ MatmulWgradDims checkMatmulWgrad(const KernelSignature &sig) {
   s.rows = product(x.shape, 0, r - 1);
   s.k = x.shape[r - 1];
   s.n = dy.shape[r - 1];
-  expectType(sig, sig.results[0], typeOf(x.dtype, {s.k, s.n}), resultName(0));
+  expectResult(sig, typeOf(x.dtype, {s.k, s.n}));
   return s;
 }
 

@@ -76,6 +76,15 @@ TensorType sliceOf(const KernelSignature &sig, const TensorType &x, size_t d,
   return slice;
 }
 
+/// A `Shape` of a collective over one dim with the instruction's group
+/// (`comm`) and its size.
+template <typename Shape> Shape onGroup(const KernelSignature &sig) {
+  Shape s;
+  s.comm = &groupOf(sig);
+  s.groupSize = s.comm->size();
+  return s;
+}
+
 } // namespace
 
 AllReduceShape checkAllReduce(const KernelSignature &sig,
@@ -91,14 +100,12 @@ AllReduceShape checkAllReduce(const KernelSignature &sig,
 }
 
 AllGatherShape checkAllGather(const KernelSignature &sig) {
-  AllGatherShape s;
-  s.comm = &groupOf(sig);
+  auto s = onGroup<AllGatherShape>(sig);
   const TensorType &x = sig.args[0];
-  s.groupSize = s.comm->size();
   size_t d = dimAttr(sig, "gather_dim", x.shape.size());
   TensorType want = x;
   want.shape[d] *= s.groupSize;
-  expectType(sig, sig.results[0], want, resultName(0));
+  expectResult(sig, want);
   // Each member's whole operand is one [outer, 1, inner] block row.
   s.blocks = blocksOf(x.shape, d, 1, dtypeSize(x.dtype));
   s.bytes = x.bytes();
@@ -107,13 +114,11 @@ AllGatherShape checkAllGather(const KernelSignature &sig) {
 
 ReduceScatterShape checkReduceScatter(const KernelSignature &sig,
                                       ReducibleCheck reducible) {
-  ReduceScatterShape s;
-  s.comm = &groupOf(sig);
+  auto s = onGroup<ReduceScatterShape>(sig);
   const TensorType &x = sig.args[0];
-  s.groupSize = s.comm->size();
   size_t d = dimAttr(sig, "scatter_dim", x.shape.size());
   TensorType want = sliceOf(sig, x, d, s.groupSize);
-  expectType(sig, sig.results[0], want, resultName(0));
+  expectResult(sig, want);
   reducible(sig, x.dtype);
   s.op = reductionOf(sig);
   s.dtype = x.dtype;
@@ -124,16 +129,14 @@ ReduceScatterShape checkReduceScatter(const KernelSignature &sig,
 }
 
 AllToAllShape checkAllToAll(const KernelSignature &sig) {
-  AllToAllShape s;
-  s.comm = &groupOf(sig);
+  auto s = onGroup<AllToAllShape>(sig);
   const TensorType &x = sig.args[0];
-  s.groupSize = s.comm->size();
   size_t sd = dimAttr(sig, "split_dim", x.shape.size());
   size_t cd = dimAttr(sig, "concat_dim", x.shape.size());
   TensorType piece = sliceOf(sig, x, sd, s.groupSize);
   TensorType want = piece;
   want.shape[cd] *= s.groupSize;
-  expectType(sig, sig.results[0], want, resultName(0));
+  expectResult(sig, want);
   int64_t es = dtypeSize(x.dtype);
   s.split = blocksOf(x.shape, sd, s.groupSize, es); // x as [outer, G, inner]
   s.concat =
@@ -190,7 +193,7 @@ ShardSliceShape checkShardSlice(const KernelSignature &sig) {
   s.groupSize = sig.mesh->groupSize(axes);
   size_t d = dimAttr(sig, "dim", x.shape.size());
   TensorType want = sliceOf(sig, x, d, s.groupSize);
-  expectType(sig, sig.results[0], want, resultName(0));
+  expectResult(sig, want);
   s.index = sig.mesh->indexInGroup(sig.rank, axes);
   s.blocks = blocksOf(x.shape, d, s.groupSize, dtypeSize(x.dtype));
   s.resultBytes = want.bytes();
@@ -199,7 +202,7 @@ ShardSliceShape checkShardSlice(const KernelSignature &sig) {
 
 int64_t checkAxisIndex(const KernelSignature &sig) {
   std::vector<std::string> axes = meshAxes(sig);
-  expectType(sig, sig.results[0], typeOf(DType::I64, {}), resultName(0));
+  expectResult(sig, typeOf(DType::I64, {}));
   return sig.mesh->indexInGroup(sig.rank, axes);
 }
 

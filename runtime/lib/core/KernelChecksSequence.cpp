@@ -33,8 +33,7 @@ EmbeddingShape checkEmbedding(const KernelSignature &sig, bool vocabParallel) {
   s.vocab = table.shape[0];
   s.hidden = table.shape[1];
   s.numIds = ids.numel();
-  expectType(sig, sig.results[0],
-             typeOf(table.dtype, withHidden(ids, s.hidden)), resultName(0));
+  expectResult(sig, typeOf(table.dtype, withHidden(ids, s.hidden)));
   return s;
 }
 
@@ -52,8 +51,7 @@ EmbeddingShape checkEmbeddingGrad(const KernelSignature &sig,
     sig.fail("attribute 'num_embeddings' must be >= 1, found " +
              std::to_string(s.vocab));
   expectType(sig, dy, typeOf(dy.dtype, withHidden(ids, s.hidden)), "dy");
-  expectType(sig, sig.results[0], typeOf(dy.dtype, {s.vocab, s.hidden}),
-             resultName(0));
+  expectResult(sig, typeOf(dy.dtype, {s.vocab, s.hidden}));
   return s;
 }
 
@@ -64,8 +62,7 @@ PositionEmbeddingShape checkPositionEmbedding(const KernelSignature &sig) {
   s.positions = table.shape[0];
   s.hidden = table.shape[1];
   s.seqLen = sig.attrs->getI64("seq_len");
-  expectType(sig, sig.results[0], typeOf(table.dtype, {s.seqLen, s.hidden}),
-             resultName(0));
+  expectResult(sig, typeOf(table.dtype, {s.seqLen, s.hidden}));
   return s;
 }
 
@@ -78,8 +75,7 @@ PositionEmbeddingShape checkPositionEmbeddingGrad(const KernelSignature &sig) {
   s.seqLen = dy.shape[r - 2];
   s.hidden = dy.shape[r - 1];
   s.positions = sig.attrs->getI64("num_positions");
-  expectType(sig, sig.results[0], typeOf(dy.dtype, {s.positions, s.hidden}),
-             resultName(0));
+  expectResult(sig, typeOf(dy.dtype, {s.positions, s.hidden}));
   return s;
 }
 
@@ -400,7 +396,7 @@ VocabCeDims checkVocabCeMax(const KernelSignature &sig) {
   std::vector<int64_t> lead;
   VocabCeDims s = vocabCeDims(sig, sig.args[0], lead);
   expectScalar(sig, sig.args[1], DType::I64, "shard");
-  expectType(sig, sig.results[0], typeOf(DType::F32, lead), resultName(0));
+  expectResult(sig, typeOf(DType::F32, lead));
   return s;
 }
 
@@ -411,8 +407,7 @@ VocabCeDims checkVocabCeStats(const KernelSignature &sig) {
   expectLabels(sig, labels, lead, logits);
   expectType(sig, sig.args[2], typeOf(DType::F32, lead), "max");
   expectScalar(sig, sig.args[3], DType::I64, "shard");
-  expectType(sig, sig.results[0], typeOf(DType::F32, statsShape(lead)),
-             resultName(0));
+  expectResult(sig, typeOf(DType::F32, statsShape(lead)));
   return s;
 }
 

@@ -54,12 +54,9 @@ cpu::CrossEntropyShape crossEntropyShape(const CrossEntropyDims &d);
 cpu::VocabCeShape vocabCeShape(const VocabCeDims &d);
 cpu::MoeShape moeShape(const MoeDims &d);
 
-/// Operand pointer casts.
-template <typename T> const T *in(void *p) { return static_cast<const T *>(p); }
-template <typename T> T *out(void *p) { return static_cast<T *>(p); }
-
-/// withFloat(sig, dtype, what, fn) calls fn(T{}) with T = float or double
-/// for a f32/f64 `dtype`; fails naming `what` otherwise.
+/// The CPU's float dispatch (f32, f64): `withFloat.bind(sig, slot, run)`
+/// binds `run(T{}, Operands)` for the type of `slot`, `bindWithIds` adds
+/// an id type (KernelChecks.h).
 inline constexpr FloatDispatch<double> withFloat{DType::F64, "cpu"};
 
 } // namespace autoshard::runtime::cpu_kernels

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CpuKernels.h"
 #include "CpuLowPrecision.h"
 
 #include "autoshard/runtime/Communicator.h"
@@ -107,9 +108,10 @@ void from16(const void *src, DType dtype, float *dst, int64_t n) {
 // cast
 //===----------------------------------------------------------------------===//
 
-BoundKernel bindCast(const KernelSignature &sig) {
+} // namespace
+
+template <> BoundKernel bind<ops::Cast>(const KernelSignature &sig) {
   using Op = ops::Cast;
-  OperandIndex at(sig);
   const TensorType &x = sig.arg(Op::x), &y = sig.result(Op::result);
   if (!isFloat(x.dtype) || !isFloat(y.dtype))
     sig.fail("cast converts between f32, f64, bf16 and f16, found " + x.str() +
@@ -119,24 +121,25 @@ BoundKernel bindCast(const KernelSignature &sig) {
   int64_t n = x.numel();
   DType from = x.dtype, to = y.dtype;
   if (from == to)
-    return [n, at, bytes = x.bytes()](void *const *p) {
-      if (p[at(Op::x)] != p[at(Op::result)])
-        std::memmove(p[at(Op::result)], p[at(Op::x)], bytes);
-    };
+    return bindOperands(sig, [bytes = x.bytes()](Operands o) {
+      if (o[Op::x] != o[Op::result])
+        std::memmove(o[Op::result], o[Op::x], bytes);
+    });
   if (from == DType::F32 && is16(to))
-    return [n, to, at](void *const *p) {
-      floatsTo16(static_cast<const float *>(p[at(Op::x)]), p[at(Op::result)],
-                 to, n);
-    };
+    return bindOperands(sig, [n, to](Operands o) {
+      floatsTo16(o.in<float>(Op::x), o[Op::result], to, n);
+    });
   if (is16(from) && to == DType::F32)
-    return [n, from, at](void *const *p) {
-      from16(p[at(Op::x)], from, static_cast<float *>(p[at(Op::result)]), n);
-    };
-  return [n, from, to, at](void *const *p) {
+    return bindOperands(sig, [n, from](Operands o) {
+      from16(o[Op::x], from, o.out<float>(Op::result), n);
+    });
+  return bindOperands(sig, [n, from, to](Operands o) {
     for (int64_t i = 0; i < n; ++i)
-      store(p[at(Op::result)], to, i, load(p[at(Op::x)], from, i));
-  };
+      store(o[Op::result], to, i, load(o[Op::x], from, i));
+  });
 }
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // 16-bit operands through the f32 kernels
@@ -178,7 +181,7 @@ bool anyNaN16(const void *data, DType dtype, int64_t numel) {
   return false;
 }
 
-void registerCastKernels(KernelTable &t) { t.add("cast", bindCast); }
+void registerCastKernels(KernelTable &t) { addBinders<ops::Cast>(t); }
 
 BoundKernel bindWithLowPrecision(const KernelTable &table,
                                  const KernelSignature &sig,

@@ -55,71 +55,73 @@ void expectReducible(const KernelSignature &sig, DType dtype) {
              " (the cpu backend reduces f32, f64, i32, i64)");
 }
 
-BoundKernel bindShardSlice(const KernelSignature &sig) {
-  using Op = ops::DistShardSlice;
-  OperandIndex at(sig);
-  ShardSliceShape s = checkShardSlice(sig);
-  CommBlocks b = s.blocks;
-  int64_t g = s.groupSize, index = s.index;
-  return [b, g, index, at](void *const *p) {
-    // Block `index` of [outer, G, inner]; in place it moves rows forward,
-    // which memmove allows (never backward: dst <= src).
-    const unsigned char *src = static_cast<unsigned char *>(p[at(Op::input)]);
-    unsigned char *dst = static_cast<unsigned char *>(p[at(Op::result)]);
-    for (int64_t o = 0; o < b.outer; ++o)
-      std::memmove(dst + o * b.inner, src + (o * g + index) * b.inner, b.inner);
-  };
-}
-
-BoundKernel bindAxisIndex(const KernelSignature &sig) {
-  using Op = ops::DistAxisIndex;
-  OperandIndex at(sig);
-  int64_t index = checkAxisIndex(sig);
-  return [index, at](void *const *p) {
-    *static_cast<int64_t *>(p[at(Op::result)]) = index;
-  };
-}
-
-/// The cpu/Pack.h layout of `dist.pack` / `dist.unpack` (checkPack).
-std::vector<cpu::PackedTensor> packedTensors(const PackLayout &layout,
-                                             const std::vector<TensorType> &t) {
+/// The layout of `dist.pack` / `dist.unpack` (checkPack) as cpu/Pack.h
+/// takes it.
+struct Packing {
   std::vector<cpu::PackedTensor> tensors;
-  for (size_t i = 0; i < t.size(); ++i)
-    tensors.push_back({t[i].shape, layout.dims[i]});
-  return tensors;
-}
+  int64_t groups = 1;
+  int64_t elemBytes = 0;
+};
 
-BoundKernel bindPack(const KernelSignature &sig) {
-  PackLayout checked = checkPack(sig, sig.args, sig.results[0], "arg");
-  auto layout = packedTensors(checked, sig.args);
-  int64_t groups = checked.groups;
-  size_t n = layout.size();
-  int64_t elemBytes = dtypeSize(sig.results[0].dtype);
-  return [layout, groups, n, elemBytes](void *const *p) {
-    cpu::pack(layout, groups, elemBytes, p, p[n]);
-  };
-}
-
-BoundKernel bindUnpack(const KernelSignature &sig) {
-  using Op = ops::DistUnpack;
-  OperandIndex at(sig);
-  PackLayout checked =
-      checkPack(sig, sig.results, sig.arg(Op::input), "result");
-  auto layout = packedTensors(checked, sig.results);
-  int64_t groups = checked.groups;
-  int64_t elemBytes = dtypeSize(sig.arg(Op::input).dtype);
-  return [layout, groups, elemBytes, at](void *const *p) {
-    cpu::unpack(layout, groups, elemBytes, p[at(Op::input)], p + 1);
-  };
+/// Checks `tensors`, the unpacked side (named `what`), against the 1-D
+/// buffer `flat`.
+Packing packing(const KernelSignature &sig,
+                const std::vector<TensorType> &tensors, const TensorType &flat,
+                const std::string &what) {
+  PackLayout layout = checkPack(sig, tensors, flat, what);
+  Packing k;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    k.tensors.push_back({tensors[i].shape, layout.dims[i]});
+  k.groups = layout.groups;
+  k.elemBytes = dtypeSize(flat.dtype);
+  return k;
 }
 
 } // namespace
 
+template <> BoundKernel bind<ops::DistShardSlice>(const KernelSignature &sig) {
+  using Op = ops::DistShardSlice;
+  ShardSliceShape s = checkShardSlice(sig);
+  CommBlocks b = s.blocks;
+  int64_t g = s.groupSize, index = s.index;
+  return bindOperands(sig, [b, g, index](Operands o) {
+    // Block `index` of [outer, G, inner]; in place it moves rows forward,
+    // which memmove allows (never backward: dst <= src).
+    const auto *src = o.in<unsigned char>(Op::input);
+    auto *dst = o.out<unsigned char>(Op::result);
+    for (int64_t r = 0; r < b.outer; ++r)
+      std::memmove(dst + r * b.inner, src + (r * g + index) * b.inner, b.inner);
+  });
+}
+
+template <> BoundKernel bind<ops::DistAxisIndex>(const KernelSignature &sig) {
+  using Op = ops::DistAxisIndex;
+  int64_t index = checkAxisIndex(sig);
+  return bindOperands(
+      sig, [index](Operands o) { *o.out<int64_t>(Op::result) = index; });
+}
+
+template <> BoundKernel bind<ops::DistPack>(const KernelSignature &sig) {
+  using Op = ops::DistPack;
+  Packing k = packing(sig, sig.args, sig.result(Op::result), "arg");
+  return bindOperands(sig, [k](Operands o) {
+    cpu::pack(k.tensors, k.groups, k.elemBytes, o.group(Op::inputs),
+              o[Op::result]);
+  });
+}
+
+template <> BoundKernel bind<ops::DistUnpack>(const KernelSignature &sig) {
+  using Op = ops::DistUnpack;
+  Packing k = packing(sig, sig.results, sig.arg(Op::input), "result");
+  return bindOperands(sig, [k](Operands o) {
+    cpu::unpack(k.tensors, k.groups, k.elemBytes, o[Op::input],
+                o.group(Op::results));
+  });
+}
+
 void registerCommKernels(KernelTable &t) {
-  t.add("dist.pack", bindPack);
-  t.add("dist.unpack", bindUnpack);
-  t.add("dist.shard_slice", bindShardSlice);
-  t.add("dist.axis_index", bindAxisIndex);
+  addBinders<ops::DistPack, ops::DistUnpack, ops::DistShardSlice,
+             ops::DistAxisIndex>(t);
   comm_kernels::registerCollectiveKernels(t, {hostDevice, expectReducible});
   comm_kernels::registerPointToPointKernels(t);
 }

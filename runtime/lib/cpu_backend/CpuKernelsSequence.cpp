@@ -4,112 +4,134 @@
 
 #include "CpuKernels.h"
 
+#include <type_traits>
+
 namespace autoshard::runtime::cpu_kernels {
 
 using namespace autoshard::runtime::cpu;
-
-namespace {
 
 //===----------------------------------------------------------------------===//
 // Embeddings (token and vocab-parallel) and position embeddings
 //===----------------------------------------------------------------------===//
 
-/// The `shard` operand: an i64 scalar read when the kernel runs.
-int64_t shardOf(void *p) { return *in<int64_t>(p); }
+namespace {
 
-/// embedding / vocab_embedding (`VocabParallel`: operand 2 is the shard)
-/// and their gradients (`Grad`); operand 1 is the table or dy.
-template <bool Grad, bool VocabParallel>
-BoundKernel bindEmbedding(const KernelSignature &sig) {
+/// The `shard` operand: an i64 scalar read when the kernel runs.
+int64_t shardOf(void *p) { return *static_cast<const int64_t *>(p); }
+
+/// embedding / vocab_embedding (`Op`; `VocabParallel`: the shard
+/// operand) and their gradients (`Grad`); `rows` is the table or dy.
+template <typename Op, bool Grad, bool VocabParallel>
+BoundKernel bindEmbedding(const KernelSignature &sig, ArgSlot rows,
+                          ResultSlot result) {
   EmbeddingShape s = Grad ? checkEmbeddingGrad(sig, VocabParallel)
                           : checkEmbedding(sig, VocabParallel);
   int64_t vocab = s.vocab, hidden = s.hidden, n = s.numIds;
-  const char *what = Grad ? "dy" : "table";
-  return withFloat(sig, sig.args[1].dtype, what, [&](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return withId(sig, sig.args[0].dtype, "ids", [=](auto i) -> BoundKernel {
-      using I = decltype(i);
-      return [=](void *const *p) {
-        const I *ids = in<I>(p[0]);
-        const T *x = in<T>(p[1]);
+  return withFloat.bindWithIds(
+      sig, rows, Op::ids, [=](auto t, auto i, Operands o) {
+        const auto *ids = o.in(Op::ids, i);
+        const auto *x = o.in(rows, t);
+        auto *y = o.out(result, t);
         if constexpr (Grad && VocabParallel)
-          vocabEmbeddingGrad<T, I>(ids, n, x, vocab, hidden, shardOf(p[2]),
-                                   out<T>(p[3]));
+          vocabEmbeddingGrad(ids, n, x, vocab, hidden, shardOf(o[Op::shard]),
+                             y);
         else if constexpr (VocabParallel)
-          vocabEmbedding<T, I>(ids, n, x, vocab, hidden, shardOf(p[2]),
-                               out<T>(p[3]));
+          vocabEmbedding(ids, n, x, vocab, hidden, shardOf(o[Op::shard]), y);
         else if constexpr (Grad)
-          embeddingGrad<T, I>(ids, n, x, vocab, hidden, out<T>(p[2]));
+          embeddingGrad(ids, n, x, vocab, hidden, y);
         else
-          embedding<T, I>(ids, n, x, vocab, hidden, out<T>(p[2]));
-      };
-    });
+          embedding(ids, n, x, vocab, hidden, y);
+      });
+}
+
+} // namespace
+
+template <> BoundKernel bind<ops::Embedding>(const KernelSignature &sig) {
+  using Op = ops::Embedding;
+  return bindEmbedding<Op, false, false>(sig, Op::table, Op::out);
+}
+
+template <> BoundKernel bind<ops::EmbeddingGrad>(const KernelSignature &sig) {
+  using Op = ops::EmbeddingGrad;
+  return bindEmbedding<Op, true, false>(sig, Op::dy, Op::dtable);
+}
+
+template <> BoundKernel bind<ops::VocabEmbedding>(const KernelSignature &sig) {
+  using Op = ops::VocabEmbedding;
+  return bindEmbedding<Op, false, true>(sig, Op::table, Op::out);
+}
+
+template <>
+BoundKernel bind<ops::VocabEmbeddingGrad>(const KernelSignature &sig) {
+  using Op = ops::VocabEmbeddingGrad;
+  return bindEmbedding<Op, true, true>(sig, Op::dy, Op::dtable);
+}
+
+template <>
+BoundKernel bind<ops::PositionEmbedding>(const KernelSignature &sig) {
+  using Op = ops::PositionEmbedding;
+  PositionEmbeddingShape s = checkPositionEmbedding(sig);
+  return withFloat.bind(sig, Op::table, [=](auto t, Operands o) {
+    positionEmbedding(o.in(Op::table, t), s.positions, s.hidden, s.seqLen,
+                      o.out(Op::out, t));
   });
 }
 
-BoundKernel bindPositionEmbedding(const KernelSignature &sig) {
-  using Op = ops::PositionEmbedding;
-  OperandIndex at(sig);
-  PositionEmbeddingShape s = checkPositionEmbedding(sig);
-  int64_t positions = s.positions, hidden = s.hidden, seqLen = s.seqLen;
-  return withFloat(
-      sig, sig.arg(Op::table).dtype, "table", [=](auto t) -> BoundKernel {
-        using T = decltype(t);
-        return [=](void *const *p) {
-          positionEmbedding<T>(in<T>(p[at(Op::table)]), positions, hidden,
-                               seqLen, out<T>(p[at(Op::out)]));
-        };
-      });
-}
-
-BoundKernel bindPositionEmbeddingGrad(const KernelSignature &sig) {
+template <>
+BoundKernel bind<ops::PositionEmbeddingGrad>(const KernelSignature &sig) {
   using Op = ops::PositionEmbeddingGrad;
-  OperandIndex at(sig);
   PositionEmbeddingShape s = checkPositionEmbeddingGrad(sig);
-  int64_t outer = s.outer, seqLen = s.seqLen, hidden = s.hidden,
-          positions = s.positions;
-  return withFloat(
-      sig, sig.arg(Op::dy).dtype, "dy", [=](auto t) -> BoundKernel {
-        using T = decltype(t);
-        return [=](void *const *p) {
-          positionEmbeddingGrad<T>(in<T>(p[at(Op::dy)]), outer, seqLen, hidden,
-                                   positions, out<T>(p[at(Op::dtable)]));
-        };
-      });
+  return withFloat.bind(sig, Op::dy, [=](auto t, Operands o) {
+    positionEmbeddingGrad(o.in(Op::dy, t), s.outer, s.seqLen, s.hidden,
+                          s.positions, o.out(Op::dtable, t));
+  });
 }
 
 //===----------------------------------------------------------------------===//
 // RoPE and dropout
 //===----------------------------------------------------------------------===//
 
-template <bool Grad> BoundKernel bindRope(const KernelSignature &sig) {
-  RopeShape s = ropeShape(checkRope(sig, Grad));
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      if constexpr (Grad)
-        ropeGrad<T>(in<T>(p[0]), out<T>(p[1]), s);
-      else
-        rope<T>(in<T>(p[0]), out<T>(p[1]), s);
-    };
+namespace {
+
+/// The float operand and result of rope(_local) and dropout(_local), x
+/// and y, and of their gradients (`grad`: the ops with a dy), dy and dx.
+/// The messages name the operand "x" either way.
+template <typename Op, typename = void> struct Flow {
+  static constexpr bool grad = false;
+  static constexpr ArgSlot x = Op::x;
+  static constexpr ResultSlot y = Op::y;
+};
+template <typename Op> struct Flow<Op, std::void_t<decltype(Op::dy)>> {
+  static constexpr bool grad = true;
+  static constexpr ArgSlot x = Op::dy;
+  static constexpr ResultSlot y = Op::dx;
+};
+
+/// rope / rope_grad.
+template <typename Op> BoundKernel bindRope(const KernelSignature &sig) {
+  using F = Flow<Op>;
+  RopeShape s = ropeShape(checkRope(sig, F::grad));
+  return withFloat.bind(sig, F::x, "x", [=](auto t, Operands o) {
+    if constexpr (F::grad)
+      ropeGrad(o.in(F::x, t), o.out(F::y, t), s);
+    else
+      rope(o.in(F::x, t), o.out(F::y, t), s);
   });
 }
 
 /// rope_local / rope_local_grad: positions start at shard * seq, the shard
 /// read when the kernel runs.
-template <bool Grad> BoundKernel bindRopeLocal(const KernelSignature &sig) {
-  RopeLocalDims d = checkRopeLocal(sig, Grad);
+template <typename Op> BoundKernel bindRopeLocal(const KernelSignature &sig) {
+  using F = Flow<Op>;
+  RopeLocalDims d = checkRopeLocal(sig, F::grad);
   RopeShape base = ropeShape(d.rope);
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      RopeShape s = base;
-      s.positionOffset = ropeLocalOffset(d, shardOf(p[1]));
-      if constexpr (Grad)
-        ropeGrad<T>(in<T>(p[0]), out<T>(p[2]), s);
-      else
-        rope<T>(in<T>(p[0]), out<T>(p[2]), s);
-    };
+  return withFloat.bind(sig, F::x, "x", [=](auto t, Operands o) {
+    RopeShape s = base;
+    s.positionOffset = ropeLocalOffset(d, shardOf(o[Op::shard]));
+    if constexpr (F::grad)
+      ropeGrad(o.in(F::x, t), o.out(F::y, t), s);
+    else
+      rope(o.in(F::x, t), o.out(F::y, t), s);
   });
 }
 
@@ -122,136 +144,182 @@ DropoutParams dropoutParams(const KernelSignature &sig, const DropoutShape &s) {
   return base;
 }
 
-template <bool Grad> BoundKernel bindDropout(const KernelSignature &sig) {
+/// `base` with the step and layer operands of dropout op `Op`.
+template <typename Op>
+DropoutParams withStepAndLayer(DropoutParams base, Operands o) {
+  base.step = *o.in<int64_t>(Op::step);
+  base.layer = *o.in<int64_t>(Op::layer);
+  return base;
+}
+
+/// dropout / dropout_grad.
+template <typename Op> BoundKernel bindDropout(const KernelSignature &sig) {
+  using F = Flow<Op>;
   DropoutShape s = checkDropout(sig, /*local=*/false);
   int64_t n = s.numel;
   DropoutParams base = dropoutParams(sig, s);
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      DropoutParams params = base;
-      params.step = *in<int64_t>(p[1]);
-      params.layer = *in<int64_t>(p[2]);
-      if constexpr (Grad)
-        dropoutGrad<T>(in<T>(p[0]), out<T>(p[3]), n, params);
-      else
-        dropout<T>(in<T>(p[0]), out<T>(p[3]), n, params);
-    };
+  return withFloat.bind(sig, F::x, "x", [=](auto t, Operands o) {
+    DropoutParams params = withStepAndLayer<Op>(base, o);
+    if constexpr (F::grad)
+      dropoutGrad(o.in(F::x, t), o.out(F::y, t), n, params);
+    else
+      dropout(o.in(F::x, t), o.out(F::y, t), n, params);
   });
 }
 
 /// dropout_local / dropout_local_grad: x, step, layer, then one `i64`
 /// scalar shard index per entry of `shard_dims`; the block offset along
 /// `shard_dims[k]` is `shards[k] * shape[shard_dims[k]]`, read at run time.
-template <bool Grad> BoundKernel bindDropoutLocal(const KernelSignature &sig) {
+template <typename Op>
+BoundKernel bindDropoutLocal(const KernelSignature &sig) {
+  using F = Flow<Op>;
   DropoutShape s = checkDropout(sig, /*local=*/true);
   DropoutParams base = dropoutParams(sig, s);
   DropoutBlock block;
   block.shape = s.shape;
   block.globalShape = s.globalShape;
   std::vector<int64_t> shardDims = s.shardDims;
-  const size_t numShards = shardDims.size();
-  const size_t result = sig.args.size();
-  return withFloat(sig, sig.args[0].dtype, "x", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      DropoutParams params = base;
-      params.step = *in<int64_t>(p[1]);
-      params.layer = *in<int64_t>(p[2]);
-      DropoutBlock local = block;
-      local.offsets.assign(local.shape.size(), 0);
-      for (size_t k = 0; k < numShards; ++k)
-        local.offsets[shardDims[k]] =
-            *in<int64_t>(p[3 + k]) * local.shape[shardDims[k]];
-      if constexpr (Grad)
-        dropoutGradBlock<T>(in<T>(p[0]), out<T>(p[result]), local, params);
-      else
-        dropoutBlock<T>(in<T>(p[0]), out<T>(p[result]), local, params);
-    };
+  return withFloat.bind(sig, F::x, "x", [=](auto t, Operands o) {
+    DropoutParams params = withStepAndLayer<Op>(base, o);
+    DropoutBlock local = block;
+    local.offsets.assign(local.shape.size(), 0);
+    for (size_t k = 0; k < shardDims.size(); ++k)
+      local.offsets[shardDims[k]] =
+          shardOf(o.at(Op::shards, static_cast<int>(k))) *
+          local.shape[shardDims[k]];
+    if constexpr (F::grad)
+      dropoutGradBlock(o.in(F::x, t), o.out(F::y, t), local, params);
+    else
+      dropoutBlock(o.in(F::x, t), o.out(F::y, t), local, params);
   });
+}
+
+} // namespace
+
+template <> BoundKernel bind<ops::Rope>(const KernelSignature &sig) {
+  return bindRope<ops::Rope>(sig);
+}
+template <> BoundKernel bind<ops::RopeGrad>(const KernelSignature &sig) {
+  return bindRope<ops::RopeGrad>(sig);
+}
+template <> BoundKernel bind<ops::RopeLocal>(const KernelSignature &sig) {
+  return bindRopeLocal<ops::RopeLocal>(sig);
+}
+template <> BoundKernel bind<ops::RopeLocalGrad>(const KernelSignature &sig) {
+  return bindRopeLocal<ops::RopeLocalGrad>(sig);
+}
+template <> BoundKernel bind<ops::Dropout>(const KernelSignature &sig) {
+  return bindDropout<ops::Dropout>(sig);
+}
+template <> BoundKernel bind<ops::DropoutGrad>(const KernelSignature &sig) {
+  return bindDropout<ops::DropoutGrad>(sig);
+}
+template <> BoundKernel bind<ops::DropoutLocal>(const KernelSignature &sig) {
+  return bindDropoutLocal<ops::DropoutLocal>(sig);
+}
+template <>
+BoundKernel bind<ops::DropoutLocalGrad>(const KernelSignature &sig) {
+  return bindDropoutLocal<ops::DropoutLocalGrad>(sig);
 }
 
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
 
-/// Calls fn(T{}, L{}) for the (q, lse) element types the kernels support.
-template <typename Fn>
-BoundKernel withAttentionTypes(const KernelSignature &sig, DType q, DType lse,
-                               Fn &&fn) {
-  if (q == DType::F32 && lse == DType::F32)
-    return fn(float{}, float{});
-  if (q == DType::F64 && lse == DType::F32)
-    return fn(double{}, float{});
-  if (q == DType::F64 && lse == DType::F64)
-    return fn(double{}, double{});
+namespace {
+
+/// Binds a kernel of the (q, lse) element types (T, L) the cpu kernels
+/// support, T that of `q`: the bound kernel calls run(T{}, L{}, Operands).
+template <typename Run>
+BoundKernel bindAttentionTypes(const KernelSignature &sig, ArgSlot q, DType lse,
+                               Run run) {
+  OperandIndex index(sig);
+  auto bound = [&](auto t, auto l) -> BoundKernel {
+    using T = decltype(t);
+    using L = decltype(l);
+    return [=](void *const *p) { run(T{}, L{}, Operands(index, p)); };
+  };
+  DType qType = sig.arg(q).dtype;
+  if (qType == DType::F32 && lse == DType::F32)
+    return bound(float{}, float{});
+  if (qType == DType::F64 && lse == DType::F32)
+    return bound(double{}, float{});
+  if (qType == DType::F64 && lse == DType::F64)
+    return bound(double{}, double{});
   sig.fail("the cpu backend has no attention for q " +
-           std::string(dtypeName(q)) + " with lse " +
+           std::string(dtypeName(qType)) + " with lse " +
            std::string(dtypeName(lse)));
 }
 
-/// The shape of attention_block(_grad) with the offsets of the chunk index
-/// operand `p[chunk]`, read when the kernel runs.
-AttentionShape blockShape(const AttentionDims &d, void *chunk) {
+/// The shape of attention(_grad) or, with the offsets of the chunk index
+/// operand read when the kernel runs, of attention_block(_grad)
+/// (`Block`).
+template <typename Op, bool Block>
+AttentionShape shapeAt(const AttentionDims &d, Operands o) {
   AttentionShape s = attentionShape(d);
-  BlockOffsets o = attentionBlockOffsets(d, shardOf(chunk));
-  s.qOffset = o.q;
-  s.kOffset = o.k;
+  if constexpr (Block) {
+    BlockOffsets b = attentionBlockOffsets(d, shardOf(o[Op::chunk]));
+    s.qOffset = b.q;
+    s.kOffset = b.k;
+  }
   return s;
 }
 
-/// attention / attention_block (`Block`: operand 3 is the chunk index and
-/// the results follow it).
-template <bool Block> BoundKernel bindAttention(const KernelSignature &sig) {
+/// attention / attention_block (`Block`: the chunk index operand).
+template <typename Op, bool Block>
+BoundKernel bindAttention(const KernelSignature &sig) {
   AttentionDims d = Block ? checkAttentionBlock(sig) : checkAttention(sig);
-  constexpr int r = Block ? 4 : 3; // first result
-  return withAttentionTypes(
-      sig, sig.args[0].dtype, d.lseType, [=](auto t, auto l) -> BoundKernel {
-        using T = decltype(t);
-        using L = decltype(l);
-        return [=](void *const *p) {
-          attention<T, L>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]), out<T>(p[r]),
-                          out<L>(p[r + 1]),
-                          Block ? blockShape(d, p[3]) : attentionShape(d));
-        };
+  return bindAttentionTypes(
+      sig, Op::q, d.lseType, [=](auto t, auto l, Operands o) {
+        attention(o.in(Op::q, t), o.in(Op::k, t), o.in(Op::v, t),
+                  o.out(Op::out, t), o.out(Op::lse, l),
+                  shapeAt<Op, Block>(d, o));
       });
 }
 
-/// attention_grad / attention_block_grad (`Block`: operand 6 is the chunk
-/// index and the results follow it).
-template <bool Block>
+/// attention_grad / attention_block_grad (`Block`: the chunk index
+/// operand).
+template <typename Op, bool Block>
 BoundKernel bindAttentionGrad(const KernelSignature &sig) {
   AttentionDims d =
       Block ? checkAttentionBlockGrad(sig) : checkAttentionGrad(sig);
-  constexpr int r = Block ? 7 : 6; // first result
-  return withAttentionTypes(
-      sig, sig.args[1].dtype, d.lseType, [=](auto t, auto l) -> BoundKernel {
-        using T = decltype(t);
-        using L = decltype(l);
-        return [=](void *const *p) {
-          attentionGrad<T, L>(in<T>(p[0]), in<T>(p[1]), in<T>(p[2]),
-                              in<T>(p[3]), in<T>(p[4]), in<L>(p[5]),
-                              out<T>(p[r]), out<T>(p[r + 1]), out<T>(p[r + 2]),
-                              Block ? blockShape(d, p[6]) : attentionShape(d));
-        };
+  return bindAttentionTypes(
+      sig, Op::q, d.lseType, [=](auto t, auto l, Operands o) {
+        attentionGrad(o.in(Op::dout, t), o.in(Op::q, t), o.in(Op::k, t),
+                      o.in(Op::v, t), o.in(Op::out, t), o.in(Op::lse, l),
+                      o.out(Op::dq, t), o.out(Op::dk, t), o.out(Op::dv, t),
+                      shapeAt<Op, Block>(d, o));
       });
 }
 
-BoundKernel bindAttentionMerge(const KernelSignature &sig) {
+} // namespace
+
+template <> BoundKernel bind<ops::Attention>(const KernelSignature &sig) {
+  return bindAttention<ops::Attention, false>(sig);
+}
+
+template <> BoundKernel bind<ops::AttentionBlock>(const KernelSignature &sig) {
+  return bindAttention<ops::AttentionBlock, true>(sig);
+}
+
+template <> BoundKernel bind<ops::AttentionGrad>(const KernelSignature &sig) {
+  return bindAttentionGrad<ops::AttentionGrad, false>(sig);
+}
+
+template <>
+BoundKernel bind<ops::AttentionBlockGrad>(const KernelSignature &sig) {
+  return bindAttentionGrad<ops::AttentionBlockGrad, true>(sig);
+}
+
+template <> BoundKernel bind<ops::AttentionMerge>(const KernelSignature &sig) {
   using Op = ops::AttentionMerge;
-  OperandIndex at(sig);
   AttentionMergeDims d = checkAttentionMerge(sig);
-  return withAttentionTypes(
-      sig, sig.arg(Op::out_a).dtype, d.lseType,
-      [=](auto t, auto l) -> BoundKernel {
-        using T = decltype(t);
-        using L = decltype(l);
-        return [=](void *const *p) {
-          attentionMerge<T, L>(in<T>(p[at(Op::out_a)]), in<L>(p[at(Op::lse_a)]),
-                               in<T>(p[at(Op::out_b)]), in<L>(p[at(Op::lse_b)]),
-                               out<T>(p[at(Op::out)]), out<L>(p[at(Op::lse)]),
-                               d.batch, d.seq, d.heads, d.headDim);
-        };
+  return bindAttentionTypes(
+      sig, Op::out_a, d.lseType, [=](auto t, auto l, Operands o) {
+        attentionMerge(o.in(Op::out_a, t), o.in(Op::lse_a, l),
+                       o.in(Op::out_b, t), o.in(Op::lse_b, l),
+                       o.out(Op::out, t), o.out(Op::lse, l), d.batch, d.seq,
+                       d.heads, d.headDim);
       });
 }
 
@@ -259,42 +327,24 @@ BoundKernel bindAttentionMerge(const KernelSignature &sig) {
 // Loss
 //===----------------------------------------------------------------------===//
 
-BoundKernel bindCrossEntropy(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::CrossEntropy>(const KernelSignature &sig) {
   using Op = ops::CrossEntropy;
-  OperandIndex at(sig);
   CrossEntropyShape s = crossEntropyShape(checkCrossEntropy(sig));
-  return withFloat(
-      sig, sig.arg(Op::logits).dtype, "logits", [&](auto t) -> BoundKernel {
-        using T = decltype(t);
-        return withId(sig, sig.arg(Op::labels).dtype, "labels",
-                      [=](auto i) -> BoundKernel {
-                        using I = decltype(i);
-                        return [=](void *const *p) {
-                          *out<float>(p[at(Op::loss)]) = static_cast<float>(
-                              crossEntropy<T, I>(in<T>(p[at(Op::logits)]),
-                                                 in<I>(p[at(Op::labels)]), s));
-                        };
-                      });
+  return withFloat.bindWithIds(
+      sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
+        *o.out<float>(Op::loss) = static_cast<float>(
+            crossEntropy(o.in(Op::logits, t), o.in(Op::labels, i), s));
       });
 }
 
-BoundKernel bindCrossEntropyGrad(const KernelSignature &sig) {
+template <>
+BoundKernel bind<ops::CrossEntropyGrad>(const KernelSignature &sig) {
   using Op = ops::CrossEntropyGrad;
-  OperandIndex at(sig);
   CrossEntropyShape s = crossEntropyShape(checkCrossEntropyGrad(sig));
-  return withFloat(
-      sig, sig.arg(Op::logits).dtype, "logits", [&](auto t) -> BoundKernel {
-        using T = decltype(t);
-        return withId(sig, sig.arg(Op::labels).dtype, "labels",
-                      [=](auto i) -> BoundKernel {
-                        using I = decltype(i);
-                        return [=](void *const *p) {
-                          crossEntropyGrad<T, I>(*in<float>(p[at(Op::dloss)]),
-                                                 in<T>(p[at(Op::logits)]),
-                                                 in<I>(p[at(Op::labels)]),
-                                                 out<T>(p[at(Op::dlogits)]), s);
-                        };
-                      });
+  return withFloat.bindWithIds(
+      sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
+        crossEntropyGrad(*o.in<float>(Op::dloss), o.in(Op::logits, t),
+                         o.in(Op::labels, i), o.out(Op::dlogits, t), s);
       });
 }
 
@@ -302,101 +352,57 @@ BoundKernel bindCrossEntropyGrad(const KernelSignature &sig) {
 // Vocab-parallel loss
 //===----------------------------------------------------------------------===//
 
-BoundKernel bindVocabCeMax(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::VocabCeMax>(const KernelSignature &sig) {
   using Op = ops::VocabCeMax;
-  OperandIndex at(sig);
-  const TensorType &logits = sig.arg(Op::logits);
   VocabCeShape s = vocabCeShape(checkVocabCeMax(sig));
-  return withFloat(sig, logits.dtype, "logits", [=](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return [=](void *const *p) {
-      vocabCeMax<T>(in<T>(p[at(Op::logits)]), s, shardOf(p[at(Op::shard)]),
-                    out<float>(p[at(Op::max)]));
-    };
+  return withFloat.bind(sig, Op::logits, [=](auto t, Operands o) {
+    vocabCeMax(o.in(Op::logits, t), s, shardOf(o[Op::shard]),
+               o.out<float>(Op::max));
   });
 }
 
-BoundKernel bindVocabCeStats(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::VocabCeStats>(const KernelSignature &sig) {
   using Op = ops::VocabCeStats;
-  OperandIndex at(sig);
-  const TensorType &logits = sig.arg(Op::logits), &labels = sig.arg(Op::labels);
   VocabCeShape s = vocabCeShape(checkVocabCeStats(sig));
-  return withFloat(sig, logits.dtype, "logits", [&](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return withId(sig, labels.dtype, "labels", [=](auto i) -> BoundKernel {
-      using I = decltype(i);
-      return [=](void *const *p) {
-        vocabCeStats<T, I>(in<T>(p[at(Op::logits)]), in<I>(p[at(Op::labels)]),
-                           in<float>(p[at(Op::max)]), s,
-                           shardOf(p[at(Op::shard)]),
-                           out<float>(p[at(Op::stats)]));
-      };
-    });
+  return withFloat.bindWithIds(
+      sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
+        vocabCeStats(o.in(Op::logits, t), o.in(Op::labels, i),
+                     o.in<float>(Op::max), s, shardOf(o[Op::shard]),
+                     o.out<float>(Op::stats));
+      });
+}
+
+template <> BoundKernel bind<ops::VocabCeLoss>(const KernelSignature &sig) {
+  using Op = ops::VocabCeLoss;
+  VocabCeDims d = checkVocabCeLoss(sig);
+  return bindOperands(sig, [=](Operands o) {
+    *o.out<float>(Op::loss) = static_cast<float>(vocabCeLoss(
+        o.in<float>(Op::stats), o.in<float>(Op::max), d.tokens, d.numTokens));
   });
 }
 
-BoundKernel bindVocabCeLoss(const KernelSignature &sig) {
-  using Op = ops::VocabCeLoss;
-  OperandIndex at(sig);
-  VocabCeDims d = checkVocabCeLoss(sig);
-  int64_t tokens = d.tokens, numTokens = d.numTokens;
-  return [=](void *const *p) {
-    *out<float>(p[at(Op::loss)]) = static_cast<float>(
-        vocabCeLoss(in<float>(p[at(Op::stats)]), in<float>(p[at(Op::max)]),
-                    tokens, numTokens));
-  };
-}
-
-BoundKernel bindVocabCeGrad(const KernelSignature &sig) {
+template <> BoundKernel bind<ops::VocabCeGrad>(const KernelSignature &sig) {
   using Op = ops::VocabCeGrad;
-  OperandIndex at(sig);
-  const TensorType &logits = sig.arg(Op::logits), &labels = sig.arg(Op::labels);
   VocabCeDims d = checkVocabCeGrad(sig);
   VocabCeShape s = vocabCeShape(d);
-  int64_t numTokens = d.numTokens;
-  return withFloat(sig, logits.dtype, "logits", [&](auto t) -> BoundKernel {
-    using T = decltype(t);
-    return withId(sig, labels.dtype, "labels", [=](auto i) -> BoundKernel {
-      using I = decltype(i);
-      return [=](void *const *p) {
-        vocabCeGrad<T, I>(
-            *in<float>(p[at(Op::dloss)]), in<T>(p[at(Op::logits)]),
-            in<I>(p[at(Op::labels)]), in<float>(p[at(Op::max)]),
-            in<float>(p[at(Op::stats)]), s, shardOf(p[at(Op::shard)]),
-            numTokens, out<T>(p[at(Op::dlogits)]));
-      };
-    });
-  });
+  return withFloat.bindWithIds(
+      sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
+        vocabCeGrad(*o.in<float>(Op::dloss), o.in(Op::logits, t),
+                    o.in(Op::labels, i), o.in<float>(Op::max),
+                    o.in<float>(Op::stats), s, shardOf(o[Op::shard]),
+                    d.numTokens, o.out(Op::dlogits, t));
+      });
 }
 
-} // namespace
-
 void registerSequenceKernels(KernelTable &t) {
-  t.add("embedding", bindEmbedding<false, false>);
-  t.add("embedding_grad", bindEmbedding<true, false>);
-  t.add("position_embedding", bindPositionEmbedding);
-  t.add("position_embedding_grad", bindPositionEmbeddingGrad);
-  t.add("rope", bindRope<false>);
-  t.add("rope_grad", bindRope<true>);
-  t.add("rope_local", bindRopeLocal<false>);
-  t.add("rope_local_grad", bindRopeLocal<true>);
-  t.add("dropout", bindDropout<false>);
-  t.add("dropout_grad", bindDropout<true>);
-  t.add("dropout_local", bindDropoutLocal<false>);
-  t.add("dropout_local_grad", bindDropoutLocal<true>);
-  t.add("attention", bindAttention<false>);
-  t.add("attention_grad", bindAttentionGrad<false>);
-  t.add("attention_block", bindAttention<true>);
-  t.add("attention_block_grad", bindAttentionGrad<true>);
-  t.add("attention_merge", bindAttentionMerge);
-  t.add("cross_entropy", bindCrossEntropy);
-  t.add("cross_entropy_grad", bindCrossEntropyGrad);
-  t.add("vocab_embedding", bindEmbedding<false, true>);
-  t.add("vocab_embedding_grad", bindEmbedding<true, true>);
-  t.add("vocab_ce_max", bindVocabCeMax);
-  t.add("vocab_ce_stats", bindVocabCeStats);
-  t.add("vocab_ce_loss", bindVocabCeLoss);
-  t.add("vocab_ce_grad", bindVocabCeGrad);
+  addBinders<ops::Embedding, ops::EmbeddingGrad, ops::PositionEmbedding,
+             ops::PositionEmbeddingGrad, ops::Rope, ops::RopeGrad,
+             ops::RopeLocal, ops::RopeLocalGrad, ops::Dropout, ops::DropoutGrad,
+             ops::DropoutLocal, ops::DropoutLocalGrad, ops::Attention,
+             ops::AttentionGrad, ops::AttentionBlock, ops::AttentionBlockGrad,
+             ops::AttentionMerge, ops::CrossEntropy, ops::CrossEntropyGrad,
+             ops::VocabEmbedding, ops::VocabEmbeddingGrad, ops::VocabCeMax,
+             ops::VocabCeStats, ops::VocabCeLoss, ops::VocabCeGrad>(t);
 }
 
 } // namespace autoshard::runtime::cpu_kernels

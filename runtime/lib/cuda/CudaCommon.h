@@ -154,14 +154,6 @@ template <typename... Op> void addBinders(KernelTable &table) {
 template <> BoundKernel bind<ops::Gelu>(const KernelSignature &sig);
 template <> BoundKernel bind<ops::GeluGrad>(const KernelSignature &sig);
 
-/// A kernel that needs no element-type dispatch: the bound kernel calls
-/// `run(Operands)` with the pointers of the call.
-template <typename Run>
-BoundKernel bindOperands(const KernelSignature &sig, Run run) {
-  OperandIndex index(sig);
-  return [=](void *const *p) { run(Operands(index, p)); };
-}
-
 /// Calls fn(T{}, I{}) (returning the BoundKernel) with T the float type of
 /// slot `typed` (withFloat) and I the id type of slot `ids` (withId), in
 /// that order; the messages name the slots.
@@ -173,16 +165,6 @@ BoundKernel withFloatAndId(const KernelSignature &sig, FloatSlot typed,
         return withId(sig, sig.type(ids).dtype, std::string(ids.name),
                       [&](auto i) -> BoundKernel { return fn(t, i); });
       });
-}
-
-/// Binds a kernel of those two types: the bound kernel calls
-/// `run(T{}, I{}, Operands)`.
-template <typename FloatSlot, typename IdSlot, typename Run>
-BoundKernel bindFloatAndId(const KernelSignature &sig, FloatSlot typed,
-                           IdSlot ids, Run run) {
-  return withFloatAndId(sig, typed, ids, [&](auto t, auto i) {
-    return bindOperands(sig, [=](Operands o) { run(t, i, o); });
-  });
 }
 
 /// Registration of each op family (one .cu file each).

@@ -117,7 +117,7 @@ template <> BoundKernel bind<ops::CrossEntropy>(const KernelSignature &sig) {
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
   Scratch perToken = scratch(s.tokens * sizeof(double));
-  return bindFloatAndId(
+  return withFloat.bindWithIds(
       sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
         ceForwardKernel<decltype(t), decltype(i)>
             <<<s.tokens, kRowThreads, 0, st>>>(
@@ -139,15 +139,15 @@ BoundKernel bind<ops::CrossEntropyGrad>(const KernelSignature &sig) {
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  return bindFloatAndId(sig, Op::logits, Op::labels,
-                        [=](auto t, auto i, Operands o) {
-                          ceGradKernel<decltype(t), decltype(i)>
-                              <<<s.tokens, kRowThreads, 0, st>>>(
-                                  o.in<float>(Op::dloss), o.in(Op::logits, t),
-                                  o.in(Op::labels, i), s.classes, s.vocabSize,
-                                  double(s.tokens), o.out(Op::dlogits, t), err);
-                          AUTOSHARD_CUDA_LAUNCHED();
-                        });
+  return withFloat.bindWithIds(
+      sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
+        ceGradKernel<decltype(t), decltype(i)>
+            <<<s.tokens, kRowThreads, 0, st>>>(
+                o.in<float>(Op::dloss), o.in(Op::logits, t),
+                o.in(Op::labels, i), s.classes, s.vocabSize, double(s.tokens),
+                o.out(Op::dlogits, t), err);
+        AUTOSHARD_CUDA_LAUNCHED();
+      });
 }
 
 namespace {
@@ -245,7 +245,7 @@ template <> BoundKernel bind<ops::VocabCeStats>(const KernelSignature &sig) {
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  return bindFloatAndId(
+  return withFloat.bindWithIds(
       sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
         if (s.tokens == 0)
           return;
@@ -278,7 +278,7 @@ template <> BoundKernel bind<ops::VocabCeGrad>(const KernelSignature &sig) {
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  return bindFloatAndId(
+  return withFloat.bindWithIds(
       sig, Op::logits, Op::labels, [=](auto t, auto i, Operands o) {
         if (s.tokens == 0)
           return;

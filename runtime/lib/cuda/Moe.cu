@@ -290,18 +290,6 @@ void expectBufferLimits(const KernelSignature &sig, const MoeDims &s) {
     sig.fail("capacity must be >= 1");
 }
 
-/// Binds a kernel of the float type of slot `typed` and the id type of slot
-/// `ids` (withMoeTypes): the bound kernel calls `run(T{}, I{}, Operands)`.
-template <typename FloatSlot, typename IdSlot, typename Run>
-BoundKernel bindMoe(const KernelSignature &sig, FloatSlot typed, IdSlot ids,
-                    Run run) {
-  return withMoeTypes(sig, withFloat, sig.type(typed).dtype,
-                      sig.type(ids).dtype, [&](auto t, auto i) {
-                        return bindOperands(sig,
-                                            [=](Operands o) { run(t, i, o); });
-                      });
-}
-
 /// Runs the slot assignment into `slots` (one int32 per choice).
 template <typename I>
 void assignSlots(cudaStream_t st, const I *ids, const MoeDims &s,
@@ -323,8 +311,8 @@ BoundKernel bindAuxLoss(const KernelSignature &sig) {
   Scratch frac = scratch(s.batch * s.numExperts * sizeof(double));
   Scratch perToken = scratch(Grad ? 0 : s.batch * s.seq * sizeof(double));
   double factor = double(s.numExperts) / double(s.seq * s.batch);
-  return bindMoe(
-      sig, Op::logits, Op::expert_ids, [=](auto t, auto i, Operands o) {
+  return bindMoe<Op>(
+      sig, withFloat, Op::logits, [=](auto t, auto i, Operands o) {
         using T = decltype(t);
         int64_t tokens = s.batch * s.seq;
         fractionsKernel<decltype(i)><<<gridFor(s.batch, 64), 64, 0, st>>>(
@@ -354,16 +342,16 @@ template <> BoundKernel bind<ops::MoeRouter>(const KernelSignature &sig) {
   expectLogitsLimit(sig, s);
   bool renorm = s.renormalize;
   cudaStream_t st = currentContext().stream;
-  return bindMoe(sig, Op::logits, Op::expert_ids,
-                 [=](auto t, auto i, Operands o) {
-                   if (s.batch * s.seq == 0)
-                     return;
-                   routerKernel<decltype(t), decltype(i)>
-                       <<<gridFor(s.batch * s.seq, 128), 128, 0, st>>>(
-                           o.in(Op::logits, t), o.out(Op::gates, t),
-                           o.out(Op::expert_ids, i), s, renorm);
-                   AUTOSHARD_CUDA_LAUNCHED();
-                 });
+  return bindMoe<Op>(sig, withFloat, Op::logits,
+                     [=](auto t, auto i, Operands o) {
+                       if (s.batch * s.seq == 0)
+                         return;
+                       routerKernel<decltype(t), decltype(i)>
+                           <<<gridFor(s.batch * s.seq, 128), 128, 0, st>>>(
+                               o.in(Op::logits, t), o.out(Op::gates, t),
+                               o.out(Op::expert_ids, i), s, renorm);
+                       AUTOSHARD_CUDA_LAUNCHED();
+                     });
 }
 
 template <> BoundKernel bind<ops::MoeRouterGrad>(const KernelSignature &sig) {
@@ -374,8 +362,8 @@ template <> BoundKernel bind<ops::MoeRouterGrad>(const KernelSignature &sig) {
   const CudaContext &ctx = currentContext();
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
-  return bindMoe(
-      sig, Op::logits, Op::expert_ids, [=](auto t, auto i, Operands o) {
+  return bindMoe<Op>(
+      sig, withFloat, Op::logits, [=](auto t, auto i, Operands o) {
         if (s.batch * s.seq == 0)
           return;
         routerGradKernel<decltype(t), decltype(i)>
@@ -404,7 +392,7 @@ template <> BoundKernel bind<ops::MoeDispatch>(const KernelSignature &sig) {
   int *err = ctx.errorWord;
   Scratch slots = scratch(std::max<int64_t>(ids.numel(), 1) * 4);
   int64_t bufBytes = sig.result(Op::buf).bytes();
-  return bindMoe(sig, Op::x, Op::expert_ids, [=](auto t, auto i, Operands o) {
+  return bindMoe<Op>(sig, withFloat, Op::x, [=](auto t, auto i, Operands o) {
     AUTOSHARD_CUDA(cudaMemsetAsync(o[Op::buf], 0, bufBytes, st));
     int64_t n = s.batch * s.seq * s.topK * s.hidden;
     if (n == 0)
@@ -425,16 +413,15 @@ template <> BoundKernel bind<ops::MoeDispatchGrad>(const KernelSignature &sig) {
   cudaStream_t st = ctx.stream;
   int *err = ctx.errorWord;
   Scratch slots = scratch(std::max<int64_t>(ids.numel(), 1) * 4);
-  return bindMoe(
-      sig, Op::dbuf, Op::expert_ids, [=](auto t, auto i, Operands o) {
-        int64_t n = s.batch * s.seq * s.hidden;
-        if (n == 0)
-          return;
-        assignSlots(st, o.in(Op::expert_ids, i), s, slots->as<int32_t>(), err);
-        launchGridLoop(n, st, gatherKernel<decltype(t), decltype(i)>,
-                       o.in(Op::dbuf, t), nullptr, o.in(Op::expert_ids, i),
-                       slots->as<int32_t>(), o.out(Op::dx, t), s);
-      });
+  return bindMoe<Op>(sig, withFloat, Op::dbuf, [=](auto t, auto i, Operands o) {
+    int64_t n = s.batch * s.seq * s.hidden;
+    if (n == 0)
+      return;
+    assignSlots(st, o.in(Op::expert_ids, i), s, slots->as<int32_t>(), err);
+    launchGridLoop(n, st, gatherKernel<decltype(t), decltype(i)>,
+                   o.in(Op::dbuf, t), nullptr, o.in(Op::expert_ids, i),
+                   slots->as<int32_t>(), o.out(Op::dx, t), s);
+  });
 }
 
 template <> BoundKernel bind<ops::MoeCombine>(const KernelSignature &sig) {
@@ -446,7 +433,7 @@ template <> BoundKernel bind<ops::MoeCombine>(const KernelSignature &sig) {
   int *err = ctx.errorWord;
   Scratch slots =
       scratch(std::max<int64_t>(sig.arg(Op::expert_ids).numel(), 1) * 4);
-  return bindMoe(sig, Op::buf, Op::expert_ids, [=](auto t, auto i, Operands o) {
+  return bindMoe<Op>(sig, withFloat, Op::buf, [=](auto t, auto i, Operands o) {
     int64_t n = s.batch * s.seq * s.hidden;
     if (n == 0)
       return;
@@ -469,7 +456,7 @@ template <> BoundKernel bind<ops::MoeCombineGrad>(const KernelSignature &sig) {
   Scratch slots =
       scratch(std::max<int64_t>(sig.arg(Op::expert_ids).numel(), 1) * 4);
   int64_t bufBytes = buf.bytes();
-  return bindMoe(sig, Op::buf, Op::expert_ids, [=](auto t, auto i, Operands o) {
+  return bindMoe<Op>(sig, withFloat, Op::buf, [=](auto t, auto i, Operands o) {
     using T = decltype(t);
     using I = decltype(i);
     AUTOSHARD_CUDA(cudaMemsetAsync(o[Op::dbuf], 0, bufBytes, st));

@@ -79,7 +79,7 @@ BoundKernel bindEmbedding(const KernelSignature &sig) {
   const CudaContext &ctx = currentContext();
   cudaStream_t s = ctx.stream;
   int *err = ctx.errorWord;
-  return bindFloatAndId(
+  return withFloat.bindWithIds(
       sig, Op::table, Op::ids, [=](auto t, auto i, Operands o) {
         const int64_t *shard = nullptr;
         if constexpr (VocabParallel)

@@ -89,6 +89,11 @@ public:
   template <typename Slot> void *at(Slot slot, int offset) const {
     return pointers[index(slot) + offset];
   }
+  /// The members of the variadic group that starts at `slot`, as an array
+  /// (kernels taking a list of buffers: `cpu::pack`).
+  template <typename Slot> void *const *group(Slot slot) const {
+    return pointers + index(slot);
+  }
   template <typename T, typename Slot>
   const T *in(Slot slot, T /*type tag*/ = T{}) const {
     return static_cast<const T *>((*this)[slot]);
@@ -109,6 +114,14 @@ private:
 /// when the kernel runs. Throws (std::exception) on bad data, e.g. an id out
 /// of range.
 using BoundKernel = std::function<void(void *const *operands)>;
+
+/// A kernel of no element-type dispatch (data movement, scalar kernels):
+/// the bound kernel calls `run(Operands)`.
+template <typename Run>
+BoundKernel bindOperands(const KernelSignature &sig, Run run) {
+  OperandIndex index(sig);
+  return [=](void *const *p) { run(Operands(index, p)); };
+}
 
 /// Binds one op for one backend; throws ArtifactError (via
 /// KernelSignature::fail) when the types or shapes do not fit the op.

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace autoshard::runtime::checks {
@@ -38,6 +39,8 @@ std::string resultName(size_t i);
 /// Fails unless `got` equals `want`.
 void expectType(const KernelSignature &sig, const TensorType &got,
                 const TensorType &want, const std::string &what);
+/// Fails unless result 0 is `want` (the message names "result 0").
+void expectResult(const KernelSignature &sig, const TensorType &want);
 /// Fails unless `got` is a scalar (rank 0) of `dtype`.
 void expectScalar(const KernelSignature &sig, const TensorType &got,
                   DType dtype, const std::string &what);
@@ -95,27 +98,59 @@ template <typename Wide> struct FloatDispatch {
   /// the slot when its type is neither f32 nor `wide`.
   template <typename Slot, typename Run>
   BoundKernel bind(const KernelSignature &sig, Slot typed, Run run) const {
+    return bind(sig, typed, std::string(typed.name), std::move(run));
+  }
+  /// As above, the message naming `what` (a gradient op whose message
+  /// names its forward operand: rope_grad's dy is "x").
+  template <typename Slot, typename Run>
+  BoundKernel bind(const KernelSignature &sig, Slot typed,
+                   const std::string &what, Run run) const {
     OperandIndex index(sig);
-    return (*this)(sig, sig.type(typed).dtype, std::string(typed.name),
-                   [&](auto tag) -> BoundKernel {
-                     using T = decltype(tag);
-                     return
-                         [=](void *const *p) { run(T{}, Operands(index, p)); };
-                   });
+    return (*this)(
+        sig, sig.type(typed).dtype, what, [&](auto tag) -> BoundKernel {
+          using T = decltype(tag);
+          return [=](void *const *p) { run(T{}, Operands(index, p)); };
+        });
+  }
+
+  /// Binds a kernel of float type T, that of `typed`, and id type I
+  /// (int32_t or int64_t, withId), that of `ids`: the bound kernel calls
+  /// `run(T{}, I{}, Operands)`. Checks T first; fails naming the slot.
+  template <typename Slot, typename IdSlot, typename Run>
+  BoundKernel bindWithIds(const KernelSignature &sig, Slot typed, IdSlot ids,
+                          Run run) const {
+    return bindWithIds(sig, typed, std::string(typed.name), ids,
+                       std::move(run));
+  }
+  /// As above, the float type's message naming `what`.
+  template <typename Slot, typename IdSlot, typename Run>
+  BoundKernel bindWithIds(const KernelSignature &sig, Slot typed,
+                          const std::string &what, IdSlot ids, Run run) const {
+    OperandIndex index(sig);
+    return (*this)(
+        sig, sig.type(typed).dtype, what, [&](auto tag) -> BoundKernel {
+          using T = decltype(tag);
+          return withId(sig, sig.type(ids).dtype, std::string(ids.name),
+                        [&](auto id) -> BoundKernel {
+                          using I = decltype(id);
+                          return [=](void *const *p) {
+                            run(T{}, I{}, Operands(index, p));
+                          };
+                        });
+        });
   }
 };
 
-/// moe_*: calls fn(T{}, I{}) for the float type `t` of the float operands
-/// (dispatched by the backend's `withFloat`) and the id type `ids` of
-/// expert_ids.
-template <typename Wide, typename Fn>
-BoundKernel withMoeTypes(const KernelSignature &sig,
-                         const FloatDispatch<Wide> &withFloat, DType t,
-                         DType ids, Fn &&fn) {
-  return withFloat(sig, t, "float operands", [&](auto tt) -> BoundKernel {
-    return withId(sig, ids, "expert_ids",
-                  [&](auto it) -> BoundKernel { return fn(tt, it); });
-  });
+/// moe_* (`Op`, OpTable.h): binds a kernel of the float type T of the
+/// float operands, that of `floats`, and the id type I of Op::expert_ids:
+/// the bound kernel calls `run(T{}, I{}, Operands)`. Fails naming "float
+/// operands" or expert_ids.
+template <typename Op, typename Wide, typename Slot, typename Run>
+BoundKernel bindMoe(const KernelSignature &sig,
+                    const FloatDispatch<Wide> &withFloat, Slot floats,
+                    Run run) {
+  return withFloat.bindWithIds(sig, floats, "float operands", Op::expert_ids,
+                               std::move(run));
 }
 
 //===----------------------------------------------------------------------===//
