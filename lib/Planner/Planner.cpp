@@ -648,8 +648,14 @@ search(const Cluster &c, const ModelInfo &m,
           eps.push_back(ep);
     if (eps.empty())
       eps.push_back(1);
+    // Each loop sets the keys it chooses.
+    Candidate cand;
+    cand.cpContiguous = o.cpContiguous;
+    cand.pipelineReductionInTail = o.pipelineReductionInTail;
     for (const auto &[key, prof] : profiles) {
       auto [tp, sp] = key;
+      cand.tp = tp;
+      cand.sp = sp;
       if (sp && !o.searchSp)
         continue;
       if (!prof.error.empty()) {
@@ -660,6 +666,7 @@ search(const Cluster &c, const ModelInfo &m,
       for (int64_t cp : o.cpChoices) {
         if (o.gpus % (tp * cp))
           continue;
+        cand.cp = cp;
         // Ulysses only where the heads split over tp*cp.
         std::vector<std::string> cpAttentions = {"ring"};
         if (cp > 1) {
@@ -675,11 +682,15 @@ search(const Cluster &c, const ModelInfo &m,
           int64_t dp = o.gpus / (tp * cp * pp);
           if (o.globalBatch % dp)
             continue;
+          cand.pp = pp;
+          cand.dp = dp;
           int64_t perDp = o.globalBatch / dp;
           for (int64_t mbs : o.mbsChoices) {
             if (perDp % mbs)
               continue;
             int64_t mb = perDp / mbs;
+            cand.mbs = mbs;
+            cand.mb = mb;
             std::vector<std::pair<std::string, int64_t>> scheds;
             if (pp == 1) {
               scheds.push_back({"1f1b", 1});
@@ -699,8 +710,11 @@ search(const Cluster &c, const ModelInfo &m,
                 }
               }
             }
-            for (auto &[sched, v] : scheds)
-              for (int64_t ep : eps)
+            for (auto &[sched, v] : scheds) {
+              cand.schedule = sched;
+              cand.vpp = v;
+              for (int64_t ep : eps) {
+                cand.ep = ep;
                 for (int64_t zero : o.zeroStages) {
                   if (zero > 0 && dp * cp == 1)
                     continue;
@@ -711,27 +725,17 @@ search(const Cluster &c, const ModelInfo &m,
                     continue;
                   if (o.epAsCompiled && cp > 1 && ep == 1 && m.experts > 0)
                     continue;
-                  for (const std::string &rc : o.recomputes)
+                  cand.zero = zero;
+                  for (const std::string &rc : o.recomputes) {
+                    cand.recompute = rc;
                     for (const std::string &cpa : cpAttentions) {
-                      Candidate cand;
-                      cand.tp = tp;
-                      cand.sp = sp;
-                      cand.pp = pp;
-                      cand.dp = dp;
-                      cand.cp = cp;
-                      cand.cpContiguous = o.cpContiguous;
-                      cand.pipelineReductionInTail = o.pipelineReductionInTail;
-                      cand.ep = ep;
-                      cand.mbs = mbs;
-                      cand.mb = mb;
-                      cand.schedule = sched;
-                      cand.vpp = v;
-                      cand.zero = zero;
-                      cand.recompute = rc;
                       cand.cpAttention = cpa;
                       consider(prof, cand);
                     }
+                  }
                 }
+              }
+            }
           }
         }
       }

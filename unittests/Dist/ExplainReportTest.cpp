@@ -87,6 +87,16 @@ std::string lineStartingWith(llvm::StringRef text, llvm::StringRef prefix) {
   return "";
 }
 
+/// Expects, for each (prefix, line) of `lines`, that the first line of
+/// `text` starting with `prefix` is `line`.
+void expectLines(
+    llvm::StringRef text,
+    llvm::ArrayRef<std::pair<llvm::StringRef, llvm::StringRef>> lines) {
+  for (auto [prefix, line] : lines)
+    EXPECT_EQ(lineStartingWith(text, prefix), line)
+        << "prefix: " << prefix.str();
+}
+
 TEST(ExplainReport, FormatsBytesAndShapes) {
   EXPECT_EQ(formatBytes(1023), "1023 B");
   EXPECT_EQ(formatBytes(1536), "1.50 KiB");
@@ -147,18 +157,22 @@ TEST(ExplainReport, WritesText) {
   Report r = makeReport();
   r.rolesFromEntries = true;
   std::string text = renderText(r);
-  EXPECT_EQ(lineStartingWith(text, "dist-explain:"), "dist-explain: toy");
-  // The strategy keys first, the others after.
-  EXPECT_EQ(lineStartingWith(text, "plan:"),
-            "plan: dp=2,tp=2,zero=1 (also schedule=1f1b)");
-  EXPECT_EQ(lineStartingWith(text, "mesh:"),
-            "mesh: [dp=2, tp=2], world size 4");
-  EXPECT_EQ(lineStartingWith(text, "model:"),
-            "model: 64 parameters, num_layers 1");
+  // The strategy keys first in "plan:", the others after.
+  expectLines(
+      text, {{"dist-explain:", "dist-explain: toy"},
+             {"plan:", "plan: dp=2,tp=2,zero=1 (also schedule=1f1b)"},
+             {"mesh:", "mesh: [dp=2, tp=2], world size 4"},
+             {"model:", "model: 64 parameters, num_layers 1"},
+             {"TP      tp=2", "  TP      tp=2  columns (last dim): attn_q (1)"},
+             {"total ",
+              "  total                                       4     1.00 KiB"},
+             {"blk (called", "    blk (called 3x): all_reduce[tp] x1"},
+             {"state: params",
+              "  state: params                   128 B        256 B   0.50"},
+             {"transient: frame",
+              "  transient: frame             1.00 KiB          n/a"}});
   EXPECT_NE(text.find("from the entry's shardings; roles from tfm.role)"),
             std::string::npos);
-  EXPECT_EQ(lineStartingWith(text, "TP      tp=2"),
-            "  TP      tp=2  columns (last dim): attn_q (1)");
   // Rows sorted by strategy order: DP before TP.
   size_t dp = text.find("  DP              all_reduce      dp          1"
                         "        256 B");
@@ -167,14 +181,6 @@ TEST(ExplainReport, WritesText) {
   ASSERT_NE(dp, std::string::npos);
   ASSERT_NE(tp, std::string::npos);
   EXPECT_LT(dp, tp);
-  EXPECT_EQ(lineStartingWith(text, "total "),
-            "  total                                       4     1.00 KiB");
-  EXPECT_EQ(lineStartingWith(text, "blk (called"),
-            "    blk (called 3x): all_reduce[tp] x1");
-  EXPECT_EQ(lineStartingWith(text, "state: params"),
-            "  state: params                   128 B        256 B   0.50");
-  EXPECT_EQ(lineStartingWith(text, "transient: frame"),
-            "  transient: frame             1.00 KiB          n/a");
   EXPECT_NE(text.find("transient n/a (pass baseline=<one-rank artifact.json>)"),
             std::string::npos);
 }
@@ -182,15 +188,12 @@ TEST(ExplainReport, WritesText) {
 TEST(ExplainReport, WritesTextWithoutPlanOrStrategies) {
   Report r;
   r.entry = "train_step";
-  std::string text = renderText(r);
-  EXPECT_EQ(lineStartingWith(text, "dist-explain:"),
-            "dist-explain: (unnamed model)");
-  EXPECT_EQ(lineStartingWith(text, "plan:"), "plan: none (no dist.plan)");
-  EXPECT_EQ(lineStartingWith(text, "mesh:"), "mesh: none, world size 1");
-  EXPECT_EQ(lineStartingWith(text, "none:"),
-            "  none: every tensor is replicated");
-  EXPECT_EQ(lineStartingWith(text, "transient: not planned"),
-            "  transient: not planned");
+  expectLines(renderText(r),
+              {{"dist-explain:", "dist-explain: (unnamed model)"},
+               {"plan:", "plan: none (no dist.plan)"},
+               {"mesh:", "mesh: none, world size 1"},
+               {"none:", "  none: every tensor is replicated"},
+               {"transient: not planned", "  transient: not planned"}});
 }
 
 TEST(ExplainReport, WritesJson) {

@@ -37,36 +37,10 @@ DialectRegistry makeRegistry(bool withModels) {
   return registry;
 }
 
-class ShardingPropagatorTest : public ::testing::Test {
-protected:
-  ShardingPropagatorTest() : context(makeRegistry(/*withModels=*/true)) {}
-
-  /// Parses `source` and runs the propagator on its only mesh; null if
-  /// either fails (the diagnostics are in `diagnostics`).
-  OwningOpRef<ModuleOp> propagate(const char *source) {
-    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-      diagnostics += diag.str() + "\n";
-      return success();
-    });
-    OwningOpRef<ModuleOp> module =
-        parseSourceString<ModuleOp>(source, &context);
-    if (!module)
-      return nullptr;
-    auto meshes = module->getOps<MeshOp>();
-    if (meshes.empty() ||
-        failed(ShardingPropagator(*module, *meshes.begin()).run()))
-      return nullptr;
-    return module;
-  }
-
-  MLIRContext context;
-  std::string diagnostics;
-};
-
 /// The `dist.sharding` the propagator gave the result of the op named
 /// `opName` (the `index`-th such op of `fn`), printed.
 std::string resultSharding(ModuleOp module, StringRef fn, StringRef opName,
-                           unsigned index = 0) {
+                           unsigned index) {
   auto func = module.lookupSymbol<func::FuncOp>(fn);
   if (!func)
     return "<no function>";
@@ -98,6 +72,32 @@ std::string argSharding(ModuleOp module, StringRef fn, unsigned arg) {
   return out;
 }
 
+/// A sharding the propagator must write: on the result of the `index`-th op
+/// named `op` of `fn`, or, with `op` empty, on argument `index` of `fn`.
+struct Expected {
+  std::string fn, op;
+  unsigned index;
+  std::string sharding;
+};
+
+Expected result(StringRef fn, StringRef op, unsigned index,
+                StringRef sharding) {
+  return {fn.str(), op.str(), index, sharding.str()};
+}
+Expected arg(StringRef fn, unsigned index, StringRef sharding) {
+  return {fn.str(), "", index, sharding.str()};
+}
+
+/// A program of tfm ops on a mesh (some values annotated) and the
+/// shardings the propagator must give it.
+struct PropagationCase {
+  const char *name;
+  std::string program;
+  std::vector<Expected> expected;
+};
+
+void PrintTo(const PropagationCase &c, std::ostream *os) { *os << c.name; }
+
 // A column-parallel matmul seeded by its weight, then a row-parallel one;
 // the result is seeded split on dp, which the backward sweep carries to %x.
 constexpr const char *kMlp = R"mlir(
@@ -115,62 +115,26 @@ module {
 }
 )mlir";
 
-TEST_F(ShardingPropagatorTest, ForwardAndBackward) {
-  OwningOpRef<ModuleOp> module = propagate(kMlp);
-  ASSERT_TRUE(module) << diagnostics;
-  // Forward from %w: the matmul's column factor is on tp, through gelu.
-  // Backward from the seeded result: the batch dim is on dp everywhere.
-  EXPECT_EQ(resultSharding(*module, "f", "tfm.matmul", 0),
-            "#dist.sharding<@mesh, [{dp}, {tp}]>");
-  EXPECT_EQ(resultSharding(*module, "f", "tfm.gelu"),
-            "#dist.sharding<@mesh, [{dp}, {tp}]>");
-  // The contraction over tp leaves the second matmul partial.
-  EXPECT_EQ(resultSharding(*module, "f", "tfm.matmul", 1),
-            "#dist.sharding<@mesh, [{dp}, {}], partial = {tp: sum}>");
-  // Soft arguments learn the factor axes backward: %x the batch split, %w2
-  // the row split its contraction dim has.
-  EXPECT_EQ(argSharding(*module, "f", 0), "#dist.sharding<@mesh, [{dp}, {}]>");
-  EXPECT_EQ(argSharding(*module, "f", 1), "#dist.sharding<@mesh, [{}, {tp}]>");
-  EXPECT_EQ(argSharding(*module, "f", 2), "#dist.sharding<@mesh, [{tp}, {}]>");
-}
-
-// Two fixed operands of an add want tp on different dims (one factor per
-// dim, and tp can split only one of them): the training state's layout
-// wins, whichever operand it is.
-constexpr const char *kConflictFirstIsState = R"mlir(
+/// Two fixed operands of an add that want tp on different dims (one factor
+/// per dim, and tp can split only one of them); argument `stateArg` is the
+/// training state (`tfm.param`).
+std::string conflictProgram(unsigned stateArg) {
+  auto param = [&](unsigned i) {
+    return i == stateArg ? R"(tfm.param = "w", )" : "";
+  };
+  return std::string(R"mlir(
 module {
   dist.mesh @mesh [tp = 2 : tensor]
-  func.func @f(%a: tensor<8x16xf32> {tfm.param = "w", dist.sharding = #dist.sharding<@mesh, [{}, {tp}]>},
-               %b: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{tp}, {}]>})
+  func.func @f(%a: tensor<8x16xf32> {)mlir") +
+         param(0) + R"mlir(dist.sharding = #dist.sharding<@mesh, [{}, {tp}]>},
+               %b: tensor<8x16xf32> {)mlir" +
+         param(1) + R"mlir(dist.sharding = #dist.sharding<@mesh, [{tp}, {}]>})
       -> tensor<8x16xf32> {
     %y = tfm.add %a, %b : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
     return %y : tensor<8x16xf32>
   }
 }
 )mlir";
-constexpr const char *kConflictSecondIsState = R"mlir(
-module {
-  dist.mesh @mesh [tp = 2 : tensor]
-  func.func @f(%a: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {tp}]>},
-               %b: tensor<8x16xf32> {tfm.param = "w", dist.sharding = #dist.sharding<@mesh, [{tp}, {}]>})
-      -> tensor<8x16xf32> {
-    %y = tfm.add %a, %b : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-    return %y : tensor<8x16xf32>
-  }
-}
-)mlir";
-
-TEST_F(ShardingPropagatorTest, ConflictGoesToTrainingState) {
-  OwningOpRef<ModuleOp> first = propagate(kConflictFirstIsState);
-  ASSERT_TRUE(first) << diagnostics;
-  EXPECT_EQ(resultSharding(*first, "f", "tfm.add"),
-            "#dist.sharding<@mesh, [{}, {tp}]>");
-  OwningOpRef<ModuleOp> second = propagate(kConflictSecondIsState);
-  ASSERT_TRUE(second) << diagnostics;
-  EXPECT_EQ(resultSharding(*second, "f", "tfm.add"),
-            "#dist.sharding<@mesh, [{tp}, {}]>");
-  // Fixed values keep their seeds.
-  EXPECT_EQ(argSharding(*second, "f", 0), "#dist.sharding<@mesh, [{}, {tp}]>");
 }
 
 // A constraint pins its result; an annotated op keeps its annotation.
@@ -186,15 +150,6 @@ module {
   }
 }
 )mlir";
-
-TEST_F(ShardingPropagatorTest, ConstraintsAndAnnotationsAreFixed) {
-  OwningOpRef<ModuleOp> module = propagate(kConstraint);
-  ASSERT_TRUE(module) << diagnostics;
-  EXPECT_EQ(resultSharding(*module, "f", "tfm.gelu", 0),
-            "#dist.sharding<@mesh, [{}, {tp}]>");
-  EXPECT_EQ(resultSharding(*module, "f", "tfm.gelu", 1),
-            "#dist.sharding<@mesh, [{}, {}]>");
-}
 
 // @g is called with rows split and with columns split: one clone per
 // signature.
@@ -215,14 +170,93 @@ module {
 }
 )mlir";
 
-TEST_F(ShardingPropagatorTest, ClonesCalleePerSignature) {
-  OwningOpRef<ModuleOp> module = propagate(kTwoSignatures);
-  ASSERT_TRUE(module) << diagnostics;
-  EXPECT_EQ(argSharding(*module, "g", 0), "#dist.sharding<@mesh, [{tp}, {}]>");
-  EXPECT_EQ(argSharding(*module, "g_s1", 0),
-            "#dist.sharding<@mesh, [{}, {tp}]>");
-  EXPECT_EQ(resultSharding(*module, "g_s1", "tfm.gelu"),
-            "#dist.sharding<@mesh, [{}, {tp}]>");
+const PropagationCase kCases[] = {
+    // Forward from %w: the matmul's column factor is on tp, through gelu.
+    // Backward from the seeded result: the batch dim is on dp everywhere;
+    // the contraction over tp leaves the second matmul partial. Soft
+    // arguments learn the factor axes backward: %x the batch split, %w2 the
+    // row split its contraction dim has.
+    {"ForwardAndBackward",
+     kMlp,
+     {result("f", "tfm.matmul", 0, "#dist.sharding<@mesh, [{dp}, {tp}]>"),
+      result("f", "tfm.gelu", 0, "#dist.sharding<@mesh, [{dp}, {tp}]>"),
+      result("f", "tfm.matmul", 1,
+             "#dist.sharding<@mesh, [{dp}, {}], partial = {tp: sum}>"),
+      arg("f", 0, "#dist.sharding<@mesh, [{dp}, {}]>"),
+      arg("f", 1, "#dist.sharding<@mesh, [{}, {tp}]>"),
+      arg("f", 2, "#dist.sharding<@mesh, [{tp}, {}]>")}},
+    // The training state's layout wins, whichever operand it is; fixed
+    // values keep their seeds.
+    {"ConflictGoesToFirstOperandState",
+     conflictProgram(0),
+     {result("f", "tfm.add", 0, "#dist.sharding<@mesh, [{}, {tp}]>"),
+      arg("f", 0, "#dist.sharding<@mesh, [{}, {tp}]>"),
+      arg("f", 1, "#dist.sharding<@mesh, [{tp}, {}]>")}},
+    {"ConflictGoesToSecondOperandState",
+     conflictProgram(1),
+     {result("f", "tfm.add", 0, "#dist.sharding<@mesh, [{tp}, {}]>"),
+      arg("f", 0, "#dist.sharding<@mesh, [{}, {tp}]>"),
+      arg("f", 1, "#dist.sharding<@mesh, [{tp}, {}]>")}},
+    {"ConstraintsAndAnnotationsAreFixed",
+     kConstraint,
+     {result("f", "tfm.gelu", 0, "#dist.sharding<@mesh, [{}, {tp}]>"),
+      result("f", "tfm.gelu", 1, "#dist.sharding<@mesh, [{}, {}]>")}},
+    {"ClonesCalleePerSignature",
+     kTwoSignatures,
+     {arg("g", 0, "#dist.sharding<@mesh, [{tp}, {}]>"),
+      arg("g_s1", 0, "#dist.sharding<@mesh, [{}, {tp}]>"),
+      result("g_s1", "tfm.gelu", 0, "#dist.sharding<@mesh, [{}, {tp}]>")}},
+};
+
+class ShardingPropagatorTest : public ::testing::Test {
+protected:
+  ShardingPropagatorTest() : context(makeRegistry(/*withModels=*/true)) {}
+
+  /// Parses `source` into `module` and runs the propagator on its only
+  /// mesh; fails with the diagnostics if either fails.
+  ::testing::AssertionResult propagate(StringRef source) {
+    std::string diagnostics;
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      diagnostics += diag.str() + "\n";
+      return success();
+    });
+    module = parseSourceString<ModuleOp>(source, &context);
+    if (!module)
+      return ::testing::AssertionFailure() << "parse: " << diagnostics;
+    auto meshes = module->getOps<MeshOp>();
+    if (meshes.empty() ||
+        failed(ShardingPropagator(*module, *meshes.begin()).run()))
+      return ::testing::AssertionFailure() << "propagate: " << diagnostics;
+    return ::testing::AssertionSuccess();
+  }
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+};
+
+class ShardingPropagatorCases
+    : public ShardingPropagatorTest,
+      public ::testing::WithParamInterface<PropagationCase> {};
+
+TEST_P(ShardingPropagatorCases, GivesExpectedShardings) {
+  const PropagationCase &c = GetParam();
+  ASSERT_TRUE(propagate(c.program));
+  for (const Expected &e : c.expected)
+    EXPECT_EQ(e.op.empty() ? argSharding(*module, e.fn, e.index)
+                           : resultSharding(*module, e.fn, e.op, e.index),
+              e.sharding)
+        << "@" << e.fn << " " << (e.op.empty() ? "argument" : e.op) << " #"
+        << e.index;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Programs, ShardingPropagatorCases, ::testing::ValuesIn(kCases),
+    [](const ::testing::TestParamInfo<PropagationCase> &info) {
+      return std::string(info.param.name);
+    });
+
+TEST_F(ShardingPropagatorTest, ClonesCalleeAndRetargetsCalls) {
+  ASSERT_TRUE(propagate(kTwoSignatures));
   SmallVector<StringRef> callees;
   module->walk([&](func::CallOp call) { callees.push_back(call.getCallee()); });
   EXPECT_EQ(callees, (SmallVector<StringRef>{"g", "g_s1"}));

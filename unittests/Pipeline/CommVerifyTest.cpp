@@ -1,6 +1,7 @@
 //===- CommVerifyTest.cpp - Checks C and D, schedule lowering -------------===//
 
 #include "Goldens.h"
+#include "ScheduleTestUtil.h"
 
 #include "autoshard/Pipeline/CommVerify.h"
 #include "autoshard/Pipeline/Simulate.h"
@@ -9,15 +10,10 @@
 
 using namespace autoshard::pipeline;
 using Kind = PipelineOp::Kind;
+using test::build;
 using VKind = CommViolation::Kind;
 
 namespace {
-
-PipelineSchedule build(ScheduleKind kind, int64_t p, int64_t m, int64_t v = 1) {
-  OrError<PipelineSchedule> schedule = buildSchedule(kind, p, m, v);
-  EXPECT_TRUE(schedule) << schedule.error();
-  return schedule ? *schedule : PipelineSchedule();
-}
 
 std::vector<CommViolation>
 lowerAndVerify(const PipelineSchedule &schedule,

@@ -1,6 +1,7 @@
 //===- SimulateTest.cpp - Unit-cost simulator and Check B -----------------===//
 
 #include "Goldens.h"
+#include "ScheduleTestUtil.h"
 
 #include "autoshard/Pipeline/Simulate.h"
 
@@ -10,20 +11,10 @@
 
 using namespace autoshard::pipeline;
 using Kind = PipelineOp::Kind;
+using test::build;
+using test::parse;
 
 namespace {
-
-PipelineSchedule build(ScheduleKind kind, int64_t p, int64_t m, int64_t v = 1) {
-  OrError<PipelineSchedule> schedule = buildSchedule(kind, p, m, v);
-  EXPECT_TRUE(schedule) << schedule.error();
-  return schedule ? *schedule : PipelineSchedule();
-}
-
-PipelineSchedule parse(const char *text) {
-  OrError<PipelineSchedule> schedule = parseSchedule(text);
-  EXPECT_TRUE(schedule) << schedule.error();
-  return schedule ? *schedule : PipelineSchedule();
-}
 
 /// Rounds to the 4 decimals printed in §1.5.
 double round4(double x) { return std::round(x * 1e4) / 1e4; }

@@ -163,21 +163,65 @@ struct DenseSearch {
     o.globalBatch = globalBatch;
     o.cpChoices = {1};
   }
+  SearchResult run() const { return search(c, m, profiles, o); }
+};
+
+/// A plan written as `key=value,...` with the keys of Candidate::str():
+/// integers, `sp` 0 or 1, names for schedule, recompute and cp_attention.
+/// An unknown key or a bad value fails the test.
+Candidate planOf(llvm::StringRef text) {
+  Candidate plan;
+  std::map<llvm::StringRef, int64_t *> degrees = {
+      {"tp", &plan.tp},   {"pp", &plan.pp}, {"dp", &plan.dp},
+      {"cp", &plan.cp},   {"ep", &plan.ep}, {"zero", &plan.zero},
+      {"mbs", &plan.mbs}, {"mb", &plan.mb}, {"vpp", &plan.vpp}};
+  std::map<llvm::StringRef, std::string *> names = {
+      {"schedule", &plan.schedule},
+      {"recompute", &plan.recompute},
+      {"cp_attention", &plan.cpAttention}};
+  llvm::SmallVector<llvm::StringRef> items;
+  text.split(items, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items) {
+    auto [key, value] = item.split('=');
+    int64_t n = 0;
+    if (auto it = degrees.find(key); it != degrees.end())
+      EXPECT_FALSE(value.getAsInteger(10, *it->second)) << item.str();
+    else if (auto it = names.find(key); it != names.end())
+      *it->second = value.str();
+    else if (key == "sp" && !value.getAsInteger(10, n) && (n == 0 || n == 1))
+      plan.sp = n == 1;
+    else
+      ADD_FAILURE() << "bad plan item '" << item.str() << "' in " << text.str();
+  }
+  return plan;
+}
+
+/// The single-plan setup: the test cluster, a model, its layer-local
+/// profile and the plan they score.
+struct PlanEval {
+  Cluster c = testCluster();
+  ModelInfo m;
+  LocalProfile prof;
+  Candidate plan;
+
+  PlanEval(LocalProfile prof, llvm::StringRef plan,
+           ModelInfo m = syntheticModel())
+      : m(std::move(m)), prof(std::move(prof)), plan(planOf(plan)) {}
+  /// `plan` scored for `globalBatch` sequences per step.
+  Estimate estimate(int64_t globalBatch, bool simulate = false) const {
+    return evaluate(c, m, prof, plan, globalBatch, simulate);
+  }
 };
 
 TEST(Memory, ZeroVectorsOfWorkloads) {
   // workloads.md §5: Psi = 7.5B, N = 64: DDP 120 GB, ZeRO-1 31.4 GB,
   // ZeRO-2 16.6 GB, ZeRO-3 1.88 GB.
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  LocalProfile prof = syntheticProfile(7.5e8, 0);
-  Candidate plan;
-  plan.dp = 64;
-  plan.mb = 1;
+  PlanEval t(syntheticProfile(7.5e8, 0), "dp=64,mb=1");
+  auto &[c, m, prof, plan] = t;
   const double expected[] = {120e9, 31.4e9, 16.6e9, 1.875e9};
   for (int zero = 0; zero <= 3; ++zero) {
     plan.zero = zero;
-    Estimate e = evaluate(c, m, prof, plan, 64, false);
+    Estimate e = t.estimate(64);
     EXPECT_NEAR(e.stateBytes, expected[zero], 0.05e9) << "zero=" << zero;
   }
 }
@@ -188,7 +232,7 @@ TEST(Memory, OversizedPlanIsRejectedNotScored) {
   o.fixed = true;
   o.fixedPlan.dp = 8;
   o.fixedPlan.mb = 1;
-  SearchResult r = search(c, m, profiles, o);
+  SearchResult r = t.run();
   EXPECT_TRUE(r.best.empty());
   ASSERT_EQ(r.rejected.size(), 1u);
   EXPECT_NE(r.rejected.begin()->second.find("OOM"), std::string::npos);
@@ -196,11 +240,10 @@ TEST(Memory, OversizedPlanIsRejectedNotScored) {
 
 TEST(Search, FindsAFittingPlanAndBeatsDdp) {
   DenseSearch t(64);
-  auto &[c, m, profiles, o] = t;
-  SearchResult r = search(c, m, profiles, o);
+  SearchResult r = t.run();
   ASSERT_FALSE(r.best.empty());
   for (const Estimate &e : r.best)
-    EXPECT_LE(e.peakBytes, c.hbmBytes);
+    EXPECT_LE(e.peakBytes, t.c.hbmBytes);
   for (size_t i = 1; i < r.best.size(); ++i) {
     if (r.best[i].simulated == r.best[i - 1].simulated) {
       EXPECT_LE(r.best[i - 1].stepTime, r.best[i].stepTime + 1e-12);
@@ -223,10 +266,10 @@ TEST(Search, LazySimulationAgreesWithSimulatingEverything) {
     auto &[c, m, profiles, o] = t;
     o.schedules = {"1f1b", "zb-h1", "zb-v", "interleaved"};
     o.simulateTop = 100000;
-    SearchResult all = search(c, m, profiles, o);
+    SearchResult all = t.run();
     ASSERT_FALSE(all.best.empty());
     o.simulateTop = 1;
-    SearchResult lazy = search(c, m, profiles, o);
+    SearchResult lazy = t.run();
     ASSERT_FALSE(lazy.best.empty());
     EXPECT_NEAR(lazy.best.front().stepTime, all.best.front().stepTime,
                 1e-12 * all.best.front().stepTime)
@@ -238,15 +281,9 @@ TEST(Search, LazySimulationAgreesWithSimulatingEverything) {
 
 TEST(Pipeline, BubbleMatchesOneFOneB) {
   // Unit block costs and p = 4, m = 8: 1F1B makespan = (m + p - 1)(F + B).
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  m.layers = 4;
-  LocalProfile prof = syntheticProfile(1, 0);
-  Candidate plan;
-  plan.pp = 4;
-  plan.mb = 8;
-  Estimate analytic = evaluate(c, m, prof, plan, 8, false);
-  Estimate simulated = evaluate(c, m, prof, plan, 8, true);
+  PlanEval t(syntheticProfile(1, 0), "pp=4,mb=8", syntheticModel(4));
+  Estimate analytic = t.estimate(8);
+  Estimate simulated = t.estimate(8, true);
   double unit = analytic.tF + analytic.tI;
   EXPECT_NEAR(analytic.bubble, 3 * unit, 1e-9 * unit);
   EXPECT_NEAR(simulated.bubble, 3 * unit, 1e-6 * unit);
@@ -326,18 +363,12 @@ TEST(DataParallel, PipelineTailReductionIsExposed) {
   // As dist-pipeline-split builds it, a pipeline stage reduces its
   // gradients in its tail, after its last backward: the whole reduction is
   // exposed, where the analytic model hides all but the last bucket.
-  Cluster c = testCluster();
+  PlanEval t(syntheticProfile(1e8, 1e8), "pp=2,dp=4,mb=4,zero=1");
+  auto &[c, m, prof, plan] = t;
   c.dpOverlap = 1; // Megatron's overlap_grad_reduce: all but one bucket hide
-  ModelInfo m = syntheticModel();
-  LocalProfile prof = syntheticProfile(1e8, 1e8);
-  Candidate plan;
-  plan.pp = 2;
-  plan.dp = 4;
-  plan.mb = 4;
-  plan.zero = 1;
-  Estimate hidden = evaluate(c, m, prof, plan, 16, false);
+  Estimate hidden = t.estimate(16);
   plan.pipelineReductionInTail = true;
-  Estimate tail = evaluate(c, m, prof, plan, 16, false);
+  Estimate tail = t.estimate(16);
   ASSERT_EQ(tail.note.find("invalid"), std::string::npos) << tail.note;
   EXPECT_GT(tail.dpComm, hidden.dpComm);
   EXPECT_NEAR(tail.stepTime - hidden.stepTime, tail.dpComm - hidden.dpComm,
@@ -346,10 +377,9 @@ TEST(DataParallel, PipelineTailReductionIsExposed) {
   plan.pp = 1;
   plan.dp = 8;
   plan.mb = 2;
-  Estimate flat = evaluate(c, m, prof, plan, 16, false);
+  Estimate flat = t.estimate(16);
   plan.pipelineReductionInTail = false;
-  EXPECT_DOUBLE_EQ(flat.stepTime,
-                   evaluate(c, m, prof, plan, 16, false).stepTime);
+  EXPECT_DOUBLE_EQ(flat.stepTime, t.estimate(16).stepTime);
 }
 
 TEST(DataParallel, Zero2ReduceScattersEveryMicrobatch) {
@@ -427,17 +457,13 @@ TEST(ContextParallel, UlyssesAllToAllsAndHeadLimit) {
   // exposed all-to-alls over cp forward (q, k, v, out) and 4 backward
   // (dout, dq, dk, dv), each of the rank's local [mbs, seq/cp, heads/tp,
   // head_dim] tensor; full recomputation re-runs the forward's 4.
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel(); // 8 heads, hidden 1024, seq 1024, bf16
-  LocalProfile prof = syntheticProfile(1e8, 1e8);
-  Candidate plan;
-  plan.cp = 4;
-  plan.mb = 2;
-  plan.cpAttention = "ulysses";
-  Estimate none = evaluate(c, m, prof, plan, 2, false);
+  // 8 heads, hidden 1024, seq 1024, bf16.
+  PlanEval t(syntheticProfile(1e8, 1e8), "cp=4,mb=2,cp_attention=ulysses");
+  auto &[c, m, prof, plan] = t;
+  Estimate none = t.estimate(2);
   ASSERT_EQ(none.note.find("invalid"), std::string::npos) << none.note;
   plan.recompute = "full";
-  Estimate full = evaluate(c, m, prof, plan, 2, false);
+  Estimate full = t.estimate(2);
   double local = 1024.0 / 4 * 1024 * 2; // tokens x hidden x bf16
   double a2a = collectiveTime(c, CollectiveKind::AllToAll, local, 4, 4);
   EXPECT_GT(a2a, 0);
@@ -446,16 +472,15 @@ TEST(ContextParallel, UlyssesAllToAllsAndHeadLimit) {
   // No causal imbalance: the contiguous-chunk ring pays it, Ulysses not.
   plan.recompute = "none";
   plan.cpContiguous = true;
-  Estimate contiguous = evaluate(c, m, prof, plan, 2, false);
+  Estimate contiguous = t.estimate(2);
   EXPECT_NEAR(contiguous.compute, none.compute, 1e-12);
   // The heads must split over tp·cp; Ulysses needs cp > 1.
   plan.cp = 16;
-  EXPECT_NE(evaluate(c, m, prof, plan, 2, false)
-                .note.find("8 q / 8 kv heads do not split into tp*cp=16"),
-            std::string::npos);
+  EXPECT_NE(
+      t.estimate(2).note.find("8 q / 8 kv heads do not split into tp*cp=16"),
+      std::string::npos);
   plan.cp = 1;
-  EXPECT_NE(evaluate(c, m, prof, plan, 2, false)
-                .note.find("cp_attention=ulysses needs cp > 1"),
+  EXPECT_NE(t.estimate(2).note.find("cp_attention=ulysses needs cp > 1"),
             std::string::npos);
   EXPECT_EQ(plan.applyPlan(), "dp=1,mb=2,cp_attention=ulysses");
 }
@@ -466,15 +491,15 @@ TEST(ContextParallel, SearchTriesUlyssesWhereHeadsDivide) {
   o.gpus = 4;
   o.cpChoices = {4};
   o.cpAttentions = {"ulysses"};
-  SearchResult r = search(c, m, profiles, o);
+  SearchResult r = t.run();
   ASSERT_FALSE(r.best.empty());
   for (const Estimate &e : r.best)
     EXPECT_EQ(e.plan.cpAttention, "ulysses") << e.plan.str();
   // 2 kv heads do not split over cp = 4: no candidate at all.
   m.kvHeads = 2;
-  EXPECT_EQ(search(c, m, profiles, o).stats.candidates, 0);
+  EXPECT_EQ(t.run().stats.candidates, 0);
   o.cpAttentions = {"ring", "ulysses"};
-  SearchResult ring = search(c, m, profiles, o);
+  SearchResult ring = t.run();
   ASSERT_FALSE(ring.best.empty());
   for (const Estimate &e : ring.best)
     EXPECT_EQ(e.plan.cpAttention, "ring") << e.plan.str();
@@ -491,28 +516,19 @@ TEST(TensorParallel, ChunkedOverlapExposesOneChunk) {
 }
 
 TEST(Memory, FragmentationAndReserve) {
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  LocalProfile prof = syntheticProfile(1e6, 1e8);
-  Candidate plan;
-  plan.mb = 1;
-  Estimate a = evaluate(c, m, prof, plan, 1, false);
+  PlanEval t(syntheticProfile(1e6, 1e8), "mb=1");
+  auto &[c, m, prof, plan] = t;
+  Estimate a = t.estimate(1);
   c.reservedBytes = 3e9;
   c.fragmentation = 0.1;
-  Estimate b = evaluate(c, m, prof, plan, 1, false);
+  Estimate b = t.estimate(1);
   EXPECT_GT(a.activationBytes, 0);
   EXPECT_DOUBLE_EQ(b.peakBytes, a.stateBytes + 1.1 * a.activationBytes + 3e9);
 }
 
 TEST(Memory, Zero3KeepsTwoGatheredBlocks) {
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  LocalProfile prof = syntheticProfile(1e8, 0);
-  Candidate plan;
-  plan.dp = 8;
-  plan.mb = 1;
-  plan.zero = 3;
-  Estimate e = evaluate(c, m, prof, plan, 8, false);
+  PlanEval t(syntheticProfile(1e8, 0), "dp=8,mb=1,zero=3");
+  Estimate e = t.estimate(8);
   // (current + prefetched block) x (params + grads) x 2 bytes.
   EXPECT_DOUBLE_EQ(e.activationBytes, 2 * 2 * 1e8 * 2);
 }
@@ -521,23 +537,20 @@ TEST(Memory, UnfusedAttentionKeepsScores) {
   // Korthikanti et al. (workloads.md §5): an unfused attention stores 5
   // bytes per score element (softmax out, dropout mask and out); selective
   // recomputation drops them; fused attention (score bytes 0) stores none.
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  LocalProfile prof = syntheticProfile(1e6, 1e8);
+  PlanEval t(syntheticProfile(1e6, 1e8), "mb=1");
+  auto &[c, m, prof, plan] = t;
   OpProfile attn;
   attn.kind = OpKind::Attention;
   attn.flops = {0, 1e9};
   attn.scoreElements = {0, 1e7};
   prof.layerFwd.ops.push_back(attn);
-  Candidate plan;
-  plan.mb = 1;
-  Estimate fused = evaluate(c, m, prof, plan, 1, false);
+  Estimate fused = t.estimate(1);
   c.attentionScoreBytes = 13;
-  Estimate unfused = evaluate(c, m, prof, plan, 1, false);
+  Estimate unfused = t.estimate(1);
   EXPECT_DOUBLE_EQ(unfused.activationBytes - fused.activationBytes,
                    m.layers * 5 * 1e7);
   plan.recompute = "selective";
-  Estimate sel = evaluate(c, m, prof, plan, 1, false);
+  Estimate sel = t.estimate(1);
   EXPECT_DOUBLE_EQ(sel.activationBytes, fused.activationBytes);
 }
 
@@ -654,17 +667,13 @@ TEST(Memory, Fp32GradientBuffer) {
   // Megatron's fp32 main_grad (Megatron-LM distributed optimizer notes):
   // bf16 parameters with fp32 gradients hold 18 bytes per parameter
   // without ZeRO, 6 + 12/N with the distributed optimizer (ZeRO-1).
-  Cluster c = testCluster();
+  PlanEval t(syntheticProfile(1e8, 0), "dp=8,mb=1");
+  auto &[c, m, prof, plan] = t;
   c.gradBytes = 4;
-  ModelInfo m = syntheticModel();
-  LocalProfile prof = syntheticProfile(1e8, 0);
-  Candidate plan;
-  plan.dp = 8;
-  plan.mb = 1;
-  Estimate z0 = evaluate(c, m, prof, plan, 8, false);
+  Estimate z0 = t.estimate(8);
   EXPECT_DOUBLE_EQ(z0.stateBytes, 1e9 * 18);
   plan.zero = 1;
-  Estimate z1 = evaluate(c, m, prof, plan, 8, false);
+  Estimate z1 = t.estimate(8);
   EXPECT_DOUBLE_EQ(z1.stateBytes, 1e9 * (6 + 12.0 / 8));
   // The gradient reduction moves fp32: twice the bf16 time.
   Exposure g4 = dpSyncExposure(c, 0, 1e9, 2, 8, 8, 1, 1, 1);
@@ -674,26 +683,23 @@ TEST(Memory, Fp32GradientBuffer) {
   // An fp32 model keeps fp32 gradients and no master copy: 4 + 4 + 8.
   m.elementBytes = 4;
   plan.zero = 0;
-  Estimate f32 = evaluate(c, m, prof, plan, 8, false);
+  Estimate f32 = t.estimate(8);
   EXPECT_DOUBLE_EQ(f32.stateBytes, 1e9 * 16);
 }
 
 TEST(Memory, CommunicationBuffersPerGroup) {
-  Cluster c = testCluster();
+  PlanEval t(syntheticProfile(1e6, 1e6), "mb=4");
+  auto &[c, m, prof, plan] = t;
   c.reservedBytes = 1e9;
   c.commBufferBytesPerGroup = 1e8;
-  ModelInfo m = syntheticModel();
-  LocalProfile prof = syntheticProfile(1e6, 1e6);
-  Candidate plan;
-  plan.mb = 4;
-  Estimate single = evaluate(c, m, prof, plan, 4, false);
+  Estimate single = t.estimate(4);
   EXPECT_DOUBLE_EQ(single.fixedBytes, 1e9);
   // dp, tp, and pp (+ the embedding group): 4 groups.
   plan.dp = 2;
   plan.tp = 2;
   plan.pp = 2;
   plan.mb = 2;
-  Estimate e = evaluate(c, m, prof, plan, 4, false);
+  Estimate e = t.estimate(4);
   EXPECT_DOUBLE_EQ(e.fixedBytes, 1e9 + 4e8);
   EXPECT_DOUBLE_EQ(e.peakBytes,
                    e.stateBytes + e.activationBytes + e.fixedBytes);
@@ -702,35 +708,30 @@ TEST(Memory, CommunicationBuffersPerGroup) {
 TEST(Memory, InFlightFromTheSimulatedSchedule) {
   // 1F1B on p = 4 stages with m = 8 microbatches: rank 0 holds 4 stage
   // activations at its peak (simulated: lib/Pipeline), GPipe all 8.
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  m.layers = 8;
-  LocalProfile prof = syntheticProfile(1e6, 1e8);
-  Candidate plan;
-  plan.pp = 4;
-  plan.mb = 8;
-  Estimate closed = evaluate(c, m, prof, plan, 8, false);
-  Estimate sim = evaluate(c, m, prof, plan, 8, true);
+  PlanEval t(syntheticProfile(1e6, 1e8), "pp=4,mb=8", syntheticModel(8));
+  auto &[c, m, prof, plan] = t;
+  Estimate closed = t.estimate(8);
+  Estimate sim = t.estimate(8, true);
   ASSERT_TRUE(sim.simulated);
   EXPECT_DOUBLE_EQ(sim.inflightLayers, 4 * 2);
   EXPECT_DOUBLE_EQ(closed.inflightLayers, sim.inflightLayers);
   plan.schedule = "gpipe";
-  Estimate gpipe = evaluate(c, m, prof, plan, 8, true);
+  Estimate gpipe = t.estimate(8, true);
   EXPECT_DOUBLE_EQ(gpipe.inflightLayers, 8 * 2);
   EXPECT_GT(gpipe.activationBytes, sim.activationBytes);
   // Interleaved (v = 2): rank 0 holds 2(p-1) + (v-1)p + 1 = 11 chunks of
   // one layer.
   plan.schedule = "interleaved";
   plan.vpp = 2;
-  Estimate inter = evaluate(c, m, prof, plan, 8, true);
-  Estimate interClosed = evaluate(c, m, prof, plan, 8, false);
+  Estimate inter = t.estimate(8, true);
+  Estimate interClosed = t.estimate(8);
   EXPECT_DOUBLE_EQ(interClosed.inflightLayers, 11);
   EXPECT_DOUBLE_EQ(inter.inflightLayers, interClosed.inflightLayers);
   // ZB-H1 frees a microbatch's activations only at its (delayed) W.
   plan.schedule = "zb-h1";
   plan.vpp = 1;
-  Estimate zb = evaluate(c, m, prof, plan, 8, true);
-  Estimate zbClosed = evaluate(c, m, prof, plan, 8, false);
+  Estimate zb = t.estimate(8, true);
+  Estimate zbClosed = t.estimate(8);
   EXPECT_DOUBLE_EQ(zbClosed.inflightLayers, 4 * 2);
   EXPECT_DOUBLE_EQ(zb.inflightLayers, zbClosed.inflightLayers);
 }
@@ -744,9 +745,18 @@ LocalProfile recomputeProfile(double rerunFlops, double recomputeBytes,
                               double keptSelective) {
   LocalProfile p = syntheticProfile(1e6, 1e8);
   p.frameActivationBytes = {0, 3e8};
-  p.full.compiled = true;
-  p.full.layerFwd = p.layerFwd;
-  p.full.layerBwd = p.layerBwd;
+  // The block as a recomputation mode compiles it: `p`'s forward and
+  // backward, `kept` residual bytes, a frame of `frame` bytes.
+  auto compiledMode = [&](double kept, double frame) {
+    RecomputeProfile mode;
+    mode.compiled = true;
+    mode.layerFwd = p.layerFwd;
+    mode.layerBwd = p.layerBwd;
+    mode.residualBytes = {0, kept};
+    mode.frameActivationBytes = {0, frame};
+    return mode;
+  };
+  p.full = compiledMode(0, 2e8);
   OpProfile gemm;
   gemm.kind = OpKind::Gemm;
   gemm.flops = {0, rerunFlops};
@@ -755,17 +765,11 @@ LocalProfile recomputeProfile(double rerunFlops, double recomputeBytes,
   ar.kind = CollectiveKind::AllReduce;
   ar.bytes = {0, 1e8};
   p.full.layerRecompute.comms.push_back(ar);
-  p.full.residualBytes = {0, 0};
-  p.full.frameActivationBytes = {0, 2e8};
-  p.selective.compiled = true;
-  p.selective.layerFwd = p.layerFwd;
-  p.selective.layerBwd = p.layerBwd;
+  p.selective = compiledMode(keptSelective, 2.5e8);
   OpProfile norm;
   norm.kind = OpKind::Memory;
   norm.bytes = {0, recomputeBytes};
   p.selective.layerBwd.ops.push_back(norm);
-  p.selective.residualBytes = {0, keptSelective};
-  p.selective.frameActivationBytes = {0, 2.5e8};
   return p;
 }
 
@@ -774,15 +778,11 @@ TEST(Recompute, CompiledFullCostsItsReRunAndKeepsTheInput) {
   // every layer's backward, its TP collective counted as communication; a
   // layer keeps only its input; the frame of the compiled step is the
   // transient part.
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  LocalProfile prof = recomputeProfile(0.5e12, 0, 0);
-  Candidate plan;
-  plan.tp = 2;
-  plan.mb = 1;
-  Estimate none = evaluate(c, m, prof, plan, 1, false);
+  PlanEval t(recomputeProfile(0.5e12, 0, 0), "tp=2,mb=1");
+  auto &[c, m, prof, plan] = t;
+  Estimate none = t.estimate(1);
   plan.recompute = "full";
-  Estimate full = evaluate(c, m, prof, plan, 1, false);
+  Estimate full = t.estimate(1);
   EXPECT_TRUE(full.recomputeCompiled);
   EXPECT_FALSE(none.recomputeCompiled);
   double rerun = kernelTime(c, OpKind::Gemm, 0.5e12, 0);
@@ -799,7 +799,7 @@ TEST(Recompute, CompiledFullCostsItsReRunAndKeepsTheInput) {
   // Software that re-runs whole layers (Megatron-LM): the compiled block
   // forward (1e12 FLOPs of GEMMs, no collective) instead of the re-run.
   c.fullRecomputeRerunsForward = true;
-  Estimate megatron = evaluate(c, m, prof, plan, 1, false);
+  Estimate megatron = t.estimate(1);
   EXPECT_NEAR(megatron.stepTime - none.stepTime,
               m.layers * kernelTime(c, OpKind::Gemm, 1e12, 1e6), 1e-12);
   EXPECT_DOUBLE_EQ(megatron.activationBytes, full.activationBytes);
@@ -808,7 +808,7 @@ TEST(Recompute, CompiledFullCostsItsReRunAndKeepsTheInput) {
   // Not compiled: the analytic fallback re-runs the whole forward (1e12
   // FLOPs) and holds one layer's residuals while it is differentiated.
   prof.full.compiled = false;
-  Estimate analytic = evaluate(c, m, prof, plan, 1, false);
+  Estimate analytic = t.estimate(1);
   EXPECT_FALSE(analytic.recomputeCompiled);
   EXPECT_NEAR(analytic.stepTime - none.stepTime,
               m.layers * kernelTime(c, OpKind::Gemm, 1e12, 1e6), 1e-12);
@@ -820,15 +820,12 @@ TEST(Recompute, CompiledSelectiveUsesItsBackwardAndKeptBytes) {
   // The recomputed norms and activations are part of the compiled backward
   // (memory-bound); the kept bytes are the compiled forward's residuals,
   // not the analytic "attention outputs dropped".
-  Cluster c = testCluster();
-  ModelInfo m = syntheticModel();
-  LocalProfile prof = recomputeProfile(0, 4e8, 6e7);
+  PlanEval t(recomputeProfile(0, 4e8, 6e7), "mb=1");
+  auto &[c, m, prof, plan] = t;
   prof.selectiveSavedBytes = {0, 9e7};
-  Candidate plan;
-  plan.mb = 1;
-  Estimate none = evaluate(c, m, prof, plan, 1, false);
+  Estimate none = t.estimate(1);
   plan.recompute = "selective";
-  Estimate sel = evaluate(c, m, prof, plan, 1, false);
+  Estimate sel = t.estimate(1);
   EXPECT_TRUE(sel.recomputeCompiled);
   EXPECT_NEAR(sel.stepTime - none.stepTime,
               m.layers * kernelTime(c, OpKind::Memory, 0, 4e8), 1e-12);
@@ -839,14 +836,14 @@ TEST(Recompute, CompiledSelectiveUsesItsBackwardAndKeptBytes) {
   // Software that recomputes the attention instead (Megatron's selective)
   // uses the analytic model even though the mode compiled.
   c.selectiveRecomputesAttention = true;
-  Estimate megatron = evaluate(c, m, prof, plan, 1, false);
+  Estimate megatron = t.estimate(1);
   EXPECT_FALSE(megatron.recomputeCompiled);
   EXPECT_DOUBLE_EQ(megatron.activationBytes,
                    m.layers * (1e8 - 9e7 + 1e7) + (3e8 - 1e8 - 1e7));
   c.selectiveRecomputesAttention = false;
   // Fallback: the attention outputs (9e7) dropped, no time (no attention).
   prof.selective.compiled = false;
-  Estimate analytic = evaluate(c, m, prof, plan, 1, false);
+  Estimate analytic = t.estimate(1);
   EXPECT_NEAR(analytic.stepTime, none.stepTime, 1e-12);
   EXPECT_DOUBLE_EQ(analytic.activationBytes,
                    m.layers * (1e8 - 9e7 + 1e7) + (3e8 - 1e8 - 1e7));
@@ -896,22 +893,27 @@ ModelInfo syntheticMoeModel() {
   return m;
 }
 
+/// Bytes per parameter of the states of `t` (the synthetic MoE model):
+/// bf16 weights `w`, gradients `g`, fp32 Adam states `opt`; and its `dense`
+/// and `expert` parameters over all `L` layers.
+struct MoeStates {
+  double L, w, g, opt, dense, expert;
+};
+MoeStates moeStates(const PlanEval &t) {
+  double L = t.m.layers;
+  return {L, 2, gradElementBytes(t.c, 2), 12, L * 0.1e9, L * 0.9e9};
+}
+
 TEST(ExpertParallel, ShardsExpertStatesAndAddsAllToAlls) {
-  Cluster c = testCluster();
-  ModelInfo m = syntheticMoeModel();
-  LocalProfile prof = syntheticMoeProfile();
-  Candidate plan;
-  plan.dp = 8;
-  plan.zero = 1;
-  plan.mb = 2;
-  Estimate e1 = evaluate(c, m, prof, plan, 16, false);
+  PlanEval t(syntheticMoeProfile(), "dp=8,zero=1,mb=2", syntheticMoeModel());
+  auto &[c, m, prof, plan] = t;
+  Estimate e1 = t.estimate(16);
   plan.ep = 8;
-  Estimate e8 = evaluate(c, m, prof, plan, 16, false);
+  Estimate e8 = t.estimate(16);
   ASSERT_EQ(e8.note.find("invalid"), std::string::npos) << e8.note;
   // Model states: dense params ZeRO-1 over dp = 8; expert params split
   // over ep = 8 and ZeRO-1 over the expert-data-parallel group of 1.
-  const double L = m.layers, w = 2, g = gradElementBytes(c, 2), opt = 12;
-  const double dense = L * 0.1e9, expert = L * 0.9e9;
+  auto [L, w, g, opt, dense, expert] = moeStates(t);
   EXPECT_NEAR(e1.stateBytes, (dense + expert) * (w + g + opt / 8), 1e3);
   EXPECT_NEAR(e8.stateBytes,
               dense * (w + g + opt / 8) + expert / 8 * (w + g + opt), 1e3);
@@ -929,21 +931,15 @@ TEST(ExpertParallel, ShardsExpertStatesAndAddsAllToAlls) {
   EXPECT_LT(e8.dpComm, e1.dpComm);
   // Full recomputation re-runs the forward's two all-to-alls.
   plan.recompute = "full";
-  EXPECT_NEAR(evaluate(c, m, prof, plan, 16, false).epComm, 2 * L * 6 * a2a,
-              1e-12);
+  EXPECT_NEAR(t.estimate(16).epComm, 2 * L * 6 * a2a, 1e-12);
 }
 
 TEST(ExpertParallel, AcrossNodesUsesTheInterNodeLink) {
-  Cluster c = testCluster();
-  ModelInfo m = syntheticMoeModel();
+  // ep·tp = 16 > 8 GPUs per node.
+  PlanEval t(syntheticMoeProfile(), "dp=8,tp=2,ep=8,mb=1", syntheticMoeModel());
+  auto &[c, m, prof, plan] = t;
   m.experts = 16;
-  LocalProfile prof = syntheticMoeProfile();
-  Candidate plan;
-  plan.dp = 8;
-  plan.tp = 2;
-  plan.ep = 8; // ep·tp = 16 > 8 GPUs per node
-  plan.mb = 1;
-  Estimate e = evaluate(c, m, prof, plan, 8, false);
+  Estimate e = t.estimate(8);
   ASSERT_EQ(e.note.find("invalid"), std::string::npos) << e.note;
   double inter = collectiveTime(c, CollectiveKind::AllToAll, 64e6, 8, 1);
   EXPECT_NEAR(e.epComm, m.layers * 4 * inter, 1e-12);
@@ -951,12 +947,8 @@ TEST(ExpertParallel, AcrossNodesUsesTheInterNodeLink) {
 }
 
 TEST(ExpertParallel, InvalidDegrees) {
-  Cluster c = testCluster();
-  ModelInfo m = syntheticMoeModel();
-  LocalProfile prof = syntheticMoeProfile();
-  Candidate plan;
-  plan.dp = 4;
-  plan.mb = 1;
+  PlanEval t(syntheticMoeProfile(), "dp=4,mb=1", syntheticMoeModel());
+  auto &[c, m, prof, plan] = t;
   auto note = [&](Candidate p) {
     return evaluate(c, m, prof, p, p.dp, false).note;
   };
@@ -981,25 +973,19 @@ TEST(ExpertParallel, Zero3ShardsExpertsOverTheExpertDataParallelGroup) {
   // ZeRO-3 with ep = 2 on dp = 8: dense weights, gradients and states
   // over all 8 ranks; each rank's E/ep experts over the expert-data-
   // parallel group of 4.
-  Cluster c = testCluster();
-  ModelInfo m = syntheticMoeModel();
-  LocalProfile prof = syntheticMoeProfile();
-  Candidate plan;
-  plan.dp = 8;
-  plan.mb = 1;
-  plan.zero = 3;
-  Estimate e1 = evaluate(c, m, prof, plan, 8, false);
+  PlanEval t(syntheticMoeProfile(), "dp=8,mb=1,zero=3", syntheticMoeModel());
+  auto &[c, m, prof, plan] = t;
+  auto [L, w, g, opt, dense, expert] = moeStates(t);
+  Estimate e1 = t.estimate(8);
   plan.ep = 2;
-  Estimate e2 = evaluate(c, m, prof, plan, 8, false);
+  Estimate e2 = t.estimate(8);
   ASSERT_EQ(e2.note.find("invalid"), std::string::npos) << e2.note;
-  const double L = m.layers, w = 2, g = gradElementBytes(c, 2), opt = 12;
-  const double dense = L * 0.1e9, expert = L * 0.9e9;
   EXPECT_NEAR(e1.stateBytes, (dense + expert) * (w + g + opt) / 8, 1e3);
   EXPECT_NEAR(e2.stateBytes,
               dense * (w + g + opt) / 8 + expert / 2 * (w + g + opt) / 4, 1e3);
   // dp = ep: the experts are whole on their rank and never gathered.
   plan.ep = 8;
-  Estimate e8 = evaluate(c, m, prof, plan, 8, false);
+  Estimate e8 = t.estimate(8);
   ASSERT_EQ(e8.note.find("invalid"), std::string::npos) << e8.note;
   EXPECT_NEAR(e8.stateBytes,
               dense * (w + g + opt) / 8 + expert / 8 * (w + g + opt), 1e3);
@@ -1009,9 +995,9 @@ TEST(ExpertParallel, Zero3ShardsExpertsOverTheExpertDataParallelGroup) {
   // all-gather and a reduce-scatter backward.
   c.dpOverlap = 0;
   plan.ep = 2;
-  Estimate h2 = evaluate(c, m, prof, plan, 8, false);
+  Estimate h2 = t.estimate(8);
   plan.ep = 8;
-  Estimate h8 = evaluate(c, m, prof, plan, 8, false);
+  Estimate h8 = t.estimate(8);
   double ag = collectiveTime(c, CollectiveKind::AllGather, 0.9e9 / 2 * w, 4, 4);
   double rs =
       collectiveTime(c, CollectiveKind::ReduceScatter, 0.9e9 / 2 * g, 4, 4);
@@ -1024,15 +1010,10 @@ TEST(ExpertParallel, UnderCpGathersTheSequenceAndFoldsOverCp) {
   // Under cp an MoE layer gathers its input over cp (per-sequence routing)
   // and, backward, the output gradient: one all-gather of the whole
   // sequence each way per layer per microbatch, on top of the all-to-alls.
-  Cluster c = testCluster();
-  ModelInfo m = syntheticMoeModel(); // seq 1024, hidden 1024, bf16
-  LocalProfile prof = syntheticMoeProfile();
-  Candidate plan;
-  plan.dp = 4;
-  plan.cp = 2;
-  plan.ep = 2;
-  plan.mb = 2;
-  Estimate e = evaluate(c, m, prof, plan, 8, false);
+  // seq 1024, hidden 1024, bf16.
+  PlanEval t(syntheticMoeProfile(), "dp=4,cp=2,ep=2,mb=2", syntheticMoeModel());
+  auto &[c, m, prof, plan] = t;
+  Estimate e = t.estimate(8);
   ASSERT_EQ(e.note.find("invalid"), std::string::npos) << e.note;
   double a2a = collectiveTime(c, CollectiveKind::AllToAll, 64e6 / 2, 2, 2);
   double gather =
@@ -1097,12 +1078,12 @@ TEST(ExpertParallel, SearchPicksEpWhenExpertsDoNotFit) {
 TEST(ExpertParallel, DenseModelsNeverGetEp) {
   DenseSearch t(64);
   auto &[c, m, profiles, o] = t;
-  SearchResult r = search(c, m, profiles, o);
+  SearchResult r = t.run();
   ASSERT_FALSE(r.best.empty());
   for (const Estimate &e : r.best)
     EXPECT_EQ(e.plan.ep, 1) << e.plan.str();
   o.epChoices = {1};
-  EXPECT_EQ(search(c, m, profiles, o).stats.candidates, r.stats.candidates);
+  EXPECT_EQ(t.run().stats.candidates, r.stats.candidates);
 }
 
 TEST(Candidate, ApplyPlanSyntax) {

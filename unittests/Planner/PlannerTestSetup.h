@@ -29,11 +29,11 @@ inline Cluster testCluster() {
   return c;
 }
 
-/// 10 layers, hidden 1024, 8 heads (head dim 128), seq 1024, bf16.
-inline ModelInfo syntheticModel() {
+/// `layers` layers, hidden 1024, 8 heads (head dim 128), seq 1024, bf16.
+inline ModelInfo syntheticModel(int64_t layers = 10) {
   ModelInfo m;
   m.name = "synthetic";
-  m.layers = 10;
+  m.layers = layers;
   m.hidden = 1024;
   m.heads = 8;
   m.kvHeads = 8;

@@ -90,52 +90,45 @@ BackwardCallSplitter::splitCallee(func::FuncOp callee,
     return fn;
   };
 
-  SmallVector<Type> inputResults;
-  for (Value v : inputRoots)
-    inputResults.push_back(v.getType());
-  for (Value v : saved)
-    inputResults.push_back(v.getType());
-  func::FuncOp input =
-      makePart("__input", callee.getArgumentTypes(), inputResults);
+  // Clones the ops of `body` in `ops` into `part` (values mapped by `map`)
+  // and makes `part` return its copies of `results`.
+  auto fillPart = [&](func::FuncOp part, IRMapping &map,
+                      const llvm::DenseSet<Operation *> &ops,
+                      ArrayRef<Value> results) {
+    OpBuilder pb = OpBuilder::atBlockEnd(&part.front());
+    for (Operation &op : body.without_terminator())
+      if (ops.contains(&op))
+        pb.clone(op, map);
+    SmallVector<Value> mapped;
+    for (Value v : results)
+      mapped.push_back(map.lookup(v));
+    func::ReturnOp::create(pb, ret->getLoc(), mapped);
+  };
+
+  SmallVector<Value> inputValues(inputRoots);
+  llvm::append_range(inputValues, saved);
+  func::FuncOp input = makePart("__input", callee.getArgumentTypes(),
+                                ValueRange(inputValues).getTypes());
   tfm::setFuncKind(input, tfm::FuncKind::InputGrad);
   {
-    OpBuilder ib = OpBuilder::atBlockEnd(&input.front());
     IRMapping map;
     map.map(body.getArguments(), input.getArguments());
-    for (Operation &op : body.without_terminator())
-      if (inputOps.contains(&op))
-        ib.clone(op, map);
-    SmallVector<Value> results;
-    for (Value v : inputRoots)
-      results.push_back(map.lookup(v));
-    for (Value v : saved)
-      results.push_back(map.lookup(v));
-    func::ReturnOp::create(ib, ret->getLoc(), results);
+    fillPart(input, map, inputOps, inputValues);
   }
 
   SmallVector<Type> weightArgs(callee.getArgumentTypes());
-  for (Value v : saved)
-    weightArgs.push_back(v.getType());
-  SmallVector<Type> weightResultTypes;
-  for (Value v : weightRoots)
-    weightResultTypes.push_back(v.getType());
+  llvm::append_range(weightArgs, ValueRange(saved.getArrayRef()).getTypes());
   b.setInsertionPointAfter(input);
-  func::FuncOp weight = makePart("__weight", weightArgs, weightResultTypes);
+  func::FuncOp weight =
+      makePart("__weight", weightArgs, ValueRange(weightRoots).getTypes());
   tfm::setFuncKind(weight, tfm::FuncKind::WeightGrad);
   {
-    OpBuilder wb = OpBuilder::atBlockEnd(&weight.front());
     IRMapping map;
     unsigned numArgs = callee.getNumArguments();
     map.map(body.getArguments(), weight.getArguments().take_front(numArgs));
     for (auto [k, v] : llvm::enumerate(saved))
       map.map(v, weight.getArgument(numArgs + k));
-    for (Operation &op : body.without_terminator())
-      if (weightOps.contains(&op))
-        wb.clone(op, map);
-    SmallVector<Value> results;
-    for (Value v : weightRoots)
-      results.push_back(map.lookup(v));
-    func::ReturnOp::create(wb, ret->getLoc(), results);
+    fillPart(weight, map, weightOps, weightRoots);
   }
   return Parts{input, weight};
 }

@@ -58,29 +58,11 @@ namespace autoshard::dist {
 
 using namespace mlir;
 namespace planner = autoshard::planner;
+using autoshard::tfm::tensorBytes;
+using autoshard::tfm::tensorElements;
 
 namespace autoshard::dist {
 namespace {
-
-double tensorBytes(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t)
-    return 0;
-  double n = 1;
-  for (int64_t d : t.getShape())
-    n *= double(d);
-  return n * ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-}
-
-double tensorElements(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t)
-    return 0;
-  double n = 1;
-  for (int64_t d : t.getShape())
-    n *= double(d);
-  return n;
-}
 
 /// The planner's roofline of a costed op (TfmCostOpInterface).
 planner::OpKind opKind(tfm::TfmCostOpInterface op) {

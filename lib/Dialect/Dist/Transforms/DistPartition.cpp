@@ -135,6 +135,14 @@ public:
 
   // Used by HookContext.
   FailureOr<Value> getAs(Value global, ShardingAttr target);
+  /// The local values of `globals`, each resharded to its target (a null
+  /// target: the global value itself, e.g. a non-sharded operand), or the
+  /// first failure.
+  FailureOr<SmallVector<Value>> getAllAs(ValueRange globals,
+                                         ArrayRef<ShardingAttr> targets);
+  /// A copy of `op` on the local `operands`, without its sharding
+  /// annotation; its result types are still the global ones.
+  Operation *cloneLocal(Operation *op, ValueRange operands);
   ShardingAttr preferredReduced(Value global, Operation *except);
   LocalValue lookup(Value global) { return values.lookup(global); }
 
@@ -464,6 +472,25 @@ static std::optional<ShardingAttr> requirementOf(Partitioner &p,
   return (*req)[i];
 }
 
+FailureOr<SmallVector<Value>>
+Partitioner::getAllAs(ValueRange globals, ArrayRef<ShardingAttr> targets) {
+  SmallVector<Value> locals;
+  for (auto [global, target] : llvm::zip_equal(globals, targets)) {
+    FailureOr<Value> v = target ? getAs(global, target) : global;
+    if (failed(v))
+      return failure();
+    locals.push_back(*v);
+  }
+  return locals;
+}
+
+Operation *Partitioner::cloneLocal(Operation *op, ValueRange operands) {
+  Operation *local = builder.clone(*op);
+  local->setOperands(operands);
+  local->removeAttr(kShardingAttrName);
+  return local;
+}
+
 LogicalResult Partitioner::partitionByRule(Operation *op, ShardingRule rule,
                                            ArrayRef<ShardingAttr> annotations) {
   if (rule.operandDims.size() != op->getNumOperands() ||
@@ -474,16 +501,11 @@ LogicalResult Partitioner::partitionByRule(Operation *op, ShardingRule rule,
       op, rule, annotations, /*useActuals=*/true, &actuals);
   if (failed(required))
     return failure();
-  SmallVector<Value> operands;
-  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-    FailureOr<Value> v = getAs(operand, (*required)[i]);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
-  Operation *local = builder.clone(*op);
-  local->setOperands(operands);
-  local->removeAttr(kShardingAttrName);
+  FailureOr<SmallVector<Value>> operands =
+      getAllAs(op->getOperands(), *required);
+  if (failed(operands))
+    return failure();
+  Operation *local = cloneLocal(op, *operands);
   for (auto [r, result] : llvm::enumerate(local->getResults())) {
     RankedTensorType type = tensorType(op->getResult(r));
     if (failed(checkSharding(op, actuals[r], type)))
@@ -506,15 +528,11 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
 
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
     const Signature &sig = signatures[op->getParentOp()];
-    SmallVector<Value> operands;
-    for (auto [i, operand] : llvm::enumerate(ret.getOperands())) {
-      FailureOr<Value> v = sig.results[i] ? getAs(operand, sig.results[i])
-                                          : FailureOr<Value>(operand);
-      if (failed(v))
-        return failure();
-      operands.push_back(*v);
-    }
-    func::ReturnOp::create(builder, loc, operands);
+    FailureOr<SmallVector<Value>> operands =
+        getAllAs(ret.getOperands(), sig.results);
+    if (failed(operands))
+      return failure();
+    func::ReturnOp::create(builder, loc, *operands);
     return success();
   }
 
@@ -524,23 +542,17 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     if (!callee)
       return call.emitOpError() << "dist-partition: unknown callee";
     const Signature &sig = signatures[callee];
-    SmallVector<Value> operands;
-    for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
-      FailureOr<Value> v =
-          sig.args[i] ? getAs(operand, sig.args[i]) : FailureOr<Value>(operand);
-      if (failed(v))
-        return failure();
-      operands.push_back(*v);
-    }
+    FailureOr<SmallVector<Value>> operands =
+        getAllAs(call.getOperands(), sig.args);
+    if (failed(operands))
+      return failure();
     SmallVector<Type> types;
     for (auto [i, result] : llvm::enumerate(call.getResults())) {
       RankedTensorType type = tensorType(result);
       types.push_back(type && sig.results[i] ? localType(type, sig.results[i])
                                              : result.getType());
     }
-    auto local = cast<func::CallOp>(builder.clone(*op));
-    local->setOperands(operands);
-    local->removeAttr(kShardingAttrName);
+    auto local = cast<func::CallOp>(cloneLocal(op, *operands));
     for (auto [i, result] : llvm::enumerate(local.getResults())) {
       result.setType(types[i]);
       setLocal(call.getResult(i), result, sig.results[i]);
@@ -603,9 +615,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       return failure();
     operands.push_back(*v);
   }
-  Operation *local = builder.clone(*op);
-  local->setOperands(operands);
-  local->removeAttr(kShardingAttrName);
+  Operation *local = cloneLocal(op, operands);
   for (auto [r, result] : llvm::enumerate(local->getResults())) {
     RankedTensorType type = tensorType(result);
     setLocal(op->getResult(r), result,

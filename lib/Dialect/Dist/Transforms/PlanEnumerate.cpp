@@ -72,6 +72,10 @@ SmallVector<Plan> dist::enumeratePlans(const PlanSpace &space,
                                        int64_t microbatches,
                                        StringRef recompute, bool hasExperts) {
   SmallVector<Plan> plans;
+  // Each loop sets the keys it enumerates.
+  Plan plan;
+  plan.mb = microbatches;
+  plan.recompute = recompute.str();
   for (int64_t world : space.worlds) {
     SmallVector<int64_t> pps = space.pipelineDegrees.empty()
                                    ? divisorsOf(world)
@@ -79,43 +83,40 @@ SmallVector<Plan> dist::enumeratePlans(const PlanSpace &space,
     SmallVector<int64_t> cps =
         space.contextDegrees.empty() ? divisorsOf(world) : space.contextDegrees;
     for (int64_t pp : pps) {
+      plan.pp = pp;
+      SmallVector<std::string> schedules = {Plan().schedule};
+      if (pp > 1)
+        schedules.assign(space.schedules.begin(), space.schedules.end());
       for (int64_t cp : cps) {
         if (world % (pp * cp) != 0)
           continue;
+        plan.cp = cp;
+        SmallVector<StringRef, 2> attentions = {"ring"};
+        if (cp > 1)
+          attentions.push_back("ulysses");
         for (int64_t tp : divisorsOf(world / (pp * cp))) {
-          int64_t dp = world / (pp * cp * tp);
-          SmallVector<std::string> schedules = {Plan().schedule};
-          if (pp > 1)
-            schedules.assign(space.schedules.begin(), space.schedules.end());
+          plan.tp = tp;
+          plan.dp = world / (pp * cp * tp);
           SmallVector<int64_t> eps = {1};
           if (hasExperts)
-            eps = divisorsOf(dp * cp);
+            eps = divisorsOf(plan.dp * cp);
           // With experts and cp > 1 the ep group should fold over cp.
           if (hasExperts && cp > 1)
             llvm::erase(eps, 1);
-          SmallVector<StringRef, 2> attentions = {"ring"};
-          if (cp > 1)
-            attentions.push_back("ulysses");
-          for (int64_t sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp)
-            for (int64_t zero = 0; zero <= (dp * cp > 1 ? 3 : 0); ++zero)
-              for (const std::string &schedule : schedules)
-                for (int64_t ep : eps)
+          for (plan.sp = 0; plan.sp <= (tp > 1 ? 1 : 0); ++plan.sp)
+            for (plan.zero = 0; plan.zero <= (plan.dp * cp > 1 ? 3 : 0);
+                 ++plan.zero)
+              for (const std::string &schedule : schedules) {
+                plan.schedule = schedule;
+                plan.vpp = stagesPerRankOf(schedule, space.stagesPerRank);
+                for (int64_t ep : eps) {
+                  plan.ep = ep;
                   for (StringRef attention : attentions) {
-                    Plan plan;
-                    plan.pp = pp;
-                    plan.dp = dp;
-                    plan.cp = cp;
-                    plan.tp = tp;
-                    plan.sp = sp;
-                    plan.zero = zero;
-                    plan.ep = ep;
-                    plan.mb = microbatches;
-                    plan.schedule = schedule;
-                    plan.vpp = stagesPerRankOf(schedule, space.stagesPerRank);
-                    plan.recompute = recompute.str();
                     plan.cpAttention = attention.str();
-                    plans.push_back(std::move(plan));
+                    plans.push_back(plan);
                   }
+                }
+              }
         }
       }
     }

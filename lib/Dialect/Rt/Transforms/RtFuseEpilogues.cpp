@@ -155,6 +155,13 @@ bool canDelayOperandReads(
   return true;
 }
 
+/// A `matmul` kernel of two operands and one result, the only form the
+/// fusions start from.
+bool isPlainMatmul(KernelOp kernel) {
+  return kernel.getKernel() == "matmul" && kernel.getArgs().size() == 2 &&
+         kernel.getResults().size() == 1;
+}
+
 /// A matmul whose result is added to `addend` by `add`.
 struct Candidate {
   KernelOp matmul, add;
@@ -165,8 +172,7 @@ struct Candidate {
 /// The fusion `matmul` allows, or nothing (the conditions of Passes.td).
 std::optional<Candidate> matchCandidate(KernelOp matmul,
                                         BufferAliases &aliases) {
-  if (matmul.getKernel() != "matmul" || matmul.getArgs().size() != 2 ||
-      matmul.getResults().size() != 1)
+  if (!isPlainMatmul(matmul))
     return std::nullopt;
   Value t = matmul.getResults()[0];
   if (!t.getDefiningOp<AllocOp>())
@@ -228,8 +234,7 @@ bool touches(KernelOp kernel, Value v, BufferAliases &aliases) {
 /// The gelu / gelu_grad fusion `matmul` allows, or nothing (Passes.td).
 std::optional<ActivationCandidate> matchActivation(KernelOp matmul,
                                                    BufferAliases &aliases) {
-  if (matmul.getKernel() != "matmul" || matmul.getArgs().size() != 2 ||
-      matmul.getResults().size() != 1)
+  if (!isPlainMatmul(matmul))
     return std::nullopt;
   Value t = matmul.getResults()[0];
   // The activation: the first kernel after the matmul in its block that

@@ -17,6 +17,12 @@
 
 namespace autoshard::tfm::checks {
 
+/// Operand types are checked by ODS before `verify()` runs, and builders are
+/// handed tensors, so every tfm operand is a ranked tensor.
+inline mlir::RankedTensorType tensorOf(mlir::Value value) {
+  return llvm::cast<mlir::RankedTensorType>(value.getType());
+}
+
 /// A shape as `[2, 3, 4]`, for diagnostics.
 std::string shapeStr(llvm::ArrayRef<int64_t> shape);
 
@@ -33,6 +39,12 @@ mlir::LogicalResult checkLeadingDims(EmitErrorFn emitError,
                                      mlir::RankedTensorType type,
                                      llvm::StringRef leadingName,
                                      llvm::ArrayRef<int64_t> leading);
+
+/// Checks a whole operand type at once; `source` says where `expected` comes
+/// from, e.g. "type of x".
+mlir::LogicalResult checkType(EmitErrorFn emitError, llvm::StringRef name,
+                              mlir::Type actual, mlir::Type expected,
+                              llvm::StringRef source);
 
 } // namespace autoshard::tfm::checks
 

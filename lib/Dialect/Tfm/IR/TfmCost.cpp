@@ -17,10 +17,8 @@
 using namespace mlir;
 
 namespace autoshard::tfm {
-namespace {
 
-/// Elements of a ranked tensor type (1 for a scalar).
-double numElements(Type type) {
+double tensorElements(Type type) {
   auto ranked = dyn_cast<RankedTensorType>(type);
   if (!ranked)
     return 0;
@@ -30,28 +28,29 @@ double numElements(Type type) {
   return n;
 }
 
-/// Bytes of a ranked tensor type (element bit width rounded up to bytes).
-double numBytes(Type type) {
+double tensorBytes(Type type) {
   auto ranked = dyn_cast<RankedTensorType>(type);
   if (!ranked)
     return 0;
   unsigned bits = ranked.getElementType().getIntOrFloatBitWidth();
-  return numElements(type) * static_cast<double>((bits + 7) / 8);
+  return tensorElements(type) * static_cast<double>((bits + 7) / 8);
 }
+
+namespace {
 
 /// Bytes of every operand read once plus every result written once.
 double ioBytes(Operation *op) {
   double bytes = 0;
   for (Type t : op->getOperandTypes())
-    bytes += numBytes(t);
+    bytes += tensorBytes(t);
   for (Type t : op->getResultTypes())
-    bytes += numBytes(t);
+    bytes += tensorBytes(t);
   return bytes;
 }
 
 /// `flopsPerElement` FLOPs per element of `reference`, minimum traffic.
 OpCost perElement(Operation *op, Type reference, double flopsPerElement) {
-  return OpCost{flopsPerElement * numElements(reference), ioBytes(op)};
+  return OpCost{flopsPerElement * tensorElements(reference), ioBytes(op)};
 }
 
 /// Same, per element of the first result.
@@ -69,7 +68,7 @@ double leadingElements(Type type) {
   auto ranked = cast<RankedTensorType>(type);
   if (ranked.getRank() == 0)
     return 1;
-  return numElements(type) / static_cast<double>(ranked.getShape().back());
+  return tensorElements(type) / static_cast<double>(ranked.getShape().back());
 }
 
 /// Attention FLOPs `4 * B * N * Sq * Sk * D`, halved when causal (the fused
@@ -77,7 +76,8 @@ double leadingElements(Type type) {
 /// D]`.
 double attentionFlops(Type q, Type k, bool causal) {
   auto kt = cast<RankedTensorType>(k);
-  double flops = 4.0 * numElements(q) * static_cast<double>(kt.getDimSize(1));
+  double flops =
+      4.0 * tensorElements(q) * static_cast<double>(kt.getDimSize(1));
   return causal ? flops / 2 : flops;
 }
 
@@ -94,13 +94,13 @@ double attentionScores(Type q, Type k) {
 OpCost MatmulOp::getCost() {
   double k = static_cast<double>(
       cast<RankedTensorType>(getLhs().getType()).getShape().back());
-  return OpCost{2.0 * numElements(getResult().getType()) * k,
+  return OpCost{2.0 * tensorElements(getResult().getType()) * k,
                 ioBytes(getOperation())};
 }
 OpCost MatmulWgradOp::getCost() {
   // dw[K, N] = x[T, K]^T dy[T, N]: 2·T·K·N.
   return OpCost{2.0 * leadingElements(getX().getType()) *
-                    numElements(getDw().getType()),
+                    tensorElements(getDw().getType()),
                 ioBytes(getOperation())};
 }
 RooflineKind MatmulOp::getRooflineKind() { return RooflineKind::Gemm; }
@@ -149,17 +149,17 @@ OpCost CastOp::getCost() { return perResultElement(getOperation(), 0); }
 
 // Embeddings: gathers read only the rows they touch (the result's size).
 OpCost EmbeddingOp::getCost() {
-  return OpCost{0, numBytes(getIds().getType()) +
-                       2 * numBytes(getOut().getType())};
+  return OpCost{0, tensorBytes(getIds().getType()) +
+                       2 * tensorBytes(getOut().getType())};
 }
 OpCost EmbeddingGradOp::getCost() {
-  return OpCost{numElements(getDy().getType()), ioBytes(getOperation())};
+  return OpCost{tensorElements(getDy().getType()), ioBytes(getOperation())};
 }
 OpCost MicrobatchOp::getCost() {
-  return OpCost{0, 2 * numBytes(getResult().getType())};
+  return OpCost{0, 2 * tensorBytes(getResult().getType())};
 }
 OpCost PositionEmbeddingOp::getCost() {
-  return OpCost{0, 2 * numBytes(getOut().getType())};
+  return OpCost{0, 2 * tensorBytes(getOut().getType())};
 }
 OpCost PositionEmbeddingGradOp::getCost() {
   return perOperandElement(getOperation(), 1);
@@ -242,11 +242,11 @@ OpCost CrossEntropyGradOp::getCost() {
   return perResultElement(getOperation(), 5);
 }
 OpCost VocabEmbeddingOp::getCost() {
-  return OpCost{0, numBytes(getIds().getType()) +
-                       2 * numBytes(getOut().getType())};
+  return OpCost{0, tensorBytes(getIds().getType()) +
+                       2 * tensorBytes(getOut().getType())};
 }
 OpCost VocabEmbeddingGradOp::getCost() {
-  return OpCost{numElements(getDy().getType()), ioBytes(getOperation())};
+  return OpCost{tensorElements(getDy().getType()), ioBytes(getOperation())};
 }
 OpCost VocabCeMaxOp::getCost() { return perOperandElement(getOperation(), 1); }
 OpCost VocabCeStatsOp::getCost() {
@@ -273,7 +273,7 @@ OpCost MoeAuxLossGradOp::getCost() {
   return perElement(getOperation(), getLogits().getType(), 4);
 }
 OpCost MoeDispatchOp::getCost() {
-  return OpCost{0, 2 * numBytes(getX().getType()) *
+  return OpCost{0, 2 * tensorBytes(getX().getType()) *
                        static_cast<double>(
                            cast<RankedTensorType>(getExpertIds().getType())
                                .getShape()
@@ -302,7 +302,7 @@ OpCost MoeCombineGradOp::getCost() {
 OpCost SumSquaresOp::getCost() {
   double n = 0;
   for (Value v : getInputs())
-    n += numElements(v.getType());
+    n += tensorElements(v.getType());
   return OpCost{2 * n, ioBytes(getOperation())};
 }
 OpCost ClipCoefOp::getCost() { return OpCost{4, ioBytes(getOperation())}; }

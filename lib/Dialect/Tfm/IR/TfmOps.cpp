@@ -61,17 +61,19 @@ LogicalResult checkLeadingDims(EmitErrorFn emitError, StringRef name,
   return success();
 }
 
+LogicalResult checkType(EmitErrorFn emitError, StringRef name, Type actual,
+                        Type expected, StringRef source) {
+  if (actual == expected)
+    return success();
+  return emitError() << name << " must be " << expected << " (" << source
+                     << "), found " << actual;
+}
+
 } // namespace autoshard::tfm::checks
 
 using namespace autoshard::tfm::checks;
 
 namespace {
-
-/// Operand types are checked by ODS before `verify()` runs, and builders are
-/// handed tensors, so every tfm operand is a ranked tensor.
-RankedTensorType tensorOf(Value value) {
-  return cast<RankedTensorType>(value.getType());
-}
 
 /// The `tensor<f32>` used for losses and optimizer scalars.
 RankedTensorType scalarF32(MLIRContext *ctx) {
@@ -86,7 +88,7 @@ LogicalResult checkSameElementType(EmitErrorFn emitError, RankedTensorType a,
                      << a.getElementType() << " and " << b.getElementType();
 }
 
-/// `layout` names the dims, e.g. " [B, S, H]".
+/// `layout` names the dims, e.g. "[B, S, H]".
 LogicalResult checkRank(EmitErrorFn emitError, StringRef name,
                         RankedTensorType type, int64_t rank, StringRef layout) {
   if (type.getRank() == rank)
@@ -101,16 +103,6 @@ LogicalResult checkMinRank(EmitErrorFn emitError, StringRef name,
     return success();
   return emitError() << name << " must have rank >= " << minRank
                      << ", found rank " << type.getRank();
-}
-
-/// Checks a whole operand type at once; `source` says where `expected` comes
-/// from, e.g. "type of x".
-LogicalResult checkType(EmitErrorFn emitError, StringRef name, Type actual,
-                        Type expected, StringRef source) {
-  if (actual == expected)
-    return success();
-  return emitError() << name << " must be " << expected << " (" << source
-                     << "), found " << actual;
 }
 
 /// `!(value > 0)` also rejects NaN.
@@ -432,6 +424,38 @@ LogicalResult computeDropoutLocal(EmitErrorFn emitError, Value input,
   return computeDropout(emitError, input, rate, site, resultTypes);
 }
 
+/// Result type of an embedding lookup (embedding, vocab_embedding): the shape
+/// of `ids` + [H] of `table` [V, H] (`layout` names the table's dims in the
+/// error), with the table's element type.
+LogicalResult computeEmbedding(EmitErrorFn emitError, Value ids, Value table,
+                               StringRef layout,
+                               SmallVectorImpl<Type> &resultTypes) {
+  RankedTensorType tableType = tensorOf(table);
+  if (failed(checkRank(emitError, "table", tableType, 2, layout)))
+    return failure();
+  SmallVector<int64_t> shape(tensorOf(ids).getShape());
+  shape.push_back(tableType.getDimSize(1));
+  resultTypes.push_back(
+      RankedTensorType::get(shape, tableType.getElementType()));
+  return success();
+}
+
+/// Result type of an embedding gradient (embedding_grad,
+/// vocab_embedding_grad): `[rows, H]` with `dy`'s element type, for `dy`
+/// `[ids..., H]` and `rows >= 1` (named `num_embeddings`).
+LogicalResult computeEmbeddingGrad(EmitErrorFn emitError, Value dy, Value ids,
+                                   int64_t rows,
+                                   SmallVectorImpl<Type> &resultTypes) {
+  RankedTensorType dyType = tensorOf(dy);
+  if (failed(checkCount(emitError, "num_embeddings", rows)) ||
+      failed(checkLeadingDims(emitError, "dy", dyType, "ids",
+                              tensorOf(ids).getShape())))
+    return failure();
+  resultTypes.push_back(RankedTensorType::get({rows, dyType.getShape().back()},
+                                              dyType.getElementType()));
+  return success();
+}
+
 } // namespace autoshard::tfm::detail
 
 using namespace autoshard::tfm::detail;
@@ -556,33 +580,6 @@ LogicalResult CastOp::verify() {
 //===----------------------------------------------------------------------===//
 // Embeddings
 //===----------------------------------------------------------------------===//
-
-LogicalResult
-EmbeddingOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                SmallVectorImpl<Type> &resultTypes) {
-  RankedTensorType ids = tensorOf(adaptor.getIds());
-  RankedTensorType table = tensorOf(adaptor.getTable());
-  if (failed(checkRank(emitError, "table", table, 2, "[V, H]")))
-    return failure();
-  SmallVector<int64_t> shape(ids.getShape());
-  shape.push_back(table.getDimSize(1));
-  resultTypes.push_back(RankedTensorType::get(shape, table.getElementType()));
-  return success();
-}
-
-LogicalResult
-EmbeddingGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                    SmallVectorImpl<Type> &resultTypes) {
-  RankedTensorType dy = tensorOf(adaptor.getDy());
-  int64_t vocab = adaptor.getNumEmbeddingsAttr().getInt();
-  if (failed(checkCount(emitError, "num_embeddings", vocab)) ||
-      failed(checkLeadingDims(emitError, "dy", dy, "ids",
-                              tensorOf(adaptor.getIds()).getShape())))
-    return failure();
-  resultTypes.push_back(RankedTensorType::get({vocab, dy.getShape().back()},
-                                              dy.getElementType()));
-  return success();
-}
 
 LogicalResult
 MicrobatchOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,

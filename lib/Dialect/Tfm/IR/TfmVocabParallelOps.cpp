@@ -1,8 +1,9 @@
 //===- TfmVocabParallelOps.cpp - Result types of the vocab-parallel ops ---===//
 //
-// The `computeResultTypes` rules of the vocab-parallel local ops
-// (`tfm.vocab_*`), which the partition hooks of embedding and cross_entropy
-// emit (lib/Dialect/Tfm/Sharding/PartitionHooks.cpp).
+// The `computeResultTypes` rules of the vocab-parallel cross-entropy ops
+// (`tfm.vocab_ce_*`), which the partition hook of cross_entropy emits
+// (lib/Dialect/Tfm/Sharding/PartitionHooks.cpp). The vocab_embedding ops
+// share the rules of embedding and embedding_grad (their ODS computeBody).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,10 +22,6 @@ using namespace autoshard::tfm::checks;
 
 namespace {
 
-RankedTensorType tensorOf(Value value) {
-  return cast<RankedTensorType>(value.getType());
-}
-
 RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
   return RankedTensorType::get(shape, Float32Type::get(ctx));
 }
@@ -33,11 +30,8 @@ RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
 LogicalResult checkF32(EmitErrorFn emitError, StringRef name,
                        RankedTensorType type, ArrayRef<int64_t> shape,
                        StringRef source) {
-  RankedTensorType want = f32Tensor(type.getContext(), shape);
-  if (type == want)
-    return success();
-  return emitError() << name << " must be " << want << " (" << source
-                     << "), found " << type;
+  return checkType(emitError, name, type, f32Tensor(type.getContext(), shape),
+                   source);
 }
 
 int64_t numElements(ArrayRef<int64_t> shape) {
@@ -73,33 +67,6 @@ LogicalResult checkVocabCe(EmitErrorFn emitError, Value logits, Value labels,
 }
 
 } // namespace
-
-LogicalResult
-VocabEmbeddingOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                     SmallVectorImpl<Type> &resultTypes) {
-  RankedTensorType table = tensorOf(adaptor.getTable());
-  if (table.getRank() != 2)
-    return emitError() << "table must have rank 2 [Vl, H], found rank "
-                       << table.getRank();
-  SmallVector<int64_t> shape(tensorOf(adaptor.getIds()).getShape());
-  shape.push_back(table.getDimSize(1));
-  resultTypes.push_back(RankedTensorType::get(shape, table.getElementType()));
-  return success();
-}
-
-LogicalResult
-VocabEmbeddingGradOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
-                                         SmallVectorImpl<Type> &resultTypes) {
-  RankedTensorType dy = tensorOf(adaptor.getDy());
-  int64_t rows = adaptor.getNumEmbeddingsAttr().getInt();
-  if (failed(checkCount(emitError, "num_embeddings", rows)) ||
-      failed(checkLeadingDims(emitError, "dy", dy, "ids",
-                              tensorOf(adaptor.getIds()).getShape())))
-    return failure();
-  resultTypes.push_back(
-      RankedTensorType::get({rows, dy.getShape().back()}, dy.getElementType()));
-  return success();
-}
 
 LogicalResult
 VocabCeMaxOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,

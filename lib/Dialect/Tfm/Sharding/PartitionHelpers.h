@@ -95,6 +95,37 @@ inline int64_t groupSize(dist::MeshOp mesh, ArrayRef<StringAttr> axes) {
   return n;
 }
 
+/// The partial (sum) axes of `order`, in its order, that `other` is also
+/// partial (sum) over, except those in `exclude`: the partial sums that an
+/// op linear in its input passes through unreduced.
+inline AxisList sharedPartialSums(ShardingAttr order, ShardingAttr other,
+                                  ArrayRef<StringAttr> exclude) {
+  AxisList out;
+  for (const dist::PartialAxis &p : order.getPartialAxes())
+    if (p.kind == dist::ReductionKind::Sum &&
+        other.getPartialKind(p.axis.getValue()) == dist::ReductionKind::Sum &&
+        !llvm::is_contained(exclude, p.axis))
+      out.push_back(p.axis);
+  return out;
+}
+
+/// The op's operands `0..shardings.size()-1` resharded to `shardings`, in
+/// operand order; fails when any of them cannot be (after asking for all,
+/// so that every failing operand reports).
+inline FailureOr<SmallVector<Value>>
+operandsAs(PartitionContext &ctx, ArrayRef<ShardingAttr> shardings) {
+  SmallVector<FailureOr<Value>> locals;
+  for (auto [i, sharding] : llvm::enumerate(shardings))
+    locals.push_back(ctx.getOperandAs(i, sharding));
+  SmallVector<Value> out;
+  for (FailureOr<Value> &local : locals) {
+    if (failed(local))
+      return failure();
+    out.push_back(*local);
+  }
+  return out;
+}
+
 inline dist::MeshOp meshOf(PartitionContext &ctx) { return ctx.getMesh(); }
 
 inline FlatSymbolRefAttr meshRef(PartitionContext &ctx) {

@@ -90,6 +90,11 @@ struct CeLayout {
   }
 };
 
+/// Global token count of a cross-entropy: the product of the label dims.
+int64_t globalTokens(Value labels) {
+  return numElements(tensorOf(labels).getShape());
+}
+
 CeLayout ceLayout(ShardingAttr ref) {
   CeLayout layout;
   unsigned rank = ref.getRank();
@@ -99,30 +104,124 @@ CeLayout ceLayout(ShardingAttr ref) {
   return layout;
 }
 
-/// The reduced softmax statistics (max, stats, shard index) of the local
-/// logits `logitsL` laid out as `layout`, computed once per block and
-/// global logits value.
-FailureOr<SmallVector<Value>>
-ceStatistics(PartitionContext &ctx, Location loc, dist::MeshOp mesh,
-             Value globalLogits, Value logitsL, Value labelsL,
-             const CeLayout &layout, ShardingAttr logitsSharding,
-             int64_t vocabSize) {
+/// A cross-entropy hook's local operands with the logits sharded on the
+/// vocabulary, and the reduced softmax statistics of the local logits.
+struct VocabCe {
+  ShardingAttr logitsSharding;
+  /// Local operands in op order: [dloss,] logits, labels.
+  SmallVector<Value> operands;
+  Value max, stats, shard;
+  int64_t tokens, vocabSize;
+
+  Value logits() const { return operands[operands.size() - 2]; }
+  Value labels() const { return operands.back(); }
+};
+
+/// The operands of cross-entropy op `op` ([dloss,] logits, labels) laid out
+/// as `layout` (`dloss` replicated) and the statistics (max, stats, shard
+/// index) of the local logits, computed once per block and global logits
+/// value.
+FailureOr<VocabCe> vocabParallelCe(PartitionContext &ctx, Operation *op,
+                                   const CeLayout &layout,
+                                   std::optional<uint64_t> vocabSizeAttr) {
+  FlatSymbolRefAttr meshSym = meshRef(ctx);
+  VocabCe ce;
+  ce.logitsSharding = layout.logits(meshSym);
+  Value logits = op->getOperand(op->getNumOperands() - 2);
+  Value labels = op->getOperand(op->getNumOperands() - 1);
+  SmallVector<ShardingAttr> shardings(op->getNumOperands() - 2,
+                                      makeSharding(meshSym, {}));
+  shardings.push_back(ce.logitsSharding);
+  shardings.push_back(layout.labels(meshSym));
+  FailureOr<SmallVector<Value>> operands = operandsAs(ctx, shardings);
+  if (failed(operands))
+    return failure();
+  ce.operands = std::move(*operands);
+  ce.tokens = globalTokens(labels);
+  ce.vocabSize = vocabSizeAttr.value_or(tensorOf(logits).getShape().back());
+
   std::string tag;
   llvm::raw_string_ostream os(tag);
-  os << "vocab_ce_stats " << logitsSharding;
-  if (SmallVector<Value> *cached = ctx.lookupMemo(globalLogits, tag))
-    return *cached;
+  os << "vocab_ce_stats " << ce.logitsSharding;
+  if (SmallVector<Value> *cached = ctx.lookupMemo(logits, tag)) {
+    ce.max = (*cached)[0];
+    ce.stats = (*cached)[1];
+    ce.shard = (*cached)[2];
+    return ce;
+  }
   OpBuilder &b = ctx.getBuilder();
-  Value shard = axisIndex(b, loc, mesh, layout.vocab);
-  Value max = VocabCeMaxOp::create(b, loc, logitsL, shard, vocabSize);
-  max = allReduce(b, loc, mesh, max, layout.vocab, dist::ReductionKind::Max);
-  Value stats =
-      VocabCeStatsOp::create(b, loc, logitsL, labelsL, max, shard, vocabSize);
-  stats =
-      allReduce(b, loc, mesh, stats, layout.vocab, dist::ReductionKind::Sum);
-  SmallVector<Value> values{max, stats, shard};
-  ctx.setMemo(globalLogits, tag, values);
-  return values;
+  Location loc = op->getLoc();
+  dist::MeshOp mesh = meshOf(ctx);
+  ce.shard = axisIndex(b, loc, mesh, layout.vocab);
+  ce.max = VocabCeMaxOp::create(b, loc, ce.logits(), ce.shard, ce.vocabSize);
+  ce.max =
+      allReduce(b, loc, mesh, ce.max, layout.vocab, dist::ReductionKind::Max);
+  ce.stats = VocabCeStatsOp::create(b, loc, ce.logits(), ce.labels(), ce.max,
+                                    ce.shard, ce.vocabSize);
+  ce.stats =
+      allReduce(b, loc, mesh, ce.stats, layout.vocab, dist::ReductionKind::Sum);
+  ctx.setMemo(logits, tag, {ce.max, ce.stats, ce.shard});
+  return ce;
+}
+
+/// Builds an op's local form from its local operands.
+using LocalOpBuilder =
+    function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)>;
+
+/// A mean over the `local` items of this rank, rescaled to the mean over
+/// the `global` items of the whole tensor: (local sum) / global, which the
+/// consumer's sum over the sharded axes completes.
+Value rescaleLocalMean(OpBuilder &b, Location loc, Value mean, int64_t local,
+                       int64_t global) {
+  if (local == global)
+    return mean;
+  return ScaleOp::create(b, loc, mean, static_cast<double>(local) / global);
+}
+
+/// The hook of a mean over the items of the leading dims (the tokens of a
+/// cross-entropy, the sequences of moe_aux_loss) with those dims split as
+/// `lead` and every other dim whole. Every operand of rank > 0 is split so
+/// on its leading dims, a scalar (`dloss`) replicated; the local op
+/// (`create`, on the local operands) takes the mean over the local items,
+/// rescaled to the global count. A scalar result is then partial (sum) over
+/// the `lead` axes, a tensor result split like the operands.
+FailureOr<bool> partitionLeadingMean(Operation *op, PartitionContext &ctx,
+                                     ArrayRef<AxisList> lead,
+                                     LocalOpBuilder create) {
+  FlatSymbolRefAttr mesh = meshRef(ctx);
+  auto splitLead = [&](Value global) {
+    SmallVector<AxisList> dims(tensorOf(global).getRank());
+    llvm::copy(lead.take_front(dims.size()), dims.begin());
+    return makeSharding(mesh, dims);
+  };
+  SmallVector<ShardingAttr> shardings;
+  for (Value operand : op->getOperands())
+    shardings.push_back(splitLead(operand));
+  FailureOr<SmallVector<Value>> locals = operandsAs(ctx, shardings);
+  if (failed(locals))
+    return failure();
+  // The items are counted on the first operand that has them.
+  unsigned ref = 0;
+  while (tensorOf(op->getOperand(ref)).getRank() == 0)
+    ++ref;
+  auto items = [&](Value v) {
+    return numElements(tensorOf(v).getShape().take_front(lead.size()));
+  };
+  OpBuilder &b = ctx.getBuilder();
+  Location loc = op->getLoc();
+  Value mean =
+      rescaleLocalMean(b, loc, create(b, loc, *locals), items((*locals)[ref]),
+                       items(op->getOperand(ref)));
+  Value result = op->getResult(0);
+  if (tensorOf(result).getRank() != 0) {
+    ctx.setResult(0, mean, splitLead(result));
+    return true;
+  }
+  AxisList leadAxes;
+  for (const AxisList &axes : lead)
+    llvm::append_range(leadAxes, axes);
+  ctx.setResult(0, mean, makeSharding(mesh, {}, leadAxes));
+  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -205,100 +304,49 @@ struct EmbeddingGradPartition
   }
 };
 
-/// A mean over the `local` items of this rank, rescaled to the mean over
-/// the `global` items of the whole tensor: (local sum) / global, which the
-/// consumer's sum over the sharded axes completes.
-Value rescaleLocalMean(OpBuilder &b, Location loc, Value mean, int64_t local,
-                       int64_t global) {
-  if (local == global)
-    return mean;
-  return ScaleOp::create(b, loc, mean, static_cast<double>(local) / global);
-}
+/// cross_entropy (`Op` = CrossEntropyOp) and cross_entropy_grad. With
+/// only the tokens sharded: the op on the local operands, rescaled to the
+/// global token count; with the vocabulary sharded: the vocab-parallel op
+/// on the all-reduced statistics (which the gradient reuses), the loss
+/// partial (sum) over the token axes, dlogits laid out like the logits.
+template <typename Op>
+struct CrossEntropyPartition : public dist::PartitionOpInterface::ExternalModel<
+                                   CrossEntropyPartition<Op>, Op> {
+  static constexpr bool isLoss = std::is_same_v<Op, CrossEntropyOp>;
 
-/// Global token count of a cross-entropy: the product of the label dims.
-int64_t globalTokens(Value labels) {
-  return numElements(tensorOf(labels).getShape());
-}
-
-struct CrossEntropyPartition
-    : public dist::PartitionOpInterface::ExternalModel<CrossEntropyPartition,
-                                                       CrossEntropyOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
-    auto ce = cast<CrossEntropyOp>(op);
-    // The logits keep the layout they have: the loss is a scalar, so there
-    // is no result layout to follow.
-    CeLayout layout = ceLayout(ctx.getOperandSharding(0));
+    auto ce = cast<Op>(op);
+    // The loss is a scalar: the logits keep the layout they have; dlogits
+    // has the layout asked for and the logits follow it.
+    CeLayout layout =
+        ceLayout(isLoss ? ctx.getOperandSharding(0) : ctx.getResultSharding(0));
     if (!layout.sharded())
       return false;
-    FlatSymbolRefAttr mesh = meshRef(ctx);
-    ShardingAttr logitsSharding = layout.logits(mesh);
-    FailureOr<Value> logitsL = ctx.getOperandAs(0, logitsSharding);
-    FailureOr<Value> labelsL = ctx.getOperandAs(1, layout.labels(mesh));
-    if (failed(logitsL) || failed(labelsL))
+    if (layout.vocab.empty())
+      return partitionLeadingMean(
+          op, ctx, layout.tokenDims,
+          [&](OpBuilder &b, Location loc, ArrayRef<Value> local) -> Value {
+            if constexpr (isLoss)
+              return Op::create(b, loc, local[0], local[1], ce.getVocabSize());
+            else
+              return Op::create(b, loc, local[0], local[1], local[2],
+                                ce.getVocabSize());
+          });
+    FailureOr<VocabCe> v = vocabParallelCe(ctx, op, layout, ce.getVocabSize());
+    if (failed(v))
       return failure();
     OpBuilder &b = ctx.getBuilder();
     Location loc = op->getLoc();
-    int64_t tokens = globalTokens(ce.getLabels());
-    int64_t vocabSize =
-        ce.getVocabSize().value_or(tensorOf(ce.getLogits()).getShape().back());
-    Value loss;
-    if (layout.vocab.empty()) {
-      loss = rescaleLocalMean(
-          b, loc,
-          CrossEntropyOp::create(b, loc, *logitsL, *labelsL, ce.getVocabSize()),
-          numElements(tensorOf(*labelsL).getShape()), tokens);
-    } else {
-      FailureOr<SmallVector<Value>> stats =
-          ceStatistics(ctx, loc, meshOf(ctx), ce.getLogits(), *logitsL,
-                       *labelsL, layout, logitsSharding, vocabSize);
-      if (failed(stats))
-        return failure();
-      loss = VocabCeLossOp::create(b, loc, (*stats)[1], (*stats)[0], tokens);
-    }
-    ctx.setResult(0, loss, makeSharding(mesh, {}, layout.tokenAxes()));
-    return true;
-  }
-};
-
-struct CrossEntropyGradPartition
-    : public dist::PartitionOpInterface::ExternalModel<
-          CrossEntropyGradPartition, CrossEntropyGradOp> {
-  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
-    auto ce = cast<CrossEntropyGradOp>(op);
-    // dlogits has the layout asked for; the logits follow it.
-    CeLayout layout = ceLayout(ctx.getResultSharding(0));
-    if (!layout.sharded())
-      return false;
-    FlatSymbolRefAttr mesh = meshRef(ctx);
-    ShardingAttr logitsSharding = layout.logits(mesh);
-    FailureOr<Value> dlossL = ctx.getOperandAs(0, makeSharding(mesh, {}));
-    FailureOr<Value> logitsL = ctx.getOperandAs(1, logitsSharding);
-    FailureOr<Value> labelsL = ctx.getOperandAs(2, layout.labels(mesh));
-    if (failed(dlossL) || failed(logitsL) || failed(labelsL))
-      return failure();
-    OpBuilder &b = ctx.getBuilder();
-    Location loc = op->getLoc();
-    int64_t tokens = globalTokens(ce.getLabels());
-    int64_t vocabSize =
-        ce.getVocabSize().value_or(tensorOf(ce.getLogits()).getShape().back());
-    Value grad;
-    if (layout.vocab.empty()) {
-      grad = rescaleLocalMean(
-          b, loc,
-          CrossEntropyGradOp::create(b, loc, *dlossL, *logitsL, *labelsL,
-                                     ce.getVocabSize()),
-          numElements(tensorOf(*labelsL).getShape()), tokens);
-    } else {
-      FailureOr<SmallVector<Value>> stats =
-          ceStatistics(ctx, loc, meshOf(ctx), ce.getLogits(), *logitsL,
-                       *labelsL, layout, logitsSharding, vocabSize);
-      if (failed(stats))
-        return failure();
-      grad = VocabCeGradOp::create(b, loc, *dlossL, *logitsL, *labelsL,
-                                   (*stats)[0], (*stats)[1], (*stats)[2],
-                                   vocabSize, tokens);
-    }
-    ctx.setResult(0, grad, logitsSharding);
+    if constexpr (isLoss)
+      ctx.setResult(0,
+                    VocabCeLossOp::create(b, loc, v->stats, v->max, v->tokens),
+                    makeSharding(meshRef(ctx), {}, layout.tokenAxes()));
+    else
+      ctx.setResult(0,
+                    VocabCeGradOp::create(b, loc, v->operands[0], v->logits(),
+                                          v->labels(), v->max, v->stats,
+                                          v->shard, v->vocabSize, v->tokens),
+                    v->logitsSharding);
     return true;
   }
 };
@@ -361,15 +409,9 @@ struct PositionEmbeddingGradPartition
       return false;
     FlatSymbolRefAttr mesh = meshRef(ctx);
     // Partial (sum) axes of `dy` that the result keeps pass through.
-    AxisList partial;
-    for (const dist::PartialAxis &p : dy.getPartialAxes())
-      if (p.kind == dist::ReductionKind::Sum &&
-          out.getPartialKind(p.axis.getValue()) == dist::ReductionKind::Sum &&
-          !llvm::is_contained(hidden, p.axis) &&
-          !llvm::is_contained(seqAxes, p.axis))
-        partial.push_back(p.axis);
     AxisList used(hidden);
     llvm::append_range(used, seqAxes);
+    AxisList partial = sharedPartialSums(dy, out, used);
     llvm::append_range(used, partial);
     SmallVector<AxisList> dims;
     AxisList lead;
@@ -455,19 +497,13 @@ struct DropoutPartition : public dist::PartitionOpInterface::ExternalModel<
     if (shardDims.empty())
       return false;
     AxisList used = dimAxesIn(out, 0, rank);
-    auto in = ctx.getOperandSharding(0);
-    AxisList partial;
-    for (const dist::PartialAxis &pa : out.getPartialAxes())
-      if (pa.kind == dist::ReductionKind::Sum &&
-          in.getPartialKind(pa.axis.getValue()) == dist::ReductionKind::Sum &&
-          !llvm::is_contained(used, pa.axis))
-        partial.push_back(pa.axis);
+    AxisList partial = sharedPartialSums(out, ctx.getOperandSharding(0), used);
     FlatSymbolRefAttr mesh = meshRef(ctx);
     ShardingAttr sharding = makeSharding(mesh, dims, partial);
-    FailureOr<Value> xL = ctx.getOperandAs(0, sharding);
-    FailureOr<Value> stepL = ctx.getOperandAs(1, makeSharding(mesh, {}));
-    FailureOr<Value> layerL = ctx.getOperandAs(2, makeSharding(mesh, {}));
-    if (failed(xL) || failed(stepL) || failed(layerL))
+    ShardingAttr replicated = makeSharding(mesh, {});
+    FailureOr<SmallVector<Value>> locals =
+        operandsAs(ctx, {sharding, replicated, replicated});
+    if (failed(locals))
       return failure();
     OpBuilder &b = ctx.getBuilder();
     Location loc = op->getLoc();
@@ -475,7 +511,7 @@ struct DropoutPartition : public dist::PartitionOpInterface::ExternalModel<
     for (int64_t d : shardDims)
       shards.push_back(axisIndex(b, loc, meshOf(ctx), dims[d]));
     Value local = LocalOp::create(
-        b, loc, *xL, *stepL, *layerL, shards,
+        b, loc, (*locals)[0], (*locals)[1], (*locals)[2], shards,
         dropout.getRateAttr().getValueAsDouble(), dropout.getSite(),
         tensorOf(op->getOperand(0)).getShape(), shardDims);
     ctx.setResult(0, local, sharding);
@@ -483,62 +519,33 @@ struct DropoutPartition : public dist::PartitionOpInterface::ExternalModel<
   }
 };
 
-/// moe_aux_loss with the batch dim sharded (data parallelism): the loss is
-/// a mean of per-sequence terms, so each rank takes the mean of its
-/// sequences, rescaled to (local sum) / (global B); the result is partial
-/// (sum) over the batch axes.
+/// moe_aux_loss (`Op` = MoeAuxLossOp) and its gradient with the batch dim
+/// sharded (data parallelism): the loss is a mean of per-sequence terms, so
+/// each rank takes the mean of its sequences (the gradient's 1/B uses the
+/// local B), rescaled to the global B; the loss is then partial (sum) over
+/// the batch axes.
+template <typename Op>
 struct MoeAuxLossPartition
-    : public dist::PartitionOpInterface::ExternalModel<MoeAuxLossPartition,
-                                                       MoeAuxLossOp> {
-  FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
-    auto aux = cast<MoeAuxLossOp>(op);
-    auto logits = ctx.getOperandSharding(0);
-    AxisList batch = logits.getDimAxes(0);
-    if (batch.empty())
-      return false;
-    FlatSymbolRefAttr mesh = meshRef(ctx);
-    FailureOr<Value> logitsL =
-        ctx.getOperandAs(0, makeSharding(mesh, {batch, {}, {}}));
-    FailureOr<Value> idsL =
-        ctx.getOperandAs(1, makeSharding(mesh, {batch, {}, {}}));
-    if (failed(logitsL) || failed(idsL))
-      return failure();
-    OpBuilder &b = ctx.getBuilder();
-    Value loss = rescaleLocalMean(
-        b, op->getLoc(), MoeAuxLossOp::create(b, op->getLoc(), *logitsL, *idsL),
-        tensorOf(*logitsL).getShape()[0],
-        tensorOf(aux.getLogits()).getShape()[0]);
-    ctx.setResult(0, loss, makeSharding(mesh, {}, batch));
-    return true;
-  }
-};
+    : public dist::PartitionOpInterface::ExternalModel<MoeAuxLossPartition<Op>,
+                                                       Op> {
+  static constexpr bool isLoss = std::is_same_v<Op, MoeAuxLossOp>;
 
-/// moe_aux_loss_grad with the batch dim sharded: the local gradient, whose
-/// 1/B uses the local B, rescaled to the global B.
-struct MoeAuxLossGradPartition
-    : public dist::PartitionOpInterface::ExternalModel<MoeAuxLossGradPartition,
-                                                       MoeAuxLossGradOp> {
   FailureOr<bool> partition(Operation *op, PartitionContext &ctx) const {
-    auto grad = cast<MoeAuxLossGradOp>(op);
-    auto out = ctx.getResultSharding(0);
-    AxisList batch = out.getDimAxes(0);
+    // The loss is a scalar: the logits keep the batch split they have;
+    // dlogits has the split asked for.
+    ShardingAttr ref =
+        isLoss ? ctx.getOperandSharding(0) : ctx.getResultSharding(0);
+    AxisList batch = ref.getDimAxes(0);
     if (batch.empty())
       return false;
-    FlatSymbolRefAttr mesh = meshRef(ctx);
-    ShardingAttr local3 = makeSharding(mesh, {batch, {}, {}});
-    FailureOr<Value> dlossL = ctx.getOperandAs(0, makeSharding(mesh, {}));
-    FailureOr<Value> logitsL = ctx.getOperandAs(1, local3);
-    FailureOr<Value> idsL = ctx.getOperandAs(2, local3);
-    if (failed(dlossL) || failed(logitsL) || failed(idsL))
-      return failure();
-    OpBuilder &b = ctx.getBuilder();
-    Value dlogits = rescaleLocalMean(
-        b, op->getLoc(),
-        MoeAuxLossGradOp::create(b, op->getLoc(), *dlossL, *logitsL, *idsL),
-        tensorOf(*logitsL).getShape()[0],
-        tensorOf(grad.getLogits()).getShape()[0]);
-    ctx.setResult(0, dlogits, local3);
-    return true;
+    return partitionLeadingMean(
+        op, ctx, {batch},
+        [](OpBuilder &b, Location loc, ArrayRef<Value> local) -> Value {
+          if constexpr (isLoss)
+            return Op::create(b, loc, local[0], local[1]);
+          else
+            return Op::create(b, loc, local[0], local[1], local[2]);
+        });
   }
 };
 
@@ -547,15 +554,17 @@ struct MoeAuxLossGradPartition
 void autoshard::tfm::attachPartitionModels(MLIRContext *ctx) {
   EmbeddingOp::attachInterface<EmbeddingPartition>(*ctx);
   EmbeddingGradOp::attachInterface<EmbeddingGradPartition>(*ctx);
-  CrossEntropyOp::attachInterface<CrossEntropyPartition>(*ctx);
-  CrossEntropyGradOp::attachInterface<CrossEntropyGradPartition>(*ctx);
+  CrossEntropyOp::attachInterface<CrossEntropyPartition<CrossEntropyOp>>(*ctx);
+  CrossEntropyGradOp::attachInterface<
+      CrossEntropyPartition<CrossEntropyGradOp>>(*ctx);
   SumSquaresOp::attachInterface<SumSquaresPartition>(*ctx);
   DropoutOp::attachInterface<DropoutPartition<DropoutOp, DropoutLocalOp>>(*ctx);
   DropoutGradOp::attachInterface<
       DropoutPartition<DropoutGradOp, DropoutLocalGradOp>>(*ctx);
   PositionEmbeddingOp::attachInterface<PositionEmbeddingPartition>(*ctx);
-  MoeAuxLossOp::attachInterface<MoeAuxLossPartition>(*ctx);
-  MoeAuxLossGradOp::attachInterface<MoeAuxLossGradPartition>(*ctx);
+  MoeAuxLossOp::attachInterface<MoeAuxLossPartition<MoeAuxLossOp>>(*ctx);
+  MoeAuxLossGradOp::attachInterface<MoeAuxLossPartition<MoeAuxLossGradOp>>(
+      *ctx);
   PositionEmbeddingGradOp::attachInterface<PositionEmbeddingGradPartition>(
       *ctx);
 }

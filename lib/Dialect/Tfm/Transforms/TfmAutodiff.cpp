@@ -54,8 +54,7 @@ namespace {
 /// Only float tensors carry gradients; ids, labels, step and layer indices
 /// do not.
 bool isDifferentiable(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && isa<FloatType>(tensor.getElementType());
+  return static_cast<bool>(getFloatTensorType(type));
 }
 
 /// Erases the ops of `ops` (in program order) that are side-effect free and

@@ -35,11 +35,6 @@ using namespace autoshard::tfm;
 
 namespace {
 
-RankedTensorType floatTensor(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && isa<FloatType>(tensor.getElementType()) ? tensor : nullptr;
-}
-
 RankedTensorType withElement(RankedTensorType type, Type element) {
   return RankedTensorType::get(type.getShape(), element);
 }
@@ -128,7 +123,7 @@ public:
     for (BlockArgument arg : func.getArguments()) {
       auto param =
           func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamAttrName);
-      RankedTensorType type = floatTensor(arg.getType());
+      RankedTensorType type = getFloatTensorType(arg.getType());
       if (param && type && !type.getElementType().isF32())
         return func.emitError()
                << "parameter '" << param.getValue() << "' is " << type
@@ -165,7 +160,7 @@ private:
       return f32;
     bool tensorOperand = false;
     for (Value operand : op->getOperands())
-      if (RankedTensorType t = floatTensor(operand.getType()))
+      if (RankedTensorType t = getFloatTensorType(operand.getType()))
         tensorOperand |= t.getRank() > 0;
     return tensorOperand ? Type(compute) : Type();
   }
@@ -184,7 +179,7 @@ private:
     // they are.
     llvm::SmallDenseMap<Value, Value, 4> casts;
     for (OpOperand &operand : op->getOpOperands()) {
-      RankedTensorType type = floatTensor(operand.get().getType());
+      RankedTensorType type = getFloatTensorType(operand.get().getType());
       if (!type || type.getElementType() == element)
         continue;
       Value &converted = casts[operand.get()];
@@ -198,7 +193,7 @@ private:
       return success();
     b.setInsertionPointAfter(op);
     for (Value result : op->getResults()) {
-      RankedTensorType type = floatTensor(result.getType());
+      RankedTensorType type = getFloatTensorType(result.getType());
       if (!type || type.getRank() == 0 || type.getElementType() == compute)
         continue;
       Value back = castTo(b, op->getLoc(), result, compute);

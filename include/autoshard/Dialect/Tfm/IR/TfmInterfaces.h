@@ -18,6 +18,14 @@ struct OpCost {
   double bytes = 0;
 };
 
+/// Elements of a ranked tensor type (1 for a scalar, 0 for any other type),
+/// as the cost model counts them.
+double tensorElements(mlir::Type type);
+
+/// Bytes of a ranked tensor type: its elements times the element bit width
+/// rounded up to whole bytes (0 for any other type).
+double tensorBytes(mlir::Type type);
+
 /// The roofline of an op's kernel (TfmCostOpInterface::getRooflineKind):
 /// a GEMM (tensor-core peak, shape-dependent efficiency), a fused attention
 /// kernel, or a memory-bound kernel.

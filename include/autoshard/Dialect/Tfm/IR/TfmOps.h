@@ -20,6 +20,16 @@ namespace autoshard::tfm {
 /// verifying, an error at the op's location when a builder infers types.
 using EmitErrorFn = llvm::function_ref<mlir::InFlightDiagnostic()>;
 
+/// `type` as a float tensor, or null: the values that carry gradients and
+/// that mixed precision retypes (ids, labels, step and layer indices are
+/// integer tensors).
+inline mlir::RankedTensorType getFloatTensorType(mlir::Type type) {
+  auto tensor = llvm::dyn_cast<mlir::RankedTensorType>(type);
+  return tensor && llvm::isa<mlir::FloatType>(tensor.getElementType())
+             ? tensor
+             : nullptr;
+}
+
 } // namespace autoshard::tfm
 
 #define GET_OP_CLASSES

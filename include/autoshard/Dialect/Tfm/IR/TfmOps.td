@@ -348,6 +348,11 @@ def Tfm_EmbeddingOp : Tfm_InferredOp<"embedding", [Tfm_VJP]> {
   }];
   let arguments = (ins Tfm_IndexTensor:$ids, Tfm_FloatTensor:$table);
   let results = (outs Tfm_FloatTensor:$out);
+  let computeBody = [{
+    return ::autoshard::tfm::detail::computeEmbedding(
+        emitError, adaptor.getIds(), adaptor.getTable(), "[V, H]",
+        resultTypes);
+  }];
   let builders = [
     Tfm_InferBuilder<(ins "::mlir::Value":$ids, "::mlir::Value":$table),
                      "ids, table">
@@ -374,6 +379,11 @@ def Tfm_EmbeddingGradOp : Tfm_InferredOp<"embedding_grad", [Tfm_Gradient]> {
   let arguments = (ins Tfm_IndexTensor:$ids, Tfm_FloatTensor:$dy,
                        I64Attr:$num_embeddings);
   let results = (outs Tfm_FloatTensor:$dtable);
+  let computeBody = [{
+    return ::autoshard::tfm::detail::computeEmbeddingGrad(
+        emitError, adaptor.getDy(), adaptor.getIds(),
+        adaptor.getNumEmbeddingsAttr().getInt(), resultTypes);
+  }];
   let builders = [
     Tfm_InferBuilder<(ins "::mlir::Value":$ids, "::mlir::Value":$dy,
                           "int64_t":$numEmbeddings),
@@ -1704,6 +1714,11 @@ def Tfm_VocabEmbeddingOp : Tfm_InferredOp<"vocab_embedding"> {
   let arguments = (ins Tfm_IndexTensor:$ids, Tfm_FloatTensor:$table,
                        Tfm_ScalarI64:$shard);
   let results = (outs Tfm_FloatTensor:$out);
+  let computeBody = [{
+    return ::autoshard::tfm::detail::computeEmbedding(
+        emitError, adaptor.getIds(), adaptor.getTable(), "[Vl, H]",
+        resultTypes);
+  }];
   let builders = [
     Tfm_InferBuilder<(ins "::mlir::Value":$ids, "::mlir::Value":$table,
                           "::mlir::Value":$shard),
@@ -1731,6 +1746,11 @@ def Tfm_VocabEmbeddingGradOp
   let arguments = (ins Tfm_IndexTensor:$ids, Tfm_FloatTensor:$dy,
                        Tfm_ScalarI64:$shard, I64Attr:$num_embeddings);
   let results = (outs Tfm_FloatTensor:$dtable);
+  let computeBody = [{
+    return ::autoshard::tfm::detail::computeEmbeddingGrad(
+        emitError, adaptor.getDy(), adaptor.getIds(),
+        adaptor.getNumEmbeddingsAttr().getInt(), resultTypes);
+  }];
   let builders = [
     Tfm_InferBuilder<(ins "::mlir::Value":$ids, "::mlir::Value":$dy,
                           "::mlir::Value":$shard, "int64_t":$numEmbeddings),
