@@ -102,6 +102,23 @@ TEST_F(OpKnowledgeTest, GemmShapes) {
   expectGemm(ops[2], 1, 4, 5, 6);
 }
 
+TEST_F(OpKnowledgeTest, GemmShapesOfTransposedOperands) {
+  SmallVector<Operation *> ops = parseBody(R"mlir(
+func.func @f(%xt: tensor<2x4x3xf32>, %w: tensor<4x5xf32>, %wt: tensor<5x4xf32>) {
+  %0 = tfm.matmul %xt, %w {transpose_lhs} : (tensor<2x4x3xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+  %1 = tfm.matmul %xt, %wt {transpose_lhs, transpose_rhs} : (tensor<2x4x3xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>
+  return
+}
+)mlir");
+  ASSERT_EQ(ops.size(), 2u);
+  // K is lhs's second-to-last dim when lhs is transposed: 2·(2·3·5)·4.
+  for (Operation *op : ops) {
+    expectGemm(op, 1, 6, 5, 4);
+    EXPECT_EQ(cast<tfm::TfmCostOpInterface>(op).getCost().flops,
+              2.0 * 2 * 3 * 5 * 4);
+  }
+}
+
 TEST_F(OpKnowledgeTest, AttentionAndMemoryKinds) {
   SmallVector<Operation *> ops = parseBody(kTfmOps);
   ASSERT_EQ(ops.size(), 7u);

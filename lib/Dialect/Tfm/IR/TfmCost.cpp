@@ -92,8 +92,10 @@ double attentionScores(Type q, Type k) {
 
 // Linear algebra: 2·(result elements)·K.
 OpCost MatmulOp::getCost() {
-  double k = static_cast<double>(
-      cast<RankedTensorType>(getLhs().getType()).getShape().back());
+  // K is lhs's last dim, or its second-to-last with transpose_lhs.
+  ArrayRef<int64_t> lhs = cast<RankedTensorType>(getLhs().getType()).getShape();
+  double k =
+      static_cast<double>(getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back());
   return OpCost{2.0 * tensorElements(getResult().getType()) * k,
                 ioBytes(getOperation())};
 }
