@@ -2,11 +2,12 @@
 
 import json
 import math
+import os
 import re
 
 import pytest
 
-from conftest import config_names, config_path
+from conftest import REPO_ROOT, config_names, config_path
 from irutil import check_ssa, forward_param_count, parse_module
 
 from autoshard.models import (ROLES, build_model, config_from_dict, count_parameters,
@@ -168,6 +169,16 @@ def test_forward_signature_and_arg_attrs(built):
         assert blk.args[1] [1:] == ("tensor<i64>", {"tfm.role": "layer_index"})
         for _, _, a in blk.args:
             assert "tfm.role" in a
+
+
+def test_roles_are_the_compilers_role_enum():
+    """The compiler compares tfm.role values as cases of tfm::Role (TfmAttrs.td):
+    every role the builder emits must be one."""
+    td = os.path.join(REPO_ROOT, "include", "autoshard", "Dialect", "Tfm", "IR", "TfmAttrs.td")
+    with open(td) as f:
+        enum = f.read().split('def Tfm_Role ')[1].split("]>")[0]
+    cases = set(re.findall(r'I32EnumAttrCase<"\w+", \d+, "(\w+)">', enum))
+    assert set(ROLES) | {"hidden", "layer_index", "step"} == cases
 
 
 def test_init_std_follows_nanogpt(built):

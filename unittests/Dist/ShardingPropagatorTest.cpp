@@ -8,6 +8,7 @@
 #include "autoshard/Dialect/Dist/Analysis/ShardingPropagator.h"
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Tfm/IR/TfmAttrs.h"
 #include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
 #include "autoshard/Dialect/Tfm/Sharding/ShardingInterfaceImpl.h"
 
@@ -260,6 +261,23 @@ TEST_F(ShardingPropagatorTest, ClonesCalleeAndRetargetsCalls) {
   SmallVector<StringRef> callees;
   module->walk([&](func::CallOp call) { callees.push_back(call.getCallee()); });
   EXPECT_EQ(callees, (SmallVector<StringRef>{"g", "g_s1"}));
+}
+
+// A clone computes what its original does: it keeps its tfm.func_kind.
+TEST_F(ShardingPropagatorTest, CloneKeepsFunctionKind) {
+  std::string source = kTwoSignatures;
+  std::string header =
+      "func.func private @g(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {";
+  size_t at = source.find(header);
+  ASSERT_NE(at, std::string::npos);
+  source.replace(at, header.size(),
+                 "func.func private @g(%x: tensor<8x16xf32>) -> "
+                 "tensor<8x16xf32> attributes {tfm.func_kind = "
+                 "#tfm.func_kind<backward>} {");
+  ASSERT_TRUE(propagate(source));
+  auto clone = module->lookupSymbol<func::FuncOp>("g_s1");
+  ASSERT_TRUE(clone);
+  EXPECT_EQ(tfm::getFuncKind(clone), tfm::FuncKind::Backward);
 }
 
 TEST(ShardingPropagatorErrors, FailsWithoutShardingModels) {

@@ -22,8 +22,9 @@
 // CHECK-NEXT: rt.return
 
 // The forward block computes its residual straight into the caller's
-// buffer (%arg4): no local, no copy.
+// buffer (%arg4): no local, no copy. Functions keep their tfm.func_kind.
 // CHECK-LABEL: rt.func @blk_fwd(
+// CHECK-SAME: attributes {tfm.func_kind = #tfm.func_kind<forward>}
 // CHECK-NEXT: rt.kernel "matmul"(%arg0, %arg2) -> (%arg4)
 // CHECK-NEXT: %[[A:.*]] = rt.alloc activation
 // CHECK-NEXT: rt.kernel "gelu"(%arg4) -> (%[[A]])
@@ -31,6 +32,7 @@
 
 // Everything local to a backward function is a gradient.
 // CHECK-LABEL: rt.func @blk_bwd(
+// CHECK-SAME: attributes {tfm.func_kind = #tfm.func_kind<backward>}
 // CHECK-NEXT: %[[DH:.*]] = rt.alloc grad
 // CHECK-NEXT: rt.kernel "gelu_grad"(%arg0, %arg3) -> (%[[DH]])
 // CHECK-NEXT: rt.kernel "matmul_wgrad"(%arg1, %[[DH]]) -> (%arg5)

@@ -79,8 +79,9 @@ module {
 
 // selective: the forward keeps the matmul output (fc) only; the backward
 // (@block_selective_bwd: @block_bwd's inputs before the residuals, then the
-// kept values) starts by recomputing the LayerNorm output from the layer
-// input and the GELU output from fc, then runs @block_bwd's body.
+// kept values; marked tfm.recompute) starts by recomputing the LayerNorm
+// output from the layer input and the GELU output from fc, then runs
+// @block_bwd's body.
 // SEL: module attributes {tfm.recompute = "selective"}
 // SEL-NOT: func.func private @block_fwd(
 // SEL-NOT: func.func private @block_bwd(
@@ -91,7 +92,7 @@ module {
 // SEL-NEXT: return %[[OUT]], %[[FC]] : tensor<2x4x8xf32>, tensor<2x4x16xf32>
 // SEL-LABEL: func.func private @block_selective_bwd(
 // SEL-SAME: %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32>, %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {tfm.role = "hidden"}, %[[LN:[a-z0-9]+]]: tensor<8xf32> {{.*}}, %[[WFC:[a-z0-9]+]]: tensor<8x16xf32> {{.*}}, %[[WPROJ:[a-z0-9]+]]: tensor<16x8xf32> {{.*}}, %[[KFC:[a-z0-9]+]]: tensor<2x4x16xf32>)
-// SEL-SAME: attributes {tfm.func_kind = #tfm.func_kind<backward>}
+// SEL-SAME: attributes {tfm.func_kind = #tfm.func_kind<backward>, tfm.recompute}
 // SEL-NEXT: %[[H:.*]] = tfm.layer_norm %[[X]], %[[LN]]
 // SEL-NEXT: %[[ACT:.*]] = tfm.gelu %[[KFC]]
 // SEL-NEXT: %[[DACT:.*]] = tfm.matmul %[[DY]], %[[WPROJ]] {transpose_rhs}

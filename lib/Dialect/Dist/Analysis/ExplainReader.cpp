@@ -1,15 +1,17 @@
 //===- ExplainReader.cpp - The dist-explain report read off a program -----===//
 //
 // Everything is read from the rt form of the program: the instruction
-// streams (collectives, calls), the state table (`rt.state_def` with
-// `rt.sharding`), the entries' input slots and the static memory plan.
-// Axes are recognised by their role on the `dist.mesh`, never by name.
+// streams (collectives, calls and function kinds: the ProgramProfile), the
+// state table (`rt.state_def` with `rt.sharding`), the entries' input slots
+// and the static memory plan. Axes are recognised by their role on the
+// `dist.mesh`, never by name.
 //
 //===----------------------------------------------------------------------===//
 
 #include "HeldState.h"
 
 #include "autoshard/Dialect/Dist/Analysis/ExplainReader.h"
+#include "autoshard/Dialect/Dist/Analysis/ProgramProfile.h"
 #include "autoshard/Dialect/Dist/IR/DistAttrNames.h"
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
@@ -99,16 +101,11 @@ int64_t getNumElements(ArrayRef<int64_t> shape) {
   return n;
 }
 
-/// The collectives and calls of one function, in program order.
-struct Function {
-  std::vector<Collective> collectives;
-  SmallVector<std::string> callees;
-};
-
 /// Reads one program into a Report (readReport).
 class Explainer {
 public:
-  Explainer(ModuleOp module, Report &report) : module(module), r(report) {}
+  Explainer(ModuleOp module, Report &report)
+      : module(module), profile(module), r(report) {}
 
   LogicalResult read(const RoleMap &roles);
 
@@ -116,8 +113,8 @@ private:
   void readHeader();
   void readStates(const RoleMap &roles);
   void readFunctions();
-  void expand(StringRef func, int64_t times);
-  std::string classify(const Collective &c);
+  void expand(StringRef entry);
+  std::string classify(const CommRecord &c);
   void deriveStrategies();
 
   /// Whether `axis` has role `role` on the mesh.
@@ -133,28 +130,18 @@ private:
     return usesAxis(
         dimAxes, [&](StringRef a) { return hasRole(a, role); }, dim);
   }
-  /// Whether one of `axes` has role `role`.
-  bool anyHasRole(ArrayRef<std::string> axes, AxisRole role) {
-    return llvm::any_of(axes,
-                        [&](const std::string &a) { return hasRole(a, role); });
-  }
-  /// Whether `axes` is not empty and each has one of `roles`.
-  bool allHaveRoles(ArrayRef<std::string> axes,
-                    std::initializer_list<AxisRole> roles) {
-    return !axes.empty() && llvm::all_of(axes, [&](const std::string &a) {
-      return llvm::any_of(roles,
-                          [&](AxisRole role) { return hasRole(a, role); });
-    });
-  }
   /// The strategy family that owns `axis`, by its role (an axis without one:
   /// its name, upper case).
   std::string axisStrategy(StringRef axis);
 
   ModuleOp module;
+  ProgramProfile profile;
   Report &r;
   /// The program's (first) mesh; null if it has none.
   MeshOp mesh;
-  llvm::StringMap<Function> functions;
+  /// Per function, its collectives (those of its profile, classified).
+  llvm::StringMap<std::vector<Collective>> collectives;
+  /// Calls per step of the functions of the entry being expanded.
   llvm::StringMap<int64_t> calls;
   /// The rows of the entry being expanded.
   decltype(Report::rows) rows;
@@ -253,26 +240,22 @@ LogicalResult Explainer::read(const RoleMap &roles) {
   }
 
   // Per step of the main entry, calls expanded.
-  calls.clear();
-  rows.clear();
-  expand(step.getSymName(), 1);
+  expand(step.getSymName());
   r.rows = rows;
   if (auto mode = module->getAttrOfType<StringAttr>(tfm::kRecomputeAttrName))
     r.recompute = mode.getValue().str();
-  for (auto func : module.getOps<rt::FuncOp>())
-    if ((func.getSymName().contains("_recompute_") ||
-         func.getSymName().contains("_selective_bwd")) &&
-        calls.count(func.getSymName()))
-      r.recomputeCalls.emplace_back(func.getSymName().str(),
-                                    calls[func.getSymName()]);
-  for (auto func : module.getOps<rt::FuncOp>()) {
-    const Function &f = functions[func.getSymName()];
-    if (f.collectives.empty() || !calls.count(func.getSymName()))
+  // The functions that recompute (tfm.func_kind, tfm.recompute).
+  for (const FunctionProfile &f : profile.getFunctions())
+    if (isa<rt::FuncOp>(f.op) && f.recomputes && calls.count(f.name))
+      r.recomputeCalls.emplace_back(f.name.str(), calls[f.name]);
+  for (const FunctionProfile &f : profile.getFunctions()) {
+    const std::vector<Collective> &own = collectives[f.name];
+    if (!isa<rt::FuncOp>(f.op) || own.empty() || !calls.count(f.name))
       continue;
     Report::PerFunction pf;
-    pf.name = func.getSymName().str();
-    pf.calls = calls[func.getSymName()];
-    for (const Collective &c : f.collectives) {
+    pf.name = f.name.str();
+    pf.calls = calls[f.name];
+    for (const Collective &c : own) {
       std::string key = c.kind + "[" + joinAxes(c.axes) + "]";
       auto it = llvm::find_if(pf.perCall,
                               [&](const auto &e) { return e.first == key; });
@@ -288,9 +271,7 @@ LogicalResult Explainer::read(const RoleMap &roles) {
   for (rt::FuncOp func : entries) {
     if (func == step)
       continue;
-    calls.clear();
-    rows.clear();
-    expand(func.getSymName(), 1);
+    expand(func.getSymName());
     int64_t count = 0, bytes = 0;
     for (auto &[key, row] : rows) {
       count += row.count;
@@ -394,170 +375,68 @@ void Explainer::readStates(const RoleMap &roles) {
       s.role = paramRoles.lookup(s.of);
 }
 
-/// The first tensor of a flat buffer of a bucketed collective
-/// (dist-bucket-collectives) on its full and its per-rank side, its
-/// split dim, and the largest tensor's element count: a bucketed collective
-/// is described by its members, not by the flat buffer.
-struct BucketMember {
-  SmallVector<int64_t> full, shard;
-  std::optional<int64_t> dim;
-  int64_t maxElements = 0;
-};
-
-/// Reads the layout of a `dist.pack` / `dist.unpack` kernel whose unpacked
-/// side is `tensors`.
-static BucketMember readBucketMember(rt::KernelOp kernel, ValueRange tensors) {
-  BucketMember m;
-  int64_t groups = 1;
-  SmallVector<int64_t> dims;
-  if (DictionaryAttr attrs = kernel.getAttrsAttr()) {
-    if (auto g = attrs.getAs<IntegerAttr>("num_groups"))
-      groups = g.getInt();
-    if (auto d = attrs.getAs<DenseI64ArrayAttr>("scatter_dims"))
-      llvm::append_range(dims, d.asArrayRef());
-  }
-  for (Value tensor : tensors)
-    m.maxElements = std::max(
-        m.maxElements, cast<rt::BufferType>(tensor.getType()).getNumElements());
-  if (tensors.empty())
-    return m;
-  auto shape = cast<rt::BufferType>(tensors.front().getType()).getShape();
-  m.full.assign(shape.begin(), shape.end());
-  m.shard = m.full;
-  if (!dims.empty() && groups > 0 && dims.front() >= 0 &&
-      dims.front() < static_cast<int64_t>(m.full.size())) {
-    m.dim = dims.front();
-    m.shard[*m.dim] /= groups;
-  }
-  return m;
-}
-
 void Explainer::readFunctions() {
-  for (auto func : module.getOps<rt::FuncOp>()) {
-    Function &f = functions[func.getSymName()];
-    // Flat buffers: packed before a reduction, unpacked after a gather.
-    DenseMap<Value, BucketMember> packed, unpacked;
-    func.walk([&](rt::KernelOp kernel) {
-      if (kernel.getKernel() == "dist.pack" && kernel.getResults().size() == 1)
-        packed[kernel.getResults().front()] =
-            readBucketMember(kernel, kernel.getArgs());
-      else if (kernel.getKernel() == "dist.unpack" &&
-               kernel.getArgs().size() == 1)
-        unpacked[kernel.getArgs().front()] =
-            readBucketMember(kernel, kernel.getResults());
-    });
-    func.walk([&](Operation *op) {
-      if (auto call = dyn_cast<rt::CallOp>(op)) {
-        f.callees.push_back(call.getCallee().str());
-        return;
-      }
-      auto kernel = dyn_cast<rt::KernelOp>(op);
-      if (!kernel)
-        return;
-      StringRef name = kernel.getKernel();
-      if (!name.consume_front("dist."))
-        return;
-      // Local ops and the completion of an async op move no data.
-      if (name == "wait" || name == "shard_slice" || name == "axis_index" ||
-          name == "pack" || name == "unpack")
-        return;
-      name.consume_back("_start");
+  for (const FunctionProfile &f : profile.getFunctions()) {
+    std::vector<Collective> &own = collectives[f.name];
+    for (const CommRecord &comm : f.work.comms) {
       Collective c;
-      c.kind = name.str();
-      DictionaryAttr attrs = kernel.getAttrsAttr();
-      if (attrs) {
-        if (auto axes = attrs.getAs<ArrayAttr>("axes"))
-          for (Attribute axis : axes)
-            if (auto s = dyn_cast<StringAttr>(axis))
-              c.axes.push_back(s.str());
-        for (StringRef key : {"gather_dim", "scatter_dim", "split_dim"})
-          if (auto dim = attrs.getAs<IntegerAttr>(key)) {
-            c.dim = dim.getInt();
-            break;
-          }
-      }
-      Value data = !kernel.getArgs().empty()      ? kernel.getArgs().front()
-                   : !kernel.getResults().empty() ? kernel.getResults().front()
-                                                  : Value();
-      if (data) {
-        auto type = cast<rt::BufferType>(data.getType());
-        c.shape.assign(type.getShape().begin(), type.getShape().end());
-        c.bytes = type.getSizeInBytes();
-        c.numElements = type.getNumElements();
-      }
-      if (!kernel.getResults().empty()) {
-        auto type = cast<rt::BufferType>(kernel.getResults().front().getType());
-        c.resultShape.assign(type.getShape().begin(), type.getShape().end());
-      }
-      // A bucketed collective: classified by its tensors (bytes stay those
-      // of the flat buffer).
-      auto inPack = data ? packed.find(data) : packed.end();
-      auto outUnpack = kernel.getResults().empty()
-                           ? unpacked.end()
-                           : unpacked.find(kernel.getResults().front());
-      // A gather's tensors are in its unpack (its pack has no split dims).
-      bool gathered = outUnpack != unpacked.end() &&
-                      (c.kind == "all_gather" || inPack == packed.end());
-      const BucketMember *member = gathered                 ? &outUnpack->second
-                                   : inPack != packed.end() ? &inPack->second
-                                                            : nullptr;
-      if (member) {
-        c.shape = gathered ? member->shard : member->full;
-        c.resultShape = gathered ? member->full : member->shard;
-        c.numElements = member->maxElements;
-        if (member->dim)
-          c.dim = member->dim;
-      }
-      c.cause = classify(c);
-      f.collectives.push_back(std::move(c));
-    });
+      c.kind = stringifyCommKind(comm.kind).str();
+      c.axes.assign(comm.axes.begin(), comm.axes.end());
+      c.shape = comm.shape;
+      c.resultShape = comm.resultShape;
+      c.bytes = comm.bytes;
+      c.numElements = comm.numElements;
+      c.dim = comm.dim;
+      c.cause = classify(comm);
+      own.push_back(std::move(c));
+    }
   }
 }
 
-std::string Explainer::classify(const Collective &c) {
+std::string Explainer::classify(const CommRecord &c) {
   if (c.numElements <= 1)
     return kScalarCause;
+  CommKind kind = c.kind;
   // Context parallelism's ring attention: K/V chunks and their gradient
   // accumulators shifted around the cp ring.
-  if (c.kind == "ppermute" && anyHasRole(c.axes, AxisRole::Context))
+  if (kind == CommKind::Ppermute && c.anyAxisHasRole(AxisRole::Context))
     return "CP ring";
   // Ulysses: q/k/v (and dout) from sequence chunks to head groups, the
   // attention's out (and dq/dk/dv) back.
   bool oneAxis = c.axes.size() == 1;
-  if (c.kind == "all_to_all" && oneAxis &&
-      hasRole(c.axes[0], AxisRole::Context))
+  if (kind == CommKind::AllToAll && oneAxis &&
+      c.anyAxisHasRole(AxisRole::Context))
     return "CP Ulysses";
   // Token dispatch / combine of expert parallelism.
-  if (c.kind == "all_to_all" && oneAxis && hasRole(c.axes[0], AxisRole::Expert))
+  if (kind == CommKind::AllToAll && oneAxis &&
+      c.anyAxisHasRole(AxisRole::Expert))
     return "EP";
   // The data-parallel group is data x context (and expert, which folds over
   // data and carries the batch and the dense gradients too): context-
   // parallel ranks hold the same weights, sum the same gradients and share
   // ZeRO's shards.
-  bool dataOnly = allHaveRoles(
-      c.axes, {AxisRole::Data, AxisRole::Context, AxisRole::Expert});
-  if (dataOnly && c.kind == "all_reduce")
+  bool gathers = kind == CommKind::AllGather || kind == CommKind::ReduceScatter;
+  bool dataOnly =
+      c.allAxesHaveRoles({AxisRole::Data, AxisRole::Context, AxisRole::Expert});
+  if (dataOnly && kind == CommKind::AllReduce)
     return "DP";
-  if (dataOnly && r.zeroStage > 0 &&
-      (c.kind == "all_gather" || c.kind == "reduce_scatter") &&
-      anyHasRole(c.axes, AxisRole::Data) == (roleSize(AxisRole::Data) > 1) &&
-      anyHasRole(c.axes, AxisRole::Context) ==
-          (roleSize(AxisRole::Context) > 1))
+  if (dataOnly && r.zeroStage > 0 && gathers &&
+      c.anyAxisHasRole(AxisRole::Data) == (roleSize(AxisRole::Data) > 1) &&
+      c.anyAxisHasRole(AxisRole::Context) == (roleSize(AxisRole::Context) > 1))
     return "ZeRO-" + std::to_string(r.zeroStage);
-  dataOnly = allHaveRoles(c.axes, {AxisRole::Data, AxisRole::Expert});
-  bool tpOnly = allHaveRoles(c.axes, {AxisRole::Tensor});
+  dataOnly = c.allAxesHaveRoles({AxisRole::Data, AxisRole::Expert});
+  bool tpOnly = c.allAxesHaveRoles({AxisRole::Tensor});
   // Gathers and scatters over the data axis exist for ZeRO's storage
   // layouts (also when a tp-split tensor is stored split over {dp, tp}).
-  if ((anyHasRole(c.axes, AxisRole::Data) ||
-       anyHasRole(c.axes, AxisRole::Expert)) &&
-      c.kind != "all_reduce" && r.zeroStage > 0)
+  if ((c.anyAxisHasRole(AxisRole::Data) ||
+       c.anyAxisHasRole(AxisRole::Expert)) &&
+      kind != CommKind::AllReduce && r.zeroStage > 0)
     return "ZeRO-" + std::to_string(r.zeroStage);
   if (dataOnly)
     return "DP";
   if (tpOnly) {
-    if (r.sequenceParallel &&
-        (c.kind == "all_gather" || c.kind == "reduce_scatter") && c.dim &&
-        *c.dim == 1 && c.shape.size() >= 3)
+    if (r.sequenceParallel && gathers && c.dim && *c.dim == 1 &&
+        c.shape.size() >= 3)
       return "SP";
     return "TP";
   }
@@ -570,21 +449,20 @@ std::string Explainer::classify(const Collective &c) {
   return names.empty() ? std::string("other") : llvm::join(names, "+");
 }
 
-void Explainer::expand(StringRef funcName, int64_t times) {
-  auto it = functions.find(funcName);
-  if (it == functions.end())
-    return;
-  calls[funcName] += times;
-  for (const Collective &c : it->second.collectives) {
-    CollectiveRow &row =
-        rows[{strategyOrder(c.cause), c.cause, c.kind, joinAxes(c.axes)}];
-    row.count += times;
-    row.bytes += times * c.bytes;
-    if (c.cause == "SP")
-      spCollectives.push_back(&c);
-  }
-  for (const std::string &callee : it->second.callees)
-    expand(callee, times);
+void Explainer::expand(StringRef entry) {
+  calls.clear();
+  rows.clear();
+  profile.walkCallTree(entry, [&](const FunctionProfile &f) {
+    ++calls[f.name];
+    for (const Collective &c : collectives[f.name]) {
+      CollectiveRow &row =
+          rows[{strategyOrder(c.cause), c.cause, c.kind, joinAxes(c.axes)}];
+      ++row.count;
+      row.bytes += c.bytes;
+      if (c.cause == "SP")
+        spCollectives.push_back(&c);
+    }
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -725,15 +603,15 @@ void Explainer::deriveStrategies() {
       unsigned dim;
       // Expert weights by role: under ZeRO-3 the dense weights are stored
       // on {dp, ep} too.
-      if (s.kind != "param" || !s.held ||
-          !StringRef(s.role).starts_with("expert_") ||
+      std::optional<tfm::Role> role = tfm::symbolizeRole(s.role);
+      if (s.kind != "param" || !s.held || !role || !tfm::isExpertRole(*role) ||
           !(usesRole(s.dimAxes, AxisRole::Expert, &dim) ||
             (epOverCp && usesRole(s.dimAxes, AxisRole::Context, &dim))))
         continue;
       experts.push_back(&s);
       global += s.globalBytes;
       local += s.localBytes;
-      layers += s.role == "expert_gate";
+      layers += role == tfm::Role::ExpertGate;
       if (!s.globalShape.empty()) {
         all = s.globalShape[0];
         perRank = s.localShape[0];
@@ -853,7 +731,8 @@ void Explainer::deriveStrategies() {
       }
       global += s.globalBytes;
       local += s.localBytes;
-      bool isVocab = s.role == "embedding" || s.role == "lm_head";
+      std::optional<tfm::Role> role = tfm::symbolizeRole(s.role);
+      bool isVocab = role && tfm::isVocabRole(*role);
       if (isVocab)
         vocab.push_back(&s);
       else if (s.localShape.size() < 2)

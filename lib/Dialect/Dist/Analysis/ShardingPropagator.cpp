@@ -19,6 +19,7 @@
 #include "autoshard/Dialect/Dist/IR/DistAttrNames.h"
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
 #include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
+#include "autoshard/Dialect/Tfm/IR/TfmAttrs.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -274,9 +275,9 @@ void ShardingPropagator::Impl::initialise() {
                      fn.getArgAttr(arg.getArgNumber(), tfm::kParamAttrName);
       if (zero3 && isParam)
         info[arg].zeroStorage = true;
-      if (auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                      tfm::kRoleAttrName))
-        info[arg].expert = isParam && role.getValue().starts_with("expert_");
+      if (std::optional<tfm::Role> role =
+              tfm::getRole(fn.getArgAttrDict(arg.getArgNumber())))
+        info[arg].expert = isParam && tfm::isExpertRole(*role);
       if (entries.contains(fn) &&
           (isParam || fn.getArgAttr(arg.getArgNumber(), tfm::kStateAttrName)))
         info[arg].state = true;
@@ -811,10 +812,8 @@ bool ShardingPropagator::Impl::splitCallees() {
     for (unsigned g = 1; g < groups.size(); ++g) {
       auto clone = cast<func::FuncOp>(callee->clone());
       clone.setSymName((callee.getSymName() + "_s" + Twine(g)).str());
-      // A per-signature copy carries no tfm.func_kind: rt-lower categorises
-      // its values by data flow, as it always has, rather than taking every
-      // value of a backward function as a gradient.
-      clone->removeAttr(tfm::kFuncKindAttrName);
+      // A per-signature copy computes what its original does: it keeps its
+      // attributes, tfm.func_kind included.
       symbols.insert(clone, std::next(Block::iterator(callee)));
       for (func::CallOp call : groups[g].second)
         call.setCallee(clone.getSymName());

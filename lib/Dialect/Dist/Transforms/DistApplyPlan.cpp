@@ -41,13 +41,12 @@ StringRef getStrAttr(DictionaryAttr attrs, StringRef name) {
   return {};
 }
 
-bool isExpertRole(StringRef role) {
-  return role == "expert_gate" || role == "expert_up" || role == "expert_down";
-}
-
-bool isColumnRole(StringRef role) {
-  return role == "attn_q" || role == "attn_k" || role == "attn_v" ||
-         role == "mlp_up" || role == "mlp_gate";
+/// A weight tensor parallelism splits by columns (Megatron's
+/// column-parallel linears).
+bool isColumnRole(std::optional<tfm::Role> role) {
+  using tfm::Role;
+  return role == Role::AttnQ || role == Role::AttnK || role == Role::AttnV ||
+         role == Role::MlpUp || role == Role::MlpGate;
 }
 
 class Seeder {
@@ -216,34 +215,37 @@ FailureOr<DimAxes> Seeder::paramSharding(func::FuncOp fn, unsigned index) {
   auto type = cast<RankedTensorType>(fn.getArgumentTypes()[index]);
   DimAxes dims(type.getRank());
   StringRef role = getStrAttr(attrs, tfm::kRoleAttrName);
+  std::optional<tfm::Role> kind = tfm::symbolizeRole(role);
   StringRef name = getStrAttr(attrs, tfm::kParamAttrName);
+  bool isBias = kind == tfm::Role::Bias;
   if (plan.tp > 1) {
     std::optional<unsigned> dim;
-    if (isColumnRole(role) || role == "lm_head")
+    if (isColumnRole(kind) || kind == tfm::Role::LmHead)
       dim = type.getRank() - 1;
-    else if (role == "attn_out" || role == "mlp_down" || role == "embedding")
+    else if (kind == tfm::Role::AttnOut || kind == tfm::Role::MlpDown ||
+             kind == tfm::Role::Embedding)
       dim = 0;
-    else if (role == "bias" &&
-             isColumnRole(getStrAttr(attrs, tfm::kBiasOfAttrName)))
+    else if (isBias && isColumnRole(tfm::symbolizeRole(
+                           getStrAttr(attrs, tfm::kBiasOfAttrName))))
       dim = type.getRank() - 1;
     if (dim && type.getRank() >= 1) {
-      if (type.getRank() != (role == "bias" ? 1 : 2))
+      if (type.getRank() != (isBias ? 1 : 2))
         return fn.emitError()
                << "plan tp=" << plan.tp << ": parameter '" << name
                << "' with role '" << role << "' has rank " << type.getRank()
-               << ", expected " << (role == "bias" ? 1 : 2);
+               << ", expected " << (isBias ? 1 : 2);
       if (type.getDimSize(*dim) % plan.tp != 0)
         return fn.emitError()
                << "plan tp=" << plan.tp << ": dim " << *dim << " (size "
                << type.getDimSize(*dim) << ") of parameter '" << name
                << "' (role '" << role << "') is not divisible by tp"
-               << (role == "embedding" || role == "lm_head"
+               << (kind && tfm::isVocabRole(*kind)
                        ? " (pad the vocabulary: --vocab-multiple)"
                        : "");
       dims[*dim].push_back(axisName(AxisRole::Tensor));
     }
   }
-  if (plan.ep > 1 && isExpertRole(role)) {
+  if (plan.ep > 1 && kind && tfm::isExpertRole(*kind)) {
     // Expert parallelism: each ep rank holds E/ep whole experts.
     if (type.getRank() < 1 || type.getDimSize(0) % plan.ep != 0)
       return fn.emitError()
@@ -674,8 +676,7 @@ LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
       continue;
     std::optional<unsigned> hiddenArg;
     for (unsigned i = 0, e = callee.getNumArguments(); i < e; ++i)
-      if (getStrAttr(callee.getArgAttrDict(i), tfm::kRoleAttrName) ==
-          "hidden") {
+      if (tfm::getRole(callee.getArgAttrDict(i)) == tfm::Role::Hidden) {
         hiddenArg = i;
         break;
       }
@@ -708,7 +709,7 @@ LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
       bool annotated = attrs && !attrs.empty();
       if (annotated)
         leading = false;
-      bool isHidden = getStrAttr(attrs, tfm::kRoleAttrName) == "hidden";
+      bool isHidden = tfm::getRole(attrs) == tfm::Role::Hidden;
       bool isDy =
           leading && tfm::getFuncKind(callee) == tfm::FuncKind::Backward;
       if ((!isHidden && !isDy) || call.getOperand(i).getType() != hiddenType)
@@ -729,9 +730,9 @@ LogicalResult Seeder::constrainSequence(func::FuncOp fn) {
       anyResultAttrs |= attrs && !attrs.empty();
     }
     for (unsigned r = 0, e = call.getNumResults(); r < e; ++r) {
-      bool isHidden = getStrAttr(callee.getResultAttrDict(r),
-                                 tfm::kRoleAttrName) == "hidden" ||
-                      (!anyResultAttrs && r == 0);
+      bool isHidden =
+          tfm::getRole(callee.getResultAttrDict(r)) == tfm::Role::Hidden ||
+          (!anyResultAttrs && r == 0);
       Value result = call.getResult(r);
       if (!isHidden || result.getType() != hiddenType)
         continue;

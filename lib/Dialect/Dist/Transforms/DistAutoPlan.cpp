@@ -10,8 +10,9 @@
 //    and 2, compiles the copy through tfm-autodiff, dist-apply-plan,
 //    dist-propagate, dist-partition, rt-lower, rt-fuse-epilogues (as
 //    scripts/train.sh builds it) and rt-plan-memory, and reads
-//    off the per-rank program: FLOPs and bytes of every tfm op
-//    (TfmCostOpInterface), the tensor-parallel collectives, the residuals
+//    off the per-rank program (its ProgramProfile): FLOPs and bytes of
+//    every tfm op (TfmCostOpInterface), the tensor-parallel collectives of
+//    the block functions and of each phase of train_step, the residuals
 //    and the block input bytes, parameters per rank and the static memory
 //    plan's peak activation bytes. Quantities are affine in the microbatch
 //    size, so two compilations give every size exactly.
@@ -26,6 +27,7 @@
 
 #include "RunPassPipeline.h"
 
+#include "autoshard/Dialect/Dist/Analysis/ProgramProfile.h"
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
@@ -64,9 +66,9 @@ using autoshard::tfm::tensorElements;
 namespace autoshard::dist {
 namespace {
 
-/// The planner's roofline of a costed op (TfmCostOpInterface).
-planner::OpKind opKind(tfm::TfmCostOpInterface op) {
-  switch (op.getRooflineKind()) {
+/// The planner's roofline of a costed op.
+planner::OpKind opKind(tfm::RooflineKind kind) {
+  switch (kind) {
   case tfm::RooflineKind::Gemm:
     return planner::OpKind::Gemm;
   case tfm::RooflineKind::Attention:
@@ -109,10 +111,10 @@ struct RawProfile {
   double residual = 0, boundary = 0, selective = 0, frame = 0;
 };
 
-/// The planner's kind of a collective the profile records (either form);
+/// The planner's kind of a collective it models per layer (either form);
 /// nullopt for the others.
-std::optional<planner::CollectiveKind> collectiveKind(CommOpInterface op) {
-  switch (op.getCommKind()) {
+std::optional<planner::CollectiveKind> collectiveKind(CommKind kind) {
+  switch (kind) {
   case CommKind::AllReduce:
     return planner::CollectiveKind::AllReduce;
   case CommKind::AllGather:
@@ -126,127 +128,68 @@ std::optional<planner::CollectiveKind> collectiveKind(CommOpInterface op) {
   }
 }
 
-/// True if `op` runs over the tensor-parallel axis only.
-bool onlyTensorAxis(CommOpInterface op) {
-  ArrayAttr axes = op.getAxes();
-  if (axes.empty())
-    return false;
-  MeshOp mesh = lookupMesh(op, op.getMeshAttr());
-  if (!mesh)
-    return false;
-  for (Attribute a : axes) {
-    auto s = dyn_cast<StringAttr>(a);
-    if (!s || !mesh.hasAxisRole(s.getValue(), AxisRole::Tensor))
-      return false;
-  }
-  return true;
-}
-
-/// Records `op` (a costed op or a tp collective) into `f`.
-void record(Operation *op, RawFunction &f) {
-  if (auto cost = dyn_cast<tfm::TfmCostOpInterface>(op)) {
-    tfm::OpCost c = cost.getCost();
+/// Records `work` into `f`: every costed op, and the collectives over the
+/// tensor-parallel axis only (the planner composes the other strategies'
+/// communication itself).
+void record(const WorkProfile &work, RawFunction &f) {
+  for (const CostRecord &c : work.costs) {
     RawOp raw;
-    raw.kind = opKind(cost);
-    raw.name = op->getName().getStringRef().str();
-    raw.flops = c.flops;
-    raw.bytes = c.bytes;
-    raw.weightGrad = op->hasTrait<tfm::trait::WeightGradient>();
-    raw.backward = op->hasTrait<tfm::trait::Gradient>();
-    raw.scores = cost.getAttentionScoreElements();
-    if (std::optional<tfm::GemmShape> gemm = cost.getGemmShape())
-      raw.gemm = planner::GemmShape{gemm->batch, gemm->m, gemm->n, gemm->k};
+    raw.kind = opKind(c.roofline);
+    raw.name = c.op->getName().getStringRef().str();
+    raw.flops = c.cost.flops;
+    raw.bytes = c.cost.bytes;
+    raw.weightGrad = c.weightGradient;
+    raw.backward = c.gradient;
+    raw.scores = c.attentionScores;
+    if (c.gemm)
+      raw.gemm =
+          planner::GemmShape{c.gemm->batch, c.gemm->m, c.gemm->n, c.gemm->k};
     f.ops.push_back(std::move(raw));
-    return;
   }
-  auto comm = dyn_cast<CommOpInterface>(op);
-  if (std::optional<planner::CollectiveKind> kind =
-          comm ? collectiveKind(comm) : std::nullopt) {
-    if (!onlyTensorAxis(comm))
-      return;
+  for (const CommRecord &c : work.comms) {
+    std::optional<planner::CollectiveKind> kind = collectiveKind(c.kind);
+    if (!kind || !c.allAxesHaveRoles({AxisRole::Tensor}))
+      continue;
     // nccl-tests S: the larger of operand and result (gathered /
     // pre-scatter buffer), the buffer for all-reduce.
-    double bytes = std::max(
-        tensorBytes(op->getOperand(0).getType()),
-        op->getNumResults() ? tensorBytes(op->getResult(0).getType()) : 0.0);
-    f.comms.emplace_back(*kind, op->getName().getStringRef().str(), bytes);
+    double bytes = std::max(double(c.bytes), double(c.resultBytes));
+    f.comms.emplace_back(*kind, c.name.str(), bytes);
   }
 }
 
-void recordFunction(func::FuncOp func, RawFunction &f) {
-  func.walk([&](Operation *op) { record(op, f); });
-}
-
-/// Reads the per-rank program of the one-block model.
+/// Reads the per-rank program of the one-block model (func form, after
+/// dist-partition).
 LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!step) {
-    err = "the compiled program has no train_step";
+  ProgramProfile profile(module);
+  llvm::Expected<TrainStepProfile> read = profile.getTrainStep();
+  if (!read) {
+    err = llvm::toString(read.takeError());
     return failure();
   }
-  // Block calls (by tfm.func_kind): @B_fwd / @B_bwd; with tfm-recompute
-  // mode=selective @B_selective_fwd / @B_selective_bwd; with mode=full
-  // @B_full_fwd, @B_bwd and the re-run `call @B_recompute_full
-  // {tfm.recompute}` before it.
-  func::FuncOp fwd, bwd, recompute;
-  auto kindOf = [&](func::CallOp call) {
-    return tfm::getFuncKind(module.lookupSymbol(call.getCalleeAttr()));
-  };
-  for (auto call : step.getOps<func::CallOp>()) {
-    auto callee = module.lookupSymbol<func::FuncOp>(call.getCalleeAttr());
-    std::optional<tfm::FuncKind> kind = kindOf(call);
-    if (!recompute && (call->hasAttr(tfm::kRecomputeAttrName) ||
-                       kind == tfm::FuncKind::Recompute)) {
-      recompute = callee;
-      continue;
-    }
-    if (!fwd && kind == tfm::FuncKind::Forward)
-      fwd = callee;
-    if (!bwd && kind == tfm::FuncKind::Backward)
-      bwd = callee;
-  }
-  if (!fwd || !bwd) {
-    err = "no block forward/backward functions (*_fwd, *_bwd) in train_step";
-    return failure();
-  }
-  recordFunction(fwd, p.layerFwd);
-  recordFunction(bwd, p.layerBwd);
-  if (recompute)
-    recordFunction(recompute, p.layerRecompute);
-  // Phases of train_step: 0 before the first block forward (embedding),
-  // 1 between the blocks' forward and backward (head, loss, loss grad),
-  // 2 after the last block backward (embedding grad; optimizer skipped).
-  int phase = 0;
-  bool lossSeen = false;
-  for (Operation &op : step.getBody().front()) {
-    if (auto call = dyn_cast<func::CallOp>(&op)) {
-      if (kindOf(call) == tfm::FuncKind::Forward)
-        phase = 1;
-      else if (kindOf(call) == tfm::FuncKind::Backward)
-        phase = 2;
-      continue;
-    }
-    if (op.hasTrait<tfm::trait::OptimizerStep>())
-      continue;
-    if (phase == 0) {
-      record(&op, p.preFwd);
-    } else if (phase == 1) {
-      record(&op, lossSeen ? p.postBwd : p.postFwd);
-      if (op.hasTrait<tfm::trait::TrainingLoss>())
-        lossSeen = true;
-    } else {
-      record(&op, p.preBwd);
-    }
-  }
+  const TrainStepProfile &s = *read;
+  record(s.forward->work, p.layerFwd);
+  record(s.backward->work, p.layerBwd);
+  if (s.recompute)
+    record(s.recompute->work, p.layerRecompute);
+  record(s.embedding, p.preFwd);
+  record(s.head, p.postFwd);
+  record(s.headBackward, p.postBwd);
+  record(s.embeddingBackward, p.preBwd);
   // Parameters per rank.
+  auto step = cast<func::FuncOp>(s.step->op);
+  auto fwd = cast<func::FuncOp>(s.forward->op);
   for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
     if (step.getArgAttr(i, tfm::kParamAttrName))
       p.totalParams += tensorElements(step.getArgument(i).getType());
   for (unsigned i = 0, e = fwd.getNumArguments(); i < e; ++i) {
-    auto role = fwd.getArgAttrOfType<StringAttr>(i, tfm::kRoleAttrName);
-    if (role && role.getValue() != "hidden" && role.getValue() != "layer_index")
+    auto attr = fwd.getArgAttrOfType<StringAttr>(i, tfm::kRoleAttrName);
+    if (!attr)
+      continue;
+    // Every argument with a role but the hidden state and the layer index.
+    std::optional<tfm::Role> role = tfm::symbolizeRole(attr.getValue());
+    if (role != tfm::Role::Hidden && role != tfm::Role::LayerIndex)
       p.layerParams += tensorElements(fwd.getArgument(i).getType());
-    if (role && role.getValue().starts_with("expert_"))
+    if (role && tfm::isExpertRole(*role))
       p.expertParams += tensorElements(fwd.getArgument(i).getType());
   }
   // MoE: the dispatch buffers, the send buffers of expert parallelism's
@@ -665,26 +608,21 @@ struct DistAutoPlanPass
   /// Forward FLOPs (GEMM + attention) of the public `forward`, block
   /// calls expanded.
   double forwardFlops(ModuleOp module) {
-    auto fwd = module.lookupSymbol<func::FuncOp>("forward");
+    ProgramProfile profile(module);
+    const FunctionProfile *fwd = profile.lookup("forward");
     if (!fwd)
       return 0;
-    llvm::StringMap<double> perCallee;
-    auto flopsOf = [&](func::FuncOp f) {
+    auto flopsOf = [](const FunctionProfile &f) {
       double total = 0;
-      f.walk([&](tfm::TfmCostOpInterface op) {
-        if (op.getRooflineKind() != tfm::RooflineKind::Memory)
-          total += op.getCost().flops;
-      });
+      for (const CostRecord &c : f.work.costs)
+        if (c.roofline != tfm::RooflineKind::Memory)
+          total += c.cost.flops;
       return total;
     };
-    double total = flopsOf(fwd);
-    fwd.walk([&](func::CallOp call) {
-      StringRef callee = call.getCallee();
-      if (!perCallee.count(callee))
-        if (auto f = module.lookupSymbol<func::FuncOp>(callee))
-          perCallee[callee] = flopsOf(f);
-      total += perCallee.lookup(callee);
-    });
+    double total = flopsOf(*fwd);
+    for (const CallRecord &call : fwd->calls)
+      if (const FunctionProfile *callee = profile.lookup(call.callee))
+        total += flopsOf(*callee);
     return total;
   }
 

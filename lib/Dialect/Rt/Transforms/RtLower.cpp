@@ -176,9 +176,8 @@ FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
       if (!globalType)
         return emitError() << "global shape overflows";
     }
-    auto role = attrs.getAs<StringAttr>(tfm::kRoleAttrName);
     int64_t rank = globalType.getRank();
-    int64_t dim = role && role.getValue() == "lm_head" ? rank - 1 : 0;
+    int64_t dim = tfm::getRole(attrs) == tfm::Role::LmHead ? rank - 1 : 0;
     SmallVector<int64_t> shape(globalType.getShape());
     if (rank == 0 || vocab.getInt() < 1 || vocab.getInt() > shape[dim])
       return emitError() << "'" << tfm::kVocabSizeAttrName << "' "
@@ -323,6 +322,11 @@ LogicalResult FunctionLowering::createFunction() {
     if (auto stage = func->getAttrOfType<IntegerAttr>(dist::kPpStageAttrName))
       target.setPpStageAttr(builder.getI64IntegerAttr(stage.getInt()));
   }
+  // What the function computes, kept for the analyses of the rt form
+  // (ProgramProfile).
+  for (StringRef name : {tfm::kFuncKindAttrName, tfm::kRecomputeAttrName})
+    if (Attribute attr = func->getAttr(name))
+      target->setAttr(name, attr);
   Block *body = builder.createBlock(&target.getBody());
   for (Type type : argTypes)
     body->addArgument(type, func.getLoc());

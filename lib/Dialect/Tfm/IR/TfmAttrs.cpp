@@ -49,3 +49,17 @@ std::optional<FuncKind> autoshard::tfm::getFuncKind(Operation *func) {
 void autoshard::tfm::setFuncKind(Operation *func, FuncKind kind) {
   func->setAttr(kFuncKindAttrName, FuncKindAttr::get(func->getContext(), kind));
 }
+
+std::optional<Role> autoshard::tfm::getRole(DictionaryAttr attrs) {
+  auto role = attrs ? attrs.getAs<StringAttr>(kRoleAttrName) : StringAttr();
+  return role ? symbolizeRole(role.getValue()) : std::nullopt;
+}
+
+bool autoshard::tfm::isExpertRole(Role role) {
+  return role == Role::ExpertUp || role == Role::ExpertGate ||
+         role == Role::ExpertDown;
+}
+
+bool autoshard::tfm::isVocabRole(Role role) {
+  return role == Role::Embedding || role == Role::LmHead;
+}

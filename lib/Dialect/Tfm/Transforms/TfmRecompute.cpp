@@ -340,6 +340,8 @@ Recompute::getSelectivePlan(const LayerCalls &layer, func::FuncOp fwd,
       FunctionType::get(fwd.getContext(), inputTypes, bwd.getResultTypes()));
   newBwd.setPrivate();
   setFuncKind(newBwd, FuncKind::Backward);
+  // It recomputes part of the forward (dist-explain reports it).
+  newBwd->setAttr(kRecomputeAttrName, b.getUnitAttr());
   newBwd.addEntryBlock();
   newBwd.setAllArgAttrs(inputAttrs);
   newBwd.setAllResultAttrs(bwd.getAllResultAttrs());

@@ -34,6 +34,9 @@ RoleMap readEntryRoles(mlir::ModuleOp module);
 /// are counted per call of that entry, callees expanded, and attributed to
 /// a strategy by their axes' roles on the module's first `dist.mesh`
 /// (data, context, expert, tensor) and their form (Passes.td, dist-explain).
+/// Functions, collectives and calls are read by ProgramProfile (rt form);
+/// the recomputing functions are found by `tfm.func_kind` and the
+/// `tfm.recompute` marker that rt-lower carries onto `rt.func`.
 /// The strategy rows are derived from the shardings of the entry's inputs
 /// and states, not from the plan text. States without an `rt.role` take
 /// their role from `roles`, optimizer states their parameter's. A one-rank

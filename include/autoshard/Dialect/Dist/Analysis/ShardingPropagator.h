@@ -36,7 +36,8 @@ namespace autoshard::dist {
 /// Values nothing constrains are replicated. A callee whose call sites
 /// disagree on its argument shardings is cloned once per distinct signature
 /// (the first keeps its name, the others are `<name>_s1`, `_s2`, ..., placed
-/// after it, without `tfm.func_kind`) and its calls retargeted.
+/// after it, with its attributes, `tfm.func_kind` included) and its calls
+/// retargeted.
 ///
 /// Order: functions callees first; rounds of a forward sweep (ops in order;
 /// each rule op chooses its factors' axes and sets its soft results) and,

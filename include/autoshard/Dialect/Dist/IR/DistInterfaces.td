@@ -19,8 +19,11 @@ def Dist_CommOpInterface : OpInterface<"CommOpInterface"> {
     completes).
   }];
   let methods = [
-    InterfaceMethod<"Returns what the op communicates (both forms alike).",
-      "::autoshard::dist::CommKind", "getCommKind">,
+    StaticInterfaceMethod<[{
+        Returns what the op communicates (both forms alike). Static, so that
+        a reader of the rt form can ask the registered op an `rt.kernel`
+        names (`getInterface<CommOpInterface>()`).
+      }], "::autoshard::dist::CommKind", "getCommKind">,
     InterfaceMethod<"True for the asynchronous `*_start` form.",
       "bool", "isAsync">,
     InterfaceMethod<"Returns the mesh of the device group.",

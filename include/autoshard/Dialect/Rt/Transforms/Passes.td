@@ -18,7 +18,9 @@ def RtLower : Pass<"rt-lower", "::mlir::ModuleOp"> {
   let description = [{
     Runs after `tfm-autodiff` (and, for several ranks, after the `dist`
     passes); followed by `rt-plan-memory`. Every `func.func` becomes an
-    `rt.func` of the same name; every tensor value becomes a buffer:
+    `rt.func` of the same name, keeping what it computes (`tfm.func_kind`,
+    the `tfm.recompute` marker) for the analyses of the rt form; every
+    tensor value becomes a buffer:
 
     * public functions are entries, each the entry of its own name
       (`tfm-autodiff` emits `@train_step`, `@eval` and `@logits`; the

@@ -22,7 +22,8 @@ inline constexpr llvm::StringLiteral kParamAttrName = "tfm.param";
 /// Display name of a block function's argument (string; builder).
 inline constexpr llvm::StringLiteral kNameAttrName = "tfm.name";
 /// What a parameter or block argument is in the model (string, e.g.
-/// `attn_q`, `expert_up`, `hidden`); the plans select layouts by it.
+/// `attn_q`, `expert_up`, `hidden`); the plans select layouts by it. Its
+/// values are the cases of tfm::Role (TfmAttrs.h: getRole, symbolizeRole).
 inline constexpr llvm::StringLiteral kRoleAttrName = "tfm.role";
 /// On a bias: the parameter it is added to (string).
 inline constexpr llvm::StringLiteral kBiasOfAttrName = "tfm.bias_of";
@@ -63,7 +64,10 @@ inline constexpr llvm::StringLiteral kModelAttrName = "tfm.model";
 /// Microbatches per step tfm-autodiff built (integer).
 inline constexpr llvm::StringLiteral kMicrobatchesAttrName = "tfm.microbatches";
 /// On the module: the recomputation mode tfm-recompute applied (string);
-/// on a call: the call re-runs a forward for its backward (unit).
+/// on a call: the call re-runs a forward for its backward (unit); on a
+/// function: it recomputes part of a forward (unit: selective
+/// recomputation's `@B_selective_bwd`, and the halves the backward split
+/// cuts from it).
 inline constexpr llvm::StringLiteral kRecomputeAttrName = "tfm.recompute";
 /// On the module: the precision tfm-mixed-precision applied (string).
 inline constexpr llvm::StringLiteral kMixedPrecisionAttrName =

@@ -23,6 +23,15 @@ std::optional<FuncKind> getFuncKind(mlir::Operation *func);
 /// Records `kind` on function `func` (`tfm.func_kind`).
 void setFuncKind(mlir::Operation *func, FuncKind kind);
 
+/// The role `attrs` (an argument's or result's attributes) records
+/// (`tfm.role`); nullopt without one or for a string that is no Role.
+std::optional<Role> getRole(mlir::DictionaryAttr attrs);
+/// An MoE expert weight (`expert_up`, `expert_gate`, `expert_down`): its
+/// dim 0 indexes the experts.
+bool isExpertRole(Role role);
+/// A vocabulary table (`embedding` [Vp, H], `lm_head` [H, Vp]).
+bool isVocabRole(Role role);
+
 } // namespace autoshard::tfm
 
 #endif // AUTOSHARD_DIALECT_TFM_IR_TFMATTRS_H

@@ -24,6 +24,35 @@ def Tfm_FuncKind : I32EnumAttr<"FuncKind",
   let genSpecializedAttr = 0;
 }
 
+// Not an attribute: the values of the `tfm.role` string attribute
+// (TfmAttrNames.h), so that passes compare roles as enum cases
+// (symbolizeRole) rather than as strings of their own. The parameter roles
+// are python/autoshard/models/builder.py's ROLES; `hidden`, `layer_index`
+// and `step` are the block arguments that are not parameters.
+def Tfm_Role : I32Enum<"Role", "what a parameter or block argument is", [
+      I32EnumAttrCase<"Embedding", 0, "embedding">,
+      I32EnumAttrCase<"PosEmbedding", 1, "pos_embedding">,
+      I32EnumAttrCase<"AttnQ", 2, "attn_q">,
+      I32EnumAttrCase<"AttnK", 3, "attn_k">,
+      I32EnumAttrCase<"AttnV", 4, "attn_v">,
+      I32EnumAttrCase<"AttnOut", 5, "attn_out">,
+      I32EnumAttrCase<"MlpUp", 6, "mlp_up">,
+      I32EnumAttrCase<"MlpGate", 7, "mlp_gate">,
+      I32EnumAttrCase<"MlpDown", 8, "mlp_down">,
+      I32EnumAttrCase<"Norm", 9, "norm">,
+      I32EnumAttrCase<"LmHead", 10, "lm_head">,
+      I32EnumAttrCase<"Router", 11, "router">,
+      I32EnumAttrCase<"ExpertUp", 12, "expert_up">,
+      I32EnumAttrCase<"ExpertGate", 13, "expert_gate">,
+      I32EnumAttrCase<"ExpertDown", 14, "expert_down">,
+      I32EnumAttrCase<"Bias", 15, "bias">,
+      I32EnumAttrCase<"Hidden", 16, "hidden">,
+      I32EnumAttrCase<"LayerIndex", 17, "layer_index">,
+      I32EnumAttrCase<"Step", 18, "step">,
+    ]> {
+  let cppNamespace = "::autoshard::tfm";
+}
+
 def Tfm_FuncKindAttr : EnumAttr<Tfm_Dialect, Tfm_FuncKind, "func_kind"> {
   let summary = "what a function made by a tfm transform computes";
   let description = [{

@@ -215,7 +215,9 @@ def TfmRecompute : Pass<"tfm-recompute", "::mlir::ModuleOp"> {
 
     The re-runs of `full` carry the unit attribute `tfm.recompute` and the
     forward call's other attributes (`tfm.layer`) and operands, so that
-    `dist-pipeline-split` places each in the backward unit of its layer. The module records the mode as
+    `dist-pipeline-split` places each in the backward unit of its layer;
+    the `@B_selective_bwd` functions of `selective` carry it too (they
+    recompute). The module records the mode as
     `tfm.recompute = "full" | "selective" | "none"` (`dist-apply-plan`
     checks a plan's `recompute` against it); running the pass on a module
     that has it is an error. Numerics are unchanged bit for bit: the same
