@@ -2,6 +2,8 @@
 
 #include "EntryIO.h"
 
+#include "autoshard/runtime/EntryAbi.h"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -17,6 +19,10 @@ void checkSlot(const Artifact &a, const EntrySpec &entry, const Slot &s,
                bool input) {
   const ModelInfo &m = a.model;
   const TensorType &t = s.type;
+  if (!entry_abi::isRunnerRole(s.role, input))
+    throw ArtifactError("artifact '" + a.source + "': entry '" + entry.name +
+                        "' has " + (input ? "input" : "output") + " '" +
+                        s.role + "', which shard-run does not know");
   if (!s.partial.empty())
     throw ArtifactError("artifact '" + a.source + "': entry '" + entry.name +
                         "': " + (input ? "input '" : "output '") + s.role +
@@ -49,9 +55,8 @@ void checkSlot(const Artifact &a, const EntrySpec &entry, const Slot &s,
     want = "f32[" + std::to_string(batch) + ", " + std::to_string(m.seq) +
            ", " + std::to_string(m.paddedVocabSize) + "]";
   } else {
-    throw ArtifactError("artifact '" + a.source + "': entry '" + entry.name +
-                        "' has " + (input ? "input" : "output") + " '" +
-                        s.role + "', which shard-run does not know");
+    throw ArtifactError("shard-run: role '" + s.role +
+                        "' of EntryAbi.h has no type check");
   }
   if (!ok)
     throw ArtifactError("artifact '" + a.source + "': entry '" + entry.name +

@@ -12,6 +12,7 @@
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
+#include "autoshard/runtime/EntryAbi.h"
 #include "autoshard/runtime/Ops.h"
 
 #include "mlir/Support/FileUtilities.h"
@@ -517,12 +518,25 @@ FailureOr<json::Value> ArtifactWriter::writeSlots(FuncOp func, bool outputs) {
   for (Operation &op : func.getBody().front()) {
     if (!(outputs ? isa<OutputOp>(op) : isa<InputOp>(op)))
       continue;
+    StringRef role = op.getAttrOfType<StringAttr>("role").getValue();
+    // shard-run feeds and reads whole values: a partial one (e.g. a loss
+    // left partial by hand-written shardings) fails here, not at run time.
+    auto sharding =
+        op.getAttrOfType<autoshard::dist::ShardingAttr>("rt.sharding");
+    if (sharding && sharding.isPartial() &&
+        autoshard::runtime::entry_abi::isRunnerRole(role.str(), !outputs))
+      return op.emitOpError()
+             << "entry '" << func.getSymName() << "' "
+             << (outputs ? "output '" : "input '") << role << "' is partial ("
+             << sharding << "); shard-run " << (outputs ? "reads" : "feeds")
+             << " whole values: make its sharding not partial (dist-partition "
+                "then reduces it)";
     FailureOr<json::Object> slot = describeType(&op, op.getResult(0).getType());
     if (failed(slot) ||
         failed(addSharding(&op, op.getResult(0).getType(), *slot,
                            /*isSlot=*/true)))
       return failure();
-    slots[op.getAttrOfType<StringAttr>("role").getValue()] = std::move(*slot);
+    slots[role] = std::move(*slot);
   }
   return json::Value(std::move(slots));
 }
