@@ -11,6 +11,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace autoshard::runtime::cpu {
 
@@ -40,6 +41,18 @@ void setKernelThreads(int threads) {
 }
 
 int kernelThreads() { return omp_get_max_threads(); }
+
+bool waitPolicyIsLibraryDefault() {
+  return !std::getenv("OMP_WAIT_POLICY") && !std::getenv(kSpinCountVariable);
+}
+
+std::string describeWaitPolicy() {
+  std::string s;
+  for (const char *name : {"OMP_WAIT_POLICY", kSpinCountVariable})
+    if (const char *value = std::getenv(name))
+      s += (s.empty() ? "" : " ") + std::string(name) + "=" + value;
+  return s.empty() ? "libgomp's default spin" : s;
+}
 
 std::string describe(const ThreadPolicy &p) {
   std::string s = std::to_string(p.threads) + " per rank (";

@@ -13,7 +13,13 @@
 #endif
 #endif
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
+
+#include <unistd.h>
 
 namespace autoshard::shardrun {
 
@@ -68,13 +74,34 @@ std::string configureHostThreads(const std::string &name, int64_t requested,
                                                   static_cast<int>(localRanks));
     cpu::setKernelThreads(p.threads);
     return "threads: " + cpu::describe(p) + ", GEMMs on " +
-           cpu::floatGemmLibrary();
+           cpu::floatGemmLibrary() + ", idle threads " +
+           cpu::describeWaitPolicy();
   }
 #endif
   (void)name;
   (void)requested;
   (void)localRanks;
   return "";
+}
+
+void startWithHostThreadEnvironment(const std::string &name, char **argv) {
+#if AUTOSHARD_HAVE_CPU_BACKEND
+  if (name != "cpu" || !cpu::waitPolicyIsLibraryDefault())
+    return;
+  // libgomp has already read the environment: only a new image sees it.
+  ::setenv(cpu::kSpinCountVariable, cpu::kDefaultSpinCount, /*overwrite=*/1);
+  ::execv("/proc/self/exe", argv);
+  int err = errno;
+  ::unsetenv(cpu::kSpinCountVariable);
+  std::fprintf(stderr,
+               "shard-run: warning: cannot re-execute /proc/self/exe to set "
+               "%s=%s (%s); idle kernel threads keep libgomp's default spin\n",
+               cpu::kSpinCountVariable, cpu::kDefaultSpinCount,
+               std::strerror(err));
+#else
+  (void)name;
+  (void)argv;
+#endif
 }
 
 std::unique_ptr<CommWorld> createDeviceWorld(Backend &backend,

@@ -28,6 +28,15 @@ std::unique_ptr<runtime::Backend> createBackend(const std::string &name);
 std::string configureHostThreads(const std::string &name, int64_t requested,
                                  int64_t localRanks);
 
+/// For backend "cpu" when the environment leaves libgomp's wait policy at
+/// its default (cpu::waitPolicyIsLibraryDefault()): sets GOMP_SPINCOUNT to
+/// cpu::kDefaultSpinCount and re-executes this program with `argv`
+/// (/proc/self/exe), since libgomp reads the variable only when it loads;
+/// ranks that mpirun starts inherit it. Returns when nothing is to be done,
+/// and after a warning on stderr when the exec fails (the run then keeps
+/// the default). Call first, before MPI or any thread starts.
+void startWithHostThreadEnvironment(const std::string &name, char **argv);
+
 /// The world the backend communicates in: for the cuda backend in a job of
 /// several ranks, NCCL communicators bootstrapped through `hostWorld` (the
 /// MPI world); otherwise null (use `hostWorld` itself). Throws CommError.

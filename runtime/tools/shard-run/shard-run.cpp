@@ -453,6 +453,7 @@ int main(int argc, char **argv) {
     }
     if (opts.traceStep >= opts.steps)
       opts.traceStep = opts.steps - 1;
+    startWithHostThreadEnvironment(opts.backend, argv);
     if (!startedByLauncher())
       return opts.ranks > 1 ? launch(opts, argc, argv) : runMain(opts, nullptr);
 #if AUTOSHARD_HAVE_MPI

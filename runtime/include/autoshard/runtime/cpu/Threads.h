@@ -38,6 +38,27 @@ ThreadPolicy chooseThreadPolicy(int requested, int localRanks);
 /// std::invalid_argument.
 void setKernelThreads(int threads);
 
+/// libgomp reads how its idle threads wait once, when it loads, from
+/// OMP_WAIT_POLICY and GOMP_SPINCOUNT. With neither set, a thread that
+/// reaches a barrier first spins up to 300,000 iterations (milliseconds)
+/// before it sleeps; when another process holds one of the cores, the
+/// spinner takes the core its own peer needs to reach the barrier, and two
+/// threads run 3-5x slower than one (docs/cpu-backend.md, "Threads").
+/// shard-run therefore starts its kernels with GOMP_SPINCOUNT=1000
+/// (kDefaultSpinCount): as fast as the default on an idle machine, and no
+/// collapse on a loaded one.
+inline constexpr const char *kSpinCountVariable = "GOMP_SPINCOUNT";
+inline constexpr const char *kDefaultSpinCount = "1000";
+
+/// True when the environment sets neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT,
+/// i.e. libgomp would spin its default 300,000 iterations.
+bool waitPolicyIsLibraryDefault();
+
+/// How this process's idle kernel threads wait, as the environment it
+/// started with told libgomp, e.g. "GOMP_SPINCOUNT=1000" or
+/// "OMP_WAIT_POLICY=ACTIVE"; "libgomp's default spin" when neither is set.
+std::string describeWaitPolicy();
+
 /// The pool's current size (omp_get_max_threads()).
 int kernelThreads();
 
