@@ -119,9 +119,9 @@ plan_sweep() {
   sweep llama --no-invalid \
     --config "$ROOT/configs/models/llama-tiny-cpu.json" \
     --plans-file "$LISTS/llama.txt"
-  # Context parallelism (ring attention, contiguous chunks) alone and with
-  # dp, tp (+sp), pp and each ZeRO stage, on nanoGPT (with and without
-  # dropout) and Llama (RoPE, grouped-query attention).
+  # Context parallelism (ring attention, contiguous chunks and zig-zag order)
+  # alone and with dp, tp (+sp), pp and each ZeRO stage, on nanoGPT (with and
+  # without dropout) and Llama (RoPE, grouped-query attention).
   sweep cp --no-invalid \
     --plans-file "$LISTS/cp.txt"
   sweep cp_dropout --no-invalid --dropout 0.1 \

@@ -40,8 +40,7 @@ std::string planError(const ModelInfo &m, const LocalProfile &prof,
     return "seq % 2cp != 0";
   if (plan.cp > 1 && plan.cpContiguous && m.seq % plan.cp)
     return "seq % cp != 0";
-  if (plan.cp > 1 && plan.cpContiguous && plan.sp &&
-      m.seq % (plan.cp * plan.tp))
+  if (plan.cp > 1 && plan.sp && m.seq % (plan.cp * plan.tp))
     return "sp: seq % (cp*tp) != 0";
   if (globalBatch != plan.dp * plan.mbs * plan.mb)
     return "dp*mbs*mb != global batch";

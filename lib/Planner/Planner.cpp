@@ -262,7 +262,8 @@ std::string Candidate::str() const {
                        pp, dp, cp, tp, sp ? 1 : 0, zero, ep, mbs, mb, schedule,
                        vpp, recompute)
              .str() +
-         (cpAttention != "ring" ? ",cp_attention=" + cpAttention : "");
+         (cpAttention != "ring" ? ",cp_attention=" + cpAttention : "") +
+         (isZigzag() ? ",cp_layout=zigzag" : "");
 }
 
 std::string Candidate::applyPlan() const {
@@ -289,6 +290,8 @@ std::string Candidate::applyPlan() const {
     os << "recompute=" << recompute << ",";
   if (cpAttention != "ring")
     os << "cp_attention=" << cpAttention << ",";
+  if (isZigzag())
+    os << "cp_layout=zigzag,";
   text.pop_back();
   return text;
 }
@@ -667,6 +670,9 @@ search(const Cluster &c, const ModelInfo &m,
         if (o.gpus % (tp * cp))
           continue;
         cand.cp = cp;
+        if (o.cpZigzagWhereCompilable)
+          cand.cpContiguous =
+              cp > 1 && (m.seq % (2 * cp) != 0 || m.expertsDropTokens);
         // Ulysses only where the heads split over tp*cp.
         std::vector<std::string> cpAttentions = {"ring"};
         if (cp > 1) {

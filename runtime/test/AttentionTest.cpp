@@ -23,7 +23,7 @@ Tensors randomInputs(const AttentionShape &s, uint64_t seed) {
 
 /// Whether query i may see key j (global positions with the offsets).
 bool sees(const AttentionShape &s, int64_t i, int64_t j) {
-  return !s.causal || s.kOffset + j <= s.qOffset + i;
+  return !s.causal || s.kPos.at(j) <= s.qPos.at(i);
 }
 
 /// Explicit softmax(scale * Q K^T + mask) V per (batch, head), and the lse;
@@ -150,8 +150,8 @@ TEST(AttentionTest, SeveralQueryBlocksMatchExplicitSoftmax) {
 
 /// A shape with block offsets (a block of a longer causal attention).
 AttentionShape withOffsets(AttentionShape s, int64_t qOffset, int64_t kOffset) {
-  s.qOffset = qOffset;
-  s.kOffset = kOffset;
+  s.qPos.start = qOffset;
+  s.kPos.start = kOffset;
   return s;
 }
 

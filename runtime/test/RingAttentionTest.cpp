@@ -16,6 +16,7 @@
 
 #include <limits>
 
+using namespace autoshard::runtime;
 using namespace autoshard::runtime::cpu;
 using namespace autoshard::runtime::test;
 
@@ -26,6 +27,9 @@ using Vec = std::vector<float>;
 struct Problem {
   int64_t batch, seq, heads, kvHeads, headDim, chunks;
   bool causal;
+  /// The ring holds the sequence in zig-zag order of 2 chunks chunks
+  /// (SequencePositions.h): rank r the original chunks r and 2 chunks-1-r.
+  bool zigzag = false;
 
   int64_t chunk() const { return seq / chunks; }
   AttentionShape whole() const {
@@ -35,9 +39,28 @@ struct Problem {
   AttentionShape block(int64_t r, int64_t c) const {
     AttentionShape s = whole();
     s.seqQ = s.seqK = chunk();
-    s.qOffset = r * chunk();
-    s.kOffset = c * chunk();
+    int64_t order = zigzag ? 2 * chunks : 0;
+    s.qPos = {r * chunk(), seq, order};
+    s.kPos = {c * chunk(), seq, order};
     return s;
+  }
+  /// x [rows, seq, width] in the ring's order: row p holds original row
+  /// zigzagPosition(p) (the identity without zigzag).
+  Vec ordered(const Vec &x, int64_t rows, int64_t width) const {
+    Vec out(x.size());
+    for (int64_t b = 0; b < rows; ++b)
+      for (int64_t i = 0; i < seq; ++i) {
+        int64_t from = zigzagPosition(i, seq, zigzag ? 2 * chunks : 0);
+        for (int64_t w = 0; w < width; ++w)
+          out[(b * seq + i) * width + w] = x[(b * seq + from) * width + w];
+      }
+    return out;
+  }
+  /// The inputs in the ring's order.
+  template <typename In> In ordered(In in) const {
+    int64_t qw = heads * headDim, kw = kvHeads * headDim;
+    return {ordered(in.q, batch, qw), ordered(in.k, batch, kw),
+            ordered(in.v, batch, kw), ordered(in.dout, batch, qw)};
   }
 };
 
@@ -111,9 +134,12 @@ void checkForward(const Problem &p, const std::string &what) {
   attention<float, float>(in.q.data(), in.k.data(), in.v.data(), out.data(),
                           lse.data(), s);
   const int64_t qw = p.heads * p.headDim;
+  out = p.ordered(out, p.batch, qw);
+  lse = p.ordered(lse, p.batch * p.heads, 1);
+  Inputs ring = p.ordered(in);
   for (int64_t r = 0; r < p.chunks; ++r) {
     Vec ringOut, ringLse;
-    ringForward(p, in, r, ringOut, ringLse);
+    ringForward(p, ring, r, ringOut, ringLse);
     std::string at = what + " rank " + std::to_string(r);
     expectAllNear(ringOut, sliceSeq(out, p.batch, p.seq, qw, r, p.chunk()),
                   2e-5, 1e-6, at + " out");
@@ -137,6 +163,12 @@ void checkBackward(const Problem &p, const std::string &what) {
 
   const int64_t len = p.chunk(), qw = p.heads * p.headDim,
                 kw = p.kvHeads * p.headDim;
+  out = p.ordered(out, p.batch, qw);
+  lse = p.ordered(lse, p.batch * p.heads, 1);
+  dq = p.ordered(dq, p.batch, qw);
+  dk = p.ordered(dk, p.batch, kw);
+  dv = p.ordered(dv, p.batch, kw);
+  in = p.ordered(in);
   Vec ringDq(dq.size()), ringDk(dk.size(), 0.0f), ringDv(dv.size(), 0.0f);
   std::vector<Vec> accK(p.chunks, Vec(p.batch * len * kw, 0.0f));
   std::vector<Vec> accV = accK;
@@ -252,3 +284,52 @@ TEST(RingAttentionTest, MergeWithEmptySides) {
 }
 
 } // namespace
+
+// Zig-zag order (algorithms.md §2.3): each rank holds the original chunks r
+// and 2c-1-r; the blocks' causal masks follow the original positions, so the
+// ring reproduces the whole attention in the permuted order.
+TEST(RingAttentionTest, ZigzagRingMatchesAttention) {
+  checkForward({2, 16, 4, 2, 8, 2, true, true}, "zig-zag cp=2");
+  checkForward({1, 48, 2, 1, 8, 3, true, true}, "zig-zag cp=3");
+  checkForward({2, 32, 4, 4, 8, 4, true, true}, "zig-zag cp=4");
+  // Chunk pairs of 160 rows: 64-row query blocks straddle the half boundary.
+  checkForward({1, 320, 2, 1, 4, 2, true, true}, "zig-zag cp=2, 160-row pairs");
+}
+
+TEST(RingAttentionTest, ZigzagRingGradientMatchesAttentionGrad) {
+  checkBackward({2, 16, 4, 2, 8, 2, true, true}, "zig-zag cp=2");
+  checkBackward({1, 32, 2, 1, 8, 4, true, true}, "zig-zag cp=4");
+}
+
+TEST(RingAttentionTest, ZigzagPositionsInvertAndBalance) {
+  for (int64_t n : {2, 4, 6, 8}) {
+    const int64_t seq = 3 * n;
+    std::vector<int> seen(seq, 0);
+    for (int64_t p = 0; p < seq; ++p) {
+      int64_t pos = zigzagPosition(p, seq, n);
+      ASSERT_GE(pos, 0);
+      ASSERT_LT(pos, seq);
+      ++seen[pos];
+      EXPECT_EQ(zigzagIndex(pos, seq, n), p) << "n " << n << " p " << p;
+    }
+    for (int64_t pos = 0; pos < seq; ++pos)
+      EXPECT_EQ(seen[pos], 1) << "n " << n << " position " << pos;
+    // Rank r of the ring (n / 2 ranks) holds original chunks r, n-1-r: the
+    // causal work (the sum of positions + 1) is the same on every rank.
+    const int64_t pair = 2 * (seq / n);
+    int64_t work0 = -1;
+    for (int64_t r = 0; r < n / 2; ++r) {
+      SequencePositions rows{r * pair, seq, n};
+      EXPECT_TRUE(rows.increasingOver(pair));
+      int64_t work = 0;
+      for (int64_t i = 0; i < pair; ++i)
+        work += rows.at(i) + 1;
+      if (r == 0)
+        work0 = work;
+      EXPECT_EQ(work, work0) << "n " << n << " rank " << r;
+    }
+    SequencePositions across{pair / 2, seq, n};
+    if (n > 2)
+      EXPECT_FALSE(across.increasingOver(2 * pair));
+  }
+}

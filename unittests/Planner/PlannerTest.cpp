@@ -505,6 +505,36 @@ TEST(ContextParallel, SearchTriesUlyssesWhereHeadsDivide) {
     EXPECT_EQ(e.plan.cpAttention, "ring") << e.plan.str();
 }
 
+TEST(ContextParallel, SearchScoresZigzagWhereCompilable) {
+  // What dist-auto-plan asks for (cpZigzagWhereCompilable): ring attention
+  // in zig-zag order (balanced, cp_layout=zigzag in the plan) where the
+  // sequence splits into 2cp chunks and no experts drop tokens; contiguous
+  // chunks (with the causal imbalance, CostTermsTest) elsewhere.
+  DenseSearch t(8);
+  auto &[c, m, profiles, o] = t;
+  o.gpus = 4;
+  o.cpChoices = {4};
+  o.cpAttentions = {"ring"};
+  o.cpZigzagWhereCompilable = true;
+  SearchResult zigzag = t.run();
+  ASSERT_FALSE(zigzag.best.empty());
+  for (const Estimate &e : zigzag.best) {
+    EXPECT_TRUE(e.plan.isZigzag()) << e.plan.str();
+    EXPECT_NE(e.plan.applyPlan().find("cp=4"), std::string::npos);
+    EXPECT_NE(e.plan.applyPlan().find(",cp_layout=zigzag"), std::string::npos)
+        << e.plan.applyPlan();
+  }
+  m.expertsDropTokens = true;
+  SearchResult dropping = t.run();
+  ASSERT_FALSE(dropping.best.empty());
+  for (const Estimate &e : dropping.best)
+    EXPECT_FALSE(e.plan.isZigzag()) << e.plan.str();
+  m.expertsDropTokens = false;
+  m.seq = 8 * (m.seq / 8) + 4; // splits into cp = 4 chunks, not 2cp = 8
+  for (const Estimate &e : t.run().best)
+    EXPECT_FALSE(e.plan.isZigzag()) << "seq " << m.seq << ": " << e.plan.str();
+}
+
 TEST(TensorParallel, ChunkedOverlapExposesOneChunk) {
   Cluster c = testCluster();
   c.tpOverlap = 1;

@@ -295,6 +295,9 @@ struct ModelInfo {
   /// Experts per MoE layer (tfm.moe_dispatch num_experts); 0 for a dense
   /// model, which is only searched at ep = 1.
   int64_t experts = 0;
+  /// The experts' capacity is below the sequence length: they drop tokens
+  /// in sequence order, which zig-zag cp does not map (dist-zigzag-sequence).
+  bool expertsDropTokens = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -317,9 +320,9 @@ struct Candidate {
   /// "none", "selective" or "full".
   std::string recompute = "none";
   /// Context parallelism with contiguous sequence chunks (rank i holds
-  /// chunk i; what the compiler builds today: seq % cp == 0, and the causal
-  /// ring is load-imbalanced: rank cp-1 does (2cp-1)/cp times the balanced
-  /// attention work) instead of zig-zag (seq % 2cp == 0, balanced).
+  /// chunk i: seq % cp == 0, and the causal ring is load-imbalanced: rank
+  /// cp-1 does (2cp-1)/cp times the balanced attention work) instead of
+  /// zig-zag (cp_layout=zigzag: seq % 2cp == 0, balanced).
   bool cpContiguous = false;
   /// With pp > 1, the data-parallel gradient reduction runs blocking after
   /// the stage's last backward, as dist-pipeline-split builds it today
@@ -336,6 +339,10 @@ struct Candidate {
   /// planner's microbatch size `mbs` (every key, defaults included;
   /// `cp_attention` only when it is "ulysses").
   std::string str() const;
+  /// Ring attention over cp > 1 in zig-zag order (cp_layout=zigzag).
+  bool isZigzag() const {
+    return cp > 1 && cpAttention == "ring" && !cpContiguous;
+  }
   /// The plan as `dist-apply-plan` and `scripts/train.sh --plan` take it:
   /// `mbs` dropped (dp·mbs·mb is the global batch, so the microbatch count
   /// `mb` determines it) and keys at their defaults omitted, e.g.
@@ -411,6 +418,10 @@ struct SearchOptions {
   bool searchSp = true;
   /// Score cp > 1 with contiguous chunks (Candidate::cpContiguous).
   bool cpContiguous = false;
+  /// Score cp > 1 ring attention zig-zag where the compiler builds it
+  /// (seq % 2cp == 0 and no experts that drop tokens) and contiguous
+  /// elsewhere; overrides cpContiguous.
+  bool cpZigzagWhereCompilable = false;
   /// Score pp > 1 with the gradient reduction in the stage's tail
   /// (Candidate::pipelineReductionInTail).
   bool pipelineReductionInTail = false;

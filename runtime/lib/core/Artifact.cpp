@@ -569,6 +569,13 @@ EntrySpec parseEntry(const JsonReader &r, const std::string &name,
     e.name = r.str("entry");
     e.ppStage = r.i64AtLeast("pp_stage", 0);
   }
+  if (r.has("zigzag_chunks")) {
+    e.zigzagChunks = r.i64AtLeast("zigzag_chunks", 2);
+    if (e.zigzagChunks % 2 != 0)
+      r.failField("zigzag_chunks",
+                  "must be even (two chunks per cp rank), found " +
+                      std::to_string(e.zigzagChunks));
+  }
   std::string fn = r.str("function");
   e.function = a.findFunction(fn);
   if (e.function < 0)

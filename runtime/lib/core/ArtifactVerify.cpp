@@ -307,6 +307,14 @@ void verifySlots(const Artifact &a, const EntrySpec &e,
            std::string(what) + " '" + s.role + "' has no buffer in function '" +
                fn.name + "'");
     s.buffer = found;
+    // Zig-zag order: the sequence dim (1) of every [batch, seq, ...] slot
+    // must split into its chunks.
+    if (e.zigzagChunks > 0 && s.globalShape.size() >= 2 &&
+        s.globalShape[1] % e.zigzagChunks != 0)
+      fail(a, place,
+           std::string(what) + " '" + s.role + "' has sequence length " +
+               std::to_string(s.globalShape[1]) + ", which zigzag_chunks " +
+               std::to_string(e.zigzagChunks) + " does not divide");
   }
   for (size_t id = 0; id < fn.buffers.size(); ++id) {
     const BufferSpec &b = fn.buffers[id];

@@ -55,6 +55,17 @@ EmbeddingShape checkEmbeddingGrad(const KernelSignature &sig,
   return s;
 }
 
+int64_t zigzagChunksOf(const KernelSignature &sig, int64_t seqLen) {
+  if (!sig.attrs->has("zigzag_chunks"))
+    return 0;
+  int64_t n = sig.attrs->getI64("zigzag_chunks");
+  if (n < 2 || n % 2 != 0 || seqLen % n != 0)
+    sig.fail("zigzag_chunks must be even, >= 2 and divide the sequence "
+             "length " +
+             std::to_string(seqLen) + ", found " + std::to_string(n));
+  return n;
+}
+
 PositionEmbeddingShape checkPositionEmbedding(const KernelSignature &sig) {
   const TensorType &table = sig.args[0];
   expectExactRank(sig, table, 2, "table");
@@ -63,6 +74,7 @@ PositionEmbeddingShape checkPositionEmbedding(const KernelSignature &sig) {
   s.hidden = table.shape[1];
   s.seqLen = sig.attrs->getI64("seq_len");
   expectResult(sig, typeOf(table.dtype, {s.seqLen, s.hidden}));
+  s.zigzagChunks = zigzagChunksOf(sig, s.seqLen);
   return s;
 }
 
@@ -76,6 +88,7 @@ PositionEmbeddingShape checkPositionEmbeddingGrad(const KernelSignature &sig) {
   s.hidden = dy.shape[r - 1];
   s.positions = sig.attrs->getI64("num_positions");
   expectResult(sig, typeOf(dy.dtype, {s.positions, s.hidden}));
+  s.zigzagChunks = zigzagChunksOf(sig, s.seqLen);
   return s;
 }
 
@@ -96,6 +109,10 @@ RopeDims checkRope(const KernelSignature &sig, bool grad) {
   if (s.headDim % 2 != 0 || !(s.theta > 0))
     sig.fail("needs an even head dim and theta > 0, found " + x.str() +
              " and theta " + std::to_string(s.theta));
+  if (sig.attrs->has("seq_len"))
+    return s; // rope_local: checkRopeLocal reads the order on seq_len
+  s.seqLen = s.seq;
+  s.zigzagChunks = zigzagChunksOf(sig, s.seqLen);
   return s;
 }
 
@@ -110,6 +127,8 @@ RopeLocalDims checkRopeLocal(const KernelSignature &sig, bool grad) {
              std::to_string(s.rope.seq) + ", found " +
              std::to_string(s.seqLen));
   s.numShards = s.seqLen / s.rope.seq;
+  s.rope.seqLen = s.seqLen;
+  s.rope.zigzagChunks = zigzagChunksOf(sig, s.seqLen);
   return s;
 }
 
@@ -183,6 +202,18 @@ DropoutShape checkDropout(const KernelSignature &sig, bool local) {
     checkDropoutBlock(sig, s);
   s.rate = sig.attrs->getF64("rate");
   s.site = sig.attrs->getI64("site");
+  if (!local) {
+    s.shape = sig.args[0].shape;
+    s.globalShape = s.shape;
+  }
+  if (sig.attrs->has("zigzag_chunks")) {
+    if (s.globalShape.size() < 2)
+      sig.fail("zigzag_chunks needs x of rank >= 2 ([..., S, H]: the "
+               "sequence is the second-to-last dim), found rank " +
+               std::to_string(s.globalShape.size()));
+    s.zigzagChunks =
+        zigzagChunksOf(sig, s.globalShape[s.globalShape.size() - 2]);
+  }
   return s;
 }
 
@@ -226,13 +257,38 @@ void expectLse(const KernelSignature &sig, const TensorType &lse,
 
 } // namespace
 
-AttentionDims checkAttention(const KernelSignature &sig) {
+namespace {
+
+AttentionDims checkAttentionShape(const KernelSignature &sig) {
   const TensorType &lse = sig.results[1];
   AttentionDims s = attentionDims(sig, 0, lse);
   expectType(sig, sig.results[0], sig.args[0], "out");
   expectLse(sig, lse, s);
   return s;
 }
+
+/// A whole-sequence attention(_grad): its causal mask cannot take zig-zag
+/// order (the visible keys of a row are no prefix).
+void checkOriginalOrder(const KernelSignature &sig, const AttentionDims &s) {
+  if (s.causal && sig.attrs->has("zigzag_chunks"))
+    sig.fail("a causal attention of a sequence in zig-zag order needs ring "
+             "attention blocks (attention_block), found zigzag_chunks " +
+             std::to_string(sig.attrs->getI64("zigzag_chunks")) +
+             " on the whole sequence");
+}
+
+AttentionDims checkAttentionGradShape(const KernelSignature &sig) {
+  const TensorType &q = sig.args[1], &lse = sig.args[5];
+  AttentionDims s = attentionDims(sig, 1, lse);
+  expectType(sig, sig.args[0], q, "dout");
+  expectType(sig, sig.args[4], q, "out");
+  expectLse(sig, lse, s);
+  for (size_t i = 0; i < 3; ++i)
+    expectType(sig, sig.results[i], sig.args[1 + i], resultName(i));
+  return s;
+}
+
+} // namespace
 
 namespace {
 
@@ -249,27 +305,48 @@ void checkBlock(const KernelSignature &sig, AttentionDims &s, size_t chunk) {
   if (s.seqQ != s.seqK)
     sig.fail("needs chunks of equal length (seqQ == seqK), found " +
              std::to_string(s.seqQ) + " and " + std::to_string(s.seqK));
+  if (sig.attrs->has("zigzag_chunks")) {
+    s.zigzagChunks = sig.attrs->getI64("zigzag_chunks");
+    // Every block must be one rank's chunk pair (or inside one), so that
+    // positions increase over its rows: n divides 2 num_chunks.
+    if (s.zigzagChunks < 2 || s.zigzagChunks % 2 != 0 ||
+        (2 * s.numChunks) % s.zigzagChunks != 0 ||
+        (s.numChunks * s.seqQ) % s.zigzagChunks != 0)
+      sig.fail("needs zigzag_chunks even, dividing 2 num_chunks and the "
+               "sequence length, found zigzag_chunks " +
+               std::to_string(s.zigzagChunks) + ", num_chunks " +
+               std::to_string(s.numChunks) + ", sequence length " +
+               std::to_string(s.numChunks * s.seqQ));
+  }
 }
 
 } // namespace
 
+AttentionDims checkAttention(const KernelSignature &sig) {
+  AttentionDims s = checkAttentionShape(sig);
+  checkOriginalOrder(sig, s);
+  return s;
+}
+
 AttentionDims checkAttentionBlock(const KernelSignature &sig) {
-  AttentionDims s = checkAttention(sig);
+  AttentionDims s = checkAttentionShape(sig);
   checkBlock(sig, s, 3);
   return s;
 }
 
 AttentionDims checkAttentionBlockGrad(const KernelSignature &sig) {
-  AttentionDims s = checkAttentionGrad(sig);
+  AttentionDims s = checkAttentionGradShape(sig);
   checkBlock(sig, s, 6);
   return s;
 }
 
-BlockOffsets attentionBlockOffsets(const AttentionDims &d, int64_t chunk) {
+BlockPositions attentionBlockPositions(const AttentionDims &d, int64_t chunk) {
   checkBlockIndex("attention_block", "chunk", chunk, d.numChunks);
   int64_t kvChunk =
       ((chunk - d.kvStep) % d.numChunks + d.numChunks) % d.numChunks;
-  return {chunk * d.seqQ, kvChunk * d.seqK};
+  int64_t seqLen = d.numChunks * d.seqQ;
+  return {{chunk * d.seqQ, seqLen, d.zigzagChunks},
+          {kvChunk * d.seqK, seqLen, d.zigzagChunks}};
 }
 
 AttentionMergeDims checkAttentionMerge(const KernelSignature &sig) {
@@ -290,13 +367,8 @@ AttentionMergeDims checkAttentionMerge(const KernelSignature &sig) {
 }
 
 AttentionDims checkAttentionGrad(const KernelSignature &sig) {
-  const TensorType &q = sig.args[1], &lse = sig.args[5];
-  AttentionDims s = attentionDims(sig, 1, lse);
-  expectType(sig, sig.args[0], q, "dout");
-  expectType(sig, sig.args[4], q, "out");
-  expectLse(sig, lse, s);
-  for (size_t i = 0; i < 3; ++i)
-    expectType(sig, sig.results[i], sig.args[1 + i], resultName(i));
+  AttentionDims s = checkAttentionGradShape(sig);
+  checkOriginalOrder(sig, s);
   return s;
 }
 

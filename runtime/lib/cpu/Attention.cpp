@@ -57,6 +57,14 @@ void checkShape(const char *op, const AttentionShape &s) {
                          std::to_string(s.seqK));
   if (!(s.scale > 0.0))
     detail::fail(op, "scale must be > 0, got " + std::to_string(s.scale));
+  if (s.causal &&
+      (!s.qPos.increasingOver(s.seqQ) || !s.kPos.increasingOver(s.seqK)))
+    detail::fail(op, "causal attention on zig-zag positions needs blocks "
+                     "within one rank's chunk pair, got query rows from " +
+                         std::to_string(s.qPos.start) + " and key rows from " +
+                         std::to_string(s.kPos.start) + " of " +
+                         std::to_string(s.qPos.seqLen) + " in " +
+                         std::to_string(s.qPos.zigzagChunks) + " chunks");
 }
 
 /// Columns of a score block: min(kKeyBlock, seqK) (the scratch's row length).
@@ -80,8 +88,8 @@ struct HeadBlock {
   int64_t visible(const AttentionShape &s, int64_t r) const {
     if (!s.causal)
       return cols;
-    return std::clamp<int64_t>(s.qOffset + firstRow + r - s.kOffset + 1, 0,
-                               cols);
+    return std::min(s.kPos.countAtOrBefore(s.qPos.at(firstRow + r), s.seqK),
+                    cols);
   }
 };
 
@@ -134,10 +142,10 @@ void forEachBlock(const AttentionShape &s, Fn fn) {
         HeadBlock blk;
         blk.rows = std::min(kQueryBlock, s.seqQ - i0);
         // Causal: keys up to the block's last row (global positions).
-        blk.cols = s.causal
-                       ? std::clamp<int64_t>(
-                             s.qOffset + i0 + blk.rows - s.kOffset, 0, s.seqK)
-                       : s.seqK;
+        blk.cols =
+            s.causal
+                ? s.kPos.countAtOrBefore(s.qPos.at(i0 + blk.rows - 1), s.seqK)
+                : s.seqK;
         blk.ldq = s.heads * s.headDim;
         blk.ldkv = s.kvHeads * s.headDim;
         blk.qOffset = ((b * s.seqQ + i0) * s.heads + n) * s.headDim;

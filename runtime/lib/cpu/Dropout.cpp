@@ -2,6 +2,8 @@
 
 #include "autoshard/runtime/cpu/Dropout.h"
 
+#include "autoshard/runtime/SequencePositions.h"
+
 #include "Check.h"
 #include "Instantiate.h"
 
@@ -65,8 +67,12 @@ void applyMaskBlock(const T *in, T *out, const DropoutBlock &block,
   DropoutParams rowParams = params;
   for (int64_t r = 0; r < rows; ++r) {
     int64_t global = 0;
-    for (size_t d = 0; d < rank; ++d)
-      global += (block.offsets[d] + index[d]) * stride[d];
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t g = block.offsets[d] + index[d];
+      if (block.zigzagChunks > 0 && d + 2 == rank)
+        g = zigzagPosition(g, block.globalShape[d], block.zigzagChunks);
+      global += g * stride[d];
+    }
     rowParams.indexOffset = params.indexOffset + global;
     applyMask(in + r * rowLen, out + r * rowLen, rowLen, rowParams);
     // Next row: increment the local coordinates of dims [0, rank - 1).

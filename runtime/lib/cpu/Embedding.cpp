@@ -46,24 +46,41 @@ void checkSeqLen(const char *op, int64_t seqLen, int64_t numPositions) {
 
 template <typename T>
 void positionEmbedding(const T *table, int64_t numPositions, int64_t hidden,
-                       int64_t seqLen, T *out) {
+                       int64_t seqLen, T *out, int64_t zigzagChunks) {
   checkSeqLen("position_embedding", seqLen, numPositions);
   detail::checkAtLeast("position_embedding", "hidden", hidden, 0);
-  std::copy_n(table, seqLen * hidden, out);
+  if (zigzagChunks <= 0) {
+    std::copy_n(table, seqLen * hidden, out);
+    return;
+  }
+  for (int64_t p = 0; p < seqLen; ++p)
+    std::copy_n(table + zigzagPosition(p, seqLen, zigzagChunks) * hidden,
+                hidden, out + p * hidden);
 }
 
 template <typename T>
 void positionEmbeddingGrad(const T *dy, int64_t outer, int64_t seqLen,
-                           int64_t hidden, int64_t numPositions, T *dtable) {
+                           int64_t hidden, int64_t numPositions, T *dtable,
+                           int64_t zigzagChunks) {
   const char *op = "position_embedding_grad";
   checkSeqLen(op, seqLen, numPositions);
   detail::checkAtLeast(op, "outer", outer, 0);
   detail::checkAtLeast(op, "hidden", hidden, 0);
   std::fill(dtable, dtable + numPositions * hidden, T(0));
   const int64_t block = seqLen * hidden;
+  if (zigzagChunks <= 0) {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < block; ++i)
+        dtable[i] += dy[o * block + i];
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < block; ++i)
-      dtable[i] += dy[o * block + i];
+    for (int64_t p = 0; p < seqLen; ++p) {
+      T *row = dtable + zigzagPosition(p, seqLen, zigzagChunks) * hidden;
+      const T *src = dy + o * block + p * hidden;
+      for (int64_t i = 0; i < hidden; ++i)
+        row[i] += src[i];
+    }
 }
 
 #define INSTANTIATE(T, I)                                                      \
@@ -76,9 +93,9 @@ AUTOSHARD_FOR_EACH_FLOAT_AND_ID(INSTANTIATE)
 
 #define INSTANTIATE(T)                                                         \
   template void positionEmbedding<T>(const T *, int64_t, int64_t, int64_t,     \
-                                     T *);                                     \
+                                     T *, int64_t);                            \
   template void positionEmbeddingGrad<T>(const T *, int64_t, int64_t, int64_t, \
-                                         int64_t, T *);
+                                         int64_t, T *, int64_t);
 AUTOSHARD_FOR_EACH_FLOAT(INSTANTIATE)
 
 } // namespace autoshard::runtime::cpu

@@ -28,7 +28,8 @@ void rotate(const char *op, const T *x, T *y, const RopeShape &s, double sign) {
   // cos/sin table [seq, half], computed once per call in double.
   std::vector<T> cosTable(s.seq * half), sinTable(s.seq * half);
   for (int64_t p = 0; p < s.seq; ++p) {
-    const double position = static_cast<double>(s.positionOffset + p);
+    const double position = static_cast<double>(
+        zigzagPosition(s.positionOffset + p, s.seqLen, s.zigzagChunks));
     for (int64_t i = 0; i < half; ++i) {
       const double invFreq =
           std::pow(s.theta, -2.0 * static_cast<double>(i) / s.headDim);

@@ -15,7 +15,10 @@ cpu::MatmulShape matmulShape(const MatmulDims &d) {
 }
 
 cpu::RopeShape ropeShape(const RopeDims &d) {
-  return {d.batch, d.seq, d.heads, d.headDim, d.theta};
+  cpu::RopeShape s{d.batch, d.seq, d.heads, d.headDim, d.theta};
+  s.seqLen = d.seqLen;
+  s.zigzagChunks = d.zigzagChunks;
+  return s;
 }
 
 cpu::AttentionShape attentionShape(const AttentionDims &d) {

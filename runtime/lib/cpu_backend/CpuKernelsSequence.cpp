@@ -73,7 +73,7 @@ BoundKernel bind<ops::PositionEmbedding>(const KernelSignature &sig) {
   PositionEmbeddingShape s = checkPositionEmbedding(sig);
   return withFloat.bind(sig, Op::table, [=](auto t, Operands o) {
     positionEmbedding(o.in(Op::table, t), s.positions, s.hidden, s.seqLen,
-                      o.out(Op::out, t));
+                      o.out(Op::out, t), s.zigzagChunks);
   });
 }
 
@@ -83,7 +83,7 @@ BoundKernel bind<ops::PositionEmbeddingGrad>(const KernelSignature &sig) {
   PositionEmbeddingShape s = checkPositionEmbeddingGrad(sig);
   return withFloat.bind(sig, Op::dy, [=](auto t, Operands o) {
     positionEmbeddingGrad(o.in(Op::dy, t), s.outer, s.seqLen, s.hidden,
-                          s.positions, o.out(Op::dtable, t));
+                          s.positions, o.out(Op::dtable, t), s.zigzagChunks);
   });
 }
 
@@ -152,10 +152,48 @@ DropoutParams withStepAndLayer(DropoutParams base, Operands o) {
   return base;
 }
 
+/// Whether dropout op `Op` has the shard operands (dropout_local).
+template <typename Op, typename = void> struct HasShards : std::false_type {};
+template <typename Op>
+struct HasShards<Op, std::void_t<decltype(Op::shards)>> : std::true_type {};
+
+/// dropout_local / dropout_local_grad, and a dropout whose sequence is in
+/// zig-zag order (`s` from checkDropout): x, step, layer, then one `i64`
+/// scalar shard index per entry of `shard_dims`; the block offset along
+/// `shard_dims[k]` is `shards[k] * shape[shard_dims[k]]`, read at run time.
+template <typename Op>
+BoundKernel bindDropoutBlock(const KernelSignature &sig,
+                             const DropoutShape &s) {
+  using F = Flow<Op>;
+  DropoutParams base = dropoutParams(sig, s);
+  DropoutBlock block;
+  block.shape = s.shape;
+  block.globalShape = s.globalShape;
+  block.zigzagChunks = s.zigzagChunks;
+  std::vector<int64_t> shardDims = s.shardDims;
+  return withFloat.bind(sig, F::x, "x", [=](auto t, Operands o) {
+    DropoutParams params = withStepAndLayer<Op>(base, o);
+    DropoutBlock local = block;
+    local.offsets.assign(local.shape.size(), 0);
+    if constexpr (HasShards<Op>::value) {
+      for (size_t k = 0; k < shardDims.size(); ++k)
+        local.offsets[shardDims[k]] =
+            shardOf(o.at(Op::shards, static_cast<int>(k))) *
+            local.shape[shardDims[k]];
+    }
+    if constexpr (F::grad)
+      dropoutGradBlock(o.in(F::x, t), o.out(F::y, t), local, params);
+    else
+      dropoutBlock(o.in(F::x, t), o.out(F::y, t), local, params);
+  });
+}
+
 /// dropout / dropout_grad.
 template <typename Op> BoundKernel bindDropout(const KernelSignature &sig) {
   using F = Flow<Op>;
   DropoutShape s = checkDropout(sig, /*local=*/false);
+  if (s.zigzagChunks > 0) // the block kernel maps the sequence coordinate
+    return bindDropoutBlock<Op>(sig, s);
   int64_t n = s.numel;
   DropoutParams base = dropoutParams(sig, s);
   return withFloat.bind(sig, F::x, "x", [=](auto t, Operands o) {
@@ -167,31 +205,9 @@ template <typename Op> BoundKernel bindDropout(const KernelSignature &sig) {
   });
 }
 
-/// dropout_local / dropout_local_grad: x, step, layer, then one `i64`
-/// scalar shard index per entry of `shard_dims`; the block offset along
-/// `shard_dims[k]` is `shards[k] * shape[shard_dims[k]]`, read at run time.
 template <typename Op>
 BoundKernel bindDropoutLocal(const KernelSignature &sig) {
-  using F = Flow<Op>;
-  DropoutShape s = checkDropout(sig, /*local=*/true);
-  DropoutParams base = dropoutParams(sig, s);
-  DropoutBlock block;
-  block.shape = s.shape;
-  block.globalShape = s.globalShape;
-  std::vector<int64_t> shardDims = s.shardDims;
-  return withFloat.bind(sig, F::x, "x", [=](auto t, Operands o) {
-    DropoutParams params = withStepAndLayer<Op>(base, o);
-    DropoutBlock local = block;
-    local.offsets.assign(local.shape.size(), 0);
-    for (size_t k = 0; k < shardDims.size(); ++k)
-      local.offsets[shardDims[k]] =
-          shardOf(o.at(Op::shards, static_cast<int>(k))) *
-          local.shape[shardDims[k]];
-    if constexpr (F::grad)
-      dropoutGradBlock(o.in(F::x, t), o.out(F::y, t), local, params);
-    else
-      dropoutBlock(o.in(F::x, t), o.out(F::y, t), local, params);
-  });
+  return bindDropoutBlock<Op>(sig, checkDropout(sig, /*local=*/true));
 }
 
 } // namespace
@@ -251,16 +267,16 @@ BoundKernel bindAttentionTypes(const KernelSignature &sig, ArgSlot q, DType lse,
            std::string(dtypeName(lse)));
 }
 
-/// The shape of attention(_grad) or, with the offsets of the chunk index
+/// The shape of attention(_grad) or, with the positions of the chunk index
 /// operand read when the kernel runs, of attention_block(_grad)
 /// (`Block`).
 template <typename Op, bool Block>
 AttentionShape shapeAt(const AttentionDims &d, Operands o) {
   AttentionShape s = attentionShape(d);
   if constexpr (Block) {
-    BlockOffsets b = attentionBlockOffsets(d, shardOf(o[Op::chunk]));
-    s.qOffset = b.q;
-    s.kOffset = b.k;
+    BlockPositions b = attentionBlockPositions(d, shardOf(o[Op::chunk]));
+    s.qPos = b.q;
+    s.kPos = b.k;
   }
   return s;
 }

@@ -40,32 +40,38 @@ struct Dims {
   /// ring step and the chunk count.
   const int64_t *chunk = nullptr;
   int64_t kvStep = 0, numChunks = 1;
+  /// The sequence's zig-zag order (SequencePositions.h; 0: original).
+  int64_t zigzagChunks = 0;
 };
 
-/// Global positions of q's and k's row 0 (0, 0 for attention).
+/// The original positions of q's and k's rows (row 0 at 0 for attention;
+/// attention_block: chunk c and (c - kv_step) mod num_chunks, contiguous or
+/// in zig-zag order). Both increase over their rows (checked on the host).
 struct Offsets {
-  int64_t q, k;
+  SequencePositions q, k;
 };
 __device__ __forceinline__ Offsets offsetsOf(const Dims &s) {
   if (!s.chunk)
-    return {0, 0};
+    return {{0, s.seqQ, 0}, {0, s.seqK, 0}};
   int64_t c = *s.chunk;
   int64_t kc = ((c - s.kvStep) % s.numChunks + s.numChunks) % s.numChunks;
-  return {c * s.seqQ, kc * s.seqK};
+  int64_t seqLen = s.numChunks * s.seqQ;
+  return {{c * s.seqQ, seqLen, s.zigzagChunks},
+          {kc * s.seqK, seqLen, s.zigzagChunks}};
 }
 
 /// Key j is visible to query i (local rows) under the mask.
-__device__ __forceinline__ bool sees(const Dims &s, Offsets o, int64_t i,
+__device__ __forceinline__ bool sees(const Dims &s, const Offsets &o, int64_t i,
                                      int64_t j) {
-  return i < s.seqQ && j < s.seqK && (!s.causal || j + o.k <= i + o.q);
+  return i < s.seqQ && j < s.seqK && (!s.causal || o.k.at(j) <= o.q.at(i));
 }
 
 /// Keys [0, end) can be visible to the query rows up to lastRow.
-__device__ __forceinline__ int64_t keyEndOf(const Dims &s, Offsets o,
+__device__ __forceinline__ int64_t keyEndOf(const Dims &s, const Offsets &o,
                                             int64_t lastRow) {
   if (!s.causal)
     return s.seqK;
-  return max(int64_t(0), min(lastRow + o.q - o.k + 1, s.seqK));
+  return o.k.countAtOrBefore(o.q.at(lastRow), s.seqK);
 }
 
 __device__ __forceinline__ int64_t qIndex(const Dims &s, int64_t b, int64_t i,
@@ -295,7 +301,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       accK[r][c] = accV[r][c] = 0.0f;
   // Causal: the first query that can see key j0 (global positions).
   const Offsets o = offsetsOf(s);
-  int64_t first = j0 + o.k - o.q;
+  int64_t first = o.q.countAtOrBefore(o.k.at(j0) - 1, s.seqQ);
   int64_t queryStart = s.causal && first > 0 ? (first / kTile) * kTile : 0;
   for (int64_t n = g * group; n < (g + 1) * group; ++n)
     for (int64_t i0 = queryStart; i0 < s.seqQ; i0 += kTile) {
@@ -421,6 +427,7 @@ BoundKernel bindAttention(const KernelSignature &sig) {
   Dims s = kernelDims(sig, a, sig.result(Op::lse));
   s.kvStep = a.kvStep;
   s.numChunks = a.numChunks;
+  s.zigzagChunks = a.zigzagChunks;
   cudaStream_t st = currentContext().stream;
   return withFloat.bind(sig, Op::q, [=](auto t, Operands o) {
     using T = decltype(t);
@@ -445,6 +452,7 @@ BoundKernel bindAttentionGrad(const KernelSignature &sig) {
   Dims s0 = kernelDims(sig, a, sig.arg(Op::lse));
   s0.kvStep = a.kvStep;
   s0.numChunks = a.numChunks;
+  s0.zigzagChunks = a.zigzagChunks;
   cudaStream_t st = currentContext().stream;
   Scratch delta =
       scratch(std::max<int64_t>(s0.batch * s0.heads * s0.seqQ, 1) * 4);

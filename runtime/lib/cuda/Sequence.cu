@@ -128,17 +128,33 @@ BoundKernel bindEmbeddingGrad(const KernelSignature &sig) {
   });
 }
 
-/// dtable[s, h] = sum_o dy[o, s, h] for s < seqLen, 0 after.
+/// dtable[s, h] = sum_o dy[o, p, h] for s < seqLen, 0 after, where p is
+/// the row holding position s (p = s unless the sequence is in zig-zag
+/// order of `zigzag` chunks, SequencePositions.h).
 template <typename T>
 __global__ void positionGradKernel(const T *dy, int64_t outer, int64_t seqLen,
                                    int64_t hidden, int64_t positions,
-                                   T *dtable) {
+                                   int64_t zigzag, T *dtable) {
   AUTOSHARD_GRID_LOOP(e, positions * hidden) {
     float acc = 0.0f;
-    if (e < seqLen * hidden)
+    if (e < seqLen * hidden) {
+      int64_t row = zigzagIndex(e / hidden, seqLen, zigzag);
+      int64_t at = row * hidden + e % hidden;
       for (int64_t o = 0; o < outer; ++o)
-        acc += toF(dy[o * seqLen * hidden + e]);
+        acc += toF(dy[o * seqLen * hidden + at]);
+    }
     dtable[e] = fromF<T>(acc);
+  }
+}
+
+/// out[p, h] = table[zigzagPosition(p), h]: the rows of a sequence in
+/// zig-zag order of `zigzag` chunks.
+template <typename T>
+__global__ void positionRowsKernel(const T *table, int64_t seqLen,
+                                   int64_t hidden, int64_t zigzag, T *out) {
+  AUTOSHARD_GRID_LOOP(e, seqLen * hidden) {
+    int64_t p = e / hidden;
+    out[e] = table[zigzagPosition(p, seqLen, zigzag) * hidden + e % hidden];
   }
 }
 
@@ -170,6 +186,15 @@ BoundKernel bind<ops::PositionEmbedding>(const KernelSignature &sig) {
              " is out of range [1, " + std::to_string(shape.positions) + "]");
   int64_t bytes = sig.result(Op::out).bytes();
   cudaStream_t s = currentContext().stream;
+  if (shape.zigzagChunks > 0) {
+    int64_t seqLen = shape.seqLen, hidden = shape.hidden,
+            zigzag = shape.zigzagChunks;
+    return withFloat.bind(sig, Op::table, [=](auto t, Operands o) {
+      launchGridLoop(seqLen * hidden, s, positionRowsKernel<decltype(t)>,
+                     o.in(Op::table, t), seqLen, hidden, zigzag,
+                     o.out(Op::out, t));
+    });
+  }
   return bindOperands(
       sig, [=](Operands o) { copyAsync(o[Op::out], o[Op::table], bytes, s); });
 }
@@ -179,14 +204,14 @@ BoundKernel bind<ops::PositionEmbeddingGrad>(const KernelSignature &sig) {
   using Op = ops::PositionEmbeddingGrad;
   PositionEmbeddingShape shape = checkPositionEmbeddingGrad(sig);
   int64_t outer = shape.outer, seqLen = shape.seqLen, hidden = shape.hidden,
-          positions = shape.positions;
+          positions = shape.positions, zigzag = shape.zigzagChunks;
   if (seqLen > positions)
     sig.fail("seq_len " + std::to_string(seqLen) + " exceeds num_positions " +
              std::to_string(positions));
   cudaStream_t s = currentContext().stream;
   return withFloat.bind(sig, Op::dy, [=](auto t, Operands o) {
     launchGridLoop(positions * hidden, s, positionGradKernel<decltype(t)>,
-                   o.in(Op::dy, t), outer, seqLen, hidden, positions,
+                   o.in(Op::dy, t), outer, seqLen, hidden, positions, zigzag,
                    o.out(Op::dtable, t));
   });
 }
@@ -260,7 +285,10 @@ BoundKernel bindRope(const KernelSignature &sig, ArgSlot input,
   for (int64_t p = 0; p < positions; ++p)
     for (int64_t i = 0; i < half; ++i) {
       double invFreq = std::pow(theta, -2.0 * static_cast<double>(i) / headDim);
-      double angle = static_cast<double>(p) * invFreq;
+      // Row p of a sequence in zig-zag order holds position pi(p).
+      double angle = static_cast<double>(
+                         zigzagPosition(p, positions, shape.zigzagChunks)) *
+                     invFreq;
       table[p * half + i] =
           make_float2(static_cast<float>(std::cos(angle)),
                       static_cast<float>(sign * std::sin(angle)));
@@ -319,6 +347,9 @@ struct DropoutGeometry {
   int numShards = 0;
   int shardDim[16];
   const int64_t *shard[16];
+  /// > 0: dim rank - 2 is a sequence of seqLen positions in zig-zag order
+  /// (its coordinate keys the mask as the original position).
+  int64_t zigzagChunks = 0, seqLen = 0;
 };
 
 template <typename T>
@@ -344,10 +375,13 @@ __global__ void dropoutKernel(const T *x, T *y, int64_t n, const int64_t *step,
     offset[g.shardDim[k]] = *g.shard[k] * g.shape[g.shardDim[k]];
   AUTOSHARD_GRID_LOOP(i, n) {
     uint64_t index = static_cast<uint64_t>(i);
-    if (g.numShards > 0) {
+    if (g.numShards > 0 || g.zigzagChunks > 0) {
       int64_t rest = i, global = 0;
       for (int d = g.rank - 1; d >= 0; --d) {
-        global += (rest % g.shape[d] + offset[d]) * g.globalStride[d];
+        int64_t c = rest % g.shape[d] + offset[d];
+        if (g.zigzagChunks > 0 && d == g.rank - 2)
+          c = zigzagPosition(c, g.seqLen, g.zigzagChunks);
+        global += c * g.globalStride[d];
         rest /= g.shape[d];
       }
       index = static_cast<uint64_t>(global);
@@ -372,7 +406,7 @@ BoundKernel bindDropout(const KernelSignature &sig, ArgSlot input,
   if (site < 0 || site >= (1 << 16))
     sig.fail("site must be in [0, 2^16), found " + std::to_string(site));
   DropoutGeometry g;
-  if (Local) {
+  if (Local || drop.zigzagChunks > 0) {
     if (drop.shape.size() > 16)
       sig.fail("rank over 16");
     g.rank = static_cast<int>(drop.shape.size());
@@ -385,6 +419,9 @@ BoundKernel bindDropout(const KernelSignature &sig, ArgSlot input,
       g.globalStride[d] = stride;
       stride *= drop.globalShape[d];
     }
+    g.zigzagChunks = drop.zigzagChunks;
+    if (g.zigzagChunks > 0)
+      g.seqLen = drop.globalShape[g.rank - 2];
   }
   uint32_t threshold = static_cast<uint32_t>(std::ceil(rate * 16777216.0));
   float keepScale = static_cast<float>(1.0 / (1.0 - rate));

@@ -33,6 +33,8 @@ public:
   const runtime::Slot &inputSlot(const std::string &role) const;
   const runtime::Slot &outputSlot(const std::string &role) const;
   bool hasOutput(const std::string &role) const;
+  /// The zig-zag order of the entry's sequences (EntrySpec::zigzagChunks).
+  int64_t zigzagChunks() const { return entry.zigzagChunks; }
   /// Sets an id input from int32 ids (converted to the slot's type).
   void setIds(const std::string &role, const std::vector<int32_t> &ids);
   void setF32(const std::string &role, float value);

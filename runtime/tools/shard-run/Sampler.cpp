@@ -3,6 +3,7 @@
 #include "Sampler.h"
 
 #include "autoshard/runtime/Philox.h"
+#include "autoshard/runtime/SequencePositions.h"
 
 #include <algorithm>
 #include <cmath>
@@ -148,14 +149,20 @@ std::string Sampler::generate() {
   std::string text;
   for (int64_t n = 0; n < options.count; ++n) {
     int64_t len = std::min<int64_t>(context.size(), model.seq);
-    for (int64_t r = 0; r < rows; ++r) {
-      auto rowBegin = tokens.begin() + r * model.seq;
-      std::copy(context.end() - len, context.end(), rowBegin);
-      std::fill(rowBegin + len, rowBegin + model.seq, 0);
-    }
+    // Zig-zag cp: row p of the program's sequence holds original position
+    // zigzagPosition(p); the last context position's logits are at its row.
+    const int64_t zigzag = io.zigzagChunks();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t p = 0; p < model.seq; ++p) {
+        int64_t pos = zigzagPosition(p, model.seq, zigzag);
+        tokens[r * model.seq + p] =
+            pos < len ? context[context.size() - len + pos] : 0;
+      }
     io.setIds("tokens", tokens);
     io.run();
-    const float *row = io.f32("logits") + (len - 1) * model.paddedVocabSize;
+    const float *row =
+        io.f32("logits") +
+        zigzagIndex(len - 1, model.seq, zigzag) * model.paddedVocabSize;
     int32_t next = draw(row, classes, options, uniform(options.seed, n));
     if (comm && comm->mesh().numDevices() > 1)
       comm->all().broadcast(&next, sizeof(next), 0)->wait();

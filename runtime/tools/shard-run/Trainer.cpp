@@ -4,6 +4,7 @@
 #include "Preemption.h"
 #include "Reporting.h"
 
+#include "autoshard/runtime/SequencePositions.h"
 #include "autoshard/runtime/train/HfCheckpoint.h"
 #include "autoshard/runtime/train/MetricsLog.h"
 
@@ -92,9 +93,13 @@ void Trainer::fillBatch(EntryIO &io, Split split, int64_t step) {
     const std::vector<int32_t> &src = role[0] == 't' ? rowIds : rowLabels;
     std::vector<int32_t> &block = role[0] == 't' ? ids : labels;
     block.resize(rows * cols);
+    // Zig-zag cp: column p of the program's sequence is original position
+    // zigzagPosition(p) (the loss sums positions: same in either order).
+    const int64_t zigzag = io.zigzagChunks();
     for (int64_t r = 0; r < rows; ++r)
-      std::copy_n(src.begin() + r * seq + offset[1], cols,
-                  block.begin() + r * cols);
+      for (int64_t c = 0; c < cols; ++c)
+        block[r * cols + c] =
+            src[r * seq + zigzagPosition(offset[1] + c, seq, zigzag)];
     io.setIds(role, block);
   }
 }

@@ -1,7 +1,7 @@
 // dist-apply-plan errors: each names the key (or the tensor) and the value found.
 // Errors on the builder's models: test/Models/Dist/dist-apply-plan-invalid.mlir.
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,foo=3" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: dist-apply-plan: plan: unknown key 'foo' (value '3'; known keys: pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute, cp_attention)
+// UNKNOWN: error: dist-apply-plan: plan: unknown key 'foo' (value '3'; known keys: pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute, cp_attention, cp_layout)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=x" 2>&1 | FileCheck %s --check-prefix=NOTINT
 // NOTINT: error: dist-apply-plan: plan: dp expects an integer, found 'x'
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=0" 2>&1 | FileCheck %s --check-prefix=DEGREE

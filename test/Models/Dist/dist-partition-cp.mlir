@@ -129,7 +129,7 @@
 
 // EXPLAIN: plan: dp=1,cp=4,tp=1
 // EXPLAIN: mesh: [cp=4], world size 4
-// EXPLAIN: CP      cp=4  sequence: tokens dim 1 (4x8 -> 4x2), labels dim 1 (4x8 -> 4x2) (contiguous chunks); activations follow the sequence; attention: ring attention, per layer 2(cp-1) = 6 K/V ppermutes forward, 2(cp-1) + 2cp = 14 K/V and dK/dV ppermutes backward (80 per step)
+// EXPLAIN: CP      cp=4  sequence: tokens dim 1 (4x8 -> 4x2), labels dim 1 (4x8 -> 4x2) (contiguous chunks); causal attention work per cp rank (visible query-key pairs / the balanced share): 0.33, 0.78, 1.22, 1.67; activations follow the sequence; attention: ring attention, per layer 2(cp-1) = 6 K/V ppermutes forward, 2(cp-1) + 2cp = 14 K/V and dK/dV ppermutes backward (80 per step)
 // EXPLAIN: CP ring         ppermute        cp         80
 // EXPLAIN: llama_block_fwd (called 4x): ppermute[cp] x6
 // EXPLAIN: llama_block_bwd (called 4x): ppermute[cp] x14

@@ -16,6 +16,7 @@
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
 #include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
+#include "autoshard/runtime/SequencePositions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/STLExtras.h"
@@ -29,6 +30,29 @@ using namespace autoshard;
 using namespace autoshard::dist;
 using namespace autoshard::dist::explain;
 namespace json = llvm::json;
+
+namespace {
+
+/// "1.00, 1.00" for zig-zag order, "0.50, 1.50" for contiguous cp=2: per
+/// rank of a ring of `cp` over `seq` positions (zig-zag order of
+/// `zigzagChunks`, 0: contiguous), the causal query-key pairs its queries
+/// see, over the mean (SequencePositions.h's mapping).
+std::string causalWorkShares(int64_t seq, int64_t cp, int64_t zigzagChunks) {
+  const int64_t rows = seq / cp;
+  const double mean = double(seq) * double(seq + 1) / 2.0 / double(cp);
+  SmallVector<std::string> shares;
+  for (int64_t r = 0; r < cp; ++r) {
+    double pairs = 0;
+    for (int64_t i = 0; i < rows; ++i)
+      pairs += double(
+          autoshard::runtime::zigzagPosition(r * rows + i, seq, zigzagChunks) +
+          1);
+    shares.push_back(llvm::formatv("{0:F2}", pairs / mean).str());
+  }
+  return llvm::join(shares, ", ");
+}
+
+} // namespace
 
 namespace {
 
@@ -565,9 +589,28 @@ void Explainer::deriveStrategies() {
     for (auto &[key, row] : r.rows)
       if (std::get<1>(key) == (ulysses ? "CP Ulysses" : "CP ring"))
         count += row.count;
+    bool zigzag = false;
+    for (auto &[key, value] : r.plan)
+      zigzag |= key == "cp_layout" && value == "zigzag";
+    int64_t seq = 0;
+    for (const Slot &slot : r.inputs) {
+      unsigned dim;
+      if (usesRole(slot.dimAxes, AxisRole::Context, &dim) && dim == 1)
+        seq = slot.globalShape[dim];
+    }
     std::string text = parts.empty() ? std::string("no input split on cp")
                                      : "sequence: " + llvm::join(parts, ", ");
-    text += " (contiguous chunks); activations follow the sequence; ";
+    text += zigzag ? " (zig-zag order: rank r holds chunks r and " +
+                         std::to_string(2 * cp - 1) + "-r of " +
+                         std::to_string(2 * cp) + ")"
+                   : std::string(" (contiguous chunks)");
+    // Ulysses: every rank attends all positions of its heads (balanced).
+    if (!ulysses && seq > 0 && seq % cp == 0 &&
+        (!zigzag || seq % (2 * cp) == 0))
+      text += "; causal attention work per cp rank (visible query-key pairs "
+              "/ the balanced share): " +
+              causalWorkShares(seq, cp, zigzag ? 2 * cp : 0);
+    text += "; activations follow the sequence; ";
     if (ulysses)
       text += "attention: Ulysses, per layer 4 all-to-alls over cp forward "
               "(q, k, v to head groups, out back) and 4 backward (dout in, "

@@ -60,6 +60,19 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << "'dist.plan' expects a dictionary, found " << attr.getValue();
     return success();
   }
+  if (attr.getName() == kSequenceOrderAttrName) {
+    auto entries = dyn_cast<DictionaryAttr>(attr.getValue());
+    bool ok = entries && llvm::all_of(entries, [](NamedAttribute entry) {
+                auto n = dyn_cast<IntegerAttr>(entry.getValue());
+                return n && n.getInt() >= 2 && n.getInt() % 2 == 0;
+              });
+    if (!ok)
+      return op->emitOpError()
+             << "'dist.sequence_order' expects a dictionary of entry names "
+                "to even zig-zag chunk counts >= 2, found "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kZeroUnshardedAttrName) {
     auto names = dyn_cast<ArrayAttr>(attr.getValue());
     if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))

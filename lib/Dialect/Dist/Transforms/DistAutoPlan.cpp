@@ -370,12 +370,13 @@ struct DistAutoPlanPass
     if (compilable) {
       // What dist-pipeline-split, tfm-recompute and the runtime build
       // today: every schedule the planner scores and every recomputation
-      // mode; context parallelism with contiguous chunks (ring attention
-      // without zig-zag balancing: scored with its imbalance); expert
+      // mode; context parallelism in zig-zag order where
+      // dist-zigzag-sequence builds it, else contiguous (scored with its
+      // imbalance); expert
       // parallelism folded as dist-apply-plan builds it (over dp; under cp
       // over every cp rank and ep/cp dp ranks), with any ZeRO stage.
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
-      options.cpContiguous = true;
+      options.cpZigzagWhereCompilable = true;
       options.epAsCompiled = true;
       options.pipelineReductionInTail = true;
     }
@@ -425,6 +426,9 @@ struct DistAutoPlanPass
     // builder has the same count).
     module.walk([&](tfm::MoeDispatchOp op) {
       model.experts = std::max(model.experts, int64_t(op.getNumExperts()));
+      if (op.getCapacity() <
+          cast<RankedTensorType>(op.getX().getType()).getDimSize(1))
+        model.expertsDropTokens = true;
     });
 
     // Model FLOPs per sequence (project convention: 3 × forward GEMM and

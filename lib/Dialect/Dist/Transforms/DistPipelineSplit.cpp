@@ -1012,16 +1012,12 @@ struct DistPipelineSplitPass
     : public dist::impl::DistPipelineSplitBase<DistPipelineSplitPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto planAttr = module->getAttrOfType<DictionaryAttr>(kPlanAttrName);
-    if (!planAttr)
-      return;
-    llvm::Expected<Plan> plan = Plan::fromAttr(planAttr);
-    if (!plan) {
-      module.emitError() << "dist-pipeline-split: "
-                         << llvm::toString(plan.takeError());
+    FailureOr<std::optional<Plan>> read =
+        Plan::fromModule(module, "dist-pipeline-split");
+    if (failed(read))
       return signalPassFailure();
-    }
-    if (plan->pp == 1)
+    std::optional<Plan> &plan = *read;
+    if (!plan || plan->pp == 1)
       return;
     pipeline::OrError<pipeline::ScheduleKind> kind =
         pipeline::parseScheduleKind(plan->schedule);

@@ -15,6 +15,7 @@ void autoshard::dist::buildDistPartitionPipeline(
     pm.addPass(createDistSchedule(schedule));
   }
   pm.addPass(createDistPropagate());
+  pm.addPass(createDistZigzagSequence());
   pm.addPass(createDistPartition());
   if (options.stopAfterPartition)
     return;

@@ -2,6 +2,8 @@
 
 #include "autoshard/Dialect/Dist/Transforms/Plan.h"
 
+#include "autoshard/Dialect/Dist/IR/DistAttrNames.h"
+
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -39,7 +41,7 @@ int64_t *intField(Plan &plan, StringRef key) {
 
 constexpr const char *kKnownKeys =
     "pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute, "
-    "cp_attention";
+    "cp_attention, cp_layout";
 
 } // namespace
 
@@ -84,6 +86,14 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
         return planError(llvm::formatv(
             "plan: cp_attention must be ring or ulysses, found '{0}'", value));
       plan.cpAttention = value.str();
+      continue;
+    }
+    if (key == "cp_layout") {
+      if (value != "contiguous" && value != "zigzag")
+        return planError(llvm::formatv(
+            "plan: cp_layout must be contiguous or zigzag, found '{0}'",
+            value));
+      plan.cpLayout = value.str();
       continue;
     }
     int64_t *field = intField(plan, key);
@@ -154,6 +164,14 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
   if (plan.cpAttention == "ulysses" && plan.cp == 1)
     return planError("plan: cp_attention=ulysses needs cp > 1 (the all-to-alls "
                      "run over the cp axis), found cp=1");
+  if (plan.cpLayout == "zigzag" && plan.cp == 1)
+    return planError("plan: cp_layout=zigzag needs cp > 1 (it balances the "
+                     "causal work of the cp ranks), found cp=1");
+  if (plan.cpLayout == "zigzag" && plan.cpAttention != "ring")
+    return planError(llvm::formatv(
+        "plan: cp_layout=zigzag balances ring attention (cp_attention=ring); "
+        "cp_attention={0} gathers the whole sequence, found both",
+        plan.cpAttention));
   if (plan.sp == 1 && plan.tp == 1)
     return planError("plan: sp=1 needs tp > 1 (sequence parallelism runs on "
                      "the tp axis), found tp=1");
@@ -203,6 +221,10 @@ DictionaryAttr Plan::toAttr(MLIRContext *context) const {
   entries.push_back(b.getNamedAttr("recompute", b.getStringAttr(recompute)));
   entries.push_back(
       b.getNamedAttr("cp_attention", b.getStringAttr(cpAttention)));
+  // Only when it departs from the default (modules compiled before the key
+  // existed read the same).
+  if (cpLayout != "contiguous")
+    entries.push_back(b.getNamedAttr("cp_layout", b.getStringAttr(cpLayout)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -217,18 +239,32 @@ llvm::Expected<Plan> Plan::fromAttr(DictionaryAttr attr) {
             llvm::formatv("dist.plan: {0} is not an integer", key));
       *field = value.getInt();
     } else if (key == "schedule" || key == "recompute" ||
-               key == "cp_attention") {
+               key == "cp_attention" || key == "cp_layout") {
       auto value = dyn_cast<StringAttr>(entry.getValue());
       if (!value)
         return planError(llvm::formatv("dist.plan: {0} is not a string", key));
-      (key == "schedule"    ? plan.schedule
-       : key == "recompute" ? plan.recompute
-                            : plan.cpAttention) = value.str();
+      (key == "schedule"       ? plan.schedule
+       : key == "recompute"    ? plan.recompute
+       : key == "cp_attention" ? plan.cpAttention
+                               : plan.cpLayout) = value.str();
     } else {
       return planError(llvm::formatv("dist.plan: unknown key '{0}'", key));
     }
   }
   return plan;
+}
+
+mlir::FailureOr<std::optional<Plan>> Plan::fromModule(ModuleOp module,
+                                                      StringRef pass) {
+  auto attr = module->getAttrOfType<DictionaryAttr>(kPlanAttrName);
+  if (!attr)
+    return std::optional<Plan>();
+  llvm::Expected<Plan> plan = fromAttr(attr);
+  if (!plan) {
+    module.emitError() << pass << ": " << llvm::toString(plan.takeError());
+    return mlir::failure();
+  }
+  return std::optional<Plan>(std::move(*plan));
 }
 
 std::string Plan::str() const {
@@ -241,5 +277,7 @@ std::string Plan::str() const {
   // the key existed still read the same.
   if (cpAttention != "ring")
     text += ",cp_attention=" + cpAttention;
+  if (cpLayout != "contiguous")
+    text += ",cp_layout=" + cpLayout;
   return text;
 }

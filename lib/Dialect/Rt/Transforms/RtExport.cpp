@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "autoshard/Dialect/Dist/IR/DistAttrNames.h"
 #include "autoshard/Dialect/Dist/IR/DistAttrs.h"
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
@@ -607,6 +608,12 @@ FailureOr<json::Value> ArtifactWriter::write() {
     json::Object entry{{"function", func.getSymName()},
                        {"inputs", std::move(*inputs)},
                        {"outputs", std::move(*outputs)}};
+    // Zig-zag cp (dist-zigzag-sequence): shard-run permutes the sequences
+    // it feeds this entry.
+    if (auto order = module->getAttrOfType<DictionaryAttr>(
+            autoshard::dist::kSequenceOrderAttrName))
+      if (auto chunks = order.getAs<IntegerAttr>(name))
+        entry["zigzag_chunks"] = chunks.getInt();
     if (func.getPpStage()) {
       entry["entry"] = name;
       entry["pp_stage"] = *func.getPpStage();

@@ -132,6 +132,21 @@ inline FlatSymbolRefAttr meshRef(PartitionContext &ctx) {
   return FlatSymbolRefAttr::get(meshOf(ctx).getSymNameAttr());
 }
 
+/// The zig-zag chunk count of the sequence `op` (a TfmSequenceOrder op)
+/// works on; 0 in the original order (dist-zigzag-sequence).
+inline int64_t sequenceZigzagChunks(Operation *op) {
+  return cast<TfmSequenceOrderOpInterface>(op).getSequenceZigzagChunks();
+}
+
+/// Gives `local`, a per-rank form of the global op `global`, the sequence
+/// order of `global`; returns `local`.
+template <typename LocalOp>
+LocalOp keepSequenceOrder(Operation *global, LocalOp local) {
+  cast<TfmSequenceOrderOpInterface>(local.getOperation())
+      .setSequenceZigzagChunks(sequenceZigzagChunks(global));
+  return local;
+}
+
 } // namespace autoshard::tfm::partition
 
 #endif // AUTOSHARD_LIB_DIALECT_TFM_SHARDING_PARTITIONHELPERS_H

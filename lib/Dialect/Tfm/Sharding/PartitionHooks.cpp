@@ -370,8 +370,9 @@ struct PositionEmbeddingPartition
     if (failed(table))
       return failure();
     auto pos = cast<PositionEmbeddingOp>(op);
-    Value local = PositionEmbeddingOp::create(ctx.getBuilder(), op->getLoc(),
-                                              *table, pos.getSeqLen());
+    Value local = keepSequenceOrder(
+        op, PositionEmbeddingOp::create(ctx.getBuilder(), op->getLoc(), *table,
+                                        pos.getSeqLen()));
     ctx.setResult(0, local, makeSharding(mesh, {{}, hidden}));
     return true;
   }
@@ -396,7 +397,10 @@ struct PositionEmbeddingGradPartition
     unsigned rank = dy.getRank();
     auto grad = cast<PositionEmbeddingGradOp>(op);
     int64_t seq = tensorOf(grad.getDy()).getShape()[rank - 2];
-    bool full = seq == static_cast<int64_t>(grad.getNumPositions());
+    // In zig-zag order a rank's rows are no contiguous block of the table:
+    // gather dy and sum whole.
+    bool full = seq == static_cast<int64_t>(grad.getNumPositions()) &&
+                sequenceZigzagChunks(op) == 0;
     auto out = ctx.getResultSharding(0);
     AxisList hidden = out.getDimAxes(1);
     AxisList seqAxes;
@@ -427,8 +431,9 @@ struct PositionEmbeddingGradPartition
       return failure();
     int64_t rows =
         full ? tensorOf(*dyL).getShape()[rank - 2] : grad.getNumPositions();
-    Value local = PositionEmbeddingGradOp::create(ctx.getBuilder(),
-                                                  op->getLoc(), *dyL, rows);
+    Value local =
+        keepSequenceOrder(op, PositionEmbeddingGradOp::create(
+                                  ctx.getBuilder(), op->getLoc(), *dyL, rows));
     llvm::append_range(lead, partial);
     ctx.setResult(0, local, makeSharding(mesh, {seqAxes, hidden}, lead));
     return true;
@@ -510,10 +515,11 @@ struct DropoutPartition : public dist::PartitionOpInterface::ExternalModel<
     SmallVector<Value> shards;
     for (int64_t d : shardDims)
       shards.push_back(axisIndex(b, loc, meshOf(ctx), dims[d]));
-    Value local = LocalOp::create(
-        b, loc, (*locals)[0], (*locals)[1], (*locals)[2], shards,
-        dropout.getRateAttr().getValueAsDouble(), dropout.getSite(),
-        tensorOf(op->getOperand(0)).getShape(), shardDims);
+    Value local = keepSequenceOrder(
+        op, LocalOp::create(b, loc, (*locals)[0], (*locals)[1], (*locals)[2],
+                            shards, dropout.getRateAttr().getValueAsDouble(),
+                            dropout.getSite(),
+                            tensorOf(op->getOperand(0)).getShape(), shardDims));
     ctx.setResult(0, local, sharding);
     return true;
   }

@@ -32,10 +32,13 @@
 //   `tfm.rope_local_grad` with this rank's chunk index, so that each
 //   position is rotated by its global angle; no communication.
 //
-// Chunks are contiguous: rank r of the ring holds global positions
-// [r S/c, (r + 1) S/c) (the layout of a sequence dim sharded on A), so the
-// ring is load-imbalanced under a causal mask (rank c - 1 computes c
-// blocks, rank 0 one); zig-zag balancing (§2.3) is not implemented.
+// Chunks are contiguous blocks of the program's sequence: rank r of the
+// ring holds rows [r S/c, (r + 1) S/c) (the layout of a sequence dim
+// sharded on A). In the original order the ring is load-imbalanced under a
+// causal mask (rank c - 1 computes c blocks, rank 0 one); in zig-zag order
+// (dist-zigzag-sequence, §2.3) the rows are the original chunks r and
+// 2c - 1 - r, and the blocks carry `zigzag_chunks` so that their masks,
+// like rope_local's angles, follow the original positions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,8 +98,15 @@ struct AttentionLayout {
 };
 
 /// Checks what the ring needs of the global op: equal query and key
-/// lengths, divisible by the ring size.
+/// lengths, divisible by the ring size; in zig-zag order, a ring of half
+/// the chunks (each rank one chunk pair).
 LogicalResult checkRing(Operation *op, Value q, Value k, const Ring &ring) {
+  int64_t zigzag = sequenceZigzagChunks(op);
+  if (zigzag != 0 && zigzag != 2 * ring.size)
+    return op->emitOpError()
+           << "zig-zag order of " << zigzag << " chunks needs a ring of "
+           << zigzag / 2 << " ranks (one chunk pair each), found a ring of "
+           << ring.size;
   int64_t sq = cast<RankedTensorType>(q.getType()).getDimSize(1);
   int64_t sk = cast<RankedTensorType>(k.getType()).getDimSize(1);
   if (sq != sk)
@@ -109,6 +119,19 @@ LogicalResult checkRing(Operation *op, Value q, Value k, const Ring &ring) {
            << "context parallelism: the sequence length " << sq
            << " is not divisible by the ring size " << ring.size;
   return success();
+}
+
+/// An attention whose sequence is not split: nothing for the ring to do
+/// (false), unless it is causal in zig-zag order, whose mask the whole-
+/// sequence kernel cannot apply (its visible keys are no prefix).
+FailureOr<bool> checkWholeSequence(Operation *op, bool causal) {
+  if (causal && sequenceZigzagChunks(op) != 0)
+    return op->emitOpError()
+           << "is causal in zig-zag order (zigzag_chunks = "
+           << sequenceZigzagChunks(op)
+           << ") but its sequence is not split over cp: zig-zag order needs "
+              "ring attention";
+  return false;
 }
 
 /// `value` as f32 (a `tfm.cast` unless it is f32 already): the ring keeps
@@ -145,7 +168,7 @@ struct AttentionRingPartition
     auto attn = cast<AttentionOp>(op);
     AttentionLayout layout(ctx.getResultSharding(0));
     if (layout.seq.empty())
-      return false;
+      return checkWholeSequence(op, attn.getCausal());
     FlatSymbolRefAttr mesh = meshRef(ctx);
     ShardingAttr tensor = layout.tensor(mesh);
     FailureOr<Value> q = ctx.getOperandAs(0, tensor);
@@ -166,8 +189,9 @@ struct AttentionRingPartition
       bool more = t + 1 < ring.size;
       Value nextK = more ? ring.start(b, loc, kt) : Value();
       Value nextV = more ? ring.start(b, loc, vt) : Value();
-      auto block = AttentionBlockOp::create(b, loc, *q, kt, vt, ring.chunk,
-                                            causal, scale, t, ring.size);
+      auto block = keepSequenceOrder(
+          op, AttentionBlockOp::create(b, loc, *q, kt, vt, ring.chunk, causal,
+                                       scale, t, ring.size));
       Value blockOut = toF32(b, loc, block.getOut());
       if (t == 0) {
         out = blockOut;
@@ -196,7 +220,7 @@ struct AttentionGradRingPartition
     auto grad = cast<AttentionGradOp>(op);
     AttentionLayout layout(ctx.getResultSharding(0));
     if (layout.seq.empty())
-      return false;
+      return checkWholeSequence(op, grad.getCausal());
     FlatSymbolRefAttr mesh = meshRef(ctx);
     ShardingAttr tensor = layout.tensor(mesh);
     SmallVector<Value> locals;
@@ -222,8 +246,9 @@ struct AttentionGradRingPartition
       Value nextK = more ? ring.start(b, loc, kt) : Value();
       Value nextV = more ? ring.start(b, loc, vt) : Value();
       auto block =
-          AttentionBlockGradOp::create(b, loc, dout, q, kt, vt, out, lse,
-                                       ring.chunk, causal, scale, t, ring.size);
+          keepSequenceOrder(op, AttentionBlockGradOp::create(
+                                    b, loc, dout, q, kt, vt, out, lse,
+                                    ring.chunk, causal, scale, t, ring.size));
       Value blockDq = toF32(b, loc, block.getDq());
       dq = t == 0 ? blockDq : AddOp::create(b, loc, dq, blockDq).getResult();
       // The accumulators of the visiting chunk arrive from the predecessor
@@ -274,8 +299,9 @@ struct RopePartition : public dist::PartitionOpInterface::ExternalModel<
     Value shard = axisIndex(b, loc, meshOf(ctx), seq);
     int64_t seqLen =
         cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(1);
-    Value local = LocalOp::create(b, loc, *x, shard,
-                                  rope.getTheta().convertToDouble(), seqLen);
+    Value local = keepSequenceOrder(
+        op, LocalOp::create(b, loc, *x, shard,
+                            rope.getTheta().convertToDouble(), seqLen));
     ctx.setResult(0, local, layout);
     return true;
   }

@@ -213,6 +213,11 @@ struct EntrySpec {
   /// The pipeline stage whose ranks run this program; -1: every rank.
   int64_t ppStage = -1;
   int64_t function = -1; ///< Index into Artifact::functions.
+  /// > 0: the entry's sequences (dim 1 of tokens, labels and logits) are in
+  /// zig-zag order of this many chunks (SequencePositions.h; zig-zag cp):
+  /// the caller feeds row p the token of original position
+  /// zigzagPosition(p, seq, zigzagChunks). 0: the original order.
+  int64_t zigzagChunks = 0;
   std::vector<Slot> inputs;
   std::vector<Slot> outputs;
 };

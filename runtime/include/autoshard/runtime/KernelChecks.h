@@ -19,6 +19,7 @@
 
 #include "autoshard/runtime/Backend.h"
 #include "autoshard/runtime/Communicator.h"
+#include "autoshard/runtime/SequencePositions.h"
 
 #include <cstdint>
 #include <string>
@@ -262,9 +263,13 @@ EmbeddingShape checkEmbeddingGrad(const KernelSignature &sig,
 
 /// position_embedding (table [positions, hidden] -> [seqLen, hidden]) and
 /// its gradient (dy [outer..., seqLen, hidden]).
+/// `zigzagChunks`: the sequence order (SequencePositions.h; 0: original).
 struct PositionEmbeddingShape {
-  int64_t outer = 1, positions = 0, seqLen = 0, hidden = 0;
+  int64_t outer = 1, positions = 0, seqLen = 0, hidden = 0, zigzagChunks = 0;
 };
+/// The optional `zigzag_chunks` of a sequence of `seqLen` positions: 0 when
+/// absent; fails unless even, >= 2 and dividing seqLen.
+int64_t zigzagChunksOf(const KernelSignature &sig, int64_t seqLen);
 PositionEmbeddingShape checkPositionEmbedding(const KernelSignature &sig);
 PositionEmbeddingShape checkPositionEmbeddingGrad(const KernelSignature &sig);
 
@@ -272,6 +277,8 @@ PositionEmbeddingShape checkPositionEmbeddingGrad(const KernelSignature &sig);
 struct RopeDims {
   int64_t batch = 0, seq = 0, heads = 0, headDim = 0;
   double theta = 10000.0;
+  /// The whole sequence's length and order (SequencePositions.h).
+  int64_t seqLen = 0, zigzagChunks = 0;
 };
 RopeDims checkRope(const KernelSignature &sig, bool grad);
 /// rope_local / rope_local_grad: x [batch, seq, heads, headDim], shard (i64
@@ -291,9 +298,11 @@ struct DropoutShape {
   int64_t numel = 0;
   double rate = 0.0;
   int64_t site = 0;
-  /// dropout_local only: x's (local) shape, the global shape and the
-  /// sharded dims (strictly increasing).
+  /// x's (local) shape, the global shape (x's own for dropout) and, for
+  /// dropout_local, the sharded dims (strictly increasing).
   std::vector<int64_t> shape, globalShape, shardDims;
+  /// The order of the sequence, the second-to-last dim (0: original).
+  int64_t zigzagChunks = 0;
 };
 DropoutShape checkDropout(const KernelSignature &sig, bool local);
 
@@ -310,8 +319,9 @@ struct AttentionDims {
   bool causal = false;
   double scale = 1.0;
   DType lseType = DType::F32;
-  /// attention_block(_grad) only: the ring step and the number of chunks.
-  int64_t kvStep = 0, numChunks = 1;
+  /// attention_block(_grad) only: the ring step and the number of chunks,
+  /// and the zig-zag order of the sequence (SequencePositions.h; 0: none).
+  int64_t kvStep = 0, numChunks = 1, zigzagChunks = 0;
 };
 AttentionDims checkAttention(const KernelSignature &sig);
 AttentionDims checkAttentionGrad(const KernelSignature &sig);
@@ -322,12 +332,12 @@ AttentionDims checkAttentionGrad(const KernelSignature &sig);
 /// hold chunk (chunk - kv_step) mod num_chunks.
 AttentionDims checkAttentionBlock(const KernelSignature &sig);
 AttentionDims checkAttentionBlockGrad(const KernelSignature &sig);
-/// The global positions of q's and k's first rows for the chunk index read
-/// at run time.
-struct BlockOffsets {
-  int64_t q = 0, k = 0;
+/// The original positions of q's and k's rows for the chunk index read at
+/// run time (chunk q holds permuted rows [chunk seqQ, (chunk + 1) seqQ)).
+struct BlockPositions {
+  SequencePositions q, k;
 };
-BlockOffsets attentionBlockOffsets(const AttentionDims &d, int64_t chunk);
+BlockPositions attentionBlockPositions(const AttentionDims &d, int64_t chunk);
 /// attention_merge (out_a, lse_a, out_b, lse_b -> out, lse): out* [batch,
 /// seq, heads, headDim], lse* [batch, heads, seq].
 struct AttentionMergeDims {

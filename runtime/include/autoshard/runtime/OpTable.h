@@ -66,11 +66,13 @@ inline constexpr std::string_view kPositionEmbeddingArgs[] = {"table"};
 inline constexpr std::string_view kPositionEmbeddingResults[] = {"out"};
 inline constexpr AttrSpec kPositionEmbeddingAttrs[] = {
     {"seq_len", AttrKind::Int, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kPositionEmbeddingGradArgs[] = {"dy"};
 inline constexpr std::string_view kPositionEmbeddingGradResults[] = {"dtable"};
 inline constexpr AttrSpec kPositionEmbeddingGradAttrs[] = {
     {"num_positions", AttrKind::Int, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kLayerNormArgs[] = {"x", "gamma", "beta"};
 inline constexpr std::string_view kLayerNormResults[] = {"y"};
@@ -114,23 +116,27 @@ inline constexpr std::string_view kRopeArgs[] = {"x"};
 inline constexpr std::string_view kRopeResults[] = {"y"};
 inline constexpr AttrSpec kRopeAttrs[] = {
     {"theta", AttrKind::Float, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kRopeGradArgs[] = {"dy"};
 inline constexpr std::string_view kRopeGradResults[] = {"dx"};
 inline constexpr AttrSpec kRopeGradAttrs[] = {
     {"theta", AttrKind::Float, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kRopeLocalArgs[] = {"x", "shard"};
 inline constexpr std::string_view kRopeLocalResults[] = {"y"};
 inline constexpr AttrSpec kRopeLocalAttrs[] = {
     {"theta", AttrKind::Float, true},
     {"seq_len", AttrKind::Int, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kRopeLocalGradArgs[] = {"dy", "shard"};
 inline constexpr std::string_view kRopeLocalGradResults[] = {"dx"};
 inline constexpr AttrSpec kRopeLocalGradAttrs[] = {
     {"theta", AttrKind::Float, true},
     {"seq_len", AttrKind::Int, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kReshapeArgs[] = {"x"};
 inline constexpr std::string_view kReshapeResults[] = {"y"};
@@ -139,12 +145,14 @@ inline constexpr std::string_view kDropoutResults[] = {"y"};
 inline constexpr AttrSpec kDropoutAttrs[] = {
     {"rate", AttrKind::Float, true},
     {"site", AttrKind::Int, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kDropoutGradArgs[] = {"dy", "step", "layer"};
 inline constexpr std::string_view kDropoutGradResults[] = {"dx"};
 inline constexpr AttrSpec kDropoutGradAttrs[] = {
     {"rate", AttrKind::Float, true},
     {"site", AttrKind::Int, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kDropoutLocalArgs[] = {"x", "step", "layer", "shards"};
 inline constexpr std::string_view kDropoutLocalResults[] = {"y"};
@@ -153,6 +161,7 @@ inline constexpr AttrSpec kDropoutLocalAttrs[] = {
     {"site", AttrKind::Int, true},
     {"global_shape", AttrKind::IntArray, true},
     {"shard_dims", AttrKind::IntArray, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kDropoutLocalGradArgs[] = {"dy", "step", "layer", "shards"};
 inline constexpr std::string_view kDropoutLocalGradResults[] = {"dx"};
@@ -161,18 +170,21 @@ inline constexpr AttrSpec kDropoutLocalGradAttrs[] = {
     {"site", AttrKind::Int, true},
     {"global_shape", AttrKind::IntArray, true},
     {"shard_dims", AttrKind::IntArray, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kAttentionArgs[] = {"q", "k", "v"};
 inline constexpr std::string_view kAttentionResults[] = {"out", "lse"};
 inline constexpr AttrSpec kAttentionAttrs[] = {
     {"causal", AttrKind::Unit, false},
     {"scale", AttrKind::Float, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kAttentionGradArgs[] = {"dout", "q", "k", "v", "out", "lse"};
 inline constexpr std::string_view kAttentionGradResults[] = {"dq", "dk", "dv"};
 inline constexpr AttrSpec kAttentionGradAttrs[] = {
     {"causal", AttrKind::Unit, false},
     {"scale", AttrKind::Float, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kAttentionBlockArgs[] = {"q", "k", "v", "chunk"};
 inline constexpr std::string_view kAttentionBlockResults[] = {"out", "lse"};
@@ -181,6 +193,7 @@ inline constexpr AttrSpec kAttentionBlockAttrs[] = {
     {"scale", AttrKind::Float, true},
     {"kv_step", AttrKind::Int, true},
     {"num_chunks", AttrKind::Int, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kAttentionBlockGradArgs[] = {"dout", "q", "k", "v", "out", "lse", "chunk"};
 inline constexpr std::string_view kAttentionBlockGradResults[] = {"dq", "dk", "dv"};
@@ -189,6 +202,7 @@ inline constexpr AttrSpec kAttentionBlockGradAttrs[] = {
     {"scale", AttrKind::Float, true},
     {"kv_step", AttrKind::Int, true},
     {"num_chunks", AttrKind::Int, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kAttentionMergeArgs[] = {"out_a", "lse_a", "out_b", "lse_b"};
 inline constexpr std::string_view kAttentionMergeResults[] = {"out", "lse"};
@@ -449,10 +463,10 @@ inline constexpr OpSpec kOpTable[] = {
      {op_table_detail::kMicrobatchAttrs, 2}},
     {"position_embedding", {op_table_detail::kPositionEmbeddingArgs, 1}, 1, 1,
      {op_table_detail::kPositionEmbeddingResults, 1}, 1, 1,
-     {op_table_detail::kPositionEmbeddingAttrs, 1}},
+     {op_table_detail::kPositionEmbeddingAttrs, 2}},
     {"position_embedding_grad", {op_table_detail::kPositionEmbeddingGradArgs, 1}, 1, 1,
      {op_table_detail::kPositionEmbeddingGradResults, 1}, 1, 1,
-     {op_table_detail::kPositionEmbeddingGradAttrs, 1}},
+     {op_table_detail::kPositionEmbeddingGradAttrs, 2}},
     {"layer_norm", {op_table_detail::kLayerNormArgs, 3}, 2, 3,
      {op_table_detail::kLayerNormResults, 1}, 1, 1,
      {op_table_detail::kLayerNormAttrs, 1}},
@@ -485,43 +499,43 @@ inline constexpr OpSpec kOpTable[] = {
      {}},
     {"rope", {op_table_detail::kRopeArgs, 1}, 1, 1,
      {op_table_detail::kRopeResults, 1}, 1, 1,
-     {op_table_detail::kRopeAttrs, 1}},
+     {op_table_detail::kRopeAttrs, 2}},
     {"rope_grad", {op_table_detail::kRopeGradArgs, 1}, 1, 1,
      {op_table_detail::kRopeGradResults, 1}, 1, 1,
-     {op_table_detail::kRopeGradAttrs, 1}},
+     {op_table_detail::kRopeGradAttrs, 2}},
     {"rope_local", {op_table_detail::kRopeLocalArgs, 2}, 2, 2,
      {op_table_detail::kRopeLocalResults, 1}, 1, 1,
-     {op_table_detail::kRopeLocalAttrs, 2}},
+     {op_table_detail::kRopeLocalAttrs, 3}},
     {"rope_local_grad", {op_table_detail::kRopeLocalGradArgs, 2}, 2, 2,
      {op_table_detail::kRopeLocalGradResults, 1}, 1, 1,
-     {op_table_detail::kRopeLocalGradAttrs, 2}},
+     {op_table_detail::kRopeLocalGradAttrs, 3}},
     {"reshape", {op_table_detail::kReshapeArgs, 1}, 1, 1,
      {op_table_detail::kReshapeResults, 1}, 1, 1,
      {}},
     {"dropout", {op_table_detail::kDropoutArgs, 3}, 3, 3,
      {op_table_detail::kDropoutResults, 1}, 1, 1,
-     {op_table_detail::kDropoutAttrs, 2}},
+     {op_table_detail::kDropoutAttrs, 3}},
     {"dropout_grad", {op_table_detail::kDropoutGradArgs, 3}, 3, 3,
      {op_table_detail::kDropoutGradResults, 1}, 1, 1,
-     {op_table_detail::kDropoutGradAttrs, 2}},
+     {op_table_detail::kDropoutGradAttrs, 3}},
     {"dropout_local", {op_table_detail::kDropoutLocalArgs, 4}, 3, -1,
      {op_table_detail::kDropoutLocalResults, 1}, 1, 1,
-     {op_table_detail::kDropoutLocalAttrs, 4}},
+     {op_table_detail::kDropoutLocalAttrs, 5}},
     {"dropout_local_grad", {op_table_detail::kDropoutLocalGradArgs, 4}, 3, -1,
      {op_table_detail::kDropoutLocalGradResults, 1}, 1, 1,
-     {op_table_detail::kDropoutLocalGradAttrs, 4}},
+     {op_table_detail::kDropoutLocalGradAttrs, 5}},
     {"attention", {op_table_detail::kAttentionArgs, 3}, 3, 3,
      {op_table_detail::kAttentionResults, 2}, 2, 2,
-     {op_table_detail::kAttentionAttrs, 2}},
+     {op_table_detail::kAttentionAttrs, 3}},
     {"attention_grad", {op_table_detail::kAttentionGradArgs, 6}, 6, 6,
      {op_table_detail::kAttentionGradResults, 3}, 3, 3,
-     {op_table_detail::kAttentionGradAttrs, 2}},
+     {op_table_detail::kAttentionGradAttrs, 3}},
     {"attention_block", {op_table_detail::kAttentionBlockArgs, 4}, 4, 4,
      {op_table_detail::kAttentionBlockResults, 2}, 2, 2,
-     {op_table_detail::kAttentionBlockAttrs, 4}},
+     {op_table_detail::kAttentionBlockAttrs, 5}},
     {"attention_block_grad", {op_table_detail::kAttentionBlockGradArgs, 7}, 7, 7,
      {op_table_detail::kAttentionBlockGradResults, 3}, 3, 3,
-     {op_table_detail::kAttentionBlockGradAttrs, 4}},
+     {op_table_detail::kAttentionBlockGradAttrs, 5}},
     {"attention_merge", {op_table_detail::kAttentionMergeArgs, 4}, 4, 4,
      {op_table_detail::kAttentionMergeResults, 2}, 2, 2,
      {}},

@@ -14,13 +14,9 @@
 #ifndef AUTOSHARD_RUNTIME_PHILOX_H
 #define AUTOSHARD_RUNTIME_PHILOX_H
 
-#include <cstdint>
+#include "autoshard/runtime/HostDevice.h"
 
-#if defined(__CUDACC__)
-#define AUTOSHARD_HOST_DEVICE __host__ __device__
-#else
-#define AUTOSHARD_HOST_DEVICE
-#endif
+#include <cstdint>
 
 namespace autoshard::runtime {
 

@@ -34,6 +34,11 @@ inline constexpr llvm::StringLiteral kPipelineScheduleAttrName =
 /// (dictionary; dist-pipeline-split).
 inline constexpr llvm::StringLiteral kPipelineStagesAttrName =
     "dist.pipeline_stages";
+/// The entries whose sequences are in zig-zag order, each with its chunk
+/// count (dictionary entry name -> i64 >= 2, even; dist-zigzag-sequence):
+/// what shard-run permutes the tokens and labels of (rt-export).
+inline constexpr llvm::StringLiteral kSequenceOrderAttrName =
+    "dist.sequence_order";
 /// The plan dist-auto-plan chose (string).
 inline constexpr llvm::StringLiteral kAutoPlanAttrName = "dist.auto_plan";
 

@@ -199,6 +199,42 @@ def DistPropagate : Pass<"dist-propagate", "::mlir::ModuleOp"> {
   let dependentDialects = ["::autoshard::dist::DistDialect"];
 }
 
+def DistZigzagSequence : Pass<"dist-zigzag-sequence", "::mlir::ModuleOp"> {
+  let summary = "Hold every sequence of a zig-zag cp plan in zig-zag order";
+  let description = [{
+    Zig-zag load balancing of ring attention (algorithms.md §2.3, as in
+    ring-flash-attn's zigzag and torchtitan's head-tail balancer). Runs
+    after `dist-propagate`, before `dist-partition`, and only for a plan
+    with `cp_layout=zigzag` (`dist.plan`); otherwise it changes nothing.
+
+    With `n = 2 cp`, every entry (train, eval, and the sampling entry, which
+    takes whole sequences and splits them over the axis of role `context`
+    inside) takes its sequences permuted: position
+    chunk `q` of `n` holds the original chunk `q / 2` (even `q`) or
+    `n - 1 - q / 2` (odd `q`), so that the contiguous block of cp rank `r`
+    holds the original chunks `r` and `n - 1 - r` and every rank does the
+    same causal attention work. Nothing else in the program depends on the
+    order but the ops of `TfmSequenceOrderOpInterface` (the causal mask,
+    rope, position embeddings, dropout's mask): the pass sets their
+    `zigzag_chunks = n` in every function those entries call, and
+    `dist-partition` keeps it on their per-rank forms (a causal attention
+    left whole in zig-zag order is an error there). The module's
+    `dist.sequence_order` records the permuted entries, which `rt-export`
+    writes to the artifact for `shard-run` to permute the tokens and labels
+    it feeds and to read the logits of a position (the loss is a sum over
+    positions: the same in either order).
+
+    Errors: a sequence length not divisible by `2 cp`; experts with a
+    capacity below the sequence length (their drop order is not mapped yet:
+    use `cp_layout=contiguous` or dropless routing).
+
+    ```mlir
+    // dist.plan = {cp = 2, cp_layout = "zigzag", ...}:
+    %y = tfm.rope %x {theta = 1.0e4 : f64, zigzag_chunks = 4 : i64} : ...
+    ```
+  }];
+}
+
 def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let summary = "Rewrite every function to per-rank shapes with collectives";
   let description = !subst("~]", "]", [{

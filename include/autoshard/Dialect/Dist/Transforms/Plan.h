@@ -11,12 +11,14 @@
 #include "autoshard/Dialect/Dist/IR/DistAttrs.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -68,6 +70,14 @@ struct Plan {
   /// head split around a local attention; needs the query and key/value
   /// heads divisible by tp*cp).
   std::string cpAttention = "ring";
+  /// How ring attention lays the sequence over the cp ranks (algorithms.md
+  /// §2.3): "contiguous" (rank r holds positions [r S/cp, (r+1) S/cp); under
+  /// a causal mask the last rank does (2cp-1)/cp of the balanced work) or
+  /// "zigzag" (the program holds the sequence permuted so that rank r holds
+  /// the original chunks r and 2cp-1-r of 2cp: every rank does the same
+  /// work; dist-zigzag-sequence; needs cp > 1, cp_attention=ring and the
+  /// sequence divisible by 2cp).
+  std::string cpLayout = "contiguous";
 
   /// Parses `key=value,...` (whitespace around keys and values ignored; an
   /// empty string is the default plan). Errors name the key and the value.
@@ -111,6 +121,11 @@ struct Plan {
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
   /// Inverse of toAttr (missing keys take their defaults).
   static llvm::Expected<Plan> fromAttr(mlir::DictionaryAttr attr);
+  /// The plan of `module`'s `dist.plan` attribute: nullopt without one;
+  /// failure, after an error on the module prefixed with `pass`, when it
+  /// does not read as a plan.
+  static mlir::FailureOr<std::optional<Plan>> fromModule(mlir::ModuleOp module,
+                                                         llvm::StringRef pass);
   /// `dp=2,tp=2,...` with every key, parseable by `parse`.
   std::string str() const;
 };

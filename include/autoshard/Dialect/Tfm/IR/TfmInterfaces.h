@@ -4,6 +4,7 @@
 #define AUTOSHARD_DIALECT_TFM_IR_TFMINTERFACES_H
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/SmallVector.h"
 

@@ -67,4 +67,39 @@ def TfmCostOpInterface : OpInterface<"TfmCostOpInterface"> {
   ];
 }
 
+def TfmSequenceOrderOpInterface : OpInterface<"TfmSequenceOrderOpInterface"> {
+  let cppNamespace = "::autoshard::tfm";
+  let description = [{
+    An op whose result depends on the original positions of its sequence
+    rows: the causal mask, rope's angles, position embeddings, dropout's
+    mask. Under zig-zag context parallelism (`dist-zigzag-sequence`,
+    algorithms.md §2.3) a program holds its sequences permuted: with
+    `zigzag_chunks = n` the `S` positions are cut into `n` chunks of
+    `h = S / n` and permuted chunk `q` holds original chunk `q / 2` for even
+    `q`, `n - 1 - q / 2` for odd `q` (so that the contiguous block of cp rank
+    `r` holds the original chunks `r` and `n - 1 - r`). The op then computes,
+    for the row at permuted index `p`, what it computes for original position
+    `pi(p)` (runtime/include/autoshard/runtime/SequencePositions.h); without
+    the attribute, the original order.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The zig-zag chunk count of the sequence order; 0: the original order.",
+      "int64_t", "getSequenceZigzagChunks", (ins), [{}], [{
+        ::mlir::IntegerAttr attr = $_op.getZigzagChunksAttr();
+        return attr ? attr.getInt() : 0;
+      }]>,
+    InterfaceMethod<
+      "Sets the zig-zag chunk count (n >= 2, even; 0 removes it).",
+      "void", "setSequenceZigzagChunks", (ins "int64_t":$chunks), [{}], [{
+        if (chunks == 0) {
+          $_op.removeZigzagChunksAttr();
+          return;
+        }
+        $_op.setZigzagChunksAttr(::mlir::IntegerAttr::get(
+            ::mlir::IntegerType::get($_op->getContext(), 64), chunks));
+      }]>,
+  ];
+}
+
 #endif // AUTOSHARD_DIALECT_TFM_IR_TFMINTERFACES_TD

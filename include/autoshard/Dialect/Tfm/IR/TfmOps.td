@@ -23,6 +23,7 @@ include "mlir/IR/CommonAttrConstraints.td"
 // Forward ops declare their gradient rule (TfmVJP.cpp); gradient and
 // optimizer ops have none (no second-order differentiation).
 defvar Tfm_VJP = DeclareOpInterfaceMethods<TfmVJPOpInterface>;
+defvar Tfm_SequenceOrder = TfmSequenceOrderOpInterface;
 // Every op's factor sharding rule (dist::ShardingRuleOpInterface) is an
 // external model (lib/Dialect/Tfm/Sharding/ShardingRules.cpp).
 // Every op declares its FLOP and byte count (TfmCost.cpp), for the planner;
@@ -112,6 +113,11 @@ class Tfm_InferBuilder<dag params, string args>
         ::autoshard::tfm::detail::addComputedResultTypes<Adaptor>(
             $_state, computeResultTypes);
       }]>;
+
+// The same for an op of TfmSequenceOrderOpInterface: built in the original
+// order (no zigzag_chunks); dist-zigzag-sequence sets it later.
+class Tfm_OrderedInferBuilder<dag params, string args>
+    : Tfm_InferBuilder<params, args # ", /*zigzag_chunks=*/::mlir::IntegerAttr()">;
 
 //===----------------------------------------------------------------------===//
 // Linear algebra
@@ -423,7 +429,8 @@ def Tfm_MicrobatchOp : Tfm_InferredOp<"microbatch"> {
   ];
 }
 
-def Tfm_PositionEmbeddingOp : Tfm_InferredOp<"position_embedding", [Tfm_VJP]> {
+def Tfm_PositionEmbeddingOp
+    : Tfm_InferredOp<"position_embedding", [Tfm_VJP, Tfm_SequenceOrder]> {
   let summary = "learned absolute position embedding";
   let description = [{
     `out[s, h] = table[s, h]` for `s < seq_len`: the first `seq_len` rows of
@@ -439,16 +446,18 @@ def Tfm_PositionEmbeddingOp : Tfm_InferredOp<"position_embedding", [Tfm_VJP]> {
     %pos = tfm.position_embedding %wpe {seq_len = 64 : i64} : (tensor<256x128xf32>) -> tensor<64x128xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$table, I64Attr:$seq_len);
+  let arguments = !con((ins Tfm_FloatTensor:$table, I64Attr:$seq_len),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$out);
   let builders = [
-    Tfm_InferBuilder<(ins "::mlir::Value":$table, "int64_t":$seqLen),
+    Tfm_OrderedInferBuilder<(ins "::mlir::Value":$table, "int64_t":$seqLen),
                      "table, seqLen">
   ];
 }
 
 def Tfm_PositionEmbeddingGradOp
-    : Tfm_InferredOp<"position_embedding_grad", [Tfm_Gradient]> {
+    : Tfm_InferredOp<"position_embedding_grad",
+                     [Tfm_Gradient, Tfm_SequenceOrder]> {
   let summary = "gradient of the position table";
   let description = [{
     `dtable[s, h] = sum_{i...} dy[i..., s, h]` for `s < S`, zero for
@@ -464,10 +473,11 @@ def Tfm_PositionEmbeddingGradOp
         : (tensor<16x64x128xf32>) -> tensor<256x128xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$dy, I64Attr:$num_positions);
+  let arguments = !con((ins Tfm_FloatTensor:$dy, I64Attr:$num_positions),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$dtable);
   let builders = [
-    Tfm_InferBuilder<(ins "::mlir::Value":$dy, "int64_t":$numPositions),
+    Tfm_OrderedInferBuilder<(ins "::mlir::Value":$dy, "int64_t":$numPositions),
                      "dy, numPositions">
   ];
 }
@@ -759,7 +769,7 @@ let opDocGroup = Tfm_PositionalGroup in {
 /// Rotary embedding of `input` by `sign * angle`.
 class Tfm_RopeOpBase<string mnemonic, string input, string output,
                      string sign, list<Trait> traits = []>
-    : Tfm_InferredOp<mnemonic, traits> {
+    : Tfm_InferredOp<mnemonic, !listconcat(traits, [Tfm_SequenceOrder])> {
   let description = [{
     Rotary position embedding, rotate-half convention: for position `s` in
     `0 .. S-1` and `i < D/2`, with `a = }] # sign # [{s * theta^(-2i/D)`,
@@ -778,8 +788,9 @@ class Tfm_RopeOpBase<string mnemonic, string input, string output,
         : (tensor<16x64x8x32xf32>) -> tensor<16x64x8x32xf32>
     ```
   }];
-  let arguments = !con(!dag(ins, [Tfm_FloatTensor], [input]),
-                       (ins F64Attr:$theta));
+  let arguments = !con(!con(!dag(ins, [Tfm_FloatTensor], [input]),
+                       (ins F64Attr:$theta)),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = !dag(outs, [Tfm_FloatTensor], [output]);
   let computeBody = [{
     return ::autoshard::tfm::detail::computeRope(
@@ -787,7 +798,7 @@ class Tfm_RopeOpBase<string mnemonic, string input, string output,
         adaptor.getTheta().convertToDouble(), resultTypes);
   }];
   let builders = [
-    Tfm_InferBuilder<!con(!dag(ins, ["::mlir::Value"], [input]),
+    Tfm_OrderedInferBuilder<!con(!dag(ins, ["::mlir::Value"], [input]),
                           (ins "double":$theta)),
                      input # ", ::llvm::APFloat(theta)">
   ];
@@ -806,7 +817,7 @@ def Tfm_RopeGradOp
 /// Per-rank rope of a block of the sequence (emitted by dist-partition).
 class Tfm_RopeLocalOpBase<string mnemonic, string input, string output,
                           string global, list<Trait> traits = []>
-    : Tfm_InferredOp<mnemonic, traits> {
+    : Tfm_InferredOp<mnemonic, !listconcat(traits, [Tfm_SequenceOrder])> {
   let description = [{
     The per-rank form of `tfm.}] # global # [{` when the sequence dim of
     `}] # input # [{` is sharded (context parallelism; emitted by
@@ -828,9 +839,10 @@ class Tfm_RopeLocalOpBase<string mnemonic, string input, string output,
         : (tensor<4x32x4x16xf32>, tensor<i64>) -> tensor<4x32x4x16xf32>
     ```
   }];
-  let arguments = !con(!dag(ins, [Tfm_FloatTensor], [input]),
+  let arguments = !con(!con(!dag(ins, [Tfm_FloatTensor], [input]),
                        (ins Tfm_ScalarI64:$shard, F64Attr:$theta,
-                            I64Attr:$seq_len));
+                            I64Attr:$seq_len)),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = !dag(outs, [Tfm_FloatTensor], [output]);
   let computeBody = [{
     return ::autoshard::tfm::detail::computeRopeLocal(
@@ -839,7 +851,7 @@ class Tfm_RopeLocalOpBase<string mnemonic, string input, string output,
         adaptor.getSeqLenAttr().getInt(), resultTypes);
   }];
   let builders = [
-    Tfm_InferBuilder<!con(!dag(ins, ["::mlir::Value"], [input]),
+    Tfm_OrderedInferBuilder<!con(!dag(ins, ["::mlir::Value"], [input]),
                           (ins "::mlir::Value":$shard, "double":$theta,
                                "int64_t":$seqLen)),
                      input # ", shard, ::llvm::APFloat(theta), seqLen">
@@ -888,7 +900,7 @@ let opDocGroup = Tfm_DropoutGroup in {
 /// Dropout of `input` (forward and gradient apply the same mask).
 class Tfm_DropoutOpBase<string mnemonic, string input, string output,
                         list<Trait> traits = []>
-    : Tfm_InferredOp<mnemonic, traits> {
+    : Tfm_InferredOp<mnemonic, !listconcat(traits, [Tfm_SequenceOrder])> {
   let description = [{
     `}] # output # [{ = }] # input # [{ * keep / (1 - rate)`, elementwise,
     where `keep = (u >= rate)` and `u` in `[0, 1)` comes from a counter-based
@@ -908,9 +920,10 @@ class Tfm_DropoutOpBase<string mnemonic, string input, string output,
         : (tensor<16x64x128xf32>, tensor<i64>, tensor<i64>) -> tensor<16x64x128xf32>
     ```
   }];
-  let arguments = !con(!dag(ins, [Tfm_FloatTensor], [input]),
+  let arguments = !con(!con(!dag(ins, [Tfm_FloatTensor], [input]),
                        (ins Tfm_ScalarI64:$step, Tfm_ScalarI64:$layer,
-                            F64Attr:$rate, I64Attr:$site));
+                            F64Attr:$rate, I64Attr:$site)),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = !dag(outs, [Tfm_FloatTensor], [output]);
   let computeBody = [{
     return ::autoshard::tfm::detail::computeDropout(
@@ -918,7 +931,7 @@ class Tfm_DropoutOpBase<string mnemonic, string input, string output,
         adaptor.getSiteAttr().getInt(), resultTypes);
   }];
   let builders = [
-    Tfm_InferBuilder<!con(!dag(ins, ["::mlir::Value"], [input]),
+    Tfm_OrderedInferBuilder<!con(!dag(ins, ["::mlir::Value"], [input]),
                           (ins "::mlir::Value":$step, "::mlir::Value":$layer,
                                "double":$rate, "int64_t":$site)),
                      input # ", step, layer, ::llvm::APFloat(rate), "
@@ -940,7 +953,7 @@ def Tfm_DropoutGradOp
 /// dist-partition through the hooks of tfm.dropout / tfm.dropout_grad).
 class Tfm_DropoutLocalOpBase<string mnemonic, string input, string output,
                              string global, list<Trait> traits = []>
-    : Tfm_InferredOp<mnemonic, traits> {
+    : Tfm_InferredOp<mnemonic, !listconcat(traits, [Tfm_SequenceOrder])> {
   let description = [{
     The per-rank form of `tfm.}] # global # [{` when `}] # input # [{` is a
     block of a sharded tensor (emitted by `dist-partition` through the
@@ -976,11 +989,12 @@ class Tfm_DropoutLocalOpBase<string mnemonic, string input, string output,
            tensor<i64>) -> tensor<8x32x128xf32>
     ```
   }];
-  let arguments = !con(!dag(ins, [Tfm_FloatTensor], [input]),
+  let arguments = !con(!con(!dag(ins, [Tfm_FloatTensor], [input]),
                        (ins Tfm_ScalarI64:$step, Tfm_ScalarI64:$layer,
                             Variadic<Tfm_ScalarI64>:$shards, F64Attr:$rate,
                             I64Attr:$site, DenseI64ArrayAttr:$global_shape,
-                            DenseI64ArrayAttr:$shard_dims));
+                            DenseI64ArrayAttr:$shard_dims)),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = !dag(outs, [Tfm_FloatTensor], [output]);
   let computeBody = [{
     return ::autoshard::tfm::detail::computeDropoutLocal(
@@ -989,7 +1003,7 @@ class Tfm_DropoutLocalOpBase<string mnemonic, string input, string output,
         adaptor.getGlobalShape(), adaptor.getShardDims(), resultTypes);
   }];
   let builders = [
-    Tfm_InferBuilder<!con(!dag(ins, ["::mlir::Value"], [input]),
+    Tfm_OrderedInferBuilder<!con(!dag(ins, ["::mlir::Value"], [input]),
                           (ins "::mlir::Value":$step, "::mlir::Value":$layer,
                                "::mlir::ValueRange":$shards, "double":$rate,
                                "int64_t":$site,
@@ -1025,7 +1039,8 @@ def Tfm_AttentionGroup : OpDocGroup {
 let opDocGroup = Tfm_AttentionGroup in {
 
 def Tfm_AttentionOp
-    : Tfm_InferredOp<"attention", [Tfm_VJP], Tfm_AttentionCost> {
+    : Tfm_InferredOp<"attention", [Tfm_VJP, Tfm_SequenceOrder],
+                     Tfm_AttentionCost> {
   let summary = "scaled dot-product attention (causal, GQA)";
   let description = [{
     Multi-head attention with grouped KV heads. Query head `n` uses KV head
@@ -1049,18 +1064,20 @@ def Tfm_AttentionOp
         -> (tensor<16x64x8x32xf32>, tensor<16x8x64xf32>)
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$q, Tfm_FloatTensor:$k,
-                       Tfm_FloatTensor:$v, UnitAttr:$causal, F64Attr:$scale);
+  let arguments = !con((ins Tfm_FloatTensor:$q, Tfm_FloatTensor:$k,
+                       Tfm_FloatTensor:$v, UnitAttr:$causal, F64Attr:$scale),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$out, Tfm_FloatTensor:$lse);
   let builders = [
-    Tfm_InferBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$k,
+    Tfm_OrderedInferBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$k,
                           "::mlir::Value":$v, "bool":$causal, "double":$scale),
                      "q, k, v, causal, ::llvm::APFloat(scale)">
   ];
 }
 
-def Tfm_AttentionGradOp : Tfm_InferredOp<"attention_grad", [Tfm_Gradient],
-                                          Tfm_AttentionCost> {
+def Tfm_AttentionGradOp
+    : Tfm_InferredOp<"attention_grad", [Tfm_Gradient, Tfm_SequenceOrder],
+                     Tfm_AttentionCost> {
   let summary = "gradient of attention";
   let description = [{
     Flash-attention style backward from the saved `out` and `lse`: with
@@ -1085,14 +1102,15 @@ def Tfm_AttentionGradOp : Tfm_InferredOp<"attention_grad", [Tfm_Gradient],
         -> (tensor<16x64x8x32xf32>, tensor<16x64x2x32xf32>, tensor<16x64x2x32xf32>)
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$dout, Tfm_FloatTensor:$q,
+  let arguments = !con((ins Tfm_FloatTensor:$dout, Tfm_FloatTensor:$q,
                        Tfm_FloatTensor:$k, Tfm_FloatTensor:$v,
                        Tfm_FloatTensor:$out, Tfm_FloatTensor:$lse,
-                       UnitAttr:$causal, F64Attr:$scale);
+                       UnitAttr:$causal, F64Attr:$scale),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$dq, Tfm_FloatTensor:$dk,
                       Tfm_FloatTensor:$dv);
   let builders = [
-    Tfm_InferBuilder<(ins "::mlir::Value":$dout, "::mlir::Value":$q,
+    Tfm_OrderedInferBuilder<(ins "::mlir::Value":$dout, "::mlir::Value":$q,
                           "::mlir::Value":$k, "::mlir::Value":$v,
                           "::mlir::Value":$out, "::mlir::Value":$lse,
                           "bool":$causal, "double":$scale),
@@ -1123,7 +1141,8 @@ def Tfm_RingAttentionGroup : OpDocGroup {
 
 let opDocGroup = Tfm_RingAttentionGroup in {
 
-def Tfm_AttentionBlockOp : Tfm_InferredOp<"attention_block"> {
+def Tfm_AttentionBlockOp
+    : Tfm_InferredOp<"attention_block", [Tfm_SequenceOrder]> {
   let summary = "one block of ring attention (global causal positions)";
   let description = [{
     `tfm.attention` of the local queries against one visiting chunk of keys
@@ -1150,13 +1169,14 @@ def Tfm_AttentionBlockOp : Tfm_InferredOp<"attention_block"> {
            tensor<i64>) -> (tensor<4x8x4x16xf32>, tensor<4x4x8xf32>)
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$q, Tfm_FloatTensor:$k,
+  let arguments = !con((ins Tfm_FloatTensor:$q, Tfm_FloatTensor:$k,
                        Tfm_FloatTensor:$v, Tfm_ScalarI64:$chunk,
                        UnitAttr:$causal, F64Attr:$scale, I64Attr:$kv_step,
-                       I64Attr:$num_chunks);
+                       I64Attr:$num_chunks),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$out, Tfm_FloatTensor:$lse);
   let builders = [
-    Tfm_InferBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$k,
+    Tfm_OrderedInferBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$k,
                           "::mlir::Value":$v, "::mlir::Value":$chunk,
                           "bool":$causal, "double":$scale, "int64_t":$kvStep,
                           "int64_t":$numChunks),
@@ -1166,7 +1186,8 @@ def Tfm_AttentionBlockOp : Tfm_InferredOp<"attention_block"> {
 }
 
 def Tfm_AttentionBlockGradOp
-    : Tfm_InferredOp<"attention_block_grad", [Tfm_Gradient]> {
+    : Tfm_InferredOp<"attention_block_grad",
+                     [Tfm_Gradient, Tfm_SequenceOrder]> {
   let summary = "gradient of one block of ring attention";
   let description = [{
     The part of `tfm.attention_grad` that one visiting chunk of keys and
@@ -1188,15 +1209,16 @@ def Tfm_AttentionBlockGradOp
         -> (tensor<4x8x4x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>)
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$dout, Tfm_FloatTensor:$q,
+  let arguments = !con((ins Tfm_FloatTensor:$dout, Tfm_FloatTensor:$q,
                        Tfm_FloatTensor:$k, Tfm_FloatTensor:$v,
                        Tfm_FloatTensor:$out, Tfm_FloatTensor:$lse,
                        Tfm_ScalarI64:$chunk, UnitAttr:$causal, F64Attr:$scale,
-                       I64Attr:$kv_step, I64Attr:$num_chunks);
+                       I64Attr:$kv_step, I64Attr:$num_chunks),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$dq, Tfm_FloatTensor:$dk,
                       Tfm_FloatTensor:$dv);
   let builders = [
-    Tfm_InferBuilder<(ins "::mlir::Value":$dout, "::mlir::Value":$q,
+    Tfm_OrderedInferBuilder<(ins "::mlir::Value":$dout, "::mlir::Value":$q,
                           "::mlir::Value":$k, "::mlir::Value":$v,
                           "::mlir::Value":$out, "::mlir::Value":$lse,
                           "::mlir::Value":$chunk, "bool":$causal,

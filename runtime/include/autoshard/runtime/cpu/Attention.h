@@ -14,6 +14,8 @@
 #ifndef AUTOSHARD_RUNTIME_CPU_ATTENTION_H
 #define AUTOSHARD_RUNTIME_CPU_ATTENTION_H
 
+#include "autoshard/runtime/SequencePositions.h"
+
 #include <cstdint>
 
 namespace autoshard::runtime::cpu {
@@ -42,13 +44,14 @@ struct AttentionShape {
   int64_t headDim = 0;
   bool causal = false;
   double scale = 1.0;
-  /// Global positions of query row 0 and key row 0 (a block of a longer
-  /// sequence: ring attention, algorithms.md §2.2). The causal mask lets
-  /// query i see key j iff kOffset + j <= qOffset + i; a row that sees no key
-  /// gets out = 0 and lse = -inf (the identity of attentionMerge). Both 0
-  /// for tfm.attention.
-  int64_t qOffset = 0;
-  int64_t kOffset = 0;
+  /// The original positions of the query and key rows (a block of a longer
+  /// sequence, contiguous or in zig-zag order: ring attention, algorithms.md
+  /// §2.2-§2.3). The causal mask lets query i see key j iff kPos.at(j) <=
+  /// qPos.at(i); a row that sees no key gets out = 0 and lse = -inf (the
+  /// identity of attentionMerge). Both must increase over their rows (the
+  /// visible keys of a row are a prefix); start 0 for tfm.attention.
+  SequencePositions qPos;
+  SequencePositions kPos;
 };
 
 /// tfm.attention: out [batch, seqQ, heads, headDim] = softmax(scale * q k^T,

@@ -52,6 +52,11 @@ struct DropoutBlock {
   std::vector<int64_t> shape;
   std::vector<int64_t> globalShape;
   std::vector<int64_t> offsets;
+  /// > 0: the second-to-last dim is a sequence in zig-zag order
+  /// (SequencePositions.h) and its global coordinate g keys the mask as
+  /// original position zigzagPosition(g, globalShape[rank - 2], n), so that
+  /// a permuted program draws the mask of the original order.
+  int64_t zigzagChunks = 0;
 };
 
 /// Throws std::invalid_argument unless the ranks agree, every offset is >= 0

@@ -9,6 +9,8 @@
 #ifndef AUTOSHARD_RUNTIME_CPU_EMBEDDING_H
 #define AUTOSHARD_RUNTIME_CPU_EMBEDDING_H
 
+#include "autoshard/runtime/SequencePositions.h"
+
 #include <cstdint>
 
 namespace autoshard::runtime::cpu {
@@ -28,19 +30,23 @@ void embeddingGrad(const I *ids, int64_t numIds, const T *dy, int64_t vocab,
                    int64_t hidden, T *dtable);
 
 /// tfm.position_embedding: out [seqLen, hidden] = rows 0..seqLen-1 of table
-/// [numPositions, hidden]. Throws std::invalid_argument unless
-/// 1 <= seqLen <= numPositions.
+/// [numPositions, hidden]; with zigzagChunks > 0 (a sequence in zig-zag
+/// order, SequencePositions.h) row p is table row zigzagPosition(p, seqLen,
+/// zigzagChunks). Throws std::invalid_argument unless 1 <= seqLen <=
+/// numPositions.
 template <typename T>
 void positionEmbedding(const T *table, int64_t numPositions, int64_t hidden,
-                       int64_t seqLen, T *out);
+                       int64_t seqLen, T *out, int64_t zigzagChunks = 0);
 
 /// tfm.position_embedding_grad: dy is [outer, seqLen, hidden] (outer = product
 /// of the leading dims); dtable [numPositions, hidden] has rows 0..seqLen-1 =
-/// dy summed over the leading dims and zero rows after them. Throws
+/// dy summed over the leading dims (dy row p into row zigzagPosition(p, ...)
+/// with zigzagChunks > 0) and zero rows after them. Throws
 /// std::invalid_argument unless seqLen <= numPositions.
 template <typename T>
 void positionEmbeddingGrad(const T *dy, int64_t outer, int64_t seqLen,
-                           int64_t hidden, int64_t numPositions, T *dtable);
+                           int64_t hidden, int64_t numPositions, T *dtable,
+                           int64_t zigzagChunks = 0);
 
 } // namespace autoshard::runtime::cpu
 

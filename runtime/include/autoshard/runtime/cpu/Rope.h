@@ -9,6 +9,8 @@
 #ifndef AUTOSHARD_RUNTIME_CPU_ROPE_H
 #define AUTOSHARD_RUNTIME_CPU_ROPE_H
 
+#include "autoshard/runtime/SequencePositions.h"
+
 #include <cstdint>
 
 namespace autoshard::runtime::cpu {
@@ -24,6 +26,12 @@ struct RopeShape {
   int64_t headDim = 0;
   double theta = 10000.0;
   int64_t positionOffset = 0;
+  /// With zigzagChunks > 0 the rows are permuted indices of a sequence of
+  /// seqLen positions in zig-zag order (SequencePositions.h): row p is
+  /// rotated by the angle of original position zigzagPosition(
+  /// positionOffset + p, seqLen, zigzagChunks).
+  int64_t seqLen = 0;
+  int64_t zigzagChunks = 0;
 };
 
 /// tfm.rope: y[.., i] = x[i] cos - x[i + D/2] sin,

@@ -1,0 +1,139 @@
+//===- DistZigzagSequence.cpp - Zig-zag order for balanced ring attention -===//
+//
+// Under cp_layout=zigzag the train and eval entries hold their sequences
+// permuted (algorithms.md §2.3): the contiguous block of cp rank r is the
+// original chunks r and 2cp-1-r. The permutation is invisible to every op
+// but those of TfmSequenceOrderOpInterface, which this pass tells the order;
+// shard-run permutes what it feeds (dist.sequence_order, rt-export).
+//
+//===----------------------------------------------------------------------===//
+
+#include "autoshard/Dialect/Dist/IR/DistAttrNames.h"
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Dist/Transforms/Passes.h"
+#include "autoshard/Dialect/Dist/Transforms/Plan.h"
+#include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
+#include "autoshard/Dialect/Tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace autoshard::dist {
+#define GEN_PASS_DEF_DISTZIGZAGSEQUENCE
+#include "autoshard/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace autoshard::dist
+
+using namespace mlir;
+using namespace autoshard;
+using namespace autoshard::dist;
+
+namespace {
+
+/// `entry` and every function it calls, transitively.
+llvm::SetVector<func::FuncOp> reachable(func::FuncOp entry,
+                                        SymbolTable &symbols) {
+  llvm::SetVector<func::FuncOp> seen;
+  SmallVector<func::FuncOp> work{entry};
+  while (!work.empty()) {
+    func::FuncOp fn = work.pop_back_val();
+    if (!seen.insert(fn))
+      continue;
+    fn.walk([&](func::CallOp call) {
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        work.push_back(callee);
+    });
+  }
+  return seen;
+}
+
+/// The sequence length of the entry's first sequence input.
+int64_t sequenceLength(func::FuncOp entry) {
+  for (unsigned i = 0, e = entry.getNumArguments(); i < e; ++i) {
+    auto type = dyn_cast<RankedTensorType>(entry.getArgument(i).getType());
+    if (entry.getArgAttr(i, tfm::kInputAttrName) && type && type.getRank() >= 2)
+      return type.getDimSize(1);
+  }
+  return 0;
+}
+
+struct DistZigzagSequencePass
+    : public dist::impl::DistZigzagSequenceBase<DistZigzagSequencePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<std::optional<Plan>> read =
+        Plan::fromModule(module, "dist-zigzag-sequence");
+    if (failed(read))
+      return signalPassFailure();
+    std::optional<Plan> &plan = *read;
+    if (!plan || plan->cpLayout != "zigzag")
+      return;
+    MeshOp mesh;
+    module.walk([&](MeshOp op) { mesh = op; });
+    StringAttr cpAxis =
+        mesh ? mesh.getAxisWithRole(AxisRole::Context) : nullptr;
+    if (!cpAxis) {
+      module.emitError() << "dist-zigzag-sequence: plan cp_layout=zigzag, but "
+                            "the mesh has no axis of role context";
+      return signalPassFailure();
+    }
+    const int64_t chunks = 2 * plan->cp;
+
+    // Every entry: they share the layer functions, and an entry with whole
+    // sequences (sampling) reshards them over cp inside like the others.
+    SymbolTable symbols(module);
+    llvm::SetVector<func::FuncOp> permuted;
+    SmallVector<func::FuncOp> entries;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (!fn.isPublic() || fn.isExternal())
+        continue;
+      int64_t seq = sequenceLength(fn);
+      if (seq % chunks != 0) {
+        fn.emitError() << "plan cp=" << plan->cp
+                       << ",cp_layout=zigzag: the sequence length " << seq
+                       << " of entry '" << fn.getSymName()
+                       << "' is not divisible by 2*cp = " << chunks
+                       << " (use a multiple, or cp_layout=contiguous)";
+        return signalPassFailure();
+      }
+      entries.push_back(fn);
+      for (func::FuncOp reached : reachable(fn, symbols))
+        permuted.insert(reached);
+    }
+
+    for (func::FuncOp fn : permuted) {
+      WalkResult walk = fn.walk([&](Operation *op) {
+        // The capacity order of a dropping router follows the positions.
+        if (auto dispatch = dyn_cast<tfm::MoeDispatchOp>(op)) {
+          int64_t seq =
+              cast<RankedTensorType>(dispatch.getX().getType()).getDimSize(1);
+          if (dispatch.getCapacity() < seq) {
+            dispatch.emitError()
+                << "plan cp_layout=zigzag: the experts' capacity "
+                << dispatch.getCapacity() << " < sequence length " << seq
+                << " drops tokens in sequence order, which zig-zag order "
+                   "does not map yet (use cp_layout=contiguous, or dropless "
+                   "routing)";
+            return WalkResult::interrupt();
+          }
+        }
+        if (auto ordered = dyn_cast<tfm::TfmSequenceOrderOpInterface>(op))
+          ordered.setSequenceZigzagChunks(chunks);
+        return WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return signalPassFailure();
+    }
+
+    Builder b(module.getContext());
+    SmallVector<NamedAttribute> order;
+    for (func::FuncOp entry : entries)
+      order.push_back(
+          b.getNamedAttr(entry.getSymName(), b.getI64IntegerAttr(chunks)));
+    module->setAttr(kSequenceOrderAttrName, b.getDictionaryAttr(order));
+  }
+};
+
+} // namespace
