@@ -671,8 +671,7 @@ search(const Cluster &c, const ModelInfo &m,
           continue;
         cand.cp = cp;
         if (o.cpZigzagWhereCompilable)
-          cand.cpContiguous =
-              cp > 1 && (m.seq % (2 * cp) != 0 || m.expertsDropTokens);
+          cand.cpContiguous = cp > 1 && m.seq % (2 * cp) != 0;
         // Ulysses only where the heads split over tp*cp.
         std::vector<std::string> cpAttentions = {"ring"};
         if (cp > 1) {

@@ -234,8 +234,8 @@ TEST(ArtifactV2, MeshAndShardingErrors) {
   expectError(d, {"field 'global_shape' is f32[2, 2]",
                   "sharded [[dp], []] on the mesh gives f32[4, 2]"});
   d = ok;
-  d["version"] = 4;
-  expectError(d, {"reads versions 1 and 3"});
+  d["version"] = 5;
+  expectError(d, {"reads versions 1 to 4"});
 }
 
 TEST(ArtifactV2, AsyncHandlesArePaired) {

@@ -299,6 +299,9 @@ TEST(RingAttentionTest, ZigzagRingMatchesAttention) {
 TEST(RingAttentionTest, ZigzagRingGradientMatchesAttentionGrad) {
   checkBackward({2, 16, 4, 2, 8, 2, true, true}, "zig-zag cp=2");
   checkBackward({1, 32, 2, 1, 8, 4, true, true}, "zig-zag cp=4");
+  // 64-row query blocks straddle the half boundary of 160-row pairs.
+  checkBackward({1, 320, 2, 1, 4, 2, true, true},
+                "zig-zag cp=2, 160-row pairs");
 }
 
 TEST(RingAttentionTest, ZigzagPositionsInvertAndBalance) {
@@ -329,7 +332,8 @@ TEST(RingAttentionTest, ZigzagPositionsInvertAndBalance) {
       EXPECT_EQ(work, work0) << "n " << n << " rank " << r;
     }
     SequencePositions across{pair / 2, seq, n};
-    if (n > 2)
+    if (n > 2) {
       EXPECT_FALSE(across.increasingOver(2 * pair));
+    }
   }
 }

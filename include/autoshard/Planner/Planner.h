@@ -295,9 +295,6 @@ struct ModelInfo {
   /// Experts per MoE layer (tfm.moe_dispatch num_experts); 0 for a dense
   /// model, which is only searched at ep = 1.
   int64_t experts = 0;
-  /// The experts' capacity is below the sequence length: they drop tokens
-  /// in sequence order, which zig-zag cp does not map (dist-zigzag-sequence).
-  bool expertsDropTokens = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -419,8 +416,7 @@ struct SearchOptions {
   /// Score cp > 1 with contiguous chunks (Candidate::cpContiguous).
   bool cpContiguous = false;
   /// Score cp > 1 ring attention zig-zag where the compiler builds it
-  /// (seq % 2cp == 0 and no experts that drop tokens) and contiguous
-  /// elsewhere; overrides cpContiguous.
+  /// (seq % 2cp == 0) and contiguous elsewhere; overrides cpContiguous.
   bool cpZigzagWhereCompilable = false;
   /// Score pp > 1 with the gradient reduction in the stage's tail
   /// (Candidate::pipelineReductionInTail).

@@ -570,6 +570,9 @@ EntrySpec parseEntry(const JsonReader &r, const std::string &name,
     e.ppStage = r.i64AtLeast("pp_stage", 0);
   }
   if (r.has("zigzag_chunks")) {
+    if (a.version < 4)
+      r.failField("zigzag_chunks", "needs format version 4, found version " +
+                                       std::to_string(a.version));
     e.zigzagChunks = r.i64AtLeast("zigzag_chunks", 2);
     if (e.zigzagChunks % 2 != 0)
       r.failField("zigzag_chunks",
@@ -691,7 +694,7 @@ Artifact parseArtifact(std::string_view text, const std::string &source) {
   if (a.version < kMinArtifactVersion || a.version > kArtifactVersion)
     top.failField("version", "is " + std::to_string(a.version) +
                                  ", but this runtime reads versions " +
-                                 std::to_string(kMinArtifactVersion) + " and " +
+                                 std::to_string(kMinArtifactVersion) + " to " +
                                  std::to_string(kArtifactVersion));
   if (top.has("producer"))
     a.producer = top.str("producer");

@@ -37,6 +37,7 @@ void withBuffer(const KernelSignature &sig, const TensorType &buf, MoeDims &s) {
   if (buf.shape[1] != s.batch || s.topK > s.numExperts)
     sig.fail("expert buffer " + buf.str() + " does not fit batch " +
              std::to_string(s.batch) + " and top-k " + std::to_string(s.topK));
+  s.zigzagChunks = zigzagChunksOf(sig, s.seq);
 }
 
 /// [B, S, H] of the expert buffer's batch, seq and hidden.

@@ -56,7 +56,7 @@ EmbeddingShape checkEmbeddingGrad(const KernelSignature &sig,
 }
 
 int64_t zigzagChunksOf(const KernelSignature &sig, int64_t seqLen) {
-  if (!sig.attrs->has("zigzag_chunks"))
+  if (!sig.attrs || !sig.attrs->has("zigzag_chunks"))
     return 0;
   int64_t n = sig.attrs->getI64("zigzag_chunks");
   if (n < 2 || n % 2 != 0 || seqLen % n != 0)

@@ -41,9 +41,14 @@ std::vector<int64_t> assignSlots(const char *op, const I *ids,
   std::vector<int64_t> used(s.numExperts);
   for (int64_t b = 0; b < s.batch; ++b) {
     std::fill(used.begin(), used.end(), 0);
-    for (int64_t c = b * perSeq; c < (b + 1) * perSeq; ++c) {
-      const int64_t slot = used[ids[c]]++;
-      slots[c] = slot < s.capacity ? slot : -1;
+    // Tokens in original order (row zigzagIndex(pos) holds position pos).
+    for (int64_t pos = 0; pos < s.seq; ++pos) {
+      const int64_t t = zigzagIndex(pos, s.seq, s.zigzagChunks);
+      for (int64_t j = 0; j < s.topK; ++j) {
+        const int64_t c = (b * s.seq + t) * s.topK + j;
+        const int64_t slot = used[ids[c]]++;
+        slots[c] = slot < s.capacity ? slot : -1;
+      }
     }
   }
   return slots;

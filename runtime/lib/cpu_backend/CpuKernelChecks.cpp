@@ -22,8 +22,16 @@ cpu::RopeShape ropeShape(const RopeDims &d) {
 }
 
 cpu::AttentionShape attentionShape(const AttentionDims &d) {
-  return {d.batch,   d.seqQ,    d.seqK,   d.heads,
-          d.kvHeads, d.headDim, d.causal, d.scale};
+  cpu::AttentionShape s;
+  s.batch = d.batch;
+  s.seqQ = d.seqQ;
+  s.seqK = d.seqK;
+  s.heads = d.heads;
+  s.kvHeads = d.kvHeads;
+  s.headDim = d.headDim;
+  s.causal = d.causal;
+  s.scale = d.scale;
+  return s; // positions: row 0 at 0 (attention_block sets them)
 }
 
 cpu::CrossEntropyShape crossEntropyShape(const CrossEntropyDims &d) {
@@ -35,7 +43,8 @@ cpu::VocabCeShape vocabCeShape(const VocabCeDims &d) {
 }
 
 cpu::MoeShape moeShape(const MoeDims &d) {
-  return {d.batch, d.seq, d.numExperts, d.topK, d.capacity, d.hidden};
+  return {d.batch,    d.seq,    d.numExperts,  d.topK,
+          d.capacity, d.hidden, d.zigzagChunks};
 }
 
 } // namespace autoshard::runtime::cpu_kernels

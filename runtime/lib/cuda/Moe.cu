@@ -174,16 +174,20 @@ __global__ void slotsKernel(const I *ids, MoeDims s, int32_t *slots, int *err) {
     int32_t used[kMaxExperts];
     for (int64_t x = 0; x < s.numExperts; ++x)
       used[x] = 0;
-    int64_t perSeq = s.seq * s.topK;
-    for (int64_t c = b * perSeq; c < (b + 1) * perSeq; ++c) {
-      int64_t e = static_cast<int64_t>(ids[c]);
-      if (e < 0 || e >= s.numExperts) {
-        raise(err, kErrExpertId);
-        slots[c] = -1;
-        continue;
+    // Tokens in original order (row zigzagIndex(pos) holds position pos).
+    for (int64_t pos = 0; pos < s.seq; ++pos) {
+      int64_t t = zigzagIndex(pos, s.seq, s.zigzagChunks);
+      for (int64_t j = 0; j < s.topK; ++j) {
+        int64_t c = (b * s.seq + t) * s.topK + j;
+        int64_t e = static_cast<int64_t>(ids[c]);
+        if (e < 0 || e >= s.numExperts) {
+          raise(err, kErrExpertId);
+          slots[c] = -1;
+          continue;
+        }
+        int32_t slot = used[e]++;
+        slots[c] = slot < s.capacity ? slot : -1;
       }
-      int32_t slot = used[e]++;
-      slots[c] = slot < s.capacity ? slot : -1;
     }
   }
 }

@@ -62,8 +62,12 @@
 // LAYOUT: plan: cp_layout must be contiguous or zigzag, found 'diagonal'
 // RUN: %python -m autoshard.models %autoshard_src/configs/models/llama-tiny-cpu.json --batch 4 --seq 6 --vocab-multiple 8 -q | shard-opt --tfm-autodiff | not shard-opt --dist-apply-plan="plan=cp=2,cp_layout=zigzag" --dist-propagate --dist-zigzag-sequence 2>&1 | FileCheck %s --check-prefix=SEQ
 // SEQ: plan cp=2,cp_layout=zigzag: the sequence length 6 of entry '{{.*}}' is not divisible by 2*cp = 4 (use a multiple, or cp_layout=contiguous)
-// Experts that drop tokens beyond their capacity drop them in sequence order,
-// which zig-zag order does not map yet; dropless routing is fine.
-// RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 4 --seq 8 --vocab-multiple 8 --capacity-factor 1.0 -q | shard-opt --tfm-autodiff | not shard-opt --dist-apply-plan="plan=cp=2,cp_layout=zigzag" --dist-propagate --dist-zigzag-sequence 2>&1 | FileCheck %s --check-prefix=CAPACITY
-// CAPACITY: error: plan cp_layout=zigzag: the experts' capacity {{[0-9]+}} < sequence length 8 drops tokens in sequence order, which zig-zag order does not map yet (use cp_layout=contiguous, or dropless routing)
-// RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff | shard-opt --dist-apply-plan="plan=cp=2,cp_layout=zigzag" --dist-propagate --dist-zigzag-sequence -o /dev/null
+// Experts with a capacity (tokens beyond it dropped): the slots go to the
+// tokens in original order, as on one rank (mixtral_ep_capacity sweep).
+// RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 4 --seq 8 --vocab-multiple 8 --capacity-factor 1.0 -q | shard-opt --tfm-autodiff | shard-opt --dist-apply-plan="plan=cp=2,ep=2,cp_layout=zigzag" --dist-propagate --dist-zigzag-sequence | FileCheck %s --check-prefix=MOE
+// MOE-LABEL: func.func private @mixtral_block_fwd(
+// MOE: tfm.moe_dispatch {{.*}}zigzag_chunks = 4 : i64
+// MOE: tfm.moe_combine {{.*}}zigzag_chunks = 4 : i64
+// MOE-LABEL: func.func private @mixtral_block_bwd(
+// MOE: tfm.moe_combine_grad {{.*}}zigzag_chunks = 4 : i64
+// MOE: tfm.moe_dispatch_grad {{.*}}zigzag_chunks = 4 : i64

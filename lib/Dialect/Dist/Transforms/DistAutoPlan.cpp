@@ -304,6 +304,7 @@ FailureOr<planner::Candidate> parseCandidate(StringRef text, std::string &err) {
   c.schedule = plan->schedule;
   c.recompute = plan->recompute;
   c.cpAttention = plan->cpAttention;
+  c.cpContiguous = c.cp > 1 && plan->cpLayout != "zigzag";
   return c;
 }
 
@@ -426,9 +427,6 @@ struct DistAutoPlanPass
     // builder has the same count).
     module.walk([&](tfm::MoeDispatchOp op) {
       model.experts = std::max(model.experts, int64_t(op.getNumExperts()));
-      if (op.getCapacity() <
-          cast<RankedTensorType>(op.getX().getType()).getDimSize(1))
-        model.expertsDropTokens = true;
     });
 
     // Model FLOPs per sequence (project convention: 3 × forward GEMM and

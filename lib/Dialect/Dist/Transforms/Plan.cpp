@@ -243,6 +243,11 @@ llvm::Expected<Plan> Plan::fromAttr(DictionaryAttr attr) {
       auto value = dyn_cast<StringAttr>(entry.getValue());
       if (!value)
         return planError(llvm::formatv("dist.plan: {0} is not a string", key));
+      if (key == "cp_layout" && value.getValue() != "contiguous" &&
+          value.getValue() != "zigzag")
+        return planError(llvm::formatv(
+            "dist.plan: cp_layout must be contiguous or zigzag, found '{0}'",
+            value.getValue()));
       (key == "schedule"       ? plan.schedule
        : key == "recompute"    ? plan.recompute
        : key == "cp_attention" ? plan.cpAttention

@@ -42,6 +42,10 @@ constexpr int64_t kFormatVersion = 2;
 /// `stages`, `memory.stages`); written only for pipelined programs, so a
 /// runtime that reads only version 2 rejects them instead of misrunning.
 constexpr int64_t kPipelineFormatVersion = 3;
+/// Version 4 = version 3 plus entries' `zigzag_chunks` (sequences in
+/// zig-zag order); written only then, so that a runtime reading at most
+/// version 3 rejects the artifact instead of feeding unpermuted tokens.
+constexpr int64_t kZigzagFormatVersion = 4;
 
 /// The artifact's name of an element type.
 FailureOr<StringRef> getDtypeName(Type type) {
@@ -694,7 +698,9 @@ FailureOr<json::Value> ArtifactWriter::write() {
   return json::Value(json::Object{
       {"format", "autoshard-artifact"},
       {"version",
-       stageStates.empty() ? kFormatVersion : kPipelineFormatVersion},
+       module->hasAttr(autoshard::dist::kSequenceOrderAttrName)
+           ? kZigzagFormatVersion
+           : (stageStates.empty() ? kFormatVersion : kPipelineFormatVersion)},
       {"producer", "shard-opt (autoshard) MLIR " LLVM_VERSION_STRING},
       {"model", std::move(*model)},
       {"world_size", worldSize},

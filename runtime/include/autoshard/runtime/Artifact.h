@@ -35,7 +35,7 @@ public:
 
 /// The format version this runtime writes and reads; it also reads version
 /// 1 (a single-device program: no mesh axes, nothing sharded, no plan).
-constexpr int64_t kArtifactVersion = 3;
+constexpr int64_t kArtifactVersion = 4;
 constexpr int64_t kMinArtifactVersion = 1;
 
 /// How a tensor is laid out over the device mesh: for each dim, the mesh

@@ -377,6 +377,9 @@ struct MoeDims {
   int64_t batch = 0, seq = 0, numExperts = 0, topK = 1, capacity = 1,
           hidden = 0;
   bool renormalize = false; ///< moe_router(_grad) only.
+  /// dispatch / combine (and gradients): the sequence's zig-zag order
+  /// (SequencePositions.h); slots are assigned in original token order.
+  int64_t zigzagChunks = 0;
 };
 MoeDims checkMoeRouter(const KernelSignature &sig);
 MoeDims checkMoeRouterGrad(const KernelSignature &sig);

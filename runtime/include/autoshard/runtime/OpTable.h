@@ -236,16 +236,24 @@ inline constexpr std::string_view kMoeDispatchResults[] = {"buf"};
 inline constexpr AttrSpec kMoeDispatchAttrs[] = {
     {"num_experts", AttrKind::Int, true},
     {"capacity", AttrKind::Int, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kMoeDispatchGradArgs[] = {"dbuf", "expert_ids"};
 inline constexpr std::string_view kMoeDispatchGradResults[] = {"dx"};
 inline constexpr AttrSpec kMoeDispatchGradAttrs[] = {
     {"capacity", AttrKind::Int, true},
+    {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kMoeCombineArgs[] = {"buf", "gates", "expert_ids"};
 inline constexpr std::string_view kMoeCombineResults[] = {"y"};
+inline constexpr AttrSpec kMoeCombineAttrs[] = {
+    {"zigzag_chunks", AttrKind::Int, false},
+};
 inline constexpr std::string_view kMoeCombineGradArgs[] = {"dy", "buf", "gates", "expert_ids"};
 inline constexpr std::string_view kMoeCombineGradResults[] = {"dbuf", "dgates"};
+inline constexpr AttrSpec kMoeCombineGradAttrs[] = {
+    {"zigzag_chunks", AttrKind::Int, false},
+};
 inline constexpr std::string_view kSumSquaresArgs[] = {"inputs"};
 inline constexpr std::string_view kSumSquaresResults[] = {"result"};
 inline constexpr std::string_view kClipCoefArgs[] = {"sumsq"};
@@ -559,16 +567,16 @@ inline constexpr OpSpec kOpTable[] = {
      {}},
     {"moe_dispatch", {op_table_detail::kMoeDispatchArgs, 2}, 2, 2,
      {op_table_detail::kMoeDispatchResults, 1}, 1, 1,
-     {op_table_detail::kMoeDispatchAttrs, 2}},
+     {op_table_detail::kMoeDispatchAttrs, 3}},
     {"moe_dispatch_grad", {op_table_detail::kMoeDispatchGradArgs, 2}, 2, 2,
      {op_table_detail::kMoeDispatchGradResults, 1}, 1, 1,
-     {op_table_detail::kMoeDispatchGradAttrs, 1}},
+     {op_table_detail::kMoeDispatchGradAttrs, 2}},
     {"moe_combine", {op_table_detail::kMoeCombineArgs, 3}, 3, 3,
      {op_table_detail::kMoeCombineResults, 1}, 1, 1,
-     {}},
+     {op_table_detail::kMoeCombineAttrs, 1}},
     {"moe_combine_grad", {op_table_detail::kMoeCombineGradArgs, 4}, 4, 4,
      {op_table_detail::kMoeCombineGradResults, 2}, 2, 2,
-     {}},
+     {op_table_detail::kMoeCombineGradAttrs, 1}},
     {"sum_squares", {op_table_detail::kSumSquaresArgs, 1}, 1, -1,
      {op_table_detail::kSumSquaresResults, 1}, 1, 1,
      {}},

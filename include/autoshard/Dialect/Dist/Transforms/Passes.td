@@ -215,7 +215,8 @@ def DistZigzagSequence : Pass<"dist-zigzag-sequence", "::mlir::ModuleOp"> {
     holds the original chunks `r` and `n - 1 - r` and every rank does the
     same causal attention work. Nothing else in the program depends on the
     order but the ops of `TfmSequenceOrderOpInterface` (the causal mask,
-    rope, position embeddings, dropout's mask): the pass sets their
+    rope, position embeddings, dropout's mask, the experts' capacity slot
+    order): the pass sets their
     `zigzag_chunks = n` in every function those entries call, and
     `dist-partition` keeps it on their per-rank forms (a causal attention
     left whole in zig-zag order is an error there). The module's
@@ -224,9 +225,7 @@ def DistZigzagSequence : Pass<"dist-zigzag-sequence", "::mlir::ModuleOp"> {
     it feeds and to read the logits of a position (the loss is a sum over
     positions: the same in either order).
 
-    Errors: a sequence length not divisible by `2 cp`; experts with a
-    capacity below the sequence length (their drop order is not mapped yet:
-    use `cp_layout=contiguous` or dropless routing).
+    Error: a sequence length not divisible by `2 cp`.
 
     ```mlir
     // dist.plan = {cp = 2, cp_layout = "zigzag", ...}:

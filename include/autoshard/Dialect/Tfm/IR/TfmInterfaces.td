@@ -100,6 +100,16 @@ def TfmSequenceOrderOpInterface : OpInterface<"TfmSequenceOrderOpInterface"> {
             ::mlir::IntegerType::get($_op->getContext(), 64), chunks));
       }]>,
   ];
+  let verify = [{
+    auto attr = $_op->template getAttrOfType<::mlir::IntegerAttr>(
+        "zigzag_chunks");
+    if (attr && (attr.getInt() < 2 || attr.getInt() % 2 != 0))
+      return $_op->emitOpError()
+             << "zigzag_chunks must be even and >= 2 (two chunks per cp "
+                "rank), found "
+             << attr.getInt();
+    return ::mlir::success();
+  }];
 }
 
 #endif // AUTOSHARD_DIALECT_TFM_IR_TFMINTERFACES_TD

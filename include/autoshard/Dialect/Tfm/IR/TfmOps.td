@@ -1461,13 +1461,19 @@ def Tfm_MoeAuxLossGradOp
   ];
 }
 
-def Tfm_MoeDispatchOp : Tfm_InferredOp<"moe_dispatch", [Tfm_VJP]> {
+def Tfm_MoeDispatchOp
+    : Tfm_InferredOp<"moe_dispatch", [Tfm_VJP, Tfm_SequenceOrder]> {
   let summary = "scatter tokens into per-expert capacity buffers";
   let description = [{
     For each sequence `b`, slots of expert `e` are filled in order of token
     `s`, then choice `j`: the `c`-th pair `(s, j)` with
     `expert_ids[b, s, j] == e` writes `buf[e, b, c, :] = x[b, s, :]` if
     `c < capacity`; overflowing pairs are dropped and unused slots are zero.
+    With `zigzag_chunks` (a sequence in zig-zag order,
+    TfmSequenceOrderOpInterface) the tokens are taken in the order of their
+    original positions, so that the same tokens are kept as in the original
+    order; `moe_dispatch_grad`, `moe_combine` and `moe_combine_grad` assign
+    the slots alike.
 
     * `x`: `[B, S, H]`; `expert_ids`: `[B, S, K]`, `1 <= K <= E`.
     * `buf`: `[E, B, C, H]`, `E = num_experts >= 1`, `C = capacity >= 1`,
@@ -1485,11 +1491,12 @@ def Tfm_MoeDispatchOp : Tfm_InferredOp<"moe_dispatch", [Tfm_VJP]> {
         : (tensor<16x64x128xf32>, tensor<16x64x2xi32>) -> tensor<8x16x40x128xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$x, Tfm_IndexTensor:$expert_ids,
-                       I64Attr:$num_experts, I64Attr:$capacity);
+  let arguments = !con((ins Tfm_FloatTensor:$x, Tfm_IndexTensor:$expert_ids,
+                       I64Attr:$num_experts, I64Attr:$capacity),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$buf);
   let builders = [
-    Tfm_InferBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$expertIds,
+    Tfm_OrderedInferBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$expertIds,
                           "int64_t":$numExperts, "int64_t":$capacity),
                      "x, expertIds, numExperts, "
                      # "capacity">
@@ -1497,7 +1504,7 @@ def Tfm_MoeDispatchOp : Tfm_InferredOp<"moe_dispatch", [Tfm_VJP]> {
 }
 
 def Tfm_MoeDispatchGradOp
-    : Tfm_InferredOp<"moe_dispatch_grad", [Tfm_Gradient]> {
+    : Tfm_InferredOp<"moe_dispatch_grad", [Tfm_Gradient, Tfm_SequenceOrder]> {
   let summary = "gradient of moe_dispatch (gather back)";
   let description = [{
     `dx[b, s, :] = sum_j dbuf[e, b, c, :]` over the choices `j` of token `s`
@@ -1517,17 +1524,19 @@ def Tfm_MoeDispatchGradOp
         : (tensor<8x16x40x128xf32>, tensor<16x64x2xi32>) -> tensor<16x64x128xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$dbuf, Tfm_IndexTensor:$expert_ids,
-                       I64Attr:$capacity);
+  let arguments = !con((ins Tfm_FloatTensor:$dbuf, Tfm_IndexTensor:$expert_ids,
+                       I64Attr:$capacity),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$dx);
   let builders = [
-    Tfm_InferBuilder<(ins "::mlir::Value":$dbuf, "::mlir::Value":$expertIds,
+    Tfm_OrderedInferBuilder<(ins "::mlir::Value":$dbuf, "::mlir::Value":$expertIds,
                           "int64_t":$capacity),
                      "dbuf, expertIds, capacity">
   ];
 }
 
-def Tfm_MoeCombineOp : Tfm_InferredOp<"moe_combine", [Tfm_VJP]> {
+def Tfm_MoeCombineOp
+    : Tfm_InferredOp<"moe_combine", [Tfm_VJP, Tfm_SequenceOrder]> {
   let summary = "gate-weighted gather of expert outputs";
   let description = [{
     `y[b, s, :] = sum_j gates[b, s, j] * buf[e, b, c, :]` over the choices
@@ -1546,18 +1555,19 @@ def Tfm_MoeCombineOp : Tfm_InferredOp<"moe_combine", [Tfm_VJP]> {
         : (tensor<8x16x40x128xf32>, tensor<16x64x2xf32>, tensor<16x64x2xi32>) -> tensor<16x64x128xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$buf, Tfm_FloatTensor:$gates,
-                       Tfm_IndexTensor:$expert_ids);
+  let arguments = !con((ins Tfm_FloatTensor:$buf, Tfm_FloatTensor:$gates,
+                       Tfm_IndexTensor:$expert_ids),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$y);
   let builders = [
-    Tfm_InferBuilder<(ins "::mlir::Value":$buf, "::mlir::Value":$gates,
+    Tfm_OrderedInferBuilder<(ins "::mlir::Value":$buf, "::mlir::Value":$gates,
                           "::mlir::Value":$expertIds),
                      "buf, gates, expertIds">
   ];
 }
 
 def Tfm_MoeCombineGradOp
-    : Tfm_InferredOp<"moe_combine_grad", [Tfm_Gradient]> {
+    : Tfm_InferredOp<"moe_combine_grad", [Tfm_Gradient, Tfm_SequenceOrder]> {
   let summary = "gradient of moe_combine";
   let description = [{
     For each choice `j` of token `s` that got slot `c` of expert `e`:
@@ -1577,11 +1587,12 @@ def Tfm_MoeCombineGradOp
         -> (tensor<8x16x40x128xf32>, tensor<16x64x2xf32>)
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$dy, Tfm_FloatTensor:$buf,
-                       Tfm_FloatTensor:$gates, Tfm_IndexTensor:$expert_ids);
+  let arguments = !con((ins Tfm_FloatTensor:$dy, Tfm_FloatTensor:$buf,
+                       Tfm_FloatTensor:$gates, Tfm_IndexTensor:$expert_ids),
+                       (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$dbuf, Tfm_FloatTensor:$dgates);
   let builders = [
-    Tfm_InferBuilder<(ins "::mlir::Value":$dy, "::mlir::Value":$buf,
+    Tfm_OrderedInferBuilder<(ins "::mlir::Value":$dy, "::mlir::Value":$buf,
                           "::mlir::Value":$gates, "::mlir::Value":$expertIds),
                      "dy, buf, gates, expertIds">
   ];

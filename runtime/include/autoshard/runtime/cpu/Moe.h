@@ -14,6 +14,8 @@
 #ifndef AUTOSHARD_RUNTIME_CPU_MOE_H
 #define AUTOSHARD_RUNTIME_CPU_MOE_H
 
+#include "autoshard/runtime/SequencePositions.h"
+
 #include <cstdint>
 
 namespace autoshard::runtime::cpu {
@@ -29,6 +31,10 @@ struct MoeShape {
   int64_t topK = 1;
   int64_t capacity = 1;
   int64_t hidden = 0;
+  /// > 0: the sequence is in zig-zag order of this many chunks
+  /// (SequencePositions.h); capacity slots go to the tokens in the order of
+  /// their original positions, so the same tokens are kept.
+  int64_t zigzagChunks = 0;
 };
 
 /// tfm.moe_router: p = softmax(logits) over experts; expertIds = the topK
