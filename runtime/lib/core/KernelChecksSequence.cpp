@@ -96,7 +96,11 @@ PositionEmbeddingShape checkPositionEmbeddingGrad(const KernelSignature &sig) {
 // RoPE and dropout
 //===----------------------------------------------------------------------===//
 
-RopeDims checkRope(const KernelSignature &sig, bool grad) {
+namespace {
+
+/// rope(_local)(_grad)'s x and theta (the order is checkRope's and
+/// checkRopeLocal's: on the whole sequence, or on seq_len).
+RopeDims ropeDims(const KernelSignature &sig, bool grad) {
   const TensorType &x = sig.args[0];
   expectExactRank(sig, x, 4, grad ? "dy" : "x");
   expectResultsLikeArg0(sig);
@@ -109,8 +113,13 @@ RopeDims checkRope(const KernelSignature &sig, bool grad) {
   if (s.headDim % 2 != 0 || !(s.theta > 0))
     sig.fail("needs an even head dim and theta > 0, found " + x.str() +
              " and theta " + std::to_string(s.theta));
-  if (sig.attrs->has("seq_len"))
-    return s; // rope_local: checkRopeLocal reads the order on seq_len
+  return s;
+}
+
+} // namespace
+
+RopeDims checkRope(const KernelSignature &sig, bool grad) {
+  RopeDims s = ropeDims(sig, grad);
   s.seqLen = s.seq;
   s.zigzagChunks = zigzagChunksOf(sig, s.seqLen);
   return s;
@@ -118,7 +127,7 @@ RopeDims checkRope(const KernelSignature &sig, bool grad) {
 
 RopeLocalDims checkRopeLocal(const KernelSignature &sig, bool grad) {
   RopeLocalDims s;
-  s.rope = checkRope(sig, grad);
+  s.rope = ropeDims(sig, grad);
   expectScalar(sig, sig.args[1], DType::I64, "shard");
   s.seqLen = sig.attrs->getI64("seq_len");
   if (s.rope.seq < 1 || s.seqLen < 1 || s.seqLen % s.rope.seq != 0)
@@ -305,19 +314,13 @@ void checkBlock(const KernelSignature &sig, AttentionDims &s, size_t chunk) {
   if (s.seqQ != s.seqK)
     sig.fail("needs chunks of equal length (seqQ == seqK), found " +
              std::to_string(s.seqQ) + " and " + std::to_string(s.seqK));
-  if (sig.attrs->has("zigzag_chunks")) {
-    s.zigzagChunks = sig.attrs->getI64("zigzag_chunks");
-    // Every block must be one rank's chunk pair (or inside one), so that
-    // positions increase over its rows: n divides 2 num_chunks.
-    if (s.zigzagChunks < 2 || s.zigzagChunks % 2 != 0 ||
-        (2 * s.numChunks) % s.zigzagChunks != 0 ||
-        (s.numChunks * s.seqQ) % s.zigzagChunks != 0)
-      sig.fail("needs zigzag_chunks even, dividing 2 num_chunks and the "
-               "sequence length, found zigzag_chunks " +
-               std::to_string(s.zigzagChunks) + ", num_chunks " +
-               std::to_string(s.numChunks) + ", sequence length " +
-               std::to_string(s.numChunks * s.seqQ));
-  }
+  s.zigzagChunks = zigzagChunksOf(sig, s.numChunks * s.seqQ);
+  // Every block must be one rank's chunk pair (or inside one), so that
+  // positions increase over its rows: n divides 2 num_chunks.
+  if (s.zigzagChunks > 0 && (2 * s.numChunks) % s.zigzagChunks != 0)
+    sig.fail("needs zigzag_chunks dividing 2 num_chunks, found zigzag_chunks " +
+             std::to_string(s.zigzagChunks) + ", num_chunks " +
+             std::to_string(s.numChunks));
 }
 
 } // namespace

@@ -49,10 +49,6 @@ void positionEmbedding(const T *table, int64_t numPositions, int64_t hidden,
                        int64_t seqLen, T *out, int64_t zigzagChunks) {
   checkSeqLen("position_embedding", seqLen, numPositions);
   detail::checkAtLeast("position_embedding", "hidden", hidden, 0);
-  if (zigzagChunks <= 0) {
-    std::copy_n(table, seqLen * hidden, out);
-    return;
-  }
   for (int64_t p = 0; p < seqLen; ++p)
     std::copy_n(table + zigzagPosition(p, seqLen, zigzagChunks) * hidden,
                 hidden, out + p * hidden);
@@ -68,12 +64,6 @@ void positionEmbeddingGrad(const T *dy, int64_t outer, int64_t seqLen,
   detail::checkAtLeast(op, "hidden", hidden, 0);
   std::fill(dtable, dtable + numPositions * hidden, T(0));
   const int64_t block = seqLen * hidden;
-  if (zigzagChunks <= 0) {
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < block; ++i)
-        dtable[i] += dy[o * block + i];
-    return;
-  }
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t p = 0; p < seqLen; ++p) {
       T *row = dtable + zigzagPosition(p, seqLen, zigzagChunks) * hidden;

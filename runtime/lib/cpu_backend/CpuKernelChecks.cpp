@@ -22,16 +22,9 @@ cpu::RopeShape ropeShape(const RopeDims &d) {
 }
 
 cpu::AttentionShape attentionShape(const AttentionDims &d) {
-  cpu::AttentionShape s;
-  s.batch = d.batch;
-  s.seqQ = d.seqQ;
-  s.seqK = d.seqK;
-  s.heads = d.heads;
-  s.kvHeads = d.kvHeads;
-  s.headDim = d.headDim;
-  s.causal = d.causal;
-  s.scale = d.scale;
-  return s; // positions: row 0 at 0 (attention_block sets them)
+  // Positions: row 0 at 0 (attention_block sets its chunks').
+  return {d.batch,   d.seqQ,   d.seqK,  d.heads, d.kvHeads,
+          d.headDim, d.causal, d.scale, {},      {}};
 }
 
 cpu::CrossEntropyShape crossEntropyShape(const CrossEntropyDims &d) {

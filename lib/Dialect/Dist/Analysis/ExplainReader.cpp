@@ -52,10 +52,6 @@ std::string causalWorkShares(int64_t seq, int64_t cp, int64_t zigzagChunks) {
   return llvm::join(shares, ", ");
 }
 
-} // namespace
-
-namespace {
-
 constexpr StringLiteral kTrainStep = "train_step";
 /// Attributes rt-lower puts on state definitions and input slots.
 constexpr StringLiteral kRtShardingAttrName = "rt.sharding";

@@ -1,10 +1,10 @@
 //===- DistZigzagSequence.cpp - Zig-zag order for balanced ring attention -===//
 //
-// Under cp_layout=zigzag the train and eval entries hold their sequences
-// permuted (algorithms.md §2.3): the contiguous block of cp rank r is the
-// original chunks r and 2cp-1-r. The permutation is invisible to every op
-// but those of TfmSequenceOrderOpInterface, which this pass tells the order;
-// shard-run permutes what it feeds (dist.sequence_order, rt-export).
+// Under cp_layout=zigzag every entry holds its sequences permuted
+// (algorithms.md §2.3): the contiguous block of cp rank r is the original
+// chunks r and 2cp-1-r. The permutation is invisible to every op but those of
+// TfmSequenceOrderOpInterface, which this pass tells the order; shard-run
+// permutes what it feeds (dist.sequence_order, rt-export).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,9 +17,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/StringMap.h"
 
 namespace autoshard::dist {
 #define GEN_PASS_DEF_DISTZIGZAGSEQUENCE
@@ -31,23 +28,6 @@ using namespace autoshard;
 using namespace autoshard::dist;
 
 namespace {
-
-/// `entry` and every function it calls, transitively.
-llvm::SetVector<func::FuncOp> reachable(func::FuncOp entry,
-                                        SymbolTable &symbols) {
-  llvm::SetVector<func::FuncOp> seen;
-  SmallVector<func::FuncOp> work{entry};
-  while (!work.empty()) {
-    func::FuncOp fn = work.pop_back_val();
-    if (!seen.insert(fn))
-      continue;
-    fn.walk([&](func::CallOp call) {
-      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
-        work.push_back(callee);
-    });
-  }
-  return seen;
-}
 
 /// The sequence length of the entry's first sequence input.
 int64_t sequenceLength(func::FuncOp entry) {
@@ -82,9 +62,8 @@ struct DistZigzagSequencePass
     const int64_t chunks = 2 * plan->cp;
 
     // Every entry: they share the layer functions, and an entry with whole
-    // sequences (sampling) reshards them over cp inside like the others.
-    SymbolTable symbols(module);
-    llvm::SetVector<func::FuncOp> permuted;
+    // sequences (sampling) reshards them over cp inside like the others; so
+    // every function the entries call holds its sequences permuted.
     SmallVector<func::FuncOp> entries;
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (!fn.isPublic() || fn.isExternal())
@@ -99,14 +78,10 @@ struct DistZigzagSequencePass
         return signalPassFailure();
       }
       entries.push_back(fn);
-      for (func::FuncOp reached : reachable(fn, symbols))
-        permuted.insert(reached);
     }
-
-    for (func::FuncOp fn : permuted)
-      fn.walk([&](tfm::TfmSequenceOrderOpInterface op) {
-        op.setSequenceZigzagChunks(chunks);
-      });
+    module.walk([&](tfm::TfmSequenceOrderOpInterface op) {
+      op.setSequenceZigzagChunks(chunks);
+    });
 
     Builder b(module.getContext());
     SmallVector<NamedAttribute> order;

@@ -39,6 +39,15 @@ int64_t *intField(Plan &plan, StringRef key) {
   return nullptr;
 }
 
+/// The values of `cp_layout`; an error naming the value found otherwise.
+llvm::Error checkCpLayout(StringRef value, StringRef where) {
+  if (value == "contiguous" || value == "zigzag")
+    return llvm::Error::success();
+  return planError(
+      llvm::formatv("{0}: cp_layout must be contiguous or zigzag, found '{1}'",
+                    where, value));
+}
+
 constexpr const char *kKnownKeys =
     "pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute, "
     "cp_attention, cp_layout";
@@ -89,10 +98,8 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
       continue;
     }
     if (key == "cp_layout") {
-      if (value != "contiguous" && value != "zigzag")
-        return planError(llvm::formatv(
-            "plan: cp_layout must be contiguous or zigzag, found '{0}'",
-            value));
+      if (llvm::Error err = checkCpLayout(value, "plan"))
+        return std::move(err);
       plan.cpLayout = value.str();
       continue;
     }
@@ -243,11 +250,9 @@ llvm::Expected<Plan> Plan::fromAttr(DictionaryAttr attr) {
       auto value = dyn_cast<StringAttr>(entry.getValue());
       if (!value)
         return planError(llvm::formatv("dist.plan: {0} is not a string", key));
-      if (key == "cp_layout" && value.getValue() != "contiguous" &&
-          value.getValue() != "zigzag")
-        return planError(llvm::formatv(
-            "dist.plan: cp_layout must be contiguous or zigzag, found '{0}'",
-            value.getValue()));
+      if (key == "cp_layout")
+        if (llvm::Error err = checkCpLayout(value.getValue(), "dist.plan"))
+          return std::move(err);
       (key == "schedule"       ? plan.schedule
        : key == "recompute"    ? plan.recompute
        : key == "cp_attention" ? plan.cpAttention
