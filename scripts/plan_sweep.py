@@ -347,13 +347,13 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
           "--out", str(ctx.out / "train-invalid")],
          r"schedule file '.*no-such-schedule\.txt' not found \(--schedule-file\)"),
     ]
-    # Expert parallelism: ep folds over the dp ranks of an MoE model.
+    # Expert parallelism: ep folds over the tp x cp x dp ranks of an MoE model.
     experts = model.get("num_experts", 0)
     cases += [
         ("dp=2,ep=4 (ep does not divide dp)", opt("dp=2,ep=4"),
-         r"ep=4 must divide dp\*cp=2 \(expert parallelism folds over the data-parallel ranks\)"),
+         r"ep=4 must divide dp=2 \(expert parallelism folds over the data-parallel ranks, never over pp\)"),
         ("dp=2,cp=4,ep=2 (ep not a multiple of cp)", opt("dp=2,cp=4,ep=2"),
-         r"ep=2 with cp=4: the ep group folds over every cp rank of a sequence"),
+         r"ep=2 must be 4 times a divisor of dp=2: the ep group takes every cp rank \(cp=4\)"),
     ]
     if experts:
         bad_ep = 2 * experts

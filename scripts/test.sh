@@ -142,7 +142,7 @@ plan_sweep() {
   sweep mixtral --no-invalid \
     --config "$ROOT/configs/models/mixtral-tiny-cpu.json" \
     --plans-file "$LISTS/mixtral.txt"
-  # Expert parallelism (ep folded over the dp ranks) on the same model with
+  # Expert parallelism (ep folded over the dp, and tp, ranks; etp) on the same model with
   # 8 experts: ep=2, 4 and 8 alone, with tp (dp=4 x tp=2), sp, ZeRO-1/2/3,
   # microbatches and pp (dp=8,ep=8,zero=1 is dist-auto-plan's compilable
   # choice for it on 8 CPU ranks); the invalid ep plans; then with a

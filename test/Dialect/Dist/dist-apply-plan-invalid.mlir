@@ -1,7 +1,7 @@
 // dist-apply-plan errors: each names the key (or the tensor) and the value found.
 // Errors on the builder's models: test/Models/Dist/dist-apply-plan-invalid.mlir.
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,foo=3" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: dist-apply-plan: plan: unknown key 'foo' (value '3'; known keys: pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute, cp_attention, cp_layout)
+// UNKNOWN: error: dist-apply-plan: plan: unknown key 'foo' (value '3'; known keys: pp, dp, cp, tp, sp, zero, ep, etp, mb, schedule, vpp, recompute, cp_attention, cp_layout)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=x" 2>&1 | FileCheck %s --check-prefix=NOTINT
 // NOTINT: error: dist-apply-plan: plan: dp expects an integer, found 'x'
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=0" 2>&1 | FileCheck %s --check-prefix=DEGREE
@@ -20,14 +20,23 @@
 // CPZERO: error: dist-apply-plan: plan: cp must be >= 1, found 0
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=cp=8,tp=2,sp=1" 2>&1 | FileCheck %s --check-prefix=CPSP
 // CPSP: error: plan sp=1: the sequence dim (size 8) of the hidden state is not divisible by cp*tp=16
-// Expert parallelism folds over the dp ranks, needs an MoE model whose
-// expert count ep divides, and is not combined with ZeRO-3 or cp yet.
+// Expert parallelism folds over the tp x cp x dp ranks (tp and cp whole,
+// minor first), never over pp, and needs an MoE model whose expert count ep
+// divides; etp is 1 or tp.
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,cp=4,ep=2" 2>&1 | FileCheck %s --check-prefix=EP-CP
-// EP-CP: error: dist-apply-plan: plan: ep=2 with cp=4: the ep group folds over every cp rank of a sequence and ep/cp of the dp ranks, so ep must be a multiple of cp and ep/cp must divide dp=2
+// EP-CP: error: dist-apply-plan: plan: ep=2 must be 4 times a divisor of dp=2: the ep group takes every cp rank (cp=4), then ep/4 of the dp ranks
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=ep=4" 2>&1 | FileCheck %s --check-prefix=EP
-// EP: error: dist-apply-plan: plan: ep=4 must divide dp*cp=1 (expert parallelism folds over the data-parallel ranks)
+// EP: error: dist-apply-plan: plan: ep=4 must divide dp=1 (expert parallelism folds over the data-parallel ranks, never over pp)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=4,ep=3" 2>&1 | FileCheck %s --check-prefix=EP-DIV
-// EP-DIV: error: dist-apply-plan: plan: ep=3 must divide dp*cp=4 (expert parallelism folds over the data-parallel ranks)
+// EP-DIV: error: dist-apply-plan: plan: ep=3 must divide dp=4 (expert parallelism folds over the data-parallel ranks, never over pp)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=pp=2,ep=2" 2>&1 | FileCheck %s --check-prefix=EP-PP
+// EP-PP: error: dist-apply-plan: plan: ep=2 must divide dp=1 (expert parallelism folds over the data-parallel ranks, never over pp)
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=tp=4,ep=2" 2>&1 | FileCheck %s --check-prefix=EP-TP
+// EP-TP: error: dist-apply-plan: plan: ep=2 must be 4 times a divisor of dp=1: the ep group takes every tp rank (tp=4), then ep/4 of the dp ranks; or etp=4: each expert split over the tp ranks, which then leave the ep group
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,cp=2,tp=2,ep=2" 2>&1 | FileCheck %s --check-prefix=EP-TPCP
+// EP-TPCP: error: dist-apply-plan: plan: ep=2 must be 4 times a divisor of dp=2: the ep group takes every tp and cp rank (tp*cp=4), then ep/4 of the dp ranks; or etp=2
+// RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=tp=4,etp=2" 2>&1 | FileCheck %s --check-prefix=ETP
+// ETP: error: dist-apply-plan: plan: etp=2 must be 1 (whole experts on every rank) or tp=4 (each expert split over the tp ranks)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=dp=2,ep=2" 2>&1 | FileCheck %s --check-prefix=EP-DENSE
 // EP-DENSE: error: plan ep=2: the model has no experts (no tfm.moe_dispatch); expert parallelism needs an MoE model (use ep=1)
 // RUN: not shard-opt %S/Inputs/mini-train-step.mlir --dist-apply-plan="plan=mb=2" 2>&1 | FileCheck %s --check-prefix=MB

@@ -6,4 +6,4 @@
 
 // CHECK: dist.plan = {{{.*}}dp = 2 : i64{{.*}}tp = 2 : i64
 // CHECK: dist.mesh @mesh [dp = 2 : data, tp = 2 : tensor]
-// BAD: error: dist-apply-plan: plan: unknown key 'foo' (value '2'; known keys: pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute, cp_attention, cp_layout)
+// BAD: error: dist-apply-plan: plan: unknown key 'foo' (value '2'; known keys: pp, dp, cp, tp, sp, zero, ep, etp, mb, schedule, vpp, recompute, cp_attention, cp_layout)

@@ -13,6 +13,9 @@
 // RUN: %python %autoshard_src/test/Dialect/Dist/Inputs/count_collectives.py %t.mlir %t.json | FileCheck %s --check-prefix=RECOUNT
 // RUN: shard-opt %t.mlir --dist-explain -o /dev/null | FileCheck %s
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,ep=2" --dist-propagate --dist-partition --dist-explain -o /dev/null | FileCheck %s --check-prefix=EDP1
+// RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 4 --seq 8 --vocab-multiple 64 -q | shard-opt --tfm-autodiff -o %t.tp.ts.mlir
+// RUN: shard-opt %t.tp.ts.mlir --dist-apply-plan="plan=tp=2,ep=2" --dist-propagate --dist-partition --dist-explain -o /dev/null | FileCheck %s --check-prefix=EPTP
+// RUN: shard-opt %t.tp.ts.mlir --dist-apply-plan="plan=tp=2,etp=2" --dist-propagate --dist-partition --dist-explain -o /dev/null | FileCheck %s --check-prefix=ETP
 
 // RECOUNT: match
 // CHECK: plan: dp=4,tp=1,sp=0,zero=1,ep=2 (also
@@ -35,3 +38,12 @@
 // EDP1: EP      ep=2  experts (dim 0): {{.*}}; expert gradients not reduced (each expert on one data-parallel rank); token dispatch / combine: 16 all-to-alls over ep per step
 // EDP1: DP              all_reduce      ep
 // EDP1: EP              all_to_all      ep         16
+
+// ep folded over the tp ranks: the expert dim on tp is EP's split, not TP's.
+// EPTP: mesh: [tp=2], world size 2
+// EPTP: EP      ep=2  experts (dim 0): expert_gate, expert_up, expert_down (12), 4 -> 2 experts per rank; {{.*}}; folded over the tp ranks too (etp=1): the tp ranks route the same tokens, each computes its own experts' slots (a local slice in) and the expert outputs are gathered over tp (out)
+// EPTP: TP      tp=2  columns (last dim): attn_q, attn_k, attn_v (12); rows (dim 0): attn_out (4); experts (dim 0, see EP): expert_gate, expert_up, expert_down (12); vocab
+
+// etp=2: each expert split as a Megatron MLP (no EP row without ep).
+// ETP-NOT: EP      ep=
+// ETP: TP      tp=2  columns (last dim): attn_q, attn_k, attn_v, expert_gate, expert_up (20); rows (dim 0): attn_out (4); expert rows (dim 1, etp): expert_down (4); vocab

@@ -33,6 +33,22 @@
 // gather over cp and one all-to-all over ep.
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,cp=2,ep=4,zero=1" --dist-propagate --dist-partition --dist-bucket-collectives --dist-verify-comm | FileCheck %s --check-prefix=EPDPCP
 
+// EP folded over the tp ranks (tp=2,ep=2, etp=1; the vocabulary padded
+// for tp): the tp ranks route the
+// same tokens; each takes its 2 experts' slots with a local slice over tp
+// (no all-to-all), runs only those, and the expert outputs are gathered
+// back over tp before the combine.
+// RUN: %python -m autoshard.models %autoshard_src/configs/models/mixtral-tiny-cpu.json --batch 4 --seq 8 --vocab-multiple 64 -q | shard-opt --tfm-autodiff -o %t.tp.ts.mlir
+// RUN: shard-opt %t.tp.ts.mlir --dist-apply-plan="plan=tp=2,ep=2" --dist-propagate --dist-partition --dist-verify-comm | FileCheck %s --check-prefix=EPTP
+// With ep over tp x dp (dp=2,tp=2,ep=4) the way back is one gather over tp
+// and one all-to-all over ep.
+// RUN: shard-opt %t.tp.ts.mlir --dist-apply-plan="plan=dp=2,tp=2,ep=4" --dist-propagate --dist-partition --dist-verify-comm | FileCheck %s --check-prefix=EPTPDP
+// Expert tensor parallelism (tp=2,etp=2): every expert split over tp (gate
+// and up by columns, down by rows); the down projection's output is partial
+// over tp and goes through the (linear) combine, so the only reduction is
+// that of the block's output, as after a Megatron MLP.
+// RUN: shard-opt %t.tp.ts.mlir --dist-apply-plan="plan=tp=2,etp=2" --dist-propagate --dist-partition --dist-verify-comm | FileCheck %s --check-prefix=ETP
+
 // SEED: dist.mesh @mesh [dp = 2 : data, ep = 2 : expert]
 // SEED-LABEL: func.func private @mixtral_block_fwd(
 // SEED: %[[BUF:.*]] = tfm.moe_dispatch
@@ -129,3 +145,40 @@
 // EPDPCP: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0
 // EPDPCP-NOT: axes = [ep, cp]
 // EPDPCP: tfm.moe_combine
+
+// EPTP: dist.mesh @mesh [tp = 2 : tensor]
+// EPTP-LABEL: func.func private @mixtral_block_fwd(
+// EPTP-NOT: dist.all_to_all
+// EPTP: tfm.moe_dispatch %{{.*}} -> tensor<4x4x8x64xf32>
+// EPTP-NEXT: dist.shard_slice %{{.*}} on @mesh axes = [tp] dim = 0 : tensor<4x4x8x64xf32> -> tensor<2x4x8x64xf32>
+// EPTP: tfm.matmul %{{.*}}, %arg9 : (tensor<2x32x64xf32>, tensor<2x64x128xf32>) -> tensor<2x32x128xf32>
+// EPTP: dist.all_gather %{{.*}} on @mesh axes = [tp] gather_dim = 0 : tensor<2x4x8x64xf32> -> tensor<4x4x8x64xf32>
+// EPTP-NEXT: tfm.moe_combine %{{.*}} : (tensor<4x4x8x64xf32>,
+// EPTP-NOT: dist.all_to_all
+// EPTP-LABEL: func.func @train_step(
+// EPTP-SAME: tensor<2x64x128xf32> {dist.sharding = #dist.sharding<@mesh, [{tp}, {}, {}]>, {{.*}}tfm.param = "layers.0.moe.experts.w_gate"
+
+// EPTPDP: dist.mesh @mesh [ep = 2 : expert, tp = 2 : tensor]
+// EPTPDP-LABEL: func.func private @mixtral_block_fwd(
+// EPTPDP: tfm.moe_dispatch %{{.*}} -> tensor<4x2x8x64xf32>
+// EPTPDP: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 : tensor<{{.*}}> -> tensor<{{.*}}>
+// EPTPDP: tfm.matmul %{{.*}}, %arg9 : (tensor<1x32x64xf32>, tensor<1x64x128xf32>) -> tensor<1x32x128xf32>
+// EPTPDP: dist.all_gather %{{.*}} on @mesh axes = [tp] gather_dim = 0
+// EPTPDP-NEXT: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0 : tensor<2x4x8x64xf32> -> tensor<4x2x8x64xf32>
+// EPTPDP-NEXT: tfm.moe_combine
+// EPTPDP-LABEL: func.func @train_step(
+// EPTPDP-SAME: tensor<1x64x128xf32> {dist.sharding = #dist.sharding<@mesh, [{ep, tp}, {}, {}]>, {{.*}}tfm.param = "layers.0.moe.experts.w_gate"
+
+// ETP: dist.mesh @mesh [tp = 2 : tensor]
+// ETP-LABEL: func.func private @mixtral_block_fwd(
+// ETP-NOT: dist.shard_slice
+// ETP: tfm.moe_dispatch %{{.*}} -> tensor<4x4x8x64xf32>
+// ETP-NOT: dist.
+// ETP: tfm.matmul %{{.*}}, %arg9 : (tensor<4x32x64xf32>, tensor<4x64x64xf32>) -> tensor<4x32x64xf32>
+// ETP-NOT: dist.
+// ETP: tfm.matmul %{{.*}}, %arg11 : (tensor<4x32x64xf32>, tensor<4x64x64xf32>) -> tensor<4x32x64xf32>
+// ETP-NOT: dist.
+// ETP: tfm.moe_combine %{{.*}} : (tensor<4x4x8x64xf32>,
+// ETP-LABEL: func.func @train_step(
+// ETP-SAME: tensor<4x64x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {}, {tp}]>, {{.*}}tfm.param = "layers.0.moe.experts.w_gate"
+// ETP-SAME: tensor<4x64x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {tp}, {}]>, {{.*}}tfm.param = "layers.0.moe.experts.w_down"

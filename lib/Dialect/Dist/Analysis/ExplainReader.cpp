@@ -630,11 +630,16 @@ void Explainer::deriveStrategies() {
   // combine.
   // The plan's ep: the mesh axis `ep` is only its dp part when the ep group
   // also folds over the cp ranks (then the experts are split on {ep, cp}).
-  int64_t planEp = ep;
-  for (auto &[k, value] : r.plan)
+  int64_t planEp = ep, planEtp = 1;
+  for (auto &[k, value] : r.plan) {
     if (k == "ep")
       planEp = std::max<int64_t>(1, std::atoll(value.c_str()));
+    if (k == "etp")
+      planEtp = std::max<int64_t>(1, std::atoll(value.c_str()));
+  }
   bool epOverCp = planEp > 1 && cp > 1;
+  // With etp = 1 the ep group takes every tp rank too (Plan::ep).
+  bool epOverTp = planEp > 1 && planEtp == 1 && tp > 1;
   if (planEp > 1) {
     SmallVector<const State *> experts;
     int64_t global = 0, local = 0, layers = 0, perRank = 0, all = 0;
@@ -645,7 +650,9 @@ void Explainer::deriveStrategies() {
       std::optional<tfm::Role> role = tfm::symbolizeRole(s.role);
       if (s.kind != "param" || !s.held || !role || !tfm::isExpertRole(*role) ||
           !(usesRole(s.dimAxes, AxisRole::Expert, &dim) ||
-            (epOverCp && usesRole(s.dimAxes, AxisRole::Context, &dim))))
+            (epOverCp && usesRole(s.dimAxes, AxisRole::Context, &dim)) ||
+            (epOverTp && usesRole(s.dimAxes, AxisRole::Tensor, &dim) &&
+             dim == 0)))
         continue;
       experts.push_back(&s);
       global += s.globalBytes;
@@ -698,6 +705,14 @@ void Explainer::deriveStrategies() {
               "sequence gathered over cp, each cp rank computes its experts' "
               "slots (a local slice in) and the expert outputs are gathered "
               "over cp (out)";
+    if (epOverTp)
+      text += "; folded over the tp ranks too (etp=1): the tp ranks route "
+              "the same tokens, each computes its own experts' slots (a "
+              "local slice in) and the expert outputs are gathered over tp "
+              "(out)";
+    if (planEtp > 1)
+      text += "; each expert split over tp (etp=" + std::to_string(planEtp) +
+              ", see TP)";
     r.strategies.push_back(
         StrategyRow{"EP", "ep=" + std::to_string(planEp), text});
   }
@@ -757,7 +772,8 @@ void Explainer::deriveStrategies() {
 
   if (tp > 1) {
     // Parameters by how tp splits them.
-    SmallVector<const State *> columns, rowsSplit, vocab, vectors, replicated;
+    SmallVector<const State *> columns, rowsSplit, expertRows, vocab, vectors,
+        replicated, experts;
     int64_t global = 0, local = 0;
     for (const State &s : r.states) {
       if (s.kind != "param")
@@ -768,9 +784,15 @@ void Explainer::deriveStrategies() {
         replicated.push_back(&s);
         continue;
       }
+      std::optional<tfm::Role> role = tfm::symbolizeRole(s.role);
+      bool isExpert = role && tfm::isExpertRole(*role);
+      // The expert dim on tp: EP's split (ep folded over tp).
+      if (isExpert && dim == 0 && s.localShape.size() == 3) {
+        experts.push_back(&s);
+        continue;
+      }
       global += s.globalBytes;
       local += s.localBytes;
-      std::optional<tfm::Role> role = tfm::symbolizeRole(s.role);
       bool isVocab = role && tfm::isVocabRole(*role);
       if (isVocab)
         vocab.push_back(&s);
@@ -778,6 +800,8 @@ void Explainer::deriveStrategies() {
         vectors.push_back(&s);
       else if (dim + 1 == s.localShape.size())
         columns.push_back(&s);
+      else if (isExpert)
+        expertRows.push_back(&s);
       else
         rowsSplit.push_back(&s);
     }
@@ -788,6 +812,8 @@ void Explainer::deriveStrategies() {
     };
     add("columns (last dim)", columns);
     add("rows (dim 0)", rowsSplit);
+    add("expert rows (dim 1, etp)", expertRows);
+    add("experts (dim 0, see EP)", experts);
     add("vocab", vocab);
     add("vectors", vectors);
     add("replicated", replicated);

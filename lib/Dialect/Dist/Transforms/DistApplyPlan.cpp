@@ -93,14 +93,17 @@ private:
       axes.push_back(axisName(AxisRole::Expert));
     return axes;
   }
-  /// The mesh axes of the ep group, major to minor: `ep` (its dp part) and,
-  /// under context parallelism, `cp` (every cp rank of a sequence).
+  /// The mesh axes of the ep group, major to minor: `ep` (its dp part),
+  /// `cp` (every cp rank of a sequence) under context parallelism and `tp`
+  /// (every tp rank) when the experts are not split over it (etp = 1).
   SmallVector<StringRef> expertAxes() const {
     SmallVector<StringRef> axes;
     if (plan.ep > 1 && plan.getExpertParallelOverDp() > 1)
       axes.push_back(axisName(AxisRole::Expert));
-    if (plan.ep > 1 && plan.cp > 1)
+    if (plan.getExpertParallelOverCp() > 1)
       axes.push_back(axisName(AxisRole::Context));
+    if (plan.getExpertParallelOverTp() > 1)
+      axes.push_back(axisName(AxisRole::Tensor));
     return axes;
   }
   LogicalResult checkModelDims();
@@ -244,6 +247,23 @@ FailureOr<DimAxes> Seeder::paramSharding(func::FuncOp fn, unsigned index) {
                        : "");
       dims[*dim].push_back(axisName(AxisRole::Tensor));
     }
+  }
+  if (plan.etp > 1 && kind && tfm::isExpertRole(*kind)) {
+    // Expert tensor parallelism: every expert split as a Megatron MLP, the
+    // up and gate projections `[E, H, F]` by columns, the down projection
+    // `[E, F, H]` by rows (its result is partial over tp).
+    unsigned ffnDim = *kind == tfm::Role::ExpertDown ? 1 : 2;
+    if (type.getRank() != 3)
+      return fn.emitError()
+             << "plan etp=" << plan.etp << ": expert weight '" << name
+             << "' (role '" << role << "') has rank " << type.getRank()
+             << ", expected 3 ([E, H, F] or [E, F, H])";
+    if (type.getDimSize(ffnDim) % plan.etp != 0)
+      return fn.emitError()
+             << "plan etp=" << plan.etp << ": the ffn dim " << ffnDim
+             << " (size " << type.getDimSize(ffnDim) << ") of expert weight '"
+             << name << "' (role '" << role << "') is not divisible by etp";
+    dims[ffnDim].push_back(axisName(AxisRole::Tensor));
   }
   if (plan.ep > 1 && kind && tfm::isExpertRole(*kind)) {
     // Expert parallelism: each ep rank holds E/ep whole experts.
@@ -493,13 +513,12 @@ void Seeder::constrainExperts(func::FuncOp fn) {
       use->set(v);
   };
   ShardingAttr token = tokenLayout(), expert = expertLayout();
-  // Expert -> token when the ep group spans dp and cp ranks: first gather
-  // the cp part (the experts' slots of the sequences gathered over cp are
-  // the same on every cp rank), then one all-to-all over `ep`; without the
-  // middle step the resharder gathers over both and slices (ep x the
-  // volume).
+  // Expert -> token when the ep group spans dp and cp or tp ranks: first
+  // gather the cp and tp parts (their ranks hold the same sequences), then
+  // one all-to-all over `ep`; without the middle step the resharder gathers
+  // over all of them and slices (ep x the volume).
   SmallVector<ShardingAttr, 3> expertToToken = {expert, token};
-  if (plan.ep > 1 && plan.cp > 1 && plan.getExpertParallelOverDp() > 1) {
+  if (plan.getExpertParallelOverDp() > 1 && expertAxes().size() > 1) {
     DimAxes middle(4);
     middle[0].push_back(axisName(AxisRole::Expert));
     if (plan.getExpertDataParallel() > 1)

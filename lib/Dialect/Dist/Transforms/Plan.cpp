@@ -32,6 +32,8 @@ int64_t *intField(Plan &plan, StringRef key) {
     return &plan.zero;
   if (key == "ep")
     return &plan.ep;
+  if (key == "etp")
+    return &plan.etp;
   if (key == "mb")
     return &plan.mb;
   if (key == "vpp")
@@ -49,7 +51,7 @@ llvm::Error checkCpLayout(StringRef value, StringRef where) {
 }
 
 constexpr const char *kKnownKeys =
-    "pp, dp, cp, tp, sp, zero, ep, mb, schedule, vpp, recompute, "
+    "pp, dp, cp, tp, sp, zero, ep, etp, mb, schedule, vpp, recompute, "
     "cp_attention, cp_layout";
 
 } // namespace
@@ -148,25 +150,51 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
     return planError(llvm::formatv(
         "plan: vpp={0} needs pp > 1 (virtual stages are per pipeline rank)",
         plan.vpp));
-  // Expert parallelism folds over the data-parallel ranks (DESIGN.md §5,
-  // Megatron's parallel folding): it adds no ranks, and its group must be a
-  // set of whole dp x cp ranks. Under cp it spans every cp rank of a
-  // sequence (the MoE layers see whole sequences: capacity and drop order
-  // are per sequence), so that each rank computes its own experts instead
-  // of repeating all of them.
+  // Expert tensor parallelism reuses the tp ranks whole (no axis split).
+  if (plan.etp != 1 && plan.etp != plan.tp)
+    return planError(llvm::formatv(
+        "plan: etp={0} must be 1 (whole experts on every rank) or tp={1} "
+        "(each expert split over the tp ranks)",
+        plan.etp, plan.tp));
+  // Expert parallelism folds over the tp x cp x dp ranks, minor first
+  // (DESIGN.md §5, Megatron-Core's MoE parallel folding): it adds no ranks,
+  // takes every tp rank (etp = 1) and every cp rank of a sequence whole
+  // (the MoE layers see whole sequences: capacity and drop order are per
+  // sequence), and the rest of the group from dp. It never spans pp ranks,
+  // which hold other layers.
   if (plan.ep > 1) {
-    if ((plan.dp * plan.cp) % plan.ep != 0)
+    int64_t minor = plan.getExpertParallelOverTp() * plan.cp;
+    // The planner scores any group inside the folded ranks analytically.
+    if (!onlySupported && (minor * plan.dp) % plan.ep != 0)
       return planError(llvm::formatv(
-          "plan: ep={0} must divide dp*cp={1} (expert parallelism folds over "
-          "the data-parallel ranks)",
-          plan.ep, plan.dp * plan.cp));
-    if (onlySupported && plan.cp > 1 &&
-        (plan.ep % plan.cp != 0 || plan.dp % (plan.ep / plan.cp) != 0))
+          "plan: ep={0} must divide {1}*dp={2} (expert parallelism folds "
+          "over the {3} ranks)",
+          plan.ep, minor, minor * plan.dp,
+          plan.getExpertParallelOverTp() > 1 ? "tp x cp x dp" : "cp x dp"));
+    if (onlySupported &&
+        (plan.ep % minor != 0 || plan.dp % (plan.ep / minor) != 0)) {
+      std::string hint =
+          plan.tp > 1 && plan.etp == 1
+              ? llvm::formatv("; or etp={0}: each expert split over the tp "
+                              "ranks, which then leave the ep group",
+                              plan.tp)
+                    .str()
+              : "";
+      if (minor == 1)
+        return planError(llvm::formatv(
+            "plan: ep={0} must divide dp={1} (expert parallelism folds over "
+            "the data-parallel ranks, never over pp){2}",
+            plan.ep, plan.dp, hint));
+      std::string taken =
+          plan.getExpertParallelOverTp() > 1 && plan.cp > 1
+              ? llvm::formatv("tp and cp rank (tp*cp={0})", minor).str()
+          : plan.cp > 1 ? llvm::formatv("cp rank (cp={0})", minor).str()
+                        : llvm::formatv("tp rank (tp={0})", minor).str();
       return planError(llvm::formatv(
-          "plan: ep={0} with cp={1}: the ep group folds over every cp rank "
-          "of a sequence and ep/cp of the dp ranks, so ep must be a "
-          "multiple of cp and ep/cp must divide dp={2}",
-          plan.ep, plan.cp, plan.dp));
+          "plan: ep={0} must be {1} times a divisor of dp={2}: the ep group "
+          "takes every {3}, then ep/{1} of the dp ranks{4}",
+          plan.ep, minor, plan.dp, taken, hint));
+    }
   }
   if (plan.cpAttention == "ulysses" && plan.cp == 1)
     return planError("plan: cp_attention=ulysses needs cp > 1 (the all-to-alls "
@@ -232,6 +260,8 @@ DictionaryAttr Plan::toAttr(MLIRContext *context) const {
   // existed read the same).
   if (cpLayout != "contiguous")
     entries.push_back(b.getNamedAttr("cp_layout", b.getStringAttr(cpLayout)));
+  if (etp != 1)
+    entries.push_back(b.getNamedAttr("etp", b.getI64IntegerAttr(etp)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -289,5 +319,7 @@ std::string Plan::str() const {
     text += ",cp_attention=" + cpAttention;
   if (cpLayout != "contiguous")
     text += ",cp_layout=" + cpLayout;
+  if (etp != 1)
+    text += ",etp=" + std::to_string(etp);
   return text;
 }

@@ -30,14 +30,16 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
     | `cp` | >= 1 | context parallel degree (sequence dim of the inputs, contiguous chunks) |
     | `cp_attention` | `ring`, `ulysses` | attention under `cp > 1`: ring attention (default), or Ulysses all-to-alls over `cp` (the query and key/value heads divisible by `tp` x `cp`) |
     | `zero` | 0..3 | ZeRO stage on the `dp` x `cp` group (with `ep`: on `dp` x `ep`, expert states on `dp`) |
-    | `ep` | >= 1, divides `dp` x `cp` | expert parallelism, folded over the dp ranks, and with `cp > 1` over every cp rank too (a multiple of `cp`, `ep/cp` dividing `dp`); MoE models; with `zero=3` the expert weights are gathered over `dp` |
+    | `ep` | >= 1 | expert parallelism (MoE models), folded over the tp x cp x dp ranks minor first (Megatron-Core's parallel folding): every tp rank when `etp=1`, every cp rank, then `ep/(tp cp)` of the dp ranks, which must divide `dp`; never over pp; with `zero=3` the expert weights are gathered over `dp` |
+    | `etp` | 1 or `tp` | expert tensor parallelism: 1 (default) keeps every expert whole on its rank; `tp` splits each expert Megatron-style over the tp ranks (up/gate by columns, down by rows), which then leave the ep group |
     | `pp`, `mb`, `vpp` | >= 1 | pipeline stages, microbatches, model chunks per pipeline rank |
     | `schedule` | `gpipe`, `1f1b`, `interleaved`, `looped-bfs`, `zb-h1`, `zb-v` | pipeline schedule (built by `dist-schedule` and `dist-pipeline-split`) |
     | `recompute` | `none`, `selective`, `full` | activation recomputation: must equal the module's `tfm.recompute` (set by `tfm-recompute`; absent: `none`) |
 
     Unknown keys, repeated keys, non-integers, degrees below 1, `sp=1` with
-    `tp=1`, a `zero` outside 0..3 and combinations not supported (with
-    `cp > 1`, an `ep` that is not a multiple of `cp`) are errors naming the
+    `tp=1`, a `zero` outside 0..3, an `etp` other than 1 or `tp` and an
+    `ep` that does not fold (not a multiple of the tp and cp ranks it takes,
+    or the rest not dividing `dp`) are errors naming the
     key and the value found. If every
     degree is 1 the pass changes nothing.
 
@@ -99,7 +101,14 @@ def DistApplyPlan : Pass<"dist-apply-plan", "::mlir::ModuleOp"> {
       ranks: the mesh axis `ep` has size `ep/cp`, expert weights get
       `{ep, cp}` on dim 0 and the expert layout is `[{ep, cp}, {dp}, {}, {}~]`
       (the way back goes through `[{ep}, {dp}, {}, {}~]`: one all-gather over
-      `cp`, then the all-to-all over `ep`).
+      `cp`, then the all-to-all over `ep`). With `etp=1` and `tp > 1` the ep
+      group takes every tp rank too: the mesh axis `ep` has size
+      `ep/(tp cp)`, dim 0 of the expert weights and the expert layout get
+      `tp` as their minor axis (token to expert side: a local slice over
+      `tp`; back: an all-gather over `tp`, then the all-to-all). With
+      `etp=tp` the expert weights' ffn dim goes on `tp` instead (dim 2 of
+      `expert_gate` and `expert_up`, dim 1 of `expert_down`), so the expert
+      output is partial over `tp` until the way back reduces it.
     * Ulysses (`cp_attention=ulysses`, DeepSpeed-Ulysses): in every
       function, each `tfm.attention`'s q/k/v and `tfm.attention_grad`'s
       dout are pinned first to the sequence layout `[{dp}, {cp}, {tp}, {}~]`

@@ -42,14 +42,23 @@ struct Plan {
   /// ZeRO stage 0..3 on the `dp` axis (1: optimizer states, 2: + grads,
   /// 3: + params). Allowed with dp = 1, where it changes nothing.
   int64_t zero = 0;
-  /// Expert parallel degree: folds over the dp x cp ranks (adds none;
-  /// Megatron's MoE parallel folding). With cp = 1 the mesh factors dp into
-  /// `dp` (= dp/ep, the expert-data-parallel group) and `ep`, the batch is
-  /// split on `{dp, ep}` and the expert weights' `E` dim on `ep`; needs
-  /// ep | dp. With cp > 1 the ep group takes every cp rank of a sequence and
-  /// ep/cp of the dp ranks: ep must be a multiple of cp, the mesh axis `ep`
-  /// has size ep/cp and `E` is split on `{ep, cp}`. Always E % ep == 0.
+  /// Expert parallel degree: folds over the tp x cp x dp ranks (adds none;
+  /// Megatron-Core's MoE parallel folding, ETP x EP x EDP laid over the
+  /// ranks that the dense layers split as TP x CP x DP), minor ranks first:
+  /// with etp = 1 the ep group takes every tp rank, then every cp rank of a
+  /// sequence (the MoE layers see whole sequences: capacity and drop order
+  /// are per sequence), then ep/(tp cp) of the dp ranks; with etp = tp the
+  /// tp ranks split each expert instead and ep folds over cp and dp. The
+  /// mesh factors dp into `dp` (the expert-data-parallel group) and `ep`
+  /// (getExpertParallelOverDp), the batch is split on `{dp, ep}` and the
+  /// expert weights' `E` dim on `{ep, cp, tp}` (those in the group). Needs
+  /// ep a multiple of the folded tp x cp, the rest dividing dp, and
+  /// E % ep == 0.
   int64_t ep = 1;
+  /// Expert tensor parallel degree: 1 (each rank holds whole experts) or tp
+  /// (the expert weights split Megatron-style over the tp ranks: up/gate by
+  /// columns, down by rows; the tp ranks then leave the ep group).
+  int64_t etp = 1;
   /// Microbatches per step (gradient accumulation; tfm-autodiff builds them).
   int64_t mb = 1;
   /// Model chunks (virtual pipeline stages) per pipeline rank: >= 2 with
@@ -92,15 +101,21 @@ struct Plan {
   int64_t getWorldSize() const { return pp * dp * cp * tp; }
   /// True if every degree is 1 (nothing to distribute).
   bool isTrivial() const { return getWorldSize() == 1; }
-  /// The dp ranks an ep group spans: ep (cp = 1) or ep / cp (ep folded over
-  /// every cp rank of a sequence too); the size of the mesh axis `ep`.
+  /// The tp ranks an ep group spans: tp when ep > 1 and etp = 1, else 1.
+  int64_t getExpertParallelOverTp() const {
+    return ep > 1 && etp == 1 ? tp : 1;
+  }
+  /// The cp ranks an ep group spans: cp when ep > 1, else 1.
+  int64_t getExpertParallelOverCp() const { return ep > 1 ? cp : 1; }
+  /// The dp ranks an ep group spans (ep / (its tp and cp ranks)); the size
+  /// of the mesh axis `ep`.
   int64_t getExpertParallelOverDp() const {
-    return ep > 1 && cp > 1 ? ep / cp : ep;
+    return ep / (getExpertParallelOverTp() * getExpertParallelOverCp());
   }
   /// Size of the mesh axis `dp`: the data-parallel ranks that hold the same
   /// experts (dp / getExpertParallelOverDp(); dp when ep = 1).
   int64_t getExpertDataParallel() const {
-    return ep > 1 ? dp / getExpertParallelOverDp() : dp;
+    return dp / getExpertParallelOverDp();
   }
   /// One axis of the plan's mesh.
   struct MeshAxis {
