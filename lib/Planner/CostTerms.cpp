@@ -52,8 +52,15 @@ std::string planError(const ModelInfo &m, const LocalProfile &prof,
     if (m.experts % plan.ep)
       return llvm::formatv("{0} experts do not split into ep={1}", m.experts,
                            plan.ep);
-    if ((plan.dp * plan.cp) % plan.ep)
-      return "dp*cp % ep != 0";
+    if (plan.etp != 1 && plan.etp != plan.tp)
+      return llvm::formatv("etp={0} is neither 1 nor tp={1}", plan.etp,
+                           plan.tp);
+    if (plan.expertLayout() == ExpertLayout::OverTp && plan.ep % plan.tp)
+      return "ep over tp: ep % tp != 0";
+    if ((plan.dp * plan.cp) % plan.getExpertParallelOutsideTp())
+      return plan.expertLayout() == ExpertLayout::OverTp
+                 ? "dp*cp % (ep/tp) != 0"
+                 : "dp*cp % ep != 0";
   }
   return "";
 }
@@ -215,15 +222,19 @@ LayerTerm ringAttentionTerm(const Cluster &c, const ModelInfo &m,
 LayerTerm expertAllToAllTerm(const Cluster &c, const LocalProfile &prof,
                              const Candidate &plan, double b, double scale) {
   LayerTerm t;
-  if (plan.ep <= 1)
+  // Folded over tp, the ep group's tp part is in the profile (a local slice
+  // in, an all-gather over tp out); the all-to-all spans the rest.
+  int64_t group = plan.getExpertParallelOutsideTp();
+  if (plan.ep <= 1 || group <= 1)
     return t;
   // Balanced routing: each rank computes E/ep experts on ep times the
-  // tokens, so the expert compute per GPU is the ep = 1 block's. The ep
-  // group is ep consecutive dp×cp members, tp ranks apart.
+  // tokens, so the expert compute per GPU is the profile's (the ep = 1
+  // block's, or with ep over tp the E/tp one's). The all-to-all group is
+  // `group` consecutive dp×cp members, tp ranks apart.
   double sendBytes = prof.dispatchBytes.at(b) * scale;
-  bool intra = plan.ep * plan.tp <= c.gpusPerNode;
-  double a2a = collectiveTime(c, CollectiveKind::AllToAll, sendBytes, plan.ep,
-                              intra ? plan.ep : 1);
+  bool intra = group * plan.tp <= c.gpusPerNode;
+  double a2a = collectiveTime(c, CollectiveKind::AllToAll, sendBytes, group,
+                              intra ? group : 1);
   t.forward = 2 * a2a;
   t.backward = plan.recompute == "full" ? 4 * a2a : 2 * a2a;
   return t;
@@ -280,13 +291,16 @@ ParameterShards parameterShards(const Cluster &c, const ModelInfo &m,
   // Expert weights are split over the ep group and replicated (or ZeRO-
   // sharded) over the expert-data-parallel group, whose members are tp·ep
   // ranks apart.
+  // The profile's expert weights per rank are already split over tp when
+  // ep folds over it (or etp splits them).
+  int64_t outside = plan.getExpertParallelOutsideTp();
   s.expertRank =
-      plan.ep > 1 ? s.layersPerRank * prof.expertParams / plan.ep : 0;
+      plan.ep > 1 ? s.layersPerRank * prof.expertParams / outside : 0;
   s.denseRank = s.layersPerRank * prof.layerParams + prof.otherParams;
   if (plan.ep > 1)
     s.denseRank -= s.layersPerRank * prof.expertParams;
-  s.edpGroup = s.dpGroup / plan.ep;
-  s.edpPerNode = std::max<int64_t>(1, c.gpusPerNode / (plan.tp * plan.ep));
+  s.edpGroup = s.dpGroup / outside;
+  s.edpPerNode = std::max<int64_t>(1, c.gpusPerNode / (plan.tp * outside));
   return s;
 }
 
@@ -307,10 +321,11 @@ Zero3Exposure zero3Term(const Cluster &c, const ModelInfo &m,
     double rs = collectiveTime(c, CollectiveKind::ReduceScatter,
                                dense * gradElementBytes(c, m.elementBytes),
                                s.dpGroup, s.dpPerNode);
-    Zero3Exposure ze = zero3Exposure(
-        c, prof.expertParams / plan.ep, 0, m.elementBytes, layersPerChunk,
-        s.edpGroup, s.edpPerNode, std::max(0.0, layerForward - ag / ov),
-        std::max(0.0, layerBackward - (ag + rs) / ov));
+    Zero3Exposure ze =
+        zero3Exposure(c, prof.expertParams / plan.getExpertParallelOutsideTp(),
+                      0, m.elementBytes, layersPerChunk, s.edpGroup,
+                      s.edpPerNode, std::max(0.0, layerForward - ag / ov),
+                      std::max(0.0, layerBackward - (ag + rs) / ov));
     z.forward += ze.forward;
     z.backward += ze.backward;
   }
@@ -476,7 +491,8 @@ double zero3GatheredBytes(const Cluster &c, const ModelInfo &m,
   double gathered = prof.layerParams;
   if (plan.ep > 1)
     gathered -=
-        prof.expertParams * (s.edpGroup > 1 ? 1.0 - 1.0 / plan.ep : 1.0);
+        prof.expertParams *
+        (s.edpGroup > 1 ? 1.0 - 1.0 / plan.getExpertParallelOutsideTp() : 1.0);
   return 2 * (gathered * (w + g) + prof.otherParams * w);
 }
 

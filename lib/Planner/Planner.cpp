@@ -263,7 +263,8 @@ std::string Candidate::str() const {
                        vpp, recompute)
              .str() +
          (cpAttention != "ring" ? ",cp_attention=" + cpAttention : "") +
-         (isZigzag() ? ",cp_layout=zigzag" : "");
+         (isZigzag() ? ",cp_layout=zigzag" : "") +
+         (etp > 1 ? ",etp=" + std::to_string(etp) : "");
 }
 
 std::string Candidate::applyPlan() const {
@@ -282,6 +283,7 @@ std::string Candidate::applyPlan() const {
   if (zero)
     os << "zero=" << zero << ",";
   degree("ep", ep);
+  degree("etp", etp);
   degree("mb", mb);
   if (pp > 1 && schedule != "1f1b")
     os << "schedule=" << schedule << ",";
@@ -302,6 +304,8 @@ std::string Candidate::family() const {
           .str();
   if (ep > 1)
     fam += llvm::formatv(" ep={0}", ep).str();
+  if (etp > 1)
+    fam += llvm::formatv(" etp={0}", etp).str();
   if (cpAttention != "ring")
     fam += " " + cpAttention;
   return fam;
@@ -599,10 +603,9 @@ std::string whyLost(const Estimate &e, const Estimate &best) {
 }
 } // namespace
 
-SearchResult
-search(const Cluster &c, const ModelInfo &m,
-       const std::map<std::pair<int64_t, bool>, LocalProfile> &profiles,
-       const SearchOptions &o) {
+SearchResult search(const Cluster &c, const ModelInfo &m,
+                    const std::map<ProfileKey, LocalProfile> &profiles,
+                    const SearchOptions &o) {
   auto start = std::chrono::steady_clock::now();
   SearchResult result;
   std::vector<Estimate> fitting;
@@ -631,9 +634,10 @@ search(const Cluster &c, const ModelInfo &m,
   };
 
   if (o.fixed) {
-    auto it = profiles.find({o.fixedPlan.tp, o.fixedPlan.sp});
+    auto it = profiles.find(
+        {o.fixedPlan.tp, o.fixedPlan.sp, o.fixedPlan.expertLayout()});
     LocalProfile missing;
-    missing.error = "no compiled profile for this tp/sp";
+    missing.error = "no compiled profile for this tp/sp/etp";
     consider(it == profiles.end() ? missing : it->second, o.fixedPlan);
     if (fitting.empty()) {
       Estimate e = evaluate(c, m, it == profiles.end() ? missing : it->second,
@@ -656,14 +660,16 @@ search(const Cluster &c, const ModelInfo &m,
     cand.cpContiguous = o.cpContiguous;
     cand.pipelineReductionInTail = o.pipelineReductionInTail;
     for (const auto &[key, prof] : profiles) {
-      auto [tp, sp] = key;
+      auto [tp, sp, layout] = key;
       cand.tp = tp;
       cand.sp = sp;
+      cand.etp = layout == ExpertLayout::TensorSplit ? tp : 1;
       if (sp && !o.searchSp)
         continue;
       if (!prof.error.empty()) {
-        result.rejected[Candidate{tp, 1, 1, 1, 1, sp}.family()] =
-            "invalid: " + prof.error;
+        Candidate fam{tp, 1, 1, 1, 1, sp};
+        fam.etp = cand.etp;
+        result.rejected[fam.family()] = "invalid: " + prof.error;
         continue;
       }
       for (int64_t cp : o.cpChoices) {
@@ -720,13 +726,20 @@ search(const Cluster &c, const ModelInfo &m,
               cand.vpp = v;
               for (int64_t ep : eps) {
                 cand.ep = ep;
+                // Each profile scores the candidates of its expert layout
+                // (ep over tp needs ep a multiple of tp).
+                if (cand.expertLayout() != layout ||
+                    (layout == ExpertLayout::OverTp && ep % tp))
+                  continue;
+                int64_t outside = cand.getExpertParallelOutsideTp();
                 for (int64_t zero : o.zeroStages) {
                   if (zero > 0 && dp * cp == 1)
                     continue;
-                  if (ep > 1 && (dp * cp) % ep)
+                  if ((dp * cp) % outside)
                     continue;
                   if (ep > 1 && o.epAsCompiled &&
-                      (cp > 1 ? ep % cp || dp % (ep / cp) : dp % ep))
+                      (cp > 1 ? outside % cp || dp % (outside / cp)
+                              : dp % outside))
                     continue;
                   if (o.epAsCompiled && cp > 1 && ep == 1 && m.experts > 0)
                     continue;
@@ -772,7 +785,8 @@ search(const Cluster &c, const ModelInfo &m,
         (fitting[i].stepTime < (1 + kSimulationSlack) * bestSimulated &&
          nsim < kMaxSimulated));) {
     Estimate &e = fitting[i];
-    const LocalProfile &prof = profiles.at({e.plan.tp, e.plan.sp});
+    const LocalProfile &prof =
+        profiles.at({e.plan.tp, e.plan.sp, e.plan.expertLayout()});
     Estimate sim = evaluate(c, m, prof, e.plan, o.globalBatch, true);
     if (sim.note.rfind("invalid", 0) == 0) {
       ++i, ++nsim;
@@ -828,7 +842,7 @@ search(const Cluster &c, const ModelInfo &m,
   if (!result.best.empty()) {
     const Candidate &best = result.best.front().plan;
     result.recompute = recomputeRows(
-        c, profiles.at({best.tp, best.sp}),
+        c, profiles.at({best.tp, best.sp, best.expertLayout()}),
         o.fixed ? std::vector<std::string>{best.recompute} : o.recomputes,
         double(best.mbs));
   }

@@ -106,7 +106,8 @@ TEST(ParameterTerm, ShardsOverDataAndExpertGroups) {
   ModelInfo m = termModel();
   LocalProfile prof = moeParams();
   Candidate plan;
-  plan.pp = 2, plan.dp = 4, plan.cp = 2, plan.tp = 2, plan.ep = 2;
+  // etp = tp: each expert split over tp (in the profile), ep over dp·cp.
+  plan.pp = 2, plan.dp = 4, plan.cp = 2, plan.tp = 2, plan.ep = 2, plan.etp = 2;
   ParameterShards s = parameterShards(c, m, prof, plan);
   EXPECT_DOUBLE_EQ(s.layersPerRank, 4);
   EXPECT_DOUBLE_EQ(s.expertRank, 4 * 60 / 2.0);
@@ -115,6 +116,13 @@ TEST(ParameterTerm, ShardsOverDataAndExpertGroups) {
   EXPECT_EQ(s.dpPerNode, 4);  // 8 GPUs / tp
   EXPECT_EQ(s.edpGroup, 4);   // dp·cp / ep
   EXPECT_EQ(s.edpPerNode, 2); // 8 GPUs / (tp·ep)
+  // etp = 1: ep = 4 takes both tp ranks (the profile's experts are E/tp
+  // per rank already) and 2 of the dp·cp ranks.
+  plan.etp = 1, plan.ep = 4;
+  s = parameterShards(c, m, prof, plan);
+  EXPECT_DOUBLE_EQ(s.expertRank, 4 * 60 / 2.0);
+  EXPECT_EQ(s.edpGroup, 4);   // dp·cp / (ep/tp)
+  EXPECT_EQ(s.edpPerNode, 2); // 8 GPUs / (tp·ep/tp)
   // At ep = 1 the experts are ordinary parameters.
   plan.ep = 1;
   s = parameterShards(c, m, prof, plan);
@@ -265,11 +273,20 @@ TEST(ExpertParallelTerm, DispatchAndCombineAllToAlls) {
   EXPECT_DOUBLE_EQ(t.backward, 2 * a2a);
   plan.recompute = "full";
   EXPECT_DOUBLE_EQ(expertAllToAllTerm(c, prof, plan, 2, 1).backward, 4 * a2a);
-  // ep·tp = 16 > 8: one member per node, over the NIC.
+  // ep·tp = 16 > 8: one member per node, over the NIC (etp = tp: the ep
+  // group is outside tp).
   plan.recompute = "none";
-  plan.tp = 4;
+  plan.tp = 4, plan.etp = 4;
   EXPECT_DOUBLE_EQ(expertAllToAllTerm(c, prof, plan, 2, 1).forward,
                    2 * 0.75 * 2e8 / 50e9);
+  // etp = 1: ep = 4 is the 4 tp ranks, whose tokens are the same: no
+  // all-to-all (the slice and the gather over tp are in the profile); ep =
+  // 8 leaves an all-to-all over 2 ranks, tp = 4 apart, inside the node.
+  plan.etp = 1;
+  EXPECT_DOUBLE_EQ(expertAllToAllTerm(c, prof, plan, 2, 1).forward, 0);
+  plan.ep = 8;
+  EXPECT_DOUBLE_EQ(expertAllToAllTerm(c, prof, plan, 2, 1).forward,
+                   2 * collectiveTime(c, CollectiveKind::AllToAll, 2e8, 2, 2));
   plan.ep = 1;
   EXPECT_DOUBLE_EQ(expertAllToAllTerm(c, prof, plan, 2, 1).forward, 0);
 }

@@ -154,7 +154,7 @@ LocalProfile syntheticProfile(double psiPerLayer, double actPerLayer) {
 struct DenseSearch {
   Cluster c = testCluster();
   ModelInfo m = syntheticModel();
-  std::map<std::pair<int64_t, bool>, LocalProfile> profiles = {
+  std::map<ProfileKey, LocalProfile> profiles = {
       {{1, false}, syntheticProfile(7.5e8, 1e9)}};
   SearchOptions o;
 
@@ -174,7 +174,8 @@ Candidate planOf(llvm::StringRef text) {
   std::map<llvm::StringRef, int64_t *> degrees = {
       {"tp", &plan.tp},   {"pp", &plan.pp}, {"dp", &plan.dp},
       {"cp", &plan.cp},   {"ep", &plan.ep}, {"zero", &plan.zero},
-      {"mbs", &plan.mbs}, {"mb", &plan.mb}, {"vpp", &plan.vpp}};
+      {"mbs", &plan.mbs}, {"mb", &plan.mb}, {"vpp", &plan.vpp},
+      {"etp", &plan.etp}};
   std::map<llvm::StringRef, std::string *> names = {
       {"schedule", &plan.schedule},
       {"recompute", &plan.recompute},
@@ -959,8 +960,9 @@ TEST(ExpertParallel, ShardsExpertStatesAndAddsAllToAlls) {
 }
 
 TEST(ExpertParallel, AcrossNodesUsesTheInterNodeLink) {
-  // ep·tp = 16 > 8 GPUs per node.
-  PlanEval t(syntheticMoeProfile(), "dp=8,tp=2,ep=8,mb=1", syntheticMoeModel());
+  // ep·tp = 16 > 8 GPUs per node (etp = tp: the ep group is outside tp).
+  PlanEval t(syntheticMoeProfile(), "dp=8,tp=2,ep=8,etp=2,mb=1",
+             syntheticMoeModel());
   auto &[c, m, prof, plan] = t;
   m.experts = 16;
   Estimate e = t.estimate(8);
@@ -1045,8 +1047,7 @@ TEST(ExpertParallel, UnderCpGathersTheSequenceAndFoldsOverCp) {
   EXPECT_NEAR(e.epComm, m.layers * 2 * (4 * a2a + 2 * gather), 1e-9 * e.epComm);
   // The compilable search folds ep over the cp ranks (ep a multiple of cp,
   // ep/cp dividing dp) and never pairs an MoE model's cp > 1 with ep = 1.
-  std::map<std::pair<int64_t, bool>, LocalProfile> profiles = {
-      {{1, false}, prof}};
+  std::map<ProfileKey, LocalProfile> profiles = {{{1, false}, prof}};
   SearchOptions o;
   o.gpus = 8;
   o.globalBatch = 16;
@@ -1075,7 +1076,7 @@ TEST(ExpertParallel, SearchPicksEpWhenExpertsDoNotFit) {
   Cluster c = testCluster();
   c.hbmBytes = 30e9;
   ModelInfo m = syntheticMoeModel();
-  std::map<std::pair<int64_t, bool>, LocalProfile> profiles;
+  std::map<ProfileKey, LocalProfile> profiles;
   profiles[{1, false}] = syntheticMoeProfile();
   SearchOptions o;
   o.gpus = 8;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -235,6 +236,27 @@ struct RecomputeProfile {
 /// off the compiled per-rank program (tp, sp; cp = ep = 1). The top-level
 /// fields are the program without recomputation; `selective` and `full`
 /// the same block compiled with that recomputation mode.
+/// How the tp ranks of a one-block profile hold an MoE block's experts.
+enum class ExpertLayout {
+  /// Every tp rank runs all of its experts (dense models; ep = 1, etp = 1).
+  Replicated,
+  /// The ep group takes every tp rank (ep > 1, etp = 1): E split on tp.
+  OverTp,
+  /// Expert tensor parallelism (etp = tp): each expert split on tp.
+  TensorSplit,
+};
+
+/// The key of a compiled one-block profile: tensor parallel degree, sequence
+/// parallelism and the experts' layout on the tp ranks.
+struct ProfileKey {
+  int64_t tp = 1;
+  bool sp = false;
+  ExpertLayout experts = ExpertLayout::Replicated;
+  bool operator<(const ProfileKey &o) const {
+    return std::tie(tp, sp, experts) < std::tie(o.tp, o.sp, o.experts);
+  }
+};
+
 struct LocalProfile {
   int64_t tp = 1;
   bool sp = false;
@@ -303,9 +325,11 @@ struct ModelInfo {
 
 /// A point of the search space. mesh order pp, dp, cp, tp (tp fastest).
 /// ep (expert parallelism, Megatron-Core semantics) adds no GPUs: its
-/// groups are carved out of the dp×cp group (ep consecutive members of
-/// it, tp ranks apart); the expert weights' data-parallel group is the
-/// remaining dp·cp/ep ranks. Scored analytically (docs/planner.md).
+/// groups fold over the tp (with etp = 1), cp and dp ranks, minor first
+/// (Plan::ep); the part outside tp is getExpertParallelOutsideTp()
+/// consecutive members of the dp×cp group, tp ranks apart, and the expert
+/// weights' data-parallel group is the remaining dp·cp / that ranks.
+/// Scored analytically (docs/planner.md).
 struct Candidate {
   int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
   bool sp = false;
@@ -332,6 +356,22 @@ struct Candidate {
   /// whatever the chunk layout; needs the q and kv heads divisible by
   /// tp·cp). algorithms.md §2.2, §2.5.
   std::string cpAttention = "ring";
+  /// Expert tensor parallelism: 1 (whole experts; with ep > 1 and tp > 1
+  /// the ep group takes every tp rank) or tp (each expert split over tp).
+  int64_t etp = 1;
+  /// How the tp ranks hold the experts, i.e. which compiled profile scores
+  /// the candidate.
+  ExpertLayout expertLayout() const {
+    if (tp > 1 && etp == tp)
+      return ExpertLayout::TensorSplit;
+    if (tp > 1 && ep > 1)
+      return ExpertLayout::OverTp;
+    return ExpertLayout::Replicated;
+  }
+  /// The ep group's ranks outside tp (ep / tp when it folds over tp).
+  int64_t getExpertParallelOutsideTp() const {
+    return expertLayout() == ExpertLayout::OverTp ? ep / tp : ep;
+  }
   /// `pp=..,dp=..,...` in the Plan syntax of dist-apply-plan plus the
   /// planner's microbatch size `mbs` (every key, defaults included;
   /// `cp_attention` only when it is "ulysses").
@@ -480,11 +520,12 @@ struct SearchResult {
 /// Enumerates the plan space for `options.gpus` GPUs (or scores the fixed
 /// plan), evaluates every candidate analytically, simulates the top ones,
 /// and returns the fitting ones by predicted step time. `profiles` maps
-/// (tp, sp) to the compiled profile.
-SearchResult
-search(const Cluster &cluster, const ModelInfo &model,
-       const std::map<std::pair<int64_t, bool>, LocalProfile> &profiles,
-       const SearchOptions &options);
+/// (tp, sp, expert layout) to the compiled profile; an MoE model's
+/// candidates with ep or etp over tp > 1 use the OverTp / TensorSplit
+/// profiles (searched only where compiled).
+SearchResult search(const Cluster &cluster, const ModelInfo &model,
+                    const std::map<ProfileKey, LocalProfile> &profiles,
+                    const SearchOptions &options);
 
 /// The report of docs/planner.md: plan table, rejected families, stats.
 std::string formatReport(const Cluster &cluster, const ModelInfo &model,

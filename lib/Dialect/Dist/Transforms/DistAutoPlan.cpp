@@ -111,6 +111,20 @@ struct RawProfile {
   double residual = 0, boundary = 0, selective = 0, frame = 0;
 };
 
+/// The plan keys that compile a one-block profile's expert layout: ep
+/// folded over exactly the tp ranks, or the experts split over them.
+std::string expertPlanKeys(const planner::ProfileKey &key) {
+  switch (key.experts) {
+  case planner::ExpertLayout::Replicated:
+    return "";
+  case planner::ExpertLayout::OverTp:
+    return ",ep=" + std::to_string(key.tp);
+  case planner::ExpertLayout::TensorSplit:
+    return ",etp=" + std::to_string(key.tp);
+  }
+  llvm_unreachable("unknown expert layout");
+}
+
 /// The planner's kind of a collective it models per layer (either form);
 /// nullopt for the others.
 std::optional<planner::CollectiveKind> collectiveKind(CommKind kind) {
@@ -299,6 +313,7 @@ FailureOr<planner::Candidate> parseCandidate(StringRef text, std::string &err) {
   c.sp = plan->sp != 0;
   c.zero = plan->zero;
   c.ep = plan->ep;
+  c.etp = plan->etp;
   c.mb = plan->mb;
   c.vpp = plan->vpp;
   c.schedule = plan->schedule;
@@ -439,20 +454,34 @@ struct DistAutoPlanPass
       return fail("cannot reduce the model to one block per block function");
 
     // Compile the layer-local configurations.
-    std::map<std::pair<int64_t, bool>, planner::LocalProfile> profiles;
+    std::map<planner::ProfileKey, planner::LocalProfile> profiles;
     auto start = std::chrono::steady_clock::now();
     int64_t compiled = 0;
-    std::vector<std::pair<int64_t, bool>> configs;
+    std::vector<planner::ProfileKey> configs;
     if (options.fixed) {
-      configs.push_back({options.fixedPlan.tp, options.fixedPlan.sp});
+      configs.push_back({options.fixedPlan.tp, options.fixedPlan.sp,
+                         options.fixedPlan.expertLayout()});
     } else {
+      // An MoE block under tp > 1 also compiles with ep folded over the tp
+      // ranks and with the experts split over them (etp = tp).
+      using planner::ExpertLayout;
+      SmallVector<ExpertLayout, 3> layouts = {ExpertLayout::Replicated};
+      if (model.experts > 0) {
+        if (llvm::any_of(options.epChoices, [](int64_t ep) { return ep > 1; }))
+          layouts.push_back(ExpertLayout::OverTp);
+        layouts.push_back(ExpertLayout::TensorSplit);
+      }
       for (int64_t tp = 1; tp <= machine->gpusPerNode && tp <= options.gpus;
            tp *= 2) {
         if (options.gpus % tp)
           continue;
-        configs.push_back({tp, false});
-        if (tp > 1 && options.searchSp)
-          configs.push_back({tp, true});
+        for (ExpertLayout layout : layouts) {
+          if (tp == 1 && layout != ExpertLayout::Replicated)
+            continue;
+          configs.push_back({tp, false, layout});
+          if (tp > 1 && options.searchSp)
+            configs.push_back({tp, true, layout});
+        }
       }
     }
     // Recomputation modes compiled besides none: those the search (or the
@@ -473,7 +502,15 @@ struct DistAutoPlanPass
       RawFunction doubled = x; // Proportional fallback: see fit().
       return fit(x, doubled);
     };
-    for (auto [tp, sp] : configs) {
+    for (const planner::ProfileKey &key : configs) {
+      auto [tp, sp, layout] = key;
+      // What does not compile with replicated experts (tp not dividing the
+      // heads, ...) fails alike with the other layouts: one reason is enough.
+      auto replicated =
+          profiles.find({tp, sp, planner::ExpertLayout::Replicated});
+      if (layout != planner::ExpertLayout::Replicated &&
+          replicated != profiles.end() && !replicated->second.error.empty())
+        continue;
       planner::LocalProfile prof;
       prof.tp = tp;
       prof.sp = sp;
@@ -484,10 +521,11 @@ struct DistAutoPlanPass
           int64_t b = i + 1;
           std::string err;
           ++compiled;
-          if (failed(compileAndRead(*oneBlock, irBatch / b, tp, sp, mode,
-                                    raw[i], err)))
+          if (failed(compileAndRead(*oneBlock, irBatch / b, key, mode, raw[i],
+                                    err)))
             error =
-                llvm::formatv("tp={0}{1}{2}: {3}", tp, sp ? ",sp=1" : "",
+                llvm::formatv("tp={0}{1}{2}{3}: {4}", tp, sp ? ",sp=1" : "",
+                              expertPlanKeys(key),
                               mode == "none" ? "" : ",recompute=" + mode, err)
                     .str();
         }
@@ -527,7 +565,7 @@ struct DistAutoPlanPass
         prof.selectiveSavedBytes = fitv(a.selective, b.selective);
         prof.frameActivationBytes = fitv(a.frame, b.frame);
       }
-      profiles[{tp, sp}] = std::move(prof);
+      profiles[key] = std::move(prof);
     }
     double compileSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -679,12 +717,12 @@ struct DistAutoPlanPass
   /// Compiles the one-block model with plan dp=`dp`,tp,sp and
   /// recomputation `mode` (tfm-recompute right after tfm-autodiff, as
   /// scripts/train.sh does; nothing for "none") and reads it.
-  LogicalResult compileAndRead(ModuleOp oneBlock, int64_t dp, int64_t tp,
-                               bool sp, StringRef mode, RawProfile &raw,
-                               std::string &err) {
+  LogicalResult compileAndRead(ModuleOp oneBlock, int64_t dp,
+                               const planner::ProfileKey &key, StringRef mode,
+                               RawProfile &raw, std::string &err) {
     OwningOpRef<ModuleOp> copy = oneBlock.clone();
-    std::string plan =
-        llvm::formatv("dp={0},tp={1},sp={2}", dp, tp, sp ? 1 : 0);
+    std::string plan = llvm::formatv("dp={0},tp={1},sp={2}{3}", dp, key.tp,
+                                     key.sp ? 1 : 0, expertPlanKeys(key));
     if (mode != "none")
       plan += ",recompute=" + mode.str();
     auto partition = [&](OpPassManager &pm) {

@@ -55,6 +55,8 @@ std::string dist::formatCompactPlan(const Plan &plan) {
     add("zero", plan.zero);
   if (plan.ep > 1)
     add("ep", plan.ep);
+  if (plan.etp > 1)
+    add("etp", plan.etp);
   if (plan.mb > 1)
     add("mb", plan.mb);
   if (plan.schedule != Plan().schedule)
@@ -97,20 +99,35 @@ SmallVector<Plan> dist::enumeratePlans(const PlanSpace &space,
         for (int64_t tp : divisorsOf(world / (pp * cp))) {
           plan.tp = tp;
           plan.dp = world / (pp * cp * tp);
-          SmallVector<int64_t> eps = {1};
-          if (hasExperts)
-            eps = divisorsOf(plan.dp * cp);
-          // With experts and cp > 1 the ep group should fold over cp.
-          if (hasExperts && cp > 1)
-            llvm::erase(eps, 1);
+          // Expert layouts: (ep, etp) with the ep group folded over every
+          // tp rank (etp = 1) or each expert split over them (etp = tp),
+          // then every cp rank, then a divisor of dp (Plan::ep).
+          SmallVector<std::pair<int64_t, int64_t>> experts = {{1, 1}};
+          if (hasExperts) {
+            experts.clear();
+            SmallVector<int64_t, 2> etps = {1};
+            if (tp > 1)
+              etps.push_back(tp);
+            for (int64_t etp : etps) {
+              // With cp > 1, ep = 1 would repeat every expert on the cp
+              // ranks.
+              if (cp == 1)
+                experts.push_back({1, etp});
+              int64_t minor = (etp == 1 ? tp : 1) * cp;
+              for (int64_t d : divisorsOf(plan.dp))
+                if (minor * d > 1)
+                  experts.push_back({minor * d, etp});
+            }
+          }
           for (plan.sp = 0; plan.sp <= (tp > 1 ? 1 : 0); ++plan.sp)
             for (plan.zero = 0; plan.zero <= (plan.dp * cp > 1 ? 3 : 0);
                  ++plan.zero)
               for (const std::string &schedule : schedules) {
                 plan.schedule = schedule;
                 plan.vpp = stagesPerRankOf(schedule, space.stagesPerRank);
-                for (int64_t ep : eps) {
+                for (auto [ep, etp] : experts) {
                   plan.ep = ep;
+                  plan.etp = etp;
                   for (StringRef attention : attentions) {
                     plan.cpAttention = attention.str();
                     plans.push_back(plan);

@@ -63,7 +63,8 @@ std::string formatCompactPlan(const Plan &plan);
 /// ulysses). Every key a plan cannot change is left at its default:
 /// sp only with tp > 1, zero > 0 only with a ZeRO group (dp x cp > 1),
 /// schedules only with pp > 1, ep > 1 only with experts (`hasExperts`;
-/// every divisor of dp x cp), ulysses only with cp > 1. With experts and
+/// every ep that folds, with etp = 1 and, under tp > 1, etp = tp: see
+/// Plan::ep), ulysses only with cp > 1. With experts and
 /// cp > 1, ep = 1 is left out: it compiles, but every cp rank would repeat
 /// every expert's compute (dist-auto-plan's compilable search skips it
 /// too). The plans are not checked: see checkPlan.
