@@ -60,6 +60,7 @@ ARTIFACTS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
     "dp2": ("dp=2", None),
     "moe_ep4": ("dp=4,ep=4", "configs/models/mixtral-tiny-cpu.json"),
     "moe_ep2z3": ("dp=2,ep=2,zero=3", "configs/models/mixtral-tiny-cpu.json"),
+    "moe_tp2ep2": ("tp=2,ep=2", "configs/models/mixtral-tiny-cpu.json"),
     "llama": (None, "configs/models/llama-tiny-cpu.json"),
 }
 
@@ -903,6 +904,7 @@ CASES: List[Tuple[str, str, Callable[[Ctx, Path], str]]] = [
     ("cross_plan", "tp=2 -> pp=2,mb=4,schedule=interleaved,vpp=2", cross_plan("tp2", "pp2i")),
     ("cross_plan", "cp=2 -> dp=2", cross_plan("cp2", "dp2")),
     ("cross_plan", "mixtral dp=4,ep=4 -> dp=2,ep=2,zero=3", cross_plan("moe_ep4", "moe_ep2z3")),
+    ("cross_plan", "mixtral dp=4,ep=4 -> tp=2,ep=2 (ep over tp)", cross_plan("moe_ep4", "moe_tp2ep2")),
     ("fault", "SIGKILL of rank 2 (dp=2,tp=2, 4 ranks) + resume latest", fault),
     ("signal", "SIGTERM to shard-run -n 4 (dp=2,tp=2) + resume latest",
      stop_by_signal("dp2tp2", signal.SIGTERM, "SIGTERM")),

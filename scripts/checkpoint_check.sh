@@ -19,7 +19,7 @@
 #   cross_plan  resumed under another plan it stays within 1e-5 relative of
 #               the uninterrupted run: 8 ranks -> 4 ranks (dp=4,zero=3, saves
 #               at step 9) -> 1 rank; tp=2 -> pp=2 interleaved; cp=2 -> dp=2;
-#               Mixtral dp=4,ep=4 -> dp=2,ep=2,zero=3;
+#               Mixtral dp=4,ep=4 -> dp=2,ep=2,zero=3 and -> tp=2,ep=2 (ep over tp);
 #   fault       SIGKILL of rank 2 of a 4-rank job (after its step-6
 #               checkpoint) ends the job within 30 s, non-zero, naming rank 2;
 #               --resume latest then reproduces the uninterrupted run bit for bit;
