@@ -225,7 +225,7 @@ LayerTerm expertAllToAllTerm(const Cluster &c, const LocalProfile &prof,
   // Folded over tp, the ep group's tp part is in the profile (a local slice
   // in, an all-gather over tp out); the all-to-all spans the rest.
   int64_t group = plan.getExpertParallelOutsideTp();
-  if (plan.ep <= 1 || group <= 1)
+  if (group <= 1)
     return t;
   // Balanced routing: each rank computes E/ep experts on ep times the
   // tokens, so the expert compute per GPU is the profile's (the ep = 1
@@ -289,10 +289,9 @@ ParameterShards parameterShards(const Cluster &c, const ModelInfo &m,
   // group.
   s.dpPerNode = std::max<int64_t>(1, c.gpusPerNode / plan.tp);
   // Expert weights are split over the ep group and replicated (or ZeRO-
-  // sharded) over the expert-data-parallel group, whose members are tp·ep
-  // ranks apart.
-  // The profile's expert weights per rank are already split over tp when
-  // ep folds over it (or etp splits them).
+  // sharded) over the expert-data-parallel group, whose members are
+  // tp·outside ranks apart. The profile's expert weights per rank are
+  // already split over tp when ep folds over it (or etp splits them).
   int64_t outside = plan.getExpertParallelOutsideTp();
   s.expertRank =
       plan.ep > 1 ? s.layersPerRank * prof.expertParams / outside : 0;

@@ -232,10 +232,6 @@ struct RecomputeProfile {
   std::string error;
 };
 
-/// Everything the search needs about one layer-local configuration, read
-/// off the compiled per-rank program (tp, sp; cp = ep = 1). The top-level
-/// fields are the program without recomputation; `selective` and `full`
-/// the same block compiled with that recomputation mode.
 /// How the tp ranks of a one-block profile hold an MoE block's experts.
 enum class ExpertLayout {
   /// Every tp rank runs all of its experts (dense models; ep = 1, etp = 1).
@@ -257,6 +253,11 @@ struct ProfileKey {
   }
 };
 
+/// Everything the search needs about one layer-local configuration, read
+/// off the compiled per-rank program (its ProfileKey; cp = 1, ep at most
+/// tp). The top-level fields are the program without recomputation;
+/// `selective` and `full` the same block compiled with that recomputation
+/// mode.
 struct LocalProfile {
   int64_t tp = 1;
   bool sp = false;
