@@ -367,6 +367,18 @@ def invalid_cases(ctx: Ctx, ts: Path, good_art: Path, good_ranks: int,
     return cases
 
 
+def builder_options(args) -> List[str]:
+    """The model builder's options that the sweep passes through."""
+    opts: List[str] = []
+    if args.dropout is not None:
+        opts += ["--dropout", str(args.dropout)]
+    if args.capacity_factor is not None:
+        opts += ["--capacity-factor", str(args.capacity_factor)]
+    if args.max_tokens_per_expert is not None:
+        opts += ["--max-tokens-per-expert", str(args.max_tokens_per_expert)]
+    return opts
+
+
 def build_microbatched(ctx: Ctx, args, cfg_path: Path, mb: int, recompute: str,
                       cache: Dict[Tuple[int, str], Path]) -> Path:
     """The train step with mb microbatches of batch/mb rows (gradient accumulation),
@@ -380,10 +392,7 @@ def build_microbatched(ctx: Ctx, args, cfg_path: Path, mb: int, recompute: str,
     cmd = [ctx.py, "-m", "autoshard.models", str(cfg_path), "--batch", str(args.batch // mb),
            "--seq", str(args.seq), "--vocab-multiple", str(args.vocab_multiple), "-q",
            "-o", str(model)]
-    if args.dropout is not None:
-        cmd += ["--dropout", str(args.dropout)]
-    if args.capacity_factor is not None:
-        cmd += ["--capacity-factor", str(args.capacity_factor)]
+    cmd += builder_options(args)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode:
         sys.exit(f"plan_sweep: model builder failed:\n{p.stdout}")
@@ -417,10 +426,7 @@ def build(ctx: Ctx, args) -> Tuple[Path, dict]:
     for mult, dst in ((args.vocab_multiple, model), (1, ctx.out / "model.unpadded.mlir")):
         cmd = [ctx.py, "-m", "autoshard.models", str(cfg_path), "--batch", str(args.batch),
                "--seq", str(args.seq), "--vocab-multiple", str(mult), "-q", "-o", str(dst)]
-        if args.dropout is not None:
-            cmd += ["--dropout", str(args.dropout)]
-        if args.capacity_factor is not None:
-            cmd += ["--capacity-factor", str(args.capacity_factor)]
+        cmd += builder_options(args)
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
         if p.returncode:
@@ -499,6 +505,8 @@ def main() -> int:
                     help="override an MoE config's num_local_experts")
     ap.add_argument("--capacity-factor", type=float, default=None,
                     help="MoE expert capacity factor (default dropless: capacity = seq)")
+    ap.add_argument("--max-tokens-per-expert", type=int, default=None,
+                    help="MoE, dropless: bound each expert's buffer at N tokens per sequence")
     ap.add_argument("--config", default=None)
     ap.add_argument("--data", default=None)
     ap.add_argument("--out", default=None)

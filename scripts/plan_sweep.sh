@@ -5,7 +5,7 @@
 #                         [--plans "dp=2;dp=2,tp=2,mb=2" | --plans-file FILE] [--list]
 #                         [--filter RE] [--exclude RE] [--tol 1e-5] [--batch 16] [--seq 32]
 #                         [--layers N] [--vocab-multiple 64] [--dropout P] [--config FILE]
-#                         [--experts E] [--capacity-factor CF]
+#                         [--experts E] [--capacity-factor CF] [--max-tokens-per-expert N]
 #                         [--check-memory some|all|none] [--fuse-epilogues all|plans|none]
 #                         [--no-invalid] [--junit FILE] [--out DIR] [-v]
 #
@@ -29,7 +29,9 @@
 #
 # --experts overrides an MoE config's expert count (e.g. 8 for ep=8) and
 # --capacity-factor builds the MoE layers with that capacity factor (tokens
-# beyond an expert's per-sequence capacity are dropped; default dropless).
+# beyond an expert's per-sequence capacity are dropped; default dropless);
+# --max-tokens-per-expert keeps them dropless with buffers bounded at N tokens
+# per expert and sequence (the all-to-alls move only the tokens routed).
 # Plans may name ep (expert parallelism, folded over the dp ranks).
 # A plan with recompute=X compiles a step differentiated with tfm-recompute mode=X.
 # With --dropout, a plan with mb=M is compared with the 1-rank run with mb=M

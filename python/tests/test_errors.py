@@ -165,6 +165,24 @@ def test_bad_build_options(kw, word):
         build_model(cfg, b, s, **args)
 
 
+@pytest.mark.parametrize("kw,word", [
+    (dict(max_tokens_per_expert=0), r"max_tokens_per_expert must be an integer in \[1, seq = 8\]"),
+    (dict(max_tokens_per_expert=9), r"in \[1, seq = 8\].*got 9"),
+    (dict(max_tokens_per_expert=2.5), "max_tokens_per_expert"),
+    (dict(max_tokens_per_expert=4, capacity_factor=1.0), "exclude each other"),
+])
+def test_bad_max_tokens_per_expert(kw, word):
+    cfg = load_config(config_path("mixtral-8x7b"))
+    with pytest.raises(ConfigError, match=word):
+        build_model(cfg, 1, 8, **kw)
+
+
+def test_max_tokens_per_expert_needs_moe():
+    cfg = load_config(config_path("gpt2-124m"))
+    with pytest.raises(ConfigError, match="only applies to MoE"):
+        build_model(cfg, 1, 8, max_tokens_per_expert=4)
+
+
 def test_bad_capacity_factor():
     cfg = load_config(config_path("mixtral-8x7b"))
     for cf in (0, -1.0, float("nan")):

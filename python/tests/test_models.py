@@ -323,6 +323,7 @@ def test_mixtral_layout(built):
     disp = ops["tfm.moe_dispatch"]
     assert disp["attrs"]["num_experts"].startswith("8")
     assert disp["attrs"]["capacity"].startswith("64")  # dropless: C = S
+    assert disp["attrs"]["dropless"] is True
     assert disp["out_types"] == ["tensor<8x2x64x4096xf32>"]
     assert ops["tfm.moe_combine"]["out_types"] == ["tensor<2x64x4096xf32>"]
     assert "tfm.moe_aux_loss" in ops
@@ -344,6 +345,20 @@ def test_mixtral_capacity_factor():
     text = build_model(cfg, 2, 64, capacity_factor=1.25)
     assert "capacity = 20 : i64" in text
     assert "tensor<8x2x20x4096xf32>" in text and "tensor<8x40x4096xf32>" in text
+    assert "dropless" not in text.split("tfm.moe_dispatch")[1].split(":")[0]
+    assert "expert_dropless = false" in text
+
+
+def test_mixtral_max_tokens_per_expert():
+    cfg = load_config(config_path("mixtral-8x7b"))
+    text = build_model(cfg, 2, 64, max_tokens_per_expert=24)
+    dispatch = text.split("tfm.moe_dispatch")[1].split("\n")[0]
+    assert "capacity = 24 : i64" in dispatch and "dropless" in dispatch
+    assert "tensor<8x2x24x4096xf32>" in text
+    # still Hugging Face's routing: a bounded dropless layer never drops
+    head = [l for l in text.splitlines() if l.startswith("module attributes")][0]
+    assert "expert_capacity = 24 : i64" in head and "expert_dropless = true" in head
+    assert "hf_incompatible" not in head
 
 
 def test_mixtral_zero_aux_coef_drops_aux_loss():

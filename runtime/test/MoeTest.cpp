@@ -192,6 +192,37 @@ TEST(MoeTest, RoutedLayerGradientWithDrops) {
   checkGradient("moe layer dlogits", logits, dlogits, loss);
 }
 
+TEST(MoeTest, DroplessBoundOverflowIsAnError) {
+  MoeShape s = makeShape();
+  s.batch = 2;
+  s.seq = 3;
+  s.hidden = 1;
+  s.dropless = true;
+  // Sequence 0 fits capacity 2 (expert 2 gets tokens 0 and 1); sequence 1
+  // routes all three tokens to expert 2.
+  std::vector<int64_t> ids = {2, 0, 2, 1, 0, 1, 2, 0, 2, 1, 2, 3};
+  std::vector<double> x = {10, 20, 30, 40, 50, 60};
+  std::vector<double> buf(bufNumel(s), -1.0);
+  try {
+    moeDispatch(x.data(), ids.data(), buf.data(), s);
+    ADD_FAILURE() << "an overflow of the dropless bound was not reported";
+  } catch (const MoeOverflowError &e) {
+    EXPECT_STREQ(e.what(),
+                 "moe_dispatch: sequence 1 (of this rank's batch) routes 3 "
+                 "tokens to expert 2, over the dropless bound of 2 tokens per "
+                 "expert and sequence (rebuild the model with a larger "
+                 "--max-tokens-per-expert, at most the sequence length 3, "
+                 "which never overflows)");
+  }
+  // Within the bound it is the ordinary dispatch (nothing dropped).
+  ids = {2, 0, 2, 1, 0, 1, 2, 0, 1, 3, 2, 3};
+  moeDispatch(x.data(), ids.data(), buf.data(), s);
+  s.dropless = false;
+  std::vector<double> plain(bufNumel(s), -1.0);
+  moeDispatch(x.data(), ids.data(), plain.data(), s);
+  EXPECT_EQ(buf, plain);
+}
+
 TEST(MoeTest, RejectsBadExpertIds) {
   MoeShape s = makeShape();
   s.batch = 1;

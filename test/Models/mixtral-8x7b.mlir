@@ -20,7 +20,7 @@
 // CHECK: tfm.matmul {{.*}} -> tensor<2x64x8xf32>
 // CHECK: tfm.moe_router {{.*}} {renormalize, top_k = 2 : i64} : (tensor<2x64x8xf32>) -> (tensor<2x64x2xf32>, tensor<2x64x2xi32>)
 // CHECK-NOT: tfm.moe_aux_loss
-// CHECK: tfm.moe_dispatch {{.*}} {capacity = 64 : i64, num_experts = 8 : i64} : (tensor<2x64x4096xf32>, tensor<2x64x2xi32>) -> tensor<8x2x64x4096xf32>
+// CHECK: tfm.moe_dispatch {{.*}} {capacity = 64 : i64, dropless, num_experts = 8 : i64} : (tensor<2x64x4096xf32>, tensor<2x64x2xi32>) -> tensor<8x2x64x4096xf32>
 // CHECK: tfm.reshape {{.*}} -> tensor<8x128x4096xf32>
 // CHECK: tfm.matmul {{.*}} : (tensor<8x128x4096xf32>, tensor<8x4096x14336xf32>) -> tensor<8x128x14336xf32>
 // CHECK: tfm.swiglu

@@ -36,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--capacity-factor", type=float, default=None, metavar="CF",
                    help="MoE expert capacity C = min(S, ceil(CF*S*K/E)) per sequence "
                         "(default: dropless, C = S)")
+    p.add_argument("--max-tokens-per-expert", type=int, default=None, metavar="N",
+                   help="MoE, dropless: bound each expert's buffer at N tokens per sequence "
+                        "(C = N instead of S); a sequence routing more than N tokens to one "
+                        "expert stops the run with an error (no token is ever dropped)")
     p.add_argument("--dtype", choices=DTYPES, default="f32",
                    help="element type of parameters and activations (default f32)")
     p.add_argument("--dropout", type=float, default=None, metavar="P",
@@ -94,7 +98,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 text = build_model(cfg, args.batch, args.seq,
                                    vocab_multiple=args.vocab_multiple,
                                    capacity_factor=args.capacity_factor, dtype=args.dtype,
-                                   dropout=args.dropout)
+                                   dropout=args.dropout,
+                                   max_tokens_per_expert=args.max_tokens_per_expert)
             finally:
                 for w in caught:
                     if issubclass(w.category, ConfigWarning):

@@ -51,7 +51,11 @@ Conventions:
   reshaped back -> ``tfm.moe_combine``.  Capacity C (slots per expert per
   sequence) is dropless by default: ``C = S``, the exact maximum number of
   tokens one expert can receive from a sequence (the K choices of a token are
-  distinct experts).  With ``capacity_factor = cf``:
+  distinct experts).  ``max_tokens_per_expert = N`` bounds a dropless layer's
+  buffers at ``C = N`` instead (``tfm.moe_dispatch {dropless}``: no token is
+  ever dropped; a sequence that routes more than N tokens to one expert is a
+  clear runtime error), so dispatch memory and all-to-all bytes follow N
+  rather than the worst case.  With ``capacity_factor = cf``:
   ``C = min(S, ceil(cf * S * K / E))`` (tokens beyond C are dropped, in the
   order of tfm.moe_dispatch).  When the config's ``output_router_logits`` is
   true (as in HF, which adds the aux loss only then) and
@@ -345,11 +349,12 @@ def moe_capacity(cfg: ModelConfig, seq: int, capacity_factor: Optional[float] = 
 
 class _Emitter:
     def __init__(self, cfg: ModelConfig, batch: int, seq: int, dtype: str,
-                 capacity: int, with_step: bool, with_aux: bool):
+                 capacity: int, with_step: bool, with_aux: bool, dropless: bool = True):
         self.cfg = cfg
         self.B, self.S = batch, seq
         self.dt = dtype
         self.capacity = capacity
+        self.dropless = dropless
         self.with_step = with_step
         self.with_aux = with_aux
 
@@ -422,8 +427,11 @@ class _Emitter:
         aux = None
         if self.with_aux:
             aux = f.op1("tfm.moe_aux_loss", [logits, ids], TensorType((), "f32"), None, "aux")
-        buf = f.op1("tfm.moe_dispatch", [x, ids], self.t(E, B, C, H),
-                    {"num_experts": fmt_i64(E), "capacity": fmt_i64(C)}, "dispatched")
+        dispatch_attrs = {"num_experts": fmt_i64(E), "capacity": fmt_i64(C)}
+        if self.dropless:
+            dispatch_attrs["dropless"] = UNIT
+        buf = f.op1("tfm.moe_dispatch", [x, ids], self.t(E, B, C, H), dispatch_attrs,
+                    "dispatched")
         flat = f.op1("tfm.reshape", [buf], self.t(E, B * C, H), None, "expert_in")
         g = f.op1("tfm.matmul", [flat, w["moe.experts.w_gate"]], self.t(E, B * C, F), None, "expert_gate")
         u = f.op1("tfm.matmul", [flat, w["moe.experts.w_up"]], self.t(E, B * C, F), None, "expert_up")
@@ -545,7 +553,7 @@ def _validate_run(cfg: ModelConfig, batch: int, seq: int, dtype: str) -> None:
 
 
 def _model_summary(cfg: ModelConfig, params: Sequence[Param], batch: int, seq: int,
-                   dtype: str, vp: int, capacity: int, nparams: int) -> str:
+                   dtype: str, vp: int, capacity: int, dropless: bool, nparams: int) -> str:
     items = [
         ("name", fmt_str(cfg.name)), ("model_type", fmt_str(cfg.model_type)),
         ("num_layers", fmt_i64(cfg.num_layers)), ("hidden_size", fmt_i64(cfg.hidden_size)),
@@ -564,15 +572,20 @@ def _model_summary(cfg: ModelConfig, params: Sequence[Param], batch: int, seq: i
         items += [("num_experts", fmt_i64(cfg.num_experts)),
                   ("experts_per_token", fmt_i64(cfg.experts_per_token)),
                   ("expert_capacity", fmt_i64(capacity)),
+                  ("expert_dropless", "true" if dropless else "false"),
                   ("router_aux_loss_coef", fmt_f64(cfg.router_aux_loss_coef)),
                   ("output_router_logits", "true" if cfg.output_router_logits else "false")]
-    items.append(hf.hf_summary_item(cfg, params, seq, capacity if cfg.is_moe else seq))
+    # A dropless layer routes as HF's Mixtral whatever its buffer bound (a
+    # bound that is too small fails at run time; it never drops a token).
+    hf_capacity = capacity if cfg.is_moe and not dropless else seq
+    items.append(hf.hf_summary_item(cfg, params, seq, hf_capacity))
     return "{" + ", ".join(f"{k} = {v}" for k, v in items) + "}"
 
 
 def build_model(cfg: ModelConfig, batch: int, seq: int, *, vocab_multiple: int = 1,
                 capacity_factor: Optional[float] = None, dtype: str = "f32",
-                dropout: Optional[float] = None) -> str:
+                dropout: Optional[float] = None,
+                max_tokens_per_expert: Optional[int] = None) -> str:
     """Emit the model's ``tfm`` IR module as MLIR text.
 
     Args:
@@ -588,6 +601,10 @@ def build_model(cfg: ModelConfig, batch: int, seq: int, *, vocab_multiple: int =
             f64); losses are always f32, token ids i32.
         dropout: override the config's dropout rates (GPT-2 family only; a
             value in [0, 1)); None keeps the config's.
+        max_tokens_per_expert: MoE only, dropless: bound each expert's
+            buffer at this many tokens per sequence (``C = N``, 1 <= N <= S)
+            instead of ``C = S``; routing more is a runtime error, never a
+            drop.  Exclusive with capacity_factor.
 
     Returns:
         The module text (ends with a newline).  See the module docstring for
@@ -596,7 +613,8 @@ def build_model(cfg: ModelConfig, batch: int, seq: int, *, vocab_multiple: int =
     Raises:
         ConfigError: invalid option (batch/seq < 1, seq > max positions,
             unknown dtype, vocab_multiple < 1, capacity_factor <= 0, bad
-            dropout), or a parameter, an activation tensor or the parameter
+            dropout, max_tokens_per_expert outside [1, S] or with
+            capacity_factor), or a parameter, an activation tensor or the parameter
             count too large for int64 (MLIR's dims and element counts).
     """
     _validate_run(cfg, batch, seq, dtype)
@@ -611,15 +629,33 @@ def build_model(cfg: ModelConfig, batch: int, seq: int, *, vocab_multiple: int =
     if capacity_factor is not None and not cfg.is_moe:
         raise ConfigError(f"option capacity_factor = {capacity_factor!r} only applies to MoE "
                           f"models, not {cfg.model_type!r}")
+    if max_tokens_per_expert is not None:
+        if not cfg.is_moe:
+            raise ConfigError(f"option max_tokens_per_expert = {max_tokens_per_expert!r} only "
+                              f"applies to MoE models, not {cfg.model_type!r}")
+        if capacity_factor is not None:
+            raise ConfigError("options max_tokens_per_expert (dropless, bounded) and "
+                              "capacity_factor (tokens dropped) exclude each other")
+        if isinstance(max_tokens_per_expert, bool) or not isinstance(max_tokens_per_expert, int) \
+                or not 1 <= max_tokens_per_expert <= seq:
+            raise ConfigError(f"option max_tokens_per_expert must be an integer in [1, seq = "
+                              f"{seq}] (seq is already the exact dropless bound), got "
+                              f"{max_tokens_per_expert!r}")
     params = parameter_specs(cfg, vocab_multiple)
     vp = padded_vocab_size(cfg.vocab_size, vocab_multiple)
-    capacity = moe_capacity(cfg, seq, capacity_factor) if cfg.is_moe else 0
+    dropless = capacity_factor is None
+    if not cfg.is_moe:
+        capacity = 0
+    elif max_tokens_per_expert is not None:
+        capacity = max_tokens_per_expert
+    else:
+        capacity = moe_capacity(cfg, seq, capacity_factor)
     if cfg.sliding_window is not None and cfg.sliding_window < seq:
         warnings.warn(f"{cfg.source or cfg.name}: 'sliding_window' = {cfg.sliding_window} is "
                       f"shorter than seq {seq} and is ignored (tfm.attention is fully causal); "
                       "the model has no Hugging Face form", ConfigWarning, stacklevel=2)
     try:
-        return _emit(cfg, params, batch, seq, dtype, vp, capacity)
+        return _emit(cfg, params, batch, seq, dtype, vp, capacity, dropless)
     except Int64OverflowError as e:
         # An activation shape (e.g. [B, S, V] logits) too large for the IR.
         raise ConfigError(f"{cfg.source or cfg.name}: with batch {batch} and seq {seq}, "
@@ -627,9 +663,9 @@ def build_model(cfg: ModelConfig, batch: int, seq: int, *, vocab_multiple: int =
 
 
 def _emit(cfg: ModelConfig, params: List[Param], batch: int, seq: int, dtype: str, vp: int,
-          capacity: int) -> str:
+          capacity: int, dropless: bool) -> str:
     em = _Emitter(cfg, batch, seq, dtype, capacity, with_step=cfg.uses_dropout,
-                  with_aux=cfg.uses_aux_loss)
+                  with_aux=cfg.uses_aux_loss, dropless=dropless)
 
     # One block function per distinct layer signature (layer-local names and shapes).
     by_layer: Dict[int, List[Param]] = {}
@@ -648,7 +684,7 @@ def _emit(cfg: ModelConfig, params: List[Param], batch: int, seq: int, dtype: st
     fwd = em.forward(params, blocks)
 
     nparams = sum(p.numel for p in params)
-    summary = _model_summary(cfg, params, batch, seq, dtype, vp, capacity, nparams)
+    summary = _model_summary(cfg, params, batch, seq, dtype, vp, capacity, dropless, nparams)
     src = cfg.source or cfg.name
     out = [f"// {cfg.name}: {cfg.model_type}, {cfg.num_layers} layers, {nparams} parameters; "
            f"batch {batch}, seq {seq}, {dtype}.",

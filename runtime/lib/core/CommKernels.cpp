@@ -114,6 +114,119 @@ BoundKernel bindReduceScatter(const KernelSignature &sig, const CommBackend &be,
       });
 }
 
+/// The ragged all-to-all (`ragged_dim`; dropless MoE, issue 18): the
+/// operand is `G` pieces (split_dim) of `slots` slots each, a slot being
+/// `rows` rows of `rowBytes` bytes with its valid rows first and zero rows
+/// after them. Each member sends only each slot's leading rows up to the
+/// last one with a nonzero byte: first one all-to-all of those row counts
+/// (one count per slot), then the rows of every pair at once in one
+/// exchange (the pairwise transfers of MPI_Alltoallv; NCCL grouped
+/// send/recv), and the receiver zero-fills the rest. Rows past the last
+/// nonzero one are zero, so the result equals the dense all-to-all's bit
+/// for bit whatever the values; the traffic is the rows in use (the tokens
+/// actually routed) rather than the whole capacity.
+class RaggedAllToAll {
+public:
+  RaggedAllToAll(const AllToAllShape &s, Device dev)
+      : comm(*s.comm), dev(std::move(dev)), g(s.groupSize), bytes(s.bytes),
+        rowBytes(s.rowBytes), slotBytes(s.raggedRows * s.rowBytes),
+        rows(s.raggedRows), split(s.split), concat(s.concat),
+        splitSlots(s.split.inner / slotBytes),
+        concatSlots(s.concat.inner / slotBytes),
+        slots(s.split.outer * splitSlots), me(comm.rank()) {
+    used.resize(g * slots);
+    sendCounts.resize(g * slots);
+    recvCounts.resize(g * slots);
+    sendOffset.resize(g + 1);
+    recvOffset.resize(g + 1);
+    int64_t countBytes = g * slots * static_cast<int64_t>(sizeof(int64_t));
+    sendStage = this->dev->scratch(bytes);
+    recvStage = this->dev->scratch(bytes);
+    countsOut = this->dev->scratch(countBytes);
+    countsIn = this->dev->scratch(countBytes);
+  }
+
+  /// Counts, packs and posts the exchange; the returned step (the wait's)
+  /// writes the result `y`.
+  Pending start(const void *x, void *y) {
+    auto *src = static_cast<const unsigned char *>(x);
+    auto *stage = static_cast<unsigned char *>(sendStage.get());
+    dev->usedRows(x, g * slots, rows, rowBytes, used.data());
+    // Pack piece j's slots (in the piece's own row-major order) for member j.
+    for (int64_t j = 0; j < g; ++j) {
+      sendOffset[j + 1] = sendOffset[j];
+      for (int64_t t = 0; t < slots; ++t) {
+        int64_t slot = operandSlot(j, t), n = used[slot];
+        sendCounts[j * slots + t] = n;
+        dev->copy(stage + sendOffset[j + 1], src + slot * slotBytes,
+                  n * rowBytes);
+        sendOffset[j + 1] += n * rowBytes;
+      }
+    }
+    int64_t countBytes = slots * static_cast<int64_t>(sizeof(int64_t));
+    dev->upload(countsOut.get(), sendCounts.data(), g * countBytes);
+    comm.allToAll(countsOut.get(), countsIn.get(), countBytes)->wait();
+    dev->download(recvCounts.data(), countsIn.get(), g * countBytes);
+    for (int64_t i = 0; i < g; ++i) {
+      recvOffset[i + 1] = recvOffset[i];
+      for (int64_t t = 0; t < slots; ++t) {
+        int64_t n = recvCounts[i * slots + t];
+        if (n < 0 || n > rows)
+          throw CommError("ragged all_to_all: member " + std::to_string(i) +
+                          " announced " + std::to_string(n) +
+                          " rows for a slot of " + std::to_string(rows));
+        recvOffset[i + 1] += n * rowBytes;
+      }
+    }
+    std::vector<Transfer> sends, recvs;
+    auto *in = static_cast<unsigned char *>(recvStage.get());
+    for (int64_t j = 0; j < g; ++j) {
+      int64_t out = sendOffset[j + 1] - sendOffset[j];
+      int64_t back = recvOffset[j + 1] - recvOffset[j];
+      if (j != me && out > 0)
+        sends.push_back({j, stage + sendOffset[j], out});
+      if (j != me && back > 0)
+        recvs.push_back({j, in + recvOffset[j], back});
+    }
+    return started(comm.exchange(sends, recvs), [this, y] { unpack(y); });
+  }
+
+private:
+  /// Operand slot of piece `j`'s slot `t`: x as [outer, G, inner].
+  int64_t operandSlot(int64_t j, int64_t t) const {
+    return ((t / splitSlots) * g + j) * splitSlots + t % splitSlots;
+  }
+  /// Result slot of member `i`'s piece's slot `t`: y as [outer, G, inner].
+  int64_t resultSlot(int64_t i, int64_t t) const {
+    return ((t / concatSlots) * g + i) * concatSlots + t % concatSlots;
+  }
+  void unpack(void *y) const {
+    auto *dst = static_cast<unsigned char *>(y);
+    dev->zero(y, bytes);
+    for (int64_t i = 0; i < g; ++i) {
+      // This member's own piece never left the send staging buffer.
+      const auto *src =
+          i == me ? static_cast<const unsigned char *>(sendStage.get()) +
+                        sendOffset[me]
+                  : static_cast<const unsigned char *>(recvStage.get()) +
+                        recvOffset[i];
+      for (int64_t t = 0; t < slots; ++t) {
+        int64_t n = (i == me ? sendCounts : recvCounts)[i * slots + t];
+        dev->copy(dst + resultSlot(i, t) * slotBytes, src, n * rowBytes);
+        src += n * rowBytes;
+      }
+    }
+  }
+
+  Communicator &comm;
+  Device dev;
+  int64_t g, bytes, rowBytes, slotBytes, rows;
+  CommBlocks split, concat;
+  int64_t splitSlots, concatSlots, slots, me;
+  std::vector<int64_t> used, sendCounts, recvCounts, sendOffset, recvOffset;
+  Scratch sendStage, recvStage, countsOut, countsIn;
+};
+
 BoundKernel bindAllToAll(const KernelSignature &sig, const CommBackend &be,
                          bool async) {
   AllToAllShape s = checkAllToAll(sig);
@@ -123,6 +236,15 @@ BoundKernel bindAllToAll(const KernelSignature &sig, const CommBackend &be,
   Device dev = be.device();
   if (g == 1)
     return oneRank(sig, async, bytes, dev);
+  if (s.raggedRows > 0) {
+    auto ragged = std::make_shared<RaggedAllToAll>(s, dev);
+    return finish(sig, async, [ragged](void *const *p) {
+      Pending pending = ragged->start(p[0], p[1]);
+      // The wait's step runs on the object: keep it alive with it.
+      pending.finish = [ragged, after = std::move(pending.finish)] { after(); };
+      return pending;
+    });
+  }
   bool packSend = split.outer != 1, unpackRecv = concat.outer != 1;
   // A separate send buffer also serves the in-place case (MPI and NCCL
   // need distinct buffers for an all-to-all).

@@ -143,6 +143,15 @@ AllToAllShape checkAllToAll(const KernelSignature &sig) {
       blocksOf(want.shape, cd, s.groupSize, es); // y as [outer, G, inner]
   s.pieceBytes = piece.bytes();
   s.bytes = x.bytes();
+  if (sig.attrs->has("ragged_dim")) {
+    size_t rd = dimAttr(sig, "ragged_dim", x.shape.size());
+    if (rd <= std::max(sd, cd))
+      sig.fail("attribute 'ragged_dim' is " + std::to_string(rd) +
+               ", not after split_dim " + std::to_string(sd) +
+               " and concat_dim " + std::to_string(cd));
+    s.raggedRows = x.shape[rd];
+    s.rowBytes = product(x.shape, rd + 1, x.shape.size()) * es;
+  }
   return s;
 }
 

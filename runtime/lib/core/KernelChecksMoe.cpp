@@ -105,6 +105,7 @@ MoeDims checkMoeDispatch(const KernelSignature &sig) {
   expectType(sig, sig.results[0],
              typeOf(x.dtype, {experts, s.batch, capacity, s.hidden}), "buf");
   withBuffer(sig, sig.results[0], s);
+  s.dropless = sig.attrs->getFlag("dropless");
   return s;
 }
 

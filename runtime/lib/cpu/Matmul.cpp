@@ -97,14 +97,18 @@ namespace {
 
 /// Runs gemm then epilogue(rowBegin, rowEnd) over panels of rows of the
 /// result (f32, single-GEMM layout), or over the whole result otherwise.
-/// `dst` receives the product; the caller has checked the shape. The f64 oracle
-/// keeps one GEMM: OpenBLAS's dgemm rounds a transposed rhs differently for
-/// another row count, and the oracle must be matmul() + gelu() exactly.
+/// `dst` receives the product; the caller has checked the shape. Only
+/// oneDNN's sgemm gives a row the same bits whatever the row count: OpenBLAS
+/// (its dgemm, the f64 oracle, and its sgemm on some cores, e.g. Haswell or
+/// a CPU it reads as Prescott) rounds rows differently for another row
+/// count, so there it keeps one GEMM and the epilogue stays matmul() then
+/// the activation exactly.
 template <typename T, typename Epilogue>
 void gemmPanels(const T *lhs, const T *rhs, T *dst, const MatmulShape &shape,
                 Epilogue epilogue) {
   const int64_t rows = shape.batch * shape.m, n = shape.n, k = shape.k;
-  if (!std::is_same_v<T, float> || shape.batchedRhs || shape.transposeLhs) {
+  if (!std::is_same_v<T, float> || !detail::floatGemmOnOneDnn() ||
+      shape.batchedRhs || shape.transposeLhs) {
     gemmBatches(lhs, rhs, dst, shape, T(0));
     epilogue(int64_t(0), rows);
     return;

@@ -50,6 +50,17 @@ std::vector<int64_t> assignSlots(const char *op, const I *ids,
         slots[c] = slot < s.capacity ? slot : -1;
       }
     }
+    if (s.dropless)
+      for (int64_t e = 0; e < s.numExperts; ++e)
+        if (used[e] > s.capacity)
+          throw MoeOverflowError(
+              std::string(op) + ": sequence " + std::to_string(b) +
+              " (of this rank's batch)" + " routes " + std::to_string(used[e]) +
+              " tokens to expert " + std::to_string(e) +
+              ", over the dropless bound of " + std::to_string(s.capacity) +
+              " tokens per expert and sequence (rebuild the model with a "
+              "larger --max-tokens-per-expert, at most the sequence length " +
+              std::to_string(s.seq) + ", which never overflows)");
   }
   return slots;
 }

@@ -36,8 +36,8 @@ cpu::VocabCeShape vocabCeShape(const VocabCeDims &d) {
 }
 
 cpu::MoeShape moeShape(const MoeDims &d) {
-  return {d.batch,    d.seq,    d.numExperts,  d.topK,
-          d.capacity, d.hidden, d.zigzagChunks};
+  return {d.batch,    d.seq,    d.numExperts,   d.topK,
+          d.capacity, d.hidden, d.zigzagChunks, d.dropless};
 }
 
 } // namespace autoshard::runtime::cpu_kernels

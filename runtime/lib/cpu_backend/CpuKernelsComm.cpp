@@ -16,6 +16,7 @@
 #include "autoshard/runtime/Communicator.h"
 #include "autoshard/runtime/cpu/Pack.h"
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
@@ -40,6 +41,39 @@ public:
     auto buffer = std::make_shared<std::vector<unsigned char>>(
         static_cast<size_t>(bytes));
     return std::shared_ptr<void>(buffer, buffer->data());
+  }
+  void usedRows(const void *src, int64_t slots, int64_t rows, int64_t rowBytes,
+                int64_t *counts) const override {
+    const auto *s = static_cast<const unsigned char *>(src);
+    for (int64_t i = 0; i < slots; ++i) {
+      const unsigned char *slot = s + i * rows * rowBytes;
+      int64_t n = rows;
+      while (n > 0 && isZero(slot + (n - 1) * rowBytes, rowBytes))
+        --n;
+      counts[i] = n;
+    }
+  }
+  void upload(void *dst, const void *host, int64_t bytes) const override {
+    copy(dst, host, bytes);
+  }
+  void download(void *host, const void *src, int64_t bytes) const override {
+    copy(host, src, bytes);
+  }
+
+private:
+  /// Whether all `n` bytes at `p` are zero (8 at a time, then the rest).
+  static bool isZero(const unsigned char *p, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t word;
+      std::memcpy(&word, p + i, 8);
+      if (word != 0)
+        return false;
+    }
+    for (; i < n; ++i)
+      if (p[i] != 0)
+        return false;
+    return true;
   }
 };
 

@@ -29,6 +29,29 @@ void copyRows(void *dst, int64_t dstPitch, const void *src, int64_t srcPitch,
                                    cudaMemcpyDeviceToDevice, s));
 }
 
+/// counts[slot] = 1 + the last row of the slot with a nonzero 32-bit word
+/// (0 for a slot of zeros): one block per slot, its threads over the rows.
+/// Rows are whole 32-bit words (`words` per row), as every float row is.
+__global__ void usedRowsKernel(const uint32_t *src, int64_t rows, int64_t words,
+                               int64_t *counts) {
+  __shared__ unsigned long long last;
+  if (threadIdx.x == 0)
+    last = 0;
+  __syncthreads();
+  const uint32_t *slot = src + blockIdx.x * rows * words;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    const uint32_t *row = slot + r * words;
+    bool nonzero = false;
+    for (int64_t w = 0; w < words && !nonzero; ++w)
+      nonzero = row[w] != 0;
+    if (nonzero)
+      atomicMax(&last, static_cast<unsigned long long>(r + 1));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    counts[blockIdx.x] = static_cast<int64_t>(last);
+}
+
 /// Device memory for the shared collectives (CommKernels.h), on the stream
 /// of the backend that binds.
 class CudaCommDevice : public comm_kernels::CommDevice {
@@ -45,6 +68,33 @@ public:
   std::shared_ptr<void> scratch(int64_t bytes) const override {
     Scratch buffer = cuda::scratch(bytes);
     return std::shared_ptr<void>(buffer, buffer->data());
+  }
+  void usedRows(const void *src, int64_t slots, int64_t rows, int64_t rowBytes,
+                int64_t *counts) const override {
+    if (slots <= 0)
+      return;
+    if (rowBytes % 4 != 0 || reinterpret_cast<uintptr_t>(src) % 4 != 0)
+      throw CommError("ragged all_to_all: rows of " + std::to_string(rowBytes) +
+                      " bytes are not whole 32-bit words");
+    if (slots > 0x7fffffff)
+      throw CommError("ragged all_to_all: " + std::to_string(slots) +
+                      " slots exceed one grid");
+    Scratch device = cuda::scratch(slots * sizeof(int64_t));
+    usedRowsKernel<<<static_cast<unsigned>(slots), 256, 0, stream>>>(
+        static_cast<const uint32_t *>(src), rows, rowBytes / 4,
+        device->as<int64_t>());
+    AUTOSHARD_CUDA_LAUNCHED();
+    download(counts, device->data(), slots * sizeof(int64_t));
+  }
+  void upload(void *dst, const void *host, int64_t bytes) const override {
+    AUTOSHARD_CUDA(
+        cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream));
+    AUTOSHARD_CUDA(cudaStreamSynchronize(stream));
+  }
+  void download(void *host, const void *src, int64_t bytes) const override {
+    AUTOSHARD_CUDA(
+        cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream));
+    AUTOSHARD_CUDA(cudaStreamSynchronize(stream));
   }
 
 private:

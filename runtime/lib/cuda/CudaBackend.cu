@@ -128,6 +128,12 @@ struct CudaBackend::Impl {
       throw std::invalid_argument("dropout: step >= 2^32 or layer >= 2^16");
     case kErrAdamStep:
       throw std::invalid_argument("adamw: step must be >= 1");
+    case kErrMoeOverflow:
+      throw std::runtime_error(
+          "moe_dispatch: a sequence routes more tokens to one expert than "
+          "the dropless bound (capacity) of its buffers (rebuild the model "
+          "with a larger --max-tokens-per-expert, at most the sequence "
+          "length, which never overflows)");
     default:
       throw std::runtime_error("cuda kernel error " + std::to_string(word));
     }

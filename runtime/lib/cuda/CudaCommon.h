@@ -38,6 +38,7 @@ enum ErrorCode : int {
   kErrNegativeId = 4,
   kErrDropoutRange = 5,
   kErrAdamStep = 6,
+  kErrMoeOverflow = 7,
 };
 
 /// What a bound kernel needs from its backend.

@@ -187,6 +187,8 @@ __global__ void slotsKernel(const I *ids, MoeDims s, int32_t *slots, int *err) {
         }
         int32_t slot = used[e]++;
         slots[c] = slot < s.capacity ? slot : -1;
+        if (s.dropless && slot >= s.capacity)
+          raise(err, kErrMoeOverflow);
       }
     }
   }

@@ -510,6 +510,24 @@ func.func @f(%x: tensor<2x8xf32>) {
 // -----
 
 dist.mesh @m [dp = 2, tp = 4]
+func.func @f(%x: tensor<8x4x16xf32>) {
+  // expected-error @+1 {{ragged_dim 1 must come after split_dim 0 and concat_dim 1}}
+  %0 = dist.all_to_all %x on @m axes = [tp] split_dim = 0 concat_dim = 1 ragged_dim = 1 : tensor<8x4x16xf32> -> tensor<2x16x16xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m [dp = 2, tp = 4]
+func.func @f(%x: tensor<8x4x16xf32>) {
+  // expected-error @+1 {{ragged_dim 3 must be a dim of the operand, in [0, 3)}}
+  %0 = dist.sharding_constraint %x to <@m, [{tp}, {}, {}]> ragged_dim = 3 : tensor<8x4x16xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m [dp = 2, tp = 4]
 func.func @f(%x: tensor<6x8xf32>) {
   // expected-error @+1 {{operand dim 0 of size 6 must be divisible by the group size 4 over axes [tp]}}
   %0 = dist.all_to_all %x on @m axes = [tp] split_dim = 0 concat_dim = 1 : tensor<6x8xf32> -> tensor<1x32xf32>

@@ -106,7 +106,7 @@ dist.mesh @huge [a = 4611686018427387903, b = 2]
 //===----------------------------------------------------------------------===//
 
 // CHECK-LABEL: func.func @collectives
-func.func @collectives(%x: tensor<2x8xf32>, %y: tensor<8x4xf32>) {
+func.func @collectives(%x: tensor<2x8xf32>, %y: tensor<8x4xf32>, %z: tensor<8x4x16x2xf32>) {
   // CHECK: dist.all_reduce %{{.*}} on @m axes = [tp] reduction = sum : tensor<2x8xf32> -> tensor<2x8xf32>
   %0 = dist.all_reduce %x on @m axes = [tp] reduction = sum : tensor<2x8xf32> -> tensor<2x8xf32>
   // CHECK: dist.all_reduce %{{.*}} on @m axes = [dp, tp] reduction = max : tensor<2x8xf32> -> tensor<2x8xf32>
@@ -119,6 +119,10 @@ func.func @collectives(%x: tensor<2x8xf32>, %y: tensor<8x4xf32>) {
   %4 = dist.all_to_all %y on @m axes = [dp, tp] split_dim = 0 concat_dim = 1 : tensor<8x4xf32> -> tensor<2x16xf32>
   // CHECK: dist.all_to_all %{{.*}} on @m axes = [tp] split_dim = 1 concat_dim = 1 : tensor<8x4xf32> -> tensor<8x4xf32>
   %5 = dist.all_to_all %y on @m axes = [tp] split_dim = 1 concat_dim = 1 : tensor<8x4xf32> -> tensor<8x4xf32>
+  // CHECK: dist.all_to_all %{{.*}} on @m axes = [tp] split_dim = 0 concat_dim = 1 ragged_dim = 2 : tensor<8x4x16x2xf32> -> tensor<4x8x16x2xf32>
+  %r = dist.all_to_all %z on @m axes = [tp] split_dim = 0 concat_dim = 1 ragged_dim = 2 : tensor<8x4x16x2xf32> -> tensor<4x8x16x2xf32>
+  // CHECK: dist.sharding_constraint %{{.*}} to <@m, [{tp}, {}, {}, {}]> ragged_dim = 2 : tensor<8x4x16x2xf32>
+  %rc = dist.sharding_constraint %z to <@m, [{tp}, {}, {}, {}]> ragged_dim = 2 : tensor<8x4x16x2xf32>
   // CHECK: dist.broadcast %{{.*}} on @m axes = [pp] root = 1 : tensor<2x8xf32> -> tensor<2x8xf32>
   %6 = dist.broadcast %x on @m axes = [pp] root = 1 : tensor<2x8xf32> -> tensor<2x8xf32>
   // CHECK: dist.ppermute %{{.*}} on @m axes = [dp, tp] pairs = [0 -> 1, 1 -> 2, 2 -> 3, 3 -> 0] : tensor<2x8xf32> -> tensor<2x8xf32>

@@ -68,21 +68,21 @@
 // CHECK-SAME: %arg9: tensor<2x64x128xf32>
 // CHECK-NOT: dist.all_to_all
 // CHECK: tfm.moe_dispatch %{{.*}} : (tensor<1x8x64xf32>, tensor<1x8x2xi32>) -> tensor<4x1x8x64xf32>
-// CHECK-NEXT: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 : tensor<4x1x8x64xf32> -> tensor<2x2x8x64xf32>
+// CHECK-NEXT: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 ragged_dim = 2 : tensor<4x1x8x64xf32> -> tensor<2x2x8x64xf32>
 // CHECK-NOT: dist.all_to_all
 // CHECK: tfm.matmul %{{.*}}, %arg9 : (tensor<2x16x64xf32>, tensor<2x64x128xf32>) -> tensor<2x16x128xf32>
 // CHECK-NOT: dist.all_to_all
-// CHECK: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0 : tensor<2x2x8x64xf32> -> tensor<4x1x8x64xf32>
+// CHECK: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0 ragged_dim = 2 : tensor<2x2x8x64xf32> -> tensor<4x1x8x64xf32>
 // CHECK-NEXT: tfm.moe_combine %{{.*}} : (tensor<4x1x8x64xf32>, tensor<1x8x2xf32>, tensor<1x8x2xi32>) -> tensor<1x8x64xf32>
 // CHECK-NOT: dist.all_to_all
 // CHECK-LABEL: func.func private @mixtral_block_bwd(
 // CHECK-NOT: dist.all_to_all
 // CHECK: tfm.moe_combine_grad {{.*}} -> (tensor<4x1x8x64xf32>, tensor<1x8x2xf32>)
-// CHECK-NEXT: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 : tensor<4x1x8x64xf32> -> tensor<2x2x8x64xf32>
+// CHECK-NEXT: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 ragged_dim = 2 : tensor<4x1x8x64xf32> -> tensor<2x2x8x64xf32>
 // CHECK-NOT: dist.all_to_all
 // CHECK: tfm.matmul %{{.*}} {transpose_lhs} : (tensor<2x16x64xf32>, tensor<2x16x128xf32>) -> tensor<2x64x128xf32>
 // CHECK-NOT: dist.all_to_all
-// CHECK: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0 : tensor<2x2x8x64xf32> -> tensor<4x1x8x64xf32>
+// CHECK: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0 ragged_dim = 2 : tensor<2x2x8x64xf32> -> tensor<4x1x8x64xf32>
 // CHECK-NEXT: tfm.moe_dispatch_grad
 // CHECK-NOT: dist.all_to_all
 // CHECK-LABEL: func.func @train_step(
@@ -109,7 +109,7 @@
 // ZERO3-LABEL: func.func private @mixtral_block_fwd(
 // ZERO3-SAME: tensor<1x8x64xf32> {tfm.role = "hidden"}
 // ZERO3: dist.all_gather %{{.*}} on @mesh axes = [dp, ep] gather_dim = 0 : tensor<3168xf32> -> tensor<12672xf32>
-// ZERO3: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 : tensor<4x1x8x64xf32> -> tensor<2x2x8x64xf32>
+// ZERO3: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 ragged_dim = 2 : tensor<4x1x8x64xf32> -> tensor<2x2x8x64xf32>
 // ZERO3: dist.all_gather %{{.*}} on @mesh axes = [dp] gather_dim = 0 : tensor<24576xf32> -> tensor<49152xf32>
 // ZERO3: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0
 // ZERO3-NOT: dist.all_gather
@@ -161,10 +161,10 @@
 // EPTPDP: dist.mesh @mesh [ep = 2 : expert, tp = 2 : tensor]
 // EPTPDP-LABEL: func.func private @mixtral_block_fwd(
 // EPTPDP: tfm.moe_dispatch %{{.*}} -> tensor<4x2x8x64xf32>
-// EPTPDP: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 : tensor<{{.*}}> -> tensor<{{.*}}>
+// EPTPDP: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 0 concat_dim = 1 ragged_dim = 2 : tensor<{{.*}}> -> tensor<{{.*}}>
 // EPTPDP: tfm.matmul %{{.*}}, %arg9 : (tensor<1x32x64xf32>, tensor<1x64x128xf32>) -> tensor<1x32x128xf32>
 // EPTPDP: dist.all_gather %{{.*}} on @mesh axes = [tp] gather_dim = 0
-// EPTPDP-NEXT: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0 : tensor<2x4x8x64xf32> -> tensor<4x2x8x64xf32>
+// EPTPDP-NEXT: dist.all_to_all %{{.*}} on @mesh axes = [ep] split_dim = 1 concat_dim = 0 ragged_dim = 2 : tensor<2x4x8x64xf32> -> tensor<4x2x8x64xf32>
 // EPTPDP-NEXT: tfm.moe_combine
 // EPTPDP-LABEL: func.func @train_step(
 // EPTPDP-SAME: tensor<1x64x128xf32> {dist.sharding = #dist.sharding<@mesh, [{ep, tp}, {}, {}]>, {{.*}}tfm.param = "layers.0.moe.experts.w_gate"

@@ -580,15 +580,34 @@ static LogicalResult verifyReduceScatter(Operation *op,
                              describeOperandDim(in, dim) + " /", *groupSize)));
 }
 
+/// `ragged_dim` of a sharding op, when set, is a dim of `type`.
+static LogicalResult verifyRaggedDim(Operation *op,
+                                     std::optional<uint64_t> raggedDim,
+                                     ShapedType type) {
+  if (!raggedDim)
+    return success();
+  return verifyDimIndex(op, "ragged_dim", static_cast<int64_t>(*raggedDim),
+                        type);
+}
+
 static LogicalResult verifyAllToAll(Operation *op,
                                     std::optional<int64_t> groupSize,
                                     ShapedType in, ShapedType out,
-                                    int64_t splitDim, int64_t concatDim) {
+                                    int64_t splitDim, int64_t concatDim,
+                                    std::optional<uint64_t> raggedDim) {
   if (failed(verifyResultLike(op, in, out)) ||
       failed(verifyDimIndex(op, "split_dim", splitDim, in)) ||
       failed(verifyDimIndex(op, "concat_dim", concatDim, in)) ||
-      failed(verifyOtherDims(op, in, out, {splitDim, concatDim})))
+      failed(verifyOtherDims(op, in, out, {splitDim, concatDim})) ||
+      failed(verifyRaggedDim(op, raggedDim, in)))
     return failure();
+  // The slots of a ragged all-to-all are indexed by the dims before
+  // `ragged_dim`: the split and concatenated dims must be among them.
+  if (raggedDim &&
+      static_cast<int64_t>(*raggedDim) <= std::max(splitDim, concatDim))
+    return op->emitOpError()
+           << "ragged_dim " << *raggedDim << " must come after split_dim "
+           << splitDim << " and concat_dim " << concatDim;
   if (!groupSize)
     return success();
   if (failed(verifyDivisible(op, in, splitDim, *groupSize)))

@@ -462,7 +462,11 @@ void Seeder::constrainGradients(func::FuncOp fn) {
 /// (exactly the 1-rank ops restricted to them), the expert matmuls follow
 /// the expert weights (`E` on `ep`), and dist-partition derives one
 /// `dist.all_to_all` over `ep` at each boundary (four per MoE layer).
+/// Each constraint says that the buffer is ragged along `C` (each slot's
+/// tokens first, then zero rows): those all-to-alls move only the rows in
+/// use (dropless MoE without worst-case traffic; issue 18).
 void Seeder::constrainExperts(func::FuncOp fn) {
+  constexpr uint64_t kCapacityDim = 2; // [E, B, C, H]
   auto bufType = [&](Value v) -> RankedTensorType {
     auto buf = dyn_cast<RankedTensorType>(v.getType());
     if (!buf || buf.getRank() != 4 || buf.getDimSize(0) % plan.ep != 0 ||
@@ -491,6 +495,7 @@ void Seeder::constrainExperts(func::FuncOp fn) {
     for (ShardingAttr s : layouts) {
       auto c =
           ShardingConstraintOp::create(b, op->getLoc(), op->getOperand(i), s);
+      c.setRaggedDim(kCapacityDim);
       op->setOperand(i, c.getResult());
     }
   };
@@ -506,6 +511,7 @@ void Seeder::constrainExperts(func::FuncOp fn) {
     Value v = result;
     for (ShardingAttr s : layouts) {
       auto c = ShardingConstraintOp::create(b, result.getLoc(), v, s);
+      c.setRaggedDim(kCapacityDim);
       b.setInsertionPointAfter(c);
       v = c.getResult();
     }

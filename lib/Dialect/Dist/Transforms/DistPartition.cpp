@@ -133,8 +133,9 @@ public:
 
   LogicalResult run();
 
-  // Used by HookContext.
-  FailureOr<Value> getAs(Value global, ShardingAttr target);
+  // Used by HookContext. `raggedDim`: see dist::reshard.
+  FailureOr<Value> getAs(Value global, ShardingAttr target,
+                         std::optional<int64_t> raggedDim = std::nullopt);
   /// The local values of `globals`, each resharded to its target (a null
   /// target: the global value itself, e.g. a non-sharded operand), or the
   /// first failure.
@@ -260,7 +261,8 @@ LogicalResult Partitioner::collectSignature(func::FuncOp func) {
   return success();
 }
 
-FailureOr<Value> Partitioner::getAs(Value global, ShardingAttr target) {
+FailureOr<Value> Partitioner::getAs(Value global, ShardingAttr target,
+                                    std::optional<int64_t> raggedDim) {
   LocalValue lv = values.lookup(global);
   if (!lv.local)
     return emitError(global.getLoc()) << "dist-partition: value has no local "
@@ -275,7 +277,7 @@ FailureOr<Value> Partitioner::getAs(Value global, ShardingAttr target) {
   if (!type)
     type = tensorType(global);
   FailureOr<Value> v = dist::reshard(builder, global.getLoc(), mesh, lv.local,
-                                     type, lv.sharding, target);
+                                     type, lv.sharding, target, raggedDim);
   if (succeeded(v))
     reshardCache[key] = *v;
   return v;
@@ -564,7 +566,14 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     auto sharding = op->getAttrOfType<ShardingAttr>("sharding");
     if (failed(checkSharding(op, sharding, op->getResult(0).getType())))
       return failure();
-    FailureOr<Value> v = getAs(op->getOperand(0), sharding);
+    std::optional<uint64_t> raggedDim =
+        isa<ShardingConstraintOp>(op)
+            ? cast<ShardingConstraintOp>(op).getRaggedDim()
+            : cast<ReshardOp>(op).getRaggedDim();
+    std::optional<int64_t> ragged;
+    if (raggedDim)
+      ragged = static_cast<int64_t>(*raggedDim);
+    FailureOr<Value> v = getAs(op->getOperand(0), sharding, ragged);
     if (failed(v))
       return failure();
     setLocal(op->getResult(0), *v, sharding);

@@ -42,9 +42,11 @@ bool isPrefix(ArrayRef<StringAttr> prefix, ArrayRef<StringAttr> of) {
 
 class Resharder {
 public:
-  Resharder(OpBuilder &b, Location loc, MeshOp mesh, RankedTensorType global)
+  Resharder(OpBuilder &b, Location loc, MeshOp mesh, RankedTensorType global,
+            std::optional<int64_t> raggedDim)
       : b(b), loc(loc), mesh(mesh), global(global),
-        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {}
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
+        raggedDim(raggedDim) {}
 
   FailureOr<Value> run(Value value, ShardingAttr from, ShardingAttr to);
 
@@ -77,9 +79,14 @@ private:
     RankedTensorType type = withDim(v, splitDim, 1, n);
     SmallVector<int64_t> shape(type.getShape());
     shape[concatDim] *= n;
+    // The slots of a ragged value are the indices of the dims before
+    // `raggedDim`: it applies when both moved dims are among them.
+    IntegerAttr ragged;
+    if (raggedDim && *raggedDim > std::max(splitDim, concatDim))
+      ragged = b.getI64IntegerAttr(*raggedDim);
     return AllToAllOp::create(b, loc, type.clone(shape), v, meshRef,
                               axesAttr(axes), b.getI64IntegerAttr(splitDim),
-                              b.getI64IntegerAttr(concatDim));
+                              b.getI64IntegerAttr(concatDim), ragged);
   }
   Value reduceScatter(Value v, ArrayRef<StringAttr> axes, int64_t dim,
                       ReductionKind kind) {
@@ -102,6 +109,7 @@ private:
   MeshOp mesh;
   RankedTensorType global;
   FlatSymbolRefAttr meshRef;
+  std::optional<int64_t> raggedDim;
 };
 
 FailureOr<Value> Resharder::run(Value value, ShardingAttr from,
@@ -264,7 +272,8 @@ FailureOr<Value> Resharder::run(Value value, ShardingAttr from,
 FailureOr<Value> autoshard::dist::reshard(OpBuilder &builder, Location loc,
                                           MeshOp mesh, Value local,
                                           RankedTensorType globalType,
-                                          ShardingAttr from, ShardingAttr to) {
+                                          ShardingAttr from, ShardingAttr to,
+                                          std::optional<int64_t> raggedDim) {
   if (from == to)
     return local;
   if (from.getMesh() != to.getMesh())
@@ -276,5 +285,6 @@ FailureOr<Value> autoshard::dist::reshard(OpBuilder &builder, Location loc,
   auto emitErr = [&] { return emitError(loc); };
   if (failed(to.verifyAgainst(mesh, globalType, emitErr)))
     return failure();
-  return Resharder(builder, loc, mesh, globalType).run(local, from, to);
+  return Resharder(builder, loc, mesh, globalType, raggedDim)
+      .run(local, from, to);
 }

@@ -57,6 +57,17 @@ public:
   /// A staging buffer of `bytes` bytes of device memory, freed with its
   /// last holder (communication workspace outside the static memory plan).
   virtual std::shared_ptr<void> scratch(int64_t bytes) const = 0;
+  /// For each of `slots` consecutive slots of `rows` rows of `rowBytes`
+  /// bytes at `src`: the number of its leading rows up to and including the
+  /// last row with a nonzero byte (0 for a slot of zeros), written to the
+  /// host array `counts` before it returns (the CUDA backend waits for its
+  /// stream). The ragged all-to-all sends these rows only.
+  virtual void usedRows(const void *src, int64_t slots, int64_t rows,
+                        int64_t rowBytes, int64_t *counts) const = 0;
+  /// Copies `bytes` bytes from host memory to device memory (`upload`) or
+  /// back (`download`); both return when the copy is done.
+  virtual void upload(void *dst, const void *host, int64_t bytes) const = 0;
+  virtual void download(void *host, const void *src, int64_t bytes) const = 0;
 
   /// Copies `bytes` bytes (nothing when empty or in place).
   void copy(void *dst, const void *src, int64_t bytes) const;

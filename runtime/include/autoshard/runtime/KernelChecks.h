@@ -377,6 +377,9 @@ struct MoeDims {
   int64_t batch = 0, seq = 0, numExperts = 0, topK = 1, capacity = 1,
           hidden = 0;
   bool renormalize = false; ///< moe_router(_grad) only.
+  /// moe_dispatch only: capacity is a dropless bound (a choice past it is
+  /// an error, not a drop).
+  bool dropless = false;
   /// dispatch / combine (and gradients): the sequence's zig-zag order
   /// (SequencePositions.h); slots are assigned in original token order.
   int64_t zigzagChunks = 0;
@@ -465,6 +468,11 @@ struct AllToAllShape {
   int64_t bytes = 0; ///< The operand's (and the result's).
   int64_t pieceBytes = 0;
   CommBlocks split, concat;
+  /// With `ragged_dim` (a ragged all-to-all): the operand and the result are
+  /// slots (every index of the dims before `ragged_dim`) of `raggedRows`
+  /// rows of `rowBytes` bytes each (that dim, then the dims after it);
+  /// `raggedRows == 0` for a dense all-to-all.
+  int64_t raggedRows = 0, rowBytes = 0;
 };
 AllToAllShape checkAllToAll(const KernelSignature &sig);
 

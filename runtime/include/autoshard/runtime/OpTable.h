@@ -236,6 +236,7 @@ inline constexpr std::string_view kMoeDispatchResults[] = {"buf"};
 inline constexpr AttrSpec kMoeDispatchAttrs[] = {
     {"num_experts", AttrKind::Int, true},
     {"capacity", AttrKind::Int, true},
+    {"dropless", AttrKind::Unit, false},
     {"zigzag_chunks", AttrKind::Int, false},
 };
 inline constexpr std::string_view kMoeDispatchGradArgs[] = {"dbuf", "expert_ids"};
@@ -315,6 +316,7 @@ inline constexpr AttrSpec kDistAllToAllAttrs[] = {
     {"axes", AttrKind::StringArray, true},
     {"split_dim", AttrKind::Int, true},
     {"concat_dim", AttrKind::Int, true},
+    {"ragged_dim", AttrKind::Int, false},
 };
 inline constexpr std::string_view kDistBroadcastArgs[] = {"input"};
 inline constexpr std::string_view kDistBroadcastResults[] = {"result"};
@@ -355,6 +357,7 @@ inline constexpr AttrSpec kDistAllToAllStartAttrs[] = {
     {"axes", AttrKind::StringArray, true},
     {"split_dim", AttrKind::Int, true},
     {"concat_dim", AttrKind::Int, true},
+    {"ragged_dim", AttrKind::Int, false},
     {"handle", AttrKind::Int, true},
 };
 inline constexpr std::string_view kDistBroadcastStartArgs[] = {"input"};
@@ -567,7 +570,7 @@ inline constexpr OpSpec kOpTable[] = {
      {}},
     {"moe_dispatch", {op_table_detail::kMoeDispatchArgs, 2}, 2, 2,
      {op_table_detail::kMoeDispatchResults, 1}, 1, 1,
-     {op_table_detail::kMoeDispatchAttrs, 3}},
+     {op_table_detail::kMoeDispatchAttrs, 4}},
     {"moe_dispatch_grad", {op_table_detail::kMoeDispatchGradArgs, 2}, 2, 2,
      {op_table_detail::kMoeDispatchGradResults, 1}, 1, 1,
      {op_table_detail::kMoeDispatchGradAttrs, 2}},
@@ -612,7 +615,7 @@ inline constexpr OpSpec kOpTable[] = {
      {op_table_detail::kDistAllReduceAttrs, 2}},
     {"dist.all_to_all", {op_table_detail::kDistAllToAllArgs, 1}, 1, 1,
      {op_table_detail::kDistAllToAllResults, 1}, 1, 1,
-     {op_table_detail::kDistAllToAllAttrs, 3}},
+     {op_table_detail::kDistAllToAllAttrs, 4}},
     {"dist.broadcast", {op_table_detail::kDistBroadcastArgs, 1}, 1, 1,
      {op_table_detail::kDistBroadcastResults, 1}, 1, 1,
      {op_table_detail::kDistBroadcastAttrs, 2}},
@@ -630,7 +633,7 @@ inline constexpr OpSpec kOpTable[] = {
      {op_table_detail::kDistAllReduceStartAttrs, 3}},
     {"dist.all_to_all_start", {op_table_detail::kDistAllToAllStartArgs, 1}, 1, 1,
      {op_table_detail::kDistAllToAllStartResults, 1}, 1, 1,
-     {op_table_detail::kDistAllToAllStartAttrs, 4}},
+     {op_table_detail::kDistAllToAllStartAttrs, 5}},
     {"dist.broadcast_start", {op_table_detail::kDistBroadcastStartArgs, 1}, 1, 1,
      {op_table_detail::kDistBroadcastStartResults, 1}, 1, 1,
      {op_table_detail::kDistBroadcastStartAttrs, 3}},

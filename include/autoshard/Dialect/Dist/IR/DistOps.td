@@ -113,12 +113,32 @@ class Dist_ShardingOpBase<string mnemonic, list<Trait> traits = []>
     : Dist_Op<mnemonic, !listconcat(traits, [
         SameOperandsAndResultType,
         DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
-  let arguments = (ins AnyRankedTensor:$input, Dist_ShardingAttr:$sharding);
+  // `ragged_dim` (optional): along that dim the value is a ragged tensor
+  // padded with zeros -- for each index of the dims before it, its valid
+  // rows, then zero rows (the MoE capacity buffers `[E, B, C, H]` with
+  // ragged_dim = 2). dist-partition marks every `dist.all_to_all` that moves
+  // the value between the two shardings with it, so that it sends only the
+  // leading rows up to the last nonzero one of each slot.
+  let arguments = (ins AnyRankedTensor:$input, Dist_ShardingAttr:$sharding,
+                       OptionalAttr<I64Attr>:$ragged_dim);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `to` $sharding attr-dict `:` type($result)
+    $input `to` $sharding (`ragged_dim` `=` $ragged_dim^)? attr-dict `:`
+    type($result)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input,
+                   "::autoshard::dist::ShardingAttr":$sharding), [{
+      build($_builder, $_state, input.getType(), input, sharding,
+            /*ragged_dim=*/::mlir::IntegerAttr());
+    }]>
+  ];
+  let hasVerifier = 1;
   let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      return verifyRaggedDim(getOperation(), getRaggedDim(),
+                             getInput().getType());
+    }
     ::mlir::LogicalResult
     $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
       return verifyShardingUse(getOperation(), getSharding(),
@@ -354,10 +374,12 @@ defm Dist_ReduceScatter : Dist_Collective<"reduce_scatter", "ReduceScatter",
       %r = dist.wait %h : !dist.async<tensor<8x32xf32>>}]>;
 
 defm Dist_AllToAll : Dist_Collective<"all_to_all", "AllToAll",
-    (ins I64Attr:$split_dim, I64Attr:$concat_dim),
-    "`split_dim` `=` $split_dim `concat_dim` `=` $concat_dim",
+    (ins I64Attr:$split_dim, I64Attr:$concat_dim,
+         OptionalAttr<I64Attr>:$ragged_dim),
+    "`split_dim` `=` $split_dim `concat_dim` `=` $concat_dim "
+    "(`ragged_dim` `=` $ragged_dim^)?",
     "verifyAllToAll(getOperation(), groupSize, getInput().getType(), "
-    "getResultTensorType(), getSplitDim(), getConcatDim())",
+    "getResultTensorType(), getSplitDim(), getConcatDim(), getRaggedDim())",
     "exchange slices between all members of a device group",
     [{
       Each device splits its operand along `split_dim` into group-size
@@ -371,11 +393,25 @@ defm Dist_AllToAll : Dist_Collective<"all_to_all", "AllToAll",
           : tensor<8x16xf32> -> tensor<2x64xf32>
       ```
 
+      With `ragged_dim` the operand is a ragged tensor padded with zeros
+      along that dim (MoE capacity buffers `[E, B, C, H]`, ragged_dim = 2):
+      for each index of the dims before `ragged_dim` (a slot), only the
+      leading rows up to the last one with a nonzero byte are sent, after an
+      exchange of those counts, and the result is zero-filled past them
+      (`MPI_Alltoallv`; NCCL grouped send/recv). The result is the same as
+      without it, bit for bit, whatever the values; it moves the rows in use
+      rather than the whole capacity.
+
+      ```mlir
+      %b = dist.all_to_all %buf on @m axes = [ep] split_dim = 0 concat_dim = 1
+          ragged_dim = 2 : tensor<8x4x16x64xf32> -> tensor<2x16x16x64xf32>
+      ```
+
       Rules: same rank and element type; both dims are dims of the operand;
       `split_dim` is divisible by the group size; result `split_dim` =
       operand / group size and result `concat_dim` = operand × group size
       (both apply when they are the same dim, which leaves it unchanged), the
-      other dims equal.
+      other dims equal; `ragged_dim`, when set, is a dim after both.
     }], [{
       dist.mesh @m [dp = 2, ep = 4]
       %h = dist.all_to_all_start %x on @m axes = [ep] split_dim = 0 concat_dim = 1

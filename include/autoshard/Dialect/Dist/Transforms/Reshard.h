@@ -54,11 +54,16 @@ namespace autoshard::dist {
 /// the layout `to`, and returns the new per-rank value (`local` itself when
 /// the shardings are equal). Both shardings must name `mesh` and verify
 /// against `globalType`. On failure an error is reported at `loc`.
-mlir::FailureOr<mlir::Value> reshard(mlir::OpBuilder &builder,
-                                     mlir::Location loc, MeshOp mesh,
-                                     mlir::Value local,
-                                     mlir::RankedTensorType globalType,
-                                     ShardingAttr from, ShardingAttr to);
+///
+/// `raggedDim`, when set, says that the value is ragged along that dim
+/// (zero rows after the valid ones of each slot, `dist.sharding_constraint`'s
+/// `ragged_dim`): every `dist.all_to_all` emitted whose split and concat
+/// dims both come before it carries it, so that it moves only the rows in
+/// use.
+mlir::FailureOr<mlir::Value>
+reshard(mlir::OpBuilder &builder, mlir::Location loc, MeshOp mesh,
+        mlir::Value local, mlir::RankedTensorType globalType, ShardingAttr from,
+        ShardingAttr to, std::optional<int64_t> raggedDim = std::nullopt);
 
 } // namespace autoshard::dist
 

@@ -1469,6 +1469,12 @@ def Tfm_MoeDispatchOp
     `s`, then choice `j`: the `c`-th pair `(s, j)` with
     `expert_ids[b, s, j] == e` writes `buf[e, b, c, :] = x[b, s, :]` if
     `c < capacity`; overflowing pairs are dropped and unused slots are zero.
+    With `dropless` (a dropless layer whose buffers are bounded by
+    `capacity`, the model's maximum tokens per expert and sequence) no pair
+    is ever dropped: a pair past the capacity is a runtime error naming the
+    sequence, the expert and its token count, so that the result is the
+    unbounded dropless routing or nothing. `capacity = S` is the exact
+    bound (each token picks `K` distinct experts), which never overflows.
     With `zigzag_chunks` (a sequence in zig-zag order,
     TfmSequenceOrderOpInterface) the tokens are taken in the order of their
     original positions, so that the same tokens are kept as in the original
@@ -1492,14 +1498,16 @@ def Tfm_MoeDispatchOp
     ```
   }];
   let arguments = !con((ins Tfm_FloatTensor:$x, Tfm_IndexTensor:$expert_ids,
-                       I64Attr:$num_experts, I64Attr:$capacity),
+                       I64Attr:$num_experts, I64Attr:$capacity,
+                       UnitAttr:$dropless),
                        (ins OptionalAttr<I64Attr>:$zigzag_chunks));
   let results = (outs Tfm_FloatTensor:$buf);
   let builders = [
     Tfm_OrderedInferBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$expertIds,
-                          "int64_t":$numExperts, "int64_t":$capacity),
+                          "int64_t":$numExperts, "int64_t":$capacity,
+                          CArg<"bool", "false">:$dropless),
                      "x, expertIds, numExperts, "
-                     # "capacity">
+                     # "capacity, dropless">
   ];
 }
 

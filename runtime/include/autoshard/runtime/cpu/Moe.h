@@ -17,6 +17,8 @@
 #include "autoshard/runtime/SequencePositions.h"
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace autoshard::runtime::cpu {
 
@@ -35,6 +37,16 @@ struct MoeShape {
   /// (SequencePositions.h); capacity slots go to the tokens in the order of
   /// their original positions, so the same tokens are kept.
   int64_t zigzagChunks = 0;
+  /// moe_dispatch: `capacity` bounds a dropless layer; a sequence routing
+  /// more choices to one expert throws MoeOverflowError instead of dropping.
+  bool dropless = false;
+};
+
+/// A dropless layer's bound exceeded: the message names the sequence, the
+/// expert, its token count and the bound.
+class MoeOverflowError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
 };
 
 /// tfm.moe_router: p = softmax(logits) over experts; expertIds = the topK
