@@ -56,6 +56,7 @@ void autoshard::buildTrainPipeline(mlir::OpPassManager &pm,
     dist::DistPartitionPipelineOptions partition;
     partition.plan = options.plan;
     partition.scheduleFile = options.scheduleFile;
+    partition.overlap = options.overlap;
     dist::buildDistPartitionPipeline(pm, partition);
   }
   rt::buildRtLoweringPipeline(pm, options.fuseEpilogues);

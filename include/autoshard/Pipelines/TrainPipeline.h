@@ -65,6 +65,13 @@ struct TrainPipelineOptions
       *this, "schedule-file",
       llvm::cl::desc("Per-rank pipeline order (dist-schedule)"),
       llvm::cl::init("")};
+  Option<bool> overlap{
+      *this, "overlap",
+      llvm::cl::desc("Start collectives early to hide them behind compute "
+                     "(dist-hoist-argument-gathers, "
+                     "dist-overlap-collectives); false: every collective "
+                     "blocks where the partitioner put it"),
+      llvm::cl::init(true)};
   Option<bool> fuseEpilogues{
       *this, "fuse-epilogues",
       llvm::cl::desc("Fold adds and gelus into their GEMMs "

@@ -146,8 +146,10 @@ public:
     countsIn = this->dev->scratch(countBytes);
   }
 
-  /// Counts, packs and posts the exchange; the returned step (the wait's)
-  /// writes the result `y`.
+  /// Counts and packs the rows, and posts the exchange of the counts. The
+  /// start never waits for the other members (dist-verify-comm's model of a
+  /// `*_start`): the returned request's wait completes the counts, then
+  /// posts and completes the rows' exchange; its step writes the result `y`.
   Pending start(const void *x, void *y) {
     auto *src = static_cast<const unsigned char *>(x);
     auto *stage = static_cast<unsigned char *>(sendStage.get());
@@ -163,10 +165,35 @@ public:
         sendOffset[j + 1] += n * rowBytes;
       }
     }
-    int64_t countBytes = slots * static_cast<int64_t>(sizeof(int64_t));
-    dev->upload(countsOut.get(), sendCounts.data(), g * countBytes);
-    comm.allToAll(countsOut.get(), countsIn.get(), countBytes)->wait();
-    dev->download(recvCounts.data(), countsIn.get(), g * countBytes);
+    dev->upload(countsOut.get(), sendCounts.data(), g * countBytes());
+    auto counts = comm.allToAll(countsOut.get(), countsIn.get(), countBytes());
+    return started(std::make_unique<RowsRequest>(*this, std::move(counts)),
+                   [this, y] { unpack(y); });
+  }
+
+private:
+  /// The rows' exchange, posted once the counts have arrived.
+  class RowsRequest : public CommRequest {
+  public:
+    RowsRequest(RaggedAllToAll &op, std::unique_ptr<CommRequest> counts)
+        : op(op), counts(std::move(counts)) {}
+    void wait() override {
+      counts->wait();
+      op.exchangeRows()->wait();
+    }
+
+  private:
+    RaggedAllToAll &op;
+    std::unique_ptr<CommRequest> counts;
+  };
+
+  int64_t countBytes() const {
+    return slots * static_cast<int64_t>(sizeof(int64_t));
+  }
+
+  /// Reads the counts received and posts every pair's rows at once.
+  std::unique_ptr<CommRequest> exchangeRows() {
+    dev->download(recvCounts.data(), countsIn.get(), g * countBytes());
     for (int64_t i = 0; i < g; ++i) {
       recvOffset[i + 1] = recvOffset[i];
       for (int64_t t = 0; t < slots; ++t) {
@@ -179,6 +206,7 @@ public:
       }
     }
     std::vector<Transfer> sends, recvs;
+    auto *stage = static_cast<unsigned char *>(sendStage.get());
     auto *in = static_cast<unsigned char *>(recvStage.get());
     for (int64_t j = 0; j < g; ++j) {
       int64_t out = sendOffset[j + 1] - sendOffset[j];
@@ -188,10 +216,9 @@ public:
       if (j != me && back > 0)
         recvs.push_back({j, in + recvOffset[j], back});
     }
-    return started(comm.exchange(sends, recvs), [this, y] { unpack(y); });
+    return comm.exchange(sends, recvs);
   }
 
-private:
   /// Operand slot of piece `j`'s slot `t`: x as [outer, G, inner].
   int64_t operandSlot(int64_t j, int64_t t) const {
     return ((t / splitSlots) * g + j) * splitSlots + t % splitSlots;

@@ -1,10 +1,15 @@
-// dist-overlap-collectives: each gradient reduction starts right after the
-// producer of its operand and is waited for after the next call (one
-// layer's backward), or before its first use if that comes first; nothing
-// to overlap leaves it blocking; groups over pp are left alone.
+// dist-overlap-collectives: each gradient reduction (and all-to-all) starts
+// right after the producer of its operand and is waited for after the next
+// call (one layer's backward), or before its first use if that comes
+// first; each all-gather starts one call before its use (a prefetch);
+// nothing to overlap leaves it blocking; groups over pp are left alone;
+// `kinds` restricts the kinds moved.
 // RUN: shard-opt --dist-overlap-collectives -split-input-file %s | FileCheck %s
 // RUN: shard-opt --dist-overlap-collectives="overlap-calls=2" -split-input-file %s | FileCheck %s --check-prefix=TWO
 // RUN: not shard-opt --dist-overlap-collectives="overlap-calls=0" %s -split-input-file 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: shard-opt --dist-overlap-collectives="kinds=all_reduce,reduce_scatter" -split-input-file %s | FileCheck %s --check-prefix=KINDS
+// RUN: not shard-opt --dist-overlap-collectives="kinds=broadcast" %s -split-input-file 2>&1 | FileCheck %s --check-prefix=BADKIND
+// BADKIND: dist-overlap-collectives: kinds lists 'broadcast'; expected all_reduce, reduce_scatter, all_gather or all_to_all
 // nanoGPT through the whole pipeline: test/Models/Dist/dist-overlap-collectives.mlir.
 
 dist.mesh @m [pp = 2 : pipeline, dp = 2 : data]
@@ -85,3 +90,57 @@ func.func @bucket(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<4xf32>, tensor<4x
 }
 
 // ERR: dist-overlap-collectives: overlap-calls must be >= 1, found 0
+
+// -----
+
+dist.mesh @m [dp = 2 : data]
+
+func.func private @block(%x: tensor<8xf32>, %w: tensor<8xf32>) -> tensor<8xf32>
+
+// Parameter gathers at the call sites (dist-hoist-argument-gathers): each
+// starts one call before the call that uses it (FSDP2's prefetch: layer
+// i+1's weights are gathered during layer i), the first one right after
+// its operand's producer; no gather starts earlier, so at most two layers'
+// gathered weights are alive. With overlap-calls=2, two calls before.
+// CHECK-LABEL: func.func @prefetch(
+// CHECK-NEXT: %[[W0:.*]] = dist.all_gather %arg1
+// CHECK-NEXT: %[[H1:.*]] = dist.all_gather_start %arg2 on @m axes = [dp] gather_dim = 0 : tensor<4xf32> -> !dist.async<tensor<8xf32>>
+// CHECK-NEXT: %[[Y0:.*]] = call @block(%arg0, %[[W0]])
+// CHECK-NEXT: %[[W1:.*]] = dist.wait %[[H1]]
+// CHECK-NEXT: %[[H2:.*]] = dist.all_gather_start %arg3
+// CHECK-NEXT: %[[Y1:.*]] = call @block(%[[Y0]], %[[W1]])
+// CHECK-NEXT: %[[W2:.*]] = dist.wait %[[H2]]
+// CHECK-NEXT: call @block(%[[Y1]], %[[W2]])
+// TWO-LABEL: func.func @prefetch(
+// TWO-NEXT: dist.all_gather %arg1
+// TWO-NEXT: dist.all_gather_start %arg2
+// TWO-NEXT: dist.all_gather_start %arg3
+// TWO-NEXT: call @block
+// TWO-NEXT: dist.wait
+// TWO-NEXT: call @block
+// TWO-NEXT: dist.wait
+// TWO-NEXT: call @block
+// KINDS-LABEL: func.func @prefetch(
+// KINDS-NOT: _start
+// KINDS: return
+func.func @prefetch(%x: tensor<8xf32>, %a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf32>) -> tensor<8xf32> {
+  %w0 = dist.all_gather %a on @m axes = [dp] gather_dim = 0 : tensor<4xf32> -> tensor<8xf32>
+  %y0 = call @block(%x, %w0) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %w1 = dist.all_gather %b on @m axes = [dp] gather_dim = 0 : tensor<4xf32> -> tensor<8xf32>
+  %y1 = call @block(%y0, %w1) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %w2 = dist.all_gather %c on @m axes = [dp] gather_dim = 0 : tensor<4xf32> -> tensor<8xf32>
+  %y2 = call @block(%y1, %w2) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %y2 : tensor<8xf32>
+}
+
+// An all-to-all (e.g. expert parallelism's) starts after its producer and
+// is waited for before its use, behind the independent tfm.add.
+// CHECK-LABEL: func.func @all_to_all(
+// CHECK-NEXT: %[[H:.*]] = dist.all_to_all_start %arg0 on @m axes = [dp] split_dim = 0 concat_dim = 1
+// CHECK-NEXT: %[[S:.*]] = tfm.add %arg1, %arg1
+// CHECK-NEXT: %[[R:.*]] = dist.wait %[[H]]
+func.func @all_to_all(%x: tensor<4x2xf32>, %y: tensor<8xf32>) -> (tensor<2x4xf32>, tensor<8xf32>) {
+  %s = tfm.add %y, %y : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %t = dist.all_to_all %x on @m axes = [dp] split_dim = 0 concat_dim = 1 : tensor<4x2xf32> -> tensor<2x4xf32>
+  return %t, %s : tensor<2x4xf32>, tensor<8xf32>
+}

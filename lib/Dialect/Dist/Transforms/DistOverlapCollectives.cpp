@@ -1,11 +1,15 @@
 //===- DistOverlapCollectives.cpp - reductions behind the next layers -----===//
 //
 // Implements `dist-overlap-collectives` (see Passes.td for the contract):
-// each gradient reduction (blocking all-reduce / reduce-scatter, with the
-// pack of its bucket) moves up to its operand's producer and becomes a
-// `*_start` there, waited for before its first use but at most
-// `overlap-calls` calls later, so that it runs behind the backward of the
-// layers that follow (DDP / Megatron `overlap_grad_reduce` / FSDP2).
+// each collective of the selected kinds (blocking all-reduce,
+// reduce-scatter, all-gather, all-to-all; with the pack of its bucket)
+// moves up to its operand's producer and becomes a `*_start` there, waited
+// for before its first use but at most `overlap-calls` calls later, so that
+// it runs behind the work that does not need it: a gradient reduction
+// behind the backward of the layers that follow (DDP / Megatron
+// `overlap_grad_reduce` / FSDP2), a ZeRO-1/2 parameter all-gather behind
+// the optimizer of the next buckets (Megatron's `overlap_param_gather`), a
+// ZeRO-3 parameter or SP re-gather behind the block's earlier GEMMs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +20,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/CallInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace autoshard::dist {
@@ -29,12 +34,14 @@ using namespace autoshard::dist;
 
 namespace {
 
-/// A reduction this pass may start early: blocking, and over a group whose
-/// members all run this function (no pipeline axis: stage programs differ).
-bool isCandidate(Operation *op, SymbolTableCollection &symbols) {
-  if (!isa<AllReduceOp, ReduceScatterOp>(op))
+/// A collective this pass may start early: blocking, of one of `kinds`, and
+/// over a group whose members all run this function (no pipeline axis:
+/// stage programs differ).
+bool isCandidate(Operation *op, ArrayRef<CommKind> kinds,
+                 SymbolTableCollection &symbols) {
+  auto comm = dyn_cast<CommOpInterface>(op);
+  if (!comm || comm.isAsync() || !llvm::is_contained(kinds, comm.getCommKind()))
     return false;
-  auto comm = cast<CommOpInterface>(op);
   MeshOp mesh = lookupMesh(symbols, op, comm.getMeshAttr());
   return mesh && llvm::none_of(comm.getAxes(), [&](Attribute a) {
            return mesh.hasAxisRole(cast<StringAttr>(a).getValue(),
@@ -51,8 +58,10 @@ bool isCompute(Operation &op) {
 }
 
 /// Moves `op` up to right after the last op of `block` that defines one of
-/// its operands (the block start when none does). Returns true if it moved.
-bool hoist(Operation *op) {
+/// its operands (the block start when none does), and after the ops of
+/// `moved` there (so that collectives keep their program order among
+/// themselves). Returns true if it moved.
+bool hoist(Operation *op, const llvm::DenseSet<Operation *> &moved) {
   Block *block = op->getBlock();
   Operation *last = nullptr;
   for (Value operand : op->getOperands()) {
@@ -64,6 +73,8 @@ bool hoist(Operation *op) {
       last = ancestor;
   }
   Operation *target = last ? last->getNextNode() : &block->front();
+  while (target != op && moved.contains(target))
+    target = target->getNextNode();
   if (target == op)
     return false;
   op->moveBefore(target);
@@ -97,6 +108,23 @@ struct DistOverlapCollectivesPass
           << static_cast<int64_t>(overlapCalls);
       return signalPassFailure();
     }
+    selected.clear();
+    if (kinds.empty())
+      selected = {CommKind::AllReduce, CommKind::ReduceScatter,
+                  CommKind::AllGather, CommKind::AllToAll};
+    for (const std::string &name : kinds) {
+      std::optional<CommKind> kind = symbolizeCommKind(name);
+      if (!kind ||
+          (*kind != CommKind::AllReduce && *kind != CommKind::ReduceScatter &&
+           *kind != CommKind::AllGather && *kind != CommKind::AllToAll)) {
+        getOperation().emitError()
+            << "dist-overlap-collectives: kinds lists '" << name
+            << "'; expected all_reduce, reduce_scatter, all_gather or "
+               "all_to_all";
+        return signalPassFailure();
+      }
+      selected.push_back(*kind);
+    }
     SymbolTableCollection symbols;
     for (auto func : getOperation().getOps<func::FuncOp>())
       for (Block &block : func.getBody())
@@ -106,30 +134,82 @@ struct DistOverlapCollectivesPass
   void runOnBlock(Block &block, SymbolTableCollection &symbols) {
     // In program order, so that the start order stays the original
     // collective order (the same on every member of a group).
-    SmallVector<Operation *> reductions;
+    SmallVector<Operation *> collectives;
     for (Operation &op : block)
-      if (isCandidate(&op, symbols))
-        reductions.push_back(&op);
-    for (Operation *op : reductions) {
-      // A bucket's pack (its only use is this collective) moves up first ...
-      if (auto pack = op->getOperand(0).getDefiningOp<PackOp>())
-        if (pack->getBlock() == &block && pack->hasOneUse())
-          hoist(pack);
-      if (hoist(op))
-        ++numHoisted;
-      // ... and the bucket's unpack moves down to the first use of what it
-      // unpacks, so that the wait can too.
+      if (isCandidate(&op, selected, symbols))
+        collectives.push_back(&op);
+    llvm::DenseSet<Operation *> moved;
+    for (Operation *op : collectives) {
+      PackOp pack = op->getOperand(0).getDefiningOp<PackOp>();
+      if (pack && (pack->getBlock() != &block || !pack->hasOneUse()))
+        pack = nullptr;
+      // The bucket's unpack moves down to the first use of what it unpacks,
+      // so that the wait can too.
       for (Operation *user : op->getResult(0).getUsers())
         if (isa<UnpackOp>(user) && user->getBlock() == &block &&
             op->getResult(0).hasOneUse())
           sink(user);
-      startEarly(op);
+      if (cast<CommOpInterface>(op).getCommKind() == CommKind::AllGather) {
+        if (prefetch(op, pack, moved))
+          ++numHoisted;
+      } else {
+        // A reduction's bucket pack (its only use) moves up first.
+        if (pack) {
+          hoist(pack, moved);
+          moved.insert(pack);
+        }
+        if (hoist(op, moved))
+          ++numHoisted;
+      }
+      moved.insert(startEarly(op));
     }
   }
 
+  /// Moves the all-gather `op` (with its bucket's `pack`, if any) up to
+  /// `overlapCalls` calls before the first use of its result, or to right
+  /// after the producers of its operands when they come later: a prefetch
+  /// (FSDP2 gathers the next layer's weights during the current one), not
+  /// further, so that no more than that many layers' gathered tensors are
+  /// alive at once. Returns true if it moved.
+  bool prefetch(Operation *op, PackOp pack,
+                const llvm::DenseSet<Operation *> &moved) {
+    Block *block = op->getBlock();
+    Operation *firstUse = block->getTerminator();
+    for (Operation *user : op->getResult(0).getUsers())
+      if (Operation *ancestor = block->findAncestorOpInBlock(*user))
+        if (ancestor->isBeforeInBlock(firstUse))
+          firstUse = ancestor;
+    Operation *source = pack ? pack.getOperation() : op;
+    Operation *last = nullptr; // the last producer of what moves
+    for (Value operand : source->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (Operation *ancestor = block->findAncestorOpInBlock(*def))
+          if (!last || last->isBeforeInBlock(ancestor))
+            last = ancestor;
+    Operation *target = firstUse;
+    int64_t calls = 0;
+    for (Operation *it = firstUse->getPrevNode(); it && it != last;
+         it = it->getPrevNode()) {
+      if (it == source || it == op)
+        continue;
+      target = it;
+      if (isa<CallOpInterface>(it) && ++calls == overlapCalls)
+        break;
+    }
+    while (target != op && moved.contains(target))
+      target = target->getNextNode();
+    if (target == op || !target->isBeforeInBlock(op))
+      return false;
+    op->moveBefore(target);
+    if (pack)
+      pack->moveBefore(op);
+    return true;
+  }
+
   /// Replaces `op` by a start at its place and a wait before its first use,
-  /// no later than right after the `overlapCalls`-th call after it.
-  void startEarly(Operation *op) {
+  /// no later than right after the `overlapCalls`-th call after it. Returns
+  /// the start (`op` itself when it stays blocking).
+  Operation *startEarly(Operation *op) {
     Block *block = op->getBlock();
     Value result = op->getResult(0);
     Operation *firstUse = nullptr;
@@ -153,7 +233,7 @@ struct DistOverlapCollectivesPass
       }
     }
     if (!work || !waitBefore)
-      return;
+      return op;
     OpBuilder builder(op);
     auto tensorType = cast<RankedTensorType>(result.getType());
     OperationState state(op->getLoc(),
@@ -167,7 +247,10 @@ struct DistOverlapCollectivesPass
     result.replaceAllUsesWith(wait.getResult());
     op->erase();
     ++numAsync;
+    return start;
   }
+
+  SmallVector<CommKind> selected;
 };
 
 } // namespace

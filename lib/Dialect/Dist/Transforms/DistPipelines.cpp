@@ -20,7 +20,10 @@ void autoshard::dist::buildDistPartitionPipeline(
   if (options.stopAfterPartition)
     return;
   pm.addPass(createDistPipelineSplit());
+  if (options.overlap)
+    pm.addPass(createDistHoistArgumentGathers());
   pm.addPass(createDistBucketCollectives());
-  pm.addPass(createDistOverlapCollectives());
+  if (options.overlap)
+    pm.addPass(createDistOverlapCollectives());
   pm.addPass(createDistVerifyComm());
 }

@@ -24,11 +24,15 @@ struct DistPartitionPipelineOptions {
   /// Stop after dist-partition (dist-auto-plan's one-block profiles);
   /// otherwise go on to the per-rank program.
   bool stopAfterPartition = false;
+  /// dist-hoist-argument-gathers and dist-overlap-collectives (collectives
+  /// started early); false: blocking collectives only.
+  bool overlap = true;
 };
 
 /// A train step sharded for a plan: dist-apply-plan, dist-schedule (with a
 /// schedule file), dist-propagate, dist-partition, then dist-pipeline-split,
-/// dist-bucket-collectives, dist-overlap-collectives and dist-verify-comm
+/// [dist-hoist-argument-gathers], dist-bucket-collectives,
+/// [dist-overlap-collectives] and dist-verify-comm
 /// (DESIGN.md section 4 gives the order and why).
 void buildDistPartitionPipeline(mlir::OpPassManager &pm,
                                 const DistPartitionPipelineOptions &options);

@@ -652,22 +652,76 @@ def DistBucketCollectives
 }
 
 
+def DistHoistArgumentGathers
+    : Pass<"dist-hoist-argument-gathers", "::mlir::ModuleOp"> {
+  let summary = "Gather a callee's sharded arguments at its call sites";
+  let description = [{
+    Runs after `dist-partition` and `dist-pipeline-split` (per-rank IR),
+    before `dist-bucket-collectives` and `dist-overlap-collectives`. A
+    block function that all-gathers an argument (a ZeRO-3 parameter shard
+    before its use, FSDP's unshard) cannot start that gather before it is
+    called, so the gather of layer i+1 could never run behind layer i. For
+    every private `func.func` whose only uses are `func.call`s, each
+    argument whose single use is a blocking `dist.all_gather` over axes
+    without a pipeline axis is gathered at every call site instead (the
+    same op, right before the call, on the call's operand) and the function
+    takes the gathered value. The program computes the same values with the
+    same collectives; only their place moves from the callee into the
+    caller, where `dist-bucket-collectives` buckets each layer's gathers
+    and `dist-overlap-collectives` starts them `overlap-calls` calls before
+    their use (FSDP2's prefetch; torchtitan's and Megatron's ZeRO-3 with
+    `overlap_param_gather`). Every call site of a function is rewritten
+    alike, so each member of a group still runs the same collectives in the
+    same order (`dist-verify-comm`).
+
+    ```mlir
+    // before (dp = 2, ZeRO-3: the block gathers its weight shard):
+    func.func private @block(%x: tensor<4x64xf32>, %w: tensor<32x64xf32>) {
+      %wf = dist.all_gather %w on @m axes = [dp] gather_dim = 0
+          : tensor<32x64xf32> -> tensor<64x64xf32>
+      ...
+    %y = func.call @block(%x, %w0) : ...
+    // after:
+    func.func private @block(%x: tensor<4x64xf32>, %wf: tensor<64x64xf32>) {
+      ...
+    %g = dist.all_gather %w0 on @m axes = [dp] gather_dim = 0
+        : tensor<32x64xf32> -> tensor<64x64xf32>
+    %y = func.call @block(%x, %g) : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numArguments", "hoisted-arguments",
+              "Function arguments now gathered at the call sites">,
+  ];
+  let dependentDialects = ["::autoshard::dist::DistDialect"];
+}
+
 def DistOverlapCollectives
     : Pass<"dist-overlap-collectives", "::mlir::ModuleOp"> {
-  let summary = "Overlap gradient reductions with the backward of later layers";
+  let summary = "Start collectives early, behind the compute that does not need them";
   let description = [{
     Runs after `dist-bucket-collectives` (per-rank IR), before
-    `dist-verify-comm` and `rt-lower`. Compute/communication overlap of the
-    data-parallel gradient reduction (PyTorch DDP's bucketed all-reduce
-    during backward, Megatron's `overlap_grad_reduce`, FSDP2's
-    reduce-scatter of one layer behind the next layer's backward): in every
-    block of every `func.func`, each blocking `dist.all_reduce` and
-    `dist.reduce_scatter` whose group does not span `pp`
+    `dist-verify-comm` and `rt-lower`. Compute/communication overlap
+    (PyTorch DDP's bucketed all-reduce during backward, Megatron's
+    `overlap_grad_reduce` and `overlap_param_gather`, FSDP2's reduce-scatter
+    behind the next layer's backward and its all-gather prefetch): in every
+    block of every `func.func`, each blocking collective of the `kinds`
+    selected (default all four: `all_reduce`, `reduce_scatter`,
+    `all_gather`, `all_to_all`) whose group does not span `pp`
 
-    1. moves up to right after the producer of its operand (with the
-       `dist.pack` of its bucket, which moves up to right after the last
-       producer of its operands), so that a layer's gradients are reduced
-       as soon as its backward has produced them;
+    1. moves up, with the `dist.pack` of its bucket:
+       - a reduction or an all-to-all to right after the producer of its
+         operand (the pack to right after the last producer of its
+         operands), so that a layer's gradients are reduced as soon as its
+         backward has produced them;
+       - an all-gather to `overlap-calls` calls before the first use of its
+         result (a prefetch: with `dist-hoist-argument-gathers`, layer
+         i+1's ZeRO-3 weights are gathered during layer i, forward and
+         backward), or to right after its operand's producer when that
+         comes later (a ZeRO-1/2 parameter gather right after its bucket's
+         optimizer update, behind the next buckets' updates; an SP re-gather
+         behind the GEMMs before its use); never earlier, so that no more
+         than that many layers' gathered tensors are alive;
     2. becomes `dist.*_start` there and a `dist.wait` before the first use
        of its result, but no later than right after the `overlap-calls`-th
        call that follows the start (one layer's backward by default): the
@@ -675,13 +729,15 @@ def DistOverlapCollectives
        are in flight, so the full gradients of a ZeRO-2 reduce-scatter die
        one layer later instead of at the end of the step.
 
-    With microbatches (`mb > 1`) tfm-autodiff adds each microbatch's
-    gradient right after the backward that produced it, so the last
-    microbatch's layers are reduced behind the following layers' backward
-    too. Under pipeline parallelism the accumulation and the reductions
-    stay in each stage's tail (dist-pipeline-split), after the stage's last
-    backward: nothing to overlap there yet. A collective with no call and
-    no tensor op between its start and its wait stays blocking. Every member of a group runs
+    Collectives keep their program order among themselves where they land
+    at the same place. With microbatches (`mb > 1`) tfm-autodiff adds each
+    microbatch's gradient right after the backward that produced it, so the
+    last microbatch's layers are reduced behind the following layers'
+    backward too. Under pipeline parallelism the accumulation and the
+    reductions stay in each stage's tail (dist-pipeline-split), after the
+    stage's last backward: nothing to overlap there yet. A collective with
+    no call and no tensor op between its start and its wait stays blocking.
+    Every member of a group runs
     the same function, so the order in which the group's collectives are
     started is the same on every rank (`dist-verify-comm` checks it);
     collectives over `pp` (the tied embedding's gradient, between stage
@@ -690,10 +746,12 @@ def DistOverlapCollectives
     memory plan keeps its operand and result live until the wait (rt-lower
     reduces a bucket's flat buffer in place, so that is one buffer): the
     price is one layer's flat gradient bucket live during the next layer's
-    backward (nanoGPT CPU, dp=2,tp=2,sp=1: peak 8.11 MB blocking, 8.00 MB
-    overlapped; with selective recomputation 7.48 and 7.51 MB). On CPU ranks
-    an MPI non-blocking collective progresses inside MPI calls only, so the
-    overlap is real on GPUs (NCCL) and mostly nominal on CPUs.
+    backward, and one more layer's gathered weights during the current
+    layer under ZeRO-3 (nanoGPT CPU, dp=2,tp=2,sp=1: peak 8.11 MB blocking,
+    8.00 MB overlapped; with selective recomputation 7.48 and 7.51 MB). On
+    CPU ranks an MPI non-blocking collective progresses inside MPI calls
+    only: `shard-run --comm-thread on` drives them from a thread of their
+    own, which is where the overlap becomes real on CPUs.
 
     ```mlir
     // before (dp = 2, two layers' gradient buckets reduced at the end):
@@ -709,7 +767,11 @@ def DistOverlapCollectives
   }];
   let options = [
     Option<"overlapCalls", "overlap-calls", "int64_t", /*default=*/"1",
-           "Calls (layers) a reduction may run behind before its wait">,
+           "Calls (layers) a collective may run behind before its wait">,
+    ListOption<"kinds", "kinds", "std::string",
+               "Collective kinds started early (all_reduce, reduce_scatter, "
+               "all_gather, all_to_all; default: all four)",
+               "llvm::cl::ZeroOrMore">,
   ];
   let statistics = [
     Statistic<"numAsync", "async-collectives",
