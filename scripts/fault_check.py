@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Fault suite (issue 19, items 1 and 3): see scripts/fault_check.sh."""
+"""Fault suite (issue 19, items 1, 3 and 7): see scripts/fault_check.sh."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import checkpoint_check  # noqa: E402
-from checkpoint_check import (Fail, Job, prepare_out, print_summary,  # noqa: E402
+from checkpoint_check import (Fail, Job, Skip, prepare_out, print_summary,  # noqa: E402
                               rank_pids, run_case, selected, slug, suite_arguments,
                               write_junit)
 
@@ -218,6 +220,167 @@ def rank_dies(art: str, victim: int):
     return case
 
 
+# --- item 7: two hosts in network namespaces --------------------------------
+
+class TwoHosts:
+    """Two "hosts": network namespaces joined by a veth pair, 10.77.0.1 and
+    10.77.0.2, and an OpenMPI rsh agent that maps a host to `ip netns exec`.
+    Each host also gets a UTS namespace with its own host name (OpenMPI 4.1
+    crashes in MPI_Comm_dup when two nodes share a host name). Raises Skip
+    where namespaces cannot be created (no root, no CAP_SYS_ADMIN, no
+    iproute2 or unshare)."""
+    ADDRS = ("10.77.0.1", "10.77.0.2")
+
+    def __init__(self, d: Path):
+        tag = f"as{os.getpid() % 100000}"
+        self.ns = (f"{tag}a", f"{tag}b")
+        self.dev = (f"{tag}va", f"{tag}vb")
+        for tool in ("ip", "unshare"):
+            if not shutil.which(tool):
+                raise Skip(f"no '{tool}' (iproute2, util-linux): cannot create the namespaces")
+        probe = subprocess.run(["ip", "netns", "add", self.ns[0]], capture_output=True, text=True)
+        if probe.returncode != 0:
+            raise Skip("cannot create network namespaces here: " + probe.stderr.strip())
+        try:
+            self.sh(["ip", "netns", "add", self.ns[1]])
+            self.sh(["ip", "link", "add", self.dev[0], "netns", self.ns[0], "type", "veth",
+                     "peer", "name", self.dev[1], "netns", self.ns[1]])
+            for ns, dev, addr in zip(self.ns, self.dev, self.ADDRS):
+                self.sh(["ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev])
+                self.sh(["ip", "-n", ns, "link", "set", dev, "up"])
+                self.sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+        except Fail:
+            self.close()
+            raise
+        self.agent = d / "netns-rsh"
+        self.agent.write_text(
+            "#!/bin/sh\n# OpenMPI's plm_rsh_agent: HOST CMD... runs CMD in HOST's namespace.\n"
+            "host=$1; shift\ncase $host in\n"
+            + "".join(f"  {a}) ns={n} ;;\n" for a, n in zip(self.ADDRS, self.ns))
+            + '  *) echo "netns-rsh: unknown host $host" >&2; exit 255 ;;\nesac\n'
+            'exec ip netns exec "$ns" unshare --uts /bin/sh -c "hostname $ns; $*"\n')
+        self.agent.chmod(0o755)
+
+    @staticmethod
+    def sh(cmd: List[str]) -> None:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Fail(f"$ {' '.join(cmd)}: {r.stderr.strip()}")
+
+    def mpirun(self, ctx: Ctx, ranks: int) -> List[str]:
+        """mpirun on host A, `ranks` ranks split over both hosts (TCP between
+        them, shared memory inside each), with the out-of-band keepalive of
+        docs/running.md."""
+        mpirun = os.environ.get("AUTOSHARD_MPIRUN") or shutil.which("mpirun") or "mpirun"
+        per = ranks // 2
+        return ["ip", "netns", "exec", self.ns[0], "unshare", "--uts", "/bin/sh", "-c",
+                'hostname "$0" && exec "$@"', self.ns[0], mpirun, "-n", str(ranks),
+                "--host", ",".join(f"{a}:{per}" for a in self.ADDRS),
+                "--mca", "plm_rsh_agent", str(self.agent),
+                "--mca", "btl", "tcp,vader,self", "--mca", "btl_tcp_if_include", "10.77.0.0/24",
+                "--mca", "oob_tcp_if_include", "10.77.0.0/24",
+                "--mca", "oob_tcp_keepalive_time", "5", "--mca", "oob_tcp_keepalive_intvl", "2",
+                "--mca", "oob_tcp_keepalive_probes", "3",
+                "--oversubscribe", "--bind-to", "none", "--allow-run-as-root",
+                "-x", "OMPI_MCA_mpi_yield_when_idle=1", "-x", "OPENBLAS_NUM_THREADS=1",
+                ctx.shard_run]
+
+    def link_down(self) -> None:
+        self.sh(["ip", "-n", self.ns[0], "link", "set", self.dev[0], "down"])
+
+    def close(self) -> None:
+        for ns in self.ns:  # deleting a namespace deletes its end of the veth
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def check_plain_progress(out: str) -> None:
+    """Progress written to a file (mpirun's pseudo-terminal in between) must
+    be plain lines."""
+    if "\x1b[" in out or "\r" in out:
+        raise Fail("the progress written to a file carries terminal escape codes:\n"
+                   + repr(out[-300:]))
+    if not re.search(r"^step \d+/\d+: loss", out, re.M):
+        raise Fail(f"no plain 'step N/M: loss' progress line:\n{tail(out)}")
+
+
+def own_mpirun(art: str, steps: int = 6):
+    """The user's own mpirun on one host, output to a file: plain progress
+    lines (mpirun gives rank 0 a pseudo-terminal), the same losses as
+    `shard-run -n N`."""
+    def case(ctx: Ctx, d: Path) -> str:
+        a = ctx.art(art)
+        mpirun = os.environ.get("AUTOSHARD_MPIRUN") or shutil.which("mpirun") or "mpirun"
+        ref, own = d / "launcher.jsonl", d / "own.jsonl"
+        rc, out = ctx.run_cmd(ctx.cmd(art, ref, steps=steps), ctx.timeout)
+        if rc != 0:
+            raise Fail(f"shard-run -n {a.ranks} failed (exit {rc}):\n{tail(out)}")
+        head = [mpirun, "-n", str(a.ranks), "--oversubscribe", "--bind-to", "none",
+                "--allow-run-as-root", ctx.shard_run]
+        rc, out = ctx.run_cmd(ctx.cmd(art, own, steps=steps, launcher=head), ctx.timeout)
+        if rc != 0:
+            raise Fail(f"mpirun -n {a.ranks} shard-run failed (exit {rc}):\n{tail(out)}")
+        check_plain_progress(out)
+        if losses(ref) != losses(own):
+            raise Fail(f"losses differ: shard-run -n {a.ranks} {losses(ref)}, own mpirun "
+                       f"{losses(own)}")
+        return f"plain progress lines; {steps} losses equal to shard-run -n {a.ranks}"
+    return case
+
+
+def losses(log: Path) -> Dict[int, float]:
+    out = {}
+    for line in log.read_text().splitlines():
+        r = json.loads(line)
+        if "train_loss" in r:
+            out[int(r["step"])] = r["train_loss"]
+    return out
+
+
+def across_hosts(art: str, steps: int = 6):
+    """A 4-rank plan across two hosts (network namespaces, OpenMPI over TCP, the
+    user's own mpirun): losses equal to the one-host run, plain progress lines
+    in a file; then the link taken down mid-run ends the job with a message
+    within --comm-timeout + 30 s."""
+    def case(ctx: Ctx, d: Path) -> str:
+        ranks = ctx.art(art).ranks
+        hosts = TwoHosts(d)
+        try:
+            one = d / "one-host.jsonl"
+            rc, out = ctx.run_cmd(ctx.cmd(art, one, steps=steps), ctx.timeout)
+            if rc != 0:
+                raise Fail(f"the one-host run failed (exit {rc}):\n{tail(out)}")
+            two = d / "two-hosts.jsonl"
+            cmd = ctx.cmd(art, two, steps=steps, launcher=hosts.mpirun(ctx, ranks))
+            rc, out = ctx.run_cmd(cmd, ctx.timeout)
+            (d / "two-hosts.out").write_text(out)
+            if rc != 0:
+                raise Fail(f"the run across two hosts failed (exit {rc}):\n{tail(out, 20)}")
+            a, b = losses(one), losses(two)
+            if sorted(a) != list(range(steps)) or a != b:
+                raise Fail(f"losses differ: one host {a}, two hosts {b}")
+            check_plain_progress(out)
+            # The link dies mid-run.
+            job = Job(ctx, ctx.cmd(art, d / "cut.jsonl", extra=["--comm-timeout", str(TIMEOUT)],
+                                   launcher=hosts.mpirun(ctx, ranks)), d / "cut.out")
+            limit = TIMEOUT + 30
+            rc, took, _ = act_then_wait(ctx, job, d / "cut.jsonl", hosts.link_down, limit,
+                                        "the link went down")
+        finally:
+            hosts.close()
+        out = job.output()
+        if rc == 0:
+            raise Fail(f"exit 0 after the link went down:\n{tail(out)}")
+        m = re.search(r"communication timeout[^\n]*|\[autoshard watchdog\][^\n]*|"
+                      r"lost communication[^\n]*", out)
+        if not m:
+            raise Fail(f"no watchdog ('communication timeout', '[autoshard watchdog]') or "
+                       f"keepalive ('lost communication') message after the link went "
+                       f"down:\n{tail(out, 20)}")
+        return (f"{steps} losses equal to one host (bitwise); link down: ended in "
+                f"{took:.1f}s (exit {rc}): '{m.group(0)[:100]}'")
+    return case
+
+
 CASES: List[Tuple[str, str, Callable[[Ctx, Path], str]]] = [
     ("watchdog", "SIGSTOP rank 2 of dp=2,tp=2 (4 ranks)", watchdog_sigstop("dp2tp2", 2)),
     ("watchdog", "SIGSTOP rank 1 of dp=2,tp=2, --comm-thread on",
@@ -228,6 +391,12 @@ CASES: List[Tuple[str, str, Callable[[Ctx, Path], str]]] = [
     ("signal", "SIGTERM to shard-run (1 rank), no --save-dir",
      interrupted("1rank", signal.SIGTERM, "SIGTERM")),
     ("death", "SIGKILL of rank 1 of dp=2,tp=2", rank_dies("dp2tp2", 1)),
+    ("hosts", "dp=2,tp=2 under the user's own mpirun on one host: plain progress lines",
+     own_mpirun("dp2tp2")),
+    ("hosts", "dp=2,tp=2 across two network namespaces over TCP, then the link down",
+     across_hosts("dp2tp2")),
+    ("hosts", "pp=2,dp=2 across two network namespaces over TCP, then the link down",
+     across_hosts("pp2dp2")),
 ]
 
 

@@ -207,6 +207,14 @@ void Watchdog::check(const OpInfo &op, double waitedS) {
 
 std::string Watchdog::expire(const OpInfo &op, double waitedS) {
   const std::string me = describe(op, waitedS);
+  // Said at once: if the transport itself is dead, MPI may end this process
+  // while the diagnosis sends its questions (OpenMPI aborts on a connection
+  // it cannot make).
+  std::fprintf(stderr,
+               "[autoshard watchdog] rank %d: %s: no progress after %s s; "
+               "asking the other ranks what they wait for\n",
+               rank, me.c_str(), seconds(timeout).c_str());
+  std::fflush(stderr);
   for (int r = 0; r < size; ++r)
     if (r != rank)
       send(r, kQuery, me);
@@ -294,7 +302,8 @@ std::string Watchdog::expire(const OpInfo &op, double waitedS) {
   }
 
   // Tell the ranks that answered, so that each says what it waited for
-  // before the job ends; give them a moment to acknowledge.
+  // before the job ends (each pauses before aborting, gaveUp()); give them
+  // a moment to acknowledge.
   if (!answers.empty()) {
     std::string v =
         "rank " + std::to_string(rank) + " gave up after " + seconds(waitedS) +
@@ -315,8 +324,6 @@ std::string Watchdog::expire(const OpInfo &op, double waitedS) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-    // They print after acknowledging.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return msg;
 }

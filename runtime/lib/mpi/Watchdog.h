@@ -9,7 +9,10 @@
 // and, once the wait has lasted the timeout, diagnoses the hang and throws.
 //
 // The diagnosis runs on a private duplicate of MPI_COMM_WORLD, so that it
-// never mixes with the program's messages. The rank that times out sends a
+// never mixes with the program's messages. The rank that times out first
+// prints one line to stderr ("[autoshard watchdog] rank R: ...": MPI may end
+// the process during the diagnosis when the transport itself is dead), then
+// sends a
 // query (what it waits for) to every other rank and collects answers for a
 // grace period: a rank blocked in any wait answers with what it waits for;
 // a rank that is stopped, dead, unreachable or busy outside communication
@@ -27,6 +30,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <list>
@@ -91,6 +95,12 @@ public:
   /// when another rank's watchdog has given up, or when `waitedS` reached
   /// the timeout (after the diagnosis). Thread-safe.
   void check(const OpInfo &op, double waitedS);
+  /// Whether a check() has thrown: the watchdog gave up, or another rank's
+  /// verdict ended a wait. Then CommWorld::abort waits a moment
+  /// (kAbortPauseS), so that every rank that reports can say its line
+  /// before the first MPI_Abort ends them all.
+  bool gaveUp() const { return expired.load(); }
+  static constexpr double kAbortPauseS = 1.0;
 
 private:
   struct Message {
@@ -116,7 +126,7 @@ private:
   std::mutex mu; // one thread at a time talks to other watchdogs
   std::chrono::steady_clock::time_point lastCheck{};
   std::list<std::string> sent; // buffers of sends that may be in flight
-  bool expired = false;
+  std::atomic<bool> expired{false};
 
   mutable std::mutex activityMu;
   std::string activity_;

@@ -83,10 +83,12 @@ std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv,
 
 /// Replaces this process by `mpirun -n ranks --oversubscribe --bind-to none
 /// <this executable> argv[1..]` on this node (AUTOSHARD_MPIRUN names another
-/// mpirun). Adds --allow-run-as-root for root, and, when ranks exceed the
-/// cores, makes waiting ranks yield and OpenBLAS single-threaded (DESIGN.md
-/// §10). `env` are extra `NAME=value` settings exported to every rank.
-/// Returns only by throwing std::runtime_error naming mpirun and errno.
+/// mpirun). Adds --allow-run-as-root for root, OpenMPI's out-of-band TCP
+/// keepalive of a few seconds (oob_tcp_keepalive_time 5, _intvl 2, _probes
+/// 3: a dead link ends the job in ~11 s, docs/running.md) and, when ranks
+/// exceed the cores, makes waiting ranks yield and OpenBLAS single-threaded
+/// (DESIGN.md §10). `env` are extra `NAME=value` settings exported to every
+/// rank. Returns only by throwing std::runtime_error naming mpirun and errno.
 [[noreturn]] void execUnderMpirun(int ranks, int argc, char **argv,
                                   const std::vector<std::string> &env = {});
 
