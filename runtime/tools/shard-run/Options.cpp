@@ -212,12 +212,12 @@ Options parseOptions(const std::vector<std::string> &args) {
        }},
       {"--comm-timeout",
        [&o](const std::string &f, const std::string &v) {
-         o.commTimeoutS = parseReal(f, v, 0);
-         if (o.commTimeoutS > kMaxCommTimeoutS)
+         o.commTimeoutS = parseReal(f, v, -HUGE_VAL);
+         if (o.commTimeoutS < 0 || o.commTimeoutS > kMaxCommTimeoutS)
            throw UsageError(
-               f + " must be <= " +
+               f + " must be between 0 (no watchdog) and " +
                std::to_string(static_cast<int64_t>(kMaxCommTimeoutS)) +
-               " seconds (0 turns the watchdog off), found " + v);
+               " seconds, found " + v);
        }},
       {"--comm-poll-us",
        [&o, set = integer(o.commPollUs, 1, kMaxCommPollUs)](
