@@ -934,7 +934,8 @@ CASES: List[Tuple[str, str, Callable[[Ctx, Path], str]]] = [
 ]
 
 
-def write_junit(path: Path, results: List[Result], seconds: float) -> None:
+def write_junit(path: Path, results: List[Result], seconds: float,
+                suite: str = "checkpoint") -> None:
     cases = []
     for r in results:
         body = ""
@@ -945,79 +946,45 @@ def write_junit(path: Path, results: List[Result], seconds: float) -> None:
             body = f"<skipped message={quoteattr(r.message[:300])}/>"
         elif r.note:
             body = f"<system-out>{quoteattr(r.note)[1:-1]}</system-out>"
-        cases.append(f'<testcase classname="checkpoint.{r.group}" name={quoteattr(r.name)} '
+        cases.append(f'<testcase classname="{suite}.{r.group}" name={quoteattr(r.name)} '
                      f'time="{r.seconds:.2f}">{body}</testcase>')
     fails = sum(r.status == "fail" for r in results)
     skips = sum(r.status == "skip" for r in results)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="checkpoint" '
+    path.write_text(f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="{suite}" '
                     f'tests="{len(results)}" failures="{fails}" skipped="{skips}" '
                     f'time="{seconds:.1f}">' + "".join(cases) + "</testsuite>\n")
 
 
-def slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-")[:60]
+def run_case(ctx, out: Path, d: Path, group: str, name: str,
+             fn: Callable, tool: str) -> Result:
+    """Runs one case in a fresh directory `d` and prints its line; an
+    exception other than Fail/Skip (a bug of `tool`) fails the case."""
+    d.mkdir(parents=True)
+    t0 = time.monotonic()
+    status, message, note = "pass", "", ""
+    try:
+        note = fn(ctx, d) or ""
+    except Fail as e:
+        status, message = "fail", str(e)
+    except Skip as e:
+        status, message = "skip", str(e)
+    except Exception:  # a bug of this script is a failed case, not a crash
+        status, message = "fail", f"{tool}: " + traceback.format_exc()
+    # the work directory's path, shortened in what is printed
+    short = lambda t: t.replace(str(out) + "/", "$OUT/")
+    res = Result(group, name, status, short(message), short(note), time.monotonic() - t0)
+    mark = {"pass": "ok", "fail": "FAIL", "skip": "skip"}[status]
+    print(f"[{mark:4s}] {group}: {name} ({res.seconds:.1f}s)"
+          + (f": {res.note}" if note and status == "pass" else ""), flush=True)
+    if status != "pass":
+        for line in res.message.splitlines()[:30]:
+            print("       " + line)
+    return res
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(prog="checkpoint_check.sh")
-    ap.add_argument("--root", required=True)
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--py", default=sys.executable)
-    ap.add_argument("--out", default=None, help="work directory (default BUILD/checkpoint-check)")
-    ap.add_argument("--junit", default=None, help="JUnit XML report")
-    ap.add_argument("--filter", default=None, help="only cases whose 'group: name' matches RE")
-    ap.add_argument("--timeout", type=float, default=180, help="seconds per shard-run (180)")
-    ap.add_argument("--reuse", action="store_true",
-                    help="reuse the artifacts compiled by an earlier run in --out")
-    ap.add_argument("--keep-files", action="store_true",
-                    help="keep the checkpoints of passing cases (default: deleted)")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    args = ap.parse_args()
-    args.out = args.out or str(Path(args.build) / "checkpoint-check")
-    ctx = Ctx(args)
-    if not os.access(ctx.shard_run, os.X_OK):
-        print(f"checkpoint_check: no {ctx.shard_run} (build first)", file=sys.stderr)
-        return 2
-    if ctx.out.exists():
-        for p in ctx.out.iterdir():
-            if not (args.reuse and p.name == "art"):
-                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
-    ctx.out.mkdir(parents=True, exist_ok=True)
-
-    cases = [c for c in CASES
-             if not args.filter or re.search(args.filter, f"{c[0]}: {c[1]}")]
-    t_all = time.monotonic()
-    results: List[Result] = []
-    for i, (group, name, fn) in enumerate(cases):
-        d = ctx.out / "cases" / f"{i:02d}-{group}-{slug(name)}"
-        d.mkdir(parents=True)
-        t0 = time.monotonic()
-        status, message, note = "pass", "", ""
-        try:
-            note = fn(ctx, d) or ""
-        except Fail as e:
-            status, message = "fail", str(e)
-        except Skip as e:
-            status, message = "skip", str(e)
-        except Exception:  # a bug of this script is a failed case, not a crash
-            status, message = "fail", "checkpoint_check: " + traceback.format_exc()
-        # the work directory's path, shortened in what is printed
-        short = lambda t: t.replace(str(ctx.out) + "/", "$OUT/")
-        res = Result(group, name, status, short(message), short(note), time.monotonic() - t0)
-        results.append(res)
-        mark = {"pass": "ok", "fail": "FAIL", "skip": "skip"}[status]
-        print(f"[{mark:4s}] {group}: {name} ({res.seconds:.1f}s)"
-              + (f": {note}" if note and status == "pass" else ""), flush=True)
-        if status != "pass":
-            for line in message.splitlines()[:30]:
-                print("       " + line)
-        elif not args.keep_files:
-            shutil.rmtree(d, ignore_errors=True)
-    seconds = time.monotonic() - t_all
-    if not args.keep_files and all(r.status != "fail" for r in results):
-        shutil.rmtree(ctx.out / "ref", ignore_errors=True)
-
+def print_summary(results: List[Result], seconds: float, out: Path) -> int:
+    """Prints the table of `results` and "N passed, N failed"; returns N failed."""
     w_group = max(len(r.group) for r in results) if results else 5
     w_name = max(len(r.name) for r in results) if results else 4
     print()
@@ -1029,8 +996,74 @@ def main() -> int:
     passed = sum(r.status == "pass" for r in results)
     failed = sum(r.status == "fail" for r in results)
     skipped = sum(r.status == "skip" for r in results)
-    print(f"\ntotal {seconds:.0f}s ($OUT = {ctx.out})")
+    print(f"\ntotal {seconds:.0f}s ($OUT = {out})")
     print(f"{passed} passed, {failed} failed" + (f" ({skipped} skipped)" if skipped else ""))
+    return failed
+
+
+def slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-")[:60]
+
+
+def suite_arguments(tool: str, out_name: str) -> argparse.ArgumentParser:
+    """The command line the test drivers share (their .sh wrappers add --root,
+    --build and --py); --out defaults to BUILD/`out_name`."""
+    ap = argparse.ArgumentParser(prog=f"{tool}.sh")
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--py", default=sys.executable)
+    ap.add_argument("--out", default=None, help=f"work directory (default BUILD/{out_name})")
+    ap.add_argument("--junit", default=None, help="JUnit XML report")
+    ap.add_argument("--filter", default=None, help="only cases whose 'group: name' matches RE")
+    ap.add_argument("--timeout", type=float, default=180, help="seconds per shard-run (180)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the artifacts compiled by an earlier run in --out")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    return ap
+
+
+def prepare_out(tool: str, ctx, reuse: bool) -> bool:
+    """Checks that shard-run is built and empties ctx.out (but the compiled
+    artifacts with `reuse`); False (after a message) without shard-run."""
+    if not os.access(ctx.shard_run, os.X_OK):
+        print(f"{tool}: no {ctx.shard_run} (build first)", file=sys.stderr)
+        return False
+    if ctx.out.exists():
+        for p in ctx.out.iterdir():
+            if not (reuse and p.name == "art"):
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    return True
+
+
+def selected(cases: list, pattern: Optional[str]) -> list:
+    """The cases whose "group: name" matches `pattern` (all without one)."""
+    return [c for c in cases if not pattern or re.search(pattern, f"{c[0]}: {c[1]}")]
+
+
+def main() -> int:
+    ap = suite_arguments("checkpoint_check", "checkpoint-check")
+    ap.add_argument("--keep-files", action="store_true",
+                    help="keep the checkpoints of passing cases (default: deleted)")
+    args = ap.parse_args()
+    args.out = args.out or str(Path(args.build) / "checkpoint-check")
+    ctx = Ctx(args)
+    if not prepare_out("checkpoint_check", ctx, args.reuse):
+        return 2
+
+    cases = selected(CASES, args.filter)
+    t_all = time.monotonic()
+    results: List[Result] = []
+    for i, (group, name, fn) in enumerate(cases):
+        d = ctx.out / "cases" / f"{i:02d}-{group}-{slug(name)}"
+        res = run_case(ctx, ctx.out, d, group, name, fn, "checkpoint_check")
+        results.append(res)
+        if res.status == "pass" and not args.keep_files:
+            shutil.rmtree(d, ignore_errors=True)
+    seconds = time.monotonic() - t_all
+    if not args.keep_files and all(r.status != "fail" for r in results):
+        shutil.rmtree(ctx.out / "ref", ignore_errors=True)
+    failed = print_summary(results, seconds, ctx.out)
     if args.junit:
         write_junit(Path(args.junit), results, seconds)
     return 1 if failed else 0

@@ -2,7 +2,9 @@
 # Builds (if needed) and runs every autoshard test suite: C++ format check,
 # lit/FileCheck compiler tests, ctest (GoogleTest runtime tests), pytest and
 # the plan sweep on 2, 4 and 8 ranks (scripts/plan_sweep.sh; skipped without MPI),
-# the checkpoint suite (scripts/checkpoint_check.sh; skipped without MPI)
+# the checkpoint suite (scripts/checkpoint_check.sh; skipped without MPI),
+# the fault suite (scripts/fault_check.sh: watchdog, signals, dead ranks;
+# skipped without MPI)
 # and the auto-plan check (scripts/auto_plan_check.sh: the plan the planner
 # chooses for 8 ranks trains like the 1-rank run).
 # Prints the time of each phase and ends with one line
@@ -218,6 +220,37 @@ phase auto_plan_check auto_plan_check
 rc=$?
 # A check that failed without writing its report (no plan chosen, reference failed).
 [[ $rc -eq 0 || -s $REPORTS/auto_plan.xml ]] || suite_errors=$((suite_errors + 1))
+
+# Faults (issue 19, items 1, 3 and 7; scripts/fault_check.sh): a SIGSTOPped
+# rank ends the job through the communication watchdog within its timeout
+# + 30 s with a message naming the operation, group, step and the stopped
+# peer; SIGINT/SIGTERM without --save-dir say "interrupted at step N"; a
+# SIGKILLed rank is named with its step. Skipped like the plan sweep without
+# MPI; FAULT_CHECK=0 skips it too.
+# skipped_without_mpi SUITE FLAG: when $FLAG is 0, or there is no mpirun or
+# no MPI in shard-run, writes SUITE's report as one skipped case, says why
+# and returns 0; returns 1 when the suite can run.
+skipped_without_mpi() {
+  local suite=$1 flag=$2 mpirun=${AUTOSHARD_MPIRUN:-$(command -v mpirun || true)} why=""
+  if [[ ${!flag:-1} == 0 ]]; then
+    why="$flag=0"
+  elif [[ -z $mpirun || ! -x $mpirun ]]; then
+    why="no mpirun (OpenMPI) found"
+  elif ! ldd "$BUILD_DIR/bin/shard-run" 2>/dev/null | grep 'libmpi' >/dev/null; then
+    why="shard-run was built without MPI"
+  fi
+  [[ -n $why ]] || return 1
+  echo "$suite check skipped: $why"
+  echo "<testsuite name=\"$suite\" tests=\"1\" failures=\"0\" skipped=\"1\"><testcase classname=\"$suite\" name=\"$suite suite\"><skipped message=\"$why\"/></testcase></testsuite>" >"$REPORTS/$suite.xml"
+}
+fault_check() {
+  skipped_without_mpi fault FAULT_CHECK && return 0
+  BUILD_DIR=$BUILD_DIR "$ROOT/scripts/fault_check.sh" \
+    --junit "$REPORTS/fault.xml" --out "$BUILD_DIR/fault-check"
+}
+phase fault fault_check
+rc=$?
+[[ $rc -eq 0 || -s $REPORTS/fault.xml ]] || suite_errors=$((suite_errors + 1))
 
 # One summary over every suite's JUnit report.
 "$PY" - "$REPORTS" "$suite_errors" <<'PYEOF'

@@ -120,9 +120,15 @@ CommContext::CommContext(const Artifact &artifact, CommWorld &world)
       if (!inst.isCall() && isCommOp(inst.op) && inst.attrs.has("axes"))
         wanted[inst.attrs.getStringArray("axes")] = true;
   int64_t rank = world.rank();
-  for (const auto &[axes, _] : wanted)
-    groups[axes] = world.split(mesh_.groupColor(rank, axes),
-                               mesh_.indexInGroup(rank, axes));
+  for (const auto &[axes, _] : wanted) {
+    std::unique_ptr<Communicator> &c = groups[axes];
+    c = world.split(mesh_.groupColor(rank, axes),
+                    mesh_.indexInGroup(rank, axes));
+    std::string label;
+    for (const std::string &a : axes)
+      label += (label.empty() ? "" : ", ") + a;
+    c->setLabel("[" + label + "]");
+  }
 }
 
 Communicator &CommContext::group(const std::vector<std::string> &axes) {

@@ -5,11 +5,16 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 namespace autoshard::runtime::cuda {
@@ -55,6 +60,135 @@ struct Streams {
   cudaStream_t comm = nullptr;
 };
 
+/// The NCCL communication watchdog (as torch's ProcessGroupNCCL watchdog):
+/// a thread that polls, every 100 ms, the completion event of every
+/// operation issued on the communication stream, and the communicators'
+/// asynchronous errors (ncclCommGetAsyncError). An operation not complete
+/// after the timeout, or a communicator's error, ends the job: the thread
+/// prints which operation on which group at which activity, aborts every
+/// communicator (ncclCommAbort, which also ends kernels waiting for a peer)
+/// and ends the job (CommWorld::abort through the bootstrap). The host
+/// never blocks on NCCL, so this is the only place a hang can be seen.
+class NcclWatchdog {
+public:
+  NcclWatchdog(double timeoutS, int64_t rank, int device,
+               std::function<void(int)> abortJob)
+      : timeout(timeoutS), rank(rank), device(device),
+        abortJob(std::move(abortJob)) {
+    if (timeout > 0)
+      thread = std::thread([this] { loop(); });
+  }
+  ~NcclWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stopping = true;
+    }
+    cv.notify_all();
+    if (thread.joinable())
+      thread.join();
+    for (Watched &w : ops)
+      cudaEventDestroy(w.done);
+  }
+  bool enabled() const { return timeout > 0; }
+  void addComm(ncclComm_t comm) {
+    std::lock_guard<std::mutex> lock(mu);
+    comms.push_back(comm);
+  }
+  /// Forgets `comm` and its operations (before ncclCommDestroy).
+  void removeComm(ncclComm_t comm) {
+    std::lock_guard<std::mutex> lock(mu);
+    comms.erase(std::remove(comms.begin(), comms.end(), comm), comms.end());
+    for (auto it = ops.begin(); it != ops.end();) {
+      if (it->comm == comm) {
+        cudaEventDestroy(it->done);
+        it = ops.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  /// Watches the operation whose completion `done` records (owned from now).
+  void add(ncclComm_t comm, const char *what, const std::string &label,
+           cudaEvent_t done) {
+    std::lock_guard<std::mutex> lock(mu);
+    ops.push_back(
+        {comm, what, label, activity, done, std::chrono::steady_clock::now()});
+  }
+  void setActivity(const std::string &a) {
+    std::lock_guard<std::mutex> lock(mu);
+    activity = a;
+  }
+
+private:
+  struct Watched {
+    ncclComm_t comm;
+    const char *what;
+    std::string label, activity;
+    cudaEvent_t done;
+    std::chrono::steady_clock::time_point issued;
+  };
+
+  void loop() {
+    cudaSetDevice(device);
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stopping) {
+      cv.wait_for(lock, std::chrono::milliseconds(100));
+      std::string failure;
+      while (!ops.empty() && failure.empty()) {
+        Watched &w = ops.front();
+        cudaError_t q = cudaEventQuery(w.done);
+        if (q == cudaSuccess) {
+          cudaEventDestroy(w.done);
+          ops.pop_front();
+          continue;
+        }
+        double waited = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - w.issued)
+                            .count();
+        ncclResult_t async = ncclSuccess;
+        ncclCommGetAsyncError(w.comm, &async);
+        std::string op = std::string(w.what) +
+                         (w.label.empty() ? "" : " over group " + w.label) +
+                         (w.activity.empty() ? "" : " at " + w.activity);
+        if (q != cudaErrorNotReady)
+          failure = op + " failed: " + cudaGetErrorString(q);
+        else if (async != ncclSuccess && async != ncclInProgress)
+          failure = op + " failed: " + ncclGetErrorString(async);
+        else if (waited >= timeout)
+          failure = "communication timeout: " + op +
+                    " did not complete within " +
+                    std::to_string(static_cast<int64_t>(timeout)) +
+                    " s (--comm-timeout)";
+        else
+          break; // later operations were issued later: none is older
+      }
+      if (failure.empty())
+        continue;
+      std::fprintf(stderr, "shard-run: error: rank %lld: nccl: %s\n",
+                   static_cast<long long>(rank), failure.c_str());
+      std::fflush(stderr);
+      for (ncclComm_t c : comms)
+        ncclCommAbort(c);
+      comms.clear();
+      lock.unlock();
+      abortJob(1);
+      return;
+    }
+  }
+
+  const double timeout;
+  const int64_t rank;
+  const int device;
+  std::function<void(int)> abortJob;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::deque<Watched> ops;
+  std::vector<ncclComm_t> comms;
+  std::string activity;
+  std::thread thread;
+};
+
 /// Completes when the compute stream has waited for `done`.
 class NcclRequest : public CommRequest {
 public:
@@ -72,15 +206,20 @@ private:
 
 class NcclCommunicator : public Communicator {
 public:
-  NcclCommunicator(ncclComm_t comm, std::shared_ptr<Streams> streams)
-      : comm(comm), streams(std::move(streams)) {
+  NcclCommunicator(ncclComm_t comm, std::shared_ptr<Streams> streams,
+                   std::shared_ptr<NcclWatchdog> watchdog)
+      : comm(comm), streams(std::move(streams)), watchdog(std::move(watchdog)) {
     int r = 0, n = 0;
     check(ncclCommUserRank(comm, &r), "ncclCommUserRank");
     check(ncclCommCount(comm, &n), "ncclCommCount");
     rank_ = r;
     size_ = n;
+    if (this->watchdog)
+      this->watchdog->addComm(comm);
   }
   ~NcclCommunicator() override {
+    if (watchdog)
+      watchdog->removeComm(comm);
     cudaStreamSynchronize(streams->comm);
     ncclCommDestroy(comm);
   }
@@ -91,7 +230,7 @@ public:
   std::unique_ptr<CommRequest> allReduce(const void *send, void *recv,
                                          int64_t count, DType dtype,
                                          ReduceOp op) override {
-    return run([&](cudaStream_t s) {
+    return run("all_reduce (ncclAllReduce)", [&](cudaStream_t s) {
       check(ncclAllReduce(send, recv, count, ncclType(dtype), ncclOp(op), comm,
                           s),
             "ncclAllReduce");
@@ -99,7 +238,7 @@ public:
   }
   std::unique_ptr<CommRequest> allGather(const void *send, void *recv,
                                          int64_t bytes) override {
-    return run([&](cudaStream_t s) {
+    return run("all_gather (ncclAllGather)", [&](cudaStream_t s) {
       check(ncclAllGather(send, recv, bytes, ncclChar, comm, s),
             "ncclAllGather");
     });
@@ -107,7 +246,7 @@ public:
   std::unique_ptr<CommRequest> reduceScatter(const void *send, void *recv,
                                              int64_t count, DType dtype,
                                              ReduceOp op) override {
-    return run([&](cudaStream_t s) {
+    return run("reduce_scatter (ncclReduceScatter)", [&](cudaStream_t s) {
       check(ncclReduceScatter(send, recv, count, ncclType(dtype), ncclOp(op),
                               comm, s),
             "ncclReduceScatter");
@@ -115,7 +254,7 @@ public:
   }
   std::unique_ptr<CommRequest> allToAll(const void *send, void *recv,
                                         int64_t bytes) override {
-    return run([&](cudaStream_t s) {
+    return run("all_to_all (ncclSend/ncclRecv)", [&](cudaStream_t s) {
       check(ncclGroupStart(), "ncclGroupStart");
       for (int64_t peer = 0; peer < size_; ++peer) {
         check(ncclSend(static_cast<const char *>(send) + peer * bytes, bytes,
@@ -133,7 +272,7 @@ public:
     if (root < 0 || root >= size_)
       throw CommError("broadcast root " + std::to_string(root) +
                       " outside a group of " + std::to_string(size_));
-    return run([&](cudaStream_t s) {
+    return run("broadcast (ncclBroadcast)", [&](cudaStream_t s) {
       check(ncclBroadcast(data, data, bytes, ncclChar, static_cast<int>(root),
                           comm, s),
             "ncclBroadcast");
@@ -147,7 +286,7 @@ public:
         if (t.peer < 0 || t.peer >= size_)
           throw CommError("peer " + std::to_string(t.peer) +
                           " outside a group of " + std::to_string(size_));
-    return run([&](cudaStream_t s) {
+    return run("exchange (ncclSend/ncclRecv)", [&](cudaStream_t s) {
       check(ncclGroupStart(), "ncclGroupStart");
       for (const Transfer &t : sends)
         check(ncclSend(t.data, t.bytes, ncclChar, static_cast<int>(t.peer),
@@ -164,7 +303,8 @@ public:
 private:
   /// Orders `issue` (on the comm stream) after the compute work queued so
   /// far; returns the request of its completion.
-  template <typename Fn> std::unique_ptr<CommRequest> run(Fn &&issue) {
+  template <typename Fn>
+  std::unique_ptr<CommRequest> run(const char *what, Fn &&issue) {
     cudaEvent_t ready, done;
     check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
           "cudaEventCreate");
@@ -175,11 +315,20 @@ private:
     check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
           "cudaEventCreate");
     check(cudaEventRecord(done, streams->comm), "cudaEventRecord");
+    if (watchdog && watchdog->enabled()) {
+      // A second event: the request's may be destroyed before completion.
+      cudaEvent_t watched;
+      check(cudaEventCreateWithFlags(&watched, cudaEventDisableTiming),
+            "cudaEventCreate");
+      check(cudaEventRecord(watched, streams->comm), "cudaEventRecord");
+      watchdog->add(comm, what, label(), watched);
+    }
     return std::make_unique<NcclRequest>(done, streams->compute);
   }
 
   ncclComm_t comm;
   std::shared_ptr<Streams> streams;
+  std::shared_ptr<NcclWatchdog> watchdog;
   int64_t rank_ = 0, size_ = 1;
 };
 
@@ -222,8 +371,13 @@ void fileRendezvous(ncclUniqueId &id, int64_t rank) {
 
 class NcclWorld : public CommWorld {
 public:
-  NcclWorld(CommWorld *bootstrap, cudaStream_t compute, int device)
+  NcclWorld(CommWorld *bootstrap, cudaStream_t compute, int device,
+            double timeoutS)
       : bootstrap(bootstrap), streams(std::make_shared<Streams>()) {
+    if (!(timeoutS >= 0))
+      throw CommError("nccl: the communication timeout must be >= 0 "
+                      "seconds, found " +
+                      std::to_string(timeoutS));
     check(cudaSetDevice(device), "cudaSetDevice");
     streams->compute = compute;
     check(cudaStreamCreateWithFlags(&streams->comm, cudaStreamNonBlocking),
@@ -253,10 +407,13 @@ public:
     check(ncclCommInitRank(&comm, static_cast<int>(size_), id,
                            static_cast<int>(rank_)),
           "ncclCommInitRank");
-    world = std::make_unique<NcclCommunicator>(comm, streams);
+    watchdog = std::make_shared<NcclWatchdog>(
+        timeoutS, rank_, device, [this](int code) { abort(code); });
+    world = std::make_unique<NcclCommunicator>(comm, streams, watchdog);
   }
   ~NcclWorld() override {
     world.reset();
+    watchdog.reset(); // after every communicator is gone
     cudaStreamDestroy(streams->comm);
   }
 
@@ -272,7 +429,12 @@ public:
     check(ncclCommSplit(world->handle(), static_cast<int>(color),
                         static_cast<int>(key), &comm, nullptr),
           "ncclCommSplit");
-    return std::make_unique<NcclCommunicator>(comm, streams);
+    return std::make_unique<NcclCommunicator>(comm, streams, watchdog);
+  }
+  void setActivity(const std::string &activity) override {
+    watchdog->setActivity(activity);
+    if (bootstrap)
+      bootstrap->setActivity(activity);
   }
 
   [[noreturn]] void abort(int code) override {
@@ -286,6 +448,7 @@ public:
 private:
   CommWorld *bootstrap;
   std::shared_ptr<Streams> streams;
+  std::shared_ptr<NcclWatchdog> watchdog;
   std::unique_ptr<NcclCommunicator> world;
   int64_t rank_ = 0, size_ = 1;
 };
@@ -293,9 +456,10 @@ private:
 } // namespace
 
 std::unique_ptr<CommWorld> createNcclWorld(CommWorld *bootstrap,
-                                           void *computeStream, int device) {
+                                           void *computeStream, int device,
+                                           double timeoutS) {
   return std::make_unique<NcclWorld>(
-      bootstrap, static_cast<cudaStream_t>(computeStream), device);
+      bootstrap, static_cast<cudaStream_t>(computeStream), device, timeoutS);
 }
 
 } // namespace autoshard::runtime::cuda

@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 
 namespace autoshard::runtime::mpi_detail {
@@ -53,14 +54,16 @@ private:
   std::shared_ptr<Op> op;
 };
 
-CommThread::CommThread(int64_t pollUs) : pollUs(pollUs) {}
+CommThread::CommThread(int64_t pollUs, std::shared_ptr<Watchdog> watchdog)
+    : pollUs(pollUs), watchdog(std::move(watchdog)) {}
 
-std::shared_ptr<CommThread> CommThread::start(int64_t pollUs) {
+std::shared_ptr<CommThread>
+CommThread::start(int64_t pollUs, std::shared_ptr<Watchdog> watchdog) {
   if (pollUs < 1)
     throw CommError("the communication thread's poll interval must be >= 1 "
                     "microsecond, found " +
                     std::to_string(pollUs));
-  std::shared_ptr<CommThread> t(new CommThread(pollUs));
+  std::shared_ptr<CommThread> t(new CommThread(pollUs, std::move(watchdog)));
   // The thread starts with the asynchronous signals blocked, so that they
   // keep going to the threads that handle them (shard-run's preemption
   // handlers run on the main thread's alternate stack). Faults stay
@@ -121,9 +124,35 @@ void CommThread::wait(Op &op) {
   std::unique_lock<std::mutex> lock(mu);
   if (!op.done) {
     // A waiter makes the thread poll without sleeping (see the header).
-    ++waiters;
+    if (waiters++ == 0)
+      waitClock.emplace();
     workCv.notify_one();
-    doneCv.wait(lock, [&] { return op.done; });
+    WaitClock clock;
+    while (!op.done) {
+      if (!watchdog) {
+        doneCv.wait(lock, [&] { return op.done; });
+        break;
+      }
+      doneCv.wait_for(lock, std::chrono::milliseconds(20),
+                      [&] { return op.done; });
+      if (op.done)
+        break;
+      lock.unlock();
+      try {
+        watchdog->check(op.info, clock.waited());
+      } catch (...) {
+        // The watchdog gave up: the caller unwinds (freeing the buffers of
+        // operations still outstanding) and aborts the job. MPI must not
+        // write into those buffers meanwhile: the thread stops calling it.
+        lock.lock();
+        --waiters;
+        halted = true;
+        workCv.notify_all();
+        doneCv.wait(lock, [&] { return haltSeen; });
+        throw;
+      }
+      lock.lock();
+    }
     --waiters;
   }
   if (!op.error.empty())
@@ -154,8 +183,15 @@ void CommThread::loop() {
   std::vector<std::shared_ptr<Op>> batch;
   std::unique_lock<std::mutex> lock(mu);
   for (;;) {
-    workCv.wait(
-        lock, [&] { return stopping || !queue.empty() || !requests.empty(); });
+    workCv.wait(lock, [&] {
+      return stopping || halted || !queue.empty() || !requests.empty();
+    });
+    if (halted) {
+      haltSeen = true;
+      doneCv.notify_all();
+      workCv.wait(lock, [&] { return stopping; });
+      break;
+    }
     bool stop = stopping;
     batch.swap(queue);
     lock.unlock();
@@ -172,12 +208,20 @@ void CommThread::loop() {
     if (requests.empty() || !queue.empty() || stopping)
       continue;
     if (waiters > 0) {
-      lock.unlock();
-      std::this_thread::yield();
-      lock.lock();
+      double waited = waitClock ? waitClock->waited() : 0;
+      if (waited < 20e-3) {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+      } else {
+        // Woken early by new work only: a waiter is what set the pace.
+        double s = std::min(1e-3, waited / 100);
+        workCv.wait_for(lock, std::chrono::duration<double>(s),
+                        [&] { return stopping || halted || !queue.empty(); });
+      }
     } else {
       workCv.wait_for(lock, std::chrono::microseconds(pollUs), [&] {
-        return stopping || !queue.empty() || waiters > 0;
+        return stopping || halted || !queue.empty() || waiters > 0;
       });
     }
   }

@@ -9,15 +9,18 @@
 // Polling: with nothing queued or outstanding the thread sleeps on the
 // condition variable until something is started. With requests outstanding
 // it polls; between two polls it sleeps `pollUs` (woken early by a new
-// operation or a waiter), or, while a caller is blocked in wait(), yields
-// the core and polls again: the caller computes nothing then, and every
-// round of a collective's algorithm that is delayed by a sleep would
-// lengthen its wait.
+// operation or a waiter), or, while a caller is blocked in wait(), paces
+// its polls as the caller's own wait would (WaitClock: back to back, then
+// yielding the core, then short sleeps once the wait has lasted 20 ms): the
+// caller computes nothing then, and every round of a collective's
+// algorithm that is delayed by a sleep would lengthen its wait.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef AUTOSHARD_RUNTIME_MPI_COMMTHREAD_H
 #define AUTOSHARD_RUNTIME_MPI_COMMTHREAD_H
+
+#include "Watchdog.h"
 
 #include "autoshard/runtime/Communicator.h"
 
@@ -28,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,18 +51,12 @@ double steadyNowUs();
 /// appending the requests it started to `requests`; throws CommError.
 using PostFn = std::function<void(std::vector<MPI_Request> &requests)>;
 
-/// What an operation is, for errors and the trace.
-struct OpInfo {
-  const char *library = ""; ///< "MPI_Iallreduce": errors name it.
-  const char *name = "";    ///< CommSpan::name; empty: not traced.
-  int64_t bytes = 0;        ///< CommSpan::bytes.
-  int64_t ranks = 0;        ///< CommSpan::ranks.
-};
-
 class CommThread : public std::enable_shared_from_this<CommThread> {
 public:
-  /// Starts the thread; `pollUs` >= 1 (MpiWorldOptions::pollUs).
-  static std::shared_ptr<CommThread> start(int64_t pollUs);
+  /// Starts the thread; `pollUs` >= 1 (MpiWorldOptions::pollUs). Waits
+  /// call `watchdog` (null: none) while they last.
+  static std::shared_ptr<CommThread> start(int64_t pollUs,
+                                           std::shared_ptr<Watchdog> watchdog);
   ~CommThread();
   CommThread(const CommThread &) = delete;
   CommThread &operator=(const CommThread &) = delete;
@@ -85,7 +83,7 @@ private:
   struct Op;
   class Request;
 
-  explicit CommThread(int64_t pollUs);
+  CommThread(int64_t pollUs, std::shared_ptr<Watchdog> watchdog);
   void loop();
   /// Runs op's post; its requests join the outstanding ones.
   void post(const std::shared_ptr<Op> &op);
@@ -97,6 +95,7 @@ private:
   void wait(Op &op);
 
   const int64_t pollUs;
+  const std::shared_ptr<Watchdog> watchdog;
   std::thread thread;
 
   // Guarded by mu.
@@ -106,8 +105,13 @@ private:
   std::vector<std::shared_ptr<Op>> queue;
   CommTracer *tracer = nullptr;
   int waiters = 0;
+  std::optional<WaitClock> waitClock; // since waiters became > 0
   bool stopping = false;
   bool stopped = false;
+  // A waiter's watchdog gave up: the thread makes no MPI call any more
+  // (haltSeen once it has stopped making them).
+  bool halted = false;
+  bool haltSeen = false;
 
   // The thread's own.
   std::vector<MPI_Request> requests;

@@ -12,9 +12,11 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <exception>
+#include <thread>
 #include <vector>
 
 namespace autoshard::runtime {
@@ -25,6 +27,8 @@ using mpi_detail::check;
 using mpi_detail::CommThread;
 using mpi_detail::OpInfo;
 using mpi_detail::PostFn;
+using mpi_detail::WaitClock;
+using mpi_detail::Watchdog;
 
 int toInt(int64_t n, const char *what) {
   if (n < 0 || n > INT_MAX)
@@ -67,31 +71,49 @@ const char *threadLevelName(int level) {
   }
 }
 
-/// Requests posted on the calling thread, completed in wait().
+/// Requests posted on the calling thread, completed in wait(): polled
+/// (MPI_Testall) with WaitClock's backoff, under the watchdog if any.
 class MpiRequest : public CommRequest {
 public:
-  MpiRequest(std::vector<MPI_Request> requests, const char *what)
-      : requests(std::move(requests)), what(what) {}
+  MpiRequest(std::vector<MPI_Request> requests, OpInfo info,
+             std::shared_ptr<Watchdog> watchdog)
+      : requests(std::move(requests)), info(std::move(info)),
+        watchdog(std::move(watchdog)) {}
   void wait() override {
     if (requests.empty())
       return;
-    check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-                      MPI_STATUSES_IGNORE),
-          what);
+    WaitClock clock;
+    for (;;) {
+      int done = 0;
+      check(MPI_Testall(static_cast<int>(requests.size()), requests.data(),
+                        &done, MPI_STATUSES_IGNORE),
+            info.library);
+      if (done)
+        break;
+      double waited = clock.pause();
+      if (watchdog && waited >= Watchdog::kCheckAfterS)
+        watchdog->check(info, waited);
+    }
     requests.clear();
   }
 
 private:
   std::vector<MPI_Request> requests;
-  const char *what;
+  OpInfo info;
+  std::shared_ptr<Watchdog> watchdog;
 };
 
 class MpiCommunicator : public Communicator {
 public:
-  /// `engine` (may be null: the caller posts) drives every operation.
+  /// `engine` (may be null: the caller posts) drives every operation;
+  /// `worldRanks` are the members' ranks in MPI_COMM_WORLD; `watchdog` (may
+  /// be null) times the waits of operations the caller posts.
   MpiCommunicator(MPI_Comm comm, int64_t rank, int64_t size,
-                  std::shared_ptr<CommThread> engine)
-      : comm(comm), rank_(rank), size_(size), engine(std::move(engine)) {}
+                  std::vector<int> worldRanks,
+                  std::shared_ptr<CommThread> engine,
+                  std::shared_ptr<Watchdog> watchdog)
+      : comm(comm), rank_(rank), size_(size), worldRanks(std::move(worldRanks)),
+        engine(std::move(engine)), watchdog(std::move(watchdog)) {}
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -195,48 +217,61 @@ public:
         bytes += t.bytes;
       }
     MPI_Comm c = comm;
-    return start(
-        {what, "exchange", bytes, size_}, [=](std::vector<MPI_Request> &rs) {
-          // Receives first, so that the matching sends find them
-          // posted.
-          for (const Transfer &t : recvs) {
-            MPI_Request r;
-            check(MPI_Irecv(t.data, static_cast<int>(t.bytes), MPI_BYTE,
-                            static_cast<int>(t.peer), kTag, c, &r),
-                  "MPI_Irecv");
-            rs.push_back(r);
-          }
-          for (const Transfer &t : sends) {
-            MPI_Request r;
-            check(MPI_Isend(t.data, static_cast<int>(t.bytes), MPI_BYTE,
-                            static_cast<int>(t.peer), kTag, c, &r),
-                  "MPI_Isend");
-            rs.push_back(r);
-          }
-        });
+    OpInfo info{what, "exchange", bytes, size_};
+    for (const Transfer &t : recvs)
+      info.recvFrom.push_back(t.peer);
+    for (const Transfer &t : sends)
+      info.sendTo.push_back(t.peer);
+    return start(std::move(info), [=](std::vector<MPI_Request> &rs) {
+      // Receives first, so that the matching sends find them
+      // posted.
+      for (const Transfer &t : recvs) {
+        MPI_Request r;
+        check(MPI_Irecv(t.data, static_cast<int>(t.bytes), MPI_BYTE,
+                        static_cast<int>(t.peer), kTag, c, &r),
+              "MPI_Irecv");
+        rs.push_back(r);
+      }
+      for (const Transfer &t : sends) {
+        MPI_Request r;
+        check(MPI_Isend(t.data, static_cast<int>(t.bytes), MPI_BYTE,
+                        static_cast<int>(t.peer), kTag, c, &r),
+              "MPI_Isend");
+        rs.push_back(r);
+      }
+    });
   }
 
 private:
   /// Posts now (no communication thread) or enqueues on the thread. The
   /// arguments were checked by the caller, so that a count MPI cannot
   /// express still throws at the start on either path.
-  std::unique_ptr<CommRequest> start(const OpInfo &info, PostFn post) {
+  std::unique_ptr<CommRequest> start(OpInfo info, PostFn post) {
+    info.label = &label();
+    info.worldRanks = &worldRanks;
     if (engine)
       return engine->submit(info, std::move(post));
     std::vector<MPI_Request> requests;
     post(requests);
-    return std::make_unique<MpiRequest>(std::move(requests), info.library);
+    return std::make_unique<MpiRequest>(std::move(requests), std::move(info),
+                                        watchdog);
   }
 
   static constexpr int kTag = 0x4153; // "AS"
   MPI_Comm comm;
   int64_t rank_ = 0, size_ = 1;
+  std::vector<int> worldRanks;
   std::shared_ptr<CommThread> engine;
+  std::shared_ptr<Watchdog> watchdog;
 };
 
 class MpiWorld : public CommWorld {
 public:
   MpiWorld(int *argc, char ***argv, const MpiWorldOptions &options) {
+    if (!(options.timeoutS >= 0) || options.timeoutS > 1e9)
+      throw CommError("the communication timeout must be >= 0 seconds (0: "
+                      "none) and at most 1e9, found " +
+                      std::to_string(options.timeoutS));
     if (options.commThread && options.pollUs < 1)
       throw CommError("the communication thread's poll interval must be >= "
                       "1 microsecond, found " +
@@ -279,10 +314,12 @@ public:
     check(MPI_Comm_size(node, &local), "MPI_Comm_size");
     MPI_Comm_free(&node);
     localSize_ = local;
-    // From here on the thread makes every MPI call but MPI_Abort and
-    // MPI_Finalize.
+    if (options.timeoutS > 0)
+      watchdog = std::make_shared<Watchdog>(options.timeoutS, r, n);
+    // From here on the thread makes every MPI call but MPI_Abort,
+    // MPI_Finalize and the watchdog's (MPI_THREAD_MULTIPLE).
     if (options.commThread)
-      engine = CommThread::start(options.pollUs);
+      engine = CommThread::start(options.pollUs, watchdog);
   }
   ~MpiWorld() override {
     // Joined before MPI_Finalize, which no other thread may overlap.
@@ -301,19 +338,39 @@ public:
     int c = toInt(color, "MPI_Comm_split"), k = toInt(key, "MPI_Comm_split");
     MPI_Comm comm = MPI_COMM_NULL;
     int r = 0, n = 1;
+    std::vector<int> worldRanks;
     auto doSplit = [&] {
       check(MPI_Comm_split(MPI_COMM_WORLD, c, k, &comm), "MPI_Comm_split");
       MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
       check(MPI_Comm_rank(comm, &r), "MPI_Comm_rank");
       check(MPI_Comm_size(comm, &n), "MPI_Comm_size");
+      // The members' world ranks, for the watchdog's messages.
+      MPI_Group group, world;
+      check(MPI_Comm_group(comm, &group), "MPI_Comm_group");
+      check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+      std::vector<int> local(n);
+      for (int i = 0; i < n; ++i)
+        local[i] = i;
+      worldRanks.assign(n, 0);
+      check(MPI_Group_translate_ranks(group, n, local.data(), world,
+                                      worldRanks.data()),
+            "MPI_Group_translate_ranks");
+      MPI_Group_free(&group);
+      MPI_Group_free(&world);
     };
     if (engine)
       engine->call("MPI_Comm_split", doSplit);
     else
       doSplit();
-    return std::make_unique<MpiCommunicator>(comm, r, n, engine);
+    return std::make_unique<MpiCommunicator>(comm, r, n, std::move(worldRanks),
+                                             engine, watchdog);
   }
   [[noreturn]] void abort(int code) override {
+    // After the watchdog, the other ranks that report are still printing:
+    // the first MPI_Abort would end them mid-sentence.
+    if (watchdog && watchdog->gaveUp())
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(Watchdog::kAbortPauseS));
     // Also with a communication thread inside MPI_Testsome (hence
     // MPI_THREAD_MULTIPLE); MPI_Abort ends the thread with the process.
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -325,10 +382,15 @@ public:
     engine->setTracer(tracer);
     return true;
   }
+  void setActivity(const std::string &activity) override {
+    if (watchdog)
+      watchdog->setActivity(activity);
+  }
 
 private:
   bool ownsMpi = false;
   int64_t rank_ = 0, size_ = 1, localSize_ = 1;
+  std::shared_ptr<Watchdog> watchdog;
   std::shared_ptr<CommThread> engine;
 };
 
@@ -341,6 +403,14 @@ std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv,
 
 } // namespace autoshard::runtime
 
+namespace {
+/// OpenMPI's out-of-band TCP keepalive: idle seconds before the first
+/// probe, seconds between probes, probes missed before the peer is lost.
+constexpr const char *kOobKeepalive[][2] = {{"oob_tcp_keepalive_time", "5"},
+                                            {"oob_tcp_keepalive_intvl", "2"},
+                                            {"oob_tcp_keepalive_probes", "3"}};
+} // namespace
+
 std::vector<std::string>
 autoshard::runtime::mpirunCommand(int ranks, int argc, char **argv,
                                   const std::vector<std::string> &env) {
@@ -350,6 +420,11 @@ autoshard::runtime::mpirunCommand(int ranks, int argc, char **argv,
   std::vector<std::string> args = {
       mpirun,      "-n",  std::to_string(ranks), "--oversubscribe",
       "--bind-to", "none"};
+  // The out-of-band channel between mpirun and its daemons notices a dead
+  // link or host within ~11 s instead of its default ~8 minutes (docs/
+  // running.md, "Across nodes").
+  for (const char *const *kv : kOobKeepalive)
+    args.insert(args.end(), {"--mca", kv[0], kv[1]});
   if (geteuid() == 0)
     args.push_back("--allow-run-as-root");
   std::vector<std::string> exported = env;

@@ -104,14 +104,16 @@ void startWithHostThreadEnvironment(const std::string &name, char **argv) {
 #endif
 }
 
-std::unique_ptr<CommWorld> createDeviceWorld(Backend &backend,
-                                             CommWorld *hostWorld) {
+std::unique_ptr<CommWorld>
+createDeviceWorld(Backend &backend, CommWorld *hostWorld, double commTimeoutS) {
   if (!hostWorld || hostWorld->size() == 1 || backend.name() != "cuda")
     return nullptr;
 #if AUTOSHARD_HAVE_CUDA_BACKEND && AUTOSHARD_HAVE_NCCL
   auto &gpu = static_cast<cuda::CudaBackend &>(backend);
-  return cuda::createNcclWorld(hostWorld, gpu.stream(), gpu.device());
+  return cuda::createNcclWorld(hostWorld, gpu.stream(), gpu.device(),
+                               commTimeoutS);
 #else
+  (void)commTimeoutS;
   throw CommError("--backend cuda with several ranks needs NCCL, which this "
                   "build lacks");
 #endif

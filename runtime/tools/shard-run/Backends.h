@@ -39,9 +39,11 @@ void startWithHostThreadEnvironment(const std::string &name, char **argv);
 
 /// The world the backend communicates in: for the cuda backend in a job of
 /// several ranks, NCCL communicators bootstrapped through `hostWorld` (the
-/// MPI world); otherwise null (use `hostWorld` itself). Throws CommError.
+/// MPI world), watched with `commTimeoutS` (createNcclWorld); otherwise
+/// null (use `hostWorld` itself). Throws CommError.
 std::unique_ptr<runtime::CommWorld>
-createDeviceWorld(runtime::Backend &backend, runtime::CommWorld *hostWorld);
+createDeviceWorld(runtime::Backend &backend, runtime::CommWorld *hostWorld,
+                  double commTimeoutS);
 
 } // namespace autoshard::shardrun
 

@@ -119,6 +119,11 @@ file, character-level, and prints a sample of generated text at the end.
   --comm-poll-us N     with --comm-thread on: microseconds between two polls
                        of the outstanding operations while nothing waits for
                        one (1 to 100000; @POLL_DEFAULT@)
+  --comm-timeout S     communication watchdog: a rank that waits S seconds
+                       for one collective or receive (a hung or dead peer,
+                       a dead link) ends the job with a message naming the
+                       operation, its group, the step and the peers it
+                       waited for (@TIMEOUT_DEFAULT@; 0: wait forever)
   --check-memory       poison dead/unwritten memory and fail on NaN
                        (also AUTOSHARD_CHECK_MEMORY=1); slow
   -h, --help           this text
@@ -140,6 +145,8 @@ See docs/running.md.
   };
   replace("@COMM_DEFAULT@", kCommThreadDefault ? "on" : "off");
   replace("@POLL_DEFAULT@", std::to_string(runtime::kDefaultCommPollUs));
+  replace("@TIMEOUT_DEFAULT@",
+          std::to_string(static_cast<int64_t>(runtime::kDefaultCommTimeoutS)));
   return text;
 }
 
@@ -202,6 +209,15 @@ Options parseOptions(const std::vector<std::string> &args) {
          if (v != "on" && v != "off")
            throw UsageError(f + " expects 'on' or 'off', found '" + v + "'");
          o.commThread = v == "on";
+       }},
+      {"--comm-timeout",
+       [&o](const std::string &f, const std::string &v) {
+         o.commTimeoutS = parseReal(f, v, -HUGE_VAL);
+         if (o.commTimeoutS < 0 || o.commTimeoutS > kMaxCommTimeoutS)
+           throw UsageError(
+               f + " must be between 0 (no watchdog) and " +
+               std::to_string(static_cast<int64_t>(kMaxCommTimeoutS)) +
+               " seconds, found " + v);
        }},
       {"--comm-poll-us",
        [&o, set = integer(o.commPollUs, 1, kMaxCommPollUs)](

@@ -26,6 +26,10 @@ constexpr bool kCommThreadDefault = false;
 /// leave collectives unattended longer than a step takes).
 constexpr int64_t kMaxCommPollUs = 100000;
 
+/// The largest --comm-timeout accepted, in seconds (a week; 0 turns the
+/// watchdog off).
+constexpr double kMaxCommTimeoutS = 7 * 24 * 3600;
+
 /// Everything shard-run is told on its command line.
 struct Options {
   std::string artifact;
@@ -66,6 +70,9 @@ struct Options {
   /// operation is outstanding and nothing waits for it.
   int64_t commPollUs = runtime::kDefaultCommPollUs;
   bool commPollUsGiven = false; ///< --comm-poll-us was on the command line.
+  /// --comm-timeout: seconds a rank waits for one communication operation
+  /// before the watchdog ends the job (0: forever).
+  double commTimeoutS = runtime::kDefaultCommTimeoutS;
   bool help = false;
 };
 

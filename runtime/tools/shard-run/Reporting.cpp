@@ -16,10 +16,14 @@ namespace autoshard::shardrun {
 
 /// Whether `out` is a terminal. Under `shard-run -n N` the ranks' stdout is
 /// mpirun's pseudo-terminal, so the launcher passes the user's answer in
-/// AUTOSHARD_STDOUT_TTY.
+/// AUTOSHARD_STDOUT_TTY. Under the user's own launcher (mpirun, srun) the
+/// rank's stdout may be such a pseudo-terminal whatever the user's is (a
+/// file, a pipe), so without that answer a rank writes plain lines.
 static bool isTerminal(std::FILE *out) {
   if (const char *forced = std::getenv("AUTOSHARD_STDOUT_TTY"))
     return std::string_view(forced) == "1";
+  if (runtime::startedByLauncher())
+    return false;
   return isatty(fileno(out));
 }
 

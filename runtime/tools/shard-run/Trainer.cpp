@@ -228,6 +228,8 @@ RunSummary Trainer::run() {
   int64_t savedAt = -1;
   summary.stepsDone = firstStep;
   for (int64_t it = firstStep; it < opts.steps; ++it) {
+    if (commWorld) // named by the communication watchdog's messages
+      commWorld->setActivity("step " + std::to_string(it));
     nlohmann::json record = {{"step", it}};
     if (opts.evalInterval > 0 && it % opts.evalInterval == 0)
       record["val_loss"] = evalLine(it);
@@ -272,7 +274,7 @@ RunSummary Trainer::run() {
       log->write(record);
     progress.step(it, loss, lr, tokensPerS);
     summary.stepsDone = it + 1;
-    bool stop = preemption && preemption->requested(executor);
+    bool stop = preemption && preemption->requested(executor, it + 1);
     bool interval = opts.saveInterval > 0 && (it + 1) % opts.saveInterval == 0;
     if (saver && (stop || interval)) {
       beginSave(it + 1);
@@ -290,6 +292,9 @@ RunSummary Trainer::run() {
     }
   }
   progress.finish();
+  if (commWorld)
+    commWorld->setActivity("the end of the run (" +
+                           std::to_string(summary.stepsDone) + " steps done)");
   if (!summary.stoppedBy.empty()) {
     // Stopped early: no final save (just done) and no final evaluation.
     if (log)

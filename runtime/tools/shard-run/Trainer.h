@@ -52,8 +52,8 @@ public:
   /// `extra`'s fields, e.g. the sample) after a run that was not stopped
   /// early; does nothing otherwise or without --log.
   void logFinal(const nlohmann::json &extra);
-  /// Stop (after a checkpoint) at the first step boundary after `watch`
-  /// saw a signal; it outlives the trainer.
+  /// Stop (after a checkpoint with --save-dir) at the first step boundary
+  /// after `watch` saw a signal; it outlives the trainer.
   void stopOnSignal(const PreemptionWatch *watch) { preemption = watch; }
   /// Continue a resumed run: the first iteration run() does is `step`.
   void startAt(int64_t step) { firstStep = step; }

@@ -182,18 +182,17 @@ int launch(const Options &opts, int argc, char **argv) {
                                   (isatty(fileno(stdout)) ? "1" : "0")};
   checkFreshSaveDir(opts); // one message, before any rank starts
   try {
-    if (!opts.saveDir.empty()) {
-      // Stay mpirun's parent so that a SIGTERM or Ctrl-C becomes a
-      // checkpoint at the next step, not a killed job (Preemption.h).
-      env.push_back("AUTOSHARD_SIGNALS_FORWARDED=1");
-      std::string readyPrefix =
-          "/tmp/shard-run-" + std::to_string(::getpid()) + "-ready-rank-";
-      env.push_back("AUTOSHARD_READY_PREFIX=" + readyPrefix);
-      std::vector<std::string> cmd = mpirunCommand(opts.ranks, argc, argv, env);
-      cmd.insert(cmd.begin() + 1, {"--stdin", "none"});
-      return runForwardingSignals(cmd, readyPrefix, opts.ranks);
-    }
-    execUnderMpirun(opts.ranks, argc, argv, env);
+    // Stay mpirun's parent so that a SIGTERM or Ctrl-C stops the ranks at
+    // the next step (after a checkpoint with --save-dir), not a killed job,
+    // and so that a rank's death is reported with its step (Preemption.h).
+    env.push_back("AUTOSHARD_SIGNALS_FORWARDED=1");
+    std::string readyPrefix =
+        "/tmp/shard-run-" + std::to_string(::getpid()) + "-ready-rank-";
+    env.push_back("AUTOSHARD_READY_PREFIX=" + readyPrefix);
+    std::vector<std::string> cmd = mpirunCommand(opts.ranks, argc, argv, env);
+    cmd.insert(cmd.begin() + 1, {"--stdin", "none"});
+    return runForwardingSignals(cmd, readyPrefix, opts.ranks,
+                                /*checkpoints=*/!opts.saveDir.empty());
   } catch (const std::runtime_error &e) {
     throw UsageError(e.what());
   }
@@ -204,15 +203,15 @@ int runMain(Options opts, CommWorld *world) {
   // Catch a preemption signal from the start: one that arrives while the
   // artifact, the data or a checkpoint loads stops the run at its first step.
   std::optional<PreemptionWatch> preemption;
-  if (!opts.saveDir.empty())
-    preemption.emplace(world ? world->rank() : 0);
+  preemption.emplace(world ? world->rank() : 0);
   Artifact artifact = loadArtifact(opts.artifact);
   std::unique_ptr<Backend> backendPtr = createBackend(opts.backend);
   Backend &backend = *backendPtr;
   const std::string threads = configureHostThreads(
       opts.backend, opts.threads, world ? world->localSize() : 1);
   // NCCL communicators for a multi-rank cuda run, bootstrapped over MPI.
-  std::unique_ptr<CommWorld> deviceWorld = createDeviceWorld(backend, world);
+  std::unique_ptr<CommWorld> deviceWorld =
+      createDeviceWorld(backend, world, opts.commTimeoutS);
   std::unique_ptr<CommContext> comm;
   if (world) {
     if (opts.ranksGiven && opts.ranks != world->size())
@@ -382,13 +381,38 @@ int runMain(Options opts, CommWorld *world) {
                   static_cast<long long>(p.dataTrainTokens), opts.data.c_str(),
                   static_cast<long long>(data.tokenCount(Split::Train)));
   }
+  noteRankStep(resumed ? resumed->progress.step : 0);
   RunSummary s = trainer.run();
   if (!s.stoppedBy.empty()) {
-    std::printf("stopped by %s after step %lld: checkpoint %s (continue with "
-                "--resume %s)\n",
-                s.stoppedBy.c_str(), static_cast<long long>(s.stepsDone),
-                s.checkpoint.c_str(), s.checkpoint.c_str());
-    return 0;
+    const bool speaker = !world || world->rank() == 0;
+    std::fflush(stdout);
+    if (!opts.saveDir.empty()) {
+      std::printf("stopped by %s after step %lld: checkpoint %s (continue "
+                  "with --resume %s)\n",
+                  s.stoppedBy.c_str(), static_cast<long long>(s.stepsDone),
+                  s.checkpoint.c_str(), s.checkpoint.c_str());
+      std::fflush(stdout);
+      if (speaker)
+        std::fprintf(stderr,
+                     "shard-run: interrupted at step %lld by %s, after saving "
+                     "checkpoint %s\n",
+                     static_cast<long long>(s.stepsDone), s.stoppedBy.c_str(),
+                     s.checkpoint.c_str());
+      noteRankEnd(RankEnd::Done);
+      return 0;
+    }
+    if (speaker)
+      std::fprintf(stderr,
+                   "shard-run: interrupted at step %lld by %s (%lld of %lld "
+                   "steps done; no checkpoint: --save-dir DIR saves one at "
+                   "a signal)\n",
+                   static_cast<long long>(s.stepsDone), s.stoppedBy.c_str(),
+                   static_cast<long long>(s.stepsDone),
+                   static_cast<long long>(opts.steps));
+    noteRankEnd(RankEnd::Interrupted);
+    // Under `shard-run -n N` the launcher exits 128 + its signal (a non-zero
+    // exit here would only add mpirun's report of a failed rank).
+    return underForwardingLauncher() ? 0 : preemption->interruptedExitStatus();
   }
   if (opts.checkReplicas) {
     checkStateReplicas(executor);
@@ -423,6 +447,7 @@ int runMain(Options opts, CommWorld *world) {
   }
   finalFields["peak_rss_mib_per_rank"] = rss;
   trainer.logFinal(finalFields);
+  noteRankEnd(RankEnd::Done);
   return 0;
 }
 
@@ -432,6 +457,7 @@ int runMain(Options opts, CommWorld *world) {
 /// rank, then ends every rank of the job (never leaves the others hanging
 /// in a collective).
 int fail(CommWorld *world, const std::string &message, int code) {
+  noteRankEnd(RankEnd::Failed);
   if (!world || world->size() == 1)
     return fail(message, code);
   std::fflush(stdout);
@@ -460,6 +486,7 @@ int main(int argc, char **argv) {
     MpiWorldOptions mpiOptions;
     mpiOptions.commThread = opts.commThread;
     mpiOptions.pollUs = opts.commPollUs;
+    mpiOptions.timeoutS = opts.commTimeoutS;
     try {
       world = createMpiWorld(&argc, &argv, mpiOptions);
     } catch (const CommError &e) {
@@ -469,12 +496,16 @@ int main(int argc, char **argv) {
       throw UsageError(std::string("--comm-thread on: ") + e.what());
     }
 #endif
-    return runMain(opts, world.get());
+    int rc = runMain(opts, world.get());
+    if (rc != 0)
+      noteRankEnd(RankEnd::Failed);
+    return rc;
   } catch (const UsageError &e) {
     return fail(world.get(), e.what(), 2);
   } catch (const CheckpointError &e) {
     if (e.agreed) {
       // Every rank raised it: end cleanly (MPI_Finalize), rank 0 says why.
+      noteRankEnd(RankEnd::Failed);
       if (!world || world->rank() == 0) {
         std::fflush(stdout);
         std::fprintf(stderr, "shard-run: error: %s\n", e.what());

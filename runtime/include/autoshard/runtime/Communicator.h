@@ -36,6 +36,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace autoshard::runtime {
@@ -77,6 +78,10 @@ public:
   virtual ~Communicator() = default;
   virtual int64_t rank() const = 0;
   virtual int64_t size() const = 0;
+  /// What the group is, for messages (e.g. the communication watchdog's):
+  /// CommContext sets its mesh axes, e.g. "[dp, tp]".
+  void setLabel(std::string label) { label_ = std::move(label); }
+  const std::string &label() const { return label_; }
 
   /// recv = reduction over the group of send (`count` elements); `send ==
   /// recv` is an in-place reduction.
@@ -104,6 +109,9 @@ public:
   virtual std::unique_ptr<CommRequest>
   exchange(const std::vector<Transfer> &sends,
            const std::vector<Transfer> &recvs) = 0;
+
+private:
+  std::string label_;
 };
 
 /// One finished communication operation, as the thread that drives it saw
@@ -161,7 +169,18 @@ public:
     (void)tracer;
     return false;
   }
+  /// Says what the job is doing from now on (e.g. "step 12"), for the
+  /// messages of the communication watchdog (MpiWorldOptions::timeoutS):
+  /// a timed-out operation is reported with the activity it was waited in.
+  /// Thread-safe. The default ignores it.
+  virtual void setActivity(const std::string &activity) { (void)activity; }
 };
+
+/// Default seconds a rank waits for one communication operation before the
+/// communication watchdog ends the job (`shard-run --comm-timeout`; 0: wait
+/// forever). As torch's NCCL watchdog, generous: a slow step or a long
+/// checkpoint write on another rank must not trip it.
+constexpr double kDefaultCommTimeoutS = 300;
 
 /// Default interval, in microseconds, between two polls of a communication
 /// thread's outstanding operations while no caller is waiting for one

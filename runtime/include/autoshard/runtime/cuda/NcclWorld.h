@@ -32,8 +32,16 @@ namespace autoshard::runtime::cuda {
 /// id through the file AUTOSHARD_NCCL_ID_FILE (a path every rank can see;
 /// rank 0 writes it, the others wait up to 300 s for it). Throws CommError.
 /// abort() ends the job through the bootstrap when there is one.
-std::unique_ptr<CommWorld> createNcclWorld(CommWorld *bootstrap,
-                                           void *computeStream, int device);
+///
+/// `timeoutS` > 0 starts the communication watchdog, a thread that polls
+/// every operation's completion and the communicators' asynchronous errors
+/// (ncclCommGetAsyncError) and, for an operation not complete after
+/// `timeoutS` seconds or an error, prints the operation, its group and the
+/// activity (setActivity), aborts every communicator (ncclCommAbort) and
+/// ends the job; 0 turns it off.
+std::unique_ptr<CommWorld>
+createNcclWorld(CommWorld *bootstrap, void *computeStream, int device,
+                double timeoutS = kDefaultCommTimeoutS);
 
 } // namespace autoshard::runtime::cuda
 

@@ -22,6 +22,23 @@
 // caller's MPI_Abort on an error may run while the thread is inside
 // MPI_Testsome, which MPI_THREAD_SERIALIZED would not allow.
 //
+// The communication watchdog (MpiWorldOptions::timeoutS, as torch's NCCL
+// watchdog): no wait blocks inside MPI. A wait polls its operation
+// (MPI_Testall, or the thread's MPI_Testsome) back to back for 200 us, then
+// yields the core, and once it has lasted 20 ms sleeps between polls (at
+// most 1 ms, 1% of the time waited so far), so ranks that wait for a slow or
+// stopped peer stop burning their cores. A wait that lasts the timeout ends
+// with a CommError that names the operation, its group (mesh axes and world
+// ranks), the activity (CommWorld::setActivity, e.g. "step 12") and the
+// peers it waited for: the rank asks every other rank, on a private
+// duplicate of MPI_COMM_WORLD, what it waits for; ranks blocked in a wait
+// answer (they check for questions every 20 ms), a stopped, dead or
+// unreachable rank does not. The ranks that answered then end their waits
+// with the same diagnosis and their own operation, so that every rank that
+// can still speak says what it waited for. The caller then aborts the job
+// (CommWorld::abort). Blocking calls that are not operations (the splits at
+// start-up, MPI_Finalize) are not watched.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef AUTOSHARD_RUNTIME_MPI_MPIWORLD_H
@@ -46,6 +63,10 @@ struct MpiWorldOptions {
   /// in between (as MPI_Waitall would spin). With nothing outstanding it
   /// sleeps until an operation is started.
   int64_t pollUs = kDefaultCommPollUs;
+  /// Seconds a rank waits for one operation (a collective, or an
+  /// exchange's sends and receives) before the communication watchdog
+  /// gives up; 0: forever. See the file comment.
+  double timeoutS = kDefaultCommTimeoutS;
 };
 
 /// Initialises MPI (unless the program already has) and returns the world
@@ -62,10 +83,12 @@ std::unique_ptr<CommWorld> createMpiWorld(int *argc, char ***argv,
 
 /// Replaces this process by `mpirun -n ranks --oversubscribe --bind-to none
 /// <this executable> argv[1..]` on this node (AUTOSHARD_MPIRUN names another
-/// mpirun). Adds --allow-run-as-root for root, and, when ranks exceed the
-/// cores, makes waiting ranks yield and OpenBLAS single-threaded (DESIGN.md
-/// §10). `env` are extra `NAME=value` settings exported to every rank.
-/// Returns only by throwing std::runtime_error naming mpirun and errno.
+/// mpirun). Adds --allow-run-as-root for root, OpenMPI's out-of-band TCP
+/// keepalive of a few seconds (oob_tcp_keepalive_time 5, _intvl 2, _probes
+/// 3: a dead link ends the job in ~11 s, docs/running.md) and, when ranks
+/// exceed the cores, makes waiting ranks yield and OpenBLAS single-threaded
+/// (DESIGN.md §10). `env` are extra `NAME=value` settings exported to every
+/// rank. Returns only by throwing std::runtime_error naming mpirun and errno.
 [[noreturn]] void execUnderMpirun(int ranks, int argc, char **argv,
                                   const std::vector<std::string> &env = {});
 
