@@ -20,6 +20,25 @@ namespace autoshard::runtime::detail {
 
 using Json = nlohmann::json;
 
+/// The deepest nesting of arrays and objects an artifact may have (a real
+/// one is about 8 deep: top level, functions, code, attrs, a list).
+inline constexpr int kMaxJsonDepth = 64;
+
+/// What scanJson found besides the document being shallow enough.
+struct JsonScan {
+  /// Byte offset of the first character inside the quotes of the string
+  /// value of the top-level field "checksum" (the last one, as the parser
+  /// keeps the last of repeated keys), or -1 when there is none.
+  int64_t checksumValue = -1;
+};
+
+/// One pass over `text` before it is parsed: throws ArtifactError naming
+/// `source`, the byte offset and the line when arrays and objects nest
+/// deeper than kMaxJsonDepth (the parser and the error messages recurse on
+/// nesting, so a hostile document must not reach them), and locates the
+/// top-level "checksum" value. Does not validate the JSON otherwise.
+JsonScan scanJson(std::string_view text, const std::string &source);
+
 /// Short rendering of a JSON value for error messages.
 std::string describe(const Json &value);
 

@@ -21,8 +21,11 @@ int64_t parseInt(const std::string &flag, const std::string &text, int64_t min,
   char *end = nullptr;
   errno = 0;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
+  if (text.empty() || *end != '\0')
     throw UsageError(flag + " expects an integer, found '" + text + "'");
+  if (errno == ERANGE)
+    throw UsageError(flag + " is out of range (at most " + std::to_string(max) +
+                     "), found " + text);
   if (v < min)
     throw UsageError(flag + " must be >= " + std::to_string(min) + ", found " +
                      text);
