@@ -150,7 +150,7 @@ void Trainer::logFinal(const nlohmann::json &extra) {
   nlohmann::json record = finalRecord;
   for (const auto &[key, value] : extra.items())
     record[key] = value;
-  log->write(record);
+  log->writeLast(record);
   finalRecord = nullptr;
 }
 
@@ -293,7 +293,7 @@ RunSummary Trainer::run() {
   if (!summary.stoppedBy.empty()) {
     // Stopped early: no final save (just done) and no final evaluation.
     if (log)
-      log->write(
+      log->writeLast(
           {{"step", summary.stepsDone}, {"stopped_by", summary.stoppedBy}});
   } else {
     if (saver && savedAt != opts.steps)
