@@ -199,6 +199,15 @@ TEST(ArtifactHostile, AbsurdSizesAreRefused) {
   doc = tinyArtifactJson();
   doc["model"]["batch"] = int64_t(1) << 40;
   expectError(doc, {"field 'batch' times 'seq'"});
+  // A shape whose byte size overflows int64 (2^62 x 4 x 4 bytes).
+  doc = tinyArtifactJson();
+  doc["state"][0]["shape"] = {int64_t(1) << 62, 4};
+  expectError(doc, {"state[0]", "field 'shape' [4611686018427387904,4] of f32",
+                    "more than 2^48 bytes"});
+  doc = tinyArtifactJson();
+  jsonFunction(doc, "block")["buffers"][5]["shape"] = std::vector<int>(17, 1);
+  expectError(doc, {"function 'block', buffer 5",
+                    "field 'shape' has 17 dims, more than 16"});
   doc = tinyArtifactJson();
   jsonFunction(doc, "block")["num_args"] = int64_t(1) << 40;
   expectError(doc, {"function 'block'", "field 'num_args' is 1099511627776",

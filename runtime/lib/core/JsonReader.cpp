@@ -148,6 +148,19 @@ TensorType JsonReader::tensorType() const {
                 "must list integers >= 0, found " + describe(field("shape")));
     t.shape.push_back(d.get<int64_t>());
   }
+  // Bounded so that element counts, byte sizes and offsets cannot
+  // overflow int64 anywhere downstream (no device holds 2^48 bytes).
+  if (t.shape.size() > static_cast<size_t>(kMaxTensorRank))
+    failField("shape", "has " + std::to_string(t.shape.size()) +
+                           " dims, more than " +
+                           std::to_string(kMaxTensorRank));
+  int64_t bytes = dtypeSize(t.dtype);
+  for (int64_t d : t.shape) {
+    if (d != 0 && bytes > kMaxTensorBytes / d)
+      failField("shape", describe(field("shape")) + " of " + name +
+                             " is more than 2^48 bytes");
+    bytes *= d;
+  }
   return t;
 }
 

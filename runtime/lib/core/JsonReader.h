@@ -24,6 +24,10 @@ using Json = nlohmann::json;
 /// one is about 8 deep: top level, functions, code, attrs, a list).
 inline constexpr int kMaxJsonDepth = 64;
 
+/// The most dims and bytes a tensor of an artifact may have.
+inline constexpr int kMaxTensorRank = 16;
+inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+
 /// What scanJson found besides the document being shallow enough.
 struct JsonScan {
   /// Byte offset of the first character inside the quotes of the string
@@ -73,7 +77,8 @@ public:
   /// A field that must be a JSON array / object.
   const Json &array(std::string_view name) const;
   const Json &object(std::string_view name) const;
-  /// The `dtype` and `shape` fields.
+  /// The `dtype` and `shape` fields; at most kMaxTensorRank dims and
+  /// kMaxTensorBytes bytes.
   TensorType tensorType() const;
 
 private:
