@@ -17,15 +17,7 @@ namespace {
 /// Parses `doc` and expects an ArtifactError whose message contains every
 /// string of `needles`.
 void expectError(const Json &doc, std::initializer_list<std::string> needles) {
-  try {
-    parseArtifact(doc.dump(), "mutated.json");
-    ADD_FAILURE() << "expected an ArtifactError";
-  } catch (const ArtifactError &e) {
-    std::string msg = e.what();
-    for (const std::string &n : needles)
-      EXPECT_NE(msg.find(n), std::string::npos)
-          << "message lacks '" << n << "': " << msg;
-  }
+  expectArtifactError(doc.dump(), "mutated.json", needles);
 }
 
 /// Mutates a copy of the tiny artifact and expects the error.
@@ -75,8 +67,8 @@ TEST(ArtifactTest, MissingFile) {
 TEST(ArtifactTest, WrongFormatAndVersion) {
   expectMutationError([](Json &d) { d["format"] = "onnx"; },
                       {"field 'format'", "\"onnx\""});
-  expectMutationError([](Json &d) { d["version"] = 5; },
-                      {"field 'version' is 5", "reads versions 1 to 4"});
+  expectMutationError([](Json &d) { d["version"] = 6; },
+                      {"field 'version' is 6", "reads versions 1 to 5"});
   expectMutationError([](Json &d) { d["version"] = "1"; },
                       {"field 'version' must be an integer", "\"1\""});
 }

@@ -5,6 +5,7 @@
 
 #include "autoshard/runtime/Artifact.h"
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -33,6 +34,22 @@ inline nlohmann::json &jsonFunction(nlohmann::json &doc,
     if (f["name"] == name)
       return f;
   throw std::runtime_error("no function " + name);
+}
+
+/// Parses artifact `text` (named `source`) and expects an ArtifactError
+/// whose message contains every string of `needles`.
+inline void expectArtifactError(const std::string &text,
+                                const std::string &source,
+                                std::initializer_list<std::string> needles) {
+  try {
+    parseArtifact(text, source);
+    ADD_FAILURE() << "expected an ArtifactError";
+  } catch (const ArtifactError &e) {
+    std::string msg = e.what();
+    for (const std::string &n : needles)
+      EXPECT_NE(msg.find(n), std::string::npos)
+          << "message lacks '" << n << "': " << msg;
+  }
 }
 
 } // namespace autoshard::runtime::test

@@ -12,9 +12,13 @@
 #include "ArtifactVerify.h"
 #include "JsonReader.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -504,6 +508,12 @@ void parseFunction(const JsonReader &r, Artifact &a, Function &fn) {
   fn.frameBytes = r.i64AtLeast("frame_bytes", 0);
   fn.numArgs = r.i64AtLeast("num_args", 0);
   const Json &buffers = r.array("buffers");
+  // Every argument has its own buffer of kind "arg".
+  if (fn.numArgs > static_cast<int64_t>(buffers.size()))
+    r.failField("num_args", "is " + std::to_string(fn.numArgs) +
+                                ", but the function has only " +
+                                std::to_string(buffers.size()) +
+                                " buffers (each argument needs one)");
   fn.buffers.resize(buffers.size());
   std::vector<bool> seen(buffers.size(), false);
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -667,15 +677,112 @@ void parseMesh(const JsonReader &r, Mesh &mesh) {
 void parseModel(const JsonReader &r, ModelInfo &model) {
   if (r.has("name"))
     model.name = r.str("name");
-  model.vocabSize = r.i64AtLeast("vocab_size", 1);
-  model.paddedVocabSize = r.i64AtLeast("padded_vocab_size", model.vocabSize);
+  // Token ids are i32: a vocabulary beyond it cannot be fed or sampled.
+  auto atMost = [&](std::string_view field, int64_t value, int64_t max,
+                    const char *why) {
+    if (value > max)
+      r.failField(field, "is " + std::to_string(value) + ", more than " +
+                             std::to_string(max) + " (" + why + ")");
+    return value;
+  };
+  constexpr int64_t kMaxI32 = INT32_MAX;
+  model.vocabSize = atMost("vocab_size", r.i64AtLeast("vocab_size", 1), kMaxI32,
+                           "token ids are i32");
+  model.paddedVocabSize = atMost(
+      "padded_vocab_size", r.i64AtLeast("padded_vocab_size", model.vocabSize),
+      kMaxI32, "token ids are i32");
+  // Batches are allocated on the host before any kernel runs.
   model.batch = r.i64AtLeast("batch", 1);
   model.seq = r.i64AtLeast("seq", 1);
+  if (model.batch > kMaxI32 / model.seq)
+    r.failField("batch", "times 'seq' is " + std::to_string(model.batch) +
+                             " x " + std::to_string(model.seq) +
+                             ", more than " + std::to_string(kMaxI32) +
+                             " tokens per step");
+}
+
+} // namespace
+
+std::string artifactChecksum(std::string_view json, size_t valueOffset) {
+  constexpr std::string_view kPrefix = "xxh3-64:";
+  std::string text(json);
+  size_t digits = valueOffset + kPrefix.size();
+  if (digits + 16 <= text.size())
+    std::fill(text.begin() + digits, text.begin() + digits + 16, '0');
+  char hex[17];
+  std::snprintf(
+      hex, sizeof(hex), "%016llx",
+      static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+  return std::string(kPrefix) + hex;
+}
+
+namespace {
+
+/// Checks the top-level `checksum` (version 5 on; docs/artifact-format.md,
+/// "Checksum") against the text it was read from.
+void verifyChecksum(const JsonReader &top, std::string_view text,
+                    const detail::JsonScan &scan) {
+  std::string given = top.str("checksum");
+  bool wellFormed =
+      given.size() == 24 && given.rfind("xxh3-64:", 0) == 0 &&
+      given.find_first_not_of("0123456789abcdef", 8) == std::string::npos;
+  if (!wellFormed || scan.checksumValue < 0)
+    top.failField("checksum",
+                  "must be \"xxh3-64:\" and 16 lowercase hex digits, found \"" +
+                      given + "\"");
+  std::string actual =
+      artifactChecksum(text, static_cast<size_t>(scan.checksumValue));
+  if (given != actual)
+    top.failField("checksum",
+                  "is " + given + ", but the content hashes to " + actual +
+                      ": the file was corrupted or edited after rt-export "
+                      "wrote it (export it again with shard-opt)");
+}
+
+/// The fields a version introduced: an artifact of an earlier version that
+/// has one is mislabelled (a reader of that version would ignore it).
+void checkVersionFields(const JsonReader &top, const Json &doc,
+                        int64_t version) {
+  auto needs = [&](const JsonReader &r, std::string_view field, int64_t since) {
+    if (r.has(field) && version < since)
+      r.failField(field, "needs format version " + std::to_string(since) +
+                             " or later, but the artifact says version " +
+                             std::to_string(version));
+  };
+  needs(top, "checksum", kChecksumArtifactVersion);
+  bool staged = false, zigzag = false;
+  if (doc.contains("entries") && doc["entries"].is_object())
+    for (const auto &[key, entry] : doc["entries"].items()) {
+      JsonReader er = top.at(entry, "entry '" + key + "'");
+      needs(er, "pp_stage", 3);
+      needs(er, "entry", 3);
+      staged = staged || er.has("pp_stage");
+      zigzag = zigzag || er.has("zigzag_chunks");
+    }
+  if (doc.contains("memory"))
+    needs(top.at(doc["memory"], "memory"), "stages", 3);
+  // The fields that made rt-export choose versions 3 and 4.
+  if (version == 3 && !staged)
+    top.failField("version",
+                  "is 3 (a pipelined program), but no entry has a "
+                  "'pp_stage' (version 3 is written for pipeline stages "
+                  "only: a program without them is version 2)");
+  if (version == 4 && !zigzag)
+    top.failField("version",
+                  "is 4 (sequences in zig-zag order), but no entry has "
+                  "'zigzag_chunks' (a program without them is version 2 or "
+                  "3)");
 }
 
 } // namespace
 
 Artifact parseArtifact(std::string_view text, const std::string &source) {
+  if (static_cast<int64_t>(text.size()) > kMaxArtifactBytes)
+    throw ArtifactError("artifact '" + source + "' has " +
+                        std::to_string(text.size()) + " bytes, more than the " +
+                        std::to_string(kMaxArtifactBytes) +
+                        " an artifact may have (it holds no weights)");
+  detail::JsonScan scan = detail::scanJson(text, source);
   Json doc;
   try {
     doc = Json::parse(text);
@@ -696,11 +803,21 @@ Artifact parseArtifact(std::string_view text, const std::string &source) {
                                  ", but this runtime reads versions " +
                                  std::to_string(kMinArtifactVersion) + " to " +
                                  std::to_string(kArtifactVersion));
+  checkVersionFields(top, doc, a.version);
+  // First, so that a corrupted file says so rather than what broke.
+  if (a.version >= kChecksumArtifactVersion)
+    verifyChecksum(top, text, scan);
   if (top.has("producer"))
     a.producer = top.str("producer");
   parseModel(top.at(top.object("model"), "model"), a.model);
   a.modelJson = top.object("model").dump();
   a.worldSize = top.i64AtLeast("world_size", 1);
+  if (a.version == 1 && a.worldSize != 1)
+    top.failField("world_size",
+                  "is " + std::to_string(a.worldSize) +
+                      ", but a version-1 artifact is a single-device program "
+                      "(world_size 1, no mesh axes; a sharded program is "
+                      "version 2 or later)");
   if (a.version >= 2 || top.has("mesh"))
     parseMesh(top.at(top.object("mesh"), "mesh"), a.mesh);
   if (a.mesh.numDevices() != a.worldSize)
@@ -769,6 +886,13 @@ Artifact loadArtifact(const std::string &path) {
   if (!in)
     throw ArtifactError("cannot open artifact '" + path +
                         "': " + std::strerror(errno));
+  // Bound the read before it allocates (a device or a huge file).
+  auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<uintmax_t>(kMaxArtifactBytes))
+    throw ArtifactError("artifact '" + path + "' has " + std::to_string(size) +
+                        " bytes, more than the " +
+                        std::to_string(kMaxArtifactBytes) +
+                        " an artifact may have (it holds no weights)");
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad())

@@ -476,6 +476,105 @@ void verifyNoLiveOverlap(const Artifact &a, const Function &fn) {
     }
 }
 
+/// How a function uses its arguments, for its callers' def-before-use.
+struct ArgUse {
+  std::vector<char> readsBeforeWrite; ///< Per argument index.
+  std::vector<char> writes;           ///< Per argument index.
+};
+
+/// Def-before-use over the instruction stream: every buffer an instruction
+/// reads (its args; a call's args that the callee reads before writing) is
+/// an input, state, constant or argument, or was written by an earlier
+/// instruction (its results; a call's args that the callee writes), through
+/// any alias. Kernels read only their args (a result updated in place is
+/// also an arg; the executor poisons the others before the kernel runs).
+/// Returns how `fn` uses its arguments; `uses` holds its callees'.
+ArgUse verifyDefBeforeUse(const Artifact &a, const Function &fn,
+                          const std::vector<ArgUse> &uses,
+                          std::vector<char> &defined) {
+  ArgUse use;
+  use.readsBeforeWrite.assign(fn.numArgs, 0);
+  use.writes.assign(fn.numArgs, 0);
+  defined.assign(fn.buffers.size(), 0);
+  for (size_t id = 0; id < fn.buffers.size(); ++id) {
+    BufferKind k = fn.buffers[id].kind;
+    defined[id] = k == BufferKind::State || k == BufferKind::Const ||
+                  k == BufferKind::Input;
+  }
+  for (size_t i = 0; i < fn.code.size(); ++i) {
+    const Instruction &inst = fn.code[i];
+    const ArgUse *callee = inst.isCall() ? &uses[inst.callee] : nullptr;
+    for (size_t k = 0; k < inst.args.size(); ++k) {
+      if (callee && !callee->readsBeforeWrite[k])
+        continue;
+      int64_t root = rootBuffer(fn, inst.args[k]);
+      if (defined[root])
+        continue;
+      const BufferSpec &b = fn.buffers[root];
+      if (b.kind == BufferKind::Arg) {
+        use.readsBeforeWrite[b.index] = 1; // the caller's to write
+        continue;
+      }
+      std::string what =
+          "buffer " + std::to_string(inst.args[k]) + " (" +
+          fn.buffers[inst.args[k]].type.str() +
+          (root != inst.args[k] ? ", an alias of buffer " + std::to_string(root)
+                                : "") +
+          ")";
+      fail(a, instPlace(fn, i),
+           (callee
+                ? "passes " + what + " as argument " + std::to_string(k) +
+                      ", which '" + a.functions[inst.callee].name + "' reads,"
+                : "reads " + what + ",") +
+               " but no earlier instruction of function '" + fn.name +
+               "' writes it (a program must write a buffer before reading "
+               "it: an instruction is missing)");
+    }
+    auto write = [&](int64_t id) {
+      int64_t root = rootBuffer(fn, id);
+      defined[root] = 1;
+      if (fn.buffers[root].kind == BufferKind::Arg)
+        use.writes[fn.buffers[root].index] = 1;
+    };
+    for (int64_t id : inst.results)
+      write(id);
+    if (callee)
+      for (size_t k = 0; k < inst.args.size(); ++k)
+        if (callee->writes[k])
+          write(inst.args[k]);
+  }
+  return use;
+}
+
+/// Def-before-use in every function, callees first (no recursion: checked
+/// before), then that every entry's program writes each declared output.
+void verifyDataFlow(const Artifact &a) {
+  std::vector<ArgUse> uses(a.functions.size());
+  std::vector<char> done(a.functions.size(), 0);
+  std::vector<std::vector<char>> definedAtEnd(a.functions.size());
+  std::function<void(size_t)> visit = [&](size_t f) {
+    done[f] = 1;
+    for (const Instruction &inst : a.functions[f].code)
+      if (inst.isCall() && !done[inst.callee])
+        visit(inst.callee);
+    uses[f] = verifyDefBeforeUse(a, a.functions[f], uses, definedAtEnd[f]);
+  };
+  for (size_t f = 0; f < a.functions.size(); ++f)
+    if (!done[f])
+      visit(f);
+  for (const EntrySpec &e : a.entries) {
+    const Function &fn = a.functions[e.function];
+    for (const Slot &s : e.outputs)
+      if (!definedAtEnd[e.function][rootBuffer(fn, s.buffer)])
+        fail(a, "entry '" + e.key + "'",
+             "output '" + s.role + "' (buffer " + std::to_string(s.buffer) +
+                 ") is never written by function '" + fn.name + "' (" +
+                 std::to_string(fn.code.size()) +
+                 " instructions): the entry would return memory nothing "
+                 "wrote");
+  }
+}
+
 } // namespace
 
 void verifyArtifact(Artifact &a) {
@@ -484,6 +583,7 @@ void verifyArtifact(Artifact &a) {
     verifyFunction(a, fn);
   verifyNoRecursion(a);
   verifyEntries(a);
+  verifyDataFlow(a);
   for (const Function &fn : a.functions)
     verifyNoLiveOverlap(a, fn);
 }

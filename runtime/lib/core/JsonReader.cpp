@@ -4,6 +4,55 @@
 
 namespace autoshard::runtime::detail {
 
+JsonScan scanJson(std::string_view text, const std::string &source) {
+  JsonScan scan;
+  // Per open container: whether it is an object (keys at depth 1 matter).
+  char stack[kMaxJsonDepth];
+  int depth = 0;
+  // After a top-level key "checksum" and its ':' the next string is its
+  // value.
+  enum { None, SawKey, SawColon } checksum = None;
+  int64_t line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '"') {
+      size_t begin = i + 1;
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i; // the escaped character (an escaped quote does not end it)
+      std::string_view token = text.substr(begin, i - begin);
+      if (checksum == SawColon)
+        scan.checksumValue = static_cast<int64_t>(begin);
+      checksum = depth == 1 && stack[0] == '{' && checksum != SawColon &&
+                         token == "checksum"
+                     ? SawKey
+                     : None;
+      continue;
+    } else if (c == ':') {
+      if (checksum == SawKey)
+        checksum = SawColon;
+      continue;
+    } else if (c == '{' || c == '[') {
+      if (depth == kMaxJsonDepth)
+        throw ArtifactError("artifact '" + source +
+                            "': JSON nests arrays and objects deeper than " +
+                            std::to_string(kMaxJsonDepth) +
+                            " levels (at byte " + std::to_string(i) +
+                            ", line " + std::to_string(line) +
+                            "); an artifact is a few levels deep");
+      stack[depth++] = c;
+    } else if (c == '}' || c == ']') {
+      if (depth > 0)
+        --depth;
+    }
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
+      checksum = None;
+  }
+  return scan;
+}
+
 std::string describe(const Json &value) {
   std::string s = value.dump();
   constexpr size_t kMax = 60;
@@ -98,6 +147,19 @@ TensorType JsonReader::tensorType() const {
       failField("shape",
                 "must list integers >= 0, found " + describe(field("shape")));
     t.shape.push_back(d.get<int64_t>());
+  }
+  // Bounded so that element counts, byte sizes and offsets cannot
+  // overflow int64 anywhere downstream (no device holds 2^48 bytes).
+  if (t.shape.size() > static_cast<size_t>(kMaxTensorRank))
+    failField("shape", "has " + std::to_string(t.shape.size()) +
+                           " dims, more than " +
+                           std::to_string(kMaxTensorRank));
+  int64_t bytes = dtypeSize(t.dtype);
+  for (int64_t d : t.shape) {
+    if (d != 0 && bytes > kMaxTensorBytes / d)
+      failField("shape", describe(field("shape")) + " of " + name +
+                             " is more than 2^48 bytes");
+    bytes *= d;
   }
   return t;
 }

@@ -20,6 +20,29 @@ namespace autoshard::runtime::detail {
 
 using Json = nlohmann::json;
 
+/// The deepest nesting of arrays and objects an artifact may have (a real
+/// one is about 8 deep: top level, functions, code, attrs, a list).
+inline constexpr int kMaxJsonDepth = 64;
+
+/// The most dims and bytes a tensor of an artifact may have.
+inline constexpr int kMaxTensorRank = 16;
+inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+
+/// What scanJson found besides the document being shallow enough.
+struct JsonScan {
+  /// Byte offset of the first character inside the quotes of the string
+  /// value of the top-level field "checksum" (the last one, as the parser
+  /// keeps the last of repeated keys), or -1 when there is none.
+  int64_t checksumValue = -1;
+};
+
+/// One pass over `text` before it is parsed: throws ArtifactError naming
+/// `source`, the byte offset and the line when arrays and objects nest
+/// deeper than kMaxJsonDepth (the parser and the error messages recurse on
+/// nesting, so a hostile document must not reach them), and locates the
+/// top-level "checksum" value. Does not validate the JSON otherwise.
+JsonScan scanJson(std::string_view text, const std::string &source);
+
 /// Short rendering of a JSON value for error messages.
 std::string describe(const Json &value);
 
@@ -54,7 +77,8 @@ public:
   /// A field that must be a JSON array / object.
   const Json &array(std::string_view name) const;
   const Json &object(std::string_view name) const;
-  /// The `dtype` and `shape` fields.
+  /// The `dtype` and `shape` fields; at most kMaxTensorRank dims and
+  /// kMaxTensorBytes bytes.
   TensorType tensorType() const;
 
 private:

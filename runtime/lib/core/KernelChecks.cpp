@@ -3,6 +3,8 @@
 #include "autoshard/runtime/KernelChecks.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 namespace autoshard::runtime::checks {
 
@@ -11,6 +13,15 @@ namespace autoshard::runtime::checks {
 //===----------------------------------------------------------------------===//
 
 std::string argName(size_t i) { return "arg " + std::to_string(i); }
+
+namespace {
+/// A float attribute as written ("-0.99", "inf", "nan", "1e+10").
+std::string formatAttr(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+} // namespace
 std::string resultName(size_t i) { return "result " + std::to_string(i); }
 
 void expectType(const KernelSignature &sig, const TensorType &got,
@@ -312,9 +323,10 @@ double checkClipCoef(const KernelSignature &sig) {
   expectScalar(sig, sig.results[0], DType::F32, "coef");
   expectScalar(sig, sig.results[1], DType::F32, "norm");
   double maxNorm = sig.attrs->getF64("max_norm");
-  if (!(maxNorm > 0))
-    sig.fail("attribute 'max_norm' must be > 0, found " +
-             std::to_string(maxNorm));
+  if (!(maxNorm > 0) || !std::isfinite(maxNorm))
+    sig.fail("attribute 'max_norm' (the gradient clip) must be finite and "
+             "> 0, found " +
+             formatAttr(maxNorm));
   return maxNorm;
 }
 
@@ -332,6 +344,20 @@ AdamwShape checkAdamw(const KernelSignature &sig) {
   s.beta2 = sig.attrs->getF64("beta2");
   s.epsilon = sig.attrs->getF64("epsilon");
   s.weightDecay = sig.attrs->getF64("weight_decay");
+  // The ranges of torch.optim.AdamW: outside them the moments or the
+  // update diverge (beta2 < 0 makes v negative, so sqrt(v) NaN).
+  for (const char *beta : {"beta1", "beta2"}) {
+    double b = beta[4] == '1' ? s.beta1 : s.beta2;
+    if (!(b >= 0 && b < 1))
+      sig.fail(std::string("attribute '") + beta +
+               "' must be in [0, 1), found " + formatAttr(b));
+  }
+  if (!(s.epsilon > 0) || !std::isfinite(s.epsilon))
+    sig.fail("attribute 'epsilon' must be finite and > 0, found " +
+             formatAttr(s.epsilon));
+  if (!(s.weightDecay >= 0) || !std::isfinite(s.weightDecay))
+    sig.fail("attribute 'weight_decay' must be finite and >= 0, found " +
+             formatAttr(s.weightDecay));
   return s;
 }
 

@@ -21,8 +21,11 @@ int64_t parseInt(const std::string &flag, const std::string &text, int64_t min,
   char *end = nullptr;
   errno = 0;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
+  if (text.empty() || *end != '\0')
     throw UsageError(flag + " expects an integer, found '" + text + "'");
+  if (errno == ERANGE)
+    throw UsageError(flag + " is out of range (at most " + std::to_string(max) +
+                     "), found " + text);
   if (v < min)
     throw UsageError(flag + " must be >= " + std::to_string(min) + ", found " +
                      text);
@@ -34,9 +37,13 @@ int64_t parseInt(const std::string &flag, const std::string &text, int64_t min,
 
 double parseReal(const std::string &flag, const std::string &text, double min) {
   char *end = nullptr;
+  errno = 0;
   double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(v))
+  if (text.empty() || *end != '\0' || std::isnan(v))
     throw UsageError(flag + " expects a number, found '" + text + "'");
+  if (!std::isfinite(v) || (errno == ERANGE && std::fabs(v) > 1))
+    throw UsageError(flag + " is out of range (a finite number), found " +
+                     text);
   if (v < min)
     throw UsageError(flag + " must be >= " + std::to_string(min) + ", found " +
                      text);
@@ -124,6 +131,12 @@ file, character-level, and prints a sample of generated text at the end.
                        a dead link) ends the job with a message naming the
                        operation, its group, the step and the peers it
                        waited for (@TIMEOUT_DEFAULT@; 0: wait forever)
+  --skip-nonfinite-steps N
+                       undo (skip) at most N steps whose train loss or
+                       gradient norm is NaN or infinite, as Megatron does;
+                       each is logged. Costs a host copy of the rank's state
+                       per step. Default 0: the first such step ends the run
+                       with an error, saving nothing after it
   --check-memory       poison dead/unwritten memory and fail on NaN
                        (also AUTOSHARD_CHECK_MEMORY=1); slow
   -h, --help           this text
@@ -204,6 +217,7 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--temperature", real(o.temperature, 1e-6)},
       {"--top-k", integer(o.topK, 1)},
       {"--threads", integer(o.threads, 1, kMaxThreads)},
+      {"--skip-nonfinite-steps", integer(o.skipNonfiniteSteps, 0)},
       {"--comm-thread",
        [&o](const std::string &f, const std::string &v) {
          if (v != "on" && v != "off")

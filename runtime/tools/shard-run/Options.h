@@ -62,6 +62,9 @@ struct Options {
   double temperature = 0.8;
   int64_t topK = 200;
   bool checkMemory = false;
+  /// --skip-nonfinite-steps N: undo at most N steps whose train loss or
+  /// gradient norm is not finite (0: the first one ends the run).
+  int64_t skipNonfiniteSteps = 0;
   int64_t threads = 0; ///< --threads: kernel threads per rank (0: derived).
   /// --comm-thread on|off: a thread per rank drives every MPI call, so that
   /// started collectives progress during compute (docs/cpu-backend.md).

@@ -3,12 +3,10 @@
 #include "ParamsFile.h"
 
 #include "autoshard/runtime/Communicator.h"
+#include "autoshard/runtime/train/AtomicFile.h"
 #include "autoshard/runtime/train/Safetensors.h"
 #include "autoshard/runtime/train/StateGather.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -28,12 +26,13 @@ std::string jsonShape(const std::vector<int64_t> &shape) {
 } // namespace
 
 void checkWritablePath(const std::string &flag, const std::string &path) {
-  // Opening for append creates the file (rewritten at the end) and leaves
-  // an existing one intact should the run fail.
-  std::ofstream probe(path, std::ios::binary | std::ios::app);
-  if (!probe)
-    throw std::runtime_error(flag + ": cannot write '" + path +
-                             "': " + std::strerror(errno));
+  // Nothing is created at `path` now: the file is written (atomically)
+  // after the run, and an existing one stays intact should the run fail.
+  try {
+    checkCreatable(path);
+  } catch (const std::runtime_error &e) {
+    throw std::runtime_error(flag + ": " + e.what());
+  }
 }
 
 void saveParams(const Executor &executor, const std::string &path,
@@ -70,15 +69,16 @@ void saveParams(const Executor &executor, const std::string &path,
   unsigned char len[8];
   for (int i = 0; i < 8; ++i)
     len[i] = static_cast<unsigned char>(n >> (8 * i));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char *>(len), 8);
-  out.write(h.data(), static_cast<std::streamsize>(h.size()));
-  out.write(reinterpret_cast<const char *>(data.data()),
-            static_cast<std::streamsize>(data.size()));
-  out.close();
-  if (!out)
-    throw std::runtime_error("--save-params: writing '" + path +
-                             "' failed: " + std::strerror(errno));
+  try {
+    AtomicFile out(path);
+    out.write(len, 8);
+    out.write(h);
+    out.write(data.data(), data.size());
+    out.commit();
+  } catch (const std::runtime_error &e) {
+    throw std::runtime_error("--save-params: " + std::string(e.what()) + " ('" +
+                             path + "' is unchanged)");
+  }
 }
 
 } // namespace autoshard::shardrun

@@ -22,6 +22,7 @@ namespace autoshard::shardrun {
 /// Checks, before training, that the file `path` given to `flag` (e.g.
 /// "--save-params", "--trace") can be written, so a typo fails at once and
 /// not after the run; throws std::runtime_error naming both otherwise.
+/// Creates nothing at `path` (runtime::checkCreatable).
 void checkWritablePath(const std::string &flag, const std::string &path);
 
 /// Gathers every parameter of `executor` to global shape (a collective over
@@ -29,8 +30,10 @@ void checkWritablePath(const std::string &flag, const std::string &path);
 /// and, on rank 0, writes them to `path` in safetensors format with the
 /// metadata {"format": "autoshard-params", "step": step}. Memory: one
 /// global copy of the largest parameter plus the gather buffer (world size
-/// x its local block) at a time. Throws std::runtime_error if the file
-/// cannot be written, ArtifactError for an unsupported dtype.
+/// x its local block) at a time. The file is written under a temporary
+/// name, fsynced and renamed (runtime::AtomicFile): `path` keeps its old
+/// content until the new one is complete. Throws std::runtime_error if the
+/// file cannot be written, ArtifactError for an unsupported dtype.
 void saveParams(const runtime::Executor &executor, const std::string &path,
                 int64_t step);
 

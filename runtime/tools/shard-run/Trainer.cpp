@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 namespace autoshard::shardrun {
 
@@ -21,6 +22,16 @@ namespace {
 std::string fixed(double v, int digits = 4) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+/// A loss or norm for a message: 4 decimals, or 4 digits when huge ("nan",
+/// "inf", "9.059e+30").
+std::string number(double v) {
+  if (std::isfinite(v) && std::fabs(v) < 1e6)
+    return fixed(v);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.4g", v);
   return buf;
 }
 
@@ -75,6 +86,17 @@ Trainer::Trainer(const Options &opts, Executor &executor, const Dataset &data)
   // check that one rank's failure ends the whole job.
   if (const char *env = std::getenv("AUTOSHARD_TEST_FAIL_RANK"); env && *env)
     failRank = std::strtoll(env, nullptr, 10);
+  // Test hook (docs/running.md): AUTOSHARD_TEST_NONFINITE=train:K (or
+  // val:K) makes the train loss of 0-based step K (the val loss of the
+  // evaluation at step K) read as NaN on every rank.
+  if (const char *env = std::getenv("AUTOSHARD_TEST_NONFINITE"); env && *env) {
+    std::string spec = env;
+    size_t colon = spec.find(':');
+    int64_t step = colon == std::string::npos
+                       ? -1
+                       : std::strtoll(spec.c_str() + colon + 1, nullptr, 10);
+    (spec.rfind("val:", 0) == 0 ? nonfiniteEval : nonfiniteStep) = step;
+  }
 }
 
 void Trainer::fillBatch(EntryIO &io, Split split, int64_t step) {
@@ -150,11 +172,11 @@ void Trainer::logFinal(const nlohmann::json &extra) {
   nlohmann::json record = finalRecord;
   for (const auto &[key, value] : extra.items())
     record[key] = value;
-  log->write(record);
+  log->writeLast(record);
   finalRecord = nullptr;
 }
 
-double Trainer::evaluate() {
+double Trainer::evaluate(int64_t step) {
   double sum = 0;
   for (int64_t k = 0; k < opts.evalIters; ++k) {
     // Fixed windows: every evaluation sees the same validation batches.
@@ -162,9 +184,30 @@ double Trainer::evaluate() {
     if (eval->hasInput("step"))
       eval->setI64("step", 1);
     eval->run();
-    sum += *eval->f32("loss");
+    double loss =
+        step >= 0 && step == nonfiniteEval ? std::nan("") : *eval->f32("loss");
+    if (!std::isfinite(loss))
+      throw ExecutionError(
+          (step >= 0 ? "step " + std::to_string(step) + ": " : "") +
+          "val loss " + number(loss) + " on validation batch " +
+          std::to_string(k) + " (the parameters diverged; try a lower --lr)");
+    sum += loss;
   }
   return sum / opts.evalIters;
+}
+
+void Trainer::snapshotState() {
+  if (snapshot.empty())
+    for (const StateSpec &spec : executor.artifact().state)
+      if (executor.holdsState(spec.name))
+        snapshot.push_back({spec.name, {}});
+  for (auto &[name, bytes] : snapshot)
+    bytes = executor.readState(name);
+}
+
+void Trainer::restoreState() {
+  for (const auto &[name, bytes] : snapshot)
+    executor.writeState(name, bytes.data());
 }
 
 RunSummary Trainer::run() {
@@ -184,7 +227,7 @@ RunSummary Trainer::run() {
   int64_t trainTokens = 0;
   double loopStart = TraceRecorder::nowUs();
   auto evalLine = [&](int64_t step) {
-    summary.finalValLoss = evaluate();
+    summary.finalValLoss = evaluate(step);
     progress.line("step " + std::to_string(step) + ": val loss " +
                   fixed(summary.finalValLoss));
     return summary.finalValLoss;
@@ -239,6 +282,10 @@ RunSummary Trainer::run() {
     train.setF32("lr", static_cast<float>(lr));
     train.setI64("step", it + 1);
     bool traced = recorder && it == opts.traceStep;
+    // --skip-nonfinite-steps: the step's update is applied inside the
+    // compiled train step, so a skipped step is undone from a copy.
+    if (skipped < opts.skipNonfiniteSteps)
+      snapshotState();
     double start = TraceRecorder::nowUs();
     {
       // The communication thread, if any, reports this step's operations
@@ -253,26 +300,54 @@ RunSummary Trainer::run() {
 
     trainUs += us;
     trainTokens += batch * seq;
-    double loss = *train.f32("loss");
+    double loss = it == nonfiniteStep ? std::nan("") : *train.f32("loss");
     double tokensPerS = batch * seq / (us * 1e-6);
-    summary.finalTrainLoss = loss;
     if (it == 1 && failRank == executor.rank())
       throw ExecutionError(
           "test hook AUTOSHARD_TEST_FAIL_RANK=" + std::to_string(failRank) +
           ": rank " + std::to_string(failRank) + " fails at step 1");
-    if (!std::isfinite(loss))
-      throw ExecutionError("train loss is " + std::to_string(loss) +
-                           " at step " + std::to_string(it) +
-                           " (diverged; try a lower --lr)");
-    record["train_loss"] = loss;
-    record["lr"] = lr;
-    record["tokens_per_s"] = tokensPerS;
-    record["peak_bytes"] = summary.peakBytes;
+    // Every rank holds the global loss and gradient norm, so every rank
+    // takes the same decision here.
+    std::optional<double> gradNorm;
     if (train.hasOutput("grad_norm"))
-      record["grad_norm"] = *train.f32("grad_norm");
-    if (log)
-      log->write(record);
-    progress.step(it, loss, lr, tokensPerS);
+      gradNorm = *train.f32("grad_norm");
+    if (!std::isfinite(loss) || (gradNorm && !std::isfinite(*gradNorm))) {
+      std::string what =
+          "train loss " + number(loss) +
+          (gradNorm ? ", gradient norm " + number(*gradNorm) : std::string());
+      if (skipped >= opts.skipNonfiniteSteps)
+        throw ExecutionError(
+            "step " + std::to_string(it) + ": " + what +
+            ": the run diverged (try a lower --lr" +
+            (opts.skipNonfiniteSteps > 0
+                 ? "; --skip-nonfinite-steps " +
+                       std::to_string(opts.skipNonfiniteSteps) +
+                       " steps were skipped already"
+                 : std::string(", or --skip-nonfinite-steps N")) +
+            "); nothing of this step was saved");
+      restoreState();
+      ++skipped;
+      progress.line("step " + std::to_string(it) + ": " + what +
+                    ": update skipped (" + std::to_string(skipped) + " of " +
+                    std::to_string(opts.skipNonfiniteSteps) +
+                    " allowed by --skip-nonfinite-steps)");
+      record["skipped"] = true;
+      record["skipped_total"] = skipped;
+      record["lr"] = lr;
+      if (log)
+        log->write(record); // non-finite values are logged as null
+    } else {
+      summary.finalTrainLoss = loss;
+      record["train_loss"] = loss;
+      record["lr"] = lr;
+      record["tokens_per_s"] = tokensPerS;
+      record["peak_bytes"] = summary.peakBytes;
+      if (gradNorm)
+        record["grad_norm"] = *gradNorm;
+      if (log)
+        log->write(record);
+      progress.step(it, loss, lr, tokensPerS);
+    }
     summary.stepsDone = it + 1;
     bool stop = preemption && preemption->requested(executor, it + 1);
     bool interval = opts.saveInterval > 0 && (it + 1) % opts.saveInterval == 0;
@@ -298,7 +373,7 @@ RunSummary Trainer::run() {
   if (!summary.stoppedBy.empty()) {
     // Stopped early: no final save (just done) and no final evaluation.
     if (log)
-      log->write(
+      log->writeLast(
           {{"step", summary.stepsDone}, {"stopped_by", summary.stoppedBy}});
   } else {
     if (saver && savedAt != opts.steps)

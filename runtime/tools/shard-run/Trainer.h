@@ -40,7 +40,11 @@ struct RunSummary {
 /// SIGTERM, SIGINT or SIGUSR1 (then stops: RunSummary::stoppedBy). With
 /// --save-hf it exports the parameters as a Hugging Face model directory
 /// at each of those checkpoints (at the same step boundary) and after the
-/// last step.
+/// last step. A non-finite train loss or gradient norm, or a non-finite
+/// val loss, ends the run with ExecutionError at that step (before any
+/// save); with --skip-nonfinite-steps N the first N such train steps are
+/// undone instead (the state is restored from a host copy taken before
+/// each step) and logged.
 class Trainer {
 public:
   /// Throws ArtifactError if the artifact lacks a needed entry or slot.
@@ -60,11 +64,17 @@ public:
   /// Where the run stands after `stepsDone` steps (what a checkpoint keeps).
   runtime::TrainingProgress progress(int64_t stepsDone) const;
   const runtime::LRSchedule &lrSchedule() const { return schedule; }
-  /// Mean loss of `eval` over eval-iters fixed validation batches.
-  double evaluate();
+  /// Mean loss of `eval` over eval-iters fixed validation batches, at
+  /// step `step` (for messages; -1: none). Throws ExecutionError naming
+  /// the batch when a loss is not finite.
+  double evaluate(int64_t step = -1);
 
 private:
   void fillBatch(EntryIO &io, runtime::Split split, int64_t step);
+  /// Copies every state tensor this rank holds to host memory (before a
+  /// step that --skip-nonfinite-steps may undo) / writes the copy back.
+  void snapshotState();
+  void restoreState();
   /// Prints and logs a published checkpoint; returns its path.
   std::string report(const runtime::CheckpointSaveStats &st,
                      runtime::MetricsLog *log, Progress &progress);
@@ -78,7 +88,11 @@ private:
   std::optional<EntryIO> eval;
   std::vector<int32_t> ids, labels, rowIds, rowLabels;
   int64_t failRank = -1;
+  int64_t nonfiniteStep = -1; ///< AUTOSHARD_TEST_NONFINITE=train:K.
+  int64_t nonfiniteEval = -1; ///< AUTOSHARD_TEST_NONFINITE=val:K.
   int64_t firstStep = 0;
+  int64_t skipped = 0; ///< Steps skipped for a non-finite loss or norm.
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> snapshot;
   const PreemptionWatch *preemption = nullptr;
   std::optional<runtime::CheckpointSaver> saver; ///< With --save-dir.
   std::optional<runtime::MetricsLog> log;        ///< With --log.

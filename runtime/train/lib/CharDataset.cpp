@@ -3,6 +3,7 @@
 #include "autoshard/runtime/train/CharDataset.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -51,11 +52,21 @@ std::string CharVocab::decode(const std::vector<int32_t> &ids) const {
 }
 
 CharDataset CharDataset::load(const std::string &path, double valFraction) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw DataError("data file '" + path +
+                    "' is a directory (a prepared data directory holds "
+                    "meta.json: docs/data-format.md)");
   std::ifstream f(path, std::ios::binary);
   if (!f)
     throw DataError("cannot open data file '" + path + "'");
-  std::string text((std::istreambuf_iterator<char>(f)),
-                   std::istreambuf_iterator<char>());
+  std::string text;
+  try {
+    text.assign(std::istreambuf_iterator<char>(f),
+                std::istreambuf_iterator<char>());
+  } catch (const std::exception &e) {
+    throw DataError("error reading data file '" + path + "': " + e.what());
+  }
   if (f.bad())
     throw DataError("error reading data file '" + path + "'");
   if (text.empty())

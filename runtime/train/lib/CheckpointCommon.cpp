@@ -157,24 +157,6 @@ void agreeOnRank0(const Executor &ex, RankStatus &st) {
     ex.comm()->all().broadcast(&st, sizeof(st), 0)->wait();
 }
 
-std::string osError(const std::string &what, const std::string &path) {
-  return what + " '" + path + "': " + std::strerror(errno);
-}
-
-/// Writes all of `data` at the current position; throws std::runtime_error.
-void writeAll(int fd, const void *data, size_t n, const std::string &path) {
-  const char *p = static_cast<const char *>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      throw std::runtime_error(osError("writing", path));
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
 /// Reads exactly `n` bytes at `offset`; throws CheckpointError (truncated).
 void preadAll(int fd, void *data, size_t n, int64_t offset,
               const std::string &path) {
@@ -192,29 +174,6 @@ void preadAll(int fd, void *data, size_t n, int64_t offset,
     n -= static_cast<size_t>(r);
     offset += r;
   }
-}
-
-void fsyncPath(const std::string &path, bool directory) {
-  int fd =
-      ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
-  if (fd < 0)
-    throw std::runtime_error(osError("opening", path));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) {
-    errno = err;
-    throw std::runtime_error(osError("fsync of", path));
-  }
-}
-
-void fsyncAndClose(int &fd, const std::string &path) {
-  if (::fsync(fd) != 0)
-    throw std::runtime_error(osError("fsync of", path));
-  int rc = ::close(fd);
-  fd = -1;
-  if (rc != 0)
-    throw std::runtime_error(osError("closing", path));
 }
 
 /// The replica check of checkStateReplicas on `all`, every rank's

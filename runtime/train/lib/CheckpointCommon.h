@@ -3,13 +3,15 @@
 // Internal to the checkpoint implementation (CheckpointSave.cpp,
 // CheckpointLoad.cpp): the names of the files, which rank holds and which
 // writes each state block, each rank's file layout, the status records the
-// ranks exchange, and POSIX I/O helpers that name the file and the OS error.
+// ranks exchange, and a POSIX read helper that names the file and the OS error
+// (the write helpers are in AtomicFile.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef AUTOSHARD_RUNTIME_TRAIN_LIB_CHECKPOINTCOMMON_H
 #define AUTOSHARD_RUNTIME_TRAIN_LIB_CHECKPOINTCOMMON_H
 
+#include "autoshard/runtime/train/AtomicFile.h"
 #include "autoshard/runtime/train/Checkpoint.h"
 #include "autoshard/runtime/train/Safetensors.h"
 
@@ -115,19 +117,9 @@ std::vector<T> allGather(const Executor &ex, const std::vector<T> &mine) {
 /// Rank 0's `st` on every rank (a step only rank 0 performed). Collective.
 void agreeOnRank0(const Executor &ex, RankStatus &st);
 
-/// "what 'path': <strerror(errno)>".
-std::string osError(const std::string &what, const std::string &path);
-/// Writes all of `data` at the current position; throws std::runtime_error.
-void writeAll(int fd, const void *data, size_t n, const std::string &path);
 /// Reads exactly `n` bytes at `offset`; throws CheckpointError (truncated).
 void preadAll(int fd, void *data, size_t n, int64_t offset,
               const std::string &path);
-/// fsyncs a file or a directory; throws std::runtime_error.
-void fsyncPath(const std::string &path, bool directory);
-/// fsyncs and closes the open file `fd` (set to -1) of `path`; throws
-/// std::runtime_error.
-void fsyncAndClose(int &fd, const std::string &path);
-
 /// Runs `body` on every rank as runAgreed does and returns what it
 /// returned, with `seconds` set to this rank's time, the agreement
 /// included. Collective.

@@ -505,8 +505,7 @@ CheckpointSaveStats CheckpointSaver::publish(Pending &p) {
         fs::remove_all(old);
         fs::rename(p.finalDir, old);
       }
-      fs::rename(p.tmpDir, p.finalDir);
-      fsyncPath(saveDir, true);
+      publishRename(p.tmpDir.string(), p.finalDir.string());
       fs::remove_all(old, ec);
       removeLeftovers(saveDir); // this job's or an earlier one's
       if (keep > 0) {

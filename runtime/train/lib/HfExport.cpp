@@ -257,9 +257,6 @@ void copyPart(const HfPart &p, const unsigned char *param,
 /// first and removed after.
 void publish(const std::string &tmp, const std::string &dir) {
   std::error_code ec;
-  fs::path parent = fs::path(dir).parent_path();
-  if (parent.empty())
-    parent = ".";
   fs::path old;
   if (fs::exists(dir, ec)) {
     if (std::string why = notAnExport(dir); !why.empty())
@@ -270,13 +267,12 @@ void publish(const std::string &tmp, const std::string &dir) {
     fs::rename(dir, old); // throws fs::filesystem_error
   }
   try {
-    fs::rename(tmp, dir);
+    publishRename(tmp, dir);
   } catch (...) {
     if (!old.empty())
       fs::rename(old, dir, ec);
     throw;
   }
-  fsyncPath(parent.string(), true);
   if (!old.empty())
     fs::remove_all(old, ec);
 }

@@ -1,23 +1,66 @@
 //===- MetricsLog.cpp - JSONL metrics and Chrome traces -------------------===//
 
 #include "autoshard/runtime/train/MetricsLog.h"
+#include "autoshard/runtime/train/AtomicFile.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
 
 #include <stdexcept>
 
 namespace autoshard::runtime {
 
 MetricsLog::MetricsLog(const std::string &path, bool append)
-    : out(path, append ? std::ios::app : std::ios::trunc), path(path) {
-  if (!out)
-    throw std::runtime_error("cannot open metrics log '" + path +
-                             "' for writing");
+    : path(path), append(append) {
+  try {
+    checkCreatable(path);
+  } catch (const std::runtime_error &e) {
+    throw std::runtime_error(std::string("metrics log: ") + e.what());
+  }
+}
+
+MetricsLog::~MetricsLog() {
+  if (fd >= 0)
+    ::close(fd);
 }
 
 void MetricsLog::write(const nlohmann::json &record) {
-  out << record.dump() << '\n';
-  out.flush();
-  if (!out)
-    throw std::runtime_error("write to metrics log '" + path + "' failed");
+  std::string line = record.dump() + '\n';
+  if (fd < 0 && !append) {
+    // The first line replaces an earlier log atomically.
+    writeFileAtomically(path, line);
+    append = true;
+    line.clear();
+  }
+  if (fd < 0) {
+    fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+      throw std::runtime_error(osError("cannot open metrics log", path));
+  }
+  if (!line.empty())
+    writeAll(fd, line.data(), line.size(), path);
+}
+
+void MetricsLog::writeLast(const nlohmann::json &record) {
+  std::string text;
+  if (append) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream old;
+    old << in.rdbuf();
+    if (in.bad())
+      throw std::runtime_error("reading metrics log '" + path + "' failed");
+    text = old.str();
+  }
+  if (fd >= 0) {
+    ::close(fd);
+    fd = -1;
+  }
+  text += record.dump() + '\n';
+  writeFileAtomically(path, text);
+  append = true;
 }
 
 void ChromeTrace::add(std::string name, std::string category, double startUs,
@@ -57,14 +100,14 @@ void ChromeTrace::save(const std::string &path) const {
       event["args"] = e.args;
     list.push_back(std::move(event));
   }
-  std::ofstream f(path);
-  if (!f)
-    throw std::runtime_error("cannot open trace file '" + path +
-                             "' for writing");
-  f << nlohmann::json{{"traceEvents", list}, {"displayTimeUnit", "ms"}}.dump()
-    << '\n';
-  if (!f)
-    throw std::runtime_error("write to trace file '" + path + "' failed");
+  try {
+    writeFileAtomically(
+        path, nlohmann::json{{"traceEvents", list}, {"displayTimeUnit", "ms"}}
+                      .dump() +
+                  '\n');
+  } catch (const std::runtime_error &e) {
+    throw std::runtime_error(std::string("trace file: ") + e.what());
+  }
 }
 
 } // namespace autoshard::runtime

@@ -76,13 +76,18 @@ TokenDataset TokenDataset::open(const std::string &dir) {
   TokenDataset d(dir);
   std::string metaPath = (fs::path(dir) / "meta.json").string();
   std::ifstream in(metaPath);
-  if (!in)
+  std::error_code ec;
+  if (!in || fs::is_directory(metaPath, ec))
     throw DataError("data directory '" + dir +
-                    "' has no meta.json (prepare it with `python -m "
+                    "' has no meta.json file (prepare it with `python -m "
                     "autoshard.data prepare TEXT... -o " +
                     dir + "`)");
   std::stringstream text;
-  text << in.rdbuf();
+  try {
+    text << in.rdbuf();
+  } catch (const std::exception &e) {
+    throw DataError("data '" + metaPath + "': cannot read it: " + e.what());
+  }
   Json m = Json::parse(text.str(), nullptr, false);
   if (m.is_discarded() || !m.is_object())
     throw DataError("data '" + metaPath + "' is not a JSON object");

@@ -226,7 +226,7 @@ inline Json makeArtifact(const std::vector<StateDef> &state, const Json &hf,
     memory["stages"] = stages;
   }
   return Json{{"format", "autoshard-artifact"},
-              {"version", 3},
+              {"version", pp > 0 ? 3 : 2}, // 3: pipeline stages
               {"model", model},
               {"world_size", world},
               {"mesh", {{"axes", axes}, {"sizes", sizes}}},

@@ -1,15 +1,20 @@
 //===- TrainUtilsTest.cpp - Dataset, LR schedule, logs --------------------===//
 
+#include "autoshard/runtime/train/AtomicFile.h"
 #include "autoshard/runtime/train/CharDataset.h"
 #include "autoshard/runtime/train/LRSchedule.h"
 #include "autoshard/runtime/train/MetricsLog.h"
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 using namespace autoshard::runtime;
 
@@ -125,6 +130,67 @@ TEST(MetricsLog, OneJsonObjectPerLine) {
   EXPECT_EQ(rows[1]["step"], 1);
   EXPECT_DOUBLE_EQ(rows[1]["val_loss"].get<double>(), 3.95);
   EXPECT_THROW(MetricsLog("/nonexistent-dir/x.jsonl"), std::runtime_error);
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST(AtomicFile, TargetChangesOnlyAtCommit) {
+  std::string path = tempPath("atomic.bin");
+  writeFileAtomically(path, "old content");
+  {
+    AtomicFile f(path);
+    f.write("new");
+    EXPECT_EQ(readFile(path), "old content"); // not yet
+    EXPECT_TRUE(std::filesystem::exists(f.tempPath()));
+    // Destroyed without commit (an error in the writer): nothing changes.
+  }
+  EXPECT_EQ(readFile(path), "old content");
+  EXPECT_FALSE(
+      std::filesystem::exists(path + ".tmp-" + std::to_string(::getpid())));
+  AtomicFile f(path);
+  f.write("new content");
+  f.commit();
+  EXPECT_EQ(readFile(path), "new content");
+  EXPECT_FALSE(std::filesystem::exists(f.tempPath()));
+}
+
+TEST(AtomicFile, CheckCreatableCreatesNothing) {
+  std::string path = tempPath("never-created.bin");
+  std::remove(path.c_str());
+  checkCreatable(path);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  try {
+    checkCreatable("/nonexistent-dir/x.bin");
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::runtime_error &e) {
+    EXPECT_EQ(std::string(e.what()), "cannot write '/nonexistent-dir/x.bin': "
+                                     "No such file or directory");
+  }
+  EXPECT_THROW(checkCreatable(::testing::TempDir()), std::runtime_error);
+}
+
+TEST(MetricsLog, FirstAndLastRecordsReplaceTheFileWhole) {
+  std::string path = tempPath("replaced.jsonl");
+  writeFileAtomically(path, "{\"earlier\":\"run\"}\n");
+  {
+    MetricsLog log(path);
+    EXPECT_EQ(readFile(path), "{\"earlier\":\"run\"}\n"); // until a record
+    log.write({{"step", 0}});
+    EXPECT_EQ(readFile(path), "{\"step\":0}\n");
+    log.write({{"step", 1}});
+    log.writeLast({{"final", true}});
+  }
+  EXPECT_EQ(readFile(path), "{\"step\":0}\n{\"step\":1}\n{\"final\":true}\n");
+  // A resumed run appends.
+  MetricsLog resumed(path, /*append=*/true);
+  resumed.write({{"step", 2}});
+  EXPECT_EQ(readFile(path),
+            "{\"step\":0}\n{\"step\":1}\n{\"final\":true}\n{\"step\":2}\n");
 }
 
 TEST(ChromeTrace, WritesTraceEvents) {

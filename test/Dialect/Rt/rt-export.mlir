@@ -119,6 +119,6 @@
 // CHECK-NEXT:   {"dtype":"f32","global_shape":[16,8],"init":{"kind":"zeros"},"kind":"opt_m","name":"wte.exp_avg","of":"wte","shape":[16,8],"sharding":{{\[\[}}],[]]},
 // CHECK:        {"dtype":"f32","global_shape":[8],"init":{"kind":"zeros"},"kind":"opt_v","name":"ln_f.weight.exp_avg_sq","of":"ln_f.weight","shape":[8],"sharding":{{\[\[}}]]}
 // CHECK-NEXT: ],
-// CHECK-NEXT: "version": 2,
+// CHECK-NEXT: "version": 5,
 // CHECK-NEXT: "world_size": 1
 // CHECK-NEXT: }

@@ -7,7 +7,7 @@
 // RUN: shard-opt %s --rt-lower | shard-opt | FileCheck %s
 // RUN: shard-opt %s --rt-lower --rt-plan-memory --rt-export=output=%t.json -o /dev/null
 // RUN: FileCheck %s --check-prefix=JSON < %t.json
-// RUN: %python -c "import json, sys; a = json.load(open(sys.argv[1])); assert a['version'] == 2 and a['world_size'] == 4; print('ok')" %t.json | FileCheck %s --check-prefix=PY
+// RUN: %python -c "import json, sys; a = json.load(open(sys.argv[1])); assert a['version'] == 5 and a['world_size'] == 4; print('ok')" %t.json | FileCheck %s --check-prefix=PY
 
 // PY: ok
 
@@ -75,5 +75,5 @@ module attributes {tfm.model = {name = "tp", vocab_size = 16 : i64, padded_vocab
 // JSON: "state": [
 // JSON-NEXT: {"dtype":"f32","global_shape":[8,8],"init":{"kind":"normal","std":0.02},"kind":"param","name":"w","shape":[8,4],"sharding":{{\[\[}}],["tp"]],"weight_decay":true},
 // JSON-NEXT: {"dtype":"f32","global_shape":[8,8],"init":{"kind":"zeros"},"kind":"opt_m","name":"w.exp_avg","of":"w","shape":[4,4],"sharding":{{\[\[}}"dp"],["tp"]]}
-// JSON: "version": 2,
+// JSON: "version": 5,
 // JSON: "world_size": 4

@@ -22,6 +22,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/xxhash.h"
 
 #include <map>
 #include <set>
@@ -37,15 +38,15 @@ namespace json = llvm::json;
 
 namespace {
 
-constexpr int64_t kFormatVersion = 2;
-/// Version 3 = version 2 plus pipeline stages (entries per `pp_stage`, state
-/// `stages`, `memory.stages`); written only for pipelined programs, so a
-/// runtime that reads only version 2 rejects them instead of misrunning.
-constexpr int64_t kPipelineFormatVersion = 3;
-/// Version 4 = version 3 plus entries' `zigzag_chunks` (sequences in
-/// zig-zag order); written only then, so that a runtime reading at most
-/// version 3 rejects the artifact instead of feeding unpermuted tokens.
-constexpr int64_t kZigzagFormatVersion = 4;
+/// The format version written: version 5 = version 4 plus the top-level
+/// `checksum`, which a version-5 reader requires and verifies. (Version 2
+/// was a program without pipeline stages, 3 one with them, 4 one with
+/// entries' `zigzag_chunks`; version 5 holds any of them.)
+constexpr int64_t kFormatVersion = 5;
+
+/// The checksum's value before it is computed: its 16 hex digits are
+/// hashed as '0' (docs/artifact-format.md, "Checksum").
+constexpr llvm::StringLiteral kChecksumPlaceholder = "xxh3-64:0000000000000000";
 
 /// The artifact's name of an element type.
 FailureOr<StringRef> getDtypeName(Type type) {
@@ -697,10 +698,8 @@ FailureOr<json::Value> ArtifactWriter::write() {
 
   return json::Value(json::Object{
       {"format", "autoshard-artifact"},
-      {"version",
-       module->hasAttr(autoshard::dist::kSequenceOrderAttrName)
-           ? kZigzagFormatVersion
-           : (stageStates.empty() ? kFormatVersion : kPipelineFormatVersion)},
+      {"version", kFormatVersion},
+      {"checksum", kChecksumPlaceholder},
       {"producer", "shard-opt (autoshard) MLIR " LLVM_VERSION_STRING},
       {"model", std::move(*model)},
       {"world_size", worldSize},
@@ -721,6 +720,18 @@ struct RtExportPass : public autoshard::rt::impl::RtExportBase<RtExportPass> {
     FailureOr<json::Value> artifact = ArtifactWriter(getOperation()).write();
     if (failed(artifact))
       return signalPassFailure();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    printJson(os, *artifact, 0, /*isRow=*/false);
+    os << '\n';
+    // The keys are sorted: "checksum" is the top level's first, so its
+    // placeholder's first occurrence is the field's value.
+    size_t at = text.find(("\"" + kChecksumPlaceholder + "\"").str());
+    assert(at != std::string::npos && "checksum placeholder not printed");
+    size_t digits = at + 1 + llvm::StringRef("xxh3-64:").size();
+    uint64_t hash = llvm::xxh3_64bits(llvm::StringRef(text));
+    std::string hex = llvm::formatv("{0:x-16}", hash).str();
+    text.replace(digits, hex.size(), hex);
     std::string error;
     std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(output, &error);
     if (!file) {
@@ -728,8 +739,7 @@ struct RtExportPass : public autoshard::rt::impl::RtExportBase<RtExportPass> {
           << "rt-export: cannot open '" << output << "': " << error;
       return signalPassFailure();
     }
-    printJson(file->os(), *artifact, 0, /*isRow=*/false);
-    file->os() << '\n';
+    file->os() << text;
     file->keep();
   }
 };

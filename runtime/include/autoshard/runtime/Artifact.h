@@ -4,8 +4,11 @@
 // (docs/artifact-format.md is the contract), and its loader. Loading checks
 // the whole document: format and version, every field's presence and type,
 // dtypes, op names and arities, buffer ids, alias element counts, call
-// arities and argument types, frame bounds, entry slots, the memory totals
-// and that no two simultaneously live transient buffers overlap. Every
+// arities and argument types, frame bounds, entry slots, the memory totals,
+// that no two simultaneously live transient buffers overlap, that every
+// buffer is written before it is read and every entry output is written,
+// and (version 5) the content checksum; the JSON's size and nesting depth
+// are bounded before it is parsed. Every
 // failure throws ArtifactError naming the place (function, buffer or
 // instruction), the field and the value found. MLIR-free, backend-free.
 //
@@ -33,10 +36,23 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// The format version this runtime writes and reads; it also reads version
-/// 1 (a single-device program: no mesh axes, nothing sharded, no plan).
-constexpr int64_t kArtifactVersion = 4;
+/// The format version this runtime writes and reads; it also reads versions
+/// 1 (a single-device program: no mesh axes, nothing sharded, no plan) to
+/// 4. Version 5 = version 4 plus the required content `checksum`.
+constexpr int64_t kArtifactVersion = 5;
 constexpr int64_t kMinArtifactVersion = 1;
+/// The first version whose artifacts carry (and must carry) `checksum`.
+constexpr int64_t kChecksumArtifactVersion = 5;
+
+/// The largest artifact the loader reads (an artifact holds no weights: a
+/// real one is a few MiB; a larger file is not an artifact).
+constexpr int64_t kMaxArtifactBytes = int64_t(1) << 30;
+
+/// The `checksum` of artifact text `json` whose checksum value begins at
+/// byte `valueOffset` (the first character inside its quotes):
+/// "xxh3-64:" and the 16 lowercase hex digits of XXH3-64 (seed 0) of the
+/// text with those 16 digits replaced by '0'. rt-export computes the same.
+std::string artifactChecksum(std::string_view json, size_t valueOffset);
 
 /// How a tensor is laid out over the device mesh: for each dim, the mesh
 /// axes it is split over, major to minor (empty: not split). Every axis not

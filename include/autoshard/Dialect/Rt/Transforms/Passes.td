@@ -202,8 +202,8 @@ def RtExport : Pass<"rt-export", "::mlir::ModuleOp"> {
   let summary = "Write the planned rt program as the JSON artifact";
   let description = [{
     Runs last, after `rt-plan-memory`; leaves the IR unchanged. Writes the
-    artifact described in `docs/artifact-format.md` (format version 2) to
-    `output` (`-` for stdout): the mesh (the module's one `dist.mesh`, if
+    artifact described in `docs/artifact-format.md` (format version 5, with
+    its content `checksum`) to `output` (`-` for stdout): the mesh (the module's one `dist.mesh`, if
     any) and world size, the plan (module attribute `dist.plan`), state
     table from `rt.state_def`s with `global_shape` and `sharding` from
     their `rt.sharding` (replicated without one; likewise for entry

@@ -12,20 +12,32 @@
 
 namespace autoshard::runtime {
 
-/// Appends one JSON object per line (JSON Lines) and flushes each line, so a
-/// run that dies keeps every step logged before it.
+/// Appends one JSON object per line (JSON Lines), each line with one
+/// write(2), so a run that dies keeps every step logged before it. Nothing
+/// is created before the first record; the first record of a fresh log and
+/// the last one (writeLast) replace the file atomically (AtomicFile.h), so
+/// an earlier run's log stays whole until this run has a line, and the
+/// final record is there whole or not at all.
 class MetricsLog {
 public:
-  /// Opens (truncates) `path`; throws std::runtime_error naming the path if
-  /// it cannot be opened.
-  /// Opens `path`, truncated, or with `append` (a resumed run) at its end.
+  /// Logs to `path`: a fresh log (replacing an earlier file at the first
+  /// record), or with `append` (a resumed run) after the existing lines.
+  /// Throws std::runtime_error naming the path if it cannot be created.
   explicit MetricsLog(const std::string &path, bool append = false);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog &) = delete;
+  MetricsLog &operator=(const MetricsLog &) = delete;
   /// Writes `record` as one line.
   void write(const nlohmann::json &record);
+  /// Writes `record` as the last line: the whole log with it goes to a
+  /// temporary, is fsynced and renamed onto the path. Later records, if
+  /// any, are appended again.
+  void writeLast(const nlohmann::json &record);
 
 private:
-  std::ofstream out;
   std::string path;
+  bool append; ///< Records go after the file's existing content.
+  int fd = -1; ///< Open for appending once the file holds this run's lines.
 };
 
 /// Collects complete ("X") events and writes them in the Chrome trace event
