@@ -4,6 +4,8 @@
 
 #include "TestUtil.h"
 
+#include <cmath>
+
 using namespace autoshard::runtime::cpu;
 using namespace autoshard::runtime::test;
 
@@ -18,6 +20,13 @@ TEST(OptimizerTest, SumSquaresAndClipCoef) {
   EXPECT_DOUBLE_EQ(clip.coef, 1.0 / (13.0 + 1e-6));
   EXPECT_EQ(clipCoef(0.25, 1.0).coef, 1.0);
   EXPECT_THROW(clipCoef(1.0, 0.0), std::invalid_argument);
+  EXPECT_THROW(clipCoef(-1.0, 1.0), std::invalid_argument);
+  // A diverged gradient: its norm says so (shard-run reports the step).
+  ClipCoef nan = clipCoef(std::nan(""), 1.0);
+  EXPECT_TRUE(std::isnan(nan.norm) && std::isnan(nan.coef));
+  ClipCoef inf = clipCoef(HUGE_VAL, 1.0);
+  EXPECT_TRUE(std::isinf(inf.norm));
+  EXPECT_EQ(inf.coef, 0.0);
 }
 
 // Two AdamW steps against the closed form: with m0 = v0 = 0,

@@ -58,7 +58,8 @@ std::vector<int64_t> assignSlots(const char *op, const I *ids,
               " (of this rank's batch)" + " routes " + std::to_string(used[e]) +
               " tokens to expert " + std::to_string(e) +
               ", over the dropless bound of " + std::to_string(s.capacity) +
-              " tokens per expert and sequence (rebuild the model with a "
+              (s.capacity == 1 ? " token" : " tokens") +
+              " per expert and sequence (rebuild the model with a "
               "larger --max-tokens-per-expert, at most the sequence length " +
               std::to_string(s.seq) + ", which never overflows)");
   }

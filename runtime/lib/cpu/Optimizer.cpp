@@ -33,10 +33,15 @@ ClipCoef clipCoef(double sumsq, double maxNorm) {
   if (!(maxNorm > 0.0))
     detail::fail("clip_coef",
                  "max_norm must be > 0, got " + std::to_string(maxNorm));
-  if (!(sumsq >= 0.0))
+  if (sumsq < 0.0)
     detail::fail("clip_coef",
                  "sum of squares must be >= 0, got " + std::to_string(sumsq));
+  // A diverged gradient (NaN or infinite sum) passes through as its norm,
+  // so that shard-run's check of grad_norm reports the step (or skips it)
+  // rather than this kernel failing.
   const double norm = std::sqrt(sumsq);
+  if (std::isnan(norm))
+    return {norm, norm};
   return {std::min(1.0, maxNorm / (norm + 1e-6)), norm};
 }
 

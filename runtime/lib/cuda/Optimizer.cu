@@ -68,11 +68,14 @@ template <> BoundKernel bind<ops::SumSquares>(const KernelSignature &sig) {
 
 namespace {
 
-/// norm = sqrt(sumsq), coef = min(1, maxNorm / (norm + 1e-6)).
+/// norm = sqrt(sumsq), coef = min(1, maxNorm / (norm + 1e-6)); NaN stays
+/// NaN in both (fmax/fmin would drop it), so that shard-run sees the
+/// diverged step in grad_norm.
 __global__ void clipCoefKernel(const float *sumsq, double maxNorm, float *coef,
                                float *norm) {
-  double n = sqrt(fmax(double(*sumsq), 0.0));
-  *coef = static_cast<float>(fmin(1.0, maxNorm / (n + 1e-6)));
+  double s = double(*sumsq);
+  double n = s != s ? s : sqrt(fmax(s, 0.0));
+  *coef = static_cast<float>(n != n ? n : fmin(1.0, maxNorm / (n + 1e-6)));
   *norm = static_cast<float>(n);
 }
 

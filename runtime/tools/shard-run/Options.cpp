@@ -227,9 +227,12 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--comm-timeout",
        [&o](const std::string &f, const std::string &v) {
          o.commTimeoutS = parseReal(f, v, -HUGE_VAL);
-         if (o.commTimeoutS < 0 || o.commTimeoutS > kMaxCommTimeoutS)
+         // Below a second an ordinary collective of a loaded machine would
+         // time out, and the watchdog's own exchange takes about that long.
+         if (o.commTimeoutS < 0 || o.commTimeoutS > kMaxCommTimeoutS ||
+             (o.commTimeoutS > 0 && o.commTimeoutS < 1))
            throw UsageError(
-               f + " must be between 0 (no watchdog) and " +
+               f + " must be 0 (no watchdog) or between 1 and " +
                std::to_string(static_cast<int64_t>(kMaxCommTimeoutS)) +
                " seconds, found " + v);
        }},

@@ -183,7 +183,15 @@ double Trainer::evaluate(int64_t step) {
     fillBatch(*eval, Split::Val, k);
     if (eval->hasInput("step"))
       eval->setI64("step", 1);
-    eval->run();
+    try {
+      eval->run();
+    } catch (const std::exception &e) {
+      std::string where = "evaluation, validation batch " + std::to_string(k);
+      throw ExecutionError(
+          (step >= 0 ? "step " + std::to_string(step) + " (" + where + ")"
+                     : where) +
+          ": " + e.what());
+    }
     double loss =
         step >= 0 && step == nonfiniteEval ? std::nan("") : *eval->f32("loss");
     if (!std::isfinite(loss))
@@ -292,7 +300,12 @@ RunSummary Trainer::run() {
       // (each is waited inside the step, so all are in when it ends).
       CommTraceScope commTrace(traced ? commWorld : nullptr,
                                traced ? &*recorder : nullptr);
-      train.run(traced ? &*recorder : nullptr);
+      try {
+        train.run(traced ? &*recorder : nullptr);
+      } catch (const std::exception &e) { // e.g. a dropless MoE overflow
+        throw ExecutionError("step " + std::to_string(it) +
+                             " (train step): " + e.what());
+      }
     }
     double us = TraceRecorder::nowUs() - start;
     if (traced)

@@ -18,7 +18,7 @@
 // GEMMs by tp, which the replicated profile repeats on every tp rank.
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=tp=2,ep=2" -o /dev/null | FileCheck %s --check-prefix=EPTP
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=tp=2,etp=2" -o /dev/null | FileCheck %s --check-prefix=ETP
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 compilable=true" -o /dev/null | FileCheck %s --check-prefix=TPSEARCH
+// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 compilable=true format=json" -o /dev/null | FileCheck %s --check-prefix=TPSEARCH
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 evaluate=tp=4,etp=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-ETP
 
 // CHECK: dist-auto-plan: model {{.*}}4 layers
@@ -50,8 +50,9 @@
 // EPTP: 1    pp=1,dp=1,cp=1,tp=2,sp=0,zero=0,ep=2,
 // ETP: as --plan: dp=1,tp=2,etp=2,mb=16
 // ETP: 1    pp=1,dp=1,cp=1,tp=2,sp=0,zero=0,ep=1,{{.*}},etp=2
-// TPSEARCH: rejected families
-// TPSEARCH-DAG: tp=2+sp pp=1 cp=1 etp=2
-// TPSEARCH-DAG: tp=2+sp pp=1 cp=1 ep=2 etp=2
-// TPSEARCH-DAG: tp=2+sp pp=1 cp=1 ep=4 
+// Every family is in the JSON report (the text lists the best ones).
+// TPSEARCH: "rejected"
+// TPSEARCH-DAG: "tp=2+sp pp=1 cp=1 etp=2"
+// TPSEARCH-DAG: "tp=2+sp pp=1 cp=1 ep=2 etp=2"
+// TPSEARCH-DAG: "tp=2+sp pp=1 cp=1 ep=4"
 // BAD-ETP: dist-auto-plan: evaluate: plan: etp=2 must be 1 (whole experts on every rank) or tp=4

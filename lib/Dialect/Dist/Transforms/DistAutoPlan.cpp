@@ -206,10 +206,16 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     if (role && tfm::isExpertRole(*role))
       p.expertParams += tensorElements(fwd.getArgument(i).getType());
   }
-  // MoE: the dispatch buffers, the send buffers of expert parallelism's
-  // all-to-alls.
+  // MoE: what expert parallelism's all-to-alls send. They are ragged
+  // (docs/expert-parallelism.md): of each dispatch buffer [E, B, C, H] only
+  // the rows routed travel, the S·K choices of each sequence at most (all
+  // of them when dropless), E·C when fewer.
   fwd.walk([&](tfm::MoeDispatchOp op) {
-    p.dispatch += tensorBytes(op.getBuf().getType());
+    auto ids = cast<RankedTensorType>(op.getExpertIds().getType());
+    double slots = static_cast<double>(op.getNumExperts() * op.getCapacity());
+    double routed = static_cast<double>(ids.getDimSize(1) * ids.getDimSize(2));
+    p.dispatch +=
+        tensorBytes(op.getBuf().getType()) * std::min(1.0, routed / slots);
   });
   // Residuals: every result of the block forward but the block output.
   auto ret = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());

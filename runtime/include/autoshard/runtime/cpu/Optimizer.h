@@ -18,8 +18,9 @@ struct ClipCoef {
 };
 
 /// tfm.clip_coef (global-norm clipping as torch.nn.utils.clip_grad_norm_):
-/// norm = sqrt(sumsq), coef = min(1, maxNorm / (norm + 1e-6)). Throws
-/// std::invalid_argument unless maxNorm > 0 and sumsq >= 0.
+/// norm = sqrt(sumsq), coef = min(1, maxNorm / (norm + 1e-6)); a NaN sumsq
+/// gives NaN for both (a diverged step, reported by shard-run). Throws
+/// std::invalid_argument unless maxNorm > 0 and sumsq is >= 0 or NaN.
 ClipCoef clipCoef(double sumsq, double maxNorm);
 
 /// Scalars and attributes of tfm.adamw. step is 1-based (bias correction);
