@@ -1,6 +1,7 @@
 //===- DistOps.cpp - Distribution ops -------------------------------------===//
 
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Dist/IR/MeshLimits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -93,6 +94,8 @@ void MeshOp::print(OpAsmPrinter &p) {
 }
 
 LogicalResult MeshOp::verify() {
+  if (getSymName().empty())
+    return emitOpError() << "needs a name, found an empty one (@\"\")";
   if (getAxisNames().size() != getAxisSizes().size())
     return emitOpError() << "has " << getAxisNames().size()
                          << " axis names but " << getAxisSizes().size()
@@ -123,7 +126,8 @@ LogicalResult MeshOp::verify() {
                << it->second << "' and '" << name << "'";
     }
   }
-  if (!checkedProduct(getAxisSizes())) {
+  std::optional<int64_t> devices = checkedProduct(getAxisSizes());
+  if (!devices || *devices > kMaxMeshDevices) {
     InFlightDiagnostic diag = emitOpError()
                               << "device count (product of the axis sizes ";
     llvm::interleave(
@@ -133,7 +137,10 @@ LogicalResult MeshOp::verify() {
                << std::get<1>(it);
         },
         " × ");
-    return diag << ") overflows int64";
+    diag << ") must be at most " << kMaxMeshDevices << " (2^24), found ";
+    if (!devices)
+      return diag << "more than int64 holds";
+    return diag << *devices;
   }
   return success();
 }
@@ -294,8 +301,12 @@ FailureOr<MeshOp> autoshard::dist::lookupMeshOrError(
   Operation *symbol = symbolTables
                           ? symbolTables->lookupNearestSymbolFrom(from, meshRef)
                           : SymbolTable::lookupNearestSymbolFrom(from, meshRef);
-  if (!symbol)
+  if (!symbol) {
+    // (MLIR prints an empty reference as `@<<INVALID EMPTY SYMBOL>>`.)
+    if (meshRef.getValue().empty())
+      return emitError() << "unknown mesh @\"\" (an empty name)";
     return emitError() << "unknown mesh " << meshRef;
+  }
   auto mesh = dyn_cast<MeshOp>(symbol);
   if (!mesh)
     return emitError() << "symbol " << meshRef << " is not a dist.mesh (found "

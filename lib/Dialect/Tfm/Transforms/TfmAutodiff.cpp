@@ -41,6 +41,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <cmath>
+
 namespace autoshard::tfm {
 #define GEN_PASS_DEF_TFMAUTODIFF
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h.inc"
@@ -852,6 +854,9 @@ void eraseUncalledPrivateFuncs(SymbolTable &symbols, ModuleOp module) {
 /// the global norm is still computed and reported.
 static constexpr double kNoClipMaxNorm = 1e30;
 
+/// The most microbatches per step tfm-autodiff builds.
+static constexpr int64_t kMaxMicrobatches = 65536;
+
 void TfmAutodiffPass::runOnOperation() {
   ModuleOp module = getOperation();
   // Check the options before any op is built: the ops' builders infer types
@@ -861,19 +866,28 @@ void TfmAutodiffPass::runOnOperation() {
                        << range << ", found " << value;
     signalPassFailure();
   };
+  // Finite values only: the runtime computes with them (an infinite decay
+  // or epsilon turns every parameter into NaN at the first step).
   if (!(beta1 >= 0 && beta1 < 1))
     return badOption("beta1", beta1, "[0, 1)");
   if (!(beta2 >= 0 && beta2 < 1))
     return badOption("beta2", beta2, "[0, 1)");
-  if (!(epsilon > 0))
-    return badOption("epsilon", epsilon, "(0, inf)");
-  if (!(weightDecay >= 0))
-    return badOption("weight-decay", weightDecay, "[0, inf)");
+  if (!(epsilon > 0 && std::isfinite(epsilon)))
+    return badOption("epsilon", epsilon, "(0, inf), finite");
+  if (!(weightDecay >= 0 && std::isfinite(weightDecay)))
+    return badOption("weight-decay", weightDecay, "[0, inf), finite");
   // nanoGPT's grad_clip = 0 means no clipping.
-  if (!(maxGradNorm >= 0))
-    return badOption("max-grad-norm", maxGradNorm, "[0, inf) (0: no clipping)");
-  if (microbatches < 1)
-    return badOption("microbatches", microbatches, "[1, inf)");
+  if (!(maxGradNorm >= 0 && std::isfinite(maxGradNorm)))
+    return badOption("max-grad-norm", maxGradNorm,
+                     "[0, inf), finite (0: no clipping)");
+  // Each microbatch clones the step's forward and backward: far more than
+  // any batch needs would only exhaust memory.
+  if (microbatches < 1 || microbatches > kMaxMicrobatches) {
+    module.emitError() << "tfm-autodiff: option microbatches must be in [1, "
+                       << kMaxMicrobatches << "], found "
+                       << int64_t(microbatches);
+    return signalPassFailure();
+  }
   Differentiator diff(module);
   auto forward = diff.getSymbols().lookup<func::FuncOp>("forward");
   if (!forward || forward.isExternal()) {
