@@ -740,12 +740,20 @@ LogicalResult accumulateMicrobatches(Block &body, Operation *end,
   }
   SmallVector<Value> sums(outputs.begin(), outputs.end());
   ob.setInsertionPoint(end);
+  // The ops built for the current microbatch. They sit after every op of
+  // the earlier ones, so the later of a sum and a value is found without
+  // Operation::isBeforeInBlock: each insertion invalidates the block's
+  // order, and recomputing it per microbatch made the pass quadratic in
+  // `count` (9.5 s for 1,000 microbatches of a 2-layer model).
+  llvm::DenseSet<Operation *> current;
   for (int64_t j = 1; j < count; ++j) {
     IRMapping map;
+    current.clear();
     for (auto [id, first] : llvm::zip_equal(ids, firstRows)) {
       auto rows = MicrobatchOp::create(ob, id.getLoc(), id, j, count);
       map.map(first, rows.getResult());
       inside.insert(rows);
+      current.insert(rows);
     }
     for (arith::ConstantOp key : *keys) {
       auto value = cast<DenseIntElementsAttr>(key.getValue());
@@ -756,10 +764,14 @@ LogicalResult accumulateMicrobatches(Block &body, Operation *end,
                                  ob.getI64IntegerAttr(layer).getValue()));
       map.map(key.getResult(), shifted.getResult());
       inside.insert(shifted);
+      current.insert(shifted);
     }
     for (Operation *op : ops)
-      if (!keyOps.contains(op))
-        inside.insert(ob.clone(*op, map));
+      if (!keyOps.contains(op)) {
+        Operation *clone = ob.clone(*op, map);
+        inside.insert(clone);
+        current.insert(clone);
+      }
     for (auto [sum, out] : llvm::zip_equal(sums, outputs)) {
       Value value = map.lookupOrDefault(out);
       auto add = AddOp::create(ob, loc, sum, value);
@@ -769,11 +781,19 @@ LogicalResult accumulateMicrobatches(Block &body, Operation *end,
       // when each layer's gradient is final (dist-bucket-collectives and
       // dist-overlap-collectives reduce it from there).
       Operation *after = nullptr;
-      for (Value operand : {sum, value})
-        if (Operation *def = operand.getDefiningOp();
-            def && def->getBlock() == &body &&
-            (!after || after->isBeforeInBlock(def)))
-          after = def;
+      Operation *valueDef = value.getDefiningOp();
+      if (valueDef && current.contains(valueDef)) {
+        // The sum is older: an earlier microbatch's add or op.
+        after = valueDef;
+      } else {
+        // A value that is not per microbatch (a block argument or an op
+        // outside the microbatch): compare the block positions (rare).
+        for (Value operand : {sum, value})
+          if (Operation *def = operand.getDefiningOp();
+              def && def->getBlock() == &body &&
+              (!after || after->isBeforeInBlock(def)))
+            after = def;
+      }
       if (after)
         add->moveAfter(after);
       inside.insert(add);
