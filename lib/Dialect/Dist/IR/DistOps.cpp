@@ -449,7 +449,7 @@ static LogicalResult verifyCommOpSymbolUses(OpT op,
 /// The result tensor exists (a `_start` handle wraps one) and has the
 /// operand's rank and element type.
 static LogicalResult verifyResultLike(Operation *op, ShapedType in,
-                                      ShapedType out) {
+                                      TensorType out) {
   if (!out)
     return op->emitOpError() << "handle must wrap the result tensor type, "
                                 "found "
@@ -466,7 +466,7 @@ static LogicalResult verifyResultLike(Operation *op, ShapedType in,
 
 /// Result type equals the operand type (all_reduce, broadcast, ppermute).
 static LogicalResult verifySameType(Operation *op, ShapedType in,
-                                    ShapedType out) {
+                                    TensorType out) {
   if (failed(verifyResultLike(op, in, out)))
     return failure();
   if (out != in)
@@ -554,13 +554,13 @@ static LogicalResult verifyGroupIndex(Operation *op, StringRef what,
 //===----------------------------------------------------------------------===//
 
 static LogicalResult verifyAllReduce(Operation *op, ShapedType in,
-                                     ShapedType out) {
+                                     TensorType out) {
   return verifySameType(op, in, out);
 }
 
 static LogicalResult verifyAllGather(Operation *op,
                                      std::optional<int64_t> groupSize,
-                                     ShapedType in, ShapedType out,
+                                     ShapedType in, TensorType out,
                                      int64_t dim) {
   if (failed(verifyResultLike(op, in, out)) ||
       failed(verifyDimIndex(op, "gather_dim", dim, in)) ||
@@ -576,7 +576,7 @@ static LogicalResult verifyAllGather(Operation *op,
 /// Also the rules of `dist.shard_slice`, whose dim attribute is `dimName`.
 static LogicalResult verifyReduceScatter(Operation *op,
                                          std::optional<int64_t> groupSize,
-                                         ShapedType in, ShapedType out,
+                                         ShapedType in, TensorType out,
                                          int64_t dim,
                                          StringRef dimName = "scatter_dim") {
   if (failed(verifyResultLike(op, in, out)) ||
@@ -593,7 +593,7 @@ static LogicalResult verifyReduceScatter(Operation *op,
 
 static LogicalResult verifyAllToAll(Operation *op,
                                     std::optional<int64_t> groupSize,
-                                    ShapedType in, ShapedType out,
+                                    ShapedType in, TensorType out,
                                     int64_t splitDim, int64_t concatDim) {
   if (failed(verifyResultLike(op, in, out)) ||
       failed(verifyDimIndex(op, "split_dim", splitDim, in)) ||
@@ -621,7 +621,7 @@ static LogicalResult verifyAllToAll(Operation *op,
 
 static LogicalResult verifyBroadcast(Operation *op,
                                      std::optional<int64_t> groupSize,
-                                     ShapedType in, ShapedType out,
+                                     ShapedType in, TensorType out,
                                      int64_t root) {
   return failure(failed(verifySameType(op, in, out)) ||
                  failed(verifyGroupIndex(op, "root", root, groupSize)));
@@ -629,7 +629,7 @@ static LogicalResult verifyBroadcast(Operation *op,
 
 static LogicalResult verifyPpermute(Operation *op,
                                     std::optional<int64_t> groupSize,
-                                    ShapedType in, ShapedType out,
+                                    ShapedType in, TensorType out,
                                     ArrayRef<int64_t> pairs) {
   if (failed(verifySameType(op, in, out)))
     return failure();

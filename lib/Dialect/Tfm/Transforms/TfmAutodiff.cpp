@@ -410,7 +410,9 @@ FailureOr<BlockPair> Differentiator::makePair(func::FuncOp block) {
   pair.fwd = createFunc(
       symbols, block, block.getSymName() + "_fwd",
       FunctionType::get(block.getContext(), blockType.getInputs(), fwdResults));
-  pair.fwd.setAllArgAttrs(block.getAllArgAttrs());
+  // (A block whose arguments carry no attributes has no array.)
+  if (ArrayAttr argAttrs = block.getAllArgAttrs())
+    pair.fwd.setAllArgAttrs(argAttrs);
   setFuncKind(pair.fwd, FuncKind::Forward);
   SmallVector<Value> fwdYields(yields);
   llvm::append_range(fwdYields, inputs.residuals);
