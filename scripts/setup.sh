@@ -41,6 +41,10 @@ APT_PACKAGES=(
   libxxhash-dev
   # Tests.
   libgtest-dev libgmock-dev
+  # Fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizers'
+  # runtime, the same release as Debian's LLVM/MLIR (clang 14 cannot build
+  # the compiler: C++20 captures of structured bindings).
+  clang-22 libclang-rt-22-dev
   # Python for the model builder and pytest (venv created below).
   python3 python3-venv
 )

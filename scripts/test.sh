@@ -4,9 +4,10 @@
 # the plan sweep on 2, 4 and 8 ranks (scripts/plan_sweep.sh; skipped without MPI),
 # the checkpoint suite (scripts/checkpoint_check.sh; skipped without MPI),
 # the fault suite (scripts/fault_check.sh: watchdog, signals, dead ranks;
-# skipped without MPI)
-# and the auto-plan check (scripts/auto_plan_check.sh: the plan the planner
-# chooses for 8 ranks trains like the 1-rank run).
+# skipped without MPI),
+# the auto-plan check (scripts/auto_plan_check.sh: the plan the planner
+# chooses for 8 ranks trains like the 1-rank run) and 60 s of each fuzz
+# target (scripts/fuzz.sh; skipped without a libFuzzer clang).
 # Prints the time of each phase and ends with one line
 #   N passed, N failed, N skipped
 # Exit status is non-zero if any test failed or a suite could not run.
@@ -251,6 +252,18 @@ fault_check() {
 phase fault fault_check
 rc=$?
 [[ $rc -eq 0 || -s $REPORTS/fault.xml ]] || suite_errors=$((suite_errors + 1))
+
+# Issue 19, item 6: the libFuzzer targets (scripts/fuzz.sh: shard-opt's
+# parse + verify + pipelines, the runtime's artifact loader), FUZZ_TIME
+# seconds each (default 60) in their own instrumented build (build-fuzz;
+# the first build compiles the compiler once more with clang). Skipped,
+# saying why, without a clang that links -fsanitize=fuzzer; FUZZ=0 skips
+# it too.
+phase fuzz env FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}" BUILD_DIR="$BUILD_DIR" \
+  "$ROOT/scripts/fuzz.sh" --time "${FUZZ_TIME:-60}" --junit "$REPORTS/fuzz.xml"
+rc=$?
+# A run that failed without writing its report.
+[[ $rc -eq 0 || -s $REPORTS/fuzz.xml ]] || suite_errors=$((suite_errors + 1))
 
 # One summary over every suite's JUnit report.
 "$PY" - "$REPORTS" "$suite_errors" <<'PYEOF'

@@ -42,20 +42,28 @@ std::string describe(const std::vector<RankProgram> &programs, int64_t rank,
   return text + ")";
 }
 
-std::string rankList(const std::vector<int64_t> &ranks) {
+/// "rank N" for world rank `rank` (an index into the programs), named by
+/// the caller's RankNamer when it has one.
+std::string rankText(const RankNamer &name, int64_t rank) {
+  return "rank " + (name ? name(rank) : std::to_string(rank));
+}
+
+std::string rankList(const RankNamer &name, const std::vector<int64_t> &ranks) {
   std::string text;
   for (int64_t rank : ranks)
-    text += (text.empty() ? "" : ", ") + std::to_string(rank);
+    text +=
+        (text.empty() ? "" : ", ") + (name ? name(rank) : std::to_string(rank));
   return text;
 }
 
-std::string groupName(int64_t group, const std::vector<int64_t> &members) {
-  return "group " + std::to_string(group) + " (ranks " + rankList(members) +
-         ")";
+std::string groupName(const RankNamer &name, int64_t group,
+                      const std::vector<int64_t> &members) {
+  return "group " + std::to_string(group) + " (ranks " +
+         rankList(name, members) + ")";
 }
 
 void checkMalformed(const std::vector<RankProgram> &programs,
-                    const CommGroups &groups,
+                    const CommGroups &groups, const RankNamer &name,
                     std::vector<CommViolation> &violations) {
   int64_t n = programs.size();
   auto report = [&](std::string message) {
@@ -65,19 +73,18 @@ void checkMalformed(const std::vector<RankProgram> &programs,
     std::set<int64_t> seen;
     for (int64_t member : members) {
       if (member < 0 || member >= n)
-        report(groupName(group, members) + ": member " +
+        report(groupName(name, group, members) + ": member " +
                std::to_string(member) + " is not a rank in [0, " +
                std::to_string(n) + ")");
       else if (!seen.insert(member).second)
-        report(groupName(group, members) + ": rank " + std::to_string(member) +
+        report(groupName(name, group, members) + ": " + rankText(name, member) +
                " is listed twice");
     }
   }
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t i = 0, e = programs[r].size(); i < e; ++i) {
       const CommEvent &event = programs[r][i];
-      std::string at = "rank " + std::to_string(r) + " event #" +
-                       std::to_string(i) +
+      std::string at = rankText(name, r) + " event #" + std::to_string(i) +
                        (event.label.empty() ? "" : " (" + event.label + ")");
       switch (event.kind) {
       case CommEvent::Kind::Send:
@@ -97,9 +104,8 @@ void checkMalformed(const std::vector<RankProgram> &programs,
           report(at + ": unknown group " + std::to_string(event.group));
         else if (std::find(it->second.begin(), it->second.end(), r) ==
                  it->second.end())
-          report(at + ": rank " + std::to_string(r) +
-                 " enters a collective of " +
-                 groupName(event.group, it->second) +
+          report(at + ": " + rankText(name, r) + " enters a collective of " +
+                 groupName(name, event.group, it->second) +
                  ", of which it is not a member");
         break;
       }
@@ -112,6 +118,7 @@ void checkMalformed(const std::vector<RankProgram> &programs,
 
 /// Check C, point-to-point: FIFO matching per ordered pair.
 void checkMessages(const std::vector<RankProgram> &programs,
+                   const RankNamer &name,
                    std::vector<CommViolation> &violations) {
   int64_t n = programs.size();
   // (src, dst) -> event indices on src (sends) and on dst (recvs).
@@ -133,16 +140,16 @@ void checkMessages(const std::vector<RankProgram> &programs,
     const std::vector<int64_t> &out = sends[{src, dst}];
     const std::vector<int64_t> &in = recvs[{src, dst}];
     std::string pair =
-        "p2p rank " + std::to_string(src) + " -> rank " + std::to_string(dst);
+        "p2p " + rankText(name, src) + " -> " + rankText(name, dst);
     size_t common = std::min(out.size(), in.size());
     for (size_t k = 0; k < common; ++k) {
       if (programs[src][out[k]].signature == programs[dst][in[k]].signature)
         continue;
       violations.push_back({CommViolation::Kind::MessageMismatch,
-                            pair + ", message #" + std::to_string(k) +
-                                ": rank " + std::to_string(src) + " sends " +
-                                describe(programs, src, out[k]) + " but rank " +
-                                std::to_string(dst) + " receives " +
+                            pair + ", message #" + std::to_string(k) + ": " +
+                                rankText(name, src) + " sends " +
+                                describe(programs, src, out[k]) + " but " +
+                                rankText(name, dst) + " receives " +
                                 describe(programs, dst, in[k])});
       break;
     }
@@ -154,18 +161,17 @@ void checkMessages(const std::vector<RankProgram> &programs,
               : "first unmatched: recv #" + std::to_string(common) + " " +
                     describe(programs, dst, in[common]);
       violations.push_back({CommViolation::Kind::MessageCount,
-                            pair + ": rank " + std::to_string(src) + " sends " +
-                                std::to_string(out.size()) +
-                                " messages but rank " + std::to_string(dst) +
-                                " receives " + std::to_string(in.size()) +
-                                "; " + first});
+                            pair + ": " + rankText(name, src) + " sends " +
+                                std::to_string(out.size()) + " messages but " +
+                                rankText(name, dst) + " receives " +
+                                std::to_string(in.size()) + "; " + first});
     }
   }
 }
 
 /// Check C, collectives: same sequence on every member of a group.
 void checkCollectives(const std::vector<RankProgram> &programs,
-                      const CommGroups &groups,
+                      const CommGroups &groups, const RankNamer &name,
                       std::vector<CommViolation> &violations) {
   for (const auto &[group, members] : groups) {
     if (members.empty())
@@ -187,21 +193,21 @@ void checkCollectives(const std::vector<RankProgram> &programs,
             programs[other][seq[m][k]].signature)
           continue;
         mismatch = true;
-        violations.push_back(
-            {CommViolation::Kind::CollectiveMismatch,
-             groupName(group, members) + ", collective #" + std::to_string(k) +
-                 ": rank " + std::to_string(ref) + " enters " +
-                 describe(programs, ref, seq[0][k]) + " but rank " +
-                 std::to_string(other) + " enters " +
-                 describe(programs, other, seq[m][k])});
+        violations.push_back({CommViolation::Kind::CollectiveMismatch,
+                              groupName(name, group, members) +
+                                  ", collective #" + std::to_string(k) + ": " +
+                                  rankText(name, ref) + " enters " +
+                                  describe(programs, ref, seq[0][k]) + " but " +
+                                  rankText(name, other) + " enters " +
+                                  describe(programs, other, seq[m][k])});
       }
       if (!mismatch && seq[0].size() != seq[m].size()) {
         bool refLonger = seq[0].size() > seq[m].size();
         violations.push_back(
             {CommViolation::Kind::CollectiveMismatch,
-             groupName(group, members) + ": rank " + std::to_string(ref) +
+             groupName(name, group, members) + ": " + rankText(name, ref) +
                  " enters " + std::to_string(seq[0].size()) +
-                 " collectives but rank " + std::to_string(other) + " enters " +
+                 " collectives but " + rankText(name, other) + " enters " +
                  std::to_string(seq[m].size()) + "; first unmatched: #" +
                  std::to_string(common) + " " +
                  (refLonger ? describe(programs, ref, seq[0][common])
@@ -213,7 +219,7 @@ void checkCollectives(const std::vector<RankProgram> &programs,
 
 /// Check D: simulate the blocking semantics; report a deadlock.
 void checkDeadlock(const std::vector<RankProgram> &programs,
-                   const CommGroups &groups,
+                   const CommGroups &groups, const RankNamer &name,
                    std::vector<CommViolation> &violations) {
   int64_t n = programs.size();
   std::vector<size_t> pc(n, 0);
@@ -263,15 +269,16 @@ void checkDeadlock(const std::vector<RankProgram> &programs,
     std::string what;
     if (event.kind == CommEvent::Kind::Recv) {
       waitsFor[r].push_back(event.peer);
-      what = "recv from rank " + std::to_string(event.peer);
+      what = "recv from " + rankText(name, event.peer);
     } else {
       for (int64_t m : groups.at(event.group))
         if (!atCollective(m, event.group))
           waitsFor[r].push_back(m);
-      what = "collective of " + groupName(event.group, groups.at(event.group)) +
-             ", waiting for ranks " + rankList(waitsFor[r]);
+      what = "collective of " +
+             groupName(name, event.group, groups.at(event.group)) +
+             ", waiting for ranks " + rankList(name, waitsFor[r]);
     }
-    report += " rank " + std::to_string(r) + " blocked at " + what + " " +
+    report += " " + rankText(name, r) + " blocked at " + what + " " +
               describe(programs, r, pc[r]) + ";";
   }
   if (!deadlocked)
@@ -311,8 +318,8 @@ void checkDeadlock(const std::vector<RankProgram> &programs,
   if (!cycle.empty()) {
     report += " wait-for cycle: ";
     for (int64_t r : cycle)
-      report += "rank " + std::to_string(r) + " -> ";
-    report += "rank " + std::to_string(cycle.front());
+      report += rankText(name, r) + " -> ";
+    report += rankText(name, cycle.front());
   } else {
     report += " no wait-for cycle: blocked ranks wait for finished ranks "
               "(missing sends or collective calls)";
@@ -323,14 +330,15 @@ void checkDeadlock(const std::vector<RankProgram> &programs,
 } // namespace
 
 std::vector<CommViolation> autoshard::pipeline::verifyCommunication(
-    const std::vector<RankProgram> &programs, const CommGroups &groups) {
+    const std::vector<RankProgram> &programs, const CommGroups &groups,
+    const RankNamer &rankName) {
   std::vector<CommViolation> violations;
-  checkMalformed(programs, groups, violations);
+  checkMalformed(programs, groups, rankName, violations);
   if (!violations.empty())
     return violations;
-  checkMessages(programs, violations);
-  checkCollectives(programs, groups, violations);
-  checkDeadlock(programs, groups, violations);
+  checkMessages(programs, rankName, violations);
+  checkCollectives(programs, groups, rankName, violations);
+  checkDeadlock(programs, groups, rankName, violations);
   return violations;
 }
 

@@ -6,23 +6,24 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "autoshard/Dialect/Dist/IR/DistDialect.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
-#include "autoshard/Dialect/Rt/IR/RtDialect.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
-#include "autoshard/Dialect/Tfm/IR/TfmDialect.h"
-#include "autoshard/Dialect/Tfm/Sharding/ShardingInterfaceImpl.h"
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h"
 #include "autoshard/Pipelines/TrainPipeline.h"
+#include "autoshard/Tools/Registration.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,13 +33,55 @@ namespace autoshard::test {
 void registerTestPrintShardingRulesPass();
 } // namespace autoshard::test
 
+/// MlirOptMain(argc, argv, toolName, registry), except that a pass option
+/// whose value does not parse is reported once: llvm::cl prints "for the
+/// --beta1 option: 'x' value invalid for floating point argument!", after
+/// which MLIR's pipeline parser emitted an empty `<unknown>:0: error:`.
+static mlir::LogicalResult runDriver(int argc, char **argv,
+                                     mlir::DialectRegistry &registry) {
+  auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
+      argc, argv, "autoshard compiler driver\n", registry);
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return mlir::MlirOptMain(argc, argv, inputFilename, outputFilename,
+                             registry);
+  // (As the MlirOptMain overload above does: stack traces on a crash.)
+  llvm::InitLLVM initLLVM(argc, argv);
+  auto parsed = std::make_shared<mlir::MlirOptMainConfig>(config);
+  config.setPassPipelineSetupFn([parsed](mlir::PassManager &pm) {
+    mlir::ScopedDiagnosticHandler dropEmpty(
+        pm.getContext(), [](mlir::Diagnostic &diag) {
+          return mlir::success(
+              diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
+              llvm::isa<mlir::UnknownLoc>(diag.getLocation()) &&
+              diag.str().empty());
+        });
+    return parsed->setupPassPipeline(pm);
+  });
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::errs() << error << "\n";
+    return mlir::failure();
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return mlir::failure();
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return mlir::failure();
+  output->keep();
+  return mlir::success();
+}
+
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<autoshard::tfm::TfmDialect, autoshard::dist::DistDialect,
-                  autoshard::rt::RtDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
-  // The tfm ops' sharding rules and partition hooks (dist interfaces).
-  autoshard::tfm::registerShardingInterfaceExternalModels(registry);
+  autoshard::registerAutoshardDialects(registry);
   // Upstream passes used in our pipelines and tests (canonicalize, cse,
   // inline, symbol-dce, ...).
   mlir::registerTransformsPasses();
@@ -91,6 +134,5 @@ int main(int argc, char **argv) {
     args.insert(args.begin() + 1,
                 const_cast<char *>("--mlir-print-op-on-diagnostic=false"));
   return mlir::asMainReturnCode(
-      mlir::MlirOptMain(static_cast<int>(args.size()), args.data(),
-                        "autoshard compiler driver\n", registry));
+      runDriver(static_cast<int>(args.size()), args.data(), registry));
 }

@@ -376,3 +376,27 @@ TEST(CheckCTest, MalformedPrograms) {
 }
 
 } // namespace
+
+TEST(CheckCTest, RankNamerNamesTheRanksAProgramStandsFor) {
+  // A caller that checks a subset of the world (dist-verify-comm, one rank
+  // per class of symmetric ranks) names each program's world rank.
+  std::vector<RankProgram> programs = {
+      {CommEvent::send(1, "m0")},
+      {CommEvent::recv(0, "m1"), CommEvent::collective(0, "c")},
+  };
+  CommGroups groups = {{0, {1}}};
+  RankNamer name = [](int64_t index) { return std::to_string(index * 8); };
+  std::vector<CommViolation> violations =
+      verifyCommunication(programs, groups, name);
+  ASSERT_EQ(violations.size(), 1u) << formatViolations(violations);
+  EXPECT_EQ(violations[0].message,
+            "p2p rank 0 -> rank 8, message #0: rank 0 sends 'm0' (event #0) "
+            "but rank 8 receives 'm1' (event #0)");
+  // Deadlock messages too.
+  programs = {{CommEvent::recv(1, "a")}, {CommEvent::recv(0, "a")}};
+  violations = verifyCommunication(programs, {}, name);
+  std::string text = formatViolations(violations);
+  EXPECT_EQ(ofKind(violations, VKind::Deadlock).size(), 1u) << text;
+  EXPECT_TRUE(contains(text, "wait-for cycle: rank 0 -> rank 8 -> rank 0"))
+      << text;
+}

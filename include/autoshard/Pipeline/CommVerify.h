@@ -15,6 +15,7 @@
 #include "autoshard/Pipeline/Schedule.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -62,6 +63,9 @@ using RankProgram = std::vector<CommEvent>;
 /// communicator order (no duplicates).
 using CommGroups = std::map<int64_t, std::vector<int64_t>>;
 
+/// How messages name the rank of `programs[index]`; empty: by the index.
+using RankNamer = std::function<std::string(int64_t index)>;
+
 /// One problem found by verifyCommunication.
 struct CommViolation {
   enum class Kind {
@@ -100,10 +104,14 @@ struct CommViolation {
 ///    names each blocked rank with its blocked event and the wait-for cycle
 ///    (or the finished rank waited for). Skipped when there is a Malformed
 ///    violation.
+/// Ranks are named in messages by `rankName` when it is given (a caller that
+/// verifies a subset of the world, e.g. one rank per class of symmetric
+/// ranks, passes the world rank each program stands for), else by their
+/// index in `programs`.
 /// Returns the violations; empty = verified.
 std::vector<CommViolation>
 verifyCommunication(const std::vector<RankProgram> &programs,
-                    const CommGroups &groups);
+                    const CommGroups &groups, const RankNamer &rankName = {});
 
 /// All violation messages, one per line (for diagnostics and test output).
 std::string formatViolations(const std::vector<CommViolation> &violations);

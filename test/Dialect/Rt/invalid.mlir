@@ -21,7 +21,7 @@ rt.state_def @w param init zeros std 1.0 : !rt.buffer<4xf32>
 
 // -----
 
-// expected-error @+1 {{std must be >= 0, found -1}}
+// expected-error @+1 {{std must be finite and >= 0, found -1}}
 rt.state_def @w param init normal std -1.0 : !rt.buffer<4xf32>
 
 // -----
@@ -55,7 +55,7 @@ rt.state_def @v opt_v of @w init zeros decay : !rt.buffer<4xf32>
 
 rt.state_def @w param init ones : !rt.buffer<4xf32>
 rt.state_def @m opt_m of @w init zeros : !rt.buffer<4xf32>
-// expected-error @+1 {{'of' must name a 'param' rt.state_def, found @m}}
+// expected-error @+1 {{'of' must name a 'param' rt.state_def, found '@m'}}
 rt.state_def @v opt_v of @m init zeros : !rt.buffer<4xf32>
 
 // -----
@@ -317,3 +317,61 @@ rt.func @f() attributes {frame_bytes = 128 : i64} {
   rt.call @g() at 64
   rt.return
 }
+
+// -----
+
+// Found by fuzzing (issue 19): a call outside any function crashed the
+// verifier (the caller's frame was read from a null function).
+rt.func @f() {
+  rt.return
+}
+// expected-error @+1 {{'rt.call' op expects parent op 'rt.func'}}
+rt.call @f() at 0
+
+// -----
+
+// Every instruction and buffer op lives in a function.
+// expected-error @+1 {{'rt.kernel' op expects parent op 'rt.func'}}
+rt.kernel "dist.barrier"() -> ()  : () -> ()
+
+// -----
+
+// expected-error @+1 {{'rt.const' op expects parent op 'rt.func'}}
+%c = rt.const dense<1> : tensor<i64>
+
+// -----
+
+rt.state_def @w param init zeros : !rt.buffer<4xf32>
+// expected-error @+1 {{'rt.state' op expects parent op 'rt.func'}}
+%w = rt.state @w : !rt.buffer<4xf32>
+
+
+// -----
+
+// expected-error @+1 {{std must be finite and >= 0, found INF}}
+rt.state_def @w param init normal std 0x7FF0000000000000 : !rt.buffer<4xf32>
+
+// -----
+
+// expected-error @+1 {{std must be finite and >= 0, found nan}}
+rt.state_def @w param init normal std 0x7FF8000000000000 : !rt.buffer<4xf32>
+
+// -----
+
+// A symbol prints as @name; an empty name printed as
+// `@<<INVALID EMPTY SYMBOL>>`.
+// expected-error @+1 {{'rt.state_def' op needs a name, found an empty one (@"")}}
+rt.state_def @"" param init zeros : !rt.buffer<4xf32>
+
+// -----
+
+// expected-error @+1 {{'rt.func' op needs a name, found an empty one (@"")}}
+rt.func @""() {
+  rt.return
+}
+
+// -----
+
+rt.state_def @w param init zeros : !rt.buffer<4xf32>
+// expected-error @+1 {{'of' must name a 'param' rt.state_def, found '@'}}
+rt.state_def @m opt_m of @"" init zeros : !rt.buffer<4xf32>

@@ -93,9 +93,25 @@ func.func @a(%m: tensor<4xf32> {tfm.state = "m", tfm.state_kind = "opt_m", tfm.i
 
 // -----
 
-// expected-error @+1 {{argument 0 (state 'w'): 'tfm.init' must be "normal", "zeros" or "ones", found <<NULL ATTRIBUTE>>}}
+// A missing attribute is called missing (issue 19: it printed as
+// `found <<NULL ATTRIBUTE>>`).
+// expected-error @+1 {{argument 0 (state 'w'): missing 'tfm.init' ("normal", "zeros" or "ones": how the runtime initialises the state; the model builder sets it on every parameter)}}
 func.func @a(%w: tensor<4xf32> {tfm.param = "w"}) -> (tensor<4xf32> {tfm.output = "y"}) {
   return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 (state 'w'): 'tfm.init' must be "normal", "zeros" or "ones", found "uniform"}}
+func.func @a(%w: tensor<4xf32> {tfm.param = "w", tfm.init = "uniform"}) -> (tensor<4xf32> {tfm.output = "y"}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 (state 'm'): missing 'tfm.state_kind' ("opt_m" or "opt_v")}}
+func.func @a(%m: tensor<4xf32> {tfm.state = "m", tfm.state_of = "w", tfm.init = "zeros"}) -> (tensor<4xf32> {tfm.output = "y"}) {
+  return %m : tensor<4xf32>
 }
 
 // -----
@@ -170,4 +186,13 @@ module {
     %y = tfm.scale %x {factor = 2.000000e+00 : f64, dist.sharding = #dist.sharding<@m, [{dp}]>} : (tensor<4xf32>) -> tensor<4xf32>
     return %y : tensor<4xf32>
   }
+}
+
+// -----
+
+// An empty state name would make an rt.state_def that prints as
+// `@<<INVALID EMPTY SYMBOL>>`.
+// expected-error @+1 {{argument 0 (state ''): the state needs a name ('tfm.param' or 'tfm.state'), found an empty one}}
+func.func @a(%w: tensor<4xf32> {tfm.param = "", tfm.init = "zeros"}) -> (tensor<4xf32> {tfm.output = "y"}) {
+  return %w : tensor<4xf32>
 }

@@ -1,4 +1,12 @@
 // RUN: shard-opt %s -split-input-file --tfm-autodiff -verify-diagnostics
+// A pass option value that does not parse is reported once, by llvm::cl
+// (issue 19: an empty `<unknown>:0: error:` line followed).
+// RUN: not shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --tfm-autodiff="beta1=x" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADVALUE
+// RUN: not shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --autoshard-train="microbatches=abc" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADINT
+// BADVALUE: for the --beta1 option: 'x' value invalid for floating point argument!
+// BADVALUE-NOT: error
+// BADINT: for the --microbatches option: 'abc' value invalid for long argument!
+// BADINT-NOT: error
 
 // One case per error of `tfm-autodiff`; each names the function, value or op.
 

@@ -379,3 +379,28 @@ func.func @forward(%ids: tensor<2xi32> {tfm.input = "tokens"}, %labels: tensor<2
   %loss = tfm.cross_entropy %p, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// Found by fuzzing (issue 19): a block whose arguments carry no attributes
+// crashed tfm-autodiff (it copied a null attribute array onto @blk_fwd).
+// CHECK-LABEL: func.func private @bare_fwd(
+// CHECK-SAME:    %{{[a-z0-9]+}}: tensor<2x3x4xf32>, %{{[a-z0-9]+}}: tensor<4x4xf32>)
+// CHECK-LABEL: func.func private @bare_bwd(
+// CHECK-LABEL: func.func @train_step(
+// CHECK:         call @bare_fwd(
+func.func private @bare(%x: tensor<2x3x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x3x4xf32> {
+  %y = tfm.matmul %x, %w : (tensor<2x3x4xf32>, tensor<4x4xf32>) -> tensor<2x3x4xf32>
+  return %y : tensor<2x3x4xf32>
+}
+
+func.func @forward(%ids: tensor<2x3xi32> {tfm.input = "tokens"},
+                   %labels: tensor<2x3xi32> {tfm.input = "labels"},
+                   %wte: tensor<7x4xf32> {tfm.param = "wte"},
+                   %w0: tensor<4x4xf32> {tfm.param = "layers.0.w"}) -> tensor<f32> {
+  %h = tfm.embedding %ids, %wte : (tensor<2x3xi32>, tensor<7x4xf32>) -> tensor<2x3x4xf32>
+  %h1 = func.call @bare(%h, %w0) : (tensor<2x3x4xf32>, tensor<4x4xf32>) -> tensor<2x3x4xf32>
+  %logits = tfm.matmul %h1, %wte {transpose_rhs} : (tensor<2x3x4xf32>, tensor<7x4xf32>) -> tensor<2x3x7xf32>
+  %loss = tfm.cross_entropy %logits, %labels : (tensor<2x3x7xf32>, tensor<2x3xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}

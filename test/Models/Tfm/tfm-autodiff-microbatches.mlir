@@ -43,7 +43,7 @@
 // CHECK-SAME: tensor<2x8xi32> {tfm.input = "tokens"}
 // CHECK-NOT: tfm.microbatch
 
-// ZERO: error: tfm-autodiff: option microbatches must be in [1, inf), found 0
+// ZERO: error: tfm-autodiff: option microbatches must be in [1, 65536], found 0
 // DROPOUT-LABEL: func.func @train_step(
 // DROPOUT: tfm.microbatch %{{.*}} {count = 2 : i64, index = 0 : i64}
 // DROPOUT: call @gpt2_block_fwd(%{{[^,]*}}, %[[K0:[^,]*]],

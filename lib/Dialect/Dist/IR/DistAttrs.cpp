@@ -4,6 +4,7 @@
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/IR/DistTypes.h"
+#include "autoshard/Dialect/Dist/IR/MeshLimits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -142,8 +143,9 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FlatSymbolRefAttr mesh,
                                    ArrayRef<ArrayAttr> dims,
                                    ArrayRef<PartialAxis> partialAxes) {
-  if (!mesh)
-    return emitError() << "sharding needs a mesh symbol";
+  if (!mesh || mesh.getValue().empty())
+    return emitError() << "sharding needs a mesh symbol"
+                       << (mesh ? ", found an empty name (@\"\")" : "");
   // Every use of an axis with where it is, to name both places of a repeat.
   SmallVector<std::pair<Attribute, std::string>> uses;
   for (auto [dim, axes] : llvm::enumerate(dims)) {
@@ -259,12 +261,25 @@ std::string autoshard::dist::axisListToString(ArrayAttr axes) {
   return text;
 }
 
+bool autoshard::dist::isWellFormedMesh(MeshOp mesh) {
+  if (mesh.getAxisNames().size() != mesh.getAxisSizes().size() ||
+      !llvm::all_of(mesh.getAxisNames(), llvm::IsaPred<StringAttr>) ||
+      llvm::any_of(mesh.getAxisSizes(), [](int64_t size) { return size < 1; }))
+    return false;
+  std::optional<int64_t> devices = checkedProduct(mesh.getAxisSizes());
+  return devices && *devices <= kMaxMeshDevices;
+}
+
 LogicalResult ShardingAttr::verifyAgainst(
     MeshOp mesh, Type type,
     function_ref<InFlightDiagnostic()> emitError) const {
   if (!mesh)
     return emitError() << "unknown mesh " << getMesh();
   assert(mesh.getSymName() == getMeshName() && "not this sharding's mesh");
+  // Attribute verifiers may run before the mesh's own verifier, which
+  // reports what is wrong with it.
+  if (!isWellFormedMesh(mesh))
+    return emitError() << "mesh " << getMesh() << " does not verify";
   for (StringAttr axis : getUsedAxes())
     if (!mesh.getAxisIndex(axis.getValue()))
       return emitError() << "unknown axis '" << axis.getValue() << "' for mesh "

@@ -2,6 +2,7 @@
 
 #include "autoshard/Dialect/Dist/IR/DistDialect.h"
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Dist/IR/MeshLimits.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -217,9 +218,15 @@ static LogicalResult verifyArgOrResultAttr(Operation *op, unsigned regionIndex,
   // the global type it implies.
   auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
   auto tensor = dyn_cast<RankedTensorType>(type);
+  // (Only on a mesh that can be read and has the sharding's axes: else the
+  // check below reports the problem.)
   if (op->hasAttr(DistDialect::getPartitionedAttrName()) && sharding &&
       tensor && sharding.getRank() == tensor.getRank())
-    if (MeshOp mesh = lookupMesh(op, sharding.getMesh()))
+    if (MeshOp mesh = lookupMesh(op, sharding.getMesh());
+        mesh && isWellFormedMesh(mesh) &&
+        llvm::all_of(sharding.getUsedAxes(), [&](StringAttr axis) {
+          return mesh.getAxisIndex(axis.getValue()).has_value();
+        }))
       if (RankedTensorType global = sharding.getGlobalType(tensor, mesh))
         type = global;
   return verifyShardingValue(op, attr.getValue(), type, [&] {

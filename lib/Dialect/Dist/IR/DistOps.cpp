@@ -1,6 +1,7 @@
 //===- DistOps.cpp - Distribution ops -------------------------------------===//
 
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Dist/IR/MeshLimits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -93,6 +94,8 @@ void MeshOp::print(OpAsmPrinter &p) {
 }
 
 LogicalResult MeshOp::verify() {
+  if (getSymName().empty())
+    return emitOpError() << "needs a name, found an empty one (@\"\")";
   if (getAxisNames().size() != getAxisSizes().size())
     return emitOpError() << "has " << getAxisNames().size()
                          << " axis names but " << getAxisSizes().size()
@@ -123,7 +126,8 @@ LogicalResult MeshOp::verify() {
                << it->second << "' and '" << name << "'";
     }
   }
-  if (!checkedProduct(getAxisSizes())) {
+  std::optional<int64_t> devices = checkedProduct(getAxisSizes());
+  if (!devices || *devices > kMaxMeshDevices) {
     InFlightDiagnostic diag = emitOpError()
                               << "device count (product of the axis sizes ";
     llvm::interleave(
@@ -133,7 +137,10 @@ LogicalResult MeshOp::verify() {
                << std::get<1>(it);
         },
         " × ");
-    return diag << ") overflows int64";
+    diag << ") must be at most " << kMaxMeshDevices << " (2^24), found ";
+    if (!devices)
+      return diag << "more than int64 holds";
+    return diag << *devices;
   }
   return success();
 }
@@ -294,8 +301,12 @@ FailureOr<MeshOp> autoshard::dist::lookupMeshOrError(
   Operation *symbol = symbolTables
                           ? symbolTables->lookupNearestSymbolFrom(from, meshRef)
                           : SymbolTable::lookupNearestSymbolFrom(from, meshRef);
-  if (!symbol)
+  if (!symbol) {
+    // (MLIR prints an empty reference as `@<<INVALID EMPTY SYMBOL>>`.)
+    if (meshRef.getValue().empty())
+      return emitError() << "unknown mesh @\"\" (an empty name)";
     return emitError() << "unknown mesh " << meshRef;
+  }
   auto mesh = dyn_cast<MeshOp>(symbol);
   if (!mesh)
     return emitError() << "symbol " << meshRef << " is not a dist.mesh (found "
@@ -438,7 +449,7 @@ static LogicalResult verifyCommOpSymbolUses(OpT op,
 /// The result tensor exists (a `_start` handle wraps one) and has the
 /// operand's rank and element type.
 static LogicalResult verifyResultLike(Operation *op, ShapedType in,
-                                      ShapedType out) {
+                                      TensorType out) {
   if (!out)
     return op->emitOpError() << "handle must wrap the result tensor type, "
                                 "found "
@@ -455,7 +466,7 @@ static LogicalResult verifyResultLike(Operation *op, ShapedType in,
 
 /// Result type equals the operand type (all_reduce, broadcast, ppermute).
 static LogicalResult verifySameType(Operation *op, ShapedType in,
-                                    ShapedType out) {
+                                    TensorType out) {
   if (failed(verifyResultLike(op, in, out)))
     return failure();
   if (out != in)
@@ -543,13 +554,13 @@ static LogicalResult verifyGroupIndex(Operation *op, StringRef what,
 //===----------------------------------------------------------------------===//
 
 static LogicalResult verifyAllReduce(Operation *op, ShapedType in,
-                                     ShapedType out) {
+                                     TensorType out) {
   return verifySameType(op, in, out);
 }
 
 static LogicalResult verifyAllGather(Operation *op,
                                      std::optional<int64_t> groupSize,
-                                     ShapedType in, ShapedType out,
+                                     ShapedType in, TensorType out,
                                      int64_t dim) {
   if (failed(verifyResultLike(op, in, out)) ||
       failed(verifyDimIndex(op, "gather_dim", dim, in)) ||
@@ -565,7 +576,7 @@ static LogicalResult verifyAllGather(Operation *op,
 /// Also the rules of `dist.shard_slice`, whose dim attribute is `dimName`.
 static LogicalResult verifyReduceScatter(Operation *op,
                                          std::optional<int64_t> groupSize,
-                                         ShapedType in, ShapedType out,
+                                         ShapedType in, TensorType out,
                                          int64_t dim,
                                          StringRef dimName = "scatter_dim") {
   if (failed(verifyResultLike(op, in, out)) ||
@@ -592,7 +603,7 @@ static LogicalResult verifyRaggedDim(Operation *op,
 
 static LogicalResult verifyAllToAll(Operation *op,
                                     std::optional<int64_t> groupSize,
-                                    ShapedType in, ShapedType out,
+                                    ShapedType in, TensorType out,
                                     int64_t splitDim, int64_t concatDim,
                                     std::optional<uint64_t> raggedDim) {
   if (failed(verifyResultLike(op, in, out)) ||
@@ -629,7 +640,7 @@ static LogicalResult verifyAllToAll(Operation *op,
 
 static LogicalResult verifyBroadcast(Operation *op,
                                      std::optional<int64_t> groupSize,
-                                     ShapedType in, ShapedType out,
+                                     ShapedType in, TensorType out,
                                      int64_t root) {
   return failure(failed(verifySameType(op, in, out)) ||
                  failed(verifyGroupIndex(op, "root", root, groupSize)));
@@ -637,7 +648,7 @@ static LogicalResult verifyBroadcast(Operation *op,
 
 static LogicalResult verifyPpermute(Operation *op,
                                     std::optional<int64_t> groupSize,
-                                    ShapedType in, ShapedType out,
+                                    ShapedType in, TensorType out,
                                     ArrayRef<int64_t> pairs) {
   if (failed(verifySameType(op, in, out)))
     return failure();

@@ -736,9 +736,13 @@ LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
   for (int64_t from = 0; from < numRanks; ++from)
     for (const pipeline::PipelineOp &u : orders[from])
       for (Operation *op : unitOps[from][{u.stage, u.microbatch, u.kind}])
-        for (Value result : op->getResults())
-          for (int64_t to : unitReaders(result, from).set_bits())
+        for (Value result : op->getResults()) {
+          // (A named vector: set_bits() of a temporary would iterate over a
+          // destroyed one.)
+          llvm::SmallBitVector readers = unitReaders(result, from);
+          for (int64_t to : readers.set_bits())
             sendSequence[from][to].push_back(result);
+        }
   for (int64_t rank = numRanks - 1; rank >= 0; --rank)
     if (failed(buildRank(rank, orders[rank])))
       return failure();
@@ -885,10 +889,12 @@ EntrySplitter::buildRank(int64_t rank,
     }
     // Outputs other ranks' units need, in program order, per rank.
     for (Operation *op : unit)
-      for (Value result : op->getResults())
-        for (int64_t t : unitReaders(result, rank).set_bits())
+      for (Value result : op->getResults()) {
+        llvm::SmallBitVector readers = unitReaders(result, rank);
+        for (int64_t t : readers.set_bits())
           if (failed(send(result, t)))
             return failure();
+      }
   }
 
   // Tail: first the unit values the tails need, sent and received in

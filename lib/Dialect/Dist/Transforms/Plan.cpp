@@ -3,6 +3,8 @@
 #include "autoshard/Dialect/Dist/Transforms/Plan.h"
 
 #include "autoshard/Dialect/Dist/IR/DistAttrNames.h"
+#include "autoshard/Dialect/Dist/IR/DistOps.h"
+#include "autoshard/Dialect/Dist/IR/MeshLimits.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
@@ -213,6 +215,11 @@ llvm::Expected<Plan> Plan::parse(StringRef text, bool onlySupported) {
   if (plan.getWorldSize() <= 0 ||
       plan.getWorldSize() / plan.tp / plan.cp / plan.dp != plan.pp)
     return planError("plan: the world size does not fit in int64");
+  if (plan.getWorldSize() > kMaxMeshDevices)
+    return planError(llvm::formatv(
+        "plan: the world size (pp x dp x cp x tp) must be at most {0} (2^24, "
+        "the most devices a dist.mesh may have), found {1}",
+        kMaxMeshDevices, plan.getWorldSize()));
   return plan;
 }
 

@@ -9,6 +9,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace autoshard::rt;
 
@@ -47,15 +49,26 @@ static LogicalResult verifyOffset(Operation *op, std::optional<int64_t> offset,
 // StateDefOp
 //===----------------------------------------------------------------------===//
 
+/// Symbols print as `@name`; MLIR prints an empty one as
+/// `@<<INVALID EMPTY SYMBOL>>`, so definitions must have a name.
+static LogicalResult verifySymbolName(Operation *op, StringRef name) {
+  if (name.empty())
+    return op->emitOpError() << "needs a name, found an empty one (@\"\")";
+  return success();
+}
+
 LogicalResult StateDefOp::verify() {
+  if (failed(verifySymbolName(*this, getSymName())))
+    return failure();
   bool isNormal = getInit() == InitKind::Normal;
   if (isNormal != getInitStd().has_value())
     return emitOpError() << "'std' must be given exactly when init is "
                             "'normal'; init is '"
                          << stringifyInitKind(getInit()) << "'"
                          << (getInitStd() ? " with a std" : " without std");
-  if (getInitStd() && getInitStd()->convertToDouble() < 0)
-    return emitOpError() << "std must be >= 0, found "
+  if (getInitStd() && !(getInitStd()->convertToDouble() >= 0 &&
+                        std::isfinite(getInitStd()->convertToDouble())))
+    return emitOpError() << "std must be finite and >= 0, found "
                          << getInitStd()->convertToDouble();
   bool isParam = getKind() == StateKind::Param;
   if (isParam == getOf().has_value())
@@ -81,8 +94,8 @@ LogicalResult StateDefOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return success();
   auto param = symbols.lookupNearestSymbolFrom<StateDefOp>(*this, getOfAttr());
   if (!param || param.getKind() != StateKind::Param)
-    return emitOpError() << "'of' must name a 'param' rt.state_def, found "
-                         << getOfAttr();
+    return emitOpError() << "'of' must name a 'param' rt.state_def, found '@"
+                         << getOfAttr().getValue() << "'";
   // Sharded states (`rt.sharding`, from a partitioned program) hold local
   // blocks: ZeRO shards a moment but not its parameter, so only the element
   // type and rank must agree (rt-export checks the global shapes).
@@ -134,6 +147,8 @@ void FuncOp::print(OpAsmPrinter &p) {
 }
 
 LogicalResult FuncOp::verify() {
+  if (failed(verifySymbolName(*this, getSymName())))
+    return failure();
   if (!getResultTypes().empty())
     return emitOpError() << "must have no results (outputs are passed as "
                             "arguments), found "
@@ -206,7 +221,9 @@ LogicalResult AllocOp::verify() {
 
 /// Slots only make sense where the runtime fills and reads them.
 static LogicalResult verifySlot(Operation *op, std::optional<int64_t> offset) {
-  auto func = op->getParentOfType<FuncOp>();
+  auto func = dyn_cast_or_null<FuncOp>(op->getParentOp());
+  if (!func)
+    return op->emitOpError() << "must be inside an rt.func";
   if (!func.isEntry())
     return op->emitOpError() << "is only allowed in an entry function; '"
                              << func.getSymName() << "' has no 'entry'";
@@ -322,7 +339,11 @@ LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &symbols) {
                            << "' expects " << std::get<1>(pair);
   if (failed(verifyOffset(*this, getFrameOffset(), "frame_offset")))
     return failure();
-  auto caller = (*this)->getParentOfType<FuncOp>();
+  // HasParent<FuncOp> is checked first when the whole module verifies; a
+  // direct call of this hook (SymbolTable::verifySymbolUses) may come first.
+  auto caller = dyn_cast_or_null<FuncOp>((*this)->getParentOp());
+  if (!caller)
+    return emitOpError() << "must be inside an rt.func";
   if (getFrameOffset().has_value() != caller.isPlanned())
     return emitOpError() << (caller.isPlanned()
                                  ? "has no frame_offset but its function is "

@@ -113,16 +113,29 @@ FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
     return func.emitOpError()
            << "argument " << index << " (state '" << name.getValue() << "'): ";
   };
+  if (name.getValue().empty())
+    return emitError() << "the state needs a name ('" << tfm::kParamAttrName
+                       << "' or '" << tfm::kStateAttrName
+                       << "'), found an empty one";
   if (StateDefOp existing = defs.lookup(name)) {
     if (existing.getType() != type)
       return emitError() << "type " << type << " differs from the type "
                          << existing.getType() << " it has in another function";
-    if (existing->getAttr(kRtShardingAttr) !=
-        attrs.get(dist::kShardingAttrName))
-      return emitError() << "sharding " << attrs.get(dist::kShardingAttrName)
-                         << " differs from the sharding "
-                         << existing->getAttr(kRtShardingAttr)
-                         << " it has in another function";
+    Attribute sharding = attrs.get(dist::kShardingAttrName),
+              other = existing->getAttr(kRtShardingAttr);
+    if (sharding != other) {
+      InFlightDiagnostic diag = emitError() << "sharding ";
+      if (sharding)
+        diag << sharding;
+      else
+        diag << "(none)";
+      diag << " differs from the sharding ";
+      if (other)
+        diag << other;
+      else
+        diag << "(none)";
+      return diag << " it has in another function";
+    }
     return existing;
   }
 
@@ -133,13 +146,16 @@ FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
     auto kindName = attrs.getAs<StringAttr>(tfm::kStateKindAttrName);
     std::optional<StateKind> parsed =
         kindName ? symbolizeStateKind(kindName.getValue()) : std::nullopt;
+    if (!kindName)
+      return emitError() << "missing '" << tfm::kStateKindAttrName
+                         << "' (\"opt_m\" or \"opt_v\")";
     if (!parsed || *parsed == StateKind::Param)
       return emitError() << "'" << tfm::kStateKindAttrName
                          << "' must be \"opt_m\" or \"opt_v\", found "
-                         << (kindName ? kindName : Attribute());
+                         << kindName;
     kind = *parsed;
     auto ofName = attrs.getAs<StringAttr>(tfm::kStateOfAttrName);
-    if (!ofName)
+    if (!ofName || ofName.getValue().empty())
       return emitError() << "missing '" << tfm::kStateOfAttrName
                          << "' (the parameter it belongs to)";
     of = FlatSymbolRefAttr::get(ofName);
@@ -147,10 +163,15 @@ FailureOr<StateDefOp> StateTable::declare(func::FuncOp func, unsigned index) {
   auto initName = attrs.getAs<StringAttr>(tfm::kInitAttrName);
   std::optional<InitKind> init =
       initName ? symbolizeInitKind(initName.getValue()) : std::nullopt;
+  if (!initName)
+    return emitError() << "missing '" << tfm::kInitAttrName
+                       << "' (\"normal\", \"zeros\" or \"ones\": how the "
+                          "runtime initialises the state; the model builder "
+                          "sets it on every parameter)";
   if (!init)
     return emitError() << "'" << tfm::kInitAttrName
                        << "' must be \"normal\", \"zeros\" or \"ones\", found "
-                       << (initName ? initName : Attribute());
+                       << initName;
   FloatAttr std;
   if (*init == InitKind::Normal) {
     std = attrs.getAs<FloatAttr>(tfm::kInitStdAttrName);

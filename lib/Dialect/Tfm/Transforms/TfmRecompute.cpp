@@ -344,7 +344,8 @@ Recompute::getSelectivePlan(const LayerCalls &layer, func::FuncOp fwd,
   newBwd->setAttr(kRecomputeAttrName, b.getUnitAttr());
   newBwd.addEntryBlock();
   newBwd.setAllArgAttrs(inputAttrs);
-  newBwd.setAllResultAttrs(bwd.getAllResultAttrs());
+  if (ArrayAttr resultAttrs = bwd.getAllResultAttrs())
+    newBwd.setAllResultAttrs(resultAttrs);
   ValueRange newArgs = newBwd.getArguments();
   // The recomputation, from the arguments and the kept values.
   IRMapping recomputeMap;

@@ -40,8 +40,10 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
     a role. Either every axis has a role or none has.
 
     Rules: at least one axis, names unique, sizes at least 1, the device
-    count (the product of the sizes) fits in int64, and a role belongs to
-    at most one axis.
+    count (the product of the sizes) at most 2^24 = 16,777,216
+    (`kMaxMeshDevices` in MeshLimits.h: far above any machine, and low
+    enough that a pass may hold a few words per device), and a role belongs
+    to at most one axis.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axis_names,
                        DenseI64ArrayAttr:$axis_sizes,

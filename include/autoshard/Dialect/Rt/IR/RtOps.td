@@ -243,7 +243,7 @@ class Rt_SlotOp<string mnemonic, string what> : Rt_Op<mnemonic,
 def Rt_InputOp : Rt_SlotOp<"input", "input">;
 def Rt_OutputOp : Rt_SlotOp<"output", "output">;
 
-def Rt_ViewOp : Rt_Op<"view", [Pure]> {
+def Rt_ViewOp : Rt_Op<"view", [Pure, HasParent<"FuncOp">]> {
   let summary = "the same bytes as another buffer, another shape";
   let description = [{
     A reshape without a copy: the result is the memory of `source` read with
@@ -253,7 +253,7 @@ def Rt_ViewOp : Rt_Op<"view", [Pure]> {
     %q4 = rt.view %q : !rt.buffer<2x8x128xf32> to !rt.buffer<2x8x4x32xf32>
     ```
 
-    Rules: same element type and element count.
+    Rules: inside an `rt.func`; same element type and element count.
   }];
   let arguments = (ins Rt_BufferType:$source);
   let results = (outs Rt_BufferType:$result);
@@ -262,7 +262,8 @@ def Rt_ViewOp : Rt_Op<"view", [Pure]> {
 }
 
 def Rt_StateOp : Rt_Op<"state", [
-    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    Pure, HasParent<"FuncOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "the buffer of a persistent state";
   let description = [{
     The memory of the state declared by `rt.state_def @name`. Kernels may
@@ -273,14 +274,15 @@ def Rt_StateOp : Rt_Op<"state", [
     %wte = rt.state @wte : !rt.buffer<65x128xf32>
     ```
 
-    Rules: `name` is an `rt.state_def` of the same type.
+    Rules: inside an `rt.func`; `name` is an `rt.state_def` of the same
+    type.
   }];
   let arguments = (ins FlatSymbolRefAttr:$name);
   let results = (outs Rt_BufferType:$result);
   let assemblyFormat = "$name attr-dict `:` qualified(type($result))";
 }
 
-def Rt_ConstOp : Rt_Op<"const", [Pure]> {
+def Rt_ConstOp : Rt_Op<"const", [Pure, HasParent<"FuncOp">]> {
   let summary = "a read-only buffer of the constant pool";
   let description = [{
     A compile-time constant (layer indices, the loss seed). `rt-export`
@@ -292,7 +294,7 @@ def Rt_ConstOp : Rt_Op<"const", [Pure]> {
     %seed = rt.const dense<1.000000e+00> : tensor<f32>
     ```
 
-    Rules: the value is a dense elements attribute.
+    Rules: inside an `rt.func`; the value is a dense elements attribute.
   }];
   let arguments = (ins ElementsAttr:$value);
   let results = (outs Rt_BufferType:$result);
@@ -305,7 +307,8 @@ def Rt_ConstOp : Rt_Op<"const", [Pure]> {
 // Instructions
 //===----------------------------------------------------------------------===//
 
-def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
+def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments,
+                                   HasParent<"FuncOp">]> {
   let summary = "runs one kernel, writing its results into given buffers";
   let description = [{
     Runs the runtime kernel `kernel` (the `tfm` op name without prefix:
@@ -335,10 +338,10 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     asynchronous forms, a `handle` number pairing a `dist.*_start` with its
     `dist.wait` (docs/artifact-format.md, "Communication").
 
-    Rules: the name is a non-empty `[a-z0-9_]` identifier, optionally
-    prefixed by `dist.`; at least one result, except for `dist.` kernels (a
-    send writes nothing); no result is a constant or an input slot
-    (read-only memory).
+    Rules: inside an `rt.func`; the name is a non-empty `[a-z0-9_]`
+    identifier, optionally prefixed by `dist.`; at least one result, except
+    for `dist.` kernels (a send writes nothing); no result is a constant or
+    an input slot (read-only memory).
   }];
   let arguments = (ins StrAttr:$kernel, Variadic<Rt_BufferType>:$args,
                        Variadic<Rt_BufferType>:$results,
@@ -351,7 +354,7 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
 }
 
 def Rt_CallOp : Rt_Op<"call", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    HasParent<"FuncOp">, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "calls a function, passing buffers by reference";
   let description = [{
     Calls the non-entry function `callee` with `operands`: the buffers of
@@ -364,7 +367,8 @@ def Rt_CallOp : Rt_Op<"call", [
         : !rt.buffer<2x8x128xf32>, !rt.buffer<i64>, !rt.buffer<128x128xf32>, !rt.buffer<2x8x128xf32>
     ```
 
-    Rules: the callee is an `rt.func` that is not an entry; operand count
+    Rules: inside an `rt.func`; the callee is an `rt.func` that is not an
+    entry (`rt-plan-memory` rejects recursion: frames nest); operand count
     and types match its arguments; a planned call's callee frame lies
     inside the caller's frame.
   }];

@@ -89,7 +89,7 @@ def TfmAutodiff : Pass<"tfm-autodiff", "::mlir::ModuleOp"> {
     Option<"maxGradNorm", "max-grad-norm", "double", "1.0",
            "global gradient norm above which gradients are scaled down (0: no clipping)">,
     Option<"microbatches", "microbatches", "int64_t", "1",
-           "microbatches per step (gradient accumulation; @forward is one microbatch)">,
+           "microbatches per step, 1 to 65536 (gradient accumulation; @forward is one microbatch)">,
   ];
 }
 
