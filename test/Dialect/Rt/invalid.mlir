@@ -375,3 +375,13 @@ rt.func @""() {
 rt.state_def @w param init zeros : !rt.buffer<4xf32>
 // expected-error @+1 {{'of' must name a 'param' rt.state_def, found '@'}}
 rt.state_def @m opt_m of @"" init zeros : !rt.buffer<4xf32>
+
+// -----
+
+// Found by fuzzing (issue 19): a constant no buffer can hold made an
+// invalid buffer type (an assertion build aborted).
+rt.func @f() {
+  // expected-error @+1 {{buffer element type must be an integer or float of whole bytes, found 'i60'}}
+  %c = rt.const dense<[0, 1]> : tensor<2xi60>
+  rt.return
+}

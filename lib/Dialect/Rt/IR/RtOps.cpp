@@ -266,10 +266,17 @@ void ConstOp::build(OpBuilder &builder, OperationState &state,
 // `rt.const dense<3> : tensor<i64>`: the buffer type is that of the value.
 ParseResult ConstOp::parse(OpAsmParser &parser, OperationState &result) {
   ElementsAttr value;
+  SMLoc loc = parser.getCurrentLocation();
   if (parser.parseAttribute(value, "value", result.attributes) ||
       parser.parseOptionalAttrDict(result.attributes))
     return failure();
-  result.addTypes(BufferType::get(value.getShapedType()));
+  // A value no buffer can hold (e.g. of i60) is an error here, not an
+  // invalid type (found by fuzzing, issue 19).
+  auto type = BufferType::getChecked([&] { return parser.emitError(loc); },
+                                     value.getShapedType());
+  if (!type)
+    return failure();
+  result.addTypes(type);
   return success();
 }
 
