@@ -71,6 +71,16 @@ TEST(ArtifactHostile, DeepNestingIsRefusedBeforeParsing) {
   EXPECT_NO_THROW(parseArtifact(doc.dump(), "strings.json"));
 }
 
+TEST(ArtifactHostile, NumbersTheParserCannotHoldAreAnError) {
+  // Found by artifact-fuzz: nlohmann throws out_of_range (406), not a
+  // parse_error, for a number past double's range; it aborted the loader.
+  expectTextError("1e999", {"hostile.json", "1e999"});
+  Json doc = tinyArtifactJson();
+  std::string text = doc.dump();
+  text.insert(text.size() - 1, ",\"junk\":-1e999");
+  expectTextError(text, {"hostile.json"});
+}
+
 TEST(ArtifactHostile, OversizedFileIsRefusedBeforeReading) {
   std::string path = ::testing::TempDir() + "/huge-artifact.json";
   std::FILE *f = std::fopen(path.c_str(), "w");

@@ -776,7 +776,22 @@ void checkVersionFields(const JsonReader &top, const Json &doc,
 
 } // namespace
 
+namespace {
+Artifact parseArtifactText(std::string_view text, const std::string &source);
+} // namespace
+
 Artifact parseArtifact(std::string_view text, const std::string &source) {
+  try {
+    return parseArtifactText(text, source);
+  } catch (const Json::exception &e) {
+    // A number the parser cannot hold (1e999), a value of another type
+    // than a reader expected: a bad artifact, never an abort.
+    throw ArtifactError("artifact '" + source + "': " + e.what());
+  }
+}
+
+namespace {
+Artifact parseArtifactText(std::string_view text, const std::string &source) {
   if (static_cast<int64_t>(text.size()) > kMaxArtifactBytes)
     throw ArtifactError("artifact '" + source + "' has " +
                         std::to_string(text.size()) + " bytes, more than the " +
@@ -876,6 +891,8 @@ Artifact parseArtifact(std::string_view text, const std::string &source) {
   detail::verifyArtifact(a);
   return a;
 }
+
+} // namespace
 
 Artifact loadArtifact(const std::string &path) {
   std::error_code ec;
