@@ -203,6 +203,11 @@ for t in "${TARGETS[@]}"; do
   else
     n=$(seeds_artifact "$seeds") max_len=524288
   fi
+  # Inputs that crashed once (tools/fuzz/regressions/<target>/): every run
+  # replays them first.
+  for f in "$ROOT/tools/fuzz/regressions/$t"/*; do
+    [[ -f $f ]] && cp "$f" "$seeds/regression-$(basename "$f")" && n=$((n + 1))
+  done
   log "$t: $n seeds, $(find "$corpus" -type f | wc -l) corpus entries; running ${TIME}s"
   before=$(find "$FUZZ_DIR/crashes" -type f -name "$t-*" | wc -l)
   # -timeout: one input may compile for a while (a pipeline on a model);

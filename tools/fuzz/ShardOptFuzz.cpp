@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 using namespace mlir;
 
@@ -119,7 +120,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
   auto stage = Stage(data[0] % uint8_t(Stage::Count));
-  StringRef text(reinterpret_cast<const char *>(data + 1), size - 1);
+  // MLIR's lexer, like shard-opt's file buffers, relies on a terminating
+  // NUL after the text: libFuzzer's bytes have none (reading an identifier
+  // at the end then overran the input), so parse a NUL-terminated copy.
+  std::string owned(reinterpret_cast<const char *>(data + 1), size - 1);
+  StringRef text(owned);
   // A fresh context per input: nothing a mutant interned outlives it.
   MLIRContext context(getRegistry(), MLIRContext::Threading::DISABLED);
   context.allowUnregisteredDialects(false);
