@@ -130,8 +130,7 @@ public:
   RaggedAllToAll(const AllToAllShape &s, Device dev)
       : comm(*s.comm), dev(std::move(dev)), g(s.groupSize), bytes(s.bytes),
         rowBytes(s.rowBytes), slotBytes(s.raggedRows * s.rowBytes),
-        rows(s.raggedRows), split(s.split), concat(s.concat),
-        splitSlots(s.split.inner / slotBytes),
+        rows(s.raggedRows), splitSlots(s.split.inner / slotBytes),
         concatSlots(s.concat.inner / slotBytes),
         slots(s.split.outer * splitSlots), me(comm.rank()) {
     used.resize(g * slots);
@@ -248,7 +247,6 @@ private:
   Communicator &comm;
   Device dev;
   int64_t g, bytes, rowBytes, slotBytes, rows;
-  CommBlocks split, concat;
   int64_t splitSlots, concatSlots, slots, me;
   std::vector<int64_t> used, sendCounts, recvCounts, sendOffset, recvOffset;
   Scratch sendStage, recvStage, countsOut, countsIn;

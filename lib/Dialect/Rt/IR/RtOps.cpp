@@ -66,10 +66,9 @@ LogicalResult StateDefOp::verify() {
                             "'normal'; init is '"
                          << stringifyInitKind(getInit()) << "'"
                          << (getInitStd() ? " with a std" : " without std");
-  if (getInitStd() && !(getInitStd()->convertToDouble() >= 0 &&
-                        std::isfinite(getInitStd()->convertToDouble())))
-    return emitOpError() << "std must be finite and >= 0, found "
-                         << getInitStd()->convertToDouble();
+  double initStd = getInitStd() ? getInitStd()->convertToDouble() : 0.0;
+  if (!(initStd >= 0 && std::isfinite(initStd)))
+    return emitOpError() << "std must be finite and >= 0, found " << initStd;
   bool isParam = getKind() == StateKind::Param;
   if (isParam == getOf().has_value())
     return emitOpError() << "a '" << stringifyStateKind(getKind()) << "' state "

@@ -727,7 +727,11 @@ struct RtExportPass : public autoshard::rt::impl::RtExportBase<RtExportPass> {
     // The keys are sorted: "checksum" is the top level's first, so its
     // placeholder's first occurrence is the field's value.
     size_t at = text.find(("\"" + kChecksumPlaceholder + "\"").str());
-    assert(at != std::string::npos && "checksum placeholder not printed");
+    if (at == std::string::npos) {
+      getOperation().emitError()
+          << "rt-export: the artifact's 'checksum' field was not printed";
+      return signalPassFailure();
+    }
     size_t digits = at + 1 + llvm::StringRef("xxh3-64:").size();
     uint64_t hash = llvm::xxh3_64bits(llvm::StringRef(text));
     std::string hex = llvm::formatv("{0:x-16}", hash).str();
