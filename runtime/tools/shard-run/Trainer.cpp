@@ -185,7 +185,7 @@ double Trainer::evaluate(int64_t step) {
       eval->setI64("step", 1);
     try {
       eval->run();
-    } catch (const std::exception &e) {
+    } catch (const ExecutionError &e) {
       std::string where = "evaluation, validation batch " + std::to_string(k);
       throw ExecutionError(
           (step >= 0 ? "step " + std::to_string(step) + " (" + where + ")"
@@ -302,7 +302,7 @@ RunSummary Trainer::run() {
                                traced ? &*recorder : nullptr);
       try {
         train.run(traced ? &*recorder : nullptr);
-      } catch (const std::exception &e) { // e.g. a dropless MoE overflow
+      } catch (const ExecutionError &e) { // e.g. a dropless MoE overflow
         throw ExecutionError("step " + std::to_string(it) +
                              " (train step): " + e.what());
       }
