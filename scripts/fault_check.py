@@ -26,6 +26,7 @@ checkpoint_check.ARTIFACTS.setdefault("pp2dp2", ("pp=2,dp=2,mb=2", None))
 
 LONG_STEPS = 100000  # runs that are stopped or interrupted
 TIMEOUT = 10         # --comm-timeout of the watchdog cases
+TCP_RETRIES2 = 5     # the hosts' net.ipv4.tcp_retries2 (docs/running.md)
 
 
 class Ctx(checkpoint_check.Ctx):
@@ -95,6 +96,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def process_table(pid: int) -> str:
+    """`pid` and its descendants, one line each: pid, state, kernel wait
+    channel, command line (what a hung job is stuck in)."""
+    lines = []
+    for p in [pid] + sorted(checkpoint_check.descendants(pid)):
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            state = stat[stat.rfind(")") + 2:].split()[0]
+            wchan = Path(f"/proc/{p}/wchan").read_text().strip() or "-"
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        lines.append(f"  {p:>7} {state} {wchan:<24} {cmd[:110]}")
+    return "\n".join(lines) or "  (none left)"
+
+
 def act_then_wait(ctx: Ctx, job: Job, log: Path, act: Callable[[], None], limit: float,
                   what: str) -> Tuple[int, float, List[int]]:
     """Once `job` has logged 3 steps, runs `act` and waits up to `limit` s for
@@ -108,7 +125,8 @@ def act_then_wait(ctx: Ctx, job: Job, log: Path, act: Callable[[], None], limit:
         rc = job.wait(limit)
         took = time.monotonic() - t0
         if rc is None:
-            raise Fail(f"the job still runs {limit:.0f} s after {what}:\n{tail(job.output())}")
+            raise Fail(f"the job still runs {limit:.0f} s after {what}:\n{tail(job.output())}"
+                       f"\nits processes:\n{process_table(job.p.pid)}")
     finally:
         job.kill()
     return rc, took, logged
@@ -249,6 +267,13 @@ class TwoHosts:
                 self.sh(["ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev])
                 self.sh(["ip", "-n", ns, "link", "set", dev, "up"])
                 self.sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+                # docs/running.md: keepalive only probes idle connections; a
+                # connection with unacknowledged data (mpirun ordering a
+                # remote daemon to kill its ranks) is given up after
+                # tcp_retries2 retransmissions, about 13 s at 5, 15 min at
+                # Linux's default 15.
+                self.sh(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+                         f"net.ipv4.tcp_retries2={TCP_RETRIES2}"])
         except Fail:
             self.close()
             raise

@@ -25,8 +25,9 @@
 #             by a veth pair, 10.77.0.1 and 10.77.0.2; skipped where namespaces
 #             cannot be created), the user's own mpirun on host A starting 2
 #             ranks on each (plm_rsh_agent mapping a host to `ip netns exec`,
-#             TCP between the hosts, OpenMPI's out-of-band keepalive of
-#             docs/running.md) for dp=2,tp=2 and pp=2,dp=2: 6 losses equal to
+#             TCP between the hosts, OpenMPI's out-of-band keepalive and
+#             net.ipv4.tcp_retries2=5 of docs/running.md) for dp=2,tp=2 and
+#             pp=2,dp=2: 6 losses equal to
 #             `shard-run -n 4` on one host, plain progress lines in the output
 #             file (no terminal escape codes); then, in a second run, the
 #             link taken down after 3 steps: the job ends non-zero within
