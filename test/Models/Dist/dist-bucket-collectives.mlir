@@ -56,7 +56,20 @@
 // Z1: dist.reduce_scatter %dgamma {{.*}} : tensor<128xf32> -> tensor<64xf32>
 // Z1: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
 // Z1: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
-// Z1: dist.all_gather %{{.*}} on @mesh axes = [dp] gather_dim = 0 : tensor<{{[0-9]+}}xf32>
+// The updated parameter shards are gathered in the gradients' layer groups:
+// one bucket per reduce-scatter bucket (the final norm's weight alone).
+// Z1: dist.all_gather %{{.*}} on @mesh axes = [dp] gather_dim = 0 : tensor<64xf32> -> tensor<128xf32>
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.all_gather %{{.*}} on @mesh axes = [dp] gather_dim = 0 : tensor<107136xf32> -> tensor<214272xf32>
+// Z1-NEXT: dist.unpack %{{.*}} num_groups = 2
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.all_gather %{{.*}} : tensor<98432xf32> -> tensor<196864xf32>
+// Z1-NEXT: dist.unpack %{{.*}} num_groups = 2
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.all_gather %{{.*}} : tensor<98432xf32> -> tensor<196864xf32>
+// Z1-NEXT: dist.unpack %{{.*}} num_groups = 2
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.all_gather %{{.*}} : tensor<98432xf32> -> tensor<196864xf32>
 // Z1-NEXT: dist.unpack %{{.*}} num_groups = 2
 // Z1-LABEL: func.func @eval(
 // Z1: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
@@ -77,7 +90,8 @@
 // Z2: dist.reduce_scatter {{.*}} : tensor<{{[0-9]+}}xf32> -> tensor<{{[0-9]+}}xf32>
 // Z2: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
 // Z2: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
-// Z2: dist.all_gather %{{.*}} on @mesh axes = [dp] gather_dim = 0
+// Z2: dist.all_gather %{{.*}} : tensor<64xf32> -> tensor<128xf32>
+// Z2-COUNT-4: dist.all_gather %{{.*}} on @mesh axes = [dp] gather_dim = 0 : tensor<{{[0-9]+}}xf32>
 // Z2-LABEL: func.func @eval(
 // Z2: dist.all_reduce %{{.*}} : tensor<f32> -> tensor<f32>
 // Z2-LABEL: func.func @logits(

@@ -23,8 +23,10 @@
 // CHECK: DP      dp=4  batch: tokens dim 0 (4x8 -> 1x8), labels dim 0 (4x8 -> 1x8); activations follow the batch; gradients are summed over dp,ep (expert weights: over dp, see EP)
 // CHECK: EP      ep=2  experts (dim 0): expert_gate, expert_up, expert_down (12), 4 -> 2 experts per rank; expert parameters per rank 1.50 MiB -> 768.00 KiB; expert gradients summed over dp (the expert-data-parallel group of 2 ranks); token dispatch / combine: 16 all-to-alls over ep per step (128.00 KiB), 4 per MoE layer per microbatch
 // CHECK: ZeRO-1  dp=4  optimizer states m, v: 86 of 86 split on dp,ep (expert states on dp)
-// CHECK: ZeRO-1          all_gather      dp          1   384.00 KiB
-// CHECK: ZeRO-1          all_gather      dp,ep       1
+// The parameter all-gathers follow the gradient buckets: one per
+// reduce-scatter bucket, expert (dp) and dense (dp,ep) alike.
+// CHECK: ZeRO-1          all_gather      dp          4   384.00 KiB
+// CHECK: ZeRO-1          all_gather      dp,ep       5
 // CHECK: ZeRO-1          reduce_scatter  dp          4   768.00 KiB
 // CHECK: ZeRO-1          reduce_scatter  dp,ep       5
 // CHECK: EP              all_to_all      ep         16   128.00 KiB

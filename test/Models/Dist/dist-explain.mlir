@@ -53,20 +53,21 @@
 // GPT-RT: gpt2_block_fwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
 // GPT-RT-NEXT: gpt2_block_bwd (called 4x): all_gather[tp] x4, reduce_scatter[tp] x2
 
-// RECOUNT-BUCKET: match: 52 collectives
+// RECOUNT-BUCKET: match: 56 collectives
 
-// The 35 parameter all-gathers over dp become one; the 35 gradient
-// reduce-scatters one per layer (right after its backward: the final
-// norm's, one per block, the first block's with the embeddings'), and so
+// The 35 gradient reduce-scatters become one per layer (right after its
+// backward: the final norm's, one per block, the first block's with the
+// embeddings'), the 35 parameter all-gathers over dp one per gradient
+// bucket (each starts behind the next buckets' updates), and so
 // do the norms' gradient all-reduces over tp; the backward's 4 sequence
 // all-gathers per block become 2.
-// BUCKET: ZeRO-1          all_gather      dp          1
+// BUCKET: ZeRO-1          all_gather      dp          5
 // BUCKET: ZeRO-1          reduce_scatter  dp          5
 // BUCKET: TP              all_reduce      tp          7
 // BUCKET: SP              all_gather      tp         17
 // BUCKET: SP              reduce_scatter  tp         18
 // BUCKET: loss/grad norm  all_reduce      dp          2          8 B
-// BUCKET: total                                      52
+// BUCKET: total                                      56
 // BUCKET: gpt2_block_fwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
 // BUCKET-NEXT: gpt2_block_bwd (called 4x): all_gather[tp] x2, reduce_scatter[tp] x2
 

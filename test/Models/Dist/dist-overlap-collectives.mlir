@@ -7,6 +7,7 @@
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff -o %t.ts.mlir
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm | FileCheck %s --check-prefix=DDP
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --rt-lower | FileCheck %s --check-prefix=INPLACE
+// RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,zero=1" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm | FileCheck %s --check-prefix=Z1
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,zero=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm --rt-lower --rt-plan-memory | FileCheck %s --check-prefix=Z2
 
 // DDP-LABEL: func.func @train_step(
@@ -19,6 +20,29 @@
 
 // Lowered: the start names a handle, the wait after the next backward call
 // completes it (the memory plan keeps both buffers live in between).
+// ZeRO-1: each layer's updated parameter shards are gathered (one bucket per
+// gradient bucket) as soon as that layer's optimizer updates are done, behind
+// the next layers' updates; the waits come before the step returns them.
+// Z1-LABEL: func.func @train_step(
+// Z1: tfm.clip_coef
+// Z1-COUNT-10: tfm.adamw
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.all_gather_start
+// Z1-COUNT-8: tfm.adamw
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.all_gather_start
+// Z1-COUNT-8: tfm.adamw
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.all_gather_start
+// Z1-COUNT-8: tfm.adamw
+// Z1-NEXT: dist.pack
+// Z1-NEXT: dist.all_gather_start
+// Z1: dist.wait
+// Z1: dist.wait
+// Z1: dist.wait
+// Z1: dist.wait
+// Z1: return
+
 // Z2-LABEL: rt.func @train_step(
 // Z2: rt.call @gpt2_block_bwd
 // Z2: rt.kernel "dist.reduce_scatter_start"({{.*}}) -> ({{.*}}) attrs {axes = ["dp"], handle = [[N:[0-9]+]] : i64, reduction = "sum", scatter_dim = 0 : i64}

@@ -119,6 +119,12 @@ private:
   /// Buckets the collectives of `key` (one round; the others stay put).
   LogicalResult runKey(const BucketKey &key);
   bool canJoin(const Bucket &bucket, const Member &m) const;
+  /// The layer group of a reduction: that of the ops right after the
+  /// producer of its operand, or of the first operand down a chain of
+  /// reductions that is not a reduction (0 when defined before the block).
+  int64_t getReductionGroup(Operation *reduction) const;
+  /// The layer group of an all-gather whose operand `producer` defines.
+  int64_t getGatherGroup(Operation *gather, Operation *producer) const;
   LogicalResult rewrite(Bucket &bucket);
 
   Block &block;
@@ -148,11 +154,10 @@ std::optional<Member> BlockBucketer::getMember(Operation *op,
   Member m{op, positions.lookup(op), -1, kNoUse, 0, 0};
   if (producer && producer->getBlock() == &block)
     m.defPos = positions.lookup(producer);
-  if (!isReduction(op))
-    m.group = callsBefore[m.pos];
-  else if (m.defPos >= 0)
-    m.group =
-        callsBefore[m.defPos] + (isa<CallOpInterface>(ops[m.defPos]) ? 1 : 0);
+  if (isReduction(op))
+    m.group = getReductionGroup(op);
+  else
+    m.group = getGatherGroup(op, producer);
   for (Operation *user : op->getResult(0).getUsers()) {
     Operation *ancestor = block.findAncestorOpInBlock(*user);
     if (!ancestor || sameKey(user))
@@ -163,6 +168,38 @@ std::optional<Member> BlockBucketer::getMember(Operation *op,
   auto out = cast<RankedTensorType>(op->getResult(0).getType());
   m.bytes = std::max(getBytes(in), getBytes(out));
   return m;
+}
+
+int64_t BlockBucketer::getReductionGroup(Operation *reduction) const {
+  // Through a chain of reductions (a norm's gradient all-reduced over tp,
+  // then reduce-scattered over dp) to the op that computed the gradient:
+  // the chain's own place is wherever the partitioner left it.
+  Operation *producer = reduction->getOperand(0).getDefiningOp();
+  while (producer && producer->getBlock() == &block && isBucketable(producer) &&
+         isReduction(producer))
+    producer = producer->getOperand(0).getDefiningOp();
+  if (!producer || producer->getBlock() != &block)
+    return 0;
+  int64_t defPos = positions.lookup(producer);
+  return callsBefore[defPos] + (isa<CallOpInterface>(producer) ? 1 : 0);
+}
+
+int64_t BlockBucketer::getGatherGroup(Operation *gather,
+                                      Operation *producer) const {
+  // A gather of what an update computed from reduced gradients (ZeRO-1/2:
+  // the optimizer's new parameter shard) belongs to those gradients'
+  // layer group, so the parameter gathers after the optimizer form one
+  // bucket per layer, as the gradient reductions do, and each starts
+  // behind the next buckets' updates (Megatron's per-bucket
+  // overlap_param_gather) instead of all of them in one bucket at the end.
+  int64_t group = -1;
+  if (producer && producer->getBlock() == &block)
+    for (Value operand : producer->getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && def->getBlock() == &block && isBucketable(def) &&
+          isReduction(def))
+        group = std::max(group, getReductionGroup(def));
+  return group >= 0 ? group : callsBefore[positions.lookup(gather)];
 }
 
 bool BlockBucketer::canJoin(const Bucket &bucket, const Member &m) const {

@@ -610,12 +610,18 @@ def DistBucketCollectives
     3. with `split-at-calls` (default), it belongs to the bucket's layer
        group: a call is a layer (a block's forward or backward), and a
        reduction's group is that of its operand's producer (the calls
-       before the ops that follow it), a gather's that of the gather
-       itself. So a bucket is a layer group, as FSDP2 reduce-scatters (and
-       DDP all-reduces) each layer's gradients right after its backward
-       instead of holding every layer's full gradients to the end, even
-       when the partitioner left every reduction at the end of the step
-       (`dist-overlap-collectives` then starts them there).
+       before the ops that follow it; down a chain of reductions, that of
+       the first non-reduction), a gather's that of the gather itself, or,
+       when the op that computes its operand reads reduced gradients (the
+       ZeRO-1/2 optimizer update of a parameter shard), the latest group
+       of those reductions. So a bucket is a layer group, as FSDP2
+       reduce-scatters (and DDP all-reduces) each layer's gradients right
+       after its backward instead of holding every layer's full gradients
+       to the end, even when the partitioner left every reduction at the
+       end of the step (`dist-overlap-collectives` then starts them
+       there); and the updated parameters are gathered in the gradients'
+       buckets, each behind the next buckets' updates (Megatron's
+       distributed optimizer with `overlap_param_gather`).
 
     Otherwise the open bucket is closed and a new one starts. Keys are
     bucketed one after the other (all-gather keys first, as they move up to
