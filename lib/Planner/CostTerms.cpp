@@ -336,14 +336,19 @@ double dataParallelSyncTime(const Cluster &c, const ModelInfo &m,
                             double mb, double F, double B) {
   if (plan.zero == 3)
     return 0;
+  // What the ZeRO-1/2 parameter all-gather hides behind: the next step's
+  // forward (Megatron), or the later buckets' optimizer updates.
+  double gatherCover =
+      plan.paramGatherBehindOptimizer ? optimizerTime(c, plan, s) : F;
   Exposure dps = dpSyncExposure(c, plan.zero, s.denseRank, m.elementBytes,
-                                s.dpGroup, s.dpPerNode, mb, F, B);
+                                s.dpGroup, s.dpPerNode, mb, gatherCover, B);
   bool inTail = plan.pp > 1 && plan.pipelineReductionInTail;
   double exposed = inTail ? dps.total : dps.exposed;
   if (s.expertRank > 0) {
     Exposure eps = dpSyncExposure(
         c, plan.zero, s.expertRank, m.elementBytes, s.edpGroup, s.edpPerNode,
-        mb, std::max(0.0, F - dps.total), std::max(0.0, B - dps.total));
+        mb, std::max(0.0, gatherCover - dps.total),
+        std::max(0.0, B - dps.total));
     exposed += inTail ? eps.total : eps.exposed;
   }
   return exposed;

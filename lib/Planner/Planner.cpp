@@ -659,6 +659,7 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
     Candidate cand;
     cand.cpContiguous = o.cpContiguous;
     cand.pipelineReductionInTail = o.pipelineReductionInTail;
+    cand.paramGatherBehindOptimizer = o.paramGatherBehindOptimizer;
     for (const auto &[key, prof] : profiles) {
       auto [tp, sp, layout] = key;
       cand.tp = tp;

@@ -203,9 +203,10 @@ Zero3Exposure zero3Term(const Cluster &cluster, const ModelInfo &model,
 /// The exposed data-parallel gradient synchronisation of one step under
 /// ZeRO-0/1/2 (algorithms.md §5.1; Megatron-Core DDP buckets): dpSyncExposure
 /// of the dense parameters over dp×cp, hidden behind the step's last
-/// backward (`backward`) and next forward (`forward`), plus the expert
-/// parameters' over their expert-data-parallel group, hidden behind what
-/// the dense one leaves. Reduced in the pipeline stage's tail
+/// backward (`backward`) and next forward (`forward`; the optimizer
+/// updates instead with Candidate::paramGatherBehindOptimizer), plus the
+/// expert parameters' over their expert-data-parallel group, hidden behind
+/// what the dense one leaves. Reduced in the pipeline stage's tail
 /// (Candidate::pipelineReductionInTail, pp > 1): all exposed. Zero for
 /// ZeRO-3 (zero3Term) and a single replica.
 double dataParallelSyncTime(const Cluster &cluster, const ModelInfo &model,

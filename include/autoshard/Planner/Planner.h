@@ -347,10 +347,16 @@ struct Candidate {
   /// zig-zag (cp_layout=zigzag: seq % 2cp == 0, balanced).
   bool cpContiguous = false;
   /// With pp > 1, the data-parallel gradient reduction runs blocking after
-  /// the stage's last backward, as dist-pipeline-split builds it today
-  /// (the microbatch accumulation and the reductions sit in each stage's
-  /// tail), instead of behind the last microbatch's backward.
+  /// the stage's last backward (the microbatch accumulation and the
+  /// reductions in each stage's tail, as dist-pipeline-split built it
+  /// before it accumulated each layer's gradient in the unit of its last
+  /// microbatch), instead of behind the last microbatch's backward.
   bool pipelineReductionInTail = false;
+  /// ZeRO-1/2: the parameter all-gather of each bucket hides behind the
+  /// optimizer updates of the buckets after it (as dist-bucket-collectives
+  /// and dist-overlap-collectives build it), instead of behind the next
+  /// step's forward (Megatron's overlap_param_gather).
+  bool paramGatherBehindOptimizer = false;
   /// Attention under cp > 1: "ring" (ring attention, K/V exchanges
   /// overlapped with the blocks) or "ulysses" (DeepSpeed-Ulysses: four
   /// exposed all-to-alls over cp each way per layer, attention balanced
@@ -462,6 +468,9 @@ struct SearchOptions {
   /// Score pp > 1 with the gradient reduction in the stage's tail
   /// (Candidate::pipelineReductionInTail).
   bool pipelineReductionInTail = false;
+  /// Score the ZeRO-1/2 parameter all-gather hidden behind the optimizer
+  /// (Candidate::paramGatherBehindOptimizer).
+  bool paramGatherBehindOptimizer = false;
   /// Only the ep folding dist-apply-plan builds: with cp = 1 ep divides dp;
   /// with cp > 1 the ep group spans every cp rank of a sequence, so ep is a
   /// multiple of cp and ep/cp divides dp. An MoE model under cp is then

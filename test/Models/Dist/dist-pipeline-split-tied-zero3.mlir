@@ -44,17 +44,20 @@
 // CHECK-LABEL: func.func @logits__pp1(
 // CHECK-SAME: tfm.param = "wte"
 
-// With microbatches the gradient is summed over them in the tail, on both
-// holders alike: stage 1 reduce-scatters the same sum for its own update.
+// With microbatches the gradient is summed over them right after the
+// embedding's last backward on stage 0 (the sum's home), reduce-scattered
+// there and sent once; stage 1 updates its copy from that same gradient.
 // IL-LABEL: func.func @train_step__pp1(
 // IL-SAME: %[[W:arg[0-9]+]]: tensor<18x128xf32> {{{[^%]*}}tfm.param = "wte"
 // IL-SAME: dist.pp_chunks = array<i64: 1, 3>
 // IL: dist.all_gather %[[W]] on @mesh axes = [cp] gather_dim = 0 : tensor<18x128xf32> -> tensor<36x128xf32>
-// IL: %[[G:[0-9]+]] = dist.reduce_scatter %{{[0-9]+}} on @mesh axes = [cp] scatter_dim = 0 reduction = sum : tensor<36x128xf32> -> tensor<18x128xf32>
+// IL-NOT: dist.reduce_scatter %{{[0-9]+}} on @mesh axes = [cp] scatter_dim = 0 reduction = sum : tensor<36x128xf32>
+// IL: %[[G:[0-9]+]] = dist.recv on @mesh axes = [pp] peer = 0 {dist.tag = "B mb=1 {{.*}} : tensor<18x128xf32>
 // IL: tfm.adamw %[[W]], %[[G]],
 
 // ZB-LABEL: func.func @train_step__pp1(
 // ZB-SAME: %[[W:arg[0-9]+]]: tensor<36x128xf32> {{{[^%]*}}tfm.param = "wte"
 // ZB: dist.all_gather %[[W]] on @mesh axes = [cp] gather_dim = 0 : tensor<36x128xf32> -> tensor<72x128xf32>
-// ZB: %[[G:[0-9]+]] = dist.reduce_scatter %{{[0-9]+}} on @mesh axes = [cp] scatter_dim = 0 reduction = sum : tensor<72x128xf32> -> tensor<36x128xf32>
+// ZB-NOT: dist.reduce_scatter %{{[0-9]+}} on @mesh axes = [cp] scatter_dim = 0 reduction = sum : tensor<72x128xf32>
+// ZB: %[[G:[0-9]+]] = dist.recv on @mesh axes = [pp] peer = 0 {dist.tag = "W mb=1 {{.*}} : tensor<36x128xf32>
 // ZB: tfm.adamw %[[W]], %[[G]],

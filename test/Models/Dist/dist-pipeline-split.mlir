@@ -3,10 +3,12 @@
 // embedding) on stage 0, layers 2-3 (and the final norm, LM head and loss)
 // on stage 1; 1F1B order (stage 0: F0 F1 B0 B1, stage 1: F0 B0 F1 B1); the
 // activation of each microbatch sent forward, its gradient (and the LM
-// head's share of the tied embedding gradient) back; then the tails: the
-// losses to stage 0, the summed embedding gradient to stage 1 (both hold
-// and update the tied embedding), one all-reduce over pp of the partial
-// squared norms; dist-verify-comm accepts the result.
+// head's share of the tied embedding gradient) back; each layer's gradient
+// accumulated over the microbatches right after that layer's last backward
+// (so its reduction could start there), not in the tail; then the tails:
+// the mean loss to stage 0, the summed embedding gradient to stage 1 (both
+// hold and update the tied embedding), one all-reduce over pp of the
+// partial squared norms; dist-verify-comm accepts the result.
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 2 --seq 8 --vocab-multiple 8 -q -o %t.mlir
 // RUN: shard-opt %t.mlir --tfm-autodiff=microbatches=2 -o %t.ts.mlir
 // RUN: shard-opt %t.ts.mlir --plan pp=2,mb=2 --dist-propagate --dist-partition --dist-pipeline-split --dist-verify-comm | FileCheck %s
@@ -14,6 +16,7 @@
 // Lowering a pp plan that was not split is an error, not a silent non-pipeline.
 // RUN: not shard-opt %t.ts.mlir --plan pp=2,mb=2 --dist-propagate --dist-partition --rt-lower 2>&1 | FileCheck %s --check-prefix=NOSPLIT
 // RUN: shard-opt %t.ts.mlir --plan pp=2,mb=2,schedule=gpipe --dist-propagate --dist-partition --dist-pipeline-split --dist-verify-comm | FileCheck %s --check-prefix=GPIPE
+// RUN: shard-opt %t.ts.mlir --plan pp=2,mb=2,schedule=looped-bfs,vpp=2 --dist-propagate --dist-partition --dist-pipeline-split --dist-verify-comm | FileCheck %s --check-prefix=LOOPED
 
 // CHECK-LABEL: func.func @train_step__pp0(
 // CHECK-SAME: tfm.param = "wte"
@@ -34,11 +37,15 @@
 // CHECK: call @gpt2_block_bwd
 // CHECK: dist.recv {{.*}} peer = 1 {dist.tag = "B mb=1
 // CHECK: call @gpt2_block_bwd
+// CHECK-NEXT: tfm.add
+// CHECK-NEXT: tfm.scale
 // CHECK: call @gpt2_block_bwd
-// Tail: the losses in, the tied-embedding gradients out, the norm.
-// CHECK: dist.recv {{.*}} peer = 1 {dist.tag = "F mb=0
-// CHECK: dist.send_start {{.*}} peer = 1 {dist.tag = "B mb=0
-// CHECK: tfm.sum_squares
+// CHECK-NEXT: tfm.add
+// CHECK-NEXT: tfm.scale
+// Tail: the mean loss in, the summed tied-embedding gradient out, the norm.
+// CHECK: dist.recv {{.*}} peer = 1 {dist.tag = "F mb=1
+// CHECK-NEXT: dist.send_start {{.*}} peer = 1 {dist.tag = "B mb=1
+// CHECK-NEXT: tfm.sum_squares
 // CHECK-NEXT: dist.all_reduce {{.*}} axes = [pp] reduction = sum
 // CHECK-COUNT-18: tfm.adamw
 // CHECK: dist.wait
@@ -78,3 +85,16 @@
 // GPIPE: call @gpt2_block_bwd
 
 // NOSPLIT: error: rt-lower: the plan has pp=2, but the entries are not split into pipeline stages (run --dist-pipeline-split after --dist-partition)
+
+// Looped BFS runs a chunk's backward microbatches in reverse (torch's
+// ScheduleLoopedBFS): the accumulation follows microbatch 0's backward, the
+// last one the chunk runs.
+// LOOPED-LABEL: func.func @train_step__pp1(
+// LOOPED: tfm.cross_entropy_grad
+// LOOPED: call @gpt2_block_bwd
+// LOOPED-NEXT: dist.send_start {{.*}} {dist.tag = "B mb=1
+// LOOPED: tfm.cross_entropy_grad
+// LOOPED: call @gpt2_block_bwd
+// LOOPED-NEXT: tfm.add
+// LOOPED-NEXT: tfm.scale
+// LOOPED: dist.send_start {{.*}} {dist.tag = "B mb=0

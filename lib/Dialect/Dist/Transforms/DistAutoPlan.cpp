@@ -396,11 +396,15 @@ struct DistAutoPlanPass
       // dist-zigzag-sequence builds it, else contiguous (scored with its
       // imbalance); expert
       // parallelism folded as dist-apply-plan builds it (over dp; under cp
-      // over every cp rank and ep/cp dp ranks), with any ZeRO stage.
+      // over every cp rank and ep/cp dp ranks), with any ZeRO stage; each
+      // pipeline stage's gradient reduction behind its last microbatch's
+      // backward (dist-pipeline-split), the ZeRO-1/2 parameter gathers
+      // behind the later buckets' optimizer updates
+      // (dist-bucket-collectives).
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpZigzagWhereCompilable = true;
       options.epAsCompiled = true;
-      options.pipelineReductionInTail = true;
+      options.paramGatherBehindOptimizer = true;
     }
     // Explicit restrictions of the search space (e.g. to what a published
     // run's software supported): intersected with the defaults above.

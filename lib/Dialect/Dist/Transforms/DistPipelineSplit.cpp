@@ -13,8 +13,10 @@
 //    loss-gradient seed, and forward re-runs marked `tfm.recompute`); for
 //    the zero-bubble schedules B is cut into I (input gradient) and W
 //    (weight gradient: backward ops only the tail reads; block calls are
-//    cut in two, BackwardSplit.h). The rest is the tail (gradient
-//    accumulation over microbatches, the global norm, the optimizer);
+//    cut in two, BackwardSplit.h). An op over several microbatches that
+//    reads no argument (the gradient accumulation, its reduction) runs in
+//    the unit its stage runs last among them; the rest is the tail (the
+//    global norm, the optimizer);
 //  * stages: the k-th block call of a microbatch's forward is layer k, its
 //    backward call the layer of the forward residuals it reads; layers go
 //    to the pp*vpp stages (model chunks) in contiguous ranges balanced by
@@ -112,6 +114,13 @@ bool isSplitSum(Operation *op) {
   return op->hasTrait<tfm::trait::SumOverOperands>();
 }
 
+/// Whether `op` reads an argument of its function (state, or an input
+/// such as the learning rate) directly.
+bool readsArgument(Operation *op) {
+  return llvm::any_of(op->getOperands(),
+                      [](Value v) { return isa<BlockArgument>(v); });
+}
+
 /// The state (parameter or optimizer state) an argument or result holds.
 StringRef stateName(DictionaryAttr attrs) {
   if (!attrs)
@@ -198,6 +207,12 @@ private:
   /// use, one per rank; returns whether it copied any.
   bool replicateOnUserRanks();
   void placeTail();
+  /// Moves each op over several microbatches (`combining`) to the unit of
+  /// the one among them that its stage runs last in `orders` (the last in
+  /// most schedules, the first in looped BFS, whose backward runs the
+  /// microbatches in reverse).
+  void
+  placeCombining(const std::vector<std::vector<pipeline::PipelineOp>> &orders);
   LogicalResult computeDemand();
   void demand(Value value, int64_t rank);
   LogicalResult buildRank(int64_t rank,
@@ -233,6 +248,9 @@ private:
   SmallVector<Operation *> ops; ///< Top-level ops in program order.
   llvm::DenseMap<Operation *, unsigned> position;
   llvm::DenseMap<Operation *, Placement> placement;
+  /// Unit ops over several microbatches (gradient accumulation, the loss
+  /// mean): the microbatches they read.
+  llvm::DenseMap<Operation *, llvm::SmallBitVector> combining;
   llvm::DenseMap<Operation *, int64_t> layerOf;
   int64_t numLayers = 0;
 
@@ -310,10 +328,17 @@ LogicalResult EntrySplitter::place() {
     rows[op] = bits;
     if (bwd)
       backward.insert(op);
-    if (inTail || bits.count() > 1)
+    // An op over several microbatches that reads no state (the gradient
+    // accumulation, its scaling, the data-parallel reductions of the sum,
+    // the loss's mean) runs in the unit of its last microbatch, so a
+    // layer's gradient is complete, and its reduction can start, right
+    // after that layer's last backward instead of in the tail; whatever
+    // reads state (the optimizer) stays in the tail.
+    if (inTail || (bits.count() > 1 && readsArgument(op)))
       tail.insert(op);
   }
   hasBackward = llvm::any_of(ops, isBackwardSeed);
+  combining.clear();
   // Units and tail; ops that depend on no microbatch go with their users.
   for (Operation *op : llvm::reverse(ops)) {
     Placement p;
@@ -322,7 +347,10 @@ LogicalResult EntrySplitter::place() {
     } else if (tail.contains(op)) {
       p.kind = Placement::Tail;
     } else if (numMicrobatches == 1 || rows[op].any()) {
-      p.microbatch = numMicrobatches == 1 ? 0 : rows[op].find_first();
+      // (Over several microbatches: the last for now, placeCombining.)
+      p.microbatch = numMicrobatches == 1 ? 0 : rows[op].find_last();
+      if (rows[op].count() > 1)
+        combining[op] = rows[op];
       p.part = backward.contains(op) ? UnitKind::B : UnitKind::F;
     } else {
       // No microbatch rows (a position table, a ZeRO-3 parameter
@@ -364,9 +392,12 @@ LogicalResult EntrySplitter::classifyBackward(bool allowSplit, bool &didSplit) {
         Placement u = placement.lookup(user);
         if (u.kind != Placement::Unit)
           continue;
-        bool sameUnit =
-            u.stage == p.stage && u.microbatch == p.microbatch && u.backward();
-        if (!sameUnit || input.contains(user))
+        // Another microbatch's backward on the same stage (the gradient
+        // accumulation) does not make a weight gradient an input gradient.
+        bool sameStage =
+            u.stage == p.stage && u.backward() &&
+            (u.microbatch == p.microbatch || combining.count(user));
+        if (!sameStage || input.contains(user))
           usedByInput.set(i);
       }
     if (usedByInput.none() && op->getNumResults() > 0) {
@@ -570,6 +601,25 @@ bool EntrySplitter::replicateOnUserRanks() {
   return replicated;
 }
 
+void EntrySplitter::placeCombining(
+    const std::vector<std::vector<pipeline::PipelineOp>> &orders) {
+  for (auto &[op, bits] : combining) {
+    Placement &p = placement[op];
+    if (p.kind != Placement::Unit || p.stage < 0)
+      continue;
+    const std::vector<pipeline::PipelineOp> &order =
+        orders[stageToRank[p.stage]];
+    int64_t last = -1;
+    for (auto [i, u] : llvm::enumerate(order))
+      if (u.stage == p.stage && u.kind == p.part && u.microbatch >= 0 &&
+          u.microbatch < static_cast<int64_t>(bits.size()) &&
+          bits.test(u.microbatch))
+        last = static_cast<int64_t>(i);
+    if (last >= 0)
+      p.microbatch = order[last].microbatch;
+  }
+}
+
 void EntrySplitter::placeTail() {
   // A tail op's home is the latest stage of its operands (used to count each
   // gradient once in the split global norm).
@@ -722,6 +772,7 @@ LogicalResult EntrySplitter::run(const pipeline::StagePartition &partition) {
                      failed(classifyBackward(/*allowSplit=*/false, didSplit))))
       return failure();
   }
+  placeCombining(orders);
   if (failed(computeDemand()))
     return failure();
   // Each rank's units, and what every rank sends every other during them,

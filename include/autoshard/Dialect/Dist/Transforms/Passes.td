@@ -491,11 +491,20 @@ def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
     zero-bubble schedules (zb-h1, zb-v; Qi et al. 2023) B(s, j) is split
     into I(s, j), the ops a value leaving the unit depends on (the input
     gradient the previous stage waits for), and W(s, j), the rest (weight
-    gradients, read only by the tail); a block backward call is cut into
-    `@f__input` and `@f__weight` (the weight half takes the values of the
-    input half it reads, `dist.backward_part`). The tail (ops that depend
-    on several microbatches, the global gradient norm `tfm.sum_squares`
-    and everything after it) runs on every rank that needs its results:
+    gradients, read only by the accumulation and the tail); a block
+    backward call is cut into `@f__input` and `@f__weight` (the weight
+    half takes the values of the input half it reads,
+    `dist.backward_part`). An op over several microbatches that reads no
+    argument (the gradient accumulation and its scaling, the
+    data-parallel reduction of the sum, the loss mean) runs in the unit
+    of the microbatch its stage runs last (the last one; the first under
+    looped BFS, whose backward runs the microbatches in reverse): each
+    layer's gradient is complete, and `dist-overlap-collectives` can
+    start its reduction, right after that layer's last backward, behind
+    the stage's remaining backward, instead of in the tail. The tail (the
+    optimizer and whatever else over several microbatches reads state or
+    an input, the global gradient norm `tfm.sum_squares` and everything
+    after it) runs on every rank that needs its results:
     every rank returns the loss and the norm and updates the state it
     holds. A parameter used on two ranks (the embedding tied to the LM
     head) is held and updated on both from the same gradient, which the
@@ -750,9 +759,9 @@ def DistOverlapCollectives
     at the same place. With microbatches (`mb > 1`) tfm-autodiff adds each
     microbatch's gradient right after the backward that produced it, so the
     last microbatch's layers are reduced behind the following layers'
-    backward too. Under pipeline parallelism the accumulation and the
-    reductions stay in each stage's tail (dist-pipeline-split), after the
-    stage's last backward: nothing to overlap there yet. A collective with
+    backward too; so are a pipeline stage's, whose accumulation
+    dist-pipeline-split places right after each layer's last backward. A
+    collective with
     no call and no tensor op between its start and its wait stays blocking.
     Every member of a group runs
     the same function, so the order in which the group's collectives are
