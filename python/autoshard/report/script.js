@@ -16,10 +16,10 @@
       });
     });
   });
-  // What the browser laid out: every figure's drawn units (non-zero boxes),
+  // What the browser laid out: the timelines' drawn units (non-zero boxes),
   // read by the browser test (python/tests/test_report_browser.py).
   var drawn = 0;
-  document.querySelectorAll('svg .unit').forEach(function (u) {
+  document.querySelectorAll('svg.timeline .unit').forEach(function (u) {
     var box = u.getBBox();
     if (box.width > 0 && box.height > 0) drawn++;
   });

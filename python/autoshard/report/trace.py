@@ -27,9 +27,10 @@ class TraceError(Exception):
     """A trace file that cannot be read (names the file and the problem)."""
 
 
-def _rank_of(path: str, index: int) -> int:
+def _rank_of(path: str) -> int:
+    """R of a ``.rankR`` suffix; 0 without one (rank 0's file)."""
     m = _RANK_RE.search(os.path.basename(path))
-    return int(m.group(1)) if m else index if index else 0
+    return int(m.group(1)) if m else 0
 
 
 def load_trace(path: str) -> Tuple[Dict[int, str], List[dict]]:
@@ -103,21 +104,25 @@ def _asset(name: str) -> str:
 
 def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float = 900) -> str:
     """The HTML page of the measured timeline of the traces at ``paths``
-    (one per rank; the rank is read from a ``.rankR`` suffix, else the
-    position on the list)."""
+    (one per rank: rank R from a ``.rankR`` suffix, rank 0 without one, as
+    ``shard-run --trace`` names them)."""
     if not paths:
         raise TraceError("no trace files given")
     ranks = []
-    for i, path in enumerate(paths):
+    for path in paths:
         threads, events = load_trace(path)
-        ranks.append((_rank_of(path, i), path, threads, events))
+        ranks.append((_rank_of(path), path, threads, events))
     ranks.sort(key=lambda r: r[0])
     seen = [r[0] for r in ranks]
     if len(set(seen)) != len(seen):
         raise TraceError(f"two traces of the same rank: ranks {seen} from {list(paths)}")
     # Lanes: per rank, per thread that has events under the step.
+    # Each rank's trace has its own clock (microseconds since that process
+    # started): every rank is drawn from the start of its traced step.
     lanes: List[Tuple[str, List[dict]]] = []
     for rank, _, threads, events in ranks:
+        origin = min(e["ts"] for e in events)
+        events = [dict(e, ts=e["ts"] - origin) for e in events]
         by_tid: Dict[int, List[dict]] = {}
         for e in events:
             by_tid.setdefault(int(e.get("tid", 0)), []).append(e)
@@ -125,7 +130,7 @@ def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float
             top = _outermost(by_tid[tid])
             name = threads.get(tid, f"thread {tid}")
             lanes.append((f"rank {rank} {name}", top))
-    t0 = min(e["ts"] for _, evs in lanes for e in evs)
+    t0 = 0.0
     t1 = max(e["ts"] + e["dur"] for _, evs in lanes for e in evs)
     span_ms = max((t1 - t0) / 1e3, 1e-9)
     scale = width / span_ms
@@ -140,8 +145,8 @@ def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float
     out.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                f"<title>{html.escape(title)}</title>\n<style>\n{_asset('style.css')}</style>\n"
                f"</head>\n<body>\n<h1>{html.escape(title)}</h1>\n")
-    out.append(f"<p class=\"sub\">{len(ranks)} ranks, step {span_ms:.2f} ms (wall clock of the "
-               "traced step, all ranks on one time axis)</p>\n")
+    out.append(f"<p class=\"sub\">{len(ranks)} ranks, longest step {span_ms:.2f} ms (each rank from "
+               "the start of its traced step: the ranks' clocks are not synchronized)</p>\n")
     out.append("<h2 id=\"measured\">Measured timeline</h2>\n")
     out.append("<div class=\"legend\">" + "".join(
         f"<span><svg width=\"11\" height=\"11\"><rect class=\"{c}\" width=\"11\" height=\"11\"/></svg> {l}</span>"
