@@ -116,7 +116,9 @@ void report::writeTimeline(const Timeline &t, llvm::raw_ostream &os) {
   double height = laneTop(t.laneNames.size()) + kAxis;
   double width = kLeft + t.width + 24;
   auto x = [&](double time) { return kLeft + time * scale; };
-  os << "<figure>\n<figcaption>" << escape(t.caption) << "</figcaption>\n";
+  // As wide as its drawing, so that timelines sit side by side.
+  os << "<figure style=\"width:" << num(width) << "px\">\n<figcaption>"
+     << escape(t.caption) << "</figcaption>\n";
   os << llvm::formatv("<svg class=\"timeline\" id=\"{0}\" data-kind=\"{1}\" "
                       "data-lanes=\"{2}\" data-units=\"{3}\" width=\"{4}\" "
                       "height=\"{5}\" viewBox=\"0 0 {4} {5}\" "
@@ -224,7 +226,7 @@ Timeline report::pipelineTimeline(const pipeline::PipelineSchedule &schedule,
   t.end = sim.makespan;
   t.unit = "time units";
   for (int64_t r = 0; r < schedule.numRanks; ++r)
-    t.laneNames.push_back("rank " + std::to_string(r));
+    t.laneNames.push_back("pp rank " + std::to_string(r));
   // chunk[s]: how many of rank(s)'s stages come before s (its model chunk).
   std::vector<int64_t> chunk(schedule.numStages, 0);
   for (int64_t s = 0; s < schedule.numStages; ++s)

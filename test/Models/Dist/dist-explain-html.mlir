@@ -52,6 +52,15 @@
 // ZB-NEXT:   lane 0: 6 units (F=2 I=2 W=2)
 // ZB-NEXT:   lane 1: 6 units (F=2 I=2 W=2)
 
+// ZB-V (vpp=2, V-shaped stage map: stages 1 and 2 on rank 1): 4 stages x
+// 2 microbatches x (F, I, W) = 24 units; the V's turn stays on its rank,
+// so 4 activation and 4 gradient transfers.
+// RUN: shard-opt %t.ts2.mlir --plan pp=2,mb=2,schedule=zb-v,vpp=2 --dist-propagate --dist-partition --dist-pipeline-split --dist-explain="format=html output=%t.zbv.html" -o /dev/null
+// RUN: %python -m autoshard.report --summary %t.zbv.html | FileCheck %s --check-prefix=ZBV
+// ZBV: timeline timeline-unit kind=unit lanes=2 units=24 bubbles={{[0-9]+}} arrows=8
+// ZBV-NEXT:   lane 0: 12 units (F=4 I=4 W=4)
+// ZBV-NEXT:   lane 1: 12 units (F=4 I=4 W=4)
+
 // Context parallelism (dp=2, cp=2, ZeRO-1): no pipeline section; the CP
 // row carries the ring's ppermutes; on one device with a baseline the
 // transient part is there too.
