@@ -329,7 +329,7 @@ void writeMemory(const Report &r, const PipelineReport &p, raw_ostream &os) {
 } // namespace
 
 void dist::explain::writeHtml(const Report &r, const PipelineReport &p,
-                        raw_ostream &os) {
+                              raw_ostream &os) {
   // The text report: its header lines become the subtitle, and the whole
   // of it closes the page.
   std::string text;
