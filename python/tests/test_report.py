@@ -105,3 +105,24 @@ def test_cli_reports_errors(tmp_path, capsys, two_ranks):
     assert "autoshard.report: error:" in err and "missing.json: cannot read" in err
     assert main([two_ranks[0], two_ranks[0]]) == 1
     assert "two traces of the same rank: ranks [0, 0]" in capsys.readouterr().err
+
+
+def test_predicted_timelines_come_first(two_ranks, tmp_path):
+    predicted = ('<html><body><figure style="width:10px"><figcaption>unit</figcaption>'
+                 '<svg class="timeline" id="timeline-unit" data-kind="unit">'
+                 '<g class="lane" data-lane="0"><rect class="unit F" data-mb="0"></rect></g>'
+                 '<g class="lane" data-lane="1"><rect class="unit B" data-mb="0"></rect></g>'
+                 '</svg></figure><figure><svg class="bars" id="memory"></svg></figure></body></html>')
+    page = trace_report(list(two_ranks), predicted=predicted)
+    lines = summarize(page)
+    assert lines[0] == "sections predicted measured"
+    timelines = [l.split()[1] for l in lines if l.startswith("timeline ")]
+    assert timelines == ["timeline-unit", "timeline-measured"]  # the bars are not copied
+    with pytest.raises(TraceError, match="the predicted page has no pipeline timeline"):
+        trace_report(list(two_ranks), predicted="<html><body><h1>x</h1></body></html>")
+    # The CLI reads the page.
+    plan = tmp_path / "plan.html"
+    plan.write_text(predicted)
+    out = tmp_path / "both.html"
+    assert main([*two_ranks, "--predicted", str(plan), "-o", str(out)]) == 0
+    assert 'id="timeline-unit"' in out.read_text()

@@ -1,6 +1,7 @@
 """The HTML reports in a real browser: headless Chromium (Debian's
 ``chromium``, installed by scripts/setup.sh) opens dist-explain's page of a
-pp=2, vpp=2 plan and the measured timeline of python -m autoshard.report,
+pp=2, vpp=2 plan and the measured timeline of python -m autoshard.report
+(next to that plan's predicted ones),
 runs their script, and lays them out. The page must load without console
 messages, the DOM Chromium dumps must have one lane per pipeline rank and
 one box per scheduled unit, each box laid out with a non-zero size (the
@@ -99,7 +100,7 @@ def test_explain_report_in_chromium(pp_report, tmp_path):
     assert lines[0] == "sections strategies mesh pipeline memory collectives text"
 
 
-def test_measured_timeline_in_chromium(tmp_path):
+def test_measured_timeline_in_chromium(pp_report, tmp_path):
     chromium = _chromium()
     events = lambda origin: {"traceEvents": [
         {"name": "thread_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "compute"}},
@@ -115,8 +116,11 @@ def test_measured_timeline_in_chromium(tmp_path):
         (tmp_path / name).write_text(json.dumps(events(1000.0 * (rank + 1))))
         paths.append(str(tmp_path / name))
     page = tmp_path / "timeline.html"
-    page.write_text(trace_report(paths))
+    # Next to the plan's predicted timelines (16 units each).
+    page.write_text(trace_report(paths, predicted=pp_report.read_text()))
     shot = os.path.join(_artifacts(tmp_path), "measured.png")
-    lines = _check_page(chromium, page, tmp_path, shot, "1100,400")
+    lines = _check_page(chromium, page, tmp_path, shot, "1300,700")
     assert "timeline timeline-measured kind=measured lanes=2 units=6 bubbles=2 arrows=0" in lines, lines
-    assert "body data-drawn-units=6" in lines, lines
+    assert [l.split()[1] for l in lines if l.startswith("timeline ")] == [
+        "timeline-unit", "timeline-flops", "timeline-measured"]
+    assert f"body data-drawn-units={6 + 2 * 16}" in lines, lines

@@ -13,6 +13,7 @@
 CLI::
 
     python -m autoshard.report trace.json trace.rank1.json -o timeline.html
+    python -m autoshard.report trace.json trace.rank1.json --predicted plan.html -o both.html
     python -m autoshard.report --summary report.html
 
 Standard library only.

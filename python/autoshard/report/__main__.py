@@ -1,5 +1,5 @@
-"""CLI: ``python -m autoshard.report TRACE... -o timeline.html`` or
-``python -m autoshard.report --summary PAGE.html``."""
+"""CLI: ``python -m autoshard.report TRACE... [--predicted PLAN.html] -o
+timeline.html`` or ``python -m autoshard.report --summary PAGE.html``."""
 
 import argparse
 import sys
@@ -16,6 +16,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("inputs", nargs="+", help="trace files (one per rank), or with --summary one HTML page")
     p.add_argument("-o", "--output", help="HTML file to write (default: stdout)")
     p.add_argument("--title", help="page title")
+    p.add_argument("--predicted", metavar="PAGE.html",
+                   help="the plan's dist-explain format=html page: its pipeline timelines are "
+                        "drawn above the measured one")
     p.add_argument("--summary", action="store_true",
                    help="print the structure of the HTML page given (sections, lanes, units, bars)")
     args = p.parse_args(argv)
@@ -26,7 +29,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             with open(args.inputs[0], encoding="utf-8") as f:
                 text = "\n".join(summarize(f.read())) + "\n"
         else:
-            text = trace_report(args.inputs, title=args.title)
+            predicted = None
+            if args.predicted:
+                with open(args.predicted, encoding="utf-8") as f:
+                    predicted = f.read()
+            text = trace_report(args.inputs, title=args.title, predicted=predicted)
     except (TraceError, OSError) as e:
         print(f"autoshard.report: error: {e}", file=sys.stderr)
         return 1

@@ -102,10 +102,23 @@ def _asset(name: str) -> str:
         return f.read()
 
 
-def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float = 900) -> str:
+def predicted_figures(page: str) -> List[str]:
+    """The timeline figures (``<figure>`` holding an ``svg.timeline``) of a
+    ``dist-explain format=html`` page, as they are written there."""
+    figures = []
+    for m in re.finditer(r"<figure[^>]*>.*?</figure>", page, re.S):
+        if 'class="timeline"' in m.group(0):
+            figures.append(m.group(0))
+    return figures
+
+
+def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float = 900,
+                 predicted: Optional[str] = None) -> str:
     """The HTML page of the measured timeline of the traces at ``paths``
     (one per rank: rank R from a ``.rankR`` suffix, rank 0 without one, as
-    ``shard-run --trace`` names them)."""
+    ``shard-run --trace`` names them). With ``predicted`` (the text of the
+    plan's ``dist-explain format=html`` page), its pipeline timelines come
+    first, so that predicted and measured sit on one page."""
     if not paths:
         raise TraceError("no trace files given")
     ranks = []
@@ -147,6 +160,13 @@ def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float
                f"</head>\n<body>\n<h1>{html.escape(title)}</h1>\n")
     out.append(f"<p class=\"sub\">{len(ranks)} ranks, longest step {span_ms:.2f} ms (each rank from "
                "the start of its traced step: the ranks' clocks are not synchronized)</p>\n")
+    if predicted is not None:
+        figures = predicted_figures(predicted)
+        if not figures:
+            raise TraceError("the predicted page has no pipeline timeline (a dist-explain "
+                             "format=html page of a plan with pp > 1)")
+        out.append("<h2 id=\"predicted\">Predicted: the compiled schedule (dist-explain)</h2>\n"
+                   "<div class=\"row\">\n" + "\n".join(figures) + "\n</div>\n")
     out.append("<h2 id=\"measured\">Measured timeline</h2>\n")
     out.append("<div class=\"legend\">" + "".join(
         f"<span><svg width=\"11\" height=\"11\"><rect class=\"{c}\" width=\"11\" height=\"11\"/></svg> {l}</span>"
