@@ -5,8 +5,10 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 
 #include <algorithm>
+#include <optional>
 
 using namespace autoshard;
 using namespace autoshard::report;
@@ -22,6 +24,94 @@ std::string gib(double b) { return llvm::formatv("{0:F2} GiB", b / kGiB); }
 std::string percent(double part, double whole) {
   return whole > 0 ? llvm::formatv("{0:F1}%", 100 * part / whole).str() : "-";
 }
+/// `12F3` -> the op; std::nullopt for any other name.
+std::optional<pipeline::PipelineOp> parseOp(llvm::StringRef name) {
+  size_t letter = name.find_first_of("FBIW");
+  int64_t stage = 0, mb = 0;
+  if (letter == llvm::StringRef::npos || letter == 0 ||
+      name.take_front(letter).getAsInteger(10, stage) ||
+      name.drop_front(letter + 1).getAsInteger(10, mb))
+    return std::nullopt;
+  using Kind = pipeline::PipelineOp::Kind;
+  Kind kind = name[letter] == 'F'   ? Kind::F
+              : name[letter] == 'B' ? Kind::B
+              : name[letter] == 'I' ? Kind::I
+                                    : Kind::W;
+  return pipeline::PipelineOp{kind, stage, mb};
+}
+
+/// The predicted step of `estimate` as a timeline, read off the planner's
+/// own Chrome trace of it (planner::chromeTrace: the simulated schedule with
+/// the estimate's stage costs, then the exposed gradient synchronisation
+/// and the optimizer per pipeline rank), in milliseconds. Empty when the
+/// trace has no pipeline ops.
+std::optional<Timeline> predictedStep(const planner::Estimate &estimate) {
+  llvm::Expected<llvm::json::Value> trace =
+      llvm::json::parse(planner::chromeTrace(estimate));
+  if (!trace) {
+    llvm::consumeError(trace.takeError());
+    return std::nullopt;
+  }
+  const llvm::json::Array *events =
+      trace->getAsObject() ? trace->getAsObject()->getArray("traceEvents")
+                           : nullptr;
+  if (!events)
+    return std::nullopt;
+  pipeline::PipelineSchedule schedule;
+  pipeline::SimulationResult sim;
+  std::vector<TimelineBox> tail;
+  for (const llvm::json::Value &v : *events) {
+    const llvm::json::Object *e = v.getAsObject();
+    if (!e)
+      continue;
+    std::optional<llvm::StringRef> name = e->getString("name");
+    std::optional<int64_t> tid = e->getInteger("tid");
+    std::optional<double> ts = e->getNumber("ts"), dur = e->getNumber("dur");
+    if (!name || !tid || !ts || !dur || *tid < 0)
+      continue;
+    double start = *ts / 1e3, end = (*ts + *dur) / 1e3;
+    if (std::optional<pipeline::PipelineOp> op = parseOp(*name)) {
+      size_t rank = *tid;
+      if (sim.timeline.size() <= rank)
+        sim.timeline.resize(rank + 1);
+      sim.timeline[rank].push_back({*op, start, end});
+      if (schedule.stageToRank.size() <= size_t(op->stage))
+        schedule.stageToRank.resize(op->stage + 1, 0);
+      schedule.stageToRank[op->stage] = *tid;
+      schedule.numMicrobatches =
+          std::max(schedule.numMicrobatches, op->microbatch + 1);
+    } else if (*dur > 0) {
+      TimelineBox b;
+      b.lane = *tid;
+      b.start = start;
+      b.end = end;
+      b.cls = name->starts_with("dp") ? "comm" : "other";
+      b.label = name->str();
+      b.title = llvm::formatv("{0}: {1:F3} to {2:F3} ms", *name, start, end);
+      tail.push_back(std::move(b));
+    }
+    sim.makespan = std::max(sim.makespan, end);
+  }
+  if (sim.timeline.empty())
+    return std::nullopt;
+  schedule.numRanks = sim.timeline.size();
+  schedule.numStages = schedule.stageToRank.size();
+  Timeline t = pipelineTimeline(
+      schedule, sim, "timeline-predicted", "predicted",
+      llvm::formatv("Predicted step of the chosen plan ({0}), ms: the "
+                    "schedule simulated with the estimate's stage times, "
+                    "then the exposed gradient synchronisation and the "
+                    "optimizer",
+                    estimate.plan.applyPlan())
+          .str());
+  t.unit = "ms";
+  t.width = 900;
+  for (TimelineBox &b : tail)
+    if (b.lane < t.laneNames.size())
+      t.boxes.push_back(std::move(b));
+  return t;
+}
+
 } // namespace
 
 void report::writePlannerHtml(const planner::Cluster &cluster,
@@ -101,6 +191,26 @@ void report::writePlannerHtml(const planner::Cluster &cluster,
     writeBarChart(time, os);
     writeBarChart(memory, os);
     writeTable(table, os);
+    if (std::optional<Timeline> step = predictedStep(best)) {
+      os << "<h2 id=\"predicted-step\">The chosen plan's predicted step</h2>"
+            "\n";
+      // The kinds it draws, in this order.
+      std::vector<std::pair<std::string, std::string>> legend;
+      for (auto [cls, label] :
+           {std::pair<const char *, const char *>{"F", "F forward"},
+            {"B", "B backward"},
+            {"I", "I input grad"},
+            {"W", "W weight grad"},
+            {"comm", "exposed gradient sync"},
+            {"other", "optimizer"}})
+        if (llvm::any_of(step->boxes, [&, cls = cls](const TimelineBox &b) {
+              return llvm::StringRef(b.cls).split(' ').first == cls;
+            }))
+          legend.emplace_back(std::string("unit ") + cls, label);
+      legend.emplace_back("bubble", "bubble");
+      writeLegend(legend, os);
+      writeTimeline(*step, os);
+    }
   }
 
   if (!result.rejected.empty()) {
