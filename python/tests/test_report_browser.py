@@ -1,7 +1,8 @@
 """The HTML reports in a real browser: headless Chromium (Debian's
 ``chromium``, installed by scripts/setup.sh) opens dist-explain's page of a
-pp=2, vpp=2 plan and the measured timeline of python -m autoshard.report
-(next to that plan's predicted ones),
+pp=2, vpp=2 plan, dist-auto-plan's page of a pp=2 plan and the measured
+timeline of python -m autoshard.report (next to the first plan's predicted
+ones),
 runs their script, and lays them out. The page must load without console
 messages, the DOM Chromium dumps must have one lane per pipeline rank and
 one box per scheduled unit, each box laid out with a non-zero size (the
@@ -124,3 +125,27 @@ def test_measured_timeline_in_chromium(pp_report, tmp_path):
     assert [l.split()[1] for l in lines if l.startswith("timeline ")] == [
         "timeline-unit", "timeline-flops", "timeline-measured"]
     assert f"body data-drawn-units={6 + 2 * 16}" in lines, lines
+
+
+def test_auto_plan_report_in_chromium(shard_opt, tmp_path):
+    chromium = _chromium()
+    from conftest import REPO_ROOT, config_path
+    cfg = config_path("nanogpt-shakespeare-char-cpu")
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    model = tmp_path / "model.mlir"
+    subprocess.run([sys.executable, "-m", "autoshard.models", cfg, "--batch", "8", "--seq", "64",
+                    "--vocab-multiple", "8", "-q", "-o", str(model)], env=env, check=True, timeout=120)
+    page = tmp_path / "auto-plan.html"
+    cluster = os.path.join(REPO_ROOT, "configs", "clusters", "cpu-2core.json")
+    subprocess.run([shard_opt, str(model),
+                    f"--dist-auto-plan=cluster={cluster} gpus=4 evaluate=pp=2,dp=2,mbs=1,schedule=1f1b "
+                    f"format=html report={page}", "-o", os.devnull],
+                   capture_output=True, text=True, check=True, timeout=120)
+    shot = os.path.join(_artifacts(tmp_path), "auto-plan-pp2.png")
+    lines = _check_page(chromium, page, tmp_path, shot, "1300,1000")
+    # The predicted step: 2 pipeline ranks, 4 microbatches x (F, B), then the
+    # gradient sync and the optimizer on each.
+    assert any(l.startswith("timeline timeline-predicted kind=predicted lanes=2 units=20 ")
+               for l in lines), lines
+    assert "body data-drawn-units=20" in lines, lines
+    assert "bars candidate-time kind=time bars=1" in lines
