@@ -39,8 +39,9 @@ APT_PACKAGES=(
   libopenblas-openmp-dev libsleef-dev libdnnl-dev
   # Checkpoint checksums (header-only use).
   libxxhash-dev
-  # Tests.
-  libgtest-dev libgmock-dev
+  # Tests; the HTML reports' browser test (python/tests/test_report_browser.py)
+  # opens them in headless Chromium, with a font for its screenshots.
+  libgtest-dev libgmock-dev chromium fonts-dejavu-core
   # Fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizers'
   # runtime, the same release as Debian's LLVM/MLIR (clang 14 cannot build
   # the compiler: C++20 captures of structured bindings).

@@ -69,6 +69,7 @@ if [[ $rc -ne 0 && ! -s $REPORTS/ctest.xml ]]; then
 fi
 
 phase pytest env SHARD_OPT="$BUILD_DIR/bin/shard-opt" PYTHONPATH="$ROOT/python" \
+  AUTOSHARD_TEST_ARTIFACTS="$REPORTS" \
   "$PY" -m pytest -q "$ROOT/python/tests" --junitxml="$REPORTS/pytest.xml"
 rc=$?
 [[ $rc -eq 0 || $rc -eq 1 || $rc -eq 5 ]] || suite_errors=$((suite_errors + 1))

@@ -12,7 +12,12 @@ Python side of the project. Subpackages:
   ``shard-run --data DIR``.  CLI: ``python3 -m autoshard.data prepare
   INPUT... -o DIR --tokenizer char|bpe:VOCAB|FILE.json``.
 
-The models package is stdlib-only; ``autoshard.data`` needs numpy, xxhash,
+* :mod:`autoshard.report` -- HTML reports: the measured per-rank timeline of
+  ``shard-run --trace`` files, in the style of ``dist-explain format=html``
+  (whose stylesheet and script it holds).  CLI: ``python3 -m autoshard.report
+  trace.json trace.rank1.json [--predicted plan.html] -o timeline.html``.
+
+The models and report packages are stdlib-only; ``autoshard.data`` needs numpy, xxhash,
 tokenizers and tqdm, ``autoshard.checkpoint`` numpy (and xxhash to verify).
 """
 

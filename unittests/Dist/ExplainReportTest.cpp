@@ -353,7 +353,9 @@ TEST_F(ExplainReaderTest, NoPipelineSectionWithoutSchedule) {
   ASSERT_TRUE(module);
   std::string text;
   llvm::raw_string_ostream os(text);
-  writePipelineText(*module, os);
+  PipelineReport pipeline = readPipeline(*module);
+  EXPECT_FALSE(pipeline.present);
+  writePipelineText(pipeline, os);
   EXPECT_EQ(text, "");
 }
 

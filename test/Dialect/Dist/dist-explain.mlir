@@ -74,5 +74,5 @@
 // JSON-NEXT: "without": 800
 // JSON: "world_size": 4
 
-// ERR-FORMAT: dist-explain: format must be 'text' or 'json', found 'xml'
+// ERR-FORMAT: dist-explain: format must be 'text', 'json' or 'html', found 'xml'
 // ERR-BASE: dist-explain: cannot read baseline

@@ -39,6 +39,7 @@
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h"
 #include "autoshard/Planner/Cluster.h"
 #include "autoshard/Planner/Planner.h"
+#include "autoshard/Report/PlannerHtml.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -341,6 +342,9 @@ struct DistAutoPlanPass
     };
     if (cluster.empty())
       return fail("the 'cluster' option (a cluster JSON file) is required");
+    if (format != "text" && format != "json" && format != "html")
+      return fail("format must be 'text', 'json' or 'html', found '" + format +
+                  "'");
     llvm::Expected<planner::Cluster> machine = planner::loadCluster(cluster);
     if (!machine)
       return fail(llvm::toString(machine.takeError()));
@@ -586,10 +590,15 @@ struct DistAutoPlanPass
     result.stats.compiled = compiled;
     result.stats.compileSeconds = compileSeconds;
 
-    std::string text =
-        format == "json"
-            ? planner::formatReportJson(*machine, model, result, options, top)
-            : planner::formatReport(*machine, model, result, options, top);
+    std::string text;
+    if (format == "json") {
+      text = planner::formatReportJson(*machine, model, result, options, top);
+    } else if (format == "html") {
+      llvm::raw_string_ostream os(text);
+      report::writePlannerHtml(*machine, model, result, options, top, os);
+    } else {
+      text = planner::formatReport(*machine, model, result, options, top);
+    }
     if (failed(writeFile(report, text)))
       return signalPassFailure();
     if (!trace.empty() && !result.best.empty() &&

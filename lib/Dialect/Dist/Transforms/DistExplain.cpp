@@ -6,7 +6,7 @@
 // with and without the plan. An analysis: the module is not changed.
 //
 // The report is read from the rt form of the program (ExplainReader.h) and
-// rendered as text or JSON (ExplainReport.h); a module still in func form
+// rendered as text, JSON or HTML (ExplainReport.h); a module still in func form
 // (right after dist-partition) is lowered on a copy with
 // `rt-lower,rt-fuse-epilogues,rt-plan-memory` (as scripts/train.sh builds it),
 // and the builder's roles are read from its entry functions first.
@@ -44,9 +44,9 @@ struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (format != "text" && format != "json") {
-      module.emitError() << "dist-explain: format must be 'text' or 'json', "
-                            "found '"
+    if (format != "text" && format != "json" && format != "html") {
+      module.emitError() << "dist-explain: format must be 'text', 'json' or "
+                            "'html', found '"
                          << format << "'";
       return signalPassFailure();
     }
@@ -94,9 +94,11 @@ struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {
     }
     if (format == "json") {
       file->os() << llvm::formatv("{0:2}", toJson(report)) << "\n";
+    } else if (format == "html") {
+      writeHtml(report, readPipeline(program), file->os());
     } else {
       writeText(report, file->os());
-      writePipelineText(program, file->os());
+      writePipelineText(readPipeline(program), file->os());
     }
     file->keep();
     markAllAnalysesPreserved();

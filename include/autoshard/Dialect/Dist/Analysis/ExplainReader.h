@@ -53,12 +53,22 @@ mlir::LogicalResult readReport(mlir::ModuleOp program, const RoleMap &roles,
 mlir::LogicalResult readBaseline(llvm::StringRef path, Baseline &baseline,
                                  mlir::Operation *errorAt);
 
-/// Writes the pipeline section of the text report (nothing without a
+/// Reads the pipeline section (`present` false without a
 /// `dist.pipeline_schedule`): the layers and FLOPs of each stage
-/// (`dist.pipeline_stages`), each rank's held state and frame, the per-rank
-/// order, and the unit-cost and FLOP-weighted simulations of the schedule
-/// (makespan, bubble, peak in-flight activations).
-void writePipelineText(mlir::ModuleOp program, llvm::raw_ostream &os);
+/// (`dist.pipeline_stages`), each pipeline rank's held state and frame (its
+/// `train_step` program), and the unit-cost and FLOP-weighted simulations of
+/// the schedule (makespan, bubble, timeline, peak in-flight activations).
+PipelineReport readPipeline(mlir::ModuleOp program);
+
+/// Writes the pipeline section of the text report (nothing without a
+/// pipeline).
+void writePipelineText(const PipelineReport &pipeline, llvm::raw_ostream &os);
+
+/// `layer 2` or `layers 0-1`.
+std::string formatStageLayers(const PipelineStage &stage);
+/// What stage `stage` of `numStages` holds besides its layers
+/// (` + embedding`, ` + head, loss`; empty in between).
+const char *formatStageExtras(size_t stage, size_t numStages);
 
 } // namespace autoshard::dist::explain
 

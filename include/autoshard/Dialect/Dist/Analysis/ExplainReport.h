@@ -14,6 +14,9 @@
 #ifndef AUTOSHARD_DIALECT_DIST_ANALYSIS_EXPLAINREPORT_H
 #define AUTOSHARD_DIALECT_DIST_ANALYSIS_EXPLAINREPORT_H
 
+#include "autoshard/Pipeline/Schedule.h"
+#include "autoshard/Pipeline/Simulate.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/JSON.h"
@@ -176,6 +179,66 @@ struct Report {
   std::vector<std::pair<std::string, int64_t>> recomputeCalls;
 };
 
+/// One stage of a pipeline (dist-pipeline-split's cost-balanced split,
+/// `dist.pipeline_stages`).
+struct PipelineStage {
+  /// First and last layer of the stage (inclusive).
+  int64_t firstLayer = 0, lastLayer = 0;
+  /// The pipeline rank (coordinate on the mesh's `pp` axis) that runs it.
+  int64_t rank = 0;
+  /// FLOPs of microbatch 0, forward + backward.
+  int64_t flops = 0;
+};
+
+/// What the ranks of one pipeline stage hold: their `train_step` program's
+/// state and planned frame.
+struct PipelineRank {
+  /// The pipeline rank and its program (`train_step__pp0`).
+  int64_t rank = 0;
+  std::string function;
+  /// Held state: tensors, bytes, and bytes per state kind (`param`,
+  /// `opt_m`, `opt_v`).
+  int64_t stateTensors = 0, stateBytes = 0;
+  std::map<std::string, int64_t> stateByKind;
+  /// The planned frame (0 if unplanned) and the live bytes per category at
+  /// its peak.
+  int64_t frameBytes = 0;
+  std::map<std::string, int64_t> peak;
+};
+
+/// The pipeline section of dist-explain (readPipeline, ExplainReader.h):
+/// the compiled schedule (`dist.pipeline_schedule`) and its simulations.
+struct PipelineReport {
+  /// False without a `dist.pipeline_schedule` (no pipeline).
+  bool present = false;
+  /// Set when the schedule attribute cannot be read (then nothing else is).
+  std::string error;
+  /// The plan's `schedule` (`1f1b`, `interleaved`, ...; `?` if unknown).
+  std::string kind = "?";
+  pipeline::PipelineSchedule schedule;
+  /// Virtual stages per rank.
+  int64_t vpp = 1;
+  /// Per stage; empty when `dist.pipeline_stages` is missing or does not
+  /// match the schedule.
+  std::vector<PipelineStage> stages;
+  int64_t numLayers = 0;
+  /// Per pipeline rank, in the module's function order.
+  std::vector<PipelineRank> ranks;
+  /// Whether the backward is split into I and W (zero-bubble schedules).
+  bool split = false;
+  /// The unit-cost simulation (F=1, B=2, I=W=1).
+  pipeline::SimulationResult unit;
+  /// The schedule family's ideal bubble and its formula (`(p-1)/m`).
+  double idealBubble = 0;
+  std::string idealFormula;
+  /// The FLOP-weighted simulation (each stage's ops scaled by its FLOPs
+  /// relative to the mean stage; F:B = 1:2, I = W = B/2); absent without
+  /// stage FLOPs or when it deadlocks.
+  std::optional<pipeline::SimulationResult> weighted;
+  /// The per-stage costs of the weighted simulation.
+  std::vector<pipeline::OpCosts> weightedCosts;
+};
+
 /// The strategy label of the collectives of a tensor of at most one
 /// element (the loss and the gradient norm).
 inline constexpr const char *kScalarCause = "loss/grad norm";
@@ -216,6 +279,14 @@ void writeText(const Report &report, llvm::raw_ostream &os);
 /// other_entries and memory (per MemoryRow key: with / without, null when
 /// unknown).
 llvm::json::Value toJson(const Report &report);
+
+/// Writes the HTML report (one self-contained page): the strategy table
+/// with each strategy's collectives, the mesh as a grid of ranks, the
+/// pipeline timelines of `pipeline` (unit-cost and FLOP-weighted), the
+/// memory per rank as stacked bars next to one device, the collectives
+/// table, and the text report.
+void writeHtml(const Report &report, const PipelineReport &pipeline,
+               llvm::raw_ostream &os);
 
 } // namespace autoshard::dist::explain
 

@@ -402,7 +402,9 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
     Option<"output", "output", "std::string", /*default=*/"\"-\"",
            "Where to write the report (- = stdout)">,
     Option<"format", "format", "std::string", /*default=*/"\"text\"",
-           "Report format: text or json">,
+           "Report format: text, json or html (one self-contained page: "
+           "strategy table, mesh, pipeline timelines, memory bars; "
+           "docs/dist-explain.md)">,
     Option<"baseline", "baseline", "std::string", /*default=*/"\"\"",
            "Artifact (rt-export JSON) of the same model without a plan, for "
            "the transient memory without the plan">,
@@ -846,7 +848,8 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
     Option<"report", "report", "std::string", /*default=*/"\"-\"",
            "Where to write the report (- = stdout)">,
     Option<"format", "format", "std::string", /*default=*/"\"text\"",
-           "Report format: text or json">,
+           "Report format: text, json or html (candidates as stacked "
+           "time and memory bars, rejected families; docs/planner.md)">,
     Option<"trace", "trace", "std::string", /*default=*/"\"\"",
            "Chrome-trace file of the chosen plan's predicted step">,
     Option<"top", "top", "int64_t", /*default=*/"10",

@@ -1,0 +1,128 @@
+"""python -m autoshard.report: the measured timeline of shard-run traces and
+the structure summary the lit and browser tests read."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from autoshard.report import TraceError, summarize, trace_report
+from autoshard.report.__main__ import main
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.dirname(HERE)
+
+
+def _trace(path, origin, events):
+    """A trace as shard-run writes it: thread names, the step, then the
+    entry's instructions (calls nest their callee's)."""
+    ev = [{"args": {"name": "compute"}, "name": "thread_name", "ph": "M", "pid": 0, "tid": 0},
+          {"args": {"name": "comm"}, "name": "thread_name", "ph": "M", "pid": 0, "tid": 1}]
+    end = max(ts + dur for _, _, ts, dur, _ in events)
+    ev.append({"name": "train_step 1", "cat": "step", "ph": "X", "pid": 0, "tid": 0,
+               "ts": origin, "dur": end})
+    for name, cat, ts, dur, tid in events:
+        ev.append({"name": name, "cat": cat, "ph": "X", "pid": 0, "tid": tid,
+                   "ts": origin + ts, "dur": dur})
+    path.write_text(json.dumps({"traceEvents": ev}))
+    return str(path)
+
+
+@pytest.fixture
+def two_ranks(tmp_path):
+    # Rank 0: F, send, (gap), B; its forward call nests two instructions.
+    r0 = _trace(tmp_path / "trace.json", 1000.0, [
+        ("gpt2_block_fwd", "train_step__pp0", 0, 400, 0),
+        ("matmul", "gpt2_block_fwd", 10, 100, 0),
+        ("attention", "gpt2_block_fwd", 150, 100, 0),
+        ("dist.send_start", "train_step__pp0", 400, 50, 0),
+        ("gpt2_block_bwd", "train_step__pp0", 900, 700, 0),
+        ("adamw", "train_step__pp0", 1600, 100, 0),
+        ("dist.send", "comm", 410, 30, 1),
+    ])
+    # Rank 1, another clock origin: recv, F, B, send.
+    r1 = _trace(tmp_path / "trace.rank1.json", 77000.0, [
+        ("dist.recv", "train_step__pp1", 0, 450, 0),
+        ("gpt2_block_fwd", "train_step__pp1", 450, 400, 0),
+        ("gpt2_block_bwd", "train_step__pp1", 850, 800, 0),
+        ("dist.send_start", "train_step__pp1", 1650, 50, 0),
+    ])
+    return r0, r1
+
+
+def test_measured_timeline_lanes_units_and_idle(two_ranks):
+    page = trace_report(list(reversed(two_ranks)))  # the rank comes from the name
+    lines = summarize(page)
+    assert lines[0] == "sections measured"
+    assert "timeline timeline-measured kind=measured lanes=3 units=9 " in lines[2] + " "
+    # Rank 0's compute thread: the calls are one box each (nested
+    # instructions are not drawn), the gap between send and backward idle.
+    assert lines[3] == "  lane 0: 4 units (B=1 F=1 comm=1 other=1)"
+    assert lines[4] == "  lane 1: 1 units (comm=1)"
+    assert lines[5] == "  lane 2: 4 units (B=1 F=1 comm=2)"
+    assert 'idle 0.450 to 0.900 ms' in page
+    assert "rank 0 compute" in page and "rank 1 compute" in page and "rank 0 comm" in page
+    # Self-contained: the shared style and script inline, nothing fetched.
+    assert "<style>" in page and "<script>" in page
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    # Each rank from its own step's start: rank 1's clock origin is gone.
+    assert "longest step 1.70 ms" in page
+
+
+def test_cli_writes_page_and_summary(two_ranks, tmp_path, capsys):
+    out = tmp_path / "timeline.html"
+    assert main([*two_ranks, "-o", str(out), "--title", "pp=2 step"]) == 0
+    assert "<title>pp=2 step</title>" in out.read_text()
+    assert main(["--summary", str(out)]) == 0
+    assert "timeline timeline-measured kind=measured lanes=3" in capsys.readouterr().out
+    # As a module, from a source checkout.
+    p = subprocess.run([sys.executable, "-m", "autoshard.report", "--summary", str(out)],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=PYTHON_DIR),
+                       timeout=60)
+    assert p.returncode == 0 and "lanes=3" in p.stdout
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not JSON"),
+    ('{"traceEvents": 3}', "no 'traceEvents' list (found int)"),
+    ('{"traceEvents": [{"ph": "X", "name": "matmul", "ts": 1}]}', "event 0 ('matmul') has no numeric 'dur'"),
+    ('{"traceEvents": [{"ph": "M", "name": "thread_name", "tid": 0}]}', "no complete ('X') events"),
+    ('{"traceEvents": [7]}', "event 0 is not an object: 7"),
+])
+def test_bad_trace_is_an_error_naming_the_file(tmp_path, content, message):
+    path = tmp_path / "t.json"
+    path.write_text(content)
+    with pytest.raises(TraceError) as e:
+        trace_report([str(path)])
+    assert str(path) in str(e.value) and message in str(e.value)
+
+
+def test_cli_reports_errors(tmp_path, capsys, two_ranks):
+    assert main([str(tmp_path / "missing.json")]) == 1
+    err = capsys.readouterr().err
+    assert "autoshard.report: error:" in err and "missing.json: cannot read" in err
+    assert main([two_ranks[0], two_ranks[0]]) == 1
+    assert "two traces of the same rank: ranks [0, 0]" in capsys.readouterr().err
+
+
+def test_predicted_timelines_come_first(two_ranks, tmp_path):
+    predicted = ('<html><body><figure style="width:10px"><figcaption>unit</figcaption>'
+                 '<svg class="timeline" id="timeline-unit" data-kind="unit">'
+                 '<g class="lane" data-lane="0"><rect class="unit F" data-mb="0"></rect></g>'
+                 '<g class="lane" data-lane="1"><rect class="unit B" data-mb="0"></rect></g>'
+                 '</svg></figure><figure><svg class="bars" id="memory"></svg></figure></body></html>')
+    page = trace_report(list(two_ranks), predicted=predicted)
+    lines = summarize(page)
+    assert lines[0] == "sections predicted measured"
+    timelines = [l.split()[1] for l in lines if l.startswith("timeline ")]
+    assert timelines == ["timeline-unit", "timeline-measured"]  # the bars are not copied
+    with pytest.raises(TraceError, match="the predicted page has no pipeline timeline"):
+        trace_report(list(two_ranks), predicted="<html><body><h1>x</h1></body></html>")
+    # The CLI reads the page.
+    plan = tmp_path / "plan.html"
+    plan.write_text(predicted)
+    out = tmp_path / "both.html"
+    assert main([*two_ranks, "--predicted", str(plan), "-o", str(out)]) == 0
+    assert 'id="timeline-unit"' in out.read_text()
