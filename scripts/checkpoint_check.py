@@ -543,9 +543,11 @@ def stop_by_signal(art: str, sig: int, sig_name: str, async_save: bool = False):
         if not m:
             raise Fail("no 'stopped by ... after step N: checkpoint DIR' line:\n"
                        + "\n".join(out.strip().splitlines()[-10:]))
-        # A single rank names the signal; the launcher forwards it as SIGUSR1.
-        if a_ranks(ctx, art) == 1 and m.group(1) != sig_name:
-            raise Fail(f"'stopped by {m.group(1)}', expected {sig_name}")
+        # A single rank names the signal; under the launcher (which
+        # forwards it as SIGUSR1) the ranks name the launcher's signal.
+        want = sig_name if a_ranks(ctx, art) == 1 else f"{sig_name} (to shard-run)"
+        if m.group(1) != want:
+            raise Fail(f"'stopped by {m.group(1)}', expected {want}")
         n = int(m.group(2))
         if Path(m.group(3)) != save / step_dir(n):
             raise Fail(f"checkpoint {m.group(3)}, expected {save / step_dir(n)}")

@@ -205,6 +205,8 @@ def interrupted(art: str, sig: int, sig_name: str):
         m = re.search(r"shard-run: interrupted at step (\d+) by (.+?) \(", out)
         if not m:
             raise Fail(f"no 'shard-run: interrupted at step N by ...' line:\n{tail(out)}")
+        if m.group(2) != sig_name:  # under -n N too: the launcher's signal
+            raise Fail(f"the line names '{m.group(2)}', expected {sig_name}:\n{m.group(0)}")
         n, steps = int(m.group(1)), steps_logged(log)
         if steps != list(range(n)):
             raise Fail(f"interrupted at step {n}, but the log holds steps {steps[:3]}..."
@@ -235,6 +237,29 @@ def rank_dies(art: str, victim: int):
         if not last - 1 <= step <= last + 2:
             raise Fail(f"died during step {step}, but rank 0 had logged up to step {last}")
         return f"'{m.group(0)}' {took:.1f}s after the kill (exit {rc})"
+    return case
+
+
+def dies_while_finishing(art: str, steps: int = 3):
+    """A rank killed while writing --save-params after the last step: the
+    line says it died after its last training step, not during a step the
+    run does not have, and the target file is not created."""
+    def case(ctx: Ctx, d: Path) -> str:
+        target = d / "final.safetensors"
+        cmd = ["env", "AUTOSHARD_TEST_WRITE_FAULT=kill:final.safetensors"] + ctx.cmd(
+            art, d / "log.jsonl", steps=steps, extra=["--save-params", str(target)])
+        rc, out = ctx.run_cmd(cmd, ctx.timeout)
+        if rc == 0:
+            raise Fail(f"exit 0 although a rank was killed while saving:\n{tail(out)}")
+        m = re.search(r"shard-run: error: rank (\d+) \(pid \d+\) died ([^;]*)", out)
+        if not m:
+            raise Fail(f"no 'shard-run: error: rank R (pid P) died ...' line:\n{tail(out)}")
+        want = f"after its last training step ({steps} steps done"
+        if not m.group(2).startswith(want):
+            raise Fail(f"the line says '{m.group(0)}', expected 'died {want}; ...)'")
+        if target.exists():
+            raise Fail(f"{target} exists although its writer was killed")
+        return f"'{m.group(0)[:110]}' (exit {rc})"
     return case
 
 
@@ -416,6 +441,8 @@ CASES: List[Tuple[str, str, Callable[[Ctx, Path], str]]] = [
     ("signal", "SIGTERM to shard-run (1 rank), no --save-dir",
      interrupted("1rank", signal.SIGTERM, "SIGTERM")),
     ("death", "SIGKILL of rank 1 of dp=2,tp=2", rank_dies("dp2tp2", 1)),
+    ("death", "rank killed writing --save-params after the last step of dp=2,tp=2",
+     dies_while_finishing("dp2tp2")),
     ("hosts", "dp=2,tp=2 under the user's own mpirun on one host: plain progress lines",
      own_mpirun("dp2tp2")),
     ("hosts", "dp=2,tp=2 across two network namespaces over TCP, then the link down",

@@ -20,7 +20,10 @@
 #             ..." at a step boundary, exit 128 + the signal, and the log holds
 #             exactly steps 0..N-1 (with --save-dir: scripts/checkpoint_check.sh);
 #   death     SIGKILL of rank 1 of a 4-rank job: "shard-run: error: rank 1 (pid
-#             P) died during step N" with N the step the job was in;
+#             P) died during step N" with N the step the job was in; a rank
+#             killed while writing --save-params after the last of 3 steps
+#             (AUTOSHARD_TEST_WRITE_FAULT): "died after its last training
+#             step (3 steps done; ...)", and no target file;
 #   hosts     two "hosts" (network namespaces with their own host names, joined
 #             by a veth pair, 10.77.0.1 and 10.77.0.2; skipped where namespaces
 #             cannot be created), the user's own mpirun on host A starting 2

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -54,6 +55,10 @@ volatile std::sig_atomic_t withCheckpoints = 0;
 volatile std::sig_atomic_t pending = 0;    // first signal held back
 volatile std::sig_atomic_t ranksReady = 0; // every rank has its watch
 volatile pid_t child = -1;
+/// PREFIX "signal": where the launcher writes the name of the signal it
+/// forwards as SIGUSR1, so that the ranks can name it (set before the
+/// handler is installed; read in the handler).
+char signalFile[512] = {};
 
 extern "C" void onLauncherSignal(int sig) {
   if (child <= 0)
@@ -75,6 +80,15 @@ extern "C" void onLauncherSignal(int sig) {
   for (const char *part : {"shard-run: ", name, what}) {
     ssize_t ignored = ::write(2, part, std::strlen(part));
     (void)ignored;
+  }
+  if (first && signalFile[0]) {
+    // open/write/close are async-signal-safe.
+    int fd = ::open(signalFile, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ssize_t ignored = ::write(fd, name, std::strlen(name));
+      (void)ignored;
+      ::close(fd);
+    }
   }
   // A rank that has not installed its watch yet would die of SIGUSR1:
   // the first signal waits (in runForwardingSignals) until all have.
@@ -114,6 +128,8 @@ void writeStatus(const char *text, int64_t bytes, off_t at) {
 struct RankStatus {
   pid_t pid = 0;
   int64_t stepsDone = -1;
+  /// Past its last training step (the final evaluation and saves).
+  bool finishing = false;
   char state = '?'; ///< '?': no status file (the rank never started).
   bool signalled = false;
   int64_t goneOrder = -1; ///< When it was seen gone (0 first), -1: never.
@@ -130,9 +146,11 @@ RankStatus readStatus(const std::string &path) {
   if (n <= kStateAt)
     return st;
   long long pid = 0, steps = -1;
-  if (std::sscanf(buf, "%lld %lld", &pid, &steps) >= 1)
+  char phase[4] = {};
+  if (std::sscanf(buf, "%lld %lld %3s", &pid, &steps, phase) >= 1)
     st.pid = static_cast<pid_t>(pid);
   st.stepsDone = steps;
+  st.finishing = std::strcmp(phase, "end") == 0;
   st.state = buf[kStateAt];
   st.signalled = n > kSignalAt && buf[kSignalAt] == 'T';
   return st;
@@ -179,11 +197,11 @@ PreemptionWatch::PreemptionWatch(int64_t rank) {
   install(onRankSignal);
 }
 
-void noteRankStep(int64_t stepsDone) {
+void noteRankStep(int64_t stepsDone, bool finishing) {
   char buf[kStateAt + 1];
-  int n = std::snprintf(buf, sizeof(buf), "%lld %lld",
-                        static_cast<long long>(::getpid()),
-                        static_cast<long long>(stepsDone));
+  int n = std::snprintf(
+      buf, sizeof(buf), "%lld %lld%s", static_cast<long long>(::getpid()),
+      static_cast<long long>(stepsDone), finishing ? " end" : "");
   if (n < 0 || n >= kStateAt)
     return;
   std::memset(buf + n, ' ', kStateAt - n);
@@ -219,10 +237,20 @@ int PreemptionWatch::interruptedExitStatus() const {
 std::string PreemptionWatch::signalName() const {
   if (received == 0)
     return "";
-  if (received == SIGUSR1 && underForwardingLauncher())
+  if (received == SIGUSR1 && underForwardingLauncher()) {
     // Under `shard-run -n N` a SIGTERM or SIGINT to the launcher arrives
-    // as SIGUSR1 (see the file comment of Preemption.h).
+    // as SIGUSR1 (see the file comment of Preemption.h); the launcher
+    // wrote which one into PREFIX "signal".
+    std::string name;
+    if (const char *prefix = std::getenv("AUTOSHARD_READY_PREFIX")) {
+      std::ifstream in(std::string(prefix) + "signal");
+      std::getline(in, name);
+    }
+    if (name == "SIGTERM" || name == "SIGINT" || name == "SIGHUP" ||
+        name == "SIGUSR1")
+      return name + " (to shard-run)";
     return "a signal to shard-run (forwarded to the ranks as SIGUSR1)";
+  }
   return signalText(received);
 }
 
@@ -230,6 +258,9 @@ int runForwardingSignals(const std::vector<std::string> &args,
                          const std::string &readyPrefix, int64_t ranks,
                          bool checkpoints) {
   withCheckpoints = checkpoints ? 1 : 0;
+  std::string signalPath = readyPrefix + "signal";
+  if (signalPath.size() < sizeof(signalFile))
+    std::memcpy(signalFile, signalPath.c_str(), signalPath.size() + 1);
   std::vector<char *> cargs;
   for (const std::string &a : args)
     cargs.push_back(const_cast<char *>(a.c_str()));
@@ -297,6 +328,7 @@ int runForwardingSignals(const std::vector<std::string> &args,
     st[r].goneOrder = order;
     ::unlink((readyPrefix + std::to_string(r)).c_str());
   }
+  ::unlink(signalPath.c_str());
   int code = WIFEXITED(status)
                  ? WEXITSTATUS(status)
                  : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -345,10 +377,13 @@ int runForwardingSignals(const std::vector<std::string> &args,
   if (dead.empty())
     return code;
   const RankStatus &d = st[dead[0]];
-  std::string when = d.stepsDone < 0
-                         ? "before its first training step"
-                         : "during step " + std::to_string(d.stepsDone) + " (" +
-                               std::to_string(d.stepsDone) + " steps done)";
+  std::string done = std::to_string(d.stepsDone) + " steps done";
+  std::string when =
+      d.stepsDone < 0 ? "before its first training step"
+      : d.finishing
+          ? "after its last training step (" + done +
+                "; in the final evaluation or writing its outputs)"
+          : "during step " + std::to_string(d.stepsDone) + " (" + done + ")";
   std::string others;
   for (size_t i = 1; i < dead.size(); ++i)
     others += (i > 1 ? ", " : "") + std::to_string(dead[i]);

@@ -53,8 +53,10 @@ public:
 };
 
 /// Records in this rank's status file (when the launcher asked for one)
-/// that it has done `stepsDone` steps and is in the next.
-void noteRankStep(int64_t stepsDone);
+/// that it has done `stepsDone` steps and is in the next, or, `finishing`,
+/// that it is past its last step (final evaluation, --save-params, the
+/// last checkpoint).
+void noteRankStep(int64_t stepsDone, bool finishing = false);
 /// How a rank ends, as its status file tells the launcher.
 enum class RankEnd {
   Done,        ///< Cleanly.

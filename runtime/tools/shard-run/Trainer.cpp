@@ -389,6 +389,7 @@ RunSummary Trainer::run() {
       log->writeLast(
           {{"step", summary.stepsDone}, {"stopped_by", summary.stoppedBy}});
   } else {
+    noteRankStep(summary.stepsDone, /*finishing=*/true);
     if (saver && savedAt != opts.steps)
       beginSave(opts.steps);
     exportHf(opts.steps); // done already with a checkpoint at this step

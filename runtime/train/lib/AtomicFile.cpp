@@ -3,9 +3,11 @@
 #include "autoshard/runtime/train/AtomicFile.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -90,9 +92,28 @@ void fsyncAndClose(int &fd, const std::string &path) {
     throw std::runtime_error(osError("closing", path));
 }
 
+bool isDeadPid(const std::string &digits) {
+  if (digits.empty() || digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(),
+                   [](char ch) { return ch >= '0' && ch <= '9'; }))
+    return false;
+  pid_t pid = static_cast<pid_t>(std::stol(digits));
+  return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
 AtomicFile::AtomicFile(std::string path)
     : target(std::move(path)),
       temp(target + ".tmp-" + std::to_string(::getpid())) {
+  // Temporaries of killed writers of the same target.
+  std::error_code ec;
+  std::string prefix = fs::path(target).filename().string() + ".tmp-";
+  for (const fs::directory_entry &e :
+       fs::directory_iterator(parentOf(target), ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && isDeadPid(name.substr(prefix.size())) &&
+        e.is_regular_file(ec))
+      fs::remove(e.path(), ec);
+  }
   fd = ::open(temp.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     throw std::runtime_error(osError("cannot create", temp));

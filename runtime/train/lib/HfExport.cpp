@@ -63,16 +63,6 @@ std::string notAnExport(const std::string &dir) {
   return "";
 }
 
-/// Names a process of this host that is gone.
-bool deadPid(const std::string &digits) {
-  if (digits.empty() || digits.size() > 9 ||
-      !std::all_of(digits.begin(), digits.end(),
-                   [](char ch) { return ch >= '0' && ch <= '9'; }))
-    return false;
-  pid_t pid = static_cast<pid_t>(std::stol(digits));
-  return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
-}
-
 /// Opens `path` for writing; closes on destruction.
 struct OutFile {
   std::string path;
@@ -301,7 +291,7 @@ void checkHfExportDir(const std::string &dir) {
     std::string name = e.path().filename().string();
     for (const std::string tag : {".tmp-", ".old-"}) {
       if (name.rfind(leaf + tag, 0) != 0 ||
-          !deadPid(name.substr(leaf.size() + tag.size())))
+          !isDeadPid(name.substr(leaf.size() + tag.size())))
         continue;
       std::error_code ignored;
       if (tag == ".old-" && !fs::exists(dir, ignored))

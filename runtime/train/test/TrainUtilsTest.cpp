@@ -159,6 +159,29 @@ TEST(AtomicFile, TargetChangesOnlyAtCommit) {
   EXPECT_FALSE(std::filesystem::exists(f.tempPath()));
 }
 
+TEST(AtomicFile, RemovesTemporariesOfKilledWriters) {
+  // A writer killed mid-write leaves `path.tmp-<pid>`; the next write of the
+  // same target removes it when that pid is gone, and leaves a live
+  // process's (another writer in flight) and other targets' alone.
+  std::string path = tempPath("stale.bin");
+  std::string dead = path + ".tmp-999999999";
+  std::string live = path + ".tmp-" + std::to_string(::getppid());
+  std::string other = tempPath("other.bin") + ".tmp-999999999";
+  for (const std::string &f : {dead, live, other})
+    writeFileAtomically(f, "partial");
+  writeFileAtomically(path, "content");
+  EXPECT_EQ(readFile(path), "content");
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(other));
+  std::filesystem::remove(live);
+  std::filesystem::remove(other);
+  EXPECT_FALSE(isDeadPid(std::to_string(::getpid())));
+  EXPECT_FALSE(isDeadPid("12a"));
+  EXPECT_FALSE(isDeadPid(""));
+  EXPECT_TRUE(isDeadPid("999999999"));
+}
+
 TEST(AtomicFile, CheckCreatableCreatesNothing) {
   std::string path = tempPath("never-created.bin");
   std::remove(path.c_str());

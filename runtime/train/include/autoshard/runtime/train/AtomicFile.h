@@ -13,7 +13,8 @@
 // Test hook: AUTOSHARD_TEST_WRITE_FAULT=MODE:TEXT[:N] makes the first write
 // into the N-th (default: first) temporary of the process whose target path
 // contains TEXT stop halfway, MODE `kill` by SIGKILL (a killed run), `fail`
-// by an error (a full disk). A killed writer leaves its `.tmp-<pid>`.
+// by an error (a full disk). A killed writer leaves its `.tmp-<pid>`; the
+// next AtomicFile of the same target removes it (the pid is gone).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +31,9 @@ namespace autoshard::runtime {
 class AtomicFile {
 public:
   /// Creates the temporary `path.tmp-<pid>` (same directory, so the rename
-  /// is atomic). Throws std::runtime_error naming it and the OS error.
+  /// is atomic), first removing `path.tmp-<pid>` files of processes of this
+  /// host that are gone (killed writers). Throws std::runtime_error naming
+  /// the temporary and the OS error.
   explicit AtomicFile(std::string path);
   /// Without commit(): closes and removes the temporary; the target is
   /// untouched.
@@ -68,6 +71,10 @@ void publishRename(const std::string &from, const std::string &to);
 /// temporary that is removed at once) and `path` is not a directory.
 /// Throws std::runtime_error "cannot write 'PATH': REASON".
 void checkCreatable(const std::string &path);
+
+/// Whether `digits` (a file name's `.tmp-<pid>` suffix) names a process of
+/// this host that no longer exists; false for anything but 1-9 digits.
+bool isDeadPid(const std::string &digits);
 
 /// "what 'path': <strerror(errno)>".
 std::string osError(const std::string &what, const std::string &path);
