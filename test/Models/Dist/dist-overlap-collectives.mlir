@@ -7,6 +7,8 @@
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff -o %t.ts.mlir
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm | FileCheck %s --check-prefix=DDP
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --rt-lower | FileCheck %s --check-prefix=INPLACE
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff=microbatches=2 -o %t.ts2.mlir
+// RUN: shard-opt %t.ts2.mlir --dist-apply-plan="plan=pp=2,dp=2,mb=2" --dist-propagate --dist-partition --dist-pipeline-split --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm | FileCheck %s --check-prefix=PP
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,zero=1" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm | FileCheck %s --check-prefix=Z1
 // RUN: shard-opt %t.ts.mlir --dist-apply-plan="plan=dp=2,zero=2" --dist-propagate --dist-partition --dist-bucket-collectives --dist-overlap-collectives --dist-verify-comm --rt-lower --rt-plan-memory | FileCheck %s --check-prefix=Z2
 
@@ -42,6 +44,21 @@
 // Z1: dist.wait
 // Z1: dist.wait
 // Z1: return
+
+// A pipeline stage (layers 0-1 on stage 0, 2 microbatches): layer 1's
+// gradient, accumulated right after its last backward, is all-reduced over
+// dp behind layer 0's last backward; the last bucket (layer 0 and the
+// embeddings) has nothing left to hide behind.
+// PP-LABEL: func.func @train_step__pp0(
+// PP: call @gpt2_block_bwd
+// PP: call @gpt2_block_bwd
+// PP: call @gpt2_block_bwd
+// PP: dist.pack
+// PP-NEXT: %[[H:[0-9]+]] = dist.all_reduce_start {{.*}} axes = [dp]
+// PP-NEXT: call @gpt2_block_bwd
+// PP: dist.wait %[[H]]
+// PP: dist.all_reduce {{.*}} axes = [dp]
+// PP: tfm.sum_squares
 
 // Z2-LABEL: rt.func @train_step(
 // Z2: rt.call @gpt2_block_bwd
