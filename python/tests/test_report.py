@@ -15,9 +15,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
 
 
-def _trace(path, origin, events):
+def _trace(path, origin, events, meta=None):
     """A trace as shard-run writes it: thread names, the step, then the
-    entry's instructions (calls nest their callee's)."""
+    entry's instructions (calls nest their callee's); ``meta`` its
+    ``otherData`` (the run)."""
     ev = [{"args": {"name": "compute"}, "name": "thread_name", "ph": "M", "pid": 0, "tid": 0},
           {"args": {"name": "comm"}, "name": "thread_name", "ph": "M", "pid": 0, "tid": 1}]
     end = max(ts + dur for _, _, ts, dur, _ in events)
@@ -26,7 +27,10 @@ def _trace(path, origin, events):
     for name, cat, ts, dur, tid in events:
         ev.append({"name": name, "cat": cat, "ph": "X", "pid": 0, "tid": tid,
                    "ts": origin + ts, "dur": dur})
-    path.write_text(json.dumps({"traceEvents": ev}))
+    doc = {"traceEvents": ev}
+    if meta is not None:
+        doc["otherData"] = meta
+    path.write_text(json.dumps(doc))
     return str(path)
 
 
@@ -126,3 +130,55 @@ def test_predicted_timelines_come_first(two_ranks, tmp_path):
     out = tmp_path / "both.html"
     assert main([*two_ranks, "--predicted", str(plan), "-o", str(out)]) == 0
     assert 'id="timeline-unit"' in out.read_text()
+
+
+def _run(rank, world=2, plan=None, artifact="/runs/a/model.json", step=1):
+    return {"rank": rank, "world_size": world, "artifact": artifact,
+            "plan": plan if plan is not None else {"pp": 2}, "step": step}
+
+
+def test_traces_of_different_runs_are_refused(tmp_path):
+    events = [("gpt2_block_fwd", "x", 0, 10, 0)]
+    r0 = _trace(tmp_path / "trace.json", 0.0, events, _run(0))
+    r1 = _trace(tmp_path / "trace.rank1.json", 0.0, events, _run(1))
+    assert "lanes=" in "\n".join(summarize(trace_report([r0, r1])))
+    other = tmp_path / "other"
+    other.mkdir()
+    for meta, message in [
+            (_run(1, plan={"dp": 2}), 'plan {"dp": 2} vs {"pp": 2}'),
+            (_run(1, artifact="/runs/b/model.json"), "artifact"),
+            (_run(1, step=3), "step 3 vs 1"),
+            (_run(1, world=4), "world_size 4 vs 2"),
+            (_run(0), "the file name says rank 1, the trace rank 0")]:
+        bad = _trace(other / "trace.rank1.json", 0.0, events, meta)
+        with pytest.raises(TraceError) as e:
+            trace_report([r0, bad])
+        assert message in str(e.value), str(e.value)
+    three = _trace(other / "trace.rank2.json", 0.0, events, _run(2))
+    with pytest.raises(TraceError, match="rank 2 of a run of 2 ranks"):
+        trace_report([r0, three])
+    # A --predicted page of a plan on another number of ranks.
+    page = ('<html><body><div class="rank" data-rank="0"></div><div class="rank" data-rank="1">'
+            '</div><div class="rank" data-rank="2"></div><figure><svg class="timeline" '
+            'id="timeline-unit" data-kind="unit"><g class="lane"><rect class="unit F"></rect>'
+            '</g></svg></figure></body></html>')
+    with pytest.raises(TraceError, match="plan on 3 ranks, the traces of a run on 2"):
+        trace_report([r0, r1], predicted=page)
+
+
+def test_cli_bad_files_are_errors_not_tracebacks(two_ranks, tmp_path, capsys):
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    assert main([str(binary), "-o", str(tmp_path / "x.html")]) == 1
+    assert f"trace {binary}: not UTF-8 text" in capsys.readouterr().err
+    assert main([*two_ranks, "--predicted", str(binary)]) == 1
+    assert f"--predicted page {binary}: not UTF-8" in capsys.readouterr().err
+    assert main([*two_ranks, "--predicted", str(tmp_path / "nope.html")]) == 1
+    assert "--predicted page" in capsys.readouterr().err
+    assert main([*two_ranks, "-o", str(tmp_path / "no" / "dir" / "x.html")]) == 1
+    assert "cannot write -o" in capsys.readouterr().err
+    assert main([*two_ranks, "-o", str(tmp_path)]) == 1
+    assert "cannot write -o" in capsys.readouterr().err
+    # --summary of something that is not a report page.
+    assert main(["--summary", two_ranks[0]]) == 1
+    assert "not an autoshard report page" in capsys.readouterr().err

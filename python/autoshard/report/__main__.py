@@ -6,6 +6,7 @@ import sys
 from typing import List, Optional
 
 from . import TraceError, summarize, trace_report
+from .trace import read_text
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -22,26 +23,29 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--summary", action="store_true",
                    help="print the structure of the HTML page given (sections, lanes, units, bars)")
     args = p.parse_args(argv)
+    if args.summary and len(args.inputs) != 1:
+        p.error(f"--summary takes one HTML file, found {len(args.inputs)}")
     try:
         if args.summary:
-            if len(args.inputs) != 1:
-                p.error(f"--summary takes one HTML file, found {len(args.inputs)}")
-            with open(args.inputs[0], encoding="utf-8") as f:
-                text = "\n".join(summarize(f.read())) + "\n"
+            page = read_text(args.inputs[0], "page")
+            try:
+                text = "\n".join(summarize(page)) + "\n"
+            except ValueError as e:
+                raise TraceError(f"{args.inputs[0]}: {e}") from None
         else:
-            predicted = None
-            if args.predicted:
-                with open(args.predicted, encoding="utf-8") as f:
-                    predicted = f.read()
+            predicted = read_text(args.predicted, "--predicted page") if args.predicted else None
             text = trace_report(args.inputs, title=args.title, predicted=predicted)
-    except (TraceError, OSError) as e:
+        if args.output:
+            try:
+                with open(args.output, "w", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as e:
+                raise TraceError(f"cannot write -o {args.output}: {e.strerror}") from None
+        else:
+            sys.stdout.write(text)
+    except TraceError as e:
         print(f"autoshard.report: error: {e}", file=sys.stderr)
         return 1
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
     return 0
 
 

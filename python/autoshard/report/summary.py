@@ -58,14 +58,26 @@ class _Summary(HTMLParser):
             self._bar = None
 
 
+def mesh_ranks(html: str) -> int:
+    """The number of ranks drawn in a report page's mesh (0 without one)."""
+    p = _Summary()
+    p.feed(html)
+    p.close()
+    return p.mesh_ranks
+
+
 def summarize(html: str) -> List[str]:
     """One line per fact of the page: ``sections a b c``, ``mesh N ranks``,
     ``body data-...=V``, then per figure ``timeline ID kind=K lanes=N
     units=U bubbles=B arrows=A`` followed by ``  lane i: U units (F=..)`` or
-    ``bars ID kind=K bars=N`` followed by ``  bar i: seg seg ...``."""
+    ``bars ID kind=K bars=N`` followed by ``  bar i: seg seg ...``.
+    Raises ValueError when the page has no report sections."""
     p = _Summary()
     p.feed(html)
     p.close()
+    if not p.sections:
+        raise ValueError("not an autoshard report page (no report sections: "
+                         "dist-explain or dist-auto-plan format=html writes them)")
     out = ["sections " + " ".join(p.sections), f"mesh {p.mesh_ranks} ranks"]
     for k, v in sorted(p.body.items()):
         if k.startswith("data-"):

@@ -33,13 +33,29 @@ def _rank_of(path: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def load_trace(path: str) -> Tuple[Dict[int, str], List[dict]]:
-    """(thread id -> name, complete events) of one rank's trace file."""
+def read_text(path: str, what: str) -> str:
+    """The UTF-8 text of ``path`` (``what`` names it in errors); raises
+    TraceError naming the file and the problem."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            return f.read()
     except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e.strerror}") from None
+        raise TraceError(f"{what} {path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise TraceError(f"{what} {path}: not UTF-8 text (byte {e.start}: "
+                         f"{e.object[e.start:e.start + 1]!r})") from None
+
+
+def load_trace(path: str) -> Tuple[Dict[int, str], List[dict]]:
+    """(thread id -> name, complete events) of one rank's trace file."""
+    return _load(path)[:2]
+
+
+def _load(path: str) -> Tuple[Dict[int, str], List[dict], dict]:
+    """load_trace plus the trace's ``otherData`` (the run it belongs to)."""
+    text = read_text(path, "trace")
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise TraceError(f"{path}: not JSON: {e}") from None
     events = data.get("traceEvents") if isinstance(data, dict) else data
@@ -59,7 +75,38 @@ def load_trace(path: str) -> Tuple[Dict[int, str], List[dict]]:
             complete.append(e)
     if not complete:
         raise TraceError(f"{path}: no complete ('X') events")
-    return threads, complete
+    meta = data.get("otherData") if isinstance(data, dict) else None
+    return threads, complete, meta if isinstance(meta, dict) else {}
+
+
+def _check_one_run(ranks: List[tuple]) -> int:
+    """Refuses traces of different runs (shard-run writes the run into each
+    trace's ``otherData``: rank, world size, artifact, plan, step); returns
+    the world size (0 when the traces do not say)."""
+    world = 0
+    first = None
+    for rank, path, _, _, meta in ranks:
+        if not meta:
+            continue
+        if "rank" in meta and meta["rank"] != rank:
+            raise TraceError(f"{path}: the file name says rank {rank}, the trace rank "
+                             f"{meta['rank']}")
+        run = {k: meta.get(k) for k in ("world_size", "artifact", "plan", "step")}
+        if first is None:
+            first = (path, run)
+        else:
+            for key, value in run.items():
+                if value != first[1][key]:
+                    raise TraceError(
+                        f"{path} and {first[0]} are traces of different runs: {key} "
+                        f"{json.dumps(value)} vs {json.dumps(first[1][key])}")
+        world = int(run["world_size"] or 0)
+    if world and len(ranks) > world:
+        raise TraceError(f"{len(ranks)} traces of a run of {world} ranks")
+    for rank, path, *_ in ranks:
+        if world and not 0 <= rank < world:
+            raise TraceError(f"{path}: rank {rank} of a run of {world} ranks")
+    return world
 
 
 def _outermost(events: List[dict]) -> List[dict]:
@@ -123,17 +170,24 @@ def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float
         raise TraceError("no trace files given")
     ranks = []
     for path in paths:
-        threads, events = load_trace(path)
-        ranks.append((_rank_of(path), path, threads, events))
+        threads, events, meta = _load(path)
+        ranks.append((_rank_of(path), path, threads, events, meta))
     ranks.sort(key=lambda r: r[0])
     seen = [r[0] for r in ranks]
     if len(set(seen)) != len(seen):
         raise TraceError(f"two traces of the same rank: ranks {seen} from {list(paths)}")
+    world = _check_one_run(ranks)
+    if predicted is not None and world:
+        from .summary import mesh_ranks
+        planned = mesh_ranks(predicted)
+        if planned and planned != world:
+            raise TraceError(f"the --predicted page is of a plan on {planned} ranks, the "
+                             f"traces of a run on {world}")
     # Lanes: per rank, per thread that has events under the step.
     # Each rank's trace has its own clock (microseconds since that process
     # started): every rank is drawn from the start of its traced step.
     lanes: List[Tuple[str, List[dict]]] = []
-    for rank, _, threads, events in ranks:
+    for rank, _, threads, events, _ in ranks:
         origin = min(e["ts"] for e in events)
         events = [dict(e, ts=e["ts"] - origin) for e in events]
         by_tid: Dict[int, List[dict]] = {}

@@ -406,6 +406,14 @@ RunSummary Trainer::run() {
   }
   if (recorder) {
     recorder->flushComm();
+    const Artifact &a = executor.artifact();
+    nlohmann::json plan = nlohmann::json::parse(a.planJson, nullptr, false);
+    trace.setMetadata(
+        {{"rank", executor.comm() ? executor.comm()->world().rank() : 0},
+         {"world_size", a.worldSize},
+         {"artifact", a.source},
+         {"plan", plan.is_discarded() ? nlohmann::json(a.planJson) : plan},
+         {"step", opts.traceStep}});
     trace.save(opts.trace);
   }
   summary.wallS = (TraceRecorder::nowUs() - loopStart) * 1e-6;

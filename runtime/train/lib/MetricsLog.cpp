@@ -102,7 +102,9 @@ void ChromeTrace::save(const std::string &path) const {
   }
   try {
     writeFileAtomically(
-        path, nlohmann::json{{"traceEvents", list}, {"displayTimeUnit", "ms"}}
+        path, nlohmann::json{{"traceEvents", list},
+                             {"displayTimeUnit", "ms"},
+                             {"otherData", metadata}}
                       .dump() +
                   '\n');
   } catch (const std::runtime_error &e) {

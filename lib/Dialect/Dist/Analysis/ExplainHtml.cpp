@@ -120,7 +120,8 @@ void writeCollectives(const Report &r, raw_ostream &os) {
 /// the last two, rows the second-to-last axis, columns the last (ranks in
 /// row-major order of the mesh).
 void writeMesh(const Report &r, raw_ostream &os) {
-  os << "<h2 id=\"mesh\">Mesh: " << r.worldSize << " ranks</h2>\n";
+  os << "<h2 id=\"mesh\">Mesh: " << r.worldSize
+     << (r.worldSize == 1 ? " rank" : " ranks") << "</h2>\n";
   if (r.mesh.empty()) {
     os << "<p>No mesh: one rank.</p>\n";
     return;

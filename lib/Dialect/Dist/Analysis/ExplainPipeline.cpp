@@ -102,6 +102,9 @@ PipelineReport dist::explain::readPipeline(ModuleOp module) {
   } else if (pr.kind == "interleaved") {
     pr.idealBubble = (p - 1) / (pr.vpp * m);
     pr.idealFormula = "(p-1)/(v*m)";
+  } else if (!pr.kind.empty() && pr.kind != "gpipe" && pr.kind != "1f1b") {
+    // ZB-V, looped BFS: no closed form here; 1F1B's as the yardstick.
+    pr.idealFormula = "1F1B's (p-1)/m";
   }
   // The same schedule with each stage's ops weighted by its FLOPs (F:B =
   // 1:2, I = W = B/2), normalized to the mean stage: what an unbalanced

@@ -54,13 +54,20 @@ public:
   /// Names lane `tid` of process `pid` (a "thread_name" metadata event, the
   /// track's title in the viewers) and orders the tracks by tid.
   void nameThread(int tid, std::string name, int pid = 0);
-  /// Writes `{"traceEvents": [...]}` to `path`; throws std::runtime_error
-  /// naming the path on failure.
+  /// Sets the trace's `otherData` object (the run it belongs to: rank,
+  /// world size, artifact, plan, step), which readers use to refuse traces
+  /// of different runs drawn together.
+  void setMetadata(nlohmann::json otherData) {
+    metadata = std::move(otherData);
+  }
+  /// Writes `{"traceEvents": [...], "otherData": {...}}` to `path`; throws
+  /// std::runtime_error naming the path on failure.
   void save(const std::string &path) const;
   /// Complete events recorded (metadata not counted).
   size_t size() const { return events.size(); }
 
 private:
+  nlohmann::json metadata = nlohmann::json::object();
   struct Event {
     std::string name, category;
     double startUs, durUs;
