@@ -503,4 +503,44 @@ double fixedBytes(const Cluster &c, const Candidate &plan,
   return c.reservedBytes + groups * c.commBufferBytesPerGroup;
 }
 
+//===----------------------------------------------------------------------===//
+// Process groups across nodes
+//===----------------------------------------------------------------------===//
+
+bool groupCrossesNodes(int64_t size, int64_t stride, int64_t world,
+                       int64_t perNode) {
+  if (size < 2 || perNode < 1 || world <= perNode)
+    return false;
+  int64_t block = stride * size;
+  return block > perNode || perNode % block != 0;
+}
+
+std::vector<std::string> crossNodeGroups(const Cluster &c,
+                                         const Candidate &plan) {
+  std::vector<std::string> groups;
+  if (c.singleNode)
+    return groups;
+  const int64_t world = plan.pp * plan.dp * plan.cp * plan.tp;
+  const int64_t gpn = c.gpusPerNode;
+  auto check = [&](llvm::StringRef name, int64_t size, int64_t stride) {
+    if (!groupCrossesNodes(size, stride, world, gpn))
+      return;
+    std::string members =
+        stride == 1 ? llvm::formatv("{0} consecutive ranks", size).str()
+                    : llvm::formatv("{0} ranks {1} apart", size, stride).str();
+    groups.push_back(llvm::formatv("{0} group of {1} spans nodes of {2} GPUs",
+                                   name, members, gpn)
+                         .str());
+  };
+  check(plan.sp ? "tp+sp" : "tp", plan.tp, 1);
+  check("cp", plan.cp, plan.tp);
+  if (plan.ep > 1) {
+    if (plan.expertLayout() == ExpertLayout::OverTp)
+      check("ep", plan.ep, 1);
+    else
+      check("ep", plan.ep, plan.tp);
+  }
+  return groups;
+}
+
 } // namespace autoshard::planner

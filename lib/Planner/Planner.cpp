@@ -427,6 +427,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   };
   if (std::string why = planError(m, prof, plan, globalBatch); !why.empty())
     return invalid(why);
+  e.crossNode = crossNodeGroups(c, plan);
   const int64_t p = plan.pp, v = plan.vpp;
   const double b = plan.mbs, mb = plan.mb;
   const double scale = 1.0 / plan.cp;
@@ -612,10 +613,24 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
   std::map<std::string, Estimate> bestPerFamily;
   std::map<std::string, double> minPeak;
   std::map<std::string, std::string> invalidReason;
+  // With forbidCrossNode, a plan whose tp, cp or ep group spans nodes is
+  // invalid: the reason names the first such group.
+  auto forbidden = [&](const Candidate &cand) -> std::string {
+    if (!o.forbidCrossNode)
+      return "";
+    std::vector<std::string> groups = crossNodeGroups(c, cand);
+    if (groups.empty())
+      return "";
+    return "invalid: " + groups.front() + " (cross-node=forbid)";
+  };
   auto consider = [&](const LocalProfile &prof, const Candidate &cand) {
     ++result.stats.candidates;
-    Estimate e = evaluate(c, m, prof, cand, o.globalBatch, false);
     std::string fam = cand.family();
+    if (std::string why = forbidden(cand); !why.empty()) {
+      invalidReason.emplace(fam, why);
+      return;
+    }
+    Estimate e = evaluate(c, m, prof, cand, o.globalBatch, false);
     if (!e.fits) {
       if (e.note.rfind("invalid", 0) == 0) {
         invalidReason.emplace(fam, e.note);
@@ -642,7 +657,8 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
     if (fitting.empty()) {
       Estimate e = evaluate(c, m, it == profiles.end() ? missing : it->second,
                             o.fixedPlan, o.globalBatch, false);
-      result.rejected[o.fixedPlan.family()] = e.note;
+      std::string why = forbidden(o.fixedPlan);
+      result.rejected[o.fixedPlan.family()] = why.empty() ? e.note : why;
     }
   } else {
     // Expert-parallel degrees: for MoE models the listed powers of two
@@ -906,6 +922,20 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
           100 * e.exposedComm / e.stepTime, 100 * e.bubble / e.stepTime,
           e.simulated ? "yes" : "no");
     }
+    // Plans that rely on a tp, cp or ep group spanning nodes.
+    bool header = false;
+    for (int64_t i = 0; i < n; ++i)
+      for (const std::string &group : r.best[i].crossNode) {
+        if (!header)
+          os << "\ncross-node groups (their collectives use the inter-node "
+                "link; cross-node=forbid rejects such plans):\n";
+        header = true;
+        os << llvm::formatv("  rank {0}: {1}\n", i + 1, group);
+      }
+    if (!r.best.front().crossNode.empty())
+      os << "warning: the chosen plan relies on "
+         << r.best.front().crossNode.size()
+         << " group(s) spanning nodes (above)\n";
   }
   if (!r.recompute.empty()) {
     const Candidate &best = r.best.front().plan;
@@ -994,6 +1024,7 @@ std::string formatReportJson(const Cluster &c, const ModelInfo &m,
         {"optimizer_s", e.optimizer},
         {"simulated", e.simulated},
         {"recompute_compiled", e.recomputeCompiled},
+        {"cross_node_groups", json::Value(e.crossNode)},
     });
   }
   json::Array recompute;

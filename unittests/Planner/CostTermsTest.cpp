@@ -370,4 +370,46 @@ TEST(PlanErrorTerm, NamesTheViolatedRule) {
   EXPECT_EQ(planError(m, prof, plan, 2), "did not compile");
 }
 
+TEST(CrossNodeTerm, GroupsThatSpanNodes) {
+  // One node: nothing crosses. Blocks that divide a node never cross.
+  EXPECT_FALSE(groupCrossesNodes(16, 1, 16, 16));
+  EXPECT_FALSE(groupCrossesNodes(8, 1, 64, 8));
+  EXPECT_FALSE(groupCrossesNodes(2, 4, 64, 8));
+  EXPECT_FALSE(groupCrossesNodes(1, 16, 64, 8));
+  // Larger than a node, or not dividing it (nodes of 6: 0..3, 4..7 | 6).
+  EXPECT_TRUE(groupCrossesNodes(16, 1, 32, 8));
+  EXPECT_TRUE(groupCrossesNodes(2, 8, 32, 8));
+  EXPECT_TRUE(groupCrossesNodes(4, 1, 12, 6));
+  EXPECT_TRUE(groupCrossesNodes(2, 2, 12, 6));
+
+  Cluster c;
+  c.gpusPerNode = 8;
+  Candidate plan;
+  plan.dp = 4, plan.tp = 8, plan.cp = 2, plan.sp = true;
+  std::vector<std::string> groups = crossNodeGroups(c, plan);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0], "cp group of 2 ranks 8 apart spans nodes of 8 GPUs");
+  plan.cp = 1, plan.tp = 16;
+  groups = crossNodeGroups(c, plan);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0], "tp+sp group of 16 consecutive ranks spans nodes of 8 "
+                       "GPUs");
+  // ep folded over tp (etp = 1): ep consecutive ranks; otherwise ep ranks
+  // tp apart.
+  plan.tp = 4, plan.sp = false, plan.dp = 8, plan.ep = 4;
+  EXPECT_TRUE(crossNodeGroups(c, plan).empty());
+  plan.ep = 16;
+  groups = crossNodeGroups(c, plan);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0],
+            "ep group of 16 consecutive ranks spans nodes of 8 GPUs");
+  plan.etp = 4, plan.ep = 4;
+  groups = crossNodeGroups(c, plan);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0], "ep group of 4 ranks 4 apart spans nodes of 8 GPUs");
+  // A one-node cluster has no boundary.
+  c.singleNode = true;
+  EXPECT_TRUE(crossNodeGroups(c, plan).empty());
+}
+
 } // namespace

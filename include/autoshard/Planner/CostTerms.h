@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace autoshard::planner {
 
@@ -296,6 +297,33 @@ double zero3GatheredBytes(const Cluster &cluster, const ModelInfo &model,
 /// ep, expert-data-parallel).
 double fixedBytes(const Cluster &cluster, const Candidate &plan,
                   const ParameterShards &shards);
+
+//===----------------------------------------------------------------------===//
+// Process groups across nodes
+//===----------------------------------------------------------------------===//
+
+/// Whether a process group of `size` ranks spaced `stride` ranks apart
+/// (the mesh is pp, dp, cp, tp with tp fastest, so a group's members are
+/// base + j·stride, j < size, inside consecutive blocks of stride·size
+/// ranks) crosses a node boundary somewhere in a world of `world` ranks on
+/// nodes of `perNode`. With size ≥ 2 and more than one node, some group
+/// does iff its block (stride·size ranks) is larger than a node or does not
+/// divide it: the block that straddles the first node boundary then holds
+/// a member on each side in its first or last group.
+bool groupCrossesNodes(int64_t size, int64_t stride, int64_t world,
+                       int64_t perNode);
+
+/// The groups of `plan` whose traffic is meant to stay inside a node and
+/// that cross node boundaries on `cluster`: the tensor-parallel group
+/// ("tp", or "tp+sp" with sequence parallelism; tp consecutive ranks), the
+/// context-parallel group ("cp": cp ranks tp apart) and the expert-parallel
+/// group ("ep": ep/tp ranks tp apart outside tp, or ep consecutive ranks
+/// when it folds over tp). One line per group, e.g. "tp group of 16
+/// consecutive ranks spans nodes of 8 GPUs"; empty when none does (always
+/// on a one-node cluster). Data-parallel and pipeline groups are expected
+/// to cross nodes and are not listed.
+std::vector<std::string> crossNodeGroups(const Cluster &cluster,
+                                         const Candidate &plan);
 
 } // namespace autoshard::planner
 

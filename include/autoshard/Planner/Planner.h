@@ -424,6 +424,11 @@ struct Estimate {
   /// Exposed expert-parallel all-to-all seconds per step on one rank (four
   /// per MoE layer per microbatch; included in exposedComm).
   double epComm = 0;
+  /// The plan's tp (sp), cp or ep groups that cross node boundaries
+  /// (crossNodeGroups in CostTerms.h), one line each; empty when every
+  /// such group stays inside a node. Their collectives are scored on the
+  /// inter-node link, but a plan that relies on one is usually a mistake.
+  std::vector<std::string> crossNode;
   bool simulated = false;
   /// Whether the recomputation costs (backward time, kept activations)
   /// came from the program compiled with the plan's mode (false for
@@ -468,6 +473,9 @@ struct SearchOptions {
   /// searched only with ep folded over the cp ranks (at ep = 1 the
   /// compiled MoE layers repeat the expert compute on every cp rank).
   bool epAsCompiled = false;
+  /// Reject plans whose tp (sp), cp or ep groups cross node boundaries
+  /// (Estimate::crossNode) instead of scoring them with a warning.
+  bool forbidCrossNode = false;
 };
 
 /// Scores one candidate with the layer-local profile of its (tp, sp).

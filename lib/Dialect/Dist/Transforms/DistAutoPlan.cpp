@@ -421,6 +421,12 @@ struct DistAutoPlanPass
                               int64_t(1) << 20, err)))
         return fail(err);
       options.searchSp = searchSp;
+      if (crossNode != "warn" && crossNode != "forbid")
+        return fail(llvm::formatv("option 'cross-node': unknown value '{0}' "
+                                  "(known: warn, forbid)",
+                                  crossNode)
+                        .str());
+      options.forbidCrossNode = crossNode == "forbid";
     }
     if (!evaluatePlan.empty()) {
       std::string err;
@@ -591,6 +597,12 @@ struct DistAutoPlanPass
     if (!trace.empty() && !result.best.empty() &&
         failed(writeFile(trace, planner::chromeTrace(result.best.front()))))
       return signalPassFailure();
+    if (!result.best.empty() && !result.best.front().crossNode.empty())
+      module.emitWarning() << "dist-auto-plan: the "
+                           << (options.fixed ? "evaluated" : "chosen")
+                           << " plan relies on groups that span nodes: "
+                           << llvm::join(result.best.front().crossNode, "; ")
+                           << " (cross-node=forbid rejects such plans)";
     if (!result.best.empty())
       module->setAttr(
           kAutoPlanAttrName,
