@@ -144,6 +144,24 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     r.fail(llvm::formatv("field 'gpu.sms' must be an integer, got {0}", sms));
   c.sms = static_cast<int64_t>(sms);
   c.gradBytes = r.number(*root, "memory.grad_bytes", 2.0, true, 8);
+  c.optimizerStateBytes =
+      r.number(*root, "memory.optimizer_state_bytes", 8.0, false, 64);
+  if (const json::Object *mem = root->getObject("memory"))
+    if (mem->get("master_weight_bytes"))
+      c.masterWeightBytes =
+          r.number(*root, "memory.master_weight_bytes", 0.0, false, 8);
+  c.dropoutMaskBytes =
+      r.number(*root, "memory.dropout_mask_bytes", 0.0, false, 8);
+  if (const json::Object *mem = root->getObject("memory"))
+    if (const json::Value *v = mem->get("grad_buffer")) {
+      std::optional<llvm::StringRef> where = v->getAsString();
+      if (where && (*where == "persistent" || *where == "frame"))
+        c.gradBufferInFrame = *where == "frame";
+      else
+        r.fail(llvm::formatv("field 'memory.grad_buffer' must be "
+                             "\"persistent\" or \"frame\", got {0}",
+                             *v));
+    }
   c.commBufferBytesPerGroup =
       r.number(*root, "memory.comm_buffer_mib_per_group", 0.0, false, inf) *
       1048576.0;

@@ -427,7 +427,29 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
   if (c.attentionScoreBytes > 0)
     for (const OpProfile &op : prof.layerFwd.ops)
       if (op.kind == OpKind::Attention && !op.backward)
-        scoreResidual += 5 * op.scoreElements.at(b) * scale;
+        scoreResidual +=
+            (4 + c.dropoutMaskBytes) * op.scoreElements.at(b) * scale;
+  // Frameworks that keep dropout masks (Cluster::dropoutMaskBytes) keep one
+  // per element of the block's hidden dropouts, per layer in flight.
+  const double masks = c.dropoutMaskBytes * prof.dropoutElements.at(b) * scale;
+  // Every mode keeps the masks of the layers it keeps whole (full: only
+  // the layer being recomputed holds them), and the activation gradients
+  // of the one-block step's peak are transient.
+  auto finish = [&](BlockActivations a) {
+    if (mode == "full")
+      a.transient += masks;
+    else
+      a.perLayer += masks;
+    // Persistent gradient buffers hold the parameter gradients already:
+    // what is left of the one-block peak's gradient bytes beyond all of its
+    // parameters' is activation gradients (a lower bound). In the frame,
+    // everything live at the one-block peak counts.
+    double grads = prof.frameGradBytes.at(b) * scale;
+    a.gradients = c.gradBufferInFrame
+                      ? grads
+                      : std::max(0.0, grads - prof.stepParamBytes);
+    return a;
+  };
   BlockActivations a;
   if (const RecomputeProfile *rc = softwareRecompute(c, prof, mode)) {
     // Compiled: the mode's forward results (selective: the kept matmul and
@@ -445,7 +467,7 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
       a.transient += scoreResidual;
     else
       a.transient += std::max(0.0, residual - rc->residualBytes.at(b) * scale);
-    return a;
+    return finish(a);
   }
   double frame = prof.frameActivationBytes.at(b) * scale;
   a.transient = std::max(0.0, frame - residual - boundary);
@@ -461,13 +483,13 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
   } else {
     a.perLayer = boundary + residual + scoreResidual;
   }
-  return a;
+  return finish(a);
 }
 
 double modelStateBytes(const Cluster &c, const ModelInfo &m,
                        const Candidate &plan, const ParameterShards &s) {
   const double w = m.elementBytes, g = gradElementBytes(c, w);
-  const double opt = 8 + (w < 4 ? 4 : 0);
+  const double opt = optimizerElementBytes(c, w);
   auto perParam = [&](double n) {
     if (plan.zero == 1)
       return w + g + opt / n;
@@ -479,6 +501,34 @@ double modelStateBytes(const Cluster &c, const ModelInfo &m,
   };
   return s.denseRank * perParam(s.dpGroup) +
          s.expertRank * perParam(double(s.edpGroup));
+}
+
+double optimizerElementBytes(const Cluster &c, double elementBytes) {
+  double master = c.masterWeightBytes >= 0 ? c.masterWeightBytes
+                                           : (elementBytes < 4 ? 4 : 0);
+  return c.optimizerStateBytes + master;
+}
+
+ModelStates modelStateParts(const Cluster &c, const ModelInfo &m,
+                            const Candidate &plan, const ParameterShards &s) {
+  const double w = m.elementBytes, g = gradElementBytes(c, w);
+  const double opt = optimizerElementBytes(c, w);
+  // Elements of each kind per rank: ZeRO-1 shards the optimizer states,
+  // ZeRO-2 also the gradients, ZeRO-3 also the parameters, the dense ones
+  // over dp×cp and the expert ones over their expert-data-parallel group.
+  auto elements = [&](int64_t fromStage) {
+    double dense = s.denseRank, expert = s.expertRank;
+    if (plan.zero >= fromStage) {
+      dense /= double(s.dpGroup);
+      expert /= double(s.edpGroup);
+    }
+    return dense + expert;
+  };
+  ModelStates states;
+  states.params = w * elements(3);
+  states.grads = g * elements(2);
+  states.optimizer = opt * elements(1);
+  return states;
 }
 
 double zero3GatheredBytes(const Cluster &c, const ModelInfo &m,

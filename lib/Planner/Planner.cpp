@@ -496,9 +496,22 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
 
   // Memory of the heaviest stage.
   e.stateBytes = modelStateBytes(c, m, plan, shards);
+  ModelStates states = modelStateParts(c, m, plan, shards);
+  e.paramBytes = states.params;
+  e.gradBytes = states.grads;
+  e.optimizerBytes = states.optimizer;
+  if (c.gradBufferInFrame) {
+    // Gradients in the static frame: at the peak only the ones accumulated
+    // over the earlier microbatches (ZeRO-2/3: the rank's shard) are live
+    // besides the one-block peak's (BlockActivations::gradients).
+    e.gradBytes = plan.mb > 1 ? states.grads : 0;
+    e.stateBytes = e.paramBytes + e.gradBytes + e.optimizerBytes;
+  }
   BlockActivations act = blockActivations(c, prof, plan.recompute, b, scale);
-  double transient =
-      act.transient + zero3GatheredBytes(c, m, prof, plan, shards);
+  e.activationGradBytes = act.gradients;
+  double transient = act.transient +
+                     zero3GatheredBytes(c, m, prof, plan, shards) +
+                     act.gradients;
   e.fixedBytes = fixedBytes(c, plan, shards);
   setMemory(e, c, inflightLayers(plan, m.layers), act.perLayer, transient);
 
@@ -922,6 +935,22 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
           100 * e.exposedComm / e.stepTime, 100 * e.bubble / e.stepTime,
           e.simulated ? "yes" : "no");
     }
+    // The chosen plan's memory per GPU by kind (docs/planner.md, "Memory";
+    // python/tests/test_planner_memory.py compares it with the compiled
+    // program's static memory plan).
+    {
+      const Estimate &e = r.best.front();
+      double frag = e.activationBytes * c.fragmentation;
+      os << llvm::formatv(
+          "\nmemory per GPU (chosen plan, MiB): params {0:F3}, grads {1:F3}, "
+          "optimizer {2:F3}, activations {3:F3} (+ activation grads {4:F3}), "
+          "fragmentation {5:F3}, fixed {6:F3}; peak {7:F3}\n",
+          e.paramBytes / 1048576.0, e.gradBytes / 1048576.0,
+          e.optimizerBytes / 1048576.0,
+          (e.activationBytes - e.activationGradBytes) / 1048576.0,
+          e.activationGradBytes / 1048576.0, frag / 1048576.0,
+          e.fixedBytes / 1048576.0, e.peakBytes / 1048576.0);
+    }
     // Plans that rely on a tp, cp or ep group spanning nodes.
     bool header = false;
     for (int64_t i = 0; i < n; ++i)
@@ -1025,6 +1054,16 @@ std::string formatReportJson(const Cluster &c, const ModelInfo &m,
         {"simulated", e.simulated},
         {"recompute_compiled", e.recomputeCompiled},
         {"cross_node_groups", json::Value(e.crossNode)},
+        {"memory",
+         json::Object{
+             {"params", e.paramBytes},
+             {"grads", e.gradBytes},
+             {"optimizer", e.optimizerBytes},
+             {"activations", e.activationBytes - e.activationGradBytes},
+             {"activation_grads", e.activationGradBytes},
+             {"fragmentation", e.activationBytes * c.fragmentation},
+             {"fixed", e.fixedBytes},
+         }},
     });
   }
   json::Array recompute;

@@ -52,6 +52,32 @@ struct Cluster {
   /// training accumulates and reduces in). Also the element size of the
   /// data-parallel gradient reduction.
   double gradBytes = 2;
+  /// Bytes per parameter of the optimizer states (JSON
+  /// `memory.optimizer_state_bytes`, default 8: AdamW's fp32 m and v), and
+  /// of the fp32 master copy of the weights (`memory.master_weight_bytes`;
+  /// negative, the default when absent: 4 when the IR's element size is
+  /// below 4, else 0, as mixed-precision training keeps it). With bf16
+  /// weights and fp32 gradients (gradBytes 4) that is Megatron's 2 + 4 + 4
+  /// + 8 = 18 bytes per parameter; with bf16 gradients the ZeRO paper's 16.
+  double optimizerStateBytes = 8;
+  double masterWeightBytes = -1;
+  /// Bytes per element that the framework keeps for each dropout's mask
+  /// until the backward (JSON `memory.dropout_mask_bytes`): 0 for
+  /// autoshard, which regenerates the mask from a counter-based RNG in the
+  /// backward (tfm.dropout_grad); 1 for PyTorch / Megatron, which keep a
+  /// bool mask per element. Charged per kept layer for the block's hidden
+  /// dropouts and, with unfused attention, per score element.
+  double dropoutMaskBytes = 0;
+  /// Where the gradients live (JSON `memory.grad_buffer`). "persistent"
+  /// (default; PyTorch DDP, Megatron's `main_grad`): a gradient buffer of
+  /// gradBytes per parameter allocated for the whole run, counted in the
+  /// model states. "frame" (autoshard's static memory plan, rt-plan-memory):
+  /// a parameter's gradient is a frame buffer live from its backward to the
+  /// optimizer, so at the step's memory peak (the end of the last
+  /// microbatch's forward) only the gradients accumulated over earlier
+  /// microbatches (none with one microbatch) and those of the one-block
+  /// step's peak (its head's) are live.
+  bool gradBufferInFrame = false;
   /// Bytes of communication buffers per process group (communicator) of
   /// more than one rank that a rank belongs to (NCCL's per-channel, per-peer
   /// staging buffers), counted once per tp, dp (x cp), cp and pp group and

@@ -264,8 +264,12 @@ double inflightLayers(const Candidate &plan, int64_t layers);
 /// transient rest of the one-block step's peak frame. Unfused attention
 /// adds Korthikanti et al. 2022's 5 bytes per score element (workloads.md
 /// §5) where the attention output is kept.
+/// `gradients`: the activation gradients live at the one-block step's peak
+/// (LocalProfile::frameActivationGradBytes), transient; Cluster::
+/// dropoutMaskBytes adds a mask per hidden-dropout element to each kept
+/// layer (full recomputation: to the transient part).
 struct BlockActivations {
-  double perLayer = 0, transient = 0;
+  double perLayer = 0, transient = 0, gradients = 0;
 };
 BlockActivations blockActivations(const Cluster &cluster,
                                   const LocalProfile &profile,
@@ -281,6 +285,23 @@ BlockActivations blockActivations(const Cluster &cluster,
 /// bytes, workloads.md §5).
 double modelStateBytes(const Cluster &cluster, const ModelInfo &model,
                        const Candidate &plan, const ParameterShards &shards);
+
+/// Bytes per parameter of the optimizer: Cluster::optimizerStateBytes plus
+/// the fp32 master copy (Cluster::masterWeightBytes; when unset 4 for an
+/// IR element size below 4, else 0).
+double optimizerElementBytes(const Cluster &cluster, double elementBytes);
+
+/// modelStateBytes by kind: parameters (w per element; ZeRO-3 shards
+/// them), gradient buffers (g; ZeRO ≥ 2) and optimizer states
+/// (optimizerElementBytes; ZeRO ≥ 1), dense over dp×cp, expert over the
+/// expert-data-parallel group. Compared with the compiled program's state
+/// and gradient buffers by python/tests/test_planner_memory.py.
+struct ModelStates {
+  double params = 0, grads = 0, optimizer = 0;
+};
+ModelStates modelStateParts(const Cluster &cluster, const ModelInfo &model,
+                            const Candidate &plan,
+                            const ParameterShards &shards);
 
 /// ZeRO-3's gathered working set: the root unit's parameters and two
 /// gathered blocks (the current and the prefetched next) with their

@@ -288,6 +288,16 @@ struct LocalProfile {
   /// Peak live activation bytes of the one-block train step in the static
   /// memory plan (rt-plan-memory), per microbatch size.
   Affine frameActivationBytes;
+  /// The gradient-category bytes live at that peak (`peak_breakdown.grad`:
+  /// the activation gradients and the parameter gradients computed by
+  /// then, the head's; the same whatever the recomputation mode).
+  Affine frameGradBytes;
+  /// Bytes of the one-block step's parameters per rank (the size of its
+  /// parameter gradients).
+  double stepParamBytes = 0;
+  /// Elements of the block forward's hidden dropouts per microbatch (what
+  /// Cluster::dropoutMaskBytes charges per layer kept).
+  Affine dropoutElements;
   /// The block compiled with `tfm-recompute mode=selective` / `mode=full`.
   RecomputeProfile selective, full;
   /// The compiled profile of recomputation mode `mode` ("selective",
@@ -408,6 +418,12 @@ struct Estimate {
   /// (in-flight residuals + transient working set, before fragmentation)
   /// and the fixed part (reserve + communication buffers).
   double stateBytes = 0, activationBytes = 0, fixedBytes = 0;
+  /// Model states by kind (their sum is stateBytes; modelStateParts): the
+  /// parameters, the gradient buffers and the optimizer states (AdamW's m,
+  /// v and the fp32 master copy), each after its ZeRO sharding; and, of
+  /// activationBytes, the activation gradients live at the peak.
+  double paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
+  double activationGradBytes = 0;
   /// Peak in-flight activations, in layers, of the heaviest pipeline rank:
   /// from the schedule's closed form, or from the simulated schedule
   /// (`simulated`).

@@ -109,6 +109,12 @@ struct RawProfile {
   /// Bytes of the block forward's tfm.moe_dispatch results ([E, B, C, H]).
   double dispatch = 0;
   double residual = 0, boundary = 0, selective = 0, frame = 0;
+  /// The train step's live gradient-category bytes at its memory peak
+  /// (`peak_breakdown.grad`: parameter and activation gradients).
+  double frameGrad = 0;
+  /// Elements the block forward's dropouts (tfm.dropout, dropout_local)
+  /// produce: where a framework keeps a mask per element.
+  double dropout = 0;
 };
 
 /// The plan keys that compile a one-block profile's expert layout: ep
@@ -216,6 +222,12 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     double routed = static_cast<double>(ids.getDimSize(1) * ids.getDimSize(2));
     p.dispatch +=
         tensorBytes(op.getBuf().getType()) * std::min(1.0, routed / slots);
+  });
+  // Dropout outputs of the block forward (autoshard regenerates their
+  // masks; Cluster::dropoutMaskBytes prices a framework that keeps them).
+  fwd.walk([&](Operation *op) {
+    if (isa<tfm::DropoutOp, tfm::DropoutLocalOp>(op))
+      p.dropout += tensorElements(op->getResult(0).getType());
   });
   // Residuals: every result of the block forward but the block output.
   auto ret = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
@@ -576,6 +588,9 @@ struct DistAutoPlanPass
         prof.boundaryBytes = fitv(a.boundary, b.boundary);
         prof.selectiveSavedBytes = fitv(a.selective, b.selective);
         prof.frameActivationBytes = fitv(a.frame, b.frame);
+        prof.frameGradBytes = fitv(a.frameGrad, b.frameGrad);
+        prof.stepParamBytes = a.totalParams * model.elementBytes;
+        prof.dropoutElements = fitv(a.dropout, b.dropout);
       }
       profiles[key] = std::move(prof);
     }
@@ -771,6 +786,9 @@ struct DistAutoPlanPass
       if (auto peak = op->getAttrOfType<DictionaryAttr>("peak_breakdown"))
         if (auto act = peak.getAs<IntegerAttr>("activation"))
           raw.frame = double(act.getInt());
+      if (auto peak = op->getAttrOfType<DictionaryAttr>("peak_breakdown"))
+        if (auto grad = peak.getAs<IntegerAttr>("grad"))
+          raw.frameGrad = double(grad.getInt());
     });
     return success();
   }
