@@ -204,6 +204,20 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
         readTiles(*tiles, r, c.gemmTiles);
   c.kernelOverhead =
       r.number(*root, "efficiency.kernel_overhead_us", 0.0, false, inf) * 1e-6;
+  if (const json::Object *gpu = root->getObject("gpu"))
+    if (gpu->get("kernel_fixed_us")) {
+      const json::Object *eff = root->getObject("efficiency");
+      if (eff && eff->get("kernel_overhead_us"))
+        r.fail("fields 'gpu.kernel_fixed_us' and "
+               "'efficiency.kernel_overhead_us' both give the fixed cost per "
+               "kernel; keep one");
+      c.kernelOverhead =
+          r.number(*root, "gpu.kernel_fixed_us", 0.0, false, inf) * 1e-6;
+    }
+  c.hostOpOverhead =
+      r.number(*root, "host.op_overhead_us", 0.0, false, inf) * 1e-6;
+  c.hostStepOverhead =
+      r.number(*root, "host.step_overhead_ms", 0.0, false, inf) * 1e-3;
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);
   c.dpOverlap = r.number(*root, "overlap.dp", 0.0, false, 1);
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);

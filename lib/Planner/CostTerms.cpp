@@ -72,9 +72,11 @@ std::string planError(const ModelInfo &m, const LocalProfile &prof,
 FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
                            double scale, int64_t tp) {
   FunctionTimes t;
+  int64_t launches = 0;
   for (const OpProfile &op : f.ops) {
     if (op.flops.at(b) == 0 && op.bytes.at(b) == 0)
       continue;
+    ++launches;
     double bytes = op.bytes.at(b);
     GemmShape shape;
     if (op.kind == OpKind::Gemm)
@@ -84,10 +86,12 @@ FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
     // Unfused attention materialises the scores: its softmax, masking and
     // dropout are separate memory-bound kernels that run after the QK^T
     // GEMM and before the PV GEMM, so their time adds to the GEMMs'.
-    if (op.kind == OpKind::Attention && c.attentionScoreBytes > 0)
+    if (op.kind == OpKind::Attention && c.attentionScoreBytes > 0) {
       time += kernelTime(c, OpKind::Memory, 0,
                          c.attentionScoreBytes * op.scoreElements.at(b) *
                              (op.backward ? 2 : 1) * scale);
+      ++launches;
+    }
     t.total += time;
     if (op.weightGrad)
       t.weightGrad += time;
@@ -97,6 +101,16 @@ FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
   for (const CommProfile &comm : f.comms)
     t.comm += collectiveTime(c, comm.kind, comm.bytes.at(b) * scale, tp,
                              c.gpusPerNode);
+  // The host issues every kernel and collective; it runs ahead of the
+  // device, so the function is host-bound when issuing takes longer than
+  // the device's work. The parts scale with the total.
+  double issue = double(launches + int64_t(f.comms.size())) * c.hostOpOverhead;
+  if (issue > t.total + t.comm && t.total > 0) {
+    double stretch = (issue - t.comm) / t.total;
+    t.total *= stretch;
+    t.weightGrad *= stretch;
+    t.attention *= stretch;
+  }
   return t;
 }
 
@@ -353,7 +367,8 @@ double optimizerTime(const Cluster &c, const Candidate &plan,
                      const ParameterShards &s) {
   double optParams = plan.zero >= 1 ? s.denseRank / s.dpGroup : s.denseRank;
   optParams += plan.zero >= 1 ? s.expertRank / s.edpGroup : s.expertRank;
-  return kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams);
+  return kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams) +
+         c.hostStepOverhead;
 }
 
 //===----------------------------------------------------------------------===//

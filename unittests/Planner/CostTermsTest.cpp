@@ -329,6 +329,32 @@ TEST(TensorParallelTerm, ExposedCollectivesAndStageEnds) {
   EXPECT_DOUBLE_EQ(ends.comm, 0.75e-3);
 }
 
+TEST(KernelTerm, FixedCostAndHostBoundFunctions) {
+  // Two memory-bound kernels of 1e6 B at 2e12 x 0.5 B/s: 1 us each, plus
+  // a fixed device cost of 2 us per kernel.
+  Cluster c = testCluster();
+  c.kernelOverhead = 2e-6;
+  OpProfile op;
+  op.kind = OpKind::Memory;
+  op.bytes = {0, 1e6};
+  FunctionProfile f;
+  f.ops = {op, op};
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 6e-6);
+  // The host issues each kernel in 5 us: issuing (10 us) exceeds the
+  // device's 6 us, so the function takes 10 us; a 1 ms kernel hides it.
+  c.hostOpOverhead = 5e-6;
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 10e-6);
+  f.ops[0].bytes = {0, 1e9};
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 1e-3 + 2e-6 + 3e-6);
+  // The host's per-step time adds to the optimizer.
+  Candidate plan;
+  ParameterShards shards;
+  shards.denseRank = 1e6;
+  double optimizer = optimizerTime(c, plan, shards);
+  c.hostStepOverhead = 1e-3;
+  EXPECT_DOUBLE_EQ(optimizerTime(c, plan, shards), optimizer + 1e-3);
+}
+
 TEST(RecomputeTerm, AnalyticFallbacks) {
   Cluster c = testCluster();
   LocalProfile prof; // nothing compiled

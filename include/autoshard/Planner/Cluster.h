@@ -115,8 +115,22 @@ struct Cluster {
   int64_t sms = 0;
   std::vector<std::pair<int64_t, int64_t>> gemmTiles = {{128, 128}};
   double gemmK0 = 0;
-  /// Fixed cost per kernel launch, seconds.
+  /// Fixed device-side cost per kernel, seconds (JSON
+  /// `gpu.kernel_fixed_us`, or the older `efficiency.kernel_overhead_us`):
+  /// the launch of a kernel behind the previous one on the same stream and
+  /// the drain of its last wave, added to every kernel's roofline time.
   double kernelOverhead = 0;
+  /// Host-side cost of issuing one kernel or collective, seconds (JSON
+  /// `host.op_overhead_us`): the framework's dispatch (PyTorch's Python,
+  /// autograd and ATen layers) and the driver's launch call. The host runs
+  /// ahead of the device, so a function (a block's forward or backward)
+  /// takes max(its device time, its kernel count x this): programs of many
+  /// small kernels become host-bound.
+  double hostOpOverhead = 0;
+  /// Host-side time per training step outside the kernels, seconds (JSON
+  /// `host.step_overhead_ms`: the step loop, the loss / grad-norm read-back,
+  /// the optimizer's launches), added to the optimizer's time.
+  double hostStepOverhead = 0;
   /// Tensor-parallel communication overlap: 0 (Megatron 2021, blocking
   /// all-reduces) to 1 (Transformer Engine's chunked TP overlap, which
   /// still exposes one of tp chunks: tpOverlapFraction).
