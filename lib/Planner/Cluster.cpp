@@ -223,6 +223,16 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);
   c.dpBucketParams =
       r.number(*root, "overlap.dp_bucket_params", 0.0, false, inf);
+  if (const json::Object *gpu = root->getObject("gpu"))
+    if (const json::Value *v = gpu->get("shares_node")) {
+      std::optional<bool> b = v->getAsBoolean();
+      if (!b)
+        r.fail(llvm::formatv("field 'gpu.shares_node' must be true or false, "
+                             "got {0}",
+                             *v));
+      else
+        c.sharesNode = *b;
+    }
   if (const json::Object *rc = root->getObject("recompute")) {
     // The software's recomputation: one of two values per mode.
     auto mode = [&](llvm::StringRef key, llvm::StringRef other, bool &flag) {
@@ -244,6 +254,20 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   if (!r.error.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    r.error.c_str());
+  return c;
+}
+
+Cluster forWorld(const Cluster &cluster, int64_t world) {
+  if (!cluster.sharesNode || world <= 0 || world >= cluster.gpusPerNode)
+    return cluster;
+  Cluster c = cluster;
+  double share = double(cluster.gpusPerNode) / double(world);
+  c.peakFlops *= share;
+  c.hbmBandwidth *= share;
+  c.hbmBytes *= share;
+  c.intraNode.bandwidth *= share;
+  if (c.singleNode)
+    c.interNode = c.intraNode;
   return c;
 }
 

@@ -33,6 +33,7 @@ def test_writes_a_cluster_the_planner_reads(tmp_path, shard_opt):
     assert 0 < cluster["efficiency"]["attention"] <= 1
     assert len(cluster["measured"]["gemm"]) == 18
     assert cluster["memory"]["grad_buffer"] == "frame"
+    assert gpu["shares_node"] is True
     # The planner scores a plan on it.
     model = tmp_path / "model.mlir"
     subprocess.run(

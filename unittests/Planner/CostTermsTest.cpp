@@ -355,6 +355,24 @@ TEST(KernelTerm, FixedCostAndHostBoundFunctions) {
   EXPECT_DOUBLE_EQ(optimizerTime(c, plan, shards), optimizer + 1e-3);
 }
 
+TEST(ClusterTerm, RanksSharingANodeGetLargerSharesInSmallerJobs) {
+  Cluster c = testCluster();
+  c.singleNode = true;
+  c.interNode = c.intraNode;
+  EXPECT_DOUBLE_EQ(forWorld(c, 2).peakFlops, c.peakFlops);
+  c.sharesNode = true;
+  // 8 ranks per node described; a 2-rank job gives each 4 times the share.
+  Cluster two = forWorld(c, 2);
+  EXPECT_DOUBLE_EQ(two.peakFlops, 4 * c.peakFlops);
+  EXPECT_DOUBLE_EQ(two.hbmBandwidth, 4 * c.hbmBandwidth);
+  EXPECT_DOUBLE_EQ(two.hbmBytes, 4 * c.hbmBytes);
+  EXPECT_DOUBLE_EQ(two.intraNode.bandwidth, 4 * c.intraNode.bandwidth);
+  EXPECT_DOUBLE_EQ(two.interNode.bandwidth, two.intraNode.bandwidth);
+  EXPECT_DOUBLE_EQ(two.intraNode.latency, c.intraNode.latency);
+  EXPECT_DOUBLE_EQ(forWorld(c, 8).peakFlops, c.peakFlops);
+  EXPECT_DOUBLE_EQ(forWorld(c, 16).peakFlops, c.peakFlops);
+}
+
 TEST(RecomputeTerm, AnalyticFallbacks) {
   Cluster c = testCluster();
   LocalProfile prof; // nothing compiled

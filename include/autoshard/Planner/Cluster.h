@@ -161,7 +161,19 @@ struct Cluster {
   /// model), instead of tfm-recompute's norms and activations.
   bool fullRecomputeRerunsForward = false;
   bool selectiveRecomputesAttention = false;
+  /// The devices of a node time-share its resources (JSON
+  /// `gpu.shares_node`: CPU ranks on the cores of one machine): the gpu
+  /// figures and the intra-node bandwidth are one rank's share when all
+  /// gpusPerNode ranks run, as shard-calibrate measures them, and a job
+  /// with fewer ranks on the node gives each a larger share (forWorld).
+  bool sharesNode = false;
 };
+
+/// The cluster as a job of `world` ranks sees it: with sharesNode, R =
+/// min(world, gpusPerNode) ranks share a node, so each gets gpusPerNode / R
+/// times the described peak FLOP/s, memory bandwidth, memory and
+/// intra-node bandwidth (latencies unchanged); otherwise `cluster` itself.
+Cluster forWorld(const Cluster &cluster, int64_t world);
 
 /// Parses and validates a cluster description (docs/cluster-format.md).
 /// `source` names the file in error messages, which name the offending field

@@ -392,7 +392,9 @@ int run(const Options &opts, CommWorld &world) {
       {"hbm_gib", round2(memGiB / ranks)},
       {"hbm_tb_per_s", round2(bandwidth / 1e12)},
       {"reserved_gib", round2(std::min(0.25, memGiB / ranks / 4))},
-      {"kernel_fixed_us", round2(fixed * 1e6)}};
+      {"kernel_fixed_us", round2(fixed * 1e6)},
+      // Measured with every rank running: one rank's share of the node.
+      {"shares_node", true}};
   cluster["host"] = {{"op_overhead_us", 0}, {"step_overhead_ms", 0}};
   cluster["memory"] = {{"grad_buffer", "frame"}, {"dropout_mask_bytes", 0}};
   cluster["efficiency"] = {{"gemm", round2(bestEff)},

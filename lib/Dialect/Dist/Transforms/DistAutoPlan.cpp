@@ -399,6 +399,9 @@ struct DistAutoPlanPass
                                 machine->name, machine->gpusPerNode,
                                 options.gpus)
                       .str());
+    // Ranks that time-share a node (gpu.shares_node) each get a larger
+    // share when the job has fewer of them.
+    *machine = planner::forWorld(*machine, options.gpus);
     options.globalBatch = batch > 0 ? batch : irBatch;
     options.simulateTop = simulateTop;
     if (compilable) {
