@@ -11,8 +11,10 @@
 //   (time = flops / (peak x gemm x k / (k + k0)), against the memory
 //   roofline, + the fixed cost per kernel), minimising the mean |log| error;
 // * a memory-bound kernel (cpu::add) on 4 MiB operands: `gpu.hbm_tb_per_s`
-//   (bytes moved / time, `efficiency.memory` 1), and on one element: the
-//   fixed cost per kernel (`gpu.kernel_fixed_us`);
+//   (bytes moved / time), and on one element, bound by the CPU backend: the
+//   fixed cost per kernel (`gpu.kernel_fixed_us`); layer_norm(_grad),
+//   gelu(_grad) and add on 1 MiB: `efficiency.memory`, the median of their
+//   achieved bandwidth over add's;
 // * causal attention (cpu::attention): `efficiency.attention` against peak;
 // * every collective (all-reduce, all-gather, reduce-scatter, all-to-all)
 //   over every group size 2, 4, ... up to N and two message sizes, and a
@@ -34,9 +36,11 @@
 
 #include "autoshard/runtime/Communicator.h"
 #include "autoshard/runtime/CpuBackend.h"
+#include "autoshard/runtime/cpu/Activation.h"
 #include "autoshard/runtime/cpu/Attention.h"
 #include "autoshard/runtime/cpu/Elementwise.h"
 #include "autoshard/runtime/cpu/Matmul.h"
+#include "autoshard/runtime/cpu/Norm.h"
 #include "autoshard/runtime/cpu/Threads.h"
 
 #include "ToolMain.h"
@@ -284,6 +288,41 @@ int run(const Options &opts, CommWorld &world) {
   measured["add_1_element_s"] = fixed;
   measured["add_4mib_s"] = addTime;
 
+  // The other memory-bound kernels of a Transformer block, on 1 MiB
+  // operands ([2048, 128] rows): their achieved bandwidth (the bytes the
+  // planner counts for them: every operand read and result written once)
+  // over add's is `efficiency.memory` (the median; at most 1).
+  const int64_t rows = 2048, hidden = 128, numel = rows * hidden;
+  std::vector<float> gamma(hidden, 1.0f), beta(hidden, 0.0f), dgamma(hidden),
+      dbeta(hidden);
+  std::vector<double> memoryEfficiencies;
+  nlohmann::json kernels;
+  auto memoryKernel = [&](const char *name, double tensors,
+                          const std::function<void()> &body) {
+    double t = timer.median(body);
+    double achieved = tensors * 4.0 * numel / std::max(1e-12, t - fixed);
+    memoryEfficiencies.push_back(std::min(1.0, achieved / bandwidth));
+    kernels[name] = t;
+  };
+  memoryKernel("layer_norm", 2, [&] {
+    cpu::layerNorm(x.data(), gamma.data(), beta.data(), z.data(), rows, hidden,
+                   1e-5);
+  });
+  memoryKernel("layer_norm_grad", 3, [&] {
+    cpu::layerNormGrad(y.data(), x.data(), gamma.data(), z.data(),
+                       dgamma.data(), dbeta.data(), rows, hidden, 1e-5);
+  });
+  memoryKernel("gelu", 2,
+               [&] { cpu::gelu(x.data(), z.data(), numel, /*tanh=*/true); });
+  memoryKernel("gelu_grad", 3, [&] {
+    cpu::geluGrad(y.data(), x.data(), z.data(), numel, /*tanh=*/true);
+  });
+  memoryKernel("add", 3,
+               [&] { cpu::add(x.data(), y.data(), z.data(), numel, numel); });
+  std::sort(memoryEfficiencies.begin(), memoryEfficiencies.end());
+  double memoryEfficiency = memoryEfficiencies[memoryEfficiencies.size() / 2];
+  measured["memory_kernels_s"] = kernels;
+
   // GEMM grid.
   std::vector<GemmPoint> gemms;
   for (int64_t m : {64, 256, 1024})
@@ -400,7 +439,7 @@ int run(const Options &opts, CommWorld &world) {
   cluster["efficiency"] = {{"gemm", round2(bestEff)},
                            {"gemm_k0", round2(bestK0)},
                            {"attention", round2(attEff)},
-                           {"memory", 1.0}};
+                           {"memory", round2(memoryEfficiency)}};
   cluster["overlap"] = {{"tp", 0.0}, {"dp", 0.0}, {"p2p", 0.0}};
   if (!comms.empty()) {
     std::vector<double> coef = fitCollectives(comms);
