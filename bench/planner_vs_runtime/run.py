@@ -5,8 +5,10 @@ Issue 21, item 4. For every plan of PLANS (nanoGPT CPU and Mixtral tiny,
 1-8 ranks, dp / tp / sp / ZeRO / pp schedules / recomputation / cp / ep):
 
 * predicted: `shard-opt --dist-auto-plan="cluster=CLUSTER gpus=N
-  evaluate=PLAN,mbs=M format=json"` on the model built at the global batch
-  (the step time of the plan's JSON entry);
+  evaluate=PLAN,mbs=M compilable=true format=json"` on the model built at
+  the global batch (the step time of the plan's JSON entry; compilable:
+  scored as the compiler builds it, e.g. a pipeline's gradient reduction in
+  the stage's tail);
 * measured: `scripts/train.sh --plan PLAN` (compiled as every run is, then
   `shard-run -n N`) for STEPS steps; the step time of step i is
   global batch x seq / tokens_per_s of metrics.jsonl, and the plan's time is
@@ -100,7 +102,8 @@ def predict(shard_opt, model_ir, cluster, plan):
     proc = subprocess.run(
         [shard_opt, model_ir,
          f"--dist-auto-plan=cluster={cluster} gpus={world} batch={BATCH} "
-         f"evaluate={evaluate},mbs={mbs} format=json", "-o", "/dev/null"],
+         f"evaluate={evaluate},mbs={mbs} compilable=true format=json",
+         "-o", "/dev/null"],
         capture_output=True, text=True)
     if proc.returncode != 0:
         return None, proc.stderr.strip().splitlines()[-1]

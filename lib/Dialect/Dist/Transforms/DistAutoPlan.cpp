@@ -463,6 +463,11 @@ struct DistAutoPlanPass
       }
       options.fixed = true;
       options.fixedPlan = *plan;
+      // Scored as the compiler builds it: a pipeline's gradient reduction
+      // in each stage's tail (Candidate::pipelineReductionInTail), as the
+      // search does with compilable=true.
+      options.fixedPlan.pipelineReductionInTail =
+          options.pipelineReductionInTail;
     }
 
     // MoE: the experts per layer (every tfm.moe_dispatch of the model
