@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO_ROOT, find_shard_opt
+from conftest import REPO_ROOT
 
 
 def _calibrate():
