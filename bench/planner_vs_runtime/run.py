@@ -186,7 +186,9 @@ def main():
             irs[model] = os.path.join(tmp, model + ".mlir")
             build_model(py, config, BATCH, irs[model])
         print(f"cluster {os.path.relpath(args.cluster, ROOT)}, global batch {BATCH}, "
-              f"seq {SEQ}, {args.steps} steps (median after {args.warmup})")
+              f"seq {SEQ}, {args.steps} steps (median after {args.warmup}); "
+              f"load average {os.getloadavg()[0]:.1f} at the start, "
+              f"{time.strftime('%H:%M:%S', time.gmtime())} UTC")
         print(f"{'model':8s} {'ranks':>5s} {'plan':48s} {'pred. ms':>9s} "
               f"{'meas. ms':>9s} {'error':>7s}")
         for model, plan in plans:
@@ -206,6 +208,8 @@ def main():
             row["error"] = pred / meas - 1
             print(f"{model:8s} {world:5d} {plan:48s} {1e3 * pred:9.1f} "
                   f"{1e3 * meas:9.1f} {100 * row['error']:+6.1f}%", flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end, "
+          f"{time.strftime('%H:%M:%S', time.gmtime())} UTC")
     done = [r for r in rows if "error" in r]
     if not done:
         sys.exit("no plan was both predicted and measured")
