@@ -26,9 +26,15 @@ Every rank of every run shares this machine's cores (8 ranks oversubscribe
 than others: the figures are one run's, not a distribution. No knob is
 fitted here.
 
+With --with-choice the plan the search chooses (compilable=true) for each
+(model, ranks) group is measured too and is that group's first choice;
+--check-choice F makes the run fail when a first choice measures more than
+F (e.g. 0.05) over its group's best (scripts/auto_plan_check.sh --measure).
+
 Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
        [--warmup 4] [--cluster configs/clusters/cpu-2core.json]
-       [--only REGEX] [--json FILE]
+       [--only REGEX] [--ranks N] [--with-choice] [--check-choice F]
+       [--json FILE]
 """
 import argparse
 import json
@@ -136,6 +142,32 @@ def measure(build, config, plan, steps, warmup, out):
     return statistics.median(times), ""
 
 
+DEFAULTS = {"pp": "1", "cp": "1", "tp": "1", "ep": "1", "etp": "1", "mb": "1",
+            "vpp": "1", "zero": "0", "sp": "0", "recompute": "none",
+            "schedule": "1f1b", "cp_attention": "ring"}
+
+
+def canonical(plan):
+    """The plan's keys that differ from their defaults, sorted."""
+    items = dict(item.split("=") for item in plan.split(","))
+    return ",".join(f"{k}={v}" for k, v in sorted(items.items())
+                    if DEFAULTS.get(k) != v)
+
+
+def chosen_plan(shard_opt, model_ir, cluster, world):
+    """The plan the search picks for `world` ranks (compilable=true), in
+    the syntax of --plan."""
+    proc = subprocess.run(
+        [shard_opt, model_ir,
+         f"--dist-auto-plan=cluster={cluster} gpus={world} batch={BATCH} "
+         "compilable=true format=json", "-o", "/dev/null"],
+        capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    plans = json.loads(proc.stdout)["plans"]
+    return plans[0]["apply_plan"] if plans else None
+
+
 def ranks(values):
     order = sorted(range(len(values)), key=lambda i: values[i])
     r = [0.0] * len(values)
@@ -167,6 +199,16 @@ def main():
     ap.add_argument("--warmup", type=int, default=4)
     ap.add_argument("--only", default="", help="regex on 'model plan'")
     ap.add_argument("--json", default="", help="write the rows to this file")
+    ap.add_argument("--ranks", type=int, default=0,
+                    help="only the plans of this many ranks")
+    ap.add_argument("--with-choice", action="store_true",
+                    help="also measure the plan the search chooses for each "
+                         "(model, ranks) group; it is then the group's first "
+                         "choice")
+    ap.add_argument("--check-choice", type=float, default=None,
+                    help="exit 1 when a group's first choice measures more "
+                         "than this fraction slower than its measured best "
+                         "(e.g. 0.05)")
     args = ap.parse_args()
     if args.steps <= args.warmup:
         sys.exit(f"--steps {args.steps} must exceed --warmup {args.warmup}")
@@ -177,14 +219,28 @@ def main():
         if not os.access(tool, os.X_OK):
             sys.exit(f"{tool} not found: build first (scripts/setup.sh)")
     configs = {"nanogpt": NANOGPT, "mixtral": MIXTRAL}
+    def world_of(plan):
+        d = degrees(plan)
+        return d["pp"] * d["dp"] * d["cp"] * d["tp"]
     plans = [(m, p) for m, p in PLANS
-             if not args.only or re.search(args.only, f"{m} {p}")]
+             if (not args.only or re.search(args.only, f"{m} {p}"))
+             and (not args.ranks or world_of(p) == args.ranks)]
     rows = []
+    choices = {}
     with tempfile.TemporaryDirectory(prefix="planner-vs-runtime-") as tmp:
         irs = {}
         for model, config in configs.items():
             irs[model] = os.path.join(tmp, model + ".mlir")
             build_model(py, config, BATCH, irs[model])
+        if args.with_choice:
+            for model, world in sorted({(m, world_of(p)) for m, p in plans}):
+                choice = chosen_plan(shard_opt, irs[model], args.cluster, world)
+                if choice is None:
+                    continue
+                choices[(model, world)] = canonical(choice)
+                if all(canonical(p) != canonical(choice)
+                       for m, p in plans if m == model):
+                    plans.append((model, choice))
         print(f"cluster {os.path.relpath(args.cluster, ROOT)}, global batch {BATCH}, "
               f"seq {SEQ}, {args.steps} steps (median after {args.warmup}); "
               f"load average {os.getloadavg()[0]:.1f} at the start, "
@@ -233,6 +289,9 @@ def main():
             if len(group) < 2:
                 continue
             first = min(group, key=lambda r: r["predicted_s"])
+            if (model, world) in choices:
+                first = next((r for r in group if canonical(r["plan"]) ==
+                              choices[(model, world)]), first)
             best = min(group, key=lambda r: r["measured_s"])
             short = first["measured_s"] / best["measured_s"] - 1
             shortfalls.append(short)
@@ -246,6 +305,11 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+    if args.check_choice is not None and shortfalls and \
+            max(shortfalls) > args.check_choice:
+        sys.exit(f"a first choice measures {100 * max(shortfalls):.1f}% over "
+                 f"its group's measured best (allowed "
+                 f"{100 * args.check_choice:.1f}%)")
 
 
 if __name__ == "__main__":
