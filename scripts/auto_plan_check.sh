@@ -4,6 +4,7 @@
 # 1-rank run (DESIGN.md §12).
 #
 #   scripts/auto_plan_check.sh [-n 8] [--cluster FILE] [--steps 5] [--junit FILE] [--out DIR]
+#                              [--measure STEPS]
 #
 # Builds the nanoGPT CPU model as scripts/train.sh --plan auto does (config
 # ../shared/configs/models/nanogpt-shakespeare-char-cpu.json, global batch
@@ -14,19 +15,24 @@
 # sequence length: per-step losses, grad norms and final parameters against
 # the 1-rank reference. Exit status: plan_sweep's (0 = passed); 2 when no
 # plan could be chosen.
+# --measure STEPS (issue 21; not in CI: timings on a shared machine are
+# noisy) then also times the chosen plan and the nanoGPT plans of
+# bench/planner_vs_runtime for N ranks with shard-run (median step time over
+# STEPS steps) and fails (exit 1) unless the chosen plan measures within 5 %
+# of the fastest of them.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 die() { echo "auto_plan_check.sh: $*" >&2; exit 2; }
 [[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
-NRANKS=8 CLUSTER=$ROOT/configs/clusters/cpu-2core.json STEPS=5 JUNIT="" OUT=$BUILD_DIR/auto-plan-check
+NRANKS=8 CLUSTER=$ROOT/configs/clusters/cpu-2core.json STEPS=5 JUNIT="" OUT=$BUILD_DIR/auto-plan-check MEASURE=""
 BATCH=16 SEQ=64
 CONFIG=$ROOT/../shared/configs/models/nanogpt-shakespeare-char-cpu.json
 while [[ $# -gt 0 ]]; do
   [[ $# -ge 2 ]] || die "option '$1' needs a value"
   case $1 in
     -n) NRANKS=$2 ;; --cluster) CLUSTER=$2 ;; --steps) STEPS=$2 ;; --junit) JUNIT=$2 ;;
-    --out) OUT=$2 ;;
+    --out) OUT=$2 ;; --measure) MEASURE=$2 ;;
     *) die "unknown option '$1' (see scripts/auto_plan_check.sh --help)" ;;
   esac
   shift 2
@@ -40,4 +46,11 @@ PLAN=$(BUILD_DIR=$BUILD_DIR "$ROOT/scripts/auto_plan.sh" "$OUT/model.mlir" -n "$
 echo "plan chosen for $NRANKS ranks ($(basename "$CLUSTER"), global batch $BATCH, seq $SEQ): $PLAN"
 SWEEP=(--plans "$PLAN" --steps "$STEPS" --batch "$BATCH" --seq "$SEQ" --no-invalid --out "$OUT/sweep")
 [[ -n $JUNIT ]] && SWEEP+=(--junit "$JUNIT")
-BUILD_DIR=$BUILD_DIR exec "$ROOT/scripts/plan_sweep.sh" "${SWEEP[@]}"
+if [[ -z $MEASURE ]]; then
+  BUILD_DIR=$BUILD_DIR exec "$ROOT/scripts/plan_sweep.sh" "${SWEEP[@]}"
+fi
+[[ $MEASURE =~ ^[0-9]+$ && $MEASURE -ge 3 ]] || die "--measure needs a step count >= 3, got '$MEASURE'"
+BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" "${SWEEP[@]}"
+"$BUILD_DIR/venv/bin/python" "$ROOT/bench/planner_vs_runtime/run.py" --build "$BUILD_DIR" \
+  --cluster "$CLUSTER" --only '^nanogpt ' --ranks "$NRANKS" --with-choice --check-choice 0.05 \
+  --steps "$MEASURE" --warmup $((MEASURE / 4 > 0 ? MEASURE / 4 : 1))

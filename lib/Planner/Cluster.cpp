@@ -144,6 +144,24 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     r.fail(llvm::formatv("field 'gpu.sms' must be an integer, got {0}", sms));
   c.sms = static_cast<int64_t>(sms);
   c.gradBytes = r.number(*root, "memory.grad_bytes", 2.0, true, 8);
+  c.optimizerStateBytes =
+      r.number(*root, "memory.optimizer_state_bytes", 8.0, false, 64);
+  if (const json::Object *mem = root->getObject("memory"))
+    if (mem->get("master_weight_bytes"))
+      c.masterWeightBytes =
+          r.number(*root, "memory.master_weight_bytes", 0.0, false, 8);
+  c.dropoutMaskBytes =
+      r.number(*root, "memory.dropout_mask_bytes", 0.0, false, 8);
+  if (const json::Object *mem = root->getObject("memory"))
+    if (const json::Value *v = mem->get("grad_buffer")) {
+      std::optional<llvm::StringRef> where = v->getAsString();
+      if (where && (*where == "persistent" || *where == "frame"))
+        c.gradBufferInFrame = *where == "frame";
+      else
+        r.fail(llvm::formatv("field 'memory.grad_buffer' must be "
+                             "\"persistent\" or \"frame\", got {0}",
+                             *v));
+    }
   c.commBufferBytesPerGroup =
       r.number(*root, "memory.comm_buffer_mib_per_group", 0.0, false, inf) *
       1048576.0;
@@ -186,11 +204,35 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
         readTiles(*tiles, r, c.gemmTiles);
   c.kernelOverhead =
       r.number(*root, "efficiency.kernel_overhead_us", 0.0, false, inf) * 1e-6;
+  if (const json::Object *gpu = root->getObject("gpu"))
+    if (gpu->get("kernel_fixed_us")) {
+      const json::Object *eff = root->getObject("efficiency");
+      if (eff && eff->get("kernel_overhead_us"))
+        r.fail("fields 'gpu.kernel_fixed_us' and "
+               "'efficiency.kernel_overhead_us' both give the fixed cost per "
+               "kernel; keep one");
+      c.kernelOverhead =
+          r.number(*root, "gpu.kernel_fixed_us", 0.0, false, inf) * 1e-6;
+    }
+  c.hostOpOverhead =
+      r.number(*root, "host.op_overhead_us", 0.0, false, inf) * 1e-6;
+  c.hostStepOverhead =
+      r.number(*root, "host.step_overhead_ms", 0.0, false, inf) * 1e-3;
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);
   c.dpOverlap = r.number(*root, "overlap.dp", 0.0, false, 1);
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);
   c.dpBucketParams =
       r.number(*root, "overlap.dp_bucket_params", 0.0, false, inf);
+  if (const json::Object *gpu = root->getObject("gpu"))
+    if (const json::Value *v = gpu->get("shares_node")) {
+      std::optional<bool> b = v->getAsBoolean();
+      if (!b)
+        r.fail(llvm::formatv("field 'gpu.shares_node' must be true or false, "
+                             "got {0}",
+                             *v));
+      else
+        c.sharesNode = *b;
+    }
   if (const json::Object *rc = root->getObject("recompute")) {
     // The software's recomputation: one of two values per mode.
     auto mode = [&](llvm::StringRef key, llvm::StringRef other, bool &flag) {
@@ -212,6 +254,20 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   if (!r.error.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    r.error.c_str());
+  return c;
+}
+
+Cluster forWorld(const Cluster &cluster, int64_t world) {
+  if (!cluster.sharesNode || world <= 0 || world >= cluster.gpusPerNode)
+    return cluster;
+  Cluster c = cluster;
+  double share = double(cluster.gpusPerNode) / double(world);
+  c.peakFlops *= share;
+  c.hbmBandwidth *= share;
+  c.hbmBytes *= share;
+  c.intraNode.bandwidth *= share;
+  if (c.singleNode)
+    c.interNode = c.intraNode;
   return c;
 }
 

@@ -72,9 +72,11 @@ std::string planError(const ModelInfo &m, const LocalProfile &prof,
 FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
                            double scale, int64_t tp) {
   FunctionTimes t;
+  int64_t launches = 0;
   for (const OpProfile &op : f.ops) {
     if (op.flops.at(b) == 0 && op.bytes.at(b) == 0)
       continue;
+    ++launches;
     double bytes = op.bytes.at(b);
     GemmShape shape;
     if (op.kind == OpKind::Gemm)
@@ -84,10 +86,12 @@ FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
     // Unfused attention materialises the scores: its softmax, masking and
     // dropout are separate memory-bound kernels that run after the QK^T
     // GEMM and before the PV GEMM, so their time adds to the GEMMs'.
-    if (op.kind == OpKind::Attention && c.attentionScoreBytes > 0)
+    if (op.kind == OpKind::Attention && c.attentionScoreBytes > 0) {
       time += kernelTime(c, OpKind::Memory, 0,
                          c.attentionScoreBytes * op.scoreElements.at(b) *
                              (op.backward ? 2 : 1) * scale);
+      ++launches;
+    }
     t.total += time;
     if (op.weightGrad)
       t.weightGrad += time;
@@ -97,6 +101,16 @@ FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
   for (const CommProfile &comm : f.comms)
     t.comm += collectiveTime(c, comm.kind, comm.bytes.at(b) * scale, tp,
                              c.gpusPerNode);
+  // The host issues every kernel and collective; it runs ahead of the
+  // device, so the function is host-bound when issuing takes longer than
+  // the device's work. The parts scale with the total.
+  double issue = double(launches + int64_t(f.comms.size())) * c.hostOpOverhead;
+  if (issue > t.total + t.comm && t.total > 0) {
+    double stretch = (issue - t.comm) / t.total;
+    t.total *= stretch;
+    t.weightGrad *= stretch;
+    t.attention *= stretch;
+  }
   return t;
 }
 
@@ -358,7 +372,8 @@ double optimizerTime(const Cluster &c, const Candidate &plan,
                      const ParameterShards &s) {
   double optParams = plan.zero >= 1 ? s.denseRank / s.dpGroup : s.denseRank;
   optParams += plan.zero >= 1 ? s.expertRank / s.edpGroup : s.expertRank;
-  return kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams);
+  return kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams) +
+         c.hostStepOverhead;
 }
 
 //===----------------------------------------------------------------------===//
@@ -432,7 +447,29 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
   if (c.attentionScoreBytes > 0)
     for (const OpProfile &op : prof.layerFwd.ops)
       if (op.kind == OpKind::Attention && !op.backward)
-        scoreResidual += 5 * op.scoreElements.at(b) * scale;
+        scoreResidual +=
+            (4 + c.dropoutMaskBytes) * op.scoreElements.at(b) * scale;
+  // Frameworks that keep dropout masks (Cluster::dropoutMaskBytes) keep one
+  // per element of the block's hidden dropouts, per layer in flight.
+  const double masks = c.dropoutMaskBytes * prof.dropoutElements.at(b) * scale;
+  // Every mode keeps the masks of the layers it keeps whole (full: only
+  // the layer being recomputed holds them), and the activation gradients
+  // of the one-block step's peak are transient.
+  auto finish = [&](BlockActivations a) {
+    if (mode == "full")
+      a.transient += masks;
+    else
+      a.perLayer += masks;
+    // Persistent gradient buffers hold the parameter gradients already:
+    // what is left of the one-block peak's gradient bytes beyond all of its
+    // parameters' is activation gradients (a lower bound). In the frame,
+    // everything live at the one-block peak counts.
+    double grads = prof.frameGradBytes.at(b) * scale;
+    a.gradients = c.gradBufferInFrame
+                      ? grads
+                      : std::max(0.0, grads - prof.stepParamBytes);
+    return a;
+  };
   BlockActivations a;
   if (const RecomputeProfile *rc = softwareRecompute(c, prof, mode)) {
     // Compiled: the mode's forward results (selective: the kept matmul and
@@ -450,7 +487,7 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
       a.transient += scoreResidual;
     else
       a.transient += std::max(0.0, residual - rc->residualBytes.at(b) * scale);
-    return a;
+    return finish(a);
   }
   double frame = prof.frameActivationBytes.at(b) * scale;
   a.transient = std::max(0.0, frame - residual - boundary);
@@ -466,13 +503,13 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
   } else {
     a.perLayer = boundary + residual + scoreResidual;
   }
-  return a;
+  return finish(a);
 }
 
 double modelStateBytes(const Cluster &c, const ModelInfo &m,
                        const Candidate &plan, const ParameterShards &s) {
   const double w = m.elementBytes, g = gradElementBytes(c, w);
-  const double opt = 8 + (w < 4 ? 4 : 0);
+  const double opt = optimizerElementBytes(c, w);
   auto perParam = [&](double n) {
     if (plan.zero == 1)
       return w + g + opt / n;
@@ -484,6 +521,34 @@ double modelStateBytes(const Cluster &c, const ModelInfo &m,
   };
   return s.denseRank * perParam(s.dpGroup) +
          s.expertRank * perParam(double(s.edpGroup));
+}
+
+double optimizerElementBytes(const Cluster &c, double elementBytes) {
+  double master = c.masterWeightBytes >= 0 ? c.masterWeightBytes
+                                           : (elementBytes < 4 ? 4 : 0);
+  return c.optimizerStateBytes + master;
+}
+
+ModelStates modelStateParts(const Cluster &c, const ModelInfo &m,
+                            const Candidate &plan, const ParameterShards &s) {
+  const double w = m.elementBytes, g = gradElementBytes(c, w);
+  const double opt = optimizerElementBytes(c, w);
+  // Elements of each kind per rank: ZeRO-1 shards the optimizer states,
+  // ZeRO-2 also the gradients, ZeRO-3 also the parameters, the dense ones
+  // over dp×cp and the expert ones over their expert-data-parallel group.
+  auto elements = [&](int64_t fromStage) {
+    double dense = s.denseRank, expert = s.expertRank;
+    if (plan.zero >= fromStage) {
+      dense /= double(s.dpGroup);
+      expert /= double(s.edpGroup);
+    }
+    return dense + expert;
+  };
+  ModelStates states;
+  states.params = w * elements(3);
+  states.grads = g * elements(2);
+  states.optimizer = opt * elements(1);
+  return states;
 }
 
 double zero3GatheredBytes(const Cluster &c, const ModelInfo &m,
@@ -506,6 +571,46 @@ double fixedBytes(const Cluster &c, const Candidate &plan,
                    2 * (plan.pp > 1) + (plan.ep > 1) +
                    (plan.ep > 1 && s.edpGroup > 1);
   return c.reservedBytes + groups * c.commBufferBytesPerGroup;
+}
+
+//===----------------------------------------------------------------------===//
+// Process groups across nodes
+//===----------------------------------------------------------------------===//
+
+bool groupCrossesNodes(int64_t size, int64_t stride, int64_t world,
+                       int64_t perNode) {
+  if (size < 2 || perNode < 1 || world <= perNode)
+    return false;
+  int64_t block = stride * size;
+  return block > perNode || perNode % block != 0;
+}
+
+std::vector<std::string> crossNodeGroups(const Cluster &c,
+                                         const Candidate &plan) {
+  std::vector<std::string> groups;
+  if (c.singleNode)
+    return groups;
+  const int64_t world = plan.pp * plan.dp * plan.cp * plan.tp;
+  const int64_t gpn = c.gpusPerNode;
+  auto check = [&](llvm::StringRef name, int64_t size, int64_t stride) {
+    if (!groupCrossesNodes(size, stride, world, gpn))
+      return;
+    std::string members =
+        stride == 1 ? llvm::formatv("{0} consecutive ranks", size).str()
+                    : llvm::formatv("{0} ranks {1} apart", size, stride).str();
+    groups.push_back(llvm::formatv("{0} group of {1} spans nodes of {2} GPUs",
+                                   name, members, gpn)
+                         .str());
+  };
+  check(plan.sp ? "tp+sp" : "tp", plan.tp, 1);
+  check("cp", plan.cp, plan.tp);
+  if (plan.ep > 1) {
+    if (plan.expertLayout() == ExpertLayout::OverTp)
+      check("ep", plan.ep, 1);
+    else
+      check("ep", plan.ep, plan.tp);
+  }
+  return groups;
 }
 
 } // namespace autoshard::planner

@@ -427,6 +427,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   };
   if (std::string why = planError(m, prof, plan, globalBatch); !why.empty())
     return invalid(why);
+  e.crossNode = crossNodeGroups(c, plan);
   const int64_t p = plan.pp, v = plan.vpp;
   const double b = plan.mbs, mb = plan.mb;
   const double scale = 1.0 / plan.cp;
@@ -495,9 +496,22 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
 
   // Memory of the heaviest stage.
   e.stateBytes = modelStateBytes(c, m, plan, shards);
+  ModelStates states = modelStateParts(c, m, plan, shards);
+  e.paramBytes = states.params;
+  e.gradBytes = states.grads;
+  e.optimizerBytes = states.optimizer;
+  if (c.gradBufferInFrame) {
+    // Gradients in the static frame: at the peak only the ones accumulated
+    // over the earlier microbatches (ZeRO-2/3: the rank's shard) are live
+    // besides the one-block peak's (BlockActivations::gradients).
+    e.gradBytes = plan.mb > 1 ? states.grads : 0;
+    e.stateBytes = e.paramBytes + e.gradBytes + e.optimizerBytes;
+  }
   BlockActivations act = blockActivations(c, prof, plan.recompute, b, scale);
-  double transient =
-      act.transient + zero3GatheredBytes(c, m, prof, plan, shards);
+  e.activationGradBytes = act.gradients;
+  double transient = act.transient +
+                     zero3GatheredBytes(c, m, prof, plan, shards) +
+                     act.gradients;
   e.fixedBytes = fixedBytes(c, plan, shards);
   setMemory(e, c, inflightLayers(plan, m.layers), act.perLayer, transient);
 
@@ -612,10 +626,24 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
   std::map<std::string, Estimate> bestPerFamily;
   std::map<std::string, double> minPeak;
   std::map<std::string, std::string> invalidReason;
+  // With forbidCrossNode, a plan whose tp, cp or ep group spans nodes is
+  // invalid: the reason names the first such group.
+  auto forbidden = [&](const Candidate &cand) -> std::string {
+    if (!o.forbidCrossNode)
+      return "";
+    std::vector<std::string> groups = crossNodeGroups(c, cand);
+    if (groups.empty())
+      return "";
+    return "invalid: " + groups.front() + " (cross-node=forbid)";
+  };
   auto consider = [&](const LocalProfile &prof, const Candidate &cand) {
     ++result.stats.candidates;
-    Estimate e = evaluate(c, m, prof, cand, o.globalBatch, false);
     std::string fam = cand.family();
+    if (std::string why = forbidden(cand); !why.empty()) {
+      invalidReason.emplace(fam, why);
+      return;
+    }
+    Estimate e = evaluate(c, m, prof, cand, o.globalBatch, false);
     if (!e.fits) {
       if (e.note.rfind("invalid", 0) == 0) {
         invalidReason.emplace(fam, e.note);
@@ -642,7 +670,8 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
     if (fitting.empty()) {
       Estimate e = evaluate(c, m, it == profiles.end() ? missing : it->second,
                             o.fixedPlan, o.globalBatch, false);
-      result.rejected[o.fixedPlan.family()] = e.note;
+      std::string why = forbidden(o.fixedPlan);
+      result.rejected[o.fixedPlan.family()] = why.empty() ? e.note : why;
     }
   } else {
     // Expert-parallel degrees: for MoE models the listed powers of two
@@ -907,6 +936,36 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
           100 * e.exposedComm / e.stepTime, 100 * e.bubble / e.stepTime,
           e.simulated ? "yes" : "no");
     }
+    // The chosen plan's memory per GPU by kind (docs/planner.md, "Memory";
+    // python/tests/test_planner_memory.py compares it with the compiled
+    // program's static memory plan).
+    {
+      const Estimate &e = r.best.front();
+      double frag = e.activationBytes * c.fragmentation;
+      os << llvm::formatv(
+          "\nmemory per GPU (chosen plan, MiB): params {0:F3}, grads {1:F3}, "
+          "optimizer {2:F3}, activations {3:F3} (+ activation grads {4:F3}), "
+          "fragmentation {5:F3}, fixed {6:F3}; peak {7:F3}\n",
+          e.paramBytes / 1048576.0, e.gradBytes / 1048576.0,
+          e.optimizerBytes / 1048576.0,
+          (e.activationBytes - e.activationGradBytes) / 1048576.0,
+          e.activationGradBytes / 1048576.0, frag / 1048576.0,
+          e.fixedBytes / 1048576.0, e.peakBytes / 1048576.0);
+    }
+    // Plans that rely on a tp, cp or ep group spanning nodes.
+    bool header = false;
+    for (int64_t i = 0; i < n; ++i)
+      for (const std::string &group : r.best[i].crossNode) {
+        if (!header)
+          os << "\ncross-node groups (their collectives use the inter-node "
+                "link; cross-node=forbid rejects such plans):\n";
+        header = true;
+        os << llvm::formatv("  rank {0}: {1}\n", i + 1, group);
+      }
+    if (!r.best.front().crossNode.empty())
+      os << "warning: the chosen plan relies on "
+         << r.best.front().crossNode.size()
+         << " group(s) spanning nodes (above)\n";
   }
   if (!r.recompute.empty()) {
     const Candidate &best = r.best.front().plan;
@@ -995,6 +1054,17 @@ std::string formatReportJson(const Cluster &c, const ModelInfo &m,
         {"optimizer_s", e.optimizer},
         {"simulated", e.simulated},
         {"recompute_compiled", e.recomputeCompiled},
+        {"cross_node_groups", json::Value(e.crossNode)},
+        {"memory",
+         json::Object{
+             {"params", e.paramBytes},
+             {"grads", e.gradBytes},
+             {"optimizer", e.optimizerBytes},
+             {"activations", e.activationBytes - e.activationGradBytes},
+             {"activation_grads", e.activationGradBytes},
+             {"fragmentation", e.activationBytes * c.fragmentation},
+             {"fixed", e.fixedBytes},
+         }},
     });
   }
   json::Array recompute;

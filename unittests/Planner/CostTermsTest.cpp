@@ -329,6 +329,50 @@ TEST(TensorParallelTerm, ExposedCollectivesAndStageEnds) {
   EXPECT_DOUBLE_EQ(ends.comm, 0.75e-3);
 }
 
+TEST(KernelTerm, FixedCostAndHostBoundFunctions) {
+  // Two memory-bound kernels of 1e6 B at 2e12 x 0.5 B/s: 1 us each, plus
+  // a fixed device cost of 2 us per kernel.
+  Cluster c = testCluster();
+  c.kernelOverhead = 2e-6;
+  OpProfile op;
+  op.kind = OpKind::Memory;
+  op.bytes = {0, 1e6};
+  FunctionProfile f;
+  f.ops = {op, op};
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 6e-6);
+  // The host issues each kernel in 5 us: issuing (10 us) exceeds the
+  // device's 6 us, so the function takes 10 us; a 1 ms kernel hides it.
+  c.hostOpOverhead = 5e-6;
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 10e-6);
+  f.ops[0].bytes = {0, 1e9};
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 1e-3 + 2e-6 + 3e-6);
+  // The host's per-step time adds to the optimizer.
+  Candidate plan;
+  ParameterShards shards;
+  shards.denseRank = 1e6;
+  double optimizer = optimizerTime(c, plan, shards);
+  c.hostStepOverhead = 1e-3;
+  EXPECT_DOUBLE_EQ(optimizerTime(c, plan, shards), optimizer + 1e-3);
+}
+
+TEST(ClusterTerm, RanksSharingANodeGetLargerSharesInSmallerJobs) {
+  Cluster c = testCluster();
+  c.singleNode = true;
+  c.interNode = c.intraNode;
+  EXPECT_DOUBLE_EQ(forWorld(c, 2).peakFlops, c.peakFlops);
+  c.sharesNode = true;
+  // 8 ranks per node described; a 2-rank job gives each 4 times the share.
+  Cluster two = forWorld(c, 2);
+  EXPECT_DOUBLE_EQ(two.peakFlops, 4 * c.peakFlops);
+  EXPECT_DOUBLE_EQ(two.hbmBandwidth, 4 * c.hbmBandwidth);
+  EXPECT_DOUBLE_EQ(two.hbmBytes, 4 * c.hbmBytes);
+  EXPECT_DOUBLE_EQ(two.intraNode.bandwidth, 4 * c.intraNode.bandwidth);
+  EXPECT_DOUBLE_EQ(two.interNode.bandwidth, two.intraNode.bandwidth);
+  EXPECT_DOUBLE_EQ(two.intraNode.latency, c.intraNode.latency);
+  EXPECT_DOUBLE_EQ(forWorld(c, 8).peakFlops, c.peakFlops);
+  EXPECT_DOUBLE_EQ(forWorld(c, 16).peakFlops, c.peakFlops);
+}
+
 TEST(RecomputeTerm, AnalyticFallbacks) {
   Cluster c = testCluster();
   LocalProfile prof; // nothing compiled
@@ -368,6 +412,48 @@ TEST(PlanErrorTerm, NamesTheViolatedRule) {
   EXPECT_EQ(planError(m, prof, plan, 2), "ep>1 on a model without experts");
   prof.error = "did not compile";
   EXPECT_EQ(planError(m, prof, plan, 2), "did not compile");
+}
+
+TEST(CrossNodeTerm, GroupsThatSpanNodes) {
+  // One node: nothing crosses. Blocks that divide a node never cross.
+  EXPECT_FALSE(groupCrossesNodes(16, 1, 16, 16));
+  EXPECT_FALSE(groupCrossesNodes(8, 1, 64, 8));
+  EXPECT_FALSE(groupCrossesNodes(2, 4, 64, 8));
+  EXPECT_FALSE(groupCrossesNodes(1, 16, 64, 8));
+  // Larger than a node, or not dividing it (nodes of 6: 0..3, 4..7 | 6).
+  EXPECT_TRUE(groupCrossesNodes(16, 1, 32, 8));
+  EXPECT_TRUE(groupCrossesNodes(2, 8, 32, 8));
+  EXPECT_TRUE(groupCrossesNodes(4, 1, 12, 6));
+  EXPECT_TRUE(groupCrossesNodes(2, 2, 12, 6));
+
+  Cluster c;
+  c.gpusPerNode = 8;
+  Candidate plan;
+  plan.dp = 4, plan.tp = 8, plan.cp = 2, plan.sp = true;
+  std::vector<std::string> groups = crossNodeGroups(c, plan);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0], "cp group of 2 ranks 8 apart spans nodes of 8 GPUs");
+  plan.cp = 1, plan.tp = 16;
+  groups = crossNodeGroups(c, plan);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0], "tp+sp group of 16 consecutive ranks spans nodes of 8 "
+                       "GPUs");
+  // ep folded over tp (etp = 1): ep consecutive ranks; otherwise ep ranks
+  // tp apart.
+  plan.tp = 4, plan.sp = false, plan.dp = 8, plan.ep = 4;
+  EXPECT_TRUE(crossNodeGroups(c, plan).empty());
+  plan.ep = 16;
+  groups = crossNodeGroups(c, plan);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0],
+            "ep group of 16 consecutive ranks spans nodes of 8 GPUs");
+  plan.etp = 4, plan.ep = 4;
+  groups = crossNodeGroups(c, plan);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0], "ep group of 4 ranks 4 apart spans nodes of 8 GPUs");
+  // A one-node cluster has no boundary.
+  c.singleNode = true;
+  EXPECT_TRUE(crossNodeGroups(c, plan).empty());
 }
 
 } // namespace

@@ -587,8 +587,10 @@ TEST(Memory, Zero3KeepsTwoGatheredBlocks) {
 
 TEST(Memory, UnfusedAttentionKeepsScores) {
   // Korthikanti et al. (workloads.md §5): an unfused attention stores 5
-  // bytes per score element (softmax out, dropout mask and out); selective
-  // recomputation drops them; fused attention (score bytes 0) stores none.
+  // bytes per score element (softmax out 2, dropout mask 1 with
+  // memory.dropout_mask_bytes = 1 as Megatron keeps it, dropout out 2), 4
+  // without a kept mask; selective recomputation drops them; fused
+  // attention (score bytes 0) stores none.
   PlanEval t(syntheticProfile(1e6, 1e8), "mb=1");
   auto &[c, m, prof, plan] = t;
   OpProfile attn;
@@ -598,6 +600,10 @@ TEST(Memory, UnfusedAttentionKeepsScores) {
   prof.layerFwd.ops.push_back(attn);
   Estimate fused = t.estimate(1);
   c.attentionScoreBytes = 13;
+  Estimate noMask = t.estimate(1);
+  EXPECT_DOUBLE_EQ(noMask.activationBytes - fused.activationBytes,
+                   m.layers * 4 * 1e7);
+  c.dropoutMaskBytes = 1;
   Estimate unfused = t.estimate(1);
   EXPECT_DOUBLE_EQ(unfused.activationBytes - fused.activationBytes,
                    m.layers * 5 * 1e7);
@@ -737,6 +743,61 @@ TEST(Memory, Fp32GradientBuffer) {
   plan.zero = 0;
   Estimate f32 = t.estimate(8);
   EXPECT_DOUBLE_EQ(f32.stateBytes, 1e9 * 16);
+}
+
+TEST(Memory, StateKindsAndByteConventions) {
+  // The breakdown by kind sums to the model states: bf16 parameters, fp32
+  // gradients and Adam with a master copy, 2 + 4 + 12 = 18 bytes per
+  // parameter; ZeRO-2 over 8 shards gradients and optimizer states.
+  PlanEval t(syntheticProfile(1e8, 0), "dp=8,mb=1,zero=2");
+  auto &[c, m, prof, plan] = t;
+  c.gradBytes = 4;
+  Estimate e = t.estimate(8);
+  EXPECT_DOUBLE_EQ(e.paramBytes, 2e9);
+  EXPECT_DOUBLE_EQ(e.gradBytes, 4e9 / 8);
+  EXPECT_DOUBLE_EQ(e.optimizerBytes, 12e9 / 8);
+  EXPECT_DOUBLE_EQ(e.paramBytes + e.gradBytes + e.optimizerBytes, e.stateBytes);
+  // Explicit conventions: no master copy, 4 bytes of optimizer state
+  // (e.g. 8-bit Adam's m and v with their scales rounded up).
+  c.masterWeightBytes = 0;
+  c.optimizerStateBytes = 4;
+  EXPECT_DOUBLE_EQ(t.estimate(8).optimizerBytes, 4e9 / 8);
+  // Gradients in the static frame (autoshard): with one microbatch none
+  // are live at the peak but the one-block step's; with two, the
+  // accumulated shard.
+  c.gradBufferInFrame = true;
+  prof.frameGradBytes = {1e6, 2e6};
+  Estimate frame = t.estimate(8);
+  EXPECT_DOUBLE_EQ(frame.gradBytes, 0);
+  EXPECT_DOUBLE_EQ(frame.activationGradBytes, 1e6 + 2e6);
+  EXPECT_DOUBLE_EQ(frame.stateBytes, frame.paramBytes + frame.optimizerBytes);
+  plan.mb = 2;
+  plan.dp = 4;
+  Estimate two = t.estimate(8);
+  EXPECT_DOUBLE_EQ(two.gradBytes, 4e9 / 4);
+  // A persistent buffer holds the step's parameter gradients already.
+  c.gradBufferInFrame = false;
+  prof.stepParamBytes = 2e6;
+  EXPECT_DOUBLE_EQ(t.estimate(8).activationGradBytes, 1e6);
+}
+
+TEST(Memory, KeptDropoutMasks) {
+  // Megatron keeps a 1-byte mask per hidden-dropout element for every
+  // layer in flight; autoshard regenerates it (0); full recomputation
+  // holds only the recomputed layer's.
+  PlanEval t(syntheticProfile(1e6, 1e8), "mb=1");
+  auto &[c, m, prof, plan] = t;
+  prof.dropoutElements = {0, 1e6};
+  Estimate none = t.estimate(1);
+  c.dropoutMaskBytes = 1;
+  Estimate kept = t.estimate(1);
+  EXPECT_DOUBLE_EQ(kept.activationBytes - none.activationBytes, m.layers * 1e6);
+  plan.recompute = "full";
+  c.dropoutMaskBytes = 0;
+  Estimate fullNone = t.estimate(1);
+  c.dropoutMaskBytes = 1;
+  EXPECT_DOUBLE_EQ(t.estimate(1).activationBytes - fullNone.activationBytes,
+                   1e6);
 }
 
 TEST(Memory, CommunicationBuffersPerGroup) {

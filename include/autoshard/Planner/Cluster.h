@@ -52,6 +52,32 @@ struct Cluster {
   /// training accumulates and reduces in). Also the element size of the
   /// data-parallel gradient reduction.
   double gradBytes = 2;
+  /// Bytes per parameter of the optimizer states (JSON
+  /// `memory.optimizer_state_bytes`, default 8: AdamW's fp32 m and v), and
+  /// of the fp32 master copy of the weights (`memory.master_weight_bytes`;
+  /// negative, the default when absent: 4 when the IR's element size is
+  /// below 4, else 0, as mixed-precision training keeps it). With bf16
+  /// weights and fp32 gradients (gradBytes 4) that is Megatron's 2 + 4 + 4
+  /// + 8 = 18 bytes per parameter; with bf16 gradients the ZeRO paper's 16.
+  double optimizerStateBytes = 8;
+  double masterWeightBytes = -1;
+  /// Bytes per element that the framework keeps for each dropout's mask
+  /// until the backward (JSON `memory.dropout_mask_bytes`): 0 for
+  /// autoshard, which regenerates the mask from a counter-based RNG in the
+  /// backward (tfm.dropout_grad); 1 for PyTorch / Megatron, which keep a
+  /// bool mask per element. Charged per kept layer for the block's hidden
+  /// dropouts and, with unfused attention, per score element.
+  double dropoutMaskBytes = 0;
+  /// Where the gradients live (JSON `memory.grad_buffer`). "persistent"
+  /// (default; PyTorch DDP, Megatron's `main_grad`): a gradient buffer of
+  /// gradBytes per parameter allocated for the whole run, counted in the
+  /// model states. "frame" (autoshard's static memory plan, rt-plan-memory):
+  /// a parameter's gradient is a frame buffer live from its backward to the
+  /// optimizer, so at the step's memory peak (the end of the last
+  /// microbatch's forward) only the gradients accumulated over earlier
+  /// microbatches (none with one microbatch) and those of the one-block
+  /// step's peak (its head's) are live.
+  bool gradBufferInFrame = false;
   /// Bytes of communication buffers per process group (communicator) of
   /// more than one rank that a rank belongs to (NCCL's per-channel, per-peer
   /// staging buffers), counted once per tp, dp (x cp), cp and pp group and
@@ -89,8 +115,22 @@ struct Cluster {
   int64_t sms = 0;
   std::vector<std::pair<int64_t, int64_t>> gemmTiles = {{128, 128}};
   double gemmK0 = 0;
-  /// Fixed cost per kernel launch, seconds.
+  /// Fixed device-side cost per kernel, seconds (JSON
+  /// `gpu.kernel_fixed_us`, or the older `efficiency.kernel_overhead_us`):
+  /// the launch of a kernel behind the previous one on the same stream and
+  /// the drain of its last wave, added to every kernel's roofline time.
   double kernelOverhead = 0;
+  /// Host-side cost of issuing one kernel or collective, seconds (JSON
+  /// `host.op_overhead_us`): the framework's dispatch (PyTorch's Python,
+  /// autograd and ATen layers) and the driver's launch call. The host runs
+  /// ahead of the device, so a function (a block's forward or backward)
+  /// takes max(its device time, its kernel count x this): programs of many
+  /// small kernels become host-bound.
+  double hostOpOverhead = 0;
+  /// Host-side time per training step outside the kernels, seconds (JSON
+  /// `host.step_overhead_ms`: the step loop, the loss / grad-norm read-back,
+  /// the optimizer's launches), added to the optimizer's time.
+  double hostStepOverhead = 0;
   /// Tensor-parallel communication overlap: 0 (Megatron 2021, blocking
   /// all-reduces) to 1 (Transformer Engine's chunked TP overlap, which
   /// still exposes one of tp chunks: tpOverlapFraction).
@@ -121,7 +161,19 @@ struct Cluster {
   /// model), instead of tfm-recompute's norms and activations.
   bool fullRecomputeRerunsForward = false;
   bool selectiveRecomputesAttention = false;
+  /// The devices of a node time-share its resources (JSON
+  /// `gpu.shares_node`: CPU ranks on the cores of one machine): the gpu
+  /// figures and the intra-node bandwidth are one rank's share when all
+  /// gpusPerNode ranks run, as shard-calibrate measures them, and a job
+  /// with fewer ranks on the node gives each a larger share (forWorld).
+  bool sharesNode = false;
 };
+
+/// The cluster as a job of `world` ranks sees it: with sharesNode, R =
+/// min(world, gpusPerNode) ranks share a node, so each gets gpusPerNode / R
+/// times the described peak FLOP/s, memory bandwidth, memory and
+/// intra-node bandwidth (latencies unchanged); otherwise `cluster` itself.
+Cluster forWorld(const Cluster &cluster, int64_t world);
 
 /// Parses and validates a cluster description (docs/cluster-format.md).
 /// `source` names the file in error messages, which name the offending field

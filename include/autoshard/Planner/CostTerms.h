@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace autoshard::planner {
 
@@ -264,8 +265,12 @@ double inflightLayers(const Candidate &plan, int64_t layers);
 /// transient rest of the one-block step's peak frame. Unfused attention
 /// adds Korthikanti et al. 2022's 5 bytes per score element (workloads.md
 /// §5) where the attention output is kept.
+/// `gradients`: the activation gradients live at the one-block step's peak
+/// (LocalProfile::frameActivationGradBytes), transient; Cluster::
+/// dropoutMaskBytes adds a mask per hidden-dropout element to each kept
+/// layer (full recomputation: to the transient part).
 struct BlockActivations {
-  double perLayer = 0, transient = 0;
+  double perLayer = 0, transient = 0, gradients = 0;
 };
 BlockActivations blockActivations(const Cluster &cluster,
                                   const LocalProfile &profile,
@@ -282,6 +287,23 @@ BlockActivations blockActivations(const Cluster &cluster,
 double modelStateBytes(const Cluster &cluster, const ModelInfo &model,
                        const Candidate &plan, const ParameterShards &shards);
 
+/// Bytes per parameter of the optimizer: Cluster::optimizerStateBytes plus
+/// the fp32 master copy (Cluster::masterWeightBytes; when unset 4 for an
+/// IR element size below 4, else 0).
+double optimizerElementBytes(const Cluster &cluster, double elementBytes);
+
+/// modelStateBytes by kind: parameters (w per element; ZeRO-3 shards
+/// them), gradient buffers (g; ZeRO ≥ 2) and optimizer states
+/// (optimizerElementBytes; ZeRO ≥ 1), dense over dp×cp, expert over the
+/// expert-data-parallel group. Compared with the compiled program's state
+/// and gradient buffers by python/tests/test_planner_memory.py.
+struct ModelStates {
+  double params = 0, grads = 0, optimizer = 0;
+};
+ModelStates modelStateParts(const Cluster &cluster, const ModelInfo &model,
+                            const Candidate &plan,
+                            const ParameterShards &shards);
+
 /// ZeRO-3's gathered working set: the root unit's parameters and two
 /// gathered blocks (the current and the prefetched next) with their
 /// unsharded gradients; under ep the rank's E/ep experts, and only when an
@@ -297,6 +319,33 @@ double zero3GatheredBytes(const Cluster &cluster, const ModelInfo &model,
 /// ep, expert-data-parallel).
 double fixedBytes(const Cluster &cluster, const Candidate &plan,
                   const ParameterShards &shards);
+
+//===----------------------------------------------------------------------===//
+// Process groups across nodes
+//===----------------------------------------------------------------------===//
+
+/// Whether a process group of `size` ranks spaced `stride` ranks apart
+/// (the mesh is pp, dp, cp, tp with tp fastest, so a group's members are
+/// base + j·stride, j < size, inside consecutive blocks of stride·size
+/// ranks) crosses a node boundary somewhere in a world of `world` ranks on
+/// nodes of `perNode`. With size ≥ 2 and more than one node, some group
+/// does iff its block (stride·size ranks) is larger than a node or does not
+/// divide it: the block that straddles the first node boundary then holds
+/// a member on each side in its first or last group.
+bool groupCrossesNodes(int64_t size, int64_t stride, int64_t world,
+                       int64_t perNode);
+
+/// The groups of `plan` whose traffic is meant to stay inside a node and
+/// that cross node boundaries on `cluster`: the tensor-parallel group
+/// ("tp", or "tp+sp" with sequence parallelism; tp consecutive ranks), the
+/// context-parallel group ("cp": cp ranks tp apart) and the expert-parallel
+/// group ("ep": ep/tp ranks tp apart outside tp, or ep consecutive ranks
+/// when it folds over tp). One line per group, e.g. "tp group of 16
+/// consecutive ranks spans nodes of 8 GPUs"; empty when none does (always
+/// on a one-node cluster). Data-parallel and pipeline groups are expected
+/// to cross nodes and are not listed.
+std::vector<std::string> crossNodeGroups(const Cluster &cluster,
+                                         const Candidate &plan);
 
 } // namespace autoshard::planner
 

@@ -288,6 +288,16 @@ struct LocalProfile {
   /// Peak live activation bytes of the one-block train step in the static
   /// memory plan (rt-plan-memory), per microbatch size.
   Affine frameActivationBytes;
+  /// The gradient-category bytes live at that peak (`peak_breakdown.grad`:
+  /// the activation gradients and the parameter gradients computed by
+  /// then, the head's; the same whatever the recomputation mode).
+  Affine frameGradBytes;
+  /// Bytes of the one-block step's parameters per rank (the size of its
+  /// parameter gradients).
+  double stepParamBytes = 0;
+  /// Elements of the block forward's hidden dropouts per microbatch (what
+  /// Cluster::dropoutMaskBytes charges per layer kept).
+  Affine dropoutElements;
   /// The block compiled with `tfm-recompute mode=selective` / `mode=full`.
   RecomputeProfile selective, full;
   /// The compiled profile of recomputation mode `mode` ("selective",
@@ -414,6 +424,12 @@ struct Estimate {
   /// (in-flight residuals + transient working set, before fragmentation)
   /// and the fixed part (reserve + communication buffers).
   double stateBytes = 0, activationBytes = 0, fixedBytes = 0;
+  /// Model states by kind (their sum is stateBytes; modelStateParts): the
+  /// parameters, the gradient buffers and the optimizer states (AdamW's m,
+  /// v and the fp32 master copy), each after its ZeRO sharding; and, of
+  /// activationBytes, the activation gradients live at the peak.
+  double paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
+  double activationGradBytes = 0;
   /// Peak in-flight activations, in layers, of the heaviest pipeline rank:
   /// from the schedule's closed form, or from the simulated schedule
   /// (`simulated`).
@@ -430,6 +446,11 @@ struct Estimate {
   /// Exposed expert-parallel all-to-all seconds per step on one rank (four
   /// per MoE layer per microbatch; included in exposedComm).
   double epComm = 0;
+  /// The plan's tp (sp), cp or ep groups that cross node boundaries
+  /// (crossNodeGroups in CostTerms.h), one line each; empty when every
+  /// such group stays inside a node. Their collectives are scored on the
+  /// inter-node link, but a plan that relies on one is usually a mistake.
+  std::vector<std::string> crossNode;
   bool simulated = false;
   /// Whether the recomputation costs (backward time, kept activations)
   /// came from the program compiled with the plan's mode (false for
@@ -477,6 +498,9 @@ struct SearchOptions {
   /// searched only with ep folded over the cp ranks (at ep = 1 the
   /// compiled MoE layers repeat the expert compute on every cp rank).
   bool epAsCompiled = false;
+  /// Reject plans whose tp (sp), cp or ep groups cross node boundaries
+  /// (Estimate::crossNode) instead of scoring them with a warning.
+  bool forbidCrossNode = false;
 };
 
 /// Scores one candidate with the layer-local profile of its (tp, sp).

@@ -27,9 +27,8 @@
 #include "autoshard/runtime/Communicator.h"
 #include "autoshard/runtime/CpuBackend.h"
 #include "autoshard/runtime/Executor.h"
-#if AUTOSHARD_HAVE_MPI
-#include "autoshard/runtime/mpi/MpiWorld.h"
-#endif
+
+#include "ToolMain.h"
 
 #include <unistd.h>
 
@@ -76,18 +75,6 @@ Options parseOptions(int argc, char **argv) {
     throw std::invalid_argument(
         "usage: shard-reshard-check [-n N] [-v] ARTIFACT");
   return o;
-}
-
-/// Re-executes under `mpirun -n N` on this node (as shard-run does).
-int launch(const Options &opts, int argc, char **argv) {
-#if !AUTOSHARD_HAVE_MPI
-  (void)argc;
-  (void)argv;
-  throw std::runtime_error("-n " + std::to_string(opts.ranks) +
-                           ": built without MPI");
-#else
-  execUnderMpirun(opts.ranks, argc, argv);
-#endif
 }
 
 int64_t product(const std::vector<int64_t> &v) {
@@ -308,27 +295,12 @@ int run(const Options &opts, CommWorld &world) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::unique_ptr<CommWorld> world;
-  try {
-    Options opts = parseOptions(argc, argv);
-    if (!startedByLauncher() && opts.ranks > 1)
-      return launch(opts, argc, argv);
-#if AUTOSHARD_HAVE_MPI
-    if (startedByLauncher())
-      world = createMpiWorld(&argc, &argv);
-#endif
-    if (!world)
-      world = createLocalWorld();
-    return run(opts, *world);
-  } catch (const std::exception &e) {
-    std::fflush(stdout);
-    if (world && world->size() > 1) {
-      std::fprintf(stderr, "shard-reshard-check: error: rank %lld: %s\n",
-                   static_cast<long long>(world->rank()), e.what());
-      std::fflush(stderr);
-      world->abort(1);
-    }
-    std::fprintf(stderr, "shard-reshard-check: error: %s\n", e.what());
-    return 1;
-  }
+  Options opts;
+  return tools::runOnWorld(
+      "shard-reshard-check", argc, argv,
+      [&] {
+        opts = parseOptions(argc, argv);
+        return opts.ranks;
+      },
+      [&](CommWorld &world) { return run(opts, world); });
 }

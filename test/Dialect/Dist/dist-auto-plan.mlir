@@ -5,10 +5,10 @@
 // recomputation rows and one row per losing family; `evaluate` scores one
 // plan (pp=2 runs the pipeline simulator); a plan the model cannot run is
 // rejected with the reason. The builder's models: test/Models/Dist/dist-auto-plan*.mlir.
-// RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 schedules=1f1b recompute=none,full" -o %t.mlir | FileCheck %s --check-prefix=SEARCH
+// RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%S/../../Inputs/cpu-2core-fixed.json gpus=2 schedules=1f1b recompute=none,full" -o %t.mlir | FileCheck %s --check-prefix=SEARCH
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
-// RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=pp=2,dp=1,mb=4" -o /dev/null | FileCheck %s --check-prefix=EVAL
-// RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 evaluate=pp=4,dp=1,mb=4" -o /dev/null | FileCheck %s --check-prefix=LAYERS
+// RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%S/../../Inputs/cpu-2core-fixed.json gpus=2 evaluate=pp=2,dp=1,mb=4" -o /dev/null | FileCheck %s --check-prefix=EVAL
+// RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%S/../../Inputs/cpu-2core-fixed.json gpus=4 evaluate=pp=4,dp=1,mb=4" -o /dev/null | FileCheck %s --check-prefix=LAYERS
 
 // SEARCH: dist-auto-plan: model tiny-gpt2 (4.56K params, 2 layers, seq 8), cluster CPU 2-core (this development machine), 2 GPUs (1 nodes), global batch 4
 // SEARCH: chosen plan: pp=1,dp=2,cp=1,tp=1,sp=0,zero=1,ep=1,mbs=2,mb=1,schedule=1f1b,vpp=1,recompute=none

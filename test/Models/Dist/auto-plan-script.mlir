@@ -15,7 +15,7 @@
 // The plan in dist-apply-plan syntax: no mbs, defaults omitted.
 // CHECK: {{^}}{{(pp=[0-9]+,)?}}dp={{[0-9]+}}
 // CHECK-NOT: mbs=
-// SUMMARY: auto plan: pp={{[0-9]+}},dp={{[0-9]+}},cp=1,{{.*}}mbs={{[0-9]+}}{{.*}} (predicted step
+// SUMMARY: auto plan: pp={{[0-9]+}},dp={{[0-9]+}},cp={{[0-9]+}},{{.*}}mbs={{[0-9]+}}{{.*}} (predicted step
 // MISSING: auto_plan.sh: cluster file '{{.*}}missing.json' not found
 // NODE: auto_plan.sh: dist-auto-plan failed for 16 ranks: dist-auto-plan: cluster 'CPU 2-core (this development machine)' is one node of 8 devices
 // NOFIT: auto_plan.sh: no plan for 8 ranks fits in memory (global batch 16, cluster tiny): tp=1 pp=1 cp=1: OOM: smallest peak {{[0-9.]+}} MiB > 256.1 MiB

@@ -13,6 +13,12 @@
 // SCHED: error: dist-auto-plan: option 'schedules': unknown value 'zb-x' (known: 1f1b, interleaved, zb-h1, zb-v, gpipe)
 // ZERO: error: dist-auto-plan: option 'zero': 4 is out of range [0, 3]
 
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-bad-grad-buffer.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GRADBUF
+// GRADBUF: error: dist-auto-plan: {{.*}}auto-plan-bad-grad-buffer.json: field 'memory.grad_buffer' must be "persistent" or "frame", got "ram"
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-two-kernel-costs.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=KERNEL
+// KERNEL: error: dist-auto-plan: {{.*}}auto-plan-two-kernel-costs.json: fields 'gpu.kernel_fixed_us' and 'efficiency.kernel_overhead_us' both give the fixed cost per kernel; keep one
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-bad-shares-node.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARES
+// SHARES: error: dist-auto-plan: {{.*}}auto-plan-bad-shares-node.json: field 'gpu.shares_node' must be true or false, got "yes"
 // NEG: error: dist-auto-plan: {{.*}}auto-plan-bad-cluster.json: field 'gpu.peak_bf16_tflops' must be a positive number, got -989
 // TYPE: error: dist-auto-plan: {{.*}}auto-plan-bad-efficiency.json: field 'efficiency.gemm' must be a number, got "fast"
 // MISSING: error: dist-auto-plan: cannot read cluster file '{{.*}}no-such-cluster.json'

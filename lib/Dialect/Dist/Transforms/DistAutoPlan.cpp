@@ -110,6 +110,12 @@ struct RawProfile {
   /// Bytes of the block forward's tfm.moe_dispatch results ([E, B, C, H]).
   double dispatch = 0;
   double residual = 0, boundary = 0, selective = 0, frame = 0;
+  /// The train step's live gradient-category bytes at its memory peak
+  /// (`peak_breakdown.grad`: parameter and activation gradients).
+  double frameGrad = 0;
+  /// Elements the block forward's dropouts (tfm.dropout, dropout_local)
+  /// produce: where a framework keeps a mask per element.
+  double dropout = 0;
 };
 
 /// The plan keys that compile a one-block profile's expert layout: ep
@@ -217,6 +223,12 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     double routed = static_cast<double>(ids.getDimSize(1) * ids.getDimSize(2));
     p.dispatch +=
         tensorBytes(op.getBuf().getType()) * std::min(1.0, routed / slots);
+  });
+  // Dropout outputs of the block forward (autoshard regenerates their
+  // masks; Cluster::dropoutMaskBytes prices a framework that keeps them).
+  fwd.walk([&](Operation *op) {
+    if (isa<tfm::DropoutOp, tfm::DropoutLocalOp>(op))
+      p.dropout += tensorElements(op->getResult(0).getType());
   });
   // Residuals: every result of the block forward but the block output.
   auto ret = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
@@ -391,6 +403,9 @@ struct DistAutoPlanPass
                                 machine->name, machine->gpusPerNode,
                                 options.gpus)
                       .str());
+    // Ranks that time-share a node (gpu.shares_node) each get a larger
+    // share when the job has fewer of them.
+    *machine = planner::forWorld(*machine, options.gpus);
     options.globalBatch = batch > 0 ? batch : irBatch;
     options.simulateTop = simulateTop;
     if (compilable) {
@@ -429,6 +444,12 @@ struct DistAutoPlanPass
                               int64_t(1) << 20, err)))
         return fail(err);
       options.searchSp = searchSp;
+      if (crossNode != "warn" && crossNode != "forbid")
+        return fail(llvm::formatv("option 'cross-node': unknown value '{0}' "
+                                  "(known: warn, forbid)",
+                                  crossNode)
+                        .str());
+      options.forbidCrossNode = crossNode == "forbid";
     }
     if (!evaluatePlan.empty()) {
       std::string err;
@@ -450,6 +471,11 @@ struct DistAutoPlanPass
       }
       options.fixed = true;
       options.fixedPlan = *plan;
+      // Scored as the compiler builds it: a pipeline's gradient reduction
+      // in each stage's tail (Candidate::pipelineReductionInTail), as the
+      // search does with compilable=true.
+      options.fixedPlan.pipelineReductionInTail =
+          options.pipelineReductionInTail;
     }
 
     // MoE: the experts per layer (every tfm.moe_dispatch of the model
@@ -578,6 +604,9 @@ struct DistAutoPlanPass
         prof.boundaryBytes = fitv(a.boundary, b.boundary);
         prof.selectiveSavedBytes = fitv(a.selective, b.selective);
         prof.frameActivationBytes = fitv(a.frame, b.frame);
+        prof.frameGradBytes = fitv(a.frameGrad, b.frameGrad);
+        prof.stepParamBytes = a.totalParams * model.elementBytes;
+        prof.dropoutElements = fitv(a.dropout, b.dropout);
       }
       profiles[key] = std::move(prof);
     }
@@ -604,6 +633,12 @@ struct DistAutoPlanPass
     if (!trace.empty() && !result.best.empty() &&
         failed(writeFile(trace, planner::chromeTrace(result.best.front()))))
       return signalPassFailure();
+    if (!result.best.empty() && !result.best.front().crossNode.empty())
+      module.emitWarning() << "dist-auto-plan: the "
+                           << (options.fixed ? "evaluated" : "chosen")
+                           << " plan relies on groups that span nodes: "
+                           << llvm::join(result.best.front().crossNode, "; ")
+                           << " (cross-node=forbid rejects such plans)";
     if (!result.best.empty())
       module->setAttr(
           kAutoPlanAttrName,
@@ -772,6 +807,9 @@ struct DistAutoPlanPass
       if (auto peak = op->getAttrOfType<DictionaryAttr>("peak_breakdown"))
         if (auto act = peak.getAs<IntegerAttr>("activation"))
           raw.frame = double(act.getInt());
+      if (auto peak = op->getAttrOfType<DictionaryAttr>("peak_breakdown"))
+        if (auto grad = peak.getAs<IntegerAttr>("grad"))
+          raw.frameGrad = double(grad.getInt());
     });
     return success();
   }

@@ -885,6 +885,10 @@ def DistAutoPlan : Pass<"dist-auto-plan", "::mlir::ModuleOp"> {
                "count and dp*cp; dense models: 1)">,
     Option<"searchSp", "sp", "bool", /*default=*/"true",
            "Search sequence parallelism (false: tp plans without SP only)">,
+    Option<"crossNode", "cross-node", "std::string", /*default=*/"\"warn\"",
+           "Plans whose tp (sp), cp or ep groups span nodes: 'warn' (score "
+           "them, list their groups in the report and warn when the chosen "
+           "or evaluated plan is one) or 'forbid' (reject them)">,
   ];
   let dependentDialects = [
     "::autoshard::dist::DistDialect",

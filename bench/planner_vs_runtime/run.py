@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Planner vs runtime: predicted vs measured step time on this machine.
+
+Issue 21, item 4. For every plan of PLANS (nanoGPT CPU and Mixtral tiny,
+1-8 ranks, dp / tp / sp / ZeRO / pp schedules / recomputation / cp / ep):
+
+* predicted: `shard-opt --dist-auto-plan="cluster=CLUSTER gpus=N
+  evaluate=PLAN,mbs=M compilable=true format=json"` on the model built at
+  the global batch (the step time of the plan's JSON entry; compilable:
+  scored as the compiler builds it, e.g. a pipeline's gradient reduction in
+  the stage's tail);
+* measured: `scripts/train.sh --plan PLAN` (compiled as every run is, then
+  `shard-run -n N`) for STEPS steps; the step time of step i is
+  global batch x seq / tokens_per_s of metrics.jsonl, and the plan's time is
+  the median over the steps after the first WARMUP.
+
+Prints one row per plan (predicted, measured, error = predicted / measured
+- 1) and the summary the issue asks for: the median and the worst |error|,
+Spearman's rho of the predicted and measured times per model, and per
+(model, ranks) group of at least two plans the measured time of the plan
+the planner ranks first over the measured best. Goals (issue 21): median
+|error| <= 10 %, rho >= 0.8, first choice within 5 % of the measured best.
+
+Every rank of every run shares this machine's cores (8 ranks oversubscribe
+2 cores), and other jobs running at the same time slow some plans more
+than others: the figures are one run's, not a distribution. No knob is
+fitted here.
+
+With --with-choice the plan the search chooses (compilable=true) for each
+(model, ranks) group is measured too and is that group's first choice;
+--check-choice F makes the run fail when a first choice measures more than
+F (e.g. 0.05) over its group's best (scripts/auto_plan_check.sh --measure).
+
+Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
+       [--warmup 4] [--cluster configs/clusters/cpu-2core.json]
+       [--only REGEX] [--ranks N] [--with-choice] [--check-choice F]
+       [--json FILE]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NANOGPT = os.path.join(ROOT, "..", "shared", "configs", "models",
+                       "nanogpt-shakespeare-char-cpu.json")
+MIXTRAL = os.path.join(ROOT, "configs", "models", "mixtral-tiny-cpu.json")
+BATCH, SEQ = 16, 64
+
+# (model, plan as --plan / dist-apply-plan takes it)
+PLANS = [
+    ("nanogpt", "dp=1"),
+    ("nanogpt", "dp=1,mb=2"),
+    ("nanogpt", "dp=2"),
+    ("nanogpt", "dp=2,zero=1,recompute=full"),
+    ("nanogpt", "dp=1,tp=2"),
+    ("nanogpt", "dp=1,tp=2,sp=1"),
+    ("nanogpt", "pp=2,dp=1,mb=4"),
+    ("nanogpt", "dp=4"),
+    ("nanogpt", "dp=2,tp=2,sp=1"),
+    ("nanogpt", "dp=4,zero=2"),
+    ("nanogpt", "pp=2,dp=2,mb=4,schedule=zb-h1"),
+    ("nanogpt", "dp=2,cp=2,cp_layout=zigzag"),
+    ("nanogpt", "dp=8"),
+    ("nanogpt", "dp=8,zero=1"),
+    ("nanogpt", "dp=4,tp=2,sp=1"),
+    ("nanogpt", "pp=2,dp=4,zero=1,mb=4,schedule=zb-v,vpp=2"),
+    ("nanogpt", "pp=2,dp=4,mb=4,schedule=interleaved,vpp=2"),
+    ("nanogpt", "dp=4,cp=2,cp_layout=zigzag"),
+    ("nanogpt", "dp=4,cp=2,cp_attention=ulysses"),
+    ("nanogpt", "dp=8,recompute=selective"),
+    ("mixtral", "dp=1"),
+    ("mixtral", "dp=2,ep=2"),
+    ("mixtral", "dp=1,tp=2"),
+    ("mixtral", "dp=4,zero=1,ep=4"),
+    ("mixtral", "dp=4,ep=2"),
+    ("mixtral", "dp=8,zero=1,ep=4"),
+    ("mixtral", "dp=4,cp=2,zero=1,ep=4,cp_attention=ulysses"),
+]
+
+
+def degrees(plan):
+    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "mb": 1}
+    for item in plan.split(","):
+        key, value = item.split("=")
+        if key in d:
+            d[key] = int(value)
+    return d
+
+
+def build_model(py, config, batch, out):
+    subprocess.run([py, "-m", "autoshard.models", config, "--batch", str(batch),
+                    "--seq", str(SEQ), "--vocab-multiple", "64", "-q", "-o", out],
+                   check=True, env=dict(os.environ,
+                                        PYTHONPATH=os.path.join(ROOT, "python")))
+
+
+def predict(shard_opt, model_ir, cluster, plan):
+    d = degrees(plan)
+    world = d["pp"] * d["dp"] * d["cp"] * d["tp"]
+    mbs = BATCH // (d["dp"] * d["mb"])
+    evaluate = ",".join(i for i in plan.split(",") if not i.startswith("mb="))
+    proc = subprocess.run(
+        [shard_opt, model_ir,
+         f"--dist-auto-plan=cluster={cluster} gpus={world} batch={BATCH} "
+         f"evaluate={evaluate},mbs={mbs} compilable=true format=json",
+         "-o", "/dev/null"],
+        capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None, proc.stderr.strip().splitlines()[-1]
+    report = json.loads(proc.stdout)
+    if not report["plans"]:
+        return None, "; ".join(report["rejected"].values())
+    return report["plans"][0]["step_s"], ""
+
+
+def measure(build, config, plan, steps, warmup, out):
+    d = degrees(plan)
+    world = d["pp"] * d["dp"] * d["cp"] * d["tp"]
+    cmd = [os.path.join(ROOT, "scripts", "train.sh"), "--config", config,
+           "--plan", plan, "-n", str(world), "--batch", str(BATCH), "--seq",
+           str(SEQ), "--steps", str(steps), "--eval-interval", "0",
+           "--eval-iters", "1", "--sample", "0", "--out", out]
+    proc = subprocess.run(cmd, capture_output=True, text=True,
+                          env=dict(os.environ, BUILD_DIR=build))
+    if proc.returncode != 0:
+        return None, (proc.stderr or proc.stdout).strip().splitlines()[-1]
+    times = []
+    with open(os.path.join(out, "metrics.jsonl")) as f:
+        for line in f:
+            rec = json.loads(line)
+            if "tokens_per_s" in rec and rec.get("tokens_per_s"):
+                times.append(BATCH * SEQ / rec["tokens_per_s"])
+    times = times[warmup:]
+    if not times:
+        return None, "no timed steps in metrics.jsonl"
+    return statistics.median(times), ""
+
+
+DEFAULTS = {"pp": "1", "cp": "1", "tp": "1", "ep": "1", "etp": "1", "mb": "1",
+            "vpp": "1", "zero": "0", "sp": "0", "recompute": "none",
+            "schedule": "1f1b", "cp_attention": "ring"}
+
+
+def canonical(plan):
+    """The plan's keys that differ from their defaults, sorted."""
+    items = dict(item.split("=") for item in plan.split(","))
+    return ",".join(f"{k}={v}" for k, v in sorted(items.items())
+                    if DEFAULTS.get(k) != v)
+
+
+def chosen_plan(shard_opt, model_ir, cluster, world):
+    """The plan the search picks for `world` ranks (compilable=true), in
+    the syntax of --plan."""
+    proc = subprocess.run(
+        [shard_opt, model_ir,
+         f"--dist-auto-plan=cluster={cluster} gpus={world} batch={BATCH} "
+         "compilable=true format=json", "-o", "/dev/null"],
+        capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    plans = json.loads(proc.stdout)["plans"]
+    return plans[0]["apply_plan"] if plans else None
+
+
+def ranks(values):
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    r = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.mean(ra), statistics.mean(rb)
+    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    den = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
+    return num / den if den else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--cluster", default=os.path.join(ROOT, "configs", "clusters",
+                                                      "cpu-2core.json"))
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--warmup", type=int, default=4)
+    ap.add_argument("--only", default="", help="regex on 'model plan'")
+    ap.add_argument("--json", default="", help="write the rows to this file")
+    ap.add_argument("--ranks", type=int, default=0,
+                    help="only the plans of this many ranks")
+    ap.add_argument("--with-choice", action="store_true",
+                    help="also measure the plan the search chooses for each "
+                         "(model, ranks) group; it is then the group's first "
+                         "choice")
+    ap.add_argument("--check-choice", type=float, default=None,
+                    help="exit 1 when a group's first choice measures more "
+                         "than this fraction slower than its measured best "
+                         "(e.g. 0.05)")
+    args = ap.parse_args()
+    if args.steps <= args.warmup:
+        sys.exit(f"--steps {args.steps} must exceed --warmup {args.warmup}")
+    build = os.path.abspath(args.build)
+    shard_opt = os.path.join(build, "bin", "shard-opt")
+    py = os.path.join(build, "venv", "bin", "python")
+    for tool in (shard_opt, py, os.path.join(build, "bin", "shard-run")):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"{tool} not found: build first (scripts/setup.sh)")
+    configs = {"nanogpt": NANOGPT, "mixtral": MIXTRAL}
+    def world_of(plan):
+        d = degrees(plan)
+        return d["pp"] * d["dp"] * d["cp"] * d["tp"]
+    plans = [(m, p) for m, p in PLANS
+             if (not args.only or re.search(args.only, f"{m} {p}"))
+             and (not args.ranks or world_of(p) == args.ranks)]
+    rows = []
+    choices = {}
+    with tempfile.TemporaryDirectory(prefix="planner-vs-runtime-") as tmp:
+        irs = {}
+        for model, config in configs.items():
+            irs[model] = os.path.join(tmp, model + ".mlir")
+            build_model(py, config, BATCH, irs[model])
+        if args.with_choice:
+            for model, world in sorted({(m, world_of(p)) for m, p in plans}):
+                choice = chosen_plan(shard_opt, irs[model], args.cluster, world)
+                if choice is None:
+                    continue
+                choices[(model, world)] = canonical(choice)
+                if all(canonical(p) != canonical(choice)
+                       for m, p in plans if m == model):
+                    plans.append((model, choice))
+        print(f"cluster {os.path.relpath(args.cluster, ROOT)}, global batch {BATCH}, "
+              f"seq {SEQ}, {args.steps} steps (median after {args.warmup}); "
+              f"load average {os.getloadavg()[0]:.1f} at the start, "
+              f"{time.strftime('%H:%M:%S', time.gmtime())} UTC")
+        print(f"{'model':8s} {'ranks':>5s} {'plan':48s} {'pred. ms':>9s} "
+              f"{'meas. ms':>9s} {'error':>7s}")
+        for model, plan in plans:
+            d = degrees(plan)
+            world = d["pp"] * d["dp"] * d["cp"] * d["tp"]
+            pred, why = predict(shard_opt, irs[model], args.cluster, plan)
+            meas, why2 = (None, "") if pred is None else measure(
+                build, configs[model], plan, args.steps, args.warmup,
+                os.path.join(tmp, "run"))
+            row = {"model": model, "ranks": world, "plan": plan,
+                   "predicted_s": pred, "measured_s": meas,
+                   "note": why or why2}
+            rows.append(row)
+            if pred is None or meas is None:
+                print(f"{model:8s} {world:5d} {plan:48s} skipped: {row['note']}")
+                continue
+            row["error"] = pred / meas - 1
+            print(f"{model:8s} {world:5d} {plan:48s} {1e3 * pred:9.1f} "
+                  f"{1e3 * meas:9.1f} {100 * row['error']:+6.1f}%", flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end, "
+          f"{time.strftime('%H:%M:%S', time.gmtime())} UTC")
+    done = [r for r in rows if "error" in r]
+    if not done:
+        sys.exit("no plan was both predicted and measured")
+    errs = [abs(r["error"]) for r in done]
+    worst = max(done, key=lambda r: abs(r["error"]))
+    print(f"\nplans: {len(done)} of {len(rows)}; median |error| "
+          f"{100 * statistics.median(errs):.1f}% (goal <= 10%), worst "
+          f"{100 * abs(worst['error']):.1f}% ({worst['model']} {worst['plan']})")
+    for model in configs:
+        sel = [r for r in done if r["model"] == model]
+        if len(sel) >= 3:
+            rho = spearman([r["predicted_s"] for r in sel],
+                           [r["measured_s"] for r in sel])
+            print(f"Spearman rho {model}: {rho:.2f} over {len(sel)} plans (goal >= 0.8)")
+    rho_all = spearman([r["predicted_s"] for r in done], [r["measured_s"] for r in done])
+    print(f"Spearman rho all plans: {rho_all:.2f}")
+    shortfalls = []
+    for model in configs:
+        for world in sorted({r["ranks"] for r in done}):
+            group = [r for r in done if r["model"] == model and r["ranks"] == world]
+            if len(group) < 2:
+                continue
+            first = min(group, key=lambda r: r["predicted_s"])
+            if (model, world) in choices:
+                first = next((r for r in group if canonical(r["plan"]) ==
+                              choices[(model, world)]), first)
+            best = min(group, key=lambda r: r["measured_s"])
+            short = first["measured_s"] / best["measured_s"] - 1
+            shortfalls.append(short)
+            print(f"first choice {model} {world} ranks: {first['plan']} measures "
+                  f"{100 * short:+.1f}% over the measured best {best['plan']} "
+                  f"(goal <= 5%)")
+    if shortfalls:
+        print(f"first choice over measured best: median "
+              f"{100 * statistics.median(shortfalls):+.1f}%, worst "
+              f"{100 * max(shortfalls):+.1f}% over {len(shortfalls)} groups")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    if args.check_choice is not None and shortfalls and \
+            max(shortfalls) > args.check_choice:
+        sys.exit(f"a first choice measures {100 * max(shortfalls):.1f}% over "
+                 f"its group's measured best (allowed "
+                 f"{100 * args.check_choice:.1f}%)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""The planner's per-GPU memory breakdown equals the compiled static memory
+plan (issue 21, item 5).
+
+For each plan, the nanoGPT CPU model is compiled with the plan
+(``--autoshard-train``, as scripts/train.sh does) and read with
+``dist-explain format=json`` (states by kind, the live bytes per category at
+the memory plan's peak); the planner scores the same plan with
+``dist-auto-plan evaluate=`` on configs/clusters/cpu-2core.json (fp32, no
+master copy, gradients in the static frame: ``memory.grad_buffer`` =
+"frame"). Both are printed; each category must agree to within
+``TOLERANCE`` bytes (the 64-byte alignment of the frame's buffers and the
+affine fit of the one-block programs):
+
+* parameters: planner ``params`` = ``state_param``;
+* optimizer states: planner ``optimizer`` = ``state_opt_m + state_opt_v``;
+* gradients live at the peak: planner ``grads`` (accumulated over earlier
+  microbatches) + ``activation_grads`` (the one-block step's peak) =
+  ``peak_grad``;
+* activations at the peak: planner ``activations`` = ``peak_activation``.
+
+Plans where the two are known to differ (docs/planner.md, "Memory"):
+pp > 1, sequence parallelism, recomputation and ZeRO-3; not listed here.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT, config_path
+
+CLUSTER = os.path.join(REPO_ROOT, "configs", "clusters", "cpu-2core.json")
+GLOBAL_BATCH = 8
+TOLERANCE = 1024  # bytes per category
+
+# (plan as --plan takes it without mb, microbatches)
+PLANS = [
+    ("dp=1", 1),
+    ("dp=1", 2),
+    ("dp=2,zero=1", 2),
+    ("dp=2,tp=2", 1),
+    ("dp=2,zero=2", 1),
+]
+
+
+def _model(batch, out):
+    subprocess.run(
+        [sys.executable, "-m", "autoshard.models",
+         config_path("nanogpt-shakespeare-char-cpu"), "--batch", str(batch),
+         "--seq", "64", "--vocab-multiple", "64", "-q", "-o", str(out)],
+        check=True, env=dict(os.environ, PYTHONPATH=os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__)))))
+
+
+def _degree(plan, key):
+    for item in plan.split(","):
+        name, value = item.split("=")
+        if name == key:
+            return int(value)
+    return 1
+
+
+def _run(cmd):
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def global_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("planner-memory") / "global.mlir"
+    _model(GLOBAL_BATCH, path)
+    return path
+
+
+@pytest.mark.parametrize("plan,mb", PLANS, ids=[f"{p},mb={m}" for p, m in PLANS])
+def test_planner_memory_equals_static_plan(shard_opt, tmp_path, global_model,
+                                           plan, mb):
+    world = 1
+    for key in ("pp", "dp", "cp", "tp"):
+        world *= _degree(plan, key)
+    dp = _degree(plan, "dp")
+    mbs = GLOBAL_BATCH // (dp * mb)
+
+    # Compiled: the model at the microbatch's batch, mb microbatches.
+    model = tmp_path / "model.mlir"
+    _model(GLOBAL_BATCH // mb, model)
+    full = plan + (f",mb={mb}" if mb > 1 else "")
+    lowered = tmp_path / "lowered.mlir"
+    _run([shard_opt, str(model),
+          f"--autoshard-train=plan={full} output={tmp_path / 'model.json'}",
+          "-o", str(lowered)])
+    explain = json.loads(_run([shard_opt, str(lowered),
+                               "--dist-explain=format=json", "-o", "/dev/null"]))
+    compiled = {k: v["with"] for k, v in explain["memory"].items()
+                if isinstance(v, dict)}
+
+    # Planned: the same plan scored by dist-auto-plan.
+    report = json.loads(_run([
+        shard_opt, str(global_model),
+        f"--dist-auto-plan=cluster={CLUSTER} gpus={world} "
+        f"evaluate={plan},mbs={mbs} format=json", "-o", "/dev/null"]))
+    assert report["plans"], f"the planner rejected {plan}: {report['rejected']}"
+    planned = report["plans"][0]["memory"]
+
+    rows = [
+        ("params", planned["params"], compiled["state_param"]),
+        ("optimizer", planned["optimizer"],
+         compiled["state_opt_m"] + compiled["state_opt_v"]),
+        ("grads at peak", planned["grads"] + planned["activation_grads"],
+         compiled["peak_grad"]),
+        ("activations at peak", planned["activations"],
+         compiled["peak_activation"]),
+    ]
+    print(f"\n{full} (mbs={mbs}): planner vs compiled static memory plan, bytes")
+    for name, p, c in rows:
+        print(f"  {name:20s} {p:12.0f} {c:12d} {p - c:+8.0f}")
+    for name, p, c in rows:
+        assert abs(p - c) <= TOLERANCE, (
+            f"{full}: planner {name} {p:.0f} B vs compiled {c} B "
+            f"(difference {p - c:+.0f} B > {TOLERANCE} B)")

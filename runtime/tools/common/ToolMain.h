@@ -1,0 +1,67 @@
+//===- ToolMain.h - main() of a runtime tool that may run on N ranks ------===//
+//
+// Shared by shard-reshard-check and shard-calibrate: with N > 1 ranks and no
+// launcher, re-execute under `mpirun -n N` on this node (as shard-run
+// does); under a launcher, join the MPI world; otherwise run on a one-rank
+// world. An exception is reported as "TOOL: error: MESSAGE" (with the rank
+// when the world has several, which is then aborted) and exit status 1.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_RUNTIME_TOOLS_TOOLMAIN_H
+#define AUTOSHARD_RUNTIME_TOOLS_TOOLMAIN_H
+
+#include "autoshard/runtime/Communicator.h"
+#if AUTOSHARD_HAVE_MPI
+#include "autoshard/runtime/mpi/MpiWorld.h"
+#endif
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace autoshard::runtime::tools {
+
+/// Runs `body` on the job's world: `ranks(argc, argv)` parses the options
+/// and returns the rank count asked for (throwing std::invalid_argument on
+/// a bad option), `body(world)` does the work and returns the exit status.
+inline int runOnWorld(const char *tool, int argc, char **argv,
+                      const std::function<int64_t()> &ranks,
+                      const std::function<int(CommWorld &)> &body) {
+  std::unique_ptr<CommWorld> world;
+  try {
+    int64_t n = ranks();
+    if (!startedByLauncher() && n > 1) {
+#if AUTOSHARD_HAVE_MPI
+      execUnderMpirun(static_cast<int>(n), argc, argv);
+#else
+      throw std::runtime_error("-n " + std::to_string(n) +
+                               ": built without MPI");
+#endif
+    }
+#if AUTOSHARD_HAVE_MPI
+    if (startedByLauncher())
+      world = createMpiWorld(&argc, &argv);
+#endif
+    if (!world)
+      world = createLocalWorld();
+    return body(*world);
+  } catch (const std::exception &e) {
+    std::fflush(stdout);
+    if (world && world->size() > 1) {
+      std::fprintf(stderr, "%s: error: rank %lld: %s\n", tool,
+                   static_cast<long long>(world->rank()), e.what());
+      std::fflush(stderr);
+      world->abort(1);
+    }
+    std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
+    return 1;
+  }
+}
+
+} // namespace autoshard::runtime::tools
+
+#endif // AUTOSHARD_RUNTIME_TOOLS_TOOLMAIN_H

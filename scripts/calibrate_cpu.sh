@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Regenerates configs/clusters/cpu-2core.json, the planner's description of
+# this CPU machine, with shard-calibrate (issue 21): micro-benchmarks of the
+# runtime's own kernels and MPI communicator with N ranks (default 8, as
+# scripts/auto_plan_check.sh plans for) running at once on this node.
+#
+#   scripts/calibrate_cpu.sh [-n 8] [--out configs/clusters/cpu-2core.json] [--repeats 7]
+#
+# Run it on an otherwise idle machine: every rank's figure is its share of
+# the cores while all N run. The file says what was measured ("measured");
+# docs/planner.md ("Calibrating this machine") has the figures.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+die() { echo "calibrate_cpu.sh: $*" >&2; exit 2; }
+[[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
+N=8 OUT=$ROOT/configs/clusters/cpu-2core.json REPEATS=7
+while [[ $# -gt 0 ]]; do
+  [[ $# -ge 2 ]] || die "option '$1' needs a value"
+  case $1 in
+    -n) N=$2 ;; --out) OUT=$2 ;; --repeats) REPEATS=$2 ;;
+    *) die "unknown option '$1' (see scripts/calibrate_cpu.sh --help)" ;;
+  esac
+  shift 2
+done
+[[ -x $BUILD_DIR/bin/shard-calibrate ]] || die "$BUILD_DIR/bin/shard-calibrate not built (ninja -C $BUILD_DIR shard-calibrate)"
+"$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats "$REPEATS" \
+  --name "CPU 2-core (this development machine)" --out "$OUT"
+echo "wrote $OUT"
