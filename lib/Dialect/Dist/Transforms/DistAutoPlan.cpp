@@ -471,11 +471,12 @@ struct DistAutoPlanPass
       }
       options.fixed = true;
       options.fixedPlan = *plan;
-      // Scored as the compiler builds it: a pipeline's gradient reduction
-      // in each stage's tail (Candidate::pipelineReductionInTail), as the
-      // search does with compilable=true.
+      // Scored as the compiler builds it, as the search does with
+      // compilable=true (the ZeRO-1/2 gather behind the optimizer).
       options.fixedPlan.pipelineReductionInTail =
           options.pipelineReductionInTail;
+      options.fixedPlan.paramGatherBehindOptimizer =
+          options.paramGatherBehindOptimizer;
     }
 
     // MoE: the experts per layer (every tfm.moe_dispatch of the model
