@@ -105,7 +105,19 @@ std::optional<Timeline> predictedStep(const planner::Estimate &estimate) {
                     estimate.plan.applyPlan())
           .str());
   t.unit = "ms";
-  t.width = 900;
+  // At least ~3 px per box of the busiest lane (the figure scrolls), and
+  // no transfer arrows past a few hundred: a 128-node plan with hundreds
+  // of microbatches per rank otherwise draws sub-pixel boxes under a mass
+  // of lines.
+  size_t busiest = 0;
+  for (const auto &lane : sim.timeline)
+    busiest = std::max(busiest, lane.size());
+  t.width = std::clamp(3.0 * static_cast<double>(busiest), 900.0, 30000.0);
+  constexpr size_t kMaxArrows = 400;
+  if (t.arrows.size() > kMaxArrows) {
+    t.caption += llvm::formatv(" ({0} transfers not drawn)", t.arrows.size());
+    t.arrows.clear();
+  }
   for (TimelineBox &b : tail)
     if (b.lane < t.laneNames.size())
       t.boxes.push_back(std::move(b));
@@ -160,8 +172,10 @@ void report::writePlannerHtml(const planner::Cluster &cluster,
       const planner::Estimate &e = result.best[i];
       std::string label =
           llvm::formatv("#{0} {1}", i + 1, e.plan.applyPlan()).str();
+      // Plans that differ only late in the string (mb, schedule,
+      // recompute) stay apart: the middle goes, not the end.
       if (label.size() > 38)
-        label = label.substr(0, 36) + "…";
+        label = label.substr(0, 16) + "…" + label.substr(label.size() - 21);
       Bar t;
       t.label = label;
       t.segments = {{"compute", "compute", e.compute},
