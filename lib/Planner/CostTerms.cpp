@@ -359,10 +359,10 @@ double dataParallelSyncTime(const Cluster &c, const ModelInfo &m,
   bool inTail = plan.pp > 1 && plan.pipelineReductionInTail;
   double exposed = inTail ? dps.total : dps.exposed;
   if (s.expertRank > 0) {
-    Exposure eps = dpSyncExposure(
-        c, plan.zero, s.expertRank, m.elementBytes, s.edpGroup, s.edpPerNode,
-        mb, std::max(0.0, gatherCover - dps.total),
-        std::max(0.0, B - dps.total));
+    Exposure eps =
+        dpSyncExposure(c, plan.zero, s.expertRank, m.elementBytes, s.edpGroup,
+                       s.edpPerNode, mb, std::max(0.0, gatherCover - dps.total),
+                       std::max(0.0, B - dps.total));
     exposed += inTail ? eps.total : eps.exposed;
   }
   return exposed;

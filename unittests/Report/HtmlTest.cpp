@@ -87,9 +87,11 @@ TEST(Html, PipelineTimelineChunksAndSplitBackward) {
       pipelineTimeline(zb, pipeline::simulateSchedule(zb), "z", "unit", "");
   EXPECT_EQ(z.boxes.size(), 2u * 2 * 3);
   EXPECT_EQ(z.arrows.size(), 4u);
-  for (const TimelineArrow &a : z.arrows)
-    if (a.toLane == 0)
+  for (const TimelineArrow &a : z.arrows) {
+    if (a.toLane == 0) {
       EXPECT_NE(a.title.find("1I"), std::string::npos) << a.title;
+    }
+  }
 }
 
 TEST(Html, BarChartSkipsEmptySegmentsAndDrawsTheLimit) {

@@ -101,12 +101,11 @@ void ChromeTrace::save(const std::string &path) const {
     list.push_back(std::move(event));
   }
   try {
-    writeFileAtomically(
-        path, nlohmann::json{{"traceEvents", list},
-                             {"displayTimeUnit", "ms"},
-                             {"otherData", metadata}}
-                      .dump() +
-                  '\n');
+    writeFileAtomically(path, nlohmann::json{{"traceEvents", list},
+                                             {"displayTimeUnit", "ms"},
+                                             {"otherData", metadata}}
+                                      .dump() +
+                                  '\n');
   } catch (const std::runtime_error &e) {
     throw std::runtime_error(std::string("trace file: ") + e.what());
   }
