@@ -66,9 +66,11 @@ LogicalResult StateDefOp::verify() {
                             "'normal'; init is '"
                          << stringifyInitKind(getInit()) << "'"
                          << (getInitStd() ? " with a std" : " without std");
-  double initStd = getInitStd() ? getInitStd()->convertToDouble() : 0.0;
-  if (!(initStd >= 0 && std::isfinite(initStd)))
-    return emitOpError() << "std must be finite and >= 0, found " << initStd;
+  if (std::optional<llvm::APFloat> given = getInitStd()) {
+    double value = given->convertToDouble();
+    if (!(value >= 0 && std::isfinite(value)))
+      return emitOpError() << "std must be finite and >= 0, found " << value;
+  }
   bool isParam = getKind() == StateKind::Param;
   if (isParam == getOf().has_value())
     return emitOpError() << "a '" << stringifyStateKind(getKind()) << "' state "
