@@ -18,6 +18,8 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .summary import mesh_ranks
+
 _RANK_RE = re.compile(r"\.rank(\d+)\.[^./]*$")
 
 LANE_HEIGHT, LANE_GAP, LEFT, TOP, AXIS = 24, 6, 110, 6, 24
@@ -178,7 +180,6 @@ def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float
         raise TraceError(f"two traces of the same rank: ranks {seen} from {list(paths)}")
     world = _check_one_run(ranks)
     if predicted is not None and world:
-        from .summary import mesh_ranks
         planned = mesh_ranks(predicted)
         if planned and planned != world:
             raise TraceError(f"the --predicted page is of a plan on {planned} ranks, the "
