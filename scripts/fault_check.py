@@ -168,7 +168,8 @@ def watchdog_sigstop(art: str, victim: int, extra: List[str] = ()):
                        + tail(out))
         m = re.search(r"shard-run: error: rank (\d+): .*communication timeout: (\S+) .*"
                       r"over group \[[^\]]*\] \(world ranks [0-9, ]+\).*"
-                      r"at step (\d+); waiting for rank (\d+), which did not answer", out)
+                      r"at step (\d+); waiting for rank (\d+)(?: \(by way of [^)]*\))?, "
+                      r"which did not answer", out)
         if not m:
             raise Fail("no 'communication timeout: OP ... over group [...] (world ranks ...) "
                        "... at step N; waiting for rank R, which did not answer' line:\n"

@@ -13,7 +13,8 @@
 #             within 10 + 30 s of the stop, non-zero, with a "shard-run: error:"
 #             line from every other rank, one of which says "communication
 #             timeout: OP ... over group [AXES] (world ranks ...) ... at step
-#             N; waiting for rank R, which did not answer" naming the stopped
+#             N; waiting for rank R[ (by way of rank Q, which waits for it)],
+#             which did not answer" naming the stopped
 #             rank; meanwhile no waiting rank uses more than half a core;
 #   signal    SIGINT to `shard-run -n 4` and SIGTERM to a 1-rank shard-run,
 #             both without --save-dir: "shard-run: interrupted at step N by

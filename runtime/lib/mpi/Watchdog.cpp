@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -86,6 +87,61 @@ std::string operation(const OpInfo &op) {
   if (!op.sendTo.empty())
     s += ", sending to world " + ranksPhrase(worldOf(op, op.sendTo));
   return s;
+}
+
+/// The world ranks `op` waits for, without `self`: an exchange's peers, or
+/// the group's members (every rank when the group is not known).
+std::vector<int> peersOf(const OpInfo &op, int self, int size) {
+  std::vector<int> peers;
+  if (!op.recvFrom.empty() || !op.sendTo.empty()) {
+    std::set<int> p;
+    for (int r : worldOf(op, op.recvFrom))
+      p.insert(r);
+    for (int r : worldOf(op, op.sendTo))
+      p.insert(r);
+    peers.assign(p.begin(), p.end());
+  } else if (op.worldRanks) {
+    peers = *op.worldRanks;
+  } else {
+    for (int r = 0; r < size; ++r)
+      peers.push_back(r);
+  }
+  peers.erase(std::remove(peers.begin(), peers.end(), self), peers.end());
+  return peers;
+}
+
+// A query or an answer is "<peer>,<peer>,...\n<description>": the peers let
+// the rank that gave up follow a chain of waits to the rank that holds it.
+std::string withPeers(const std::vector<int> &peers, const std::string &text) {
+  std::string s;
+  for (size_t i = 0; i < peers.size(); ++i)
+    s += (i ? "," : "") + std::to_string(peers[i]);
+  return s + "\n" + text;
+}
+
+struct WaitNote {
+  std::vector<int> peers;
+  std::string text;
+};
+
+WaitNote parseNote(const std::string &msg) {
+  WaitNote n;
+  size_t nl = msg.find('\n');
+  if (nl == std::string::npos) {
+    n.text = msg;
+    return n;
+  }
+  n.text = msg.substr(nl + 1);
+  size_t at = 0;
+  while (at < nl) {
+    size_t comma = std::min(msg.find(',', at), nl);
+    try {
+      n.peers.push_back(std::stoi(msg.substr(at, comma - at)));
+    } catch (const std::exception &) {
+    }
+    at = comma + 1;
+  }
+  return n;
 }
 
 } // namespace
@@ -193,7 +249,8 @@ void Watchdog::check(const OpInfo &op, double waitedS) {
   if (expired)
     throw CommError("communication watchdog: this rank has given up already");
   std::string me = describe(op, waitedS);
-  std::string verdict = handle(receive(), me);
+  std::string verdict =
+      handle(receive(), withPeers(peersOf(op, rank, size), me));
   if (!verdict.empty()) {
     expired = true;
     throw CommError("communication watchdog: " + verdict + "; this rank (" +
@@ -206,20 +263,21 @@ void Watchdog::check(const OpInfo &op, double waitedS) {
 }
 
 std::string Watchdog::expire(const OpInfo &op, double waitedS) {
-  const std::string me = describe(op, waitedS);
+  const std::vector<int> peers = peersOf(op, rank, size);
+  const std::string me = withPeers(peers, describe(op, waitedS));
   // Said at once: if the transport itself is dead, MPI may end this process
   // while the diagnosis sends its questions (OpenMPI aborts on a connection
   // it cannot make).
   std::fprintf(stderr,
                "[autoshard watchdog] rank %d: %s: no progress after %s s; "
                "asking the other ranks what they wait for\n",
-               rank, me.c_str(), seconds(timeout).c_str());
+               rank, describe(op, waitedS).c_str(), seconds(timeout).c_str());
   std::fflush(stderr);
   for (int r = 0; r < size; ++r)
     if (r != rank)
       send(r, kQuery, me);
   const double grace = graceS();
-  std::map<int, std::string> answers;
+  std::map<int, WaitNote> answers;
   std::string verdict;
   int verdictFrom = -1;
   Clock::time_point asked = Clock::now();
@@ -229,9 +287,9 @@ std::string Watchdog::expire(const OpInfo &op, double waitedS) {
       if (m.tag == kQuery) {
         // It gave up too: it is alive, and its query says what it waits for.
         send(m.source, kAnswer, me);
-        answers[m.source] = m.text;
+        answers[m.source] = parseNote(m.text);
       } else if (m.tag == kAnswer) {
-        answers[m.source] = m.text;
+        answers[m.source] = parseNote(m.text);
       } else if (m.tag == kVerdict) {
         send(m.source, kAck, "");
         if (verdict.empty()) {
@@ -260,22 +318,6 @@ std::string Watchdog::expire(const OpInfo &op, double waitedS) {
     return msg + "; rank " + std::to_string(verdictFrom) +
            "'s watchdog gave up first: " + verdict;
 
-  // The peers this operation waits for: an exchange's, or the group's.
-  std::vector<int> peers;
-  if (!op.recvFrom.empty() || !op.sendTo.empty()) {
-    std::set<int> p;
-    for (int r : worldOf(op, op.recvFrom))
-      p.insert(r);
-    for (int r : worldOf(op, op.sendTo))
-      p.insert(r);
-    peers.assign(p.begin(), p.end());
-  } else if (op.worldRanks) {
-    peers = *op.worldRanks;
-  } else {
-    for (int r = 0; r < size; ++r)
-      peers.push_back(r);
-  }
-  peers.erase(std::remove(peers.begin(), peers.end(), rank), peers.end());
   std::vector<int> silentPeers, silentOthers;
   for (int r : silent)
     (std::find(peers.begin(), peers.end(), r) != peers.end() ? silentPeers
@@ -284,21 +326,57 @@ std::string Watchdog::expire(const OpInfo &op, double waitedS) {
   const std::string noAnswer =
       "did not answer the watchdog within " + seconds(grace) +
       " s (stopped, dead, unreachable, or busy outside communication)";
-  if (!silentPeers.empty())
+  if (!silentPeers.empty()) {
     msg += "; waiting for " + ranksPhrase(silentPeers) + ", which " + noAnswer;
-  else if (!peers.empty())
-    msg += "; every peer (" + ranksPhrase(peers) +
-           ") answered and waits too: the operation itself is stuck (a lost "
-           "connection?)";
+  } else if (!peers.empty()) {
+    // Every peer answered: follow what they wait for (breadth first) to a
+    // rank that did not answer, the one that holds the chain up.
+    std::map<int, int> via; // rank -> the rank that waits for it
+    std::vector<int> queue = peers;
+    for (int r : peers)
+      via[r] = rank;
+    int holder = -1;
+    for (size_t i = 0; i < queue.size() && holder < 0; ++i) {
+      auto it = answers.find(queue[i]);
+      if (it == answers.end())
+        continue;
+      for (int next : it->second.peers) {
+        if (next == rank || next < 0 || next >= size || via.count(next))
+          continue;
+        via[next] = queue[i];
+        if (std::find(silent.begin(), silent.end(), next) != silent.end()) {
+          holder = next;
+          break;
+        }
+        queue.push_back(next);
+      }
+    }
+    if (holder >= 0) {
+      std::vector<int> chain;
+      for (int r = via[holder]; r != rank; r = via[r])
+        chain.insert(chain.begin(), r);
+      msg += "; waiting for rank " + std::to_string(holder) + " (by way of " +
+             ranksPhrase(chain) + ", which " +
+             (chain.size() == 1 ? "waits" : "wait in turn") +
+             " for it), which " + noAnswer;
+      silentOthers.erase(
+          std::remove(silentOthers.begin(), silentOthers.end(), holder),
+          silentOthers.end());
+    } else {
+      msg += "; every peer (" + ranksPhrase(peers) +
+             ") answered and waits too: the operation itself is stuck (a lost "
+             "connection?)";
+    }
+  }
   if (!silentOthers.empty())
     msg += "; " + ranksPhrase(silentOthers) + " " + noAnswer + " either";
   int listed = 0;
-  for (const auto &[r, text] : answers) {
+  for (const auto &[r, note] : answers) {
     if (listed++ == 8) {
       msg += "; ... (" + std::to_string(answers.size()) + " answers in all)";
       break;
     }
-    msg += "; rank " + std::to_string(r) + " waits: " + text;
+    msg += "; rank " + std::to_string(r) + " waits: " + note.text;
   }
 
   // Tell the ranks that answered, so that each says what it waited for
@@ -311,7 +389,7 @@ std::string Watchdog::expire(const OpInfo &op, double waitedS) {
         (activity.empty() ? "" : " at " + activity) +
         (silent.empty() ? ", though every rank answered"
                         : "; no answer from " + ranksPhrase(silent));
-    for (const auto &[r, text] : answers)
+    for (const auto &[r, note] : answers)
       send(r, kVerdict, v);
     size_t acks = 0;
     Clock::time_point told = Clock::now();
