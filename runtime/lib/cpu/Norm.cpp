@@ -5,9 +5,11 @@
 #include "Check.h"
 #include "Instantiate.h"
 #include "Parallel.h"
+#include "VecMath.h"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 namespace autoshard::runtime::cpu {
@@ -95,12 +97,30 @@ void parallelRows(int64_t rows, int64_t hidden, RowFn rowFn) {
                          });
 }
 
+/// Whether T is float and this build and CPU run the AVX2 rows
+/// (NormAvx2.cpp).
+template <typename T> bool vectorRows() {
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>)
+    return detail::hasAvx2Fma();
+#endif
+  return false;
+}
+
 } // namespace
 
 template <typename T>
 void layerNorm(const T *x, const T *gamma, const T *beta, T *y, int64_t rows,
                int64_t hidden, double epsilon) {
   checkNormShape("layer_norm", rows, hidden, epsilon);
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>)
+    if (vectorRows<T>())
+      return parallelRows(rows, hidden, [&](int64_t r) {
+        detail::avx2::layerNormRow(x + r * hidden, gamma, beta, y + r * hidden,
+                                   hidden, epsilon);
+      });
+#endif
   parallelRows(rows, hidden, [&](int64_t r) {
     const T *xr = x + r * hidden;
     T *yr = y + r * hidden;
@@ -115,6 +135,16 @@ template <typename T>
 void layerNormGrad(const T *dy, const T *x, const T *gamma, T *dx, T *dgamma,
                    T *dbeta, int64_t rows, int64_t hidden, double epsilon) {
   checkNormShape("layer_norm_grad", rows, hidden, epsilon);
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>)
+    if (vectorRows<T>())
+      return rowsWithParamGrads(
+          rows, hidden, dgamma, dbeta, [&](int64_t r, T *pgamma, T *pbeta) {
+            detail::avx2::layerNormGradRow(dy + r * hidden, x + r * hidden,
+                                           gamma, dx + r * hidden, pgamma,
+                                           pbeta, hidden, epsilon);
+          });
+#endif
   rowsWithParamGrads(
       rows, hidden, dgamma, dbeta, [&](int64_t r, T *pgamma, T *pbeta) {
         const T *xr = x + r * hidden, *dyr = dy + r * hidden;
@@ -145,6 +175,14 @@ template <typename T>
 void rmsNorm(const T *x, const T *gamma, T *y, int64_t rows, int64_t hidden,
              double epsilon) {
   checkNormShape("rms_norm", rows, hidden, epsilon);
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>)
+    if (vectorRows<T>())
+      return parallelRows(rows, hidden, [&](int64_t r) {
+        detail::avx2::rmsNormRow(x + r * hidden, gamma, y + r * hidden, hidden,
+                                 epsilon);
+      });
+#endif
   parallelRows(rows, hidden, [&](int64_t r) {
     const T *xr = x + r * hidden;
     T *yr = y + r * hidden;
@@ -158,6 +196,16 @@ template <typename T>
 void rmsNormGrad(const T *dy, const T *x, const T *gamma, T *dx, T *dgamma,
                  int64_t rows, int64_t hidden, double epsilon) {
   checkNormShape("rms_norm_grad", rows, hidden, epsilon);
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>)
+    if (vectorRows<T>())
+      return rowsWithParamGrads(rows, hidden, dgamma, static_cast<T *>(nullptr),
+                                [&](int64_t r, T *pgamma, T *) {
+                                  detail::avx2::rmsNormGradRow(
+                                      dy + r * hidden, x + r * hidden, gamma,
+                                      dx + r * hidden, pgamma, hidden, epsilon);
+                                });
+#endif
   rowsWithParamGrads(rows, hidden, dgamma, static_cast<T *>(nullptr),
                      [&](int64_t r, T *pgamma, T *) {
                        const T *xr = x + r * hidden, *dyr = dy + r * hidden;

@@ -5,9 +5,11 @@
 #include "Check.h"
 #include "Instantiate.h"
 #include "Parallel.h"
+#include "VecMath.h"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 namespace autoshard::runtime::cpu {
@@ -17,6 +19,19 @@ template <typename T> double sumSquares(const T *x, int64_t numel) {
   // Per-chunk sums added in chunk order: the same on any thread count.
   const int64_t grain = detail::kElementwiseGrain;
   std::vector<double> partial(detail::chunkCount(numel, grain), 0.0);
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::hasAvx2Fma()) {
+      detail::parallelChunks(
+          numel, grain, [&](int64_t c, int64_t b, int64_t e) {
+            partial[c] = detail::avx2::sumSquares(x + b, e - b);
+          });
+      double sum = 0.0;
+      for (double p : partial)
+        sum += p;
+      return sum;
+    }
+#endif
   detail::parallelChunks(numel, grain, [&](int64_t c, int64_t b, int64_t e) {
     double sum = 0.0;
     for (int64_t i = b; i < e; ++i)
@@ -62,6 +77,19 @@ void adamw(const T *param, const G *grad, const T *m, const T *v, T *newParam,
   const T invSqrtBc2 =
       static_cast<T>(1.0 / std::sqrt(1.0 - std::pow(p.beta2, t)));
   const T eps = static_cast<T>(p.epsilon);
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<G, float>)
+    if (detail::hasAvx2Fma()) {
+      const detail::avx2::AdamWConstants c{gradScale,     beta1,         beta2,
+                                           oneMinusBeta1, oneMinusBeta2, decay,
+                                           stepSize,      invSqrtBc2,    eps};
+      return detail::parallelChunks(
+          numel, detail::kElementwiseGrain, [&](int64_t, int64_t b, int64_t e) {
+            detail::avx2::adamw(param + b, grad + b, m + b, v + b, newParam + b,
+                                newM + b, newV + b, e - b, c);
+          });
+    }
+#endif
   detail::parallelChunks(
       numel, detail::kElementwiseGrain, [&](int64_t, int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {

@@ -41,6 +41,36 @@ void swigluGrad(const float *dy, const float *gate, const float *up,
 /// x[i] = exp(x[i] - shift) in place; returns the sum of the results
 /// (summed in 8 lanes, then the lanes in order).
 float expShiftSum(float *x, int64_t n, float shift);
+/// The largest of x[0..n), n >= 1 (NaN-free input: max is exact in any
+/// order).
+float maxOf(const float *x, int64_t n);
+/// x[i] *= factor.
+void scale(float *x, int64_t n, float factor);
+
+// NormAvx2.cpp: one row of `n` floats (Norm.h gives the formulas); pgamma
+// and pbeta accumulate the row's parameter gradients (pbeta may be null).
+void layerNormRow(const float *x, const float *gamma, const float *beta,
+                  float *y, int64_t n, double epsilon);
+void layerNormGradRow(const float *dy, const float *x, const float *gamma,
+                      float *dx, float *pgamma, float *pbeta, int64_t n,
+                      double epsilon);
+void rmsNormRow(const float *x, const float *gamma, float *y, int64_t n,
+                double epsilon);
+void rmsNormGradRow(const float *dy, const float *x, const float *gamma,
+                    float *dx, float *pgamma, int64_t n, double epsilon);
+
+// OptimizerAvx2.cpp.
+/// Sum of x[i]^2 over n floats, in double (8 lanes, then in order).
+double sumSquares(const float *x, int64_t n);
+/// AdamW's per-step constants, computed once per call (Optimizer.cpp).
+struct AdamWConstants {
+  float gradScale, beta1, beta2, oneMinusBeta1, oneMinusBeta2, decay, stepSize,
+      invSqrtBc2, eps;
+};
+/// One chunk of AdamW (Optimizer.h's adamw, float parameters and grads).
+void adamw(const float *param, const float *grad, const float *m,
+           const float *v, float *newParam, float *newM, float *newV, int64_t n,
+           const AdamWConstants &c);
 } // namespace avx2
 
 } // namespace autoshard::runtime::cpu::detail

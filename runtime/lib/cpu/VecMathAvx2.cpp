@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace autoshard::runtime::cpu::detail::avx2 {
@@ -181,6 +182,30 @@ float expShiftSum(float *x, int64_t n, float shift) {
   for (float lane : lanes)
     sum += lane;
   return sum;
+}
+
+float maxOf(const float *x, int64_t n) {
+  __m256 m = splat(-__builtin_inff());
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[kLanes];
+  _mm256_store_ps(lanes, m);
+  float out = lanes[0];
+  for (int a = 1; a < kLanes; ++a)
+    out = std::max(out, lanes[a]);
+  for (; i < n; ++i)
+    out = std::max(out, x[i]);
+  return out;
+}
+
+void scale(float *x, int64_t n, float factor) {
+  const __m256 f = splat(factor);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), f));
+  for (; i < n; ++i)
+    x[i] *= factor;
 }
 
 } // namespace autoshard::runtime::cpu::detail::avx2
