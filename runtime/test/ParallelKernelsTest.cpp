@@ -107,9 +107,10 @@ TEST(ParallelKernelsTest, ActivationsMatchTheFp64Oracle) {
   }
 }
 
-// The float norms and AdamW (AVX2 rows where the CPU has them) against the
-// double templates, for row lengths with every tail modulo 8.
-TEST(ParallelKernelsTest, NormsAndAdamWMatchTheFp64Oracle) {
+// The float norms, cross entropy and AdamW (AVX2 rows where the CPU has
+// them) against the double templates, for row lengths with every tail
+// modulo 8.
+TEST(ParallelKernelsTest, NormsLossAndAdamWMatchTheFp64Oracle) {
   for (int64_t hidden : {1, 7, 8, 9, 15, 17, 33, 128}) {
     const int64_t rows = 5, n = rows * hidden;
     const std::string tag = " hidden=" + std::to_string(hidden);
@@ -145,6 +146,17 @@ TEST(ParallelKernelsTest, NormsAndAdamWMatchTheFp64Oracle) {
     EXPECT_NEAR(sumSquares(x.data(), n), sumSquares(xd.data(), n),
                 1e-6 * sumSquares(xd.data(), n))
         << "sum_squares" << tag;
+
+    // Cross entropy over `hidden` classes, the last one padding.
+    std::vector<int32_t> labels =
+        randomIds<int32_t>(rows, std::max<int64_t>(1, hidden - 1), 46);
+    CrossEntropyShape ce{rows, hidden, std::max<int64_t>(1, hidden - 1)};
+    EXPECT_NEAR(crossEntropy(x.data(), labels.data(), ce),
+                crossEntropy(xd.data(), labels.data(), ce), 1e-6)
+        << "cross_entropy" << tag;
+    crossEntropyGrad(0.7, x.data(), labels.data(), dx.data(), ce);
+    crossEntropyGrad(0.7, xd.data(), labels.data(), dxd.data(), ce);
+    expectAllNear(dx, dxd, kRtol, kAtol, "cross_entropy_grad" + tag);
 
     AdamWParams hp;
     hp.lr = 1e-2;

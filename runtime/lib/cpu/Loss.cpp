@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 namespace autoshard::runtime::cpu {
@@ -72,6 +73,15 @@ void crossEntropyGrad(double dloss, const T *logits, const I *labels,
           T *drow = dlogits + t * shape.classes;
           const double lse = detail::logSumExp(row, vocab);
           const int64_t label = static_cast<int64_t>(labels[t]);
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+          if constexpr (std::is_same_v<T, float>)
+            if (detail::hasAvx2Fma()) {
+              detail::avx2::crossEntropyGradRow(row, vocab, lse, label,
+                                                perToken, drow);
+              std::fill(drow + vocab, drow + shape.classes, T(0));
+              continue;
+            }
+#endif
           for (int64_t c = 0; c < vocab; ++c) {
             const double p = std::exp(static_cast<double>(row[c]) - lse);
             drow[c] = static_cast<T>(perToken * (c == label ? p - 1.0 : p));

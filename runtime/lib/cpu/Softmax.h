@@ -4,14 +4,22 @@
 #ifndef AUTOSHARD_RUNTIME_LIB_CPU_SOFTMAX_H
 #define AUTOSHARD_RUNTIME_LIB_CPU_SOFTMAX_H
 
+#include "VecMath.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace autoshard::runtime::cpu::detail {
 
 /// log sum_j exp(x[j]) over x[0..n), n >= 1, max-shifted, in double.
 template <typename T> double logSumExp(const T *x, int64_t n) {
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>)
+    if (hasAvx2Fma())
+      return avx2::logSumExp(x, n);
+#endif
   const double maxValue = *std::max_element(x, x + n);
   double sum = 0.0;
   for (int64_t j = 0; j < n; ++j)

@@ -46,6 +46,13 @@ float expShiftSum(float *x, int64_t n, float shift);
 float maxOf(const float *x, int64_t n);
 /// x[i] *= factor.
 void scale(float *x, int64_t n, float factor);
+/// log sum_j exp(x[j]) over n >= 1 floats, max-shifted, in double (4 lanes,
+/// then in order).
+double logSumExp(const float *x, int64_t n);
+/// dx[c] = scale * (exp(x[c] - lse) - [c == label]) for c < n, in double:
+/// one row of cross_entropy_grad.
+void crossEntropyGradRow(const float *x, int64_t n, double lse, int64_t label,
+                         double scale, float *dx);
 
 // NormAvx2.cpp: one row of `n` floats (Norm.h gives the formulas); pgamma
 // and pbeta accumulate the row's parameter gradients (pbeta may be null).

@@ -11,6 +11,7 @@
 #include <sleef.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace autoshard::runtime::cpu::detail::avx2 {
@@ -206,6 +207,64 @@ void scale(float *x, int64_t n, float factor) {
     _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), f));
   for (; i < n; ++i)
     x[i] *= factor;
+}
+
+namespace {
+/// exp(double(x[i..i+4)) - shift) for the first `k` (<= 4) lanes; lanes
+/// past k give 0.
+__m256d expShifted4(const float *x, int64_t k, __m256d shift) {
+  __m128 v;
+  if (k >= 4) {
+    v = _mm_loadu_ps(x);
+  } else {
+    const __m128i lane = _mm_setr_epi32(0, 1, 2, 3);
+    v = _mm_maskload_ps(
+        x, _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(k)), lane));
+  }
+  __m256d d = _mm256_sub_pd(_mm256_cvtps_pd(v), shift);
+  if (k < 4) {
+    const __m256d lane = _mm256_setr_pd(0, 1, 2, 3);
+    const __m256d valid =
+        _mm256_cmp_pd(lane, _mm256_set1_pd(static_cast<double>(k)), _CMP_LT_OQ);
+    d = _mm256_blendv_pd(_mm256_set1_pd(-__builtin_inf()), d, valid);
+  }
+  return Sleef_expd4_u10avx2(d);
+}
+} // namespace
+
+double logSumExp(const float *x, int64_t n) {
+  const double m = maxOf(x, n);
+  const __m256d shift = _mm256_set1_pd(m);
+  __m256d acc = _mm256_setzero_pd();
+  for (int64_t i = 0; i < n; i += 4)
+    acc = _mm256_add_pd(acc, expShifted4(x + i, n - i, shift));
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, acc);
+  return m + std::log((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]));
+}
+
+void crossEntropyGradRow(const float *x, int64_t n, double lse, int64_t label,
+                         double scale, float *dx) {
+  const __m256d shift = _mm256_set1_pd(lse), s = _mm256_set1_pd(scale);
+  const __m256d lane = _mm256_setr_pd(0, 1, 2, 3);
+  const __m256d one = _mm256_set1_pd(1.0);
+  for (int64_t i = 0; i < n; i += 4) {
+    const int64_t k = n - i;
+    __m256d p = expShifted4(x + i, k, shift);
+    // p - 1 in the label's lane.
+    const __m256d isLabel =
+        _mm256_cmp_pd(_mm256_add_pd(lane, _mm256_set1_pd(double(i))),
+                      _mm256_set1_pd(double(label)), _CMP_EQ_OQ);
+    p = _mm256_sub_pd(p, _mm256_and_pd(isLabel, one));
+    const __m128 out = _mm256_cvtpd_ps(_mm256_mul_pd(s, p));
+    if (k >= 4) {
+      _mm_storeu_ps(dx + i, out);
+    } else {
+      alignas(16) float buf[4];
+      _mm_store_ps(buf, out);
+      std::memcpy(dx + i, buf, static_cast<size_t>(k) * sizeof(float));
+    }
+  }
 }
 
 } // namespace autoshard::runtime::cpu::detail::avx2
