@@ -147,6 +147,28 @@ TEST(ParallelKernelsTest, NormsLossAndAdamWMatchTheFp64Oracle) {
                 1e-6 * sumSquares(xd.data(), n))
         << "sum_squares" << tag;
 
+    // Rows of magnitude 1e20: x^2 overflows in float, not in the double
+    // sums the kernels keep.
+    {
+      std::vector<float> big(n);
+      for (int64_t i = 0; i < n; ++i)
+        big[i] = x[i] * 1e20f;
+      std::vector<double> bigd = convert<double>(big);
+      rmsNorm(big.data(), gamma.data(), y.data(), rows, hidden, 1e-6);
+      rmsNorm(bigd.data(), gd.data(), yd.data(), rows, hidden, 1e-6);
+      expectAllNear(y, yd, 1e-5, 1e-5, "rms_norm of 1e20" + tag);
+      rmsNormGrad(dy.data(), big.data(), gamma.data(), dx.data(), dg.data(),
+                  rows, hidden, 1e-6);
+      rmsNormGrad(dyd.data(), bigd.data(), gd.data(), dxd.data(), dgd.data(),
+                  rows, hidden, 1e-6);
+      expectAllNear(dg, dgd, 1e-5, 1e-5, "rms_norm_grad dgamma of 1e20" + tag);
+      layerNorm(big.data(), gamma.data(), beta.data(), y.data(), rows, hidden,
+                1e-5);
+      layerNorm(bigd.data(), gd.data(), bd.data(), yd.data(), rows, hidden,
+                1e-5);
+      expectAllNear(y, yd, 1e-4, 1e-4, "layer_norm of 1e20" + tag);
+    }
+
     // Cross entropy over `hidden` classes, the last one padding.
     std::vector<int32_t> labels =
         randomIds<int32_t>(rows, std::max<int64_t>(1, hidden - 1), 46);

@@ -43,18 +43,33 @@ void rowStats(const float *x, int64_t n, double epsilon, double &mean,
   rstd = 1.0 / std::sqrt(sq / n + epsilon);
 }
 
-/// sum over the row of a[i] * b[i] * c[i] (c null: of a[i] * b[i]), in
-/// double.
+/// The 8 floats of v widened to double: lanes 0-3 in lo, 4-7 in hi.
+void widen(__m256 v, __m256d &lo, __m256d &hi) {
+  lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+  hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+}
+
+/// sum over the row of a[i] * b[i] * c[i] (c null: of a[i] * b[i]), the
+/// products and the sum in double (as the scalar template: a float x^2
+/// overflows from |x| ~ 1.8e19).
 double dot(const float *a, const float *b, const float *c, int64_t n) {
-  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  __m256d accLo = _mm256_setzero_pd(), accHi = _mm256_setzero_pd();
   for (int64_t i = 0; i < n; i += 8) {
     const int64_t k = n - i;
-    __m256 p = _mm256_mul_ps(load8(a + i, k), load8(b + i, k));
-    if (c)
-      p = _mm256_mul_ps(p, load8(c + i, k));
-    accumulate(lo, hi, p);
+    __m256d aLo, aHi, bLo, bHi;
+    widen(load8(a + i, k), aLo, aHi);
+    widen(load8(b + i, k), bLo, bHi);
+    __m256d pLo = _mm256_mul_pd(aLo, bLo), pHi = _mm256_mul_pd(aHi, bHi);
+    if (c) {
+      __m256d cLo, cHi;
+      widen(load8(c + i, k), cLo, cHi);
+      pLo = _mm256_mul_pd(pLo, cLo);
+      pHi = _mm256_mul_pd(pHi, cHi);
+    }
+    accLo = _mm256_add_pd(accLo, pLo);
+    accHi = _mm256_add_pd(accHi, pHi);
   }
-  return horizontalSum(lo, hi);
+  return horizontalSum(accLo, accHi);
 }
 
 } // namespace
@@ -90,7 +105,12 @@ void layerNormGradRow(const float *dy, const float *x, const float *gamma,
     const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(load8(x + i, k), m), r);
     const __m256 g = _mm256_mul_ps(d, load8(gamma + i, k));
     accumulate(gLo, gHi, g);
-    accumulate(gxLo, gxHi, _mm256_mul_ps(g, xhat));
+    // g * xhat in double, as the scalar template.
+    __m256d g0, g1, x0, x1;
+    widen(g, g0, g1);
+    widen(xhat, x0, x1);
+    gxLo = _mm256_fmadd_pd(g0, x0, gxLo);
+    gxHi = _mm256_fmadd_pd(g1, x1, gxHi);
     store8(pgamma + i, _mm256_fmadd_ps(d, xhat, load8(pgamma + i, k)), k);
     if (pbeta)
       store8(pbeta + i, _mm256_add_ps(load8(pbeta + i, k), d), k);
