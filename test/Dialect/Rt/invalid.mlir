@@ -385,3 +385,14 @@ rt.func @f() {
   %c = rt.const dense<[0, 1]> : tensor<2xi60>
   rt.return
 }
+
+// -----
+
+// Found by fuzzing (issue 19): the generic form skips the custom parser, and
+// the verifier built a buffer type from a value of i31 (an assertion build
+// aborted).
+rt.func @f() {
+  // expected-error @+1 {{'rt.const' op type '!rt.buffer<2xi64>' differs from the value's type 'tensor<2xi31>'}}
+  %c = "rt.const"() {value = dense<1> : tensor<2xi31>} : () -> !rt.buffer<2xi64>
+  rt.return
+}

@@ -291,10 +291,13 @@ LogicalResult ConstOp::verify() {
   if (!isa<DenseElementsAttr>(getValue()))
     return emitOpError() << "value must be a dense elements attribute, found "
                          << getValue();
-  if (BufferType::get(getValue().getShapedType()) != getType())
+  // Compared field by field: the value's type (e.g. of i31, in the generic
+  // form) need not make a valid buffer type (found by fuzzing, issue 19).
+  ShapedType value = getValue().getShapedType();
+  if (value.getShape() != getType().getShape() ||
+      value.getElementType() != getType().getElementType())
     return emitOpError() << "type " << getType()
-                         << " differs from the value's type "
-                         << getValue().getShapedType();
+                         << " differs from the value's type " << value;
   return success();
 }
 
