@@ -124,14 +124,13 @@ template <typename Fn> void forEachKeyBlock(const HeadBlock &blk, Fn fn) {
 }
 
 /// Calls onPair(batch, kv head), then fn(block, scratch) for every (batch,
-/// head, query block) of that pair. The
-/// (batch, kv head) pairs run in parallel: each owns its rows of dK and dV,
-/// so no two threads write the same element and the result does not depend
-/// on the thread count. `scratch` is two kQueryBlock x keyBlockCols(s)
-/// buffers per pair (scratch and scratch + kQueryBlock * keyBlockCols(s)),
-/// independent of seqK beyond one key block.
-template <typename T, typename Fn, typename PairFn>
-void forEachBlock(const AttentionShape &s, Fn fn, PairFn onPair) {
+/// head, query block) of that pair. The (batch, kv head) pairs run in parallel:
+/// each owns its rows of dK and dV, so no two threads write the same element
+/// and the result does not depend on the thread count. `scratch` is two
+/// kQueryBlock x keyBlockCols(s) buffers per pair (scratch and scratch +
+/// kQueryBlock * keyBlockCols(s)), independent of seqK beyond one key block.
+template <typename T, typename PairFn, typename Fn>
+void forEachBlock(const AttentionShape &s, PairFn onPair, Fn fn) {
   const int64_t group = s.heads / s.kvHeads;
   const int64_t pairs = s.batch * s.kvHeads;
   const size_t scratchNumel = 2 * kQueryBlock * keyBlockCols(s);
@@ -218,78 +217,76 @@ void attention(const T *q, const T *k, const T *v, T *out, L *lse,
                const AttentionShape &shape) {
   checkShape("attention", shape);
   constexpr T negInf = -std::numeric_limits<T>::infinity();
-  forEachBlock<T>(
-      shape,
-      [&](const HeadBlock &blk, T *scores) {
-        T *outBlk = out + blk.qOffset;
-        if (blk.cols == 0) { // a block that sees no key (causal block skipping)
-          for (int64_t r = 0; r < blk.rows; ++r) {
-            std::fill_n(outBlk + r * blk.ldq, shape.headDim, T(0));
-            lse[blk.lseOffset + r] = -std::numeric_limits<L>::infinity();
-          }
-          return;
+  auto nothingPerPair = [](int64_t, int64_t) {};
+  forEachBlock<T>(shape, nothingPerPair, [&](const HeadBlock &blk, T *scores) {
+    T *outBlk = out + blk.qOffset;
+    if (blk.cols == 0) { // a block that sees no key (causal block skipping)
+      for (int64_t r = 0; r < blk.rows; ++r) {
+        std::fill_n(outBlk + r * blk.ldq, shape.headDim, T(0));
+        lse[blk.lseOffset + r] = -std::numeric_limits<L>::infinity();
+      }
+      return;
+    }
+    // Per row: running max m, running sum l of exp(S - m) over the key
+    // blocks so far, and the factor the O accumulator is scaled by before
+    // this key block's P V is added.
+    T rowMax[kQueryBlock], rowSum[kQueryBlock], outScale[kQueryBlock];
+    forEachKeyBlock(blk, [&](const KeyBlock &kb) {
+      blockScores(q, k, blk, kb, shape, scores);
+      for (int64_t r = 0; r < blk.rows; ++r) {
+        T *row = scores + r * kb.cols;
+        const int64_t visible = kb.visible(blk, shape, r);
+        if (kb.isFirst) {
+          rowMax[r] = negInf;
+          rowSum[r] = T(0);
         }
-        // Per row: running max m, running sum l of exp(S - m) over the key
-        // blocks so far, and the factor the O accumulator is scaled by before
-        // this key block's P V is added.
-        T rowMax[kQueryBlock], rowSum[kQueryBlock], outScale[kQueryBlock];
-        forEachKeyBlock(blk, [&](const KeyBlock &kb) {
-          blockScores(q, k, blk, kb, shape, scores);
-          for (int64_t r = 0; r < blk.rows; ++r) {
-            T *row = scores + r * kb.cols;
-            const int64_t visible = kb.visible(blk, shape, r);
-            if (kb.isFirst) {
-              rowMax[r] = negInf;
-              rowSum[r] = T(0);
-            }
-            T alpha = T(1); // exp(m_old - m_new): 1 while the max holds
-            if (visible > 0) {
-              const T blockMax = rowMaxOf(row, visible);
-              // A row that saw keys before keeps a finite max; rows see a
-              // prefix of the keys, so only the first key block starts one.
-              const bool fresh = rowMax[r] == negInf;
-              const T newMax = fresh ? blockMax : std::max(rowMax[r], blockMax);
-              const T sum = expShiftSum(row, visible, newMax);
-              if (fresh) {
-                alpha = T(0);
-                rowSum[r] = sum;
-              } else {
-                alpha = std::exp(rowMax[r] - newMax);
-                rowSum[r] = alpha * rowSum[r] + sum;
-              }
-              rowMax[r] = newMax;
-            }
-            std::fill(row + visible, row + kb.cols, T(0));
-            if (kb.isLast) {
-              if (blk.visible(shape, r) == 0) { // the row sees no key at all
-                alpha = T(0);
-                lse[blk.lseOffset + r] = -std::numeric_limits<L>::infinity();
-              } else {
-                // Normalise here, not after the last GEMM: with one key block
-                // this is the plain softmax, P = exp(S - max) / sum, O = P V.
-                const T inv = T(1) / rowSum[r];
-                scaleRow(row, visible, inv);
-                alpha *= inv;
-                lse[blk.lseOffset + r] =
-                    static_cast<L>(rowMax[r] + std::log(rowSum[r]));
-              }
-            }
-            outScale[r] = alpha;
+        T alpha = T(1); // exp(m_old - m_new): 1 while the max holds
+        if (visible > 0) {
+          const T blockMax = rowMaxOf(row, visible);
+          // A row that saw keys before keeps a finite max; rows see a
+          // prefix of the keys, so only the first key block starts one.
+          const bool fresh = rowMax[r] == negInf;
+          const T newMax = fresh ? blockMax : std::max(rowMax[r], blockMax);
+          const T sum = expShiftSum(row, visible, newMax);
+          if (fresh) {
+            alpha = T(0);
+            rowSum[r] = sum;
+          } else {
+            alpha = std::exp(rowMax[r] - newMax);
+            rowSum[r] = alpha * rowSum[r] + sum;
           }
-          if (!kb.isFirst)
-            for (int64_t r = 0; r < blk.rows; ++r)
-              if (outScale[r] != T(1)) {
-                T *oRow = outBlk + r * blk.ldq;
-                for (int64_t d = 0; d < shape.headDim; ++d)
-                  oRow[d] *= outScale[r];
-              }
-          // O = P V (first key block), else O = diag(outScale) O + P V.
-          detail::gemm<T>(false, false, blk.rows, shape.headDim, kb.cols, T(1),
-                          scores, kb.cols, v + kb.kvOffset(blk), blk.ldkv,
-                          kb.isFirst ? T(0) : T(1), outBlk, blk.ldq);
-        });
-      },
-      [](int64_t, int64_t) {});
+          rowMax[r] = newMax;
+        }
+        std::fill(row + visible, row + kb.cols, T(0));
+        if (kb.isLast) {
+          if (blk.visible(shape, r) == 0) { // the row sees no key at all
+            alpha = T(0);
+            lse[blk.lseOffset + r] = -std::numeric_limits<L>::infinity();
+          } else {
+            // Normalise here, not after the last GEMM: with one key block
+            // this is the plain softmax, P = exp(S - max) / sum, O = P V.
+            const T inv = T(1) / rowSum[r];
+            scaleRow(row, visible, inv);
+            alpha *= inv;
+            lse[blk.lseOffset + r] =
+                static_cast<L>(rowMax[r] + std::log(rowSum[r]));
+          }
+        }
+        outScale[r] = alpha;
+      }
+      if (!kb.isFirst)
+        for (int64_t r = 0; r < blk.rows; ++r)
+          if (outScale[r] != T(1)) {
+            T *oRow = outBlk + r * blk.ldq;
+            for (int64_t d = 0; d < shape.headDim; ++d)
+              oRow[d] *= outScale[r];
+          }
+      // O = P V (first key block), else O = diag(outScale) O + P V.
+      detail::gemm<T>(false, false, blk.rows, shape.headDim, kb.cols, T(1),
+                      scores, kb.cols, v + kb.kvOffset(blk), blk.ldkv,
+                      kb.isFirst ? T(0) : T(1), outBlk, blk.ldq);
+    });
+  });
 }
 
 template <typename T, typename L>
@@ -308,62 +305,57 @@ void attentionGrad(const T *dout, const T *q, const T *k, const T *v,
       std::fill_n(dv + at, shape.headDim, T(0));
     }
   };
-  forEachBlock<T>(
-      shape,
-      [&](const HeadBlock &blk, T *scratch) {
-        if (blk.cols == 0) { // no visible key: dq = 0, nothing for dk, dv
-          for (int64_t r = 0; r < blk.rows; ++r)
-            std::fill_n(dq + blk.qOffset + r * blk.ldq, shape.headDim, T(0));
-          return;
-        }
-        T *p = scratch;
-        T *dp = scratch + kQueryBlock * keyBlockCols(shape);
-        const T *doutBlk = dout + blk.qOffset;
-        // D = rowsum(dO * O), once per query block.
-        T delta[kQueryBlock];
-        for (int64_t r = 0; r < blk.rows; ++r) {
-          const T *doRow = doutBlk + r * blk.ldq;
-          const T *oRow = out + blk.qOffset + r * blk.ldq;
-          T sum = T(0);
-          for (int64_t d = 0; d < shape.headDim; ++d)
-            sum += doRow[d] * oRow[d];
-          delta[r] = sum;
-        }
-        forEachKeyBlock(blk, [&](const KeyBlock &kb) {
-          const int64_t kvAt = kb.kvOffset(blk);
-          blockScores(q, k, blk, kb, shape, p);
-          for (int64_t r = 0; r < blk.rows; ++r) {
-            T *row = p + r * kb.cols;
-            const int64_t visible = kb.visible(blk, shape, r);
-            const T rowLse = static_cast<T>(lse[blk.lseOffset + r]);
-            expShiftSum(row, visible, rowLse);
-            std::fill(row + visible, row + kb.cols, T(0));
-          }
-          // dV_j += P^T dO.
-          detail::gemm<T>(true, false, kb.cols, shape.headDim, blk.rows, T(1),
-                          p, kb.cols, doutBlk, blk.ldq, T(1), dv + kvAt,
-                          blk.ldkv);
-          // dP = dO V_j^T.
-          detail::gemm<T>(false, true, blk.rows, kb.cols, shape.headDim, T(1),
-                          doutBlk, blk.ldq, v + kvAt, blk.ldkv, T(0), dp,
-                          kb.cols);
-          // dS = P * (dP - D); masked entries have P = 0.
-          for (int64_t r = 0; r < blk.rows; ++r) {
-            T *dpRow = dp + r * kb.cols;
-            const T *pRow = p + r * kb.cols;
-            for (int64_t j = 0; j < kb.cols; ++j)
-              dpRow[j] = pRow[j] * (dpRow[j] - delta[r]);
-          }
-          // dQ (+)= scale dS K_j; dK_j += scale dS^T Q.
-          detail::gemm<T>(false, false, blk.rows, shape.headDim, kb.cols, scale,
-                          dp, kb.cols, k + kvAt, blk.ldkv,
-                          kb.isFirst ? T(0) : T(1), dq + blk.qOffset, blk.ldq);
-          detail::gemm<T>(true, false, kb.cols, shape.headDim, blk.rows, scale,
-                          dp, kb.cols, q + blk.qOffset, blk.ldq, T(1),
-                          dk + kvAt, blk.ldkv);
-        });
-      },
-      zeroPair);
+  forEachBlock<T>(shape, zeroPair, [&](const HeadBlock &blk, T *scratch) {
+    if (blk.cols == 0) { // no visible key: dq = 0, nothing for dk, dv
+      for (int64_t r = 0; r < blk.rows; ++r)
+        std::fill_n(dq + blk.qOffset + r * blk.ldq, shape.headDim, T(0));
+      return;
+    }
+    T *p = scratch;
+    T *dp = scratch + kQueryBlock * keyBlockCols(shape);
+    const T *doutBlk = dout + blk.qOffset;
+    // D = rowsum(dO * O), once per query block.
+    T delta[kQueryBlock];
+    for (int64_t r = 0; r < blk.rows; ++r) {
+      const T *doRow = doutBlk + r * blk.ldq;
+      const T *oRow = out + blk.qOffset + r * blk.ldq;
+      T sum = T(0);
+      for (int64_t d = 0; d < shape.headDim; ++d)
+        sum += doRow[d] * oRow[d];
+      delta[r] = sum;
+    }
+    forEachKeyBlock(blk, [&](const KeyBlock &kb) {
+      const int64_t kvAt = kb.kvOffset(blk);
+      blockScores(q, k, blk, kb, shape, p);
+      for (int64_t r = 0; r < blk.rows; ++r) {
+        T *row = p + r * kb.cols;
+        const int64_t visible = kb.visible(blk, shape, r);
+        const T rowLse = static_cast<T>(lse[blk.lseOffset + r]);
+        expShiftSum(row, visible, rowLse);
+        std::fill(row + visible, row + kb.cols, T(0));
+      }
+      // dV_j += P^T dO.
+      detail::gemm<T>(true, false, kb.cols, shape.headDim, blk.rows, T(1), p,
+                      kb.cols, doutBlk, blk.ldq, T(1), dv + kvAt, blk.ldkv);
+      // dP = dO V_j^T.
+      detail::gemm<T>(false, true, blk.rows, kb.cols, shape.headDim, T(1),
+                      doutBlk, blk.ldq, v + kvAt, blk.ldkv, T(0), dp, kb.cols);
+      // dS = P * (dP - D); masked entries have P = 0.
+      for (int64_t r = 0; r < blk.rows; ++r) {
+        T *dpRow = dp + r * kb.cols;
+        const T *pRow = p + r * kb.cols;
+        for (int64_t j = 0; j < kb.cols; ++j)
+          dpRow[j] = pRow[j] * (dpRow[j] - delta[r]);
+      }
+      // dQ (+)= scale dS K_j; dK_j += scale dS^T Q.
+      detail::gemm<T>(false, false, blk.rows, shape.headDim, kb.cols, scale, dp,
+                      kb.cols, k + kvAt, blk.ldkv, kb.isFirst ? T(0) : T(1),
+                      dq + blk.qOffset, blk.ldq);
+      detail::gemm<T>(true, false, kb.cols, shape.headDim, blk.rows, scale, dp,
+                      kb.cols, q + blk.qOffset, blk.ldq, T(1), dk + kvAt,
+                      blk.ldkv);
+    });
+  });
 }
 
 template <typename T, typename L>

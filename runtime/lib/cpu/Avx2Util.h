@@ -33,11 +33,19 @@ inline void store8(float *p, __m256 v, int64_t n) {
     _mm256_maskstore_ps(p, tailMask(n), v);
 }
 
+/// The 8 floats of v widened to double: lanes 0-3 in lo, 4-7 in hi.
+inline void widen(__m256 v, __m256d &lo, __m256d &hi) {
+  lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+  hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+}
+
 /// Adds the 8 floats of v, widened to double, to the two 4-double
 /// accumulators.
 inline void accumulate(__m256d &lo, __m256d &hi, __m256 v) {
-  lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-  hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+  __m256d vl, vh;
+  widen(v, vl, vh);
+  lo = _mm256_add_pd(lo, vl);
+  hi = _mm256_add_pd(hi, vh);
 }
 
 /// (lo + hi) summed over its 4 lanes in a fixed order.

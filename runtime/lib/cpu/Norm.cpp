@@ -97,16 +97,6 @@ void parallelRows(int64_t rows, int64_t hidden, RowFn rowFn) {
                          });
 }
 
-/// Whether T is float and this build and CPU run the AVX2 rows
-/// (NormAvx2.cpp).
-template <typename T> bool vectorRows() {
-#if AUTOSHARD_HAVE_SLEEF_AVX2
-  if constexpr (std::is_same_v<T, float>)
-    return detail::hasAvx2Fma();
-#endif
-  return false;
-}
-
 } // namespace
 
 template <typename T>
@@ -115,7 +105,7 @@ void layerNorm(const T *x, const T *gamma, const T *beta, T *y, int64_t rows,
   checkNormShape("layer_norm", rows, hidden, epsilon);
 #if AUTOSHARD_HAVE_SLEEF_AVX2
   if constexpr (std::is_same_v<T, float>)
-    if (vectorRows<T>())
+    if (detail::hasAvx2Fma())
       return parallelRows(rows, hidden, [&](int64_t r) {
         detail::avx2::layerNormRow(x + r * hidden, gamma, beta, y + r * hidden,
                                    hidden, epsilon);
@@ -137,7 +127,7 @@ void layerNormGrad(const T *dy, const T *x, const T *gamma, T *dx, T *dgamma,
   checkNormShape("layer_norm_grad", rows, hidden, epsilon);
 #if AUTOSHARD_HAVE_SLEEF_AVX2
   if constexpr (std::is_same_v<T, float>)
-    if (vectorRows<T>())
+    if (detail::hasAvx2Fma())
       return rowsWithParamGrads(
           rows, hidden, dgamma, dbeta, [&](int64_t r, T *pgamma, T *pbeta) {
             detail::avx2::layerNormGradRow(dy + r * hidden, x + r * hidden,
@@ -177,7 +167,7 @@ void rmsNorm(const T *x, const T *gamma, T *y, int64_t rows, int64_t hidden,
   checkNormShape("rms_norm", rows, hidden, epsilon);
 #if AUTOSHARD_HAVE_SLEEF_AVX2
   if constexpr (std::is_same_v<T, float>)
-    if (vectorRows<T>())
+    if (detail::hasAvx2Fma())
       return parallelRows(rows, hidden, [&](int64_t r) {
         detail::avx2::rmsNormRow(x + r * hidden, gamma, y + r * hidden, hidden,
                                  epsilon);
@@ -198,7 +188,7 @@ void rmsNormGrad(const T *dy, const T *x, const T *gamma, T *dx, T *dgamma,
   checkNormShape("rms_norm_grad", rows, hidden, epsilon);
 #if AUTOSHARD_HAVE_SLEEF_AVX2
   if constexpr (std::is_same_v<T, float>)
-    if (vectorRows<T>())
+    if (detail::hasAvx2Fma())
       return rowsWithParamGrads(rows, hidden, dgamma, static_cast<T *>(nullptr),
                                 [&](int64_t r, T *pgamma, T *) {
                                   detail::avx2::rmsNormGradRow(

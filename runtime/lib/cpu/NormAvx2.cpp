@@ -27,11 +27,10 @@ void rowStats(const float *x, int64_t n, double epsilon, double &mean,
   lo = hi = _mm256_setzero_pd();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256d dl =
-        _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), m);
-    const __m256d dh =
-        _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), m);
+    __m256d dl, dh;
+    widen(_mm256_loadu_ps(x + i), dl, dh);
+    dl = _mm256_sub_pd(dl, m);
+    dh = _mm256_sub_pd(dh, m);
     lo = _mm256_fmadd_pd(dl, dl, lo);
     hi = _mm256_fmadd_pd(dh, dh, hi);
   }
@@ -41,12 +40,6 @@ void rowStats(const float *x, int64_t n, double epsilon, double &mean,
     sq += d * d;
   }
   rstd = 1.0 / std::sqrt(sq / n + epsilon);
-}
-
-/// The 8 floats of v widened to double: lanes 0-3 in lo, 4-7 in hi.
-void widen(__m256 v, __m256d &lo, __m256d &hi) {
-  lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-  hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
 }
 
 /// sum over the row of a[i] * b[i] * c[i] (c null: of a[i] * b[i]), the

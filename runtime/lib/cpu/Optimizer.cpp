@@ -14,29 +14,28 @@
 
 namespace autoshard::runtime::cpu {
 
+namespace {
+/// Sum of x[i]^2 over one chunk, in double.
+template <typename T> double chunkSumSquares(const T *x, int64_t n) {
+#if AUTOSHARD_HAVE_SLEEF_AVX2
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::hasAvx2Fma())
+      return detail::avx2::sumSquares(x, n);
+#endif
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+} // namespace
+
 template <typename T> double sumSquares(const T *x, int64_t numel) {
   detail::checkAtLeast("sum_squares", "numel", numel, 0);
   // Per-chunk sums added in chunk order: the same on any thread count.
   const int64_t grain = detail::kElementwiseGrain;
   std::vector<double> partial(detail::chunkCount(numel, grain), 0.0);
-#if AUTOSHARD_HAVE_SLEEF_AVX2
-  if constexpr (std::is_same_v<T, float>)
-    if (detail::hasAvx2Fma()) {
-      detail::parallelChunks(
-          numel, grain, [&](int64_t c, int64_t b, int64_t e) {
-            partial[c] = detail::avx2::sumSquares(x + b, e - b);
-          });
-      double sum = 0.0;
-      for (double p : partial)
-        sum += p;
-      return sum;
-    }
-#endif
   detail::parallelChunks(numel, grain, [&](int64_t c, int64_t b, int64_t e) {
-    double sum = 0.0;
-    for (int64_t i = b; i < e; ++i)
-      sum += static_cast<double>(x[i]) * x[i];
-    partial[c] = sum;
+    partial[c] = chunkSumSquares(x + b, e - b);
   });
   double sum = 0.0;
   for (double p : partial)

@@ -14,9 +14,8 @@ namespace autoshard::runtime::cpu::detail::avx2 {
 double sumSquares(const float *x, int64_t n) {
   __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
   for (int64_t i = 0; i < n; i += 8) {
-    const __m256 v = load8(x + i, n - i);
-    const __m256d vl = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-    const __m256d vh = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    __m256d vl, vh;
+    widen(load8(x + i, n - i), vl, vh);
     lo = _mm256_fmadd_pd(vl, vl, lo);
     hi = _mm256_fmadd_pd(vh, vh, hi);
   }

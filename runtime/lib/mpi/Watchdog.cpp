@@ -249,8 +249,9 @@ void Watchdog::check(const OpInfo &op, double waitedS) {
   if (expired)
     throw CommError("communication watchdog: this rank has given up already");
   std::string me = describe(op, waitedS);
-  std::string verdict =
-      handle(receive(), withPeers(peersOf(op, rank, size), me));
+  const std::vector<Message> msgs = receive();
+  const std::string verdict =
+      msgs.empty() ? "" : handle(msgs, withPeers(peersOf(op, rank, size), me));
   if (!verdict.empty()) {
     expired = true;
     throw CommError("communication watchdog: " + verdict + "; this rank (" +
@@ -264,14 +265,15 @@ void Watchdog::check(const OpInfo &op, double waitedS) {
 
 std::string Watchdog::expire(const OpInfo &op, double waitedS) {
   const std::vector<int> peers = peersOf(op, rank, size);
-  const std::string me = withPeers(peers, describe(op, waitedS));
+  const std::string line = describe(op, waitedS);
+  const std::string me = withPeers(peers, line);
   // Said at once: if the transport itself is dead, MPI may end this process
   // while the diagnosis sends its questions (OpenMPI aborts on a connection
   // it cannot make).
   std::fprintf(stderr,
                "[autoshard watchdog] rank %d: %s: no progress after %s s; "
                "asking the other ranks what they wait for\n",
-               rank, describe(op, waitedS).c_str(), seconds(timeout).c_str());
+               rank, line.c_str(), seconds(timeout).c_str());
   std::fflush(stderr);
   for (int r = 0; r < size; ++r)
     if (r != rank)
