@@ -32,6 +32,8 @@ inline int runOnWorld(const char *tool, int argc, char **argv,
                       const std::function<int64_t()> &ranks,
                       const std::function<int(CommWorld &)> &body) {
   std::unique_ptr<CommWorld> world;
+  (void)argc; // used by the MPI launch only
+  (void)argv;
   try {
     int64_t n = ranks();
     if (!startedByLauncher() && n > 1) {

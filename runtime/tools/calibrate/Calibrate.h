@@ -1,0 +1,167 @@
+//===- Calibrate.h - shard-calibrate's shared timing, fits and output -*- C++
+//-*-===//
+//
+// What the backends' probes of shard-calibrate (CpuProbes.cpp,
+// CudaProbes.cpp) share: the options, the timer (every rank at once, the
+// slowest rank's time, the median of the repeats), the collective probe over
+// a Communicator, the planner's GEMM and ring models with their fits, and the
+// writing of the cluster description (docs/cluster-format.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOSHARD_RUNTIME_TOOLS_CALIBRATE_CALIBRATE_H
+#define AUTOSHARD_RUNTIME_TOOLS_CALIBRATE_CALIBRATE_H
+
+#include "autoshard/runtime/Communicator.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace autoshard::runtime::calibrate {
+
+/// The command line of shard-calibrate.
+struct Options {
+  /// "cpu" or "cuda".
+  std::string backend = "cpu";
+  int64_t ranks = 1;
+  /// Output file; empty: standard output.
+  std::string out;
+  /// The cluster's name; empty: a default naming the backend.
+  std::string name;
+  int64_t repeats = 7;
+  /// A cluster description whose fields this run cannot measure are copied
+  /// (--base FILE; empty: none).
+  std::string base;
+};
+
+/// Seconds on a monotonic clock.
+double now();
+
+/// `x` rounded to 2 significant digits (stable output across runs), as the
+/// shortest decimal that prints them; 0 for x <= 0.
+double round2(double x);
+
+/// Times a body on every rank of `all` at once: a barrier (an all-reduce)
+/// before each repeat, the slowest rank's time of each repeat, the median
+/// over `repeats` (after one untimed warm-up call). `sync` (e.g. the CUDA
+/// backend's synchronize) runs after the warm-up, the sizing call and each
+/// timed batch, so asynchronous work is inside the time.
+class Timer {
+public:
+  Timer(Communicator &all, int64_t repeats, std::function<void()> sync = {});
+
+  /// Seconds per call of `body`. Each timing runs a batch of calls long
+  /// enough (about 20 ms on the slowest rank) that the ranks' time slices
+  /// on shared cores average out and a device's queue stays full: the
+  /// result is a rank's throughput while every rank runs, not one call's
+  /// latency.
+  double median(const std::function<void()> &body);
+
+  /// An all-reduce of one double over `all`.
+  void barrier();
+
+  /// The largest of `x` over the ranks.
+  double max(double x);
+
+  int64_t repeats() const { return count; }
+
+private:
+  void wait() {
+    if (sync)
+      sync();
+  }
+  Communicator &all;
+  int64_t count;
+  std::function<void()> sync;
+};
+
+/// One GEMM of the grid and its time per call.
+struct GemmPoint {
+  int64_t m, n, k;
+  double seconds;
+};
+
+/// The planner's time of a GEMM (Planner.cpp, kernelTime and
+/// gemmShapeEfficiency): max(flops / (peak x efficiency x quantisation x
+/// k / (k + k0)), bytes / bandwidth) + the fixed cost per kernel.
+struct GemmModel {
+  /// FLOP/s, bytes/s, seconds.
+  double peak = 0, bandwidth = 0, fixed = 0;
+  /// Bytes per element of the operands (4: f32, 2: bf16).
+  double elementBytes = 4;
+  /// Streaming multiprocessors and output tiles for the wave and tile
+  /// quantisation; sms = 0: none (the CPU).
+  int64_t sms = 0;
+  std::vector<std::pair<int64_t, int64_t>> tiles;
+
+  double time(const GemmPoint &g, double efficiency, double k0) const;
+};
+
+/// efficiency.gemm and efficiency.gemm_k0 fitted to a grid.
+struct GemmFit {
+  double efficiency = 1, k0 = 0;
+  /// Mean |log(predicted / measured)| over the grid.
+  double meanAbsLogError = 0;
+};
+
+/// Grid search of efficiency in [0.30, 1] (step 0.02) and k0 in [0, 512]
+/// (step 8) minimising the mean |log| error of `model` over `points`.
+GemmFit fitGemm(const std::vector<GemmPoint> &points, const GemmModel &model);
+
+/// The best FLOP/s of the grid.
+double bestGemmRate(const std::vector<GemmPoint> &points);
+
+/// The grid as JSON ([{m, n, k, s}]).
+nlohmann::json gemmJson(const std::vector<GemmPoint> &points);
+
+/// One collective's time per call.
+struct CommPoint {
+  std::string kind;
+  int64_t group;
+  double bytes, seconds;
+};
+
+/// Steps and bandwidth factor of the planner's ring model (algorithms.md
+/// §6.1) for `kind` over `n` ranks.
+std::pair<double, double> ringTerms(const std::string &kind, int64_t n);
+
+/// Least squares of t = c + steps·alpha + f·S·invB in relative error (each
+/// row divided by its t), coefficients clamped at 0 and refitted; returns
+/// {c, alpha, invB}. Throws std::runtime_error without a positive bandwidth
+/// term.
+std::vector<double> fitCollectives(const std::vector<CommPoint> &points);
+
+/// Times all-reduce, all-gather, reduce-scatter and all-to-all over every
+/// group size 2, 4, ... up to world.size() at each of `sizes` bytes, and a
+/// send/recv pair per group of 2. `alloc(bytes)` gives a buffer the
+/// communicator accepts (host memory for MPI, device memory for NCCL).
+std::vector<CommPoint>
+measureCollectives(CommWorld &world, Timer &timer,
+                   const std::vector<double> &sizes,
+                   const std::function<void *(int64_t)> &alloc);
+
+/// Sets `collective_latency_us` and `intra_node` (link name `link`) from the
+/// ring fit of `comms`, and `measured.collectives`.
+void writeLinkFit(nlohmann::json &cluster, nlohmann::json &measured,
+                  const std::vector<CommPoint> &comms, const std::string &link);
+
+/// Reads a cluster description (--base); throws std::runtime_error naming
+/// the file when it cannot be read or is not a JSON object.
+nlohmann::json readBase(const std::string &path);
+
+/// Writes `cluster` (2-space JSON) to opts.out, or standard output.
+int writeCluster(const nlohmann::json &cluster, const Options &opts);
+
+/// The probes of one backend: measure on `world` (every rank) and write the
+/// cluster description on rank 0; return the exit status.
+int runCpu(const Options &opts, CommWorld &world);
+int runCuda(const Options &opts, CommWorld &world);
+
+} // namespace autoshard::runtime::calibrate
+
+#endif // AUTOSHARD_RUNTIME_TOOLS_CALIBRATE_CALIBRATE_H
