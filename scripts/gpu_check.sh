@@ -9,7 +9,12 @@
 #      seq 2048) compiled with tfm-mixed-precision (bf16 compute, f32 master
 #      weights, gradients and AdamW states): tokens/s, TFLOP/s, MFU vs 989
 #      TFLOP/s and vs a cuBLAS bf16 GEMM peak measured on the spot,
-#   4. times the same model's step in PyTorch (eager and torch.compile) and
+#   4. measures the GPU with `shard-calibrate --backend cuda` (the runtime's
+#      CUDA kernels in bf16: GEMM grid, memory-bound kernels, attention; ~60 s
+#      at most, 3 repeats) and writes its planner cluster description, the
+#      link fields copied from the matching configs/clusters file (one GPU:
+#      no NCCL group to measure); prints the fitted peak and efficiencies,
+#   5. times the same model's step in PyTorch (eager and torch.compile) and
 #      prints the ratios.
 #
 # The GPU machine cannot compile MLIR, so the artifacts are compiled here
@@ -28,7 +33,12 @@
 #   --build DIR       the CUDA build folder (default build-gpu)
 #   --batch B         benchmark batch (default 8; sequences of 2048)
 #   --steps N         timed steps (default 5; 2 warm-up steps first)
-#   --skip-tests | --skip-bench | --skip-torch
+#   --skip-tests | --skip-bench | --skip-calibrate | --skip-torch
+#   --calibrate-out F the cluster description written by step 4 (default
+#                     BUILD/cluster-cuda.json; e.g. $OUT/cluster-cuda.json)
+#   --calibrate-base F the cluster file whose link fields it copies (default:
+#                     configs/clusters/hgx-h200.json on an H200,
+#                     dgx-h100.json on an H100, dgx-a100-80gb.json on an A100)
 #   --torch-modes M   comma list of eager,compile (default both)
 #   --budget S        wall seconds for the whole check (default 560, under the
 #                     device tool's 600 s per command): each phase's timeout
@@ -44,7 +54,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PROG=gpu_check.sh
 MODE=check DRY=0 CARRY=build-gpu-carry GBUILD=build-gpu BATCH=8 STEPS=5
-SKIP_TESTS=0 SKIP_BENCH=0 SKIP_TORCH=0 TORCH_MODES=eager,compile BUDGET=560
+SKIP_TESTS=0 SKIP_BENCH=0 SKIP_CALIBRATE=0 SKIP_TORCH=0 CAL_OUT= CAL_BASE= TORCH_MODES=eager,compile BUDGET=560
 JOBS=$(nproc 2>/dev/null || echo 4)
 SEQ=2048 LAYERS=24 HIDDEN=2048
 CONFIG=$ROOT/bench/gpu/gpt-1.3b.json
@@ -67,6 +77,9 @@ while [[ $# -gt 0 ]]; do
     -j) need "$@"; posint "$1" "$2"; JOBS=$2; shift ;;
     --skip-tests) SKIP_TESTS=1 ;;
     --skip-bench) SKIP_BENCH=1 ;;
+    --skip-calibrate) SKIP_CALIBRATE=1 ;;
+    --calibrate-out) need "$@"; CAL_OUT=$2; shift ;;
+    --calibrate-base) need "$@"; CAL_BASE=$2; shift ;;
     --skip-torch) SKIP_TORCH=1 ;;
     --torch-modes) need "$@"; TORCH_MODES=$2; shift ;;
     *) die "unknown option '$1'" ;;
@@ -76,6 +89,7 @@ done
 [[ $CARRY = /* ]] || CARRY=$ROOT/$CARRY
 [[ $GBUILD = /* ]] || GBUILD=$ROOT/$GBUILD
 ARTIFACT=$CARRY/artifacts/gpt-1.3b-mixed-bf16-b$BATCH.json
+CAL_OUT=${CAL_OUT:-$GBUILD/cluster-cuda.json}
 
 run() { # run CMD...: prints it; runs it unless --dry-run
   printf '+ %s\n' "$*"
@@ -130,9 +144,18 @@ fi
 
 # --- Check (GPU machine) ---------------------------------------------------------
 fails=0
+GPU_NAME=
 if [[ $DRY == 0 ]]; then
   [[ -f $CARRY/include/nlohmann/json.hpp ]] || die "no $CARRY: run '$PROG --prepare --batch $BATCH' on the CPU machine and carry it"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  command -v nvidia-smi >/dev/null && GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+fi
+if [[ -z $CAL_BASE ]]; then
+  case $GPU_NAME in
+    *A100*) CAL_BASE=$ROOT/configs/clusters/dgx-a100-80gb.json ;;
+    *H100*) CAL_BASE=$ROOT/configs/clusters/dgx-h100.json ;;
+    *) CAL_BASE=$ROOT/configs/clusters/hgx-h200.json ;; # the lent H200
+  esac
 fi
 
 phase "configure + build (CUDA only, -j$JOBS)"
@@ -145,7 +168,8 @@ CMAKE_ARGS=(-G Ninja -S "$ROOT" -B "$GBUILD" -DCMAKE_BUILD_TYPE=Release
 if [[ ! -f $GBUILD/build.ninja ]] || [[ $DRY == 1 ]]; then
   run cmake "${CMAKE_ARGS[@]}" || { echo "configure failed"; exit 1; }
 fi
-run ninja -C "$GBUILD" -j"$JOBS" autoshard_runtime_cuda_tests shard-bench-gpu shard-run ||
+run ninja -C "$GBUILD" -j"$JOBS" autoshard_runtime_cuda_tests shard-bench-gpu shard-run \
+  shard-calibrate ||
   { echo "build failed"; exit 1; }
 
 if [[ $SKIP_TESTS == 0 ]]; then
@@ -167,6 +191,18 @@ if [[ $SKIP_BENCH == 0 ]]; then
   if ((T > 0)); then
     run timeout "$T" "$GBUILD/bin/shard-bench-gpu" "$ARTIFACT" --layers $LAYERS \
       --hidden $HIDDEN --steps "$STEPS" --warmup 2 --json "$OURS" || fails=$((fails + 1))
+  else
+    skipped
+  fi
+fi
+
+if [[ $SKIP_CALIBRATE == 0 ]]; then
+  phase "shard-calibrate --backend cuda (this GPU's cluster description, links from ${CAL_BASE#$ROOT/})"
+  [[ $DRY == 1 ]] || rm -f "$CAL_OUT"
+  T=$(limit 60)
+  if ((T > 0)); then
+    run timeout "$T" "$GBUILD/bin/shard-calibrate" --backend cuda --repeats 3 \
+      --base "$CAL_BASE" --out "$CAL_OUT" || fails=$((fails + 1))
   else
     skipped
   fi
@@ -204,6 +240,19 @@ try:
               f"{ours['tokens_per_s'] / t['tokens_per_s']:.2f}")
 except FileNotFoundError:
     pass
+PYEOF
+fi
+if [[ $DRY == 0 && -s $CAL_OUT ]]; then
+  "${PYTHON:-python3}" - "$CAL_OUT" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+g, e, m = c["gpu"], c["efficiency"], c["measured"]
+print(f"shard-calibrate ({sys.argv[1]}): {g['name']}: bf16 GEMM peak "
+      f"{g['peak_bf16_tflops']} TFLOP/s, efficiency gemm {e['gemm']} (k0 {e['gemm_k0']}, "
+      f"fit error {m['gemm_fit_mean_abs_log_error']:.3f}), attention {e['attention']}, "
+      f"memory {e['memory']} of {g['hbm_tb_per_s']} TB/s; kernel fixed "
+      f"{g['kernel_fixed_us']} us, host issue {c['host']['op_overhead_us']} us per kernel")
+print("  copied from the base file: " + ", ".join(m["fields"].get("copied_from_base", [])))
 PYEOF
 fi
 echo "gpu_check: $fails failed phase(s), $((SECONDS - T0)) s"
