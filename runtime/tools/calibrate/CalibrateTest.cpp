@@ -1,0 +1,135 @@
+//===- CalibrateTest.cpp - shard-calibrate's fits and timer ---------------===//
+//
+// The fits both backends share, on timings generated from known parameters
+// (the CUDA path's GEMM fit with the SM quantisation included, which no
+// GPU-less machine can otherwise exercise), and the timer's use of the
+// backend's synchronize().
+//
+//===----------------------------------------------------------------------===//
+
+#include "Calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+using namespace autoshard::runtime;
+using namespace autoshard::runtime::calibrate;
+
+namespace {
+
+std::vector<GemmPoint> grid(const GemmModel &model, double eff, double k0,
+                            std::initializer_list<int64_t> sizes) {
+  std::vector<GemmPoint> points;
+  for (int64_t m : sizes)
+    for (int64_t n : sizes)
+      for (int64_t k : sizes) {
+        GemmPoint g{m, n, k, 0};
+        g.seconds = model.time(g, eff, k0);
+        points.push_back(g);
+      }
+  return points;
+}
+
+TEST(CalibrateFit, RecoversGemmEfficiencyAndK0WithQuantisation) {
+  // An H200-like device: 132 SMs, the H100 file's tiles, bf16.
+  GemmModel model;
+  model.peak = 800e12, model.bandwidth = 4e12, model.fixed = 3e-6;
+  model.elementBytes = 2, model.sms = 132;
+  model.tiles = {{128, 256}, {256, 128}, {128, 128}};
+  std::vector<GemmPoint> points =
+      grid(model, 0.74, 96, {256, 1024, 4096, 8192});
+  GemmFit fit = fitGemm(points, model);
+  EXPECT_NEAR(fit.efficiency, 0.74, 1e-9);
+  EXPECT_NEAR(fit.k0, 96, 1e-9);
+  EXPECT_LT(fit.meanAbsLogError, 1e-9);
+  // Quantisation matters: 256 x 256 fills 2..4 of 132 SMs, so a fit without
+  // it (the CPU's) is off by far on the same timings.
+  GemmModel flat = model;
+  flat.sms = 0;
+  EXPECT_GT(fitGemm(points, flat).meanAbsLogError, 0.1);
+}
+
+TEST(CalibrateFit, RecoversGemmFitWithoutQuantisation) {
+  GemmModel model; // the CPU: no SMs
+  model.peak = 1.4e11, model.bandwidth = 2e10, model.fixed = 1e-8;
+  std::vector<GemmPoint> points = grid(model, 0.5, 24, {32, 128, 512});
+  GemmFit fit = fitGemm(points, model);
+  EXPECT_NEAR(fit.efficiency, 0.5, 1e-9);
+  EXPECT_NEAR(fit.k0, 24, 1e-9);
+  EXPECT_DOUBLE_EQ(bestGemmRate({{8, 8, 8, 1e-6}, {16, 16, 16, 1e-6}}),
+                   2.0 * 16 * 16 * 16 / 1e-6);
+}
+
+TEST(CalibrateFit, RecoversTheRingModel) {
+  const double c = 8e-6, alpha = 3e-6, bandwidth = 200e9;
+  std::vector<CommPoint> points;
+  for (int64_t g : {2, 4, 8})
+    for (double bytes : {65536.0, 67108864.0})
+      for (const char *kind :
+           {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
+        auto [steps, frac] = ringTerms(kind, g);
+        points.push_back(
+            {kind, g, bytes, c + steps * alpha + frac * bytes / bandwidth});
+      }
+  points.push_back({"p2p", 2, 65536.0, c + alpha + 65536.0 / bandwidth});
+  std::vector<double> coef = fitCollectives(points);
+  EXPECT_NEAR(coef[0], c, 1e-9);
+  EXPECT_NEAR(coef[1], alpha, 1e-9);
+  EXPECT_NEAR(1 / coef[2], bandwidth, bandwidth * 1e-6);
+
+  nlohmann::json cluster, measured;
+  writeLinkFit(cluster, measured, points, "test link");
+  EXPECT_EQ(cluster["collective_latency_us"], 8.0);
+  EXPECT_EQ(cluster["intra_node"]["latency_us"], 3.0);
+  EXPECT_EQ(cluster["intra_node"]["gb_per_s_per_direction_per_gpu"], 200.0);
+  EXPECT_EQ(measured["collectives"].size(), points.size());
+}
+
+TEST(CalibrateFit, RingFitWithoutBandwidthTermIsAnError) {
+  // Times that fall with the message size: no positive 1/B.
+  std::vector<CommPoint> points = {{"all_reduce", 2, 1e3, 2e-3},
+                                   {"all_reduce", 2, 1e6, 1e-3},
+                                   {"all_gather", 2, 1e3, 2e-3},
+                                   {"all_gather", 2, 1e6, 1e-3}};
+  EXPECT_THROW(fitCollectives(points), std::runtime_error);
+}
+
+TEST(CalibrateFit, RoundsToTwoSignificantDigits) {
+  EXPECT_EQ(round2(0.0123456), 0.012);
+  EXPECT_EQ(round2(987.6), 990);
+  EXPECT_EQ(round2(-1), 0);
+}
+
+TEST(CalibrateTimer, SynchronizesEveryBatch) {
+  std::unique_ptr<CommWorld> world = createLocalWorld();
+  std::unique_ptr<Communicator> all = world->split(0, 0);
+  int calls = 0, syncs = 0, callsAtLastSync = -1;
+  Timer timer(*all, 3, [&] {
+    ++syncs;
+    callsAtLastSync = calls;
+  });
+  double t = timer.median([&] { ++calls; });
+  EXPECT_GT(t, 0);
+  // Warm-up, sizing call, then 3 batches: each closed by a sync.
+  EXPECT_EQ(syncs, 5);
+  EXPECT_EQ(callsAtLastSync, calls);
+  EXPECT_GT(calls, 5);
+}
+
+TEST(CalibrateBase, ReadsAnObjectAndNamesABadFile) {
+  EXPECT_THROW(
+      {
+        try {
+          readBase("/nonexistent/cluster.json");
+        } catch (const std::runtime_error &e) {
+          EXPECT_STREQ(e.what(),
+                       "--base: cannot read '/nonexistent/cluster.json'");
+          throw;
+        }
+      },
+      std::runtime_error);
+}
+
+} // namespace
