@@ -132,6 +132,27 @@ void note(nlohmann::json &fields, const char *kind, const std::string &path) {
 int runCuda(const Options &opts, CommWorld &world) {
   nlohmann::json base =
       opts.base.empty() ? nlohmann::json::object() : readBase(opts.base);
+  // The GEMM library's output tiles (the planner's quantisation): the base
+  // file's, else the H100/H200 files' (CUTLASS/cuBLAS Hopper tiles).
+  const bool baseTiles =
+      base.contains("efficiency") && base["efficiency"].contains("gemm_tiles");
+  nlohmann::json tilesJson =
+      baseTiles ? base["efficiency"]["gemm_tiles"]
+                : nlohmann::json::parse("[[128, 256], [256, 128], [128, 128]]");
+  std::vector<std::pair<int64_t, int64_t>> tiles;
+  for (const auto &t : tilesJson) {
+    if (!t.is_array() || t.size() != 2 || !t[0].is_number_integer() ||
+        !t[1].is_number_integer() || t[0].get<int64_t>() <= 0 ||
+        t[1].get<int64_t>() <= 0)
+      throw std::runtime_error("--base: field 'efficiency.gemm_tiles' must be "
+                               "a list of [m, n] positive integer pairs, got " +
+                               tilesJson.dump());
+    tiles.push_back({t[0].get<int64_t>(), t[1].get<int64_t>()});
+  }
+  if (!tilesJson.is_array() || tiles.empty())
+    throw std::runtime_error("--base: field 'efficiency.gemm_tiles' must be a "
+                             "non-empty list of [m, n] pairs, got " +
+                             tilesJson.dump());
   std::string why;
   if (!cuda::deviceAvailable(&why))
     throw std::runtime_error("no CUDA device: " + why +
@@ -233,12 +254,7 @@ int runCuda(const Options &opts, CommWorld &world) {
   model.peak = bestGemmRate(gemms);
   model.bandwidth = bandwidth, model.fixed = fixed, model.elementBytes = 2;
   model.sms = prop.multiProcessorCount;
-  nlohmann::json tiles =
-      base.contains("efficiency") && base["efficiency"].contains("gemm_tiles")
-          ? base["efficiency"]["gemm_tiles"]
-          : nlohmann::json::parse("[[128, 256], [256, 128], [128, 128]]");
-  for (const auto &t : tiles)
-    model.tiles.push_back({t.at(0).get<int64_t>(), t.at(1).get<int64_t>()});
+  model.tiles = tiles;
   GemmFit fit = fitGemm(gemms, model);
   measured["gemm"] = gemmJson(gemms);
   measured["gemm_fit_mean_abs_log_error"] = fit.meanAbsLogError;
@@ -302,7 +318,9 @@ int runCuda(const Options &opts, CommWorld &world) {
     note(fields, "measured", f);
   // What this process holds before a program allocates (CUDA context,
   // cuBLAS workspace) unless the base file says more (NCCL buffers).
-  double reserved = double(totalBytes - freeBytes - gpu.allocatedBytes()) / gib;
+  double reserved = std::max(0.0, double(totalBytes) - double(freeBytes) -
+                                      double(gpu.allocatedBytes())) /
+                    gib;
   if (!copy("gpu.reserved_gib")) {
     cluster["gpu"]["reserved_gib"] = round2(reserved);
     note(fields, "measured", "gpu.reserved_gib");
@@ -323,14 +341,11 @@ int runCuda(const Options &opts, CommWorld &world) {
   copy("memory.comm_buffer_mib_per_group");
   cluster["efficiency"] = {{"gemm", round2(fit.efficiency)},
                            {"gemm_k0", round2(fit.k0)},
-                           {"gemm_tiles", tiles},
+                           {"gemm_tiles", tilesJson},
                            {"attention", round2(attEff)},
                            {"memory", round2(memoryEfficiency)},
                            {"attention_score_bytes", 0}};
-  note(fields,
-       base.contains("efficiency") && base["efficiency"].contains("gemm_tiles")
-           ? "copied_from_base"
-           : "convention",
+  note(fields, baseTiles ? "copied_from_base" : "convention",
        "efficiency.gemm_tiles");
   cluster["overlap"] = {{"tp", 0.0}, {"dp", 0.0}, {"p2p", 0.0}};
   if (!comms.empty()) {

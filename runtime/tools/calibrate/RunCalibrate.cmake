@@ -1,17 +1,23 @@
 # Runs shard-calibrate once and checks that it ends with the expected exit
 # code (a clean exit, not a signal) and error message (CTest driver).
 #
-#   cmake -DTOOL=path -DWORK_DIR=dir [-DARGS=a|b|c] -DEXPECT_RC=n
-#         -DEXPECT_STDERR=regex -P RunCalibrate.cmake
+#   cmake -DTOOL=path -DWORK_DIR=dir [-DARGS=a|b|c] [-DBASE_TEXT=json]
+#         -DEXPECT_RC=n -DEXPECT_STDERR=regex -P RunCalibrate.cmake
 #
-# In ARGS, "|" separates arguments and {OUT} names WORK_DIR/cluster.json,
-# which a failing run must not have written.
+# In ARGS, "|" separates arguments, {OUT} names WORK_DIR/cluster.json,
+# which a failing run must not have written, and {BASE} WORK_DIR/base.json,
+# holding BASE_TEXT.
 
 cmake_minimum_required(VERSION 3.20)
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(out "${WORK_DIR}/cluster.json")
+set(base "${WORK_DIR}/base.json")
+if(DEFINED BASE_TEXT)
+  file(WRITE "${base}" "${BASE_TEXT}")
+endif()
 string(REPLACE "{OUT}" "${out}" args "${ARGS}")
+string(REPLACE "{BASE}" "${base}" args "${args}")
 string(REPLACE "|" ";" args "${args}")
 execute_process(COMMAND "${TOOL}" ${args}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr
