@@ -22,9 +22,17 @@ the planner ranks first over the measured best. Goals (issue 21): median
 |error| <= 10 %, rho >= 0.8, first choice within 5 % of the measured best.
 
 Every rank of every run shares this machine's cores (8 ranks oversubscribe
-2 cores), and other jobs running at the same time slow some plans more
-than others: the figures are one run's, not a distribution. No knob is
-fitted here.
+2 cores), other jobs running at the same time slow some plans more than
+others, and a cloud host's speed itself drifts (up to 1.6x within minutes
+on this one). So the plans are measured in --rounds rounds (default 3),
+the whole list each round, in alternating order (forward, then reversed:
+a steady drift falls on every plan alike), and a plan's measured time is
+the median of its rounds; the spread (slowest / fastest round) is
+printed. No knob is fitted here.
+
+--measured FILE takes the measured times from an earlier --json output
+instead of running the plans (the predictions are made again): for
+checking a change to the cost model against the same measurements.
 
 With --with-choice the plan the search chooses (compilable=true) for each
 (model, ranks) group is measured too and is that group's first choice;
@@ -34,7 +42,7 @@ F (e.g. 0.05) over its group's best (scripts/auto_plan_check.sh --measure).
 Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
        [--warmup 4] [--cluster configs/clusters/cpu-2core.json]
        [--only REGEX] [--ranks N] [--with-choice] [--check-choice F]
-       [--json FILE]
+       [--rounds 3] [--json FILE] [--measured FILE]
 """
 import argparse
 import json
@@ -198,7 +206,13 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--warmup", type=int, default=4)
     ap.add_argument("--only", default="", help="regex on 'model plan'")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="measure every plan this many times, the list in "
+                         "alternating order; a plan's time is the median")
     ap.add_argument("--json", default="", help="write the rows to this file")
+    ap.add_argument("--measured", default="",
+                    help="take the measured times from this earlier --json "
+                         "output instead of running the plans")
     ap.add_argument("--ranks", type=int, default=0,
                     help="only the plans of this many ranks")
     ap.add_argument("--with-choice", action="store_true",
@@ -212,6 +226,16 @@ def main():
     args = ap.parse_args()
     if args.steps <= args.warmup:
         sys.exit(f"--steps {args.steps} must exceed --warmup {args.warmup}")
+    if args.rounds < 1:
+        sys.exit(f"--rounds must be at least 1, got {args.rounds}")
+    earlier = {}
+    if args.measured:
+        try:
+            with open(args.measured) as f:
+                earlier = {(r["model"], r["plan"]): r for r in json.load(f)}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            sys.exit(f"--measured {args.measured}: cannot read an earlier "
+                     f"--json output: {e}")
     build = os.path.abspath(args.build)
     shard_opt = os.path.join(build, "bin", "shard-opt")
     py = os.path.join(build, "venv", "bin", "python")
@@ -241,29 +265,57 @@ def main():
                 if all(canonical(p) != canonical(choice)
                        for m, p in plans if m == model):
                     plans.append((model, choice))
+        source = (f"measured times from {args.measured}" if args.measured else
+                  f"{args.steps} steps (median after {args.warmup}), "
+                  f"{args.rounds} rounds")
         print(f"cluster {os.path.relpath(args.cluster, ROOT)}, global batch {BATCH}, "
-              f"seq {SEQ}, {args.steps} steps (median after {args.warmup}); "
+              f"seq {SEQ}, {source}; "
               f"load average {os.getloadavg()[0]:.1f} at the start, "
-              f"{time.strftime('%H:%M:%S', time.gmtime())} UTC")
-        print(f"{'model':8s} {'ranks':>5s} {'plan':48s} {'pred. ms':>9s} "
-              f"{'meas. ms':>9s} {'error':>7s}")
+              f"{time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
         for model, plan in plans:
-            d = degrees(plan)
-            world = d["pp"] * d["dp"] * d["cp"] * d["tp"]
             pred, why = predict(shard_opt, irs[model], args.cluster, plan)
-            meas, why2 = (None, "") if pred is None else measure(
-                build, configs[model], plan, args.steps, args.warmup,
-                os.path.join(tmp, "run"))
-            row = {"model": model, "ranks": world, "plan": plan,
-                   "predicted_s": pred, "measured_s": meas,
-                   "note": why or why2}
-            rows.append(row)
+            rows.append({"model": model, "ranks": world_of(plan), "plan": plan,
+                         "predicted_s": pred, "measured_s": None,
+                         "rounds_s": [], "note": why})
+        if args.measured:
+            for row in rows:
+                old = earlier.get((row["model"], row["plan"]))
+                if old is None or old.get("measured_s") is None:
+                    row["note"] = row["note"] or f"not measured in {args.measured}"
+                    continue
+                row["measured_s"] = old["measured_s"]
+                row["rounds_s"] = old.get("rounds_s", [old["measured_s"]])
+        else:
+            for k in range(args.rounds):
+                order = rows if k % 2 == 0 else rows[::-1]
+                for row in order:
+                    if row["predicted_s"] is None or (k and not row["rounds_s"]):
+                        continue
+                    meas, why = measure(build, configs[row["model"]], row["plan"],
+                                        args.steps, args.warmup,
+                                        os.path.join(tmp, "run"))
+                    if meas is None:
+                        row["note"] = why
+                        row["rounds_s"] = []
+                        continue
+                    row["rounds_s"].append(meas)
+                print(f"round {k + 1} of {args.rounds} done, "
+                      f"{time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
+            for row in rows:
+                if row["rounds_s"]:
+                    row["measured_s"] = statistics.median(row["rounds_s"])
+        print(f"{'model':8s} {'ranks':>5s} {'plan':48s} {'pred. ms':>9s} "
+              f"{'meas. ms':>9s} {'error':>7s} {'spread':>7s}")
+        for row in rows:
+            model, world, plan = row["model"], row["ranks"], row["plan"]
+            pred, meas = row["predicted_s"], row["measured_s"]
             if pred is None or meas is None:
                 print(f"{model:8s} {world:5d} {plan:48s} skipped: {row['note']}")
                 continue
             row["error"] = pred / meas - 1
+            spread = max(row["rounds_s"]) / min(row["rounds_s"])
             print(f"{model:8s} {world:5d} {plan:48s} {1e3 * pred:9.1f} "
-                  f"{1e3 * meas:9.1f} {100 * row['error']:+6.1f}%", flush=True)
+                  f"{1e3 * meas:9.1f} {100 * row['error']:+6.1f}% {spread:6.2f}x")
     print(f"load average {os.getloadavg()[0]:.1f} at the end, "
           f"{time.strftime('%H:%M:%S', time.gmtime())} UTC")
     done = [r for r in rows if "error" in r]

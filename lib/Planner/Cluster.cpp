@@ -2,10 +2,12 @@
 
 #include "autoshard/Planner/Cluster.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <iterator>
 #include <optional>
 
 namespace autoshard::planner {
@@ -173,6 +175,20 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
       r.number(*root, "intra_node.latency_us", 10.0, false, inf) * 1e-6;
   c.collectiveLatency =
       r.number(*root, "collective_latency_us", 0.0, false, inf) * 1e-6;
+  // In CollectiveKind's order.
+  static constexpr const char *kKinds[] = {
+      "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"};
+  if (const json::Object *scale = root->getObject("collective_bandwidth_scale"))
+    for (const auto &entry : *scale)
+      if (llvm::find(kKinds, entry.first.str()) == std::end(kKinds))
+        r.fail(llvm::formatv("field 'collective_bandwidth_scale' has an "
+                             "unknown collective '{0}' (known: all_reduce, "
+                             "all_gather, reduce_scatter, all_to_all, p2p)",
+                             entry.first.str()));
+  for (size_t i = 0; i < std::size(kKinds); ++i)
+    c.collectiveBandwidthScale[i] = r.number(
+        *root, (llvm::Twine("collective_bandwidth_scale.") + kKinds[i]).str(),
+        1.0, true, inf);
   c.intraNode.efficiency =
       r.number(*root, "intra_node.efficiency", 0.8, true, 1);
   // No `inter_node`: the cluster is one node (plans larger than a node

@@ -59,9 +59,14 @@ double ringTime(const Link &link, CollectiveKind kind, double bytes,
 
 double collectiveTime(const Cluster &cluster, CollectiveKind kind, double bytes,
                       int64_t n, int64_t perNode) {
-  if (kind == CollectiveKind::P2P)
-    return ringTime(perNode > 1 ? cluster.intraNode : cluster.interNode, kind,
-                    bytes, 2);
+  // The kind's implementation moves its bytes at this factor of the links'
+  // bandwidth (Cluster::collectiveBandwidthScale).
+  double scale = cluster.collectiveBandwidthScale[static_cast<size_t>(kind)];
+  if (kind == CollectiveKind::P2P) {
+    Link link = perNode > 1 ? cluster.intraNode : cluster.interNode;
+    link.efficiency *= scale;
+    return ringTime(link, kind, bytes, 2);
+  }
   if (n <= 1)
     return 0;
   int64_t local = std::max<int64_t>(1, std::min(n, perNode));
@@ -81,6 +86,8 @@ double collectiveTime(const Cluster &cluster, CollectiveKind kind, double bytes,
                  interSteps * cluster.interNode.latency;
   Cluster bw = cluster;
   bw.intraNode.latency = bw.interNode.latency = 0;
+  bw.intraNode.efficiency *= scale;
+  bw.interNode.efficiency *= scale;
   if (nodes <= 1)
     return alpha + ringTime(bw.intraNode, kind, bytes, n);
   if (local == 1)

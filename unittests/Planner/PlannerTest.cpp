@@ -52,6 +52,46 @@ TEST(Collective, HierarchicalAcrossNodes) {
   EXPECT_DOUBLE_EQ(collectiveTime(c, CollectiveKind::P2P, S, 2, 1), S / 50e9);
 }
 
+TEST(Collective, BandwidthScalePerKind) {
+  Cluster c = testCluster();
+  double S = 1e9;
+  c.collectiveBandwidthScale[static_cast<size_t>(
+      CollectiveKind::ReduceScatter)] = 0.5;
+  c.collectiveBandwidthScale[static_cast<size_t>(CollectiveKind::P2P)] = 2;
+  // Only the scaled kinds' bandwidth terms change, inside and across nodes.
+  EXPECT_DOUBLE_EQ(collectiveTime(c, CollectiveKind::ReduceScatter, S, 4, 8),
+                   3.0 / 4 * S / 200e9);
+  EXPECT_DOUBLE_EQ(collectiveTime(c, CollectiveKind::AllGather, S, 4, 8),
+                   3.0 / 4 * S / 400e9);
+  EXPECT_DOUBLE_EQ(collectiveTime(c, CollectiveKind::P2P, S, 2, 1), S / 100e9);
+  EXPECT_DOUBLE_EQ(collectiveTime(c, CollectiveKind::ReduceScatter, S, 16, 8),
+                   7.0 / 8 * S / 200e9 + 1.0 / 2 * (S / 8) / 25e9);
+
+  auto parsed = parseCluster(R"({"gpus_per_node": 8,
+    "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 1, "hbm_tb_per_s": 1},
+    "intra_node": {"gb_per_s_per_direction_per_gpu": 1},
+    "collective_bandwidth_scale": {"reduce_scatter": 0.4, "p2p": 2.3}})",
+                             "s.json");
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_DOUBLE_EQ(parsed->collectiveBandwidthScale[2], 0.4);
+  EXPECT_DOUBLE_EQ(parsed->collectiveBandwidthScale[4], 2.3);
+  EXPECT_DOUBLE_EQ(parsed->collectiveBandwidthScale[0], 1);
+  for (auto [field, message] :
+       {std::pair{R"("all_gather": 0)",
+                  "field 'collective_bandwidth_scale.all_gather' must be"},
+        std::pair{R"("broadcast": 1)", "unknown collective 'broadcast'"}}) {
+    auto bad = parseCluster(std::string(R"({"gpus_per_node": 8,
+      "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 1, "hbm_tb_per_s": 1},
+      "intra_node": {"gb_per_s_per_direction_per_gpu": 1},
+      "collective_bandwidth_scale": {)") +
+                                field + "}}",
+                            "s.json");
+    ASSERT_FALSE(bool(bad)) << field;
+    EXPECT_NE(llvm::toString(bad.takeError()).find(message), std::string::npos)
+        << field;
+  }
+}
+
 TEST(Roofline, ComputeOrMemoryBound) {
   Cluster c = testCluster();
   EXPECT_DOUBLE_EQ(kernelTime(c, OpKind::Gemm, 1e12, 1e6), 1e12 / 0.5e15);

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -86,6 +87,15 @@ struct Cluster {
   /// Fixed latency of one collective (launch and synchronisation) on top of
   /// its per-step α, seconds (NCCL's `baseLat`).
   double collectiveLatency = 0;
+  /// Per collective kind, a factor on the bandwidth of every link (JSON
+  /// `collective_bandwidth_scale`: {"all_reduce": x, "all_gather": ...,
+  /// "reduce_scatter", "all_to_all", "p2p"}; default 1). The ring model
+  /// moves the same bytes per kind on any software; what differs is how
+  /// fast each kind's implementation moves them: on CPU ranks over shared
+  /// memory a reduce-scatter also reads and adds the partial sums (memory
+  /// traffic of its own), while a send/recv pair copies once. Indexed by
+  /// CollectiveKind; shard-calibrate fits it per kind.
+  std::array<double, 5> collectiveBandwidthScale = {1, 1, 1, 1, 1};
   Link intraNode;
   /// Links between nodes; a copy of intraNode when `singleNode`.
   Link interNode;

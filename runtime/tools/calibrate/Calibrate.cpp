@@ -234,6 +234,10 @@ void writeLinkFit(nlohmann::json &cluster, nlohmann::json &measured,
                   const std::string &link) {
   std::vector<double> coef = fitCollectives(comms);
   cluster["collective_latency_us"] = round2(coef[0] * 1e6);
+  nlohmann::json scales = nlohmann::json::object();
+  for (const auto &[kind, scale] : fitBandwidthScales(comms, coef))
+    scales[kind] = round2(scale);
+  cluster["collective_bandwidth_scale"] = scales;
   cluster["intra_node"] = {
       {"link", link},
       {"gb_per_s_per_direction_per_gpu", round2(1.0 / coef[2] / 1e9)},
@@ -246,6 +250,24 @@ void writeLinkFit(nlohmann::json &cluster, nlohmann::json &measured,
                     {"bytes", p.bytes},
                     {"s", p.seconds}});
   measured["collectives"] = list;
+}
+
+std::map<std::string, double>
+fitBandwidthScales(const std::vector<CommPoint> &points,
+                   const std::vector<double> &coef) {
+  std::map<std::string, std::pair<double, double>> sums; // kind: Σu², Σuv
+  for (const CommPoint &p : points) {
+    auto [steps, frac] = ringTerms(p.kind, p.group);
+    double u = frac * p.bytes * coef[2] / p.seconds;
+    double v = 1 - (coef[0] + steps * coef[1]) / p.seconds;
+    auto &[uu, uv] = sums[p.kind];
+    uu += u * u;
+    uv += u * v;
+  }
+  std::map<std::string, double> scales;
+  for (const auto &[kind, s] : sums)
+    scales[kind] = s.second > 0 && s.first > 0 ? s.first / s.second : 1.0;
+  return scales;
 }
 
 //===----------------------------------------------------------------------===//

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -136,6 +137,17 @@ std::pair<double, double> ringTerms(const std::string &kind, int64_t n);
 /// term.
 std::vector<double> fitCollectives(const std::vector<CommPoint> &points);
 
+/// Per collective kind among `points`, the factor s on the bandwidth of
+/// the fit `coef` ({c, alpha, invB}) that fits that kind's points best in
+/// relative error: t = c + steps·alpha + f·S·invB / s, s = Σu² / Σuv with u
+/// = f·S·invB / t and v = 1 - (c + steps·alpha) / t (closed-form least
+/// squares in 1/s). A kind whose points leave no bandwidth term to fit (v
+/// never positive) gets 1. Keys are the kinds' names (planner's
+/// `collective_bandwidth_scale`).
+std::map<std::string, double>
+fitBandwidthScales(const std::vector<CommPoint> &points,
+                   const std::vector<double> &coef);
+
 /// Times all-reduce, all-gather, reduce-scatter and all-to-all over every
 /// group size 2, 4, ... up to world.size() at each of `sizes` bytes, and a
 /// send/recv pair per group of 2. `alloc(bytes)` gives a buffer the
@@ -145,8 +157,9 @@ measureCollectives(CommWorld &world, Timer &timer,
                    const std::vector<double> &sizes,
                    const std::function<void *(int64_t)> &alloc);
 
-/// Sets `collective_latency_us` and `intra_node` (link name `link`) from the
-/// ring fit of `comms`, and `measured.collectives`.
+/// Sets `collective_latency_us`, `intra_node` (link name `link`) and
+/// `collective_bandwidth_scale` from the ring fit of `comms`, and
+/// `measured.collectives`.
 void writeLinkFit(nlohmann::json &cluster, nlohmann::json &measured,
                   const std::vector<CommPoint> &comms, const std::string &link);
 

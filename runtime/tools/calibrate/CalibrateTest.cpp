@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
 
 using namespace autoshard::runtime;
@@ -85,6 +86,33 @@ TEST(CalibrateFit, RecoversTheRingModel) {
   EXPECT_EQ(cluster["intra_node"]["latency_us"], 3.0);
   EXPECT_EQ(cluster["intra_node"]["gb_per_s_per_direction_per_gpu"], 200.0);
   EXPECT_EQ(measured["collectives"].size(), points.size());
+  // One model for every kind: every kind's bandwidth scale is 1.
+  for (const char *kind :
+       {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"})
+    EXPECT_EQ(cluster["collective_bandwidth_scale"][kind], 1.0) << kind;
+}
+
+TEST(CalibrateFit, RecoversEachKindsBandwidthScale) {
+  // The fit's c, alpha and 1/B, and kinds that move their bytes at a
+  // multiple of B: the closed-form scale per kind recovers the multiple.
+  const std::vector<double> coef = {8e-6, 3e-6, 1 / 1e9};
+  const std::map<std::string, double> truth = {{"all_reduce", 0.6},
+                                               {"reduce_scatter", 0.4},
+                                               {"all_gather", 1.0},
+                                               {"p2p", 2.5}};
+  std::vector<CommPoint> points;
+  for (const auto &[kind, scale] : truth)
+    for (int64_t g : {2, 4, 8})
+      for (double bytes : {4096.0, 1048576.0}) {
+        auto [steps, frac] = ringTerms(kind, g);
+        points.push_back(
+            {kind, g, bytes,
+             coef[0] + steps * coef[1] + frac * bytes * coef[2] / scale});
+      }
+  std::map<std::string, double> scales = fitBandwidthScales(points, coef);
+  ASSERT_EQ(scales.size(), truth.size());
+  for (const auto &[kind, scale] : truth)
+    EXPECT_NEAR(scales[kind], scale, 1e-9) << kind;
 }
 
 TEST(CalibrateFit, RingFitWithoutBandwidthTermIsAnError) {
