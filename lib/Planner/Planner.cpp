@@ -126,14 +126,17 @@ double gemmShapeEfficiency(const Cluster &cluster, const GemmShape &shape) {
 }
 
 double kernelTime(const Cluster &cluster, OpKind kind, double flops,
-                  double bytes, const GemmShape *shape) {
+                  double bytes, const GemmShape *shape,
+                  llvm::StringRef opName) {
   double eff = kind == OpKind::Gemm        ? cluster.gemmEfficiency
                : kind == OpKind::Attention ? cluster.attentionEfficiency
                                            : 1.0;
   if (kind == OpKind::Gemm && shape)
     eff *= gemmShapeEfficiency(cluster, *shape);
   double compute = flops / (cluster.peakFlops * eff);
-  double memory = bytes / (cluster.hbmBandwidth * cluster.memoryEfficiency);
+  double memEff = kind == OpKind::Memory ? cluster.memoryEfficiencyOf(opName)
+                                         : cluster.memoryEfficiency;
+  double memory = bytes / (cluster.hbmBandwidth * memEff);
   return std::max(compute, memory) + cluster.kernelOverhead +
          (kind == OpKind::Gemm ? cluster.gemmOverhead : 0);
 }
