@@ -30,6 +30,12 @@ MEMORY_OPS = [
     "moe_router", "moe_router_grad", "moe_aux_loss", "moe_aux_loss_grad",
     "moe_dispatch", "moe_dispatch_grad", "moe_combine", "moe_combine_grad",
     "sum_squares", "adamw",
+    # Parallel plans: microbatch slices, vocab-parallel embedding and loss,
+    # context-parallel blocks and ring attention's merge.
+    "microbatch", "vocab_embedding", "vocab_embedding_grad", "vocab_ce_max",
+    "vocab_ce_stats", "vocab_ce_loss", "vocab_ce_grad", "rope_local",
+    "rope_local_grad", "dropout_local", "dropout_local_grad",
+    "attention_merge",
 ]
 
 

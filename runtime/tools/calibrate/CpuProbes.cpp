@@ -72,13 +72,16 @@ void writeValues(ProbeOp &op, size_t index, const std::vector<T> &values) {
 
 /// Every non-GEMM, non-attention kernel of the CPU backend that the planner
 /// costs as memory-bound (TfmCost's RooflineKind::Memory) and the models of
-/// configs/models run (nanoGPT, GPT-2, Llama, Mixtral tiny), on one
+/// configs/models run (nanoGPT, GPT-2, Llama, Mixtral tiny), their parallel
+/// plans' included (microbatch slices, vocab-parallel embedding and loss,
+/// context-parallel rope, dropout and attention merge), on one
 /// microbatch of their shapes: activations [batch 16, seq 64, hidden 128]
 /// f32 (512 KiB), the MLP's [16, 64, 256], 4 heads of 32, a vocabulary of
 /// 65, 4 experts with top-2 and the dropless capacity (seq), the optimizer
 /// on 1 MiB tensors. `bytes` is what TfmCost.cpp counts: every operand read
-/// and result written once, but for embedding (ids + 2 x out),
-/// position_embedding (2 x out) and moe_dispatch (2 x x x top-k). Integer
+/// and result written once, but for (vocab_)embedding (ids + 2 x out),
+/// position_embedding and microbatch (2 x out) and moe_dispatch (2 x x x
+/// top-k). Integer
 /// operands hold valid ids; the others 0x3C bytes (ProbeOp).
 std::vector<MemoryProbe> memoryProbes(Backend &backend) {
   const int64_t B = 16, S = 64, H = 128, F = 256, heads = 4, vocab = 65,
@@ -202,6 +205,63 @@ std::vector<MemoryProbe> memoryProbes(Backend &backend) {
   writeValues(
       add("moe_combine_grad", {}, {x, buffer, gates, choice}, {buffer, gates}),
       3, expertIds);
+  // The kernels of parallel plans: gradient accumulation's microbatch
+  // slices, the vocabulary split over 2 tensor-parallel ranks (33 of the
+  // padded 66 classes, shard 0), sequence blocks of 2 context-parallel
+  // ranks (half the sequence, shard 0) and ring attention's merge.
+  const int64_t zero = 0;
+  const std::vector<int64_t> shardZero = {zero};
+  const TensorType batches = i32({2 * B, S});
+  std::vector<int32_t> twoBatches(2 * B * S);
+  for (size_t t = 0; t < twoBatches.size(); ++t)
+    twoBatches[t] = ids[t % ids.size()];
+  writeValues(add("microbatch", attrs({{"index", zero}, {"count", int64_t(2)}}),
+                  {batches}, {tokens}, 2.0 * tokens.bytes()),
+              0, twoBatches);
+  const int64_t localVocab = (vocab + 1) / 2;
+  const TensorType localTable = f32({localVocab, H}),
+                   localScores = f32({B, S, localVocab}),
+                   perToken = f32({B, S}), stats = f32({B, S, 2});
+  ProbeOp &vocabEmbed = add("vocab_embedding", {}, {tokens, localTable, i64},
+                            {x}, tokens.bytes() + 2.0 * x.bytes());
+  writeValues(vocabEmbed, 0, ids);
+  writeValues(vocabEmbed, 2, shardZero);
+  ProbeOp &vocabEmbedGrad =
+      add("vocab_embedding_grad", attrs({{"num_embeddings", localVocab}}),
+          {tokens, x, i64}, {localTable});
+  writeValues(vocabEmbedGrad, 0, ids);
+  writeValues(vocabEmbedGrad, 2, shardZero);
+  writeValues(add("vocab_ce_max", vocabSize, {localScores, i64}, {perToken}), 1,
+              shardZero);
+  ProbeOp &ceStats = add("vocab_ce_stats", vocabSize,
+                         {localScores, tokens, perToken, i64}, {stats});
+  writeValues(ceStats, 1, ids);
+  writeValues(ceStats, 3, shardZero);
+  add("vocab_ce_loss", attrs({{"num_tokens", B * S}}), {stats, perToken},
+      {f32s});
+  ProbeOp &vocabGrad = add(
+      "vocab_ce_grad", attrs({{"vocab_size", vocab}, {"num_tokens", B * S}}),
+      {f32s, localScores, tokens, perToken, stats, i64}, {localScores});
+  writeValues(vocabGrad, 0, unit);
+  writeValues(vocabGrad, 2, ids);
+  writeValues(vocabGrad, 5, shardZero);
+  const TensorType block = f32({B, S / 2, heads, H / heads});
+  AttrMap ropeLocal = attrs({{"theta", 10000.0}, {"seq_len", S}});
+  for (const char *name : {"rope_local", "rope_local_grad"})
+    writeValues(add(name, ropeLocal, {block, i64}, {block}), 1, shardZero);
+  const TensorType half = f32({B, S / 2, H});
+  AttrMap dropLocal = attrs({{"rate", 0.1},
+                             {"site", zero},
+                             {"global_shape", std::vector<int64_t>{B, S, H}},
+                             {"shard_dims", std::vector<int64_t>{1}}});
+  for (const char *name : {"dropout_local", "dropout_local_grad"}) {
+    ProbeOp &op = add(name, dropLocal, {half, i64, i64, i64}, {half});
+    writeValues(op, 1, stepOne);
+    writeValues(op, 2, layerZero);
+    writeValues(op, 3, shardZero);
+  }
+  const TensorType lse = f32({B, heads, S});
+  add("attention_merge", {}, {qk, lse, qk, lse}, {qk, lse});
   const TensorType quarter = f32({optimizer / 4});
   add("sum_squares", {}, {quarter, quarter, quarter, quarter}, {f32s});
   const TensorType param = f32({optimizer});
