@@ -244,9 +244,12 @@ RingExposure ringAttentionExposure(const Cluster &c, double kvBytes,
   double dkv = collectiveTime(c, CollectiveKind::P2P, 2 * kvBytes, 2, perNode);
   double stepF = attentionForward / cp, stepB = attentionBackward / cp;
   // Extra kernels per step: the block kernel and the merge / accumulation
-  // (memory-bound, fp32).
-  double mergeF = kernelTime(c, OpKind::Memory, 0, mergeBytes);
-  double mergeB = kernelTime(c, OpKind::Memory, 0, 3 * 4 * kvBytes / 2);
+  // (memory-bound, fp32: attention_merge forward, an add of dK, dV
+  // backward).
+  double mergeF = kernelTime(c, OpKind::Memory, 0, mergeBytes, nullptr,
+                             "tfm.attention_merge");
+  double mergeB =
+      kernelTime(c, OpKind::Memory, 0, 3 * 4 * kvBytes / 2, nullptr, "tfm.add");
   r.forward =
       (cp - 1) * (std::max(0.0, kv - stepF) + c.kernelOverhead + mergeF);
   r.backward =

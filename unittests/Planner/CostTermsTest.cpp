@@ -387,6 +387,14 @@ TEST(KernelTerm, MemoryOpsEfficiencyOfTheListedKernelOnly) {
   EXPECT_DOUBLE_EQ(optimizerTime(c, plan, shards), 28e6 / 1e12);
   c.memoryOpEfficiency = {{"adamw", 0.1}};
   EXPECT_DOUBLE_EQ(optimizerTime(c, plan, shards), 28e6 / 0.2e12);
+  // Ring attention's merge per step (1e6 B): attention_merge's forward at
+  // 0.25, 2 us instead of 1 us; the backward's add of dK, dV unchanged.
+  Cluster ring = testCluster();
+  RingExposure base = ringAttentionExposure(ring, 1e6, 1e6, 2, true, 0, 0);
+  ring.memoryOpEfficiency = {{"attention_merge", 0.25}};
+  RingExposure merged = ringAttentionExposure(ring, 1e6, 1e6, 2, true, 0, 0);
+  EXPECT_NEAR(merged.forward - base.forward, 1e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(merged.backward, base.backward);
 }
 
 TEST(ClusterTerm, RanksSharingANodeGetLargerSharesInSmallerJobs) {
