@@ -3,10 +3,12 @@
 #include "autoshard/Planner/Cluster.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
 #include <iterator>
 #include <optional>
 
@@ -103,7 +105,51 @@ void readTiles(const json::Value &value, Reader &r,
   tiles = std::move(read);
 }
 
+/// Reads `efficiency.memory_ops`: an object of positive numbers, one per
+/// runtime kernel name.
+void readMemoryOps(const json::Value &value, Reader &r,
+                   std::map<std::string, double> &ops) {
+  // Numbers as written (%g: -0.3, not its binary expansion).
+  auto text = [](const json::Value &v) {
+    if (std::optional<double> n = v.getAsNumber())
+      return llvm::formatv("{0}", llvm::format("%g", *n)).str();
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    os << v;
+    return out;
+  };
+  const json::Object *object = value.getAsObject();
+  if (!object)
+    return r.fail(llvm::formatv("field 'efficiency.memory_ops' must be an "
+                                "object of kernel names to positive numbers, "
+                                "got {0}",
+                                text(value)));
+  std::map<std::string, double> read;
+  for (const auto &[kernel, v] : *object) {
+    std::optional<double> n = v.getAsNumber();
+    if (!n || !(*n > 0) || !std::isfinite(*n))
+      return r.fail(llvm::formatv("field 'efficiency.memory_ops.{0}' must be "
+                                  "a positive number, got {1}",
+                                  kernel.str(), text(v)));
+    read[kernel.str()] = *n;
+  }
+  ops = std::move(read);
+}
+
 } // namespace
+
+llvm::StringRef runtimeKernelName(llvm::StringRef opName) {
+  llvm::StringRef name = opName;
+  name.consume_front("tfm.");
+  return name;
+}
+
+double Cluster::memoryEfficiencyOf(llvm::StringRef opName) const {
+  if (memoryOpEfficiency.empty() || opName.empty())
+    return memoryEfficiency;
+  auto it = memoryOpEfficiency.find(runtimeKernelName(opName).str());
+  return it == memoryOpEfficiency.end() ? memoryEfficiency : it->second;
+}
 
 llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
                                      llvm::StringRef source) {
@@ -218,6 +264,10 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     if (const json::Object *eff = root->getObject("efficiency"))
       if (const json::Value *tiles = eff->get("gemm_tiles"))
         readTiles(*tiles, r, c.gemmTiles);
+  if (r.error.empty())
+    if (const json::Object *eff = root->getObject("efficiency"))
+      if (const json::Value *ops = eff->get("memory_ops"))
+        readMemoryOps(*ops, r, c.memoryOpEfficiency);
   c.kernelOverhead =
       r.number(*root, "efficiency.kernel_overhead_us", 0.0, false, inf) * 1e-6;
   if (const json::Object *gpu = root->getObject("gpu"))

@@ -81,8 +81,9 @@ FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
     GemmShape shape;
     if (op.kind == OpKind::Gemm)
       shape = op.gemmAt(b, scale);
-    double time = kernelTime(c, op.kind, op.flops.at(b) * scale, bytes * scale,
-                             op.kind == OpKind::Gemm ? &shape : nullptr);
+    double time =
+        kernelTime(c, op.kind, op.flops.at(b) * scale, bytes * scale,
+                   op.kind == OpKind::Gemm ? &shape : nullptr, op.name);
     // Unfused attention materialises the scores: its softmax, masking and
     // dropout are separate memory-bound kernels that run after the QK^T
     // GEMM and before the PV GEMM, so their time adds to the GEMMs'.
@@ -372,7 +373,8 @@ double optimizerTime(const Cluster &c, const Candidate &plan,
                      const ParameterShards &s) {
   double optParams = plan.zero >= 1 ? s.denseRank / s.dpGroup : s.denseRank;
   optParams += plan.zero >= 1 ? s.expertRank / s.edpGroup : s.expertRank;
-  return kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams) +
+  return kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams, nullptr,
+                    "tfm.adamw") +
          c.hostStepOverhead;
 }
 

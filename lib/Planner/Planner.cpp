@@ -133,14 +133,17 @@ double gemmShapeEfficiency(const Cluster &cluster, const GemmShape &shape) {
 }
 
 double kernelTime(const Cluster &cluster, OpKind kind, double flops,
-                  double bytes, const GemmShape *shape) {
+                  double bytes, const GemmShape *shape,
+                  llvm::StringRef opName) {
   double eff = kind == OpKind::Gemm        ? cluster.gemmEfficiency
                : kind == OpKind::Attention ? cluster.attentionEfficiency
                                            : 1.0;
   if (kind == OpKind::Gemm && shape)
     eff *= gemmShapeEfficiency(cluster, *shape);
   double compute = flops / (cluster.peakFlops * eff);
-  double memory = bytes / (cluster.hbmBandwidth * cluster.memoryEfficiency);
+  double memEff = kind == OpKind::Memory ? cluster.memoryEfficiencyOf(opName)
+                                         : cluster.memoryEfficiency;
+  double memory = bytes / (cluster.hbmBandwidth * memEff);
   return std::max(compute, memory) + cluster.kernelOverhead +
          (kind == OpKind::Gemm ? cluster.gemmOverhead : 0);
 }
@@ -248,9 +251,12 @@ RingExposure ringAttentionExposure(const Cluster &c, double kvBytes,
   double dkv = collectiveTime(c, CollectiveKind::P2P, 2 * kvBytes, 2, perNode);
   double stepF = attentionForward / cp, stepB = attentionBackward / cp;
   // Extra kernels per step: the block kernel and the merge / accumulation
-  // (memory-bound, fp32).
-  double mergeF = kernelTime(c, OpKind::Memory, 0, mergeBytes);
-  double mergeB = kernelTime(c, OpKind::Memory, 0, 3 * 4 * kvBytes / 2);
+  // (memory-bound, fp32: attention_merge forward, an add of dK, dV
+  // backward).
+  double mergeF = kernelTime(c, OpKind::Memory, 0, mergeBytes, nullptr,
+                             "tfm.attention_merge");
+  double mergeB =
+      kernelTime(c, OpKind::Memory, 0, 3 * 4 * kvBytes / 2, nullptr, "tfm.add");
   r.forward =
       (cp - 1) * (std::max(0.0, kv - stepF) + c.kernelOverhead + mergeF);
   r.backward =

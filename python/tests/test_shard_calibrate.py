@@ -17,6 +17,39 @@ def _calibrate():
     return path
 
 
+# The memory-bound kernels shard-calibrate probes one by one (CpuProbes.cpp):
+# every one the planner costs as Memory kind that the models of
+# configs/models run.
+MEMORY_OPS = [
+    "add", "sub", "mul", "scale", "reduce_sum", "broadcast",
+    "layer_norm", "layer_norm_grad", "rms_norm", "rms_norm_grad",
+    "gelu", "gelu_grad", "silu", "silu_grad", "swiglu", "swiglu_grad",
+    "rope", "rope_grad", "dropout", "dropout_grad",
+    "embedding", "embedding_grad", "position_embedding",
+    "position_embedding_grad", "cross_entropy", "cross_entropy_grad",
+    "moe_router", "moe_router_grad", "moe_aux_loss", "moe_aux_loss_grad",
+    "moe_dispatch", "moe_dispatch_grad", "moe_combine", "moe_combine_grad",
+    "sum_squares", "adamw",
+    # Parallel plans: microbatch slices, vocab-parallel embedding and loss,
+    # context-parallel blocks and ring attention's merge.
+    "microbatch", "vocab_embedding", "vocab_embedding_grad", "vocab_ce_max",
+    "vocab_ce_stats", "vocab_ce_loss", "vocab_ce_grad", "rope_local",
+    "rope_local_grad", "dropout_local", "dropout_local_grad",
+    "attention_merge",
+]
+
+
+def _step_s(shard_opt, model, cluster_path):
+    report = subprocess.run(
+        [shard_opt, str(model),
+         f"--dist-auto-plan=cluster={cluster_path} gpus=1 evaluate=dp=1 format=json",
+         "-o", "/dev/null"], capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    plans = json.loads(report.stdout)["plans"]
+    assert plans
+    return plans[0]["step_s"]
+
+
 def test_writes_a_cluster_the_planner_reads(tmp_path, shard_opt):
     out = tmp_path / "cluster.json"
     proc = subprocess.run([_calibrate(), "--repeats", "1", "--out", str(out)],
@@ -39,13 +72,39 @@ def test_writes_a_cluster_the_planner_reads(tmp_path, shard_opt):
     subprocess.run(
         [shard_opt, os.path.join(REPO_ROOT, "test", "Inputs", "tiny-gpt2-model.mlir"),
          "-o", str(model)], check=True)
-    report = subprocess.run(
-        [shard_opt, str(model),
-         f"--dist-auto-plan=cluster={out} gpus=1 evaluate=dp=1 format=json",
-         "-o", "/dev/null"], capture_output=True, text=True)
-    assert report.returncode == 0, report.stderr
-    plans = json.loads(report.stdout)["plans"]
-    assert plans and plans[0]["step_s"] > 0
+    step = _step_s(shard_opt, model, out)
+    assert step > 0
+
+    # Every probed memory-bound kernel has its own efficiency (positive, 2
+    # significant digits) and its raw time and bytes under "measured".
+    ops = cluster["efficiency"]["memory_ops"]
+    assert sorted(ops) == sorted(MEMORY_OPS)
+    measured = cluster["measured"]["memory_ops"]
+    for name in MEMORY_OPS:
+        assert ops[name] > 0, name
+        assert float(f"{ops[name]:.2g}") == ops[name], (name, ops[name])
+        assert measured[name]["s"] > 0 and measured[name]["bytes"] > 0, name
+    # The bytes are TfmCost's: operands read and results written once
+    # (add on [16, 64, 128] f32: 3 x 512 KiB), embedding ids + 2 x out,
+    # moe_dispatch 2 x x x top-k.
+    assert measured["add"]["bytes"] == 3 * 16 * 64 * 128 * 4
+    assert measured["embedding"]["bytes"] == 16 * 64 * 4 + 2 * 16 * 64 * 128 * 4
+    assert measured["moe_dispatch"]["bytes"] == 2 * 16 * 64 * 128 * 4 * 2
+    assert 0 < cluster["efficiency"]["memory"] <= 1
+
+    # The planner uses the entry of a kernel the model runs (GPT-2's
+    # layer_norm: slower) and only that: an entry for a kernel the model
+    # does not run (MoE routing) changes nothing.
+    def with_ops(name, **changes):
+        edited = json.loads(out.read_text())
+        edited["efficiency"]["memory_ops"].update(changes)
+        path = tmp_path / name
+        path.write_text(json.dumps(edited))
+        return path
+    assert _step_s(shard_opt, model, with_ops("moe.json", moe_router=1e-6)) == step
+    slower = _step_s(shard_opt, model,
+                     with_ops("ln.json", layer_norm=ops["layer_norm"] / 100))
+    assert slower > step
 
 
 def test_bad_arguments_are_named():

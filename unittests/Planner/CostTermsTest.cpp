@@ -355,6 +355,48 @@ TEST(KernelTerm, FixedCostAndHostBoundFunctions) {
   EXPECT_DOUBLE_EQ(optimizerTime(c, plan, shards), optimizer + 1e-3);
 }
 
+TEST(KernelTerm, MemoryOpsEfficiencyOfTheListedKernelOnly) {
+  // Memory-bound ops of 1e6 B at 2e12 B/s: x 0.5 (efficiency.memory) 1 us;
+  // a GEMM of 1e9 FLOPs at 1e15 x 0.5: 2 us.
+  Cluster c = testCluster();
+  OpProfile rope, swiglu, matmul;
+  rope.name = "tfm.rope", swiglu.name = "tfm.swiglu",
+  matmul.name = "tfm.matmul";
+  rope.bytes = swiglu.bytes = {0, 1e6};
+  matmul.kind = OpKind::Gemm;
+  matmul.flops = {0, 1e9};
+  FunctionProfile f;
+  f.ops = {rope, swiglu, matmul};
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 1e-6 + 1e-6 + 2e-6);
+  // rope's kernel at 0.25 of the bandwidth takes 2 us, swiglu (unlisted)
+  // keeps the default; a GEMM's memory term never uses the list.
+  c.memoryOpEfficiency = {{"rope", 0.25}, {"matmul", 1e-6}};
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 2e-6 + 1e-6 + 2e-6);
+  EXPECT_DOUBLE_EQ(kernelTime(c, OpKind::Memory, 0, 1e6, nullptr, "tfm.rope"),
+                   2e-6);
+  EXPECT_DOUBLE_EQ(kernelTime(c, OpKind::Memory, 0, 1e6, nullptr, "tfm.swiglu"),
+                   1e-6);
+  EXPECT_DOUBLE_EQ(kernelTime(c, OpKind::Memory, 0, 1e6), 1e-6);
+  // Above 1 (operands in cache): faster than the bandwidth.
+  c.memoryOpEfficiency = {{"swiglu", 2.0}};
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 1e-6 + 0.25e-6 + 2e-6);
+  // The optimizer's AdamW: 28 B per parameter at adamw's own efficiency.
+  Candidate plan;
+  ParameterShards shards;
+  shards.denseRank = 1e6;
+  EXPECT_DOUBLE_EQ(optimizerTime(c, plan, shards), 28e6 / 1e12);
+  c.memoryOpEfficiency = {{"adamw", 0.1}};
+  EXPECT_DOUBLE_EQ(optimizerTime(c, plan, shards), 28e6 / 0.2e12);
+  // Ring attention's merge per step (1e6 B): attention_merge's forward at
+  // 0.25, 2 us instead of 1 us; the backward's add of dK, dV unchanged.
+  Cluster ring = testCluster();
+  RingExposure base = ringAttentionExposure(ring, 1e6, 1e6, 2, true, 0, 0);
+  ring.memoryOpEfficiency = {{"attention_merge", 0.25}};
+  RingExposure merged = ringAttentionExposure(ring, 1e6, 1e6, 2, true, 0, 0);
+  EXPECT_NEAR(merged.forward - base.forward, 1e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(merged.backward, base.backward);
+}
+
 TEST(ClusterTerm, RanksSharingANodeGetLargerSharesInSmallerJobs) {
   Cluster c = testCluster();
   c.singleNode = true;

@@ -111,6 +111,7 @@ TEST(ClusterFile, ParsesDefaultsAndUnits) {
   EXPECT_DOUBLE_EQ(c->intraNode.bandwidth, 450e9);
   EXPECT_DOUBLE_EQ(c->interNode.latency, 30e-6);
   EXPECT_DOUBLE_EQ(c->gemmEfficiency, 0.75);
+  EXPECT_TRUE(c->memoryOpEfficiency.empty());
 }
 
 TEST(ClusterFile, ErrorsNameFieldAndValue) {
@@ -140,6 +141,42 @@ TEST(ClusterFile, ErrorsNameFieldAndValue) {
   msg = llvm::toString(e.takeError());
   EXPECT_NE(msg.find("efficiency.gemm"), std::string::npos) << msg;
   EXPECT_NE(msg.find("1.5"), std::string::npos) << msg;
+}
+
+TEST(ClusterFile, MemoryOpsPerKernel) {
+  std::string base = R"({"gpus_per_node": 8,
+      "gpu": {"peak_bf16_tflops": 3, "hbm_gib": 80, "hbm_tb_per_s": 3.35},
+      "intra_node": {"gb_per_s_per_direction_per_gpu": 450},
+      "efficiency": {"memory": 0.5, "memory_ops": )";
+  auto c = parseCluster(base + R"({"rope": 0.25, "adamw": 1.5}}})", "c.json");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->memoryOpEfficiency.size(), 2u);
+  // The kernel rt-lower runs: the tfm op without its dialect prefix.
+  EXPECT_DOUBLE_EQ(c->memoryEfficiencyOf("tfm.rope"), 0.25);
+  EXPECT_DOUBLE_EQ(c->memoryEfficiencyOf("tfm.adamw"), 1.5);
+  EXPECT_DOUBLE_EQ(c->memoryEfficiencyOf("tfm.swiglu"), 0.5);
+  EXPECT_DOUBLE_EQ(c->memoryEfficiencyOf(""), 0.5);
+  EXPECT_EQ(runtimeKernelName("tfm.moe_router").str(), "moe_router");
+  EXPECT_EQ(runtimeKernelName("dist.all_reduce").str(), "dist.all_reduce");
+  // Not an object.
+  auto none = parseCluster(base + "0.5}}", "n.json");
+  ASSERT_FALSE(static_cast<bool>(none));
+  std::string msg = llvm::toString(none.takeError());
+  EXPECT_NE(msg.find("field 'efficiency.memory_ops' must be an object of "
+                     "kernel names to positive numbers, got 0.5"),
+            std::string::npos)
+      << msg;
+  for (const char *bad : {"0", "-0.3", "\"fast\"", "null"}) {
+    auto e = parseCluster(base + "{\"rope\": 0.5, \"gelu\": " + bad + "}}}",
+                          "e.json");
+    ASSERT_FALSE(static_cast<bool>(e)) << bad;
+    msg = llvm::toString(e.takeError());
+    EXPECT_NE(msg.find("e.json: field 'efficiency.memory_ops.gelu' must be a "
+                       "positive number, got " +
+                       std::string(bad)),
+              std::string::npos)
+        << msg;
+  }
 }
 
 TEST(ClusterFile, FullRecomputeSoftware) {

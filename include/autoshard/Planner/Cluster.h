@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +108,14 @@ struct Cluster {
   double gemmEfficiency = 0.75;
   double attentionEfficiency = 0.5;
   double memoryEfficiency = 0.7;
+  /// Per-kernel efficiencies of memory-bound ops (JSON
+  /// `efficiency.memory_ops`, {"<runtime kernel name>": efficiency}): the
+  /// achieved bandwidth of that kernel over the HBM bandwidth, used instead
+  /// of `memoryEfficiency` for the ops the runtime runs as that kernel
+  /// (memoryEfficiencyOf). May exceed 1: shard-calibrate measures each
+  /// kernel on the operand sizes of a plan on this machine, which may stay
+  /// in cache where the bandwidth probe does not. Empty: none.
+  std::map<std::string, double> memoryOpEfficiency;
   /// Bytes of HBM traffic per attention-score element (B·N·Sq·Sk, the full
   /// square) of an unfused attention forward that materialises the scores
   /// (GEMM write, softmax, dropout, GEMM read); the backward moves twice as
@@ -177,7 +186,18 @@ struct Cluster {
   /// gpusPerNode ranks run, as shard-calibrate measures them, and a job
   /// with fewer ranks on the node gives each a larger share (forWorld).
   bool sharesNode = false;
+
+  /// The HBM efficiency of memory-bound op `opName` (an MLIR op name, e.g.
+  /// "tfm.swiglu"): the entry of memoryOpEfficiency for the kernel the
+  /// runtime runs it as (runtimeKernelName), else memoryEfficiency.
+  double memoryEfficiencyOf(llvm::StringRef opName) const;
 };
+
+/// The name of the runtime kernel that runs MLIR op `opName`, as rt-lower
+/// names it (RtLower.cpp, getKernelName / lowerDistOp): a tfm op's name
+/// without the dialect prefix ("tfm.swiglu" -> "swiglu"); any other op
+/// (the `dist.*` communication kernels) keeps its full name.
+llvm::StringRef runtimeKernelName(llvm::StringRef opName);
 
 /// The cluster as a job of `world` ranks sees it: with sharesNode, R =
 /// min(world, gpusPerNode) ranks share a node, so each gets gpusPerNode / R

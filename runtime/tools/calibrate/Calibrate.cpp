@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 namespace autoshard::runtime::calibrate {
 
@@ -25,6 +26,52 @@ double round2(double x) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2g", x);
   return std::strtod(text, nullptr);
+}
+
+//===----------------------------------------------------------------------===//
+// ProbeOp
+//===----------------------------------------------------------------------===//
+
+ProbeOp::ProbeOp(Backend &backend, const char *op, AttrMap attributes,
+                 std::vector<TensorType> args, std::vector<TensorType> results)
+    : backend(backend), attrs(std::move(attributes)) {
+  KernelSignature sig;
+  sig.op = op;
+  sig.attrs = &attrs;
+  sig.place = std::string("shard-calibrate ") + op;
+  sig.args = std::move(args);
+  sig.results = std::move(results);
+  for (const std::vector<TensorType> *list : {&sig.args, &sig.results})
+    for (const TensorType &t : *list) {
+      int64_t bytes = std::max<int64_t>(1, t.bytes());
+      void *p = backend.allocate(bytes);
+      buffers.push_back({p, bytes});
+      pointers.push_back(p);
+      sizes.push_back(t.bytes());
+      backend.fill(p, 0x3C, bytes);
+    }
+  kernel = backend.bind(sig);
+}
+
+ProbeOp::~ProbeOp() {
+  for (auto [p, bytes] : buffers)
+    backend.deallocate(p, bytes);
+}
+
+void ProbeOp::write(size_t index, const void *data, int64_t bytes) {
+  if (index >= buffers.size() || bytes > buffers[index].second)
+    throw std::invalid_argument(
+        "shard-calibrate: " + std::to_string(bytes) + " bytes for operand " +
+        std::to_string(index) + " of a kernel with " +
+        std::to_string(buffers.size()) + " operands and results");
+  backend.copyToDevice(buffers[index].first, data, bytes);
+}
+
+double ProbeOp::ioBytes() const {
+  double total = 0;
+  for (int64_t bytes : sizes)
+    total += double(bytes);
+  return total;
 }
 
 //===----------------------------------------------------------------------===//

@@ -12,6 +12,8 @@
 #ifndef AUTOSHARD_RUNTIME_TOOLS_CALIBRATE_CALIBRATE_H
 #define AUTOSHARD_RUNTIME_TOOLS_CALIBRATE_CALIBRATE_H
 
+#include "autoshard/runtime/Artifact.h"
+#include "autoshard/runtime/Backend.h"
 #include "autoshard/runtime/Communicator.h"
 
 #include <nlohmann/json.hpp>
@@ -79,6 +81,37 @@ private:
   Communicator &all;
   int64_t count;
   std::function<void()> sync;
+};
+
+/// One kernel of `backend` bound as the executor binds an instruction
+/// (KernelSignature, the pointer array of its operands then results), on
+/// buffers of the backend's memory, every byte 0x3C (small positive floats)
+/// until write() sets an operand.
+class ProbeOp {
+public:
+  ProbeOp(Backend &backend, const char *op, AttrMap attributes,
+          std::vector<TensorType> args, std::vector<TensorType> results);
+  ~ProbeOp();
+  ProbeOp(const ProbeOp &) = delete;
+  ProbeOp &operator=(const ProbeOp &) = delete;
+
+  void operator()() { kernel(pointers.data()); }
+
+  /// Copies `bytes` of host memory to operand `index` (the operands, then
+  /// the results); throws std::invalid_argument past its size.
+  void write(size_t index, const void *data, int64_t bytes);
+
+  /// Bytes of every operand and result: each read or written once (the
+  /// traffic TfmCost's ioBytes counts for most ops).
+  double ioBytes() const;
+
+private:
+  Backend &backend;
+  AttrMap attrs;
+  std::vector<std::pair<void *, int64_t>> buffers;
+  std::vector<void *> pointers;
+  std::vector<int64_t> sizes;
+  BoundKernel kernel;
 };
 
 /// One GEMM of the grid and its time per call.

@@ -49,46 +49,6 @@
 namespace autoshard::runtime::calibrate {
 namespace {
 
-/// One op bound on the CUDA backend with device buffers for its operands
-/// (every byte 0x3C: bf16 and f32 values near 0.0115, no NaN or Inf).
-class DeviceOp {
-public:
-  DeviceOp(Backend &backend, const char *op, AttrMap attributes,
-           std::vector<TensorType> args, std::vector<TensorType> results)
-      : backend(backend), attrs(std::move(attributes)) {
-    KernelSignature sig;
-    sig.op = op;
-    sig.attrs = &attrs;
-    sig.place = std::string("shard-calibrate ") + op;
-    sig.args = std::move(args);
-    sig.results = std::move(results);
-    for (const std::vector<TensorType> *list : {&sig.args, &sig.results})
-      for (const TensorType &t : *list) {
-        int64_t bytes = std::max<int64_t>(1, t.bytes());
-        void *p = backend.allocate(bytes);
-        buffers.push_back({p, bytes});
-        pointers.push_back(p);
-        backend.fill(p, 0x3C, bytes);
-      }
-    kernel = backend.bind(sig);
-  }
-  ~DeviceOp() {
-    for (auto [p, bytes] : buffers)
-      backend.deallocate(p, bytes);
-  }
-  DeviceOp(const DeviceOp &) = delete;
-  DeviceOp &operator=(const DeviceOp &) = delete;
-
-  void operator()() { kernel(pointers.data()); }
-
-private:
-  Backend &backend;
-  AttrMap attrs;
-  std::vector<std::pair<void *, int64_t>> buffers;
-  std::vector<void *> pointers;
-  BoundKernel kernel;
-};
-
 TensorType bf16(std::vector<int64_t> shape) {
   TensorType t;
   t.dtype = DType::BF16;
@@ -177,7 +137,7 @@ int runCuda(const Options &opts, CommWorld &world) {
                       "lse f32";
 
   // Fixed cost per kernel and the host's issue time: a one-element add.
-  DeviceOp addOne(gpu, "add", {}, {bf16({1}), bf16({1})}, {bf16({1})});
+  ProbeOp addOne(gpu, "add", {}, {bf16({1}), bf16({1})}, {bf16({1})});
   double fixed = timer.median([&] { addOne(); });
   std::vector<double> issues;
   for (int64_t r = 0; r < std::max<int64_t>(3, opts.repeats); ++r) {
@@ -198,7 +158,7 @@ int runCuda(const Options &opts, CommWorld &world) {
   const int64_t big = int64_t(1) << 26;
   double addTime = 0;
   {
-    DeviceOp add(gpu, "add", {}, {bf16({big}), bf16({big})}, {bf16({big})});
+    ProbeOp add(gpu, "add", {}, {bf16({big}), bf16({big})}, {bf16({big})});
     addTime = timer.median([&] { add(); });
   }
   double bandwidth = 3.0 * 2 * big / std::max(1e-12, addTime - fixed);
@@ -209,7 +169,7 @@ int runCuda(const Options &opts, CommWorld &world) {
   const int64_t rows = 8192, hidden = 4096, numel = rows * hidden;
   std::vector<double> memoryEfficiencies;
   nlohmann::json kernels;
-  auto memoryKernel = [&](const char *name, double tensors, DeviceOp &op) {
+  auto memoryKernel = [&](const char *name, double tensors, ProbeOp &op) {
     double t = timer.median([&] { op(); });
     double achieved = tensors * 2.0 * numel / std::max(1e-12, t - fixed);
     memoryEfficiencies.push_back(std::min(1.0, achieved / bandwidth));
@@ -220,15 +180,15 @@ int runCuda(const Options &opts, CommWorld &world) {
     eps.set("epsilon", 1e-5);
     tanh.set("tanh_approx", true);
     auto x = bf16({rows, hidden}), g = bf16({hidden});
-    DeviceOp norm(gpu, "layer_norm", eps, {x, g, g}, {x});
+    ProbeOp norm(gpu, "layer_norm", eps, {x, g, g}, {x});
     memoryKernel("layer_norm", 2, norm);
-    DeviceOp normGrad(gpu, "layer_norm_grad", eps, {x, x, g}, {x, g, g});
+    ProbeOp normGrad(gpu, "layer_norm_grad", eps, {x, x, g}, {x, g, g});
     memoryKernel("layer_norm_grad", 3, normGrad);
-    DeviceOp gelu(gpu, "gelu", tanh, {x}, {x});
+    ProbeOp gelu(gpu, "gelu", tanh, {x}, {x});
     memoryKernel("gelu", 2, gelu);
-    DeviceOp geluGrad(gpu, "gelu_grad", tanh, {x, x}, {x});
+    ProbeOp geluGrad(gpu, "gelu_grad", tanh, {x, x}, {x});
     memoryKernel("gelu_grad", 3, geluGrad);
-    DeviceOp add(gpu, "add", {}, {x, x}, {x});
+    ProbeOp add(gpu, "add", {}, {x, x}, {x});
     memoryKernel("add", 3, add);
   }
   std::sort(memoryEfficiencies.begin(), memoryEfficiencies.end());
@@ -243,8 +203,8 @@ int runCuda(const Options &opts, CommWorld &world) {
   for (int64_t m : {256, 1024, 4096, 8192})
     for (int64_t n : {256, 1024, 4096, 8192})
       for (int64_t k : {256, 1024, 4096, 8192}) {
-        DeviceOp mm(gpu, "matmul", plain, {bf16({m, k}), bf16({k, n})},
-                    {bf16({m, n})});
+        ProbeOp mm(gpu, "matmul", plain, {bf16({m, k}), bf16({k, n})},
+                   {bf16({m, n})});
         gemms.push_back({m, n, k, timer.median([&] { mm(); })});
       }
   cudaDeviceProp prop;
@@ -265,7 +225,7 @@ int runCuda(const Options &opts, CommWorld &world) {
   AttrMap att;
   att.set("causal", true);
   att.set("scale", 1.0 / std::sqrt(double(d)));
-  DeviceOp attention(
+  ProbeOp attention(
       gpu, "attention", att,
       {bf16({b, s, h, d}), bf16({b, s, h, d}), bf16({b, s, h, d})},
       {bf16({b, s, h, d}), f32({b, h, s})});
