@@ -18,7 +18,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 die() { echo "auto_plan.sh: $*" >&2; exit 2; }
 [[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
-MODEL="" NRANKS=8 BATCH=0 CLUSTER=$ROOT/configs/clusters/cpu-2core.json REPORT=""
+MODEL="" NRANKS=8 BATCH="" CLUSTER=$ROOT/configs/clusters/cpu-2core.json REPORT=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     -n | --batch | --cluster | --report)
@@ -33,13 +33,13 @@ done
 [[ -f $MODEL ]] || die "model IR '$MODEL' not found"
 [[ -f $CLUSTER ]] || die "cluster file '$CLUSTER' not found (examples in configs/clusters/)"
 [[ $NRANKS =~ ^[1-9][0-9]*$ ]] || die "-n must be a positive integer, found '$NRANKS'"
-[[ $BATCH =~ ^[0-9]+$ ]] || die "--batch must be a positive integer, found '$BATCH'"
+[[ -z $BATCH || $BATCH =~ ^[1-9][0-9]*$ ]] || die "--batch must be a positive integer, found '$BATCH'"
 if [[ -z $REPORT ]]; then
   REPORT=$(mktemp)
   trap 'rm -f "$REPORT"' EXIT
 fi
 if ! err=$("$BUILD_DIR/bin/shard-opt" "$MODEL" \
-  --dist-auto-plan="cluster=$CLUSTER gpus=$NRANKS batch=$BATCH compilable=true format=json report=$REPORT" \
+  --dist-auto-plan="cluster=$CLUSTER gpus=$NRANKS ${BATCH:+batch=$BATCH }compilable=true format=json report=$REPORT" \
   -o /dev/null 2>&1); then
   err=$(grep -m1 'error:' <<<"$err" || echo "$err")
   die "dist-auto-plan failed for $NRANKS ranks: ${err#*error: }"

@@ -108,6 +108,13 @@ def build_model(py, config, batch, out):
                                         PYTHONPATH=os.path.join(ROOT, "python")))
 
 
+def first_error(text):
+    """The first line of `text` that says "error:" (MLIR echoes the source
+    line after it), else its last line."""
+    lines = text.strip().splitlines() or ["(no output)"]
+    return next((l for l in lines if "error:" in l), lines[-1])
+
+
 def predict(shard_opt, model_ir, cluster, plan):
     d = degrees(plan)
     world = d["pp"] * d["dp"] * d["cp"] * d["tp"]
@@ -120,7 +127,7 @@ def predict(shard_opt, model_ir, cluster, plan):
          "-o", "/dev/null"],
         capture_output=True, text=True)
     if proc.returncode != 0:
-        return None, proc.stderr.strip().splitlines()[-1]
+        return None, first_error(proc.stderr)
     report = json.loads(proc.stdout)
     if not report["plans"]:
         return None, "; ".join(report["rejected"].values())
@@ -137,7 +144,7 @@ def measure(build, config, plan, steps, warmup, out):
     proc = subprocess.run(cmd, capture_output=True, text=True,
                           env=dict(os.environ, BUILD_DIR=build))
     if proc.returncode != 0:
-        return None, (proc.stderr or proc.stdout).strip().splitlines()[-1]
+        return None, first_error(proc.stderr or proc.stdout)
     times = []
     with open(os.path.join(out, "metrics.jsonl")) as f:
         for line in f:
@@ -228,14 +235,27 @@ def main():
         sys.exit(f"--steps {args.steps} must exceed --warmup {args.warmup}")
     if args.rounds < 1:
         sys.exit(f"--rounds must be at least 1, got {args.rounds}")
+    if args.only:
+        try:
+            re.compile(args.only)
+        except re.error as e:
+            sys.exit(f"--only '{args.only}' is not a regular expression: {e}")
     earlier = {}
     if args.measured:
         try:
             with open(args.measured) as f:
-                earlier = {(r["model"], r["plan"]): r for r in json.load(f)}
-        except (OSError, ValueError, KeyError, TypeError) as e:
+                rows_in = json.load(f)
+        except (OSError, ValueError) as e:
             sys.exit(f"--measured {args.measured}: cannot read an earlier "
                      f"--json output: {e}")
+        if not isinstance(rows_in, list) or not all(
+                isinstance(r, dict) and {"model", "plan", "measured_s"} <= r.keys()
+                for r in rows_in):
+            sys.exit(f"--measured {args.measured}: expected the list of rows "
+                     f"that --json writes (objects with model, plan and "
+                     f"measured_s), got {type(rows_in).__name__}"
+                     + (f" of {len(rows_in)}" if isinstance(rows_in, list) else ""))
+        earlier = {(r["model"], r["plan"]): r for r in rows_in}
     build = os.path.abspath(args.build)
     shard_opt = os.path.join(build, "bin", "shard-opt")
     py = os.path.join(build, "venv", "bin", "python")

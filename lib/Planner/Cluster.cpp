@@ -32,8 +32,19 @@ public:
     llvm::StringRef rest = path;
     while (rest.contains('.')) {
       auto [head, tail] = rest.split('.');
+      const json::Value *section = obj->get(head);
       obj = obj->getObject(head);
       rest = tail;
+      if (section && !obj) {
+        // Present but not an object: an error, never the defaults.
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        os << *section;
+        fail(llvm::formatv("field '{0}' must be an object, got {1}",
+                           path.take_front(path.size() - rest.size() - 1),
+                           text));
+        return 0;
+      }
       if (!obj) {
         if (fallback)
           return *fallback;

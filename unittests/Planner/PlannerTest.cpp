@@ -141,6 +141,32 @@ TEST(ClusterFile, ErrorsNameFieldAndValue) {
   msg = llvm::toString(e.takeError());
   EXPECT_NE(msg.find("efficiency.gemm"), std::string::npos) << msg;
   EXPECT_NE(msg.find("1.5"), std::string::npos) << msg;
+
+  // A section of the wrong type is an error, never its defaults.
+  for (auto [section, message] :
+       {std::pair{R"("efficiency": 0.5)",
+                  "field 'efficiency' must be an object, got 0.5"},
+        std::pair{R"("overlap": "yes")",
+                  "field 'overlap' must be an object, got \"yes\""},
+        std::pair{R"("host": null)",
+                  "field 'host' must be an object, got null"},
+        std::pair{R"("collective_bandwidth_scale": [0.5])",
+                  "field 'collective_bandwidth_scale' must be an object"}}) {
+    auto f = parseCluster(std::string(R"({"gpus_per_node": 8,
+      "gpu": {"peak_bf16_tflops": 3, "hbm_gib": 80, "hbm_tb_per_s": 3.35},
+      "intra_node": {"gb_per_s_per_direction_per_gpu": 450}, )") +
+                              section + "}",
+                          "f.json");
+    ASSERT_FALSE(static_cast<bool>(f)) << section;
+    msg = llvm::toString(f.takeError());
+    EXPECT_NE(msg.find(message), std::string::npos) << msg;
+  }
+  auto g = parseCluster(R"({"gpus_per_node": 8, "gpu": [1, 2]})", "g.json");
+  ASSERT_FALSE(static_cast<bool>(g));
+  msg = llvm::toString(g.takeError());
+  EXPECT_NE(msg.find("field 'gpu' must be an object, got [1,2]"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(ClusterFile, MemoryOpsPerKernel) {

@@ -24,7 +24,7 @@
 // MISSING: error: dist-auto-plan: cannot read cluster file '{{.*}}no-such-cluster.json'
 // NOCLUSTER: error: dist-auto-plan: the 'cluster' option (a cluster JSON file) is required
 // WORLD: error: dist-auto-plan: evaluate: the plan uses pp*dp*cp*tp = 4 GPUs, the cluster option gives 2
-// KEY: error: dist-auto-plan: evaluate: plan: unknown key 'foo' (value '1'
+// KEY: error: dist-auto-plan: evaluate: plan: unknown key 'foo' (value '1'{{.*}}(evaluate= also takes mbs, the microbatch size)
 // A one-node cluster (no inter_node link) cannot take more devices than a node has.
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json nodes=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ONENODE
 // ONENODE: cluster 'CPU 2-core (this development machine)' is one node of 8 devices (it has no 'inter_node' link), but the plan asks for 16
@@ -32,7 +32,19 @@
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=8 cp=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CPDEG
 // CPDEG: error: dist-auto-plan: option 'cp': 3 is not a degree the search covers (searched: 1, 2, 4, 8)
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json nodes=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NODES
-// NODES: error: dist-auto-plan: needs nodes >= 1 or gpus >= 1, found nodes=0 gpus=0
+// NODES: error: dist-auto-plan: nodes must be >= 1, got 0
+// Explicit zeros are errors, not "use the default".
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPUS0
+// GPUS0: error: dist-auto-plan: gpus must be >= 1, got 0
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 batch=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BATCH0
+// BATCH0: error: dist-auto-plan: batch must be >= 1, got 0
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 top=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOP0
+// TOP0: error: dist-auto-plan: top must be >= 1, got 0
+// evaluate= reads mb as --plan does; mbs and mb must agree when both are given.
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2,mb=2,mbs=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MBS
+// MBS: error: dist-auto-plan: evaluate: mb=2 and mbs=1 disagree: dp*mbs*mb must be the global batch 8 (mb=4 with mbs=1)
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2,mb=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MBDIV
+// MBDIV: error: dist-auto-plan: evaluate: global batch 8 is not a multiple of dp*mb = 6
 // Nothing to score: 3 devices do not factor with the batch and the model.
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOCAND
 // NOCAND: no plan fits: no candidate plan (3 GPUs do not factor into tp x cp x pp x dp

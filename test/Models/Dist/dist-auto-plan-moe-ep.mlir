@@ -16,8 +16,8 @@
 // Under tp > 1 the block also compiles with ep folded over the tp ranks and
 // with the experts split over them (etp = tp): each divides the expert
 // GEMMs by tp, which the replicated profile repeats on every tp rank.
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=tp=2,ep=2" -o /dev/null | FileCheck %s --check-prefix=EPTP
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=tp=2,etp=2" -o /dev/null | FileCheck %s --check-prefix=ETP
+// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=tp=2,ep=2,mb=16" -o /dev/null | FileCheck %s --check-prefix=EPTP
+// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=tp=2,etp=2,mb=16" -o /dev/null | FileCheck %s --check-prefix=ETP
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 compilable=true format=json" -o /dev/null | FileCheck %s --check-prefix=TPSEARCH
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 evaluate=tp=4,etp=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-ETP
 

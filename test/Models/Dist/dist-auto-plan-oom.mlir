@@ -4,7 +4,7 @@
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/dgx-h100.json nodes=1 evaluate=dp=8,tp=1" -o %t.out.mlir | FileCheck %s
 // RUN: FileCheck %s --check-prefix=ATTR < %t.out.mlir
 // The same model fits with tp=8 and pipeline stages on 8 nodes.
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/dgx-h100.json nodes=8 evaluate=pp=8,dp=1,tp=8,sp=1,recompute=full" -o /dev/null | FileCheck %s --check-prefix=FITS
+// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/dgx-h100.json nodes=8 evaluate=pp=8,dp=1,tp=8,sp=1,recompute=full,mb=8" -o /dev/null | FileCheck %s --check-prefix=FITS
 
 // Model FLOPs from TfmCostOpInterface on the global forward: the closed form
 // 72·s·l·h²·(1 + s/(12h) + V/(12lh)) = 2174.8 TFLOP per sequence.

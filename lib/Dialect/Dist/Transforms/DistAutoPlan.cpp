@@ -301,18 +301,23 @@ planner::FunctionProfile fit(const RawFunction &a, const RawFunction &b) {
 }
 
 /// Parses `key=value,...` of a candidate plan (the keys of Candidate::str).
-FailureOr<planner::Candidate> parseCandidate(StringRef text, std::string &err) {
+/// `hasMbs` / `hasMb`: whether the text names `mbs` / `mb`.
+FailureOr<planner::Candidate> parseCandidate(StringRef text, std::string &err,
+                                             bool &hasMbs, bool &hasMb) {
   // The Plan syntax of dist-apply-plan (any known value, supported by the
   // compiler yet or not) plus the planner's microbatch size `mbs`.
   planner::Candidate c;
+  hasMbs = hasMb = false;
   SmallVector<StringRef> items, rest;
   text.split(items, ',', -1, false);
   for (StringRef item : items) {
     auto [key, value] = item.split('=');
     if (key.trim() != "mbs") {
+      hasMb |= key.trim() == "mb";
       rest.push_back(item);
       continue;
     }
+    hasMbs = true;
     if (value.trim().getAsInteger(10, c.mbs) || c.mbs < 1) {
       err = ("plan key 'mbs' needs an integer >= 1, got '" + value.trim() + "'")
                 .str();
@@ -323,6 +328,8 @@ FailureOr<planner::Candidate> parseCandidate(StringRef text, std::string &err) {
       Plan::parse(llvm::join(rest, ","), /*onlySupported=*/false);
   if (!plan) {
     err = llvm::toString(plan.takeError());
+    if (StringRef(err).contains("known keys"))
+      err += " (evaluate= also takes mbs, the microbatch size)";
     return failure();
   }
   c.pp = plan->pp;
@@ -390,12 +397,16 @@ struct DistAutoPlanPass
                                                        : 2;
 
     planner::SearchOptions options;
-    if (gpus < 0 || (gpus == 0 && nodes < 1))
-      return fail(llvm::formatv("needs nodes >= 1 or gpus >= 1, found "
-                                "nodes={0} gpus={1}",
-                                nodes, gpus)
-                      .str());
-    options.gpus = gpus > 0 ? gpus : nodes * machine->gpusPerNode;
+    // -1: the option was not given.
+    if (gpus != -1 && gpus < 1)
+      return fail(llvm::formatv("gpus must be >= 1, got {0}", gpus).str());
+    if (gpus == -1 && nodes < 1)
+      return fail(llvm::formatv("nodes must be >= 1, got {0}", nodes).str());
+    if (batch != -1 && batch < 1)
+      return fail(llvm::formatv("batch must be >= 1, got {0}", batch).str());
+    if (top < 1)
+      return fail(llvm::formatv("top must be >= 1, got {0}", top).str());
+    options.gpus = gpus >= 1 ? gpus : nodes * machine->gpusPerNode;
     if (machine->singleNode && options.gpus > machine->gpusPerNode)
       return fail(llvm::formatv("cluster '{0}' is one node of {1} devices (it "
                                 "has no 'inter_node' link), but the plan asks "
@@ -406,7 +417,7 @@ struct DistAutoPlanPass
     // Ranks that time-share a node (gpu.shares_node) each get a larger
     // share when the job has fewer of them.
     *machine = planner::forWorld(*machine, options.gpus);
-    options.globalBatch = batch > 0 ? batch : irBatch;
+    options.globalBatch = batch >= 1 ? batch : irBatch;
     options.simulateTop = simulateTop;
     if (compilable) {
       // What dist-pipeline-split, tfm-recompute and the runtime build
@@ -453,7 +464,9 @@ struct DistAutoPlanPass
     }
     if (!evaluatePlan.empty()) {
       std::string err;
-      FailureOr<planner::Candidate> plan = parseCandidate(evaluatePlan, err);
+      bool hasMbs = false, hasMb = false;
+      FailureOr<planner::Candidate> plan =
+          parseCandidate(evaluatePlan, err, hasMbs, hasMb);
       if (failed(plan))
         return fail("evaluate: " + err);
       int64_t world = plan->pp * plan->dp * plan->cp * plan->tp;
@@ -461,13 +474,28 @@ struct DistAutoPlanPass
         return fail(llvm::formatv("evaluate: the plan uses pp*dp*cp*tp = {0} "
                                   "GPUs, the cluster option gives {1}",
                                   world, options.gpus));
-      if (plan->mb == 0 ||
-          plan->dp * plan->mbs * plan->mb != options.globalBatch) {
+      // As --plan reads it: mb microbatches (default 1) of the global batch
+      // per replica, so the `as --plan:` line scores the plan it names;
+      // `mbs` (the planner's microbatch size) instead fixes the size, and
+      // mb follows unless it is also given and disagrees.
+      if (hasMbs) {
         if (options.globalBatch % (plan->dp * plan->mbs))
           return fail(llvm::formatv("evaluate: global batch {0} is not a "
                                     "multiple of dp*mbs = {1}",
                                     options.globalBatch, plan->dp * plan->mbs));
-        plan->mb = options.globalBatch / (plan->dp * plan->mbs);
+        int64_t mb = options.globalBatch / (plan->dp * plan->mbs);
+        if (hasMb && plan->mb != mb)
+          return fail(llvm::formatv(
+              "evaluate: mb={0} and mbs={1} disagree: dp*mbs*mb must be the "
+              "global batch {2} (mb={3} with mbs={1})",
+              plan->mb, plan->mbs, options.globalBatch, mb));
+        plan->mb = mb;
+      } else {
+        if (options.globalBatch % (plan->dp * plan->mb))
+          return fail(llvm::formatv("evaluate: global batch {0} is not a "
+                                    "multiple of dp*mb = {1}",
+                                    options.globalBatch, plan->dp * plan->mb));
+        plan->mbs = options.globalBatch / (plan->dp * plan->mb);
       }
       options.fixed = true;
       options.fixedPlan = *plan;
