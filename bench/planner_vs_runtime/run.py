@@ -30,6 +30,11 @@ a steady drift falls on every plan alike), and a plan's measured time is
 the median of its rounds; the spread (slowest / fastest round) is
 printed. No knob is fitted here.
 
+--calibrate runs shard-calibrate (8 ranks, as scripts/calibrate_cpu.sh)
+right before the measurements and predicts with its output instead of
+--cluster: the planner then describes the machine as it is during this
+run (self-calibration), not as it was when the committed file was made.
+
 --measured FILE takes the measured times from an earlier --json output
 instead of running the plans (the predictions are made again): for
 checking a change to the cost model against the same measurements.
@@ -42,7 +47,7 @@ F (e.g. 0.05) over its group's best (scripts/auto_plan_check.sh --measure).
 Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
        [--warmup 4] [--cluster configs/clusters/cpu-2core.json]
        [--only REGEX] [--ranks N] [--with-choice] [--check-choice F]
-       [--rounds 3] [--json FILE] [--measured FILE]
+       [--rounds 3] [--calibrate] [--json FILE] [--measured FILE]
 """
 import argparse
 import json
@@ -216,6 +221,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3,
                     help="measure every plan this many times, the list in "
                          "alternating order; a plan's time is the median")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="run shard-calibrate -n 8 first and predict with "
+                         "its output instead of --cluster")
     ap.add_argument("--json", default="", help="write the rows to this file")
     ap.add_argument("--measured", default="",
                     help="take the measured times from this earlier --json "
@@ -272,6 +280,15 @@ def main():
     rows = []
     choices = {}
     with tempfile.TemporaryDirectory(prefix="planner-vs-runtime-") as tmp:
+        if args.calibrate:
+            args.cluster = os.path.join(tmp, "cluster.json")
+            proc = subprocess.run(
+                [os.path.join(build, "bin", "shard-calibrate"), "-n", "8",
+                 "--name", "this machine, calibrated by run.py --calibrate",
+                 "--out", args.cluster], capture_output=True, text=True)
+            if proc.returncode != 0:
+                sys.exit(f"shard-calibrate failed: "
+                         f"{first_error(proc.stderr or proc.stdout)}")
         irs = {}
         for model, config in configs.items():
             irs[model] = os.path.join(tmp, model + ".mlir")
@@ -288,7 +305,11 @@ def main():
         source = (f"measured times from {args.measured}" if args.measured else
                   f"{args.steps} steps (median after {args.warmup}), "
                   f"{args.rounds} rounds")
-        print(f"cluster {os.path.relpath(args.cluster, ROOT)}, global batch {BATCH}, "
+        cluster_name = ("shard-calibrate's output (--calibrate)" if args.calibrate
+                        else os.path.relpath(args.cluster, ROOT)
+                        if os.path.abspath(args.cluster).startswith(ROOT + os.sep)
+                        else os.path.abspath(args.cluster))
+        print(f"cluster {cluster_name}, global batch {BATCH}, "
               f"seq {SEQ}, {source}; "
               f"load average {os.getloadavg()[0]:.1f} at the start, "
               f"{time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
