@@ -67,6 +67,10 @@ def test_writes_a_cluster_the_planner_reads(tmp_path, shard_opt):
     assert len(cluster["measured"]["gemm"]) == 18
     assert cluster["memory"]["grad_buffer"] == "frame"
     assert gpu["shares_node"] is True
+    # Interleaved repeats: the drift of the bandwidth probe (one repeat: 1),
+    # and the summary line on stderr.
+    assert cluster["measured"]["drift"] >= 1
+    assert "drift" in proc.stderr and "GB/s" in proc.stderr, proc.stderr
     # The planner scores a plan on it.
     model = tmp_path / "model.mlir"
     subprocess.run(

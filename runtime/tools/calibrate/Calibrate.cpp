@@ -3,14 +3,19 @@
 #include "Calibrate.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace autoshard::runtime::calibrate {
 
@@ -81,7 +86,7 @@ double ProbeOp::ioBytes() const {
 Timer::Timer(Communicator &all, int64_t repeats, std::function<void()> sync)
     : all(all), count(repeats), sync(std::move(sync)) {}
 
-double Timer::median(const std::function<void()> &body) {
+int64_t Timer::batchCalls(const std::function<void()> &body) {
   constexpr double batchSeconds = 0.02;
   body();
   wait();
@@ -89,19 +94,25 @@ double Timer::median(const std::function<void()> &body) {
   body();
   wait();
   double one = std::max(1e-9, now() - t0);
-  double calls =
-      max(std::min(1e5, std::max(1.0, std::ceil(batchSeconds / one))));
+  return int64_t(
+      max(std::min(1e5, std::max(1.0, std::ceil(batchSeconds / one)))));
+}
+
+double Timer::timeBatch(const std::function<void()> &body, int64_t calls) {
+  barrier();
+  double start = now();
+  for (int64_t c = 0; c < calls; ++c)
+    body();
+  wait();
+  return max((now() - start) / double(calls));
+}
+
+double Timer::median(const std::function<void()> &body) {
+  int64_t calls = batchCalls(body);
   std::vector<double> times;
-  for (int64_t r = 0; r < count; ++r) {
-    barrier();
-    double start = now();
-    for (int64_t c = 0; c < int64_t(calls); ++c)
-      body();
-    wait();
-    times.push_back(max((now() - start) / calls));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  for (int64_t r = 0; r < count; ++r)
+    times.push_back(timeBatch(body, calls));
+  return medianOf(std::move(times));
 }
 
 void Timer::barrier() {
@@ -113,6 +124,58 @@ double Timer::max(double x) {
   all.allReduce(&x, &x, 1, DType::F64, ReduceOp::Max)->wait();
   return x;
 }
+
+//===----------------------------------------------------------------------===//
+// Interleaved repeats
+//===----------------------------------------------------------------------===//
+
+double medianOf(std::vector<double> values) {
+  if (values.empty())
+    throw std::invalid_argument("shard-calibrate: the median of no timings");
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+double spreadOf(const std::vector<double> &values) {
+  if (values.empty())
+    return 1;
+  auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  return *hi / std::max(1e-300, *lo);
+}
+
+std::vector<std::vector<double>>
+timeInterleaved(size_t probes, int64_t repeats,
+                const std::function<double(size_t)> &time) {
+  std::vector<std::vector<double>> times(probes);
+  for (int64_t r = 0; r < repeats; ++r)
+    for (size_t p = 0; p < probes; ++p)
+      times[p].push_back(time(p));
+  return times;
+}
+
+size_t Schedule::add(std::function<void()> body) {
+  bodies.push_back(std::move(body));
+  return bodies.size() - 1;
+}
+
+void Schedule::run() {
+  std::vector<int64_t> calls;
+  for (const std::function<void()> &body : bodies)
+    calls.push_back(timer.batchCalls(body));
+  results = timeInterleaved(bodies.size(), timer.repeats(), [&](size_t p) {
+    return timer.timeBatch(bodies[p], calls[p]);
+  });
+}
+
+const std::vector<double> &Schedule::times(size_t index) const {
+  if (index >= results.size())
+    throw std::logic_error("shard-calibrate: probe " + std::to_string(index) +
+                           " of " + std::to_string(bodies.size()) +
+                           " has no timings (Schedule::run not called)");
+  return results[index];
+}
+
+double Schedule::median(size_t index) const { return medianOf(times(index)); }
 
 //===----------------------------------------------------------------------===//
 // GEMMs
@@ -234,35 +297,33 @@ std::vector<double> fitCollectives(const std::vector<CommPoint> &points) {
   return coef;
 }
 
-std::vector<CommPoint>
-measureCollectives(CommWorld &world, Timer &timer,
-                   const std::vector<double> &sizes,
-                   const std::function<void *(int64_t)> &alloc) {
-  std::vector<CommPoint> comms;
+CollectiveProbes::CollectiveProbes(CommWorld &world, Schedule &schedule,
+                                   const std::vector<double> &sizes,
+                                   const std::function<void *(int64_t)> &alloc)
+    : schedule(schedule) {
   const int64_t ranks = world.size();
   for (int64_t g = 2; g <= ranks; g *= 2) {
-    std::unique_ptr<Communicator> group =
-        world.split(world.rank() / g, world.rank() % g);
+    groups.push_back(world.split(world.rank() / g, world.rank() % g));
+    Communicator *group = groups.back().get();
     for (double bytes : sizes) {
       int64_t count = int64_t(bytes / 4);
       void *send = alloc(int64_t(bytes) * g), *recv = alloc(int64_t(bytes) * g);
-      auto time = [&](const std::string &kind,
-                      const std::function<void()> &op) {
-        comms.push_back({kind, g, bytes, timer.median(op)});
+      auto time = [&](const std::string &kind, std::function<void()> op) {
+        probes.push_back({{kind, g, bytes, 0}, schedule.add(std::move(op))});
       };
-      time("all_reduce", [&] {
+      time("all_reduce", [=] {
         group->allReduce(send, recv, count, DType::F32, ReduceOp::Sum)->wait();
       });
       time("all_gather",
-           [&] { group->allGather(send, recv, int64_t(bytes) / g)->wait(); });
-      time("reduce_scatter", [&] {
+           [=] { group->allGather(send, recv, int64_t(bytes) / g)->wait(); });
+      time("reduce_scatter", [=] {
         group->reduceScatter(send, recv, count / g, DType::F32, ReduceOp::Sum)
             ->wait();
       });
       time("all_to_all",
-           [&] { group->allToAll(send, recv, int64_t(bytes) / g)->wait(); });
+           [=] { group->allToAll(send, recv, int64_t(bytes) / g)->wait(); });
       if (g == 2)
-        time("p2p", [&] {
+        time("p2p", [=] {
           // One direction: rank 0 of each pair sends, rank 1 receives.
           Transfer t{1 - group->rank(), send, int64_t(bytes)};
           Transfer r{1 - group->rank(), recv, int64_t(bytes)};
@@ -273,7 +334,25 @@ measureCollectives(CommWorld &world, Timer &timer,
         });
     }
   }
+}
+
+std::vector<CommPoint> CollectiveProbes::points() const {
+  std::vector<CommPoint> comms;
+  for (const auto &[point, index] : probes) {
+    comms.push_back(point);
+    comms.back().seconds = schedule.median(index);
+  }
   return comms;
+}
+
+std::vector<CommPoint>
+measureCollectives(CommWorld &world, Timer &timer,
+                   const std::vector<double> &sizes,
+                   const std::function<void *(int64_t)> &alloc) {
+  Schedule schedule(timer);
+  CollectiveProbes probes(world, schedule, sizes, alloc);
+  schedule.run();
+  return probes.points();
 }
 
 void writeLinkFit(nlohmann::json &cluster, nlohmann::json &measured,
@@ -333,17 +412,54 @@ nlohmann::json readBase(const std::string &path) {
   return base;
 }
 
+void checkWritable(const std::string &path) {
+  auto fail = [&](int error) {
+    throw std::runtime_error("cannot write '" + path +
+                             "': " + std::strerror(error));
+  };
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode))
+      fail(EISDIR);
+    if (::access(path.c_str(), W_OK) != 0)
+      fail(errno);
+    return;
+  }
+  if (errno != ENOENT)
+    fail(errno);
+  // A new file: its directory must exist and take new entries.
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : path.substr(0, slash);
+  if (::stat(dir.c_str(), &info) != 0)
+    fail(errno);
+  if (!S_ISDIR(info.st_mode))
+    fail(ENOTDIR);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    fail(errno);
+}
+
 int writeCluster(const nlohmann::json &cluster, const Options &opts) {
   std::string text = cluster.dump(2) + "\n";
   if (opts.out.empty()) {
     std::fputs(text.c_str(), stdout);
     return 0;
   }
-  std::ofstream file(opts.out);
+  std::FILE *file = std::fopen(opts.out.c_str(), "w");
   if (!file)
-    throw std::runtime_error("cannot write '" + opts.out + "'");
-  file << text;
-  return file ? 0 : 1;
+    throw std::runtime_error("cannot write '" + opts.out +
+                             "': " + std::strerror(errno));
+  bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  int error = written ? 0 : errno;
+  if (std::fclose(file) != 0 && written) {
+    written = false;
+    error = errno;
+  }
+  if (!written)
+    throw std::runtime_error("cannot write '" + opts.out +
+                             "': " + std::strerror(error));
+  return 0;
 }
 
 } // namespace autoshard::runtime::calibrate

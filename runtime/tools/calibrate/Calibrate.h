@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,15 @@ public:
   /// latency.
   double median(const std::function<void()> &body);
 
+  /// The calls per timing of `body` (the same on every rank): one untimed
+  /// warm-up call, then one timed call sizes a batch of about 20 ms on the
+  /// slowest rank.
+  int64_t batchCalls(const std::function<void()> &body);
+
+  /// One timing: a barrier, `calls` calls of `body`, the slowest rank's
+  /// seconds per call.
+  double timeBatch(const std::function<void()> &body, int64_t calls);
+
   /// An all-reduce of one double over `all`.
   void barrier();
 
@@ -81,6 +91,53 @@ private:
   Communicator &all;
   int64_t count;
   std::function<void()> sync;
+};
+
+/// The median of `values` (the upper middle one of an even count); throws
+/// std::invalid_argument when empty.
+double medianOf(std::vector<double> values);
+
+/// The largest over the smallest of `values` (all positive); 1 when empty.
+double spreadOf(const std::vector<double> &values);
+
+/// Interleaved repeats: `repeats` rounds, each calling `time(probe)` once
+/// for every probe 0, 1, ..., probes - 1 in that order. Returns the times
+/// per probe, [probe][repeat]. A drift of the machine's speed during the
+/// run then moves every probe's timing of a round alike, so the ratios of
+/// the probes' medians hold.
+std::vector<std::vector<double>>
+timeInterleaved(size_t probes, int64_t repeats,
+                const std::function<double(size_t)> &time);
+
+/// The probes of one calibration, timed together: add() registers each
+/// (bodies and what they use must live until run() returns), run() sizes
+/// every probe's batch (Timer::batchCalls) and then times them in
+/// interleaved repeats (timeInterleaved, Timer::timeBatch); median() is a
+/// probe's figure, times() its timing per repeat. Every rank registers the
+/// same probes in the same order.
+class Schedule {
+public:
+  explicit Schedule(Timer &timer) : timer(timer) {}
+
+  /// Registers `body`; returns its index.
+  size_t add(std::function<void()> body);
+
+  /// Times every registered probe, timer.repeats() rounds.
+  void run();
+
+  size_t size() const { return bodies.size(); }
+
+  /// The median of probe `index`'s timings (seconds per call); throws
+  /// std::logic_error before run().
+  double median(size_t index) const;
+
+  /// Probe `index`'s seconds per call in each repeat, in order.
+  const std::vector<double> &times(size_t index) const;
+
+private:
+  Timer &timer;
+  std::vector<std::function<void()>> bodies;
+  std::vector<std::vector<double>> results;
 };
 
 /// One kernel of `backend` bound as the executor binds an instruction
@@ -181,10 +238,29 @@ std::map<std::string, double>
 fitBandwidthScales(const std::vector<CommPoint> &points,
                    const std::vector<double> &coef);
 
-/// Times all-reduce, all-gather, reduce-scatter and all-to-all over every
-/// group size 2, 4, ... up to world.size() at each of `sizes` bytes, and a
-/// send/recv pair per group of 2. `alloc(bytes)` gives a buffer the
-/// communicator accepts (host memory for MPI, device memory for NCCL).
+/// The collective probes on a Schedule: all-reduce, all-gather,
+/// reduce-scatter and all-to-all over every group size 2, 4, ... up to
+/// world.size() at each of `sizes` bytes, and a send/recv pair per group of
+/// 2. `alloc(bytes)` gives a buffer the communicator accepts (host memory
+/// for MPI, device memory for NCCL) that lives as long as this object. Holds
+/// the groups' communicators; points() after the schedule ran.
+class CollectiveProbes {
+public:
+  CollectiveProbes(CommWorld &world, Schedule &schedule,
+                   const std::vector<double> &sizes,
+                   const std::function<void *(int64_t)> &alloc);
+
+  /// Every collective with its median time per call.
+  std::vector<CommPoint> points() const;
+
+private:
+  Schedule &schedule;
+  std::vector<std::unique_ptr<Communicator>> groups;
+  /// Each point (seconds unset) and its probe's index in the schedule.
+  std::vector<std::pair<CommPoint, size_t>> probes;
+};
+
+/// The collective probes (CollectiveProbes) timed on their own.
 std::vector<CommPoint>
 measureCollectives(CommWorld &world, Timer &timer,
                    const std::vector<double> &sizes,
@@ -200,7 +276,14 @@ void writeLinkFit(nlohmann::json &cluster, nlohmann::json &measured,
 /// the file when it cannot be read or is not a JSON object.
 nlohmann::json readBase(const std::string &path);
 
-/// Writes `cluster` (2-space JSON) to opts.out, or standard output.
+/// Throws std::runtime_error naming `path` and the reason (strerror) when
+/// the file cannot be written: its directory missing or not writable, or
+/// the file itself not writable or a directory. Creates nothing (the check
+/// before a calibration's minute of measuring).
+void checkWritable(const std::string &path);
+
+/// Writes `cluster` (2-space JSON) to opts.out, or standard output; throws
+/// std::runtime_error naming the file and the reason when it cannot.
 int writeCluster(const nlohmann::json &cluster, const Options &opts);
 
 /// The probes of one backend: measure on `world` (every rank) and write the

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 
@@ -144,6 +145,104 @@ TEST(CalibrateTimer, SynchronizesEveryBatch) {
   EXPECT_EQ(syncs, 5);
   EXPECT_EQ(callsAtLastSync, calls);
   EXPECT_GT(calls, 5);
+}
+
+TEST(CalibrateSchedule, InterleavesRepeatsAndKeepsRatiosUnderDrift) {
+  // Three probes of true times 1, 2 and 10; the machine slows by a factor
+  // per repeat (1, 1.6, 1.1, 1.4, 1) and, within repeat 1, only after probe
+  // 0 ran: probe by probe the drift would land on some probes only.
+  const std::vector<double> truth = {1, 2, 10};
+  const std::vector<double> slow = {1, 1.6, 1.1, 1.4, 1};
+  std::vector<std::pair<int64_t, size_t>> order;
+  int64_t repeat = -1;
+  size_t last = truth.size() - 1;
+  auto times = timeInterleaved(truth.size(), 5, [&](size_t p) {
+    if (p == 0 && last == truth.size() - 1)
+      ++repeat;
+    last = p;
+    order.push_back({repeat, p});
+    return truth[p] * slow[repeat];
+  });
+  // Every repeat times every probe once, in order.
+  ASSERT_EQ(order.size(), 15u);
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(order[i].first, int64_t(i / 3)) << i;
+    EXPECT_EQ(order[i].second, i % 3) << i;
+  }
+  ASSERT_EQ(times.size(), 3u);
+  for (size_t p = 0; p < 3; ++p) {
+    ASSERT_EQ(times[p].size(), 5u);
+    EXPECT_DOUBLE_EQ(times[p][1], truth[p] * 1.6);
+  }
+  // The medians keep the probes' ratios; the spread is the drift.
+  EXPECT_DOUBLE_EQ(medianOf(times[2]) / medianOf(times[0]), 10.0);
+  EXPECT_DOUBLE_EQ(medianOf(times[1]) / medianOf(times[0]), 2.0);
+  EXPECT_DOUBLE_EQ(medianOf(times[0]), 1.1);
+  EXPECT_DOUBLE_EQ(spreadOf(times[1]), 1.6);
+  EXPECT_DOUBLE_EQ(spreadOf({}), 1.0);
+  EXPECT_DOUBLE_EQ(medianOf({3, 1, 2, 4}), 3.0);
+  EXPECT_THROW(medianOf({}), std::invalid_argument);
+}
+
+TEST(CalibrateSchedule, TimesEveryProbeOncePerRepeat) {
+  std::unique_ptr<CommWorld> world = createLocalWorld();
+  std::unique_ptr<Communicator> all = world->split(0, 0);
+  Timer timer(*all, 3);
+  Schedule schedule(timer);
+  std::vector<int> trace;
+  size_t a = schedule.add([&] { trace.push_back(0); });
+  size_t b = schedule.add([&] {
+    trace.push_back(1);
+    // Probe 1 takes longer: fewer calls per batch than probe 0.
+    volatile double sink = 0;
+    for (int i = 0; i < 20000; ++i)
+      sink = sink + i;
+  });
+  EXPECT_THROW(schedule.median(a), std::logic_error);
+  schedule.run();
+  ASSERT_EQ(schedule.times(a).size(), 3u);
+  ASSERT_EQ(schedule.times(b).size(), 3u);
+  EXPECT_GT(schedule.median(a), 0);
+  EXPECT_GT(schedule.median(b), schedule.median(a));
+  // Sizing (warm-up and one timed call each, probe by probe), then 3
+  // rounds, each a batch of probe 0's calls and then one of probe 1's.
+  ASSERT_GE(trace.size(), 4u);
+  EXPECT_EQ(std::vector<int>(trace.begin(), trace.begin() + 4),
+            (std::vector<int>{0, 0, 1, 1}));
+  int switches = 0;
+  for (size_t i = 5; i < trace.size(); ++i)
+    switches += trace[i] != trace[i - 1];
+  EXPECT_EQ(switches, 5); // 0..0 1..1 0..0 1..1 0..0 1..1
+}
+
+TEST(CalibrateOutput, UnwritableOutNamesTheReason) {
+  auto message = [](const std::string &path) -> std::string {
+    try {
+      checkWritable(path);
+    } catch (const std::runtime_error &e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message("/nonexistent/dir/x.json"),
+            "cannot write '/nonexistent/dir/x.json': No such file or "
+            "directory");
+  EXPECT_EQ(message("/"), "cannot write '/': Is a directory");
+  std::string fresh = ::testing::TempDir() + "calibrate-check.json";
+  std::remove(fresh.c_str());
+  // A file where a directory is expected.
+  std::string file = ::testing::TempDir() + "calibrate-check.file";
+  std::fclose(std::fopen(file.c_str(), "w"));
+  EXPECT_EQ(message(file + "/x.json"),
+            "cannot write '" + file + "/x.json': Not a directory");
+  std::remove(file.c_str());
+  EXPECT_EQ(message(fresh), "");
+  // The check creates nothing.
+  EXPECT_EQ(std::fopen(fresh.c_str(), "r"), nullptr);
+  Options opts;
+  opts.out = "/nonexistent/dir/x.json";
+  EXPECT_THROW(writeCluster(nlohmann::json::object(), opts),
+               std::runtime_error);
 }
 
 TEST(CalibrateBase, ReadsAnObjectAndNamesABadFile) {

@@ -19,6 +19,11 @@
 // * every collective over every group size 2, 4, ... up to N at 4 KiB and
 //   1 MiB, and a send/recv pair: the planner's ring model (Calibrate.h).
 //
+// All of them are timed in interleaved repeats (Schedule, Calibrate.h):
+// each repeat times every probe once, so a drift of the machine's speed
+// moves all figures of a repeat alike; `measured.drift` is the slowest over
+// the fastest repeat of the bandwidth add.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Calibrate.h"
@@ -34,6 +39,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -291,31 +297,95 @@ int runCpu(const Options &opts, CommWorld &world) {
   const bool root = world.rank() == 0;
   nlohmann::json measured;
 
-  // Memory-bound kernel: fixed cost and bandwidth.
+  // Every probe is registered on one schedule and timed in interleaved
+  // repeats (each repeat times every probe once, in this order: the GEMM
+  // grid, the bandwidth add, the memory-bound kernels, attention, the fixed
+  // cost, the collectives), each figure the median of its probe's repeats:
+  // a drift of the machine's speed moves a whole repeat, not some figures.
+  Schedule schedule(timer);
+  CpuBackend backend;
+
+  // GEMM grid.
+  struct GemmProbe {
+    cpu::MatmulShape shape;
+    std::vector<float> lhs, rhs, out;
+    size_t index;
+  };
+  std::vector<std::unique_ptr<GemmProbe>> gemmProbes;
+  for (int64_t m : {64, 256, 1024})
+    for (int64_t n : {128, 512})
+      for (int64_t k : {32, 128, 512}) {
+        auto g = std::make_unique<GemmProbe>();
+        g->shape.m = m, g->shape.n = n, g->shape.k = k;
+        g->lhs.assign(m * k, 0.5f), g->rhs.assign(k * n, 0.25f);
+        g->out.resize(m * n);
+        GemmProbe *p = g.get();
+        p->index = schedule.add([p] {
+          cpu::matmul(p->lhs.data(), p->rhs.data(), p->out.data(), p->shape);
+        });
+        gemmProbes.push_back(std::move(g));
+      }
+
+  // Memory-bound kernel: bandwidth on 4 MiB operands.
   const int64_t big = int64_t(1) << 20;
   std::vector<float> x(big, 1.0f), y(big, 2.0f), z(big);
-  // The fixed cost: a one-element `add` bound by the CPU backend and called
-  // as the executor calls every kernel (its pointer array).
-  CpuBackend backend;
-  ProbeOp addOne(backend, "add", {}, {f32({1}), f32({1})}, {f32({1})});
-  double fixed = timer.median([&] { addOne(); });
-  double addTime =
-      timer.median([&] { cpu::add(x.data(), y.data(), z.data(), big, big); });
-  double bandwidth = 3.0 * 4 * big / std::max(1e-12, addTime - fixed);
-  measured["add_1_element_s"] = fixed;
-  measured["add_4mib_s"] = addTime;
+  size_t addProbe =
+      schedule.add([&] { cpu::add(x.data(), y.data(), z.data(), big, big); });
 
   // Every memory-bound kernel of the models this machine trains, bound as
-  // the executor binds it, on a microbatch of their shapes: its achieved
-  // bandwidth (the bytes the planner counts for it, TfmCost) over add's is
-  // its `efficiency.memory_ops` entry; the median of layer_norm(_grad),
-  // gelu(_grad) and add (at most 1) is `efficiency.memory`, the default.
+  // the executor binds it, on a microbatch of their shapes.
   std::vector<MemoryProbe> probes = memoryProbes(backend);
+  std::vector<size_t> memoryIndex;
+  for (MemoryProbe &p : probes) {
+    ProbeOp *op = p.op.get();
+    memoryIndex.push_back(schedule.add([op] { (*op)(); }));
+  }
+
+  // Causal attention (the CPU backend's kernel).
+  cpu::AttentionShape as;
+  as.batch = 2, as.seqQ = as.seqK = 64, as.heads = as.kvHeads = 4;
+  as.headDim = 32, as.causal = true, as.scale = 1.0 / std::sqrt(32.0);
+  int64_t qkv = as.batch * as.seqQ * as.heads * as.headDim;
+  std::vector<float> q(qkv, 0.1f), k(qkv, 0.2f), v(qkv, 0.3f), o(qkv),
+      lse(as.batch * as.heads * as.seqQ);
+  size_t attProbe = schedule.add([&] {
+    cpu::attention(q.data(), k.data(), v.data(), o.data(), lse.data(), as);
+  });
+
+  // The fixed cost: a one-element `add` bound by the CPU backend and called
+  // as the executor calls every kernel (its pointer array).
+  ProbeOp addOne(backend, "add", {}, {f32({1}), f32({1})}, {f32({1})});
+  size_t fixedProbe = schedule.add([&] { addOne(); });
+
+  // Collectives over every group size, and send/recv.
+  std::vector<std::vector<char>> commBuffers;
+  CollectiveProbes collectives(
+      world, schedule, {4096.0, 1048576.0}, [&](int64_t n) {
+        return static_cast<void *>(commBuffers.emplace_back(n).data());
+      });
+
+  schedule.run();
+
+  // Fixed cost and bandwidth; how much the machine's speed moved during the
+  // calibration (the slowest over the fastest repeat of the bandwidth add).
+  double fixed = schedule.median(fixedProbe);
+  double addTime = schedule.median(addProbe);
+  double bandwidth = 3.0 * 4 * big / std::max(1e-12, addTime - fixed);
+  double drift = spreadOf(schedule.times(addProbe));
+  measured["add_1_element_s"] = fixed;
+  measured["add_4mib_s"] = addTime;
+  measured["drift"] = drift;
+
+  // Each memory-bound kernel's achieved bandwidth (the bytes the planner
+  // counts for it, TfmCost) over add's is its `efficiency.memory_ops`
+  // entry; the median of layer_norm(_grad), gelu(_grad) and add (at most 1)
+  // is `efficiency.memory`, the default.
   nlohmann::json opEfficiency = nlohmann::json::object(),
                  opMeasured = nlohmann::json::object();
   std::vector<double> memoryEfficiencies;
-  for (MemoryProbe &p : probes) {
-    double t = timer.median([&] { (*p.op)(); });
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const MemoryProbe &p = probes[i];
+    double t = schedule.median(memoryIndex[i]);
     double efficiency = p.bytes / std::max(1e-12, t - fixed) / bandwidth;
     opEfficiency[p.name] = round2(efficiency);
     opMeasured[p.name] = {{"s", t}, {"bytes", p.bytes}};
@@ -325,22 +395,14 @@ int runCpu(const Options &opts, CommWorld &world) {
         memoryEfficiencies.push_back(std::min(1.0, efficiency));
   }
   probes.clear();
-  std::sort(memoryEfficiencies.begin(), memoryEfficiencies.end());
-  double memoryEfficiency = memoryEfficiencies[memoryEfficiencies.size() / 2];
+  double memoryEfficiency = medianOf(memoryEfficiencies);
   measured["memory_ops"] = opMeasured;
 
-  // GEMM grid.
   std::vector<GemmPoint> gemms;
-  for (int64_t m : {64, 256, 1024})
-    for (int64_t n : {128, 512})
-      for (int64_t k : {32, 128, 512}) {
-        std::vector<float> lhs(m * k, 0.5f), rhs(k * n, 0.25f), out(m * n);
-        cpu::MatmulShape s;
-        s.m = m, s.n = n, s.k = k;
-        double t = timer.median(
-            [&] { cpu::matmul(lhs.data(), rhs.data(), out.data(), s); });
-        gemms.push_back({m, n, k, t});
-      }
+  for (const auto &g : gemmProbes)
+    gemms.push_back(
+        {g->shape.m, g->shape.n, g->shape.k, schedule.median(g->index)});
+  gemmProbes.clear();
   double peak = bestGemmRate(gemms);
   GemmModel model;
   model.peak = peak, model.bandwidth = bandwidth, model.fixed = fixed;
@@ -348,29 +410,15 @@ int runCpu(const Options &opts, CommWorld &world) {
   measured["gemm"] = gemmJson(gemms);
   measured["gemm_fit_mean_abs_log_error"] = fit.meanAbsLogError;
 
-  // Causal attention (the CPU backend's kernel), FLOPs causal-halved as the
-  // planner counts them (TfmCost).
-  cpu::AttentionShape as;
-  as.batch = 2, as.seqQ = as.seqK = 64, as.heads = as.kvHeads = 4;
-  as.headDim = 32, as.causal = true, as.scale = 1.0 / std::sqrt(32.0);
-  int64_t qkv = as.batch * as.seqQ * as.heads * as.headDim;
-  std::vector<float> q(qkv, 0.1f), k(qkv, 0.2f), v(qkv, 0.3f), o(qkv),
-      lse(as.batch * as.heads * as.seqQ);
-  double attTime = timer.median([&] {
-    cpu::attention(q.data(), k.data(), v.data(), o.data(), lse.data(), as);
-  });
+  // Attention's FLOPs causal-halved as the planner counts them (TfmCost).
+  double attTime = schedule.median(attProbe);
   double attFlops =
       4.0 * as.batch * as.seqQ * as.seqK * as.heads * as.headDim / 2;
   double attEff =
       std::min(1.0, attFlops / std::max(1e-12, attTime - fixed) / peak);
   measured["attention_s"] = attTime;
 
-  // Collectives over every group size, and send/recv.
-  std::vector<std::vector<char>> commBuffers;
-  std::vector<CommPoint> comms =
-      measureCollectives(world, timer, {4096.0, 1048576.0}, [&](int64_t n) {
-        return static_cast<void *>(commBuffers.emplace_back(n).data());
-      });
+  std::vector<CommPoint> comms = collectives.points();
   nlohmann::json cluster;
   cluster["name"] =
       opts.name.empty() ? "this machine (shard-calibrate)" : opts.name;
@@ -412,6 +460,19 @@ int runCpu(const Options &opts, CommWorld &world) {
   cluster["measured"] = measured;
   if (!root)
     return 0;
+  std::string link =
+      comms.empty()
+          ? "- (one rank)"
+          : cluster["intra_node"]["gb_per_s_per_direction_per_gpu"].dump();
+  std::fprintf(
+      stderr,
+      "shard-calibrate: %lld ranks: peak %.3g TFLOP/s per rank x gemm "
+      "efficiency %.2g = %.3g TFLOP/s, bandwidth %.3g GB/s x memory "
+      "efficiency %.2g, link %s GB/s, drift %.2f (slowest / fastest repeat "
+      "of the bandwidth probe)\n",
+      static_cast<long long>(ranks), peak / 1e12, fit.efficiency,
+      peak * fit.efficiency / 1e12, bandwidth / 1e9, memoryEfficiency,
+      link.c_str(), drift);
   return writeCluster(cluster, opts);
 }
 

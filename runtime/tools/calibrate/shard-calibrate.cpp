@@ -163,6 +163,9 @@ int main(int argc, char **argv) {
       "shard-calibrate", argc, argv,
       [&] {
         opts = parseOptions(argc, argv);
+        // Before a minute of measuring, not after it.
+        if (!opts.out.empty())
+          checkWritable(opts.out);
 #if AUTOSHARD_CALIBRATE_CPU
         // Idle kernel threads wait as under shard-run (GOMP_SPINCOUNT, read
         // by libgomp when it loads: only a new image sees it).
