@@ -263,6 +263,13 @@ def main():
                      f"that --json writes (objects with model, plan and "
                      f"measured_s), got {type(rows_in).__name__}"
                      + (f" of {len(rows_in)}" if isinstance(rows_in, list) else ""))
+        for i, r in enumerate(rows_in):
+            m = r["measured_s"]
+            if m is not None and (isinstance(m, bool) or
+                                  not isinstance(m, (int, float)) or m <= 0):
+                sys.exit(f"--measured {args.measured}: row {i} ({r['model']} "
+                         f"{r['plan']}): measured_s must be a positive number "
+                         f"of seconds or null, got {m!r}")
         earlier = {(r["model"], r["plan"]): r for r in rows_in}
     build = os.path.abspath(args.build)
     shard_opt = os.path.join(build, "bin", "shard-opt")
@@ -277,6 +284,10 @@ def main():
     plans = [(m, p) for m, p in PLANS
              if (not args.only or re.search(args.only, f"{m} {p}"))
              and (not args.ranks or world_of(p) == args.ranks)]
+    if not plans:
+        sys.exit(f"no plan of the list matches --only '{args.only}'"
+                 + (f" and --ranks {args.ranks}" if args.ranks else "")
+                 + " (the list: PLANS in this file)")
     rows = []
     choices = {}
     with tempfile.TemporaryDirectory(prefix="planner-vs-runtime-") as tmp:

@@ -438,6 +438,14 @@ void checkWritable(const std::string &path) {
     fail(ENOTDIR);
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     fail(errno);
+  // access() grants root everything; a probe file in the directory tells
+  // (e.g. /proc, a read-only mount). Removed at once.
+  std::string probe = dir + "/.shard-calibrate-XXXXXX";
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0)
+    fail(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 int writeCluster(const nlohmann::json &cluster, const Options &opts) {

@@ -36,8 +36,12 @@
 // Explicit zeros are errors, not "use the default".
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPUS0
 // GPUS0: error: dist-auto-plan: gpus must be >= 1, got 0
-// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 batch=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BATCH0
-// BATCH0: error: dist-auto-plan: batch must be >= 1, got 0
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=-1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPUSNEG
+// GPUSNEG: error: dist-auto-plan: gpus must be >= 1, got -1
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=1 nodes=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BOTH
+// BOTH: error: dist-auto-plan: give nodes or gpus, not both (nodes=2 gpus=1)
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 batch=-1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BATCH0
+// BATCH0: error: dist-auto-plan: batch must be >= 1, got -1
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 top=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOP0
 // TOP0: error: dist-auto-plan: top must be >= 1, got 0
 // evaluate= reads mb as --plan does; mbs and mb must agree when both are given.

@@ -397,16 +397,21 @@ struct DistAutoPlanPass
                                                        : 2;
 
     planner::SearchOptions options;
-    // -1: the option was not given.
-    if (gpus != -1 && gpus < 1)
+    // Explicit values are checked (hasValue: given on the command line).
+    if (gpus.hasValue() && nodes.hasValue())
+      return fail(llvm::formatv("give nodes or gpus, not both (nodes={0} "
+                                "gpus={1})",
+                                nodes, gpus)
+                      .str());
+    if (gpus.hasValue() && gpus < 1)
       return fail(llvm::formatv("gpus must be >= 1, got {0}", gpus).str());
-    if (gpus == -1 && nodes < 1)
+    if (nodes < 1)
       return fail(llvm::formatv("nodes must be >= 1, got {0}", nodes).str());
-    if (batch != -1 && batch < 1)
+    if (batch.hasValue() && batch < 1)
       return fail(llvm::formatv("batch must be >= 1, got {0}", batch).str());
     if (top < 1)
       return fail(llvm::formatv("top must be >= 1, got {0}", top).str());
-    options.gpus = gpus >= 1 ? gpus : nodes * machine->gpusPerNode;
+    options.gpus = gpus.hasValue() ? gpus : nodes * machine->gpusPerNode;
     if (machine->singleNode && options.gpus > machine->gpusPerNode)
       return fail(llvm::formatv("cluster '{0}' is one node of {1} devices (it "
                                 "has no 'inter_node' link), but the plan asks "
@@ -417,7 +422,7 @@ struct DistAutoPlanPass
     // Ranks that time-share a node (gpu.shares_node) each get a larger
     // share when the job has fewer of them.
     *machine = planner::forWorld(*machine, options.gpus);
-    options.globalBatch = batch >= 1 ? batch : irBatch;
+    options.globalBatch = batch.hasValue() ? batch : irBatch;
     options.simulateTop = simulateTop;
     if (compilable) {
       // What dist-pipeline-split, tfm-recompute and the runtime build
