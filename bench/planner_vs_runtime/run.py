@@ -30,10 +30,13 @@ a steady drift falls on every plan alike), and a plan's measured time is
 the median of its rounds; the spread (slowest / fastest round) is
 printed. No knob is fitted here.
 
---calibrate runs shard-calibrate (8 ranks, as scripts/calibrate_cpu.sh)
-right before the measurements and predicts with its output instead of
---cluster: the planner then describes the machine as it is during this
-run (self-calibration), not as it was when the committed file was made.
+--calibrate predicts with shard-calibrate's output instead of --cluster,
+measured in every round right before that round's plans of each rank count
+(`shard-calibrate -n R` for the plans of R ranks: the figures of R ranks
+sharing this machine's cores, not 8 ranks' figures scaled by 8 / R), and a
+plan's prediction is the median of its rounds' predictions: calibration and
+measurement then sample the machine over the same minutes, so a drift of
+the host's speed falls on both (self-calibration).
 
 --measured FILE takes the measured times from an earlier --json output
 instead of running the plans (the predictions are made again): for
@@ -222,8 +225,9 @@ def main():
                     help="measure every plan this many times, the list in "
                          "alternating order; a plan's time is the median")
     ap.add_argument("--calibrate", action="store_true",
-                    help="run shard-calibrate -n 8 first and predict with "
-                         "its output instead of --cluster")
+                    help="in every round, run shard-calibrate -n R before "
+                         "the plans of R ranks and predict them with its "
+                         "output instead of --cluster (median over rounds)")
     ap.add_argument("--json", default="", help="write the rows to this file")
     ap.add_argument("--measured", default="",
                     help="take the measured times from this earlier --json "
@@ -291,22 +295,31 @@ def main():
     rows = []
     choices = {}
     with tempfile.TemporaryDirectory(prefix="planner-vs-runtime-") as tmp:
-        if args.calibrate:
-            args.cluster = os.path.join(tmp, "cluster.json")
+        def calibrate(world, round_index):
+            """shard-calibrate -n world into tmp; returns the file."""
+            out = os.path.join(tmp, f"cluster-{world}-{round_index}.json")
             proc = subprocess.run(
-                [os.path.join(build, "bin", "shard-calibrate"), "-n", "8",
-                 "--name", "this machine, calibrated by run.py --calibrate",
-                 "--out", args.cluster], capture_output=True, text=True)
+                [os.path.join(build, "bin", "shard-calibrate"), "-n", str(world),
+                 "--name", f"this machine, {world} ranks, calibrated by run.py "
+                 f"--calibrate", "--out", out], capture_output=True, text=True)
             if proc.returncode != 0:
-                sys.exit(f"shard-calibrate failed: "
+                sys.exit(f"shard-calibrate -n {world} failed: "
                          f"{first_error(proc.stderr or proc.stdout)}")
+            return out
+        calibrated = {}  # rank count -> the first round's calibration
+        if args.calibrate and (args.with_choice or args.measured):
+            for world in sorted({world_of(p) for _, p in plans}):
+                calibrated[world] = calibrate(world, 0)
+        def cluster_for(world):
+            return calibrated.get(world, args.cluster)
         irs = {}
         for model, config in configs.items():
             irs[model] = os.path.join(tmp, model + ".mlir")
             build_model(py, config, BATCH, irs[model])
         if args.with_choice:
             for model, world in sorted({(m, world_of(p)) for m, p in plans}):
-                choice = chosen_plan(shard_opt, irs[model], args.cluster, world)
+                choice = chosen_plan(shard_opt, irs[model], cluster_for(world),
+                                     world)
                 if choice is None:
                     continue
                 choices[(model, world)] = canonical(choice)
@@ -316,7 +329,7 @@ def main():
         source = (f"measured times from {args.measured}" if args.measured else
                   f"{args.steps} steps (median after {args.warmup}), "
                   f"{args.rounds} rounds")
-        cluster_name = ("shard-calibrate's output (--calibrate)" if args.calibrate
+        cluster_name = ("shard-calibrate -n R before each round's plans of R ranks (--calibrate)" if args.calibrate
                         else os.path.relpath(args.cluster, ROOT)
                         if os.path.abspath(args.cluster).startswith(ROOT + os.sep)
                         else os.path.abspath(args.cluster))
@@ -325,10 +338,11 @@ def main():
               f"load average {os.getloadavg()[0]:.1f} at the start, "
               f"{time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
         for model, plan in plans:
-            pred, why = predict(shard_opt, irs[model], args.cluster, plan)
+            pred, why = predict(shard_opt, irs[model],
+                                cluster_for(world_of(plan)), plan)
             rows.append({"model": model, "ranks": world_of(plan), "plan": plan,
                          "predicted_s": pred, "measured_s": None,
-                         "rounds_s": [], "note": why})
+                         "rounds_s": [], "predicted_rounds_s": [], "note": why})
         if args.measured:
             for row in rows:
                 old = earlier.get((row["model"], row["plan"]))
@@ -338,11 +352,30 @@ def main():
                 row["measured_s"] = old["measured_s"]
                 row["rounds_s"] = old.get("rounds_s", [old["measured_s"]])
         else:
+            # With --calibrate the rounds go by rank count (a calibration
+            # before each count's plans), in alternating order as the plans.
+            worlds = sorted({row["ranks"] for row in rows})
             for k in range(args.rounds):
                 order = rows if k % 2 == 0 else rows[::-1]
+                if args.calibrate:
+                    order = [row for world in (worlds if k % 2 == 0 else
+                                               worlds[::-1])
+                             for row in order if row["ranks"] == world]
+                world_cluster = {}
                 for row in order:
                     if row["predicted_s"] is None or (k and not row["rounds_s"]):
                         continue
+                    if args.calibrate:
+                        world = row["ranks"]
+                        if world not in world_cluster:
+                            world_cluster[world] = calibrate(world, k + 1)
+                        pred, why = predict(shard_opt, irs[row["model"]],
+                                            world_cluster[world], row["plan"])
+                        if pred is None:
+                            row["note"] = why
+                            row["rounds_s"] = []
+                            continue
+                        row["predicted_rounds_s"].append(pred)
                     meas, why = measure(build, configs[row["model"]], row["plan"],
                                         args.steps, args.warmup,
                                         os.path.join(tmp, "run"))
@@ -356,6 +389,9 @@ def main():
             for row in rows:
                 if row["rounds_s"]:
                     row["measured_s"] = statistics.median(row["rounds_s"])
+                if row["rounds_s"] and row["predicted_rounds_s"]:
+                    row["predicted_s"] = statistics.median(
+                        row["predicted_rounds_s"])
         print(f"{'model':8s} {'ranks':>5s} {'plan':48s} {'pred. ms':>9s} "
               f"{'meas. ms':>9s} {'error':>7s} {'spread':>7s}")
         for row in rows:
