@@ -2,13 +2,18 @@
 # Regenerates configs/clusters/cpu-2core.json, the planner's description of
 # this CPU machine, with shard-calibrate (issue 21): micro-benchmarks of the
 # runtime's own kernels and MPI communicator with N ranks (default 8, as
-# scripts/auto_plan_check.sh plans for) running at once on this node.
+# scripts/auto_plan_check.sh plans for) running at once on this node, and
+# with every power of two below N (1, 2, 4), each written as the profile
+# `by_ranks_per_node.R` that the planner uses for jobs of R ranks (threads
+# per rank, cache share and MPI transport change with R; scaling the
+# 8-rank figures by 8 / R was up to 30% off).
 #
 #   scripts/calibrate_cpu.sh [-n 8] [--out configs/clusters/cpu-2core.json] [--repeats 7]
 #
-# Run it on an otherwise idle machine: every rank's figure is its share of
-# the cores while all N run. The file says what was measured ("measured");
-# docs/planner.md ("Calibrating this machine") has the figures.
+# Run it on an otherwise idle machine (about 3 minutes): every rank's figure
+# is its share of the cores while all R run. The file says what was
+# measured ("measured"); docs/planner.md ("Calibrating this machine") has
+# the figures.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
@@ -24,6 +29,14 @@ while [[ $# -gt 0 ]]; do
   shift 2
 done
 [[ -x $BUILD_DIR/bin/shard-calibrate ]] || die "$BUILD_DIR/bin/shard-calibrate not built (ninja -C $BUILD_DIR shard-calibrate)"
+[[ $N =~ ^[1-9][0-9]*$ ]] || die "-n needs a positive rank count, got '$N'"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+PROFILES=()
+for ((r = 1; r < N; r *= 2)); do
+  "$BUILD_DIR/bin/shard-calibrate" -n "$r" --repeats "$REPEATS" --out "$TMP/r$r.json"
+  PROFILES+=(--profile "$TMP/r$r.json")
+done
 "$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats "$REPEATS" \
-  --name "CPU 2-core (this development machine)" --out "$OUT"
+  --name "CPU 2-core (this development machine)" "${PROFILES[@]}" --out "$OUT"
 echo "wrote $OUT"

@@ -17,6 +17,12 @@ namespace json = llvm::json;
 
 namespace {
 
+/// `v` as a message shows it: the shortest of %g (-1, 0.3, 1e+20), as
+/// memory_ops errors print it.
+std::string shortNumber(double v) {
+  return llvm::formatv("{0}", llvm::format("%g", v)).str();
+}
+
 /// Reads numeric fields of a JSON object, collecting the first error.
 class Reader {
 public:
@@ -69,10 +75,10 @@ public:
       return 0;
     }
     if ((positive && !(*n > 0)) || (!positive && !(*n >= 0)) || *n > hi) {
-      fail(llvm::formatv(
-          "field '{0}' must be a {1} number{2}, got {3}", path,
-          positive ? "positive" : "non-negative",
-          hi < 1e300 ? llvm::formatv(" <= {0}", hi).str() : std::string(), *n));
+      fail(llvm::formatv("field '{0}' must be a {1} number{2}, got {3}", path,
+                         positive ? "positive" : "non-negative",
+                         hi < 1e300 ? " <= " + shortNumber(hi) : std::string(),
+                         shortNumber(*n)));
       return 0;
     }
     return *n;
@@ -119,11 +125,11 @@ void readTiles(const json::Value &value, Reader &r,
 /// Reads `efficiency.memory_ops`: an object of positive numbers, one per
 /// runtime kernel name.
 void readMemoryOps(const json::Value &value, Reader &r,
-                   std::map<std::string, double> &ops) {
+                   std::map<std::string, double, std::less<>> &ops) {
   // Numbers as written (%g: -0.3, not its binary expansion).
   auto text = [](const json::Value &v) {
     if (std::optional<double> n = v.getAsNumber())
-      return llvm::formatv("{0}", llvm::format("%g", *n)).str();
+      return shortNumber(*n);
     std::string out;
     llvm::raw_string_ostream os(out);
     os << v;
@@ -135,7 +141,7 @@ void readMemoryOps(const json::Value &value, Reader &r,
                                 "object of kernel names to positive numbers, "
                                 "got {0}",
                                 text(value)));
-  std::map<std::string, double> read;
+  std::map<std::string, double, std::less<>> read;
   for (const auto &[kernel, v] : *object) {
     std::optional<double> n = v.getAsNumber();
     if (!n || !(*n > 0) || !std::isfinite(*n))
@@ -158,9 +164,91 @@ llvm::StringRef runtimeKernelName(llvm::StringRef opName) {
 double Cluster::memoryEfficiencyOf(llvm::StringRef opName) const {
   if (memoryOpEfficiency.empty() || opName.empty())
     return memoryEfficiency;
-  auto it = memoryOpEfficiency.find(runtimeKernelName(opName).str());
+  auto it = memoryOpEfficiency.find(runtimeKernelName(opName));
   return it == memoryOpEfficiency.end() ? memoryEfficiency : it->second;
 }
+
+namespace {
+
+/// `base` with `overlay`'s fields: objects merged field by field (an
+/// overlay object over a base object), any other value replaced.
+json::Object mergeObjects(const json::Object &base,
+                          const json::Object &overlay) {
+  json::Object merged = base;
+  for (const auto &entry : overlay) {
+    const json::Object *over = entry.second.getAsObject();
+    const json::Object *under = merged.getObject(entry.first);
+    if (over && under)
+      merged[entry.first] = mergeObjects(*under, *over);
+    else
+      merged[entry.first] = entry.second;
+  }
+  return merged;
+}
+
+llvm::Expected<Cluster> parseClusterObject(const json::Object &root,
+                                           llvm::StringRef source);
+
+/// Reads `by_ranks_per_node` (gpu.shares_node clusters): each entry R is
+/// the cluster as measured with R ranks on the node, written as the fields
+/// that differ from the file's own (measured with gpus_per_node ranks).
+llvm::Error readRankProfiles(const json::Object &root, llvm::StringRef source,
+                             Cluster &c) {
+  const json::Value *value = root.get("by_ranks_per_node");
+  if (!value)
+    return llvm::Error::success();
+  auto fail = [&](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   (source + ": " + message).str().c_str());
+  };
+  const json::Object *profiles = value->getAsObject();
+  if (!profiles)
+    return fail(llvm::formatv("field 'by_ranks_per_node' must be an object "
+                              "of ranks per node -> cluster fields, got {0}",
+                              *value));
+  if (!c.sharesNode)
+    return fail("field 'by_ranks_per_node' needs 'gpu.shares_node' true (it "
+                "describes ranks that time-share one node)");
+  json::Object base = root;
+  base.erase("by_ranks_per_node");
+  for (const auto &entry : *profiles) {
+    llvm::StringRef key = entry.first;
+    int64_t ranks = 0;
+    if (key.getAsInteger(10, ranks) || ranks < 1 || ranks >= c.gpusPerNode)
+      return fail(llvm::formatv(
+          "field 'by_ranks_per_node' has key '{0}': expected a rank count "
+          "from 1 to gpus_per_node - 1 = {1}",
+          key, c.gpusPerNode - 1));
+    const json::Object *fields = entry.second.getAsObject();
+    if (!fields)
+      return fail(llvm::formatv("field 'by_ranks_per_node.{0}' must be an "
+                                "object of cluster fields, got {1}",
+                                key, entry.second));
+    for (llvm::StringRef forbidden :
+         {"by_ranks_per_node", "gpus_per_node", "nodes", "inter_node"})
+      if (fields->get(forbidden))
+        return fail(llvm::formatv("field 'by_ranks_per_node.{0}.{1}' is not "
+                                  "allowed (a profile describes the same "
+                                  "node with fewer ranks)",
+                                  key, forbidden));
+    json::Object merged = mergeObjects(base, *fields);
+    llvm::Expected<Cluster> profile = parseClusterObject(
+        merged, (source + ": by_ranks_per_node." + key).str());
+    if (!profile)
+      return profile.takeError();
+    if (!profile->sharesNode)
+      return fail(llvm::formatv("field 'by_ranks_per_node.{0}.gpu.shares_node' "
+                                "must stay true",
+                                key));
+    if (!fields->get("name"))
+      profile->name = c.name + " (by_ranks_per_node." + key.str() + ")";
+    c.rankProfiles[ranks] =
+        std::make_shared<const Cluster>(std::move(*profile));
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
 
 llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
                                      llvm::StringRef source) {
@@ -174,6 +262,19 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "%s: the top level must be an object",
                                    source.str().c_str());
+  llvm::Expected<Cluster> c = parseClusterObject(*root, source);
+  if (!c)
+    return c.takeError();
+  if (llvm::Error e = readRankProfiles(*root, source, *c))
+    return std::move(e);
+  return c;
+}
+
+namespace {
+
+llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
+                                           llvm::StringRef source) {
+  const json::Object *root = &rootObject;
   constexpr double inf = 1e308;
   constexpr double GB = 1e9, GiB = 1024.0 * 1024 * 1024;
   Reader r(source);
@@ -185,7 +286,7 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   double gpn = r.number(*root, "gpus_per_node", std::nullopt, true, 1e6);
   if (r.error.empty() && gpn != static_cast<double>(int64_t(gpn)))
     r.fail(llvm::formatv("field 'gpus_per_node' must be an integer, got {0}",
-                         gpn));
+                         shortNumber(gpn)));
   c.gpusPerNode = static_cast<int64_t>(gpn);
   c.peakFlops =
       r.number(*root, "gpu.peak_bf16_tflops", std::nullopt, true, inf) * 1e12;
@@ -196,11 +297,13 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   if (r.error.empty() && c.reservedBytes >= c.hbmBytes)
     r.fail(llvm::formatv("field 'gpu.reserved_gib' ({0}) must be smaller than "
                          "'gpu.hbm_gib' ({1})",
-                         c.reservedBytes / GiB, c.hbmBytes / GiB));
+                         shortNumber(c.reservedBytes / GiB),
+                         shortNumber(c.hbmBytes / GiB)));
   c.fragmentation = r.number(*root, "gpu.fragmentation", 0.0, false, 1);
   double sms = r.number(*root, "gpu.sms", 0.0, false, 1e6);
   if (r.error.empty() && sms != static_cast<double>(int64_t(sms)))
-    r.fail(llvm::formatv("field 'gpu.sms' must be an integer, got {0}", sms));
+    r.fail(llvm::formatv("field 'gpu.sms' must be an integer, got {0}",
+                         shortNumber(sms)));
   c.sms = static_cast<int64_t>(sms);
   c.gradBytes = r.number(*root, "memory.grad_bytes", 2.0, true, 8);
   c.optimizerStateBytes =
@@ -268,6 +371,11 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   c.memoryEfficiency = r.number(*root, "efficiency.memory", 0.7, true, 1);
   c.attentionScoreBytes =
       r.number(*root, "efficiency.attention_score_bytes", 0.0, false, inf);
+  c.attentionScoreTime =
+      r.number(*root, "efficiency.attention_score_ns", 0.0, false, inf) * 1e-9;
+  c.attentionGradScoreTime =
+      r.number(*root, "efficiency.attention_grad_score_ns", 0.0, false, inf) *
+      1e-9;
   c.gemmOverhead =
       r.number(*root, "efficiency.gemm_overhead_us", 0.0, false, inf) * 1e-6;
   c.gemmK0 = r.number(*root, "efficiency.gemm_k0", 0.0, false, inf);
@@ -334,11 +442,26 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   return c;
 }
 
+} // namespace
+
 Cluster forWorld(const Cluster &cluster, int64_t world) {
   if (!cluster.sharesNode || world <= 0 || world >= cluster.gpusPerNode)
     return cluster;
-  Cluster c = cluster;
-  double share = double(cluster.gpusPerNode) / double(world);
+  // The fewest measured ranks per node that are at least `world`: that
+  // profile itself, or its share scaled to `world` ranks.
+  int64_t measured = cluster.gpusPerNode;
+  const Cluster *from = &cluster;
+  auto it = cluster.rankProfiles.lower_bound(world);
+  if (it != cluster.rankProfiles.end()) {
+    measured = it->first;
+    from = it->second.get();
+  }
+  Cluster c = *from;
+  c.gpusPerNode = cluster.gpusPerNode;
+  c.rankProfiles = cluster.rankProfiles;
+  if (measured == world)
+    return c;
+  double share = double(measured) / double(world);
   c.peakFlops *= share;
   c.hbmBandwidth *= share;
   c.hbmBytes *= share;

@@ -87,6 +87,11 @@ FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
     // Unfused attention materialises the scores: its softmax, masking and
     // dropout are separate memory-bound kernels that run after the QK^T
     // GEMM and before the PV GEMM, so their time adds to the GEMMs'.
+    // The fused kernel's per-score work (softmax; recomputed probabilities
+    // in the backward) beside its FLOPs.
+    if (op.kind == OpKind::Attention)
+      time += op.scoreElements.at(b) * scale *
+              (op.backward ? c.attentionGradScoreTime : c.attentionScoreTime);
     if (op.kind == OpKind::Attention && c.attentionScoreBytes > 0) {
       time += kernelTime(c, OpKind::Memory, 0,
                          c.attentionScoreBytes * op.scoreElements.at(b) *

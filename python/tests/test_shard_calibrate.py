@@ -64,7 +64,16 @@ def test_writes_a_cluster_the_planner_reads(tmp_path, shard_opt):
         assert float(f"{gpu[key]:.2g}") == gpu[key], (key, gpu[key])
     assert 0 < cluster["efficiency"]["gemm"] <= 1
     assert 0 < cluster["efficiency"]["attention"] <= 1
-    assert len(cluster["measured"]["gemm"]) == 18
+    # m in {64, 256, 1024} x n in {32, 128, 512} x k in {32, 128, 512}.
+    assert len(cluster["measured"]["gemm"]) == 27
+    assert cluster["efficiency"]["gemm_overhead_us"] >= 0
+    # Attention at head dims 16, 32, 64, both directions, and the fitted
+    # seconds per score element of each.
+    assert [a["head_dim"] for a in cluster["measured"]["attention"]] == [16, 32, 64]
+    assert all(a["forward_s"] > 0 and a["backward_s"] > 0
+               for a in cluster["measured"]["attention"])
+    for key in ("attention_score_ns", "attention_grad_score_ns"):
+        assert cluster["efficiency"][key] >= 0, key
     assert cluster["memory"]["grad_buffer"] == "frame"
     assert gpu["shares_node"] is True
     # Interleaved repeats: the drift of the bandwidth probe (one repeat: 1),
@@ -109,6 +118,37 @@ def test_writes_a_cluster_the_planner_reads(tmp_path, shard_opt):
     slower = _step_s(shard_opt, model,
                      with_ops("ln.json", layer_norm=ops["layer_norm"] / 100))
     assert slower > step
+
+
+def test_profiles_of_fewer_ranks(tmp_path, shard_opt):
+    """--profile writes an earlier, fewer-rank output as by_ranks_per_node.R,
+    and the planner scores a job of R ranks with it (not the N-rank share
+    scaled by N / R)."""
+    one = tmp_path / "one.json"
+    proc = subprocess.run([_calibrate(), "--repeats", "1", "--out", str(one)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    two = tmp_path / "two.json"
+    proc = subprocess.run(
+        [_calibrate(), "-n", "2", "--repeats", "1", "--profile", str(one),
+         "--out", str(two)], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    cluster = json.loads(two.read_text())
+    assert cluster["gpus_per_node"] == 2
+    profile = cluster["by_ranks_per_node"]["1"]
+    assert profile["gpu"] == json.loads(one.read_text())["gpu"]
+    assert "gpus_per_node" not in profile
+    model = tmp_path / "model.mlir"
+    subprocess.run(
+        [shard_opt, os.path.join(REPO_ROOT, "test", "Inputs", "tiny-gpt2-model.mlir"),
+         "-o", str(model)], check=True)
+    # One rank on the two-rank file: the profile's figures, as one.json.
+    assert _step_s(shard_opt, model, two) == _step_s(shard_opt, model, one)
+    # Without the profile the 2-rank share is doubled instead: another time.
+    del cluster["by_ranks_per_node"]
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(cluster))
+    assert _step_s(shard_opt, model, bare) != _step_s(shard_opt, model, one)
 
 
 def test_bad_arguments_are_named():

@@ -355,6 +355,31 @@ TEST(KernelTerm, FixedCostAndHostBoundFunctions) {
   EXPECT_DOUBLE_EQ(optimizerTime(c, plan, shards), optimizer + 1e-3);
 }
 
+TEST(KernelTerm, AttentionScoreTimePerDirection) {
+  // A fused attention of 1e9 FLOPs at 1e12 x 0.5 FLOP/s (2 ms) over 1e6
+  // score elements: + 3 ns (forward) or 5 ns (backward) per score.
+  Cluster c = testCluster();
+  c.peakFlops = 1e12, c.attentionEfficiency = 0.5, c.kernelOverhead = 0;
+  OpProfile op;
+  op.kind = OpKind::Attention;
+  op.flops = {0, 1e9};
+  op.scoreElements = {0, 1e6};
+  FunctionProfile f;
+  f.ops = {op};
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 2e-3);
+  c.attentionScoreTime = 3e-9, c.attentionGradScoreTime = 5e-9;
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 2e-3 + 3e-3);
+  f.ops[0].backward = true;
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 2e-3 + 5e-3);
+  // Scaled with the op (a tensor-parallel share of the heads).
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 0.5, 1).total, 1e-3 + 2.5e-3);
+  // Only attention pays it.
+  f.ops[0].kind = OpKind::Gemm;
+  f.ops[0].flops = {0, 0.75e9};
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total,
+                   0.75e9 / (1e12 * c.gemmEfficiency));
+}
+
 TEST(KernelTerm, MemoryOpsEfficiencyOfTheListedKernelOnly) {
   // Memory-bound ops of 1e6 B at 2e12 B/s: x 0.5 (efficiency.memory) 1 us;
   // a GEMM of 1e9 FLOPs at 1e15 x 0.5: 2 us.
@@ -413,6 +438,72 @@ TEST(ClusterTerm, RanksSharingANodeGetLargerSharesInSmallerJobs) {
   EXPECT_DOUBLE_EQ(two.intraNode.latency, c.intraNode.latency);
   EXPECT_DOUBLE_EQ(forWorld(c, 8).peakFlops, c.peakFlops);
   EXPECT_DOUBLE_EQ(forWorld(c, 16).peakFlops, c.peakFlops);
+}
+
+TEST(ClusterTerm, MeasuredProfilesReplaceTheLinearShare) {
+  const char *text = R"({"gpus_per_node": 8,
+    "gpu": {"peak_bf16_tflops": 0.04, "hbm_gib": 3, "hbm_tb_per_s": 0.005,
+            "shares_node": true},
+    "intra_node": {"gb_per_s_per_direction_per_gpu": 1.5},
+    "efficiency": {"gemm": 0.8, "memory_ops": {"add": 2.0}},
+    "by_ranks_per_node": {
+      "1": {"gpu": {"peak_bf16_tflops": 0.2, "hbm_tb_per_s": 0.04},
+            "efficiency": {"gemm": 0.9}},
+      "4": {"gpu": {"peak_bf16_tflops": 0.07}}}})";
+  auto c = parseCluster(text, "cpu.json");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  ASSERT_EQ(c->rankProfiles.size(), 2u);
+  // A measured profile is used as it is: its own fields, the rest of the
+  // file's (memory_ops, memory, links) unchanged.
+  Cluster one = forWorld(*c, 1);
+  EXPECT_DOUBLE_EQ(one.peakFlops, 0.2e12);
+  EXPECT_DOUBLE_EQ(one.hbmBandwidth, 0.04e12);
+  EXPECT_DOUBLE_EQ(one.gemmEfficiency, 0.9);
+  EXPECT_DOUBLE_EQ(one.memoryEfficiencyOf("tfm.add"), 2.0);
+  EXPECT_DOUBLE_EQ(one.hbmBytes, c->hbmBytes);
+  EXPECT_EQ(one.gpusPerNode, 8);
+  EXPECT_EQ(one.name, "cpu.json (by_ranks_per_node.1)");
+  // No profile of 2 ranks: the 4-rank profile's share, doubled.
+  Cluster two = forWorld(*c, 2);
+  EXPECT_DOUBLE_EQ(two.peakFlops, 2 * 0.07e12);
+  EXPECT_DOUBLE_EQ(two.gemmEfficiency, 0.8);
+  EXPECT_DOUBLE_EQ(two.hbmBytes, 2 * c->hbmBytes);
+  // Between the largest profile and the node: the node's own figures.
+  EXPECT_DOUBLE_EQ(forWorld(*c, 6).peakFlops, 0.04e12 * 8 / 6);
+  EXPECT_DOUBLE_EQ(forWorld(*c, 8).peakFlops, 0.04e12);
+
+  auto error = [](std::string profiles, bool shares = true) {
+    std::string text = std::string(R"({"gpus_per_node": 8,
+      "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 3, "hbm_tb_per_s": 1,
+              "shares_node": )") +
+                       (shares ? "true" : "false") + R"(},
+      "intra_node": {"gb_per_s_per_direction_per_gpu": 1},
+      "by_ranks_per_node": )" +
+                       profiles + "}";
+    auto parsed = parseCluster(text, "x.json");
+    EXPECT_FALSE(static_cast<bool>(parsed));
+    return parsed ? std::string() : llvm::toString(parsed.takeError());
+  };
+  EXPECT_EQ(error(R"({"8": {}})"),
+            "x.json: field 'by_ranks_per_node' has key '8': expected a rank "
+            "count from 1 to gpus_per_node - 1 = 7");
+  EXPECT_EQ(error(R"({"two": {}})"),
+            "x.json: field 'by_ranks_per_node' has key 'two': expected a rank "
+            "count from 1 to gpus_per_node - 1 = 7");
+  EXPECT_EQ(error(R"({"1": 3})"), "x.json: field 'by_ranks_per_node.1' must "
+                                  "be an object of cluster fields, got 3");
+  EXPECT_EQ(error(R"({"2": {"gpu": {"peak_bf16_tflops": -1}}})"),
+            "x.json: by_ranks_per_node.2: field 'gpu.peak_bf16_tflops' must be "
+            "a positive number, got -1");
+  EXPECT_EQ(error(R"({"2": {"gpus_per_node": 2}})"),
+            "x.json: field 'by_ranks_per_node.2.gpus_per_node' is not allowed "
+            "(a profile describes the same node with fewer ranks)");
+  EXPECT_EQ(error(R"([])"),
+            "x.json: field 'by_ranks_per_node' must be an "
+            "object of ranks per node -> cluster fields, got []");
+  EXPECT_EQ(error(R"({})", false),
+            "x.json: field 'by_ranks_per_node' needs 'gpu.shares_node' true "
+            "(it describes ranks that time-share one node)");
 }
 
 TEST(RecomputeTerm, AnalyticFallbacks) {

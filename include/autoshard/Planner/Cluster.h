@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -115,12 +116,21 @@ struct Cluster {
   /// (memoryEfficiencyOf). May exceed 1: shard-calibrate measures each
   /// kernel on the operand sizes of a plan on this machine, which may stay
   /// in cache where the bandwidth probe does not. Empty: none.
-  std::map<std::string, double> memoryOpEfficiency;
+  std::map<std::string, double, std::less<>> memoryOpEfficiency;
   /// Bytes of HBM traffic per attention-score element (B·N·Sq·Sk, the full
   /// square) of an unfused attention forward that materialises the scores
   /// (GEMM write, softmax, dropout, GEMM read); the backward moves twice as
   /// much. 0 for fused (flash) attention, which never stores them.
   double attentionScoreBytes = 0;
+  /// Seconds per attention-score element (B·N·Sq·Sk as TfmCost counts it)
+  /// of a fused attention kernel, beside its FLOPs at attentionEfficiency:
+  /// the softmax's exp, max and sum per score (forward) and the recomputed
+  /// probabilities and dS (backward, `Grad`), which do not shrink with the
+  /// head dimension (JSON `efficiency.attention_score_ns` and
+  /// `attention_grad_score_ns`; shard-calibrate fits them over head dims
+  /// 16, 32 and 64). 0: FLOPs only (the GPU files).
+  double attentionScoreTime = 0;
+  double attentionGradScoreTime = 0;
   /// Extra fixed time per GEMM, seconds (launch, setup).
   double gemmOverhead = 0;
   /// Shape-dependent GEMM efficiency (gemmShapeEfficiency in Planner.h):
@@ -186,6 +196,12 @@ struct Cluster {
   /// gpusPerNode ranks run, as shard-calibrate measures them, and a job
   /// with fewer ranks on the node gives each a larger share (forWorld).
   bool sharesNode = false;
+  /// With sharesNode: the cluster as measured with R < gpusPerNode ranks on
+  /// the node (JSON `by_ranks_per_node`, written by `shard-calibrate
+  /// --profile`), keyed by R. Threads per rank, cache and memory-bus share
+  /// and the MPI transport all change with R, so measured figures replace
+  /// the linear share of forWorld where they exist.
+  std::map<int64_t, std::shared_ptr<const Cluster>> rankProfiles;
 
   /// The HBM efficiency of memory-bound op `opName` (an MLIR op name, e.g.
   /// "tfm.swiglu"): the entry of memoryOpEfficiency for the kernel the
@@ -200,9 +216,11 @@ struct Cluster {
 llvm::StringRef runtimeKernelName(llvm::StringRef opName);
 
 /// The cluster as a job of `world` ranks sees it: with sharesNode, R =
-/// min(world, gpusPerNode) ranks share a node, so each gets gpusPerNode / R
-/// times the described peak FLOP/s, memory bandwidth, memory and
-/// intra-node bandwidth (latencies unchanged); otherwise `cluster` itself.
+/// min(world, gpusPerNode) ranks share a node. The profile measured with R
+/// ranks (rankProfiles) is used as it is; without one, the smallest
+/// measured rank count M > R (a profile, else gpusPerNode) is scaled: each
+/// rank gets M / R times its peak FLOP/s, memory bandwidth, memory and
+/// intra-node bandwidth (latencies unchanged). Otherwise `cluster` itself.
 Cluster forWorld(const Cluster &cluster, int64_t world);
 
 /// Parses and validates a cluster description (docs/cluster-format.md).

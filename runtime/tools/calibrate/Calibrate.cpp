@@ -3,6 +3,7 @@
 #include "Calibrate.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -181,7 +182,8 @@ double Schedule::median(size_t index) const { return medianOf(times(index)); }
 // GEMMs
 //===----------------------------------------------------------------------===//
 
-double GemmModel::time(const GemmPoint &g, double efficiency, double k0) const {
+double GemmModel::time(const GemmPoint &g, double efficiency, double k0,
+                       double overhead) const {
   double flops = 2.0 * g.m * g.n * g.k;
   double bytes = elementBytes * (g.m * g.k + g.k * g.n + g.m * g.n);
   double quantised = 1;
@@ -195,22 +197,116 @@ double GemmModel::time(const GemmPoint &g, double efficiency, double k0) const {
     }
   }
   double compute = flops / (peak * efficiency * quantised * (g.k / (g.k + k0)));
-  return std::max(compute, bytes / bandwidth) + fixed;
+  return std::max(compute, bytes / bandwidth) + fixed + overhead;
 }
 
 GemmFit fitGemm(const std::vector<GemmPoint> &points, const GemmModel &model) {
   GemmFit best;
   double bestErr = 1e300;
-  for (double eff = 0.30; eff <= 1.0001; eff += 0.02)
-    for (double k0 = 0; k0 <= 512; k0 += 8) {
-      double err = 0;
-      for (const GemmPoint &g : points)
-        err += std::fabs(std::log(model.time(g, eff, k0) / g.seconds));
-      if (err < bestErr)
-        bestErr = err, best.efficiency = eff, best.k0 = k0;
-    }
+  // Integer steps: the same candidates on every machine and compiler.
+  for (int e = 15; e <= 50; ++e)
+    for (int k = 0; k <= 64; ++k)
+      for (int o = 0; o <= 200; ++o) {
+        double eff = 0.02 * e, k0 = 8.0 * k, overhead = 0.25e-6 * o;
+        double err = 0;
+        for (const GemmPoint &g : points) {
+          err +=
+              std::fabs(std::log(model.time(g, eff, k0, overhead) / g.seconds));
+          if (err >= bestErr)
+            break;
+        }
+        if (err < bestErr)
+          bestErr = err, best.efficiency = eff, best.k0 = k0,
+          best.overhead = overhead;
+      }
   best.meanAbsLogError = bestErr / double(std::max<size_t>(1, points.size()));
   return best;
+}
+
+namespace {
+
+/// Least squares of x . row ~ rhs over `rows` in the active columns;
+/// inactive ones stay 0. Returns false when the system is singular.
+template <size_t N>
+bool solveNormal(const std::vector<std::array<double, N>> &rows,
+                 const std::vector<double> &rhs,
+                 const std::array<bool, N> &active, std::array<double, N> &x) {
+  double a[N][N + 1] = {};
+  for (size_t k = 0; k < rows.size(); ++k)
+    for (size_t i = 0; i < N; ++i) {
+      if (!active[i])
+        continue;
+      for (size_t j = 0; j < N; ++j)
+        if (active[j])
+          a[i][j] += rows[k][i] * rows[k][j];
+      a[i][N] += rows[k][i] * rhs[k];
+    }
+  for (size_t i = 0; i < N; ++i)
+    if (!active[i])
+      a[i][i] = 1, a[i][N] = 0;
+  for (size_t col = 0; col < N; ++col) {
+    size_t pivot = col;
+    for (size_t r = col + 1; r < N; ++r)
+      if (std::fabs(a[r][col]) > std::fabs(a[pivot][col]))
+        pivot = r;
+    if (std::fabs(a[pivot][col]) < 1e-300)
+      return false;
+    std::swap(a[col], a[pivot]);
+    for (size_t r = 0; r < N; ++r) {
+      if (r == col)
+        continue;
+      double f = a[r][col] / a[col][col];
+      for (size_t c = col; c <= N; ++c)
+        a[r][c] -= f * a[col][c];
+    }
+  }
+  for (size_t i = 0; i < N; ++i)
+    x[i] = a[i][N] / a[i][i];
+  return true;
+}
+
+} // namespace
+
+AttentionFit fitAttention(const std::vector<AttentionPoint> &points,
+                          double peak, double fixed) {
+  bool forward = false, backward = false;
+  for (const AttentionPoint &p : points)
+    (p.backward ? backward : forward) = true;
+  if (!forward || !backward || !(peak > 0))
+    throw std::invalid_argument("fitAttention needs a forward and a backward "
+                                "point and a positive peak");
+  // Unknowns: 1 / efficiency and the forward and backward seconds per
+  // score; each row divided by the measured time (relative error).
+  std::vector<std::array<double, 3>> rows;
+  for (const AttentionPoint &p : points) {
+    double t = std::max(1e-12, p.seconds - fixed);
+    rows.push_back({p.flops / peak / t, p.backward ? 0 : p.scores / t,
+                    p.backward ? p.scores / t : 0});
+  }
+  std::vector<double> ones(rows.size(), 1.0), rhs = ones;
+  std::array<bool, 3> active = {true, true, true};
+  std::array<double, 3> x = {1, 0, 0};
+  for (int round = 0; round < 4; ++round) {
+    if (!solveNormal(rows, rhs, active, x))
+      return AttentionFit{};
+    bool changed = false;
+    for (size_t i = 1; i < 3; ++i)
+      if (active[i] && x[i] < 0)
+        active[i] = false, changed = true;
+    if (active[0] && x[0] < 1) {
+      // Faster than peak: efficiency 1, the score terms fit the rest.
+      active[0] = false, changed = true;
+      for (size_t k = 0; k < rows.size(); ++k)
+        rhs[k] = 1 - rows[k][0];
+    }
+    if (!changed)
+      break;
+  }
+  AttentionFit fit;
+  fit.efficiency = active[0] ? std::min(1.0, 1.0 / x[0]) : 1.0;
+  fit.scoreTime = active[1] ? std::max(0.0, x[1]) : 0.0;
+  fit.gradScoreTime = active[2] ? std::max(0.0, x[2]) : 0.0;
+  return fit;
 }
 
 double bestGemmRate(const std::vector<GemmPoint> &points) {
@@ -446,6 +542,46 @@ void checkWritable(const std::string &path) {
     fail(errno);
   ::close(fd);
   ::unlink(probe.c_str());
+}
+
+nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
+                                int64_t ranks) {
+  nlohmann::json profiles = nlohmann::json::object();
+  for (const std::string &path : paths) {
+    auto fail = [&](const std::string &why) {
+      throw std::invalid_argument("--profile '" + path + "': " + why);
+    };
+    std::ifstream in(path);
+    if (!in)
+      fail(std::string("cannot read it: ") + std::strerror(errno));
+    nlohmann::json file = nlohmann::json::parse(in, nullptr, false);
+    if (file.is_discarded() || !file.is_object())
+      fail("not a JSON object (expected a shard-calibrate output)");
+    const nlohmann::json *gpu = file.contains("gpu") ? &file["gpu"] : nullptr;
+    if (!gpu || !gpu->is_object() || !gpu->contains("shares_node") ||
+        (*gpu)["shares_node"] != true)
+      fail("gpu.shares_node is not true: not a CPU shard-calibrate output "
+           "(ranks sharing one node)");
+    const nlohmann::json &gpn = file.contains("gpus_per_node")
+                                    ? file["gpus_per_node"]
+                                    : nlohmann::json();
+    if (!gpn.is_number_integer() || gpn.get<int64_t>() < 1 ||
+        gpn.get<int64_t>() >= ranks)
+      fail("gpus_per_node must be a rank count from 1 to " +
+           std::to_string(ranks - 1) + " (fewer than this run's -n " +
+           std::to_string(ranks) + "), got " + gpn.dump());
+    std::string key = std::to_string(gpn.get<int64_t>());
+    if (profiles.contains(key))
+      fail("a second profile of " + key + " ranks");
+    nlohmann::json fields = nlohmann::json::object();
+    for (const char *field :
+         {"gpu", "efficiency", "intra_node", "collective_latency_us",
+          "collective_bandwidth_scale", "host", "overlap", "measured"})
+      if (file.contains(field))
+        fields[field] = file[field];
+    profiles[key] = std::move(fields);
+  }
+  return profiles;
 }
 
 int writeCluster(const nlohmann::json &cluster, const Options &opts) {

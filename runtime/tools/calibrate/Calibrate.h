@@ -41,6 +41,10 @@ struct Options {
   /// A cluster description whose fields this run cannot measure are copied
   /// (--base FILE; empty: none).
   std::string base;
+  /// (cpu) Earlier shard-calibrate outputs measured with fewer ranks on
+  /// this node (--profile FILE, repeatable), written into the output's
+  /// `by_ranks_per_node`.
+  std::vector<std::string> profiles;
 };
 
 /// Seconds on a monotonic clock.
@@ -179,7 +183,10 @@ struct GemmPoint {
 
 /// The planner's time of a GEMM (Planner.cpp, kernelTime and
 /// gemmShapeEfficiency): max(flops / (peak x efficiency x quantisation x
-/// k / (k + k0)), bytes / bandwidth) + the fixed cost per kernel.
+/// k / (k + k0)), bytes / bandwidth) + the fixed cost per kernel + the
+/// GEMM's own per-call overhead (`efficiency.gemm_overhead_us`: the BLAS
+/// library's dispatch, packing set-up and thread fork/join, which a
+/// one-element add does not pay).
 struct GemmModel {
   /// FLOP/s, bytes/s, seconds.
   double peak = 0, bandwidth = 0, fixed = 0;
@@ -190,19 +197,46 @@ struct GemmModel {
   int64_t sms = 0;
   std::vector<std::pair<int64_t, int64_t>> tiles;
 
-  double time(const GemmPoint &g, double efficiency, double k0) const;
+  double time(const GemmPoint &g, double efficiency, double k0,
+              double overhead = 0) const;
 };
 
-/// efficiency.gemm and efficiency.gemm_k0 fitted to a grid.
+/// efficiency.gemm, efficiency.gemm_k0 and efficiency.gemm_overhead_us
+/// (seconds here) fitted to a grid.
 struct GemmFit {
-  double efficiency = 1, k0 = 0;
+  double efficiency = 1, k0 = 0, overhead = 0;
   /// Mean |log(predicted / measured)| over the grid.
   double meanAbsLogError = 0;
 };
 
-/// Grid search of efficiency in [0.30, 1] (step 0.02) and k0 in [0, 512]
-/// (step 8) minimising the mean |log| error of `model` over `points`.
+/// Grid search of efficiency in [0.30, 1] (step 0.02), k0 in [0, 512]
+/// (step 8) and the per-call overhead in [0, 50] us (step 0.25 us) minimising
+/// the mean |log| error of `model` over `points`. On this 2-core machine
+/// the overhead (about 2 us with two OpenMP threads) halves the error of
+/// the small GEMMs (n = 32, k = 32: 1.5-2x slower than efficiency and k0
+/// alone predict).
 GemmFit fitGemm(const std::vector<GemmPoint> &points, const GemmModel &model);
+
+/// One attention probe: the FLOPs and score elements the planner counts
+/// for it (TfmCost), whether it is the backward, and its time per call.
+struct AttentionPoint {
+  double flops, scores;
+  bool backward;
+  double seconds;
+};
+
+/// efficiency.attention (one for both directions) and the seconds per
+/// score element of the forward and the backward, fitted to `points` with
+/// the planner's model seconds = fixed + flops / (peak x efficiency) +
+/// scores x scoreTime(direction): linear least squares in the relative
+/// error, a term that would come out negative dropped, the efficiency at
+/// most 1. Throws std::invalid_argument without a forward and a backward
+/// point.
+struct AttentionFit {
+  double efficiency = 1, scoreTime = 0, gradScoreTime = 0;
+};
+AttentionFit fitAttention(const std::vector<AttentionPoint> &points,
+                          double peak, double fixed);
 
 /// The best FLOP/s of the grid.
 double bestGemmRate(const std::vector<GemmPoint> &points);
@@ -281,6 +315,16 @@ nlohmann::json readBase(const std::string &path);
 /// the file itself not writable or a directory. Creates nothing (the check
 /// before a calibration's minute of measuring).
 void checkWritable(const std::string &path);
+
+/// The `by_ranks_per_node` object made of the --profile files `paths`:
+/// key R (the file's gpus_per_node), value the file's measured fields (gpu,
+/// efficiency, intra_node, collective_latency_us, collective_bandwidth_scale,
+/// host, overlap, measured). Each file must be a CPU shard-calibrate output
+/// (gpu.shares_node true) of 1 <= R < `ranks` ranks, R distinct; throws
+/// std::invalid_argument naming the file and the value found otherwise, or
+/// when it cannot be read or parsed.
+nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
+                                int64_t ranks);
 
 /// Writes `cluster` (2-space JSON) to opts.out, or standard output; throws
 /// std::runtime_error naming the file and the reason when it cannot.

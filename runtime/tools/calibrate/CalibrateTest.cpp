@@ -60,8 +60,49 @@ TEST(CalibrateFit, RecoversGemmFitWithoutQuantisation) {
   GemmFit fit = fitGemm(points, model);
   EXPECT_NEAR(fit.efficiency, 0.5, 1e-9);
   EXPECT_NEAR(fit.k0, 24, 1e-9);
+  EXPECT_NEAR(fit.overhead, 0, 1e-12);
+  // A per-call overhead (BLAS dispatch, thread fork/join) is recovered
+  // beside efficiency and k0: it weighs on the small GEMMs only.
+  for (GemmPoint &g : points)
+    g.seconds = model.time(g, 0.5, 24, 2.5e-6);
+  GemmFit withOverhead = fitGemm(points, model);
+  EXPECT_NEAR(withOverhead.efficiency, 0.5, 1e-9);
+  EXPECT_NEAR(withOverhead.k0, 24, 1e-9);
+  EXPECT_NEAR(withOverhead.overhead, 2.5e-6, 1e-12);
+  EXPECT_LT(withOverhead.meanAbsLogError, 1e-9);
   EXPECT_DOUBLE_EQ(bestGemmRate({{8, 8, 8, 1e-6}, {16, 16, 16, 1e-6}}),
                    2.0 * 16 * 16 * 16 / 1e-6);
+}
+
+TEST(CalibrateFit, RecoversAttentionEfficiencyAndScoreTimes) {
+  const double peak = 2e11, fixed = 1e-8, eff = 0.4;
+  const double scoreTime = 3e-9, gradScoreTime = 5e-9;
+  std::vector<AttentionPoint> points;
+  for (double headDim : {16.0, 32.0, 64.0}) {
+    double scores = 2.0 * 4 * 64 * 64, flops = 4 * scores * headDim / 2;
+    points.push_back({flops, scores, false,
+                      fixed + flops / (peak * eff) + scores * scoreTime});
+    points.push_back(
+        {2.5 * flops, scores, true,
+         fixed + 2.5 * flops / (peak * eff) + scores * gradScoreTime});
+  }
+  AttentionFit fit = fitAttention(points, peak, fixed);
+  EXPECT_NEAR(fit.efficiency, eff, 1e-9);
+  EXPECT_NEAR(fit.scoreTime, scoreTime, 1e-15);
+  EXPECT_NEAR(fit.gradScoreTime, gradScoreTime, 1e-15);
+  // Times that FLOPs explain alone: no score term, and never a negative
+  // one; faster than peak clamps the efficiency to 1.
+  for (AttentionPoint &p : points)
+    p.seconds = fixed + p.flops / (peak * 0.5) - (p.backward ? 0 : 1e-7);
+  AttentionFit flopsOnly = fitAttention(points, peak, fixed);
+  EXPECT_GE(flopsOnly.scoreTime, 0);
+  EXPECT_NEAR(flopsOnly.gradScoreTime, 0, 1e-15);
+  for (AttentionPoint &p : points)
+    p.seconds = fixed + p.flops / (peak * 4) + p.scores * scoreTime;
+  AttentionFit fast = fitAttention(points, peak, fixed);
+  EXPECT_DOUBLE_EQ(fast.efficiency, 1.0);
+  EXPECT_GT(fast.scoreTime, 0);
+  EXPECT_THROW(fitAttention({points[0]}, peak, fixed), std::invalid_argument);
 }
 
 TEST(CalibrateFit, RecoversTheRingModel) {

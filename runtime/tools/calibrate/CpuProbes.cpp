@@ -4,8 +4,10 @@
 // running them at once (N ranks share the node as a plan's ranks do):
 //
 // * GEMMs (cpu::matmul, f32) over a grid of (m, n, k): the best rate per
-//   rank is `gpu.peak_bf16_tflops`; `efficiency.gemm` and
-//   `efficiency.gemm_k0` are fitted to the grid with the planner's model;
+//   rank is `gpu.peak_bf16_tflops`; `efficiency.gemm`,
+//   `efficiency.gemm_k0` and `efficiency.gemm_overhead_us` are fitted to
+//   the grid with the planner's model (n down to 32: Mixtral tiny's K/V
+//   projections);
 // * a memory-bound kernel (cpu::add) on 4 MiB operands: `gpu.hbm_tb_per_s`
 //   (bytes moved / time), and on one element, bound by the CPU backend: the
 //   fixed cost per kernel (`gpu.kernel_fixed_us`);
@@ -15,7 +17,9 @@
 //   microbatch of their shapes: each one's achieved bandwidth (the bytes
 //   the planner counts for it) over add's, `efficiency.memory_ops`, and the
 //   median of layer_norm(_grad), gelu(_grad) and add's, `efficiency.memory`;
-// * causal attention (cpu::attention): `efficiency.attention` against peak;
+// * causal attention (cpu::attention, cpu::attentionGrad) at head dims 16,
+//   32 and 64: `efficiency.attention` against peak and the seconds per
+//   score element of each direction (fitAttention);
 // * every collective over every group size 2, 4, ... up to N at 4 KiB and
 //   1 MiB, and a send/recv pair: the planner's ring model (Calibrate.h).
 //
@@ -313,7 +317,7 @@ int runCpu(const Options &opts, CommWorld &world) {
   };
   std::vector<std::unique_ptr<GemmProbe>> gemmProbes;
   for (int64_t m : {64, 256, 1024})
-    for (int64_t n : {128, 512})
+    for (int64_t n : {32, 128, 512})
       for (int64_t k : {32, 128, 512}) {
         auto g = std::make_unique<GemmProbe>();
         g->shape.m = m, g->shape.n = n, g->shape.k = k;
@@ -341,16 +345,38 @@ int runCpu(const Options &opts, CommWorld &world) {
     memoryIndex.push_back(schedule.add([op] { (*op)(); }));
   }
 
-  // Causal attention (the CPU backend's kernel).
-  cpu::AttentionShape as;
-  as.batch = 2, as.seqQ = as.seqK = 64, as.heads = as.kvHeads = 4;
-  as.headDim = 32, as.causal = true, as.scale = 1.0 / std::sqrt(32.0);
-  int64_t qkv = as.batch * as.seqQ * as.heads * as.headDim;
-  std::vector<float> q(qkv, 0.1f), k(qkv, 0.2f), v(qkv, 0.3f), o(qkv),
-      lse(as.batch * as.heads * as.seqQ);
-  size_t attProbe = schedule.add([&] {
-    cpu::attention(q.data(), k.data(), v.data(), o.data(), lse.data(), as);
-  });
+  // Causal attention, forward and backward (the CPU backend's kernels), at
+  // head dims 16, 32 and 64: the softmax's work per score does not shrink
+  // with the head dim, so one efficiency on FLOPs alone was 1.7x off at 16.
+  struct AttentionProbe {
+    cpu::AttentionShape shape;
+    std::vector<float> q, k, v, out, lse, dout, dq, dk, dv;
+    size_t forward, backward;
+  };
+  std::vector<std::unique_ptr<AttentionProbe>> attentionProbes;
+  for (int64_t headDim : {16, 32, 64}) {
+    auto a = std::make_unique<AttentionProbe>();
+    cpu::AttentionShape &as = a->shape;
+    as.batch = 2, as.seqQ = as.seqK = 64, as.heads = as.kvHeads = 4;
+    as.headDim = headDim, as.causal = true;
+    as.scale = 1.0 / std::sqrt(double(headDim));
+    int64_t qkv = as.batch * as.seqQ * as.heads * as.headDim;
+    a->q.assign(qkv, 0.1f), a->k.assign(qkv, 0.2f), a->v.assign(qkv, 0.3f);
+    a->out.resize(qkv), a->dout.assign(qkv, 0.01f);
+    a->dq.resize(qkv), a->dk.resize(qkv), a->dv.resize(qkv);
+    a->lse.resize(as.batch * as.heads * as.seqQ);
+    AttentionProbe *p = a.get();
+    p->forward = schedule.add([p] {
+      cpu::attention(p->q.data(), p->k.data(), p->v.data(), p->out.data(),
+                     p->lse.data(), p->shape);
+    });
+    p->backward = schedule.add([p] {
+      cpu::attentionGrad(p->dout.data(), p->q.data(), p->k.data(), p->v.data(),
+                         p->out.data(), p->lse.data(), p->dq.data(),
+                         p->dk.data(), p->dv.data(), p->shape);
+    });
+    attentionProbes.push_back(std::move(a));
+  }
 
   // The fixed cost: a one-element `add` bound by the CPU backend and called
   // as the executor calls every kernel (its pointer array).
@@ -410,13 +436,25 @@ int runCpu(const Options &opts, CommWorld &world) {
   measured["gemm"] = gemmJson(gemms);
   measured["gemm_fit_mean_abs_log_error"] = fit.meanAbsLogError;
 
-  // Attention's FLOPs causal-halved as the planner counts them (TfmCost).
-  double attTime = schedule.median(attProbe);
-  double attFlops =
-      4.0 * as.batch * as.seqQ * as.seqK * as.heads * as.headDim / 2;
-  double attEff =
-      std::min(1.0, attFlops / std::max(1e-12, attTime - fixed) / peak);
-  measured["attention_s"] = attTime;
+  // Attention's FLOPs causal-halved and its score elements (the full
+  // square) as the planner counts them (TfmCost): the backward 2.5x the
+  // forward's FLOPs.
+  std::vector<AttentionPoint> attention;
+  nlohmann::json attentionJson = nlohmann::json::array();
+  for (const auto &a : attentionProbes) {
+    const cpu::AttentionShape &as = a->shape;
+    double scores = double(as.batch) * as.heads * as.seqQ * as.seqK;
+    double flops = 4.0 * scores * as.headDim / 2;
+    double forward = schedule.median(a->forward);
+    double backward = schedule.median(a->backward);
+    attention.push_back({flops, scores, false, forward});
+    attention.push_back({2.5 * flops, scores, true, backward});
+    attentionJson.push_back({{"head_dim", as.headDim},
+                             {"forward_s", forward},
+                             {"backward_s", backward}});
+  }
+  AttentionFit attFit = fitAttention(attention, peak, fixed);
+  measured["attention"] = attentionJson;
 
   std::vector<CommPoint> comms = collectives.points();
   nlohmann::json cluster;
@@ -437,11 +475,15 @@ int runCpu(const Options &opts, CommWorld &world) {
       {"shares_node", true}};
   cluster["host"] = {{"op_overhead_us", 0}, {"step_overhead_ms", 0}};
   cluster["memory"] = {{"grad_buffer", "frame"}, {"dropout_mask_bytes", 0}};
-  cluster["efficiency"] = {{"gemm", round2(fit.efficiency)},
-                           {"gemm_k0", round2(fit.k0)},
-                           {"attention", round2(attEff)},
-                           {"memory", round2(memoryEfficiency)},
-                           {"memory_ops", opEfficiency}};
+  cluster["efficiency"] = {
+      {"gemm", round2(fit.efficiency)},
+      {"gemm_k0", round2(fit.k0)},
+      {"gemm_overhead_us", round2(fit.overhead * 1e6)},
+      {"attention", round2(attFit.efficiency)},
+      {"attention_score_ns", round2(attFit.scoreTime * 1e9)},
+      {"attention_grad_score_ns", round2(attFit.gradScoreTime * 1e9)},
+      {"memory", round2(memoryEfficiency)},
+      {"memory_ops", opEfficiency}};
   cluster["overlap"] = {{"tp", 0.0}, {"dp", 0.0}, {"p2p", 0.0}};
   if (!comms.empty()) {
     writeLinkFit(cluster, measured, comms,
@@ -460,6 +502,8 @@ int runCpu(const Options &opts, CommWorld &world) {
   cluster["measured"] = measured;
   if (!root)
     return 0;
+  if (!opts.profiles.empty())
+    cluster["by_ranks_per_node"] = readRankProfiles(opts.profiles, ranks);
   std::string link =
       comms.empty()
           ? "- (one rank)"

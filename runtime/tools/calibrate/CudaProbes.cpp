@@ -273,8 +273,8 @@ int runCuda(const Options &opts, CommWorld &world) {
   for (const char *f :
        {"gpu.name", "gpu.peak_bf16_tflops", "gpu.hbm_gib", "gpu.hbm_tb_per_s",
         "gpu.kernel_fixed_us", "gpu.sms", "host.op_overhead_us",
-        "efficiency.gemm", "efficiency.gemm_k0", "efficiency.attention",
-        "efficiency.memory"})
+        "efficiency.gemm", "efficiency.gemm_k0", "efficiency.gemm_overhead_us",
+        "efficiency.attention", "efficiency.memory"})
     note(fields, "measured", f);
   // What this process holds before a program allocates (CUDA context,
   // cuBLAS workspace) unless the base file says more (NCCL buffers).
@@ -301,6 +301,7 @@ int runCuda(const Options &opts, CommWorld &world) {
   copy("memory.comm_buffer_mib_per_group");
   cluster["efficiency"] = {{"gemm", round2(fit.efficiency)},
                            {"gemm_k0", round2(fit.k0)},
+                           {"gemm_overhead_us", round2(fit.overhead * 1e6)},
                            {"gemm_tiles", tilesJson},
                            {"attention", round2(attEff)},
                            {"memory", round2(memoryEfficiency)},

@@ -43,7 +43,7 @@ namespace {
 
 const char *const kUsage =
     "usage: shard-calibrate [--backend cpu|cuda] [-n N] [--out FILE] "
-    "[--name TEXT] [--repeats R] [--base FILE]";
+    "[--name TEXT] [--repeats R] [--base FILE] [--profile FILE]...";
 
 const char *const kHelp =
     "Measures this machine with the runtime's own kernels and communicator\n"
@@ -65,6 +65,11 @@ const char *const kHelp =
     "                      on one GPU, reserved memory, fragmentation, GEMM\n"
     "                      tiles; measured.fields lists measured and copied\n"
     "                      fields\n"
+    "  --profile FILE      (cpu, repeatable) an earlier output of this tool\n"
+    "                      with fewer ranks (-n R < N): written as\n"
+    "                      by_ranks_per_node.R, which the planner uses for\n"
+    "                      jobs of R ranks on this node instead of scaling\n"
+    "                      the N-rank figures by N / R\n"
     "  -h, --help          this text\n";
 
 Options parseOptions(int argc, char **argv) {
@@ -110,6 +115,8 @@ Options parseOptions(int argc, char **argv) {
       o.repeats = integer(a, value(i, a), 1, 1000);
     else if (a == "--base")
       o.base = value(i, a);
+    else if (a == "--profile")
+      o.profiles.push_back(value(i, a));
     else
       throw std::invalid_argument("unknown argument '" + a + "' (" + kUsage +
                                   ")");
@@ -120,6 +127,11 @@ Options parseOptions(int argc, char **argv) {
   if (!o.base.empty() && o.backend != "cuda")
     throw std::invalid_argument("option '--base' is read with --backend cuda "
                                 "only (the cpu backend measures every field)");
+  if (!o.profiles.empty() && o.backend != "cpu")
+    throw std::invalid_argument("option '--profile' is read with --backend "
+                                "cpu only (ranks sharing one node's cores)");
+  // Before a minute of measuring, not after it.
+  readRankProfiles(o.profiles, o.ranks);
   return o;
 }
 

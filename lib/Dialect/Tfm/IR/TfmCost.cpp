@@ -228,6 +228,20 @@ OpCost AttentionBlockGradOp::getCost() {
   return OpCost{2.5 * attentionFlops(getQ().getType(), getK().getType(), false),
                 ioBytes(getOperation())};
 }
+// Kernels that score every (query, key) pair of the block: the attention
+// roofline, the block's score elements (unmasked, as the FLOPs).
+RooflineKind AttentionBlockOp::getRooflineKind() {
+  return RooflineKind::Attention;
+}
+RooflineKind AttentionBlockGradOp::getRooflineKind() {
+  return RooflineKind::Attention;
+}
+double AttentionBlockOp::getAttentionScoreElements() {
+  return attentionScores(getQ().getType(), getK().getType());
+}
+double AttentionBlockGradOp::getAttentionScoreElements() {
+  return attentionScores(getQ().getType(), getK().getType());
+}
 OpCost AttentionMergeOp::getCost() {
   return perResultElement(getOperation(), 8);
 }

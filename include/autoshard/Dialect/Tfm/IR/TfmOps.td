@@ -1142,7 +1142,8 @@ def Tfm_RingAttentionGroup : OpDocGroup {
 let opDocGroup = Tfm_RingAttentionGroup in {
 
 def Tfm_AttentionBlockOp
-    : Tfm_InferredOp<"attention_block", [Tfm_SequenceOrder]> {
+    : Tfm_InferredOp<"attention_block", [Tfm_SequenceOrder],
+                     Tfm_AttentionCost> {
   let summary = "one block of ring attention (global causal positions)";
   let description = [{
     `tfm.attention` of the local queries against one visiting chunk of keys
@@ -1187,7 +1188,7 @@ def Tfm_AttentionBlockOp
 
 def Tfm_AttentionBlockGradOp
     : Tfm_InferredOp<"attention_block_grad",
-                     [Tfm_Gradient, Tfm_SequenceOrder]> {
+                     [Tfm_Gradient, Tfm_SequenceOrder], Tfm_AttentionCost> {
   let summary = "gradient of one block of ring attention";
   let description = [{
     The part of `tfm.attention_grad` that one visiting chunk of keys and
