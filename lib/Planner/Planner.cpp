@@ -396,14 +396,17 @@ struct DynamicMemory {
   double paramBytes = 0, optimizerBytes = 0;
   /// Pipeline stages and the bytes a stage sends per microbatch.
   int64_t stages = 1;
+  bool gpipe = false;
   double boundaryBytes = 0, tokenBytes = 0;
 };
 
-/// Sets `e`'s memory for `layers` in-flight layers (`dyn`), its model
+/// Sets `e`'s memory for `layers` in-flight layers (`dyn`; the heaviest
+/// rank's; `rankLayers`: each pipeline rank's when simulated), its model
 /// states and fixed bytes (already set) and the allocator's fragmentation
 /// of the dynamic part.
 void setMemory(Estimate &e, const Cluster &c, double layers,
-               const DynamicMemory &dyn) {
+               const DynamicMemory &dyn,
+               const std::vector<double> &rankLayers = {}) {
   e.inflightLayers = layers;
   if (dyn.frame) {
     FrameLayers l = dyn.layers;
@@ -411,18 +414,26 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
     FramePeak peak = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
     if (dyn.stages > 1) {
       // The first stage holds `layers` in flight without the head, the
-      // last one microbatch's layers with it; the heavier one is reported.
-      // Gradients accumulate from the first backward on: at the first
-      // stage's first backward only when a steady state has earlier
-      // microbatches (more microbatches than in flight).
-      const double microbatches =
-          std::max(1.0, std::ceil(layers / l.layers - 1e-9));
-      l.head = false;
-      // Its sends are waited once the next stage's first gradient, which
-      // that stage sends after its own warm-up forwards (one fewer in
-      // flight), has come back: the rest are live.
+      // last stage `rankLayers.back()` with it (closed form: one
+      // microbatch's, all of them under GPipe); the heavier is reported.
+      // Gradients accumulate from a rank's first backward on: they count
+      // only where a microbatch's backward precedes the last forward (fewer
+      // microbatches in flight than in the step).
+      const double perRank = l.layers;
+      auto microbatchesOf = [&](double inflight) {
+        return std::max(1.0, std::ceil(inflight / perRank - 1e-9));
+      };
+      const double microbatches = microbatchesOf(layers);
       const double nextInflight =
-          std::min(double(dyn.stages - 1), l.microbatches);
+          dyn.gpipe ? l.microbatches
+                    : std::min(double(dyn.stages - 1), l.microbatches);
+      const double lastInflight =
+          !rankLayers.empty() ? rankLayers.back()
+                              : (dyn.gpipe ? l.microbatches : 1) * perRank;
+      l.head = false;
+      // Its sends are waited once the next stage's first gradient has come
+      // back, which that stage sends after the forwards it holds in flight
+      // (1F1B: one fewer; GPipe: all): the sends beyond those are live.
       l.sendBytes =
           std::max(0.0, microbatches - nextInflight) * dyn.boundaryBytes;
       l.tokenSlices = l.microbatches > 1 ? microbatches * dyn.tokenBytes : 0;
@@ -430,8 +441,10 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         l.accumulated = 0;
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
       FrameLayers last = dyn.layers;
-      last.inflight = last.layers;
+      last.inflight = lastInflight;
       last.tokenSlices = 0;
+      if (last.microbatches <= microbatchesOf(lastInflight))
+        last.accumulated = 0;
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
       if (first.total() > peak.total())
         peak = first;
@@ -469,7 +482,10 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   int64_t chunks = 0;
   for (int64_t x : sim.peakActivations)
     chunks = std::max(chunks, x);
-  setMemory(e, c, double(chunks * layersPerChunk), dyn);
+  std::vector<double> rankLayers;
+  for (int64_t x : sim.peakActivations)
+    rankLayers.push_back(double(x * layersPerChunk));
+  setMemory(e, c, double(chunks * layersPerChunk), dyn, rankLayers);
   double simBusy = 0;
   for (double x : sim.busy)
     simBusy = std::max(simBusy, x);
@@ -606,6 +622,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.gatherPackBytes = layerBytes / double(shards.dpGroup);
     }
     dyn.stages = p;
+    dyn.gpipe = plan.schedule == "gpipe";
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
     dyn.layers.tokenSlices = plan.mb > 1 ? dyn.tokenBytes : 0;

@@ -29,7 +29,7 @@ unwaited send and the received loss gradient), the last backward call
 (full recomputation: every other layer's parameter gradients) and the
 recomputation in the backward (selective).
 
-pp = 2 and 4 differ by the final norm's weight (128 fp32): the planner counts
+The pipelines differ by the final norm's weight (128 fp32): the planner counts
 every non-block parameter on each stage, so the first stage's parameters
 are 512 bytes over, its optimizer states 1,024, and the activations 516
 (the final norm's gradient, which the planner moves from the head's
@@ -59,6 +59,7 @@ PLANS = [
     ("dp=2,zero=2", 1),
     ("pp=2", 2),
     ("pp=4", 4),
+    ("pp=2,schedule=interleaved,vpp=2", 4),
     ("dp=2,tp=2,sp=1", 1),
     ("dp=2,recompute=full", 1),
     ("dp=2,recompute=selective", 1),
