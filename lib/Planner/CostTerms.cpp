@@ -521,9 +521,10 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     const PhaseMemory &m = phases[static_cast<unsigned>(phase)];
     FramePeak c;
     c.phase = phase;
-    const double received = l.head ? 0 : m.headGrad.at(b) * scale;
+    const double headGrad = l.head ? 0 : m.headGrad.at(b) * scale;
+    const double received = std::max(0.0, headGrad - l.headOnlyGradBytes);
     c.activations = m.activation.at(b) * scale + kept + received;
-    c.grads = m.grad.at(b) * scale - received;
+    c.grads = m.grad.at(b) * scale - headGrad;
     c.paramGrads = paramGrads;
     c.other = m.other.at(b) * scale;
     if (first || c.total() > best.total())

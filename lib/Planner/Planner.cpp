@@ -394,6 +394,11 @@ struct DynamicMemory {
   FrameLayers layers;
   /// The model states but the gradients (which the frame peak sets).
   double paramBytes = 0, optimizerBytes = 0;
+  /// Pipelines: the first and last stage's model states and unsharded
+  /// gradient bytes (what their microbatch sums take): the blocks' and the
+  /// non-block parameters the embedding / the head reads.
+  ModelStates firstStates, lastStates;
+  double firstGrads = 0, lastGrads = 0;
   /// Pipeline stages and the bytes a stage sends per microbatch.
   int64_t stages = 1;
   bool gpipe = false;
@@ -431,6 +436,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
           !rankLayers.empty() ? rankLayers.back()
                               : (dyn.gpipe ? l.microbatches : 1) * perRank;
       l.head = false;
+      l.accumulated = l.accumulated > 0 ? dyn.firstGrads : 0;
       // Its sends are waited once the next stage's first gradient has come
       // back, which that stage sends after the forwards it holds in flight
       // (1F1B: one fewer; GPipe: all): the sends beyond those are live.
@@ -443,14 +449,24 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       FrameLayers last = dyn.layers;
       last.inflight = lastInflight;
       last.tokenSlices = 0;
+      last.accumulated = last.accumulated > 0 ? dyn.lastGrads : 0;
       if (last.microbatches <= microbatchesOf(lastInflight))
         last.accumulated = 0;
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
-      if (first.total() > peak.total())
+      // The heavier rank, states held included (as dist-explain reports).
+      const ModelStates &a = dyn.firstStates, &z = dyn.lastStates;
+      bool firstHeavier = first.total() + a.params + a.optimizer >
+                          peak.total() + z.params + z.optimizer;
+      if (firstHeavier)
         peak = first;
+      e.paramBytes = firstHeavier ? a.params : z.params;
+      e.optimizerBytes = firstHeavier ? a.optimizer : z.optimizer;
+    } else {
+      e.paramBytes = dyn.paramBytes;
+      e.optimizerBytes = dyn.optimizerBytes;
     }
     e.gradBytes = peak.paramGrads;
-    e.stateBytes = dyn.paramBytes + e.gradBytes + dyn.optimizerBytes;
+    e.stateBytes = e.paramBytes + e.gradBytes + e.optimizerBytes;
     e.activationGradBytes = peak.grads;
     e.activationBytes = peak.activations + peak.grads + dyn.transient;
   } else {
@@ -626,6 +642,20 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
     dyn.layers.tokenSlices = plan.mb > 1 ? dyn.tokenBytes : 0;
+    dyn.layers.headOnlyGradBytes = prof.headOnlyParams * m.elementBytes;
+    // A stage holds the non-block parameters its part of the step reads
+    // (all of them where the profile could not tell).
+    const bool split = prof.preParams + prof.postParams > 0;
+    auto stage = [&](double nonBlock, ModelStates &states, double &grads) {
+      ParameterShards held = shards;
+      held.denseRank +=
+          (split ? nonBlock : prof.otherParams) - prof.otherParams;
+      states = modelStateParts(c, m, plan, held);
+      grads = gradElementBytes(c, m.elementBytes) *
+              (held.denseRank + held.expertRank);
+    };
+    stage(prof.preParams, dyn.firstStates, dyn.firstGrads);
+    stage(prof.postParams, dyn.lastStates, dyn.lastGrads);
     dyn.paramBytes = e.paramBytes;
     dyn.optimizerBytes = e.optimizerBytes;
   }

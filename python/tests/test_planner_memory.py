@@ -29,12 +29,8 @@ unwaited send and the received loss gradient), the last backward call
 (full recomputation: every other layer's parameter gradients) and the
 recomputation in the backward (selective).
 
-The pipelines differ by the final norm's weight (128 fp32): the planner counts
-every non-block parameter on each stage, so the first stage's parameters
-are 512 bytes over, its optimizer states 1,024, and the activations 516
-(the final norm's gradient, which the planner moves from the head's
-gradients to the received buffers of a stage without the head), within
-the tolerance.
+A pipeline stage holds the non-block parameters its part of the step
+reads (the first stage the embedding's, the last the head's).
 """
 
 import json

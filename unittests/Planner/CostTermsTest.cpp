@@ -256,6 +256,13 @@ TEST(MemoryTerm, FramePeakPrefetchPipelineAndZero3) {
   EXPECT_EQ(p.phase, StepPhase::BlockBackward);
   EXPECT_DOUBLE_EQ(p.activations, 90 + 15 + 150 + 7);
   EXPECT_DOUBLE_EQ(p.grads, 40 - 15);
+  // Of the head's gradients, those of parameters only the head reads (the
+  // final norm's, 5) are neither received nor held.
+  l.headOnlyGradBytes = 5;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 10 + 150 + 7);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 15);
+  l.headOnlyGradBytes = 0;
   // ZeRO-3: the block's gathered parameters (20) and the next one's
   // packed shard (10) and gathered buffer at a block call.
   l.head = true, l.sendBytes = 0;

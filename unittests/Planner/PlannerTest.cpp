@@ -889,6 +889,31 @@ TEST(Memory, StateKindsAndByteConventions) {
   EXPECT_DOUBLE_EQ(t.estimate(8).activationGradBytes, 1e6);
 }
 
+TEST(Memory, FramePipelineStagesHoldTheirParameters) {
+  // In the static memory plan a pipeline stage holds the non-block
+  // parameters its part of the step reads: the first stage the
+  // embedding's, the last the head's (a tied embedding on both).
+  PlanEval t(syntheticProfile(1e6, 1e8), "pp=2,mb=2");
+  auto &[c, m, prof, plan] = t;
+  c.gradBufferInFrame = true;
+  prof.otherParams = 3e5;
+  prof.preParams = 2e5, prof.postParams = 1.5e5, prof.headOnlyParams = 5e4;
+  const double blocks = m.layers / 2 * 1e6;
+  // The first stage, two microbatches in flight, is the heavier.
+  Estimate first = t.estimate(2);
+  ASSERT_TRUE(first.fits) << first.note;
+  EXPECT_DOUBLE_EQ(first.paramBytes, (blocks + 2e5) * m.elementBytes);
+  // A large head makes the last stage the heavier.
+  prof.phases[static_cast<unsigned>(StepPhase::Head)].activation = {1e12, 0};
+  Estimate last = t.estimate(2);
+  EXPECT_DOUBLE_EQ(last.paramBytes, (blocks + 1.5e5) * m.elementBytes);
+  EXPECT_DOUBLE_EQ(last.stateBytes,
+                   last.paramBytes + last.gradBytes + last.optimizerBytes);
+  // Without the split (a profile that could not tell), all of them.
+  prof.preParams = prof.postParams = 0;
+  EXPECT_DOUBLE_EQ(t.estimate(2).paramBytes, (blocks + 3e5) * m.elementBytes);
+}
+
 TEST(Memory, KeptDropoutMasks) {
   // Megatron keeps a 1-byte mask per hidden-dropout element for every
   // layer in flight; autoshard regenerates it (0); full recomputation

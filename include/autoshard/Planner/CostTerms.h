@@ -309,7 +309,9 @@ BlockActivations blockActivations(const Cluster &cluster,
 /// A pipeline rank without the head (`head` false) skips the head phase;
 /// the loss gradient and the tied embedding's head gradient reach it as
 /// received (activation) buffers, so the head's gradient bytes of a phase
-/// (PhaseMemory::headGrad) count as activations; its forward sends not yet
+/// (PhaseMemory::headGrad) count as activations but for the gradients of
+/// parameters only the head reads (`headOnlyGradBytes`: the final norm's),
+/// which it does not hold; its forward sends not yet
 /// waited for (`sendBytes`: the outputs of the microbatches in flight
 /// beyond the one in its backward, waited once their gradient comes back)
 /// are live at its first backward.
@@ -328,7 +330,7 @@ struct FrameLayers {
   double keptPerLayer = 0, layerGradBytes = 0, accumulated = 0, regather = 0;
   double reducingGradBytes = 0, gatheredPerLayer = 0, gatherPackBytes = 0;
   bool head = true;
-  double sendBytes = 0;
+  double sendBytes = 0, headOnlyGradBytes = 0;
   /// With several microbatches: the token slices of the microbatches in
   /// flight on a rank with the embedding (kept until their embedding
   /// gradient), live from the forward through the backward.

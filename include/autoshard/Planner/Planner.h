@@ -299,6 +299,10 @@ struct LocalProfile {
   FunctionProfile preFwd, preBwd, postFwd, postBwd;
   /// Parameter elements per rank: one block, and outside the blocks.
   double layerParams = 0, otherParams = 0;
+  /// Of otherParams, those the embedding reads and those the head reads (a
+  /// tied embedding: both), and those only the head reads: what a
+  /// pipeline's first and last stage hold (static memory plan).
+  double preParams = 0, postParams = 0, headOnlyParams = 0;
   /// Of layerParams, the expert weights of an MoE block (block arguments
   /// with tfm.role expert_gate / expert_up / expert_down, shape [E, ...]),
   /// per rank at ep = 1; 0 for a dense block.

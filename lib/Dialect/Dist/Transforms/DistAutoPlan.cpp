@@ -106,6 +106,9 @@ struct RawProfile {
   /// Full recomputation's re-run of the block forward (`@B_recompute_full`).
   RawFunction layerRecompute;
   double layerParams = 0, totalParams = 0;
+  /// Of the non-block parameters, those the embedding reads and those the
+  /// head reads (a tied embedding: both), and those only the head reads.
+  double preParams = 0, postParams = 0, headOnlyParams = 0;
   /// Of layerParams, the expert weights (elements per rank).
   double expertParams = 0;
   /// Bytes of the block forward's tfm.moe_dispatch results ([E, B, C, H]).
@@ -227,6 +230,43 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
   for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
     if (step.getArgAttr(i, tfm::kParamAttrName))
       p.totalParams += tensorElements(step.getArgument(i).getType());
+  // The non-block parameters by the part of the step that reads them (a
+  // pipeline's first stage holds the embedding's, its last the head's),
+  // through the uncosted ops between (views, collectives).
+  llvm::DenseSet<Operation *> pre, post;
+  for (const CostRecord &c : s.embedding.costs)
+    pre.insert(c.op);
+  for (const WorkProfile *w : {&s.head, &s.headBackward})
+    for (const CostRecord &c : w->costs)
+      post.insert(c.op);
+  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
+    if (!step.getArgAttr(i, tfm::kParamAttrName))
+      continue;
+    bool block = false, inPre = false, inPost = false;
+    SmallVector<Value> work = {step.getArgument(i)};
+    llvm::DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (!seen.insert(user).second)
+          continue;
+        if (isa<func::CallOp>(user))
+          block = true;
+        else if (pre.contains(user))
+          inPre = true;
+        else if (post.contains(user))
+          inPost = true;
+        else
+          llvm::append_range(work, user->getResults());
+      }
+    }
+    if (block)
+      continue;
+    double n = tensorElements(step.getArgument(i).getType());
+    p.preParams += inPre ? n : 0;
+    p.postParams += inPost ? n : 0;
+    p.headOnlyParams += inPost && !inPre ? n : 0;
+  }
   for (unsigned i = 0, e = fwd.getNumArguments(); i < e; ++i) {
     auto attr = fwd.getArgAttrOfType<StringAttr>(i, tfm::kRoleAttrName);
     if (!attr)
@@ -756,6 +796,9 @@ struct DistAutoPlanPass
         prof.postBwd = fitf(a.postBwd, b.postBwd);
         prof.layerParams = a.layerParams;
         prof.otherParams = std::max(0.0, a.totalParams - a.layerParams);
+        prof.preParams = a.preParams;
+        prof.postParams = a.postParams;
+        prof.headOnlyParams = a.headOnlyParams;
         prof.expertParams = a.expertParams;
         prof.dispatchBytes = fitv(a.dispatch, b.dispatch);
         prof.residualBytes = fitv(a.residual, b.residual);
