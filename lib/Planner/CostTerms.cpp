@@ -513,6 +513,48 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
   return finish(a);
 }
 
+FramePeak framePeak(const StepMemory &phases, double b, double scale,
+                    const FrameLayers &l) {
+  const double otherLayers = std::max(0.0, l.layers - 1);
+  const double otherInflight = std::max(0.0, l.inflight - 1);
+  const double otherGrads = otherLayers * l.layerGradBytes;
+  FramePeak best;
+  bool first = true;
+  auto consider = [&](StepPhase phase, double kept, double paramGrads) {
+    if (phase == StepPhase::Head && !l.head)
+      return;
+    const PhaseMemory &m = phases[static_cast<unsigned>(phase)];
+    FramePeak c;
+    c.phase = phase;
+    const double headGrad = l.head ? 0 : m.headGrad.at(b) * scale;
+    const double received = std::max(0.0, headGrad - l.headOnlyGradBytes);
+    c.activations = m.activation.at(b) * scale + kept + received;
+    c.grads = m.grad.at(b) * scale - headGrad;
+    c.paramGrads = paramGrads;
+    c.other = m.other.at(b) * scale;
+    if (first || c.total() > best.total())
+      best = c;
+    first = false;
+  };
+  const double kept = otherInflight * l.keptPerLayer + l.tokenSlices;
+  const double prefetch = l.gatherPackBytes + l.gatheredPerLayer;
+  const double next = otherLayers > 0 ? prefetch : 0;
+  consider(StepPhase::Embedding, 0, l.accumulated);
+  consider(StepPhase::BlockForward, kept + l.gatheredPerLayer + prefetch,
+           l.accumulated);
+  consider(StepPhase::Head, kept + prefetch, l.accumulated);
+  consider(StepPhase::BlockBackward,
+           kept + (otherLayers > 0 ? l.regather : 0) + l.gatheredPerLayer +
+               next + l.sendBytes,
+           l.accumulated);
+  consider(StepPhase::BlockBackward, l.gatheredPerLayer,
+           l.microbatches > 1
+               ? l.accumulated
+               : otherGrads + (otherLayers > 0 ? l.reducingGradBytes : 0));
+  consider(StepPhase::Tail, 0, otherGrads);
+  return best;
+}
+
 double modelStateBytes(const Cluster &c, const ModelInfo &m,
                        const Candidate &plan, const ParameterShards &s) {
   const double w = m.elementBytes, g = gradElementBytes(c, w);

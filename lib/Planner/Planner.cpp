@@ -381,13 +381,97 @@ pipeline::SimulationOptions stageCosts(const Estimate &e) {
   return opts;
 }
 
-/// Sets `e`'s memory for `layers` in-flight layers of `perLayer` bytes
-/// each, `transient` bytes besides them, its model states and fixed bytes
-/// (already set) and the allocator's fragmentation of the dynamic part.
-void setMemory(Estimate &e, const Cluster &c, double layers, double perLayer,
-               double transient) {
+/// How `e`'s dynamic memory follows from its in-flight layers: `perLayer`
+/// bytes each and `transient` bytes besides them, or (`frame`, the cluster's
+/// `memory.grad_buffer` = "frame") the static memory plan's peak composed
+/// by framePeak from `layers` (its in-flight count replaced) plus
+/// `transient`.
+struct DynamicMemory {
+  double perLayer = 0, transient = 0;
+  bool frame = false;
+  const StepMemory *phases = nullptr;
+  double b = 1, scale = 1;
+  FrameLayers layers;
+  /// The model states but the gradients (which the frame peak sets).
+  double paramBytes = 0, optimizerBytes = 0;
+  /// Pipelines: the first and last stage's model states and unsharded
+  /// gradient bytes (what their microbatch sums take): the blocks' and the
+  /// non-block parameters the embedding / the head reads.
+  ModelStates firstStates, lastStates;
+  double firstGrads = 0, lastGrads = 0;
+  /// Pipeline stages and the bytes a stage sends per microbatch.
+  int64_t stages = 1;
+  bool gpipe = false;
+  double boundaryBytes = 0, tokenBytes = 0;
+};
+
+/// Sets `e`'s memory for `layers` in-flight layers (`dyn`; the heaviest
+/// rank's; `rankLayers`: each pipeline rank's when simulated), its model
+/// states and fixed bytes (already set) and the allocator's fragmentation
+/// of the dynamic part.
+void setMemory(Estimate &e, const Cluster &c, double layers,
+               const DynamicMemory &dyn,
+               const std::vector<double> &rankLayers = {}) {
   e.inflightLayers = layers;
-  e.activationBytes = layers * perLayer + transient;
+  if (dyn.frame) {
+    FrameLayers l = dyn.layers;
+    l.inflight = layers;
+    FramePeak peak = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
+    if (dyn.stages > 1) {
+      // The first stage holds `layers` in flight without the head, the
+      // last stage `rankLayers.back()` with it (closed form: one
+      // microbatch's, all of them under GPipe); the heavier is reported.
+      // Gradients accumulate from a rank's first backward on: they count
+      // only where a microbatch's backward precedes the last forward (fewer
+      // microbatches in flight than in the step).
+      const double perRank = l.layers;
+      auto microbatchesOf = [&](double inflight) {
+        return std::max(1.0, std::ceil(inflight / perRank - 1e-9));
+      };
+      const double microbatches = microbatchesOf(layers);
+      const double nextInflight =
+          dyn.gpipe ? l.microbatches
+                    : std::min(double(dyn.stages - 1), l.microbatches);
+      const double lastInflight =
+          !rankLayers.empty() ? rankLayers.back()
+                              : (dyn.gpipe ? l.microbatches : 1) * perRank;
+      l.head = false;
+      l.accumulated = l.accumulated > 0 ? dyn.firstGrads : 0;
+      // Its sends are waited once the next stage's first gradient has come
+      // back, which that stage sends after the forwards it holds in flight
+      // (1F1B: one fewer; GPipe: all): the sends beyond those are live.
+      l.sendBytes =
+          std::max(0.0, microbatches - nextInflight) * dyn.boundaryBytes;
+      l.tokenSlices = l.microbatches > 1 ? microbatches * dyn.tokenBytes : 0;
+      if (l.microbatches <= microbatches)
+        l.accumulated = 0;
+      FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
+      FrameLayers last = dyn.layers;
+      last.inflight = lastInflight;
+      last.tokenSlices = 0;
+      last.accumulated = last.accumulated > 0 ? dyn.lastGrads : 0;
+      if (last.microbatches <= microbatchesOf(lastInflight))
+        last.accumulated = 0;
+      peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
+      // The heavier rank, states held included (as dist-explain reports).
+      const ModelStates &a = dyn.firstStates, &z = dyn.lastStates;
+      bool firstHeavier = first.total() + a.params + a.optimizer >
+                          peak.total() + z.params + z.optimizer;
+      if (firstHeavier)
+        peak = first;
+      e.paramBytes = firstHeavier ? a.params : z.params;
+      e.optimizerBytes = firstHeavier ? a.optimizer : z.optimizer;
+    } else {
+      e.paramBytes = dyn.paramBytes;
+      e.optimizerBytes = dyn.optimizerBytes;
+    }
+    e.gradBytes = peak.paramGrads;
+    e.stateBytes = e.paramBytes + e.gradBytes + e.optimizerBytes;
+    e.activationGradBytes = peak.grads;
+    e.activationBytes = peak.activations + peak.grads + dyn.transient;
+  } else {
+    e.activationBytes = layers * dyn.perLayer + dyn.transient;
+  }
   e.peakBytes =
       e.stateBytes + e.activationBytes * (1 + c.fragmentation) + e.fixedBytes;
   e.fits = e.peakBytes <= c.hbmBytes;
@@ -397,8 +481,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers, double perLayer,
 /// count) of `e` by the simulated schedule's (lib/Pipeline); an error for a
 /// schedule that does not build or deadlocks.
 std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
-                             int64_t layersPerChunk, double perLayer,
-                             double transient) {
+                             int64_t layersPerChunk, const DynamicMemory &dyn) {
   const Candidate &plan = e.plan;
   auto kind = scheduleKind(plan.schedule);
   auto sched = kind ? pipeline::buildSchedule(*kind, plan.pp, plan.mb, plan.vpp)
@@ -415,7 +498,10 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   int64_t chunks = 0;
   for (int64_t x : sim.peakActivations)
     chunks = std::max(chunks, x);
-  setMemory(e, c, double(chunks * layersPerChunk), perLayer, transient);
+  std::vector<double> rankLayers;
+  for (int64_t x : sim.peakActivations)
+    rankLayers.push_back(double(x * layersPerChunk));
+  setMemory(e, c, double(chunks * layersPerChunk), dyn, rankLayers);
   double simBusy = 0;
   for (double x : sim.busy)
     simBusy = std::max(simBusy, x);
@@ -513,24 +599,70 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   e.paramBytes = states.params;
   e.gradBytes = states.grads;
   e.optimizerBytes = states.optimizer;
-  if (c.gradBufferInFrame) {
-    // Gradients in the static frame: at the peak only the ones accumulated
-    // over the earlier microbatches (ZeRO-2/3: the rank's shard) are live
-    // besides the one-block peak's (BlockActivations::gradients).
-    e.gradBytes = plan.mb > 1 ? states.grads : 0;
-    e.stateBytes = e.paramBytes + e.gradBytes + e.optimizerBytes;
-  }
   BlockActivations act = blockActivations(c, prof, plan.recompute, b, scale);
-  e.activationGradBytes = act.gradients;
-  double transient = act.transient +
-                     zero3GatheredBytes(c, m, prof, plan, shards) +
-                     act.gradients;
   e.fixedBytes = fixedBytes(c, plan, shards);
-  setMemory(e, c, inflightLayers(plan, m.layers), act.perLayer, transient);
+  DynamicMemory dyn;
+  dyn.perLayer = act.perLayer;
+  dyn.transient = act.transient + zero3GatheredBytes(c, m, prof, plan, shards) +
+                  act.gradients;
+  e.activationGradBytes = act.gradients;
+  if (c.gradBufferInFrame) {
+    // Gradients in the static frame: the compiled step's peak, composed
+    // from the one-block step's phases (framePeak).
+    dyn.frame = true;
+    dyn.phases = rc ? &rc->phases : &prof.phases;
+    dyn.b = b;
+    dyn.scale = scale;
+    dyn.transient = 0;
+    dyn.layers.layers = shards.layersPerRank;
+    dyn.layers.microbatches = plan.mb;
+    dyn.layers.keptPerLayer = act.perLayer;
+    dyn.layers.layerGradBytes = prof.layerParams * m.elementBytes /
+                                (plan.zero >= 2 ? double(shards.dpGroup) : 1.0);
+    // The microbatches' gradients accumulate unsharded (ZeRO-2/3 reduce-
+    // scatter the sums after the last microbatch).
+    dyn.layers.accumulated = plan.mb > 1
+                                 ? gradElementBytes(c, m.elementBytes) *
+                                       (shards.denseRank + shards.expertRank)
+                                 : 0;
+    // Prefetched one call ahead: under full recomputation the next block's
+    // re-run comes first, so its gather overlaps that call, not this one.
+    if (plan.recompute != "full")
+      dyn.layers.regather =
+          (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * scale;
+    const double layerBytes = prof.layerParams * m.elementBytes;
+    if (plan.zero >= 2 && shards.dpGroup > 1)
+      dyn.layers.reducingGradBytes = layerBytes;
+    if (plan.zero == 3 && shards.dpGroup > 1) {
+      dyn.layers.gatheredPerLayer = layerBytes;
+      dyn.layers.gatherPackBytes = layerBytes / double(shards.dpGroup);
+    }
+    dyn.stages = p;
+    dyn.gpipe = plan.schedule == "gpipe";
+    dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
+    dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
+    dyn.layers.tokenSlices = plan.mb > 1 ? dyn.tokenBytes : 0;
+    dyn.layers.headOnlyGradBytes = prof.headOnlyParams * m.elementBytes;
+    // A stage holds the non-block parameters its part of the step reads
+    // (all of them where the profile could not tell).
+    const bool split = prof.preParams + prof.postParams > 0;
+    auto stage = [&](double nonBlock, ModelStates &states, double &grads) {
+      ParameterShards held = shards;
+      held.denseRank +=
+          (split ? nonBlock : prof.otherParams) - prof.otherParams;
+      states = modelStateParts(c, m, plan, held);
+      grads = gradElementBytes(c, m.elementBytes) *
+              (held.denseRank + held.expertRank);
+    };
+    stage(prof.preParams, dyn.firstStates, dyn.firstGrads);
+    stage(prof.postParams, dyn.lastStates, dyn.lastGrads);
+    dyn.paramBytes = e.paramBytes;
+    dyn.optimizerBytes = e.optimizerBytes;
+  }
+  setMemory(e, c, inflightLayers(plan, m.layers), dyn);
 
   if (simulate && p > 1) {
-    std::string why = simulatePipeline(e, c, pipeTime, layersPerChunk,
-                                       act.perLayer, transient);
+    std::string why = simulatePipeline(e, c, pipeTime, layersPerChunk, dyn);
     if (!why.empty())
       return invalid(why);
   }

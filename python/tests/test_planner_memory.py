@@ -13,13 +13,24 @@ affine fit of the one-block programs):
 
 * parameters: planner ``params`` = ``state_param``;
 * optimizer states: planner ``optimizer`` = ``state_opt_m + state_opt_v``;
-* gradients live at the peak: planner ``grads`` (accumulated over earlier
-  microbatches) + ``activation_grads`` (the one-block step's peak) =
-  ``peak_grad``;
+* gradients live at the peak: planner ``grads`` (parameter gradients of the
+  other layers or accumulated over earlier microbatches) +
+  ``activation_grads`` (the gradient bytes of the one-block step's phase
+  where the peak is) = ``peak_grad``;
 * activations at the peak: planner ``activations`` = ``peak_activation``.
 
-Plans where the two are known to differ (docs/planner.md, "Memory"):
-pp > 1, sequence parallelism, recomputation and ZeRO-3; not listed here.
+The planner composes the compiled step's peak from the one-block step's
+memory plan per phase (embedding, block forward, head, block backward,
+tail; docs/planner.md, "memory"), so the plans cover where the peak lands:
+the end of the forward (dp, tp, ZeRO-1/2), the first backward call (tp
+with SP, ZeRO-3: the next block's prefetched gathers; the first pipeline
+stage of 1F1B, the heaviest, with two microbatches in flight, its
+unwaited send and the received loss gradient), the last backward call
+(full recomputation: every other layer's parameter gradients) and the
+recomputation in the backward (selective).
+
+A pipeline stage holds the non-block parameters its part of the step
+reads (the first stage the embedding's, the last the head's).
 """
 
 import json
@@ -42,6 +53,15 @@ PLANS = [
     ("dp=2,zero=1", 2),
     ("dp=2,tp=2", 1),
     ("dp=2,zero=2", 1),
+    ("pp=2", 2),
+    ("pp=4", 4),
+    ("pp=2,schedule=interleaved,vpp=2", 4),
+    ("dp=2,tp=2,sp=1", 1),
+    ("dp=2,recompute=full", 1),
+    ("dp=2,recompute=selective", 1),
+    ("dp=2,tp=2,sp=1,recompute=selective", 1),
+    ("dp=2,zero=3", 1),
+    ("dp=2,zero=3", 2),
 ]
 
 

@@ -184,6 +184,100 @@ TEST(MemoryTerm, Zero3GatheredBlocksAndFixedBytes) {
                    1e9 + 7 * 1e8);
 }
 
+/// A one-block step's memory per phase (activation, grad, other bytes,
+/// constant in b; the head's share of the grad bytes).
+StepMemory framePhases() {
+  StepMemory p;
+  auto set = [&](StepPhase phase, double act, double grad, double headGrad) {
+    PhaseMemory &m = p[static_cast<unsigned>(phase)];
+    m.activation = {act, 0}, m.grad = {grad, 0}, m.other = {8, 0};
+    m.headGrad = {headGrad, 0};
+  };
+  set(StepPhase::Embedding, 10, 0, 0);
+  set(StepPhase::BlockForward, 100, 0, 0);
+  set(StepPhase::Head, 120, 10, 10);
+  set(StepPhase::BlockBackward, 90, 40, 15);
+  set(StepPhase::Tail, 0, 60, 0);
+  return p;
+}
+
+TEST(MemoryTerm, FramePeakPhases) {
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 4, l.inflight = 4, l.keptPerLayer = 50, l.layerGradBytes = 30;
+  // Head 120 + 3·50 kept, 10 grad: 280 + 8 beats the top backward's
+  // 90 + 150 + 40 and the bottom's 90 + 40 + 3·30.
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::Head);
+  EXPECT_DOUBLE_EQ(p.activations, 270);
+  EXPECT_DOUBLE_EQ(p.grads, 10);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 0);
+  EXPECT_DOUBLE_EQ(p.other, 8);
+  // Few kept bytes (full recomputation), large layer gradients: the bottom
+  // backward with the 3 other layers' gradients.
+  l.keptPerLayer = 5, l.layerGradBytes = 100;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 300);
+  // The tail holds them too: with 80 activation bytes its 80 + 60 + 300
+  // beats the bottom backward's 90 + 40 + 300.
+  phases[static_cast<unsigned>(StepPhase::Tail)].activation = {80, 0};
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::Tail);
+  EXPECT_DOUBLE_EQ(p.grads + p.paramGrads, 360);
+  // More microbatches: the sums (accumulated) stand for the other layers'
+  // gradients at the bottom backward and count at the forward phases.
+  l.microbatches = 2, l.accumulated = 1000, l.layerGradBytes = 0;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::Head);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 1000);
+  EXPECT_DOUBLE_EQ(p.activations, 120 + 15);
+}
+
+TEST(MemoryTerm, FramePeakPrefetchPipelineAndZero3) {
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 4, l.inflight = 4, l.keptPerLayer = 50;
+  // The next block's prefetched SP re-gather at the top backward:
+  // 90 + 150 + 40 + 60 = 340 > 288.
+  l.regather = 60;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 300);
+  // One layer: nothing to prefetch, the head wins again.
+  l.layers = 1, l.inflight = 1;
+  EXPECT_EQ(framePeak(phases, 1, 1, l).phase, StepPhase::Head);
+  // A first pipeline stage: no head; the head's 15 gradient bytes at the
+  // backward arrive as received activations, and its unwaited send.
+  l.layers = 2, l.inflight = 4, l.regather = 0, l.head = false;
+  l.sendBytes = 7;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 15 + 150 + 7);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 15);
+  // Of the head's gradients, those of parameters only the head reads (the
+  // final norm's, 5) are neither received nor held.
+  l.headOnlyGradBytes = 5;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 10 + 150 + 7);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 15);
+  l.headOnlyGradBytes = 0;
+  // ZeRO-3: the block's gathered parameters (20) and the next one's
+  // packed shard (10) and gathered buffer at a block call.
+  l.head = true, l.sendBytes = 0;
+  l.gatheredPerLayer = 20, l.gatherPackBytes = 10;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 150 + 20 + 30);
+  // ZeRO-2/3 at the bottom: the other layers' shards and the block
+  // above's whole gradients being reduce-scattered.
+  l.keptPerLayer = 0, l.layerGradBytes = 25, l.reducingGradBytes = 100;
+  l.gatheredPerLayer = 0, l.gatherPackBytes = 0;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 25 + 100);
+}
+
 TEST(DataParallelTerm, AllReduceOptimizerAndZero3) {
   Cluster c = testCluster();
   ModelInfo m = termModel();

@@ -865,11 +865,16 @@ TEST(Memory, StateKindsAndByteConventions) {
   c.masterWeightBytes = 0;
   c.optimizerStateBytes = 4;
   EXPECT_DOUBLE_EQ(t.estimate(8).optimizerBytes, 4e9 / 8);
-  // Gradients in the static frame (autoshard): with one microbatch none
-  // are live at the peak but the one-block step's; with two, the
-  // accumulated shard.
+  // Gradients in the static frame (autoshard): the compiled step's peak,
+  // composed from the one-block step's phases (framePeak). With the peak
+  // at the head and one microbatch, no parameter gradient is live but the
+  // phase's own; with two, the sums of the earlier microbatch, unsharded
+  // (ZeRO-2 reduce-scatters them after the last microbatch).
   c.gradBufferInFrame = true;
   prof.frameGradBytes = {1e6, 2e6};
+  PhaseMemory &head = prof.phases[static_cast<unsigned>(StepPhase::Head)];
+  head.activation = {1e11, 0};
+  head.grad = {1e6, 2e6};
   Estimate frame = t.estimate(8);
   EXPECT_DOUBLE_EQ(frame.gradBytes, 0);
   EXPECT_DOUBLE_EQ(frame.activationGradBytes, 1e6 + 2e6);
@@ -877,11 +882,36 @@ TEST(Memory, StateKindsAndByteConventions) {
   plan.mb = 2;
   plan.dp = 4;
   Estimate two = t.estimate(8);
-  EXPECT_DOUBLE_EQ(two.gradBytes, 4e9 / 4);
+  EXPECT_DOUBLE_EQ(two.gradBytes, 4e9);
   // A persistent buffer holds the step's parameter gradients already.
   c.gradBufferInFrame = false;
   prof.stepParamBytes = 2e6;
   EXPECT_DOUBLE_EQ(t.estimate(8).activationGradBytes, 1e6);
+}
+
+TEST(Memory, FramePipelineStagesHoldTheirParameters) {
+  // In the static memory plan a pipeline stage holds the non-block
+  // parameters its part of the step reads: the first stage the
+  // embedding's, the last the head's (a tied embedding on both).
+  PlanEval t(syntheticProfile(1e6, 1e8), "pp=2,mb=2");
+  auto &[c, m, prof, plan] = t;
+  c.gradBufferInFrame = true;
+  prof.otherParams = 3e5;
+  prof.preParams = 2e5, prof.postParams = 1.5e5, prof.headOnlyParams = 5e4;
+  const double blocks = m.layers / 2 * 1e6;
+  // The first stage, two microbatches in flight, is the heavier.
+  Estimate first = t.estimate(2);
+  ASSERT_TRUE(first.fits) << first.note;
+  EXPECT_DOUBLE_EQ(first.paramBytes, (blocks + 2e5) * m.elementBytes);
+  // A large head makes the last stage the heavier.
+  prof.phases[static_cast<unsigned>(StepPhase::Head)].activation = {1e12, 0};
+  Estimate last = t.estimate(2);
+  EXPECT_DOUBLE_EQ(last.paramBytes, (blocks + 1.5e5) * m.elementBytes);
+  EXPECT_DOUBLE_EQ(last.stateBytes,
+                   last.paramBytes + last.gradBytes + last.optimizerBytes);
+  // Without the split (a profile that could not tell), all of them.
+  prof.preParams = prof.postParams = 0;
+  EXPECT_DOUBLE_EQ(t.estimate(2).paramBytes, (blocks + 3e5) * m.elementBytes);
 }
 
 TEST(Memory, KeptDropoutMasks) {

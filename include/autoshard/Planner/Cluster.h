@@ -76,10 +76,9 @@ struct Cluster {
   /// gradBytes per parameter allocated for the whole run, counted in the
   /// model states. "frame" (autoshard's static memory plan, rt-plan-memory):
   /// a parameter's gradient is a frame buffer live from its backward to the
-  /// optimizer, so at the step's memory peak (the end of the last
-  /// microbatch's forward) only the gradients accumulated over earlier
-  /// microbatches (none with one microbatch) and those of the one-block
-  /// step's peak (its head's) are live.
+  /// optimizer; the planner composes the compiled step's peak from the
+  /// one-block programs' memory plans per phase (framePeak) and counts the
+  /// gradients live there.
   bool gradBufferInFrame = false;
   /// Bytes of communication buffers per process group (communicator) of
   /// more than one rank that a rank belongs to (NCCL's per-channel, per-peer

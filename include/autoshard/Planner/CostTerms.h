@@ -277,6 +277,68 @@ BlockActivations blockActivations(const Cluster &cluster,
                                   const std::string &mode, double b,
                                   double tokenScale);
 
+/// The live bytes of autoshard's static memory plan at a rank's peak
+/// (`memory.grad_buffer` = "frame"), composed from the one-block step's
+/// phases (LocalProfile::phases; RecomputeProfile::phases under a compiled
+/// recomputation mode). The compiled step runs the one-block step's phases
+/// with `layers` blocks; what it holds besides a phase's own bytes:
+///  * embedding: the gradients accumulated over earlier microbatches
+///    (`accumulated`);
+///  * the last block forward call and the head: the `inflight` - 1 other
+///    layers' kept bytes (`keptPerLayer`: block input and residuals), and
+///    `accumulated`;
+///  * the first (top) block backward: the same, and the next block's
+///    backward re-gathers (`regather`: sequence-parallel residuals gathered
+///    for the backward, prefetched one call ahead) when there is one;
+///  * the last (bottom) block backward and the tail: the parameter
+///    gradients of the `layers` - 1 other blocks (`layerGradBytes` each,
+///    frame buffers from their backward to the optimizer); with more than
+///    one microbatch they are the accumulation sums: `accumulated` at the
+///    bottom backward (an upper bound: the head's gradients of the last
+///    microbatch, already summed, are counted again), the same size at the
+///    tail.
+/// With ZeRO-2/3 a block's gradients are reduce-scattered after its
+/// backward and waited one call later: the other blocks hold their shards
+/// (`layerGradBytes` is a shard) and the bottom backward also the block
+/// above's whole gradients (`reducingGradBytes`). ZeRO-3 gathers each
+/// block's parameters at its call (`gatheredPerLayer`), the next call's
+/// one call ahead (its packed shard `gatherPackBytes` and the gathered
+/// buffer): at a block call the current and, when there is a next block
+/// call, the next block's; the head holds the top block's prefetched
+/// backward gather.
+/// A pipeline rank without the head (`head` false) skips the head phase;
+/// the loss gradient and the tied embedding's head gradient reach it as
+/// received (activation) buffers, so the head's gradient bytes of a phase
+/// (PhaseMemory::headGrad) count as activations but for the gradients of
+/// parameters only the head reads (`headOnlyGradBytes`: the final norm's),
+/// which it does not hold; its forward sends not yet
+/// waited for (`sendBytes`: the outputs of the microbatches in flight
+/// beyond the one in its backward, waited once their gradient comes back)
+/// are live at its first backward.
+/// The peak is the candidate of largest total (workspaces and I/O
+/// included); its activation and gradient bytes are reported.
+struct FramePeak {
+  /// Activation-category bytes; gradient-category bytes of the phase
+  /// (activation gradients, the head's parameter gradients); parameter
+  /// gradients of other layers or accumulated over microbatches.
+  double activations = 0, grads = 0, paramGrads = 0, other = 0;
+  StepPhase phase = StepPhase::Head;
+  double total() const { return activations + grads + paramGrads + other; }
+};
+struct FrameLayers {
+  double layers = 1, inflight = 1, microbatches = 1;
+  double keptPerLayer = 0, layerGradBytes = 0, accumulated = 0, regather = 0;
+  double reducingGradBytes = 0, gatheredPerLayer = 0, gatherPackBytes = 0;
+  bool head = true;
+  double sendBytes = 0, headOnlyGradBytes = 0;
+  /// With several microbatches: the token slices of the microbatches in
+  /// flight on a rank with the embedding (kept until their embedding
+  /// gradient), live from the forward through the backward.
+  double tokenSlices = 0;
+};
+FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
+                    const FrameLayers &layers);
+
 /// Model-state bytes of one rank (ZeRO, Rajbhandari et al. 2020;
 /// algorithms.md §5.2): per parameter w (the IR's element size) + g
 /// (gradElementBytes) + AdamW's fp32 m and v (8) + an fp32 master copy when

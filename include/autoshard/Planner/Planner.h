@@ -16,6 +16,7 @@
 
 #include "autoshard/Planner/Cluster.h"
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -209,6 +210,27 @@ struct FunctionProfile {
   std::vector<CommProfile> comms;
 };
 
+/// The phases of the one-block train step, in program order: the embedding
+/// (before the block forward call), the block forward call, the head (final
+/// norm, LM head, loss and their gradients), the block's backward calls
+/// (with full recomputation its forward re-run first), the tail (embedding
+/// gradient, gradient reduction, optimizer).
+enum class StepPhase { Embedding, BlockForward, Head, BlockBackward, Tail };
+constexpr unsigned kNumStepPhases = 5;
+
+/// Live bytes of the one-block step's static memory plan (rt-plan-memory)
+/// at the op of largest total within one phase, per category: activations,
+/// gradients (rt-lower's grad category: every value of a backward function
+/// or derived from the loss gradient) and the rest (workspaces, I/O slots).
+/// `headGrad`: of `grad`, the buffers the head produced (the loss
+/// gradient flowing into the blocks, the head's parameter gradients): on a
+/// pipeline rank without the head they arrive from the next stage instead
+/// (activation-category receive buffers).
+struct PhaseMemory {
+  Affine activation, grad, other, headGrad;
+};
+using StepMemory = std::array<PhaseMemory, kNumStepPhases>;
+
 /// One block under an activation recomputation mode, read off the per-rank
 /// program compiled with `tfm-recompute mode=selective|full` right after
 /// `tfm-autodiff` (as scripts/train.sh does). All figures per microbatch.
@@ -232,6 +254,10 @@ struct RecomputeProfile {
   /// Peak live activation bytes of the one-block train step in this mode's
   /// static memory plan.
   Affine frameActivationBytes;
+  /// That plan's live bytes per phase of the step, and what its block
+  /// backward all-gathers of its arguments (LocalProfile::regatherBytes).
+  StepMemory phases;
+  Affine regatherBytes;
   /// Why the mode did not compile (then `compiled` is false).
   std::string error;
 };
@@ -273,6 +299,10 @@ struct LocalProfile {
   FunctionProfile preFwd, preBwd, postFwd, postBwd;
   /// Parameter elements per rank: one block, and outside the blocks.
   double layerParams = 0, otherParams = 0;
+  /// Of otherParams, those the embedding reads and those the head reads (a
+  /// tied embedding: both), and those only the head reads: what a
+  /// pipeline's first and last stage hold (static memory plan).
+  double preParams = 0, postParams = 0, headOnlyParams = 0;
   /// Of layerParams, the expert weights of an MoE block (block arguments
   /// with tfm.role expert_gate / expert_up / expert_down, shape [E, ...]),
   /// per rank at ep = 1; 0 for a dense block.
@@ -299,6 +329,16 @@ struct LocalProfile {
   /// Bytes of the one-block step's parameters per rank (the size of its
   /// parameter gradients).
   double stepParamBytes = 0;
+  /// The static memory plan's live bytes per phase of the one-block step.
+  StepMemory phases;
+  /// Bytes of the block backward's operands that the step all-gathers for
+  /// it (sequence parallelism's residuals gathered over tp), per
+  /// microbatch: what the compiled step prefetches one block call ahead.
+  Affine regatherBytes;
+  /// Bytes of the step's token ids per microbatch (its `tokens` input):
+  /// with several microbatches each keeps its slice of the step's tokens
+  /// until its embedding gradient.
+  Affine tokenBytes;
   /// Elements of the block forward's hidden dropouts per microbatch (what
   /// Cluster::dropoutMaskBytes charges per layer kept).
   Affine dropoutElements;
@@ -430,8 +470,10 @@ struct Estimate {
   double stateBytes = 0, activationBytes = 0, fixedBytes = 0;
   /// Model states by kind (their sum is stateBytes; modelStateParts): the
   /// parameters, the gradient buffers and the optimizer states (AdamW's m,
-  /// v and the fp32 master copy), each after its ZeRO sharding; and, of
-  /// activationBytes, the activation gradients live at the peak.
+  /// v and the fp32 master copy), each after its ZeRO sharding (with
+  /// Cluster::gradBufferInFrame the gradients are the parameter gradients
+  /// live at the static plan's peak: framePeak); and, of activationBytes,
+  /// the activation gradients live at the peak.
   double paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
   double activationGradBytes = 0;
   /// Peak in-flight activations, in layers, of the heaviest pipeline rank:

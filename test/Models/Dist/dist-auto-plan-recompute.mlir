@@ -21,9 +21,12 @@
 // RUN: shard-opt %t.model16.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-recompute-cluster.json gpus=8 batch=16 compilable=true recompute=none" -o /dev/null | FileCheck %s --check-prefix=TIGHT-NONE
 
 // Without recomputation a layer keeps its residuals and its input
-// (0.532 MiB); 0.625 MiB of SP all-gathers / reduce-scatters.
+// (0.532 MiB); 0.625 MiB of SP all-gathers / reduce-scatters. The
+// one-block step's memory plan (frame column) is read after the per-rank
+// passes on cpu-2core.json (memory.grad_buffer = "frame"): its peak, 0.595
+// MiB, holds the block's SP re-gather bucketed with the head's.
 // NONE: recomputation, one block per microbatch (tp=2+sp, mbs=2
-// NONE: none compiled 0.027 0.054 0.625 0.532 0.532
+// NONE: none compiled 0.027 0.054 0.625 0.532 0.595
 // NONE: search: 1 candidates (1 fit), 0 simulated, 2 block compilations
 
 // Selective: the recomputed norms and GELU are memory-bound (no GEMM
@@ -39,7 +42,7 @@
 // MiB). A layer keeps its input only: 2x32x128 f32 = 0.031 MiB.
 // FULL: chosen plan: pp=1,dp=1,cp=1,tp=2,sp=1,zero=0,ep=1,mbs=2,mb=4,schedule=1f1b,vpp=1,recompute=full
 // FULL-NEXT: as --plan: dp=1,tp=2,sp=1,mb=4,recompute=full{{$}}
-// FULL: full compiled 0.027 0.072 0.812 0.031 0.532
+// FULL: full compiled 0.027 0.072 0.812 0.031 0.595
 // FULL: 4 block compilations
 
 // JSON: "recompute_compiled": true

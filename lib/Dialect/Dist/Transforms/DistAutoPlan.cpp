@@ -33,6 +33,7 @@
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
 #include "autoshard/Dialect/Dist/Transforms/Plan.h"
 #include "autoshard/Dialect/Rt/IR/RtDialect.h"
+#include "autoshard/Dialect/Rt/Transforms/FrameLiveness.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 #include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
@@ -105,6 +106,9 @@ struct RawProfile {
   /// Full recomputation's re-run of the block forward (`@B_recompute_full`).
   RawFunction layerRecompute;
   double layerParams = 0, totalParams = 0;
+  /// Of the non-block parameters, those the embedding reads and those the
+  /// head reads (a tied embedding: both), and those only the head reads.
+  double preParams = 0, postParams = 0, headOnlyParams = 0;
   /// Of layerParams, the expert weights (elements per rank).
   double expertParams = 0;
   /// Bytes of the block forward's tfm.moe_dispatch results ([E, B, C, H]).
@@ -116,6 +120,17 @@ struct RawProfile {
   /// Elements the block forward's dropouts (tfm.dropout, dropout_local)
   /// produce: where a framework keeps a mask per element.
   double dropout = 0;
+  /// Bytes of the block backward call's operands that are all-gathered.
+  double regather = 0;
+  /// The block functions the step calls (their rt forms keep the names).
+  std::string forwardName, backwardName, recomputeName;
+  /// The step's live bytes per category at the largest-total op of each
+  /// phase (planner::StepPhase order) of its static memory plan.
+  std::array<rt::CategoryBytes, planner::kNumStepPhases> phases{};
+  /// Bytes of the step's `tokens` input slot (one microbatch's token ids).
+  double tokens = 0;
+  /// Of each phase's gradient bytes, those of buffers the head produced.
+  std::array<int64_t, planner::kNumStepPhases> headGrads{};
 };
 
 /// The plan keys that compile a one-block profile's expert layout: ep
@@ -188,6 +203,19 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     return failure();
   }
   const TrainStepProfile &s = *read;
+  p.forwardName = s.forward->name.str();
+  p.backwardName = s.backward->name.str();
+  if (s.recompute)
+    p.recomputeName = s.recompute->name.str();
+  // What the block backward gathers of its arguments (sequence
+  // parallelism's residuals): dist-hoist-argument-gathers moves those
+  // gathers to the call, dist-overlap-collectives one call ahead.
+  cast<func::FuncOp>(s.backward->op).walk([&](AllGatherOp gather) {
+    auto arg = dyn_cast<BlockArgument>(gather->getOperand(0));
+    if (arg && arg.hasOneUse() &&
+        arg.getOwner()->getParentOp() == s.backward->op)
+      p.regather += tensorBytes(gather->getResult(0).getType());
+  });
   record(s.forward->work, p.layerFwd);
   record(s.backward->work, p.layerBwd);
   if (s.recompute)
@@ -202,6 +230,43 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
   for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
     if (step.getArgAttr(i, tfm::kParamAttrName))
       p.totalParams += tensorElements(step.getArgument(i).getType());
+  // The non-block parameters by the part of the step that reads them (a
+  // pipeline's first stage holds the embedding's, its last the head's),
+  // through the uncosted ops between (views, collectives).
+  llvm::DenseSet<Operation *> pre, post;
+  for (const CostRecord &c : s.embedding.costs)
+    pre.insert(c.op);
+  for (const WorkProfile *w : {&s.head, &s.headBackward})
+    for (const CostRecord &c : w->costs)
+      post.insert(c.op);
+  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
+    if (!step.getArgAttr(i, tfm::kParamAttrName))
+      continue;
+    bool block = false, inPre = false, inPost = false;
+    SmallVector<Value> work = {step.getArgument(i)};
+    llvm::DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (!seen.insert(user).second)
+          continue;
+        if (isa<func::CallOp>(user))
+          block = true;
+        else if (pre.contains(user))
+          inPre = true;
+        else if (post.contains(user))
+          inPost = true;
+        else
+          llvm::append_range(work, user->getResults());
+      }
+    }
+    if (block)
+      continue;
+    double n = tensorElements(step.getArgument(i).getType());
+    p.preParams += inPre ? n : 0;
+    p.postParams += inPost ? n : 0;
+    p.headOnlyParams += inPost && !inPre ? n : 0;
+  }
   for (unsigned i = 0, e = fwd.getNumArguments(); i < e; ++i) {
     auto attr = fwd.getArgAttrOfType<StringAttr>(i, tfm::kRoleAttrName);
     if (!attr)
@@ -243,6 +308,83 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     auto producer = v.getDefiningOp<tfm::TfmCostOpInterface>();
     if (producer && producer.getRooflineKind() == tfm::RooflineKind::Attention)
       p.selective += bytes;
+  }
+  return success();
+}
+
+/// Reads the live bytes of the planned one-block train step `step` per
+/// phase (planner::StepPhase): the embedding before the block forward call,
+/// that call, the head up to the first call of the block's backward (its
+/// full-recomputation re-run, else the backward), those calls and what
+/// runs between them, and the tail after the backward (embedding gradient,
+/// gradient reduction, optimizer). Per phase: the breakdown at its op of
+/// largest total, as rt-plan-memory's peak_breakdown is for the whole step.
+LogicalResult readPhases(rt::FuncOp step, RawProfile &p, std::string &err) {
+  FailureOr<SmallVector<rt::FrameUse>> uses = rt::getFrameUses(step);
+  if (failed(uses)) {
+    err = "the one-block train step's frame cannot be read";
+    return failure();
+  }
+  Block &body = step.getBody().front();
+  for (auto slot : step.getOps<rt::InputOp>())
+    if (slot.getRole() == "tokens")
+      p.tokens = double(cast<rt::BufferType>(slot.getType()).getSizeInBytes());
+  int64_t forward = -1, firstBackward = -1, backward = -1;
+  for (auto [index, op] : llvm::enumerate(body)) {
+    auto call = dyn_cast<rt::CallOp>(op);
+    if (!call)
+      continue;
+    StringRef callee = call.getCallee();
+    int64_t at = index;
+    if (forward < 0 && callee == p.forwardName)
+      forward = at;
+    if (firstBackward < 0 &&
+        (callee == p.backwardName || callee == p.recomputeName))
+      firstBackward = at;
+    if (backward < 0 && callee == p.backwardName)
+      backward = at;
+  }
+  if (forward < 0 || firstBackward < forward || backward < firstBackward) {
+    err = llvm::formatv("the one-block train step does not call @{0} before "
+                        "@{1}",
+                        p.forwardName, p.backwardName);
+    return failure();
+  }
+  auto phaseOf = [&](int64_t at) {
+    using planner::StepPhase;
+    if (at < forward)
+      return StepPhase::Embedding;
+    if (at == forward)
+      return StepPhase::BlockForward;
+    if (at < firstBackward)
+      return StepPhase::Head;
+    if (at <= backward)
+      return StepPhase::BlockBackward;
+    return StepPhase::Tail;
+  };
+  auto total = [](const rt::CategoryBytes &bytes) {
+    int64_t sum = 0;
+    for (int64_t b : bytes)
+      sum += b;
+    return sum;
+  };
+  for (int64_t at = 0, e = std::distance(body.begin(), body.end()); at < e;
+       ++at) {
+    rt::CategoryBytes live{};
+    for (const rt::FrameUse &use : *uses)
+      if (use.start <= at && at <= use.end)
+        for (unsigned i = 0; i < live.size(); ++i)
+          live[i] += use.bytes[i];
+    unsigned phase = static_cast<unsigned>(phaseOf(at));
+    if (total(live) <= total(p.phases[phase]))
+      continue;
+    p.phases[phase] = live;
+    p.headGrads[phase] = 0;
+    for (const rt::FrameUse &use : *uses)
+      if (use.start <= at && at <= use.end &&
+          phaseOf(use.start) == planner::StepPhase::Head)
+        p.headGrads[phase] +=
+            use.bytes[static_cast<unsigned>(rt::Category::Grad)];
   }
   return success();
 }
@@ -570,6 +712,26 @@ struct DistAutoPlanPass
     auto fitv = [&](double x, double y) {
       return sizes == 1 ? planner::Affine{0, x} : planner::Affine::fit(x, y);
     };
+    auto fitPhases = [&](const RawProfile &x, const RawProfile &y) {
+      planner::StepMemory phases;
+      for (unsigned i = 0; i < planner::kNumStepPhases; ++i) {
+        const rt::CategoryBytes &u = x.phases[i], &v = y.phases[i];
+        auto cat = [](const rt::CategoryBytes &c, rt::Category k) {
+          return double(c[static_cast<unsigned>(k)]);
+        };
+        auto other = [&](const rt::CategoryBytes &c) {
+          return cat(c, rt::Category::Workspace) + cat(c, rt::Category::Io);
+        };
+        phases[i].activation = fitv(cat(u, rt::Category::Activation),
+                                    cat(v, rt::Category::Activation));
+        phases[i].grad =
+            fitv(cat(u, rt::Category::Grad), cat(v, rt::Category::Grad));
+        phases[i].other = fitv(other(u), other(v));
+        phases[i].headGrad =
+            fitv(double(x.headGrads[i]), double(y.headGrads[i]));
+      }
+      return phases;
+    };
     auto fitf = [&](const RawFunction &x, const RawFunction &y) {
       if (sizes == 2)
         return fit(x, y);
@@ -595,8 +757,8 @@ struct DistAutoPlanPass
           int64_t b = i + 1;
           std::string err;
           ++compiled;
-          if (failed(compileAndRead(*oneBlock, irBatch / b, key, mode, raw[i],
-                                    err)))
+          if (failed(compileAndRead(*oneBlock, irBatch / b, key, mode,
+                                    machine->gradBufferInFrame, raw[i], err)))
             error =
                 llvm::formatv("tp={0}{1}{2}{3}: {4}", tp, sp ? ",sp=1" : "",
                               expertPlanKeys(key),
@@ -622,6 +784,8 @@ struct DistAutoPlanPass
           rc.layerRecompute = fitf(a.layerRecompute, b.layerRecompute);
           rc.residualBytes = fitv(a.residual, b.residual);
           rc.frameActivationBytes = fitv(a.frame, b.frame);
+          rc.phases = fitPhases(a, b);
+          rc.regatherBytes = fitv(a.regather, b.regather);
           continue;
         }
         prof.layerFwd = fitf(a.layerFwd, b.layerFwd);
@@ -632,6 +796,9 @@ struct DistAutoPlanPass
         prof.postBwd = fitf(a.postBwd, b.postBwd);
         prof.layerParams = a.layerParams;
         prof.otherParams = std::max(0.0, a.totalParams - a.layerParams);
+        prof.preParams = a.preParams;
+        prof.postParams = a.postParams;
+        prof.headOnlyParams = a.headOnlyParams;
         prof.expertParams = a.expertParams;
         prof.dispatchBytes = fitv(a.dispatch, b.dispatch);
         prof.residualBytes = fitv(a.residual, b.residual);
@@ -641,6 +808,9 @@ struct DistAutoPlanPass
         prof.frameGradBytes = fitv(a.frameGrad, b.frameGrad);
         prof.stepParamBytes = a.totalParams * model.elementBytes;
         prof.dropoutElements = fitv(a.dropout, b.dropout);
+        prof.phases = fitPhases(a, b);
+        prof.regatherBytes = fitv(a.regather, b.regather);
+        prof.tokenBytes = fitv(a.tokens, b.tokens);
       }
       profiles[key] = std::move(prof);
     }
@@ -804,10 +974,16 @@ struct DistAutoPlanPass
 
   /// Compiles the one-block model with plan dp=`dp`,tp,sp and
   /// recomputation `mode` (tfm-recompute right after tfm-autodiff, as
-  /// scripts/train.sh does; nothing for "none") and reads it.
+  /// scripts/train.sh does; nothing for "none") and reads it: its per-rank
+  /// functions after dist-partition, then its static memory plan, with
+  /// `perRank` (a cluster whose gradients live in the frame: the plan is
+  /// compared with the compiled program's) after the per-rank passes a
+  /// compile runs (buildDistPerRankPipeline: bucketed, prefetched
+  /// collectives), else right after dist-partition.
   LogicalResult compileAndRead(ModuleOp oneBlock, int64_t dp,
                                const planner::ProfileKey &key, StringRef mode,
-                               RawProfile &raw, std::string &err) {
+                               bool perRank, RawProfile &raw,
+                               std::string &err) {
     OwningOpRef<ModuleOp> copy = oneBlock.clone();
     std::string plan = llvm::formatv("dp={0},tp={1},sp={2}{3}", dp, key.tp,
                                      key.sp ? 1 : 0, expertPlanKeys(key));
@@ -829,22 +1005,25 @@ struct DistAutoPlanPass
       return failure();
     if (failed(readProgram(*copy, raw, err)))
       return failure();
-    auto lower = [](OpPassManager &pm) {
+    auto lower = [&](OpPassManager &pm) {
+      if (perRank)
+        buildDistPerRankPipeline(pm, /*overlap=*/true);
       rt::buildRtLoweringPipeline(pm, /*fuseEpilogues=*/true);
     };
     if (failed(dist::runPassPipeline(*copy, lower, err)))
       return failure();
-    copy->walk([&](Operation *op) {
-      auto entry = op->getAttrOfType<StringAttr>("entry");
-      if (!entry || entry.getValue() != "train_step")
-        return;
-      if (auto peak = op->getAttrOfType<DictionaryAttr>("peak_breakdown"))
+    for (auto step : copy->getOps<rt::FuncOp>()) {
+      if (!step.isEntry() || *step.getEntry() != "train_step")
+        continue;
+      if (DictionaryAttr peak = step.getPeakBreakdownAttr()) {
         if (auto act = peak.getAs<IntegerAttr>("activation"))
           raw.frame = double(act.getInt());
-      if (auto peak = op->getAttrOfType<DictionaryAttr>("peak_breakdown"))
         if (auto grad = peak.getAs<IntegerAttr>("grad"))
           raw.frameGrad = double(grad.getInt());
-    });
+      }
+      if (failed(readPhases(step, raw, err)))
+        return failure();
+    }
     return success();
   }
 };

@@ -17,13 +17,17 @@ void autoshard::dist::buildDistPartitionPipeline(
   pm.addPass(createDistPropagate());
   pm.addPass(createDistZigzagSequence());
   pm.addPass(createDistPartition());
-  if (options.stopAfterPartition)
-    return;
+  if (!options.stopAfterPartition)
+    buildDistPerRankPipeline(pm, options.overlap);
+}
+
+void autoshard::dist::buildDistPerRankPipeline(mlir::OpPassManager &pm,
+                                               bool overlap) {
   pm.addPass(createDistPipelineSplit());
-  if (options.overlap)
+  if (overlap)
     pm.addPass(createDistHoistArgumentGathers());
   pm.addPass(createDistBucketCollectives());
-  if (options.overlap)
+  if (overlap)
     pm.addPass(createDistOverlapCollectives());
   pm.addPass(createDistVerifyComm());
 }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "autoshard/Dialect/Rt/IR/RtOps.h"
+#include "autoshard/Dialect/Rt/Transforms/FrameLiveness.h"
 #include "autoshard/Dialect/Rt/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -24,8 +25,6 @@ using namespace mlir;
 using namespace autoshard::rt;
 
 namespace {
-
-constexpr unsigned kNumCategories = 4;
 
 /// Something that occupies bytes of a frame while it is live: a local
 /// (`rt.alloc`), an I/O slot, or the callee frame of a call.
@@ -58,13 +57,10 @@ Category getCategory(Operation *op) {
   return Category::Io;
 }
 
-/// Live bytes per category (indexed by Category).
-using Breakdown = std::array<int64_t, kNumCategories>;
-
-int64_t getTotal(const Breakdown &breakdown) {
+int64_t getTotal(const CategoryBytes &bytes) {
   int64_t total = 0;
-  for (int64_t bytes : breakdown)
-    total += bytes;
+  for (int64_t b : bytes)
+    total += b;
   return total;
 }
 
@@ -200,25 +196,19 @@ int64_t placeItems(MutableArrayRef<FrameItem> items) {
 
 /// Live bytes per category at the instruction where `func`'s live bytes
 /// peak, with each call's callee peak counted at the call.
-Breakdown computePeakBreakdown(FuncOp func, ArrayRef<FrameItem> items) {
-  Block &body = func.getBody().front();
-  Breakdown peak{};
-  for (auto [index, op] : llvm::enumerate(body)) {
-    int64_t at = index;
-    Breakdown live{};
-    for (const FrameItem &item : items) {
-      if (isa<CallOp>(item.op) || item.start > at || item.end < at)
-        continue;
-      live[static_cast<unsigned>(getCategory(item.op))] += item.bytes;
-    }
-    if (auto call = dyn_cast<CallOp>(op)) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<FuncOp>(
-          call, call.getCalleeAttr());
-      for (NamedAttribute entry : callee.getPeakBreakdownAttr())
-        live[static_cast<unsigned>(
-            *symbolizeCategory(entry.getName().getValue()))] +=
-            cast<IntegerAttr>(entry.getValue()).getInt();
-    }
+FailureOr<CategoryBytes> computePeakBreakdown(FuncOp func) {
+  FailureOr<SmallVector<FrameUse>> uses = getFrameUses(func);
+  if (failed(uses))
+    return failure();
+  int64_t numOps = std::distance(func.getBody().front().begin(),
+                                 func.getBody().front().end());
+  CategoryBytes peak{};
+  for (int64_t at = 0; at < numOps; ++at) {
+    CategoryBytes live{};
+    for (const FrameUse &use : *uses)
+      if (use.start <= at && at <= use.end)
+        for (unsigned i = 0; i < live.size(); ++i)
+          live[i] += use.bytes[i];
     if (getTotal(live) > getTotal(peak))
       peak = live;
   }
@@ -269,12 +259,14 @@ LogicalResult planFunction(FuncOp func) {
   Builder builder(func.getContext());
   func.setFrameBytesAttr(builder.getI64IntegerAttr(frameBytes));
 
-  Breakdown peak = computePeakBreakdown(func, *items);
+  FailureOr<CategoryBytes> peak = computePeakBreakdown(func);
+  if (failed(peak))
+    return failure();
   SmallVector<NamedAttribute> entries;
-  for (unsigned i = 0; i < kNumCategories; ++i)
+  for (unsigned i = 0; i < peak->size(); ++i)
     entries.push_back(
         builder.getNamedAttr(stringifyCategory(static_cast<Category>(i)),
-                             builder.getI64IntegerAttr(peak[i])));
+                             builder.getI64IntegerAttr((*peak)[i])));
   func.setPeakBreakdownAttr(builder.getDictionaryAttr(entries));
   return checkPlan(func);
 }
@@ -301,3 +293,27 @@ struct RtPlanMemoryPass
 };
 
 } // namespace
+
+FailureOr<SmallVector<FrameUse>> autoshard::rt::getFrameUses(FuncOp func) {
+  FailureOr<SmallVector<FrameItem>> items = computeFrameItems(func);
+  if (failed(items))
+    return failure();
+  SmallVector<FrameUse> uses;
+  for (const FrameItem &item : *items) {
+    FrameUse use{item.op, item.start, item.end, {}};
+    if (auto call = dyn_cast<CallOp>(item.op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<FuncOp>(
+          call, call.getCalleeAttr());
+      if (DictionaryAttr peak = callee.getPeakBreakdownAttr())
+        for (NamedAttribute entry : peak)
+          if (std::optional<Category> category =
+                  symbolizeCategory(entry.getName().getValue()))
+            use.bytes[static_cast<unsigned>(*category)] +=
+                cast<IntegerAttr>(entry.getValue()).getInt();
+    } else {
+      use.bytes[static_cast<unsigned>(getCategory(item.op))] = item.bytes;
+    }
+    uses.push_back(use);
+  }
+  return uses;
+}

@@ -37,6 +37,14 @@ struct DistPartitionPipelineOptions {
 void buildDistPartitionPipeline(mlir::OpPassManager &pm,
                                 const DistPartitionPipelineOptions &options);
 
+/// The passes of buildDistPartitionPipeline after dist-partition:
+/// dist-pipeline-split, [dist-hoist-argument-gathers],
+/// dist-bucket-collectives, [dist-overlap-collectives] (the bracketed ones
+/// when `overlap`) and dist-verify-comm. dist-auto-plan runs them on a
+/// one-block profile after reading its per-rank functions, so that the
+/// profile's static memory plan is the compiled program's.
+void buildDistPerRankPipeline(mlir::OpPassManager &pm, bool overlap);
+
 } // namespace autoshard::dist
 
 #endif // AUTOSHARD_DIALECT_DIST_TRANSFORMS_PASSES_H
