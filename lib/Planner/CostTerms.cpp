@@ -396,6 +396,19 @@ double p2pTime(const Cluster &c, const Candidate &plan, double boundaryBytes) {
                                              boundaryBytes, 2, intra ? 2 : 1);
 }
 
+double gradientAccumulationTime(const Cluster &c, double elements,
+                                double tensors, int64_t microbatches,
+                                double gradBytes) {
+  if (microbatches <= 1 || tensors <= 0)
+    return 0;
+  const double bytes = elements * gradBytes / tensors;
+  double add = tensors * kernelTime(c, OpKind::Memory, elements / tensors,
+                                    3 * bytes, nullptr, "tfm.add");
+  double scale = tensors * kernelTime(c, OpKind::Memory, elements / tensors,
+                                      2 * bytes, nullptr, "tfm.scale");
+  return ((microbatches - 1) * add + scale) / double(microbatches);
+}
+
 PipelineTime pipelineTime(const Candidate &plan, const Estimate &e) {
   const int64_t p = plan.pp, v = plan.vpp;
   const double mb = plan.mb;

@@ -563,6 +563,31 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   e.firstB = ends.firstB;
   e.lastF = ends.lastF;
   e.lastB = ends.lastB;
+  // Gradient accumulation over the microbatches (adds between the block
+  // calls, on unsharded gradients whatever the ZeRO stage): each chunk's
+  // layers on its W, the non-block parameters on the stage that holds them.
+  {
+    const double g = gradElementBytes(c, m.elementBytes);
+    const double layerElements =
+        prof.layerParams -
+        (plan.ep > 1 ? prof.expertParams * (1 - 1.0 / plan.ep) : 0);
+    e.tW += layersPerChunk * gradientAccumulationTime(c, layerElements,
+                                                      prof.layerParamTensors,
+                                                      plan.mb, g);
+    const bool split = prof.preParams + prof.postParams > 0;
+    if (p == 1 || !split) {
+      double all = gradientAccumulationTime(c, prof.otherParams,
+                                            prof.otherParamTensors, plan.mb, g);
+      e.firstB += all;
+      if (p > 1)
+        e.lastB += all;
+    } else {
+      e.firstB += gradientAccumulationTime(c, prof.preParams,
+                                           prof.preParamTensors, plan.mb, g);
+      e.lastB += gradientAccumulationTime(c, prof.postParams,
+                                          prof.postParamTensors, plan.mb, g);
+    }
+  }
   ParameterShards shards = parameterShards(c, m, prof, plan);
   Zero3Exposure z =
       zero3Term(c, m, prof, plan, shards, layersPerChunk, layer.forward,
@@ -936,10 +961,10 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
   }
 
   // Simulate the best candidates with the real schedule, re-rank.
-  std::sort(fitting.begin(), fitting.end(),
-            [](const Estimate &a, const Estimate &b) {
-              return a.stepTime < b.stepTime;
-            });
+  std::stable_sort(fitting.begin(), fitting.end(),
+                   [](const Estimate &a, const Estimate &b) {
+                     return a.stepTime < b.stepTime;
+                   });
   // A candidate whose simulated schedule holds more activations than the
   // closed form counted may no longer fit: it is dropped (and the next
   // analytic candidate simulated in its place).

@@ -101,6 +101,27 @@ TEST(PipelineTerm, P2PLinkAndOverlap) {
   EXPECT_DOUBLE_EQ(p2pTime(c, plan, 1e8), 0);
 }
 
+TEST(PipelineTerm, GradientAccumulationAddsPerMicrobatch) {
+  // 4 tensors of 250k fp32 gradient elements (1e6 B each) at 1e12 B/s
+  // (2e12 x efficiency.memory 0.5) and 1 us per kernel: an add reads two
+  // and writes one (3e6 B: 3 us + 1 us), the final 1/mb scale reads and
+  // writes one (2 us + 1 us). Over 4 microbatches: 3 adds and 1 scale per
+  // tensor, (3 x 16 + 12) / 4 = 15 us per microbatch.
+  Cluster c = testCluster();
+  c.kernelOverhead = 1e-6;
+  EXPECT_NEAR(gradientAccumulationTime(c, 1e6, 4, 4, 4), 15e-6, 1e-15);
+  // One microbatch: nothing to accumulate, nothing to scale.
+  EXPECT_DOUBLE_EQ(gradientAccumulationTime(c, 1e6, 4, 1, 4), 0);
+  // The same elements in 8 tensors: 4 more kernels per add and per scale,
+  // (3 x 20 + 16) / 4 = 19 us.
+  EXPECT_NEAR(gradientAccumulationTime(c, 1e6, 8, 4, 4), 19e-6, 1e-15);
+  // The adds at their own listed efficiency (0.25 of 2e12 B/s: 6 us per
+  // 3e6 B, 7 us a kernel), the scales at the default: (3 x 28 + 12) / 4.
+  c.memoryOpEfficiency = {{"add", 0.25}};
+  EXPECT_NEAR(gradientAccumulationTime(c, 1e6, 4, 4, 4),
+              (3 * 4 * 7e-6 + 12e-6) / 4, 1e-15);
+}
+
 TEST(ParameterTerm, ShardsOverDataAndExpertGroups) {
   Cluster c = testCluster();
   ModelInfo m = termModel();

@@ -9,6 +9,7 @@
 #include "autoshard/Planner/Planner.h"
 #include "PlannerTestSetup.h"
 #include "autoshard/Planner/Cluster.h"
+#include "autoshard/Planner/CostTerms.h"
 
 #include "gtest/gtest.h"
 
@@ -316,6 +317,36 @@ struct PlanEval {
     return evaluate(c, m, prof, plan, globalBatch, simulate);
   }
 };
+
+TEST(Pipeline, GradientAccumulationOnEachChunkAndTheStageEnds) {
+  // pp = 2, vpp = 2, 4 microbatches of an 8-layer synthetic model: 2
+  // layers per chunk, each layer 8 tensors of 1e6 elements in all; the
+  // embedding's 2 tensors on the first stage, the head's 3 on the last. Every
+  // chunk's W grows by its layers' accumulation term, the stage ends by theirs;
+  // with the tensors unknown (0) nothing.
+  LocalProfile prof = syntheticProfile(1e6, 0);
+  prof.otherParams = 3e5, prof.preParams = 2e5, prof.postParams = 2e5;
+  PlanEval t(prof, "pp=2,dp=4,mb=4,schedule=zb-v,vpp=2", syntheticModel(8));
+  Estimate before = t.estimate(16);
+  t.prof.layerParamTensors = 8;
+  t.prof.preParamTensors = 2, t.prof.postParamTensors = 3;
+  t.prof.otherParamTensors = 4;
+  Estimate after = t.estimate(16);
+  const double g = gradElementBytes(t.c, t.m.elementBytes);
+  EXPECT_DOUBLE_EQ(after.tW - before.tW,
+                   2 * gradientAccumulationTime(t.c, 1e6, 8, 4, g));
+  EXPECT_DOUBLE_EQ(after.firstB - before.firstB,
+                   gradientAccumulationTime(t.c, 2e5, 2, 4, g));
+  EXPECT_DOUBLE_EQ(after.lastB - before.lastB,
+                   gradientAccumulationTime(t.c, 2e5, 3, 4, g));
+  EXPECT_GT(after.stepTime, before.stepTime);
+  // One microbatch: no accumulation, the same estimate.
+  t.plan = planOf("pp=2,dp=4,mb=1,schedule=zb-v,vpp=2");
+  t.prof.layerParamTensors = 0;
+  Estimate one = t.estimate(4);
+  t.prof.layerParamTensors = 8;
+  EXPECT_DOUBLE_EQ(t.estimate(4).stepTime, one.stepTime);
+}
 
 TEST(Memory, ZeroVectorsOfWorkloads) {
   // workloads.md §5: Psi = 7.5B, N = 64: DDP 120 GB, ZeRO-1 31.4 GB,

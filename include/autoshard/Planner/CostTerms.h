@@ -225,6 +225,20 @@ double optimizerTime(const Cluster &cluster, const Candidate &plan,
 // Pipeline
 //===----------------------------------------------------------------------===//
 
+/// Seconds per microbatch that gradient accumulation adds to the backward
+/// of `tensors` parameter tensors holding `elements` gradient elements of
+/// `gradBytes` bytes each, over `microbatches` microbatches (tfm-autodiff's
+/// `microbatches`): every microbatch after the first adds its gradient of
+/// each tensor to the running sum (one memory-bound `tfm.add` per tensor,
+/// reading two gradients and writing one), and the last one scales each
+/// sum by 1/mb (`tfm.scale`, one read and one write), each a kernel with its
+/// fixed cost. They run in the step between the block calls (the block's
+/// profile does not hold them), so a stage pays them on every microbatch:
+/// averaged, `((mb - 1) · add + scale) / mb`. Zero for one microbatch.
+double gradientAccumulationTime(const Cluster &cluster, double elements,
+                                double tensors, int64_t microbatches,
+                                double gradBytes);
+
 /// Exposed p2p seconds of one activation (or gradient) transfer between
 /// neighbouring stages, `boundaryBytes` per microbatch (the block input at
 /// 1/cp): (1 - overlap.p2p) of a p2p over NVLink when the dp·cp·tp ranks

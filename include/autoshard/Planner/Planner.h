@@ -303,6 +303,12 @@ struct LocalProfile {
   /// tied embedding: both), and those only the head reads: what a
   /// pipeline's first and last stage hold (static memory plan).
   double preParams = 0, postParams = 0, headOnlyParams = 0;
+  /// Parameter tensors (step arguments): one block's, and of the non-block
+  /// ones those the embedding and those the head reads (a tied embedding:
+  /// both), and all of them; each is one gradient accumulation kernel per
+  /// microbatch (gradientAccumulationTime).
+  double layerParamTensors = 0, preParamTensors = 0, postParamTensors = 0,
+         otherParamTensors = 0;
   /// Of layerParams, the expert weights of an MoE block (block arguments
   /// with tfm.role expert_gate / expert_up / expert_down, shape [E, ...]),
   /// per rank at ep = 1; 0 for a dense block.

@@ -64,6 +64,35 @@ func.func @nothing(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   return %g#0, %p : tensor<8xf32>, tensor<8xf32>
 }
 
+
+// A pipeline stage: the loss all-reduce over dp would be waited for right
+// after the next call (the last microbatch's backward), but that call's
+// input gradient goes to the previous stage first: the wait comes after the
+// send starts, so that the neighbour stage does not wait for this dp
+// group's collective. A send of the reduced value itself still waits.
+// CHECK-LABEL: func.func @stage(
+// CHECK: %[[L:.*]] = dist.all_reduce_start %arg1 on @m axes = [dp]
+// CHECK-NEXT: %[[G:.*]]:2 = call @layer
+// CHECK-NEXT: %[[S0:.*]] = dist.send_start %[[G]]#0 on @m axes = [pp] peer = 0
+// CHECK-NEXT: %[[S1:.*]] = dist.send_start %[[G]]#1 on @m axes = [pp] peer = 0
+// CHECK-NEXT: %[[R:.*]] = dist.wait %[[L]]
+// CHECK-NEXT: %[[S2:.*]] = dist.send_start %[[R]] on @m axes = [pp] peer = 0
+// TWO-LABEL: func.func @stage(
+// TWO: dist.all_reduce_start
+// TWO-NEXT: call @layer
+// TWO-NEXT: dist.send_start
+// TWO-NEXT: dist.send_start
+// TWO-NEXT: dist.wait
+// TWO-NEXT: dist.send_start
+func.func @stage(%x: tensor<8xf32>, %loss: tensor<f32>) -> (!dist.async, !dist.async, !dist.async) {
+  %l = dist.all_reduce %loss on @m axes = [dp] reduction = sum : tensor<f32> -> tensor<f32>
+  %g:2 = call @layer(%x) : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %s0 = dist.send_start %g#0 on @m axes = [pp] peer = 0 : tensor<8xf32> -> !dist.async
+  %s1 = dist.send_start %g#1 on @m axes = [pp] peer = 0 : tensor<8xf32> -> !dist.async
+  %s2 = dist.send_start %l on @m axes = [pp] peer = 0 : tensor<f32> -> !dist.async
+  return %s0, %s1, %s2 : !dist.async, !dist.async, !dist.async
+}
+
 // -----
 
 dist.mesh @m [dp = 2 : data]

@@ -109,6 +109,9 @@ struct RawProfile {
   /// Of the non-block parameters, those the embedding reads and those the
   /// head reads (a tied embedding: both), and those only the head reads.
   double preParams = 0, postParams = 0, headOnlyParams = 0;
+  /// Parameter tensors: the block's, the non-block ones (embedding's,
+  /// head's, all).
+  double layerTensors = 0, preTensors = 0, postTensors = 0, otherTensors = 0;
   /// Of layerParams, the expert weights (elements per rank).
   double expertParams = 0;
   /// Bytes of the block forward's tfm.moe_dispatch results ([E, B, C, H]).
@@ -266,6 +269,9 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     p.preParams += inPre ? n : 0;
     p.postParams += inPost ? n : 0;
     p.headOnlyParams += inPost && !inPre ? n : 0;
+    p.preTensors += inPre ? 1 : 0;
+    p.postTensors += inPost ? 1 : 0;
+    p.otherTensors += 1;
   }
   for (unsigned i = 0, e = fwd.getNumArguments(); i < e; ++i) {
     auto attr = fwd.getArgAttrOfType<StringAttr>(i, tfm::kRoleAttrName);
@@ -273,8 +279,10 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
       continue;
     // Every argument with a role but the hidden state and the layer index.
     std::optional<tfm::Role> role = tfm::symbolizeRole(attr.getValue());
-    if (role != tfm::Role::Hidden && role != tfm::Role::LayerIndex)
+    if (role != tfm::Role::Hidden && role != tfm::Role::LayerIndex) {
       p.layerParams += tensorElements(fwd.getArgument(i).getType());
+      p.layerTensors += 1;
+    }
     if (role && tfm::isExpertRole(*role))
       p.expertParams += tensorElements(fwd.getArgument(i).getType());
   }
@@ -799,6 +807,10 @@ struct DistAutoPlanPass
         prof.preParams = a.preParams;
         prof.postParams = a.postParams;
         prof.headOnlyParams = a.headOnlyParams;
+        prof.layerParamTensors = a.layerTensors;
+        prof.preParamTensors = a.preTensors;
+        prof.postParamTensors = a.postTensors;
+        prof.otherParamTensors = a.otherTensors;
         prof.expertParams = a.expertParams;
         prof.dispatchBytes = fitv(a.dispatch, b.dispatch);
         prof.residualBytes = fitv(a.residual, b.residual);

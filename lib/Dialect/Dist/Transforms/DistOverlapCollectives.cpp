@@ -234,6 +234,11 @@ struct DistOverlapCollectivesPass
     }
     if (!work || !waitBefore)
       return op;
+    // A pipeline stage sends what the call computed to its neighbour right
+    // after it: the wait goes after those sends (they only start), so that
+    // the neighbour stage does not wait for this group's collective too.
+    while (waitBefore != firstUse && isa<SendStartOp>(waitBefore))
+      waitBefore = waitBefore->getNextNode();
     OpBuilder builder(op);
     auto tensorType = cast<RankedTensorType>(result.getType());
     OperationState state(op->getLoc(),

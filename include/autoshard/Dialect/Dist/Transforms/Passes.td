@@ -755,7 +755,11 @@ def DistOverlapCollectives
        call that follows the start (one layer's backward by default): the
        reduction runs during that layer, and no more than a few buckets
        are in flight, so the full gradients of a ZeRO-2 reduce-scatter die
-       one layer later instead of at the end of the step.
+       one layer later instead of at the end of the step. A wait that would
+       land right before `dist.send_start`s (a pipeline stage sending what
+       that call computed) goes after them, so that the neighbour stage
+       does not wait for this group's collective (the loss all-reduce over
+       dp before the last microbatch's gradient send, issue 21).
 
     Collectives keep their program order among themselves where they land
     at the same place. With microbatches (`mb > 1`) tfm-autodiff adds each
