@@ -314,16 +314,24 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
           r.number(*root, "memory.master_weight_bytes", 0.0, false, 8);
   c.dropoutMaskBytes =
       r.number(*root, "memory.dropout_mask_bytes", 0.0, false, 8);
-  if (const json::Object *mem = root->getObject("memory"))
-    if (const json::Value *v = mem->get("grad_buffer")) {
-      std::optional<llvm::StringRef> where = v->getAsString();
-      if (where && (*where == "persistent" || *where == "frame"))
-        c.gradBufferInFrame = *where == "frame";
-      else
-        r.fail(llvm::formatv("field 'memory.grad_buffer' must be "
-                             "\"persistent\" or \"frame\", got {0}",
-                             *v));
-    }
+  // A string field `section.key` of two values, `first` (the default) or
+  // `second`: `isSecond` tells which; any other value is an error.
+  auto choice = [&](llvm::StringRef section, llvm::StringRef key,
+                    llvm::StringRef first, llvm::StringRef second,
+                    bool &isSecond) {
+    const json::Object *obj = root->getObject(section);
+    const json::Value *v = obj ? obj->get(key) : nullptr;
+    if (!v)
+      return;
+    std::optional<llvm::StringRef> s = v->getAsString();
+    if (s && (*s == first || *s == second))
+      isSecond = *s == second;
+    else
+      r.fail(llvm::formatv("field '{0}.{1}' must be \"{2}\" or \"{3}\", "
+                           "got {4}",
+                           section, key, first, second, *v));
+  };
+  choice("memory", "grad_buffer", "persistent", "frame", c.gradBufferInFrame);
   c.commBufferBytesPerGroup =
       r.number(*root, "memory.comm_buffer_mib_per_group", 0.0, false, inf) *
       1048576.0;
@@ -436,6 +444,8 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
     mode("full", "whole_layer", c.fullRecomputeRerunsForward);
     mode("selective", "attention", c.selectiveRecomputesAttention);
   }
+  choice("zero", "grad_reduce", "last_microbatch", "every_microbatch",
+         c.zeroReducesEveryMicrobatch);
   if (!r.error.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    r.error.c_str());

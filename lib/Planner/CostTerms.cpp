@@ -326,29 +326,41 @@ ParameterShards parameterShards(const Cluster &c, const ModelInfo &m,
 Zero3Exposure zero3Term(const Cluster &c, const ModelInfo &m,
                         const LocalProfile &prof, const Candidate &plan,
                         const ParameterShards &s, int64_t layersPerChunk,
-                        double layerForward, double layerBackward) {
+                        double layerForward, double layerBackward,
+                        bool reduce) {
   if (plan.zero != 3 || s.dpGroup <= 1)
     return Zero3Exposure{};
   double dense = prof.layerParams - (plan.ep > 1 ? prof.expertParams : 0);
-  Zero3Exposure z =
-      zero3Exposure(c, dense, prof.otherParams, m.elementBytes, layersPerChunk,
-                    s.dpGroup, s.dpPerNode, layerForward, layerBackward);
+  Zero3Exposure z = zero3Exposure(c, dense, prof.otherParams, m.elementBytes,
+                                  layersPerChunk, s.dpGroup, s.dpPerNode,
+                                  layerForward, layerBackward, reduce);
   if (plan.ep > 1 && s.edpGroup > 1) {
     double ov = c.dpOverlap > 0 ? c.dpOverlap : 1;
     double ag = collectiveTime(c, CollectiveKind::AllGather,
                                dense * m.elementBytes, s.dpGroup, s.dpPerNode);
-    double rs = collectiveTime(c, CollectiveKind::ReduceScatter,
-                               dense * gradElementBytes(c, m.elementBytes),
-                               s.dpGroup, s.dpPerNode);
+    double rs =
+        reduce ? collectiveTime(c, CollectiveKind::ReduceScatter,
+                                dense * gradElementBytes(c, m.elementBytes),
+                                s.dpGroup, s.dpPerNode)
+               : 0;
     Zero3Exposure ze =
         zero3Exposure(c, prof.expertParams / plan.getExpertParallelOutsideTp(),
                       0, m.elementBytes, layersPerChunk, s.edpGroup,
                       s.edpPerNode, std::max(0.0, layerForward - ag / ov),
-                      std::max(0.0, layerBackward - (ag + rs) / ov));
+                      std::max(0.0, layerBackward - (ag + rs) / ov), reduce);
     z.forward += ze.forward;
     z.backward += ze.backward;
   }
   return z;
+}
+
+double zero3LastReduceTime(const Cluster &c, const Candidate &plan,
+                           const Zero3Exposure &withReduce,
+                           const Zero3Exposure &gatherOnly, double chunks) {
+  if (plan.zero != 3 || plan.mb <= 1 || c.zeroReducesEveryMicrobatch)
+    return 0;
+  return chunks * (withReduce.backward - gatherOnly.backward) +
+         withReduce.rootBackward - gatherOnly.rootBackward;
 }
 
 double dataParallelSyncTime(const Cluster &c, const ModelInfo &m,
@@ -533,7 +545,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   const double otherGrads = otherLayers * l.layerGradBytes;
   FramePeak best;
   bool first = true;
-  auto consider = [&](StepPhase phase, double kept, double paramGrads) {
+  auto consider = [&](StepPhase phase, double kept, double paramGrads,
+                      double sent = 0) {
     if (phase == StepPhase::Head && !l.head)
       return;
     const PhaseMemory &m = phases[static_cast<unsigned>(phase)];
@@ -542,7 +555,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     const double headGrad = l.head ? 0 : m.headGrad.at(b) * scale;
     const double received = std::max(0.0, headGrad - l.headOnlyGradBytes);
     c.activations = m.activation.at(b) * scale + kept + received;
-    c.grads = m.grad.at(b) * scale - headGrad;
+    c.grads = m.grad.at(b) * scale - headGrad + sent;
     c.paramGrads = paramGrads;
     c.other = m.other.at(b) * scale;
     if (first || c.total() > best.total())
@@ -554,16 +567,18 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   const double next = otherLayers > 0 ? prefetch : 0;
   consider(StepPhase::Embedding, 0, l.accumulated);
   consider(StepPhase::BlockForward, kept + l.gatheredPerLayer + prefetch,
-           l.accumulated);
-  consider(StepPhase::Head, kept + prefetch, l.accumulated);
+           l.accumulated, l.sentGradInflightBytes);
+  consider(StepPhase::Head, kept + prefetch, l.accumulated,
+           l.sentGradInflightBytes);
   consider(StepPhase::BlockBackward,
            kept + (otherLayers > 0 ? l.regather : 0) + l.gatheredPerLayer +
                next + l.sendBytes,
-           l.accumulated);
+           l.accumulated, l.sentGradInflightBytes);
   consider(StepPhase::BlockBackward, l.gatheredPerLayer,
            l.microbatches > 1
                ? l.accumulated
-               : otherGrads + (otherLayers > 0 ? l.reducingGradBytes : 0));
+               : otherGrads + (otherLayers > 0 ? l.reducingGradBytes : 0),
+           l.sentGradBytes);
   consider(StepPhase::Tail, 0, otherGrads);
   return best;
 }

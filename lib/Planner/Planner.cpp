@@ -202,7 +202,10 @@ Exposure dpSyncExposure(const Cluster &c, int64_t zero, double params,
                                    gradBytes, n, perNode, backward);
   Exposure ag = bucketedCollective(c, CollectiveKind::AllGather, params,
                                    elementBytes, n, perNode, forward);
-  double times = zero == 2 ? microbatches : 1;
+  // Reduce-scattered once per step (the sums of the microbatches), or after
+  // every microbatch where the software does so
+  // (Cluster::zeroReducesEveryMicrobatch).
+  double times = zero == 2 && c.zeroReducesEveryMicrobatch ? microbatches : 1;
   e.total = times * rs.total + ag.total;
   e.exposed = times * rs.exposed + ag.exposed;
   e.buckets = rs.buckets;
@@ -212,16 +215,19 @@ Exposure dpSyncExposure(const Cluster &c, int64_t zero, double params,
 Zero3Exposure zero3Exposure(const Cluster &c, double layerParams,
                             double otherParams, double elementBytes,
                             int64_t layers, int64_t n, int64_t perNode,
-                            double layerForward, double layerBackward) {
+                            double layerForward, double layerBackward,
+                            bool reduce) {
   Zero3Exposure z;
   if (n <= 1)
     return z;
   double ov = c.dpOverlap;
   double ag = collectiveTime(c, CollectiveKind::AllGather,
                              layerParams * elementBytes, n, perNode);
-  double rs = collectiveTime(c, CollectiveKind::ReduceScatter,
-                             layerParams * gradElementBytes(c, elementBytes), n,
-                             perNode);
+  double rs =
+      reduce ? collectiveTime(c, CollectiveKind::ReduceScatter,
+                              layerParams * gradElementBytes(c, elementBytes),
+                              n, perNode)
+             : 0;
   if (layers > 0) {
     // Forward: gather block 1, then block i+1's gather runs during block i.
     z.forward = ag + (layers - 1) * std::max(0.0, ag - ov * layerForward);
@@ -232,9 +238,10 @@ Zero3Exposure zero3Exposure(const Cluster &c, double layerParams,
   }
   z.rootForward = collectiveTime(c, CollectiveKind::AllGather,
                                  otherParams * elementBytes, n, perNode);
-  z.rootBackward = collectiveTime(
-      c, CollectiveKind::ReduceScatter,
-      otherParams * gradElementBytes(c, elementBytes), n, perNode);
+  if (reduce)
+    z.rootBackward = collectiveTime(
+        c, CollectiveKind::ReduceScatter,
+        otherParams * gradElementBytes(c, elementBytes), n, perNode);
   return z;
 }
 
@@ -401,7 +408,7 @@ struct DynamicMemory {
   double firstGrads = 0, lastGrads = 0;
   /// Pipeline stages and the bytes a stage sends per microbatch.
   int64_t stages = 1;
-  bool gpipe = false;
+  bool gpipe = false, zbv = false;
   double boundaryBytes = 0, tokenBytes = 0;
 };
 
@@ -450,6 +457,17 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       last.inflight = lastInflight;
       last.tokenSlices = 0;
       last.accumulated = last.accumulated > 0 ? dyn.lastGrads : 0;
+      // Its input-gradient sends are waited at the end of the step: at the
+      // last microbatch's bottom backward the earlier microbatches' are
+      // live, and so at its forward and top backward where it holds one
+      // microbatch in flight (1F1B: no earlier backward there under
+      // GPipe, whose peak in flight is its first backward). ZB-V's last
+      // rank does not run the head (not modelled here).
+      if (!dyn.zbv) {
+        last.sentGradBytes =
+            std::max(0.0, last.microbatches - 1) * dyn.boundaryBytes;
+        last.sentGradInflightBytes = dyn.gpipe ? 0 : last.sentGradBytes;
+      }
       if (last.microbatches <= microbatchesOf(lastInflight))
         last.accumulated = 0;
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
@@ -589,9 +607,19 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     }
   }
   ParameterShards shards = parameterShards(c, m, prof, plan);
+  // With several microbatches the compiled program reduce-scatters only in
+  // the last one's backward (Cluster::zeroReducesEveryMicrobatch): every
+  // microbatch gathers, the last one's reductions are added once
+  // (zero3LastReduceTime, with the data-parallel synchronisation).
+  const bool reduceEach = plan.mb <= 1 || c.zeroReducesEveryMicrobatch;
   Zero3Exposure z =
       zero3Term(c, m, prof, plan, shards, layersPerChunk, layer.forward,
-                layer.inputGrad + layer.weightGrad);
+                layer.inputGrad + layer.weightGrad, reduceEach);
+  const double lastReduce = zero3LastReduceTime(
+      c, plan,
+      zero3Term(c, m, prof, plan, shards, layersPerChunk, layer.forward,
+                layer.inputGrad + layer.weightGrad),
+      z, double(v));
   e.tF += z.forward;
   e.tI += z.backward;
   e.firstF += z.rootForward;
@@ -608,7 +636,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   PipelineTime pipe = pipelineTime(plan, e);
   double pipeTime = pipe.total();
   double F = v * e.tF, I = v * e.tI, W = v * e.tW, B = I + W;
-  e.dpComm = dataParallelSyncTime(c, m, plan, shards, mb, F, B);
+  e.dpComm = dataParallelSyncTime(c, m, plan, shards, mb, F, B) + lastReduce;
   e.epComm = mb * shards.layersPerRank * epLayerComm;
   e.optimizer = optimizerTime(c, plan, shards);
   e.stepTime = pipeTime + e.dpComm + e.optimizer;
@@ -664,6 +692,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     }
     dyn.stages = p;
     dyn.gpipe = plan.schedule == "gpipe";
+    dyn.zbv = plan.schedule == "zb-v";
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
     dyn.layers.tokenSlices = plan.mb > 1 ? dyn.tokenBytes : 0;

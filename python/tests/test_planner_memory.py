@@ -30,7 +30,10 @@ unwaited send and the received loss gradient), the last backward call
 recomputation in the backward (selective).
 
 A pipeline stage holds the non-block parameters its part of the step
-reads (the first stage the embedding's, the last the head's).
+reads (the first stage the embedding's, the last the head's). Under full
+recomputation the last stage is the heavier, at its last microbatch's
+bottom backward call: the earlier microbatches' input gradients, sent
+back and waited for only at the end of the step, are live there.
 """
 
 import json
@@ -56,6 +59,8 @@ PLANS = [
     ("pp=2", 2),
     ("pp=4", 4),
     ("pp=2,schedule=interleaved,vpp=2", 4),
+    ("pp=2,recompute=full", 2),
+    ("pp=2,recompute=full", 4),
     ("dp=2,tp=2,sp=1", 1),
     ("dp=2,recompute=full", 1),
     ("dp=2,recompute=selective", 1),

@@ -299,11 +299,50 @@ TEST(MemoryTerm, FramePeakPrefetchPipelineAndZero3) {
   EXPECT_DOUBLE_EQ(p.paramGrads, 25 + 100);
 }
 
+TEST(MemoryTerm, FramePeakUnwaitedInputGradientSends) {
+  // A last pipeline stage of two microbatches: its first microbatch's
+  // input gradient, sent back and waited for at the end of the step, is
+  // live (gradient bytes) at the last microbatch's bottom backward.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 2, l.inflight = 2, l.microbatches = 2, l.keptPerLayer = 5;
+  l.layerGradBytes = 100, l.accumulated = 300, l.regather = 10;
+  // Without it the top backward (90 + 5 kept + 10 re-gathered, 40, 300)
+  // wins over the head (120 + 5, 10, 300).
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 105);
+  EXPECT_DOUBLE_EQ(p.grads, 40);
+  // 64 bytes sent at the bottom backward: 90 + 40 + 64 > 145.
+  l.sentGradBytes = 64;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90);
+  EXPECT_DOUBLE_EQ(p.grads, 40 + 64);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 300);
+  // 1F1B: also at the forward, head and top backward (one microbatch in
+  // flight there): the top backward wins again, with them.
+  l.sentGradInflightBytes = 64;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 105);
+  EXPECT_DOUBLE_EQ(p.grads, 40 + 64);
+  // The tail has waited for them.
+  l.layerGradBytes = 1000;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::Tail);
+  EXPECT_DOUBLE_EQ(p.grads, 60);
+}
+
+/// 1e9 dense parameters per rank, data-parallel over 8 ranks of one node.
+ParameterShards eightRanksOfOneNode() {
+  ParameterShards s;
+  s.denseRank = 1e9, s.dpGroup = 8, s.dpPerNode = 8;
+  return s;
+}
+
 TEST(DataParallelTerm, AllReduceOptimizerAndZero3) {
   Cluster c = testCluster();
   ModelInfo m = termModel();
-  ParameterShards s;
-  s.denseRank = 1e9, s.dpGroup = 8, s.dpPerNode = 8;
+  ParameterShards s = eightRanksOfOneNode();
   Candidate plan;
   plan.dp = 8;
   // ZeRO-0 without overlap: a ring all-reduce of 2e9 bytes over 8 ranks,
@@ -318,6 +357,52 @@ TEST(DataParallelTerm, AllReduceOptimizerAndZero3) {
   EXPECT_DOUBLE_EQ(optimizerTime(c, plan, s), 28 * 1.25e8 / 1e12);
   plan.zero = 0;
   EXPECT_DOUBLE_EQ(optimizerTime(c, plan, s), 28 * 1e9 / 1e12);
+}
+
+TEST(DataParallelTerm, ZeroReducesOnceUnlessEveryMicrobatch) {
+  // autoshard's compiled program accumulates the microbatches' gradients
+  // and reduce-scatters the sums once, in the last backward; software that
+  // reduces after every microbatch (zero.grad_reduce = every_microbatch)
+  // pays it per microbatch. No overlap: everything is exposed.
+  Cluster c = testCluster();
+  ModelInfo m = termModel();
+  ParameterShards s = eightRanksOfOneNode();
+  Candidate plan;
+  plan.dp = 8, plan.zero = 2, plan.mb = 4;
+  const double grads = 1e9 * gradElementBytes(c, m.elementBytes);
+  const double rs =
+      collectiveTime(c, CollectiveKind::ReduceScatter, grads, 8, 8);
+  const double ag =
+      collectiveTime(c, CollectiveKind::AllGather, 1e9 * m.elementBytes, 8, 8);
+  EXPECT_DOUBLE_EQ(dataParallelSyncTime(c, m, plan, s, 4, 1, 2), rs + ag);
+  c.zeroReducesEveryMicrobatch = true;
+  EXPECT_DOUBLE_EQ(dataParallelSyncTime(c, m, plan, s, 4, 1, 2), 4 * rs + ag);
+
+  // ZeRO-3: the microbatches before the last gather only; the last one's
+  // reductions (each chunk's backward with them less the gather-only one,
+  // and the root unit's) are added once.
+  c.zeroReducesEveryMicrobatch = false;
+  const double lag =
+      collectiveTime(c, CollectiveKind::AllGather, 100 * m.elementBytes, 8, 8);
+  const double lrs =
+      collectiveTime(c, CollectiveKind::ReduceScatter,
+                     100 * gradElementBytes(c, m.elementBytes), 8, 8);
+  Zero3Exposure with = zero3Exposure(c, 100, 10, m.elementBytes, 4, 8, 8, 1, 1);
+  Zero3Exposure gather = zero3Exposure(c, 100, 10, m.elementBytes, 4, 8, 8, 1,
+                                       1, /*reduce=*/false);
+  EXPECT_DOUBLE_EQ(with.backward, lag + 3 * (lag + lrs) + lrs);
+  EXPECT_DOUBLE_EQ(gather.backward, 4 * lag);
+  EXPECT_DOUBLE_EQ(gather.forward, with.forward);
+  EXPECT_DOUBLE_EQ(gather.rootBackward, 0);
+  EXPECT_GT(with.rootBackward, 0);
+  plan.zero = 3;
+  EXPECT_DOUBLE_EQ(zero3LastReduceTime(c, plan, with, gather, 2),
+                   2 * (3 * lrs + lrs) + with.rootBackward);
+  plan.mb = 1; // one microbatch: its backward reduces
+  EXPECT_DOUBLE_EQ(zero3LastReduceTime(c, plan, with, with, 2), 0);
+  plan.mb = 4;
+  c.zeroReducesEveryMicrobatch = true;
+  EXPECT_DOUBLE_EQ(zero3LastReduceTime(c, plan, with, with, 2), 0);
 }
 
 TEST(LayerTerm, AddsPartsInOrder) {

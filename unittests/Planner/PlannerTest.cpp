@@ -206,10 +206,13 @@ TEST(ClusterFile, MemoryOpsPerKernel) {
   }
 }
 
+/// The required fields of a cluster file, without the closing brace.
+const char *const kSmallestCluster = R"({"gpus_per_node": 8,
+    "gpu": {"peak_bf16_tflops": 3, "hbm_gib": 80, "hbm_tb_per_s": 3.35},
+    "intra_node": {"gb_per_s_per_direction_per_gpu": 450})";
+
 TEST(ClusterFile, FullRecomputeSoftware) {
-  const char *base = R"({"gpus_per_node": 8,
-      "gpu": {"peak_bf16_tflops": 3, "hbm_gib": 80, "hbm_tb_per_s": 3.35},
-      "intra_node": {"gb_per_s_per_direction_per_gpu": 450})";
+  const char *base = kSmallestCluster;
   auto c = parseCluster(std::string(base) + "}", "c.json");
   ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
   EXPECT_FALSE(c->fullRecomputeRerunsForward);
@@ -226,6 +229,27 @@ TEST(ClusterFile, FullRecomputeSoftware) {
   std::string msg = llvm::toString(c.takeError());
   EXPECT_NE(msg.find("recompute.full"), std::string::npos) << msg;
   EXPECT_NE(msg.find("whole_layer"), std::string::npos) << msg;
+}
+
+TEST(ClusterFile, ZeroGradReduceSoftware) {
+  // zero.grad_reduce: absent or each value, then a bad one.
+  const std::pair<const char *, bool> values[] = {
+      {"", false},
+      {R"(, "zero": {"grad_reduce": "every_microbatch"})", true},
+      {R"(, "zero": {"grad_reduce": "last_microbatch"})", false}};
+  for (const auto &[extra, every] : values) {
+    auto c =
+        parseCluster(std::string(kSmallestCluster) + extra + "}", "c.json");
+    ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+    EXPECT_EQ(c->zeroReducesEveryMicrobatch, every) << extra;
+  }
+  auto bad = parseCluster(std::string(kSmallestCluster) +
+                              R"(, "zero": {"grad_reduce": "bucketed"}})",
+                          "c.json");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  std::string msg = llvm::toString(bad.takeError());
+  EXPECT_NE(msg.find("zero.grad_reduce"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bucketed"), std::string::npos) << msg;
 }
 
 TEST(Affine, FitIsExact) {
@@ -545,10 +569,14 @@ TEST(DataParallel, Zero1GatherHidesBehindTheOptimizerAsCompiled) {
 }
 
 TEST(DataParallel, Zero2ReduceScattersEveryMicrobatch) {
-  // algorithms.md §5.1: ZeRO-2 frees the non-owned gradient buckets, so
-  // each microbatch's backward ends with a reduce-scatter; ZeRO-1 reduces
-  // once per step.
+  // algorithms.md §5.1: DeepSpeed's ZeRO-2 frees the non-owned gradient
+  // buckets, so each microbatch's backward ends with a reduce-scatter
+  // (zero.grad_reduce = every_microbatch); ZeRO-1 reduces once per step,
+  // and so does ZeRO-2 in autoshard's compiled program (the default).
   Cluster c = testCluster();
+  EXPECT_DOUBLE_EQ(dpSyncExposure(c, 2, 1e9, 2, 16, 8, 4, 1, 1).total,
+                   dpSyncExposure(c, 1, 1e9, 2, 16, 8, 4, 1, 1).total);
+  c.zeroReducesEveryMicrobatch = true;
   double rs = collectiveTime(c, CollectiveKind::ReduceScatter, 2e9, 16, 8);
   double ag = collectiveTime(c, CollectiveKind::AllGather, 2e9, 16, 8);
   Exposure z1 = dpSyncExposure(c, 1, 1e9, 2, 16, 8, 4, 1, 1);

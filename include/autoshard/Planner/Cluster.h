@@ -189,6 +189,16 @@ struct Cluster {
   /// model), instead of tfm-recompute's norms and activations.
   bool fullRecomputeRerunsForward = false;
   bool selectiveRecomputesAttention = false;
+  /// When the software reduce-scatters the ZeRO-2/3 gradients of a step of
+  /// several microbatches (JSON `zero.grad_reduce`). Default
+  /// ("last_microbatch"): autoshard's compiled program accumulates every
+  /// microbatch's gradients unsharded and reduce-scatters the sums once,
+  /// in the last microbatch's backward (ZeRO-3 still gathers the weights
+  /// for every microbatch). `zeroReducesEveryMicrobatch`
+  /// ("every_microbatch"; DeepSpeed ZeRO-2's per-micro-step reduction of
+  /// the partitioned gradients, FSDP without no_sync): every microbatch's
+  /// backward ends with the reduce-scatter (the GPU files).
+  bool zeroReducesEveryMicrobatch = false;
   /// The devices of a node time-share its resources (JSON
   /// `gpu.shares_node`: CPU ranks on the cores of one machine): the gpu
   /// figures and the intra-node bandwidth are one rank's share when all

@@ -195,11 +195,27 @@ ParameterShards parameterShards(const Cluster &cluster, const ModelInfo &model,
 /// hidden behind `layerForward` / `layerBackward`; under ep the expert
 /// weights over their expert-data-parallel group on the same stream,
 /// hidden behind what the dense transfers leave of each block (FSDP2 + EP,
-/// as torchtitan runs it). Zero unless zero = 3 and dp·cp > 1.
+/// as torchtitan runs it). Zero unless zero = 3 and dp·cp > 1. `reduce`:
+/// whether the microbatch's backward reduce-scatters its gradients
+/// (zero3Exposure; every microbatch's with Cluster::
+/// zeroReducesEveryMicrobatch, else only the last's: zero3LastReduceTime).
 Zero3Exposure zero3Term(const Cluster &cluster, const ModelInfo &model,
                         const LocalProfile &profile, const Candidate &plan,
                         const ParameterShards &shards, int64_t layersPerChunk,
-                        double layerForward, double layerBackward);
+                        double layerForward, double layerBackward,
+                        bool reduce = true);
+
+/// ZeRO-3 with several microbatches whose gradients are accumulated
+/// unsharded and reduce-scattered once (autoshard's compiled program;
+/// Cluster::zeroReducesEveryMicrobatch false): what the last microbatch's
+/// reduce-scatters add to the step beyond the gather-only backward of the
+/// others (`gatherOnly`, zero3Term without reduce), over `chunks` chunks of
+/// the rank: each chunk's backward with its reductions (`withReduce`) less
+/// the gather-only one, and the root unit's reduce-scatter. Zero for one
+/// microbatch (its backward reduces) or the per-microbatch software.
+double zero3LastReduceTime(const Cluster &cluster, const Candidate &plan,
+                           const Zero3Exposure &withReduce,
+                           const Zero3Exposure &gatherOnly, double chunks);
 
 /// The exposed data-parallel gradient synchronisation of one step under
 /// ZeRO-0/1/2 (algorithms.md §5.1; Megatron-Core DDP buckets): dpSyncExposure
@@ -328,7 +344,12 @@ BlockActivations blockActivations(const Cluster &cluster,
 /// which it does not hold; its forward sends not yet
 /// waited for (`sendBytes`: the outputs of the microbatches in flight
 /// beyond the one in its backward, waited once their gradient comes back)
-/// are live at its first backward.
+/// are live at its first backward. A rank that sends its input gradients
+/// back (the last pipeline stage) waits for those sends at the end of the
+/// step: the earlier microbatches' are live (gradient category) at the
+/// last microbatch's bottom backward (`sentGradBytes`) and, at the
+/// in-flight peak's forward, head and top backward phases,
+/// `sentGradInflightBytes` (those sent before it); the tail has waited.
 /// The peak is the candidate of largest total (workspaces and I/O
 /// included); its activation and gradient bytes are reported.
 struct FramePeak {
@@ -349,6 +370,8 @@ struct FrameLayers {
   /// flight on a rank with the embedding (kept until their embedding
   /// gradient), live from the forward through the backward.
   double tokenSlices = 0;
+  /// Input gradients sent back and not yet waited for (see above).
+  double sentGradBytes = 0, sentGradInflightBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);

@@ -109,9 +109,12 @@ double gradElementBytes(const Cluster &cluster, double elementBytes);
 /// The data-parallel synchronisation of one step (algorithms.md §5.1) over
 /// a group of `n` ranks (`perNode` per node) holding `params` parameters:
 /// ZeRO-0 all-reduce; ZeRO-1 reduce-scatter after the last backward +
-/// parameter all-gather before the next forward; ZeRO-2 the reduce-scatter
-/// after every microbatch's backward (the non-owned gradient buckets are
-/// freed, so gradient accumulation cannot defer it) + all-gather.
+/// parameter all-gather before the next forward; ZeRO-2 the same: the
+/// compiled program accumulates the microbatches' gradients unsharded and
+/// reduce-scatters the sums in the last backward, unless the software
+/// reduce-scatters after every microbatch's backward (Cluster::
+/// zeroReducesEveryMicrobatch: DeepSpeed ZeRO-2 frees the non-owned
+/// gradient buckets, so accumulation cannot defer it) + all-gather.
 /// `elementBytes` is the parameters' element size; gradients are reduced
 /// in gradElementBytes.
 /// `backward` / `forward`: one microbatch's backward / forward time on the
@@ -130,14 +133,17 @@ Exposure dpSyncExposure(const Cluster &cluster, int64_t zero, double params,
 /// cannot hide. The root unit (embedding, head: `otherParams`) is gathered
 /// once per microbatch and reduce-scattered once, exposed. Returns the
 /// exposed seconds per microbatch added to one chunk's forward and
-/// backward of `layers` blocks.
+/// backward of `layers` blocks. Without `reduce` (a microbatch before the
+/// last, whose gradients only accumulate: Cluster::
+/// zeroReducesEveryMicrobatch false) the backward gathers only.
 struct Zero3Exposure {
   double forward = 0, backward = 0, rootForward = 0, rootBackward = 0;
 };
 Zero3Exposure zero3Exposure(const Cluster &cluster, double layerParams,
                             double otherParams, double elementBytes,
                             int64_t layers, int64_t n, int64_t perNode,
-                            double layerForward, double layerBackward);
+                            double layerForward, double layerBackward,
+                            bool reduce = true);
 
 /// Ring attention (algorithms.md §2.2, §2.7) per layer per microbatch:
 /// forward cp-1 ring steps each sending K and V (`kvBytes`, bf16) while the
