@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -547,14 +548,28 @@ void checkWritable(const std::string &path) {
 nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
                                 int64_t ranks) {
   nlohmann::json profiles = nlohmann::json::object();
+  std::map<std::string, std::string> fileOf; // rank count: its --profile
   for (const std::string &path : paths) {
     auto fail = [&](const std::string &why) {
       throw std::invalid_argument("--profile '" + path + "': " + why);
     };
+    if (ranks < 2)
+      fail("a profile has fewer ranks than this run, and -n " +
+           std::to_string(ranks) + " has none fewer (run the profile's " +
+           "ranks first, then -n N > 1 with --profile)");
+    struct stat info;
+    if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+      fail("is a directory (expected a shard-calibrate output file)");
     std::ifstream in(path);
     if (!in)
       fail(std::string("cannot read it: ") + std::strerror(errno));
-    nlohmann::json file = nlohmann::json::parse(in, nullptr, false);
+    nlohmann::json file;
+    try {
+      file = nlohmann::json::parse(in, nullptr, false);
+    } catch (const std::exception &e) {
+      // The stream's own read errors (EIO, a special file) throw.
+      fail(std::string("cannot read it: ") + e.what());
+    }
     if (file.is_discarded() || !file.is_object())
       fail("not a JSON object (expected a shard-calibrate output)");
     const nlohmann::json *gpu = file.contains("gpu") ? &file["gpu"] : nullptr;
@@ -572,7 +587,9 @@ nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
            std::to_string(ranks) + "), got " + gpn.dump());
     std::string key = std::to_string(gpn.get<int64_t>());
     if (profiles.contains(key))
-      fail("a second profile of " + key + " ranks");
+      fail("a second profile of " + key + (key == "1" ? " rank" : " ranks") +
+           " (gpus_per_node " + key + "), after '" + fileOf[key] + "'");
+    fileOf[key] = path;
     nlohmann::json fields = nlohmann::json::object();
     for (const char *field :
          {"gpu", "efficiency", "intra_node", "collective_latency_us",

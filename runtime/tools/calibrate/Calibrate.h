@@ -321,8 +321,9 @@ void checkWritable(const std::string &path);
 /// efficiency, intra_node, collective_latency_us, collective_bandwidth_scale,
 /// host, overlap, measured). Each file must be a CPU shard-calibrate output
 /// (gpu.shares_node true) of 1 <= R < `ranks` ranks, R distinct; throws
-/// std::invalid_argument naming the file and the value found otherwise, or
-/// when it cannot be read or parsed.
+/// std::invalid_argument naming the file and the value found otherwise
+/// (a second file of the same R names the first), when `ranks` is 1, or
+/// when the file cannot be read (a directory, a read error) or parsed.
 nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
                                 int64_t ranks);
 
