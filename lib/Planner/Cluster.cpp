@@ -248,7 +248,7 @@ llvm::Error readRankProfiles(const json::Object &root, llvm::StringRef source,
       return profile.takeError();
     if (!profile->sharesNode)
       return fail(llvm::formatv("field 'by_ranks_per_node.{0}.gpu.shares_node' "
-                                "must stay true",
+                                "must stay true, got false",
                                 key));
     if (!fields->get("name"))
       profile->name = c.name + " (by_ranks_per_node." + key.str() + ")";

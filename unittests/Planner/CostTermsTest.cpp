@@ -602,6 +602,9 @@ TEST(ClusterTerm, MeasuredProfilesReplaceTheLinearShare) {
   EXPECT_EQ(error(R"({"2": {"gpu": {"peak_bf16_tflops": -1}}})"),
             "x.json: by_ranks_per_node.2: field 'gpu.peak_bf16_tflops' must be "
             "a positive number, got -1");
+  EXPECT_EQ(error(R"({"2": {"gpu": {"shares_node": false}}})"),
+            "x.json: field 'by_ranks_per_node.2.gpu.shares_node' must stay "
+            "true, got false");
   EXPECT_EQ(error(R"({"2": {"gpus_per_node": 2}})"),
             "x.json: field 'by_ranks_per_node.2.gpus_per_node' is not allowed "
             "(a profile describes the same node with fewer ranks)");
