@@ -549,6 +549,7 @@ nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
                                 int64_t ranks) {
   nlohmann::json profiles = nlohmann::json::object();
   std::map<std::string, std::string> fileOf; // rank count: its --profile
+  std::vector<std::pair<std::string, nlohmann::json>> carried;
   for (const std::string &path : paths) {
     auto fail = [&](const std::string &why) {
       throw std::invalid_argument("--profile '" + path + "': " + why);
@@ -597,7 +598,35 @@ nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
       if (file.contains(field))
         fields[field] = file[field];
     profiles[key] = std::move(fields);
+    // A profile's own profiles (an -n 2 output made with --profile of -n 1)
+    // are outputs of still fewer ranks: carried, unless given themselves.
+    if (file.contains("by_ranks_per_node")) {
+      const nlohmann::json &nested = file["by_ranks_per_node"];
+      if (!nested.is_object())
+        fail("by_ranks_per_node must be an object, got " + nested.dump());
+      for (const auto &[rank, profile] : nested.items()) {
+        int64_t r = 0;
+        try {
+          size_t used = 0;
+          r = std::stoll(rank, &used);
+          if (used != rank.size())
+            r = 0;
+        } catch (const std::exception &) {
+          r = 0;
+        }
+        if (r < 1 || r >= gpn.get<int64_t>() || std::to_string(r) != rank ||
+            !profile.is_object())
+          fail("by_ranks_per_node." + rank +
+               " is not a profile of fewer ranks than its gpus_per_node " +
+               key + " (an object under a rank count from 1 to " +
+               std::to_string(gpn.get<int64_t>() - 1) + ")");
+        carried.emplace_back(rank, profile);
+      }
+    }
   }
+  for (auto &[rank, profile] : carried)
+    if (!profiles.contains(rank))
+      profiles[rank] = std::move(profile);
   return profiles;
 }
 

@@ -69,7 +69,8 @@ const char *const kHelp =
     "                      with fewer ranks (-n R < N): written as\n"
     "                      by_ranks_per_node.R, which the planner uses for\n"
     "                      jobs of R ranks on this node instead of scaling\n"
-    "                      the N-rank figures by N / R\n"
+    "                      the N-rank figures by N / R; the file's own\n"
+    "                      by_ranks_per_node profiles come along\n"
     "  -h, --help          this text\n";
 
 Options parseOptions(int argc, char **argv) {
