@@ -38,6 +38,9 @@ while [[ $# -gt 0 ]]; do
   shift 2
 done
 [[ -f $CONFIG ]] || die "model config '$CONFIG' not found"
+# Before the plan sweep's minutes, not after them.
+[[ -z $MEASURE || ( $MEASURE =~ ^[0-9]+$ && $MEASURE -ge 3 ) ]] ||
+  die "--measure needs a step count >= 3, got '$MEASURE'"
 mkdir -p "$OUT"
 PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -m autoshard.models "$CONFIG" \
   --batch "$BATCH" --seq "$SEQ" --vocab-multiple 64 -q -o "$OUT/model.mlir"
@@ -49,7 +52,6 @@ SWEEP=(--plans "$PLAN" --steps "$STEPS" --batch "$BATCH" --seq "$SEQ" --no-inval
 if [[ -z $MEASURE ]]; then
   BUILD_DIR=$BUILD_DIR exec "$ROOT/scripts/plan_sweep.sh" "${SWEEP[@]}"
 fi
-[[ $MEASURE =~ ^[0-9]+$ && $MEASURE -ge 3 ]] || die "--measure needs a step count >= 3, got '$MEASURE'"
 BUILD_DIR=$BUILD_DIR "$ROOT/scripts/plan_sweep.sh" "${SWEEP[@]}"
 "$BUILD_DIR/venv/bin/python" "$ROOT/bench/planner_vs_runtime/run.py" --build "$BUILD_DIR" \
   --cluster "$CLUSTER" --only '^nanogpt ' --ranks "$NRANKS" --with-choice --check-choice 0.05 \

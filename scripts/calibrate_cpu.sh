@@ -30,6 +30,14 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -x $BUILD_DIR/bin/shard-calibrate ]] || die "$BUILD_DIR/bin/shard-calibrate not built (ninja -C $BUILD_DIR shard-calibrate)"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "-n needs a positive rank count, got '$N'"
+[[ $REPEATS =~ ^[1-9][0-9]*$ ]] || die "--repeats needs a positive count, got '$REPEATS'"
+# --out is checked before the runs of fewer ranks (a minute or two), not
+# only by the last run: a missing directory, a directory, no write access.
+OUT_DIR=$(dirname -- "$OUT")
+[[ -n $OUT && $OUT != */ ]] || die "--out needs a file name, got '$OUT'"
+[[ ! -d $OUT ]] || die "cannot write '$OUT': Is a directory"
+[[ -d $OUT_DIR ]] || die "cannot write '$OUT': no directory '$OUT_DIR'"
+[[ -w $OUT_DIR && ( ! -e $OUT || -w $OUT ) ]] || die "cannot write '$OUT': Permission denied"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 PROFILES=()

@@ -243,8 +243,21 @@ def main():
                          "than this fraction slower than its measured best "
                          "(e.g. 0.05)")
     args = ap.parse_args()
+    if args.warmup < 0:
+        sys.exit(f"--warmup must be at least 0, got {args.warmup}")
     if args.steps <= args.warmup:
         sys.exit(f"--steps {args.steps} must exceed --warmup {args.warmup}")
+    if args.check_choice is not None and not args.check_choice >= 0:
+        sys.exit(f"--check-choice must be a fraction >= 0 (e.g. 0.05), got "
+                 f"{args.check_choice}")
+    # Read by every prediction unless --calibrate replaces it everywhere:
+    # named once here, not as every plan's "skipped" note.
+    if not (args.calibrate and (args.with_choice or args.measured)):
+        try:
+            with open(args.cluster) as f:
+                f.read(1)
+        except OSError as e:
+            sys.exit(f"--cluster {args.cluster}: cannot read it: {e.strerror}")
     if args.rounds < 1:
         sys.exit(f"--rounds must be at least 1, got {args.rounds}")
     if args.only:
@@ -267,13 +280,22 @@ def main():
                      f"that --json writes (objects with model, plan and "
                      f"measured_s), got {type(rows_in).__name__}"
                      + (f" of {len(rows_in)}" if isinstance(rows_in, list) else ""))
+        def seconds(v):
+            return (not isinstance(v, bool) and isinstance(v, (int, float))
+                    and v > 0)
         for i, r in enumerate(rows_in):
             m = r["measured_s"]
-            if m is not None and (isinstance(m, bool) or
-                                  not isinstance(m, (int, float)) or m <= 0):
+            if m is not None and not seconds(m):
                 sys.exit(f"--measured {args.measured}: row {i} ({r['model']} "
                          f"{r['plan']}): measured_s must be a positive number "
                          f"of seconds or null, got {m!r}")
+            rounds = r.get("rounds_s")
+            if m is not None and rounds is not None and not (
+                    isinstance(rounds, list) and rounds and
+                    all(seconds(v) for v in rounds)):
+                sys.exit(f"--measured {args.measured}: row {i} ({r['model']} "
+                         f"{r['plan']}): rounds_s must be a non-empty list of "
+                         f"positive numbers of seconds, got {rounds!r}")
         earlier = {(r["model"], r["plan"]): r for r in rows_in}
     build = os.path.abspath(args.build)
     shard_opt = os.path.join(build, "bin", "shard-opt")

@@ -9,6 +9,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <optional>
 
@@ -17,10 +18,17 @@ namespace json = llvm::json;
 
 namespace {
 
-/// `v` as a message shows it: the shortest of %g (-1, 0.3, 1e+20), as
-/// memory_ops errors print it.
+/// `v` as a message shows it: the shortest %g text that reads back as `v`
+/// (-1, 0.3, 1e+20, and 1.00000001 rather than a 6-digit "1", which a
+/// message "must be <= 1, got 1" would contradict).
 std::string shortNumber(double v) {
-  return llvm::formatv("{0}", llvm::format("%g", v)).str();
+  std::string text;
+  for (int digits = 6; digits <= 17; ++digits) {
+    text = llvm::formatv("{0}", llvm::format("%.*g", digits, v)).str();
+    if (std::strtod(text.c_str(), nullptr) == v)
+      break;
+  }
+  return text;
 }
 
 /// Reads numeric fields of a JSON object, collecting the first error.
@@ -214,10 +222,12 @@ llvm::Error readRankProfiles(const json::Object &root, llvm::StringRef source,
   for (const auto &entry : *profiles) {
     llvm::StringRef key = entry.first;
     int64_t ranks = 0;
-    if (key.getAsInteger(10, ranks) || ranks < 1 || ranks >= c.gpusPerNode)
+    // Plain digits only: "01" would be a second key for the profile of 1.
+    if (key.getAsInteger(10, ranks) || ranks < 1 || ranks >= c.gpusPerNode ||
+        key != std::to_string(ranks))
       return fail(llvm::formatv(
           "field 'by_ranks_per_node' has key '{0}': expected a rank count "
-          "from 1 to gpus_per_node - 1 = {1}",
+          "from 1 to gpus_per_node - 1 = {1}, written without leading zeros",
           key, c.gpusPerNode - 1));
     const json::Object *fields = entry.second.getAsObject();
     if (!fields)
@@ -238,7 +248,7 @@ llvm::Error readRankProfiles(const json::Object &root, llvm::StringRef source,
       return profile.takeError();
     if (!profile->sharesNode)
       return fail(llvm::formatv("field 'by_ranks_per_node.{0}.gpu.shares_node' "
-                                "must stay true",
+                                "must stay true, got false",
                                 key));
     if (!fields->get("name"))
       profile->name = c.name + " (by_ranks_per_node." + key.str() + ")";
@@ -471,6 +481,10 @@ Cluster forWorld(const Cluster &cluster, int64_t world) {
   c.rankProfiles = cluster.rankProfiles;
   if (measured == world)
     return c;
+  // Reports name the cluster: a profile's name alone would claim R ranks'
+  // own measurements where its figures are scaled.
+  if (from != &cluster)
+    c.name += " scaled to " + std::to_string(world) + " ranks";
   double share = double(measured) / double(world);
   c.peakFlops *= share;
   c.hbmBandwidth *= share;

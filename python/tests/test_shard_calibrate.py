@@ -160,3 +160,11 @@ def test_bad_arguments_are_named():
                           text=True, timeout=60)
     assert proc.returncode != 0
     assert "unknown argument '--frobnicate'" in proc.stderr
+    # An empty --out (an unset variable) is not standard output.
+    proc = subprocess.run([_calibrate(), "--out", ""], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr == ("shard-calibrate: error: option '--out' needs a "
+                           "file name, got '' (leave --out out for standard "
+                           "output)\n")

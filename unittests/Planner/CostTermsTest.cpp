@@ -668,6 +668,8 @@ TEST(ClusterTerm, MeasuredProfilesReplaceTheLinearShare) {
   EXPECT_DOUBLE_EQ(two.peakFlops, 2 * 0.07e12);
   EXPECT_DOUBLE_EQ(two.gemmEfficiency, 0.8);
   EXPECT_DOUBLE_EQ(two.hbmBytes, 2 * c->hbmBytes);
+  // Its name says so (reports print it): not the profile of 2 ranks.
+  EXPECT_EQ(two.name, "cpu.json (by_ranks_per_node.4) scaled to 2 ranks");
   // Between the largest profile and the node: the node's own figures.
   EXPECT_DOUBLE_EQ(forWorld(*c, 6).peakFlops, 0.04e12 * 8 / 6);
   EXPECT_DOUBLE_EQ(forWorld(*c, 8).peakFlops, 0.04e12);
@@ -686,15 +688,29 @@ TEST(ClusterTerm, MeasuredProfilesReplaceTheLinearShare) {
   };
   EXPECT_EQ(error(R"({"8": {}})"),
             "x.json: field 'by_ranks_per_node' has key '8': expected a rank "
-            "count from 1 to gpus_per_node - 1 = 7");
+            "count from 1 to gpus_per_node - 1 = 7, written without leading "
+            "zeros");
   EXPECT_EQ(error(R"({"two": {}})"),
             "x.json: field 'by_ranks_per_node' has key 'two': expected a rank "
-            "count from 1 to gpus_per_node - 1 = 7");
+            "count from 1 to gpus_per_node - 1 = 7, written without leading "
+            "zeros");
+  // "01" beside "1" would be two profiles of one rank, one of them dropped.
+  EXPECT_EQ(error(R"({"1": {}, "01": {}})"),
+            "x.json: field 'by_ranks_per_node' has key '01': expected a rank "
+            "count from 1 to gpus_per_node - 1 = 7, written without leading "
+            "zeros");
+  // A value just past a bound is printed with the digits that show it.
+  EXPECT_EQ(error(R"({"2": {"efficiency": {"gemm": 1.00000001}}})"),
+            "x.json: by_ranks_per_node.2: field 'efficiency.gemm' must be a "
+            "positive number <= 1, got 1.00000001");
   EXPECT_EQ(error(R"({"1": 3})"), "x.json: field 'by_ranks_per_node.1' must "
                                   "be an object of cluster fields, got 3");
   EXPECT_EQ(error(R"({"2": {"gpu": {"peak_bf16_tflops": -1}}})"),
             "x.json: by_ranks_per_node.2: field 'gpu.peak_bf16_tflops' must be "
             "a positive number, got -1");
+  EXPECT_EQ(error(R"({"2": {"gpu": {"shares_node": false}}})"),
+            "x.json: field 'by_ranks_per_node.2.gpu.shares_node' must stay "
+            "true, got false");
   EXPECT_EQ(error(R"({"2": {"gpus_per_node": 2}})"),
             "x.json: field 'by_ranks_per_node.2.gpus_per_node' is not allowed "
             "(a profile describes the same node with fewer ranks)");

@@ -162,6 +162,29 @@ TEST(ClusterFile, ErrorsNameFieldAndValue) {
     msg = llvm::toString(f.takeError());
     EXPECT_NE(msg.find(message), std::string::npos) << msg;
   }
+  // Numbers in messages keep the digits that tell them from the bound:
+  // not "must be an integer, got 8" or "(80) must be smaller than (80)".
+  for (auto [fields, message] :
+       {std::pair{R"("gpus_per_node": 8.0000001, "gpu": {)",
+                  "field 'gpus_per_node' must be an integer, got 8.0000001"},
+        std::pair{R"("gpus_per_node": 8, "gpu": {"reserved_gib": 80.0000001,)",
+                  "field 'gpu.reserved_gib' (80.0000001) must be smaller than "
+                  "'gpu.hbm_gib' (80)"},
+        std::pair{R"("gpus_per_node": 8, "gpu": {"fragmentation": 1.0000001,)",
+                  "field 'gpu.fragmentation' must be a non-negative number <= "
+                  "1, got 1.0000001"},
+        std::pair{R"("gpus_per_node": 8, "gpu": {"sms": -0.3,)",
+                  "field 'gpu.sms' must be a non-negative number <= 1e+06, "
+                  "got -0.3"}}) {
+    auto h = parseCluster(std::string("{") + fields +
+                              R"( "peak_bf16_tflops": 3, "hbm_gib": 80,
+        "hbm_tb_per_s": 3.35},
+        "intra_node": {"gb_per_s_per_direction_per_gpu": 450}})",
+                          "h.json");
+    ASSERT_FALSE(static_cast<bool>(h)) << fields;
+    msg = llvm::toString(h.takeError());
+    EXPECT_EQ(msg, std::string("h.json: ") + message);
+  }
   auto g = parseCluster(R"({"gpus_per_node": 8, "gpu": [1, 2]})", "g.json");
   ASSERT_FALSE(static_cast<bool>(g));
   msg = llvm::toString(g.takeError());

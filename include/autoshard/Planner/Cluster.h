@@ -229,7 +229,8 @@ llvm::StringRef runtimeKernelName(llvm::StringRef opName);
 /// ranks (rankProfiles) is used as it is; without one, the smallest
 /// measured rank count M > R (a profile, else gpusPerNode) is scaled: each
 /// rank gets M / R times its peak FLOP/s, memory bandwidth, memory and
-/// intra-node bandwidth (latencies unchanged). Otherwise `cluster` itself.
+/// intra-node bandwidth (latencies unchanged), and a scaled profile's name
+/// ends with " scaled to R ranks". Otherwise `cluster` itself.
 Cluster forWorld(const Cluster &cluster, int64_t world);
 
 /// Parses and validates a cluster description (docs/cluster-format.md).

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -547,14 +548,29 @@ void checkWritable(const std::string &path) {
 nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
                                 int64_t ranks) {
   nlohmann::json profiles = nlohmann::json::object();
+  std::map<std::string, std::string> fileOf; // rank count: its --profile
+  std::vector<std::pair<std::string, nlohmann::json>> carried;
   for (const std::string &path : paths) {
     auto fail = [&](const std::string &why) {
       throw std::invalid_argument("--profile '" + path + "': " + why);
     };
+    if (ranks < 2)
+      fail("a profile has fewer ranks than this run, and -n " +
+           std::to_string(ranks) + " has none fewer (run the profile's " +
+           "ranks first, then -n N > 1 with --profile)");
+    struct stat info;
+    if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+      fail("is a directory (expected a shard-calibrate output file)");
     std::ifstream in(path);
     if (!in)
       fail(std::string("cannot read it: ") + std::strerror(errno));
-    nlohmann::json file = nlohmann::json::parse(in, nullptr, false);
+    nlohmann::json file;
+    try {
+      file = nlohmann::json::parse(in, nullptr, false);
+    } catch (const std::exception &e) {
+      // The stream's own read errors (EIO, a special file) throw.
+      fail(std::string("cannot read it: ") + e.what());
+    }
     if (file.is_discarded() || !file.is_object())
       fail("not a JSON object (expected a shard-calibrate output)");
     const nlohmann::json *gpu = file.contains("gpu") ? &file["gpu"] : nullptr;
@@ -572,7 +588,9 @@ nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
            std::to_string(ranks) + "), got " + gpn.dump());
     std::string key = std::to_string(gpn.get<int64_t>());
     if (profiles.contains(key))
-      fail("a second profile of " + key + " ranks");
+      fail("a second profile of " + key + (key == "1" ? " rank" : " ranks") +
+           " (gpus_per_node " + key + "), after '" + fileOf[key] + "'");
+    fileOf[key] = path;
     nlohmann::json fields = nlohmann::json::object();
     for (const char *field :
          {"gpu", "efficiency", "intra_node", "collective_latency_us",
@@ -580,7 +598,35 @@ nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
       if (file.contains(field))
         fields[field] = file[field];
     profiles[key] = std::move(fields);
+    // A profile's own profiles (an -n 2 output made with --profile of -n 1)
+    // are outputs of still fewer ranks: carried, unless given themselves.
+    if (file.contains("by_ranks_per_node")) {
+      const nlohmann::json &nested = file["by_ranks_per_node"];
+      if (!nested.is_object())
+        fail("by_ranks_per_node must be an object, got " + nested.dump());
+      for (const auto &[rank, profile] : nested.items()) {
+        int64_t r = 0;
+        try {
+          size_t used = 0;
+          r = std::stoll(rank, &used);
+          if (used != rank.size())
+            r = 0;
+        } catch (const std::exception &) {
+          r = 0;
+        }
+        if (r < 1 || r >= gpn.get<int64_t>() || std::to_string(r) != rank ||
+            !profile.is_object())
+          fail("by_ranks_per_node." + rank +
+               " is not a profile of fewer ranks than its gpus_per_node " +
+               key + " (an object under a rank count from 1 to " +
+               std::to_string(gpn.get<int64_t>() - 1) + ")");
+        carried.emplace_back(rank, profile);
+      }
+    }
   }
+  for (auto &[rank, profile] : carried)
+    if (!profiles.contains(rank))
+      profiles[rank] = std::move(profile);
   return profiles;
 }
 

@@ -319,10 +319,13 @@ void checkWritable(const std::string &path);
 /// The `by_ranks_per_node` object made of the --profile files `paths`:
 /// key R (the file's gpus_per_node), value the file's measured fields (gpu,
 /// efficiency, intra_node, collective_latency_us, collective_bandwidth_scale,
-/// host, overlap, measured). Each file must be a CPU shard-calibrate output
+/// host, overlap, measured), and the file's own by_ranks_per_node entries
+/// (outputs of still fewer ranks) unless a file of that rank count is given
+/// itself. Each file must be a CPU shard-calibrate output
 /// (gpu.shares_node true) of 1 <= R < `ranks` ranks, R distinct; throws
-/// std::invalid_argument naming the file and the value found otherwise, or
-/// when it cannot be read or parsed.
+/// std::invalid_argument naming the file and the value found otherwise
+/// (a second file of the same R names the first), when `ranks` is 1, or
+/// when the file cannot be read (a directory, a read error) or parsed.
 nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
                                 int64_t ranks);
 

@@ -286,6 +286,77 @@ TEST(CalibrateOutput, UnwritableOutNamesTheReason) {
                std::runtime_error);
 }
 
+/// Writes `text` to a file under the test's temporary directory.
+std::string tempFile(const std::string &name, const std::string &text) {
+  std::string path = ::testing::TempDir() + name;
+  std::FILE *f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+/// readRankProfiles' error message, or "" when it reads the files.
+std::string profileError(const std::vector<std::string> &paths, int64_t ranks) {
+  try {
+    readRankProfiles(paths, ranks);
+  } catch (const std::invalid_argument &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CalibrateProfiles, CarriesAProfilesOwnProfiles) {
+  // An -n 2 output made with --profile of an -n 1 output, then given to
+  // an -n 4 run: the 1-rank profile comes along (it was dropped).
+  std::string one = R"({"gpus_per_node": 1, "gpu": {"shares_node": true,
+      "peak_bf16_tflops": 0.07}})";
+  std::string two = tempFile("calibrate-two.json", R"({"gpus_per_node": 2,
+      "gpu": {"shares_node": true, "peak_bf16_tflops": 0.04},
+      "by_ranks_per_node": {"1": {"gpu": {"shares_node": true,
+                                          "peak_bf16_tflops": 0.06}}}})");
+  nlohmann::json profiles = readRankProfiles({two}, 4);
+  ASSERT_TRUE(profiles.contains("1"));
+  EXPECT_EQ(profiles["1"]["gpu"]["peak_bf16_tflops"], 0.06);
+  EXPECT_EQ(profiles["2"]["gpu"]["peak_bf16_tflops"], 0.04);
+  EXPECT_FALSE(profiles["2"].contains("by_ranks_per_node"));
+  // A profile of that rank count given itself wins, in either order.
+  std::string onePath = tempFile("calibrate-one.json", one);
+  for (auto paths : {std::vector<std::string>{two, onePath},
+                     std::vector<std::string>{onePath, two}}) {
+    profiles = readRankProfiles(paths, 4);
+    EXPECT_EQ(profiles["1"]["gpu"]["peak_bf16_tflops"], 0.07);
+  }
+  std::string bad = tempFile("calibrate-bad.json", R"({"gpus_per_node": 2,
+      "gpu": {"shares_node": true}, "by_ranks_per_node": {"2": {}}})");
+  EXPECT_EQ(profileError({bad}, 4),
+            "--profile '" + bad +
+                "': by_ranks_per_node.2 is not a profile of fewer ranks than "
+                "its gpus_per_node 2 (an object under a rank count from 1 to "
+                "1)");
+}
+
+TEST(CalibrateProfiles, NamesTheFileAndTheValue) {
+  std::string one = tempFile("calibrate-one-rank.json",
+                             R"({"gpus_per_node": 1,
+                                 "gpu": {"shares_node": true}})");
+  EXPECT_EQ(profileError({one}, 1),
+            "--profile '" + one +
+                "': a profile has fewer ranks than this run, and -n 1 has "
+                "none fewer (run the profile's ranks first, then -n N > 1 "
+                "with --profile)");
+  EXPECT_EQ(profileError({one, one}, 2),
+            "--profile '" + one +
+                "': a second profile of 1 rank (gpus_per_node 1), after '" +
+                one + "'");
+  std::string dir = ::testing::TempDir();
+  EXPECT_EQ(profileError({dir}, 2),
+            "--profile '" + dir +
+                "': is a directory (expected a shard-calibrate output file)");
+  EXPECT_EQ(profileError({"/dev/null"}, 2),
+            "--profile '/dev/null': not a JSON object (expected a "
+            "shard-calibrate output)");
+}
+
 TEST(CalibrateBase, ReadsAnObjectAndNamesABadFile) {
   EXPECT_THROW(
       {

@@ -507,16 +507,16 @@ int runCpu(const Options &opts, CommWorld &world) {
   std::string link =
       comms.empty()
           ? "- (one rank)"
-          : cluster["intra_node"]["gb_per_s_per_direction_per_gpu"].dump();
-  std::fprintf(
-      stderr,
-      "shard-calibrate: %lld ranks: peak %.3g TFLOP/s per rank x gemm "
-      "efficiency %.2g = %.3g TFLOP/s, bandwidth %.3g GB/s x memory "
-      "efficiency %.2g, link %s GB/s, drift %.2f (slowest / fastest repeat "
-      "of the bandwidth probe)\n",
-      static_cast<long long>(ranks), peak / 1e12, fit.efficiency,
-      peak * fit.efficiency / 1e12, bandwidth / 1e9, memoryEfficiency,
-      link.c_str(), drift);
+          : cluster["intra_node"]["gb_per_s_per_direction_per_gpu"].dump() +
+                " GB/s";
+  std::fprintf(stderr,
+               "shard-calibrate: %lld %s: peak %.3g TFLOP/s per rank x gemm "
+               "efficiency %.2g = %.3g TFLOP/s, bandwidth %.3g GB/s x memory "
+               "efficiency %.2g, link %s, drift %.2f (slowest / fastest repeat "
+               "of the bandwidth probe)\n",
+               static_cast<long long>(ranks), ranks == 1 ? "rank" : "ranks",
+               peak / 1e12, fit.efficiency, peak * fit.efficiency / 1e12,
+               bandwidth / 1e9, memoryEfficiency, link.c_str(), drift);
   return writeCluster(cluster, opts);
 }
 

@@ -69,7 +69,8 @@ const char *const kHelp =
     "                      with fewer ranks (-n R < N): written as\n"
     "                      by_ranks_per_node.R, which the planner uses for\n"
     "                      jobs of R ranks on this node instead of scaling\n"
-    "                      the N-rank figures by N / R\n"
+    "                      the N-rank figures by N / R; the file's own\n"
+    "                      by_ranks_per_node profiles come along\n"
     "  -h, --help          this text\n";
 
 Options parseOptions(int argc, char **argv) {
@@ -107,9 +108,15 @@ Options parseOptions(int argc, char **argv) {
       o.ranks = integer(a, value(i, a), 1, 1024);
     else if (a == "--backend")
       o.backend = value(i, a);
-    else if (a == "--out")
+    else if (a == "--out") {
       o.out = value(i, a);
-    else if (a == "--name")
+      // Not standard output: an empty name is an unset variable, not a
+      // request for stdout (the default without --out).
+      if (o.out.empty())
+        throw std::invalid_argument("option '--out' needs a file name, got "
+                                    "'' (leave --out out for standard "
+                                    "output)");
+    } else if (a == "--name")
       o.name = value(i, a);
     else if (a == "--repeats")
       o.repeats = integer(a, value(i, a), 1, 1000);

@@ -1,0 +1,69 @@
+"""scripts/calibrate_cpu.sh and scripts/auto_plan_check.sh name a bad
+--out / --measure at once, before minutes of calibrating or training (they
+were found only by the last shard-calibrate run, after the 1-, 2- and 4-rank
+runs, and after the plan sweep)."""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import REPO_ROOT
+
+SCRIPTS = os.path.join(REPO_ROOT, "scripts")
+
+
+def _run(script, *args, env=None):
+    start = time.monotonic()
+    proc = subprocess.run([os.path.join(SCRIPTS, script), *args],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, **(env or {})))
+    return proc, time.monotonic() - start
+
+
+@pytest.fixture
+def calibrate_build():
+    build = os.environ.get("BUILD_DIR", os.path.join(REPO_ROOT, "build"))
+    if not os.access(os.path.join(build, "bin", "shard-calibrate"), os.X_OK):
+        pytest.skip("shard-calibrate not built")
+    return build
+
+
+@pytest.mark.parametrize("out, message", [
+    ("/nonexistent/dir/x.json",
+     "cannot write '/nonexistent/dir/x.json': no directory '/nonexistent/dir'"),
+    ("{tmp}", "cannot write '{tmp}': Is a directory"),
+    ("{tmp}/", "--out needs a file name, got '{tmp}/'"),
+    ("", "--out needs a file name, got ''"),
+])
+def test_calibrate_cpu_out_checked_first(tmp_path, calibrate_build, out,
+                                         message):
+    out = out.format(tmp=tmp_path)
+    proc, seconds = _run("calibrate_cpu.sh", "--out", out,
+                         env={"BUILD_DIR": calibrate_build})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == "calibrate_cpu.sh: " + message.format(
+        tmp=tmp_path)
+    assert seconds < 10  # nothing was measured
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_calibrate_cpu_repeats_checked(calibrate_build):
+    proc, _ = _run("calibrate_cpu.sh", "--repeats", "0",
+                   env={"BUILD_DIR": calibrate_build})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "calibrate_cpu.sh: --repeats needs a positive count, got '0'")
+
+
+@pytest.mark.parametrize("value", ["2", "x", "-1"])
+def test_auto_plan_check_measure_checked_first(tmp_path, value):
+    out = tmp_path / "out"
+    proc, seconds = _run("auto_plan_check.sh", "--measure", value, "--out",
+                         str(out), env={"BUILD_DIR": str(tmp_path / "none")})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        f"auto_plan_check.sh: --measure needs a step count >= 3, got '{value}'")
+    assert seconds < 10
+    assert not out.exists()  # before the model, the choice and the sweep

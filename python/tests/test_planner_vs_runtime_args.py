@@ -1,0 +1,63 @@
+"""bench/planner_vs_runtime/run.py names bad options and bad --measured
+files before measuring anything (no traceback, no "skipped" on every plan).
+The checks run before the build is looked up: no build needed, a second."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+RUN = os.path.join(REPO_ROOT, "bench", "planner_vs_runtime", "run.py")
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, RUN, *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def _rows(tmp_path, rounds):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps([{"model": "nanogpt", "plan": "dp=1",
+                                 "measured_s": 0.05, "rounds_s": rounds}]))
+    return str(path)
+
+
+@pytest.mark.parametrize("rounds, shown", [
+    ("abc", "'abc'"), ([], "[]"), ([0.05, 0], "[0.05, 0]"),
+    ([0.05, True], "[0.05, True]")])
+def test_measured_rounds_must_be_seconds(tmp_path, rounds, shown):
+    path = _rows(tmp_path, rounds)
+    proc = _run("--measured", path)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (
+        f"--measured {path}: row 0 (nanogpt dp=1): rounds_s must be a "
+        f"non-empty list of positive numbers of seconds, got {shown}")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--warmup", "-1"], "--warmup must be at least 0, got -1"),
+    (["--check-choice", "-0.5"],
+     "--check-choice must be a fraction >= 0 (e.g. 0.05), got -0.5"),
+    (["--cluster", "/nonexistent/c.json"],
+     "--cluster /nonexistent/c.json: cannot read it: No such file or "
+     "directory"),
+])
+def test_bad_options_are_named(args, message):
+    proc = _run(*args)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip() == message
+
+
+def test_calibrate_with_measured_needs_no_cluster_file(tmp_path):
+    # --calibrate replaces --cluster for every prediction here: a missing
+    # --cluster is not an error (the run stops at the missing build).
+    path = _rows(tmp_path, [0.05])
+    proc = _run("--calibrate", "--measured", path, "--cluster",
+                "/nonexistent/c.json", "--build", str(tmp_path / "no-build"))
+    assert proc.returncode == 1
+    assert "not found: build first" in proc.stderr, proc.stderr
