@@ -456,6 +456,15 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
   }
   choice("zero", "grad_reduce", "last_microbatch", "every_microbatch",
          c.zeroReducesEveryMicrobatch);
+  if (const json::Value *v = root->get("grad_accumulation")) {
+    std::optional<llvm::StringRef> s = v->getAsString();
+    if (s && (*s == "separate" || *s == "fused"))
+      c.gradAccumulationFused = *s == "fused";
+    else
+      r.fail(llvm::formatv("field 'grad_accumulation' must be \"separate\" "
+                           "or \"fused\", got {0}",
+                           *v));
+  }
   if (!r.error.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    r.error.c_str());

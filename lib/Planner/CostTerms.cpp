@@ -411,7 +411,7 @@ double p2pTime(const Cluster &c, const Candidate &plan, double boundaryBytes) {
 double gradientAccumulationTime(const Cluster &c, double elements,
                                 double tensors, int64_t microbatches,
                                 double gradBytes) {
-  if (microbatches <= 1 || tensors <= 0)
+  if (microbatches <= 1 || tensors <= 0 || c.gradAccumulationFused)
     return 0;
   const double bytes = elements * gradBytes / tensors;
   double add = tensors * kernelTime(c, OpKind::Memory, elements / tensors,

@@ -120,6 +120,10 @@ TEST(PipelineTerm, GradientAccumulationAddsPerMicrobatch) {
   c.memoryOpEfficiency = {{"add", 0.25}};
   EXPECT_NEAR(gradientAccumulationTime(c, 1e6, 4, 4, 4),
               (3 * 4 * 7e-6 + 12e-6) / 4, 1e-15);
+  // Megatron's gradient_accumulation_fusion (grad_accumulation "fused"):
+  // the weight-gradient GEMM accumulates in place, no extra kernel.
+  c.gradAccumulationFused = true;
+  EXPECT_DOUBLE_EQ(gradientAccumulationTime(c, 1e6, 4, 4, 4), 0);
 }
 
 TEST(ParameterTerm, ShardsOverDataAndExpertGroups) {

@@ -275,6 +275,25 @@ TEST(ClusterFile, ZeroGradReduceSoftware) {
   EXPECT_NE(msg.find("bucketed"), std::string::npos) << msg;
 }
 
+TEST(ClusterFile, GradAccumulationSoftware) {
+  const std::pair<const char *, bool> values[] = {
+      {"", false},
+      {R"(, "grad_accumulation": "fused")", true},
+      {R"(, "grad_accumulation": "separate")", false}};
+  for (const auto &[extra, fused] : values) {
+    auto c =
+        parseCluster(std::string(kSmallestCluster) + extra + "}", "c.json");
+    ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+    EXPECT_EQ(c->gradAccumulationFused, fused) << extra;
+  }
+  auto bad = parseCluster(
+      std::string(kSmallestCluster) + R"(, "grad_accumulation": 1})", "c.json");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()),
+            "c.json: field 'grad_accumulation' must be \"separate\" or "
+            "\"fused\", got 1");
+}
+
 TEST(Affine, FitIsExact) {
   Affine a = Affine::fit(10, 16);
   EXPECT_DOUBLE_EQ(a.base, 4);

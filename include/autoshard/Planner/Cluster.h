@@ -189,6 +189,15 @@ struct Cluster {
   /// model), instead of tfm-recompute's norms and activations.
   bool fullRecomputeRerunsForward = false;
   bool selectiveRecomputesAttention = false;
+  /// How the software sums a step's gradients over microbatches (JSON
+  /// `grad_accumulation`). Default ("separate"): autoshard's compiled
+  /// program adds each later microbatch's parameter gradients into the sum
+  /// and scales it once (add and scale kernels per tensor,
+  /// gradientAccumulationTime). `gradAccumulationFused` ("fused",
+  /// Megatron-LM's gradient_accumulation_fusion: the weight-gradient GEMM
+  /// accumulates into the fp32 main_grad buffer itself): no extra kernels
+  /// (the GPU files).
+  bool gradAccumulationFused = false;
   /// When the software reduce-scatters the ZeRO-2/3 gradients of a step of
   /// several microbatches (JSON `zero.grad_reduce`). Default
   /// ("last_microbatch"): autoshard's compiled program accumulates every
