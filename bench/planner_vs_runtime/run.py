@@ -463,7 +463,8 @@ def main():
     if shortfalls:
         print(f"first choice over measured best: median "
               f"{100 * statistics.median(shortfalls):+.1f}%, worst "
-              f"{100 * max(shortfalls):+.1f}% over {len(shortfalls)} groups")
+              f"{100 * max(shortfalls):+.1f}% over {len(shortfalls)} "
+              f"group{'' if len(shortfalls) == 1 else 's'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -497,8 +497,9 @@ int runCpu(const Options &opts, CommWorld &world) {
   cluster["software"] =
       "written by shard-calibrate (issue 21): the runtime's CPU kernels and "
       "MPI communicator measured with " +
-      std::to_string(ranks) +
-      " ranks running at once; values rounded to 2 significant digits";
+      (ranks == 1 ? std::string("one rank")
+                  : std::to_string(ranks) + " ranks running at once") +
+      "; values rounded to 2 significant digits";
   cluster["measured"] = measured;
   if (!root)
     return 0;
