@@ -338,60 +338,30 @@ std::pair<double, double> ringTerms(const std::string &kind, int64_t n) {
 }
 
 std::vector<double> fitCollectives(const std::vector<CommPoint> &points) {
-  // Columns: c, alpha, invB.
-  std::vector<bool> active = {true, true, true};
-  std::vector<double> coef(3, 0.0);
+  // Columns: c, alpha, invB; each row divided by the measured time
+  // (relative error); a term that comes out negative is dropped.
+  std::vector<std::array<double, 3>> rows;
+  for (const CommPoint &p : points) {
+    auto [steps, frac] = ringTerms(p.kind, p.group);
+    rows.push_back(
+        {1 / p.seconds, steps / p.seconds, frac * p.bytes / p.seconds});
+  }
+  const std::vector<double> ones(rows.size(), 1.0);
+  std::array<bool, 3> active = {true, true, true};
+  std::array<double, 3> coef = {0, 0, 0};
   for (int round = 0; round < 3; ++round) {
-    double a[3][3] = {}, b[3] = {};
-    for (const CommPoint &p : points) {
-      auto [steps, frac] = ringTerms(p.kind, p.group);
-      double row[3] = {1, steps, frac * p.bytes};
-      for (int i = 0; i < 3; ++i) {
-        row[i] = active[i] ? row[i] / p.seconds : 0;
-      }
-      for (int i = 0; i < 3; ++i) {
-        for (int j = 0; j < 3; ++j)
-          a[i][j] += row[i] * row[j];
-        b[i] += row[i];
-      }
-    }
-    for (int i = 0; i < 3; ++i)
-      if (!active[i])
-        a[i][i] = 1, b[i] = 0;
-    // Gaussian elimination with partial pivoting.
-    for (int c = 0; c < 3; ++c) {
-      int piv = c;
-      for (int r = c + 1; r < 3; ++r)
-        if (std::fabs(a[r][c]) > std::fabs(a[piv][c]))
-          piv = r;
-      std::swap(a[c], a[piv]);
-      std::swap(b[c], b[piv]);
-      if (std::fabs(a[c][c]) < 1e-300)
-        throw std::runtime_error("collective fit: singular system");
-      for (int r = 0; r < 3; ++r) {
-        if (r == c)
-          continue;
-        double f = a[r][c] / a[c][c];
-        for (int j = 0; j < 3; ++j)
-          a[r][j] -= f * a[c][j];
-        b[r] -= f * b[c];
-      }
-    }
+    if (!solveNormal(rows, ones, active, coef))
+      throw std::runtime_error("collective fit: singular system");
     bool clamped = false;
-    for (int i = 0; i < 3; ++i) {
-      coef[i] = b[i] / a[i][i];
-      if (active[i] && coef[i] < 0) {
-        active[i] = false;
-        coef[i] = 0;
-        clamped = true;
-      }
-    }
+    for (int i = 0; i < 3; ++i)
+      if (active[i] && coef[i] < 0)
+        active[i] = false, coef[i] = 0, clamped = true;
     if (!clamped)
       break;
   }
   if (coef[2] <= 0)
     throw std::runtime_error("collective fit: no positive bandwidth term");
-  return coef;
+  return {coef.begin(), coef.end()};
 }
 
 CollectiveProbes::CollectiveProbes(CommWorld &world, Schedule &schedule,
