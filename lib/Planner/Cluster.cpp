@@ -486,7 +486,6 @@ Cluster forWorld(const Cluster &cluster, int64_t world) {
     from = it->second.get();
   }
   Cluster c = *from;
-  c.gpusPerNode = cluster.gpusPerNode;
   c.rankProfiles = cluster.rankProfiles;
   if (measured == world)
     return c;
