@@ -421,6 +421,7 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
       r.number(*root, "host.op_overhead_us", 0.0, false, inf) * 1e-6;
   c.hostStepOverhead =
       r.number(*root, "host.step_overhead_ms", 0.0, false, inf) * 1e-3;
+  c.syncSlowdown = r.number(*root, "host.sync_slowdown", 0.0, false, inf);
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);
   c.dpOverlap = r.number(*root, "overlap.dp", 0.0, false, 1);
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);
@@ -487,6 +488,10 @@ Cluster forWorld(const Cluster &cluster, int64_t world) {
   }
   Cluster c = *from;
   c.rankProfiles = cluster.rankProfiles;
+  // One rank never waits for another (a 1-rank profile inherits the node's
+  // field when it has none of its own).
+  if (world == 1)
+    c.syncSlowdown = 0;
   if (measured == world)
     return c;
   // Reports name the cluster: a profile's name alone would claim R ranks'

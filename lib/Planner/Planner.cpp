@@ -144,8 +144,11 @@ double kernelTime(const Cluster &cluster, OpKind kind, double flops,
   double memEff = kind == OpKind::Memory ? cluster.memoryEfficiencyOf(opName)
                                          : cluster.memoryEfficiency;
   double memory = bytes / (cluster.hbmBandwidth * memEff);
-  return std::max(compute, memory) + cluster.kernelOverhead +
-         (kind == OpKind::Gemm ? cluster.gemmOverhead : 0);
+  // Ranks that time-share cores lose part of them at every
+  // synchronisation (Cluster::syncSlowdown).
+  return (1 + cluster.syncSlowdown) *
+         (std::max(compute, memory) + cluster.kernelOverhead +
+          (kind == OpKind::Gemm ? cluster.gemmOverhead : 0));
 }
 
 //===----------------------------------------------------------------------===//

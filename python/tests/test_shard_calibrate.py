@@ -135,6 +135,13 @@ def test_profiles_of_fewer_ranks(tmp_path, shard_opt):
     assert proc.returncode == 0, proc.stderr
     cluster = json.loads(two.read_text())
     assert cluster["gpus_per_node"] == 2
+    # Two ranks synchronise: the sweeps of the one group size, and the
+    # slowdown the planner reads; one rank has neither.
+    sweeps = cluster["measured"]["sync_sweeps"]
+    assert [s["group"] for s in sweeps] == [2]
+    assert sweeps[0]["syncs"] == 20 and sweeps[0]["base_s"] > 0
+    assert cluster["host"]["sync_slowdown"] >= 0
+    assert "sync_slowdown" not in json.loads(one.read_text())["host"]
     profile = cluster["by_ranks_per_node"]["1"]
     assert profile["gpu"] == json.loads(one.read_text())["gpu"]
     assert "gpus_per_node" not in profile

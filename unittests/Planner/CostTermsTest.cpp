@@ -726,6 +726,50 @@ TEST(ClusterTerm, MeasuredProfilesReplaceTheLinearShare) {
             "(it describes ranks that time-share one node)");
 }
 
+TEST(ClusterTerm, SyncSlowdownScalesEveryKernelOfASynchronisingJob) {
+  const char *text = R"({"gpus_per_node": 8,
+    "gpu": {"peak_bf16_tflops": 0.04, "hbm_gib": 3, "hbm_tb_per_s": 0.005,
+            "shares_node": true, "kernel_fixed_us": 2},
+    "intra_node": {"gb_per_s_per_direction_per_gpu": 1.5},
+    "host": {"sync_slowdown": 0.25},
+    "by_ranks_per_node": {"1": {"gpu": {"peak_bf16_tflops": 0.2}},
+                          "2": {"host": {"sync_slowdown": 0.05}}}})";
+  auto c = parseCluster(text, "cpu.json");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_DOUBLE_EQ(c->syncSlowdown, 0.25);
+  Cluster alone = *c;
+  alone.syncSlowdown = 0;
+  // Every kind of kernel, its fixed cost included, takes 1.25 times as long.
+  GemmShape shape{1, 256, 256, 256};
+  EXPECT_DOUBLE_EQ(kernelTime(*c, OpKind::Gemm, 1e9, 1e6, &shape),
+                   1.25 * kernelTime(alone, OpKind::Gemm, 1e9, 1e6, &shape));
+  EXPECT_DOUBLE_EQ(kernelTime(*c, OpKind::Memory, 0, 1e6),
+                   1.25 * kernelTime(alone, OpKind::Memory, 0, 1e6));
+  EXPECT_DOUBLE_EQ(kernelTime(*c, OpKind::Attention, 1e9, 0),
+                   1.25 * kernelTime(alone, OpKind::Attention, 1e9, 0));
+  // Each profile its own; one rank never synchronises, though its profile
+  // inherits the node's field; a scaled share keeps its profile's.
+  EXPECT_DOUBLE_EQ(forWorld(*c, 1).syncSlowdown, 0);
+  EXPECT_DOUBLE_EQ(forWorld(*c, 2).syncSlowdown, 0.05);
+  EXPECT_DOUBLE_EQ(forWorld(*c, 4).syncSlowdown, 0.25);
+  EXPECT_DOUBLE_EQ(forWorld(*c, 8).syncSlowdown, 0.25);
+
+  auto error = [](std::string value) {
+    std::string text = R"({"gpus_per_node": 8,
+      "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 3, "hbm_tb_per_s": 1},
+      "intra_node": {"gb_per_s_per_direction_per_gpu": 1},
+      "host": {"sync_slowdown": )" +
+                       value + "}}";
+    auto parsed = parseCluster(text, "x.json");
+    EXPECT_FALSE(static_cast<bool>(parsed));
+    return parsed ? std::string() : llvm::toString(parsed.takeError());
+  };
+  EXPECT_EQ(error("-0.1"), "x.json: field 'host.sync_slowdown' must be a "
+                           "non-negative number, got -0.1");
+  EXPECT_EQ(error("\"much\""), "x.json: field 'host.sync_slowdown' must be "
+                               "a number, got \"much\"");
+}
+
 TEST(RecomputeTerm, AnalyticFallbacks) {
   Cluster c = testCluster();
   LocalProfile prof; // nothing compiled

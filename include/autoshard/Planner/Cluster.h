@@ -159,6 +159,16 @@ struct Cluster {
   /// `host.step_overhead_ms`: the step loop, the loss / grad-norm read-back,
   /// the optimizer's launches), added to the optimizer's time.
   double hostStepOverhead = 0;
+  /// How much slower a rank's kernels run in a program whose ranks
+  /// synchronise than alone, as a fraction (JSON `host.sync_slowdown`,
+  /// >= 0): ranks that time-share cores reach each collective at different
+  /// times, and the first ones spin, yield or sleep until the last one has
+  /// been scheduled, which costs the cores part of the time the probes'
+  /// free-running kernels get. shard-calibrate measures it (sweeps over its
+  /// kernel probes with and without collectives, CpuProbes.cpp); every
+  /// kernel of a job of more than one rank takes (1 + this) of its roofline
+  /// time (kernelTime). 0 where ranks have cores or devices of their own.
+  double syncSlowdown = 0;
   /// Tensor-parallel communication overlap: 0 (Megatron 2021, blocking
   /// all-reduces) to 1 (Transformer Engine's chunked TP overlap, which
   /// still exposes one of tp chunks: tpOverlapFraction).

@@ -65,12 +65,12 @@ struct GemmShape {
 /// neither `sms` nor `gemmK0`.
 double gemmShapeEfficiency(const Cluster &cluster, const GemmShape &shape);
 
-/// Roofline time of one kernel, seconds: max(flops / (peak · eff),
+/// Roofline time of one kernel, seconds: (max(flops / (peak · eff),
 /// bytes / (HBM · memEff)) + the cluster's kernel overhead (+ its GEMM
-/// overhead for GEMMs). For GEMMs with a known `shape`, eff is
-/// gemmEfficiency × gemmShapeEfficiency(shape). memEff is the cluster's
-/// memoryEfficiency, or for a Memory-kind op named `opName` (an MLIR op
-/// name, e.g. "tfm.rope") memoryEfficiencyOf(opName): its kernel's own
+/// overhead for GEMMs)) × (1 + the cluster's syncSlowdown). For GEMMs with a
+/// known `shape`, eff is gemmEfficiency × gemmShapeEfficiency(shape). memEff is
+/// the cluster's memoryEfficiency, or for a Memory-kind op named `opName` (an
+/// MLIR op name, e.g. "tfm.rope") memoryEfficiencyOf(opName): its kernel's own
 /// efficiency when the cluster lists one (`efficiency.memory_ops`).
 enum class OpKind { Gemm, Attention, Memory };
 double kernelTime(const Cluster &cluster, OpKind kind, double flops,

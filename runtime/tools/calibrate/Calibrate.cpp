@@ -106,7 +106,7 @@ double Timer::timeBatch(const std::function<void()> &body, int64_t calls) {
   for (int64_t c = 0; c < calls; ++c)
     body();
   wait();
-  return max((now() - start) / double(calls));
+  return span(start, now()) / double(calls);
 }
 
 double Timer::median(const std::function<void()> &body) {
@@ -125,6 +125,12 @@ void Timer::barrier() {
 double Timer::max(double x) {
   all.allReduce(&x, &x, 1, DType::F64, ReduceOp::Max)->wait();
   return x;
+}
+
+double Timer::span(double start, double end) {
+  double x[2] = {end, -start};
+  all.allReduce(x, x, 2, DType::F64, ReduceOp::Max)->wait();
+  return x[0] + x[1];
 }
 
 //===----------------------------------------------------------------------===//
@@ -620,6 +626,89 @@ int writeCluster(const nlohmann::json &cluster, const Options &opts) {
     throw std::runtime_error("cannot write '" + opts.out +
                              "': " + std::strerror(error));
   return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Synchronisation sweeps
+//===----------------------------------------------------------------------===//
+
+double syncSlowdownOf(const std::vector<double> &base,
+                      const std::vector<double> &synced, int64_t syncs,
+                      double collective) {
+  if (base.empty() || base.size() != synced.size())
+    throw std::invalid_argument(
+        "shard-calibrate: synchronisation sweeps need paired timings, got " +
+        std::to_string(base.size()) + " and " + std::to_string(synced.size()));
+  if (syncs < 1)
+    throw std::invalid_argument(
+        "shard-calibrate: a synchronised sweep needs at least one "
+        "collective, got " +
+        std::to_string(syncs));
+  std::vector<double> loss;
+  for (size_t r = 0; r < base.size(); ++r)
+    loss.push_back((synced[r] - base[r] - double(syncs) * collective) /
+                   std::max(1e-12, base[r]));
+  return std::max(0.0, medianOf(loss));
+}
+
+std::vector<SyncSweep> measureSyncSweeps(CommWorld &world, Timer &timer,
+                                         const Schedule &schedule,
+                                         size_t kernels,
+                                         const std::vector<CommPoint> &comms) {
+  const int64_t ranks = world.size();
+  constexpr int64_t kSyncs = 20, kCount = 1024; // 4 KiB of f32
+  std::vector<SyncSweep> sweeps;
+  if (ranks < 2 || kernels == 0)
+    return sweeps;
+  std::vector<std::unique_ptr<Communicator>> groups;
+  for (int64_t g = 2; g <= ranks; g *= 2) {
+    groups.push_back(world.split(world.rank() / g, world.rank() % g));
+    SyncSweep w;
+    w.group = g;
+    w.syncs = std::min<int64_t>(kSyncs, int64_t(kernels));
+    for (const CommPoint &c : comms)
+      if (c.kind == "all_reduce" && c.group == g && c.bytes == 4.0 * kCount)
+        w.collectiveS = c.seconds;
+    sweeps.push_back(w);
+  }
+  std::vector<float> buffer(kCount);
+  // Every kernel probe once and, with `group`, a blocking all-reduce after
+  // every kernels / syncs of them.
+  auto sweep = [&](Communicator *group, int64_t syncs) {
+    size_t every = kernels / size_t(std::max<int64_t>(1, syncs));
+    int64_t done = 0;
+    for (size_t i = 0; i < kernels; ++i) {
+      schedule.body(i)();
+      if (group && (i + 1) % every == 0 && done < syncs) {
+        group
+            ->allReduce(buffer.data(), buffer.data(), kCount, DType::F32,
+                        ReduceOp::Sum)
+            ->wait();
+        ++done;
+      }
+    }
+  };
+  sweep(nullptr, 0); // warm-up
+  std::vector<double> base;
+  std::vector<std::vector<double>> synced(sweeps.size());
+  for (int64_t r = 0; r < timer.repeats(); ++r)
+    for (size_t j = 0; j <= sweeps.size(); ++j) {
+      timer.barrier();
+      double start = now();
+      if (j == 0)
+        sweep(nullptr, 0);
+      else
+        sweep(groups[j - 1].get(), sweeps[j - 1].syncs);
+      double t = timer.span(start, now());
+      (j == 0 ? base : synced[j - 1]).push_back(t);
+    }
+  for (size_t j = 0; j < sweeps.size(); ++j) {
+    SyncSweep &w = sweeps[j];
+    w.baseS = medianOf(base);
+    w.syncedS = medianOf(synced[j]);
+    w.slowdown = syncSlowdownOf(base, synced[j], w.syncs, w.collectiveS);
+  }
+  return sweeps;
 }
 
 } // namespace autoshard::runtime::calibrate

@@ -47,7 +47,8 @@ struct Options {
   std::vector<std::string> profiles;
 };
 
-/// Seconds on a monotonic clock.
+/// Seconds on a monotonic clock (CLOCK_MONOTONIC: one clock for every
+/// process of the node, so Timer::span can compare the ranks' readings).
 double now();
 
 /// `x` rounded to 2 significant digits (stable output across runs), as the
@@ -75,8 +76,9 @@ public:
   /// slowest rank.
   int64_t batchCalls(const std::function<void()> &body);
 
-  /// One timing: a barrier, `calls` calls of `body`, the slowest rank's
-  /// seconds per call.
+  /// One timing: a barrier, `calls` calls of `body`, the seconds per call
+  /// of the window from the first rank's start to the last rank's end
+  /// (span).
   double timeBatch(const std::function<void()> &body, int64_t calls);
 
   /// An all-reduce of one double over `all`.
@@ -84,6 +86,14 @@ public:
 
   /// The largest of `x` over the ranks.
   double max(double x);
+
+  /// The window from the earliest `start` to the latest `end` over the
+  /// ranks (seconds of now(), a clock every process of the node shares).
+  /// Not the slowest rank's own end - start: ranks that time-share cores
+  /// leave a barrier at different times, and a rank that ran its batch
+  /// while the others waited for a core measures only its own share of
+  /// the window.
+  double span(double start, double end);
 
   int64_t repeats() const { return count; }
 
@@ -130,6 +140,12 @@ public:
   void run();
 
   size_t size() const { return bodies.size(); }
+
+  /// Probe `index`'s body, to call outside the timed repeats (the sweeps of
+  /// measureSyncSweeps).
+  const std::function<void()> &body(size_t index) const {
+    return bodies.at(index);
+  }
 
   /// The median of probe `index`'s timings (seconds per call); throws
   /// std::logic_error before run().
@@ -299,6 +315,46 @@ std::vector<CommPoint>
 measureCollectives(CommWorld &world, Timer &timer,
                    const std::vector<double> &sizes,
                    const std::function<void *(int64_t)> &alloc);
+
+/// How much a program whose ranks synchronise loses to the synchronisation
+/// (Cluster::syncSlowdown, `host.sync_slowdown`), from one group size's
+/// sweeps: the ranks time-share the node's cores, so at a blocking
+/// collective the first ones spin, yield or sleep until the last one has
+/// been scheduled, which the collective probes (every rank in the
+/// collective back to back) and the kernel probes (free-running) do not
+/// see.
+struct SyncSweep {
+  int64_t group = 0;
+  /// Blocking 4 KiB all-reduces in one sweep.
+  int64_t syncs = 0;
+  /// Median seconds of a sweep without and with the collectives.
+  double baseS = 0, syncedS = 0;
+  /// The 4 KiB all-reduce's own seconds (its collective probe).
+  double collectiveS = 0;
+  /// syncSlowdownOf the paired sweeps.
+  double slowdown = 0;
+};
+
+/// The slowdown from paired sweeps: the median over the repeats of
+/// (synced - base - syncs x collective) / base, at least 0 (`collective`:
+/// the collective's own seconds). Throws std::invalid_argument when `base`
+/// and `synced` are empty or of different lengths, or syncs < 1.
+double syncSlowdownOf(const std::vector<double> &base,
+                      const std::vector<double> &synced, int64_t syncs,
+                      double collective);
+
+/// Sweeps for every group size 2, 4, ... up to the world's size (the groups
+/// of CollectiveProbes): each repeat, every rank runs the first `kernels`
+/// probes of `schedule` once each, in order (as a program calls its
+/// kernels), without collectives and then, for each group size, with 20
+/// blocking 4 KiB all-reduces spread over them; `comms` gives each
+/// all-reduce's own time. Found about the same for 10 to 80 collectives per
+/// sweep on 8 ranks over 2 cores: the loss is a share of the work, not a
+/// cost per collective. One rank: empty.
+std::vector<SyncSweep> measureSyncSweeps(CommWorld &world, Timer &timer,
+                                         const Schedule &schedule,
+                                         size_t kernels,
+                                         const std::vector<CommPoint> &comms);
 
 /// Sets `collective_latency_us`, `intra_node` (link name `link`) and
 /// `collective_bandwidth_scale` from the ring fit of `comms`, and

@@ -188,6 +188,15 @@ TEST(CalibrateTimer, SynchronizesEveryBatch) {
   EXPECT_GT(calls, 5);
 }
 
+TEST(CalibrateTimer, SpanIsTheWindowOverTheRanks) {
+  std::unique_ptr<CommWorld> world = createLocalWorld();
+  std::unique_ptr<Communicator> all = world->split(0, 0);
+  Timer timer(*all, 3);
+  // One rank: its own window (the earliest start and latest end of one).
+  EXPECT_DOUBLE_EQ(timer.span(1.0, 3.5), 2.5);
+  EXPECT_DOUBLE_EQ(timer.span(-2.0, 0.0), 2.0);
+}
+
 TEST(CalibrateSchedule, InterleavesRepeatsAndKeepsRatiosUnderDrift) {
   // Three probes of true times 1, 2 and 10; the machine slows by a factor
   // per repeat (1, 1.6, 1.1, 1.4, 1) and, within repeat 1, only after probe
@@ -254,6 +263,33 @@ TEST(CalibrateSchedule, TimesEveryProbeOncePerRepeat) {
   for (size_t i = 5; i < trace.size(); ++i)
     switches += trace[i] != trace[i - 1];
   EXPECT_EQ(switches, 5); // 0..0 1..1 0..0 1..1 0..0 1..1
+}
+
+TEST(CalibrateSyncSweep, MedianPairedLossOverTheWork) {
+  // Repeat 2 ran on a slower machine: both sweeps slower, the pair's loss
+  // the same share of its work: 12.5 %, 12.5 %, 15 %.
+  std::vector<double> base = {0.080, 0.120, 0.080};
+  std::vector<double> synced = {0.090, 0.135, 0.092};
+  EXPECT_NEAR(syncSlowdownOf(base, synced, 20, 0.0), 0.125, 1e-12);
+  // The collectives' own time (20 x 0.1 ms) is not a loss: 10 %, 10.8 %,
+  // 12.5 %.
+  EXPECT_NEAR(syncSlowdownOf(base, synced, 20, 0.1e-3), 0.013 / 0.12, 1e-12);
+  // Noise below the collectives' own time is no loss.
+  EXPECT_DOUBLE_EQ(syncSlowdownOf(base, synced, 20, 1e-3), 0.0);
+  EXPECT_THROW(syncSlowdownOf(base, {0.1}, 20, 0), std::invalid_argument);
+  EXPECT_THROW(syncSlowdownOf({}, {}, 20, 0), std::invalid_argument);
+  EXPECT_THROW(syncSlowdownOf(base, synced, 0, 0), std::invalid_argument);
+}
+
+TEST(CalibrateSyncSweep, OneRankHasNoGroups) {
+  std::unique_ptr<CommWorld> world = createLocalWorld();
+  std::unique_ptr<Communicator> all = world->split(0, 0);
+  Timer timer(*all, 3);
+  Schedule schedule(timer);
+  int calls = 0;
+  schedule.add([&] { ++calls; });
+  EXPECT_TRUE(measureSyncSweeps(*world, timer, schedule, 1, {}).empty());
+  EXPECT_EQ(calls, 0);
 }
 
 TEST(CalibrateOutput, UnwritableOutNamesTheReason) {

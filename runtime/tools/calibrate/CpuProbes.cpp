@@ -21,7 +21,10 @@
 //   32 and 64: `efficiency.attention` against peak and the seconds per
 //   score element of each direction (fitAttention);
 // * every collective over every group size 2, 4, ... up to N at 4 KiB and
-//   1 MiB, and a send/recv pair: the planner's ring model (Calibrate.h).
+//   1 MiB, and a send/recv pair: the planner's ring model (Calibrate.h);
+// * the share of the cores a program whose ranks synchronise loses
+//   (`host.sync_slowdown`, measureSyncSweeps): sweeps over the kernel probes
+//   with and without blocking collectives between them.
 //
 // All of them are timed in interleaved repeats (Schedule, Calibrate.h):
 // each repeat times every probe once, so a drift of the machine's speed
@@ -383,6 +386,9 @@ int runCpu(const Options &opts, CommWorld &world) {
   ProbeOp addOne(backend, "add", {}, {f32({1}), f32({1})}, {f32({1})});
   size_t fixedProbe = schedule.add([&] { addOne(); });
 
+  // Every probe so far runs one kernel: the synchronised sweeps call them.
+  const size_t kernelProbes = schedule.size();
+
   // Collectives over every group size, and send/recv.
   std::vector<std::vector<char>> commBuffers;
   CollectiveProbes collectives(
@@ -391,6 +397,9 @@ int runCpu(const Options &opts, CommWorld &world) {
       });
 
   schedule.run();
+  std::vector<CommPoint> comms = collectives.points();
+  std::vector<SyncSweep> syncSweeps =
+      measureSyncSweeps(world, timer, schedule, kernelProbes, comms);
 
   // Fixed cost and bandwidth; how much the machine's speed moved during the
   // calibration (the slowest over the fastest repeat of the bandwidth add).
@@ -456,7 +465,6 @@ int runCpu(const Options &opts, CommWorld &world) {
   AttentionFit attFit = fitAttention(attention, peak, fixed);
   measured["attention"] = attentionJson;
 
-  std::vector<CommPoint> comms = collectives.points();
   nlohmann::json cluster;
   cluster["name"] =
       opts.name.empty() ? "this machine (shard-calibrate)" : opts.name;
@@ -474,6 +482,25 @@ int runCpu(const Options &opts, CommWorld &world) {
       // Measured with every rank running: one rank's share of the node.
       {"shares_node", true}};
   cluster["host"] = {{"op_overhead_us", 0}, {"step_overhead_ms", 0}};
+  // The median over the group sizes: the loss is the node's (how its
+  // ranks share the cores), about the same for every group size.
+  double syncSlowdown = 0;
+  if (!syncSweeps.empty()) {
+    nlohmann::json sweeps = nlohmann::json::array();
+    std::vector<double> slowdowns;
+    for (const SyncSweep &w : syncSweeps) {
+      slowdowns.push_back(w.slowdown);
+      sweeps.push_back({{"group", w.group},
+                        {"syncs", w.syncs},
+                        {"base_s", w.baseS},
+                        {"synced_s", w.syncedS},
+                        {"collective_s", w.collectiveS},
+                        {"slowdown", w.slowdown}});
+    }
+    syncSlowdown = medianOf(slowdowns);
+    cluster["host"]["sync_slowdown"] = round2(syncSlowdown);
+    measured["sync_sweeps"] = sweeps;
+  }
   cluster["memory"] = {{"grad_buffer", "frame"}, {"dropout_mask_bytes", 0}};
   cluster["efficiency"] = {
       {"gemm", round2(fit.efficiency)},
@@ -510,14 +537,19 @@ int runCpu(const Options &opts, CommWorld &world) {
           ? "- (one rank)"
           : cluster["intra_node"]["gb_per_s_per_direction_per_gpu"].dump() +
                 " GB/s";
+  std::string sync =
+      syncSweeps.empty()
+          ? std::string()
+          : ", sync slowdown " + cluster["host"]["sync_slowdown"].dump();
   std::fprintf(stderr,
                "shard-calibrate: %lld %s: peak %.3g TFLOP/s per rank x gemm "
                "efficiency %.2g = %.3g TFLOP/s, bandwidth %.3g GB/s x memory "
-               "efficiency %.2g, link %s, drift %.2f (slowest / fastest repeat "
-               "of the bandwidth probe)\n",
+               "efficiency %.2g, link %s%s, drift %.2f (slowest / fastest "
+               "repeat of the bandwidth probe)\n",
                static_cast<long long>(ranks), ranks == 1 ? "rank" : "ranks",
                peak / 1e12, fit.efficiency, peak * fit.efficiency / 1e12,
-               bandwidth / 1e9, memoryEfficiency, link.c_str(), drift);
+               bandwidth / 1e9, memoryEfficiency, link.c_str(), sync.c_str(),
+               drift);
   return writeCluster(cluster, opts);
 }
 
