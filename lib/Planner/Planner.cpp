@@ -817,6 +817,16 @@ std::string whyLost(const Estimate &e, const Estimate &best) {
                        e.stepTime, pct < 0 ? "" : "+", pct, e.plan.str())
       .str();
 }
+
+/// The search's order: the shorter step first; at an equal step (e.g.
+/// ZeRO-1 and ZeRO-2 with one microbatch, which compile to the same
+/// communication) the smaller peak memory, so the choice does not depend
+/// on the enumeration order.
+bool fasterThenSmaller(const Estimate &a, const Estimate &b) {
+  if (a.stepTime != b.stepTime)
+    return a.stepTime < b.stepTime;
+  return a.peakBytes < b.peakBytes;
+}
 } // namespace
 
 SearchResult search(const Cluster &c, const ModelInfo &m,
@@ -993,10 +1003,7 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
   }
 
   // Simulate the best candidates with the real schedule, re-rank.
-  std::stable_sort(fitting.begin(), fitting.end(),
-                   [](const Estimate &a, const Estimate &b) {
-                     return a.stepTime < b.stepTime;
-                   });
+  std::stable_sort(fitting.begin(), fitting.end(), fasterThenSmaller);
   // A candidate whose simulated schedule holds more activations than the
   // closed form counted may no longer fit: it is dropped (and the next
   // analytic candidate simulated in its place).
@@ -1039,10 +1046,7 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
     bestSimulated = std::min(bestSimulated, sim.stepTime);
     ++i, ++nsim;
   }
-  std::stable_sort(fitting.begin(), fitting.begin() + nsim,
-                   [](const Estimate &a, const Estimate &b) {
-                     return a.stepTime < b.stepTime;
-                   });
+  std::stable_sort(fitting.begin(), fitting.begin() + nsim, fasterThenSmaller);
   // The best of each family among what still fits (simulated times where
   // simulated).
   bestPerFamily.clear();

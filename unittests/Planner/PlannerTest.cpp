@@ -457,6 +457,24 @@ TEST(Search, FindsAFittingPlanAndBeatsDdp) {
               1e-9 * b.stepTime);
 }
 
+TEST(Search, EqualStepsRankTheSmallerPeakFirst) {
+  // ZeRO-1 and ZeRO-2 reduce gradients once per step: with one microbatch
+  // their steps are equal, and ZeRO-2's sharded gradients make its peak
+  // smaller. The enumeration meets ZeRO-1 first.
+  DenseSearch t(64);
+  t.o.zeroStages = {1, 2};
+  SearchResult r = t.run();
+  int ties = 0;
+  for (size_t i = 1; i < r.best.size(); ++i)
+    if (r.best[i].stepTime == r.best[i - 1].stepTime &&
+        r.best[i].peakBytes != r.best[i - 1].peakBytes) {
+      ++ties;
+      EXPECT_LT(r.best[i - 1].peakBytes, r.best[i].peakBytes)
+          << r.best[i - 1].plan.str() << " before " << r.best[i].plan.str();
+    }
+  EXPECT_GT(ties, 0);
+}
+
 TEST(Search, LazySimulationAgreesWithSimulatingEverything) {
   // Simulating only the analytic top-1 must still end on the plan that
   // simulating every candidate finds: a pipelined candidate whose simulated
