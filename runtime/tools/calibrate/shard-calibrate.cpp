@@ -14,8 +14,9 @@
 // --backend cuda (CudaProbes.cpp): the CUDA backend's kernels in bf16 and
 // NCCL, one GPU per rank; scripts/gpu_check.sh runs it on the GPU machine.
 //
-// Each figure is the median of --repeats timings, each the slowest rank's;
-// the written numbers are rounded to 2 significant digits so that repeated
+// Each figure is the median of --repeats timings, each over the window
+// from the first rank's start to the last rank's end (Timer::span); the
+// written numbers are rounded to 2 significant digits so that repeated
 // runs write the same file unless the machine changed (the planner's
 // ranking then cannot differ).
 //
