@@ -56,7 +56,8 @@ const char *const kHelp =
     "                      (gpu.shares_node true). cuda: the CUDA kernels in\n"
     "                      bf16 (cuBLAS GEMMs over m, n, k in 256..8192) and,\n"
     "                      with N > 1 (mpirun, one GPU per rank), NCCL\n"
-    "  -n N                ranks (re-executed under mpirun on this node)\n"
+    "  -n N                ranks, a power of two (re-executed under mpirun on\n"
+    "                      this node)\n"
     "  --out FILE          write the description there (default: stdout)\n"
     "  --name TEXT         the description's name\n"
     "  --repeats R         timings per figure, their median kept (default 7)\n"
@@ -129,6 +130,14 @@ Options parseOptions(int argc, char **argv) {
       throw std::invalid_argument("unknown argument '" + a + "' (" + kUsage +
                                   ")");
   }
+  // The collective probes and the synchronisation sweeps split the ranks
+  // into groups of 2, 4, ... N: with another count the last group is short
+  // (-n 3 ended in "MPI_Isend failed: MPI_ERR_RANK" once the ranks ran).
+  if (o.ranks & (o.ranks - 1))
+    throw std::invalid_argument(
+        "option '-n' needs a power of two (1, 2, 4, 8, ...: the collectives "
+        "are probed over groups of 2, 4, ... N ranks), got " +
+        std::to_string(o.ranks));
   if (o.backend != "cpu" && o.backend != "cuda")
     throw std::invalid_argument(
         "option '--backend' expects cpu or cuda, got '" + o.backend + "'");
