@@ -165,6 +165,17 @@ std::string builtBackends() {
 }
 
 int run(const Options &opts, CommWorld &world) {
+  // Timer::span compares the ranks' readings of CLOCK_MONOTONIC, which only
+  // the processes of one node share: ranks started on several nodes (under
+  // a launcher) would write figures off by the nodes' clock offsets.
+  if (world.localSize() != world.size())
+    throw std::runtime_error(
+        "shard-calibrate measures one node (its timings compare the ranks' "
+        "monotonic clocks), but only " +
+        std::to_string(world.localSize()) + " of the job's " +
+        std::to_string(world.size()) +
+        " ranks are on this node (run -n N without a launcher, or one "
+        "node's ranks under it)");
 #if AUTOSHARD_CALIBRATE_CPU
   if (opts.backend == "cpu")
     return runCpu(opts, world);
