@@ -421,9 +421,9 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
       r.number(*root, "host.op_overhead_us", 0.0, false, inf) * 1e-6;
   c.hostStepOverhead =
       r.number(*root, "host.step_overhead_ms", 0.0, false, inf) * 1e-3;
-  // At most 10 (kernels 11x slower): shard-calibrate measures 0-0.2 on 8
-  // ranks over 2 cores; far more is a broken measurement or a typo, and
-  // 1e308 turned every step time into inf.
+  // At most 10 (kernels 11x slower): shard-calibrate wrote 0-0.2 with 7
+  // repeats on 2 cores (1.3 once with one repeat under load); far more is a
+  // broken measurement or a typo, and 1e308 turned every step time into inf.
   c.syncSlowdown =
       r.number(*root, "host.sync_slowdown", 0.0, false, kMaxSyncSlowdown);
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);

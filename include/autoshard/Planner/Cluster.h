@@ -33,11 +33,11 @@ struct Link {
   double efficiency = 1;
 };
 
-/// A homogeneous GPU cluster. All units SI: FLOP/s, bytes, bytes/s, s.
 /// The largest `host.sync_slowdown` a cluster file may give (kernels 11x
 /// slower): more is a broken measurement or a typo, not a machine.
 constexpr double kMaxSyncSlowdown = 10;
 
+/// A homogeneous GPU cluster. All units SI: FLOP/s, bytes, bytes/s, s.
 struct Cluster {
   std::string name;
   int64_t gpusPerNode = 8;
