@@ -421,7 +421,11 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
       r.number(*root, "host.op_overhead_us", 0.0, false, inf) * 1e-6;
   c.hostStepOverhead =
       r.number(*root, "host.step_overhead_ms", 0.0, false, inf) * 1e-3;
-  c.syncSlowdown = r.number(*root, "host.sync_slowdown", 0.0, false, inf);
+  // At most 10 (kernels 11x slower): shard-calibrate wrote 0-0.2 with 7
+  // repeats on 2 cores (1.3 once with one repeat under load); far more is a
+  // broken measurement or a typo, and 1e308 turned every step time into inf.
+  c.syncSlowdown =
+      r.number(*root, "host.sync_slowdown", 0.0, false, kMaxSyncSlowdown);
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);
   c.dpOverlap = r.number(*root, "overlap.dp", 0.0, false, 1);
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);
@@ -475,8 +479,14 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
 } // namespace
 
 Cluster forWorld(const Cluster &cluster, int64_t world) {
-  if (!cluster.sharesNode || world <= 0 || world >= cluster.gpusPerNode)
-    return cluster;
+  if (!cluster.sharesNode || world <= 0 || world >= cluster.gpusPerNode) {
+    Cluster c = cluster;
+    // One rank never waits for another, whatever the file (a GPU file with
+    // the field, a node of one rank).
+    if (world == 1)
+      c.syncSlowdown = 0;
+    return c;
+  }
   // The fewest measured ranks per node that are at least `world`: that
   // profile itself, or its share scaled to `world` ranks.
   int64_t measured = cluster.gpusPerNode;

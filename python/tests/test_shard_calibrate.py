@@ -3,6 +3,7 @@ machine that the planner reads: one rank, one repeat (a few seconds)."""
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -39,10 +40,11 @@ MEMORY_OPS = [
 ]
 
 
-def _step_s(shard_opt, model, cluster_path):
+def _step_s(shard_opt, model, cluster_path, ranks=1):
     report = subprocess.run(
         [shard_opt, str(model),
-         f"--dist-auto-plan=cluster={cluster_path} gpus=1 evaluate=dp=1 format=json",
+         f"--dist-auto-plan=cluster={cluster_path} gpus={ranks} "
+         f"evaluate=dp={ranks} format=json",
          "-o", "/dev/null"], capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     plans = json.loads(report.stdout)["plans"]
@@ -128,6 +130,7 @@ def test_profiles_of_fewer_ranks(tmp_path, shard_opt):
     proc = subprocess.run([_calibrate(), "--repeats", "1", "--out", str(one)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+    assert "sync slowdown" not in proc.stderr
     two = tmp_path / "two.json"
     proc = subprocess.run(
         [_calibrate(), "-n", "2", "--repeats", "1", "--profile", str(one),
@@ -142,6 +145,10 @@ def test_profiles_of_fewer_ranks(tmp_path, shard_opt):
     assert sweeps[0]["syncs"] == 20 and sweeps[0]["base_s"] > 0
     assert cluster["host"]["sync_slowdown"] >= 0
     assert "sync_slowdown" not in json.loads(one.read_text())["host"]
+    # The one-line summary on stderr names the written figure.
+    summary = re.search(r", sync slowdown ([0-9.e+-]+), drift ", proc.stderr)
+    assert summary, proc.stderr
+    assert float(summary.group(1)) == cluster["host"]["sync_slowdown"]
     profile = cluster["by_ranks_per_node"]["1"]
     assert profile["gpu"] == json.loads(one.read_text())["gpu"]
     assert "gpus_per_node" not in profile
@@ -151,6 +158,17 @@ def test_profiles_of_fewer_ranks(tmp_path, shard_opt):
          "-o", str(model)], check=True)
     # One rank on the two-rank file: the profile's figures, as one.json.
     assert _step_s(shard_opt, model, two) == _step_s(shard_opt, model, one)
+    # Every kernel of a 2-rank job takes (1 + sync_slowdown) of its time; a
+    # 1-rank job (its profile inherits the node's field) never pays it.
+    def with_slowdown(name, value):
+        path = tmp_path / name
+        path.write_text(json.dumps(
+            dict(cluster, host=dict(cluster["host"], sync_slowdown=value))))
+        return path
+    free, synced = with_slowdown("s0.json", 0), with_slowdown("s1.json", 1)
+    assert _step_s(shard_opt, model, synced, 2) > \
+        1.5 * _step_s(shard_opt, model, free, 2)
+    assert _step_s(shard_opt, model, synced) == _step_s(shard_opt, model, free)
     # Without the profile the 2-rank share is doubled instead: another time.
     del cluster["by_ranks_per_node"]
     bare = tmp_path / "bare.json"

@@ -765,9 +765,25 @@ TEST(ClusterTerm, SyncSlowdownScalesEveryKernelOfASynchronisingJob) {
     return parsed ? std::string() : llvm::toString(parsed.takeError());
   };
   EXPECT_EQ(error("-0.1"), "x.json: field 'host.sync_slowdown' must be a "
-                           "non-negative number, got -0.1");
+                           "non-negative number <= 10, got -0.1");
   EXPECT_EQ(error("\"much\""), "x.json: field 'host.sync_slowdown' must be "
                                "a number, got \"much\"");
+  // 1e308 made every step time inf (the table printed "INF%").
+  EXPECT_EQ(error("1e308"), "x.json: field 'host.sync_slowdown' must be a "
+                            "non-negative number <= 10, got 1e+308");
+  EXPECT_EQ(error("1e999"), "x.json: field 'host.sync_slowdown' must be a "
+                            "non-negative number <= 10, got inf");
+
+  // A job of one rank never synchronises, also where forWorld has no
+  // profile to pick (a file of dedicated devices, a node of one rank).
+  Cluster gpu = *c;
+  gpu.sharesNode = false;
+  EXPECT_DOUBLE_EQ(forWorld(gpu, 1).syncSlowdown, 0);
+  EXPECT_DOUBLE_EQ(forWorld(gpu, 2).syncSlowdown, 0.25);
+  Cluster single = *c;
+  single.gpusPerNode = 1;
+  single.rankProfiles.clear();
+  EXPECT_DOUBLE_EQ(forWorld(single, 1).syncSlowdown, 0);
 }
 
 TEST(RecomputeTerm, AnalyticFallbacks) {

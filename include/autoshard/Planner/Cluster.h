@@ -33,6 +33,10 @@ struct Link {
   double efficiency = 1;
 };
 
+/// The largest `host.sync_slowdown` a cluster file may give (kernels 11x
+/// slower): more is a broken measurement or a typo, not a machine.
+constexpr double kMaxSyncSlowdown = 10;
+
 /// A homogeneous GPU cluster. All units SI: FLOP/s, bytes, bytes/s, s.
 struct Cluster {
   std::string name;
@@ -167,7 +171,8 @@ struct Cluster {
   /// free-running kernels get. shard-calibrate measures it (sweeps over its
   /// kernel probes with and without collectives, CpuProbes.cpp); every
   /// kernel of a job of more than one rank takes (1 + this) of its roofline
-  /// time (kernelTime). 0 where ranks have cores or devices of their own.
+  /// time (kernelTime; forWorld sets it to 0 for a job of one rank). 0 where
+  /// ranks have cores or devices of their own; at most kMaxSyncSlowdown.
   double syncSlowdown = 0;
   /// Tensor-parallel communication overlap: 0 (Megatron 2021, blocking
   /// all-reduces) to 1 (Transformer Engine's chunked TP overlap, which
@@ -249,7 +254,8 @@ llvm::StringRef runtimeKernelName(llvm::StringRef opName);
 /// measured rank count M > R (a profile, else gpusPerNode) is scaled: each
 /// rank gets M / R times its peak FLOP/s, memory bandwidth, memory and
 /// intra-node bandwidth (latencies unchanged), and a scaled profile's name
-/// ends with " scaled to R ranks". Otherwise `cluster` itself.
+/// ends with " scaled to R ranks". Otherwise `cluster` itself. A job of one
+/// rank never synchronises: its syncSlowdown is 0 in every case.
 Cluster forWorld(const Cluster &cluster, int64_t world);
 
 /// Parses and validates a cluster description (docs/cluster-format.md).

@@ -3,7 +3,7 @@
 //
 // What the backends' probes of shard-calibrate (CpuProbes.cpp,
 // CudaProbes.cpp) share: the options, the timer (every rank at once, the
-// slowest rank's time, the median of the repeats), the collective probe over
+// window over the ranks, the median of the repeats), the collective probe over
 // a Communicator, the planner's GEMM and ring models with their fits, and the
 // writing of the cluster description (docs/cluster-format.md).
 //
@@ -56,7 +56,8 @@ double now();
 double round2(double x);
 
 /// Times a body on every rank of `all` at once: a barrier (an all-reduce)
-/// before each repeat, the slowest rank's time of each repeat, the median
+/// before each repeat, the window from the first rank's start to the last
+/// rank's end of each repeat (span), the median
 /// over `repeats` (after one untimed warm-up call). `sync` (e.g. the CUDA
 /// backend's synchronize) runs after the warm-up, the sizing call and each
 /// timed batch, so asynchronous work is inside the time.

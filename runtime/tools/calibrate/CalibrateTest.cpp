@@ -11,10 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <stdexcept>
 
 using namespace autoshard::runtime;
 using namespace autoshard::runtime::calibrate;
@@ -188,6 +190,53 @@ TEST(CalibrateTimer, SynchronizesEveryBatch) {
   EXPECT_GT(calls, 5);
 }
 
+/// Rank 0 of a group of two whose other member contributes `peer` to every
+/// f64 all-reduce (element-wise; Max or Sum); nothing else is implemented.
+class PeerOfTwo : public Communicator {
+public:
+  explicit PeerOfTwo(std::vector<double> peer) : peer(std::move(peer)) {}
+  int64_t rank() const override { return 0; }
+  int64_t size() const override { return 2; }
+  std::unique_ptr<CommRequest> allReduce(const void *send, void *recv,
+                                         int64_t count, DType dtype,
+                                         ReduceOp op) override {
+    if (dtype != DType::F64 || count > int64_t(peer.size()))
+      throw std::logic_error("PeerOfTwo: f64, at most " +
+                             std::to_string(peer.size()) + " elements");
+    const double *in = static_cast<const double *>(send);
+    double *out = static_cast<double *>(recv);
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = op == ReduceOp::Max ? std::max(in[i], peer[i]) : in[i] + peer[i];
+    return std::make_unique<Done>();
+  }
+  std::unique_ptr<CommRequest> allGather(const void *, void *,
+                                         int64_t) override {
+    throw std::logic_error("PeerOfTwo: all-reduce only");
+  }
+  std::unique_ptr<CommRequest> reduceScatter(const void *, void *, int64_t,
+                                             DType, ReduceOp) override {
+    throw std::logic_error("PeerOfTwo: all-reduce only");
+  }
+  std::unique_ptr<CommRequest> allToAll(const void *, void *,
+                                        int64_t) override {
+    throw std::logic_error("PeerOfTwo: all-reduce only");
+  }
+  std::unique_ptr<CommRequest> broadcast(void *, int64_t, int64_t) override {
+    throw std::logic_error("PeerOfTwo: all-reduce only");
+  }
+  std::unique_ptr<CommRequest>
+  exchange(const std::vector<Transfer> &,
+           const std::vector<Transfer> &) override {
+    throw std::logic_error("PeerOfTwo: all-reduce only");
+  }
+
+private:
+  struct Done : CommRequest {
+    void wait() override {}
+  };
+  std::vector<double> peer;
+};
+
 TEST(CalibrateTimer, SpanIsTheWindowOverTheRanks) {
   std::unique_ptr<CommWorld> world = createLocalWorld();
   std::unique_ptr<Communicator> all = world->split(0, 0);
@@ -195,6 +244,16 @@ TEST(CalibrateTimer, SpanIsTheWindowOverTheRanks) {
   // One rank: its own window (the earliest start and latest end of one).
   EXPECT_DOUBLE_EQ(timer.span(1.0, 3.5), 2.5);
   EXPECT_DOUBLE_EQ(timer.span(-2.0, 0.0), 2.0);
+  // Two ranks: this one ran 1.0-3.5, the other 0.5-2.0 (it left the
+  // barrier first): the window is 3.0, not the longer own time 2.5. The
+  // peer's half of the reduction is (its end, -its start).
+  PeerOfTwo two({2.0, -0.5});
+  Timer pair(two, 3);
+  EXPECT_DOUBLE_EQ(pair.span(1.0, 3.5), 3.0);
+  // The other ran later and longer: 2.0-5.0 around this one's 2.5-3.0.
+  PeerOfTwo later({5.0, -2.0});
+  Timer pair2(later, 3);
+  EXPECT_DOUBLE_EQ(pair2.span(2.5, 3.0), 3.0);
 }
 
 TEST(CalibrateSchedule, InterleavesRepeatsAndKeepsRatiosUnderDrift) {

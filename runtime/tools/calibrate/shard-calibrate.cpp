@@ -14,8 +14,9 @@
 // --backend cuda (CudaProbes.cpp): the CUDA backend's kernels in bf16 and
 // NCCL, one GPU per rank; scripts/gpu_check.sh runs it on the GPU machine.
 //
-// Each figure is the median of --repeats timings, each the slowest rank's;
-// the written numbers are rounded to 2 significant digits so that repeated
+// Each figure is the median of --repeats timings, each over the window
+// from the first rank's start to the last rank's end (Timer::span); the
+// written numbers are rounded to 2 significant digits so that repeated
 // runs write the same file unless the machine changed (the planner's
 // ranking then cannot differ).
 //
@@ -55,7 +56,8 @@ const char *const kHelp =
     "                      (gpu.shares_node true). cuda: the CUDA kernels in\n"
     "                      bf16 (cuBLAS GEMMs over m, n, k in 256..8192) and,\n"
     "                      with N > 1 (mpirun, one GPU per rank), NCCL\n"
-    "  -n N                ranks (re-executed under mpirun on this node)\n"
+    "  -n N                ranks, a power of two (re-executed under mpirun on\n"
+    "                      this node)\n"
     "  --out FILE          write the description there (default: stdout)\n"
     "  --name TEXT         the description's name\n"
     "  --repeats R         timings per figure, their median kept (default 7)\n"
@@ -128,6 +130,14 @@ Options parseOptions(int argc, char **argv) {
       throw std::invalid_argument("unknown argument '" + a + "' (" + kUsage +
                                   ")");
   }
+  // The collective probes and the synchronisation sweeps split the ranks
+  // into groups of 2, 4, ... N: with another count the last group is short
+  // (-n 3 ended in "MPI_Isend failed: MPI_ERR_RANK" once the ranks ran).
+  if (o.ranks & (o.ranks - 1))
+    throw std::invalid_argument(
+        "option '-n' needs a power of two (1, 2, 4, 8, ...: the collectives "
+        "are probed over groups of 2, 4, ... N ranks), got " +
+        std::to_string(o.ranks));
   if (o.backend != "cpu" && o.backend != "cuda")
     throw std::invalid_argument(
         "option '--backend' expects cpu or cuda, got '" + o.backend + "'");
@@ -155,6 +165,17 @@ std::string builtBackends() {
 }
 
 int run(const Options &opts, CommWorld &world) {
+  // Timer::span compares the ranks' readings of CLOCK_MONOTONIC, which only
+  // the processes of one node share: ranks started on several nodes (under
+  // a launcher) would write figures off by the nodes' clock offsets.
+  if (world.localSize() != world.size())
+    throw std::runtime_error(
+        "shard-calibrate measures one node (its timings compare the ranks' "
+        "monotonic clocks), but only " +
+        std::to_string(world.localSize()) + " of the job's " +
+        std::to_string(world.size()) +
+        " ranks are on this node (run -n N without a launcher, or one "
+        "node's ranks under it)");
 #if AUTOSHARD_CALIBRATE_CPU
   if (opts.backend == "cpu")
     return runCpu(opts, world);
