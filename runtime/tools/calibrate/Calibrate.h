@@ -347,8 +347,9 @@ double syncSlowdownOf(const std::vector<double> &base,
 /// Sweeps for every group size 2, 4, ... up to the world's size (the groups
 /// of CollectiveProbes): each repeat, every rank runs the first `kernels`
 /// probes of `schedule` once each, in order (as a program calls its
-/// kernels), without collectives and then, for each group size, with 20
-/// blocking 4 KiB all-reduces spread over them; `comms` gives each
+/// kernels), 4 passes per timing, without collectives and then, for each
+/// group size, with 20 blocking 4 KiB all-reduces spread over each pass
+/// (SyncSweep's times are per pass); `comms` gives each
 /// all-reduce's own time. Found about the same for 10 to 80 collectives per
 /// sweep on 8 ranks over 2 cores: the loss is a share of the work, not a
 /// cost per collective. One rank: empty.
