@@ -478,15 +478,11 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
 
 } // namespace
 
-Cluster forWorld(const Cluster &cluster, int64_t world) {
-  if (!cluster.sharesNode || world <= 0 || world >= cluster.gpusPerNode) {
-    Cluster c = cluster;
-    // One rank never waits for another, whatever the file (a GPU file with
-    // the field, a node of one rank).
-    if (world == 1)
-      c.syncSlowdown = 0;
-    return c;
-  }
+namespace {
+/// forWorld without its synchronisation rule: the profile or share.
+Cluster shareForWorld(const Cluster &cluster, int64_t world) {
+  if (!cluster.sharesNode || world <= 0 || world >= cluster.gpusPerNode)
+    return cluster;
   // The fewest measured ranks per node that are at least `world`: that
   // profile itself, or its share scaled to `world` ranks.
   int64_t measured = cluster.gpusPerNode;
@@ -498,10 +494,6 @@ Cluster forWorld(const Cluster &cluster, int64_t world) {
   }
   Cluster c = *from;
   c.rankProfiles = cluster.rankProfiles;
-  // One rank never waits for another (a 1-rank profile inherits the node's
-  // field when it has none of its own).
-  if (world == 1)
-    c.syncSlowdown = 0;
   if (measured == world)
     return c;
   // Reports name the cluster: a profile's name alone would claim R ranks'
@@ -515,6 +507,17 @@ Cluster forWorld(const Cluster &cluster, int64_t world) {
   c.intraNode.bandwidth *= share;
   if (c.singleNode)
     c.interNode = c.intraNode;
+  return c;
+}
+} // namespace
+
+Cluster forWorld(const Cluster &cluster, int64_t world) {
+  Cluster c = shareForWorld(cluster, world);
+  // One rank never waits for another, whatever the file (a GPU file with
+  // the field, a node of one rank, a 1-rank profile that inherits the
+  // node's field).
+  if (world == 1)
+    c.syncSlowdown = 0;
   return c;
 }
 

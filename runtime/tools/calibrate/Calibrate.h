@@ -350,9 +350,9 @@ double syncSlowdownOf(const std::vector<double> &base,
 /// kernels), 4 passes per timing, without collectives and then, for each
 /// group size, with 20 blocking 4 KiB all-reduces spread over each pass
 /// (SyncSweep's times are per pass); `comms` gives each
-/// all-reduce's own time. Found about the same for 10 to 80 collectives per
-/// sweep on 8 ranks over 2 cores: the loss is a share of the work, not a
-/// cost per collective. One rank: empty.
+/// all-reduce's own time. On 8 ranks over 2 cores 10 to 40 collectives per
+/// sweep added about the same time (80 somewhat more): the loss is a share
+/// of the work more than a cost per collective. One rank: empty.
 std::vector<SyncSweep> measureSyncSweeps(CommWorld &world, Timer &timer,
                                          const Schedule &schedule,
                                          size_t kernels,

@@ -484,7 +484,6 @@ int runCpu(const Options &opts, CommWorld &world) {
   cluster["host"] = {{"op_overhead_us", 0}, {"step_overhead_ms", 0}};
   // The median over the group sizes: the loss is the node's (how its
   // ranks share the cores), about the same for every group size.
-  double syncSlowdown = 0;
   if (!syncSweeps.empty()) {
     nlohmann::json sweeps = nlohmann::json::array();
     std::vector<double> slowdowns;
@@ -497,8 +496,7 @@ int runCpu(const Options &opts, CommWorld &world) {
                         {"collective_s", w.collectiveS},
                         {"slowdown", w.slowdown}});
     }
-    syncSlowdown = medianOf(slowdowns);
-    cluster["host"]["sync_slowdown"] = round2(syncSlowdown);
+    cluster["host"]["sync_slowdown"] = round2(medianOf(slowdowns));
     measured["sync_sweeps"] = sweeps;
   }
   cluster["memory"] = {{"grad_buffer", "frame"}, {"dropout_mask_bytes", 0}};
