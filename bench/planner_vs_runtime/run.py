@@ -30,13 +30,26 @@ a steady drift falls on every plan alike), and a plan's measured time is
 the median of its rounds; the spread (slowest / fastest round) is
 printed. No knob is fitted here.
 
+--reference measures a reference job, nanoGPT `dp=R` for as many steps,
+right before the first plan of R ranks and after every plan of R ranks
+(the plans go by rank count), and puts each plan's round at the host's
+speed of one moment: the measured time over the drift, the geometric mean
+of the reference runs on either side of the plan over the median of all
+its rank count's reference runs. This is paired timing (A B A B,
+the ratio pair by pair): the host's speed moved up to 1.6x within
+minutes, as much as the plans differ, and a plan's time over the
+reference beside it does not move with it. The raw medians are printed
+beside (`raw ms`, and the error without the correction).
+
 --calibrate predicts with shard-calibrate's output instead of --cluster,
 measured in every round right before that round's plans of each rank count
 (`shard-calibrate -n R` for the plans of R ranks: the figures of R ranks
 sharing this machine's cores, not 8 ranks' figures scaled by 8 / R), and a
-plan's prediction is the median of its rounds' predictions: calibration and
-measurement then sample the machine over the same minutes, so a drift of
-the host's speed falls on both (self-calibration).
+plan's prediction is the median of its rounds' predictions (self-
+calibration). It turns --reference on, with the reference runs on either
+side of the calibration as the moment the times are put at: the
+prediction then describes the host as it was while it calibrated, and each
+measured time is scaled to that speed by the reference runs beside it.
 
 --measured FILE takes the measured times from an earlier --json output
 instead of running the plans (the predictions are made again): for
@@ -50,7 +63,8 @@ F (e.g. 0.05) over its group's best (scripts/auto_plan_check.sh --measure).
 Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
        [--warmup 4] [--cluster configs/clusters/cpu-2core.json]
        [--only REGEX] [--ranks N] [--with-choice] [--check-choice F]
-       [--rounds 3] [--calibrate] [--json FILE] [--measured FILE]
+       [--rounds 3] [--calibrate] [--reference] [--json FILE]
+       [--measured FILE]
 """
 import argparse
 import json
@@ -63,6 +77,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from autoshard import calibration  # noqa: E402
 NANOGPT = os.path.join(ROOT, "..", "shared", "configs", "models",
                        "nanogpt-shakespeare-char-cpu.json")
 MIXTRAL = os.path.join(ROOT, "configs", "models", "mixtral-tiny-cpu.json")
@@ -228,6 +244,11 @@ def main():
                     help="in every round, run shard-calibrate -n R before "
                          "the plans of R ranks and predict them with its "
                          "output instead of --cluster (median over rounds)")
+    ap.add_argument("--reference", action="store_true",
+                    help="measure the reference job (nanoGPT dp=R) after "
+                         "every plan of R ranks and compare plans by their "
+                         "time over the reference runs beside them (on by "
+                         "default with --calibrate)")
     ap.add_argument("--json", default="", help="write the rows to this file")
     ap.add_argument("--measured", default="",
                     help="take the measured times from this earlier --json "
@@ -243,6 +264,8 @@ def main():
                          "than this fraction slower than its measured best "
                          "(e.g. 0.05)")
     args = ap.parse_args()
+    if args.calibrate and not args.measured:
+        args.reference = True
     if args.warmup < 0:
         sys.exit(f"--warmup must be at least 0, got {args.warmup}")
     if args.steps <= args.warmup:
@@ -317,9 +340,30 @@ def main():
     rows = []
     choices = {}
     with tempfile.TemporaryDirectory(prefix="planner-vs-runtime-") as tmp:
+        refs = {}  # rank count -> every reference run's time
+        def reference(world, plan=None):
+            """The step time of a reference plan of nanoGPT (default
+            dp=world), measured now; the dp=world runs are kept in refs."""
+            t, why = measure(build, NANOGPT, plan or f"dp={world}", args.steps,
+                             args.warmup, os.path.join(tmp, "run"))
+            if t is None:
+                sys.exit(f"the reference job (nanogpt {plan or f'dp={world}'})"
+                         f" failed: {why}")
+            if plan is None:
+                refs.setdefault(world, []).append(t)
+            return t
+        irs = {}
+        for model, config in configs.items():
+            irs[model] = os.path.join(tmp, model + ".mlir")
+            build_model(py, config, BATCH, irs[model])
         def calibrate(world, round_index):
-            """shard-calibrate -n world into tmp; returns the file."""
+            """shard-calibrate -n world into tmp, between two reference runs
+            (dp=world); from 2 ranks the synchronisation terms fitted to
+            the reference plans (autoshard.calibration, the tensor-parallel
+            one measured between them). Returns the file and the reference
+            time at the calibration (the geometric mean of the two runs)."""
             out = os.path.join(tmp, f"cluster-{world}-{round_index}.json")
+            before = reference(world)
             proc = subprocess.run(
                 [os.path.join(build, "bin", "shard-calibrate"), "-n", str(world),
                  "--name", f"this machine, {world} ranks, calibrated by run.py "
@@ -327,17 +371,27 @@ def main():
             if proc.returncode != 0:
                 sys.exit(f"shard-calibrate -n {world} failed: "
                          f"{first_error(proc.stderr or proc.stdout)}")
-            return out
+            others = {p: reference(world, p)
+                      for p in calibration.reference_plans(world)[1:]}
+            at = (before * reference(world)) ** 0.5
+            if world >= 2:
+                with open(out) as f:
+                    cluster = json.load(f)
+                try:
+                    fitted, _ = calibration.fit_host_sync(
+                        shard_opt, irs["nanogpt"], cluster, world, BATCH,
+                        {f"dp={world}": at, **others})
+                except calibration.CalibrationError as e:
+                    sys.exit(f"fitting the {world}-rank calibration: {e}")
+                with open(out, "w") as f:
+                    json.dump(fitted, f)
+            return out, at
         calibrated = {}  # rank count -> the first round's calibration
         if args.calibrate and (args.with_choice or args.measured):
             for world in sorted({world_of(p) for _, p in plans}):
-                calibrated[world] = calibrate(world, 0)
+                calibrated[world] = calibrate(world, 0)[0]
         def cluster_for(world):
             return calibrated.get(world, args.cluster)
-        irs = {}
-        for model, config in configs.items():
-            irs[model] = os.path.join(tmp, model + ".mlir")
-            build_model(py, config, BATCH, irs[model])
         if args.with_choice:
             for model, world in sorted({(m, world_of(p)) for m, p in plans}):
                 choice = chosen_plan(shard_opt, irs[model], cluster_for(world),
@@ -364,7 +418,9 @@ def main():
                                 cluster_for(world_of(plan)), plan)
             rows.append({"model": model, "ranks": world_of(plan), "plan": plan,
                          "predicted_s": pred, "measured_s": None,
-                         "rounds_s": [], "predicted_rounds_s": [], "note": why})
+                         "rounds_s": [], "predicted_rounds_s": [],
+                         "drift_rounds": [],
+                         "reference_rounds_s": [], "note": why})
         if args.measured:
             for row in rows:
                 old = earlier.get((row["model"], row["plan"]))
@@ -374,30 +430,35 @@ def main():
                 row["measured_s"] = old["measured_s"]
                 row["rounds_s"] = old.get("rounds_s", [old["measured_s"]])
         else:
-            # With --calibrate the rounds go by rank count (a calibration
-            # before each count's plans), in alternating order as the plans.
+            # The rounds go by rank count when reference runs or
+            # calibrations come before each count's plans, in alternating
+            # order as the plans.
             worlds = sorted({row["ranks"] for row in rows})
             for k in range(args.rounds):
                 order = rows if k % 2 == 0 else rows[::-1]
-                if args.calibrate:
+                if args.reference:
                     order = [row for world in (worlds if k % 2 == 0 else
                                                worlds[::-1])
                              for row in order if row["ranks"] == world]
-                world_cluster = {}
+                world_cluster, ref_at = {}, {}
                 for row in order:
                     if row["predicted_s"] is None or (k and not row["rounds_s"]):
                         continue
+                    world = row["ranks"]
+                    if args.reference and world not in ref_at:
+                        if args.calibrate:
+                            world_cluster[world], ref_at[world] = calibrate(
+                                world, k + 1)
+                        else:
+                            ref_at[world] = reference(world)
+                        last_ref = refs[world][-1]
                     if args.calibrate:
-                        world = row["ranks"]
-                        if world not in world_cluster:
-                            world_cluster[world] = calibrate(world, k + 1)
                         pred, why = predict(shard_opt, irs[row["model"]],
                                             world_cluster[world], row["plan"])
                         if pred is None:
                             row["note"] = why
                             row["rounds_s"] = []
                             continue
-                        row["predicted_rounds_s"].append(pred)
                     meas, why = measure(build, configs[row["model"]], row["plan"],
                                         args.steps, args.warmup,
                                         os.path.join(tmp, "run"))
@@ -406,16 +467,45 @@ def main():
                         row["rounds_s"] = []
                         continue
                     row["rounds_s"].append(meas)
+                    if args.reference:
+                        # The host's speed while the plan ran: the
+                        # reference runs right before and after it.
+                        beside = (last_ref * reference(world)) ** 0.5
+                        last_ref = refs[world][-1]
+                        row["reference_rounds_s"].append(beside)
+                        row["drift_rounds"].append(beside / ref_at[world]
+                                                   if args.calibrate else None)
+                    if args.calibrate:
+                        row["predicted_rounds_s"].append(pred)
                 print(f"round {k + 1} of {args.rounds} done, "
                       f"{time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
+            for world, times in sorted(refs.items()):
+                print(f"reference job nanogpt dp={world}: {len(times)} runs, "
+                      f"{1e3 * min(times):.1f} to {1e3 * max(times):.1f} ms "
+                      f"({max(times) / min(times):.2f}x)")
             for row in rows:
-                if row["rounds_s"]:
-                    row["measured_s"] = statistics.median(row["rounds_s"])
-                if row["rounds_s"] and row["predicted_rounds_s"]:
+                if not row["rounds_s"]:
+                    continue
+                row["raw_s"] = statistics.median(row["rounds_s"])
+                row["measured_s"] = row["raw_s"]
+                if row["predicted_rounds_s"]:
                     row["predicted_s"] = statistics.median(
                         row["predicted_rounds_s"])
+                if args.reference:
+                    # Each round's time at the host's speed of the moment
+                    # the plan is compared at: its calibration (--calibrate)
+                    # or the median of its rank count's reference runs.
+                    base = statistics.median(refs[row["ranks"]])
+                    row["drift_rounds"] = [
+                        d if d is not None else b / base
+                        for d, b in zip(row["drift_rounds"],
+                                        row["reference_rounds_s"])]
+                    row["measured_s"] = statistics.median(
+                        t / d for t, d in zip(row["rounds_s"],
+                                              row["drift_rounds"]))
         print(f"{'model':8s} {'ranks':>5s} {'plan':48s} {'pred. ms':>9s} "
-              f"{'meas. ms':>9s} {'error':>7s} {'spread':>7s}")
+              f"{'meas. ms':>9s} {'error':>7s} {'spread':>7s}"
+              + (f" {'raw ms':>7s} {'drift':>11s}" if args.reference else ""))
         for row in rows:
             model, world, plan = row["model"], row["ranks"], row["plan"]
             pred, meas = row["predicted_s"], row["measured_s"]
@@ -423,19 +513,42 @@ def main():
                 print(f"{model:8s} {world:5d} {plan:48s} skipped: {row['note']}")
                 continue
             row["error"] = pred / meas - 1
+            # A reference plan's measured step fixed the fitted knobs of
+            # its rounds' calibrations: not held out.
+            row["fit"] = bool(args.calibrate and model == "nanogpt"
+                              and world >= 2 and canonical(plan) in {
+                                  canonical(p) for p in
+                                  calibration.reference_plans(world)})
             spread = max(row["rounds_s"]) / min(row["rounds_s"])
+            drift = row.get("drift_rounds") or []
             print(f"{model:8s} {world:5d} {plan:48s} {1e3 * pred:9.1f} "
-                  f"{1e3 * meas:9.1f} {100 * row['error']:+6.1f}% {spread:6.2f}x")
+                  f"{1e3 * meas:9.1f} {100 * row['error']:+6.1f}% {spread:6.2f}x"
+                  + (f" {1e3 * row['raw_s']:7.1f} {min(drift):5.2f}-"
+                     f"{max(drift):4.2f}" if drift else "")
+                  + (" (fit)" if row["fit"] else ""))
     print(f"load average {os.getloadavg()[0]:.1f} at the end, "
           f"{time.strftime('%H:%M:%S', time.gmtime())} UTC")
     done = [r for r in rows if "error" in r]
     if not done:
         sys.exit("no plan was both predicted and measured")
-    errs = [abs(r["error"]) for r in done]
-    worst = max(done, key=lambda r: abs(r["error"]))
-    print(f"\nplans: {len(done)} of {len(rows)}; median |error| "
-          f"{100 * statistics.median(errs):.1f}% (goal <= 10%), worst "
-          f"{100 * abs(worst['error']):.1f}% ({worst['model']} {worst['plan']})")
+    held = [r for r in done if not r["fit"]] or done
+    errs = [abs(r["error"]) for r in held]
+    worst = max(held, key=lambda r: abs(r["error"]))
+    fits = len(done) - len(held)
+    print(f"\nplans: {len(done)} of {len(rows)}"
+          + (f", {len(held)} held out ({fits} fixed the fitted "
+             f"synchronisation terms)" if fits else "")
+          + f"; median |error| {100 * statistics.median(errs):.1f}% (goal "
+          f"<= 10%), worst {100 * abs(worst['error']):.1f}% "
+          f"({worst['model']} {worst['plan']})")
+    if fits:
+        print(f"all {len(done)} plans: median |error| "
+              f"{100 * statistics.median(abs(r['error']) for r in done):.1f}%")
+    if args.reference:
+        raw = [abs(r["predicted_s"] / r["raw_s"] - 1) for r in held]
+        print(f"without the drift correction (predicted over the raw "
+              f"median): median |error| {100 * statistics.median(raw):.1f}%, "
+              f"worst {100 * max(raw):.1f}%")
     for model in configs:
         sel = [r for r in done if r["model"] == model]
         if len(sel) >= 3:

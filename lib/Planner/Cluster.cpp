@@ -426,6 +426,9 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
   // broken measurement or a typo, and 1e308 turned every step time into inf.
   c.syncSlowdown =
       r.number(*root, "host.sync_slowdown", 0.0, false, kMaxSyncSlowdown);
+  c.syncLatency =
+      r.number(*root, "host.sync_latency_us", 0.0, false, kMaxSyncLatencyUs) *
+      1e-6;
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);
   c.dpOverlap = r.number(*root, "overlap.dp", 0.0, false, 1);
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);
@@ -516,8 +519,10 @@ Cluster forWorld(const Cluster &cluster, int64_t world) {
   // One rank never waits for another, whatever the file (a GPU file with
   // the field, a node of one rank, a 1-rank profile that inherits the
   // node's field).
-  if (world == 1)
+  if (world == 1) {
     c.syncSlowdown = 0;
+    c.syncLatency = 0;
+  }
   return c;
 }
 

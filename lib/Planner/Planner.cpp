@@ -65,7 +65,7 @@ double collectiveTime(const Cluster &cluster, CollectiveKind kind, double bytes,
   if (kind == CollectiveKind::P2P) {
     Link link = perNode > 1 ? cluster.intraNode : cluster.interNode;
     link.efficiency *= scale;
-    return ringTime(link, kind, bytes, 2);
+    return bytes > 0 ? cluster.syncLatency + ringTime(link, kind, bytes, 2) : 0;
   }
   if (n <= 1)
     return 0;
@@ -81,7 +81,7 @@ double collectiveTime(const Cluster &cluster, CollectiveKind kind, double bytes,
   double interSteps = kind == CollectiveKind::AllToAll
                           ? double(n - local)
                           : passes * double(nodes - 1);
-  double alpha = cluster.collectiveLatency +
+  double alpha = cluster.collectiveLatency + cluster.syncLatency +
                  (steps - interSteps) * cluster.intraNode.latency +
                  interSteps * cluster.interNode.latency;
   Cluster bw = cluster;

@@ -786,6 +786,54 @@ TEST(ClusterTerm, SyncSlowdownScalesEveryKernelOfASynchronisingJob) {
   EXPECT_DOUBLE_EQ(forWorld(single, 1).syncSlowdown, 0);
 }
 
+TEST(ClusterTerm, SyncLatencyAddsToEveryCollectiveOfASynchronisingJob) {
+  const char *text = R"({"gpus_per_node": 8,
+    "gpu": {"peak_bf16_tflops": 0.04, "hbm_gib": 3, "hbm_tb_per_s": 0.005,
+            "shares_node": true},
+    "intra_node": {"gb_per_s_per_direction_per_gpu": 1.5},
+    "host": {"sync_latency_us": 250},
+    "by_ranks_per_node": {"1": {"gpu": {"peak_bf16_tflops": 0.2}},
+                          "2": {"host": {"sync_latency_us": 20}}}})";
+  auto c = parseCluster(text, "cpu.json");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_DOUBLE_EQ(c->syncLatency, 250e-6);
+  Cluster alone = *c;
+  alone.syncLatency = 0;
+  // Once per collective and per send/receive, whatever its size; nothing
+  // for a group of one or an empty message.
+  for (CollectiveKind kind :
+       {CollectiveKind::AllReduce, CollectiveKind::AllGather,
+        CollectiveKind::ReduceScatter, CollectiveKind::AllToAll,
+        CollectiveKind::P2P})
+    for (double bytes : {4096.0, 4e6})
+      EXPECT_NEAR(collectiveTime(*c, kind, bytes, 4, 8),
+                  collectiveTime(alone, kind, bytes, 4, 8) + 250e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(collectiveTime(*c, CollectiveKind::AllReduce, 4096, 1, 8),
+                   0);
+  EXPECT_DOUBLE_EQ(collectiveTime(*c, CollectiveKind::P2P, 0, 2, 8), 0);
+  // Each profile its own; a job of one rank never waits for a peer.
+  EXPECT_DOUBLE_EQ(forWorld(*c, 1).syncLatency, 0);
+  EXPECT_DOUBLE_EQ(forWorld(*c, 2).syncLatency, 20e-6);
+  EXPECT_DOUBLE_EQ(forWorld(*c, 8).syncLatency, 250e-6);
+
+  auto error = [](std::string value) {
+    std::string text = R"({"gpus_per_node": 8,
+      "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 3, "hbm_tb_per_s": 1},
+      "intra_node": {"gb_per_s_per_direction_per_gpu": 1},
+      "host": {"sync_latency_us": )" +
+                       value + "}}";
+    auto parsed = parseCluster(text, "x.json");
+    EXPECT_FALSE(static_cast<bool>(parsed));
+    return parsed ? std::string() : llvm::toString(parsed.takeError());
+  };
+  EXPECT_EQ(error("-1"), "x.json: field 'host.sync_latency_us' must be a "
+                         "non-negative number <= 100000, got -1");
+  EXPECT_EQ(error("2e5"), "x.json: field 'host.sync_latency_us' must be a "
+                          "non-negative number <= 100000, got 200000");
+  EXPECT_EQ(error("true"), "x.json: field 'host.sync_latency_us' must be a "
+                           "number, got true");
+}
+
 TEST(RecomputeTerm, AnalyticFallbacks) {
   Cluster c = testCluster();
   LocalProfile prof; // nothing compiled

@@ -36,6 +36,9 @@ struct Link {
 /// The largest `host.sync_slowdown` a cluster file may give (kernels 11x
 /// slower): more is a broken measurement or a typo, not a machine.
 constexpr double kMaxSyncSlowdown = 10;
+/// The largest `host.sync_latency_us` a cluster file may give: 100 ms, a
+/// scheduler's time slice many times over; more is a broken fit.
+constexpr double kMaxSyncLatencyUs = 1e5;
 
 /// A homogeneous GPU cluster. All units SI: FLOP/s, bytes, bytes/s, s.
 struct Cluster {
@@ -174,6 +177,17 @@ struct Cluster {
   /// time (kernelTime; forWorld sets it to 0 for a job of one rank). 0 where
   /// ranks have cores or devices of their own; at most kMaxSyncSlowdown.
   double syncSlowdown = 0;
+  /// Time each collective and each send/receive of a job of more than one
+  /// rank costs on top of its α-β time where ranks time-share cores,
+  /// seconds (JSON `host.sync_latency_us`, >= 0, at most
+  /// kMaxSyncLatencyUs): the wait for the peers the scheduler has not run
+  /// yet, which the probes, whose ranks all spin at the collective, do
+  /// not see (measured: about 0.25 ms per collective with 8 ranks on 2
+  /// cores). python/autoshard/calibration.py fits it together with
+  /// syncSlowdown to two measured reference steps (dp=R and
+  /// dp=R/2,tp=2,sp=1); collectiveTime adds it; forWorld sets it to 0 for
+  /// a job of one rank.
+  double syncLatency = 0;
   /// Tensor-parallel communication overlap: 0 (Megatron 2021, blocking
   /// all-reduces) to 1 (Transformer Engine's chunked TP overlap, which
   /// still exposes one of tp chunks: tpOverlapFraction).

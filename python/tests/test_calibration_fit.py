@@ -1,0 +1,132 @@
+"""autoshard.calibration fits host.sync_slowdown and host.sync_latency_us
+to measured reference steps (issue 21, item 4): it recovers known values
+from steps the planner itself predicted with them, clamps at 0, and names
+bad input."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT, config_path
+
+from autoshard.calibration import (CalibrationError, fit_host_sync,
+                                   predict_step_s, reference_plans)
+
+CLUSTER = os.path.join(REPO_ROOT, "configs", "clusters", "cpu-2core.json")
+BATCH = 16
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fit") / "nanogpt.mlir"
+    subprocess.run(
+        [sys.executable, "-m", "autoshard.models",
+         config_path("nanogpt-shakespeare-char-cpu"), "--batch", str(BATCH),
+         "--seq", "64", "--vocab-multiple", "64", "-q", "-o", str(out)],
+        check=True, env=dict(os.environ, PYTHONPATH=os.path.join(
+            REPO_ROOT, "python")))
+    return str(out)
+
+
+def _cluster(slowdown, latency_us):
+    """cpu-2core.json with the knobs set at the top level and in every
+    profile of more than one rank (each profile has its own)."""
+    with open(CLUSTER) as f:
+        cluster = json.load(f)
+    for host in [cluster["host"]] + [
+            p.setdefault("host", {})
+            for r, p in cluster["by_ranks_per_node"].items() if r != "1"]:
+        host["sync_slowdown"] = slowdown
+        host["sync_latency_us"] = latency_us
+    return cluster
+
+
+def _steps(shard_opt, model, tmp_path, cluster, ranks):
+    path = tmp_path / "truth.json"
+    path.write_text(json.dumps(cluster))
+    return {plan: predict_step_s(shard_opt, model, str(path), ranks, BATCH,
+                                 plan) for plan in reference_plans(ranks)}
+
+
+@pytest.mark.parametrize("ranks,slowdown,latency_us",
+                         [(8, 0.5, 250.0), (4, 0.12, 40.0), (2, 0.0, 0.0)])
+def test_recovers_the_knobs_that_made_the_steps(shard_opt, model, tmp_path,
+                                                ranks, slowdown, latency_us):
+    measured = _steps(shard_opt, model, tmp_path,
+                      _cluster(slowdown, latency_us), ranks)
+    # Start from other values: the fit must not keep the file's.
+    fitted, record = fit_host_sync(shard_opt, model, _cluster(0.03, 0.0),
+                                   ranks, BATCH, measured)
+    host = fitted["by_ranks_per_node"].get(str(ranks), fitted)["host"]
+    assert host["sync_slowdown"] == pytest.approx(slowdown, abs=0.01)
+    assert host["sync_latency_us"] == pytest.approx(latency_us, abs=3)
+    assert record["sweeps_sync_slowdown"] == 0.03
+    # Written where the planner reads it for this many ranks: the profile.
+    if str(ranks) in fitted["by_ranks_per_node"]:
+        assert fitted["host"]["sync_slowdown"] == 0.03
+    for plan, t in measured.items():
+        assert record["plans"][plan]["predicted_step_s"] == pytest.approx(
+            t, rel=0.01)
+    assert "note" not in record
+    assert fitted["measured"]["sync_fit"] == record
+
+
+def test_one_plan_fits_the_slowdown_alone(shard_opt, model, tmp_path):
+    measured = _steps(shard_opt, model, tmp_path, _cluster(0.4, 0.0), 8)
+    fitted, _ = fit_host_sync(shard_opt, model, _cluster(0.0, 0.0), 8, BATCH,
+                              {"dp=8": measured["dp=8"]})
+    assert fitted["host"]["sync_slowdown"] == pytest.approx(0.4, abs=0.01)
+    assert fitted["host"]["sync_latency_us"] == 0
+
+
+def test_a_step_below_the_kernels_is_clamped_at_zero(shard_opt, model,
+                                                     tmp_path):
+    measured = _steps(shard_opt, model, tmp_path, _cluster(0.0, 0.0), 8)
+    faster = {plan: 0.5 * t for plan, t in measured.items()}
+    fitted, record = fit_host_sync(shard_opt, model, _cluster(0.2, 10.0), 8,
+                                   BATCH, faster)
+    assert fitted["host"]["sync_slowdown"] == 0
+    assert fitted["host"]["sync_latency_us"] == 0
+    assert "cannot reach every measured step" in record["note"]
+
+
+@pytest.mark.parametrize("ranks,measured,message", [
+    (1, {"dp=1": 0.04}, "2 or more ranks, got 1"),
+    (8, {}, "one or two plans"),
+    (8, {"dp=8": -1.0}, "dp=8 must be a positive number of seconds, got -1.0"),
+    (8, {"dp=8": True}, "got True"),
+    (8, {"dp=8,tp=3": 0.05}, "could not score dp=8,tp=3"),
+])
+def test_bad_input_is_named(shard_opt, model, ranks, measured, message):
+    with pytest.raises(CalibrationError, match=message.replace("(", r"\(")
+                       .replace(")", r"\)")):
+        fit_host_sync(shard_opt, model, _cluster(0.0, 0.0), ranks, BATCH,
+                      measured)
+
+
+def test_command_line_writes_the_fitted_file(shard_opt, model, tmp_path):
+    measured = _steps(shard_opt, model, tmp_path, _cluster(0.3, 100.0), 8)
+    src = tmp_path / "in.json"
+    src.write_text(json.dumps(_cluster(0.0, 0.0)))
+    out = tmp_path / "out.json"
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO_ROOT, "python"))
+    cmd = [sys.executable, "-m", "autoshard.calibration", "--shard-opt",
+           shard_opt, "--model", model, "--cluster", str(src), "--ranks", "8",
+           "--batch", str(BATCH), "--out", str(out)]
+    proc = subprocess.run(cmd + [f"--measured={p}={t}"
+                                 for p, t in measured.items()],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "host.sync_slowdown 0.3" in proc.stdout
+    fitted = json.loads(out.read_text())
+    assert fitted["host"]["sync_latency_us"] == pytest.approx(100, abs=3)
+    # The planner reads the written file.
+    assert predict_step_s(shard_opt, model, str(out), 8, BATCH, "dp=8") == \
+        pytest.approx(measured["dp=8"], rel=0.01)
+    bad = subprocess.run(cmd + ["--measured", "dp=8=fast"],
+                         capture_output=True, text=True, env=env)
+    assert bad.returncode != 0
+    assert "--measured 'dp=8=fast': expected PLAN=SECONDS" in bad.stderr
