@@ -676,11 +676,14 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.layers.layerGradBytes = prof.layerParams * m.elementBytes /
                                 (plan.zero >= 2 ? double(shards.dpGroup) : 1.0);
     // The microbatches' gradients accumulate unsharded (ZeRO-2/3 reduce-
-    // scatter the sums after the last microbatch).
-    dyn.layers.accumulated = plan.mb > 1
-                                 ? gradElementBytes(c, m.elementBytes) *
-                                       (shards.denseRank + shards.expertRank)
-                                 : 0;
+    // scatter the sums after the last microbatch), in the form the
+    // backward produces them (a sequence-parallel slice is gathered after
+    // the last microbatch).
+    dyn.layers.accumulated =
+        plan.mb > 1 ? gradElementBytes(c, m.elementBytes) *
+                          std::max(0.0, shards.denseRank + shards.expertRank -
+                                            prof.otherGradSliced)
+                    : 0;
     // Prefetched one call ahead: under full recomputation the next block's
     // re-run comes first, so its gather overlaps that call, not this one.
     if (plan.recompute != "full")
@@ -703,16 +706,18 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     // A stage holds the non-block parameters its part of the step reads
     // (all of them where the profile could not tell).
     const bool split = prof.preParams + prof.postParams > 0;
-    auto stage = [&](double nonBlock, ModelStates &states, double &grads) {
+    auto stage = [&](double nonBlock, double sliced, ModelStates &states,
+                     double &grads) {
       ParameterShards held = shards;
       held.denseRank +=
           (split ? nonBlock : prof.otherParams) - prof.otherParams;
       states = modelStateParts(c, m, plan, held);
       grads = gradElementBytes(c, m.elementBytes) *
-              (held.denseRank + held.expertRank);
+              std::max(0.0, held.denseRank + held.expertRank -
+                                (split ? sliced : prof.otherGradSliced));
     };
-    stage(prof.preParams, dyn.firstStates, dyn.firstGrads);
-    stage(prof.postParams, dyn.lastStates, dyn.lastGrads);
+    stage(prof.preParams, prof.preGradSliced, dyn.firstStates, dyn.firstGrads);
+    stage(prof.postParams, prof.postGradSliced, dyn.lastStates, dyn.lastGrads);
     dyn.paramBytes = e.paramBytes;
     dyn.optimizerBytes = e.optimizerBytes;
   }

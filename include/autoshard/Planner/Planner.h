@@ -309,6 +309,12 @@ struct LocalProfile {
   /// tied embedding: both), and those only the head reads: what a
   /// pipeline's first and last stage hold (static memory plan).
   double preParams = 0, postParams = 0, headOnlyParams = 0;
+  /// Of otherParams, preParams and postParams, the elements by which the
+  /// gradients as the backward produces them per rank (what the microbatch
+  /// sums accumulate; the optimizer's gradient before the collectives that
+  /// reassemble it) are smaller than the parameters: a sequence-parallel
+  /// position embedding's gradient is the rank's slice of the positions.
+  double otherGradSliced = 0, preGradSliced = 0, postGradSliced = 0;
   /// Parameter tensors (step arguments): one block's, and of the non-block
   /// ones those the embedding and those the head reads (a tied embedding:
   /// both), and all of them; each is one gradient accumulation kernel per

@@ -109,6 +109,9 @@ struct RawProfile {
   /// Of the non-block parameters, those the embedding reads and those the
   /// head reads (a tied embedding: both), and those only the head reads.
   double preParams = 0, postParams = 0, headOnlyParams = 0;
+  /// Of those, the elements by which their gradients as accumulated are
+  /// smaller (planner::LocalProfile::otherGradSliced).
+  double otherGradSliced = 0, preGradSliced = 0, postGradSliced = 0;
   /// Parameter tensors: the block's, the non-block ones (embedding's,
   /// head's, all).
   double layerTensors = 0, preTensors = 0, postTensors = 0, otherTensors = 0;
@@ -266,6 +269,26 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     if (block)
       continue;
     double n = tensorElements(step.getArgument(i).getType());
+    // The gradient as the backward produces it: the optimizer update's
+    // gradient before the collectives that reduce or reassemble it (what
+    // the microbatches' sums hold; a sliced gradient is gathered after the
+    // last one).
+    double sliced = 0;
+    for (Operation *user : step.getArgument(i).getUsers()) {
+      auto update = dyn_cast<tfm::AdamwOp>(user);
+      if (!update || update.getParam() != step.getArgument(i))
+        continue;
+      Value grad = update.getGrad();
+      while (Operation *def = grad.getDefiningOp()) {
+        if (!isa<CommOpInterface>(def) || def->getNumOperands() != 1)
+          break;
+        grad = def->getOperand(0);
+      }
+      sliced = std::max(0.0, n - tensorElements(grad.getType()));
+    }
+    p.otherGradSliced += sliced;
+    p.preGradSliced += inPre ? sliced : 0;
+    p.postGradSliced += inPost ? sliced : 0;
     p.preParams += inPre ? n : 0;
     p.postParams += inPost ? n : 0;
     p.headOnlyParams += inPost && !inPre ? n : 0;
@@ -807,6 +830,9 @@ struct DistAutoPlanPass
         prof.preParams = a.preParams;
         prof.postParams = a.postParams;
         prof.headOnlyParams = a.headOnlyParams;
+        prof.otherGradSliced = a.otherGradSliced;
+        prof.preGradSliced = a.preGradSliced;
+        prof.postGradSliced = a.postGradSliced;
         prof.layerParamTensors = a.layerTensors;
         prof.preParamTensors = a.preTensors;
         prof.postParamTensors = a.postTensors;
