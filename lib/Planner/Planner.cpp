@@ -413,6 +413,10 @@ struct DynamicMemory {
   int64_t stages = 1;
   bool gpipe = false, zbv = false;
   double boundaryBytes = 0, tokenBytes = 0;
+  /// Zero-bubble schedules: a block's gradient bytes that its deferred W
+  /// reads (LocalProfile::weightGradInputBytes) and the gradients W
+  /// computes (one block's, unsharded).
+  double weightInputBytes = 0, layerWeightGradBytes = 0;
 };
 
 /// Sets `e`'s memory for `layers` in-flight layers (`dyn`; the heaviest
@@ -421,7 +425,9 @@ struct DynamicMemory {
 /// of the dynamic part.
 void setMemory(Estimate &e, const Cluster &c, double layers,
                const DynamicMemory &dyn,
-               const std::vector<double> &rankLayers = {}) {
+               const std::vector<double> &rankLayers = {},
+               const std::vector<std::vector<std::pair<double, double>>>
+                   &rankWeightPasses = {}) {
   e.inflightLayers = layers;
   if (dyn.frame) {
     FrameLayers l = dyn.layers;
@@ -455,6 +461,13 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       l.tokenSlices = l.microbatches > 1 ? microbatches * dyn.tokenBytes : 0;
       if (l.microbatches <= microbatches)
         l.accumulated = 0;
+      // ZB-V: the first rank also runs the last stage, which splits its
+      // backward.
+      if (!rankWeightPasses.empty()) {
+        l.weightPasses = rankWeightPasses.front();
+        l.weightInputBytes = dyn.weightInputBytes;
+        l.weightGradBytes = dyn.layerWeightGradBytes;
+      }
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
       FrameLayers last = dyn.layers;
       last.inflight = lastInflight;
@@ -473,6 +486,11 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       }
       if (last.microbatches <= microbatchesOf(lastInflight))
         last.accumulated = 0;
+      if (!rankWeightPasses.empty()) {
+        last.weightPasses = rankWeightPasses.back();
+        last.weightInputBytes = dyn.weightInputBytes;
+        last.weightGradBytes = dyn.layerWeightGradBytes;
+      }
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
       // The heavier rank, states held included (as dist-explain reports).
       const ModelStates &a = dyn.firstStates, &z = dyn.lastStates;
@@ -522,7 +540,31 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   std::vector<double> rankLayers;
   for (int64_t x : sim.peakActivations)
     rankLayers.push_back(double(x * layersPerChunk));
-  setMemory(e, c, double(chunks * layersPerChunk), dyn, rankLayers);
+  // Per rank, its split weight-gradient passes (W) in program order: the
+  // layers in flight (a chunk from its F to its B, or W when split) and
+  // those whose W is pending (that W's included) at each. Stages after the
+  // first split their backward; the first sends nothing back, so its
+  // backward runs whole.
+  using Kind = pipeline::PipelineOp::Kind;
+  std::vector<std::vector<std::pair<double, double>>> rankWeightPasses(
+      sched->numRanks);
+  for (int64_t r = 0; r < sched->numRanks; ++r) {
+    int64_t inflight = 0, pending = 0;
+    for (const pipeline::PipelineOp &op : sched->rankOrders[r]) {
+      inflight += op.kind == Kind::F ? 1 : 0;
+      pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
+      if (op.kind == Kind::W && op.stage != 0) {
+        std::pair<double, double> pass(double(inflight * layersPerChunk),
+                                       double(pending * layersPerChunk));
+        if (!llvm::is_contained(rankWeightPasses[r], pass))
+          rankWeightPasses[r].push_back(pass);
+        --pending;
+      }
+      inflight -= op.kind == Kind::B || op.kind == Kind::W ? 1 : 0;
+    }
+  }
+  setMemory(e, c, double(chunks * layersPerChunk), dyn, rankLayers,
+            rankWeightPasses);
   double simBusy = 0;
   for (double x : sim.busy)
     simBusy = std::max(simBusy, x);
@@ -701,6 +743,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.zbv = plan.schedule == "zb-v";
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
+    dyn.weightInputBytes = prof.weightGradInputBytes.at(b) * scale;
+    dyn.layerWeightGradBytes =
+        prof.layerParams * gradElementBytes(c, m.elementBytes);
     dyn.layers.tokenSlices = plan.mb > 1 ? dyn.tokenBytes : 0;
     dyn.layers.headOnlyGradBytes = prof.headOnlyParams * m.elementBytes;
     // A stage holds the non-block parameters its part of the step reads

@@ -68,6 +68,7 @@ PLANS = [
     ("dp=2,zero=3", 1),
     ("dp=2,zero=3", 2),
     ("dp=2,tp=2,sp=1,recompute=full", 2),
+    ("pp=2,schedule=zb-h1", 4),
 ]
 
 

@@ -372,6 +372,17 @@ struct FrameLayers {
   double tokenSlices = 0;
   /// Input gradients sent back and not yet waited for (see above).
   double sentGradBytes = 0, sentGradInflightBytes = 0;
+  /// Zero-bubble schedules: each weight-gradient pass (W) of the rank that
+  /// runs apart from its input-gradient pass (I), as (layers in flight,
+  /// layers whose W is pending: that W's own and those deferred past later
+  /// I passes) at that W. Each is a candidate: the block backward phase's
+  /// activations with the other in-flight layers' kept bytes, the pending
+  /// layers' W inputs (`weightInputBytes` each: the block output's gradient
+  /// and what I saved for W), the sends before it, `accumulated` and the
+  /// parameter gradients that W computes (`weightGradBytes`, one layer's);
+  /// not the phase's gradient bytes (its I has run).
+  std::vector<std::pair<double, double>> weightPasses;
+  double weightInputBytes = 0, weightGradBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);

@@ -357,6 +357,11 @@ struct LocalProfile {
   /// with several microbatches each keeps its slice of the step's tokens
   /// until its embedding gradient.
   Affine tokenBytes;
+  /// Gradient bytes that one block's weight-gradient pass (W) reads, per
+  /// microbatch, when a zero-bubble schedule runs it apart from the input
+  /// gradient (I): the block output's gradient and what I saves for W.
+  /// They stay live from I to the deferred W.
+  Affine weightGradInputBytes;
   /// Elements of the block forward's hidden dropouts per microbatch (what
   /// Cluster::dropoutMaskBytes charges per layer kept).
   Affine dropoutElements;

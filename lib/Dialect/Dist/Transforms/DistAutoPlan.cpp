@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BackwardSplit.h"
 #include "RunPassPipeline.h"
 
 #include "autoshard/Dialect/Dist/Analysis/ProgramProfile.h"
@@ -128,6 +129,9 @@ struct RawProfile {
   double dropout = 0;
   /// Bytes of the block backward call's operands that are all-gathered.
   double regather = 0;
+  /// Gradient bytes a deferred weight-gradient pass (W) of one block reads
+  /// (planner::LocalProfile::weightGradInputBytes).
+  double weightInputs = 0;
   /// The block functions the step calls (their rt forms keep the names).
   std::string forwardName, backwardName, recomputeName;
   /// The step's live bytes per category at the largest-total op of each
@@ -199,6 +203,69 @@ void record(const WorkProfile &work, RawFunction &f) {
   }
 }
 
+/// Reads into `p.weightInputs` the gradient bytes that the weight-gradient
+/// part of the step's first block backward call reads when a zero-bubble
+/// schedule defers it (BackwardSplit.h): the values the input-gradient
+/// part saves for it and the call's gradient operands (computed after the
+/// loss: the block output's gradient). The weight part computes the
+/// call's results that reach only the optimizer (through collectives).
+/// Works on a copy of `module`; 0 when the call is left whole.
+LogicalResult readWeightGradInputs(ModuleOp module,
+                                   const FunctionProfile &stepProfile,
+                                   const FunctionProfile &backward,
+                                   RawProfile &p, std::string &err) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  auto step = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(
+      *copy, cast<func::FuncOp>(stepProfile.op).getSymName()));
+  if (!step) {
+    err = "the one-block train step cannot be copied";
+    return failure();
+  }
+  func::CallOp call;
+  Operation *loss = nullptr;
+  for (Operation &op : step.getBody().front()) {
+    if (!loss && op.hasTrait<tfm::trait::TrainingLoss>())
+      loss = &op;
+    if (auto c = dyn_cast<func::CallOp>(op);
+        c && !call && c.getCallee() == backward.name)
+      call = c;
+  }
+  if (!call || !loss)
+    return success();
+  // Results that reach only the optimizer update, through collectives.
+  auto onlyOptimizer = [](Value v) {
+    SmallVector<Value> work = {v};
+    while (!work.empty()) {
+      Value x = work.pop_back_val();
+      for (Operation *user : x.getUsers()) {
+        if (user->hasTrait<tfm::trait::OptimizerStep>())
+          continue;
+        if (!isa<CommOpInterface>(user))
+          return false;
+        llvm::append_range(work, user->getResults());
+      }
+    }
+    return true;
+  };
+  llvm::SmallBitVector weight(call.getNumResults());
+  for (auto [i, r] : llvm::enumerate(call.getResults()))
+    if (!r.use_empty() && onlyOptimizer(r))
+      weight.set(i);
+  if (weight.none())
+    return success();
+  BackwardCallSplitter splitter(*copy);
+  auto parts = splitter.split(call, weight);
+  if (!parts)
+    return success();
+  auto [input, weightCall] = *parts;
+  for (Value v : weightCall.getOperands()) {
+    Operation *def = v.getDefiningOp();
+    if (def && (def == input || loss->isBeforeInBlock(def)))
+      p.weightInputs += tensorBytes(v.getType());
+  }
+  return success();
+}
+
 /// Reads the per-rank program of the one-block model (func form, after
 /// dist-partition).
 LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
@@ -222,6 +289,8 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
         arg.getOwner()->getParentOp() == s.backward->op)
       p.regather += tensorBytes(gather->getResult(0).getType());
   });
+  if (failed(readWeightGradInputs(module, *s.step, *s.backward, p, err)))
+    return failure();
   record(s.forward->work, p.layerFwd);
   record(s.backward->work, p.layerBwd);
   if (s.recompute)
@@ -849,6 +918,7 @@ struct DistAutoPlanPass
         prof.phases = fitPhases(a, b);
         prof.regatherBytes = fitv(a.regather, b.regather);
         prof.tokenBytes = fitv(a.tokens, b.tokens);
+        prof.weightGradInputBytes = fitv(a.weightInputs, b.weightInputs);
       }
       profiles[key] = std::move(prof);
     }
