@@ -562,7 +562,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
       best = c;
     first = false;
   };
-  const double kept = otherInflight * l.keptPerLayer + l.tokenSlices;
+  const double kept =
+      otherInflight * l.keptPerLayer + l.tokenSlices + l.headsKept;
   const double prefetch = l.gatherPackBytes + l.gatheredPerLayer;
   const double next = otherLayers > 0 ? prefetch : 0;
   consider(StepPhase::Embedding, 0, l.accumulated);
@@ -581,7 +582,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
            l.sentGradBytes);
   for (auto [inflight, pending] : l.weightPasses)
     consider(StepPhase::BlockBackward,
-             std::max(0.0, inflight - 1) * l.keptPerLayer + l.tokenSlices,
+             std::max(0.0, inflight - 1) * l.keptPerLayer + l.tokenSlices +
+                 l.headsKept,
              l.accumulated + l.weightGradBytes,
              pending * l.weightInputBytes + l.sentGradInflightBytes,
              /*phaseGrads=*/false);

@@ -417,17 +417,34 @@ struct DynamicMemory {
   /// reads (LocalProfile::weightGradInputBytes) and the gradients W
   /// computes (one block's, unsharded).
   double weightInputBytes = 0, layerWeightGradBytes = 0;
+  /// The bytes the head's forward keeps for its backward per microbatch
+  /// (LocalProfile::headKeptBytes).
+  double headKeptBytes = 0;
+};
+
+/// What a simulated pipeline schedule tells of its ranks' memory.
+struct ScheduleMemory {
+  /// Each rank's peak layers in flight.
+  std::vector<double> rankLayers;
+  /// Each rank's split weight-gradient passes (FrameLayers::weightPasses).
+  std::vector<std::vector<std::pair<double, double>>> rankWeightPasses;
+  /// The most microbatches whose head forward has run and whose head
+  /// backward has not, at a backward of the last stage (itself included).
+  double lastStageHeads = 1;
 };
 
 /// Sets `e`'s memory for `layers` in-flight layers (`dyn`; the heaviest
-/// rank's; `rankLayers`: each pipeline rank's when simulated), its model
-/// states and fixed bytes (already set) and the allocator's fragmentation
-/// of the dynamic part.
+/// rank's; `sched`: the simulated schedule's ranks, when simulated), its
+/// model states and fixed bytes (already set) and the allocator's
+/// fragmentation of the dynamic part.
 void setMemory(Estimate &e, const Cluster &c, double layers,
                const DynamicMemory &dyn,
-               const std::vector<double> &rankLayers = {},
-               const std::vector<std::vector<std::pair<double, double>>>
-                   &rankWeightPasses = {}) {
+               const ScheduleMemory *sched = nullptr) {
+  static const ScheduleMemory closedForm;
+  const std::vector<double> &rankLayers =
+      sched ? sched->rankLayers : closedForm.rankLayers;
+  const auto &rankWeightPasses =
+      sched ? sched->rankWeightPasses : closedForm.rankWeightPasses;
   e.inflightLayers = layers;
   if (dyn.frame) {
     FrameLayers l = dyn.layers;
@@ -486,6 +503,11 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       }
       if (last.microbatches <= microbatchesOf(lastInflight))
         last.accumulated = 0;
+      // The other microbatches' head values kept for their head backward
+      // (closed form: GPipe runs every head forward first).
+      const double heads =
+          sched ? sched->lastStageHeads : (dyn.gpipe ? l.microbatches : 1);
+      last.headsKept = std::max(0.0, heads - 1) * dyn.headKeptBytes;
       if (!rankWeightPasses.empty()) {
         last.weightPasses = rankWeightPasses.back();
         last.weightInputBytes = dyn.weightInputBytes;
@@ -537,20 +559,29 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   int64_t chunks = 0;
   for (int64_t x : sim.peakActivations)
     chunks = std::max(chunks, x);
-  std::vector<double> rankLayers;
+  ScheduleMemory mem;
   for (int64_t x : sim.peakActivations)
-    rankLayers.push_back(double(x * layersPerChunk));
+    mem.rankLayers.push_back(double(x * layersPerChunk));
   // Per rank, its split weight-gradient passes (W) in program order: the
   // layers in flight (a chunk from its F to its B, or W when split) and
   // those whose W is pending (that W's included) at each. Stages after the
   // first split their backward; the first sends nothing back, so its
   // backward runs whole.
   using Kind = pipeline::PipelineOp::Kind;
-  std::vector<std::vector<std::pair<double, double>>> rankWeightPasses(
-      sched->numRanks);
+  std::vector<std::vector<std::pair<double, double>>> &rankWeightPasses =
+      mem.rankWeightPasses;
+  rankWeightPasses.resize(sched->numRanks);
+  const int64_t lastStage = sched->numStages - 1;
   for (int64_t r = 0; r < sched->numRanks; ++r) {
-    int64_t inflight = 0, pending = 0;
+    int64_t inflight = 0, pending = 0, heads = 0;
     for (const pipeline::PipelineOp &op : sched->rankOrders[r]) {
+      if (op.stage == lastStage) {
+        heads += op.kind == Kind::F ? 1 : 0;
+        if (op.kind == Kind::B || op.kind == Kind::I) {
+          mem.lastStageHeads = std::max(mem.lastStageHeads, double(heads));
+          --heads;
+        }
+      }
       inflight += op.kind == Kind::F ? 1 : 0;
       pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
       if (op.kind == Kind::W && op.stage != 0) {
@@ -563,8 +594,7 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
       inflight -= op.kind == Kind::B || op.kind == Kind::W ? 1 : 0;
     }
   }
-  setMemory(e, c, double(chunks * layersPerChunk), dyn, rankLayers,
-            rankWeightPasses);
+  setMemory(e, c, double(chunks * layersPerChunk), dyn, &mem);
   double simBusy = 0;
   for (double x : sim.busy)
     simBusy = std::max(simBusy, x);
@@ -744,6 +774,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
     dyn.weightInputBytes = prof.weightGradInputBytes.at(b) * scale;
+    dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);
     dyn.layers.tokenSlices = plan.mb > 1 ? dyn.tokenBytes : 0;

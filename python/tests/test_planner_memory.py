@@ -69,6 +69,7 @@ PLANS = [
     ("dp=2,zero=3", 2),
     ("dp=2,tp=2,sp=1,recompute=full", 2),
     ("pp=2,schedule=zb-h1", 4),
+    ("pp=2,schedule=gpipe", 2),
 ]
 
 

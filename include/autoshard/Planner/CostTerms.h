@@ -382,6 +382,10 @@ struct FrameLayers {
   /// parameter gradients that W computes (`weightGradBytes`, one layer's);
   /// not the phase's gradient bytes (its I has run).
   std::vector<std::pair<double, double>> weightPasses;
+  /// The last stage: the head values (LocalProfile::headKeptBytes) of the
+  /// other microbatches whose head forward has run and whose backward has
+  /// not, live from the forward through the backward.
+  double headsKept = 0;
   double weightInputBytes = 0, weightGradBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,

@@ -362,6 +362,11 @@ struct LocalProfile {
   /// gradient (I): the block output's gradient and what I saves for W.
   /// They stay live from I to the deferred W.
   Affine weightGradInputBytes;
+  /// Bytes the head's forward keeps for its backward per microbatch (the
+  /// last block's output, the final norm's output, the logits, the
+  /// labels): live on the last pipeline stage for each microbatch whose
+  /// head ran and whose backward has not.
+  Affine headKeptBytes;
   /// Elements of the block forward's hidden dropouts per microbatch (what
   /// Cluster::dropoutMaskBytes charges per layer kept).
   Affine dropoutElements;

@@ -132,6 +132,9 @@ struct RawProfile {
   /// Gradient bytes a deferred weight-gradient pass (W) of one block reads
   /// (planner::LocalProfile::weightGradInputBytes).
   double weightInputs = 0;
+  /// Bytes the head's forward keeps for its backward
+  /// (planner::LocalProfile::headKeptBytes).
+  double headKept = 0;
   /// The block functions the step calls (their rt forms keep the names).
   std::string forwardName, backwardName, recomputeName;
   /// The step's live bytes per category at the largest-total op of each
@@ -266,6 +269,39 @@ LogicalResult readWeightGradInputs(ModuleOp module,
   return success();
 }
 
+/// Reads into `p.headKept` the bytes that the step's part up to the loss
+/// (tfm::trait::TrainingLoss) keeps for the head's backward: the values the
+/// head backward's costed ops read that are computed by then (the block
+/// output, the final norm's output, the logits) or are step inputs (the
+/// labels); parameters are not counted.
+void readHeadKept(const TrainStepProfile &s, RawProfile &p) {
+  auto step = cast<func::FuncOp>(s.step->op);
+  Operation *loss = nullptr;
+  for (Operation &op : step.getBody().front())
+    if (op.hasTrait<tfm::trait::TrainingLoss>()) {
+      loss = &op;
+      break;
+    }
+  if (!loss)
+    return;
+  llvm::DenseSet<Value> kept;
+  for (const CostRecord &c : s.headBackward.costs)
+    for (Value v : c.op->getOperands()) {
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        if (arg.getOwner()->getParentOp() != step ||
+            step.getArgAttr(arg.getArgNumber(), tfm::kParamAttrName))
+          continue;
+      } else {
+        Operation *def = v.getDefiningOp();
+        if (def->getBlock() != loss->getBlock() ||
+            (def != loss && loss->isBeforeInBlock(def)))
+          continue;
+      }
+      if (kept.insert(v).second && isa<RankedTensorType>(v.getType()))
+        p.headKept += tensorBytes(v.getType());
+    }
+}
+
 /// Reads the per-rank program of the one-block model (func form, after
 /// dist-partition).
 LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
@@ -291,6 +327,7 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
   });
   if (failed(readWeightGradInputs(module, *s.step, *s.backward, p, err)))
     return failure();
+  readHeadKept(s, p);
   record(s.forward->work, p.layerFwd);
   record(s.backward->work, p.layerBwd);
   if (s.recompute)
@@ -919,6 +956,7 @@ struct DistAutoPlanPass
         prof.regatherBytes = fitv(a.regather, b.regather);
         prof.tokenBytes = fitv(a.tokens, b.tokens);
         prof.weightGradInputBytes = fitv(a.weightInputs, b.weightInputs);
+        prof.headKeptBytes = fitv(a.headKept, b.headKept);
       }
       profiles[key] = std::move(prof);
     }
