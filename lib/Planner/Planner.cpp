@@ -409,6 +409,10 @@ struct DynamicMemory {
   /// non-block parameters the embedding / the head reads.
   ModelStates firstStates, lastStates;
   double firstGrads = 0, lastGrads = 0;
+  /// The same for a first rank that also runs the last stage (ZB-V): the
+  /// non-block parameters either end reads.
+  ModelStates bothStates;
+  double bothGrads = 0;
   /// Pipeline stages and the bytes a stage sends per microbatch.
   int64_t stages = 1;
   bool gpipe = false, zbv = false;
@@ -431,6 +435,8 @@ struct ScheduleMemory {
   /// The most microbatches whose head forward has run and whose head
   /// backward has not, at a backward of the last stage (itself included).
   double lastStageHeads = 1;
+  /// The first rank also runs the last stage (ZB-V's V-shaped map).
+  bool firstRankHasHead = false;
 };
 
 /// Sets `e`'s memory for `layers` in-flight layers (`dyn`; the heaviest
@@ -468,8 +474,12 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       const double lastInflight =
           !rankLayers.empty() ? rankLayers.back()
                               : (dyn.gpipe ? l.microbatches : 1) * perRank;
-      l.head = false;
-      l.accumulated = l.accumulated > 0 ? dyn.firstGrads : 0;
+      // ZB-V's first rank also runs the last stage, with the head.
+      const bool firstHasHead = sched ? sched->firstRankHasHead : dyn.zbv;
+      l.head = firstHasHead;
+      l.accumulated = l.accumulated > 0
+                          ? (firstHasHead ? dyn.bothGrads : dyn.firstGrads)
+                          : 0;
       // Its sends are waited once the next stage's first gradient has come
       // back, which that stage sends after the forwards it holds in flight
       // (1F1B: one fewer; GPipe: all): the sends beyond those are live.
@@ -515,7 +525,8 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       }
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
       // The heavier rank, states held included (as dist-explain reports).
-      const ModelStates &a = dyn.firstStates, &z = dyn.lastStates;
+      const ModelStates &a = firstHasHead ? dyn.bothStates : dyn.firstStates,
+                        &z = dyn.lastStates;
       bool firstHeavier = first.total() + a.params + a.optimizer >
                           peak.total() + z.params + z.optimizer;
       if (firstHeavier)
@@ -572,6 +583,7 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
       mem.rankWeightPasses;
   rankWeightPasses.resize(sched->numRanks);
   const int64_t lastStage = sched->numStages - 1;
+  mem.firstRankHasHead = sched->stageToRank[lastStage] == sched->stageToRank[0];
   for (int64_t r = 0; r < sched->numRanks; ++r) {
     int64_t inflight = 0, pending = 0, heads = 0;
     for (const pipeline::PipelineOp &op : sched->rankOrders[r]) {
@@ -794,6 +806,8 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     };
     stage(prof.preParams, prof.preGradSliced, dyn.firstStates, dyn.firstGrads);
     stage(prof.postParams, prof.postGradSliced, dyn.lastStates, dyn.lastGrads);
+    stage(prof.preParams + prof.headOnlyParams, prof.preGradSliced,
+          dyn.bothStates, dyn.bothGrads);
     dyn.paramBytes = e.paramBytes;
     dyn.optimizerBytes = e.optimizerBytes;
   }
