@@ -546,7 +546,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   FramePeak best;
   bool first = true;
   auto consider = [&](StepPhase phase, double kept, double paramGrads,
-                      double sent = 0) {
+                      double sent = 0, bool phaseGrads = true) {
     if (phase == StepPhase::Head && !l.head)
       return;
     const PhaseMemory &m = phases[static_cast<unsigned>(phase)];
@@ -555,14 +555,15 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     const double headGrad = l.head ? 0 : m.headGrad.at(b) * scale;
     const double received = std::max(0.0, headGrad - l.headOnlyGradBytes);
     c.activations = m.activation.at(b) * scale + kept + received;
-    c.grads = m.grad.at(b) * scale - headGrad + sent;
+    c.grads = (phaseGrads ? m.grad.at(b) * scale - headGrad : 0) + sent;
     c.paramGrads = paramGrads;
     c.other = m.other.at(b) * scale;
     if (first || c.total() > best.total())
       best = c;
     first = false;
   };
-  const double kept = otherInflight * l.keptPerLayer + l.tokenSlices;
+  const double kept =
+      otherInflight * l.keptPerLayer + l.tokenSlices + l.headsKept;
   const double prefetch = l.gatherPackBytes + l.gatheredPerLayer;
   const double next = otherLayers > 0 ? prefetch : 0;
   consider(StepPhase::Embedding, 0, l.accumulated);
@@ -579,6 +580,13 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                ? l.accumulated
                : otherGrads + (otherLayers > 0 ? l.reducingGradBytes : 0),
            l.sentGradBytes);
+  for (auto [inflight, pending] : l.weightPasses)
+    consider(StepPhase::BlockBackward,
+             std::max(0.0, inflight - 1) * l.keptPerLayer + l.tokenSlices +
+                 l.headsKept,
+             l.accumulated + l.weightGradBytes,
+             pending * l.weightInputBytes + l.sentGradInflightBytes,
+             /*phaseGrads=*/false);
   consider(StepPhase::Tail, 0, otherGrads);
   return best;
 }

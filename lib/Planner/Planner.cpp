@@ -409,19 +409,48 @@ struct DynamicMemory {
   /// non-block parameters the embedding / the head reads.
   ModelStates firstStates, lastStates;
   double firstGrads = 0, lastGrads = 0;
+  /// The same for a first rank that also runs the last stage (ZB-V): the
+  /// non-block parameters either end reads.
+  ModelStates bothStates;
+  double bothGrads = 0;
   /// Pipeline stages and the bytes a stage sends per microbatch.
   int64_t stages = 1;
   bool gpipe = false, zbv = false;
   double boundaryBytes = 0, tokenBytes = 0;
+  /// Zero-bubble schedules: a block's gradient bytes that its deferred W
+  /// reads (LocalProfile::weightGradInputBytes) and the gradients W
+  /// computes (one block's, unsharded).
+  double weightInputBytes = 0, layerWeightGradBytes = 0;
+  /// The bytes the head's forward keeps for its backward per microbatch
+  /// (LocalProfile::headKeptBytes).
+  double headKeptBytes = 0;
+};
+
+/// What a simulated pipeline schedule tells of its ranks' memory.
+struct ScheduleMemory {
+  /// Each rank's peak layers in flight.
+  std::vector<double> rankLayers;
+  /// Each rank's split weight-gradient passes (FrameLayers::weightPasses).
+  std::vector<std::vector<std::pair<double, double>>> rankWeightPasses;
+  /// The most microbatches whose head forward has run and whose head
+  /// backward has not, at a backward of the last stage (itself included).
+  double lastStageHeads = 1;
+  /// The first rank also runs the last stage (ZB-V's V-shaped map).
+  bool firstRankHasHead = false;
 };
 
 /// Sets `e`'s memory for `layers` in-flight layers (`dyn`; the heaviest
-/// rank's; `rankLayers`: each pipeline rank's when simulated), its model
-/// states and fixed bytes (already set) and the allocator's fragmentation
-/// of the dynamic part.
+/// rank's; `sched`: the simulated schedule's ranks, when simulated), its
+/// model states and fixed bytes (already set) and the allocator's
+/// fragmentation of the dynamic part.
 void setMemory(Estimate &e, const Cluster &c, double layers,
                const DynamicMemory &dyn,
-               const std::vector<double> &rankLayers = {}) {
+               const ScheduleMemory *sched = nullptr) {
+  static const ScheduleMemory closedForm;
+  const std::vector<double> &rankLayers =
+      sched ? sched->rankLayers : closedForm.rankLayers;
+  const auto &rankWeightPasses =
+      sched ? sched->rankWeightPasses : closedForm.rankWeightPasses;
   e.inflightLayers = layers;
   if (dyn.frame) {
     FrameLayers l = dyn.layers;
@@ -445,8 +474,12 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       const double lastInflight =
           !rankLayers.empty() ? rankLayers.back()
                               : (dyn.gpipe ? l.microbatches : 1) * perRank;
-      l.head = false;
-      l.accumulated = l.accumulated > 0 ? dyn.firstGrads : 0;
+      // ZB-V's first rank also runs the last stage, with the head.
+      const bool firstHasHead = sched ? sched->firstRankHasHead : dyn.zbv;
+      l.head = firstHasHead;
+      l.accumulated = l.accumulated > 0
+                          ? (firstHasHead ? dyn.bothGrads : dyn.firstGrads)
+                          : 0;
       // Its sends are waited once the next stage's first gradient has come
       // back, which that stage sends after the forwards it holds in flight
       // (1F1B: one fewer; GPipe: all): the sends beyond those are live.
@@ -455,6 +488,13 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       l.tokenSlices = l.microbatches > 1 ? microbatches * dyn.tokenBytes : 0;
       if (l.microbatches <= microbatches)
         l.accumulated = 0;
+      // ZB-V: the first rank also runs the last stage, which splits its
+      // backward.
+      if (!rankWeightPasses.empty()) {
+        l.weightPasses = rankWeightPasses.front();
+        l.weightInputBytes = dyn.weightInputBytes;
+        l.weightGradBytes = dyn.layerWeightGradBytes;
+      }
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
       FrameLayers last = dyn.layers;
       last.inflight = lastInflight;
@@ -473,9 +513,20 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       }
       if (last.microbatches <= microbatchesOf(lastInflight))
         last.accumulated = 0;
+      // The other microbatches' head values kept for their head backward
+      // (closed form: GPipe runs every head forward first).
+      const double heads =
+          sched ? sched->lastStageHeads : (dyn.gpipe ? l.microbatches : 1);
+      last.headsKept = std::max(0.0, heads - 1) * dyn.headKeptBytes;
+      if (!rankWeightPasses.empty()) {
+        last.weightPasses = rankWeightPasses.back();
+        last.weightInputBytes = dyn.weightInputBytes;
+        last.weightGradBytes = dyn.layerWeightGradBytes;
+      }
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
       // The heavier rank, states held included (as dist-explain reports).
-      const ModelStates &a = dyn.firstStates, &z = dyn.lastStates;
+      const ModelStates &a = firstHasHead ? dyn.bothStates : dyn.firstStates,
+                        &z = dyn.lastStates;
       bool firstHeavier = first.total() + a.params + a.optimizer >
                           peak.total() + z.params + z.optimizer;
       if (firstHeavier)
@@ -519,10 +570,43 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   int64_t chunks = 0;
   for (int64_t x : sim.peakActivations)
     chunks = std::max(chunks, x);
-  std::vector<double> rankLayers;
+  ScheduleMemory mem;
   for (int64_t x : sim.peakActivations)
-    rankLayers.push_back(double(x * layersPerChunk));
-  setMemory(e, c, double(chunks * layersPerChunk), dyn, rankLayers);
+    mem.rankLayers.push_back(double(x * layersPerChunk));
+  // Per rank, its split weight-gradient passes (W) in program order: the
+  // layers in flight (a chunk from its F to its B, or W when split) and
+  // those whose W is pending (that W's included) at each. Stages after the
+  // first split their backward; the first sends nothing back, so its
+  // backward runs whole.
+  using Kind = pipeline::PipelineOp::Kind;
+  std::vector<std::vector<std::pair<double, double>>> &rankWeightPasses =
+      mem.rankWeightPasses;
+  rankWeightPasses.resize(sched->numRanks);
+  const int64_t lastStage = sched->numStages - 1;
+  mem.firstRankHasHead = sched->stageToRank[lastStage] == sched->stageToRank[0];
+  for (int64_t r = 0; r < sched->numRanks; ++r) {
+    int64_t inflight = 0, pending = 0, heads = 0;
+    for (const pipeline::PipelineOp &op : sched->rankOrders[r]) {
+      if (op.stage == lastStage) {
+        heads += op.kind == Kind::F ? 1 : 0;
+        if (op.kind == Kind::B || op.kind == Kind::I) {
+          mem.lastStageHeads = std::max(mem.lastStageHeads, double(heads));
+          --heads;
+        }
+      }
+      inflight += op.kind == Kind::F ? 1 : 0;
+      pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
+      if (op.kind == Kind::W && op.stage != 0) {
+        std::pair<double, double> pass(double(inflight * layersPerChunk),
+                                       double(pending * layersPerChunk));
+        if (!llvm::is_contained(rankWeightPasses[r], pass))
+          rankWeightPasses[r].push_back(pass);
+        --pending;
+      }
+      inflight -= op.kind == Kind::B || op.kind == Kind::W ? 1 : 0;
+    }
+  }
+  setMemory(e, c, double(chunks * layersPerChunk), dyn, &mem);
   double simBusy = 0;
   for (double x : sim.busy)
     simBusy = std::max(simBusy, x);
@@ -676,11 +760,14 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.layers.layerGradBytes = prof.layerParams * m.elementBytes /
                                 (plan.zero >= 2 ? double(shards.dpGroup) : 1.0);
     // The microbatches' gradients accumulate unsharded (ZeRO-2/3 reduce-
-    // scatter the sums after the last microbatch).
-    dyn.layers.accumulated = plan.mb > 1
-                                 ? gradElementBytes(c, m.elementBytes) *
-                                       (shards.denseRank + shards.expertRank)
-                                 : 0;
+    // scatter the sums after the last microbatch), in the form the
+    // backward produces them (a sequence-parallel slice is gathered after
+    // the last microbatch).
+    dyn.layers.accumulated =
+        plan.mb > 1 ? gradElementBytes(c, m.elementBytes) *
+                          std::max(0.0, shards.denseRank + shards.expertRank -
+                                            prof.otherGradSliced)
+                    : 0;
     // Prefetched one call ahead: under full recomputation the next block's
     // re-run comes first, so its gather overlaps that call, not this one.
     if (plan.recompute != "full")
@@ -698,21 +785,29 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.zbv = plan.schedule == "zb-v";
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
+    dyn.weightInputBytes = prof.weightGradInputBytes.at(b) * scale;
+    dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
+    dyn.layerWeightGradBytes =
+        prof.layerParams * gradElementBytes(c, m.elementBytes);
     dyn.layers.tokenSlices = plan.mb > 1 ? dyn.tokenBytes : 0;
     dyn.layers.headOnlyGradBytes = prof.headOnlyParams * m.elementBytes;
     // A stage holds the non-block parameters its part of the step reads
     // (all of them where the profile could not tell).
     const bool split = prof.preParams + prof.postParams > 0;
-    auto stage = [&](double nonBlock, ModelStates &states, double &grads) {
+    auto stage = [&](double nonBlock, double sliced, ModelStates &states,
+                     double &grads) {
       ParameterShards held = shards;
       held.denseRank +=
           (split ? nonBlock : prof.otherParams) - prof.otherParams;
       states = modelStateParts(c, m, plan, held);
       grads = gradElementBytes(c, m.elementBytes) *
-              (held.denseRank + held.expertRank);
+              std::max(0.0, held.denseRank + held.expertRank -
+                                (split ? sliced : prof.otherGradSliced));
     };
-    stage(prof.preParams, dyn.firstStates, dyn.firstGrads);
-    stage(prof.postParams, dyn.lastStates, dyn.lastGrads);
+    stage(prof.preParams, prof.preGradSliced, dyn.firstStates, dyn.firstGrads);
+    stage(prof.postParams, prof.postGradSliced, dyn.lastStates, dyn.lastGrads);
+    stage(prof.preParams + prof.headOnlyParams, prof.preGradSliced,
+          dyn.bothStates, dyn.bothGrads);
     dyn.paramBytes = e.paramBytes;
     dyn.optimizerBytes = e.optimizerBytes;
   }

@@ -33,7 +33,14 @@ A pipeline stage holds the non-block parameters its part of the step
 reads (the first stage the embedding's, the last the head's). Under full
 recomputation the last stage is the heavier, at its last microbatch's
 bottom backward call: the earlier microbatches' input gradients, sent
-back and waited for only at the end of the step, are live there.
+back and waited for only at the end of the step, are live there. Under
+GPipe the last stage is the heavier: at its first backward the other
+microbatches' head values (last block output, final norm output, logits,
+labels) are live. Under ZB-H1 the last stage's peak is at a deferred
+weight-gradient pass (W): the inputs of the W passes still pending (the
+block output gradients and what I saved for W) are live there. With SP
+and several microbatches the position embedding's gradient is summed as
+the rank's slice of the positions.
 """
 
 import json
@@ -67,6 +74,9 @@ PLANS = [
     ("dp=2,tp=2,sp=1,recompute=selective", 1),
     ("dp=2,zero=3", 1),
     ("dp=2,zero=3", 2),
+    ("dp=2,tp=2,sp=1,recompute=full", 2),
+    ("pp=2,schedule=zb-h1", 4),
+    ("pp=2,schedule=gpipe", 2),
 ]
 
 

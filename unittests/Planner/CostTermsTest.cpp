@@ -336,6 +336,39 @@ TEST(MemoryTerm, FramePeakUnwaitedInputGradientSends) {
   EXPECT_DOUBLE_EQ(p.grads, 60);
 }
 
+TEST(MemoryTerm, FramePeakDeferredWeightPassesAndKeptHeads) {
+  // A last stage of a zero-bubble schedule, 2 layers, 300 bytes of sums.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 2, l.inflight = 2, l.microbatches = 4, l.keptPerLayer = 50;
+  l.accumulated = 300;
+  // Without W passes: the head (120 + 50 kept, 10 + 300).
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::Head);
+  EXPECT_DOUBLE_EQ(p.activations, 170);
+  // A W with 4 layers in flight and 3 pending, 70 input bytes each, 30 of
+  // layer gradients: 90 + 3·50 activations, 210 of pending inputs and no
+  // phase gradient bytes, 300 + 30: 780 + 8 beats the head's 480 + 8. A W
+  // with fewer layers in flight and pending does not count.
+  l.weightInputBytes = 70, l.weightGradBytes = 30;
+  l.weightPasses = {{4, 3}, {2, 1}};
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 150);
+  EXPECT_DOUBLE_EQ(p.grads, 210);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 330);
+  // The sends before it count there too.
+  l.sentGradInflightBytes = 64;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).grads, 210 + 64);
+  // GPipe: another microbatch's kept head values (400) are live from the
+  // forward through the backward: the head (120 + 50 + 400, 10).
+  l.weightPasses.clear(), l.sentGradInflightBytes = 0;
+  l.headsKept = 400;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 120 + 50 + 400);
+  EXPECT_EQ(p.phase, StepPhase::Head);
+}
+
 /// 1e9 dense parameters per rank, data-parallel over 8 ranks of one node.
 ParameterShards eightRanksOfOneNode() {
   ParameterShards s;

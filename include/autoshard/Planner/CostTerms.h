@@ -372,6 +372,21 @@ struct FrameLayers {
   double tokenSlices = 0;
   /// Input gradients sent back and not yet waited for (see above).
   double sentGradBytes = 0, sentGradInflightBytes = 0;
+  /// Zero-bubble schedules: each weight-gradient pass (W) of the rank that
+  /// runs apart from its input-gradient pass (I), as (layers in flight,
+  /// layers whose W is pending: that W's own and those deferred past later
+  /// I passes) at that W. Each is a candidate: the block backward phase's
+  /// activations with the other in-flight layers' kept bytes, the pending
+  /// layers' W inputs (`weightInputBytes` each: the block output's gradient
+  /// and what I saved for W), the sends before it, `accumulated` and the
+  /// parameter gradients that W computes (`weightGradBytes`, one layer's);
+  /// not the phase's gradient bytes (its I has run).
+  std::vector<std::pair<double, double>> weightPasses;
+  /// The last stage: the head values (LocalProfile::headKeptBytes) of the
+  /// other microbatches whose head forward has run and whose backward has
+  /// not, live from the forward through the backward.
+  double headsKept = 0;
+  double weightInputBytes = 0, weightGradBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);

@@ -309,6 +309,12 @@ struct LocalProfile {
   /// tied embedding: both), and those only the head reads: what a
   /// pipeline's first and last stage hold (static memory plan).
   double preParams = 0, postParams = 0, headOnlyParams = 0;
+  /// Of otherParams, preParams and postParams, the elements by which the
+  /// gradients as the backward produces them per rank (what the microbatch
+  /// sums accumulate; the optimizer's gradient before the collectives that
+  /// reassemble it) are smaller than the parameters: a sequence-parallel
+  /// position embedding's gradient is the rank's slice of the positions.
+  double otherGradSliced = 0, preGradSliced = 0, postGradSliced = 0;
   /// Parameter tensors (step arguments): one block's, and of the non-block
   /// ones those the embedding and those the head reads (a tied embedding:
   /// both), and all of them; each is one gradient accumulation kernel per
@@ -351,6 +357,16 @@ struct LocalProfile {
   /// with several microbatches each keeps its slice of the step's tokens
   /// until its embedding gradient.
   Affine tokenBytes;
+  /// Gradient bytes that one block's weight-gradient pass (W) reads, per
+  /// microbatch, when a zero-bubble schedule runs it apart from the input
+  /// gradient (I): the block output's gradient and what I saves for W.
+  /// They stay live from I to the deferred W.
+  Affine weightGradInputBytes;
+  /// Bytes the head's forward keeps for its backward per microbatch (the
+  /// last block's output, the final norm's output, the logits, the
+  /// labels): live on the last pipeline stage for each microbatch whose
+  /// head ran and whose backward has not.
+  Affine headKeptBytes;
   /// Elements of the block forward's hidden dropouts per microbatch (what
   /// Cluster::dropoutMaskBytes charges per layer kept).
   Affine dropoutElements;

@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BackwardSplit.h"
 #include "RunPassPipeline.h"
 
 #include "autoshard/Dialect/Dist/Analysis/ProgramProfile.h"
@@ -109,6 +110,9 @@ struct RawProfile {
   /// Of the non-block parameters, those the embedding reads and those the
   /// head reads (a tied embedding: both), and those only the head reads.
   double preParams = 0, postParams = 0, headOnlyParams = 0;
+  /// Of those, the elements by which their gradients as accumulated are
+  /// smaller (planner::LocalProfile::otherGradSliced).
+  double otherGradSliced = 0, preGradSliced = 0, postGradSliced = 0;
   /// Parameter tensors: the block's, the non-block ones (embedding's,
   /// head's, all).
   double layerTensors = 0, preTensors = 0, postTensors = 0, otherTensors = 0;
@@ -125,6 +129,12 @@ struct RawProfile {
   double dropout = 0;
   /// Bytes of the block backward call's operands that are all-gathered.
   double regather = 0;
+  /// Gradient bytes a deferred weight-gradient pass (W) of one block reads
+  /// (planner::LocalProfile::weightGradInputBytes).
+  double weightInputs = 0;
+  /// Bytes the head's forward keeps for its backward
+  /// (planner::LocalProfile::headKeptBytes).
+  double headKept = 0;
   /// The block functions the step calls (their rt forms keep the names).
   std::string forwardName, backwardName, recomputeName;
   /// The step's live bytes per category at the largest-total op of each
@@ -196,6 +206,102 @@ void record(const WorkProfile &work, RawFunction &f) {
   }
 }
 
+/// Reads into `p.weightInputs` the gradient bytes that the weight-gradient
+/// part of the step's first block backward call reads when a zero-bubble
+/// schedule defers it (BackwardSplit.h): the values the input-gradient
+/// part saves for it and the call's gradient operands (computed after the
+/// loss: the block output's gradient). The weight part computes the
+/// call's results that reach only the optimizer (through collectives).
+/// Works on a copy of `module`; 0 when the call is left whole.
+LogicalResult readWeightGradInputs(ModuleOp module,
+                                   const FunctionProfile &stepProfile,
+                                   const FunctionProfile &backward,
+                                   RawProfile &p, std::string &err) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  auto step = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(
+      *copy, cast<func::FuncOp>(stepProfile.op).getSymName()));
+  if (!step) {
+    err = "the one-block train step cannot be copied";
+    return failure();
+  }
+  func::CallOp call;
+  Operation *loss = nullptr;
+  for (Operation &op : step.getBody().front()) {
+    if (!loss && op.hasTrait<tfm::trait::TrainingLoss>())
+      loss = &op;
+    if (auto c = dyn_cast<func::CallOp>(op);
+        c && !call && c.getCallee() == backward.name)
+      call = c;
+  }
+  if (!call || !loss)
+    return success();
+  // Results that reach only the optimizer update, through collectives.
+  auto onlyOptimizer = [](Value v) {
+    SmallVector<Value> work = {v};
+    while (!work.empty()) {
+      Value x = work.pop_back_val();
+      for (Operation *user : x.getUsers()) {
+        if (user->hasTrait<tfm::trait::OptimizerStep>())
+          continue;
+        if (!isa<CommOpInterface>(user))
+          return false;
+        llvm::append_range(work, user->getResults());
+      }
+    }
+    return true;
+  };
+  llvm::SmallBitVector weight(call.getNumResults());
+  for (auto [i, r] : llvm::enumerate(call.getResults()))
+    if (!r.use_empty() && onlyOptimizer(r))
+      weight.set(i);
+  if (weight.none())
+    return success();
+  BackwardCallSplitter splitter(*copy);
+  auto parts = splitter.split(call, weight);
+  if (!parts)
+    return success();
+  auto [input, weightCall] = *parts;
+  for (Value v : weightCall.getOperands()) {
+    Operation *def = v.getDefiningOp();
+    if (def && (def == input || loss->isBeforeInBlock(def)))
+      p.weightInputs += tensorBytes(v.getType());
+  }
+  return success();
+}
+
+/// Reads into `p.headKept` the bytes that the step's part up to the loss
+/// (tfm::trait::TrainingLoss) keeps for the head's backward: the values the
+/// head backward's costed ops read that are computed by then (the block
+/// output, the final norm's output, the logits) or are step inputs (the
+/// labels); parameters are not counted.
+void readHeadKept(const TrainStepProfile &s, RawProfile &p) {
+  auto step = cast<func::FuncOp>(s.step->op);
+  Operation *loss = nullptr;
+  for (Operation &op : step.getBody().front())
+    if (op.hasTrait<tfm::trait::TrainingLoss>()) {
+      loss = &op;
+      break;
+    }
+  if (!loss)
+    return;
+  llvm::DenseSet<Value> kept;
+  for (const CostRecord &c : s.headBackward.costs)
+    for (Value v : c.op->getOperands()) {
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        if (arg.getOwner()->getParentOp() != step ||
+            step.getArgAttr(arg.getArgNumber(), tfm::kParamAttrName))
+          continue;
+      } else {
+        Operation *def = v.getDefiningOp();
+        if (def->getBlock() != loss->getBlock() ||
+            (def != loss && loss->isBeforeInBlock(def)))
+          continue;
+      }
+      if (kept.insert(v).second && isa<RankedTensorType>(v.getType()))
+        p.headKept += tensorBytes(v.getType());
+    }
+}
+
 /// Reads the per-rank program of the one-block model (func form, after
 /// dist-partition).
 LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
@@ -219,6 +325,9 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
         arg.getOwner()->getParentOp() == s.backward->op)
       p.regather += tensorBytes(gather->getResult(0).getType());
   });
+  if (failed(readWeightGradInputs(module, *s.step, *s.backward, p, err)))
+    return failure();
+  readHeadKept(s, p);
   record(s.forward->work, p.layerFwd);
   record(s.backward->work, p.layerBwd);
   if (s.recompute)
@@ -266,6 +375,26 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     if (block)
       continue;
     double n = tensorElements(step.getArgument(i).getType());
+    // The gradient as the backward produces it: the optimizer update's
+    // gradient before the collectives that reduce or reassemble it (what
+    // the microbatches' sums hold; a sliced gradient is gathered after the
+    // last one).
+    double sliced = 0;
+    for (Operation *user : step.getArgument(i).getUsers()) {
+      auto update = dyn_cast<tfm::AdamwOp>(user);
+      if (!update || update.getParam() != step.getArgument(i))
+        continue;
+      Value grad = update.getGrad();
+      while (Operation *def = grad.getDefiningOp()) {
+        if (!isa<CommOpInterface>(def) || def->getNumOperands() != 1)
+          break;
+        grad = def->getOperand(0);
+      }
+      sliced = std::max(0.0, n - tensorElements(grad.getType()));
+    }
+    p.otherGradSliced += sliced;
+    p.preGradSliced += inPre ? sliced : 0;
+    p.postGradSliced += inPost ? sliced : 0;
     p.preParams += inPre ? n : 0;
     p.postParams += inPost ? n : 0;
     p.headOnlyParams += inPost && !inPre ? n : 0;
@@ -807,6 +936,9 @@ struct DistAutoPlanPass
         prof.preParams = a.preParams;
         prof.postParams = a.postParams;
         prof.headOnlyParams = a.headOnlyParams;
+        prof.otherGradSliced = a.otherGradSliced;
+        prof.preGradSliced = a.preGradSliced;
+        prof.postGradSliced = a.postGradSliced;
         prof.layerParamTensors = a.layerTensors;
         prof.preParamTensors = a.preTensors;
         prof.postParamTensors = a.postTensors;
@@ -823,6 +955,8 @@ struct DistAutoPlanPass
         prof.phases = fitPhases(a, b);
         prof.regatherBytes = fitv(a.regather, b.regather);
         prof.tokenBytes = fitv(a.tokens, b.tokens);
+        prof.weightGradInputBytes = fitv(a.weightInputs, b.weightInputs);
+        prof.headKeptBytes = fitv(a.headKept, b.headKept);
       }
       profiles[key] = std::move(prof);
     }
