@@ -18,8 +18,9 @@
 # --measure STEPS (issue 21; not in CI: timings on a shared machine are
 # noisy) then also times the chosen plan and the nanoGPT plans of
 # bench/planner_vs_runtime for N ranks with shard-run (median step time over
-# STEPS steps) and fails (exit 1) unless the chosen plan measures within 5 %
-# of the fastest of them.
+# STEPS steps, 3 rounds; the chosen plan's time over each plan's paired by
+# round) and fails (exit 1) unless the chosen plan measures within 5 % of
+# the fastest of them.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}

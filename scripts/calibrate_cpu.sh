@@ -10,7 +10,7 @@
 #
 #   scripts/calibrate_cpu.sh [-n 8] [--out configs/clusters/cpu-2core.json] [--repeats 7]
 #
-# Run it on an otherwise idle machine (about 3 minutes): every rank's figure
+# Run it on an otherwise idle machine (about 5 minutes): every rank's figure
 # is its share of the cores while all R run. The file says what was
 # measured ("measured"); docs/planner.md ("Calibrating this machine") has
 # the figures.
@@ -40,11 +40,30 @@ OUT_DIR=$(dirname -- "$OUT")
 [[ -w $OUT_DIR && ( ! -e $OUT || -w $OUT ) ]] || die "cannot write '$OUT': Permission denied"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# The synchronisation terms (host.sync_slowdown, host.sync_latency_us) of
+# each rank count from 2 are fitted to the nanoGPT CPU model's reference
+# plans (dp=R, dp=R/2,tp=2,sp=1) trained right after that count's
+# calibration, at the batch and sequence the planner checks use
+# (scripts/auto_plan_check.sh, bench/planner_vs_runtime): python -m
+# autoshard.calibration --help.
+CONFIG=$ROOT/../shared/configs/models/nanogpt-shakespeare-char-cpu.json
+[[ -f $CONFIG ]] || die "model config '$CONFIG' not found"
+PY=$BUILD_DIR/venv/bin/python
+PYTHONPATH=$ROOT/python "$PY" -m autoshard.models "$CONFIG" --batch 16 --seq 64 \
+  --vocab-multiple 64 -q -o "$TMP/model.mlir"
+fit() { # rank count, cluster file
+  PYTHONPATH=$ROOT/python "$PY" -m autoshard.calibration --shard-opt "$BUILD_DIR/bin/shard-opt" \
+    --build "$BUILD_DIR" --model "$TMP/model.mlir" --cluster "$2" --ranks "$1" \
+    --batch 16 --seq 64 --train "$CONFIG"
+}
 PROFILES=()
 for ((r = 1; r < N; r *= 2)); do
   "$BUILD_DIR/bin/shard-calibrate" -n "$r" --repeats "$REPEATS" --out "$TMP/r$r.json"
+  ((r < 2)) || fit "$r" "$TMP/r$r.json"
   PROFILES+=(--profile "$TMP/r$r.json")
 done
 "$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats "$REPEATS" \
-  --name "CPU 2-core (this development machine)" "${PROFILES[@]}" --out "$OUT"
+  --name "CPU 2-core (this development machine)" "${PROFILES[@]}" --out "$TMP/out.json"
+((N < 2)) || fit "$N" "$TMP/out.json"
+cp "$TMP/out.json" "$OUT"
 echo "wrote $OUT"

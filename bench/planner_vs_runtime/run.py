@@ -30,26 +30,21 @@ a steady drift falls on every plan alike), and a plan's measured time is
 the median of its rounds; the spread (slowest / fastest round) is
 printed. No knob is fitted here.
 
---reference measures a reference job, nanoGPT `dp=R` for as many steps,
-right before the first plan of R ranks and after every plan of R ranks
-(the plans go by rank count), and puts each plan's round at the host's
-speed of one moment: the measured time over the drift, the geometric mean
-of the reference runs on either side of the plan over the median of all
-its rank count's reference runs. This is paired timing (A B A B,
-the ratio pair by pair): the host's speed moved up to 1.6x within
-minutes, as much as the plans differ, and a plan's time over the
-reference beside it does not move with it. The raw medians are printed
-beside (`raw ms`, and the error without the correction).
-
 --calibrate predicts with shard-calibrate's output instead of --cluster,
 measured in every round right before that round's plans of each rank count
 (`shard-calibrate -n R` for the plans of R ranks: the figures of R ranks
 sharing this machine's cores, not 8 ranks' figures scaled by 8 / R), and a
 plan's prediction is the median of its rounds' predictions (self-
-calibration). It turns --reference on, with the reference runs on either
-side of the calibration as the moment the times are put at: the
-prediction then describes the host as it was while it calibrated, and each
-measured time is scaled to that speed by the reference runs beside it.
+calibration). From 2 ranks the calibration's synchronisation terms
+(host.sync_slowdown, host.sync_latency_us) are fitted to the reference
+plans of autoshard.calibration (nanoGPT dp=R and dp=R/2,tp=2,sp=1,
+trained right after it; dp=R also right before, the geometric mean of the
+two kept): those rows are marked "(fit)" and left out of the median and
+worst |error|. A plan's error is then paired by round: the median over
+its rounds of that round's prediction over that round's measurement (the
+same minutes of the host, whose speed moved 1.5-2x between rounds and
++-20 % between two runs of one job seconds apart); the unpaired error
+(the median prediction over the median measurement) is printed beside.
 
 --measured FILE takes the measured times from an earlier --json output
 instead of running the plans (the predictions are made again): for
@@ -63,8 +58,7 @@ F (e.g. 0.05) over its group's best (scripts/auto_plan_check.sh --measure).
 Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
        [--warmup 4] [--cluster configs/clusters/cpu-2core.json]
        [--only REGEX] [--ranks N] [--with-choice] [--check-choice F]
-       [--rounds 3] [--calibrate] [--reference] [--json FILE]
-       [--measured FILE]
+       [--rounds 3] [--calibrate] [--json FILE] [--measured FILE]
 """
 import argparse
 import json
@@ -159,26 +153,8 @@ def predict(shard_opt, model_ir, cluster, plan):
 
 
 def measure(build, config, plan, steps, warmup, out):
-    d = degrees(plan)
-    world = d["pp"] * d["dp"] * d["cp"] * d["tp"]
-    cmd = [os.path.join(ROOT, "scripts", "train.sh"), "--config", config,
-           "--plan", plan, "-n", str(world), "--batch", str(BATCH), "--seq",
-           str(SEQ), "--steps", str(steps), "--eval-interval", "0",
-           "--eval-iters", "1", "--sample", "0", "--out", out]
-    proc = subprocess.run(cmd, capture_output=True, text=True,
-                          env=dict(os.environ, BUILD_DIR=build))
-    if proc.returncode != 0:
-        return None, first_error(proc.stderr or proc.stdout)
-    times = []
-    with open(os.path.join(out, "metrics.jsonl")) as f:
-        for line in f:
-            rec = json.loads(line)
-            if "tokens_per_s" in rec and rec.get("tokens_per_s"):
-                times.append(BATCH * SEQ / rec["tokens_per_s"])
-    times = times[warmup:]
-    if not times:
-        return None, "no timed steps in metrics.jsonl"
-    return statistics.median(times), ""
+    return calibration.measure_step_s(build, config, plan, BATCH, SEQ, steps,
+                                      warmup, out)
 
 
 DEFAULTS = {"pp": "1", "cp": "1", "tp": "1", "ep": "1", "etp": "1", "mb": "1",
@@ -244,11 +220,6 @@ def main():
                     help="in every round, run shard-calibrate -n R before "
                          "the plans of R ranks and predict them with its "
                          "output instead of --cluster (median over rounds)")
-    ap.add_argument("--reference", action="store_true",
-                    help="measure the reference job (nanoGPT dp=R) after "
-                         "every plan of R ranks and compare plans by their "
-                         "time over the reference runs beside them (on by "
-                         "default with --calibrate)")
     ap.add_argument("--json", default="", help="write the rows to this file")
     ap.add_argument("--measured", default="",
                     help="take the measured times from this earlier --json "
@@ -264,8 +235,6 @@ def main():
                          "than this fraction slower than its measured best "
                          "(e.g. 0.05)")
     args = ap.parse_args()
-    if args.calibrate and not args.measured:
-        args.reference = True
     if args.warmup < 0:
         sys.exit(f"--warmup must be at least 0, got {args.warmup}")
     if args.steps <= args.warmup:
@@ -340,30 +309,16 @@ def main():
     rows = []
     choices = {}
     with tempfile.TemporaryDirectory(prefix="planner-vs-runtime-") as tmp:
-        refs = {}  # rank count -> every reference run's time
-        def reference(world, plan=None):
-            """The step time of a reference plan of nanoGPT (default
-            dp=world), measured now; the dp=world runs are kept in refs."""
-            t, why = measure(build, NANOGPT, plan or f"dp={world}", args.steps,
-                             args.warmup, os.path.join(tmp, "run"))
-            if t is None:
-                sys.exit(f"the reference job (nanogpt {plan or f'dp={world}'})"
-                         f" failed: {why}")
-            if plan is None:
-                refs.setdefault(world, []).append(t)
-            return t
         irs = {}
         for model, config in configs.items():
             irs[model] = os.path.join(tmp, model + ".mlir")
             build_model(py, config, BATCH, irs[model])
         def calibrate(world, round_index):
-            """shard-calibrate -n world into tmp, between two reference runs
-            (dp=world); from 2 ranks the synchronisation terms fitted to
-            the reference plans (autoshard.calibration, the tensor-parallel
-            one measured between them). Returns the file and the reference
-            time at the calibration (the geometric mean of the two runs)."""
+            """shard-calibrate -n world into tmp and, from 2 ranks, the
+            synchronisation terms fitted to the reference plans trained
+            right after it (autoshard.calibration, as calibrate_cpu.sh
+            does); returns the file."""
             out = os.path.join(tmp, f"cluster-{world}-{round_index}.json")
-            before = reference(world)
             proc = subprocess.run(
                 [os.path.join(build, "bin", "shard-calibrate"), "-n", str(world),
                  "--name", f"this machine, {world} ranks, calibrated by run.py "
@@ -371,25 +326,27 @@ def main():
             if proc.returncode != 0:
                 sys.exit(f"shard-calibrate -n {world} failed: "
                          f"{first_error(proc.stderr or proc.stdout)}")
-            others = {p: reference(world, p)
-                      for p in calibration.reference_plans(world)[1:]}
-            at = (before * reference(world)) ** 0.5
-            if world >= 2:
-                with open(out) as f:
-                    cluster = json.load(f)
-                try:
-                    fitted, _ = calibration.fit_host_sync(
-                        shard_opt, irs["nanogpt"], cluster, world, BATCH,
-                        {f"dp={world}": at, **others})
-                except calibration.CalibrationError as e:
-                    sys.exit(f"fitting the {world}-rank calibration: {e}")
-                with open(out, "w") as f:
-                    json.dump(fitted, f)
-            return out, at
+            if world < 2:
+                return out
+            with open(out) as f:
+                cluster = json.load(f)
+            try:
+                measured = calibration.measure_references(
+                    build, NANOGPT, world, BATCH, SEQ, args.steps, args.warmup,
+                    os.path.join(tmp, "run"))
+                fitted, record = calibration.fit_host_sync(
+                    shard_opt, irs["nanogpt"], cluster, world, BATCH, measured)
+            except calibration.CalibrationError as e:
+                sys.exit(f"fitting the {world}-rank calibration: {e}")
+            fits.setdefault(world, []).append(fitted["host"])
+            with open(out, "w") as f:
+                json.dump(fitted, f)
+            return out
+        fits = {}  # rank count -> each calibration's fitted host fields
         calibrated = {}  # rank count -> the first round's calibration
         if args.calibrate and (args.with_choice or args.measured):
             for world in sorted({world_of(p) for _, p in plans}):
-                calibrated[world] = calibrate(world, 0)[0]
+                calibrated[world] = calibrate(world, 0)
         def cluster_for(world):
             return calibrated.get(world, args.cluster)
         if args.with_choice:
@@ -419,8 +376,7 @@ def main():
             rows.append({"model": model, "ranks": world_of(plan), "plan": plan,
                          "predicted_s": pred, "measured_s": None,
                          "rounds_s": [], "predicted_rounds_s": [],
-                         "drift_rounds": [],
-                         "reference_rounds_s": [], "note": why})
+                         "note": why})
         if args.measured:
             for row in rows:
                 old = earlier.get((row["model"], row["plan"]))
@@ -430,29 +386,23 @@ def main():
                 row["measured_s"] = old["measured_s"]
                 row["rounds_s"] = old.get("rounds_s", [old["measured_s"]])
         else:
-            # The rounds go by rank count when reference runs or
-            # calibrations come before each count's plans, in alternating
-            # order as the plans.
+            # With --calibrate the rounds go by rank count (a calibration
+            # before each count's plans), in alternating order as the plans.
             worlds = sorted({row["ranks"] for row in rows})
             for k in range(args.rounds):
                 order = rows if k % 2 == 0 else rows[::-1]
-                if args.reference:
+                if args.calibrate:
                     order = [row for world in (worlds if k % 2 == 0 else
                                                worlds[::-1])
                              for row in order if row["ranks"] == world]
-                world_cluster, ref_at = {}, {}
+                world_cluster = {}
                 for row in order:
                     if row["predicted_s"] is None or (k and not row["rounds_s"]):
                         continue
                     world = row["ranks"]
-                    if args.reference and world not in ref_at:
-                        if args.calibrate:
-                            world_cluster[world], ref_at[world] = calibrate(
-                                world, k + 1)
-                        else:
-                            ref_at[world] = reference(world)
-                        last_ref = refs[world][-1]
                     if args.calibrate:
+                        if world not in world_cluster:
+                            world_cluster[world] = calibrate(world, k + 1)
                         pred, why = predict(shard_opt, irs[row["model"]],
                                             world_cluster[world], row["plan"])
                         if pred is None:
@@ -467,52 +417,35 @@ def main():
                         row["rounds_s"] = []
                         continue
                     row["rounds_s"].append(meas)
-                    if args.reference:
-                        # The host's speed while the plan ran: the
-                        # reference runs right before and after it.
-                        beside = (last_ref * reference(world)) ** 0.5
-                        last_ref = refs[world][-1]
-                        row["reference_rounds_s"].append(beside)
-                        row["drift_rounds"].append(beside / ref_at[world]
-                                                   if args.calibrate else None)
                     if args.calibrate:
                         row["predicted_rounds_s"].append(pred)
                 print(f"round {k + 1} of {args.rounds} done, "
                       f"{time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
-            for world, times in sorted(refs.items()):
-                print(f"reference job nanogpt dp={world}: {len(times)} runs, "
-                      f"{1e3 * min(times):.1f} to {1e3 * max(times):.1f} ms "
-                      f"({max(times) / min(times):.2f}x)")
+            for world, hosts in sorted(fits.items()):
+                print(f"fitted at {world} ranks: sync_slowdown " + ", ".join(
+                    f"{h['sync_slowdown']:g}" for h in hosts)
+                      + "; sync_latency_us " + ", ".join(
+                    f"{h['sync_latency_us']:g}" for h in hosts))
             for row in rows:
-                if not row["rounds_s"]:
-                    continue
-                row["raw_s"] = statistics.median(row["rounds_s"])
-                row["measured_s"] = row["raw_s"]
-                if row["predicted_rounds_s"]:
+                if row["rounds_s"]:
+                    row["measured_s"] = statistics.median(row["rounds_s"])
+                if row["rounds_s"] and row["predicted_rounds_s"]:
                     row["predicted_s"] = statistics.median(
                         row["predicted_rounds_s"])
-                if args.reference:
-                    # Each round's time at the host's speed of the moment
-                    # the plan is compared at: its calibration (--calibrate)
-                    # or the median of its rank count's reference runs.
-                    base = statistics.median(refs[row["ranks"]])
-                    row["drift_rounds"] = [
-                        d if d is not None else b / base
-                        for d, b in zip(row["drift_rounds"],
-                                        row["reference_rounds_s"])]
-                    row["measured_s"] = statistics.median(
-                        t / d for t, d in zip(row["rounds_s"],
-                                              row["drift_rounds"]))
         print(f"{'model':8s} {'ranks':>5s} {'plan':48s} {'pred. ms':>9s} "
-              f"{'meas. ms':>9s} {'error':>7s} {'spread':>7s}"
-              + (f" {'raw ms':>7s} {'drift':>11s}" if args.reference else ""))
+              f"{'meas. ms':>9s} {'error':>7s} {'spread':>7s}")
         for row in rows:
             model, world, plan = row["model"], row["ranks"], row["plan"]
             pred, meas = row["predicted_s"], row["measured_s"]
             if pred is None or meas is None:
                 print(f"{model:8s} {world:5d} {plan:48s} skipped: {row['note']}")
                 continue
-            row["error"] = pred / meas - 1
+            # Paired by round where each round has its own calibration: the
+            # prediction and the measurement of the same minutes, the
+            # median of the rounds' ratios.
+            pairs = list(zip(row["predicted_rounds_s"], row["rounds_s"]))
+            row["error"] = (statistics.median(p / m for p, m in pairs) - 1
+                            if pairs else pred / meas - 1)
             # A reference plan's measured step fixed the fitted knobs of
             # its rounds' calibrations: not held out.
             row["fit"] = bool(args.calibrate and model == "nanogpt"
@@ -520,11 +453,8 @@ def main():
                                   canonical(p) for p in
                                   calibration.reference_plans(world)})
             spread = max(row["rounds_s"]) / min(row["rounds_s"])
-            drift = row.get("drift_rounds") or []
             print(f"{model:8s} {world:5d} {plan:48s} {1e3 * pred:9.1f} "
                   f"{1e3 * meas:9.1f} {100 * row['error']:+6.1f}% {spread:6.2f}x"
-                  + (f" {1e3 * row['raw_s']:7.1f} {min(drift):5.2f}-"
-                     f"{max(drift):4.2f}" if drift else "")
                   + (" (fit)" if row["fit"] else ""))
     print(f"load average {os.getloadavg()[0]:.1f} at the end, "
           f"{time.strftime('%H:%M:%S', time.gmtime())} UTC")
@@ -544,11 +474,11 @@ def main():
     if fits:
         print(f"all {len(done)} plans: median |error| "
               f"{100 * statistics.median(abs(r['error']) for r in done):.1f}%")
-    if args.reference:
-        raw = [abs(r["predicted_s"] / r["raw_s"] - 1) for r in held]
-        print(f"without the drift correction (predicted over the raw "
-              f"median): median |error| {100 * statistics.median(raw):.1f}%, "
-              f"worst {100 * max(raw):.1f}%")
+    if args.calibrate:
+        medians = [abs(r["predicted_s"] / r["measured_s"] - 1) for r in held]
+        print(f"unpaired (the median prediction over the median measurement): "
+              f"median |error| {100 * statistics.median(medians):.1f}%, "
+              f"worst {100 * max(medians):.1f}%")
     for model in configs:
         sel = [r for r in done if r["model"] == model]
         if len(sel) >= 3:
@@ -568,7 +498,10 @@ def main():
                 first = next((r for r in group if canonical(r["plan"]) ==
                               choices[(model, world)]), first)
             best = min(group, key=lambda r: r["measured_s"])
-            short = first["measured_s"] / best["measured_s"] - 1
+            # Paired by round (the two measured in the same minutes), the
+            # median of the rounds' ratios.
+            short = statistics.median(
+                f / b for f, b in zip(first["rounds_s"], best["rounds_s"])) - 1
             shortfalls.append(short)
             print(f"first choice {model} {world} ranks: {first['plan']} measures "
                   f"{100 * short:+.1f}% over the measured best {best['plan']} "

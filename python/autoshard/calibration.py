@@ -28,6 +28,8 @@ Usage::
     python -m autoshard.calibration --shard-opt build/bin/shard-opt \\
         --model model.mlir --cluster cluster.json --ranks 8 --batch 16 \\
         --measured dp=8=0.0515 --measured dp=4,tp=2,sp=1=0.061 [--out F]
+    # or measure the reference plans now (scripts/train.sh, 30 steps each):
+    python -m autoshard.calibration ... --train nanogpt-config.json
 
 Errors (``CalibrationError``): a failing ``shard-opt`` (its first error
 line), a cluster file that is not a JSON object, a non-positive step time,
@@ -39,6 +41,7 @@ as close as they allow and said in the record's ``note``.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,15 +71,78 @@ def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan):
          f"evaluate={plan},mbs={batch // dp} compilable=true format=json",
          "-o", os.devnull], capture_output=True, text=True)
     if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines() or ["(no output)"]
-        first = next((l for l in lines if "error:" in l), lines[-1])
         raise CalibrationError(f"shard-opt could not score {plan} on "
-                               f"{cluster_path}: {first[:400]}")
+                               f"{cluster_path}: "
+                               f"{_first_error(proc.stderr)[:400]}")
     plans = json.loads(proc.stdout)["plans"]
     if not plans:
         raise CalibrationError(f"the planner rejected {plan} on {ranks} ranks "
                                f"of {cluster_path}")
     return plans[0]["step_s"]
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+
+def _first_error(text):
+    lines = text.strip().splitlines() or ["(no output)"]
+    return next((l for l in lines if "error:" in l), lines[-1])
+
+
+def plan_ranks(plan):
+    """The rank count of ``plan`` (``--plan`` syntax): pp x dp x cp x tp."""
+    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1}
+    for item in plan.split(","):
+        key, _, value = item.partition("=")
+        if key in d:
+            d[key] = int(value)
+    return d["pp"] * d["dp"] * d["cp"] * d["tp"]
+
+
+def measure_step_s(build, config, plan, batch, seq, steps, warmup, out):
+    """Trains ``plan`` of the model ``config`` (a JSON config) with
+    ``scripts/train.sh`` (built in ``build``; results in the folder
+    ``out``) for ``steps`` steps at the global ``batch`` and ``seq``, and
+    returns ``(seconds, "")``: the median step time after the first
+    ``warmup`` steps (global batch x seq / metrics.jsonl's tokens_per_s),
+    or ``(None, why)`` when the run failed or timed no step."""
+    cmd = [os.path.join(ROOT, "scripts", "train.sh"), "--config", config,
+           "--plan", plan, "-n", str(plan_ranks(plan)), "--batch", str(batch),
+           "--seq", str(seq), "--steps", str(steps), "--eval-interval", "0",
+           "--eval-iters", "1", "--sample", "0", "--out", out]
+    proc = subprocess.run(cmd, capture_output=True, text=True,
+                          env=dict(os.environ, BUILD_DIR=build))
+    if proc.returncode != 0:
+        return None, _first_error(proc.stderr or proc.stdout)
+    times = []
+    with open(os.path.join(out, "metrics.jsonl")) as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec.get("tokens_per_s"):
+                times.append(batch * seq / rec["tokens_per_s"])
+    times = times[warmup:]
+    if not times:
+        return None, "no timed steps in metrics.jsonl"
+    return statistics.median(times), ""
+
+
+def measure_references(build, config, ranks, batch, seq, steps, warmup, out):
+    """The measured step of each of reference_plans(ranks), seconds: dp=R
+    before and after the others, its time the geometric mean of the two
+    (the host's speed drifts within minutes). Raises CalibrationError when
+    a run fails."""
+    def one(plan):
+        t, why = measure_step_s(build, config, plan, batch, seq, steps,
+                                warmup, out)
+        if t is None:
+            raise CalibrationError(f"the reference run of {plan} on {ranks} "
+                                   f"ranks failed: {why}")
+        return t
+    first, *others = reference_plans(ranks)
+    before = one(first)
+    measured = {p: one(p) for p in others}
+    return {first: (before * one(first)) ** 0.5, **measured}
 
 
 def reference_plans(ranks):
@@ -224,7 +290,19 @@ def main(argv=None):
     ap.add_argument("--cluster", required=True, help="shard-calibrate's output")
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--batch", type=int, required=True)
-    ap.add_argument("--measured", action="append", required=True,
+    ap.add_argument("--train", metavar="CONFIG",
+                    help="measure the reference plans now: train the model "
+                         "config CONFIG (the one --model was built from) "
+                         "with scripts/train.sh, instead of --measured")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"),
+                    help="with --train: the build folder train.sh uses")
+    ap.add_argument("--seq", type=int, default=64,
+                    help="with --train: the sequence length --model has")
+    ap.add_argument("--steps", type=int, default=30,
+                    help="with --train: steps per run, the median after "
+                         "--warmup kept")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--measured", action="append", default=[],
                     metavar="PLAN=SECONDS",
                     help="a reference plan's measured step time (the plan in "
                          "--plan syntax, then = and seconds); once or twice, "
@@ -232,6 +310,12 @@ def main(argv=None):
     ap.add_argument("--out", default=None,
                     help="write the fitted file here (default: --cluster)")
     args = ap.parse_args(argv)
+    if bool(args.train) == bool(args.measured):
+        sys.exit("give either --train CONFIG (measure the reference plans "
+                 "now) or --measured PLAN=SECONDS (once or twice)")
+    if args.train and not 0 <= args.warmup < args.steps:
+        sys.exit(f"--steps {args.steps} must exceed --warmup {args.warmup} "
+                 f"(>= 0)")
     measured = {}
     for item in args.measured:
         plan, _, value = item.rpartition("=")
@@ -249,6 +333,11 @@ def main(argv=None):
         sys.exit(f"--cluster {args.cluster}: cannot read a JSON cluster "
                  f"description: {e}")
     try:
+        if args.train:
+            with tempfile.TemporaryDirectory(prefix="autoshard-ref-") as tmp:
+                measured = measure_references(
+                    args.build, args.train, args.ranks, args.batch, args.seq,
+                    args.steps, args.warmup, os.path.join(tmp, "run"))
         fitted, record = fit_host_sync(args.shard_opt, args.model, cluster,
                                        args.ranks, args.batch, measured)
     except CalibrationError as e:

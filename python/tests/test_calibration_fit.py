@@ -130,3 +130,39 @@ def test_command_line_writes_the_fitted_file(shard_opt, model, tmp_path):
                          capture_output=True, text=True, env=env)
     assert bad.returncode != 0
     assert "--measured 'dp=8=fast': expected PLAN=SECONDS" in bad.stderr
+
+
+def test_command_line_needs_one_source_of_steps(shard_opt, model, tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO_ROOT, "python"))
+    cmd = [sys.executable, "-m", "autoshard.calibration", "--shard-opt",
+           shard_opt, "--model", model, "--cluster", CLUSTER, "--ranks", "2",
+           "--batch", str(BATCH), "--out", str(tmp_path / "out.json")]
+    for extra in ([], ["--measured", "dp=2=0.05", "--train", "x.json"]):
+        proc = subprocess.run(cmd + extra, capture_output=True, text=True,
+                              env=env)
+        assert proc.returncode != 0
+        assert "give either --train CONFIG" in proc.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_train_measures_the_references_and_fits(shard_opt, model, tmp_path):
+    """Two short 2-rank runs of each reference plan; the fitted file then
+    predicts the dp=2 step it measured (within the fit's rounding)."""
+    if not os.access(os.path.join(REPO_ROOT, "build", "bin", "shard-run"),
+                     os.X_OK):
+        pytest.skip("shard-run not built")
+    out = tmp_path / "fitted.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoshard.calibration", "--shard-opt",
+         shard_opt, "--model", model, "--cluster", CLUSTER, "--ranks", "2",
+         "--batch", str(BATCH), "--out", str(out), "--train",
+         config_path("nanogpt-shakespeare-char-cpu"), "--steps", "4",
+         "--warmup", "1"],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=os.path.join(REPO_ROOT, "python")))
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(out.read_text())["measured"]["sync_fit"]
+    assert set(record["plans"]) == set(reference_plans(2))
+    for r in record["plans"].values():
+        assert r["measured_step_s"] > 0
+    assert "dp=2 predicted" in proc.stdout
