@@ -28,7 +28,7 @@ on this one). So the plans are measured in --rounds rounds (default 3),
 the whole list each round, in alternating order (forward, then reversed:
 a steady drift falls on every plan alike), and a plan's measured time is
 the median of its rounds; the spread (slowest / fastest round) is
-printed. No knob is fitted here.
+printed. Without --calibrate no knob is fitted here.
 
 --calibrate predicts with shard-calibrate's output instead of --cluster,
 measured in every round right before that round's plans of each rank count
@@ -38,13 +38,14 @@ plan's prediction is the median of its rounds' predictions (self-
 calibration). From 2 ranks the calibration's synchronisation terms
 (host.sync_slowdown, host.sync_latency_us) are fitted to the reference
 plans of autoshard.calibration (nanoGPT dp=R and dp=R/2,tp=2,sp=1,
-trained right after it; dp=R also right before, the geometric mean of the
-two kept): those rows are marked "(fit)" and left out of the median and
+trained right after it, dp=R before and after the other, the geometric
+mean of the two kept): those rows are marked "(fit)" and left out of the median and
 worst |error|. A plan's error is then paired by round: the median over
 its rounds of that round's prediction over that round's measurement (the
 same minutes of the host, whose speed moved 1.5-2x between rounds and
 +-20 % between two runs of one job seconds apart); the unpaired error
 (the median prediction over the median measurement) is printed beside.
+A first choice's shortfall is paired by round the same way.
 
 --measured FILE takes the measured times from an earlier --json output
 instead of running the plans (the predictions are made again): for
