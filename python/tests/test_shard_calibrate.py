@@ -41,6 +41,11 @@ MEMORY_OPS = [
 
 
 def _step_s(shard_opt, model, cluster_path, ranks=1):
+    return _plan(shard_opt, model, cluster_path, ranks)["step_s"]
+
+
+def _plan(shard_opt, model, cluster_path, ranks=1):
+    """The planner's JSON entry of dp=ranks on the cluster file."""
     report = subprocess.run(
         [shard_opt, str(model),
          f"--dist-auto-plan=cluster={cluster_path} gpus={ranks} "
@@ -49,7 +54,7 @@ def _step_s(shard_opt, model, cluster_path, ranks=1):
     assert report.returncode == 0, report.stderr
     plans = json.loads(report.stdout)["plans"]
     assert plans
-    return plans[0]["step_s"]
+    return plans[0]
 
 
 def test_writes_a_cluster_the_planner_reads(tmp_path, shard_opt):
@@ -166,8 +171,16 @@ def test_profiles_of_fewer_ranks(tmp_path, shard_opt):
             dict(cluster, host=dict(cluster["host"], sync_slowdown=value))))
         return path
     free, synced = with_slowdown("s0.json", 0), with_slowdown("s1.json", 1)
-    assert _step_s(shard_opt, model, synced, 2) > \
-        1.5 * _step_s(shard_opt, model, free, 2)
+    # The compute (kernels; a few terms of it are not kernels) nearly
+    # doubles, and the step grows by it. A ratio of whole steps is no
+    # property of the planner: the collectives' share of the step depends
+    # on how loaded the machine was while it calibrated (CI once measured
+    # 1.2x where an idle machine gives > 1.5x).
+    slow, fast = _plan(shard_opt, model, synced, 2), _plan(shard_opt, model,
+                                                          free, 2)
+    assert slow["compute_s"] > 1.8 * fast["compute_s"]
+    assert slow["step_s"] - fast["step_s"] >= \
+        slow["compute_s"] - fast["compute_s"] - 1e-12
     assert _step_s(shard_opt, model, synced) == _step_s(shard_opt, model, free)
     # Without the profile the 2-rank share is doubled instead: another time.
     del cluster["by_ranks_per_node"]
