@@ -21,7 +21,8 @@ affine in both, so three evaluations per plan give the fit (least squares,
 both non-negative) and one more checks it. Every other plan is then
 predicted with the fitted values (held out: bench/planner_vs_runtime
 reports the reference rows apart). The calibration's own sweep value is
-kept in ``measured.sync_fit``.
+kept in ``measured.sync_fit``, beside the fitted ``host``: in the profile
+``by_ranks_per_node.R`` where the planner reads R ranks' knobs there.
 
 Usage::
 
@@ -191,10 +192,10 @@ def reference_plans(ranks):
     return plans
 
 
-def _host_of(cluster, ranks, source="the cluster description"):
-    """The ``host`` object the planner reads for a job of ``ranks`` ranks
-    (created where missing): ``by_ranks_per_node.<ranks>.host`` where the
-    file has that profile, else the top level's. The planner scales the
+def _fit_target(cluster, ranks, source="the cluster description"):
+    """``(the object whose host the planner reads for a job of ``ranks``
+    ranks, its field path prefix)``: the profile ``by_ranks_per_node.<ranks>``
+    where the file has it, else the top level (``cluster`` itself). The planner scales the
     smallest profile above ``ranks`` where there is one (Cluster.cpp,
     forWorld): that profile's knobs are the other rank count's, so this
     raises CalibrationError rather than change them or miss them."""
@@ -217,11 +218,17 @@ def _host_of(cluster, ranks, source="the cluster description"):
     if not isinstance(where, dict):
         raise CalibrationError(f"{source}: field 'by_ranks_per_node.{ranks}' "
                                f"must be an object, got {where!r:.80}")
-    host = where.setdefault("host", {})
-    if not isinstance(host, dict):
-        raise CalibrationError(f"{source}: field '{prefix}host' must be an "
-                               f"object, got {host!r:.80}")
-    return host
+    for field in ("host", "measured"):
+        if not isinstance(where.get(field, {}), dict):
+            raise CalibrationError(f"{source}: field '{prefix}{field}' must "
+                                   f"be an object, got {where[field]!r:.80}")
+    return where, prefix
+
+
+def _host_of(cluster, ranks, source="the cluster description"):
+    """The ``host`` object the planner reads for a job of ``ranks`` ranks
+    (created where missing): see _fit_target."""
+    return _fit_target(cluster, ranks, source)[0].setdefault("host", {})
 
 
 def _with_host(cluster, ranks, slowdown, latency_us,
@@ -261,7 +268,8 @@ def fit_host_sync(shard_opt, model_ir, cluster, ranks, batch, measured,
     ``host.sync_latency_us`` set so that the planner predicts the measured
     step times ``measured`` ({plan: seconds}, the plans of
     reference_plans(ranks) or any one or two plans of ``ranks`` ranks), and
-    the record written under ``measured.sync_fit`` (each plan's measured and
+    the record written under ``measured.sync_fit`` of the same object as
+    the knobs (the profile or the top level; each plan's measured and
     predicted step, the sweeps' slowdown it replaced, a note when a value
     was clamped at 0). Both knobs are non-negative: a step below the
     kernels' sum fits them as 0 and says so. One plan fits the slowdown
@@ -350,7 +358,10 @@ def fit_host_sync(shard_opt, model_ir, cluster, ranks, batch, measured,
     if clamped:
         record["note"] = ("the non-negative knobs cannot reach every "
                           "measured step (" + "; ".join(clamped) + ")")
-    fitted.setdefault("measured", {})["sync_fit"] = record
+    # Beside the host it describes: a profile's record in the profile (the
+    # top level's is the file's own rank count's).
+    _fit_target(fitted, ranks, source)[0].setdefault("measured", {})[
+        "sync_fit"] = record
     return fitted, record
 
 

@@ -71,7 +71,11 @@ def test_recovers_the_knobs_that_made_the_steps(shard_opt, model, tmp_path,
         assert record["plans"][plan]["predicted_step_s"] == pytest.approx(
             t, rel=0.01)
     assert "note" not in record
-    assert fitted["measured"]["sync_fit"] == record
+    # The record beside the knobs: the top level's is the 8-rank fit's.
+    where = fitted["by_ranks_per_node"].get(str(ranks), fitted)
+    assert where["measured"]["sync_fit"] == record
+    if where is not fitted:
+        assert fitted["measured"].get("sync_fit") != record
 
 
 def test_one_plan_fits_the_slowdown_alone(shard_opt, model, tmp_path):
@@ -127,6 +131,8 @@ def test_errors_name_the_users_file_and_tools(shard_opt, model):
      "by_ranks_per_node.4 scaled to 3 ranks"),
     (lambda c: c.update(host="fast"), "field 'host' must be an object, got "
      "'fast'"),
+    (lambda c: c.update(measured=[1]), "field 'measured' must be an object, "
+     "got \\[1\\]"),
     (lambda c: c.update(by_ranks_per_node=[]), "field 'by_ranks_per_node' "
      "must be an object, got \\[\\]"),
 ])
@@ -224,8 +230,12 @@ def test_train_measures_the_references_and_fits(shard_opt, model, tmp_path):
         capture_output=True, text=True, timeout=300,
         env=dict(os.environ, PYTHONPATH=os.path.join(REPO_ROOT, "python")))
     assert proc.returncode == 0, proc.stderr
-    record = json.loads(out.read_text())["measured"]["sync_fit"]
+    fitted = json.loads(out.read_text())
+    # The 2-rank fit is the profile's; the top level keeps the 8-rank one.
+    record = fitted["by_ranks_per_node"]["2"]["measured"]["sync_fit"]
     assert set(record["plans"]) == set(reference_plans(2))
+    with open(CLUSTER) as f:
+        assert fitted["measured"] == json.load(f)["measured"]
     for r in record["plans"].values():
         assert r["measured_step_s"] > 0
     assert "dp=2 predicted" in proc.stdout
