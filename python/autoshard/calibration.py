@@ -369,12 +369,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Fit host.sync_slowdown and host.sync_latency_us of a "
                     "shard-calibrate output to measured training steps.")
-    ap.add_argument("--shard-opt", required=True)
+    ap.add_argument("--shard-opt", required=True,
+                    help="the shard-opt that scores the plans "
+                         "(build/bin/shard-opt)")
     ap.add_argument("--model", required=True,
                     help="the model's MLIR, built at --batch")
     ap.add_argument("--cluster", required=True, help="shard-calibrate's output")
-    ap.add_argument("--ranks", type=int, required=True)
-    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--ranks", type=int, required=True,
+                    help="the rank count the knobs are fitted for (2 or "
+                         "more; a file's by_ranks_per_node.RANKS profile "
+                         "where it has one, else its top level)")
+    ap.add_argument("--batch", type=int, required=True,
+                    help="the global batch --model was built at")
     ap.add_argument("--train", metavar="CONFIG",
                     help="measure the reference plans now: train the model "
                          "config CONFIG (the one --model was built from) "
@@ -386,7 +392,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=30,
                     help="with --train: steps per run, the median after "
                          "--warmup kept")
-    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=5,
+                    help="with --train: first steps of each run not timed")
     ap.add_argument("--measured", action="append", default=[],
                     metavar="PLAN=SECONDS",
                     help="a reference plan's measured step time (the plan in "
