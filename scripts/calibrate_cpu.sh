@@ -35,6 +35,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -x $BUILD_DIR/bin/shard-calibrate ]] || die "$BUILD_DIR/bin/shard-calibrate not built (ninja -C $BUILD_DIR shard-calibrate)"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "-n needs a positive rank count, got '$N'"
+# shard-calibrate's own rule, checked before the runs of fewer ranks.
+(((N & (N - 1)) == 0)) || die "-n needs a power of two (1, 2, 4, 8, ...: shard-calibrate probes the collectives over groups of 2, 4, ... N ranks), got '$N'"
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || die "--repeats needs a positive count, got '$REPEATS'"
 # --out is checked before the runs of fewer ranks (a minute or two), not
 # only by the last run: a missing directory, a directory, no write access.
