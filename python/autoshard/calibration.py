@@ -426,6 +426,13 @@ def main(argv=None):
                  f"description: {e}")
     out = args.out or args.cluster
     # Checked before the reference runs (minutes), not after them.
+    if not os.path.isfile(args.model):
+        sys.exit(f"--model {args.model}: no such file (the model's MLIR, "
+                 f"python -m autoshard.models CONFIG -o FILE)")
+    if not (os.path.isfile(args.shard_opt) and
+            os.access(args.shard_opt, os.X_OK)):
+        sys.exit(f"--shard-opt {args.shard_opt}: not an executable file "
+                 f"(build it: ninja -C build shard-opt)")
     out_dir = os.path.dirname(os.path.abspath(out))
     why = ("it is a folder" if os.path.isdir(out) else
            f"no folder {out_dir}" if not os.path.isdir(out_dir) else

@@ -197,6 +197,10 @@ def test_command_line_needs_one_source_of_steps(shard_opt, model, tmp_path):
      "/nonexistent"),
     (["--ranks", "2", "--out", "/"], "--out /: cannot write the fitted "
      "file: it is a folder"),
+    (["--ranks", "2", "--model", "/nonexistent/m.mlir"],
+     "--model /nonexistent/m.mlir: no such file"),
+    (["--ranks", "2", "--shard-opt", "/nonexistent/shard-opt"],
+     "--shard-opt /nonexistent/shard-opt: not an executable file"),
 ])
 def test_bad_arguments_stop_before_the_reference_runs(shard_opt, model,
                                                       tmp_path, extra,
