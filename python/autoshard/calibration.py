@@ -411,6 +411,9 @@ def main(argv=None):
     measured = {}
     for item in args.measured:
         plan, _, value = item.rpartition("=")
+        if plan in measured:
+            sys.exit(f"--measured '{item}': {plan} is given twice (one "
+                     f"measured step per plan)")
         try:
             measured[plan] = float(value)
         except ValueError:

@@ -175,6 +175,13 @@ def test_command_line_writes_the_fitted_file(shard_opt, model, tmp_path):
                          capture_output=True, text=True, env=env)
     assert bad.returncode != 0
     assert "--measured 'dp=8=fast': expected PLAN=SECONDS" in bad.stderr
+    # Not the last of the two, silently.
+    twice = subprocess.run(cmd + ["--measured", "dp=8=0.05", "--measured",
+                                  "dp=8=0.06"],
+                           capture_output=True, text=True, env=env)
+    assert twice.returncode != 0
+    assert twice.stderr.strip() == ("--measured 'dp=8=0.06': dp=8 is given "
+                                    "twice (one measured step per plan)")
 
 
 def test_command_line_needs_one_source_of_steps(shard_opt, model, tmp_path):
