@@ -65,16 +65,20 @@ class CalibrationError(Exception):
 
 def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan,
                    source=None):
-    """The planner's step time in seconds for ``plan`` (``--plan`` syntax
-    without ``mb``) of the model ``model_ir`` (built at the global ``batch``)
+    """The planner's step time in seconds for ``plan`` (``--plan`` syntax)
+    of the model ``model_ir`` (built at the global ``batch``)
     on ``ranks`` ranks of the cluster file ``cluster_path``, scored as the
     compiler builds it (``compilable=true``). Errors name the cluster as
     ``source`` (default: ``cluster_path``)."""
     source = source or cluster_path
-    dp = _plan_degrees(plan)["dp"]
+    d = _plan_degrees(plan)
+    if batch % (d["dp"] * d["mb"]):
+        raise CalibrationError(f"plan '{plan}': the global batch {batch} is "
+                               f"not a multiple of dp*mb = "
+                               f"{d['dp'] * d['mb']}")
     cmd = [shard_opt, model_ir,
            f"--dist-auto-plan=cluster={cluster_path} gpus={ranks} "
-           f"batch={batch} evaluate={plan},mbs={batch // dp} "
+           f"batch={batch} evaluate={plan},mbs={batch // (d['dp'] * d['mb'])} "
            f"compilable=true format=json", "-o", os.devnull]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -86,22 +90,27 @@ def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan,
                                f"{source}: "
                                f"{_first_error(proc.stderr)[:400]}")
     try:
-        plans = json.loads(proc.stdout)["plans"]
+        result = json.loads(proc.stdout)
+        plans = result["plans"]
     except (ValueError, KeyError, TypeError):
         raise CalibrationError(f"shard-opt '{shard_opt}' printed no JSON "
                                f"plan list for {plan}: "
                                f"{proc.stdout.strip()[:200]!r}") from None
     if not plans:
+        why = "; ".join(str(v) for v in (result.get("rejected") or {})
+                        .values()) if isinstance(result, dict) else ""
         raise CalibrationError(f"the planner rejected {plan} on {ranks} ranks "
-                               f"of {source}")
+                               f"of {source}" + (f": {why[:400]}" if why
+                                                 else ""))
     return plans[0]["step_s"]
 
 
 def _plan_degrees(plan):
-    """``{"pp", "dp", "cp", "tp"}`` of ``plan`` (``--plan`` syntax; 1 where
-    absent). Raises CalibrationError for a degree that is not a positive
-    integer (the planner names every other bad item)."""
-    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1}
+    """``{"pp", "dp", "cp", "tp", "mb"}`` of ``plan`` (``--plan`` syntax; 1
+    where absent; mb: microbatches per step). Raises CalibrationError for
+    one that is not a positive integer (the planner names every other bad
+    item)."""
+    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "mb": 1}
     for item in plan.split(","):
         key, _, value = item.partition("=")
         if key in d:

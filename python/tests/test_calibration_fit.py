@@ -106,12 +106,26 @@ def test_a_step_below_the_kernels_is_clamped_at_zero(shard_opt, model,
     (8, {"dp=8": float("inf")}, "positive finite number of seconds, got inf"),
     (8, {"dp=x": 0.05}, "plan 'dp=x': dp must be a positive integer, got 'x'"),
     (8, {"dp=0": 0.05}, "plan 'dp=0': dp must be a positive integer, got '0'"),
+    (8, {"dp=8,tp=1,ep=2": 0.05}, "the planner rejected dp=8,tp=1,ep=2 on 8 "
+     "ranks of the cluster description: invalid: ep>1 on a model without"),
+    (8, {"pp=2,dp=4,mb=3": 0.05}, "plan 'pp=2,dp=4,mb=3': the global batch 16 "
+     "is not a multiple of dp\\*mb = 12"),
 ])
 def test_bad_input_is_named(shard_opt, model, ranks, measured, message):
     with pytest.raises(CalibrationError, match=message.replace("(", r"\(")
                        .replace(")", r"\)")):
         fit_host_sync(shard_opt, model, _cluster(0.0, 0.0), ranks, BATCH,
                       measured)
+
+
+def test_a_pipeline_plan_with_microbatches_is_scored(shard_opt, model):
+    """mbs = batch / (dp * mb): batch / dp disagreed with mb."""
+    plan = "pp=2,dp=4,mb=2"
+    measured = {plan: predict_step_s(shard_opt, model, CLUSTER, 8, BATCH,
+                                     plan)}
+    _, record = fit_host_sync(shard_opt, model, _cluster(0.0, 0.0), 8,
+                              BATCH, measured)
+    assert record["plans"][plan]["measured_step_s"] == measured[plan]
 
 
 def test_errors_name_the_users_file_and_tools(shard_opt, model):
