@@ -6,7 +6,12 @@
 # with every power of two below N (1, 2, 4), each written as the profile
 # `by_ranks_per_node.R` that the planner uses for jobs of R ranks (threads
 # per rank, cache share and MPI transport change with R; scaling the
-# 8-rank figures by 8 / R was up to 30% off).
+# 8-rank figures by 8 / R was up to 30% off). After each rank count R from
+# 2 it trains the nanoGPT CPU model's reference plans (dp=R and, for even R,
+# dp=R/2,tp=2,sp=1; 30 steps each with scripts/train.sh, so shard-run must
+# be built) and fits host.sync_slowdown and host.sync_latency_us of that
+# count to them (python -m autoshard.calibration; the record in
+# measured.sync_fit). A failed run stops the script before --out is written.
 #
 #   scripts/calibrate_cpu.sh [-n 8] [--out configs/clusters/cpu-2core.json] [--repeats 7]
 #
@@ -30,6 +35,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -x $BUILD_DIR/bin/shard-calibrate ]] || die "$BUILD_DIR/bin/shard-calibrate not built (ninja -C $BUILD_DIR shard-calibrate)"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "-n needs a positive rank count, got '$N'"
+# shard-calibrate's own rule, checked before the runs of fewer ranks.
+(((N & (N - 1)) == 0)) || die "-n needs a power of two (1, 2, 4, 8, ...: shard-calibrate probes the collectives over groups of 2, 4, ... N ranks), got '$N'"
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || die "--repeats needs a positive count, got '$REPEATS'"
 # --out is checked before the runs of fewer ranks (a minute or two), not
 # only by the last run: a missing directory, a directory, no write access.

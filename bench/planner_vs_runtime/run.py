@@ -340,10 +340,14 @@ def main():
             except calibration.CalibrationError as e:
                 sys.exit(f"fitting the {world}-rank calibration: {e}")
             fits.setdefault(world, []).append(fitted["host"])
+            if "note" in record:
+                notes.append(f"the {world}-rank fit, calibration "
+                             f"{round_index}: {record['note']}")
             with open(out, "w") as f:
                 json.dump(fitted, f)
             return out
         fits = {}  # rank count -> each calibration's fitted host fields
+        notes = []  # the fits' notes (a knob clamped at 0)
         calibrated = {}  # rank count -> the first round's calibration
         if args.calibrate and (args.with_choice or args.measured):
             for world in sorted({world_of(p) for _, p in plans}):
@@ -422,17 +426,20 @@ def main():
                         row["predicted_rounds_s"].append(pred)
                 print(f"round {k + 1} of {args.rounds} done, "
                       f"{time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
-            for world, hosts in sorted(fits.items()):
-                print(f"fitted at {world} ranks: sync_slowdown " + ", ".join(
-                    f"{h['sync_slowdown']:g}" for h in hosts)
-                      + "; sync_latency_us " + ", ".join(
-                    f"{h['sync_latency_us']:g}" for h in hosts))
             for row in rows:
                 if row["rounds_s"]:
                     row["measured_s"] = statistics.median(row["rounds_s"])
                 if row["rounds_s"] and row["predicted_rounds_s"]:
                     row["predicted_s"] = statistics.median(
                         row["predicted_rounds_s"])
+        # With --measured too: the calibration of round 0 was fitted here.
+        for world, hosts in sorted(fits.items()):
+            print(f"fitted at {world} ranks: sync_slowdown " + ", ".join(
+                f"{h['sync_slowdown']:g}" for h in hosts)
+                  + "; sync_latency_us " + ", ".join(
+                f"{h['sync_latency_us']:g}" for h in hosts))
+        for note in notes:
+            print(f"note: {note}")
         print(f"{'model':8s} {'ranks':>5s} {'plan':48s} {'pred. ms':>9s} "
               f"{'meas. ms':>9s} {'error':>7s} {'spread':>7s}")
         for row in rows:

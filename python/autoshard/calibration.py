@@ -21,7 +21,8 @@ affine in both, so three evaluations per plan give the fit (least squares,
 both non-negative) and one more checks it. Every other plan is then
 predicted with the fitted values (held out: bench/planner_vs_runtime
 reports the reference rows apart). The calibration's own sweep value is
-kept in ``measured.sync_fit``.
+kept in ``measured.sync_fit``, beside the fitted ``host``: in the profile
+``by_ranks_per_node.R`` where the planner reads R ranks' knobs there.
 
 Usage::
 
@@ -31,15 +32,22 @@ Usage::
     # or measure the reference plans now (scripts/train.sh, 30 steps each):
     python -m autoshard.calibration ... --train nanogpt-config.json
 
-Errors (``CalibrationError``): a failing ``shard-opt`` (its first error
-line), a cluster file that is not a JSON object, a non-positive step time,
-fewer than 2 ranks (a one-rank job has no synchronisation), none or more
-than two plans, and a fit above the planner's bounds. Steps the
+Errors (``CalibrationError``, one line naming the cluster file and the
+value): a failing or missing ``shard-opt`` (its first error line), a
+cluster file that is not a JSON object, a plan degree that is not a
+positive integer, a step time that is not a positive finite number, fewer
+than 2 ranks (a one-rank job has no synchronisation), none or more than two
+plans, a rank count the planner reads from a larger ``by_ranks_per_node``
+profile scaled down (its knobs are that profile's), and a fit above the
+planner's bounds. The command line checks the cluster, the rank count and
+``--out`` before ``--train`` runs anything, and writes ``--out`` whole or
+not at all. Steps the
 non-negative knobs cannot reach (faster than the kernels' sum) are fitted
 as close as they allow and said in the record's ``note``.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -55,30 +63,65 @@ class CalibrationError(Exception):
     """A fit that cannot be made; the message names the input and value."""
 
 
-def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan):
-    """The planner's step time in seconds for ``plan`` (``--plan`` syntax
-    without ``mb``) of the model ``model_ir`` (built at the global ``batch``)
+def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan,
+                   source=None):
+    """The planner's step time in seconds for ``plan`` (``--plan`` syntax)
+    of the model ``model_ir`` (built at the global ``batch``)
     on ``ranks`` ranks of the cluster file ``cluster_path``, scored as the
-    compiler builds it (``compilable=true``)."""
-    dp = 1
-    for item in plan.split(","):
-        key, _, value = item.partition("=")
-        if key == "dp":
-            dp = int(value)
-    proc = subprocess.run(
-        [shard_opt, model_ir,
-         f"--dist-auto-plan=cluster={cluster_path} gpus={ranks} batch={batch} "
-         f"evaluate={plan},mbs={batch // dp} compilable=true format=json",
-         "-o", os.devnull], capture_output=True, text=True)
+    compiler builds it (``compilable=true``). Errors name the cluster as
+    ``source`` (default: ``cluster_path``)."""
+    source = source or cluster_path
+    d = _plan_degrees(plan)
+    if batch % (d["dp"] * d["mb"]):
+        raise CalibrationError(f"plan '{plan}': the global batch {batch} is "
+                               f"not a multiple of dp*mb = "
+                               f"{d['dp'] * d['mb']}")
+    cmd = [shard_opt, model_ir,
+           f"--dist-auto-plan=cluster={cluster_path} gpus={ranks} "
+           f"batch={batch} evaluate={plan},mbs={batch // (d['dp'] * d['mb'])} "
+           f"compilable=true format=json", "-o", os.devnull]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise CalibrationError(f"cannot run shard-opt '{shard_opt}': "
+                               f"{e.strerror or e}") from None
     if proc.returncode != 0:
         raise CalibrationError(f"shard-opt could not score {plan} on "
-                               f"{cluster_path}: "
+                               f"{source}: "
                                f"{_first_error(proc.stderr)[:400]}")
-    plans = json.loads(proc.stdout)["plans"]
+    try:
+        result = json.loads(proc.stdout)
+        plans = result["plans"]
+    except (ValueError, KeyError, TypeError):
+        raise CalibrationError(f"shard-opt '{shard_opt}' printed no JSON "
+                               f"plan list for {plan}: "
+                               f"{proc.stdout.strip()[:200]!r}") from None
     if not plans:
+        why = "; ".join(str(v) for v in (result.get("rejected") or {})
+                        .values()) if isinstance(result, dict) else ""
         raise CalibrationError(f"the planner rejected {plan} on {ranks} ranks "
-                               f"of {cluster_path}")
+                               f"of {source}" + (f": {why[:400]}" if why
+                                                 else ""))
     return plans[0]["step_s"]
+
+
+def _plan_degrees(plan):
+    """``{"pp", "dp", "cp", "tp", "mb"}`` of ``plan`` (``--plan`` syntax; 1
+    where absent; mb: microbatches per step). Raises CalibrationError for
+    one that is not a positive integer (the planner names every other bad
+    item)."""
+    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "mb": 1}
+    for item in plan.split(","):
+        key, _, value = item.partition("=")
+        if key in d:
+            try:
+                d[key] = int(value)
+            except ValueError:
+                d[key] = 0
+            if d[key] < 1:
+                raise CalibrationError(f"plan '{plan}': {key} must be a "
+                                       f"positive integer, got '{value}'")
+    return d
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -92,11 +135,7 @@ def _first_error(text):
 
 def plan_ranks(plan):
     """The rank count of ``plan`` (``--plan`` syntax): pp x dp x cp x tp."""
-    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1}
-    for item in plan.split(","):
-        key, _, value = item.partition("=")
-        if key in d:
-            d[key] = int(value)
+    d = _plan_degrees(plan)
     return d["pp"] * d["dp"] * d["cp"] * d["tp"]
 
 
@@ -116,11 +155,15 @@ def measure_step_s(build, config, plan, batch, seq, steps, warmup, out):
     if proc.returncode != 0:
         return None, _first_error(proc.stderr or proc.stdout)
     times = []
-    with open(os.path.join(out, "metrics.jsonl")) as f:
-        for line in f:
-            rec = json.loads(line)
-            if rec.get("tokens_per_s"):
-                times.append(batch * seq / rec["tokens_per_s"])
+    metrics = os.path.join(out, "metrics.jsonl")
+    try:
+        with open(metrics) as f:
+            for line in f:
+                rec = json.loads(line)
+                if isinstance(rec, dict) and rec.get("tokens_per_s"):
+                    times.append(batch * seq / rec["tokens_per_s"])
+    except (OSError, ValueError, TypeError) as e:
+        return None, f"cannot read {metrics}: {e}"
     times = times[warmup:]
     if not times:
         return None, "no timed steps in metrics.jsonl"
@@ -150,28 +193,60 @@ def reference_plans(ranks):
     ``--plan`` syntax: plain data parallelism (few collectives: it fixes
     the slowdown) and, from 2 ranks, tensor parallelism of 2 with sequence
     parallelism over the rest (a collective or two per layer and pass: it
-    fixes the latency per collective)."""
+    fixes the latency per collective). An odd rank count has no tp=2 plan
+    of all its ranks: dp=R alone fits the slowdown."""
     plans = [f"dp={ranks}"]
-    if ranks >= 2:
+    if ranks >= 2 and ranks % 2 == 0:
         plans.append(f"dp={ranks // 2},tp=2,sp=1")
     return plans
 
 
-def _host_of(cluster, ranks):
+def _fit_target(cluster, ranks, source="the cluster description"):
+    """``(the object whose host the planner reads for a job of ``ranks``
+    ranks, its field path prefix)``: the profile ``by_ranks_per_node.<ranks>``
+    where the file has it, else the top level (``cluster`` itself). The planner scales the
+    smallest profile above ``ranks`` where there is one (Cluster.cpp,
+    forWorld): that profile's knobs are the other rank count's, so this
+    raises CalibrationError rather than change them or miss them."""
+    profiles = cluster.get("by_ranks_per_node", {})
+    if not isinstance(profiles, dict):
+        raise CalibrationError(f"{source}: field 'by_ranks_per_node' must be "
+                               f"an object, got {profiles!r:.80}")
+    above = sorted(int(k) for k in profiles
+                   if k.isdigit() and int(k) >= ranks)
+    if above and above[0] != ranks:
+        raise CalibrationError(
+            f"{source}: jobs of {ranks} ranks are planned with the profile "
+            f"by_ranks_per_node.{above[0]} scaled to {ranks} ranks, whose "
+            f"synchronisation terms are those of {above[0]} ranks: add a "
+            f"{ranks}-rank profile (shard-calibrate -n {ranks}, then "
+            f"--profile) or fit {above[0]} ranks")
+    where = profiles.get(str(ranks)) if above else None
+    prefix = f"by_ranks_per_node.{ranks}." if where is not None else ""
+    where = cluster if where is None else where
+    if not isinstance(where, dict):
+        raise CalibrationError(f"{source}: field 'by_ranks_per_node.{ranks}' "
+                               f"must be an object, got {where!r:.80}")
+    for field in ("host", "measured"):
+        if not isinstance(where.get(field, {}), dict):
+            raise CalibrationError(f"{source}: field '{prefix}{field}' must "
+                                   f"be an object, got {where[field]!r:.80}")
+    return where, prefix
+
+
+def _host_of(cluster, ranks, source="the cluster description"):
     """The ``host`` object the planner reads for a job of ``ranks`` ranks
-    (created where missing): ``by_ranks_per_node.<ranks>.host`` where the
-    file has that profile, else the top level's."""
-    profile = cluster.get("by_ranks_per_node", {}).get(str(ranks))
-    return (profile if isinstance(profile, dict) else cluster).setdefault(
-        "host", {})
+    (created where missing): see _fit_target."""
+    return _fit_target(cluster, ranks, source)[0].setdefault("host", {})
 
 
-def _with_host(cluster, ranks, slowdown, latency_us):
+def _with_host(cluster, ranks, slowdown, latency_us,
+               source="the cluster description"):
     """A copy of ``cluster`` with the knobs set where the planner reads them
     for a job of ``ranks`` ranks: the profile ``by_ranks_per_node.<ranks>``
     where the file has one, else the top level."""
     fitted = json.loads(json.dumps(cluster))
-    host = _host_of(fitted, ranks)
+    host = _host_of(fitted, ranks, source)
     host["sync_slowdown"] = slowdown
     host["sync_latency_us"] = latency_us
     return fitted
@@ -181,38 +256,54 @@ def _two_significant(x):
     return float(f"{x:.2g}")
 
 
-def fit_host_sync(shard_opt, model_ir, cluster, ranks, batch, measured):
+def check_cluster(cluster, ranks, source="the cluster description"):
+    """Raises CalibrationError unless ``cluster`` (a parsed cluster file,
+    named ``source``) can be fitted for jobs of ``ranks`` ranks: a JSON
+    object, 2 or more ranks, and a ``host`` the fit can set where the
+    planner reads it (see _host_of)."""
+    if not isinstance(cluster, dict):
+        raise CalibrationError(f"{source}: the cluster description must be a "
+                               f"JSON object, got {type(cluster).__name__}")
+    if not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 2:
+        raise CalibrationError(f"the synchronisation terms are fitted for "
+                               f"2 or more ranks, got {ranks!r}")
+    _with_host(cluster, ranks, 0.0, 0.0, source)
+
+
+def fit_host_sync(shard_opt, model_ir, cluster, ranks, batch, measured,
+                  source="the cluster description"):
     """Returns ``(fitted cluster dict, record)``: ``cluster`` (a parsed
     cluster file, not modified) with ``host.sync_slowdown`` (fraction) and
     ``host.sync_latency_us`` set so that the planner predicts the measured
     step times ``measured`` ({plan: seconds}, the plans of
     reference_plans(ranks) or any one or two plans of ``ranks`` ranks), and
-    the record written under ``measured.sync_fit`` (each plan's measured and
+    the record written under ``measured.sync_fit`` of the same object as
+    the knobs (the profile or the top level; each plan's measured and
     predicted step, the sweeps' slowdown it replaced, a note when a value
     was clamped at 0). Both knobs are non-negative: a step below the
     kernels' sum fits them as 0 and says so. One plan fits the slowdown
-    alone. Raises CalibrationError (see the module's doc)."""
-    if not isinstance(cluster, dict):
-        raise CalibrationError(f"the cluster description must be a JSON "
-                               f"object, got {type(cluster).__name__}")
-    if not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 2:
-        raise CalibrationError(f"the synchronisation terms are fitted for "
-                               f"2 or more ranks, got {ranks!r}")
+    alone. Errors name the cluster as ``source`` (its file). Raises
+    CalibrationError (see the module's doc)."""
+    check_cluster(cluster, ranks, source)
     if not isinstance(measured, dict) or not 1 <= len(measured) <= 2:
         raise CalibrationError(f"the fit needs the measured step of one or "
                                f"two plans, got {measured!r}")
     for plan, t in measured.items():
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
+        if (isinstance(t, bool) or not isinstance(t, (int, float)) or
+                not 0 < t < math.inf):
             raise CalibrationError(f"the measured step time of {plan} must "
-                                   f"be a positive number of seconds, got "
+                                   f"be a positive finite number of seconds, "
+                                   f"got "
                                    f"{t!r}")
     plans = list(measured)
     with tempfile.TemporaryDirectory(prefix="autoshard-fit-") as tmp:
         def predict(plan, slowdown, latency_us):
             path = os.path.join(tmp, "cluster.json")
             with open(path, "w") as f:
-                json.dump(_with_host(cluster, ranks, slowdown, latency_us), f)
-            return predict_step_s(shard_opt, model_ir, path, ranks, batch, plan)
+                json.dump(_with_host(cluster, ranks, slowdown, latency_us,
+                                     source), f)
+            return predict_step_s(shard_opt, model_ir, path, ranks, batch,
+                                  plan, source)
         # The step is affine in both knobs: base + slowdown * a + latency * b.
         rows = []
         for plan in plans:
@@ -276,7 +367,10 @@ def fit_host_sync(shard_opt, model_ir, cluster, ranks, batch, measured):
     if clamped:
         record["note"] = ("the non-negative knobs cannot reach every "
                           "measured step (" + "; ".join(clamped) + ")")
-    fitted.setdefault("measured", {})["sync_fit"] = record
+    # Beside the host it describes: a profile's record in the profile (the
+    # top level's is the file's own rank count's).
+    _fit_target(fitted, ranks, source)[0].setdefault("measured", {})[
+        "sync_fit"] = record
     return fitted, record
 
 
@@ -284,12 +378,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Fit host.sync_slowdown and host.sync_latency_us of a "
                     "shard-calibrate output to measured training steps.")
-    ap.add_argument("--shard-opt", required=True)
+    ap.add_argument("--shard-opt", required=True,
+                    help="the shard-opt that scores the plans "
+                         "(build/bin/shard-opt)")
     ap.add_argument("--model", required=True,
                     help="the model's MLIR, built at --batch")
     ap.add_argument("--cluster", required=True, help="shard-calibrate's output")
-    ap.add_argument("--ranks", type=int, required=True)
-    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--ranks", type=int, required=True,
+                    help="the rank count the knobs are fitted for (2 or "
+                         "more; a file's by_ranks_per_node.RANKS profile "
+                         "where it has one, else its top level)")
+    ap.add_argument("--batch", type=int, required=True,
+                    help="the global batch --model was built at")
     ap.add_argument("--train", metavar="CONFIG",
                     help="measure the reference plans now: train the model "
                          "config CONFIG (the one --model was built from) "
@@ -301,7 +401,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=30,
                     help="with --train: steps per run, the median after "
                          "--warmup kept")
-    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=5,
+                    help="with --train: first steps of each run not timed")
     ap.add_argument("--measured", action="append", default=[],
                     metavar="PLAN=SECONDS",
                     help="a reference plan's measured step time (the plan in "
@@ -319,6 +420,9 @@ def main(argv=None):
     measured = {}
     for item in args.measured:
         plan, _, value = item.rpartition("=")
+        if plan in measured:
+            sys.exit(f"--measured '{item}': {plan} is given twice (one "
+                     f"measured step per plan)")
         try:
             measured[plan] = float(value)
         except ValueError:
@@ -332,21 +436,46 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         sys.exit(f"--cluster {args.cluster}: cannot read a JSON cluster "
                  f"description: {e}")
+    out = args.out or args.cluster
+    # Checked before the reference runs (minutes), not after them.
+    if not os.path.isfile(args.model):
+        sys.exit(f"--model {args.model}: no such file (the model's MLIR, "
+                 f"python -m autoshard.models CONFIG -o FILE)")
+    if not (os.path.isfile(args.shard_opt) and
+            os.access(args.shard_opt, os.X_OK)):
+        sys.exit(f"--shard-opt {args.shard_opt}: not an executable file "
+                 f"(build it: ninja -C build shard-opt)")
+    out_dir = os.path.dirname(os.path.abspath(out))
+    why = ("it is a folder" if os.path.isdir(out) else
+           f"no folder {out_dir}" if not os.path.isdir(out_dir) else
+           f"no write access to {out_dir}" if not os.access(
+               out_dir, os.W_OK | os.X_OK) else "")
+    if why:
+        sys.exit(f"--out {out}: cannot write the fitted file: {why}")
     try:
+        check_cluster(cluster, args.ranks, args.cluster)
         if args.train:
             with tempfile.TemporaryDirectory(prefix="autoshard-ref-") as tmp:
                 measured = measure_references(
                     args.build, args.train, args.ranks, args.batch, args.seq,
                     args.steps, args.warmup, os.path.join(tmp, "run"))
         fitted, record = fit_host_sync(args.shard_opt, args.model, cluster,
-                                       args.ranks, args.batch, measured)
+                                       args.ranks, args.batch, measured,
+                                       args.cluster)
     except CalibrationError as e:
         sys.exit(f"autoshard.calibration: {e}")
-    out = args.out or args.cluster
+    # A whole file or none (--out defaults to --cluster itself).
     try:
-        with open(out, "w") as f:
-            json.dump(fitted, f, indent=2, sort_keys=True)
-            f.write("\n")
+        fd, tmp_out = tempfile.mkstemp(dir=out_dir, prefix=".fit-",
+                                       suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(fitted, f, indent=2, sort_keys=True)
+                f.write("\n")
+            os.replace(tmp_out, out)
+        except BaseException:
+            os.unlink(tmp_out)
+            raise
     except OSError as e:
         sys.exit(f"--out {out}: cannot write the fitted file: {e}")
     host = _host_of(fitted, args.ranks)

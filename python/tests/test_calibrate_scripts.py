@@ -57,6 +57,22 @@ def test_calibrate_cpu_repeats_checked(calibrate_build):
         "calibrate_cpu.sh: --repeats needs a positive count, got '0'")
 
 
+@pytest.mark.parametrize("n", ["3", "6", "12"])
+def test_calibrate_cpu_ranks_checked_first(tmp_path, calibrate_build, n):
+    """Not found by the last shard-calibrate run, after the runs of fewer
+    ranks and their reference trainings (a minute and more)."""
+    out = tmp_path / "x.json"
+    proc, seconds = _run("calibrate_cpu.sh", "-n", n, "--out", str(out),
+                         env={"BUILD_DIR": calibrate_build})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        "calibrate_cpu.sh: -n needs a power of two (1, 2, 4, 8, ...: "
+        "shard-calibrate probes the collectives over groups of 2, 4, ... N "
+        f"ranks), got '{n}'")
+    assert seconds < 10
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("value", ["2", "x", "-1"])
 def test_auto_plan_check_measure_checked_first(tmp_path, value):
     out = tmp_path / "out"

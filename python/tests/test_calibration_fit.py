@@ -71,7 +71,11 @@ def test_recovers_the_knobs_that_made_the_steps(shard_opt, model, tmp_path,
         assert record["plans"][plan]["predicted_step_s"] == pytest.approx(
             t, rel=0.01)
     assert "note" not in record
-    assert fitted["measured"]["sync_fit"] == record
+    # The record beside the knobs: the top level's is the 8-rank fit's.
+    where = fitted["by_ranks_per_node"].get(str(ranks), fitted)
+    assert where["measured"]["sync_fit"] == record
+    if where is not fitted:
+        assert fitted["measured"].get("sync_fit") != record
 
 
 def test_one_plan_fits_the_slowdown_alone(shard_opt, model, tmp_path):
@@ -96,15 +100,70 @@ def test_a_step_below_the_kernels_is_clamped_at_zero(shard_opt, model,
 @pytest.mark.parametrize("ranks,measured,message", [
     (1, {"dp=1": 0.04}, "2 or more ranks, got 1"),
     (8, {}, "one or two plans"),
-    (8, {"dp=8": -1.0}, "dp=8 must be a positive number of seconds, got -1.0"),
+    (8, {"dp=8": -1.0}, "dp=8 must be a positive finite number of seconds, got -1.0"),
     (8, {"dp=8": True}, "got True"),
-    (8, {"dp=8,tp=3": 0.05}, "could not score dp=8,tp=3"),
+    (8, {"dp=8,tp=3": 0.05}, "could not score dp=8,tp=3 on the cluster"),
+    (8, {"dp=8": float("inf")}, "positive finite number of seconds, got inf"),
+    (8, {"dp=x": 0.05}, "plan 'dp=x': dp must be a positive integer, got 'x'"),
+    (8, {"dp=0": 0.05}, "plan 'dp=0': dp must be a positive integer, got '0'"),
+    (8, {"dp=8,tp=1,ep=2": 0.05}, "the planner rejected dp=8,tp=1,ep=2 on 8 "
+     "ranks of the cluster description: invalid: ep>1 on a model without"),
+    (8, {"pp=2,dp=4,mb=3": 0.05}, "plan 'pp=2,dp=4,mb=3': the global batch 16 "
+     "is not a multiple of dp\\*mb = 12"),
 ])
 def test_bad_input_is_named(shard_opt, model, ranks, measured, message):
     with pytest.raises(CalibrationError, match=message.replace("(", r"\(")
                        .replace(")", r"\)")):
         fit_host_sync(shard_opt, model, _cluster(0.0, 0.0), ranks, BATCH,
                       measured)
+
+
+def test_a_pipeline_plan_with_microbatches_is_scored(shard_opt, model):
+    """mbs = batch / (dp * mb): batch / dp disagreed with mb."""
+    plan = "pp=2,dp=4,mb=2"
+    measured = {plan: predict_step_s(shard_opt, model, CLUSTER, 8, BATCH,
+                                     plan)}
+    _, record = fit_host_sync(shard_opt, model, _cluster(0.0, 0.0), 8,
+                              BATCH, measured)
+    assert record["plans"][plan]["measured_step_s"] == measured[plan]
+
+
+def test_errors_name_the_users_file_and_tools(shard_opt, model):
+    with pytest.raises(CalibrationError, match="could not score dp=8,tp=3 on "
+                       "mine.json: .*error:"):
+        fit_host_sync(shard_opt, model, _cluster(0.0, 0.0), 8, BATCH,
+                      {"dp=8,tp=3": 0.05}, "mine.json")
+    with pytest.raises(CalibrationError, match="cannot run shard-opt "
+                       "'/nonexistent/shard-opt': No such file"):
+        fit_host_sync("/nonexistent/shard-opt", model, _cluster(0.0, 0.0), 8,
+                      BATCH, {"dp=8": 0.05})
+
+
+@pytest.mark.parametrize("edit,message", [
+    # The planner scales profile 4 to 3 ranks: its knobs are 4 ranks'.
+    (lambda c: None, "jobs of 3 ranks are planned with the profile "
+     "by_ranks_per_node.4 scaled to 3 ranks"),
+    (lambda c: c.update(host="fast"), "field 'host' must be an object, got "
+     "'fast'"),
+    (lambda c: c.update(measured=[1]), "field 'measured' must be an object, "
+     "got \\[1\\]"),
+    (lambda c: c.update(by_ranks_per_node=[]), "field 'by_ranks_per_node' "
+     "must be an object, got \\[\\]"),
+])
+def test_a_host_the_planner_does_not_read_is_named(shard_opt, model, edit,
+                                                   message):
+    cluster = _cluster(0.0, 0.0)
+    del cluster["by_ranks_per_node"]["2"]
+    edit(cluster)
+    ranks = 3 if "ranks are planned" in message else 8
+    with pytest.raises(CalibrationError, match="mine.json: " + message):
+        fit_host_sync(shard_opt, model, cluster, ranks, BATCH,
+                      {f"dp={ranks}": 0.05}, "mine.json")
+
+
+def test_odd_rank_counts_have_one_reference_plan_of_all_ranks():
+    assert reference_plans(3) == ["dp=3"]
+    assert reference_plans(6) == ["dp=6", "dp=3,tp=2,sp=1"]
 
 
 def test_command_line_writes_the_fitted_file(shard_opt, model, tmp_path):
@@ -130,6 +189,13 @@ def test_command_line_writes_the_fitted_file(shard_opt, model, tmp_path):
                          capture_output=True, text=True, env=env)
     assert bad.returncode != 0
     assert "--measured 'dp=8=fast': expected PLAN=SECONDS" in bad.stderr
+    # Not the last of the two, silently.
+    twice = subprocess.run(cmd + ["--measured", "dp=8=0.05", "--measured",
+                                  "dp=8=0.06"],
+                           capture_output=True, text=True, env=env)
+    assert twice.returncode != 0
+    assert twice.stderr.strip() == ("--measured 'dp=8=0.06': dp=8 is given "
+                                    "twice (one measured step per plan)")
 
 
 def test_command_line_needs_one_source_of_steps(shard_opt, model, tmp_path):
@@ -143,6 +209,34 @@ def test_command_line_needs_one_source_of_steps(shard_opt, model, tmp_path):
         assert proc.returncode != 0
         assert "give either --train CONFIG" in proc.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--ranks", "1"], "fitted for 2 or more ranks, got 1"),
+    (["--ranks", "2", "--out", "/nonexistent/f.json"],
+     "--out /nonexistent/f.json: cannot write the fitted file: no folder "
+     "/nonexistent"),
+    (["--ranks", "2", "--out", "/"], "--out /: cannot write the fitted "
+     "file: it is a folder"),
+    (["--ranks", "2", "--model", "/nonexistent/m.mlir"],
+     "--model /nonexistent/m.mlir: no such file"),
+    (["--ranks", "2", "--shard-opt", "/nonexistent/shard-opt"],
+     "--shard-opt /nonexistent/shard-opt: not an executable file"),
+])
+def test_bad_arguments_stop_before_the_reference_runs(shard_opt, model,
+                                                      tmp_path, extra,
+                                                      message):
+    """Checked before training (minutes): --train of a config that does
+    not exist would fail later with another message."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoshard.calibration", "--shard-opt",
+         shard_opt, "--model", model, "--cluster", CLUSTER, "--batch",
+         str(BATCH), "--train", str(tmp_path / "none.json")] + extra,
+        capture_output=True, text=True,
+        env=dict(os.environ, PYTHONPATH=os.path.join(REPO_ROOT, "python")))
+    assert proc.returncode != 0
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_train_measures_the_references_and_fits(shard_opt, model, tmp_path):
@@ -161,8 +255,12 @@ def test_train_measures_the_references_and_fits(shard_opt, model, tmp_path):
         capture_output=True, text=True, timeout=300,
         env=dict(os.environ, PYTHONPATH=os.path.join(REPO_ROOT, "python")))
     assert proc.returncode == 0, proc.stderr
-    record = json.loads(out.read_text())["measured"]["sync_fit"]
+    fitted = json.loads(out.read_text())
+    # The 2-rank fit is the profile's; the top level keeps the 8-rank one.
+    record = fitted["by_ranks_per_node"]["2"]["measured"]["sync_fit"]
     assert set(record["plans"]) == set(reference_plans(2))
+    with open(CLUSTER) as f:
+        assert fitted["measured"] == json.load(f)["measured"]
     for r in record["plans"].values():
         assert r["measured_step_s"] > 0
     assert "dp=2 predicted" in proc.stdout
