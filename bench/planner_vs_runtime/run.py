@@ -111,15 +111,6 @@ PLANS = [
 ]
 
 
-def degrees(plan):
-    d = {"pp": 1, "dp": 1, "cp": 1, "tp": 1, "mb": 1}
-    for item in plan.split(","):
-        key, value = item.split("=")
-        if key in d:
-            d[key] = int(value)
-    return d
-
-
 def build_model(py, config, batch, out):
     subprocess.run([py, "-m", "autoshard.models", config, "--batch", str(batch),
                     "--seq", str(SEQ), "--vocab-multiple", "64", "-q", "-o", out],
@@ -127,30 +118,14 @@ def build_model(py, config, batch, out):
                                         PYTHONPATH=os.path.join(ROOT, "python")))
 
 
-def first_error(text):
-    """The first line of `text` that says "error:" (MLIR echoes the source
-    line after it), else its last line."""
-    lines = text.strip().splitlines() or ["(no output)"]
-    return next((l for l in lines if "error:" in l), lines[-1])
-
-
 def predict(shard_opt, model_ir, cluster, plan):
-    d = degrees(plan)
-    world = d["pp"] * d["dp"] * d["cp"] * d["tp"]
-    mbs = BATCH // (d["dp"] * d["mb"])
-    evaluate = ",".join(i for i in plan.split(",") if not i.startswith("mb="))
-    proc = subprocess.run(
-        [shard_opt, model_ir,
-         f"--dist-auto-plan=cluster={cluster} gpus={world} batch={BATCH} "
-         f"evaluate={evaluate},mbs={mbs} compilable=true format=json",
-         "-o", "/dev/null"],
-        capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None, first_error(proc.stderr)
-    report = json.loads(proc.stdout)
-    if not report["plans"]:
-        return None, "; ".join(report["rejected"].values())
-    return report["plans"][0]["step_s"], ""
+    """(the planner's step time of ``plan``, "") or (None, why)."""
+    try:
+        return calibration.predict_step_s(
+            shard_opt, model_ir, cluster, calibration.plan_ranks(plan), BATCH,
+            plan), ""
+    except calibration.CalibrationError as e:
+        return None, str(e)
 
 
 def measure(build, config, plan, steps, warmup, out):
@@ -297,9 +272,7 @@ def main():
         if not os.access(tool, os.X_OK):
             sys.exit(f"{tool} not found: build first (scripts/setup.sh)")
     configs = {"nanogpt": NANOGPT, "mixtral": MIXTRAL}
-    def world_of(plan):
-        d = degrees(plan)
-        return d["pp"] * d["dp"] * d["cp"] * d["tp"]
+    world_of = calibration.plan_ranks
     plans = [(m, p) for m, p in PLANS
              if (not args.only or re.search(args.only, f"{m} {p}"))
              and (not args.ranks or world_of(p) == args.ranks)]
@@ -326,7 +299,7 @@ def main():
                  f"--calibrate", "--out", out], capture_output=True, text=True)
             if proc.returncode != 0:
                 sys.exit(f"shard-calibrate -n {world} failed: "
-                         f"{first_error(proc.stderr or proc.stdout)}")
+                         f"{calibration.first_error(proc.stderr or proc.stdout)}")
             if world < 2:
                 return out
             with open(out) as f:

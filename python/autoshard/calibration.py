@@ -59,6 +59,17 @@ MAX_SYNC_SLOWDOWN = 10.0
 MAX_SYNC_LATENCY_US = 1e5  # kMaxSyncLatencyUs
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+
+def first_error(text):
+    """The first line of ``text`` that says "error:" (MLIR echoes the source
+    line after it), else its last line."""
+    lines = text.strip().splitlines() or ["(no output)"]
+    return next((l for l in lines if "error:" in l), lines[-1])
+
+
 class CalibrationError(Exception):
     """A fit that cannot be made; the message names the input and value."""
 
@@ -71,7 +82,7 @@ def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan,
     compiler builds it (``compilable=true``). Errors name the cluster as
     ``source`` (default: ``cluster_path``)."""
     source = source or cluster_path
-    d = _plan_degrees(plan)
+    d = plan_degrees(plan)
     if batch % (d["dp"] * d["mb"]):
         raise CalibrationError(f"plan '{plan}': the global batch {batch} is "
                                f"not a multiple of dp*mb = "
@@ -88,7 +99,7 @@ def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan,
     if proc.returncode != 0:
         raise CalibrationError(f"shard-opt could not score {plan} on "
                                f"{source}: "
-                               f"{_first_error(proc.stderr)[:400]}")
+                               f"{first_error(proc.stderr)[:400]}")
     try:
         result = json.loads(proc.stdout)
         plans = result["plans"]
@@ -105,7 +116,7 @@ def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan,
     return plans[0]["step_s"]
 
 
-def _plan_degrees(plan):
+def plan_degrees(plan):
     """``{"pp", "dp", "cp", "tp", "mb"}`` of ``plan`` (``--plan`` syntax; 1
     where absent; mb: microbatches per step). Raises CalibrationError for
     one that is not a positive integer (the planner names every other bad
@@ -124,18 +135,9 @@ def _plan_degrees(plan):
     return d
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
-
-
-def _first_error(text):
-    lines = text.strip().splitlines() or ["(no output)"]
-    return next((l for l in lines if "error:" in l), lines[-1])
-
-
 def plan_ranks(plan):
     """The rank count of ``plan`` (``--plan`` syntax): pp x dp x cp x tp."""
-    d = _plan_degrees(plan)
+    d = plan_degrees(plan)
     return d["pp"] * d["dp"] * d["cp"] * d["tp"]
 
 
@@ -153,7 +155,7 @@ def measure_step_s(build, config, plan, batch, seq, steps, warmup, out):
     proc = subprocess.run(cmd, capture_output=True, text=True,
                           env=dict(os.environ, BUILD_DIR=build))
     if proc.returncode != 0:
-        return None, _first_error(proc.stderr or proc.stdout)
+        return None, first_error(proc.stderr or proc.stdout)
     times = []
     metrics = os.path.join(out, "metrics.jsonl")
     try:
