@@ -759,6 +759,20 @@ TEST(ClusterTerm, MeasuredProfilesReplaceTheLinearShare) {
             "(it describes ranks that time-share one node)");
 }
 
+/// The error parseCluster gives for a minimal file whose `host.<field>` is
+/// `value` (a JSON literal); "" (and a failed expectation) if it parses.
+static std::string hostFieldError(const std::string &field,
+                                  const std::string &value) {
+  std::string text = R"({"gpus_per_node": 8,
+    "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 3, "hbm_tb_per_s": 1},
+    "intra_node": {"gb_per_s_per_direction_per_gpu": 1},
+    "host": {")" + field +
+                     "\": " + value + "}}";
+  auto parsed = parseCluster(text, "x.json");
+  EXPECT_FALSE(static_cast<bool>(parsed));
+  return parsed ? std::string() : llvm::toString(parsed.takeError());
+}
+
 TEST(ClusterTerm, SyncSlowdownScalesEveryKernelOfASynchronisingJob) {
   const char *text = R"({"gpus_per_node": 8,
     "gpu": {"peak_bf16_tflops": 0.04, "hbm_gib": 3, "hbm_tb_per_s": 0.005,
@@ -788,14 +802,7 @@ TEST(ClusterTerm, SyncSlowdownScalesEveryKernelOfASynchronisingJob) {
   EXPECT_DOUBLE_EQ(forWorld(*c, 8).syncSlowdown, 0.25);
 
   auto error = [](std::string value) {
-    std::string text = R"({"gpus_per_node": 8,
-      "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 3, "hbm_tb_per_s": 1},
-      "intra_node": {"gb_per_s_per_direction_per_gpu": 1},
-      "host": {"sync_slowdown": )" +
-                       value + "}}";
-    auto parsed = parseCluster(text, "x.json");
-    EXPECT_FALSE(static_cast<bool>(parsed));
-    return parsed ? std::string() : llvm::toString(parsed.takeError());
+    return hostFieldError("sync_slowdown", value);
   };
   EXPECT_EQ(error("-0.1"), "x.json: field 'host.sync_slowdown' must be a "
                            "non-negative number <= 10, got -0.1");
@@ -850,14 +857,7 @@ TEST(ClusterTerm, SyncLatencyAddsToEveryCollectiveOfASynchronisingJob) {
   EXPECT_DOUBLE_EQ(forWorld(*c, 8).syncLatency, 250e-6);
 
   auto error = [](std::string value) {
-    std::string text = R"({"gpus_per_node": 8,
-      "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 3, "hbm_tb_per_s": 1},
-      "intra_node": {"gb_per_s_per_direction_per_gpu": 1},
-      "host": {"sync_latency_us": )" +
-                       value + "}}";
-    auto parsed = parseCluster(text, "x.json");
-    EXPECT_FALSE(static_cast<bool>(parsed));
-    return parsed ? std::string() : llvm::toString(parsed.takeError());
+    return hostFieldError("sync_latency_us", value);
   };
   EXPECT_EQ(error("-1"), "x.json: field 'host.sync_latency_us' must be a "
                          "non-negative number <= 100000, got -1");
