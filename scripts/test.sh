@@ -11,7 +11,15 @@
 # Prints the time of each phase and ends with one line
 #   N passed, N failed, N skipped
 # Exit status is non-zero if any test failed or a suite could not run.
+#
+#   scripts/test.sh        (no arguments; BUILD_DIR, JOBS from the environment)
 set -uo pipefail
+
+case "${1-}" in
+  "") ;;
+  -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "scripts/test.sh: takes no arguments, got '$1' (it runs the whole suite; see --help)" >&2; exit 2 ;;
+esac
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
