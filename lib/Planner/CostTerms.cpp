@@ -11,6 +11,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace autoshard::planner {
 
@@ -320,6 +321,24 @@ ParameterShards parameterShards(const Cluster &c, const ModelInfo &m,
     s.denseRank -= s.layersPerRank * prof.expertParams;
   s.edpGroup = s.dpGroup / outside;
   s.edpPerNode = std::max<int64_t>(1, c.gpusPerNode / (plan.tp * outside));
+  if (plan.dpBucketPerLayerGroup) {
+    // dist-bucket-collectives' default cap (bucket-bytes), on the full side.
+    constexpr double kBucketCapBytes = 40.0 * 1024 * 1024;
+    double gradBytes = gradElementBytes(c, m.elementBytes);
+    auto split = [&](double params) -> int64_t {
+      return params > 0
+                 ? int64_t(std::ceil(params * gradBytes / kBucketCapBytes))
+                 : 0;
+    };
+    double blocks = std::ceil(s.layersPerRank);
+    double layerDense =
+        prof.layerParams - (plan.ep > 1 ? prof.expertParams : 0);
+    s.denseBuckets = std::max<int64_t>(1, int64_t(blocks) * split(layerDense) +
+                                              split(prof.otherParams));
+    if (plan.ep > 1)
+      s.expertBuckets = std::max<int64_t>(
+          1, int64_t(blocks) * split(prof.expertParams / outside));
+  }
   return s;
 }
 
@@ -372,15 +391,16 @@ double dataParallelSyncTime(const Cluster &c, const ModelInfo &m,
   // forward (Megatron), or the later buckets' optimizer updates.
   double gatherCover =
       plan.paramGatherBehindOptimizer ? optimizerTime(c, plan, s) : F;
-  Exposure dps = dpSyncExposure(c, plan.zero, s.denseRank, m.elementBytes,
-                                s.dpGroup, s.dpPerNode, mb, gatherCover, B);
+  Exposure dps =
+      dpSyncExposure(c, plan.zero, s.denseRank, m.elementBytes, s.dpGroup,
+                     s.dpPerNode, mb, gatherCover, B, s.denseBuckets);
   bool inTail = plan.pp > 1 && plan.pipelineReductionInTail;
   double exposed = inTail ? dps.total : dps.exposed;
   if (s.expertRank > 0) {
     Exposure eps =
         dpSyncExposure(c, plan.zero, s.expertRank, m.elementBytes, s.edpGroup,
                        s.edpPerNode, mb, std::max(0.0, gatherCover - dps.total),
-                       std::max(0.0, B - dps.total));
+                       std::max(0.0, B - dps.total), s.expertBuckets);
     exposed += inTail ? eps.total : eps.exposed;
   }
   return exposed;

@@ -166,11 +166,13 @@ double tpOverlapFraction(const Cluster &c, int64_t tp) {
 
 Exposure bucketedCollective(const Cluster &c, CollectiveKind kind,
                             double params, double elementBytes, int64_t n,
-                            int64_t perNode, double hideable) {
+                            int64_t perNode, double hideable, int64_t buckets) {
   Exposure e;
   if (n <= 1 || params <= 0)
     return e;
-  if (c.dpOverlap > 0) {
+  if (buckets > 0) {
+    e.buckets = buckets;
+  } else if (c.dpOverlap > 0) {
     // Megatron-Core DDP: bucket_size = max(40M, 1M * dp) parameters when
     // overlap_grad_reduce is on (one bucket without overlap).
     double bucket = c.dpBucketParams > 0 ? c.dpBucketParams
@@ -191,7 +193,8 @@ double gradElementBytes(const Cluster &c, double elementBytes) {
 
 Exposure dpSyncExposure(const Cluster &c, int64_t zero, double params,
                         double elementBytes, int64_t n, int64_t perNode,
-                        double microbatches, double forward, double backward) {
+                        double microbatches, double forward, double backward,
+                        int64_t buckets) {
   Exposure e;
   if (n <= 1)
     return e;
@@ -200,11 +203,11 @@ Exposure dpSyncExposure(const Cluster &c, int64_t zero, double params,
   double gradBytes = gradElementBytes(c, elementBytes);
   if (zero == 0)
     return bucketedCollective(c, CollectiveKind::AllReduce, params, gradBytes,
-                              n, perNode, backward);
+                              n, perNode, backward, buckets);
   Exposure rs = bucketedCollective(c, CollectiveKind::ReduceScatter, params,
-                                   gradBytes, n, perNode, backward);
+                                   gradBytes, n, perNode, backward, buckets);
   Exposure ag = bucketedCollective(c, CollectiveKind::AllGather, params,
-                                   elementBytes, n, perNode, forward);
+                                   elementBytes, n, perNode, forward, buckets);
   // Reduce-scattered once per step (the sums of the microbatches), or after
   // every microbatch where the software does so
   // (Cluster::zeroReducesEveryMicrobatch).
@@ -267,11 +270,15 @@ RingExposure ringAttentionExposure(const Cluster &c, double kvBytes,
                              "tfm.attention_merge");
   double mergeB =
       kernelTime(c, OpKind::Memory, 0, 3 * 4 * kvBytes / 2, nullptr, "tfm.add");
-  r.forward =
-      (cp - 1) * (std::max(0.0, kv - stepF) + c.kernelOverhead + mergeF);
-  r.backward =
-      (cp - 1) * (std::max(0.0, kv + dkv - stepB) + c.kernelOverhead + mergeB) +
-      dkv;
+  // The transfer hides behind the step's block; the wait for a peer that
+  // time-shares the cores (Cluster::syncLatency, in each exchange's time)
+  // does not: the step cannot start before the peer has sent.
+  double wait = c.syncLatency;
+  r.forward = (cp - 1) * (std::max(0.0, kv - wait - stepF) + wait +
+                          c.kernelOverhead + mergeF);
+  r.backward = (cp - 1) * (std::max(0.0, kv + dkv - 2 * wait - stepB) +
+                           2 * wait + c.kernelOverhead + mergeB) +
+               dkv;
   return r;
 }
 
@@ -996,6 +1003,7 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
     cand.cpContiguous = o.cpContiguous;
     cand.pipelineReductionInTail = o.pipelineReductionInTail;
     cand.paramGatherBehindOptimizer = o.paramGatherBehindOptimizer;
+    cand.dpBucketPerLayerGroup = o.dpBucketPerLayerGroup;
     for (const auto &[key, prof] : profiles) {
       auto [tp, sp, layout] = key;
       cand.tp = tp;

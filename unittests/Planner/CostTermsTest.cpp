@@ -155,6 +155,51 @@ TEST(ParameterTerm, ShardsOverDataAndExpertGroups) {
   EXPECT_DOUBLE_EQ(s.denseRank, 410);
 }
 
+TEST(ParameterTerm, CompiledBucketsArePerLayerGroup) {
+  // dist-bucket-collectives: one data-parallel bucket per block on the rank
+  // plus the embedding / head / final norm group, each at most 40 MiB of
+  // gradient bytes; the expert weights (another mesh axis) their own.
+  Cluster c = testCluster();
+  ModelInfo m = termModel(); // 8 layers
+  LocalProfile prof = moeParams();
+  Candidate plan;
+  plan.pp = 2, plan.dp = 4, plan.ep = 2;
+  EXPECT_EQ(parameterShards(c, m, prof, plan).denseBuckets, 0);
+  plan.dpBucketPerLayerGroup = true;
+  ParameterShards s = parameterShards(c, m, prof, plan);
+  EXPECT_EQ(s.denseBuckets, 4 + 1);
+  EXPECT_EQ(s.expertBuckets, 4);
+  // A block of 30 MiB of parameters in 2-byte gradients: two buckets each.
+  double grad = gradElementBytes(c, m.elementBytes);
+  prof.layerParams = 30.0 * 1024 * 1024 / grad * 2 + prof.expertParams;
+  s = parameterShards(c, m, prof, plan);
+  EXPECT_EQ(s.denseBuckets, 4 * 2 + 1);
+  plan.ep = 1;
+  prof.otherParams = 0;
+  s = parameterShards(c, m, prof, plan);
+  EXPECT_EQ(s.denseBuckets, 4 * 2);
+  EXPECT_EQ(s.expertBuckets, 0);
+
+  // Each bucket pays its own host synchronisation: the all-reduce of 5
+  // buckets responds to Cluster::syncLatency 5 times, one collective once.
+  ParameterShards flat;
+  flat.denseRank = 1e6, flat.dpGroup = 8, flat.dpPerNode = 8;
+  Candidate dp8;
+  dp8.dp = 8;
+  auto latencyShare = [&](int64_t buckets) {
+    flat.denseBuckets = buckets;
+    Cluster quiet = c, waiting = c;
+    waiting.syncLatency = 1e-3;
+    return dataParallelSyncTime(waiting, m, dp8, flat, 1, 1, 2) -
+           dataParallelSyncTime(quiet, m, dp8, flat, 1, 1, 2);
+  };
+  EXPECT_NEAR(latencyShare(0), 1e-3, 1e-12);
+  EXPECT_NEAR(latencyShare(5), 5e-3, 1e-12);
+  // ZeRO-1: a reduce-scatter and an all-gather per bucket.
+  dp8.zero = 1;
+  EXPECT_NEAR(latencyShare(5), 10e-3, 1e-12);
+}
+
 TEST(MemoryTerm, ZeroModelStates) {
   // w = g = 2 bytes, AdamW 12: 16, 4 + 12/N, 2 + 14/N, 16/N per parameter.
   Cluster c = testCluster();

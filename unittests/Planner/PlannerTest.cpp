@@ -700,6 +700,15 @@ TEST(ContextParallel, RingStepsOverlapOnlyWithinAStep) {
   // Across nodes the ring hop uses the NIC.
   RingExposure inter = ringAttentionExposure(c, kvBytes, 0, 4, false, 0, 0);
   EXPECT_GT(inter.forward, r.forward);
+  // Ranks that time-share cores: the wait for the peer (syncLatency, part
+  // of each exchange's time) stays exposed however long the step is; the
+  // final dK,dV hop is exposed whole.
+  c.syncLatency = 300e-6;
+  double dkvWaiting = collectiveTime(c, CollectiveKind::P2P, 2 * kvBytes, 2, 2);
+  RingExposure w =
+      ringAttentionExposure(c, kvBytes, 0, 4, true, 40 * kv, 40 * (kv + dkv));
+  EXPECT_NEAR(w.forward, 3 * 300e-6, 1e-12);
+  EXPECT_NEAR(w.backward, 3 * (2 * 300e-6 + mergeB) + dkvWaiting, 1e-12);
 }
 
 TEST(ContextParallel, UlyssesAllToAllsAndHeadLimit) {

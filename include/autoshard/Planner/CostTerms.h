@@ -179,11 +179,17 @@ StageEnds stageEnds(const Cluster &cluster, const LocalProfile &profile,
 /// dp×cp group (`dpGroup` ranks, `dpPerNode` = GPUs per node / tp of them
 /// in a node); the expert weights (`expertRank`, 1/ep of them, 0 at ep = 1)
 /// over the expert-data-parallel group of dp·cp/ep ranks (`edpPerNode` =
-/// GPUs per node / (tp·ep) in a node). Elements.
+/// GPUs per node / (tp·ep) in a node). Elements. With
+/// Candidate::dpBucketPerLayerGroup, `denseBuckets` / `expertBuckets` are
+/// the data-parallel collectives dist-bucket-collectives makes of them: one
+/// per block on the rank (and one for the embedding, head and final norm),
+/// each split at its 40 MiB cap of gradient bytes; 0 otherwise (the
+/// cluster's bucket rule).
 struct ParameterShards {
   double layersPerRank = 0;
   double denseRank = 0, expertRank = 0;
   int64_t dpGroup = 1, dpPerNode = 1, edpGroup = 1, edpPerNode = 1;
+  int64_t denseBuckets = 0, expertBuckets = 0;
 };
 ParameterShards parameterShards(const Cluster &cluster, const ModelInfo &model,
                                 const LocalProfile &profile,

@@ -92,14 +92,17 @@ double tpOverlapFraction(const Cluster &cluster, int64_t tp);
 /// `bytes` is split into ceil(params / bucket) buckets (each paying its own
 /// α), with overlap `ov` of the cluster; the bucket that becomes ready last
 /// (or is needed first) cannot hide. Without overlap: one collective over
-/// the whole buffer, all exposed.
+/// the whole buffer, all exposed. `buckets` > 0 gives the bucket count
+/// instead (the compiled program's, Candidate::dpBucketPerLayerGroup), the
+/// bytes split evenly among them.
 struct Exposure {
   double total = 0, exposed = 0;
   int64_t buckets = 1;
 };
 Exposure bucketedCollective(const Cluster &cluster, CollectiveKind kind,
                             double params, double elementBytes, int64_t n,
-                            int64_t perNode, double hideable);
+                            int64_t perNode, double hideable,
+                            int64_t buckets = 0);
 
 /// Bytes per gradient element of the data-parallel reduction and the
 /// gradient buffer: the cluster's `gradBytes` (Megatron's fp32 main_grad),
@@ -118,11 +121,13 @@ double gradElementBytes(const Cluster &cluster, double elementBytes);
 /// `elementBytes` is the parameters' element size; gradients are reduced
 /// in gradElementBytes.
 /// `backward` / `forward`: one microbatch's backward / forward time on the
-/// rank (what the bucketed collectives hide behind). ZeRO-3 is per layer:
+/// rank (what the bucketed collectives hide behind). `buckets`: as
+/// bucketedCollective's (0: the cluster's rule). ZeRO-3 is per layer:
 /// zero3Exposure.
 Exposure dpSyncExposure(const Cluster &cluster, int64_t zero, double params,
                         double elementBytes, int64_t n, int64_t perNode,
-                        double microbatches, double forward, double backward);
+                        double microbatches, double forward, double backward,
+                        int64_t buckets = 0);
 
 /// ZeRO-3 / FSDP full sharding, one unit per Transformer block (algorithms.md
 /// §5.1, §5.3): per microbatch every block's parameters are all-gathered
@@ -150,7 +155,9 @@ Zero3Exposure zero3Exposure(const Cluster &cluster, double layerParams,
 /// rank computes one of its cp attention blocks; backward cp-1 steps of K,V
 /// plus cp steps of dK,dV in fp32 (2 x kvBytes), the last of which arrives
 /// after the last block. Overlap is per step only: a step's transfer hides
-/// behind that step's block, never behind other work. Each extra step also
+/// behind that step's block, never behind other work, and the wait for a
+/// peer that time-shares the cores (Cluster::syncLatency) never hides.
+/// Each extra step also
 /// launches a block kernel and a merge (forward: the partial-softmax merge
 /// of §2.1 reads and writes the fp32 output, `mergeBytes` per step;
 /// backward: the fp32 dK,dV accumulation). Returns the added seconds.
@@ -439,6 +446,12 @@ struct Candidate {
   /// and dist-overlap-collectives build it), instead of behind the next
   /// step's forward (Megatron's overlap_param_gather).
   bool paramGatherBehindOptimizer = false;
+  /// The data-parallel collectives are bucketed per layer group, as
+  /// dist-bucket-collectives builds them (split-at-calls, 40 MiB cap): one
+  /// bucket per block on the rank plus the embedding / head / final norm,
+  /// each paying its own latency, instead of Megatron-Core DDP's buckets of
+  /// Cluster::dpBucketParams (one without overlap).
+  bool dpBucketPerLayerGroup = false;
   /// Attention under cp > 1: "ring" (ring attention, K/V exchanges
   /// overlapped with the blocks) or "ulysses" (DeepSpeed-Ulysses: four
   /// exposed all-to-alls over cp each way per layer, attention balanced
@@ -566,6 +579,9 @@ struct SearchOptions {
   /// Score the ZeRO-1/2 parameter all-gather hidden behind the optimizer
   /// (Candidate::paramGatherBehindOptimizer).
   bool paramGatherBehindOptimizer = false;
+  /// Score the data-parallel collectives bucketed per layer group
+  /// (Candidate::dpBucketPerLayerGroup).
+  bool dpBucketPerLayerGroup = false;
   /// Only the ep folding dist-apply-plan builds: with cp = 1 ep divides dp;
   /// with cp > 1 the ep group spans every cp rank of a sequence, so ep is a
   /// multiple of cp and ep/cp divides dp. An MoE model under cp is then

@@ -713,12 +713,13 @@ struct DistAutoPlanPass
       // over every cp rank and ep/cp dp ranks), with any ZeRO stage; each
       // pipeline stage's gradient reduction behind its last microbatch's
       // backward (dist-pipeline-split), the ZeRO-1/2 parameter gathers
-      // behind the later buckets' optimizer updates
-      // (dist-bucket-collectives).
+      // behind the later buckets' optimizer updates and one data-parallel
+      // bucket per layer group (dist-bucket-collectives).
       options.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
       options.cpZigzagWhereCompilable = true;
       options.epAsCompiled = true;
       options.paramGatherBehindOptimizer = true;
+      options.dpBucketPerLayerGroup = true;
     }
     // Explicit restrictions of the search space (e.g. to what a published
     // run's software supported): intersected with the defaults above.
@@ -789,6 +790,7 @@ struct DistAutoPlanPass
           options.pipelineReductionInTail;
       options.fixedPlan.paramGatherBehindOptimizer =
           options.paramGatherBehindOptimizer;
+      options.fixedPlan.dpBucketPerLayerGroup = options.dpBucketPerLayerGroup;
     }
 
     // MoE: the experts per layer (every tfm.moe_dispatch of the model
