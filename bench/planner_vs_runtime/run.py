@@ -45,7 +45,13 @@ its rounds of that round's prediction over that round's measurement (the
 same minutes of the host, whose speed moved 1.5-2x between rounds and
 +-20 % between two runs of one job seconds apart); the unpaired error
 (the median prediction over the median measurement) is printed beside.
-A first choice's shortfall is paired by round the same way.
+A first choice's shortfall is paired by round the same way. With
+--track-drift (the default) shard-calibrate -n R runs again after the
+round's plans of R ranks (keeping the fitted synchronisation terms), and
+each plan's prediction of the round is taken between the two calibrations'
+predictions, geometrically, by when its run took place: the plans of 8
+ranks take minutes, over which the host's speed moves as much as between
+rounds.
 
 --measured FILE takes the measured times from an earlier --json output
 instead of running the plans (the predictions are made again): for
@@ -59,7 +65,8 @@ F (e.g. 0.05) over its group's best (scripts/auto_plan_check.sh --measure).
 Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
        [--warmup 4] [--cluster configs/clusters/cpu-2core.json]
        [--only REGEX] [--ranks N] [--with-choice] [--check-choice F]
-       [--rounds 3] [--calibrate] [--json FILE] [--measured FILE]
+       [--rounds 3] [--calibrate [--no-track-drift]] [--json FILE]
+       [--measured FILE]
 """
 import argparse
 import json
@@ -196,6 +203,12 @@ def main():
                     help="in every round, run shard-calibrate -n R before "
                          "the plans of R ranks and predict them with its "
                          "output instead of --cluster (median over rounds)")
+    ap.add_argument("--track-drift", action=argparse.BooleanOptionalAction,
+                    default=True,
+                    help="with --calibrate, calibrate again after each "
+                         "round's plans of R ranks and predict each plan "
+                         "with the machine's speed at its run, between the "
+                         "two calibrations (default on)")
     ap.add_argument("--json", default="", help="write the rows to this file")
     ap.add_argument("--measured", default="",
                     help="take the measured times from this earlier --json "
@@ -287,12 +300,8 @@ def main():
         for model, config in configs.items():
             irs[model] = os.path.join(tmp, model + ".mlir")
             build_model(py, config, BATCH, irs[model])
-        def calibrate(world, round_index):
-            """shard-calibrate -n world into tmp and, from 2 ranks, the
-            synchronisation terms fitted to the reference plans trained
-            right after it (autoshard.calibration, as calibrate_cpu.sh
-            does); returns the file."""
-            out = os.path.join(tmp, f"cluster-{world}-{round_index}.json")
+        def probe(world, out):
+            """shard-calibrate -n world into the file out."""
             proc = subprocess.run(
                 [os.path.join(build, "bin", "shard-calibrate"), "-n", str(world),
                  "--name", f"this machine, {world} ranks, calibrated by run.py "
@@ -300,6 +309,38 @@ def main():
             if proc.returncode != 0:
                 sys.exit(f"shard-calibrate -n {world} failed: "
                          f"{calibration.first_error(proc.stderr or proc.stdout)}")
+
+        def recalibrate(world, round_index, before):
+            """shard-calibrate -n world again after the round's plans of
+            world ranks, with the synchronisation terms of the calibration
+            `before` (fitted to reference runs before the plans): the
+            machine's speed at the end of the plans; returns the file."""
+            out = os.path.join(tmp, f"cluster-{world}-{round_index}-after.json")
+            probe(world, out)
+            if world < 2:
+                return out
+            with open(out) as f:
+                after = json.load(f)
+            try:
+                with open(before) as f:
+                    slowdown, latency_us = calibration.sync_terms(
+                        json.load(f), world, before)
+                after = calibration.with_sync_terms(after, world, slowdown,
+                                                    latency_us)
+            except calibration.CalibrationError as e:
+                sys.exit(f"the {world}-rank calibration after round "
+                         f"{round_index}: {e}")
+            with open(out, "w") as f:
+                json.dump(after, f)
+            return out
+
+        def calibrate(world, round_index):
+            """shard-calibrate -n world into tmp and, from 2 ranks, the
+            synchronisation terms fitted to the reference plans trained
+            right after it (autoshard.calibration, as calibrate_cpu.sh
+            does); returns the file."""
+            out = os.path.join(tmp, f"cluster-{world}-{round_index}.json")
+            probe(world, out)
             if world < 2:
                 return out
             with open(out) as f:
@@ -354,7 +395,7 @@ def main():
             rows.append({"model": model, "ranks": world_of(plan), "plan": plan,
                          "predicted_s": pred, "measured_s": None,
                          "rounds_s": [], "predicted_rounds_s": [],
-                         "note": why})
+                         "predicted_before_after_s": [], "note": why})
         if args.measured:
             for row in rows:
                 old = earlier.get((row["model"], row["plan"]))
@@ -373,20 +414,51 @@ def main():
                     order = [row for world in (worlds if k % 2 == 0 else
                                                worlds[::-1])
                              for row in order if row["ranks"] == world]
-                world_cluster = {}
+                # With --calibrate: per rank count, the calibration
+                # before its plans, their runs (and when each ran), and
+                # with --track-drift the calibration after them.
+                pending = []  # (row, prediction before, run midpoint)
+                span = {}  # rank count -> (calibration, start of the runs)
+
+                def close(world):
+                    """Ends the round's plans of `world` ranks: each one's
+                    prediction of this round, the machine's speed at its
+                    run taken between the calibrations before and after
+                    the plans (geometric, by when it ran)."""
+                    before, start = span.pop(world)
+                    rows_w = [p for p in pending if p[0]["ranks"] == world]
+                    end = time.time()
+                    after = (recalibrate(world, k + 1, before)
+                             if args.track_drift and rows_w else None)
+                    for row, pred, mid in rows_w:
+                        pending.remove((row, pred, mid))
+                        if after is not None:
+                            late, why = predict(shard_opt, irs[row["model"]],
+                                                after, row["plan"])
+                            if late is not None:
+                                w = min(1.0, max(0.0, (mid - start) /
+                                                 max(end - start, 1e-9)))
+                                row["predicted_before_after_s"].append(
+                                    [pred, late])
+                                pred = pred ** (1 - w) * late ** w
+                        row["predicted_rounds_s"].append(pred)
+
                 for row in order:
                     if row["predicted_s"] is None or (k and not row["rounds_s"]):
                         continue
                     world = row["ranks"]
                     if args.calibrate:
-                        if world not in world_cluster:
-                            world_cluster[world] = calibrate(world, k + 1)
+                        for other in [w for w in span if w != world]:
+                            close(other)
+                        if world not in span:
+                            span[world] = (calibrate(world, k + 1), time.time())
                         pred, why = predict(shard_opt, irs[row["model"]],
-                                            world_cluster[world], row["plan"])
+                                            span[world][0], row["plan"])
                         if pred is None:
                             row["note"] = why
                             row["rounds_s"] = []
                             continue
+                    started = time.time()
                     meas, why = measure(build, configs[row["model"]], row["plan"],
                                         args.steps, args.warmup,
                                         os.path.join(tmp, "run"))
@@ -396,7 +468,9 @@ def main():
                         continue
                     row["rounds_s"].append(meas)
                     if args.calibrate:
-                        row["predicted_rounds_s"].append(pred)
+                        pending.append((row, pred, (started + time.time()) / 2))
+                for world in list(span):
+                    close(world)
                 print(f"round {k + 1} of {args.rounds} done, "
                       f"{time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
             for row in rows:

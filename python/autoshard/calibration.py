@@ -242,11 +242,24 @@ def _host_of(cluster, ranks, source="the cluster description"):
     return _fit_target(cluster, ranks, source)[0].setdefault("host", {})
 
 
-def _with_host(cluster, ranks, slowdown, latency_us,
-               source="the cluster description"):
-    """A copy of ``cluster`` with the knobs set where the planner reads them
-    for a job of ``ranks`` ranks: the profile ``by_ranks_per_node.<ranks>``
-    where the file has one, else the top level."""
+def sync_terms(cluster, ranks, source="the cluster description"):
+    """``(host.sync_slowdown, host.sync_latency_us)`` of ``cluster`` (a
+    parsed cluster file) where the planner reads them for a job of
+    ``ranks`` ranks (the profile ``by_ranks_per_node.<ranks>`` where the
+    file has one, else the top level); 0 where unset. Raises
+    CalibrationError where the file has no such place (see check_cluster)."""
+    host = _host_of(json.loads(json.dumps(cluster)), ranks, source)
+    return host.get("sync_slowdown", 0), host.get("sync_latency_us", 0)
+
+
+def with_sync_terms(cluster, ranks, slowdown, latency_us,
+                    source="the cluster description"):
+    """A copy of ``cluster`` (a parsed cluster file) with
+    ``host.sync_slowdown`` (fraction) and ``host.sync_latency_us`` set where
+    the planner reads them for a job of ``ranks`` ranks: the profile
+    ``by_ranks_per_node.<ranks>`` where the file has one, else the top
+    level. Raises CalibrationError where ``host`` cannot be set (see
+    check_cluster)."""
     fitted = json.loads(json.dumps(cluster))
     host = _host_of(fitted, ranks, source)
     host["sync_slowdown"] = slowdown
@@ -269,7 +282,7 @@ def check_cluster(cluster, ranks, source="the cluster description"):
     if not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 2:
         raise CalibrationError(f"the synchronisation terms are fitted for "
                                f"2 or more ranks, got {ranks!r}")
-    _with_host(cluster, ranks, 0.0, 0.0, source)
+    with_sync_terms(cluster, ranks, 0.0, 0.0, source)
 
 
 def fit_host_sync(shard_opt, model_ir, cluster, ranks, batch, measured,
@@ -302,7 +315,7 @@ def fit_host_sync(shard_opt, model_ir, cluster, ranks, batch, measured,
         def predict(plan, slowdown, latency_us):
             path = os.path.join(tmp, "cluster.json")
             with open(path, "w") as f:
-                json.dump(_with_host(cluster, ranks, slowdown, latency_us,
+                json.dump(with_sync_terms(cluster, ranks, slowdown, latency_us,
                                      source), f)
             return predict_step_s(shard_opt, model_ir, path, ranks, batch,
                                   plan, source)
@@ -356,7 +369,7 @@ def fit_host_sync(shard_opt, model_ir, cluster, ranks, batch, measured,
         latency_us = _two_significant(latency_us)
         predicted = {plan: predict(plan, slowdown, latency_us)
                      for plan in plans}
-    fitted = _with_host(cluster, ranks, slowdown, latency_us)
+    fitted = with_sync_terms(cluster, ranks, slowdown, latency_us)
     record = {"ranks": ranks, "global_batch": batch,
               "plans": {plan: {"measured_step_s": measured[plan],
                                "predicted_step_s": predicted[plan]}

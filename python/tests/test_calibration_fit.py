@@ -264,3 +264,25 @@ def test_train_measures_the_references_and_fits(shard_opt, model, tmp_path):
     for r in record["plans"].values():
         assert r["measured_step_s"] > 0
     assert "dp=2 predicted" in proc.stdout
+
+
+def test_sync_terms_are_read_and_set_where_the_planner_reads_them():
+    # The bench's after-calibration keeps the fitted knobs of the one
+    # before: they are read from, and written to, the profile of the rank
+    # count where there is one, else the top level.
+    from autoshard.calibration import sync_terms, with_sync_terms
+    with open(CLUSTER) as f:
+        cluster = json.load(f)
+    profiled = with_sync_terms(cluster, 4, 0.25, 120)
+    assert sync_terms(profiled, 4) == (0.25, 120)
+    assert profiled["by_ranks_per_node"]["4"]["host"]["sync_latency_us"] == 120
+    assert sync_terms(profiled, 8) == sync_terms(cluster, 8)
+    assert sync_terms(cluster, 4) != (0.25, 120)  # the input is not changed
+    top = with_sync_terms(cluster, 8, 0.5, 7)  # 8 ranks: the top level
+    assert top["host"]["sync_slowdown"] == 0.5 and sync_terms(top, 8) == (0.5, 7)
+    flat = {"name": "flat", "host": {}}
+    assert sync_terms(flat, 2) == (0, 0)
+    assert with_sync_terms(flat, 2, 0.1, 5)["host"] == {
+        "sync_slowdown": 0.1, "sync_latency_us": 5}
+    with pytest.raises(CalibrationError, match="host"):
+        sync_terms({"host": 3}, 2)
