@@ -33,6 +33,56 @@ namespace autoshard::test {
 void registerTestPrintShardingRulesPass();
 } // namespace autoshard::test
 
+/// Source lines longer than this are not echoed under a diagnostic.
+static constexpr size_t kMaxEchoedLine = 240;
+
+/// The text of line `line` (1-based) of `buffer`, or "" past its end.
+static llvm::StringRef lineOf(const llvm::MemoryBuffer &buffer, unsigned line) {
+  llvm::StringRef rest = buffer.getBuffer();
+  for (unsigned i = 1; i < line && !rest.empty(); ++i)
+    rest = rest.split('\n').second;
+  return rest.split('\n').first;
+}
+
+/// Prints a diagnostic located on a source line longer than kMaxEchoedLine
+/// as `file:line:col: error: message` (and its notes) without echoing the
+/// line: a pass that fails on the whole module (a bad option, a missing
+/// cluster file) points at the `module attributes {...}` line, which holds
+/// the model's attributes (10 KB and more). Shorter lines are left to
+/// MlirOptMain's handler, which echoes them. Returns failure for those.
+static mlir::LogicalResult
+printWithoutLongLine(const llvm::MemoryBuffer &buffer, mlir::Diagnostic &diag) {
+  auto file = diag.getLocation()->findInstanceOf<mlir::FileLineColLoc>();
+  if (!file || file.getFilename().getValue() != buffer.getBufferIdentifier() ||
+      lineOf(buffer, file.getLine()).size() <= kMaxEchoedLine)
+    return mlir::failure();
+  auto print = [](mlir::Location loc, mlir::DiagnosticSeverity severity,
+                  llvm::StringRef message) {
+    if (auto at = loc->findInstanceOf<mlir::FileLineColLoc>())
+      llvm::errs() << at.getFilename().getValue() << ":" << at.getLine() << ":"
+                   << at.getColumn() << ": ";
+    switch (severity) {
+    case mlir::DiagnosticSeverity::Error:
+      llvm::errs() << "error: ";
+      break;
+    case mlir::DiagnosticSeverity::Warning:
+      llvm::errs() << "warning: ";
+      break;
+    case mlir::DiagnosticSeverity::Note:
+      llvm::errs() << "note: ";
+      break;
+    case mlir::DiagnosticSeverity::Remark:
+      llvm::errs() << "remark: ";
+      break;
+    }
+    llvm::errs() << message << "\n";
+  };
+  print(diag.getLocation(), diag.getSeverity(), diag.str());
+  for (mlir::Diagnostic &note : diag.getNotes())
+    print(note.getLocation(), note.getSeverity(), note.str());
+  return mlir::success();
+}
+
 /// MlirOptMain(argc, argv, toolName, registry), except that a pass option
 /// whose value does not parse is reported once: llvm::cl prints "for the
 /// --beta1 option: 'x' value invalid for floating point argument!", after
@@ -65,6 +115,27 @@ static mlir::LogicalResult runDriver(int argc, char **argv,
   if (!input) {
     llvm::errs() << error << "\n";
     return mlir::failure();
+  }
+  // Diagnostics on a very long source line are printed without it (not
+  // with -verify-diagnostics, whose handler must see every diagnostic, nor
+  // with -split-input-file, whose chunks are buffers of their own). The
+  // SourceMgr inside MlirOptMain owns the buffer until it returns.
+  if (!config.shouldVerifyDiagnostics() && config.inputSplitMarker().empty()) {
+    const llvm::MemoryBuffer *source = input.get();
+    config.setPassPipelineSetupFn([parsed, source](mlir::PassManager &pm) {
+      pm.getContext()->getDiagEngine().registerHandler(
+          [source](mlir::Diagnostic &diag) {
+            return printWithoutLongLine(*source, diag);
+          });
+      mlir::ScopedDiagnosticHandler dropEmpty(
+          pm.getContext(), [](mlir::Diagnostic &diag) {
+            return mlir::success(
+                diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
+                llvm::isa<mlir::UnknownLoc>(diag.getLocation()) &&
+                diag.str().empty());
+          });
+      return parsed->setupPassPipeline(pm);
+    });
   }
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFilename, &error);

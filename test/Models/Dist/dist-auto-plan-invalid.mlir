@@ -21,7 +21,9 @@
 // SHARES: error: dist-auto-plan: {{.*}}auto-plan-bad-shares-node.json: field 'gpu.shares_node' must be true or false, got "yes"
 // NEG: error: dist-auto-plan: {{.*}}auto-plan-bad-cluster.json: field 'gpu.peak_bf16_tflops' must be a positive number, got -989
 // TYPE: error: dist-auto-plan: {{.*}}auto-plan-bad-efficiency.json: field 'efficiency.gemm' must be a number, got "fast"
-// MISSING: error: dist-auto-plan: cannot read cluster file '{{.*}}no-such-cluster.json'
+// MISSING: {{.*}}.model.mlir:3:1: error: dist-auto-plan: cannot read cluster file '{{.*}}no-such-cluster.json'
+// The module's line (the model's attributes, about 10 KB) is not echoed.
+// MISSING-NOT: module attributes
 // NOCLUSTER: error: dist-auto-plan: the 'cluster' option (a cluster JSON file) is required
 // WORLD: error: dist-auto-plan: evaluate: the plan uses pp*dp*cp*tp = 4 GPUs, the cluster option gives 2
 // KEY: error: dist-auto-plan: evaluate: plan: unknown key 'foo' (value '1'{{.*}}(evaluate= also takes mbs, the microbatch size)
