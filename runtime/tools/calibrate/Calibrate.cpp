@@ -227,7 +227,35 @@ GemmFit fitGemm(const std::vector<GemmPoint> &points, const GemmModel &model) {
           best.overhead = overhead;
       }
   best.meanAbsLogError = bestErr / double(std::max<size_t>(1, points.size()));
+  // Efficiency 1 is the ceiling of the rate the peak was taken from, not a
+  // limit of the search; k0 and the overhead at 0 are the model's own
+  // floors.
+  auto limit = [&](const char *name, double value, double at,
+                   const char *unit) {
+    if (std::fabs(value - at) > 1e-9)
+      return;
+    char text[96];
+    std::snprintf(text, sizeof text, "%s %g%s (the search's limit)", name,
+                  value, unit);
+    best.atLimit.push_back(text);
+  };
+  limit("efficiency", best.efficiency, 0.30, "");
+  limit("k0", best.k0, 512, "");
+  limit("overhead", best.overhead * 1e6, 50, " us");
   return best;
+}
+
+void warnAtLimit(const GemmFit &fit, nlohmann::json &measured) {
+  if (fit.atLimit.empty())
+    return;
+  std::string list;
+  for (const std::string &item : fit.atLimit)
+    list += (list.empty() ? "" : ", ") + item;
+  std::fprintf(stderr,
+               "shard-calibrate: warning: the GEMM fit's %s: its mean "
+               "|log error| is %.3f; rerun on an idle machine\n",
+               list.c_str(), fit.meanAbsLogError);
+  measured["gemm_fit_at_limit"] = fit.atLimit;
 }
 
 namespace {

@@ -224,6 +224,12 @@ struct GemmFit {
   double efficiency = 1, k0 = 0, overhead = 0;
   /// Mean |log(predicted / measured)| over the grid.
   double meanAbsLogError = 0;
+  /// The fitted values that sit at a limit of the search (efficiency at
+  /// its floor 0.30, k0 at 512, the overhead at 50 us), each as
+  /// "name value (the search's limit)": the measurements wanted a value
+  /// outside the range, so the fit is off for them (a probe disturbed by
+  /// another job, or a machine unlike the ones the range was made for).
+  std::vector<std::string> atLimit;
 };
 
 /// Grid search of efficiency in [0.30, 1] (step 0.02), k0 in [0, 512]
@@ -233,6 +239,11 @@ struct GemmFit {
 /// the small GEMMs (n = 32, k = 32: 1.5-2x slower than efficiency and k0
 /// alone predict).
 GemmFit fitGemm(const std::vector<GemmPoint> &points, const GemmModel &model);
+
+/// Where `fit` has values at a limit of its search (GemmFit::atLimit):
+/// prints a warning naming them on stderr and keeps them in
+/// `measured["gemm_fit_at_limit"]`.
+void warnAtLimit(const GemmFit &fit, nlohmann::json &measured);
 
 /// One attention probe: the FLOPs and score elements the planner counts
 /// for it (TfmCost), whether it is the backward, and its time per call.

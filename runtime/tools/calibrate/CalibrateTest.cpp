@@ -76,6 +76,25 @@ TEST(CalibrateFit, RecoversGemmFitWithoutQuantisation) {
                    2.0 * 16 * 16 * 16 / 1e-6);
 }
 
+TEST(CalibrateFit, NamesValuesAtTheLimitOfTheSearch) {
+  GemmModel model;
+  model.peak = 1.4e11, model.bandwidth = 2e10, model.fixed = 1e-8;
+  // Inside the range: nothing to name.
+  EXPECT_TRUE(
+      fitGemm(grid(model, 0.5, 24, {32, 128, 512}), model).atLimit.empty());
+  // Timings that want k0 = 2000 and an efficiency of 0.2: both clamp (and
+  // the overhead with them, making up what they cannot).
+  GemmFit fit = fitGemm(grid(model, 0.2, 2000, {32, 128, 512}), model);
+  auto named = [&](const std::string &item) {
+    return std::count(fit.atLimit.begin(), fit.atLimit.end(), item) == 1;
+  };
+  EXPECT_TRUE(named("efficiency 0.3 (the search's limit)"));
+  EXPECT_TRUE(named("k0 512 (the search's limit)"));
+  nlohmann::json measured;
+  warnAtLimit(fit, measured);
+  EXPECT_EQ(measured["gemm_fit_at_limit"].size(), fit.atLimit.size());
+}
+
 TEST(CalibrateFit, RecoversAttentionEfficiencyAndScoreTimes) {
   const double peak = 2e11, fixed = 1e-8, eff = 0.4;
   const double scoreTime = 3e-9, gradScoreTime = 5e-9;

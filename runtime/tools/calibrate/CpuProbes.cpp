@@ -444,6 +444,8 @@ int runCpu(const Options &opts, CommWorld &world) {
   GemmFit fit = fitGemm(gemms, model);
   measured["gemm"] = gemmJson(gemms);
   measured["gemm_fit_mean_abs_log_error"] = fit.meanAbsLogError;
+  if (root)
+    warnAtLimit(fit, measured);
 
   // Attention's FLOPs causal-halved and its score elements (the full
   // square) as the planner counts them (TfmCost): the backward 2.5x the

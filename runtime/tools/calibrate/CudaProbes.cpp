@@ -218,6 +218,8 @@ int runCuda(const Options &opts, CommWorld &world) {
   GemmFit fit = fitGemm(gemms, model);
   measured["gemm"] = gemmJson(gemms);
   measured["gemm_fit_mean_abs_log_error"] = fit.meanAbsLogError;
+  if (world.rank() == 0)
+    warnAtLimit(fit, measured);
 
   // Causal attention (the backend's flash attention), FLOPs causal-halved
   // as the planner counts them (TfmCost).
