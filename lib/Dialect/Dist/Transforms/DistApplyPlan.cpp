@@ -420,22 +420,25 @@ LogicalResult Seeder::seedFunction(func::FuncOp fn) {
   return success();
 }
 
-/// ZeRO >= 2: pins each parameter's final gradient (the `grad` of its
-/// `tfm.adamw`) to the sharding of its optimizer state, right after the
-/// gradient is produced.
+/// ZeRO >= 2: pins each parameter's final gradient (the gradient its
+/// optimizer update reads, tfm::TfmParameterUpdateOpInterface) to the
+/// sharding of its optimizer state, right after the gradient is produced.
 void Seeder::constrainGradients(func::FuncOp fn) {
   StringRef attrName = DistDialect::getShardingAttrName();
-  SmallVector<tfm::AdamwOp> updates;
-  fn.walk([&](tfm::AdamwOp op) { updates.push_back(op); });
-  for (tfm::AdamwOp op : updates) {
-    auto m = dyn_cast<BlockArgument>(op.getM());
-    if (!m || m.getOwner() != &fn.getBody().front())
+  SmallVector<tfm::TfmParameterUpdateOpInterface> updates;
+  fn.walk(
+      [&](tfm::TfmParameterUpdateOpInterface op) { updates.push_back(op); });
+  for (tfm::TfmParameterUpdateOpInterface op : updates) {
+    SmallVector<Value, 2> states = op.getOptimizerStates();
+    auto state = states.empty() ? BlockArgument()
+                                : dyn_cast<BlockArgument>(states.front());
+    if (!state || state.getOwner() != &fn.getBody().front())
       continue;
     auto sharding =
-        fn.getArgAttrOfType<ShardingAttr>(m.getArgNumber(), attrName);
+        fn.getArgAttrOfType<ShardingAttr>(state.getArgNumber(), attrName);
     if (!sharding || sharding.isReplicated())
       continue;
-    Value grad = op.getGrad();
+    Value grad = op.getParameterGradient();
     OpBuilder b(ctx);
     if (Operation *def = grad.getDefiningOp())
       b.setInsertionPointAfter(def);

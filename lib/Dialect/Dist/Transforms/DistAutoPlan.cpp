@@ -381,10 +381,10 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     // last one).
     double sliced = 0;
     for (Operation *user : step.getArgument(i).getUsers()) {
-      auto update = dyn_cast<tfm::AdamwOp>(user);
-      if (!update || update.getParam() != step.getArgument(i))
+      auto update = dyn_cast<tfm::TfmParameterUpdateOpInterface>(user);
+      if (!update || update.getUpdatedParameter() != step.getArgument(i))
         continue;
-      Value grad = update.getGrad();
+      Value grad = update.getParameterGradient();
       while (Operation *def = grad.getDefiningOp()) {
         if (!isa<CommOpInterface>(def) || def->getNumOperands() != 1)
           break;

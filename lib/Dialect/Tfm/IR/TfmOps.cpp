@@ -1003,6 +1003,10 @@ ClipCoefOp::computeResultTypes(EmitErrorFn emitError, Adaptor adaptor,
   return success();
 }
 
+Value AdamwOp::getUpdatedParameter() { return getParam(); }
+Value AdamwOp::getParameterGradient() { return getGrad(); }
+SmallVector<Value, 2> AdamwOp::getOptimizerStates() { return {getM(), getV()}; }
+
 LogicalResult AdamwOp::computeResultTypes(EmitErrorFn emitError,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &resultTypes) {

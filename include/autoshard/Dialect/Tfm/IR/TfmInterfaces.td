@@ -67,6 +67,29 @@ def TfmCostOpInterface : OpInterface<"TfmCostOpInterface"> {
   ];
 }
 
+def TfmParameterUpdateOpInterface
+    : OpInterface<"TfmParameterUpdateOpInterface"> {
+  let cppNamespace = "::autoshard::tfm";
+  let description = [{
+    An optimizer's update of one parameter (tfm.adamw): it reads the
+    parameter, its gradient (the same shape; the sum over the data-parallel
+    replicas and microbatches) and per-element optimizer states of the
+    parameter's type, and returns their new values. dist-apply-plan shards
+    the states under ZeRO and pins the gradient to their sharding;
+    dist-auto-plan reads which gradients the backward produces sliced.
+  }];
+  let methods = [
+    InterfaceMethod<"The parameter the op updates.", "::mlir::Value",
+                    "getUpdatedParameter">,
+    InterfaceMethod<"The gradient the update reads (the parameter's shape).",
+                    "::mlir::Value", "getParameterGradient">,
+    InterfaceMethod<[{
+        The per-element optimizer states (each of the parameter's type;
+        e.g. Adam's first and second moments), sharded alike under ZeRO.
+      }], "::llvm::SmallVector<::mlir::Value, 2>", "getOptimizerStates">,
+  ];
+}
+
 def TfmSequenceOrderOpInterface : OpInterface<"TfmSequenceOrderOpInterface"> {
   let cppNamespace = "::autoshard::tfm";
   let description = [{

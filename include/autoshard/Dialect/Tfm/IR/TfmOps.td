@@ -1663,7 +1663,8 @@ def Tfm_ClipCoefOp
   ];
 }
 
-def Tfm_AdamwOp : Tfm_InferredOp<"adamw", [Tfm_OptimizerStep]> {
+def Tfm_AdamwOp : Tfm_InferredOp<"adamw", [Tfm_OptimizerStep,
+    DeclareOpInterfaceMethods<TfmParameterUpdateOpInterface>]> {
   let summary = "AdamW update of one parameter";
   let description = [{
     With `g = grad * grad_scale` and `t = step` (1-based):
