@@ -431,14 +431,31 @@ struct DynamicMemory {
   /// The bytes the head's forward keeps for its backward per microbatch
   /// (LocalProfile::headKeptBytes).
   double headKeptBytes = 0;
+  /// Gradient bytes (unsharded) of the tied embedding (the parameters both
+  /// the embedding and the head read), of the non-block parameters the
+  /// embedding reads (as the backward produces them) and of those only the
+  /// head reads.
+  double tiedGradBytes = 0, embeddingGradBytes = 0, headOnlyGradBytes = 0;
 };
+
+/// Sets the per-item bytes of `l`'s weight-gradient passes from `dyn`.
+void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
+  l.weightInputBytes = dyn.weightInputBytes;
+  l.weightGradBytes = dyn.layerWeightGradBytes;
+  l.boundaryBytes = dyn.boundaryBytes;
+  l.tokenBytes = dyn.tokenBytes;
+  l.headKeptBytes = dyn.headKeptBytes;
+  l.tiedGradBytes = dyn.tiedGradBytes;
+  l.embeddingGradBytes = dyn.embeddingGradBytes;
+  l.headOnlyGradSumBytes = dyn.headOnlyGradBytes;
+}
 
 /// What a simulated pipeline schedule tells of its ranks' memory.
 struct ScheduleMemory {
   /// Each rank's peak layers in flight.
   std::vector<double> rankLayers;
   /// Each rank's split weight-gradient passes (FrameLayers::weightPasses).
-  std::vector<std::vector<std::pair<double, double>>> rankWeightPasses;
+  std::vector<std::vector<WeightPass>> rankWeightPasses;
   /// The most microbatches whose head forward has run and whose head
   /// backward has not, at a backward of the last stage (itself included).
   double lastStageHeads = 1;
@@ -499,8 +516,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // backward.
       if (!rankWeightPasses.empty()) {
         l.weightPasses = rankWeightPasses.front();
-        l.weightInputBytes = dyn.weightInputBytes;
-        l.weightGradBytes = dyn.layerWeightGradBytes;
+        setWeightPassBytes(l, dyn);
       }
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
       FrameLayers last = dyn.layers;
@@ -527,8 +543,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       last.headsKept = std::max(0.0, heads - 1) * dyn.headKeptBytes;
       if (!rankWeightPasses.empty()) {
         last.weightPasses = rankWeightPasses.back();
-        last.weightInputBytes = dyn.weightInputBytes;
-        last.weightGradBytes = dyn.layerWeightGradBytes;
+        setWeightPassBytes(last, dyn);
       }
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
       // The heavier rank, states held included (as dist-explain reports).
@@ -580,37 +595,25 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   ScheduleMemory mem;
   for (int64_t x : sim.peakActivations)
     mem.rankLayers.push_back(double(x * layersPerChunk));
-  // Per rank, its split weight-gradient passes (W) in program order: the
-  // layers in flight (a chunk from its F to its B, or W when split) and
-  // those whose W is pending (that W's included) at each. Stages after the
-  // first split their backward; the first sends nothing back, so its
-  // backward runs whole.
+  // Per rank, its split weight-gradient passes (W) in program order, with
+  // what the rank holds there (WeightPass). Stages after the first split
+  // their backward; the first sends nothing back, so its backward runs
+  // whole.
   using Kind = pipeline::PipelineOp::Kind;
-  std::vector<std::vector<std::pair<double, double>>> &rankWeightPasses =
-      mem.rankWeightPasses;
-  rankWeightPasses.resize(sched->numRanks);
+  mem.rankWeightPasses =
+      weightPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   const int64_t lastStage = sched->numStages - 1;
   mem.firstRankHasHead = sched->stageToRank[lastStage] == sched->stageToRank[0];
   for (int64_t r = 0; r < sched->numRanks; ++r) {
-    int64_t inflight = 0, pending = 0, heads = 0;
+    int64_t heads = 0;
     for (const pipeline::PipelineOp &op : sched->rankOrders[r]) {
-      if (op.stage == lastStage) {
-        heads += op.kind == Kind::F ? 1 : 0;
-        if (op.kind == Kind::B || op.kind == Kind::I) {
-          mem.lastStageHeads = std::max(mem.lastStageHeads, double(heads));
-          --heads;
-        }
+      if (op.stage != lastStage)
+        continue;
+      heads += op.kind == Kind::F ? 1 : 0;
+      if (op.kind == Kind::B || op.kind == Kind::I) {
+        mem.lastStageHeads = std::max(mem.lastStageHeads, double(heads));
+        --heads;
       }
-      inflight += op.kind == Kind::F ? 1 : 0;
-      pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
-      if (op.kind == Kind::W && op.stage != 0) {
-        std::pair<double, double> pass(double(inflight * layersPerChunk),
-                                       double(pending * layersPerChunk));
-        if (!llvm::is_contained(rankWeightPasses[r], pass))
-          rankWeightPasses[r].push_back(pass);
-        --pending;
-      }
-      inflight -= op.kind == Kind::B || op.kind == Kind::W ? 1 : 0;
     }
   }
   setMemory(e, c, double(chunks * layersPerChunk), dyn, &mem);
@@ -796,6 +799,12 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);
+    const double g = gradElementBytes(c, m.elementBytes);
+    dyn.tiedGradBytes =
+        g * std::max(0.0, prof.preParams + prof.postParams - prof.otherParams);
+    dyn.embeddingGradBytes =
+        g * std::max(0.0, prof.preParams - prof.preGradSliced);
+    dyn.headOnlyGradBytes = g * prof.headOnlyParams;
     dyn.layers.tokenSlices = plan.mb > 1 ? dyn.tokenBytes : 0;
     dyn.layers.headOnlyGradBytes = prof.headOnlyParams * m.elementBytes;
     // A stage holds the non-block parameters its part of the step reads

@@ -77,6 +77,12 @@ PLANS = [
     ("dp=2,tp=2,sp=1,recompute=full", 2),
     ("pp=2,schedule=zb-h1", 4),
     ("pp=2,schedule=gpipe", 2),
+    ("pp=2,schedule=zb-h1", 2),
+    ("pp=2,schedule=zb-h1", 8),
+    ("pp=4,schedule=zb-h1", 4),
+    ("pp=4,schedule=zb-h1", 8),
+    ("pp=2,schedule=zb-v,vpp=2", 4),
+    ("pp=2,schedule=zb-v,vpp=2", 8),
 ]
 
 
