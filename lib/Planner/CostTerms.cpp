@@ -576,7 +576,9 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     FramePeak c;
     c.phase = phase;
     const double headGrad = l.head ? 0 : m.headGrad.at(b) * scale;
-    const double received = std::max(0.0, headGrad - l.headOnlyGradBytes);
+    // At a split W the received gradients are its inputs (counted there).
+    const double received =
+        phaseGrads ? std::max(0.0, headGrad - l.headOnlyGradBytes) : 0;
     c.activations = m.activation.at(b) * scale + kept + received;
     c.grads = (phaseGrads ? m.grad.at(b) * scale - headGrad : 0) + sent;
     c.paramGrads = paramGrads;
@@ -611,7 +613,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
              l.weightGradBytes + w.summedLayers * l.weightGradBytes +
                  (w.embeddingSums ? l.embeddingGradBytes : 0) +
                  w.headGrads * l.headOnlyGradSumBytes,
-             w.pending * l.weightInputBytes + w.sentGrads * l.boundaryBytes +
+             w.pending * l.weightInputBytes +
+                 (w.sentGrads + w.heldGrads) * l.boundaryBytes +
                  w.tiedShares * l.tiedGradBytes,
              /*phaseGrads=*/false);
   consider(StepPhase::Tail, 0, otherGrads);
@@ -699,6 +702,9 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
     int64_t inflight = 0, pending = 0, firstInflight = 0, heads = 0;
     int64_t headBackwards = 0, firstBackwards = 0, headAdds = 0;
     std::set<int64_t> summed;
+    // Input gradients of a stage whose previous stage runs on this rank
+    // too, held from its backward to that stage's: (stage - 1, microbatch).
+    std::set<std::pair<int64_t, int64_t>> held;
     for (auto [i, op] : llvm::enumerate(sched.rankOrders[r])) {
       inflight += op.kind == Kind::F ? 1 : 0;
       pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
@@ -734,6 +740,7 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
         w.embeddingSums = firstBackwards > 0;
         w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
+        w.heldGrads = double(held.size());
         if (!llvm::is_contained(passes[r], w))
           passes[r].push_back(w);
         --pending;
@@ -741,6 +748,11 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
       if (op.kind == Kind::B || op.kind == Kind::W) {
         --inflight;
         summed.insert(op.stage);
+      }
+      if (op.kind == Kind::B || op.kind == Kind::I) {
+        held.erase({op.stage, op.microbatch});
+        if (op.stage > 0 && rankOf(op.stage - 1) == r)
+          held.insert({op.stage - 1, op.microbatch});
       }
       // The first stage's backward runs whole, at its I.
       if (op.stage == 0 && (op.kind == Kind::B || op.kind == Kind::I)) {

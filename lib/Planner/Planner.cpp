@@ -420,6 +420,10 @@ struct DynamicMemory {
   /// non-block parameters either end reads.
   ModelStates bothStates;
   double bothGrads = 0;
+  /// The same for the last rank then (ZB-V's, the middle stages): the
+  /// blocks only.
+  ModelStates middleStates;
+  double middleGrads = 0;
   /// Pipeline stages and the bytes a stage sends per microbatch.
   int64_t stages = 1;
   bool gpipe = false, zbv = false;
@@ -491,7 +495,11 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       auto microbatchesOf = [&](double inflight) {
         return std::max(1.0, std::ceil(inflight / perRank - 1e-9));
       };
-      const double microbatches = microbatchesOf(layers);
+      // The first rank's own peak in flight when simulated (ZB-V's first
+      // rank holds fewer than its middle one).
+      if (!rankLayers.empty())
+        l.inflight = rankLayers.front();
+      const double microbatches = microbatchesOf(l.inflight);
       const double nextInflight =
           dyn.gpipe ? l.microbatches
                     : std::min(double(dyn.stages - 1), l.microbatches);
@@ -522,14 +530,19 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       FrameLayers last = dyn.layers;
       last.inflight = lastInflight;
       last.tokenSlices = 0;
-      last.accumulated = last.accumulated > 0 ? dyn.lastGrads : 0;
+      // ZB-V's last rank runs the middle stages: neither the head nor the
+      // embedding, and only the blocks' sums.
+      last.head = !firstHasHead;
+      last.accumulated = last.accumulated > 0
+                             ? (firstHasHead ? dyn.middleGrads : dyn.lastGrads)
+                             : 0;
       // Its input-gradient sends are waited at the end of the step: at the
       // last microbatch's bottom backward the earlier microbatches' are
       // live, and so at its forward and top backward where it holds one
       // microbatch in flight (1F1B: no earlier backward there under
-      // GPipe, whose peak in flight is its first backward). ZB-V's last
-      // rank does not run the head (not modelled here).
-      if (!dyn.zbv) {
+      // GPipe, whose peak in flight is its first backward). ZB-V's are
+      // read off the schedule at its W passes.
+      if (!firstHasHead) {
         last.sentGradBytes =
             std::max(0.0, last.microbatches - 1) * dyn.boundaryBytes;
         last.sentGradInflightBytes = dyn.gpipe ? 0 : last.sentGradBytes;
@@ -540,7 +553,8 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // (closed form: GPipe runs every head forward first).
       const double heads =
           sched ? sched->lastStageHeads : (dyn.gpipe ? l.microbatches : 1);
-      last.headsKept = std::max(0.0, heads - 1) * dyn.headKeptBytes;
+      last.headsKept =
+          firstHasHead ? 0 : std::max(0.0, heads - 1) * dyn.headKeptBytes;
       if (!rankWeightPasses.empty()) {
         last.weightPasses = rankWeightPasses.back();
         setWeightPassBytes(last, dyn);
@@ -548,7 +562,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
       // The heavier rank, states held included (as dist-explain reports).
       const ModelStates &a = firstHasHead ? dyn.bothStates : dyn.firstStates,
-                        &z = dyn.lastStates;
+                        &z = firstHasHead ? dyn.middleStates : dyn.lastStates;
       bool firstHeavier = first.total() + a.params + a.optimizer >
                           peak.total() + z.params + z.optimizer;
       if (firstHeavier)
@@ -824,6 +838,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     stage(prof.postParams, prof.postGradSliced, dyn.lastStates, dyn.lastGrads);
     stage(prof.preParams + prof.headOnlyParams, prof.preGradSliced,
           dyn.bothStates, dyn.bothGrads);
+    stage(0, 0, dyn.middleStates, dyn.middleGrads);
     dyn.paramBytes = e.paramBytes;
     dyn.optimizerBytes = e.optimizerBytes;
   }

@@ -436,6 +436,7 @@ void expectWeightPass(const WeightPass &got, const WeightPass &want) {
   EXPECT_DOUBLE_EQ(got.pending, want.pending);
   EXPECT_DOUBLE_EQ(got.sentActivations, want.sentActivations);
   EXPECT_DOUBLE_EQ(got.sentGrads, want.sentGrads);
+  EXPECT_DOUBLE_EQ(got.heldGrads, want.heldGrads);
   EXPECT_DOUBLE_EQ(got.tokenSlices, want.tokenSlices);
   EXPECT_DOUBLE_EQ(got.heads, want.heads);
   EXPECT_DOUBLE_EQ(got.tiedShares, want.tiedShares);
@@ -472,6 +473,16 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   expectWeightPass(passes[0][2], want);
   // Without a tied embedding there are no head shares.
   EXPECT_DOUBLE_EQ(weightPassesOf(*zbv, 1, false)[0][2].tiedShares, 0);
+  // Rank 1 runs stages 1 and 2, F1 F2 F1 F2 I2 W2 ... at 2 microbatches:
+  // at its first W 4 layers in flight, stage 2's forward send of
+  // microbatch 1 unwaited (rank 0 answers the first one), and the input
+  // gradient I2 passed to stage 1 on the same rank, held until I1.
+  zbv = buildSchedule(ScheduleKind::ZBV, 2, 2, 2);
+  ASSERT_TRUE(zbv.ok());
+  want = WeightPass();
+  want.inflight = 4, want.pending = 1, want.sentActivations = 1;
+  want.heldGrads = 1;
+  expectWeightPass(weightPassesOf(*zbv, 1, true)[1][0], want);
 
   // ZB-H1, 2 ranks, 4 microbatches, 2 layers per stage: the last rank
   // sends each microbatch's input gradient and tied head share to rank 0,

@@ -1042,6 +1042,32 @@ TEST(Memory, FramePipelineStagesHoldTheirParameters) {
   EXPECT_DOUBLE_EQ(t.estimate(2).paramBytes, (blocks + 3e5) * m.elementBytes);
 }
 
+TEST(Memory, FrameZbvMiddleRankHoldsOnlyTheBlocks) {
+  // ZB-V's first rank runs the first and the last stage (embedding and
+  // head), the other rank the middle stages: only blocks, and more of them
+  // in flight (2 microbatches of 2 chunks against 3 chunks on the first
+  // rank), so with large residuals it is the heavier and reported with the
+  // blocks' parameters only.
+  PlanEval t(syntheticProfile(1e6, 1e8), "pp=2,mb=2,schedule=zb-v,vpp=2",
+             syntheticModel(8));
+  auto &[c, m, prof, plan] = t;
+  c.gradBufferInFrame = true;
+  prof.otherParams = 3e5;
+  prof.preParams = 2e5, prof.postParams = 1.5e5, prof.headOnlyParams = 5e4;
+  const double blocks = m.layers / 2 * 1e6;
+  Estimate middle = t.estimate(2, /*simulate=*/true);
+  ASSERT_TRUE(middle.fits) << middle.note;
+  EXPECT_DOUBLE_EQ(middle.inflightLayers, 8);
+  EXPECT_DOUBLE_EQ(middle.paramBytes, blocks * m.elementBytes);
+  // A huge embedding makes the first rank (both ends) the heavier.
+  prof.otherParams = 3e9;
+  prof.preParams = 2e9 + 1e5, prof.postParams = 2e9 + 5e4;
+  prof.headOnlyParams = 5e4;
+  Estimate first = t.estimate(2, /*simulate=*/true);
+  EXPECT_DOUBLE_EQ(first.paramBytes,
+                   (blocks + 2e9 + 1e5 + 5e4) * m.elementBytes);
+}
+
 TEST(Memory, KeptDropoutMasks) {
   // Megatron keeps a 1-byte mask per hidden-dropout element for every
   // layer in flight; autoshard regenerates it (0); full recomputation

@@ -381,6 +381,10 @@ struct WeightPass {
   /// Forward outputs (activation category) and input gradients (gradient
   /// category) sent and not yet waited for.
   double sentActivations = 0, sentGrads = 0;
+  /// Input gradients of a stage whose previous stage runs on the same rank
+  /// (ZB-V's middle stages), held from that stage's backward (I) to the
+  /// previous stage's.
+  double heldGrads = 0;
   /// Microbatches in flight on the first stage (F run, B not), each with
   /// its token slice, when the rank runs it.
   double tokenSlices = 0;
@@ -403,9 +407,10 @@ struct WeightPass {
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
-           tokenSlices == o.tokenSlices && heads == o.heads &&
-           tiedShares == o.tiedShares && summedLayers == o.summedLayers &&
-           embeddingSums == o.embeddingSums && headGrads == o.headGrads;
+           heldGrads == o.heldGrads && tokenSlices == o.tokenSlices &&
+           heads == o.heads && tiedShares == o.tiedShares &&
+           summedLayers == o.summedLayers && embeddingSums == o.embeddingSums &&
+           headGrads == o.headGrads;
   }
 };
 
