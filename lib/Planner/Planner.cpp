@@ -425,7 +425,7 @@ struct DynamicMemory {
   ModelStates middleStates;
   double middleGrads = 0;
   /// Pipeline stages and the bytes a stage sends per microbatch.
-  int64_t stages = 1;
+  int64_t stages = 1, vpp = 1;
   bool gpipe = false, zbv = false;
   double boundaryBytes = 0, tokenBytes = 0;
   /// Zero-bubble schedules: a block's gradient bytes that its deferred W
@@ -527,6 +527,24 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         setWeightPassBytes(l, dyn);
       }
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
+      // One stage per rank (1F1B, ZB-H1): a later microbatch's backward
+      // holds the sums of the earlier ones, with min(p, m - 1)
+      // microbatches in flight (those that have not run theirs: with m <=
+      // p fewer than at the first backward, which the peak above counts).
+      if (dyn.vpp == 1 && !dyn.gpipe && !firstHasHead && l.microbatches > 1 &&
+          dyn.firstGrads > 0) {
+        FrameLayers later = l;
+        const double inflight =
+            std::min(double(dyn.stages), l.microbatches - 1);
+        later.inflight = inflight * perRank;
+        later.accumulated = dyn.firstGrads;
+        later.sendBytes =
+            std::max(0.0, inflight - nextInflight) * dyn.boundaryBytes;
+        later.tokenSlices = inflight * dyn.tokenBytes;
+        FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
+        if (other.total() > first.total())
+          first = other;
+      }
       FrameLayers last = dyn.layers;
       last.inflight = lastInflight;
       last.tokenSlices = 0;
@@ -805,6 +823,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.gatherPackBytes = layerBytes / double(shards.dpGroup);
     }
     dyn.stages = p;
+    dyn.vpp = v;
     dyn.gpipe = plan.schedule == "gpipe";
     dyn.zbv = plan.schedule == "zb-v";
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;

@@ -40,7 +40,10 @@ labels) are live. Under ZB-H1 the last stage's peak is at a deferred
 weight-gradient pass (W): the inputs of the W passes still pending (the
 block output gradients and what I saved for W) are live there. With SP
 and several microbatches the position embedding's gradient is summed as
-the rank's slice of the positions. The zero-bubble schedules' peaks are
+the rank's slice of the positions. With full recomputation, tp with SP and
+two microbatches the first stage is the heavier, at its second
+microbatch's backward: one microbatch in flight and the first one's sums.
+The zero-bubble schedules' peaks are
 at a deferred W, where the planner reads what the rank holds off the
 simulated schedule (docs/planner.md: the unwaited sends, the tied
 embedding's head shares, the token slices, the sums); ZB-V's first rank
@@ -88,6 +91,7 @@ PLANS = [
     ("pp=2,schedule=zb-v,vpp=2", 4),
     ("pp=2,schedule=zb-v,vpp=2", 8),
     ("pp=2,schedule=zb-v,vpp=2", 2),
+    ("pp=2,tp=2,sp=1,recompute=full", 2),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an
