@@ -440,6 +440,9 @@ struct DynamicMemory {
   /// embedding reads (as the backward produces them) and of those only the
   /// head reads.
   double tiedGradBytes = 0, embeddingGradBytes = 0, headOnlyGradBytes = 0;
+  /// Under full recomputation: the residual bytes per layer its re-run
+  /// restores (those without recomputation less those it keeps).
+  double recomputedBytes = 0;
 };
 
 /// Sets the per-item bytes of `l`'s weight-gradient passes from `dyn`.
@@ -452,6 +455,7 @@ void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
   l.tiedGradBytes = dyn.tiedGradBytes;
   l.embeddingGradBytes = dyn.embeddingGradBytes;
   l.headOnlyGradSumBytes = dyn.headOnlyGradBytes;
+  l.recomputedBytes = dyn.recomputedBytes;
 }
 
 /// What a simulated pipeline schedule tells of its ranks' memory.
@@ -838,6 +842,14 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.embeddingGradBytes =
         g * std::max(0.0, prof.preParams - prof.preGradSliced);
     dyn.headOnlyGradBytes = g * prof.headOnlyParams;
+    // Full recomputation's re-run is a call of its own whose results the
+    // split I and W both read. (Selective re-runs inside the backward call,
+    // and I saves what W reads of it: a part the profile's W inputs, read
+    // from the unrecomputed block, do not hold.)
+    if (plan.recompute == "full")
+      dyn.recomputedBytes =
+          std::max(0.0, blockActivations(c, prof, "none", b, scale).perLayer -
+                            act.perLayer);
     dyn.layers.tokenSlices = plan.mb > 1 ? dyn.tokenBytes : 0;
     dyn.layers.headOnlyGradBytes = prof.headOnlyParams * m.elementBytes;
     // A stage holds the non-block parameters its part of the step reads

@@ -46,7 +46,9 @@ microbatch's backward: one microbatch in flight and the first one's sums.
 The zero-bubble schedules' peaks are
 at a deferred W, where the planner reads what the rank holds off the
 simulated schedule (docs/planner.md: the unwaited sends, the tied
-embedding's head shares, the token slices, the sums); ZB-V's first rank
+embedding's head shares, the token slices, the sums; under full
+recomputation the residuals its re-run restored for each pending W); ZB-V's
+first rank
 runs both ends, its other rank only blocks (ALL_ACTIVATION below).
 """
 
@@ -92,6 +94,7 @@ PLANS = [
     ("pp=2,schedule=zb-v,vpp=2", 8),
     ("pp=2,schedule=zb-v,vpp=2", 2),
     ("pp=2,tp=2,sp=1,recompute=full", 2),
+    ("pp=2,schedule=zb-h1,recompute=full", 4),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

@@ -421,6 +421,11 @@ TEST(MemoryTerm, FramePeakDeferredWeightPassesAndKeptHeads) {
   EXPECT_DOUBLE_EQ(p.activations, 90 + 150 + 64 + 400 + 12);
   EXPECT_DOUBLE_EQ(p.grads, 210 + 128 + 32);
   EXPECT_DOUBLE_EQ(p.paramGrads, 90 + 12 + 4);
+  // Full recomputation: the residuals the re-run restored (7 per layer)
+  // stay until each pending layer's W; this W's own are its phase's.
+  l.recomputedBytes = 7;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 150 + 64 + 400 + 12 + 2 * 7);
   // GPipe: another microbatch's kept head values (400) are live from the
   // forward through the backward: the head (120 + 50 + 400, 10).
   l.weightPasses.clear();

@@ -448,6 +448,10 @@ struct FrameLayers {
   double weightInputBytes = 0, weightGradBytes = 0;
   double boundaryBytes = 0, tokenBytes = 0, headKeptBytes = 0;
   double tiedGradBytes = 0, embeddingGradBytes = 0, headOnlyGradSumBytes = 0;
+  /// Under full recomputation, the residual bytes per layer its re-run
+  /// restores before I: kept until that layer's W, so live for each
+  /// pending layer but the W's own (its phase holds those).
+  double recomputedBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);
