@@ -736,8 +736,7 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         // the later shares are added to; elsewhere each share is a message.
         if (both && tied)
           w.tiedShares =
-              double(std::max<int64_t>(0, headBackwards - firstBackwards -
-                                              (firstBackwards == 0 ? 1 : 0)));
+              double(std::max<int64_t>(0, headBackwards - firstBackwards));
         w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
         w.embeddingSums = firstBackwards > 0;
         w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));

@@ -95,6 +95,7 @@ PLANS = [
     ("pp=2,schedule=zb-v,vpp=2", 2),
     ("pp=2,tp=2,sp=1,recompute=full", 2),
     ("pp=2,schedule=zb-h1,recompute=full", 4),
+    ("pp=2,dp=2,schedule=zb-v,vpp=2", 2),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

@@ -476,6 +476,10 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   want.tiedShares = 2, want.summedLayers = 2, want.embeddingSums = true;
   want.headGrads = 1;
   expectWeightPass(passes[0][2], want);
+  // Before stage 0's first backward there is no sum: at W3 of microbatch
+  // 0 its share is pending.
+  EXPECT_DOUBLE_EQ(passes[0][0].tiedShares, 1);
+  EXPECT_FALSE(passes[0][0].embeddingSums);
   // Without a tied embedding there are no head shares.
   EXPECT_DOUBLE_EQ(weightPassesOf(*zbv, 1, false)[0][2].tiedShares, 0);
   // Rank 1 runs stages 1 and 2, F1 F2 F1 F2 I2 W2 ... at 2 microbatches:
