@@ -622,9 +622,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   return best;
 }
 
-std::vector<std::vector<WeightPass>>
-weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
-               bool tied) {
+std::vector<std::vector<PendingSend>>
+pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
   using Kind = pipeline::PipelineOp::Kind;
   const int64_t ranks = sched.numRanks, lastStage = sched.numStages - 1;
   auto rankOf = [&](int64_t stage) { return sched.stageToRank[stage]; };
@@ -638,7 +637,10 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
     bool send;
   };
   const int64_t m = sched.numMicrobatches;
-  enum Message { Activation, InputGrad, TiedShare };
+  using Message = PendingSend::Kind;
+  const Message Activation = PendingSend::Activation,
+                InputGrad = PendingSend::InputGrad,
+                TiedShare = PendingSend::TiedShare;
   auto tagOf = [&](int64_t stage, int64_t mb, Message kind) {
     return 3 * (stage * m + mb) + kind;
   };
@@ -677,19 +679,14 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         return int64_t(i);
     return int64_t(-1);
   };
-  std::vector<std::vector<WeightPass>> passes(ranks);
+  std::vector<std::vector<PendingSend>> sends(ranks);
   for (int64_t r = 0; r < ranks; ++r) {
-    // Each send: its op, the op at whose start it is waited, and its kind.
-    struct Send {
-      size_t op, waited;
-      int64_t kind;
-    };
-    std::vector<Send> sends;
     const auto &list = transfers[r];
     for (auto [i, t] : llvm::enumerate(list)) {
       if (!t.send)
         continue;
-      Send send{t.op, sched.rankOrders[r].size(), t.tag % 3};
+      PendingSend send{t.op, sched.rankOrders[r].size(),
+                       static_cast<PendingSend::Kind>(t.tag % 3)};
       int64_t received = indexOf(t.peer, r, t.tag, false);
       for (const Transfer &later : llvm::ArrayRef(list).drop_front(i + 1))
         if (!later.send && later.peer == t.peer && received >= 0 &&
@@ -697,8 +694,22 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
           send.waited = later.op;
           break;
         }
-      sends.push_back(send);
+      sends[r].push_back(send);
     }
+  }
+  return sends;
+}
+
+std::vector<std::vector<WeightPass>>
+weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
+               bool tied) {
+  using Kind = pipeline::PipelineOp::Kind;
+  const int64_t ranks = sched.numRanks, lastStage = sched.numStages - 1;
+  auto rankOf = [&](int64_t stage) { return sched.stageToRank[stage]; };
+  std::vector<std::vector<PendingSend>> rankSends = pendingSends(sched, tied);
+  std::vector<std::vector<WeightPass>> passes(ranks);
+  for (int64_t r = 0; r < ranks; ++r) {
+    const std::vector<PendingSend> &sends = rankSends[r];
     const bool both = rankOf(0) == r && rankOf(lastStage) == r;
     int64_t inflight = 0, pending = 0, firstInflight = 0, heads = 0;
     int64_t headBackwards = 0, firstBackwards = 0, headAdds = 0;
@@ -725,11 +736,11 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         WeightPass w;
         w.inflight = double(inflight * layersPerChunk);
         w.pending = double(pending * layersPerChunk);
-        for (const Send &send : sends)
+        for (const PendingSend &send : sends)
           if (send.op < i && send.waited > i)
-            (send.kind == Activation  ? w.sentActivations
-             : send.kind == InputGrad ? w.sentGrads
-                                      : w.tiedShares) += 1;
+            (send.kind == PendingSend::Activation  ? w.sentActivations
+             : send.kind == PendingSend::InputGrad ? w.sentGrads
+                                                   : w.tiedShares) += 1;
         w.tokenSlices = double(firstInflight);
         w.heads = double(heads);
         // On a rank with both ends the first backward starts the sum that

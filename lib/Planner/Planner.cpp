@@ -469,6 +469,10 @@ struct ScheduleMemory {
   double lastStageHeads = 1;
   /// The first rank also runs the last stage (ZB-V's V-shaped map).
   bool firstRankHasHead = false;
+  /// The bytes of the last rank's input-gradient sends and tied embedding
+  /// shares not yet waited for at a backward after its first, at most
+  /// (pendingSends).
+  double lastSentBytes = 0;
 };
 
 /// Sets `e`'s memory for `layers` in-flight layers (`dyn`; the heaviest
@@ -565,8 +569,15 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // GPipe, whose peak in flight is its first backward). ZB-V's are
       // read off the schedule at its W passes.
       if (!firstHasHead) {
+        // Simulated: each is waited after the first later forward input
+        // that the previous stage sent after receiving it.
+        // The tied embedding's share is sent per microbatch, not summed.
         last.sentGradBytes =
-            std::max(0.0, last.microbatches - 1) * dyn.boundaryBytes;
+            sched ? sched->lastSentBytes
+                  : std::max(0.0, last.microbatches - 1) * dyn.boundaryBytes;
+        if (sched && last.accumulated > 0)
+          last.accumulated =
+              std::max(0.0, last.accumulated - dyn.tiedGradBytes);
         last.sentGradInflightBytes = dyn.gpipe ? 0 : last.sentGradBytes;
       }
       if (last.microbatches <= microbatchesOf(lastInflight))
@@ -640,6 +651,26 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
       weightPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   const int64_t lastStage = sched->numStages - 1;
   mem.firstRankHasHead = sched->stageToRank[lastStage] == sched->stageToRank[0];
+  {
+    const int64_t r = sched->numRanks - 1;
+    const std::vector<PendingSend> sends =
+        pendingSends(*sched, dyn.tiedGradBytes > 0)[r];
+    bool later = false;
+    for (auto [k, op] : llvm::enumerate(sched->rankOrders[r])) {
+      if (op.kind != Kind::B && op.kind != Kind::I)
+        continue;
+      if (later) {
+        double live = 0;
+        for (const PendingSend &send : sends)
+          if (send.op < k && send.waited > k)
+            live += send.kind == PendingSend::InputGrad   ? dyn.boundaryBytes
+                    : send.kind == PendingSend::TiedShare ? dyn.tiedGradBytes
+                                                          : 0;
+        mem.lastSentBytes = std::max(mem.lastSentBytes, live);
+      }
+      later = true;
+    }
+  }
   for (int64_t r = 0; r < sched->numRanks; ++r) {
     int64_t heads = 0;
     for (const pipeline::PipelineOp &op : sched->rankOrders[r]) {

@@ -31,9 +31,10 @@ recomputation in the backward (selective).
 
 A pipeline stage holds the non-block parameters its part of the step
 reads (the first stage the embedding's, the last the head's). Under full
-recomputation the last stage is the heavier, at its last microbatch's
-bottom backward call: the earlier microbatches' input gradients, sent
-back and waited for only at the end of the step, are live there. Under
+recomputation the last stage is the heavier, at a later microbatch's
+bottom backward call: the earlier microbatches' input gradients and tied
+head shares sent back and not yet waited for are live there (with m <= p
+all of them, waited at the end of the step; pp=4 mb=8: the shares). Under
 GPipe the last stage is the heavier: at its first backward the other
 microbatches' head values (last block output, final norm output, logits,
 labels) are live. Under ZB-H1 the last stage's peak is at a deferred
@@ -96,6 +97,7 @@ PLANS = [
     ("pp=2,tp=2,sp=1,recompute=full", 2),
     ("pp=2,schedule=zb-h1,recompute=full", 4),
     ("pp=2,dp=2,schedule=zb-v,vpp=2", 2),
+    ("pp=4,recompute=full", 8),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

@@ -513,6 +513,46 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   expectWeightPass(passes[1][1], want);
 }
 
+TEST(MemoryTerm, PendingSendsWaitedAfterTheAnswer) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // 1F1B, pp = 2, 4 microbatches: rank 1 runs F0 B0 F1 B1 F2 B2 F3 B3,
+  // rank 0 F0 F1 B0 F2 B1 F3 B2 B3. Rank 1's input gradient of
+  // microbatch 0 (and its tied head share) reaches rank 0 at B0, after
+  // which rank 0 sends F2's input: waited at rank 1's F2 (op 4); those of
+  // microbatches 2 and 3 at the end (op 8).
+  auto oneF = buildSchedule(ScheduleKind::OneFOneB, 2, 4, 1);
+  ASSERT_TRUE(oneF.ok());
+  std::vector<PendingSend> sends = pendingSends(*oneF, /*tied=*/true)[1];
+  ASSERT_EQ(sends.size(), 8u);
+  EXPECT_EQ(sends[0].kind, PendingSend::TiedShare);
+  EXPECT_EQ(sends[1].kind, PendingSend::InputGrad);
+  EXPECT_EQ(sends[0].op, 1u);
+  EXPECT_EQ(sends[0].waited, 4u);
+  EXPECT_EQ(sends[1].waited, 4u);
+  EXPECT_EQ(sends[5].waited, 8u);
+  EXPECT_EQ(sends[7].waited, 8u);
+  // Rank 0's forward outputs: F0's is waited once B0's gradient, sent
+  // after rank 1 received it, arrives (rank 0's op 2).
+  EXPECT_EQ(pendingSends(*oneF, true)[0][0].kind, PendingSend::Activation);
+  EXPECT_EQ(pendingSends(*oneF, true)[0][0].waited, 2u);
+  // Without a tied embedding only the input gradients.
+  EXPECT_EQ(pendingSends(*oneF, false)[1].size(), 4u);
+  // pp = 4: rank 0 never sends to rank 3 after receiving a share, so the
+  // last stage's shares are waited at the end of the step.
+  auto four = buildSchedule(ScheduleKind::OneFOneB, 4, 8, 1);
+  ASSERT_TRUE(four.ok());
+  sends = pendingSends(*four, true)[3];
+  EXPECT_EQ(llvm::count_if(sends,
+                           [](const PendingSend &send) {
+                             return send.kind == PendingSend::TiedShare;
+                           }),
+            8);
+  for (const PendingSend &send : sends)
+    if (send.kind == PendingSend::TiedShare)
+      EXPECT_EQ(send.waited, four->rankOrders[3].size());
+}
+
 /// 1e9 dense parameters per rank, data-parallel over 8 ranks of one node.
 ParameterShards eightRanksOfOneNode() {
   ParameterShards s;

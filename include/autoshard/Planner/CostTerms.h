@@ -456,6 +456,23 @@ struct FrameLayers {
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);
 
+/// A send of a pipeline rank's program and the op at whose start it is
+/// waited (the op count when at the end of the step): a forward output
+/// (activation), an input gradient or the last stage's tied embedding
+/// share (gradients).
+struct PendingSend {
+  enum Kind { Activation, InputGrad, TiedShare };
+  size_t op = 0, waited = 0;
+  Kind kind = Activation;
+};
+
+/// The sends of each rank of `sched` in program order, with
+/// dist-pipeline-split's transfers and waits (see weightPassesOf; `tied`:
+/// the last stage sends a tied embedding's share per microbatch when it
+/// runs on another rank than the first).
+std::vector<std::vector<PendingSend>>
+pendingSends(const pipeline::PipelineSchedule &sched, bool tied);
+
 /// The split weight-gradient passes (W) of each rank of `sched` in program
 /// order, with what the rank holds at each (WeightPass; `layersPerChunk`
 /// layers per stage). The transfers are dist-pipeline-split's: a unit
