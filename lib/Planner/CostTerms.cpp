@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <tuple>
 
 namespace autoshard::planner {
 
@@ -673,11 +675,15 @@ pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
                           tagOf(op.stage, op.microbatch, InputGrad), true});
       }
     }
+  // Position of (peer, tag, send) in a rank's transfer list.
+  std::vector<std::map<std::tuple<int64_t, int64_t, bool>, int64_t>> position(
+      ranks);
+  for (int64_t r = 0; r < ranks; ++r)
+    for (auto [i, t] : llvm::enumerate(transfers[r]))
+      position[r].emplace(std::make_tuple(t.peer, t.tag, t.send), int64_t(i));
   auto indexOf = [&](int64_t rank, int64_t peer, int64_t tag, bool send) {
-    for (auto [i, t] : llvm::enumerate(transfers[rank]))
-      if (t.peer == peer && t.tag == tag && t.send == send)
-        return int64_t(i);
-    return int64_t(-1);
+    auto it = position[rank].find(std::make_tuple(peer, tag, send));
+    return it == position[rank].end() ? int64_t(-1) : it->second;
   };
   std::vector<std::vector<PendingSend>> sends(ranks);
   for (int64_t r = 0; r < ranks; ++r) {

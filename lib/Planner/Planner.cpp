@@ -647,11 +647,13 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   // their backward; the first sends nothing back, so its backward runs
   // whole.
   using Kind = pipeline::PipelineOp::Kind;
-  mem.rankWeightPasses =
-      weightPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
+  // What the static memory plan holds (only where it is scored).
+  if (dyn.frame)
+    mem.rankWeightPasses =
+        weightPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   const int64_t lastStage = sched->numStages - 1;
   mem.firstRankHasHead = sched->stageToRank[lastStage] == sched->stageToRank[0];
-  {
+  if (dyn.frame) {
     const int64_t r = sched->numRanks - 1;
     const std::vector<PendingSend> sends =
         pendingSends(*sched, dyn.tiedGradBytes > 0)[r];
