@@ -8,10 +8,15 @@
 
 #include "autoshard/Planner/CostTerms.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
 
 namespace autoshard::planner {
 
@@ -573,7 +578,9 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     FramePeak c;
     c.phase = phase;
     const double headGrad = l.head ? 0 : m.headGrad.at(b) * scale;
-    const double received = std::max(0.0, headGrad - l.headOnlyGradBytes);
+    // At a split W the received gradients are its inputs (counted there).
+    const double received =
+        phaseGrads ? std::max(0.0, headGrad - l.headOnlyGradBytes) : 0;
     c.activations = m.activation.at(b) * scale + kept + received;
     c.grads = (phaseGrads ? m.grad.at(b) * scale - headGrad : 0) + sent;
     c.paramGrads = paramGrads;
@@ -600,15 +607,178 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                ? l.accumulated
                : otherGrads + (otherLayers > 0 ? l.reducingGradBytes : 0),
            l.sentGradBytes);
-  for (auto [inflight, pending] : l.weightPasses)
+  for (const WeightPass &w : l.weightPasses)
     consider(StepPhase::BlockBackward,
-             std::max(0.0, inflight - 1) * l.keptPerLayer + l.tokenSlices +
-                 l.headsKept,
-             l.accumulated + l.weightGradBytes,
-             pending * l.weightInputBytes + l.sentGradInflightBytes,
+             std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+                 std::max(0.0, w.pending - 1) * l.recomputedBytes +
+                 w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
+                 w.sentActivations * l.boundaryBytes,
+             l.weightGradBytes + w.summedLayers * l.weightGradBytes +
+                 (w.embeddingSums ? l.embeddingGradBytes : 0) +
+                 w.headGrads * l.headOnlyGradSumBytes,
+             w.pending * l.weightInputBytes +
+                 (w.sentGrads + w.heldGrads) * l.boundaryBytes +
+                 w.tiedShares * l.tiedGradBytes,
              /*phaseGrads=*/false);
   consider(StepPhase::Tail, 0, otherGrads);
   return best;
+}
+
+std::vector<std::vector<PendingSend>>
+pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
+  using Kind = pipeline::PipelineOp::Kind;
+  const int64_t ranks = sched.numRanks, lastStage = sched.numStages - 1;
+  auto rankOf = [&](int64_t stage) { return sched.stageToRank[stage]; };
+  // Each rank's transfers in program order: (op index, peer, tag, send).
+  // Tags: 3·(stage·m + microbatch) for a forward output of `stage`, + 1
+  // for an input gradient of `stage`, + 2 for the last stage's tied
+  // embedding share.
+  struct Transfer {
+    size_t op;
+    int64_t peer, tag;
+    bool send;
+  };
+  const int64_t m = sched.numMicrobatches;
+  using Message = PendingSend::Kind;
+  const Message Activation = PendingSend::Activation,
+                InputGrad = PendingSend::InputGrad,
+                TiedShare = PendingSend::TiedShare;
+  auto tagOf = [&](int64_t stage, int64_t mb, Message kind) {
+    return 3 * (stage * m + mb) + kind;
+  };
+  const bool sendsShares = tied && rankOf(0) != rankOf(lastStage);
+  std::vector<std::vector<Transfer>> transfers(ranks);
+  for (int64_t r = 0; r < ranks; ++r)
+    for (auto [i, op] : llvm::enumerate(sched.rankOrders[r])) {
+      auto &list = transfers[r];
+      if (op.kind == Kind::F) {
+        if (op.stage > 0 && rankOf(op.stage - 1) != r)
+          list.push_back({i, rankOf(op.stage - 1),
+                          tagOf(op.stage - 1, op.microbatch, Activation),
+                          false});
+        if (op.stage < lastStage && rankOf(op.stage + 1) != r)
+          list.push_back({i, rankOf(op.stage + 1),
+                          tagOf(op.stage, op.microbatch, Activation), true});
+      } else if (op.kind == Kind::B || op.kind == Kind::I) {
+        if (op.stage < lastStage && rankOf(op.stage + 1) != r)
+          list.push_back({i, rankOf(op.stage + 1),
+                          tagOf(op.stage + 1, op.microbatch, InputGrad),
+                          false});
+        if (op.stage == 0 && sendsShares)
+          list.push_back({i, rankOf(lastStage),
+                          tagOf(lastStage, op.microbatch, TiedShare), false});
+        if (op.stage == lastStage && sendsShares)
+          list.push_back(
+              {i, rankOf(0), tagOf(lastStage, op.microbatch, TiedShare), true});
+        if (op.stage > 0 && rankOf(op.stage - 1) != r)
+          list.push_back({i, rankOf(op.stage - 1),
+                          tagOf(op.stage, op.microbatch, InputGrad), true});
+      }
+    }
+  // Position of (peer, tag, send) in a rank's transfer list.
+  std::vector<std::map<std::tuple<int64_t, int64_t, bool>, int64_t>> position(
+      ranks);
+  for (int64_t r = 0; r < ranks; ++r)
+    for (auto [i, t] : llvm::enumerate(transfers[r]))
+      position[r].emplace(std::make_tuple(t.peer, t.tag, t.send), int64_t(i));
+  auto indexOf = [&](int64_t rank, int64_t peer, int64_t tag, bool send) {
+    auto it = position[rank].find(std::make_tuple(peer, tag, send));
+    return it == position[rank].end() ? int64_t(-1) : it->second;
+  };
+  std::vector<std::vector<PendingSend>> sends(ranks);
+  for (int64_t r = 0; r < ranks; ++r) {
+    const auto &list = transfers[r];
+    for (auto [i, t] : llvm::enumerate(list)) {
+      if (!t.send)
+        continue;
+      PendingSend send{t.op, sched.rankOrders[r].size(),
+                       static_cast<PendingSend::Kind>(t.tag % 3)};
+      int64_t received = indexOf(t.peer, r, t.tag, false);
+      for (const Transfer &later : llvm::ArrayRef(list).drop_front(i + 1))
+        if (!later.send && later.peer == t.peer && received >= 0 &&
+            indexOf(t.peer, r, later.tag, true) > received) {
+          send.waited = later.op;
+          break;
+        }
+      sends[r].push_back(send);
+    }
+  }
+  return sends;
+}
+
+std::vector<std::vector<WeightPass>>
+weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
+               bool tied) {
+  using Kind = pipeline::PipelineOp::Kind;
+  const int64_t ranks = sched.numRanks, lastStage = sched.numStages - 1;
+  auto rankOf = [&](int64_t stage) { return sched.stageToRank[stage]; };
+  std::vector<std::vector<PendingSend>> rankSends = pendingSends(sched, tied);
+  std::vector<std::vector<WeightPass>> passes(ranks);
+  for (int64_t r = 0; r < ranks; ++r) {
+    const std::vector<PendingSend> &sends = rankSends[r];
+    const bool both = rankOf(0) == r && rankOf(lastStage) == r;
+    int64_t inflight = 0, pending = 0, firstInflight = 0, heads = 0;
+    int64_t headBackwards = 0, firstBackwards = 0, headAdds = 0;
+    std::set<int64_t> summed;
+    // Input gradients of a stage whose previous stage runs on this rank
+    // too, held from its backward to that stage's: (stage - 1, microbatch).
+    std::set<std::pair<int64_t, int64_t>> held;
+    for (auto [i, op] : llvm::enumerate(sched.rankOrders[r])) {
+      inflight += op.kind == Kind::F ? 1 : 0;
+      pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
+      if (op.stage == 0)
+        firstInflight += op.kind == Kind::F ? 1 : 0;
+      if (op.stage == lastStage) {
+        heads += op.kind == Kind::F ? 1 : 0;
+        bool backward = op.kind == Kind::B || op.kind == Kind::I;
+        heads -= backward ? 1 : 0;
+        headBackwards += backward ? 1 : 0;
+      }
+      // The head-only parameters' gradients of microbatch j > 0 are added
+      // to the sum at the start of the last stage's W of j.
+      if (op.kind == Kind::W && op.stage == lastStage && op.microbatch > 0)
+        ++headAdds;
+      if (op.kind == Kind::W && op.stage != 0) {
+        WeightPass w;
+        w.inflight = double(inflight * layersPerChunk);
+        w.pending = double(pending * layersPerChunk);
+        for (const PendingSend &send : sends)
+          if (send.op < i && send.waited > i)
+            (send.kind == PendingSend::Activation  ? w.sentActivations
+             : send.kind == PendingSend::InputGrad ? w.sentGrads
+                                                   : w.tiedShares) += 1;
+        w.tokenSlices = double(firstInflight);
+        w.heads = double(heads);
+        // On a rank with both ends the first backward starts the sum that
+        // the later shares are added to; elsewhere each share is a message.
+        if (both && tied)
+          w.tiedShares =
+              double(std::max<int64_t>(0, headBackwards - firstBackwards));
+        w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
+        w.embeddingSums = firstBackwards > 0;
+        w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
+        w.heldGrads = double(held.size());
+        if (!llvm::is_contained(passes[r], w))
+          passes[r].push_back(w);
+        --pending;
+      }
+      if (op.kind == Kind::B || op.kind == Kind::W) {
+        --inflight;
+        summed.insert(op.stage);
+      }
+      if (op.kind == Kind::B || op.kind == Kind::I) {
+        held.erase({op.stage, op.microbatch});
+        if (op.stage > 0 && rankOf(op.stage - 1) == r)
+          held.insert({op.stage - 1, op.microbatch});
+      }
+      // The first stage's backward runs whole, at its I.
+      if (op.stage == 0 && (op.kind == Kind::B || op.kind == Kind::I)) {
+        --firstInflight;
+        ++firstBackwards;
+      }
+    }
+  }
+  return passes;
 }
 
 double modelStateBytes(const Cluster &c, const ModelInfo &m,

@@ -420,8 +420,12 @@ struct DynamicMemory {
   /// non-block parameters either end reads.
   ModelStates bothStates;
   double bothGrads = 0;
+  /// The same for the last rank then (ZB-V's, the middle stages): the
+  /// blocks only.
+  ModelStates middleStates;
+  double middleGrads = 0;
   /// Pipeline stages and the bytes a stage sends per microbatch.
-  int64_t stages = 1;
+  int64_t stages = 1, vpp = 1;
   bool gpipe = false, zbv = false;
   double boundaryBytes = 0, tokenBytes = 0;
   /// Zero-bubble schedules: a block's gradient bytes that its deferred W
@@ -431,19 +435,44 @@ struct DynamicMemory {
   /// The bytes the head's forward keeps for its backward per microbatch
   /// (LocalProfile::headKeptBytes).
   double headKeptBytes = 0;
+  /// Gradient bytes (unsharded) of the tied embedding (the parameters both
+  /// the embedding and the head read), of the non-block parameters the
+  /// embedding reads (as the backward produces them) and of those only the
+  /// head reads.
+  double tiedGradBytes = 0, embeddingGradBytes = 0, headOnlyGradBytes = 0;
+  /// Under full recomputation: the residual bytes per layer its re-run
+  /// restores (those without recomputation less those it keeps).
+  double recomputedBytes = 0;
 };
+
+/// Sets the per-item bytes of `l`'s weight-gradient passes from `dyn`.
+void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
+  l.weightInputBytes = dyn.weightInputBytes;
+  l.weightGradBytes = dyn.layerWeightGradBytes;
+  l.boundaryBytes = dyn.boundaryBytes;
+  l.tokenBytes = dyn.tokenBytes;
+  l.headKeptBytes = dyn.headKeptBytes;
+  l.tiedGradBytes = dyn.tiedGradBytes;
+  l.embeddingGradBytes = dyn.embeddingGradBytes;
+  l.headOnlyGradSumBytes = dyn.headOnlyGradBytes;
+  l.recomputedBytes = dyn.recomputedBytes;
+}
 
 /// What a simulated pipeline schedule tells of its ranks' memory.
 struct ScheduleMemory {
   /// Each rank's peak layers in flight.
   std::vector<double> rankLayers;
   /// Each rank's split weight-gradient passes (FrameLayers::weightPasses).
-  std::vector<std::vector<std::pair<double, double>>> rankWeightPasses;
+  std::vector<std::vector<WeightPass>> rankWeightPasses;
   /// The most microbatches whose head forward has run and whose head
   /// backward has not, at a backward of the last stage (itself included).
   double lastStageHeads = 1;
   /// The first rank also runs the last stage (ZB-V's V-shaped map).
   bool firstRankHasHead = false;
+  /// The bytes of the last rank's input-gradient sends and tied embedding
+  /// shares not yet waited for at a backward after its first, at most
+  /// (pendingSends).
+  double lastSentBytes = 0;
 };
 
 /// Sets `e`'s memory for `layers` in-flight layers (`dyn`; the heaviest
@@ -474,7 +503,11 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       auto microbatchesOf = [&](double inflight) {
         return std::max(1.0, std::ceil(inflight / perRank - 1e-9));
       };
-      const double microbatches = microbatchesOf(layers);
+      // The first rank's own peak in flight when simulated (ZB-V's first
+      // rank holds fewer than its middle one).
+      if (!rankLayers.empty())
+        l.inflight = rankLayers.front();
+      const double microbatches = microbatchesOf(l.inflight);
       const double nextInflight =
           dyn.gpipe ? l.microbatches
                     : std::min(double(dyn.stages - 1), l.microbatches);
@@ -499,23 +532,52 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // backward.
       if (!rankWeightPasses.empty()) {
         l.weightPasses = rankWeightPasses.front();
-        l.weightInputBytes = dyn.weightInputBytes;
-        l.weightGradBytes = dyn.layerWeightGradBytes;
+        setWeightPassBytes(l, dyn);
       }
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
+      // One stage per rank (1F1B, ZB-H1): a later microbatch's backward
+      // holds the sums of the earlier ones, with min(p, m - 1)
+      // microbatches in flight (those that have not run theirs: with m <=
+      // p fewer than at the first backward, which the peak above counts).
+      if (dyn.vpp == 1 && !dyn.gpipe && !firstHasHead && l.microbatches > 1 &&
+          dyn.firstGrads > 0) {
+        FrameLayers later = l;
+        const double inflight =
+            std::min(double(dyn.stages), l.microbatches - 1);
+        later.inflight = inflight * perRank;
+        later.accumulated = dyn.firstGrads;
+        later.sendBytes =
+            std::max(0.0, inflight - nextInflight) * dyn.boundaryBytes;
+        later.tokenSlices = inflight * dyn.tokenBytes;
+        FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
+        if (other.total() > first.total())
+          first = other;
+      }
       FrameLayers last = dyn.layers;
       last.inflight = lastInflight;
       last.tokenSlices = 0;
-      last.accumulated = last.accumulated > 0 ? dyn.lastGrads : 0;
+      // ZB-V's last rank runs the middle stages: neither the head nor the
+      // embedding, and only the blocks' sums.
+      last.head = !firstHasHead;
+      last.accumulated = last.accumulated > 0
+                             ? (firstHasHead ? dyn.middleGrads : dyn.lastGrads)
+                             : 0;
       // Its input-gradient sends are waited at the end of the step: at the
       // last microbatch's bottom backward the earlier microbatches' are
       // live, and so at its forward and top backward where it holds one
       // microbatch in flight (1F1B: no earlier backward there under
-      // GPipe, whose peak in flight is its first backward). ZB-V's last
-      // rank does not run the head (not modelled here).
-      if (!dyn.zbv) {
+      // GPipe, whose peak in flight is its first backward). ZB-V's are
+      // read off the schedule at its W passes.
+      if (!firstHasHead) {
+        // Simulated: each is waited after the first later forward input
+        // that the previous stage sent after receiving it.
+        // The tied embedding's share is sent per microbatch, not summed.
         last.sentGradBytes =
-            std::max(0.0, last.microbatches - 1) * dyn.boundaryBytes;
+            sched ? sched->lastSentBytes
+                  : std::max(0.0, last.microbatches - 1) * dyn.boundaryBytes;
+        if (sched && last.accumulated > 0)
+          last.accumulated =
+              std::max(0.0, last.accumulated - dyn.tiedGradBytes);
         last.sentGradInflightBytes = dyn.gpipe ? 0 : last.sentGradBytes;
       }
       if (last.microbatches <= microbatchesOf(lastInflight))
@@ -524,16 +586,16 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // (closed form: GPipe runs every head forward first).
       const double heads =
           sched ? sched->lastStageHeads : (dyn.gpipe ? l.microbatches : 1);
-      last.headsKept = std::max(0.0, heads - 1) * dyn.headKeptBytes;
+      last.headsKept =
+          firstHasHead ? 0 : std::max(0.0, heads - 1) * dyn.headKeptBytes;
       if (!rankWeightPasses.empty()) {
         last.weightPasses = rankWeightPasses.back();
-        last.weightInputBytes = dyn.weightInputBytes;
-        last.weightGradBytes = dyn.layerWeightGradBytes;
+        setWeightPassBytes(last, dyn);
       }
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
       // The heavier rank, states held included (as dist-explain reports).
       const ModelStates &a = firstHasHead ? dyn.bothStates : dyn.firstStates,
-                        &z = dyn.lastStates;
+                        &z = firstHasHead ? dyn.middleStates : dyn.lastStates;
       bool firstHeavier = first.total() + a.params + a.optimizer >
                           peak.total() + z.params + z.optimizer;
       if (firstHeavier)
@@ -580,37 +642,47 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   ScheduleMemory mem;
   for (int64_t x : sim.peakActivations)
     mem.rankLayers.push_back(double(x * layersPerChunk));
-  // Per rank, its split weight-gradient passes (W) in program order: the
-  // layers in flight (a chunk from its F to its B, or W when split) and
-  // those whose W is pending (that W's included) at each. Stages after the
-  // first split their backward; the first sends nothing back, so its
-  // backward runs whole.
+  // Per rank, its split weight-gradient passes (W) in program order, with
+  // what the rank holds there (WeightPass). Stages after the first split
+  // their backward; the first sends nothing back, so its backward runs
+  // whole.
   using Kind = pipeline::PipelineOp::Kind;
-  std::vector<std::vector<std::pair<double, double>>> &rankWeightPasses =
-      mem.rankWeightPasses;
-  rankWeightPasses.resize(sched->numRanks);
+  // What the static memory plan holds (only where it is scored).
+  if (dyn.frame)
+    mem.rankWeightPasses =
+        weightPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   const int64_t lastStage = sched->numStages - 1;
   mem.firstRankHasHead = sched->stageToRank[lastStage] == sched->stageToRank[0];
+  if (dyn.frame) {
+    const int64_t r = sched->numRanks - 1;
+    const std::vector<PendingSend> sends =
+        pendingSends(*sched, dyn.tiedGradBytes > 0)[r];
+    bool later = false;
+    for (auto [k, op] : llvm::enumerate(sched->rankOrders[r])) {
+      if (op.kind != Kind::B && op.kind != Kind::I)
+        continue;
+      if (later) {
+        double live = 0;
+        for (const PendingSend &send : sends)
+          if (send.op < k && send.waited > k)
+            live += send.kind == PendingSend::InputGrad   ? dyn.boundaryBytes
+                    : send.kind == PendingSend::TiedShare ? dyn.tiedGradBytes
+                                                          : 0;
+        mem.lastSentBytes = std::max(mem.lastSentBytes, live);
+      }
+      later = true;
+    }
+  }
   for (int64_t r = 0; r < sched->numRanks; ++r) {
-    int64_t inflight = 0, pending = 0, heads = 0;
+    int64_t heads = 0;
     for (const pipeline::PipelineOp &op : sched->rankOrders[r]) {
-      if (op.stage == lastStage) {
-        heads += op.kind == Kind::F ? 1 : 0;
-        if (op.kind == Kind::B || op.kind == Kind::I) {
-          mem.lastStageHeads = std::max(mem.lastStageHeads, double(heads));
-          --heads;
-        }
+      if (op.stage != lastStage)
+        continue;
+      heads += op.kind == Kind::F ? 1 : 0;
+      if (op.kind == Kind::B || op.kind == Kind::I) {
+        mem.lastStageHeads = std::max(mem.lastStageHeads, double(heads));
+        --heads;
       }
-      inflight += op.kind == Kind::F ? 1 : 0;
-      pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
-      if (op.kind == Kind::W && op.stage != 0) {
-        std::pair<double, double> pass(double(inflight * layersPerChunk),
-                                       double(pending * layersPerChunk));
-        if (!llvm::is_contained(rankWeightPasses[r], pass))
-          rankWeightPasses[r].push_back(pass);
-        --pending;
-      }
-      inflight -= op.kind == Kind::B || op.kind == Kind::W ? 1 : 0;
     }
   }
   setMemory(e, c, double(chunks * layersPerChunk), dyn, &mem);
@@ -788,6 +860,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.gatherPackBytes = layerBytes / double(shards.dpGroup);
     }
     dyn.stages = p;
+    dyn.vpp = v;
     dyn.gpipe = plan.schedule == "gpipe";
     dyn.zbv = plan.schedule == "zb-v";
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
@@ -796,6 +869,20 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);
+    const double g = gradElementBytes(c, m.elementBytes);
+    dyn.tiedGradBytes =
+        g * std::max(0.0, prof.preParams + prof.postParams - prof.otherParams);
+    dyn.embeddingGradBytes =
+        g * std::max(0.0, prof.preParams - prof.preGradSliced);
+    dyn.headOnlyGradBytes = g * prof.headOnlyParams;
+    // Full recomputation's re-run is a call of its own whose results the
+    // split I and W both read. (Selective re-runs inside the backward call,
+    // and I saves what W reads of it: a part the profile's W inputs, read
+    // from the unrecomputed block, do not hold.)
+    if (plan.recompute == "full")
+      dyn.recomputedBytes =
+          std::max(0.0, blockActivations(c, prof, "none", b, scale).perLayer -
+                            act.perLayer);
     dyn.layers.tokenSlices = plan.mb > 1 ? dyn.tokenBytes : 0;
     dyn.layers.headOnlyGradBytes = prof.headOnlyParams * m.elementBytes;
     // A stage holds the non-block parameters its part of the step reads
@@ -815,6 +902,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     stage(prof.postParams, prof.postGradSliced, dyn.lastStates, dyn.lastGrads);
     stage(prof.preParams + prof.headOnlyParams, prof.preGradSliced,
           dyn.bothStates, dyn.bothGrads);
+    stage(0, 0, dyn.middleStates, dyn.middleGrads);
     dyn.paramBytes = e.paramBytes;
     dyn.optimizerBytes = e.optimizerBytes;
   }

@@ -391,27 +391,166 @@ TEST(MemoryTerm, FramePeakDeferredWeightPassesAndKeptHeads) {
   FramePeak p = framePeak(phases, 1, 1, l);
   EXPECT_EQ(p.phase, StepPhase::Head);
   EXPECT_DOUBLE_EQ(p.activations, 170);
-  // A W with 4 layers in flight and 3 pending, 70 input bytes each, 30 of
-  // layer gradients: 90 + 3·50 activations, 210 of pending inputs and no
-  // phase gradient bytes, 300 + 30: 780 + 8 beats the head's 480 + 8. A W
-  // with fewer layers in flight and pending does not count.
+  // A W with 4 layers in flight, 3 pending and 2 layers' sums, 70 input
+  // bytes each, 30 of layer gradients: 90 + 3·50 activations, 210 of
+  // pending inputs and no phase gradient bytes, 30 + 2·30 (the pass's
+  // sums, not `accumulated`): 540 + 8 beats the head's 480 + 8. A W with
+  // fewer layers in flight and pending does not count.
   l.weightInputBytes = 70, l.weightGradBytes = 30;
-  l.weightPasses = {{4, 3}, {2, 1}};
+  WeightPass big, small;
+  big.inflight = 4, big.pending = 3, big.summedLayers = 2;
+  small.inflight = 2, small.pending = 1;
+  l.weightPasses = {big, small};
   p = framePeak(phases, 1, 1, l);
   EXPECT_EQ(p.phase, StepPhase::BlockBackward);
   EXPECT_DOUBLE_EQ(p.activations, 90 + 150);
   EXPECT_DOUBLE_EQ(p.grads, 210);
-  EXPECT_DOUBLE_EQ(p.paramGrads, 330);
-  // The sends before it count there too.
-  l.sentGradInflightBytes = 64;
-  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).grads, 210 + 64);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 90);
+  // What the rank holds there, priced per item: a forward send (64) and a
+  // microbatch's head values (400) and 3 token slices (4 each) as
+  // activations; 2 input-gradient sends and 2 tied head shares (16 each)
+  // as gradients; the embedding side's sums (12) and 2 head-only
+  // gradients (2 each) as parameter gradients.
+  l.boundaryBytes = 64, l.tokenBytes = 4, l.headKeptBytes = 400;
+  l.tiedGradBytes = 16, l.embeddingGradBytes = 12, l.headOnlyGradSumBytes = 2;
+  l.weightPasses[0].sentActivations = 1, l.weightPasses[0].sentGrads = 2;
+  l.weightPasses[0].tokenSlices = 3, l.weightPasses[0].heads = 1;
+  l.weightPasses[0].tiedShares = 2, l.weightPasses[0].embeddingSums = true;
+  l.weightPasses[0].headGrads = 2;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 150 + 64 + 400 + 12);
+  EXPECT_DOUBLE_EQ(p.grads, 210 + 128 + 32);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 90 + 12 + 4);
+  // Full recomputation: the residuals the re-run restored (7 per layer)
+  // stay until each pending layer's W; this W's own are its phase's.
+  l.recomputedBytes = 7;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 150 + 64 + 400 + 12 + 2 * 7);
   // GPipe: another microbatch's kept head values (400) are live from the
   // forward through the backward: the head (120 + 50 + 400, 10).
-  l.weightPasses.clear(), l.sentGradInflightBytes = 0;
+  l.weightPasses.clear();
   l.headsKept = 400;
   p = framePeak(phases, 1, 1, l);
   EXPECT_DOUBLE_EQ(p.activations, 120 + 50 + 400);
   EXPECT_EQ(p.phase, StepPhase::Head);
+}
+
+/// Expects each count of `got` to equal `want`'s.
+void expectWeightPass(const WeightPass &got, const WeightPass &want) {
+  EXPECT_DOUBLE_EQ(got.inflight, want.inflight);
+  EXPECT_DOUBLE_EQ(got.pending, want.pending);
+  EXPECT_DOUBLE_EQ(got.sentActivations, want.sentActivations);
+  EXPECT_DOUBLE_EQ(got.sentGrads, want.sentGrads);
+  EXPECT_DOUBLE_EQ(got.heldGrads, want.heldGrads);
+  EXPECT_DOUBLE_EQ(got.tokenSlices, want.tokenSlices);
+  EXPECT_DOUBLE_EQ(got.heads, want.heads);
+  EXPECT_DOUBLE_EQ(got.tiedShares, want.tiedShares);
+  EXPECT_DOUBLE_EQ(got.summedLayers, want.summedLayers);
+  EXPECT_EQ(got.embeddingSums, want.embeddingSums);
+  EXPECT_DOUBLE_EQ(got.headGrads, want.headGrads);
+}
+
+TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // ZB-V, 2 ranks, 4 microbatches, one layer per stage: rank 0 runs the
+  // first and the last stage (stages 0 and 3), its program F0 F0 F0 F3 I3
+  // W3 F3 I3 W3 F0 I0 W0 F3 I3 W3 ... (microbatches in order). At W3 of
+  // microbatch 2, as the compiled program holds it: 4 layers in flight
+  // (stage 0's microbatches 1-3, stage 3's 2), 1 pending W; stage 0's
+  // forward send of microbatch 3 is waited at its next receive from rank 1
+  // that rank 1 sent after it (the gradient of stage 0's microbatch 1):
+  // live; the input-gradient sends of microbatches 1 and 2 likewise; the
+  // token slices of stage 0's 3 microbatches in flight; the tied head
+  // shares of microbatches 1 and 2 (0's went into the sum that stage 0's
+  // first backward made); sums of stage 3's and stage 0's layer; one
+  // head-only sum (W3 of 2 added 2's at its start).
+  auto zbv = buildSchedule(ScheduleKind::ZBV, 2, 4, 2);
+  ASSERT_TRUE(zbv.ok());
+  std::vector<std::vector<WeightPass>> passes = weightPassesOf(*zbv, 1, true);
+  ASSERT_EQ(passes.size(), 2u);
+  ASSERT_EQ(passes[0].size(), 4u);
+  WeightPass want;
+  want.inflight = 4, want.pending = 1, want.sentActivations = 1;
+  want.sentGrads = 2, want.tokenSlices = 3, want.heads = 0;
+  want.tiedShares = 2, want.summedLayers = 2, want.embeddingSums = true;
+  want.headGrads = 1;
+  expectWeightPass(passes[0][2], want);
+  // Before stage 0's first backward there is no sum: at W3 of microbatch
+  // 0 its share is pending.
+  EXPECT_DOUBLE_EQ(passes[0][0].tiedShares, 1);
+  EXPECT_FALSE(passes[0][0].embeddingSums);
+  // Without a tied embedding there are no head shares.
+  EXPECT_DOUBLE_EQ(weightPassesOf(*zbv, 1, false)[0][2].tiedShares, 0);
+  // Rank 1 runs stages 1 and 2, F1 F2 F1 F2 I2 W2 ... at 2 microbatches:
+  // at its first W 4 layers in flight, stage 2's forward send of
+  // microbatch 1 unwaited (rank 0 answers the first one), and the input
+  // gradient I2 passed to stage 1 on the same rank, held until I1.
+  zbv = buildSchedule(ScheduleKind::ZBV, 2, 2, 2);
+  ASSERT_TRUE(zbv.ok());
+  want = WeightPass();
+  want.inflight = 4, want.pending = 1, want.sentActivations = 1;
+  want.heldGrads = 1;
+  expectWeightPass(weightPassesOf(*zbv, 1, true)[1][0], want);
+
+  // ZB-H1, 2 ranks, 4 microbatches, 2 layers per stage: the last rank
+  // sends each microbatch's input gradient and tied head share to rank 0,
+  // which receives them at its backward; they are waited after the next
+  // forward input that rank 0 sends after that backward. At W of
+  // microbatch 1: the sends of microbatches 1 and 2 are live (0's waited
+  // at the forward input of microbatch 2), and the head-only gradients of
+  // microbatch 2 and the sum of 0 and 1.
+  auto zbh1 = buildSchedule(ScheduleKind::ZBH1, 2, 4, 1);
+  ASSERT_TRUE(zbh1.ok());
+  passes = weightPassesOf(*zbh1, 2, true);
+  EXPECT_TRUE(passes[0].empty());
+  ASSERT_GE(passes[1].size(), 2u);
+  // Its program F0 I0 F1 I1 W0 F2 I2 W1 ...: 4 layers in flight and 4
+  // pending (W1's and W2's), W0's 2 layers summed, no head values kept.
+  want = WeightPass();
+  want.inflight = 4, want.pending = 4, want.sentGrads = 2;
+  want.tiedShares = 2, want.summedLayers = 2, want.headGrads = 2;
+  expectWeightPass(passes[1][1], want);
+}
+
+TEST(MemoryTerm, PendingSendsWaitedAfterTheAnswer) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // 1F1B, pp = 2, 4 microbatches: rank 1 runs F0 B0 F1 B1 F2 B2 F3 B3,
+  // rank 0 F0 F1 B0 F2 B1 F3 B2 B3. Rank 1's input gradient of
+  // microbatch 0 (and its tied head share) reaches rank 0 at B0, after
+  // which rank 0 sends F2's input: waited at rank 1's F2 (op 4); those of
+  // microbatches 2 and 3 at the end (op 8).
+  auto oneF = buildSchedule(ScheduleKind::OneFOneB, 2, 4, 1);
+  ASSERT_TRUE(oneF.ok());
+  std::vector<PendingSend> sends = pendingSends(*oneF, /*tied=*/true)[1];
+  ASSERT_EQ(sends.size(), 8u);
+  EXPECT_EQ(sends[0].kind, PendingSend::TiedShare);
+  EXPECT_EQ(sends[1].kind, PendingSend::InputGrad);
+  EXPECT_EQ(sends[0].op, 1u);
+  EXPECT_EQ(sends[0].waited, 4u);
+  EXPECT_EQ(sends[1].waited, 4u);
+  EXPECT_EQ(sends[5].waited, 8u);
+  EXPECT_EQ(sends[7].waited, 8u);
+  // Rank 0's forward outputs: F0's is waited once B0's gradient, sent
+  // after rank 1 received it, arrives (rank 0's op 2).
+  EXPECT_EQ(pendingSends(*oneF, true)[0][0].kind, PendingSend::Activation);
+  EXPECT_EQ(pendingSends(*oneF, true)[0][0].waited, 2u);
+  // Without a tied embedding only the input gradients.
+  EXPECT_EQ(pendingSends(*oneF, false)[1].size(), 4u);
+  // pp = 4: rank 0 never sends to rank 3 after receiving a share, so the
+  // last stage's shares are waited at the end of the step.
+  auto four = buildSchedule(ScheduleKind::OneFOneB, 4, 8, 1);
+  ASSERT_TRUE(four.ok());
+  sends = pendingSends(*four, true)[3];
+  EXPECT_EQ(llvm::count_if(sends,
+                           [](const PendingSend &send) {
+                             return send.kind == PendingSend::TiedShare;
+                           }),
+            8);
+  for (const PendingSend &send : sends)
+    if (send.kind == PendingSend::TiedShare)
+      EXPECT_EQ(send.waited, four->rankOrders[3].size());
 }
 
 /// 1e9 dense parameters per rank, data-parallel over 8 ranks of one node.

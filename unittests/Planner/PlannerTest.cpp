@@ -1017,15 +1017,23 @@ TEST(Memory, StateKindsAndByteConventions) {
   EXPECT_DOUBLE_EQ(t.estimate(8).activationGradBytes, 1e6);
 }
 
+/// The static memory plan (`memory.grad_buffer` = "frame") and 3e5
+/// non-block parameters: the embedding reads 2e5, the head 1.5e5, of which
+/// 5e4 only the head (a tied embedding of 1e5).
+void frameStages(PlanEval &t) {
+  t.c.gradBufferInFrame = true;
+  t.prof.otherParams = 3e5;
+  t.prof.preParams = 2e5, t.prof.postParams = 1.5e5;
+  t.prof.headOnlyParams = 5e4;
+}
+
 TEST(Memory, FramePipelineStagesHoldTheirParameters) {
   // In the static memory plan a pipeline stage holds the non-block
   // parameters its part of the step reads: the first stage the
   // embedding's, the last the head's (a tied embedding on both).
   PlanEval t(syntheticProfile(1e6, 1e8), "pp=2,mb=2");
   auto &[c, m, prof, plan] = t;
-  c.gradBufferInFrame = true;
-  prof.otherParams = 3e5;
-  prof.preParams = 2e5, prof.postParams = 1.5e5, prof.headOnlyParams = 5e4;
+  frameStages(t);
   const double blocks = m.layers / 2 * 1e6;
   // The first stage, two microbatches in flight, is the heavier.
   Estimate first = t.estimate(2);
@@ -1040,6 +1048,50 @@ TEST(Memory, FramePipelineStagesHoldTheirParameters) {
   // Without the split (a profile that could not tell), all of them.
   prof.preParams = prof.postParams = 0;
   EXPECT_DOUBLE_EQ(t.estimate(2).paramBytes, (blocks + 3e5) * m.elementBytes);
+}
+
+TEST(Memory, FrameFirstStageLaterBackwardHoldsTheSums) {
+  // 1F1B, pp = 2, 2 microbatches: the first stage's first backward has
+  // both microbatches in flight and no sums yet; the second microbatch's
+  // backward has one in flight and the first one's sums (the blocks' and
+  // the embedding's gradients). With large layers and small residuals (as
+  // under full recomputation) the latter is the first stage's peak.
+  PlanEval t(syntheticProfile(1e8, 1e3), "pp=2,mb=2");
+  auto &[c, m, prof, plan] = t;
+  frameStages(t);
+  for (PhaseMemory &phase : prof.phases)
+    phase.activation = {1e3, 0};
+  const double g = gradElementBytes(c, m.elementBytes);
+  Estimate e = t.estimate(2, /*simulate=*/true);
+  ASSERT_TRUE(e.fits) << e.note;
+  // The first stage holds the embedding's parameters: it is reported, with
+  // the sums of its blocks and the embedding's gradients.
+  EXPECT_DOUBLE_EQ(e.paramBytes, (m.layers / 2 * 1e8 + 2e5) * m.elementBytes);
+  EXPECT_DOUBLE_EQ(e.gradBytes, (m.layers / 2 * 1e8 + 2e5) * g);
+}
+
+TEST(Memory, FrameZbvMiddleRankHoldsOnlyTheBlocks) {
+  // ZB-V's first rank runs the first and the last stage (embedding and
+  // head), the other rank the middle stages: only blocks, and more of them
+  // in flight (2 microbatches of 2 chunks against 3 chunks on the first
+  // rank), so with large residuals it is the heavier and reported with the
+  // blocks' parameters only.
+  PlanEval t(syntheticProfile(1e6, 1e8), "pp=2,mb=2,schedule=zb-v,vpp=2",
+             syntheticModel(8));
+  auto &[c, m, prof, plan] = t;
+  frameStages(t);
+  const double blocks = m.layers / 2 * 1e6;
+  Estimate middle = t.estimate(2, /*simulate=*/true);
+  ASSERT_TRUE(middle.fits) << middle.note;
+  EXPECT_DOUBLE_EQ(middle.inflightLayers, 8);
+  EXPECT_DOUBLE_EQ(middle.paramBytes, blocks * m.elementBytes);
+  // A huge embedding makes the first rank (both ends) the heavier.
+  prof.otherParams = 3e9;
+  prof.preParams = 2e9 + 1e5, prof.postParams = 2e9 + 5e4;
+  prof.headOnlyParams = 5e4;
+  Estimate first = t.estimate(2, /*simulate=*/true);
+  EXPECT_DOUBLE_EQ(first.paramBytes,
+                   (blocks + 2e9 + 1e5 + 5e4) * m.elementBytes);
 }
 
 TEST(Memory, KeptDropoutMasks) {

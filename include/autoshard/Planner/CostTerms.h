@@ -19,6 +19,7 @@
 #ifndef AUTOSHARD_PLANNER_COSTTERMS_H
 #define AUTOSHARD_PLANNER_COSTTERMS_H
 
+#include "autoshard/Pipeline/Schedule.h"
 #include "autoshard/Planner/Planner.h"
 
 #include <cstdint>
@@ -366,6 +367,53 @@ struct FramePeak {
   StepPhase phase = StepPhase::Head;
   double total() const { return activations + grads + paramGrads + other; }
 };
+/// What a rank of a simulated zero-bubble schedule holds at one of its
+/// split weight-gradient passes (W), read off its program order
+/// (lib/Pipeline) with dist-pipeline-split's transfers: a value another rank
+/// needs is sent right after the unit that computes it and waited after the
+/// first later receive from that peer that the peer sent after receiving it
+/// (else at the end of the step).
+struct WeightPass {
+  /// Layers in flight (from their F to their B, or W when split), and those
+  /// whose W is pending (this W's own and those deferred past later I
+  /// passes).
+  double inflight = 0, pending = 0;
+  /// Forward outputs (activation category) and input gradients (gradient
+  /// category) sent and not yet waited for.
+  double sentActivations = 0, sentGrads = 0;
+  /// Input gradients of a stage whose previous stage runs on the same rank
+  /// (ZB-V's middle stages), held from that stage's backward (I) to the
+  /// previous stage's.
+  double heldGrads = 0;
+  /// Microbatches in flight on the first stage (F run, B not), each with
+  /// its token slice, when the rank runs it.
+  double tokenSlices = 0;
+  /// Microbatches of the last stage whose head forward has run and whose
+  /// head backward has not (their head values are kept).
+  double heads = 0;
+  /// The tied embedding's head shares live: sent to the first stage's rank
+  /// and not yet waited for, or, on a rank that runs both ends, computed
+  /// and not yet added to the sum (which the first stage's backward makes).
+  double tiedShares = 0;
+  /// Layers whose gradient sum exists (a B or W of theirs has run), and
+  /// whether the sums of the non-block parameters the embedding reads exist
+  /// (a first-stage backward has run).
+  double summedLayers = 0;
+  bool embeddingSums = false;
+  /// Gradients of the parameters only the head reads: each head backward
+  /// makes one, and the last stage's W of microbatch j > 0 adds j's to the
+  /// sum at its start.
+  double headGrads = 0;
+  bool operator==(const WeightPass &o) const {
+    return inflight == o.inflight && pending == o.pending &&
+           sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
+           heldGrads == o.heldGrads && tokenSlices == o.tokenSlices &&
+           heads == o.heads && tiedShares == o.tiedShares &&
+           summedLayers == o.summedLayers && embeddingSums == o.embeddingSums &&
+           headGrads == o.headGrads;
+  }
+};
+
 struct FrameLayers {
   double layers = 1, inflight = 1, microbatches = 1;
   double keptPerLayer = 0, layerGradBytes = 0, accumulated = 0, regather = 0;
@@ -379,23 +427,67 @@ struct FrameLayers {
   /// Input gradients sent back and not yet waited for (see above).
   double sentGradBytes = 0, sentGradInflightBytes = 0;
   /// Zero-bubble schedules: each weight-gradient pass (W) of the rank that
-  /// runs apart from its input-gradient pass (I), as (layers in flight,
-  /// layers whose W is pending: that W's own and those deferred past later
-  /// I passes) at that W. Each is a candidate: the block backward phase's
-  /// activations with the other in-flight layers' kept bytes, the pending
-  /// layers' W inputs (`weightInputBytes` each: the block output's gradient
-  /// and what I saved for W), the sends before it, `accumulated` and the
-  /// parameter gradients that W computes (`weightGradBytes`, one layer's);
+  /// runs apart from its input-gradient pass (I), as the simulated rank
+  /// program holds it there (WeightPass). Each is a candidate: the block
+  /// backward phase's activations with the other in-flight layers' kept
+  /// bytes and what WeightPass counts, priced by the per-item bytes below;
   /// not the phase's gradient bytes (its I has run).
-  std::vector<std::pair<double, double>> weightPasses;
+  std::vector<WeightPass> weightPasses;
   /// The last stage: the head values (LocalProfile::headKeptBytes) of the
   /// other microbatches whose head forward has run and whose backward has
   /// not, live from the forward through the backward.
   double headsKept = 0;
+  /// Bytes of one item that WeightPass counts: a layer's W inputs (the
+  /// block output's gradient and what I saved for W) and the gradients W
+  /// computes (one layer's, unsharded: also a layer's microbatch sum); a
+  /// stage boundary (forward and input-gradient sends); a microbatch's token
+  /// slice; a microbatch's head values (LocalProfile::headKeptBytes); the
+  /// tied embedding's gradient (a head share, a message or pending); the
+  /// gradients of the non-block parameters the embedding reads (their sums,
+  /// as the backward produces them) and of those only the head reads.
   double weightInputBytes = 0, weightGradBytes = 0;
+  double boundaryBytes = 0, tokenBytes = 0, headKeptBytes = 0;
+  double tiedGradBytes = 0, embeddingGradBytes = 0, headOnlyGradSumBytes = 0;
+  /// Under full recomputation, the residual bytes per layer its re-run
+  /// restores before I: kept until that layer's W, so live for each
+  /// pending layer but the W's own (its phase holds those).
+  double recomputedBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);
+
+/// A send of a pipeline rank's program and the op at whose start it is
+/// waited (the op count when at the end of the step): a forward output
+/// (activation), an input gradient or the last stage's tied embedding
+/// share (gradients).
+struct PendingSend {
+  enum Kind { Activation, InputGrad, TiedShare };
+  size_t op = 0, waited = 0;
+  Kind kind = Activation;
+};
+
+/// The sends of each rank of `sched` in program order, with
+/// dist-pipeline-split's transfers and waits (see weightPassesOf; `tied`:
+/// the last stage sends a tied embedding's share per microbatch when it
+/// runs on another rank than the first).
+std::vector<std::vector<PendingSend>>
+pendingSends(const pipeline::PipelineSchedule &sched, bool tied);
+
+/// The split weight-gradient passes (W) of each rank of `sched` in program
+/// order, with what the rank holds at each (WeightPass; `layersPerChunk`
+/// layers per stage). The transfers are dist-pipeline-split's: a unit
+/// receives its operands from another rank at its start and sends its
+/// results right after it (F its output to the next stage, B / I its input
+/// gradient to the previous one); a send is waited after the first later
+/// receive from its peer that the peer sent after receiving it, else at the
+/// end of the step. The last stage's share of a tied embedding's gradient
+/// goes to the first stage's rank once per microbatch, with its input
+/// gradient, and is received there by that microbatch's first-stage
+/// backward (`tied`: the model ties them); on a rank that runs both it waits
+/// there for that backward.
+std::vector<std::vector<WeightPass>>
+weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
+               bool tied);
 
 /// Model-state bytes of one rank (ZeRO, Rajbhandari et al. 2020;
 /// algorithms.md §5.2): per parameter w (the IR's element size) + g
