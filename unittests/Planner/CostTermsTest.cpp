@@ -548,9 +548,11 @@ TEST(MemoryTerm, PendingSendsWaitedAfterTheAnswer) {
                              return send.kind == PendingSend::TiedShare;
                            }),
             8);
-  for (const PendingSend &send : sends)
-    if (send.kind == PendingSend::TiedShare)
+  for (const PendingSend &send : sends) {
+    if (send.kind == PendingSend::TiedShare) {
       EXPECT_EQ(send.waited, four->rankOrders[3].size());
+    }
+  }
 }
 
 /// 1e9 dense parameters per rank, data-parallel over 8 ranks of one node.
