@@ -241,6 +241,15 @@ def main():
             sys.exit(f"--cluster {args.cluster}: cannot read it: {e.strerror}")
     if args.rounds < 1:
         sys.exit(f"--rounds must be at least 1, got {args.rounds}")
+    # Checked before the runs (minutes), not when the rows are written.
+    if args.json:
+        json_dir = os.path.dirname(os.path.abspath(args.json))
+        why = ("it is a folder" if os.path.isdir(args.json) else
+               f"no folder {json_dir}" if not os.path.isdir(json_dir) else
+               f"no write access to {json_dir}" if not os.access(
+                   json_dir, os.W_OK | os.X_OK) else "")
+        if why:
+            sys.exit(f"--json {args.json}: cannot write the rows: {why}")
     if args.only:
         try:
             re.compile(args.only)
@@ -567,8 +576,19 @@ def main():
               f"{100 * max(shortfalls):+.1f}% over {len(shortfalls)} "
               f"group{'' if len(shortfalls) == 1 else 's'}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        # A whole file or none: written beside it, then renamed.
+        try:
+            fd, tmp_json = tempfile.mkstemp(dir=json_dir, prefix=".rows-",
+                                            suffix=".json")
+            try:
+                with os.fdopen(fd, "w") as f:
+                    json.dump(rows, f, indent=1)
+                os.replace(tmp_json, args.json)
+            except BaseException:
+                os.unlink(tmp_json)
+                raise
+        except OSError as e:
+            sys.exit(f"--json {args.json}: cannot write the rows: {e}")
     if args.check_choice is not None and shortfalls and \
             max(shortfalls) > args.check_choice:
         sys.exit(f"a first choice measures {100 * max(shortfalls):.1f}% over "

@@ -61,3 +61,18 @@ def test_calibrate_with_measured_needs_no_cluster_file(tmp_path):
                 "/nonexistent/c.json", "--build", str(tmp_path / "no-build"))
     assert proc.returncode == 1
     assert "not found: build first" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("where, why", [
+    ("missing", "no folder {tmp}/missing"), ("folder", "it is a folder")])
+def test_json_is_checked_before_the_runs(tmp_path, where, why):
+    # Before the fix the rows were written only after every run (minutes)
+    # and a bad --json ended the run with a traceback, the rows lost.
+    (tmp_path / "folder").mkdir()
+    path = (str(tmp_path / "missing" / "rows.json") if where == "missing"
+            else str(tmp_path / "folder"))
+    proc = _run("--json", path, "--build", str(tmp_path / "no-build"))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip() == (
+        f"--json {path}: cannot write the rows: "
+        + why.format(tmp=tmp_path))
