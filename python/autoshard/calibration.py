@@ -97,9 +97,10 @@ def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan,
         raise CalibrationError(f"cannot run shard-opt '{shard_opt}': "
                                f"{e.strerror or e}") from None
     if proc.returncode != 0:
+        # The planner names the file it read: the fit's temporary copy.
+        why = first_error(proc.stderr).replace(cluster_path, source)
         raise CalibrationError(f"shard-opt could not score {plan} on "
-                               f"{source}: "
-                               f"{first_error(proc.stderr)[:400]}")
+                               f"{source}: {why[:400]}")
     try:
         result = json.loads(proc.stdout)
         plans = result["plans"]

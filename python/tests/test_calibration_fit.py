@@ -133,6 +133,16 @@ def test_errors_name_the_users_file_and_tools(shard_opt, model):
                        "mine.json: .*error:"):
         fit_host_sync(shard_opt, model, _cluster(0.0, 0.0), 8, BATCH,
                       {"dp=8,tp=3": 0.05}, "mine.json")
+    # A field the planner rejects is named in the user's file, not in the
+    # fit's temporary copy (before: "/tmp/autoshard-fit-.../cluster.json:
+    # missing required field 'gpus_per_node'").
+    broken = _cluster(0.0, 0.0)
+    del broken["gpus_per_node"]
+    with pytest.raises(CalibrationError, match="could not score dp=8 on "
+                       "mine.json: .*error: dist-auto-plan: mine.json: "
+                       "missing required field 'gpus_per_node'$"):
+        fit_host_sync(shard_opt, model, broken, 8, BATCH, {"dp=8": 0.05},
+                      "mine.json")
     with pytest.raises(CalibrationError, match="cannot run shard-opt "
                        "'/nonexistent/shard-opt': No such file"):
         fit_host_sync("/nonexistent/shard-opt", model, _cluster(0.0, 0.0), 8,
