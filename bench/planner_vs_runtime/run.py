@@ -224,6 +224,7 @@ def main():
                          "than this fraction slower than its measured best "
                          "(e.g. 0.05)")
     args = ap.parse_args()
+    calibration.exit_on_signals("run.py")
     if args.warmup < 0:
         sys.exit(f"--warmup must be at least 0, got {args.warmup}")
     if args.steps <= args.warmup:
@@ -311,10 +312,10 @@ def main():
             build_model(py, config, BATCH, irs[model])
         def probe(world, out):
             """shard-calibrate -n world into the file out."""
-            proc = subprocess.run(
+            proc = calibration.run_child(
                 [os.path.join(build, "bin", "shard-calibrate"), "-n", str(world),
                  "--name", f"this machine, {world} ranks, calibrated by run.py "
-                 f"--calibrate", "--out", out], capture_output=True, text=True)
+                 f"--calibrate", "--out", out])
             if proc.returncode != 0:
                 sys.exit(f"shard-calibrate -n {world} failed: "
                          f"{calibration.first_error(proc.stderr or proc.stdout)}")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, stub_tool, terminate_when_stub_runs
 
 RUN = os.path.join(REPO_ROOT, "bench", "planner_vs_runtime", "run.py")
 
@@ -76,3 +76,30 @@ def test_json_is_checked_before_the_runs(tmp_path, where, why):
     assert proc.stderr.strip() == (
         f"--json {path}: cannot write the rows: "
         + why.format(tmp=tmp_path))
+
+
+
+def test_signal_stops_the_running_step(tmp_path):
+    """A TERM to run.py reaches the tool it waits for (here the planner's
+    shard-opt; shard-calibrate's mpirun and shard-run end their ranks on
+    it) and removes its temporary folder; before, Python's default ended
+    run.py at once and left the child running without it."""
+    build = tmp_path / "build"
+    (build / "bin").mkdir(parents=True)
+    for tool in ("shard-opt", "shard-run", "shard-calibrate"):
+        stub_tool(build / "bin" / tool, tmp_path)
+    (build / "venv" / "bin").mkdir(parents=True)
+    (build / "venv" / "bin" / "python").symlink_to(sys.executable)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, RUN, "--build", str(build), "--calibrate",
+         "--only", "^nanogpt dp=2$", "--rounds", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, TMPDIR=str(scratch)))
+    err, alive = terminate_when_stub_runs(proc, tmp_path)
+    assert proc.returncode == 143, err
+    assert err.strip() == "run.py: stopped by SIGTERM"
+    assert (tmp_path / "signal").read_text().strip() == "TERM"
+    assert not alive
+    assert list(scratch.iterdir()) == []
