@@ -204,7 +204,7 @@ def main():
                          "the plans of R ranks and predict them with its "
                          "output instead of --cluster (median over rounds)")
     ap.add_argument("--track-drift", action=argparse.BooleanOptionalAction,
-                    default=True,
+                    default=None,
                     help="with --calibrate, calibrate again after each "
                          "round's plans of R ranks and predict each plan "
                          "with the machine's speed at its run, between the "
@@ -229,6 +229,11 @@ def main():
         sys.exit(f"--warmup must be at least 0, got {args.warmup}")
     if args.steps <= args.warmup:
         sys.exit(f"--steps {args.steps} must exceed --warmup {args.warmup}")
+    if args.track_drift is not None and not args.calibrate:
+        sys.exit(f"--{'' if args.track_drift else 'no-'}track-drift needs "
+                 f"--calibrate (it chooses between that option's "
+                 f"calibrations)")
+    args.track_drift = args.track_drift is not False
     if args.check_choice is not None and not args.check_choice >= 0:
         sys.exit(f"--check-choice must be a fraction >= 0 (e.g. 0.05), got "
                  f"{args.check_choice}")

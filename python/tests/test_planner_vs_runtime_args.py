@@ -43,6 +43,11 @@ def test_measured_rounds_must_be_seconds(tmp_path, rounds, shown):
     (["--warmup", "-1"], "--warmup must be at least 0, got -1"),
     (["--check-choice", "-0.5"],
      "--check-choice must be a fraction >= 0 (e.g. 0.05), got -0.5"),
+    # Accepted and ignored before (it only acts with --calibrate).
+    (["--track-drift"], "--track-drift needs --calibrate (it chooses "
+     "between that option's calibrations)"),
+    (["--no-track-drift"], "--no-track-drift needs --calibrate (it chooses "
+     "between that option's calibrations)"),
     (["--cluster", "/nonexistent/c.json"],
      "--cluster /nonexistent/c.json: cannot read it: No such file or "
      "directory"),
