@@ -486,6 +486,11 @@ def main(argv=None):
                      f"dp=8=0.0515")
         if not plan:
             sys.exit(f"--measured '{item}': no plan before '='")
+        bare = next((i for i in plan.split(",") if "=" not in i), None)
+        if bare is not None:
+            sys.exit(f"--measured '{item}': expected PLAN=SECONDS, e.g. "
+                     f"dp=8=0.0515: '{bare}' in the plan '{plan}' is not "
+                     f"key=value (no seconds after the plan?)")
     try:
         with open(args.cluster) as f:
             cluster = json.load(f)

@@ -219,6 +219,14 @@ def test_command_line_needs_one_source_of_steps(shard_opt, model, tmp_path):
         assert proc.returncode != 0
         assert "give either --train CONFIG" in proc.stderr
     assert not (tmp_path / "out.json").exists()
+    # The seconds left out: read as plan 'dp' and 2 s before ("plan 'dp':
+    # dp must be a positive integer, got ''").
+    proc = subprocess.run(cmd + ["--measured", "dp=2"], capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        "--measured 'dp=2': expected PLAN=SECONDS, e.g. dp=8=0.0515: 'dp' in "
+        "the plan 'dp' is not key=value (no seconds after the plan?)")
 
 
 @pytest.mark.parametrize("extra,message", [
