@@ -90,5 +90,6 @@ done
 step "$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats "$REPEATS" \
   --name "CPU 2-core (this development machine)" "${PROFILES[@]}" --out "$TMP/out.json"
 ((N < 2)) || fit "$N" "$TMP/out.json"
+trap '' TERM INT HUP # written whole: not "stopped ... not written" after it
 cp "$TMP/out.json" "$OUT"
 echo "wrote $OUT"
