@@ -64,7 +64,15 @@ stop() { # signal name, number
 trap 'stop TERM 15' TERM
 trap 'stop INT 2' INT
 trap 'stop HUP 1' HUP
-step() { "$@" & CHILD=$!; local rc=0; wait "$CHILD" || rc=$?; CHILD=""; return "$rc"; }
+step() { # what it is, then the command
+  local what=$1 rc=0
+  shift
+  "$@" & CHILD=$!
+  wait "$CHILD" || rc=$?
+  CHILD=""
+  ((rc == 0)) || echo "calibrate_cpu.sh: $what failed (exit $rc); $OUT not written" >&2
+  return "$rc"
+}
 # The synchronisation terms (host.sync_slowdown, host.sync_latency_us) of
 # each rank count from 2 are fitted to the nanoGPT CPU model's reference
 # plans (dp=R, dp=R/2,tp=2,sp=1) trained right after that count's
@@ -77,17 +85,17 @@ PY=$BUILD_DIR/venv/bin/python
 PYTHONPATH=$ROOT/python "$PY" -m autoshard.models "$CONFIG" --batch 16 --seq 64 \
   --vocab-multiple 64 -q -o "$TMP/model.mlir"
 fit() { # rank count, cluster file
-  PYTHONPATH=$ROOT/python step "$PY" -m autoshard.calibration --shard-opt "$BUILD_DIR/bin/shard-opt" \
+  PYTHONPATH=$ROOT/python step "the $1-rank fit (autoshard.calibration)" "$PY" -m autoshard.calibration --shard-opt "$BUILD_DIR/bin/shard-opt" \
     --build "$BUILD_DIR" --model "$TMP/model.mlir" --cluster "$2" --ranks "$1" \
     --batch 16 --seq 64 --train "$CONFIG"
 }
 PROFILES=()
 for ((r = 1; r < N; r *= 2)); do
-  step "$BUILD_DIR/bin/shard-calibrate" -n "$r" --repeats "$REPEATS" --out "$TMP/r$r.json"
+  step "shard-calibrate -n $r" "$BUILD_DIR/bin/shard-calibrate" -n "$r" --repeats "$REPEATS" --out "$TMP/r$r.json"
   ((r < 2)) || fit "$r" "$TMP/r$r.json"
   PROFILES+=(--profile "$TMP/r$r.json")
 done
-step "$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats "$REPEATS" \
+step "shard-calibrate -n $N" "$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats "$REPEATS" \
   --name "CPU 2-core (this development machine)" "${PROFILES[@]}" --out "$TMP/out.json"
 ((N < 2)) || fit "$N" "$TMP/out.json"
 trap '' TERM INT HUP # written whole: not "stopped ... not written" after it

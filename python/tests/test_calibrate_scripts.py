@@ -109,3 +109,23 @@ def test_calibrate_cpu_signal_stops_the_running_step(tmp_path, calibrate_build):
     assert not alive
     assert not out.exists()
     assert list(scratch.iterdir()) == []
+
+
+def test_calibrate_cpu_names_the_step_that_failed(tmp_path, calibrate_build):
+    """A failed step ends the script with a line naming it and its exit
+    status (before: only the step's own output, e.g. mpirun's report of a
+    killed rank, and exit 137)."""
+    build = tmp_path / "build"
+    (build / "bin").mkdir(parents=True)
+    stub = build / "bin" / "shard-calibrate"
+    stub.write_text("#!/usr/bin/env bash\nexit 3\n")
+    stub.chmod(0o755)
+    (build / "venv").symlink_to(os.path.join(calibrate_build, "venv"))
+    out = tmp_path / "x.json"
+    proc, _ = _run("calibrate_cpu.sh", "-n", "1", "--out", str(out),
+                   env={"BUILD_DIR": str(build)})
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"calibrate_cpu.sh: shard-calibrate -n 1 failed (exit 3); {out} not "
+        "written")
+    assert not out.exists()
