@@ -11,7 +11,9 @@
 # dp=R/2,tp=2,sp=1; 30 steps each with scripts/train.sh, so shard-run must
 # be built) and fits host.sync_slowdown and host.sync_latency_us of that
 # count to them (python -m autoshard.calibration; the record in
-# measured.sync_fit). A failed run stops the script before --out is written.
+# measured.sync_fit). A failed run stops the script before --out is written;
+# so does a TERM, HUP or Ctrl-C, passed on to the running step (which ends
+# its ranks) as a TERM.
 #
 #   scripts/calibrate_cpu.sh [-n 8] [--out configs/clusters/cpu-2core.json] [--repeats 7]
 #
@@ -47,6 +49,30 @@ OUT_DIR=$(dirname -- "$OUT")
 [[ -w $OUT_DIR && ( ! -e $OUT || -w $OUT ) ]] || die "cannot write '$OUT': Permission denied"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# Each step runs as a background job that this script waits for, so that a
+# TERM, INT or HUP to it (bash defers its traps until a foreground command
+# ends) reaches the step at once as a TERM: shard-calibrate's mpirun, or
+# autoshard.calibration, which stops its reference run's ranks. Without
+# that, the script ended and removed $TMP while the step ran on.
+CHILD=""
+stop() { # signal name, number
+  trap '' TERM INT HUP
+  if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null; wait "$CHILD" || true; fi
+  echo "calibrate_cpu.sh: stopped by SIG$1; $OUT not written" >&2
+  exit $((128 + $2))
+}
+trap 'stop TERM 15' TERM
+trap 'stop INT 2' INT
+trap 'stop HUP 1' HUP
+step() { # what it is, then the command
+  local what=$1 rc=0
+  shift
+  "$@" & CHILD=$!
+  wait "$CHILD" || rc=$?
+  CHILD=""
+  ((rc == 0)) || echo "calibrate_cpu.sh: $what failed (exit $rc); $OUT not written" >&2
+  return "$rc"
+}
 # The synchronisation terms (host.sync_slowdown, host.sync_latency_us) of
 # each rank count from 2 are fitted to the nanoGPT CPU model's reference
 # plans (dp=R, dp=R/2,tp=2,sp=1) trained right after that count's
@@ -59,18 +85,19 @@ PY=$BUILD_DIR/venv/bin/python
 PYTHONPATH=$ROOT/python "$PY" -m autoshard.models "$CONFIG" --batch 16 --seq 64 \
   --vocab-multiple 64 -q -o "$TMP/model.mlir"
 fit() { # rank count, cluster file
-  PYTHONPATH=$ROOT/python "$PY" -m autoshard.calibration --shard-opt "$BUILD_DIR/bin/shard-opt" \
+  PYTHONPATH=$ROOT/python step "the $1-rank fit (autoshard.calibration)" "$PY" -m autoshard.calibration --shard-opt "$BUILD_DIR/bin/shard-opt" \
     --build "$BUILD_DIR" --model "$TMP/model.mlir" --cluster "$2" --ranks "$1" \
     --batch 16 --seq 64 --train "$CONFIG"
 }
 PROFILES=()
 for ((r = 1; r < N; r *= 2)); do
-  "$BUILD_DIR/bin/shard-calibrate" -n "$r" --repeats "$REPEATS" --out "$TMP/r$r.json"
+  step "shard-calibrate -n $r" "$BUILD_DIR/bin/shard-calibrate" -n "$r" --repeats "$REPEATS" --out "$TMP/r$r.json"
   ((r < 2)) || fit "$r" "$TMP/r$r.json"
   PROFILES+=(--profile "$TMP/r$r.json")
 done
-"$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats "$REPEATS" \
+step "shard-calibrate -n $N" "$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats "$REPEATS" \
   --name "CPU 2-core (this development machine)" "${PROFILES[@]}" --out "$TMP/out.json"
 ((N < 2)) || fit "$N" "$TMP/out.json"
+trap '' TERM INT HUP # written whole: not "stopped ... not written" after it
 cp "$TMP/out.json" "$OUT"
 echo "wrote $OUT"

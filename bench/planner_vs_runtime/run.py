@@ -204,7 +204,7 @@ def main():
                          "the plans of R ranks and predict them with its "
                          "output instead of --cluster (median over rounds)")
     ap.add_argument("--track-drift", action=argparse.BooleanOptionalAction,
-                    default=True,
+                    default=None,
                     help="with --calibrate, calibrate again after each "
                          "round's plans of R ranks and predict each plan "
                          "with the machine's speed at its run, between the "
@@ -224,10 +224,16 @@ def main():
                          "than this fraction slower than its measured best "
                          "(e.g. 0.05)")
     args = ap.parse_args()
+    calibration.exit_on_signals("run.py")
     if args.warmup < 0:
         sys.exit(f"--warmup must be at least 0, got {args.warmup}")
     if args.steps <= args.warmup:
         sys.exit(f"--steps {args.steps} must exceed --warmup {args.warmup}")
+    if args.track_drift is not None and not args.calibrate:
+        sys.exit(f"--{'' if args.track_drift else 'no-'}track-drift needs "
+                 f"--calibrate (it chooses between that option's "
+                 f"calibrations)")
+    args.track_drift = args.track_drift is not False
     if args.check_choice is not None and not args.check_choice >= 0:
         sys.exit(f"--check-choice must be a fraction >= 0 (e.g. 0.05), got "
                  f"{args.check_choice}")
@@ -241,6 +247,15 @@ def main():
             sys.exit(f"--cluster {args.cluster}: cannot read it: {e.strerror}")
     if args.rounds < 1:
         sys.exit(f"--rounds must be at least 1, got {args.rounds}")
+    # Checked before the runs (minutes), not when the rows are written.
+    if args.json:
+        json_dir = os.path.dirname(os.path.abspath(args.json))
+        why = ("it is a folder" if os.path.isdir(args.json) else
+               f"no folder {json_dir}" if not os.path.isdir(json_dir) else
+               f"no write access to {json_dir}" if not os.access(
+                   json_dir, os.W_OK | os.X_OK) else "")
+        if why:
+            sys.exit(f"--json {args.json}: cannot write the rows: {why}")
     if args.only:
         try:
             re.compile(args.only)
@@ -302,10 +317,10 @@ def main():
             build_model(py, config, BATCH, irs[model])
         def probe(world, out):
             """shard-calibrate -n world into the file out."""
-            proc = subprocess.run(
+            proc = calibration.run_child(
                 [os.path.join(build, "bin", "shard-calibrate"), "-n", str(world),
                  "--name", f"this machine, {world} ranks, calibrated by run.py "
-                 f"--calibrate", "--out", out], capture_output=True, text=True)
+                 f"--calibrate", "--out", out])
             if proc.returncode != 0:
                 sys.exit(f"shard-calibrate -n {world} failed: "
                          f"{calibration.first_error(proc.stderr or proc.stdout)}")
@@ -567,8 +582,19 @@ def main():
               f"{100 * max(shortfalls):+.1f}% over {len(shortfalls)} "
               f"group{'' if len(shortfalls) == 1 else 's'}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        # A whole file or none: written beside it, then renamed.
+        try:
+            fd, tmp_json = tempfile.mkstemp(dir=json_dir, prefix=".rows-",
+                                            suffix=".json")
+            try:
+                with os.fdopen(fd, "w") as f:
+                    json.dump(rows, f, indent=1)
+                os.replace(tmp_json, args.json)
+            except BaseException:
+                os.unlink(tmp_json)
+                raise
+        except OSError as e:
+            sys.exit(f"--json {args.json}: cannot write the rows: {e}")
     if args.check_choice is not None and shortfalls and \
             max(shortfalls) > args.check_choice:
         sys.exit(f"a first choice measures {100 * max(shortfalls):.1f}% over "

@@ -335,14 +335,30 @@ ParameterShards parameterShards(const Cluster &c, const ModelInfo &m,
                  ? int64_t(std::ceil(params * gradBytes / kBucketCapBytes))
                  : 0;
     };
-    double blocks = std::ceil(s.layersPerRank);
+    int64_t blocks = int64_t(std::ceil(s.layersPerRank));
     double layerDense =
         prof.layerParams - (plan.ep > 1 ? prof.expertParams : 0);
-    s.denseBuckets = std::max<int64_t>(1, int64_t(blocks) * split(layerDense) +
-                                              split(prof.otherParams));
+    // The pass groups a gradient by the calls before it: the embedding's
+    // gradients come after the last block backward (block 0's) and join
+    // its bucket; the final norm and an untied head (headOnlyParams, before
+    // the first block backward) form their own. The rank counted is the one
+    // whose reduction ends the step: a pipeline's first stage (its last
+    // backward closes the schedule; under zb-v it also holds the last
+    // chunk, with the final norm). Without the split of the non-block
+    // parameters in the profile: one group of them on every rank.
+    if (prof.preParams + prof.postParams > 0) {
+      bool holdsHead = plan.pp == 1 || plan.schedule == "zb-v";
+      s.denseBuckets = std::max<int64_t>(
+          1, (blocks - 1) * split(layerDense) +
+                 split(layerDense + prof.preParams) +
+                 (holdsHead ? split(prof.headOnlyParams) : 0));
+    } else {
+      s.denseBuckets = std::max<int64_t>(1, blocks * split(layerDense) +
+                                                split(prof.otherParams));
+    }
     if (plan.ep > 1)
-      s.expertBuckets = std::max<int64_t>(
-          1, int64_t(blocks) * split(prof.expertParams / outside));
+      s.expertBuckets =
+          std::max<int64_t>(1, blocks * split(prof.expertParams / outside));
   }
   return s;
 }

@@ -1306,7 +1306,12 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
                       o.globalBatch);
   os << "MFU convention: 3 x forward (GEMM + attention, causal halved) "
         "FLOPs of the model definition, no recomputation counted; "
-     << llvm::formatv("{0:F2} TFLOP per sequence\n", m.flopsPerSequence / 1e12);
+     // A small model in GFLOP (a CPU model's read "0.00 TFLOP").
+     << (m.flopsPerSequence < 1e10
+             ? llvm::formatv("{0:F2} GFLOP per sequence\n",
+                             m.flopsPerSequence / 1e9)
+             : llvm::formatv("{0:F2} TFLOP per sequence\n",
+                             m.flopsPerSequence / 1e12));
   if (r.best.empty() && r.rejected.empty()) {
     os << llvm::formatv("no plan fits: no candidate plan ({0} GPUs do not "
                         "factor into tp x cp x pp x dp with tp dividing the "

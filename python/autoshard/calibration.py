@@ -41,7 +41,9 @@ plans, a rank count the planner reads from a larger ``by_ranks_per_node``
 profile scaled down (its knobs are that profile's), and a fit above the
 planner's bounds. The command line checks the cluster, the rank count and
 ``--out`` before ``--train`` runs anything, and writes ``--out`` whole or
-not at all. Steps the
+not at all. A TERM, HUP or
+Ctrl-C ends it with one line (no traceback), its reference run's ranks
+stopped (run_child, exit_on_signals). Steps the
 non-negative knobs cannot reach (faster than the kernels' sum) are fitted
 as close as they allow and said in the record's ``note``.
 """
@@ -49,6 +51,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -74,6 +77,43 @@ class CalibrationError(Exception):
     """A fit that cannot be made; the message names the input and value."""
 
 
+def run_child(cmd, **kwargs):
+    """``subprocess.run(cmd, capture_output=True, text=True, **kwargs)``,
+    except that a child still running when this process is stopped (any
+    exception, e.g. the SystemExit of exit_on_signals) gets SIGTERM and 10 s
+    to end before SIGKILL: shard-run and shard-calibrate's mpirun then end
+    their ranks instead of running on without a parent."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, **kwargs) as proc:
+        try:
+            out, err = proc.communicate()
+        except BaseException:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def exit_on_signals(tool):
+    """Makes SIGTERM, SIGHUP and SIGINT (unless ignored, as in a background
+    job of a script) end this process with a one-line message naming
+    ``tool`` and exit status 128 + the signal, through SystemExit: run_child
+    stops the running child and temporary folders are removed (Python's
+    default for SIGTERM ends the process at once, its children left
+    running; SIGINT's prints a traceback)."""
+    def stop(signum, _frame):
+        signal.signal(signum, signal.SIG_IGN)
+        print(f"{tool}: stopped by {signal.Signals(signum).name}",
+              file=sys.stderr, flush=True)
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, stop)
+
+
 def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan,
                    source=None):
     """The planner's step time in seconds for ``plan`` (``--plan`` syntax)
@@ -92,14 +132,15 @@ def predict_step_s(shard_opt, model_ir, cluster_path, ranks, batch, plan,
            f"batch={batch} evaluate={plan},mbs={batch // (d['dp'] * d['mb'])} "
            f"compilable=true format=json", "-o", os.devnull]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = run_child(cmd)
     except OSError as e:
         raise CalibrationError(f"cannot run shard-opt '{shard_opt}': "
                                f"{e.strerror or e}") from None
     if proc.returncode != 0:
+        # The planner names the file it read: the fit's temporary copy.
+        why = first_error(proc.stderr).replace(cluster_path, source)
         raise CalibrationError(f"shard-opt could not score {plan} on "
-                               f"{source}: "
-                               f"{first_error(proc.stderr)[:400]}")
+                               f"{source}: {why[:400]}")
     try:
         result = json.loads(proc.stdout)
         plans = result["plans"]
@@ -152,8 +193,7 @@ def measure_step_s(build, config, plan, batch, seq, steps, warmup, out):
            "--plan", plan, "-n", str(plan_ranks(plan)), "--batch", str(batch),
            "--seq", str(seq), "--steps", str(steps), "--eval-interval", "0",
            "--eval-iters", "1", "--sample", "0", "--out", out]
-    proc = subprocess.run(cmd, capture_output=True, text=True,
-                          env=dict(os.environ, BUILD_DIR=build))
+    proc = run_child(cmd, env=dict(os.environ, BUILD_DIR=build))
     if proc.returncode != 0:
         return None, first_error(proc.stderr or proc.stdout)
     times = []
@@ -426,6 +466,7 @@ def main(argv=None):
     ap.add_argument("--out", default=None,
                     help="write the fitted file here (default: --cluster)")
     args = ap.parse_args(argv)
+    exit_on_signals("autoshard.calibration")
     if bool(args.train) == bool(args.measured):
         sys.exit("give either --train CONFIG (measure the reference plans "
                  "now) or --measured PLAN=SECONDS (once or twice)")
@@ -445,6 +486,11 @@ def main(argv=None):
                      f"dp=8=0.0515")
         if not plan:
             sys.exit(f"--measured '{item}': no plan before '='")
+        bare = next((i for i in plan.split(",") if "=" not in i), None)
+        if bare is not None:
+            sys.exit(f"--measured '{item}': expected PLAN=SECONDS, e.g. "
+                     f"dp=8=0.0515: '{bare}' in the plan '{plan}' is not "
+                     f"key=value (no seconds after the plan?)")
     try:
         with open(args.cluster) as f:
             cluster = json.load(f)

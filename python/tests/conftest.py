@@ -78,3 +78,40 @@ def peer_python():
         return None, f"{py} cannot import torch, transformers and safetensors: " \
                      f"{p.stderr.strip()[-300:]}"
     return py, ""
+
+
+def stub_tool(path, marker_dir):
+    """Writes an executable at ``path`` that stands for a tool measuring
+    for a long time (20 s): it writes its pid to ``marker_dir/pid`` and, when
+    a TERM stops it, ``TERM`` to ``marker_dir/signal``."""
+    path.write_text(
+        "#!/usr/bin/env bash\n"
+        f"trap 'echo TERM > {marker_dir}/signal; exit 143' TERM\n"
+        f"echo $$ > {marker_dir}/pid\n"
+        "for i in $(seq 200); do sleep 0.1; done\n")
+    path.chmod(0o755)
+
+
+def terminate_when_stub_runs(proc, marker_dir):
+    """Sends ``proc`` (a Popen with pipes) SIGTERM once the stub_tool it
+    runs has started; returns ``(its stderr, whether the stub was still
+    alive right after proc ended)``. Kills whatever is left."""
+    import time
+    pid_file = marker_dir / "pid"
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the stub never started"
+            time.sleep(0.05)
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    stub_pid = int(pid_file.read_text())
+    alive = os.path.exists(f"/proc/{stub_pid}")
+    if alive:
+        os.kill(stub_pid, 9)
+    return err, alive

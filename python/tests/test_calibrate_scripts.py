@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, stub_tool, terminate_when_stub_runs
 
 SCRIPTS = os.path.join(REPO_ROOT, "scripts")
 
@@ -83,3 +83,49 @@ def test_auto_plan_check_measure_checked_first(tmp_path, value):
         f"auto_plan_check.sh: --measure needs a step count >= 3, got '{value}'")
     assert seconds < 10
     assert not out.exists()  # before the model, the choice and the sweep
+
+
+
+def test_calibrate_cpu_signal_stops_the_running_step(tmp_path, calibrate_build):
+    """A TERM to calibrate_cpu.sh reaches the step it runs (before: the
+    script ended at once and removed its folder while shard-calibrate, or
+    the fit's reference run and its ranks, ran on without it)."""
+    build = tmp_path / "build"
+    (build / "bin").mkdir(parents=True)
+    stub_tool(build / "bin" / "shard-calibrate", tmp_path)
+    (build / "venv").symlink_to(os.path.join(calibrate_build, "venv"))
+    scratch = tmp_path / "scratch"  # the script's mktemp -d
+    scratch.mkdir()
+    out = tmp_path / "x.json"
+    proc = subprocess.Popen(
+        [os.path.join(SCRIPTS, "calibrate_cpu.sh"), "-n", "1", "--out",
+         str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, BUILD_DIR=str(build), TMPDIR=str(scratch)))
+    err, alive = terminate_when_stub_runs(proc, tmp_path)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == (
+        f"calibrate_cpu.sh: stopped by SIGTERM; {out} not written")
+    assert (tmp_path / "signal").read_text().strip() == "TERM"
+    assert not alive
+    assert not out.exists()
+    assert list(scratch.iterdir()) == []
+
+
+def test_calibrate_cpu_names_the_step_that_failed(tmp_path, calibrate_build):
+    """A failed step ends the script with a line naming it and its exit
+    status (before: only the step's own output, e.g. mpirun's report of a
+    killed rank, and exit 137)."""
+    build = tmp_path / "build"
+    (build / "bin").mkdir(parents=True)
+    stub = build / "bin" / "shard-calibrate"
+    stub.write_text("#!/usr/bin/env bash\nexit 3\n")
+    stub.chmod(0o755)
+    (build / "venv").symlink_to(os.path.join(calibrate_build, "venv"))
+    out = tmp_path / "x.json"
+    proc, _ = _run("calibrate_cpu.sh", "-n", "1", "--out", str(out),
+                   env={"BUILD_DIR": str(build)})
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"calibrate_cpu.sh: shard-calibrate -n 1 failed (exit 3); {out} not "
+        "written")
+    assert not out.exists()

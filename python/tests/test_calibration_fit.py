@@ -133,6 +133,16 @@ def test_errors_name_the_users_file_and_tools(shard_opt, model):
                        "mine.json: .*error:"):
         fit_host_sync(shard_opt, model, _cluster(0.0, 0.0), 8, BATCH,
                       {"dp=8,tp=3": 0.05}, "mine.json")
+    # A field the planner rejects is named in the user's file, not in the
+    # fit's temporary copy (before: "/tmp/autoshard-fit-.../cluster.json:
+    # missing required field 'gpus_per_node'").
+    broken = _cluster(0.0, 0.0)
+    del broken["gpus_per_node"]
+    with pytest.raises(CalibrationError, match="could not score dp=8 on "
+                       "mine.json: .*error: dist-auto-plan: mine.json: "
+                       "missing required field 'gpus_per_node'$"):
+        fit_host_sync(shard_opt, model, broken, 8, BATCH, {"dp=8": 0.05},
+                      "mine.json")
     with pytest.raises(CalibrationError, match="cannot run shard-opt "
                        "'/nonexistent/shard-opt': No such file"):
         fit_host_sync("/nonexistent/shard-opt", model, _cluster(0.0, 0.0), 8,
@@ -209,6 +219,14 @@ def test_command_line_needs_one_source_of_steps(shard_opt, model, tmp_path):
         assert proc.returncode != 0
         assert "give either --train CONFIG" in proc.stderr
     assert not (tmp_path / "out.json").exists()
+    # The seconds left out: read as plan 'dp' and 2 s before ("plan 'dp':
+    # dp must be a positive integer, got ''").
+    proc = subprocess.run(cmd + ["--measured", "dp=2"], capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        "--measured 'dp=2': expected PLAN=SECONDS, e.g. dp=8=0.0515: 'dp' in "
+        "the plan 'dp' is not key=value (no seconds after the plan?)")
 
 
 @pytest.mark.parametrize("extra,message", [

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, stub_tool, terminate_when_stub_runs
 
 RUN = os.path.join(REPO_ROOT, "bench", "planner_vs_runtime", "run.py")
 
@@ -43,6 +43,11 @@ def test_measured_rounds_must_be_seconds(tmp_path, rounds, shown):
     (["--warmup", "-1"], "--warmup must be at least 0, got -1"),
     (["--check-choice", "-0.5"],
      "--check-choice must be a fraction >= 0 (e.g. 0.05), got -0.5"),
+    # Accepted and ignored before (it only acts with --calibrate).
+    (["--track-drift"], "--track-drift needs --calibrate (it chooses "
+     "between that option's calibrations)"),
+    (["--no-track-drift"], "--no-track-drift needs --calibrate (it chooses "
+     "between that option's calibrations)"),
     (["--cluster", "/nonexistent/c.json"],
      "--cluster /nonexistent/c.json: cannot read it: No such file or "
      "directory"),
@@ -61,3 +66,45 @@ def test_calibrate_with_measured_needs_no_cluster_file(tmp_path):
                 "/nonexistent/c.json", "--build", str(tmp_path / "no-build"))
     assert proc.returncode == 1
     assert "not found: build first" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("where, why", [
+    ("missing", "no folder {tmp}/missing"), ("folder", "it is a folder")])
+def test_json_is_checked_before_the_runs(tmp_path, where, why):
+    # Before the fix the rows were written only after every run (minutes)
+    # and a bad --json ended the run with a traceback, the rows lost.
+    (tmp_path / "folder").mkdir()
+    path = (str(tmp_path / "missing" / "rows.json") if where == "missing"
+            else str(tmp_path / "folder"))
+    proc = _run("--json", path, "--build", str(tmp_path / "no-build"))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip() == (
+        f"--json {path}: cannot write the rows: "
+        + why.format(tmp=tmp_path))
+
+
+
+def test_signal_stops_the_running_step(tmp_path):
+    """A TERM to run.py reaches the tool it waits for (here the planner's
+    shard-opt; shard-calibrate's mpirun and shard-run end their ranks on
+    it) and removes its temporary folder; before, Python's default ended
+    run.py at once and left the child running without it."""
+    build = tmp_path / "build"
+    (build / "bin").mkdir(parents=True)
+    for tool in ("shard-opt", "shard-run", "shard-calibrate"):
+        stub_tool(build / "bin" / tool, tmp_path)
+    (build / "venv" / "bin").mkdir(parents=True)
+    (build / "venv" / "bin" / "python").symlink_to(sys.executable)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, RUN, "--build", str(build), "--calibrate",
+         "--only", "^nanogpt dp=2$", "--rounds", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, TMPDIR=str(scratch)))
+    err, alive = terminate_when_stub_runs(proc, tmp_path)
+    assert proc.returncode == 143, err
+    assert err.strip() == "run.py: stopped by SIGTERM"
+    assert (tmp_path / "signal").read_text().strip() == "TERM"
+    assert not alive
+    assert list(scratch.iterdir()) == []

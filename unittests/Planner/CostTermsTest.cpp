@@ -180,6 +180,35 @@ TEST(ParameterTerm, CompiledBucketsArePerLayerGroup) {
   EXPECT_EQ(s.denseBuckets, 4 * 2);
   EXPECT_EQ(s.expertBuckets, 0);
 
+  // With the non-block parameters split by the profile (the embedding's,
+  // the head's), as the compiled nanoGPT programs were counted: the
+  // embedding joins block 0's bucket, the final norm (head-only) has its
+  // own on the rank that holds it. Per stage, dp=2/4: pp=1 5 (4 blocks +
+  // ln_f); pp=2 1F1B, ZB-H1 and interleaved 2 on the first stage (3 on
+  // the last); ZB-V 3 on the first (its last chunk too); pp=4 1.
+  LocalProfile split;
+  split.layerParams = 196864, split.preParams = 24576;
+  split.postParams = 16384 + 128, split.headOnlyParams = 128;
+  split.otherParams = 24576 + 128;
+  Candidate dense;
+  dense.dpBucketPerLayerGroup = true, dense.dp = 2;
+  ModelInfo four = m;
+  four.layers = 4;
+  EXPECT_EQ(parameterShards(c, four, split, dense).denseBuckets, 4 + 1);
+  dense.pp = 2;
+  EXPECT_EQ(parameterShards(c, four, split, dense).denseBuckets, 2);
+  dense.schedule = "interleaved", dense.vpp = 2;
+  EXPECT_EQ(parameterShards(c, four, split, dense).denseBuckets, 2);
+  dense.schedule = "zb-v";
+  EXPECT_EQ(parameterShards(c, four, split, dense).denseBuckets, 2 + 1);
+  dense.schedule = "1f1b", dense.vpp = 1, dense.pp = 4;
+  EXPECT_EQ(parameterShards(c, four, split, dense).denseBuckets, 1);
+  // Block 0 and the embedding split at the cap together.
+  dense.pp = 1;
+  split.preParams = 30.0 * 1024 * 1024 / grad;
+  split.layerParams = 20.0 * 1024 * 1024 / grad;
+  EXPECT_EQ(parameterShards(c, four, split, dense).denseBuckets, 3 + 2 + 1);
+
   // Each bucket pays its own host synchronisation: the all-reduce of 5
   // buckets responds to Cluster::syncLatency 5 times, one collective once.
   ParameterShards flat;

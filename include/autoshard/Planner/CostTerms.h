@@ -182,10 +182,12 @@ StageEnds stageEnds(const Cluster &cluster, const LocalProfile &profile,
 /// over the expert-data-parallel group of dp·cp/ep ranks (`edpPerNode` =
 /// GPUs per node / (tp·ep) in a node). Elements. With
 /// Candidate::dpBucketPerLayerGroup, `denseBuckets` / `expertBuckets` are
-/// the data-parallel collectives dist-bucket-collectives makes of them: one
-/// per block on the rank (and one for the embedding, head and final norm),
-/// each split at its 40 MiB cap of gradient bytes; 0 otherwise (the
-/// cluster's bucket rule).
+/// the data-parallel collectives dist-bucket-collectives makes of them on
+/// the rank whose reduction ends the step (a pipeline's first stage): one
+/// per block, the embedding's gradients in block 0's, and one for the final
+/// norm and an untied head where the rank holds them (pp = 1, zb-v), each
+/// split at its 40 MiB cap of gradient bytes; 0 otherwise (the cluster's
+/// bucket rule).
 struct ParameterShards {
   double layersPerRank = 0;
   double denseRank = 0, expertRank = 0;

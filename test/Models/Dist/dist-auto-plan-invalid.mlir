@@ -51,6 +51,11 @@
 // MBS: error: dist-auto-plan: evaluate: mb=2 and mbs=1 disagree: dp*mbs*mb must be the global batch 8 (mb=4 with mbs=1)
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2,mb=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MBDIV
 // MBDIV: error: dist-auto-plan: evaluate: global batch 8 is not a multiple of dp*mb = 6
+// An empty item is an error, as in --plan (it was dropped: "dp=2," and
+// "dp=2,,zero=1" were scored).
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2," -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2,,mbs=4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTY
+// EMPTY: error: dist-auto-plan: evaluate: plan: expected 'key=value', found '' (in "dp=2,")
 // Nothing to score: 3 devices do not factor with the batch and the model.
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOCAND
 // NOCAND: no plan fits: no candidate plan (3 GPUs do not factor into tp x cp x pp x dp

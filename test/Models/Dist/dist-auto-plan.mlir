@@ -16,7 +16,7 @@
 // RUN: shard-opt %t.model.mlir --auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2" -o /dev/null | FileCheck %s --check-prefix=FLAG
 
 // CHECK: dist-auto-plan: model nanogpt-shakespeare-char-cpu ({{.*}} 4 layers, seq 64), cluster CPU 2-core {{.*}}, 4 GPUs (1 nodes), global batch 8
-// CHECK: MFU convention: 3 x forward
+// CHECK: MFU convention: 3 x forward{{.*}}; {{0\.[1-9][0-9]}} GFLOP per sequence
 // CHECK: chosen plan: pp={{[0-9]+}},dp={{[0-9]+}},cp={{[0-9]+}},tp={{[0-9]+}}
 // CHECK-NEXT: as --plan: {{(pp=[0-9]+,)?}}dp={{[0-9]+}}
 // CHECK: rank plan step s tokens/s MFU peak GiB compute exp.comm bubble sim

@@ -588,7 +588,8 @@ FailureOr<planner::Candidate> parseCandidate(StringRef text, std::string &err,
   planner::Candidate c;
   hasMbs = hasMb = false;
   SmallVector<StringRef> items, rest;
-  text.split(items, ',', -1, false);
+  // Empty items kept: Plan::parse names them, as --plan does.
+  text.split(items, ',', -1, /*KeepEmpty=*/true);
   for (StringRef item : items) {
     auto [key, value] = item.split('=');
     if (key.trim() != "mbs") {
