@@ -325,6 +325,18 @@ def check_cluster(cluster, ranks, source="the cluster description"):
     with_sync_terms(cluster, ranks, 0.0, 0.0, source)
 
 
+def _sweeps_slowdown(cluster, ranks):
+    """The ``host.sync_slowdown`` shard-calibrate's sweeps measured for
+    ``ranks`` ranks: the file's own where it was not fitted yet, else the
+    value its earlier fit recorded (``measured.sync_fit``), not that fit's
+    result."""
+    where = _fit_target(json.loads(json.dumps(cluster)), ranks)[0]
+    earlier = where.get("measured", {}).get("sync_fit")
+    if isinstance(earlier, dict) and "sweeps_sync_slowdown" in earlier:
+        return earlier["sweeps_sync_slowdown"]
+    return where.get("host", {}).get("sync_slowdown")
+
+
 def fit_host_sync(shard_opt, model_ir, cluster, ranks, batch, measured,
                   source="the cluster description"):
     """Returns ``(fitted cluster dict, record)``: ``cluster`` (a parsed
@@ -414,8 +426,7 @@ def fit_host_sync(shard_opt, model_ir, cluster, ranks, batch, measured,
               "plans": {plan: {"measured_step_s": measured[plan],
                                "predicted_step_s": predicted[plan]}
                         for plan in plans},
-              "sweeps_sync_slowdown": _host_of(json.loads(json.dumps(
-                  cluster)), ranks).get("sync_slowdown")}
+              "sweeps_sync_slowdown": _sweeps_slowdown(cluster, ranks)}
     clamped = [f"{plan}: measured {measured[plan]:.6g} s, predicted "
                f"{predicted[plan]:.6g} s" for plan in plans
                if abs(predicted[plan] / measured[plan] - 1) > 0.02]

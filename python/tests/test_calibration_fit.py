@@ -33,14 +33,16 @@ def model(tmp_path_factory):
 
 def _cluster(slowdown, latency_us):
     """cpu-2core.json with the knobs set at the top level and in every
-    profile of more than one rank (each profile has its own)."""
+    profile of more than one rank (each profile has its own), as
+    shard-calibrate writes it: without the records of earlier fits."""
     with open(CLUSTER) as f:
         cluster = json.load(f)
-    for host in [cluster["host"]] + [
-            p.setdefault("host", {})
-            for r, p in cluster["by_ranks_per_node"].items() if r != "1"]:
+    for where in [cluster] + [
+            p for r, p in cluster["by_ranks_per_node"].items() if r != "1"]:
+        host = where.setdefault("host", {})
         host["sync_slowdown"] = slowdown
         host["sync_latency_us"] = latency_us
+        where.get("measured", {}).pop("sync_fit", None)
     return cluster
 
 
@@ -64,6 +66,10 @@ def test_recovers_the_knobs_that_made_the_steps(shard_opt, model, tmp_path,
     assert host["sync_slowdown"] == pytest.approx(slowdown, abs=0.01)
     assert host["sync_latency_us"] == pytest.approx(latency_us, abs=3)
     assert record["sweeps_sync_slowdown"] == 0.03
+    # Fitted again, the record keeps the sweeps' value, not the first fit's.
+    refitted, again = fit_host_sync(shard_opt, model, fitted, ranks, BATCH,
+                                    measured)
+    assert again["sweeps_sync_slowdown"] == 0.03
     # Written where the planner reads it for this many ranks: the profile.
     if str(ranks) in fitted["by_ranks_per_node"]:
         assert fitted["host"]["sync_slowdown"] == 0.03
