@@ -316,7 +316,8 @@ def main():
             irs[model] = os.path.join(tmp, model + ".mlir")
             build_model(py, config, BATCH, irs[model])
         def probe(world, out):
-            """shard-calibrate -n world into the file out."""
+            """shard-calibrate -n world into the file out; returns the
+            cluster it wrote."""
             proc = calibration.run_child(
                 [os.path.join(build, "bin", "shard-calibrate"), "-n", str(world),
                  "--name", f"this machine, {world} ranks, calibrated by run.py "
@@ -324,6 +325,8 @@ def main():
             if proc.returncode != 0:
                 sys.exit(f"shard-calibrate -n {world} failed: "
                          f"{calibration.first_error(proc.stderr or proc.stdout)}")
+            with open(out) as f:
+                return json.load(f)
 
         def recalibrate(world, round_index, before):
             """shard-calibrate -n world again after the round's plans of
@@ -331,11 +334,9 @@ def main():
             `before` (fitted to reference runs before the plans): the
             machine's speed at the end of the plans; returns the file."""
             out = os.path.join(tmp, f"cluster-{world}-{round_index}-after.json")
-            probe(world, out)
+            after = probe(world, out)
             if world < 2:
                 return out
-            with open(out) as f:
-                after = json.load(f)
             try:
                 with open(before) as f:
                     slowdown, latency_us = calibration.sync_terms(
@@ -355,11 +356,9 @@ def main():
             right after it (autoshard.calibration, as calibrate_cpu.sh
             does); returns the file."""
             out = os.path.join(tmp, f"cluster-{world}-{round_index}.json")
-            probe(world, out)
+            cluster = probe(world, out)
             if world < 2:
                 return out
-            with open(out) as f:
-                cluster = json.load(f)
             try:
                 measured = calibration.measure_references(
                     build, NANOGPT, world, BATCH, SEQ, args.steps, args.warmup,
@@ -442,11 +441,11 @@ def main():
                     the plans (geometric, by when it ran)."""
                     before, start = span.pop(world)
                     rows_w = [p for p in pending if p[0]["ranks"] == world]
+                    pending[:] = [p for p in pending if p[0]["ranks"] != world]
                     end = time.time()
                     after = (recalibrate(world, k + 1, before)
                              if args.track_drift and rows_w else None)
                     for row, pred, mid in rows_w:
-                        pending.remove((row, pred, mid))
                         if after is not None:
                             late, why = predict(shard_opt, irs[row["model"]],
                                                 after, row["plan"])

@@ -80,7 +80,7 @@ def peer_python():
     return py, ""
 
 
-def stub_tool(path, marker_dir):
+def fake_tool(path, marker_dir):
     """Writes an executable at ``path`` that stands for a tool measuring
     for a long time (20 s): it writes its pid to ``marker_dir/pid`` and, when
     a TERM stops it, ``TERM`` to ``marker_dir/signal``."""
@@ -92,9 +92,9 @@ def stub_tool(path, marker_dir):
     path.chmod(0o755)
 
 
-def terminate_when_stub_runs(proc, marker_dir):
-    """Sends ``proc`` (a Popen with pipes) SIGTERM once the stub_tool it
-    runs has started; returns ``(its stderr, whether the stub was still
+def terminate_when_fake_runs(proc, marker_dir):
+    """Sends ``proc`` (a Popen with pipes) SIGTERM once the fake_tool it
+    runs has started; returns ``(its stderr, whether the fake tool was still
     alive right after proc ended)``. Kills whatever is left."""
     import time
     pid_file = marker_dir / "pid"
@@ -102,7 +102,7 @@ def terminate_when_stub_runs(proc, marker_dir):
         deadline = time.monotonic() + 30
         while not pid_file.exists() or not pid_file.read_text().strip():
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the stub never started"
+            assert time.monotonic() < deadline, "the fake tool never started"
             time.sleep(0.05)
         proc.terminate()
         _, err = proc.communicate(timeout=20)
@@ -110,8 +110,8 @@ def terminate_when_stub_runs(proc, marker_dir):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    stub_pid = int(pid_file.read_text())
-    alive = os.path.exists(f"/proc/{stub_pid}")
+    fake_pid = int(pid_file.read_text())
+    alive = os.path.exists(f"/proc/{fake_pid}")
     if alive:
-        os.kill(stub_pid, 9)
+        os.kill(fake_pid, 9)
     return err, alive

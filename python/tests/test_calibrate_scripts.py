@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT, stub_tool, terminate_when_stub_runs
+from conftest import REPO_ROOT, fake_tool, terminate_when_fake_runs
 
 SCRIPTS = os.path.join(REPO_ROOT, "scripts")
 
@@ -92,7 +92,7 @@ def test_calibrate_cpu_signal_stops_the_running_step(tmp_path, calibrate_build):
     the fit's reference run and its ranks, ran on without it)."""
     build = tmp_path / "build"
     (build / "bin").mkdir(parents=True)
-    stub_tool(build / "bin" / "shard-calibrate", tmp_path)
+    fake_tool(build / "bin" / "shard-calibrate", tmp_path)
     (build / "venv").symlink_to(os.path.join(calibrate_build, "venv"))
     scratch = tmp_path / "scratch"  # the script's mktemp -d
     scratch.mkdir()
@@ -101,7 +101,7 @@ def test_calibrate_cpu_signal_stops_the_running_step(tmp_path, calibrate_build):
         [os.path.join(SCRIPTS, "calibrate_cpu.sh"), "-n", "1", "--out",
          str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=dict(os.environ, BUILD_DIR=str(build), TMPDIR=str(scratch)))
-    err, alive = terminate_when_stub_runs(proc, tmp_path)
+    err, alive = terminate_when_fake_runs(proc, tmp_path)
     assert proc.returncode == 143, err
     assert err.strip().splitlines()[-1] == (
         f"calibrate_cpu.sh: stopped by SIGTERM; {out} not written")
@@ -117,9 +117,9 @@ def test_calibrate_cpu_names_the_step_that_failed(tmp_path, calibrate_build):
     killed rank, and exit 137)."""
     build = tmp_path / "build"
     (build / "bin").mkdir(parents=True)
-    stub = build / "bin" / "shard-calibrate"
-    stub.write_text("#!/usr/bin/env bash\nexit 3\n")
-    stub.chmod(0o755)
+    fake = build / "bin" / "shard-calibrate"
+    fake.write_text("#!/usr/bin/env bash\nexit 3\n")
+    fake.chmod(0o755)
     (build / "venv").symlink_to(os.path.join(calibrate_build, "venv"))
     out = tmp_path / "x.json"
     proc, _ = _run("calibrate_cpu.sh", "-n", "1", "--out", str(out),

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT, stub_tool, terminate_when_stub_runs
+from conftest import REPO_ROOT, fake_tool, terminate_when_fake_runs
 
 RUN = os.path.join(REPO_ROOT, "bench", "planner_vs_runtime", "run.py")
 
@@ -92,7 +92,7 @@ def test_signal_stops_the_running_step(tmp_path):
     build = tmp_path / "build"
     (build / "bin").mkdir(parents=True)
     for tool in ("shard-opt", "shard-run", "shard-calibrate"):
-        stub_tool(build / "bin" / tool, tmp_path)
+        fake_tool(build / "bin" / tool, tmp_path)
     (build / "venv" / "bin").mkdir(parents=True)
     (build / "venv" / "bin" / "python").symlink_to(sys.executable)
     scratch = tmp_path / "scratch"
@@ -102,7 +102,7 @@ def test_signal_stops_the_running_step(tmp_path):
          "--only", "^nanogpt dp=2$", "--rounds", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=dict(os.environ, TMPDIR=str(scratch)))
-    err, alive = terminate_when_stub_runs(proc, tmp_path)
+    err, alive = terminate_when_fake_runs(proc, tmp_path)
     assert proc.returncode == 143, err
     assert err.strip() == "run.py: stopped by SIGTERM"
     assert (tmp_path / "signal").read_text().strip() == "TERM"

@@ -98,17 +98,6 @@ static mlir::LogicalResult runDriver(int argc, char **argv,
                              registry);
   // (As the MlirOptMain overload above does: stack traces on a crash.)
   llvm::InitLLVM initLLVM(argc, argv);
-  auto parsed = std::make_shared<mlir::MlirOptMainConfig>(config);
-  config.setPassPipelineSetupFn([parsed](mlir::PassManager &pm) {
-    mlir::ScopedDiagnosticHandler dropEmpty(
-        pm.getContext(), [](mlir::Diagnostic &diag) {
-          return mlir::success(
-              diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
-              llvm::isa<mlir::UnknownLoc>(diag.getLocation()) &&
-              diag.str().empty());
-        });
-    return parsed->setupPassPipeline(pm);
-  });
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =
       mlir::openInputFile(inputFilename, &error);
@@ -120,23 +109,26 @@ static mlir::LogicalResult runDriver(int argc, char **argv,
   // with -verify-diagnostics, whose handler must see every diagnostic, nor
   // with -split-input-file, whose chunks are buffers of their own). The
   // SourceMgr inside MlirOptMain owns the buffer until it returns.
-  if (!config.shouldVerifyDiagnostics() && config.inputSplitMarker().empty()) {
-    const llvm::MemoryBuffer *source = input.get();
-    config.setPassPipelineSetupFn([parsed, source](mlir::PassManager &pm) {
+  const llvm::MemoryBuffer *source =
+      !config.shouldVerifyDiagnostics() && config.inputSplitMarker().empty()
+          ? input.get()
+          : nullptr;
+  auto parsed = std::make_shared<mlir::MlirOptMainConfig>(config);
+  config.setPassPipelineSetupFn([parsed, source](mlir::PassManager &pm) {
+    if (source)
       pm.getContext()->getDiagEngine().registerHandler(
           [source](mlir::Diagnostic &diag) {
             return printWithoutLongLine(*source, diag);
           });
-      mlir::ScopedDiagnosticHandler dropEmpty(
-          pm.getContext(), [](mlir::Diagnostic &diag) {
-            return mlir::success(
-                diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
-                llvm::isa<mlir::UnknownLoc>(diag.getLocation()) &&
-                diag.str().empty());
-          });
-      return parsed->setupPassPipeline(pm);
-    });
-  }
+    mlir::ScopedDiagnosticHandler dropEmpty(
+        pm.getContext(), [](mlir::Diagnostic &diag) {
+          return mlir::success(
+              diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
+              llvm::isa<mlir::UnknownLoc>(diag.getLocation()) &&
+              diag.str().empty());
+        });
+    return parsed->setupPassPipeline(pm);
+  });
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFilename, &error);
   if (!output) {
