@@ -336,8 +336,6 @@ ParameterShards parameterShards(const Cluster &c, const ModelInfo &m,
                  : 0;
     };
     int64_t blocks = int64_t(std::ceil(s.layersPerRank));
-    double layerDense =
-        prof.layerParams - (plan.ep > 1 ? prof.expertParams : 0);
     // The pass groups a gradient by the calls before it: the embedding's
     // gradients come after the last block backward (block 0's) and join
     // its bucket; the final norm and an untied head (headOnlyParams, before
@@ -346,19 +344,95 @@ ParameterShards parameterShards(const Cluster &c, const ModelInfo &m,
     // backward closes the schedule; under zb-v it also holds the last
     // chunk, with the final norm). Without the split of the non-block
     // parameters in the profile: one group of them on every rank.
-    if (prof.preParams + prof.postParams > 0) {
-      bool holdsHead = plan.pp == 1 || plan.schedule == "zb-v";
-      s.denseBuckets = std::max<int64_t>(
-          1, (blocks - 1) * split(layerDense) +
-                 split(layerDense + prof.preParams) +
-                 (holdsHead ? split(prof.headOnlyParams) : 0));
-    } else {
-      s.denseBuckets = std::max<int64_t>(1, blocks * split(layerDense) +
-                                                split(prof.otherParams));
-    }
+    const bool splitProfile = prof.preParams + prof.postParams > 0;
+    const bool holdsHead = plan.pp == 1 || plan.schedule == "zb-v";
+    auto bucketsOf = [&](double layer, double pre, double headOnly,
+                         double other) -> int64_t {
+      if (splitProfile)
+        return (blocks - 1) * split(layer) + split(layer + pre) +
+               (holdsHead ? split(headOnly) : 0);
+      return blocks * split(layer) + split(other);
+    };
+    double layerDense =
+        prof.layerParams - (plan.ep > 1 ? prof.expertParams : 0);
+    s.denseBuckets =
+        std::max<int64_t>(1, bucketsOf(layerDense, prof.preParams,
+                                       prof.headOnlyParams, prof.otherParams));
     if (plan.ep > 1)
       s.expertBuckets =
           std::max<int64_t>(1, blocks * split(prof.expertParams / outside));
+
+    if (!prof.gradientReductions.empty() && plan.zero != 3) {
+      // The pass buckets each kind and set of mesh axes apart: sum the
+      // profile's parameter groups into the collectives they take.
+      struct Axes {
+        CollectiveKind kind;
+        bool dp, cp, tp;
+        bool operator==(const Axes &o) const {
+          return kind == o.kind && dp == o.dp && cp == o.cp && tp == o.tp;
+        }
+      };
+      std::vector<std::pair<Axes, GradientReduction>> sums;
+      auto add = [&](Axes axes, const GradientReduction &r) {
+        auto it =
+            llvm::find_if(sums, [&](const auto &e) { return e.first == axes; });
+        if (it == sums.end()) {
+          sums.push_back({axes, GradientReduction{}});
+          it = std::prev(sums.end());
+        }
+        it->second.layer += r.layer + (plan.ep > 1 ? 0 : r.layerExpert);
+        it->second.pre += r.pre;
+        it->second.headOnly += r.headOnly;
+        it->second.other += r.other;
+      };
+      for (const GradientReduction &r : prof.gradientReductions) {
+        bool cp = r.overContext && plan.cp > 1;
+        bool tp = r.overTensor && plan.tp > 1;
+        if (plan.zero == 0) {
+          add({CollectiveKind::AllReduce, true, cp, tp}, r);
+          continue;
+        }
+        // The optimizer's shards are over dp×cp: the gradient is
+        // reduce-scattered over those of its axes, all-reduced over tp.
+        add({CollectiveKind::ReduceScatter, true, cp, false}, r);
+        if (tp)
+          add({CollectiveKind::AllReduce, false, false, true}, r);
+      }
+      if (plan.zero > 0)
+        for (const GradientReduction &r : prof.gradientReductions)
+          add({CollectiveKind::AllGather, true, plan.cp > 1, false}, r);
+      // Mesh order pp, dp, cp, tp (tp fastest): a node holds the part of
+      // each axis that lies within its GPUs.
+      auto group = [&](const Axes &axes) {
+        int64_t size = 1, local = 1, stride = 1;
+        for (auto [in, n] :
+             {std::pair{axes.tp, plan.tp}, std::pair{axes.cp, plan.cp},
+              std::pair{axes.dp, plan.dp}}) {
+          if (in) {
+            size *= n;
+            local *= std::clamp<int64_t>(c.gpusPerNode / stride, 1, n);
+          }
+          stride *= n;
+        }
+        return std::pair{size, local};
+      };
+      s.denseBuckets = 0;
+      for (const auto &[axes, sum] : sums) {
+        GradientCollective g;
+        g.kind = axes.kind;
+        g.dp = axes.dp && plan.dp > 1;
+        g.cp = axes.cp && plan.cp > 1;
+        g.tp = axes.tp && plan.tp > 1;
+        std::tie(g.group, g.perNode) = group(axes);
+        g.params = s.layersPerRank * sum.layer + sum.other;
+        g.buckets = bucketsOf(sum.layer, sum.pre, sum.headOnly, sum.other);
+        if (g.group <= 1 || g.params <= 0 || g.buckets <= 0)
+          continue;
+        if (g.kind != CollectiveKind::AllGather)
+          s.denseBuckets += g.buckets;
+        s.denseCollectives.push_back(g);
+      }
+    }
   }
   return s;
 }
@@ -412,9 +486,30 @@ double dataParallelSyncTime(const Cluster &c, const ModelInfo &m,
   // forward (Megatron), or the later buckets' optimizer updates.
   double gatherCover =
       plan.paramGatherBehindOptimizer ? optimizerTime(c, plan, s) : F;
-  Exposure dps =
-      dpSyncExposure(c, plan.zero, s.denseRank, m.elementBytes, s.dpGroup,
-                     s.dpPerNode, mb, gatherCover, B, s.denseBuckets);
+  Exposure dps;
+  if (!s.denseCollectives.empty()) {
+    // The compiled program's collectives (ParameterShards): reductions
+    // in gradient bytes hidden behind the backward, one after the other,
+    // gathers in parameter bytes behind the gather cover; ZeRO-2 software
+    // that reduces after every microbatch reduces mb times.
+    double reduceCover = B, gathersCover = gatherCover;
+    double times = plan.zero == 2 && c.zeroReducesEveryMicrobatch ? mb : 1;
+    for (const GradientCollective &g : s.denseCollectives) {
+      bool gather = g.kind == CollectiveKind::AllGather;
+      double &cover = gather ? gathersCover : reduceCover;
+      Exposure e = bucketedCollective(
+          c, g.kind, g.params,
+          gather ? m.elementBytes : gradElementBytes(c, m.elementBytes),
+          g.group, g.perNode, cover, g.buckets);
+      double n = gather ? 1 : times;
+      dps.total += n * e.total;
+      dps.exposed += n * e.exposed;
+      cover = std::max(0.0, cover - n * e.total);
+    }
+  } else {
+    dps = dpSyncExposure(c, plan.zero, s.denseRank, m.elementBytes, s.dpGroup,
+                         s.dpPerNode, mb, gatherCover, B, s.denseBuckets);
+  }
   bool inTail = plan.pp > 1 && plan.pipelineReductionInTail;
   double exposed = inTail ? dps.total : dps.exposed;
   if (s.expertRank > 0) {

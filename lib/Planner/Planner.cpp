@@ -187,6 +187,22 @@ Exposure bucketedCollective(const Cluster &c, CollectiveKind kind,
   return e;
 }
 
+llvm::StringRef getCollectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "all_reduce";
+  case CollectiveKind::AllGather:
+    return "all_gather";
+  case CollectiveKind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveKind::AllToAll:
+    return "all_to_all";
+  case CollectiveKind::P2P:
+    return "p2p";
+  }
+  return "";
+}
+
 double gradElementBytes(const Cluster &c, double elementBytes) {
   return std::max(elementBytes, c.gradBytes);
 }
@@ -803,6 +819,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   double pipeTime = pipe.total();
   double F = v * e.tF, I = v * e.tI, W = v * e.tW, B = I + W;
   e.dpComm = dataParallelSyncTime(c, m, plan, shards, mb, F, B) + lastReduce;
+  e.dpCollectives = shards.denseCollectives;
   e.epComm = mb * shards.layersPerRank * epLayerComm;
   e.optimizer = optimizerTime(c, plan, shards);
   e.stepTime = pipeTime + e.dpComm + e.optimizer;
@@ -1457,6 +1474,27 @@ std::string formatReportJson(const Cluster &c, const ModelInfo &m,
         {"simulated", e.simulated},
         {"recompute_compiled", e.recomputeCompiled},
         {"cross_node_groups", json::Value(e.crossNode)},
+        {"dp_collectives",
+         [&] {
+           json::Array rows;
+           for (const GradientCollective &g : e.dpCollectives)
+             rows.push_back(
+                 json::Object{{"kind", getCollectiveKindName(g.kind)},
+                              {"axes",
+                               [&] {
+                                 json::Array axes;
+                                 for (auto [in, name] : {std::pair{g.dp, "dp"},
+                                                         std::pair{g.cp, "cp"},
+                                                         std::pair{g.tp, "tp"}})
+                                   if (in)
+                                     axes.push_back(name);
+                                 return axes;
+                               }()},
+                              {"group", g.group},
+                              {"buckets", g.buckets},
+                              {"params", g.params}});
+           return rows;
+         }()},
         {"memory",
          json::Object{
              {"params", e.paramBytes},

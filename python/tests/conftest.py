@@ -49,6 +49,23 @@ def find_shard_opt():
     return shutil.which("shard-opt")
 
 
+def build_nanogpt_cpu(batch, out):
+    """Writes the nanoGPT CPU model (seq 64, vocabulary padded to 64) at
+    global batch ``batch`` to ``out`` (``python -m autoshard.models``)."""
+    subprocess.run(
+        [sys.executable, "-m", "autoshard.models",
+         config_path("nanogpt-shakespeare-char-cpu"), "--batch", str(batch),
+         "--seq", "64", "--vocab-multiple", "64", "-q", "-o", str(out)],
+        check=True, env=dict(os.environ, PYTHONPATH=PYTHON_DIR))
+
+
+def run_tool(cmd):
+    """stdout of ``cmd``; fails the test with its stderr when it fails."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr}"
+    return proc.stdout
+
+
 @pytest.fixture(scope="session")
 def shard_opt():
     path = find_shard_opt()

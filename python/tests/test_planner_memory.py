@@ -55,12 +55,10 @@ runs both ends, its other rank only blocks (ALL_ACTIVATION below).
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO_ROOT, config_path
+from conftest import REPO_ROOT, build_nanogpt_cpu, run_tool
 
 CLUSTER = os.path.join(REPO_ROOT, "configs", "clusters", "cpu-2core.json")
 GLOBAL_BATCH = 8
@@ -111,15 +109,6 @@ PLANS = [
 ALL_ACTIVATION = {("pp=2,schedule=zb-v,vpp=2", 2)}
 
 
-def _model(batch, out):
-    subprocess.run(
-        [sys.executable, "-m", "autoshard.models",
-         config_path("nanogpt-shakespeare-char-cpu"), "--batch", str(batch),
-         "--seq", "64", "--vocab-multiple", "64", "-q", "-o", str(out)],
-        check=True, env=dict(os.environ, PYTHONPATH=os.path.dirname(
-            os.path.dirname(os.path.abspath(__file__)))))
-
-
 def _degree(plan, key):
     for item in plan.split(","):
         name, value = item.split("=")
@@ -128,16 +117,11 @@ def _degree(plan, key):
     return 1
 
 
-def _run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr}"
-    return proc.stdout
-
 
 @pytest.fixture(scope="module")
 def global_model(tmp_path_factory):
     path = tmp_path_factory.mktemp("planner-memory") / "global.mlir"
-    _model(GLOBAL_BATCH, path)
+    build_nanogpt_cpu(GLOBAL_BATCH, path)
     return path
 
 
@@ -152,19 +136,19 @@ def test_planner_memory_equals_static_plan(shard_opt, tmp_path, global_model,
 
     # Compiled: the model at the microbatch's batch, mb microbatches.
     model = tmp_path / "model.mlir"
-    _model(GLOBAL_BATCH // mb, model)
+    build_nanogpt_cpu(GLOBAL_BATCH // mb, model)
     full = plan + (f",mb={mb}" if mb > 1 else "")
     lowered = tmp_path / "lowered.mlir"
-    _run([shard_opt, str(model),
+    run_tool([shard_opt, str(model),
           f"--autoshard-train=plan={full} output={tmp_path / 'model.json'}",
           "-o", str(lowered)])
-    explain = json.loads(_run([shard_opt, str(lowered),
+    explain = json.loads(run_tool([shard_opt, str(lowered),
                                "--dist-explain=format=json", "-o", "/dev/null"]))
     compiled = {k: v["with"] for k, v in explain["memory"].items()
                 if isinstance(v, dict)}
 
     # Planned: the same plan scored by dist-auto-plan.
-    report = json.loads(_run([
+    report = json.loads(run_tool([
         shard_opt, str(global_model),
         f"--dist-auto-plan=cluster={CLUSTER} gpus={world} "
         f"evaluate={plan},mbs={mbs} format=json", "-o", "/dev/null"]))

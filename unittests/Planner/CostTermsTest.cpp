@@ -208,6 +208,90 @@ TEST(ParameterTerm, CompiledBucketsArePerLayerGroup) {
   split.preParams = 30.0 * 1024 * 1024 / grad;
   split.layerParams = 20.0 * 1024 * 1024 / grad;
   EXPECT_EQ(parameterShards(c, four, split, dense).denseBuckets, 3 + 2 + 1);
+  split.preParams = 24576, split.layerParams = 196864;
+
+  // With the profile's groups of parameters by the axes their gradients
+  // are reduced over, the pass buckets each group's collectives apart (one
+  // kind and set of mesh axes each), per block as before.
+  // Tensor parallelism (nanoGPT, tp = 2, sp = 1): the norm weights are
+  // replicated over tp and each rank sums their gradients over its shard
+  // of the sequence (without SP: from their output gradient, a partial sum
+  // over tp), so they are reduced over [dp, tp], the rest over
+  // [dp]: per block one of each, the final norm over [dp, tp] alone, the
+  // embedding's with block 0's over [dp]. dp=2: 4 + 5 (not 5).
+  LocalProfile sp = split;
+  GradientReduction rest, norms;
+  rest.layer = 98304, rest.pre = 8192 + 16384, rest.other = 8192 + 16384;
+  norms.overTensor = true;
+  norms.layer = 512, norms.headOnly = 256, norms.other = 256;
+  sp.gradientReductions = {rest, norms};
+  Candidate tp = dense;
+  tp.tp = 2, tp.sp = true;
+  ParameterShards t = parameterShards(c, four, sp, tp);
+  EXPECT_EQ(t.denseBuckets, 4 + 5);
+  ASSERT_EQ(t.denseCollectives.size(), 2u);
+  EXPECT_EQ(t.denseCollectives[0].kind, CollectiveKind::AllReduce);
+  EXPECT_EQ(t.denseCollectives[0].group, 2);
+  EXPECT_EQ(t.denseCollectives[0].buckets, 4);
+  EXPECT_DOUBLE_EQ(t.denseCollectives[0].params, 4 * 98304 + 24576);
+  EXPECT_EQ(t.denseCollectives[1].kind, CollectiveKind::AllReduce);
+  EXPECT_EQ(t.denseCollectives[1].group, 4); // dp·tp
+  EXPECT_EQ(t.denseCollectives[1].buckets, 5);
+  EXPECT_DOUBLE_EQ(t.denseCollectives[1].params, 4 * 512 + 256);
+  // ZeRO-1: the optimizer's shards are over dp, so every gradient is
+  // reduce-scattered over dp (per block, and the final norm's), the norm
+  // weights' all-reduced over tp first; one gather per bucket over dp.
+  tp.zero = 1;
+  t = parameterShards(c, four, sp, tp);
+  EXPECT_EQ(t.denseBuckets, 5 + 5);
+  ASSERT_EQ(t.denseCollectives.size(), 3u);
+  EXPECT_EQ(t.denseCollectives[0].kind, CollectiveKind::ReduceScatter);
+  EXPECT_EQ(t.denseCollectives[0].group, 2);
+  EXPECT_EQ(t.denseCollectives[0].buckets, 5);
+  EXPECT_EQ(t.denseCollectives[1].kind, CollectiveKind::AllReduce);
+  EXPECT_EQ(t.denseCollectives[1].group, 2); // tp
+  EXPECT_EQ(t.denseCollectives[1].buckets, 5);
+  EXPECT_EQ(t.denseCollectives[2].kind, CollectiveKind::AllGather);
+  EXPECT_EQ(t.denseCollectives[2].buckets, 5);
+  // tp only (dp = 1): no data-parallel reduction, but the norm weights'
+  // gradients are still all-reduced over tp, 5 of them.
+  tp.zero = 0, tp.dp = 1;
+  t = parameterShards(c, four, sp, tp);
+  EXPECT_EQ(t.denseBuckets, 5);
+  ASSERT_EQ(t.denseCollectives.size(), 1u);
+  EXPECT_EQ(t.denseCollectives[0].group, 2);
+  Cluster waiting = c;
+  waiting.syncLatency = 1e-3;
+  EXPECT_NEAR(dataParallelSyncTime(waiting, four, tp, t, 1, 1, 2) -
+                  dataParallelSyncTime(c, four, tp, t, 1, 1, 2),
+              5e-3, 1e-12);
+
+  // Context parallelism (dp = 2, cp = 2): every gradient but the position
+  // embedding's is summed over the rank's chunk of the sequence and
+  // reduced over [dp, cp] (4 blocks + the final norm); the position
+  // embedding's output gradient is gathered over cp first, so its
+  // gradient is reduced over [dp] alone, in a bucket of its own: 5 + 1.
+  LocalProfile cpProf = split;
+  GradientReduction chunked, positions;
+  chunked.layer = 196864, chunked.pre = 8192, chunked.headOnly = 128;
+  chunked.other = 8192 + 128;
+  positions.overContext = false;
+  positions.pre = 16384, positions.other = 16384;
+  cpProf.gradientReductions = {chunked, positions};
+  Candidate cp = dense;
+  cp.cp = 2;
+  t = parameterShards(c, four, cpProf, cp);
+  EXPECT_EQ(t.denseBuckets, 5 + 1);
+  ASSERT_EQ(t.denseCollectives.size(), 2u);
+  EXPECT_EQ(t.denseCollectives[0].group, 4);
+  EXPECT_EQ(t.denseCollectives[0].buckets, 5);
+  EXPECT_EQ(t.denseCollectives[1].group, 2);
+  EXPECT_EQ(t.denseCollectives[1].buckets, 1);
+  EXPECT_DOUBLE_EQ(t.denseCollectives[1].params, 16384);
+  // At cp = 1 both groups are reduced over dp together: 5 as before.
+  cp.cp = 1;
+  EXPECT_EQ(parameterShards(c, four, cpProf, cp).denseBuckets, 5);
+  EXPECT_EQ(parameterShards(c, four, cpProf, cp).denseCollectives.size(), 1u);
 
   // Each bucket pays its own host synchronisation: the all-reduce of 5
   // buckets responds to Cluster::syncLatency 5 times, one collective once.

@@ -188,11 +188,24 @@ StageEnds stageEnds(const Cluster &cluster, const LocalProfile &profile,
 /// norm and an untied head where the rank holds them (pp = 1, zb-v), each
 /// split at its 40 MiB cap of gradient bytes; 0 otherwise (the cluster's
 /// bucket rule).
+/// With the profile's LocalProfile::gradientReductions as well (ZeRO 0-2),
+/// `denseCollectives` are those collectives by kind and mesh axes, as the
+/// compiled program forms them: the pass buckets per kind and axes, so each
+/// group of parameters reduced over the same axes has its own buckets per
+/// block (the embedding's with block 0's, the head-only parameters' their
+/// own). ZeRO-0: an all-reduce over each group's axes (dp, × cp where its
+/// gradients are partial over cp, × tp where over tp: the norm weights,
+/// also at dp = 1). ZeRO-1/2: a reduce-scatter over the axes of
+/// the optimizer's shards that the gradient is partial over (dp, × cp),
+/// an all-reduce over the rest (tp), and the parameter all-gather over dp×cp;
+/// `denseBuckets` is then the reductions' count (all-reduces and
+/// reduce-scatters).
 struct ParameterShards {
   double layersPerRank = 0;
   double denseRank = 0, expertRank = 0;
   int64_t dpGroup = 1, dpPerNode = 1, edpGroup = 1, edpPerNode = 1;
   int64_t denseBuckets = 0, expertBuckets = 0;
+  std::vector<GradientCollective> denseCollectives;
 };
 ParameterShards parameterShards(const Cluster &cluster, const ModelInfo &model,
                                 const LocalProfile &profile,
@@ -232,9 +245,13 @@ double zero3LastReduceTime(const Cluster &cluster, const Candidate &plan,
 /// backward (`backward`) and next forward (`forward`; the optimizer
 /// updates instead with Candidate::paramGatherBehindOptimizer), plus the
 /// expert parameters' over their expert-data-parallel group, hidden behind
-/// what the dense one leaves. Reduced in the pipeline stage's tail
+/// what the dense one leaves. With ParameterShards::denseCollectives the
+/// dense part is those collectives instead, each over its own group with
+/// its own buckets (each paying its α and sync latency), the reductions
+/// hidden one after the other behind the backward, the gathers behind the
+/// gather cover. Reduced in the pipeline stage's tail
 /// (Candidate::pipelineReductionInTail, pp > 1): all exposed. Zero for
-/// ZeRO-3 (zero3Term) and a single replica.
+/// ZeRO-3 (zero3Term) and when no collective spans more than one rank.
 double dataParallelSyncTime(const Cluster &cluster, const ModelInfo &model,
                             const Candidate &plan,
                             const ParameterShards &shards, double microbatches,

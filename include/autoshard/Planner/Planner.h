@@ -104,6 +104,24 @@ Exposure bucketedCollective(const Cluster &cluster, CollectiveKind kind,
                             int64_t perNode, double hideable,
                             int64_t buckets = 0);
 
+/// One kind of collective of the data-parallel synchronisation over one
+/// group of ranks, as the compiled program bucket it (ParameterShards::
+/// denseCollectives in CostTerms.h): the mesh axes of its group, the ranks
+/// of the group and of them in one node, the rank's parameter elements in
+/// its buckets, its buckets.
+struct GradientCollective {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  /// The mesh axes the group spans (of those of more than one rank).
+  bool dp = false, cp = false, tp = false;
+  int64_t group = 1, perNode = 1;
+  double params = 0;
+  int64_t buckets = 0;
+};
+
+/// The collective's name as cluster files and reports spell it
+/// ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p").
+llvm::StringRef getCollectiveKindName(CollectiveKind kind);
+
 /// Bytes per gradient element of the data-parallel reduction and the
 /// gradient buffer: the cluster's `gradBytes` (Megatron's fp32 main_grad),
 /// never fewer than the parameters' `elementBytes`.
@@ -296,6 +314,28 @@ struct ProfileKey {
   }
 };
 
+/// Parameters per rank whose gradients the compiled program reduces over the
+/// same mesh axes (LocalProfile::gradientReductions). Every gradient is
+/// partial over the data-parallel ranks (each sums its own sequences);
+/// beyond them:
+///  * `overTensor`: over the tensor-parallel ranks too: a parameter
+///    replicated over tp whose gradient each rank computes from its part of
+///    a value split or partial over tp, and which the program reduces only
+///    with the gradient (nanoGPT: the norm weights, from the rank's
+///    sequence shard under SP, else from their output gradient, a partial
+///    sum over tp; without SP also the position embedding);
+///  * `overContext`: over the context-parallel ranks: a gradient each rank
+///    sums over its chunk of the sequence (not a position embedding's,
+///    whose output gradient is gathered over the sequence first).
+/// Elements per rank: of one block, its non-expert and its expert weights
+/// (LocalProfile::expertParams), and of the non-block parameters, those the
+/// embedding reads, those only the head reads, and all of them.
+struct GradientReduction {
+  bool overTensor = false, overContext = true;
+  double layer = 0, layerExpert = 0;
+  double pre = 0, headOnly = 0, other = 0;
+};
+
 /// Everything the search needs about one layer-local configuration, read
 /// off the compiled per-rank program (its ProfileKey; cp = 1, ep at most
 /// tp). The top-level fields are the program without recomputation;
@@ -332,6 +372,13 @@ struct LocalProfile {
   /// with tfm.role expert_gate / expert_up / expert_down, shape [E, ...]),
   /// per rank at ep = 1; 0 for a dense block.
   double expertParams = 0;
+  /// The parameters by the mesh axes their gradients are reduced over
+  /// (GradientReduction), one entry per distinct (overTensor, overContext):
+  /// read off the one-block program's reductions from each parameter's
+  /// gradient to its update (the tensor axis) and off the one-block model
+  /// partitioned with cp = 2 (the context axis). Empty when not read (a
+  /// hand-built profile): every gradient over the dp×cp group.
+  std::vector<GradientReduction> gradientReductions;
   /// Bytes of the block's MoE dispatch buffers ([E, B, C, H] results of
   /// tfm.moe_dispatch in the block forward) per rank per microbatch: the
   /// send buffer of each expert-parallel all-to-all; 0 for a dense block.
@@ -530,6 +577,9 @@ struct Estimate {
   /// Extra time on the first and last stages (embedding, LM head).
   double firstF = 0, firstB = 0, lastF = 0, lastB = 0;
   double dpComm = 0;
+  /// The data-parallel collectives as the compiled program forms them
+  /// (ParameterShards::denseCollectives; empty when not scored so).
+  std::vector<GradientCollective> dpCollectives;
   /// Exposed expert-parallel all-to-all seconds per step on one rank (four
   /// per MoE layer per microbatch; included in exposedComm).
   double epComm = 0;

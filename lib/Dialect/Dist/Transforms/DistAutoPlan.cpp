@@ -49,6 +49,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -118,6 +119,17 @@ struct RawProfile {
   double layerTensors = 0, preTensors = 0, postTensors = 0, otherTensors = 0;
   /// Of layerParams, the expert weights (elements per rank).
   double expertParams = 0;
+  /// One entry per parameter of the step (its argument number): where it
+  /// is read (a block, as an expert weight; the embedding, the head) and
+  /// whether its gradient is reduced over the tensor-parallel axis on its
+  /// way to the update (planner::GradientReduction).
+  struct ParamGradient {
+    unsigned arg = 0;
+    double elements = 0;
+    bool block = false, expert = false, pre = false, post = false;
+    bool overTensor = false;
+  };
+  std::vector<ParamGradient> paramGradients;
   /// Bytes of the block forward's tfm.moe_dispatch results ([E, B, C, H]).
   double dispatch = 0;
   double residual = 0, boundary = 0, selective = 0, frame = 0;
@@ -204,6 +216,48 @@ void record(const WorkProfile &work, RawFunction &f) {
     double bytes = std::max(double(c.bytes), double(c.resultBytes));
     f.comms.emplace_back(*kind, c.name.str(), bytes);
   }
+}
+
+/// The gradient that the update of parameter `param` (a step argument)
+/// reads: the TfmParameterUpdateOpInterface op that updates it; null when
+/// none does.
+Value updateGradient(BlockArgument param) {
+  for (Operation *user : param.getUsers()) {
+    auto update = dyn_cast<tfm::TfmParameterUpdateOpInterface>(user);
+    if (update && update.getUpdatedParameter() == param)
+      return update.getParameterGradient();
+  }
+  return {};
+}
+
+/// The mesh axes, by role, that the reductions (all-reduce,
+/// reduce-scatter) of `grad` span on its way back from the update to the
+/// op that computed it: the chain of one-operand communication ops that
+/// ends at `grad` (gathers of a sliced gradient pass through).
+struct ReducedOver {
+  bool tensor = false, context = false;
+};
+ReducedOver reducedOver(Value grad) {
+  ReducedOver r;
+  while (Operation *def = grad ? grad.getDefiningOp() : nullptr) {
+    auto comm = dyn_cast<CommOpInterface>(def);
+    if (!comm || def->getNumOperands() != 1)
+      break;
+    CommKind kind = comm.getCommKind();
+    if (kind == CommKind::AllReduce || kind == CommKind::ReduceScatter) {
+      auto mesh =
+          SymbolTable::lookupNearestSymbolFrom<MeshOp>(def, comm.getMeshAttr());
+      for (Attribute axis : comm.getAxes()) {
+        std::optional<AxisRole> role =
+            mesh ? mesh.getAxisRole(cast<StringAttr>(axis).getValue())
+                 : std::nullopt;
+        r.tensor |= role == AxisRole::Tensor;
+        r.context |= role == AxisRole::Context;
+      }
+    }
+    grad = def->getOperand(0);
+  }
+  return r;
 }
 
 /// Reads into `p.weightInputs` the gradient bytes that the weight-gradient
@@ -354,7 +408,7 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
   for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
     if (!step.getArgAttr(i, tfm::kParamAttrName))
       continue;
-    bool block = false, inPre = false, inPost = false;
+    bool block = false, expert = false, inPre = false, inPost = false;
     SmallVector<Value> work = {step.getArgument(i)};
     llvm::DenseSet<Operation *> seen;
     while (!work.empty()) {
@@ -362,29 +416,41 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
       for (Operation *user : v.getUsers()) {
         if (!seen.insert(user).second)
           continue;
-        if (isa<func::CallOp>(user))
+        if (auto call = dyn_cast<func::CallOp>(user)) {
           block = true;
-        else if (pre.contains(user))
+          // An expert weight: the block forward's argument role.
+          if (call.getCallee() != fwd.getSymName())
+            continue;
+          for (OpOperand &use : call->getOpOperands()) {
+            auto attr = use.get() == v
+                            ? fwd.getArgAttrOfType<StringAttr>(
+                                  use.getOperandNumber(), tfm::kRoleAttrName)
+                            : StringAttr();
+            std::optional<tfm::Role> role =
+                attr ? tfm::symbolizeRole(attr.getValue()) : std::nullopt;
+            expert |= role && tfm::isExpertRole(*role);
+          }
+        } else if (pre.contains(user)) {
           inPre = true;
-        else if (post.contains(user))
+        } else if (post.contains(user)) {
           inPost = true;
-        else
+        } else {
           llvm::append_range(work, user->getResults());
+        }
       }
     }
+    double n = tensorElements(step.getArgument(i).getType());
+    p.paramGradients.push_back(
+        {i, n, block, expert, inPre, inPost,
+         reducedOver(updateGradient(step.getArgument(i))).tensor});
     if (block)
       continue;
-    double n = tensorElements(step.getArgument(i).getType());
     // The gradient as the backward produces it: the optimizer update's
     // gradient before the collectives that reduce or reassemble it (what
     // the microbatches' sums hold; a sliced gradient is gathered after the
     // last one).
     double sliced = 0;
-    for (Operation *user : step.getArgument(i).getUsers()) {
-      auto update = dyn_cast<tfm::TfmParameterUpdateOpInterface>(user);
-      if (!update || update.getUpdatedParameter() != step.getArgument(i))
-        continue;
-      Value grad = update.getParameterGradient();
+    if (Value grad = updateGradient(step.getArgument(i))) {
       while (Operation *def = grad.getDefiningOp()) {
         if (!isa<CommOpInterface>(def) || def->getNumOperands() != 1)
           break;
@@ -524,6 +590,41 @@ LogicalResult readPhases(rt::FuncOp step, RawProfile &p, std::string &err) {
             use.bytes[static_cast<unsigned>(rt::Category::Grad)];
   }
   return success();
+}
+
+/// The parameters of `p` grouped by the mesh axes their gradients are
+/// reduced over (planner::GradientReduction), one entry per distinct
+/// (overTensor, overContext), in order of first appearance. `overContext`:
+/// by step argument number, whether the one-block model partitioned with
+/// cp = 2 reduces that gradient over the context axis (readContextReductions;
+/// an argument it lacks, or no map: it does).
+std::vector<planner::GradientReduction>
+groupGradientReductions(const RawProfile &p,
+                        const llvm::DenseMap<unsigned, bool> *overContext) {
+  std::vector<planner::GradientReduction> groups;
+  for (const RawProfile::ParamGradient &g : p.paramGradients) {
+    bool context = true;
+    if (overContext)
+      if (auto it = overContext->find(g.arg); it != overContext->end())
+        context = it->second;
+    auto group = llvm::find_if(groups, [&](const auto &r) {
+      return r.overTensor == g.overTensor && r.overContext == context;
+    });
+    if (group == groups.end()) {
+      groups.push_back({});
+      group = std::prev(groups.end());
+      group->overTensor = g.overTensor;
+      group->overContext = context;
+    }
+    if (g.block) {
+      (g.expert ? group->layerExpert : group->layer) += g.elements;
+      continue;
+    }
+    group->other += g.elements;
+    group->pre += g.pre ? g.elements : 0;
+    group->headOnly += g.post && !g.pre ? g.elements : 0;
+  }
+  return groups;
 }
 
 planner::FunctionProfile fit(const RawFunction &a, const RawFunction &b) {
@@ -878,6 +979,20 @@ struct DistAutoPlanPass
       RawFunction doubled = x; // Proportional fallback: see fit().
       return fit(x, doubled);
     };
+    // Which gradients each rank sums over its chunk of the sequence under
+    // context parallelism (reduced over dp×cp) and which it does not (a
+    // position embedding's: over dp): read once, when a plan scored may
+    // have cp > 1 (a partitioning only, not counted as a block
+    // compilation). Without it every gradient counts as reduced over dp×cp.
+    std::optional<llvm::DenseMap<unsigned, bool>> overContext;
+    if (options.fixed ? options.fixedPlan.cp > 1
+                      : llvm::any_of(options.cpChoices,
+                                     [](int64_t cp) { return cp > 1; })) {
+      overContext.emplace();
+      std::string err;
+      if (failed(readContextReductions(*oneBlock, *overContext, err)))
+        overContext.reset();
+    }
     for (const planner::ProfileKey &key : configs) {
       auto [tp, sp, layout] = key;
       // What does not compile with replicated experts (tp not dividing the
@@ -947,6 +1062,8 @@ struct DistAutoPlanPass
         prof.postParamTensors = a.postTensors;
         prof.otherParamTensors = a.otherTensors;
         prof.expertParams = a.expertParams;
+        prof.gradientReductions =
+            groupGradientReductions(a, overContext ? &*overContext : nullptr);
         prof.dispatchBytes = fitv(a.dispatch, b.dispatch);
         prof.residualBytes = fitv(a.residual, b.residual);
         prof.boundaryBytes = fitv(a.boundary, b.boundary);
@@ -1118,6 +1235,41 @@ struct DistAutoPlanPass
         unused.set(i);
     if (failed(fwd.eraseArguments(unused)))
       return failure();
+    return success();
+  }
+
+  /// Reads into `overContext`, by step argument number, whether the
+  /// one-block model partitioned with cp = 2 (tfm-autodiff and
+  /// dist-partition, as compileAndRead reads its programs) reduces each
+  /// parameter's gradient over the context-parallel axis (reducedOver): a
+  /// gradient each rank sums over its chunk of the sequence. Fails, with
+  /// the reason in `err`, when it does not partition so (e.g. an odd
+  /// sequence length).
+  LogicalResult
+  readContextReductions(ModuleOp oneBlock,
+                        llvm::DenseMap<unsigned, bool> &overContext,
+                        std::string &err) {
+    OwningOpRef<ModuleOp> copy = oneBlock.clone();
+    auto partition = [&](OpPassManager &pm) {
+      pm.addPass(tfm::createTfmAutodiff());
+      DistPartitionPipelineOptions options;
+      options.plan = "cp=2";
+      options.stopAfterPartition = true;
+      buildDistPartitionPipeline(pm, options);
+    };
+    if (failed(dist::runPassPipeline(*copy, partition, err)))
+      return failure();
+    ProgramProfile profile(*copy);
+    llvm::Expected<TrainStepProfile> read = profile.getTrainStep();
+    if (!read) {
+      err = llvm::toString(read.takeError());
+      return failure();
+    }
+    auto step = cast<func::FuncOp>(read->step->op);
+    for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
+      if (step.getArgAttr(i, tfm::kParamAttrName))
+        overContext[i] =
+            reducedOver(updateGradient(step.getArgument(i))).context;
     return success();
   }
 
