@@ -853,8 +853,14 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.layers.layers = shards.layersPerRank;
     dyn.layers.microbatches = plan.mb;
     dyn.layers.keptPerLayer = act.perLayer;
-    dyn.layers.layerGradBytes = prof.layerParams * m.elementBytes /
-                                (plan.zero >= 2 ? double(shards.dpGroup) : 1.0);
+    // ZeRO-2/3 reduce-scatter a block's gradients after its backward, and
+    // so does ZeRO-1 without accumulation (one microbatch): the other
+    // blocks then hold their shards.
+    const bool scatteredPerBlock =
+        plan.zero >= 2 || (plan.zero == 1 && plan.mb <= 1);
+    dyn.layers.layerGradBytes =
+        prof.layerParams * m.elementBytes /
+        (scatteredPerBlock ? double(shards.dpGroup) : 1.0);
     // The microbatches' gradients accumulate unsharded (ZeRO-2/3 reduce-
     // scatter the sums after the last microbatch), in the form the
     // backward produces them (a sequence-parallel slice is gathered after
@@ -870,7 +876,10 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.regather =
           (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * scale;
     const double layerBytes = prof.layerParams * m.elementBytes;
-    if (plan.zero >= 2 && shards.dpGroup > 1)
+    // The reduce-scatter is waited one call later: during the next block's
+    // backward, or under full recomputation during its re-run, a call of
+    // its own before the backward.
+    if (scatteredPerBlock && shards.dpGroup > 1 && plan.recompute != "full")
       dyn.layers.reducingGradBytes = layerBytes;
     if (plan.zero == 3 && shards.dpGroup > 1) {
       dyn.layers.gatheredPerLayer = layerBytes;

@@ -96,6 +96,8 @@ PLANS = [
     ("pp=2,schedule=zb-h1,recompute=full", 4),
     ("pp=2,dp=2,schedule=zb-v,vpp=2", 2),
     ("pp=4,recompute=full", 8),
+    ("dp=2,zero=1,recompute=full", 1),
+    ("dp=2,tp=2,sp=1,zero=2,recompute=full", 1),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

@@ -353,10 +353,12 @@ BlockActivations blockActivations(const Cluster &cluster,
 ///    bottom backward (an upper bound: the head's gradients of the last
 ///    microbatch, already summed, are counted again), the same size at the
 ///    tail.
-/// With ZeRO-2/3 a block's gradients are reduce-scattered after its
-/// backward and waited one call later: the other blocks hold their shards
-/// (`layerGradBytes` is a shard) and the bottom backward also the block
-/// above's whole gradients (`reducingGradBytes`). ZeRO-3 gathers each
+/// With ZeRO-2/3 (and ZeRO-1 at one microbatch) a block's gradients are
+/// reduce-scattered after its backward and waited one call later: the
+/// other blocks hold their shards (`layerGradBytes` is a shard) and the
+/// bottom backward also the block above's whole gradients
+/// (`reducingGradBytes`; not under full recomputation, whose re-run is the
+/// call the wait follows). ZeRO-3 gathers each
 /// block's parameters at its call (`gatheredPerLayer`), the next call's
 /// one call ahead (its packed shard `gatherPackBytes` and the gathered
 /// buffer): at a block call the current and, when there is a next block
