@@ -98,6 +98,12 @@ PLANS = [
     ("pp=2,schedule=zb-h1,recompute=full", 4),
     ("pp=2,dp=2,schedule=zb-v,vpp=2", 2),
     ("pp=4,recompute=full", 8),
+    # One microbatch with ZeRO-1/2: each stage holds and updates only its
+    # own parameters (dist-pipeline-split placed the optimizer's slices of
+    # stage 1's parameters on stage 0, which then held them all).
+    ("pp=2,dp=2,tp=2,zero=1", 1),
+    ("pp=2,dp=2,tp=2,zero=2", 1),
+    ("pp=2,dp=2,zero=2,schedule=zb-h1", 1),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an
