@@ -37,7 +37,9 @@ head shares sent back and not yet waited for are live there (with m <= p
 all of them, waited at the end of the step; pp=4 mb=8: the shares). Under
 GPipe the last stage is the heavier: at its first backward the other
 microbatches' head values (last block output, final norm output, logits,
-labels) are live. Under ZB-H1 the last stage's peak is at a deferred
+labels) are live; with more microbatches (pp=2 mb=8, dp=2 mb=4) at its
+second, where the first one's sums and input gradient are live with one
+microbatch fewer in flight. Under ZB-H1 the last stage's peak is at a deferred
 weight-gradient pass (W): the inputs of the W passes still pending (the
 block output gradients and what I saved for W) are live there. With SP
 and several microbatches the position embedding's gradient is summed as
@@ -104,6 +106,10 @@ PLANS = [
     ("pp=2,dp=2,tp=2,zero=1", 1),
     ("pp=2,dp=2,tp=2,zero=2", 1),
     ("pp=2,dp=2,zero=2,schedule=zb-h1", 1),
+    # GPipe's last stage at its second backward (see the docstring).
+    ("pp=2,schedule=gpipe", 8),
+    ("pp=2,dp=2,schedule=gpipe", 4),
+    ("pp=2,recompute=full,schedule=gpipe", 4),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an
