@@ -443,6 +443,8 @@ struct DynamicMemory {
   /// Under full recomputation: the residual bytes per layer its re-run
   /// restores (those without recomputation less those it keeps).
   double recomputedBytes = 0;
+  /// A block backward's re-gathered residuals (FrameLayers).
+  double weightRegatherBytes = 0;
 };
 
 /// Sets the per-item bytes of `l`'s weight-gradient passes from `dyn`.
@@ -456,6 +458,7 @@ void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
   l.embeddingGradBytes = dyn.embeddingGradBytes;
   l.headOnlyGradSumBytes = dyn.headOnlyGradBytes;
   l.recomputedBytes = dyn.recomputedBytes;
+  l.weightRegatherBytes = dyn.weightRegatherBytes;
 }
 
 /// What a simulated pipeline schedule tells of its ranks' memory.
@@ -879,9 +882,10 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
                     : 0;
     // Prefetched one call ahead: under full recomputation the next block's
     // re-run comes first, so its gather overlaps that call, not this one.
+    dyn.weightRegatherBytes =
+        (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * scale;
     if (plan.recompute != "full")
-      dyn.layers.regather =
-          (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * scale;
+      dyn.layers.regather = dyn.weightRegatherBytes;
     const double layerBytes = prof.layerParams * m.elementBytes;
     if (plan.zero >= 2 && shards.dpGroup > 1)
       dyn.layers.reducingGradBytes = layerBytes;
