@@ -8,9 +8,10 @@
 // documentation (Passes.td); the placement in short:
 //
 //  * units: the ops of microbatch j (those that depend on its rows, from
-//    `tfm.microbatch`, or all of them with one microbatch) split into a
-//    forward part F and a backward part B (the ops that depend on the
-//    loss-gradient seed, and forward re-runs marked `tfm.recompute`); for
+//    `tfm.microbatch`, or from the inputs that are not state with one
+//    microbatch) split into a forward part F and a backward part B (the
+//    ops that depend on the loss-gradient seed, and forward re-runs marked
+//    `tfm.recompute`); for
 //    the zero-bubble schedules B is cut into I (input gradient) and W
 //    (weight gradient: backward ops only the tail reads; block calls are
 //    cut in two, BackwardSplit.h). An op over several microbatches that
