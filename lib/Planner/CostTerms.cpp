@@ -723,7 +723,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
              std::max(0.0, w.inflight - 1) * l.keptPerLayer +
                  std::max(0.0, w.pending - 1) * l.recomputedBytes +
                  w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
-                 w.sentActivations * l.boundaryBytes,
+                 w.sentActivations * l.boundaryBytes +
+                 w.prefetched * l.weightRegatherBytes,
              l.weightGradBytes + w.summedLayers * l.weightGradBytes +
                  (w.embeddingSums ? l.embeddingGradBytes : 0) +
                  w.headGrads * l.headOnlyGradSumBytes,
@@ -817,6 +818,19 @@ pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
   return sends;
 }
 
+/// Whether the block call after W unit `i` of `order` re-gathers residuals
+/// (a W, a whole B, or the unit's own next layer's W).
+double nextReadsGathers(const std::vector<pipeline::PipelineOp> &order,
+                        size_t i, int64_t layersPerChunk) {
+  using Kind = pipeline::PipelineOp::Kind;
+  if (layersPerChunk > 1)
+    return 1;
+  if (i + 1 >= order.size())
+    return 0;
+  Kind next = order[i + 1].kind;
+  return next == Kind::W || next == Kind::B ? 1 : 0;
+}
+
 std::vector<std::vector<WeightPass>>
 weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
                bool tied) {
@@ -869,6 +883,7 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         w.embeddingSums = firstBackwards > 0;
         w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
         w.heldGrads = double(held.size());
+        w.prefetched = nextReadsGathers(sched.rankOrders[r], i, layersPerChunk);
         if (!llvm::is_contained(passes[r], w))
           passes[r].push_back(w);
         --pending;

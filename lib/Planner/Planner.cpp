@@ -459,6 +459,8 @@ struct DynamicMemory {
   /// Under full recomputation: the residual bytes per layer its re-run
   /// restores (those without recomputation less those it keeps).
   double recomputedBytes = 0;
+  /// A block backward's re-gathered residuals (FrameLayers).
+  double weightRegatherBytes = 0;
 };
 
 /// Sets the per-item bytes of `l`'s weight-gradient passes from `dyn`.
@@ -472,6 +474,7 @@ void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
   l.embeddingGradBytes = dyn.embeddingGradBytes;
   l.headOnlyGradSumBytes = dyn.headOnlyGradBytes;
   l.recomputedBytes = dyn.recomputedBytes;
+  l.weightRegatherBytes = dyn.weightRegatherBytes;
 }
 
 /// What a simulated pipeline schedule tells of its ranks' memory.
@@ -489,7 +492,30 @@ struct ScheduleMemory {
   /// shares not yet waited for at a backward after its first, at most
   /// (pendingSends).
   double lastSentBytes = 0;
+  /// Those live at the last rank's second backward.
+  double secondSentBytes = 0;
 };
+
+/// GPipe's last stage holds every microbatch at its first backward (`peak`,
+/// of `last`), then one fewer at each: at its second the first one's sums
+/// (`dyn.lastGrads` but the tied embedding's share, sent per microbatch)
+/// and what it sent back and has not waited for (`sentBytes`) are live
+/// too, with m - 1 microbatches in flight and `heads` - 2 other head values
+/// kept. Raises `peak` to that backward's when heavier.
+void considerSecondBackward(FramePeak &peak, const FrameLayers &last,
+                            const DynamicMemory &dyn, double heads,
+                            double sentBytes) {
+  if (last.microbatches < 2 || dyn.layers.accumulated <= 0)
+    return;
+  FrameLayers later = last;
+  later.inflight = std::max(0.0, last.inflight - last.layers);
+  later.headsKept = std::max(0.0, heads - 2) * dyn.headKeptBytes;
+  later.accumulated = std::max(0.0, dyn.lastGrads - dyn.tiedGradBytes);
+  later.sentGradBytes = later.sentGradInflightBytes = sentBytes;
+  FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
+  if (other.total() > peak.total())
+    peak = other;
+}
 
 /// Sets `e`'s memory for `layers` in-flight layers (`dyn`; the heaviest
 /// rank's; `sched`: the simulated schedule's ranks, when simulated), its
@@ -555,11 +581,13 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // holds the sums of the earlier ones, with min(p, m - 1)
       // microbatches in flight (those that have not run theirs: with m <=
       // p fewer than at the first backward, which the peak above counts).
-      if (dyn.vpp == 1 && !dyn.gpipe && !firstHasHead && l.microbatches > 1 &&
+      // GPipe: its second backward, with the other m - 1 in flight.
+      if (dyn.vpp == 1 && !firstHasHead && l.microbatches > 1 &&
           dyn.firstGrads > 0) {
         FrameLayers later = l;
         const double inflight =
-            std::min(double(dyn.stages), l.microbatches - 1);
+            dyn.gpipe ? l.microbatches - 1
+                      : std::min(double(dyn.stages), l.microbatches - 1);
         later.inflight = inflight * perRank;
         later.accumulated = dyn.firstGrads;
         later.sendBytes =
@@ -609,6 +637,10 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         setWeightPassBytes(last, dyn);
       }
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
+      if (dyn.gpipe && !firstHasHead)
+        considerSecondBackward(peak, last, dyn, heads,
+                               sched ? sched->secondSentBytes
+                                     : dyn.boundaryBytes + dyn.tiedGradBytes);
       // The heavier rank, states held included (as dist-explain reports).
       const ModelStates &a = firstHasHead ? dyn.bothStates : dyn.firstStates,
                         &z = firstHasHead ? dyn.middleStates : dyn.lastStates;
@@ -673,11 +705,11 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
     const int64_t r = sched->numRanks - 1;
     const std::vector<PendingSend> sends =
         pendingSends(*sched, dyn.tiedGradBytes > 0)[r];
-    bool later = false;
+    int64_t backwards = 0;
     for (auto [k, op] : llvm::enumerate(sched->rankOrders[r])) {
       if (op.kind != Kind::B && op.kind != Kind::I)
         continue;
-      if (later) {
+      if (backwards++ > 0) {
         double live = 0;
         for (const PendingSend &send : sends)
           if (send.op < k && send.waited > k)
@@ -685,8 +717,9 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
                     : send.kind == PendingSend::TiedShare ? dyn.tiedGradBytes
                                                           : 0;
         mem.lastSentBytes = std::max(mem.lastSentBytes, live);
+        if (backwards == 2)
+          mem.secondSentBytes = live;
       }
-      later = true;
     }
   }
   for (int64_t r = 0; r < sched->numRanks; ++r) {
@@ -872,9 +905,10 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
                     : 0;
     // Prefetched one call ahead: under full recomputation the next block's
     // re-run comes first, so its gather overlaps that call, not this one.
+    dyn.weightRegatherBytes =
+        (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * scale;
     if (plan.recompute != "full")
-      dyn.layers.regather =
-          (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * scale;
+      dyn.layers.regather = dyn.weightRegatherBytes;
     const double layerBytes = prof.layerParams * m.elementBytes;
     // The reduce-scatter is waited one call later: during the next block's
     // backward, or under full recomputation during its re-run, a call of

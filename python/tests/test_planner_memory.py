@@ -37,9 +37,13 @@ head shares sent back and not yet waited for are live there (with m <= p
 all of them, waited at the end of the step; pp=4 mb=8: the shares). Under
 GPipe the last stage is the heavier: at its first backward the other
 microbatches' head values (last block output, final norm output, logits,
-labels) are live. Under ZB-H1 the last stage's peak is at a deferred
-weight-gradient pass (W): the inputs of the W passes still pending (the
-block output gradients and what I saved for W) are live there. With SP
+labels) are live; with more microbatches (pp=2 mb=8, dp=2 mb=4) at its
+second, where the first one's sums and input gradient are live with one
+microbatch fewer in flight. Under ZB-H1 the last stage's peak is at a
+deferred weight-gradient pass (W): the inputs of the W passes still
+pending (the block output gradients and what I saved for W) are live
+there, and with SP the next W's re-gathered residuals
+(dist-overlap-collectives starts them one call ahead). With SP
 and several microbatches the position embedding's gradient is summed as
 the rank's slice of the positions. With full recomputation, tp with SP and
 two microbatches the first stage is the heavier, at its second
@@ -96,8 +100,24 @@ PLANS = [
     ("pp=2,schedule=zb-h1,recompute=full", 4),
     ("pp=2,dp=2,schedule=zb-v,vpp=2", 2),
     ("pp=4,recompute=full", 8),
+    # ZeRO-1/2 and full recomputation at one microbatch: the other blocks'
+    # gradients as shards, the block above's reduce-scatter waited.
     ("dp=2,zero=1,recompute=full", 1),
     ("dp=2,tp=2,sp=1,zero=2,recompute=full", 1),
+    # One microbatch with ZeRO-1/2: each stage holds and updates only its
+    # own parameters (dist-pipeline-split placed the optimizer's slices of
+    # stage 1's parameters on stage 0, which then held them all).
+    ("pp=2,dp=2,tp=2,zero=1", 1),
+    ("pp=2,dp=2,tp=2,zero=2", 1),
+    ("pp=2,dp=2,zero=2,schedule=zb-h1", 1),
+    # GPipe's last stage at its second backward (see the docstring).
+    ("pp=2,schedule=gpipe", 8),
+    ("pp=2,dp=2,schedule=gpipe", 4),
+    ("pp=2,recompute=full,schedule=gpipe", 4),
+    # ZB-H1 with SP: at a W the next W's re-gathered residuals, prefetched.
+    ("pp=2,tp=2,sp=1,schedule=zb-h1", 2),
+    ("pp=2,dp=2,tp=2,sp=1,schedule=zb-h1", 4),
+    ("pp=2,tp=2,sp=1,recompute=full,schedule=zb-h1", 4),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

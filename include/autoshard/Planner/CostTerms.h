@@ -425,13 +425,18 @@ struct WeightPass {
   /// makes one, and the last stage's W of microbatch j > 0 adds j's to the
   /// sum at its start.
   double headGrads = 0;
+  /// 1 when the rank's next block call after this W is another backward
+  /// call that reads re-gathered (sequence-parallel) residuals, a W or a
+  /// whole B (a unit's later layers' W included): dist-overlap-collectives
+  /// starts those gathers one call ahead, so they are live here.
+  double prefetched = 0;
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
            heldGrads == o.heldGrads && tokenSlices == o.tokenSlices &&
            heads == o.heads && tiedShares == o.tiedShares &&
            summedLayers == o.summedLayers && embeddingSums == o.embeddingSums &&
-           headGrads == o.headGrads;
+           headGrads == o.headGrads && prefetched == o.prefetched;
   }
 };
 
@@ -473,6 +478,9 @@ struct FrameLayers {
   /// restores before I: kept until that layer's W, so live for each
   /// pending layer but the W's own (its phase holds those).
   double recomputedBytes = 0;
+  /// A block backward's re-gathered residuals (LocalProfile::regatherBytes,
+  /// in every recomputation mode), live at a W for WeightPass::prefetched.
+  double weightRegatherBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);

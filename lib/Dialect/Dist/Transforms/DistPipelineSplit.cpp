@@ -8,9 +8,10 @@
 // documentation (Passes.td); the placement in short:
 //
 //  * units: the ops of microbatch j (those that depend on its rows, from
-//    `tfm.microbatch`, or all of them with one microbatch) split into a
-//    forward part F and a backward part B (the ops that depend on the
-//    loss-gradient seed, and forward re-runs marked `tfm.recompute`); for
+//    `tfm.microbatch`, or from the inputs that are not state with one
+//    microbatch) split into a forward part F and a backward part B (the
+//    ops that depend on the loss-gradient seed, and forward re-runs marked
+//    `tfm.recompute`); for
 //    the zero-bubble schedules B is cut into I (input gradient) and W
 //    (weight gradient: backward ops only the tail reads; block calls are
 //    cut in two, BackwardSplit.h). An op over several microbatches that
@@ -303,9 +304,12 @@ LogicalResult EntrySplitter::place() {
   }
   // Entries that take one microbatch (e.g. @logits) have no tfm.microbatch.
   numMicrobatches = 1;
+  bool sliced = false;
   for (Operation *op : ops)
-    if (auto mb = dyn_cast<tfm::MicrobatchOp>(op))
+    if (auto mb = dyn_cast<tfm::MicrobatchOp>(op)) {
       numMicrobatches = mb.getCount();
+      sliced = true;
+    }
   // Microbatch membership (bit j: depends on microbatch j's rows), the
   // backward flag and the tail seed (the global norm and what follows).
   llvm::DenseMap<Operation *, llvm::SmallBitVector> rows;
@@ -318,6 +322,13 @@ LogicalResult EntrySplitter::place() {
     bool inTail = isSplitSum(op);
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
+      // Without tfm.microbatch the one microbatch's rows are the inputs
+      // that are not state (tokens, labels).
+      if (!def && !sliced &&
+          stateName(
+              func.getArgAttrDict(cast<BlockArgument>(operand).getArgNumber()))
+              .empty())
+        bits.set(0);
       if (!def)
         continue;
       if (auto it = rows.find(def); it != rows.end())
@@ -325,6 +336,8 @@ LogicalResult EntrySplitter::place() {
       bwd |= backward.contains(def) && !def->hasAttr(tfm::kRecomputeAttrName);
       inTail |= tail.contains(def);
     }
+    if (bwd && !sliced)
+      bits.set(0);
     rows[op] = bits;
     if (bwd)
       backward.insert(op);
@@ -346,16 +359,19 @@ LogicalResult EntrySplitter::place() {
       p.kind = Placement::Free;
     } else if (tail.contains(op)) {
       p.kind = Placement::Tail;
-    } else if (numMicrobatches == 1 || rows[op].any()) {
+    } else if (rows[op].any()) {
       // (Over several microbatches: the last for now, placeCombining.)
-      p.microbatch = numMicrobatches == 1 ? 0 : rows[op].find_last();
+      p.microbatch = rows[op].find_last();
       if (rows[op].count() > 1)
         combining[op] = rows[op];
       p.part = backward.contains(op) ? UnitKind::B : UnitKind::F;
     } else {
       // No microbatch rows (a position table, a ZeRO-3 parameter
-      // all-gather): the forward of the first microbatch that uses it (every
-      // schedule runs a stage's microbatches in order), else the tail.
+      // all-gather, a ZeRO-1 parameter slice): the forward of the first
+      // microbatch that uses it (every schedule runs a stage's microbatches
+      // in order), else the tail, also with one microbatch (else the slice
+      // of a later stage's parameter for the optimizer would be placed on
+      // stage 0, which would then hold and update that parameter too).
       p.kind = Placement::Tail;
       p.microbatch = numMicrobatches;
       for (Operation *user : op->getUsers()) {

@@ -476,7 +476,8 @@ def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
     `dist.pipeline_stages`: first layer and FLOPs per stage).
 
     Placement. The ops of microbatch j (those that depend on its rows,
-    `tfm.microbatch {index = j}`; all ops when there is one microbatch)
+    `tfm.microbatch {index = j}`; with one microbatch, those that depend
+    on an input that is not state, and the backward)
     form the units F(s, j) and B(s, j); backward ops are those that depend
     on the loss-gradient seed (`tfm.cross_entropy_grad`,
     `tfm.vocab_ce_grad`) and forward re-runs marked `tfm.recompute`
