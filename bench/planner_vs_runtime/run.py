@@ -70,6 +70,7 @@ Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
 """
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -277,9 +278,17 @@ def main():
                      f"measured_s), got {type(rows_in).__name__}"
                      + (f" of {len(rows_in)}" if isinstance(rows_in, list) else ""))
         def seconds(v):
+            # json.load reads Infinity and NaN: an infinite time printed
+            # as a -100 % error and a "nanx" spread.
             return (not isinstance(v, bool) and isinstance(v, (int, float))
-                    and v > 0)
+                    and 0 < v < math.inf)
         for i, r in enumerate(rows_in):
+            # A list as the plan was a TypeError traceback (the rows are
+            # looked up by (model, plan)).
+            for key in ("model", "plan"):
+                if not isinstance(r[key], str):
+                    sys.exit(f"--measured {args.measured}: row {i}: {key} "
+                             f"must be a string, got {r[key]!r}")
             m = r["measured_s"]
             if m is not None and not seconds(m):
                 sys.exit(f"--measured {args.measured}: row {i} ({r['model']} "
@@ -292,6 +301,13 @@ def main():
                 sys.exit(f"--measured {args.measured}: row {i} ({r['model']} "
                          f"{r['plan']}): rounds_s must be a non-empty list of "
                          f"positive numbers of seconds, got {rounds!r}")
+            # Two measurements of one plan: the later one was kept silently.
+            first = next(j for j, e in enumerate(rows_in)
+                         if (e["model"], e["plan"]) == (r["model"], r["plan"]))
+            if first != i:
+                sys.exit(f"--measured {args.measured}: rows {first} and {i} "
+                         f"are both {r['model']} {r['plan']} (one row per "
+                         f"plan, as --json writes them)")
         earlier = {(r["model"], r["plan"]): r for r in rows_in}
     build = os.path.abspath(args.build)
     shard_opt = os.path.join(build, "bin", "shard-opt")
@@ -394,7 +410,7 @@ def main():
                     plans.append((model, choice))
         source = (f"measured times from {args.measured}" if args.measured else
                   f"{args.steps} steps (median after {args.warmup}), "
-                  f"{args.rounds} rounds")
+                  f"{args.rounds} round{'s' if args.rounds != 1 else ''}")
         cluster_name = ("shard-calibrate -n R before each round's plans of R ranks (--calibrate)" if args.calibrate
                         else os.path.relpath(args.cluster, ROOT)
                         if os.path.abspath(args.cluster).startswith(ROOT + os.sep)
@@ -554,8 +570,15 @@ def main():
             rho = spearman([r["predicted_s"] for r in sel],
                            [r["measured_s"] for r in sel])
             print(f"Spearman rho {model}: {rho:.2f} over {len(sel)} plans (goal >= 0.8)")
-    rho_all = spearman([r["predicted_s"] for r in done], [r["measured_s"] for r in done])
-    print(f"Spearman rho all plans: {rho_all:.2f}")
+    if len(done) >= 3:
+        rho_all = spearman([r["predicted_s"] for r in done],
+                           [r["measured_s"] for r in done])
+        print(f"Spearman rho all plans: {rho_all:.2f}")
+    else:
+        # Two plans' rho is +-1 whatever the error, one plan's undefined
+        # (it was printed as "nan").
+        print(f"Spearman rho: not computed for {len(done)} plan"
+              f"{'s' if len(done) != 1 else ''} (it needs 3 or more)")
     shortfalls = []
     for model in configs:
         for world in sorted({r["ranks"] for r in done}):
