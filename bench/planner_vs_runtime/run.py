@@ -154,17 +154,22 @@ def canonical(plan):
 
 
 def chosen_plan(shard_opt, model_ir, cluster, world):
-    """The plan the search picks for `world` ranks (compilable=true), in
-    the syntax of --plan."""
-    proc = subprocess.run(
+    """(the plan the search picks for `world` ranks (compilable=true), in
+    the syntax of --plan, "") or (None, why)."""
+    proc = calibration.run_child(
         [shard_opt, model_ir,
          f"--dist-auto-plan=cluster={cluster} gpus={world} batch={BATCH} "
-         "compilable=true format=json", "-o", "/dev/null"],
-        capture_output=True, text=True)
+         "compilable=true format=json", "-o", "/dev/null"])
     if proc.returncode != 0:
-        return None
-    plans = json.loads(proc.stdout)["plans"]
-    return plans[0]["apply_plan"] if plans else None
+        return None, ("the search failed: "
+                      + calibration.first_error(proc.stderr)[:300])
+    try:
+        plans = json.loads(proc.stdout)["plans"]
+    except (ValueError, KeyError, TypeError):
+        return None, "the search printed no JSON plan list"
+    if not plans:
+        return None, "no plan fits"
+    return plans[0]["apply_plan"], ""
 
 
 def ranks(values):
@@ -223,7 +228,8 @@ def main():
     ap.add_argument("--check-choice", type=float, default=None,
                     help="exit 1 when a group's first choice measures more "
                          "than this fraction slower than its measured best "
-                         "(e.g. 0.05)")
+                         "(e.g. 0.05), or, with --with-choice, when a "
+                         "group's choice has no measured time to check")
     args = ap.parse_args()
     calibration.exit_on_signals("run.py")
     if args.warmup < 0:
@@ -326,6 +332,8 @@ def main():
                  + " (the list: PLANS in this file)")
     rows = []
     choices = {}
+    no_choice = {}  # (model, ranks) -> why the search chose nothing
+    chosen_as = {}  # (model, ranks) -> the search's choice as it printed it
     with tempfile.TemporaryDirectory(prefix="planner-vs-runtime-") as tmp:
         irs = {}
         for model, config in configs.items():
@@ -400,11 +408,13 @@ def main():
             return calibrated.get(world, args.cluster)
         if args.with_choice:
             for model, world in sorted({(m, world_of(p)) for m, p in plans}):
-                choice = chosen_plan(shard_opt, irs[model], cluster_for(world),
-                                     world)
+                choice, why = chosen_plan(shard_opt, irs[model],
+                                          cluster_for(world), world)
                 if choice is None:
+                    no_choice[(model, world)] = why
                     continue
                 choices[(model, world)] = canonical(choice)
+                chosen_as[(model, world)] = choice
                 if all(canonical(p) != canonical(choice)
                        for m, p in plans if m == model):
                     plans.append((model, choice))
@@ -580,15 +590,36 @@ def main():
         print(f"Spearman rho: not computed for {len(done)} plan"
               f"{'s' if len(done) != 1 else ''} (it needs 3 or more)")
     shortfalls = []
+    # With --with-choice: groups whose search choice has no measured time
+    # (the search failed, or the choice's run did); the best-predicted plan
+    # of the list stood in for it silently, also for --check-choice.
+    unchecked = []
     for model in configs:
-        for world in sorted({r["ranks"] for r in done}):
+        for world in sorted({r["ranks"] for r in rows if r["model"] == model}):
             group = [r for r in done if r["model"] == model and r["ranks"] == world]
             if len(group) < 2:
+                if (model, world) in choices or (model, world) in no_choice:
+                    unchecked.append(f"{model} {world} ranks: {len(group)} of "
+                                     f"its plans measured, none to compare "
+                                     f"the choice with")
                 continue
             first = min(group, key=lambda r: r["predicted_s"])
+            why = no_choice.get((model, world))
             if (model, world) in choices:
-                first = next((r for r in group if canonical(r["plan"]) ==
-                              choices[(model, world)]), first)
+                choice = choices[(model, world)]
+                chosen = next((r for r in group
+                               if canonical(r["plan"]) == choice), None)
+                if chosen is None:
+                    row = next((r for r in rows if r["model"] == model and
+                                canonical(r["plan"]) == choice), {})
+                    why = (f"the search's choice {chosen_as[(model, world)]} "
+                           f"has no measured time"
+                           f" ({row.get('note') or 'not measured'})")
+                first = chosen or first
+            if why:
+                unchecked.append(f"{model} {world} ranks: {why}")
+                print(f"first choice {model} {world} ranks: {why}; the plan "
+                      f"predicted fastest of the list stands in")
             best = min(group, key=lambda r: r["measured_s"])
             # Paired by round (the two measured in the same minutes), the
             # median of the rounds' ratios.
@@ -617,6 +648,9 @@ def main():
                 raise
         except OSError as e:
             sys.exit(f"--json {args.json}: cannot write the rows: {e}")
+    if args.check_choice is not None and unchecked:
+        sys.exit("cannot check the search's first choice of "
+                 + "; ".join(unchecked))
     if args.check_choice is not None and shortfalls and \
             max(shortfalls) > args.check_choice:
         sys.exit(f"a first choice measures {100 * max(shortfalls):.1f}% over "
