@@ -30,11 +30,15 @@ NRANKS=8 CLUSTER=$ROOT/configs/clusters/cpu-2core.json STEPS=5 JUNIT="" OUT=$BUI
 BATCH=16 SEQ=64
 CONFIG=$ROOT/../shared/configs/models/nanogpt-shakespeare-char-cpu.json
 while [[ $# -gt 0 ]]; do
-  [[ $# -ge 2 ]] || die "option '$1' needs a value"
+  # An unknown option is named as such, also as the last argument.
+  case $1 in
+    -n | --cluster | --steps | --junit | --out | --measure)
+      [[ $# -ge 2 ]] || die "option '$1' needs a value" ;;
+    *) die "unknown option '$1' (see scripts/auto_plan_check.sh --help)" ;;
+  esac
   case $1 in
     -n) NRANKS=$2 ;; --cluster) CLUSTER=$2 ;; --steps) STEPS=$2 ;; --junit) JUNIT=$2 ;;
     --out) OUT=$2 ;; --measure) MEASURE=$2 ;;
-    *) die "unknown option '$1' (see scripts/auto_plan_check.sh --help)" ;;
   esac
   shift 2
 done

@@ -28,10 +28,13 @@ die() { echo "calibrate_cpu.sh: $*" >&2; exit 2; }
 [[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
 N=8 OUT=$ROOT/configs/clusters/cpu-2core.json REPEATS=7
 while [[ $# -gt 0 ]]; do
-  [[ $# -ge 2 ]] || die "option '$1' needs a value"
+  # An unknown option is named as such, also as the last argument.
+  case $1 in
+    -n | --out | --repeats) [[ $# -ge 2 ]] || die "option '$1' needs a value" ;;
+    *) die "unknown option '$1' (see scripts/calibrate_cpu.sh --help)" ;;
+  esac
   case $1 in
     -n) N=$2 ;; --out) OUT=$2 ;; --repeats) REPEATS=$2 ;;
-    *) die "unknown option '$1' (see scripts/calibrate_cpu.sh --help)" ;;
   esac
   shift 2
 done

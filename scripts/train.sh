@@ -26,7 +26,11 @@
 # 8) on the cluster description --cluster (default
 # configs/clusters/cpu-2core.json, docs/cluster-format.md); the chosen plan is
 # printed (report in OUT/auto_plan.json) and the run continues exactly as with
-# --plan <chosen plan>. No plan fitting in memory is an error. Without --plan, one rank. With a plan whose dp x mb does
+# --plan <chosen plan>. Once it is compiled, a cluster whose gradients are
+# frame buffers (memory.grad_buffer "frame", as cpu-2core.json) has the
+# planner's memory breakdown of the plan printed beside the compiled static
+# memory plan (dist-explain, OUT/explain.json; python -m
+# autoshard.plan_memory). No plan fitting in memory is an error. Without --plan, one rank. With a plan whose dp x mb does
 # not divide the default batch 12, the batch becomes 16 (DESIGN.md section 12)
 # unless --batch is given. mb=M (gradient accumulation): the model is built at
 # the microbatch's batch (--batch / M) and tfm-autodiff runs M microbatches per
@@ -75,7 +79,7 @@ DATA=$SHARED/data/tinyshakespeare.txt
 BATCH=12 SEQ=64 STEPS=2000 LR=1e-3 MIN_LR=1e-4 WARMUP="" DECAY=""
 BETA1=0.9 BETA2=0.99 WD=0.1 CLIP=1.0 DROPOUT="" EVAL_INTERVAL=250 EVAL_ITERS=20
 SEED=1337 OUT=$BUILD_DIR/train SAMPLE=300 PLAN="" NRANKS="" VOCAB_MULTIPLE=64 BATCH_SET=""
-CLUSTER="" SCHEDULE_FILE="" FUSE=1
+CLUSTER="" SCHEDULE_FILE="" FUSE=1 AUTO_REPORT=""
 EXTRA=() CKPT=() INIT_FROM="" CONFIG_SET=""
 die() { echo "train.sh: $*" >&2; exit 2; }
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
@@ -162,6 +166,7 @@ if [[ $PLAN == auto ]]; then
   PLAN=$(BUILD_DIR=$BUILD_DIR "$ROOT/scripts/auto_plan.sh" "$OUT/model.global.mlir" -n "$NRANKS" \
     --batch "$BATCH" --cluster "$CLUSTER" --report "$OUT/auto_plan.json") || exit 2
   echo "auto plan for $NRANKS ranks on $(basename "$CLUSTER"), global batch $BATCH: --plan $PLAN"
+  AUTO_REPORT=$OUT/auto_plan.json
 fi
 
 # World size of the plan: the product of the degrees that are mesh axes
@@ -226,6 +231,23 @@ TRAIN_OPTIONS+=" fuse-epilogues=$([[ $FUSE == 1 ]] && echo true || echo false)"
 "$BUILD_DIR/bin/shard-opt" "$OUT/model.mlir" \
   --autoshard-train="$TRAIN_OPTIONS output=$OUT/model.json" -o "$OUT/lowered.mlir"
 echo "compiled $OUT/model.json${PLAN:+ for plan $PLAN on $NRANKS ranks} in $((SECONDS - t0))s"
+# Issue 21 item 5, where both exist: the planner's memory breakdown of the
+# chosen plan beside the compiled program's static memory plan. Only on a
+# cluster with frame gradients, whose peak the planner composes from the
+# compiled one-block programs; a "persistent" one (the GPU files) counts
+# gradient buffers that the compiled program does not have. Informational:
+# a failure here is named and the run goes on.
+if [[ -n $AUTO_REPORT ]]; then
+  GRAD_BUFFER=$("$BUILD_DIR/venv/bin/python" -c 'import json, sys
+m = json.load(open(sys.argv[1])).get("memory")
+print(m.get("grad_buffer", "persistent") if isinstance(m, dict) else "persistent")' "$CLUSTER" 2>/dev/null) || GRAD_BUFFER=""
+  if [[ $GRAD_BUFFER != frame ]]; then
+    echo "memory: $(basename "$CLUSTER") keeps gradients in ${GRAD_BUFFER:-unreadable} buffers, not the static memory plan's frame: the planner's breakdown ($AUTO_REPORT) is not compared with the compiled plan"
+  elif ! "$BUILD_DIR/bin/shard-opt" "$OUT/lowered.mlir" --dist-explain=format=json -o /dev/null >"$OUT/explain.json" ||
+    ! PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -m autoshard.plan_memory "$AUTO_REPORT" "$OUT/explain.json"; then
+    echo "train.sh: warning: could not print the planner's memory beside the compiled memory plan (above); training goes on" >&2
+  fi
+fi
 
 RUN_RANKS=()
 [[ $NRANKS -gt 1 ]] && RUN_RANKS=(-n "$NRANKS")

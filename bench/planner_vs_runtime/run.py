@@ -70,6 +70,7 @@ Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
 """
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -153,17 +154,22 @@ def canonical(plan):
 
 
 def chosen_plan(shard_opt, model_ir, cluster, world):
-    """The plan the search picks for `world` ranks (compilable=true), in
-    the syntax of --plan."""
-    proc = subprocess.run(
+    """(the plan the search picks for `world` ranks (compilable=true), in
+    the syntax of --plan, "") or (None, why)."""
+    proc = calibration.run_child(
         [shard_opt, model_ir,
          f"--dist-auto-plan=cluster={cluster} gpus={world} batch={BATCH} "
-         "compilable=true format=json", "-o", "/dev/null"],
-        capture_output=True, text=True)
+         "compilable=true format=json", "-o", "/dev/null"])
     if proc.returncode != 0:
-        return None
-    plans = json.loads(proc.stdout)["plans"]
-    return plans[0]["apply_plan"] if plans else None
+        return None, ("the search failed: "
+                      + calibration.first_error(proc.stderr)[:300])
+    try:
+        plans = json.loads(proc.stdout)["plans"]
+    except (ValueError, KeyError, TypeError):
+        return None, "the search printed no JSON plan list"
+    if not plans:
+        return None, "no plan fits"
+    return plans[0]["apply_plan"], ""
 
 
 def ranks(values):
@@ -222,7 +228,8 @@ def main():
     ap.add_argument("--check-choice", type=float, default=None,
                     help="exit 1 when a group's first choice measures more "
                          "than this fraction slower than its measured best "
-                         "(e.g. 0.05)")
+                         "(e.g. 0.05), or, with --with-choice, when a "
+                         "group's choice has no measured time to check")
     args = ap.parse_args()
     calibration.exit_on_signals("run.py")
     if args.warmup < 0:
@@ -277,9 +284,17 @@ def main():
                      f"measured_s), got {type(rows_in).__name__}"
                      + (f" of {len(rows_in)}" if isinstance(rows_in, list) else ""))
         def seconds(v):
+            # json.load reads Infinity and NaN: an infinite time printed
+            # as a -100 % error and a "nanx" spread.
             return (not isinstance(v, bool) and isinstance(v, (int, float))
-                    and v > 0)
+                    and 0 < v < math.inf)
         for i, r in enumerate(rows_in):
+            # A list as the plan was a TypeError traceback (the rows are
+            # looked up by (model, plan)).
+            for key in ("model", "plan"):
+                if not isinstance(r[key], str):
+                    sys.exit(f"--measured {args.measured}: row {i}: {key} "
+                             f"must be a string, got {r[key]!r}")
             m = r["measured_s"]
             if m is not None and not seconds(m):
                 sys.exit(f"--measured {args.measured}: row {i} ({r['model']} "
@@ -292,6 +307,13 @@ def main():
                 sys.exit(f"--measured {args.measured}: row {i} ({r['model']} "
                          f"{r['plan']}): rounds_s must be a non-empty list of "
                          f"positive numbers of seconds, got {rounds!r}")
+            # Two measurements of one plan: the later one was kept silently.
+            first = next(j for j, e in enumerate(rows_in)
+                         if (e["model"], e["plan"]) == (r["model"], r["plan"]))
+            if first != i:
+                sys.exit(f"--measured {args.measured}: rows {first} and {i} "
+                         f"are both {r['model']} {r['plan']} (one row per "
+                         f"plan, as --json writes them)")
         earlier = {(r["model"], r["plan"]): r for r in rows_in}
     build = os.path.abspath(args.build)
     shard_opt = os.path.join(build, "bin", "shard-opt")
@@ -310,6 +332,8 @@ def main():
                  + " (the list: PLANS in this file)")
     rows = []
     choices = {}
+    no_choice = {}  # (model, ranks) -> why the search chose nothing
+    chosen_as = {}  # (model, ranks) -> the search's choice as it printed it
     with tempfile.TemporaryDirectory(prefix="planner-vs-runtime-") as tmp:
         irs = {}
         for model, config in configs.items():
@@ -384,17 +408,19 @@ def main():
             return calibrated.get(world, args.cluster)
         if args.with_choice:
             for model, world in sorted({(m, world_of(p)) for m, p in plans}):
-                choice = chosen_plan(shard_opt, irs[model], cluster_for(world),
-                                     world)
+                choice, why = chosen_plan(shard_opt, irs[model],
+                                          cluster_for(world), world)
                 if choice is None:
+                    no_choice[(model, world)] = why
                     continue
                 choices[(model, world)] = canonical(choice)
+                chosen_as[(model, world)] = choice
                 if all(canonical(p) != canonical(choice)
                        for m, p in plans if m == model):
                     plans.append((model, choice))
         source = (f"measured times from {args.measured}" if args.measured else
                   f"{args.steps} steps (median after {args.warmup}), "
-                  f"{args.rounds} rounds")
+                  f"{args.rounds} round{'s' if args.rounds != 1 else ''}")
         cluster_name = ("shard-calibrate -n R before each round's plans of R ranks (--calibrate)" if args.calibrate
                         else os.path.relpath(args.cluster, ROOT)
                         if os.path.abspath(args.cluster).startswith(ROOT + os.sep)
@@ -554,18 +580,46 @@ def main():
             rho = spearman([r["predicted_s"] for r in sel],
                            [r["measured_s"] for r in sel])
             print(f"Spearman rho {model}: {rho:.2f} over {len(sel)} plans (goal >= 0.8)")
-    rho_all = spearman([r["predicted_s"] for r in done], [r["measured_s"] for r in done])
-    print(f"Spearman rho all plans: {rho_all:.2f}")
+    if len(done) >= 3:
+        rho_all = spearman([r["predicted_s"] for r in done],
+                           [r["measured_s"] for r in done])
+        print(f"Spearman rho all plans: {rho_all:.2f}")
+    else:
+        # Two plans' rho is +-1 whatever the error, one plan's undefined
+        # (it was printed as "nan").
+        print(f"Spearman rho: not computed for {len(done)} plan"
+              f"{'s' if len(done) != 1 else ''} (it needs 3 or more)")
     shortfalls = []
+    # With --with-choice: groups whose search choice has no measured time
+    # (the search failed, or the choice's run did); the best-predicted plan
+    # of the list stood in for it silently, also for --check-choice.
+    unchecked = []
     for model in configs:
-        for world in sorted({r["ranks"] for r in done}):
+        for world in sorted({r["ranks"] for r in rows if r["model"] == model}):
             group = [r for r in done if r["model"] == model and r["ranks"] == world]
             if len(group) < 2:
+                if (model, world) in choices or (model, world) in no_choice:
+                    unchecked.append(f"{model} {world} ranks: {len(group)} of "
+                                     f"its plans measured, none to compare "
+                                     f"the choice with")
                 continue
             first = min(group, key=lambda r: r["predicted_s"])
+            why = no_choice.get((model, world))
             if (model, world) in choices:
-                first = next((r for r in group if canonical(r["plan"]) ==
-                              choices[(model, world)]), first)
+                choice = choices[(model, world)]
+                chosen = next((r for r in group
+                               if canonical(r["plan"]) == choice), None)
+                if chosen is None:
+                    row = next((r for r in rows if r["model"] == model and
+                                canonical(r["plan"]) == choice), {})
+                    why = (f"the search's choice {chosen_as[(model, world)]} "
+                           f"has no measured time"
+                           f" ({row.get('note') or 'not measured'})")
+                first = chosen or first
+            if why:
+                unchecked.append(f"{model} {world} ranks: {why}")
+                print(f"first choice {model} {world} ranks: {why}; the plan "
+                      f"predicted fastest of the list stands in")
             best = min(group, key=lambda r: r["measured_s"])
             # Paired by round (the two measured in the same minutes), the
             # median of the rounds' ratios.
@@ -594,6 +648,9 @@ def main():
                 raise
         except OSError as e:
             sys.exit(f"--json {args.json}: cannot write the rows: {e}")
+    if args.check_choice is not None and unchecked:
+        sys.exit("cannot check the search's first choice of "
+                 + "; ".join(unchecked))
     if args.check_choice is not None and shortfalls and \
             max(shortfalls) > args.check_choice:
         sys.exit(f"a first choice measures {100 * max(shortfalls):.1f}% over "

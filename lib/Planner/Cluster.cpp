@@ -500,9 +500,11 @@ Cluster shareForWorld(const Cluster &cluster, int64_t world) {
   if (measured == world)
     return c;
   // Reports name the cluster: a profile's name alone would claim R ranks'
-  // own measurements where its figures are scaled.
-  if (from != &cluster)
-    c.name += " scaled to " + std::to_string(world) + " ranks";
+  // own measurements where its figures are scaled, and the file's name its
+  // own rank count's (e.g. 6 ranks on a file measured with 8).
+  if (from == &cluster)
+    c.name += " (" + std::to_string(measured) + " ranks)";
+  c.name += " scaled to " + std::to_string(world) + " ranks";
   double share = double(measured) / double(world);
   c.peakFlops *= share;
   c.hbmBandwidth *= share;

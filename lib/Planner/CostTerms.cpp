@@ -32,6 +32,15 @@ std::string planError(const ModelInfo &m, const LocalProfile &prof,
   if (L % (p * v))
     return llvm::formatv("{0} layers do not split into pp*vpp={1} stages", L,
                          p * v);
+  // Megatron-Core's interleaved schedule, which the bubble models and
+  // dist-pipeline-split builds (Schedule.cpp), runs the microbatches in
+  // groups of pp. The search never lists other counts; evaluate= scored
+  // them (e.g. pp=2 mb=1) as if the schedule existed.
+  if (plan.schedule == "interleaved" && (plan.mb < p || plan.mb % p))
+    return llvm::formatv("interleaved: mb={0} microbatches are not a "
+                         "multiple of pp={1} (Megatron-Core's schedule runs "
+                         "them in groups of pp)",
+                         plan.mb, p);
   if (plan.cpAttention != "ring" && plan.cpAttention != "ulysses")
     return "unknown cp_attention '" + plan.cpAttention + "'";
   if (plan.cpAttention == "ulysses") {

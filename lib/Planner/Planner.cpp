@@ -1358,12 +1358,12 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
       m.params >= 1e9   ? llvm::formatv("{0:F2}B", m.params / 1e9).str()
       : m.params >= 1e6 ? llvm::formatv("{0:F2}M", m.params / 1e6).str()
                         : llvm::formatv("{0:F2}K", m.params / 1e3).str();
+  int64_t nodes = (o.gpus + c.gpusPerNode - 1) / c.gpusPerNode;
   os << llvm::formatv("dist-auto-plan: model {0} ({1} params, {2} "
-                      "layers, seq {3}), cluster {4}, {5} GPUs ({6} nodes), "
-                      "global batch {7}\n",
-                      m.name, params, m.layers, m.seq, c.name, o.gpus,
-                      (o.gpus + c.gpusPerNode - 1) / c.gpusPerNode,
-                      o.globalBatch);
+                      "layers, seq {3}), cluster {4}, {5} GPUs ({6} node{7}), "
+                      "global batch {8}\n",
+                      m.name, params, m.layers, m.seq, c.name, o.gpus, nodes,
+                      nodes == 1 ? "" : "s", o.globalBatch);
   os << "MFU convention: 3 x forward (GEMM + attention, causal halved) "
         "FLOPs of the model definition, no recomputation counted; "
      // A small model in GFLOP (a CPU model's read "0.00 TFLOP").

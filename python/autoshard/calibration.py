@@ -247,22 +247,40 @@ def _fit_target(cluster, ranks, source="the cluster description"):
     """``(the object whose host the planner reads for a job of ``ranks``
     ranks, its field path prefix)``: the profile ``by_ranks_per_node.<ranks>``
     where the file has it, else the top level (``cluster`` itself). The planner scales the
-    smallest profile above ``ranks`` where there is one (Cluster.cpp,
-    forWorld): that profile's knobs are the other rank count's, so this
-    raises CalibrationError rather than change them or miss them."""
+    smallest profile above ``ranks`` where there is one, else, on a node
+    whose ranks share the cores (``gpu.shares_node``), the file's own
+    figures of ``gpus_per_node`` ranks (Cluster.cpp, forWorld): those knobs
+    are the other rank count's, so this raises CalibrationError rather than
+    change them or miss them."""
     profiles = cluster.get("by_ranks_per_node", {})
     if not isinstance(profiles, dict):
         raise CalibrationError(f"{source}: field 'by_ranks_per_node' must be "
                                f"an object, got {profiles!r:.80}")
     above = sorted(int(k) for k in profiles
                    if k.isdigit() and int(k) >= ranks)
+    # shard-calibrate measures powers of two only (-n 3 is refused).
+    add = (f"add a {ranks}-rank profile (shard-calibrate -n {ranks}, then "
+           f"--profile) or " if ranks & (ranks - 1) == 0 else "")
     if above and above[0] != ranks:
         raise CalibrationError(
             f"{source}: jobs of {ranks} ranks are planned with the profile "
             f"by_ranks_per_node.{above[0]} scaled to {ranks} ranks, whose "
-            f"synchronisation terms are those of {above[0]} ranks: add a "
-            f"{ranks}-rank profile (shard-calibrate -n {ranks}, then "
-            f"--profile) or fit {above[0]} ranks")
+            f"synchronisation terms are those of {above[0]} ranks: {add}fit "
+            f"{above[0]} ranks")
+    # Ranks that share the node's cores and outnumber every profile are
+    # planned with the file's own figures scaled (forWorld): its knobs are
+    # the node's rank count's, which a fit of fewer ranks replaced (a fit
+    # of 6 ranks set the 8-rank jobs' sync_slowdown).
+    node = cluster.get("gpus_per_node")
+    gpu = cluster.get("gpu")
+    if (not above and isinstance(gpu, dict) and gpu.get("shares_node") is True
+            and isinstance(node, int) and not isinstance(node, bool)
+            and ranks < node):
+        raise CalibrationError(
+            f"{source}: jobs of {ranks} ranks are planned with the file's own "
+            f"{node}-rank figures scaled to {ranks} ranks, whose "
+            f"synchronisation terms are those of {node} ranks: {add}fit "
+            f"{node} ranks")
     where = profiles.get(str(ranks)) if above else None
     prefix = f"by_ranks_per_node.{ranks}." if where is not None else ""
     where = cluster if where is None else where
@@ -453,7 +471,9 @@ def main(argv=None):
     ap.add_argument("--ranks", type=int, required=True,
                     help="the rank count the knobs are fitted for (2 or "
                          "more; a file's by_ranks_per_node.RANKS profile "
-                         "where it has one, else its top level)")
+                         "where it has one, else its top level; a count the "
+                         "planner scales from another's figures, e.g. 6 on "
+                         "an 8-rank CPU file, is refused)")
     ap.add_argument("--batch", type=int, required=True,
                     help="the global batch --model was built at")
     ap.add_argument("--train", metavar="CONFIG",

@@ -73,6 +73,20 @@ def test_calibrate_cpu_ranks_checked_first(tmp_path, calibrate_build, n):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("script", ["calibrate_cpu.sh", "auto_plan_check.sh"])
+@pytest.mark.parametrize("args, message", [
+    # As the last argument an unknown option was said to need a value.
+    (["--bogus"], "unknown option '--bogus' (see scripts/{script} --help)"),
+    (["--bogus", "1"], "unknown option '--bogus' (see scripts/{script} --help)"),
+    (["-n"], "option '-n' needs a value"),
+])
+def test_unknown_options_are_named(script, args, message):
+    proc, seconds = _run(script, *args)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == f"{script}: " + message.format(script=script)
+    assert seconds < 10
+
+
 @pytest.mark.parametrize("value", ["2", "x", "-1"])
 def test_auto_plan_check_measure_checked_first(tmp_path, value):
     out = tmp_path / "out"

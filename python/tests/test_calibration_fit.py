@@ -13,7 +13,8 @@ import pytest
 from conftest import REPO_ROOT, config_path
 
 from autoshard.calibration import (CalibrationError, fit_host_sync,
-                                   predict_step_s, reference_plans)
+                                   predict_step_s, reference_plans,
+                                   with_sync_terms)
 
 CLUSTER = os.path.join(REPO_ROOT, "configs", "clusters", "cpu-2core.json")
 BATCH = 16
@@ -175,6 +176,31 @@ def test_a_host_the_planner_does_not_read_is_named(shard_opt, model, edit,
     with pytest.raises(CalibrationError, match="mine.json: " + message):
         fit_host_sync(shard_opt, model, cluster, ranks, BATCH,
                       {f"dp={ranks}": 0.05}, "mine.json")
+
+
+@pytest.mark.parametrize("ranks, message", [
+    # Above every profile (1, 2, 4) and below the node's 8 ranks: the 8-rank
+    # figures scaled. The fit wrote the top level, the 8-rank jobs' knobs.
+    (6, "jobs of 6 ranks are planned with the file's own 8-rank figures "
+     "scaled to 6 ranks, whose synchronisation terms are those of 8 ranks: "
+     "fit 8 ranks"),
+    # shard-calibrate -n 3 is refused: no such profile to suggest.
+    (3, "jobs of 3 ranks are planned with the profile by_ranks_per_node.4 "
+     "scaled to 3 ranks, whose synchronisation terms are those of 4 ranks: "
+     "fit 4 ranks"),
+])
+def test_a_fit_never_sets_another_rank_counts_knobs(shard_opt, model, ranks,
+                                                    message):
+    with pytest.raises(CalibrationError) as e:
+        fit_host_sync(shard_opt, model, _cluster(0.0, 0.0), ranks, BATCH,
+                      {f"dp={ranks}": 0.05}, "mine.json")
+    assert str(e.value) == "mine.json: " + message
+    # A GPU file's ranks do not share the cores: its one set of knobs is
+    # fitted at any rank count (nothing is scaled).
+    gpu = _cluster(0.0, 0.0)
+    gpu["gpu"]["shares_node"] = False
+    del gpu["by_ranks_per_node"]
+    assert with_sync_terms(gpu, 6, 0.5, 10.0)["host"]["sync_slowdown"] == 0.5
 
 
 def test_odd_rank_counts_have_one_reference_plan_of_all_ranks():

@@ -39,6 +39,37 @@ def test_measured_rounds_must_be_seconds(tmp_path, rounds, shown):
         f"non-empty list of positive numbers of seconds, got {shown}")
 
 
+@pytest.mark.parametrize("rows, message", [
+    # An infinite time (json reads Infinity) was taken: a -100 % error and
+    # a "nanx" spread in the table.
+    ('[{"model": "nanogpt", "plan": "dp=1", "measured_s": Infinity}]',
+     "row 0 (nanogpt dp=1): measured_s must be a positive number of "
+     "seconds or null, got inf"),
+    ('[{"model": "nanogpt", "plan": "dp=1", "measured_s": 0.05, '
+     '"rounds_s": [0.05, Infinity]}]',
+     "row 0 (nanogpt dp=1): rounds_s must be a non-empty list of positive "
+     "numbers of seconds, got [0.05, inf]"),
+    # A plan that is not a string ended in a TypeError traceback.
+    ('[{"model": "nanogpt", "plan": ["dp=1"], "measured_s": 0.05}]',
+     "row 0: plan must be a string, got ['dp=1']"),
+    ('[{"model": 7, "plan": "dp=1", "measured_s": 0.05}]',
+     "row 0: model must be a string, got 7"),
+    # The later of two rows of one plan was kept silently.
+    ('[{"model": "nanogpt", "plan": "dp=1", "measured_s": 0.05}, '
+     '{"model": "nanogpt", "plan": "dp=2", "measured_s": 0.03}, '
+     '{"model": "nanogpt", "plan": "dp=1", "measured_s": 0.09}]',
+     "rows 0 and 2 are both nanogpt dp=1 (one row per plan, as --json "
+     "writes them)"),
+], ids=["infinite", "infinite-round", "plan-list", "model-int", "twice"])
+def test_measured_rows_are_checked(tmp_path, rows, message):
+    path = tmp_path / "m.json"
+    path.write_text(rows)
+    proc = _run("--measured", str(path), "--build", str(tmp_path / "no-build"))
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == f"--measured {path}: {message}"
+
+
 @pytest.mark.parametrize("args, message", [
     (["--warmup", "-1"], "--warmup must be at least 0, got -1"),
     (["--check-choice", "-0.5"],
@@ -108,3 +139,82 @@ def test_signal_stops_the_running_step(tmp_path):
     assert (tmp_path / "signal").read_text().strip() == "TERM"
     assert not alive
     assert list(scratch.iterdir()) == []
+
+
+def test_rho_needs_three_plans(tmp_path):
+    """With one or two plans Spearman's rho says why it is not given; it
+    was printed as "nan" for one plan (e.g. --only 'nanogpt dp=8$'), as a
+    meaningless +-1 for two. The planner is a stand-in printing a fixed
+    step time: only the summary's wording is checked."""
+    build = _fake_planner_build(tmp_path, "exit 1")
+    rows = tmp_path / "m.json"
+    rows.write_text(json.dumps([{"model": "nanogpt", "plan": "dp=1",
+                                 "measured_s": 0.05}]))
+    proc = subprocess.run(
+        [sys.executable, RUN, "--build", str(build), "--measured", str(rows),
+         "--only", "^nanogpt dp=1$"],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "rho all plans: nan" not in proc.stdout, proc.stdout
+    assert ("Spearman rho: not computed for 1 plan (it needs 3 or more)"
+            in proc.stdout), proc.stdout
+
+
+def _fake_planner_build(tmp_path, search):
+    """A build whose shard-opt scores every evaluated plan 30 ms and runs
+    the search as the shell snippet ``search`` (it prints the JSON report
+    or fails)."""
+    build = tmp_path / "build"
+    (build / "bin").mkdir(parents=True)
+    shard_opt = build / "bin" / "shard-opt"
+    shard_opt.write_text(
+        "#!/bin/bash\n"
+        "if [[ $* == *evaluate=* ]]; then\n"
+        "  echo '{\"plans\": [{\"step_s\": 0.03}]}'\n"
+        f"else\n  {search}\nfi\n")
+    shard_opt.chmod(0o755)
+    (build / "bin" / "shard-run").symlink_to(shard_opt)
+    (build / "venv" / "bin").mkdir(parents=True)
+    (build / "venv" / "bin" / "python").symlink_to(sys.executable)
+    return build
+
+
+CHOOSES = ("echo '{\"plans\": [{\"apply_plan\": \"dp=2,zero=1\", "
+           "\"step_s\": 0.03}]}'")
+LISTED_2 = ["dp=2", "dp=2,zero=1,recompute=full", "dp=1,tp=2",
+            "dp=1,tp=2,sp=1", "pp=2,dp=1,mb=4"]
+
+
+@pytest.mark.parametrize("search, measured, message", [
+    # The choice's own run failed (here: absent from --measured): the
+    # plan predicted fastest of the list (dp=2, the measured best) was
+    # checked instead and the check passed.
+    (CHOOSES, {p: 0.04 if p == "dp=2" else 0.05 for p in LISTED_2},
+     "nanogpt 2 ranks: the search's choice dp=2,zero=1 has no measured time "
+     "(not measured in {rows})"),
+    # The search failed: the same stand-in, without a word.
+    ("echo 'model.mlir:3:1: error: boom' >&2; exit 1",
+     {p: 0.04 if p == "dp=2" else 0.05 for p in LISTED_2},
+     "nanogpt 2 ranks: the search failed: model.mlir:3:1: error: boom"),
+    # Only the choice was measured: no group to compare it in, and no
+    # shortfall, so the check passed.
+    (CHOOSES, {"dp=2,zero=1": 0.04},
+     "nanogpt 2 ranks: 1 of its plans measured, none to compare the choice "
+     "with"),
+], ids=["choice-not-measured", "search-failed", "nothing-to-compare"])
+def test_check_choice_fails_when_the_choice_is_not_checked(
+        tmp_path, search, measured, message):
+    build = _fake_planner_build(tmp_path, search)
+    rows = tmp_path / "m.json"
+    rows.write_text(json.dumps([{"model": "nanogpt", "plan": p,
+                                 "measured_s": t} for p, t in measured.items()]))
+    proc = subprocess.run(
+        [sys.executable, RUN, "--build", str(build), "--measured", str(rows),
+         "--only", "^nanogpt ", "--ranks", "2", "--with-choice",
+         "--check-choice", "0.05"],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (
+        "cannot check the search's first choice of "
+        + message.format(rows=rows))

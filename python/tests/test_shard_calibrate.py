@@ -206,3 +206,66 @@ def test_bad_arguments_are_named():
     assert proc.stderr == ("shard-calibrate: error: option '--out' needs a "
                            "file name, got '' (leave --out out for standard "
                            "output)\n")
+
+
+def _descendants(pid):
+    """The pids of ``pid``'s descendants (read from /proc)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def test_a_killed_rank_ends_the_run_and_is_named(tmp_path):
+    """kill -9 of one rank while the others measure (issue 21's check of
+    the tool): the job ends instead of waiting for the rank in a
+    collective, the exit status is not 0, stderr names the signal (mpirun's
+    report) and --out is not written."""
+    import signal
+    import time
+    out = tmp_path / "cluster.json"
+    # Enough repeats to be still measuring when the rank is killed.
+    proc = subprocess.Popen([_calibrate(), "-n", "2", "--repeats", "100",
+                             "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        ranks = []
+        while len(ranks) < 2:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the ranks never started"
+            time.sleep(0.2)
+            ranks = []
+            for pid in _descendants(proc.pid):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if b"shard-calibrate" in f.read():
+                            ranks.append(pid)
+                except OSError:
+                    pass
+        time.sleep(1)  # measuring by now
+        os.kill(ranks[-1], signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            for pid in _descendants(proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0, err
+    assert re.search(r"signal 9|Killed", err), err
+    assert not out.exists()

@@ -1006,9 +1006,14 @@ TEST(ClusterTerm, MeasuredProfilesReplaceTheLinearShare) {
   EXPECT_DOUBLE_EQ(two.hbmBytes, 2 * c->hbmBytes);
   // Its name says so (reports print it): not the profile of 2 ranks.
   EXPECT_EQ(two.name, "cpu.json (by_ranks_per_node.4) scaled to 2 ranks");
-  // Between the largest profile and the node: the node's own figures.
-  EXPECT_DOUBLE_EQ(forWorld(*c, 6).peakFlops, 0.04e12 * 8 / 6);
+  // Between the largest profile and the node: the node's own figures,
+  // scaled; the name says so (it was the file's name alone, as if the
+  // figures were 6 ranks' own).
+  Cluster six = forWorld(*c, 6);
+  EXPECT_DOUBLE_EQ(six.peakFlops, 0.04e12 * 8 / 6);
+  EXPECT_EQ(six.name, "cpu.json (8 ranks) scaled to 6 ranks");
   EXPECT_DOUBLE_EQ(forWorld(*c, 8).peakFlops, 0.04e12);
+  EXPECT_EQ(forWorld(*c, 8).name, "cpu.json");
 
   auto error = [](std::string profiles, bool shares = true) {
     std::string text = std::string(R"({"gpus_per_node": 8,

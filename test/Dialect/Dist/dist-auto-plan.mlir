@@ -10,7 +10,7 @@
 // RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%S/../../Inputs/cpu-2core-fixed.json gpus=2 evaluate=pp=2,dp=1,mb=4" -o /dev/null | FileCheck %s --check-prefix=EVAL
 // RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%S/../../Inputs/cpu-2core-fixed.json gpus=4 evaluate=pp=4,dp=1,mb=4" -o /dev/null | FileCheck %s --check-prefix=LAYERS
 
-// SEARCH: dist-auto-plan: model tiny-gpt2 (4.56K params, 2 layers, seq 8), cluster CPU 2-core (this development machine), 2 GPUs (1 nodes), global batch 4
+// SEARCH: dist-auto-plan: model tiny-gpt2 (4.56K params, 2 layers, seq 8), cluster CPU 2-core (this development machine), 2 GPUs (1 node), global batch 4
 // ZeRO-1 and ZeRO-2 tie with one microbatch (one reduce-scatter per step
 // either way, the same peak): either may be chosen.
 // SEARCH: chosen plan: pp=1,dp=2,cp=1,tp=1,sp=0,zero=[[Z:[12]]],ep=1,mbs=2,mb=1,schedule=1f1b,vpp=1,recompute=none

@@ -13,6 +13,7 @@
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 evaluate=tp=4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ONENODE
 
 // TP: warning: dist-auto-plan: the evaluated plan relies on groups that span nodes: tp group of 4 consecutive ranks spans nodes of 2 GPUs (cross-node=forbid rejects such plans)
+// TP: 4 GPUs (2 nodes), global batch 8
 // TP: chosen plan: pp=1,dp=1,cp=1,tp=4,
 // TP: cross-node groups (their collectives use the inter-node link; cross-node=forbid rejects such plans):
 // TP-NEXT: rank 1: tp group of 4 consecutive ranks spans nodes of 2 GPUs

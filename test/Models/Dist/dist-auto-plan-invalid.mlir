@@ -46,6 +46,14 @@
 // BATCH0: error: dist-auto-plan: batch must be >= 1, got -1
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 top=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOP0
 // TOP0: error: dist-auto-plan: top must be >= 1, got 0
+// Interleaved with fewer microbatches than stages, or not a multiple of
+// them: the compiler has no such schedule (it was scored, exit 0).
+// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=pp=2,schedule=interleaved,vpp=2,mb=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=INTERLEAVED
+// INTERLEAVED: no plan fits
+// INTERLEAVED: invalid: interleaved: mb=1 microbatches are not a multiple of pp=2 (Megatron-Core's schedule runs them in groups of pp)
+// A negative simulate-top was taken as 0 without a word.
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 simulate-top=-1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SIMTOP
+// SIMTOP: error: dist-auto-plan: simulate-top must be >= 0, got -1
 // evaluate= reads mb as --plan does; mbs and mb must agree when both are given.
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2,mb=2,mbs=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MBS
 // MBS: error: dist-auto-plan: evaluate: mb=2 and mbs=1 disagree: dp*mbs*mb must be the global batch 8 (mb=4 with mbs=1)

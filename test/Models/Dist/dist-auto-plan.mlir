@@ -15,7 +15,7 @@
 // RUN: shard-opt %t.model.mlir --auto-plan "cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2" -o /dev/null | FileCheck %s --check-prefix=FLAG
 // RUN: shard-opt %t.model.mlir --auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2" -o /dev/null | FileCheck %s --check-prefix=FLAG
 
-// CHECK: dist-auto-plan: model nanogpt-shakespeare-char-cpu ({{.*}} 4 layers, seq 64), cluster CPU 2-core {{.*}}, 4 GPUs (1 nodes), global batch 8
+// CHECK: dist-auto-plan: model nanogpt-shakespeare-char-cpu ({{.*}} 4 layers, seq 64), cluster CPU 2-core {{.*}}, 4 GPUs (1 node), global batch 8
 // CHECK: MFU convention: 3 x forward{{.*}}; {{0\.[1-9][0-9]}} GFLOP per sequence
 // CHECK: chosen plan: pp={{[0-9]+}},dp={{[0-9]+}},cp={{[0-9]+}},tp={{[0-9]+}}
 // CHECK-NEXT: as --plan: {{(pp=[0-9]+,)?}}dp={{[0-9]+}}
@@ -50,7 +50,7 @@
 // RESTRICT-NOT: schedule=gpipe
 // RESTRICT: search: {{[0-9]+}} candidates ({{[0-9]+}} fit), {{[0-9]+}} simulated, 6 block compilations
 
-// EVAL: 2 GPUs (1 nodes), global batch 8
+// EVAL: 2 GPUs (1 node), global batch 8
 // EVAL: chosen plan: pp=1,dp=1,cp=1,tp=2,sp=1,zero=0,ep=1,mbs=2,mb=4,schedule=1f1b,vpp=1,recompute=none
 // EVAL-NEXT: as --plan: dp=1,tp=2,sp=1,mb=4{{$}}
 // EVAL: search: 1 candidates (1 fit), 0 simulated, 2 block compilations

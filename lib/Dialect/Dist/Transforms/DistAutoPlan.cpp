@@ -792,6 +792,11 @@ struct DistAutoPlanPass
       return fail(llvm::formatv("batch must be >= 1, got {0}", batch).str());
     if (top < 1)
       return fail(llvm::formatv("top must be >= 1, got {0}", top).str());
+    // A negative count simulated nothing, as 0 does, without a word.
+    if (simulateTop < 0)
+      return fail(
+          llvm::formatv("simulate-top must be >= 0, got {0}", simulateTop)
+              .str());
     options.gpus = gpus.hasValue() ? gpus : nodes * machine->gpusPerNode;
     if (machine->singleNode && options.gpus > machine->gpusPerNode)
       return fail(llvm::formatv("cluster '{0}' is one node of {1} devices (it "
