@@ -51,6 +51,10 @@ embedding's head shares, the token slices, the sums; under full
 recomputation the residuals its re-run restored for each pending W); ZB-V's
 first rank
 runs both ends, its other rank only blocks (ALL_ACTIVATION below).
+Under context parallelism the block backward's peak holds the ring (or
+Ulysses) attention's own buffers, and the position embedding's gradient
+is the rank's positions: the planner reads them off the one-block step
+compiled with the plan's cp.
 """
 
 import json
@@ -98,6 +102,10 @@ PLANS = [
     ("pp=2,schedule=zb-h1,recompute=full", 4),
     ("pp=2,dp=2,schedule=zb-v,vpp=2", 2),
     ("pp=4,recompute=full", 8),
+    ("dp=1,cp=2", 1),
+    ("dp=1,cp=2", 2),
+    ("dp=1,cp=2,recompute=selective", 1),
+    ("dp=1,cp=2,cp_attention=ulysses", 1),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an
