@@ -707,8 +707,9 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
 
 /// What `plan`'s frame peak is composed from: the one-block step's memory
 /// plan per phase (`rc`: its compiled recomputation mode, if any), the token
-/// scale to read it at and its non-block gradients' slices
-/// (LocalProfile::otherGradSliced): the step compiled under the plan's
+/// scale to read it at, its non-block gradients' slices
+/// (LocalProfile::otherGradSliced) and what its block backward re-gathers
+/// at microbatch size `b` (bytes): the step compiled under the plan's
 /// context parallelism when there is one (per rank already, scale 1; it
 /// has no expert parallelism beyond tp's), else the step without it at 1/cp
 /// of the tokens.
@@ -716,17 +717,30 @@ struct FrameProfile {
   const StepMemory *phases = nullptr;
   double scale = 1;
   double otherGradSliced = 0, preGradSliced = 0, postGradSliced = 0;
+  double regather = 0;
 };
 FrameProfile frameProfile(const LocalProfile &prof, const RecomputeProfile *rc,
-                          const Candidate &plan) {
+                          const Candidate &plan, double b) {
+  FrameProfile f;
   auto it = prof.contextParallelMemory.find(
       {contextParallelPlanKeys(plan), rc ? plan.recompute : "none"});
   if (plan.cp > 1 && plan.getExpertParallelOutsideTp() == 1 &&
-      it != prof.contextParallelMemory.end())
-    return {&it->second.phases, 1.0, it->second.otherGradSliced,
-            it->second.preGradSliced, it->second.postGradSliced};
-  return {rc ? &rc->phases : &prof.phases, 1.0 / plan.cp, prof.otherGradSliced,
-          prof.preGradSliced, prof.postGradSliced};
+      it != prof.contextParallelMemory.end()) {
+    const LocalProfile::ContextParallelMemory &cp = it->second;
+    f.phases = &cp.phases;
+    f.otherGradSliced = cp.otherGradSliced;
+    f.preGradSliced = cp.preGradSliced;
+    f.postGradSliced = cp.postGradSliced;
+    f.regather = cp.regatherBytes.at(b);
+    return f;
+  }
+  f.phases = rc ? &rc->phases : &prof.phases;
+  f.scale = 1.0 / plan.cp;
+  f.otherGradSliced = prof.otherGradSliced;
+  f.preGradSliced = prof.preGradSliced;
+  f.postGradSliced = prof.postGradSliced;
+  f.regather = (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * f.scale;
+  return f;
 }
 
 } // namespace
@@ -862,7 +876,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     // Gradients in the static frame: the compiled step's peak, composed
     // from the one-block step's phases (framePeak).
     dyn.frame = true;
-    const FrameProfile frameProf = frameProfile(prof, rc, plan);
+    const FrameProfile frameProf = frameProfile(prof, rc, plan, b);
     dyn.phases = frameProf.phases;
     dyn.scale = frameProf.scale;
     dyn.b = b;
@@ -884,8 +898,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     // Prefetched one call ahead: under full recomputation the next block's
     // re-run comes first, so its gather overlaps that call, not this one.
     if (plan.recompute != "full")
-      dyn.layers.regather =
-          (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * scale;
+      dyn.layers.regather = frameProf.regather;
     const double layerBytes = prof.layerParams * m.elementBytes;
     if (plan.zero >= 2 && shards.dpGroup > 1)
       dyn.layers.reducingGradBytes = layerBytes;

@@ -106,6 +106,8 @@ PLANS = [
     ("dp=1,cp=2", 2),
     ("dp=1,cp=2,recompute=selective", 1),
     ("dp=1,cp=2,cp_attention=ulysses", 1),
+    ("dp=1,cp=2,tp=2,sp=1", 1),
+    ("dp=2,cp=2,tp=2,sp=1", 2),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

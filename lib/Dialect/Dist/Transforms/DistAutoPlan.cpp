@@ -1021,6 +1021,7 @@ struct DistAutoPlanPass
             mem.otherGradSliced = raw[0].otherGradSliced;
             mem.preGradSliced = raw[0].preGradSliced;
             mem.postGradSliced = raw[0].postGradSliced;
+            mem.regatherBytes = fitv(raw[0].regather, raw[1].regather);
           }
       profiles[key] = std::move(prof);
     }
