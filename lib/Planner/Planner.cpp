@@ -708,8 +708,10 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
 /// What `plan`'s frame peak is composed from: the one-block step's memory
 /// plan per phase (`rc`: its compiled recomputation mode, if any), the token
 /// scale to read it at, its non-block gradients' slices
-/// (LocalProfile::otherGradSliced) and what its block backward re-gathers
-/// at microbatch size `b` (bytes): the step compiled under the plan's
+/// (LocalProfile::otherGradSliced), what its block backward re-gathers
+/// and what a deferred W of its block reads at microbatch size `b` (bytes;
+/// LocalProfile::weightGradInputBytes, from the program without
+/// recomputation): the step compiled under the plan's
 /// context parallelism when there is one (per rank already, scale 1; it
 /// has no expert parallelism beyond tp's), else the step without it at 1/cp
 /// of the tokens.
@@ -717,7 +719,7 @@ struct FrameProfile {
   const StepMemory *phases = nullptr;
   double scale = 1;
   double otherGradSliced = 0, preGradSliced = 0, postGradSliced = 0;
-  double regather = 0;
+  double regather = 0, weightInputs = 0;
 };
 FrameProfile frameProfile(const LocalProfile &prof, const RecomputeProfile *rc,
                           const Candidate &plan, double b) {
@@ -732,6 +734,11 @@ FrameProfile frameProfile(const LocalProfile &prof, const RecomputeProfile *rc,
     f.preGradSliced = cp.preGradSliced;
     f.postGradSliced = cp.postGradSliced;
     f.regather = cp.regatherBytes.at(b);
+    auto none = prof.contextParallelMemory.find(
+        {contextParallelPlanKeys(plan), "none"});
+    f.weightInputs = none != prof.contextParallelMemory.end()
+                         ? none->second.weightGradInputBytes.at(b)
+                         : prof.weightGradInputBytes.at(b) / plan.cp;
     return f;
   }
   f.phases = rc ? &rc->phases : &prof.phases;
@@ -740,6 +747,7 @@ FrameProfile frameProfile(const LocalProfile &prof, const RecomputeProfile *rc,
   f.preGradSliced = prof.preGradSliced;
   f.postGradSliced = prof.postGradSliced;
   f.regather = (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * f.scale;
+  f.weightInputs = prof.weightGradInputBytes.at(b) * f.scale;
   return f;
 }
 
@@ -912,7 +920,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.zbv = plan.schedule == "zb-v";
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
-    dyn.weightInputBytes = prof.weightGradInputBytes.at(b) * scale;
+    dyn.weightInputBytes = frameProf.weightInputs;
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);

@@ -108,6 +108,8 @@ PLANS = [
     ("dp=1,cp=2,cp_attention=ulysses", 1),
     ("dp=1,cp=2,tp=2,sp=1", 1),
     ("dp=2,cp=2,tp=2,sp=1", 2),
+    ("pp=2,cp=2,schedule=zb-h1", 4),
+    ("pp=2,cp=2,tp=2,recompute=full,schedule=zb-h1", 8),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

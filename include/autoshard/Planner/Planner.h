@@ -401,8 +401,10 @@ struct LocalProfile {
     /// otherGradSliced, preGradSliced, postGradSliced of that program (the
     /// position embedding's gradient is the rank's positions).
     double otherGradSliced = 0, preGradSliced = 0, postGradSliced = 0;
-    /// What its block backward all-gathers of its arguments (regatherBytes).
-    Affine regatherBytes;
+    /// What its block backward all-gathers of its arguments (regatherBytes)
+    /// and the gradient bytes a deferred W of its block reads
+    /// (weightGradInputBytes).
+    Affine regatherBytes, weightGradInputBytes;
   };
   std::map<std::pair<std::string, std::string>, ContextParallelMemory>
       contextParallelMemory;

@@ -1022,6 +1022,8 @@ struct DistAutoPlanPass
             mem.preGradSliced = raw[0].preGradSliced;
             mem.postGradSliced = raw[0].postGradSliced;
             mem.regatherBytes = fitv(raw[0].regather, raw[1].regather);
+            mem.weightGradInputBytes =
+                fitv(raw[0].weightInputs, raw[1].weightInputs);
           }
       profiles[key] = std::move(prof);
     }
