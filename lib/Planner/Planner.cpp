@@ -313,6 +313,15 @@ std::string Candidate::str() const {
          (etp > 1 ? ",etp=" + std::to_string(etp) : "");
 }
 
+std::string contextParallelPlanKeys(const Candidate &plan) {
+  if (plan.cp <= 1)
+    return "";
+  return llvm::formatv("cp={0},cp_attention={1},cp_layout={2}", plan.cp,
+                       plan.cpAttention,
+                       plan.isZigzag() ? "zigzag" : "contiguous")
+      .str();
+}
+
 std::string Candidate::applyPlan() const {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -745,6 +754,52 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   return "";
 }
 
+/// What `plan`'s frame peak is composed from: the one-block step's memory
+/// plan per phase (`rc`: its compiled recomputation mode, if any), the token
+/// scale to read it at, its non-block gradients' slices
+/// (LocalProfile::otherGradSliced), what its block backward re-gathers
+/// and what a deferred W of its block reads at microbatch size `b` (bytes;
+/// LocalProfile::weightGradInputBytes, from the program without
+/// recomputation): the step compiled under the plan's
+/// context parallelism when there is one (per rank already, scale 1; it
+/// has no expert parallelism beyond tp's), else the step without it at 1/cp
+/// of the tokens.
+struct FrameProfile {
+  const StepMemory *phases = nullptr;
+  double scale = 1;
+  double otherGradSliced = 0, preGradSliced = 0, postGradSliced = 0;
+  double regather = 0, weightInputs = 0;
+};
+FrameProfile frameProfile(const LocalProfile &prof, const RecomputeProfile *rc,
+                          const Candidate &plan, double b) {
+  FrameProfile f;
+  auto it = prof.contextParallelMemory.find(
+      {contextParallelPlanKeys(plan), rc ? plan.recompute : "none"});
+  if (plan.cp > 1 && plan.getExpertParallelOutsideTp() == 1 &&
+      it != prof.contextParallelMemory.end()) {
+    const LocalProfile::ContextParallelMemory &cp = it->second;
+    f.phases = &cp.phases;
+    f.otherGradSliced = cp.otherGradSliced;
+    f.preGradSliced = cp.preGradSliced;
+    f.postGradSliced = cp.postGradSliced;
+    f.regather = cp.regatherBytes.at(b);
+    auto none = prof.contextParallelMemory.find(
+        {contextParallelPlanKeys(plan), "none"});
+    f.weightInputs = none != prof.contextParallelMemory.end()
+                         ? none->second.weightGradInputBytes.at(b)
+                         : prof.weightGradInputBytes.at(b) / plan.cp;
+    return f;
+  }
+  f.phases = rc ? &rc->phases : &prof.phases;
+  f.scale = 1.0 / plan.cp;
+  f.otherGradSliced = prof.otherGradSliced;
+  f.preGradSliced = prof.preGradSliced;
+  f.postGradSliced = prof.postGradSliced;
+  f.regather = (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * f.scale;
+  f.weightInputs = prof.weightGradInputBytes.at(b) * f.scale;
+  return f;
+}
+
 } // namespace
 
 Estimate evaluate(const Cluster &c, const ModelInfo &m,
@@ -879,9 +934,10 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     // Gradients in the static frame: the compiled step's peak, composed
     // from the one-block step's phases (framePeak).
     dyn.frame = true;
-    dyn.phases = rc ? &rc->phases : &prof.phases;
+    const FrameProfile frameProf = frameProfile(prof, rc, plan, b);
+    dyn.phases = frameProf.phases;
+    dyn.scale = frameProf.scale;
     dyn.b = b;
-    dyn.scale = scale;
     dyn.transient = 0;
     dyn.layers.layers = shards.layersPerRank;
     dyn.layers.microbatches = plan.mb;
@@ -901,12 +957,11 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.layers.accumulated =
         plan.mb > 1 ? gradElementBytes(c, m.elementBytes) *
                           std::max(0.0, shards.denseRank + shards.expertRank -
-                                            prof.otherGradSliced)
+                                            frameProf.otherGradSliced)
                     : 0;
     // Prefetched one call ahead: under full recomputation the next block's
     // re-run comes first, so its gather overlaps that call, not this one.
-    dyn.weightRegatherBytes =
-        (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * scale;
+    dyn.weightRegatherBytes = frameProf.regather;
     if (plan.recompute != "full")
       dyn.layers.regather = dyn.weightRegatherBytes;
     const double layerBytes = prof.layerParams * m.elementBytes;
@@ -925,7 +980,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.zbv = plan.schedule == "zb-v";
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
-    dyn.weightInputBytes = prof.weightGradInputBytes.at(b) * scale;
+    dyn.weightInputBytes = frameProf.weightInputs;
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);
@@ -933,7 +988,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.tiedGradBytes =
         g * std::max(0.0, prof.preParams + prof.postParams - prof.otherParams);
     dyn.embeddingGradBytes =
-        g * std::max(0.0, prof.preParams - prof.preGradSliced);
+        g * std::max(0.0, prof.preParams - frameProf.preGradSliced);
     dyn.headOnlyGradBytes = g * prof.headOnlyParams;
     // Full recomputation's re-run is a call of its own whose results the
     // split I and W both read. (Selective re-runs inside the backward call,
@@ -956,11 +1011,13 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       states = modelStateParts(c, m, plan, held);
       grads = gradElementBytes(c, m.elementBytes) *
               std::max(0.0, held.denseRank + held.expertRank -
-                                (split ? sliced : prof.otherGradSliced));
+                                (split ? sliced : frameProf.otherGradSliced));
     };
-    stage(prof.preParams, prof.preGradSliced, dyn.firstStates, dyn.firstGrads);
-    stage(prof.postParams, prof.postGradSliced, dyn.lastStates, dyn.lastGrads);
-    stage(prof.preParams + prof.headOnlyParams, prof.preGradSliced,
+    stage(prof.preParams, frameProf.preGradSliced, dyn.firstStates,
+          dyn.firstGrads);
+    stage(prof.postParams, frameProf.postGradSliced, dyn.lastStates,
+          dyn.lastGrads);
+    stage(prof.preParams + prof.headOnlyParams, frameProf.preGradSliced,
           dyn.bothStates, dyn.bothGrads);
     stage(0, 0, dyn.middleStates, dyn.middleGrads);
     dyn.paramBytes = e.paramBytes;

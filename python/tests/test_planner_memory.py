@@ -55,6 +55,10 @@ embedding's head shares, the token slices, the sums; under full
 recomputation the residuals its re-run restored for each pending W); ZB-V's
 first rank
 runs both ends, its other rank only blocks (ALL_ACTIVATION below).
+Under context parallelism the block backward's peak holds the ring (or
+Ulysses) attention's own buffers, and the position embedding's gradient
+is the rank's positions: the planner reads them off the one-block step
+compiled with the plan's cp.
 """
 
 import json
@@ -118,6 +122,16 @@ PLANS = [
     ("pp=2,tp=2,sp=1,schedule=zb-h1", 2),
     ("pp=2,dp=2,tp=2,sp=1,schedule=zb-h1", 4),
     ("pp=2,tp=2,sp=1,recompute=full,schedule=zb-h1", 4),
+    # Context parallelism: memory read off the one-block program compiled
+    # with the plan's cp.
+    ("dp=1,cp=2", 1),
+    ("dp=1,cp=2", 2),
+    ("dp=1,cp=2,recompute=selective", 1),
+    ("dp=1,cp=2,cp_attention=ulysses", 1),
+    ("dp=1,cp=2,tp=2,sp=1", 1),
+    ("dp=2,cp=2,tp=2,sp=1", 2),
+    ("pp=2,cp=2,schedule=zb-h1", 4),
+    ("pp=2,cp=2,tp=2,recompute=full,schedule=zb-h1", 8),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

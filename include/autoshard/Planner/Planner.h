@@ -436,6 +436,25 @@ struct LocalProfile {
   }
   /// Set when the configuration did not compile; the reason.
   std::string error;
+  /// Clusters whose gradients live in the static frame: the one-block
+  /// step compiled under context parallelism (the ring or Ulysses
+  /// attention's per-rank buffers: K/V chunks in flight, their gradients),
+  /// by (contextParallelPlanKeys, recompute mode). A cp plan without one
+  /// scales `phases` by 1/cp.
+  struct ContextParallelMemory {
+    /// The static memory plan per phase, per rank (the tokens already
+    /// split: read at a token scale of 1).
+    StepMemory phases;
+    /// otherGradSliced, preGradSliced, postGradSliced of that program (the
+    /// position embedding's gradient is the rank's positions).
+    double otherGradSliced = 0, preGradSliced = 0, postGradSliced = 0;
+    /// What its block backward all-gathers of its arguments (regatherBytes)
+    /// and the gradient bytes a deferred W of its block reads
+    /// (weightGradInputBytes).
+    Affine regatherBytes, weightGradInputBytes;
+  };
+  std::map<std::pair<std::string, std::string>, ContextParallelMemory>
+      contextParallelMemory;
 };
 
 /// The model, as the search needs it.
@@ -538,6 +557,11 @@ struct Candidate {
   /// appended when ep > 1).
   std::string family() const;
 };
+
+/// The plan keys of `plan`'s context parallelism as dist-apply-plan takes
+/// them, e.g. "cp=2,cp_attention=ring,cp_layout=zigzag" (the key of
+/// LocalProfile::contextParallelMemory); empty for cp = 1.
+std::string contextParallelPlanKeys(const Candidate &plan);
 
 /// Predicted cost of a candidate. Seconds, bytes.
 struct Estimate {

@@ -24,7 +24,8 @@
 // SEARCH-NEXT: tp=1 pp=2 cp=1 bubble
 // SEARCH-NEXT: tp=2 pp=1 cp=1
 // SEARCH-NEXT: tp=2+sp pp=1 cp=1
-// SEARCH: search: 82 candidates (82 fit), 1 simulated, 12 block compilations
+// 8 of the compilations under cp=2 (gradients in the static frame).
+// SEARCH: search: 82 candidates (82 fit), 1 simulated, 20 block compilations
 
 // The chosen plan is recorded on the module, which still verifies (custom
 // form, not the generic form printed for an op that fails verification).

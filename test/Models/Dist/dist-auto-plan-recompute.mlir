@@ -54,7 +54,8 @@
 // SEARCH: chosen plan: {{.*}},recompute=full
 // SEARCH: mode source
 // SEARCH-NEXT: full compiled
-// SEARCH: 20 block compilations
+// 32 of them under the cp the search scores (gradients in the static frame).
+// SEARCH: 52 block compilations
 
 // TIGHT: chosen plan: {{.*}},recompute={{selective|full}}{{$}}
 // TIGHT-NONE: no plan fits

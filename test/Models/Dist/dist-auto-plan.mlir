@@ -24,8 +24,9 @@
 // CHECK-NEXT: 2 pp=
 // CHECK: rejected families
 // CHECK: tp=
-// Five (tp, sp) configurations x 2 microbatch sizes x 3 recomputation modes.
-// CHECK: search: {{[0-9]+}} candidates ({{[0-9]+}} fit), {{[0-9]+}} simulated, 30 block compilations
+// Five (tp, sp) configurations x 2 microbatch sizes x 3 recomputation modes,
+// and (gradients in the static frame) 48 more under each cp the search scores.
+// CHECK: search: {{[0-9]+}} candidates ({{[0-9]+}} fit), {{[0-9]+}} simulated, 78 block compilations
 // CHECK-SAME: candidates/s
 // CHECK: analytic: pp/dp/ZeRO/schedule composition
 

@@ -915,6 +915,35 @@ struct DistAutoPlanPass
     if (failed(truncateToOneBlock(*oneBlock)))
       return fail("cannot reduce the model to one block per block function");
 
+    // The context parallelism (cp > 1) the plans of a tp degree use: the
+    // evaluated plan's, or each cp, attention mode (Ulysses where the heads
+    // split over tp·cp) and chunk layout the search scores.
+    auto contextParallelSpecs = [&](int64_t tp) {
+      std::vector<planner::Candidate> specs;
+      if (options.fixed) {
+        if (options.fixedPlan.cp > 1)
+          specs.push_back(options.fixedPlan);
+        return specs;
+      }
+      for (int64_t cp : options.cpChoices) {
+        if (cp <= 1 || options.gpus % (tp * cp))
+          continue;
+        for (const std::string &attention : options.cpAttentions) {
+          if (attention != "ring" &&
+              (model.heads % (tp * cp) || model.kvHeads % (tp * cp)))
+            continue;
+          planner::Candidate c;
+          c.cp = cp;
+          c.cpAttention = attention;
+          c.cpContiguous = options.cpZigzagWhereCompilable
+                               ? model.seq % (2 * cp) != 0
+                               : options.cpContiguous;
+          specs.push_back(c);
+        }
+      }
+      return specs;
+    };
+
     // Compile the layer-local configurations.
     std::map<planner::ProfileKey, planner::LocalProfile> profiles;
     auto start = std::chrono::steady_clock::now();
@@ -1083,6 +1112,41 @@ struct DistAutoPlanPass
         prof.weightGradInputBytes = fitv(a.weightInputs, b.weightInputs);
         prof.headKeptBytes = fitv(a.headKept, b.headKept);
       }
+      // Under context parallelism the block's attention holds its own
+      // buffers (ring attention's K/V chunks in flight and their
+      // gradients, Ulysses' all-to-all results): where the static memory
+      // plan is compared, the step is compiled with each cp the search
+      // scores and read per phase. One that does not compile falls back to
+      // the step without cp at 1/cp of the tokens.
+      if (machine->gradBufferInFrame && prof.error.empty())
+        for (const planner::Candidate &cp : contextParallelSpecs(key.tp))
+          for (const std::string &mode : modes) {
+            if (mode != "none" && !prof.recompute(mode))
+              continue;
+            std::string keys = planner::contextParallelPlanKeys(cp);
+            RawProfile raw[2];
+            std::string err;
+            bool ok = true;
+            for (int64_t i = 0; i < sizes && ok; ++i) {
+              ++compiled;
+              ok = succeeded(compileAndRead(*oneBlock, irBatch / (i + 1), key,
+                                            mode, /*perRank=*/true, raw[i], err,
+                                            keys));
+            }
+            if (!ok)
+              continue;
+            if (sizes == 1)
+              raw[1] = raw[0];
+            planner::LocalProfile::ContextParallelMemory &mem =
+                prof.contextParallelMemory[{keys, mode}];
+            mem.phases = fitPhases(raw[0], raw[1]);
+            mem.otherGradSliced = raw[0].otherGradSliced;
+            mem.preGradSliced = raw[0].preGradSliced;
+            mem.postGradSliced = raw[0].postGradSliced;
+            mem.regatherBytes = fitv(raw[0].regather, raw[1].regather);
+            mem.weightGradInputBytes =
+                fitv(raw[0].weightInputs, raw[1].weightInputs);
+          }
       profiles[key] = std::move(prof);
     }
     double compileSeconds =
@@ -1278,7 +1342,8 @@ struct DistAutoPlanPass
     return success();
   }
 
-  /// Compiles the one-block model with plan dp=`dp`,tp,sp and
+  /// Compiles the one-block model with plan dp=`dp`,tp,sp (and the plan
+  /// keys `extraKeys`, e.g. context parallelism's) and
   /// recomputation `mode` (tfm-recompute right after tfm-autodiff, as
   /// scripts/train.sh does; nothing for "none") and reads it: its per-rank
   /// functions after dist-partition, then its static memory plan, with
@@ -1288,11 +1353,13 @@ struct DistAutoPlanPass
   /// collectives), else right after dist-partition.
   LogicalResult compileAndRead(ModuleOp oneBlock, int64_t dp,
                                const planner::ProfileKey &key, StringRef mode,
-                               bool perRank, RawProfile &raw,
-                               std::string &err) {
+                               bool perRank, RawProfile &raw, std::string &err,
+                               StringRef extraKeys = "") {
     OwningOpRef<ModuleOp> copy = oneBlock.clone();
     std::string plan = llvm::formatv("dp={0},tp={1},sp={2}{3}", dp, key.tp,
                                      key.sp ? 1 : 0, expertPlanKeys(key));
+    if (!extraKeys.empty())
+      plan += "," + extraKeys.str();
     if (mode != "none")
       plan += ",recompute=" + mode.str();
     auto partition = [&](OpPassManager &pm) {
