@@ -51,6 +51,12 @@ embedding's head shares, the token slices, the sums; under full
 recomputation the residuals its re-run restored for each pending W); ZB-V's
 first rank
 runs both ends, its other rank only blocks (ALL_ACTIVATION below).
+ZeRO-3 with full recomputation: a backward call prefetches the next
+layer's re-run (not the parameters only the discarded block output
+needs), and the block above's reduce-scatter is waited before it, so with
+one microbatch the second-to-last backward call is the peak; with three
+or more microbatches a middle one holds the non-block parameters gathered
+once, and its bottom backward the next microbatch's first forward gather.
 """
 
 import json
@@ -98,6 +104,10 @@ PLANS = [
     ("pp=2,schedule=zb-h1,recompute=full", 4),
     ("pp=2,dp=2,schedule=zb-v,vpp=2", 2),
     ("pp=4,recompute=full", 8),
+    ("dp=2,zero=3,recompute=full", 1),
+    ("dp=2,zero=3,recompute=full", 2),
+    ("dp=2,zero=3", 4),
+    ("dp=2,tp=2,zero=3,recompute=full", 4),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

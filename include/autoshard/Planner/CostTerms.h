@@ -339,7 +339,10 @@ BlockActivations blockActivations(const Cluster &cluster,
 /// With ZeRO-2/3 a block's gradients are reduce-scattered after its
 /// backward and waited one call later: the other blocks hold their shards
 /// (`layerGradBytes` is a shard) and the bottom backward also the block
-/// above's whole gradients (`reducingGradBytes`). ZeRO-3 gathers each
+/// above's whole gradients (`reducingGradBytes`); with one microbatch
+/// each backward call between the top and the bottom is a candidate too
+/// (the layers above hold their gradients, those below their kept bytes,
+/// and there is a next call to prefetch for). ZeRO-3 gathers each
 /// block's parameters at its call (`gatheredPerLayer`), the next call's
 /// one call ahead (its packed shard `gatherPackBytes` and the gathered
 /// buffer): at a block call the current and, when there is a next block
@@ -422,6 +425,18 @@ struct FrameLayers {
   double reducingGradBytes = 0, gatheredPerLayer = 0, gatherPackBytes = 0;
   bool head = true;
   double sendBytes = 0, headOnlyGradBytes = 0;
+  /// Full recomputation: each block backward call follows its own forward
+  /// re-run call, so a backward call prefetches the next re-run's gather
+  /// (ZeRO-3: `rerunGatherBytes`, its packed shard and gathered buffer),
+  /// and the block above's gradients, reduce-scattered after its backward,
+  /// are waited after the re-run, before this backward (no
+  /// `reducingGradBytes`).
+  bool rerunCalls = false;
+  double rerunGatherBytes = 0;
+  /// ZeRO-3 with three or more microbatches: the non-block parameters
+  /// gathered at the first microbatch and held until the last; a middle
+  /// microbatch holds them (and the sums) at every phase but the tail.
+  double heldRootBytes = 0;
   /// With several microbatches: the token slices of the microbatches in
   /// flight on a rank with the embedding (kept until their embedding
   /// gradient), live from the forward through the backward.

@@ -271,6 +271,10 @@ struct RecomputeProfile {
   /// backward all-gathers of its arguments (LocalProfile::regatherBytes).
   StepMemory phases;
   Affine regatherBytes;
+  /// Full: elements of the block's parameters per rank its forward re-run
+  /// reads (those only the re-run's discarded block output needs are not
+  /// read); ZeRO-3 gathers these for the re-run call.
+  double rerunParams = 0;
   /// Why the mode did not compile (then `compiled` is false).
   std::string error;
 };

@@ -129,6 +129,9 @@ struct RawProfile {
   double dropout = 0;
   /// Bytes of the block backward call's operands that are all-gathered.
   double regather = 0;
+  /// Elements of the step's parameters the first full-recomputation re-run
+  /// call reads (planner::RecomputeProfile::rerunParams).
+  double rerunParams = 0;
   /// Gradient bytes a deferred weight-gradient pass (W) of one block reads
   /// (planner::LocalProfile::weightGradInputBytes).
   double weightInputs = 0;
@@ -302,6 +305,32 @@ void readHeadKept(const TrainStepProfile &s, RawProfile &p) {
     }
 }
 
+/// The elements of the step's parameters that the first full-recomputation
+/// re-run call reads (its operands that are parameter arguments of the step
+/// and whose callee argument has a use; each once): what ZeRO-3 gathers for
+/// that call (the re-run discards the block output, so the parameters only
+/// it needs are passed as they are).
+void readRerunParams(const TrainStepProfile &s, RawProfile &p) {
+  if (!s.recompute)
+    return;
+  auto step = cast<func::FuncOp>(s.step->op);
+  auto callee = cast<func::FuncOp>(s.recompute->op);
+  for (const CallRecord &call : s.step->calls) {
+    if (call.callee != s.recompute->name)
+      continue;
+    llvm::DenseSet<Value> seen;
+    for (auto [i, v] : llvm::enumerate(call.op->getOperands())) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (arg && arg.getOwner()->getParentOp() == step &&
+          step.getArgAttr(arg.getArgNumber(), tfm::kParamAttrName) &&
+          i < callee.getNumArguments() && !callee.getArgument(i).use_empty() &&
+          seen.insert(v).second)
+        p.rerunParams += tensorElements(v.getType());
+    }
+    return;
+  }
+}
+
 /// Reads the per-rank program of the one-block model (func form, after
 /// dist-partition).
 LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
@@ -316,6 +345,7 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
   p.backwardName = s.backward->name.str();
   if (s.recompute)
     p.recomputeName = s.recompute->name.str();
+  readRerunParams(s, p);
   // What the block backward gathers of its arguments (sequence
   // parallelism's residuals): dist-hoist-argument-gathers moves those
   // gathers to the call, dist-overlap-collectives one call ahead.
@@ -926,6 +956,7 @@ struct DistAutoPlanPass
           rc.frameActivationBytes = fitv(a.frame, b.frame);
           rc.phases = fitPhases(a, b);
           rc.regatherBytes = fitv(a.regather, b.regather);
+          rc.rerunParams = a.rerunParams;
           continue;
         }
         prof.layerFwd = fitf(a.layerFwd, b.layerFwd);
