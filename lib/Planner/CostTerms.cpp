@@ -643,7 +643,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     consider(StepPhase::BlockBackward,
              std::max(0.0, w.inflight - 1) * l.keptPerLayer +
                  std::max(0.0, w.pending - 1) * l.recomputedBytes +
-                 w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
+                 l.weightFrameBytes + w.tokenSlices * l.tokenBytes +
+                 w.heads * l.headKeptBytes +
                  w.sentActivations * l.boundaryBytes,
              l.weightGradBytes + w.summedLayers * l.weightGradBytes +
                  (w.embeddingSums ? l.embeddingGradBytes : 0) +

@@ -888,6 +888,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
     dyn.weightInputBytes = prof.weightGradInputBytes.at(b) * scale;
+    // Selective: what W recomputes is its own frame (activations).
+    if (plan.recompute == "selective" && rc)
+      dyn.layers.weightFrameBytes = rc->weightRecomputedBytes.at(b) * scale;
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);

@@ -57,6 +57,9 @@ needs), and the block above's reduce-scatter is waited before it, so with
 one microbatch the second-to-last backward call is the peak; with three
 or more microbatches a middle one holds the non-block parameters gathered
 once, and its bottom backward the next microbatch's first forward gather.
+Selective recomputation under the zero-bubble schedules: a split W
+recomputes the norms and activations only it reads, its own frame at each
+W.
 """
 
 import json
@@ -108,6 +111,9 @@ PLANS = [
     ("dp=2,zero=3,recompute=full", 2),
     ("dp=2,zero=3", 4),
     ("dp=2,tp=2,zero=3,recompute=full", 4),
+    ("pp=2,recompute=selective,schedule=zb-h1", 4),
+    ("pp=4,dp=2,recompute=selective,schedule=zb-h1", 2),
+    ("pp=2,recompute=selective,schedule=zb-v,vpp=2", 4),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

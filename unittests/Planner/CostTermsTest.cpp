@@ -507,6 +507,12 @@ TEST(MemoryTerm, FramePeakDeferredWeightPassesAndKeptHeads) {
   l.recomputedBytes = 7;
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
                    90 + 150 + 64 + 400 + 12 + 2 * 7);
+  // Selective recomputation: the W call's own recomputed norms and
+  // activations (9) at each W.
+  l.recomputedBytes = 0, l.weightFrameBytes = 9;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 150 + 64 + 400 + 12 + 9);
+  l.weightFrameBytes = 0;
   // GPipe: another microbatch's kept head values (400) are live from the
   // forward through the backward: the head (120 + 50 + 400, 10).
   l.weightPasses.clear();

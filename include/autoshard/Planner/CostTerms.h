@@ -469,6 +469,10 @@ struct FrameLayers {
   /// restores before I: kept until that layer's W, so live for each
   /// pending layer but the W's own (its phase holds those).
   double recomputedBytes = 0;
+  /// The activation bytes a W's own call holds besides its inputs (what it
+  /// recomputes from forward values: selective recomputation's norms and
+  /// activations), at each W.
+  double weightFrameBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);

@@ -135,6 +135,9 @@ struct RawProfile {
   /// Gradient bytes a deferred weight-gradient pass (W) of one block reads
   /// (planner::LocalProfile::weightGradInputBytes).
   double weightInputs = 0;
+  /// Bytes W recomputes and reads (planner::RecomputeProfile::
+  /// weightRecomputedBytes).
+  double weightRecomputed = 0;
   /// Bytes the head's forward keeps for its backward
   /// (planner::LocalProfile::headKeptBytes).
   double headKept = 0;
@@ -264,10 +267,35 @@ LogicalResult readWeightGradInputs(ModuleOp module,
   if (!parts)
     return success();
   auto [input, weightCall] = *parts;
-  for (Value v : weightCall.getOperands()) {
+  auto weightFn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      weightCall, weightCall.getCalleeAttr());
+  // W's arguments that are gradients, and the values computed from them.
+  llvm::DenseSet<Value> fromGrads;
+  for (auto [i, v] : llvm::enumerate(weightCall.getOperands())) {
     Operation *def = v.getDefiningOp();
-    if (def && (def == input || loss->isBeforeInBlock(def)))
+    if (def && (def == input || loss->isBeforeInBlock(def))) {
       p.weightInputs += tensorBytes(v.getType());
+      if (weightFn && i < weightFn.getNumArguments())
+        fromGrads.insert(weightFn.getArgument(i));
+    }
+  }
+  if (!weightFn || weightFn.isExternal())
+    return success();
+  // What W recomputes from forward values alone for its gradient ops
+  // (selective recomputation's norms and activations, which only W reads,
+  // move into W): values of costed ops that move bytes (not views).
+  llvm::DenseSet<Value> counted;
+  for (Operation &op : weightFn.getBody().front()) {
+    if (llvm::none_of(op.getOperands(),
+                      [&](Value v) { return fromGrads.contains(v); }))
+      continue;
+    fromGrads.insert(op.result_begin(), op.result_end());
+    for (Value v : op.getOperands()) {
+      auto cost = v.getDefiningOp<tfm::TfmCostOpInterface>();
+      if (cost && !fromGrads.contains(v) && cost.getCost().bytes > 0 &&
+          counted.insert(v).second)
+        p.weightRecomputed += tensorBytes(v.getType());
+    }
   }
   return success();
 }
@@ -957,6 +985,8 @@ struct DistAutoPlanPass
           rc.phases = fitPhases(a, b);
           rc.regatherBytes = fitv(a.regather, b.regather);
           rc.rerunParams = a.rerunParams;
+          rc.weightRecomputedBytes =
+              fitv(a.weightRecomputed, b.weightRecomputed);
           continue;
         }
         prof.layerFwd = fitf(a.layerFwd, b.layerFwd);
