@@ -631,6 +631,18 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                std::max(0.0, kept - i * l.keptPerLayer) + l.regather +
                    l.gatheredPerLayer + backwardNext + l.sendBytes,
                i * l.layerGradBytes + reducing, l.sentGradInflightBytes);
+  // The last microbatch's second backward call: the block above's sum is
+  // being reduce-scattered into its shard.
+  if (l.microbatches > 1 && l.sumShardBytes > 0 && otherLayers > 0) {
+    const bool next = otherLayers > 1;
+    consider(StepPhase::BlockBackward,
+             std::max(0.0, kept - l.keptPerLayer) +
+                 (next ? l.regather + backwardNext : 0) + l.gatheredPerLayer +
+                 l.sendBytes,
+             l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) +
+                 l.sumShardBytes,
+             l.sentGradInflightBytes);
+  }
   // A middle microbatch's (three or more) bottom backward also prefetches
   // the next microbatch's first forward call.
   consider(StepPhase::BlockBackward,

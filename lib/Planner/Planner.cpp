@@ -877,6 +877,15 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.gatherPackBytes = layerBytes / double(shards.dpGroup);
     }
     setRerunCalls(dyn.layers, plan, shards, rc, m.elementBytes);
+    // ZeRO reduce-scatters each block's sum after the last microbatch's
+    // backward of it (one stage: pp = 1).
+    if (plan.zero >= 1 && plan.zero <= 2 && shards.dpGroup > 1 && plan.mb > 1 &&
+        p == 1) {
+      dyn.layers.sumReduceBytes =
+          prof.layerParams * gradElementBytes(c, m.elementBytes);
+      dyn.layers.sumShardBytes =
+          dyn.layers.sumReduceBytes / double(shards.dpGroup);
+    }
     // ZeRO-3 gathers the non-block parameters once for the microbatches
     // (one stage holds them all: pp = 1).
     if (plan.zero == 3 && shards.dpGroup > 1 && plan.mb >= 3 && p == 1)

@@ -57,6 +57,10 @@ needs), and the block above's reduce-scatter is waited before it, so with
 one microbatch the second-to-last backward call is the peak; with three
 or more microbatches a middle one holds the non-block parameters gathered
 once, and its bottom backward the next microbatch's first forward gather.
+ZeRO-1/2 with several microbatches: after the last microbatch's backward of
+a block its sum is reduce-scattered (waited one call later) and its shard
+kept, so at small microbatches the last microbatch's second backward call
+is the peak.
 Selective recomputation under the zero-bubble schedules: a split W
 recomputes the norms and activations only it reads, its own frame at each
 W.
@@ -114,6 +118,8 @@ PLANS = [
     ("pp=2,recompute=selective,schedule=zb-h1", 4),
     ("pp=4,dp=2,recompute=selective,schedule=zb-h1", 2),
     ("pp=2,recompute=selective,schedule=zb-v,vpp=2", 4),
+    ("dp=2,zero=1,recompute=selective", 4),
+    ("dp=2,tp=2,sp=1,zero=1,recompute=selective", 4),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

@@ -429,6 +429,26 @@ TEST(MemoryTerm, FramePeakZero3MiddleMicrobatch) {
   EXPECT_DOUBLE_EQ(p.activations, 230);
 }
 
+TEST(MemoryTerm, FramePeakZeroReduceScatteredSums) {
+  // ZeRO-1/2, four microbatches: 4 layers keeping 5 bytes, 300 bytes of
+  // sums, a layer's sum 100 bytes and its shard 50.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 4, l.inflight = 4, l.microbatches = 4, l.keptPerLayer = 5;
+  l.accumulated = 300, l.sumReduceBytes = 100, l.sumShardBytes = 50;
+  // The last microbatch's second backward call: the block above's sum is
+  // being reduce-scattered into its shard: 90 + 10, 40, 300 + 50 beats the
+  // top backward's 90 + 15, 40, 300 and the head's 135, 10, 300.
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 100);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 350);
+  // Under full recomputation the sum was waited before that call: 300 -
+  // 100 + 50 there, so the sums alone (300) at the peak.
+  l.rerunCalls = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 300);
+}
+
 TEST(MemoryTerm, FramePeakUnwaitedInputGradientSends) {
   // A last pipeline stage of two microbatches: its first microbatch's
   // input gradient, sent back and waited for at the end of the step, is

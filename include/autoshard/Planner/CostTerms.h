@@ -437,6 +437,13 @@ struct FrameLayers {
   /// gathered at the first microbatch and held until the last; a middle
   /// microbatch holds them (and the sums) at every phase but the tail.
   double heldRootBytes = 0;
+  /// ZeRO-1/2/3 with several microbatches: after the last microbatch's
+  /// backward of a block its gradient sum (`sumReduceBytes`, whole) is
+  /// reduce-scattered, waited one call later (before the next backward
+  /// under full recomputation), and its shard (`sumShardBytes`) kept for
+  /// the optimizer. The last microbatch's second backward call is then a
+  /// candidate: one layer fewer kept, the sums plus one shard.
+  double sumReduceBytes = 0, sumShardBytes = 0;
   /// With several microbatches: the token slices of the microbatches in
   /// flight on a rank with the embedding (kept until their embedding
   /// gradient), live from the forward through the backward.
