@@ -709,29 +709,58 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
       best = c;
     first = false;
   };
-  const double kept =
-      otherInflight * l.keptPerLayer + l.tokenSlices + l.headsKept;
+  const double kept = otherInflight * l.keptPerLayer + l.tokenSlices +
+                      l.headsKept + l.heldRootBytes;
   const double prefetch = l.gatherPackBytes + l.gatheredPerLayer;
-  const double next = otherLayers > 0 ? prefetch : 0;
-  consider(StepPhase::Embedding, 0, l.accumulated);
+  consider(StepPhase::Embedding, l.heldRootBytes, l.accumulated);
   consider(StepPhase::BlockForward, kept + l.gatheredPerLayer + prefetch,
            l.accumulated, l.sentGradInflightBytes);
   consider(StepPhase::Head, kept + prefetch, l.accumulated,
            l.sentGradInflightBytes);
+  // A backward call's prefetch for the next call, and the block above's
+  // gradients still being reduce-scattered there.
+  const double backwardNext =
+      otherLayers > 0 ? (l.rerunCalls ? l.rerunGatherBytes : prefetch) : 0;
+  const double reducing = l.rerunCalls ? 0 : l.reducingGradBytes;
   consider(StepPhase::BlockBackward,
            kept + (otherLayers > 0 ? l.regather : 0) + l.gatheredPerLayer +
-               next + l.sendBytes,
+               backwardNext + l.sendBytes,
            l.accumulated, l.sentGradInflightBytes);
-  consider(StepPhase::BlockBackward, l.gatheredPerLayer,
-           l.microbatches > 1
-               ? l.accumulated
-               : otherGrads + (otherLayers > 0 ? l.reducingGradBytes : 0),
+  // With one microbatch, the backward calls between the top and the
+  // bottom: the i layers above hold their gradients (shards under ZeRO-2/3),
+  // the layers below their kept bytes.
+  if (l.microbatches == 1)
+    for (double i = 1; i < otherLayers; ++i)
+      consider(StepPhase::BlockBackward,
+               std::max(0.0, kept - i * l.keptPerLayer) + l.regather +
+                   l.gatheredPerLayer + backwardNext + l.sendBytes,
+               i * l.layerGradBytes + reducing, l.sentGradInflightBytes);
+  // The last microbatch's second backward call: the block above's sum is
+  // being reduce-scattered into its shard.
+  if (l.microbatches > 1 && l.sumShardBytes > 0 && otherLayers > 0) {
+    const bool next = otherLayers > 1;
+    consider(StepPhase::BlockBackward,
+             std::max(0.0, kept - l.keptPerLayer) +
+                 (next ? l.regather + backwardNext : 0) + l.gatheredPerLayer +
+                 l.sendBytes,
+             l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) +
+                 l.sumShardBytes,
+             l.sentGradInflightBytes);
+  }
+  // A middle microbatch's (three or more) bottom backward also prefetches
+  // the next microbatch's first forward call.
+  consider(StepPhase::BlockBackward,
+           l.gatheredPerLayer + l.heldRootBytes +
+               (l.microbatches >= 3 ? prefetch : 0),
+           l.microbatches > 1 ? l.accumulated
+                              : otherGrads + (otherLayers > 0 ? reducing : 0),
            l.sentGradBytes);
   for (const WeightPass &w : l.weightPasses)
     consider(StepPhase::BlockBackward,
              std::max(0.0, w.inflight - 1) * l.keptPerLayer +
                  std::max(0.0, w.pending - 1) * l.recomputedBytes +
-                 w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
+                 l.weightFrameBytes + w.tokenSlices * l.tokenBytes +
+                 w.heads * l.headKeptBytes +
                  w.sentActivations * l.boundaryBytes +
                  w.prefetched * l.weightRegatherBytes,
              l.weightGradBytes + w.summedLayers * l.weightGradBytes +

@@ -472,6 +472,23 @@ struct DynamicMemory {
   double weightRegatherBytes = 0;
 };
 
+/// Full recomputation's re-run calls (FrameLayers::rerunCalls): under
+/// ZeRO-3 a block backward call prefetches the next re-run's parameters
+/// (`rc`'s rerunParams of `elementBytes` each, gathered and packed; a
+/// whole block's where the mode did not compile).
+void setRerunCalls(FrameLayers &l, const Candidate &plan,
+                   const ParameterShards &shards, const RecomputeProfile *rc,
+                   double elementBytes) {
+  if (plan.recompute != "full")
+    return;
+  l.rerunCalls = true;
+  if (plan.zero == 3 && shards.dpGroup > 1)
+    l.rerunGatherBytes =
+        rc && rc->rerunParams > 0
+            ? rc->rerunParams * elementBytes * (1 + 1 / double(shards.dpGroup))
+            : l.gatheredPerLayer + l.gatherPackBytes;
+}
+
 /// Sets the per-item bytes of `l`'s weight-gradient passes from `dyn`.
 void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
   l.weightInputBytes = dyn.weightInputBytes;
@@ -974,6 +991,20 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.gatheredPerLayer = layerBytes;
       dyn.layers.gatherPackBytes = layerBytes / double(shards.dpGroup);
     }
+    setRerunCalls(dyn.layers, plan, shards, rc, m.elementBytes);
+    // ZeRO reduce-scatters each block's sum after the last microbatch's
+    // backward of it (one stage: pp = 1).
+    if (plan.zero >= 1 && plan.zero <= 2 && shards.dpGroup > 1 && plan.mb > 1 &&
+        p == 1) {
+      dyn.layers.sumReduceBytes =
+          prof.layerParams * gradElementBytes(c, m.elementBytes);
+      dyn.layers.sumShardBytes =
+          dyn.layers.sumReduceBytes / double(shards.dpGroup);
+    }
+    // ZeRO-3 gathers the non-block parameters once for the microbatches
+    // (one stage holds them all: pp = 1).
+    if (plan.zero == 3 && shards.dpGroup > 1 && plan.mb >= 3 && p == 1)
+      dyn.layers.heldRootBytes = prof.otherParams * m.elementBytes;
     dyn.stages = p;
     dyn.vpp = v;
     dyn.gpipe = plan.schedule == "gpipe";
@@ -981,6 +1012,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
     dyn.weightInputBytes = frameProf.weightInputs;
+    // Selective: what W recomputes is its own frame (activations).
+    if (plan.recompute == "selective" && rc)
+      dyn.layers.weightFrameBytes = rc->weightRecomputedBytes.at(b) * scale;
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);

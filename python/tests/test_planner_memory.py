@@ -59,6 +59,19 @@ Under context parallelism the block backward's peak holds the ring (or
 Ulysses) attention's own buffers, and the position embedding's gradient
 is the rank's positions: the planner reads them off the one-block step
 compiled with the plan's cp.
+ZeRO-3 with full recomputation: a backward call prefetches the next
+layer's re-run (not the parameters only the discarded block output
+needs), and the block above's reduce-scatter is waited before it, so with
+one microbatch the second-to-last backward call is the peak; with three
+or more microbatches a middle one holds the non-block parameters gathered
+once, and its bottom backward the next microbatch's first forward gather.
+ZeRO-1/2 with several microbatches: after the last microbatch's backward of
+a block its sum is reduce-scattered (waited one call later) and its shard
+kept, so at small microbatches the last microbatch's second backward call
+is the peak.
+Selective recomputation under the zero-bubble schedules: a split W
+recomputes the norms and activations only it reads, its own frame at each
+W.
 """
 
 import json
@@ -132,6 +145,17 @@ PLANS = [
     ("dp=2,cp=2,tp=2,sp=1", 2),
     ("pp=2,cp=2,schedule=zb-h1", 4),
     ("pp=2,cp=2,tp=2,recompute=full,schedule=zb-h1", 8),
+    # ZeRO-3 with full recomputation, selective under the zero-bubble
+    # schedules, ZeRO-1/2 sums reduce-scattered after the last microbatch.
+    ("dp=2,zero=3,recompute=full", 1),
+    ("dp=2,zero=3,recompute=full", 2),
+    ("dp=2,zero=3", 4),
+    ("dp=2,tp=2,zero=3,recompute=full", 4),
+    ("pp=2,recompute=selective,schedule=zb-h1", 4),
+    ("pp=4,dp=2,recompute=selective,schedule=zb-h1", 2),
+    ("pp=2,recompute=selective,schedule=zb-v,vpp=2", 4),
+    ("dp=2,zero=1,recompute=selective", 4),
+    ("dp=2,tp=2,sp=1,zero=1,recompute=selective", 4),
 ]
 
 # Plans whose compiled heavier rank files every live buffer as an

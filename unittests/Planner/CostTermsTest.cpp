@@ -461,6 +461,78 @@ TEST(MemoryTerm, FramePeakPrefetchPipelineAndZero3) {
   EXPECT_DOUBLE_EQ(p.paramGrads, 25 + 100);
 }
 
+TEST(MemoryTerm, FramePeakZero3FullRecomputationMiddleBackward) {
+  // ZeRO-3, full recomputation, one microbatch: 4 layers keeping 5 bytes
+  // each, gradient shards of 100, gathered blocks of 50 (packed 25).
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 4, l.inflight = 4, l.keptPerLayer = 5, l.layerGradBytes = 100;
+  l.reducingGradBytes = 200, l.gatheredPerLayer = 50, l.gatherPackBytes = 25;
+  // Without re-run calls the bottom backward holds the 3 shards and the
+  // block above's whole gradients: 90 + 50 + 40 + 500 (+ 8).
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 500);
+  EXPECT_DOUBLE_EQ(p.activations, 140);
+  // Each backward follows its re-run, after which the block above's
+  // reduce-scatter is waited; a backward call prefetches the next re-run's
+  // 150 bytes. The second-to-last backward call wins: the layer below's 5
+  // kept bytes, its gathered block, the prefetch and 2 shards: 90 + 5 + 50
+  // + 150 + 40 + 200 = 535 against the bottom's 90 + 50 + 40 + 300 = 480.
+  l.rerunCalls = true, l.rerunGatherBytes = 150;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 295);
+  EXPECT_DOUBLE_EQ(p.grads, 40);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 200);
+}
+
+TEST(MemoryTerm, FramePeakZero3MiddleMicrobatch) {
+  // ZeRO-3, full recomputation, four microbatches: 2 layers keeping 5
+  // bytes, 300 bytes of sums, gathered blocks of 50 (packed 25), re-runs
+  // gathering 30, 100 bytes of non-block parameters gathered once.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 2, l.inflight = 2, l.microbatches = 4, l.keptPerLayer = 5;
+  l.accumulated = 300, l.gatheredPerLayer = 50, l.gatherPackBytes = 25;
+  l.rerunCalls = true, l.rerunGatherBytes = 30, l.heldRootBytes = 100;
+  // A middle microbatch's bottom backward prefetches the next microbatch's
+  // first forward call (a whole block): 90 + 50 + 100 + 75, 40, 300 beats
+  // the forward's 100 + 5 + 100 + 50 + 75, 0, 300 and the top backward's
+  // 90 + 5 + 100 + 50 + 30, 40, 300.
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 315);
+  EXPECT_DOUBLE_EQ(p.grads, 40);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 300);
+  // Two microbatches have no middle one: the forward (230, 0, 300) beats
+  // the bottom backward's 90 + 50, 40, 300.
+  l.microbatches = 2, l.heldRootBytes = 0;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockForward);
+  EXPECT_DOUBLE_EQ(p.activations, 230);
+}
+
+TEST(MemoryTerm, FramePeakZeroReduceScatteredSums) {
+  // ZeRO-1/2, four microbatches: 4 layers keeping 5 bytes, 300 bytes of
+  // sums, a layer's sum 100 bytes and its shard 50.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 4, l.inflight = 4, l.microbatches = 4, l.keptPerLayer = 5;
+  l.accumulated = 300, l.sumReduceBytes = 100, l.sumShardBytes = 50;
+  // The last microbatch's second backward call: the block above's sum is
+  // being reduce-scattered into its shard: 90 + 10, 40, 300 + 50 beats the
+  // top backward's 90 + 15, 40, 300 and the head's 135, 10, 300.
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 100);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 350);
+  // Under full recomputation the sum was waited before that call: 300 -
+  // 100 + 50 there, so the sums alone (300) at the peak.
+  l.rerunCalls = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 300);
+}
+
 TEST(MemoryTerm, FramePeakUnwaitedInputGradientSends) {
   // A last pipeline stage of two microbatches: its first microbatch's
   // input gradient, sent back and waited for at the end of the step, is
@@ -539,6 +611,12 @@ TEST(MemoryTerm, FramePeakDeferredWeightPassesAndKeptHeads) {
   l.recomputedBytes = 7;
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
                    90 + 150 + 64 + 400 + 12 + 2 * 7);
+  // Selective recomputation: the W call's own recomputed norms and
+  // activations (9) at each W.
+  l.recomputedBytes = 0, l.weightFrameBytes = 9;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 150 + 64 + 400 + 12 + 9);
+  l.weightFrameBytes = 0;
   // GPipe: another microbatch's kept head values (400) are live from the
   // forward through the backward: the head (120 + 50 + 400, 10).
   l.weightPasses.clear();

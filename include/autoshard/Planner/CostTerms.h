@@ -358,7 +358,10 @@ BlockActivations blockActivations(const Cluster &cluster,
 /// other blocks hold their shards (`layerGradBytes` is a shard) and the
 /// bottom backward also the block above's whole gradients
 /// (`reducingGradBytes`; not under full recomputation, whose re-run is the
-/// call the wait follows). ZeRO-3 gathers each
+/// call the wait follows); with one microbatch each backward call between
+/// the top and the bottom is a candidate too (the layers above hold their
+/// gradients, those below their kept bytes, and there is a next call to
+/// prefetch for). ZeRO-3 gathers each
 /// block's parameters at its call (`gatheredPerLayer`), the next call's
 /// one call ahead (its packed shard `gatherPackBytes` and the gathered
 /// buffer): at a block call the current and, when there is a next block
@@ -446,6 +449,25 @@ struct FrameLayers {
   double reducingGradBytes = 0, gatheredPerLayer = 0, gatherPackBytes = 0;
   bool head = true;
   double sendBytes = 0, headOnlyGradBytes = 0;
+  /// Full recomputation: each block backward call follows its own forward
+  /// re-run call, so a backward call prefetches the next re-run's gather
+  /// (ZeRO-3: `rerunGatherBytes`, its packed shard and gathered buffer),
+  /// and the block above's gradients, reduce-scattered after its backward,
+  /// are waited after the re-run, before this backward (no
+  /// `reducingGradBytes`).
+  bool rerunCalls = false;
+  double rerunGatherBytes = 0;
+  /// ZeRO-3 with three or more microbatches: the non-block parameters
+  /// gathered at the first microbatch and held until the last; a middle
+  /// microbatch holds them (and the sums) at every phase but the tail.
+  double heldRootBytes = 0;
+  /// ZeRO-1/2/3 with several microbatches: after the last microbatch's
+  /// backward of a block its gradient sum (`sumReduceBytes`, whole) is
+  /// reduce-scattered, waited one call later (before the next backward
+  /// under full recomputation), and its shard (`sumShardBytes`) kept for
+  /// the optimizer. The last microbatch's second backward call is then a
+  /// candidate: one layer fewer kept, the sums plus one shard.
+  double sumReduceBytes = 0, sumShardBytes = 0;
   /// With several microbatches: the token slices of the microbatches in
   /// flight on a rank with the embedding (kept until their embedding
   /// gradient), live from the forward through the backward.
@@ -481,6 +503,10 @@ struct FrameLayers {
   /// A block backward's re-gathered residuals (LocalProfile::regatherBytes,
   /// in every recomputation mode), live at a W for WeightPass::prefetched.
   double weightRegatherBytes = 0;
+  /// The activation bytes a W's own call holds besides its inputs (what it
+  /// recomputes from forward values: selective recomputation's norms and
+  /// activations), at each W.
+  double weightFrameBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);

@@ -289,6 +289,16 @@ struct RecomputeProfile {
   /// backward all-gathers of its arguments (LocalProfile::regatherBytes).
   StepMemory phases;
   Affine regatherBytes;
+  /// Selective: the bytes a deferred weight-gradient pass (W) of one block
+  /// recomputes from forward values and reads (the norms and activations
+  /// only W reads move into it when the backward is split), read off this
+  /// mode's one-block backward split as LocalProfile::weightGradInputBytes:
+  /// W's own frame besides its inputs.
+  Affine weightRecomputedBytes;
+  /// Full: elements of the block's parameters per rank its forward re-run
+  /// reads (those only the re-run's discarded block output needs are not
+  /// read); ZeRO-3 gathers these for the re-run call.
+  double rerunParams = 0;
   /// Why the mode did not compile (then `compiled` is false).
   std::string error;
 };

@@ -141,9 +141,15 @@ struct RawProfile {
   double dropout = 0;
   /// Bytes of the block backward call's operands that are all-gathered.
   double regather = 0;
+  /// Elements of the step's parameters the first full-recomputation re-run
+  /// call reads (planner::RecomputeProfile::rerunParams).
+  double rerunParams = 0;
   /// Gradient bytes a deferred weight-gradient pass (W) of one block reads
   /// (planner::LocalProfile::weightGradInputBytes).
   double weightInputs = 0;
+  /// Bytes W recomputes and reads (planner::RecomputeProfile::
+  /// weightRecomputedBytes).
+  double weightRecomputed = 0;
   /// Bytes the head's forward keeps for its backward
   /// (planner::LocalProfile::headKeptBytes).
   double headKept = 0;
@@ -315,10 +321,35 @@ LogicalResult readWeightGradInputs(ModuleOp module,
   if (!parts)
     return success();
   auto [input, weightCall] = *parts;
-  for (Value v : weightCall.getOperands()) {
+  auto weightFn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      weightCall, weightCall.getCalleeAttr());
+  // W's arguments that are gradients, and the values computed from them.
+  llvm::DenseSet<Value> fromGrads;
+  for (auto [i, v] : llvm::enumerate(weightCall.getOperands())) {
     Operation *def = v.getDefiningOp();
-    if (def && (def == input || loss->isBeforeInBlock(def)))
+    if (def && (def == input || loss->isBeforeInBlock(def))) {
       p.weightInputs += tensorBytes(v.getType());
+      if (weightFn && i < weightFn.getNumArguments())
+        fromGrads.insert(weightFn.getArgument(i));
+    }
+  }
+  if (!weightFn || weightFn.isExternal())
+    return success();
+  // What W recomputes from forward values alone for its gradient ops
+  // (selective recomputation's norms and activations, which only W reads,
+  // move into W): values of costed ops that move bytes (not views).
+  llvm::DenseSet<Value> counted;
+  for (Operation &op : weightFn.getBody().front()) {
+    if (llvm::none_of(op.getOperands(),
+                      [&](Value v) { return fromGrads.contains(v); }))
+      continue;
+    fromGrads.insert(op.result_begin(), op.result_end());
+    for (Value v : op.getOperands()) {
+      auto cost = v.getDefiningOp<tfm::TfmCostOpInterface>();
+      if (cost && !fromGrads.contains(v) && cost.getCost().bytes > 0 &&
+          counted.insert(v).second)
+        p.weightRecomputed += tensorBytes(v.getType());
+    }
   }
   return success();
 }
@@ -356,6 +387,32 @@ void readHeadKept(const TrainStepProfile &s, RawProfile &p) {
     }
 }
 
+/// The elements of the step's parameters that the first full-recomputation
+/// re-run call reads (its operands that are parameter arguments of the step
+/// and whose callee argument has a use; each once): what ZeRO-3 gathers for
+/// that call (the re-run discards the block output, so the parameters only
+/// it needs are passed as they are).
+void readRerunParams(const TrainStepProfile &s, RawProfile &p) {
+  if (!s.recompute)
+    return;
+  auto step = cast<func::FuncOp>(s.step->op);
+  auto callee = cast<func::FuncOp>(s.recompute->op);
+  for (const CallRecord &call : s.step->calls) {
+    if (call.callee != s.recompute->name)
+      continue;
+    llvm::DenseSet<Value> seen;
+    for (auto [i, v] : llvm::enumerate(call.op->getOperands())) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (arg && arg.getOwner()->getParentOp() == step &&
+          step.getArgAttr(arg.getArgNumber(), tfm::kParamAttrName) &&
+          i < callee.getNumArguments() && !callee.getArgument(i).use_empty() &&
+          seen.insert(v).second)
+        p.rerunParams += tensorElements(v.getType());
+    }
+    return;
+  }
+}
+
 /// Reads the per-rank program of the one-block model (func form, after
 /// dist-partition).
 LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
@@ -370,6 +427,7 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
   p.backwardName = s.backward->name.str();
   if (s.recompute)
     p.recomputeName = s.recompute->name.str();
+  readRerunParams(s, p);
   // What the block backward gathers of its arguments (sequence
   // parallelism's residuals): dist-hoist-argument-gathers moves those
   // gathers to the call, dist-overlap-collectives one call ahead.
@@ -1075,6 +1133,9 @@ struct DistAutoPlanPass
           rc.frameActivationBytes = fitv(a.frame, b.frame);
           rc.phases = fitPhases(a, b);
           rc.regatherBytes = fitv(a.regather, b.regather);
+          rc.rerunParams = a.rerunParams;
+          rc.weightRecomputedBytes =
+              fitv(a.weightRecomputed, b.weightRecomputed);
           continue;
         }
         prof.layerFwd = fitf(a.layerFwd, b.layerFwd);
