@@ -37,15 +37,21 @@ regular expression, exits 2 with a message naming it.
 """
 
 import argparse
+import atexit
 import itertools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from autoshard.calibration import first_error  # noqa: E402
+from autoshard.plan_memory import compare  # noqa: E402
+
 CONFIG = os.path.join(ROOT, "..", "shared", "configs", "models",
                       "nanogpt-shakespeare-char-cpu.json")
 CLUSTER = os.path.join(ROOT, "configs", "clusters", "cpu-2core.json")
@@ -92,14 +98,6 @@ def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def first_error(text):
-    for line in text.splitlines():
-        if "error:" in line:
-            return line.split("error:", 1)[1].strip()
-    lines = [l for l in text.splitlines() if l.strip()]
-    return lines[-1].strip() if lines else "no message"
-
-
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -131,11 +129,11 @@ def main():
         except re.error as e:
             sys.exit(f"--{opt} '{getattr(args, opt)}' is not a regular "
                      f"expression: {e}")
-    todo = [(p, m) for p, m in plans() if keep(f"{p},mb={m}")]
+    selected = [(p, m) for p, m in plans() if keep(f"{p},mb={m}")]
     if args.limit > 0:
-        todo = todo[:args.limit]
+        selected = selected[:args.limit]
     if args.list:
-        for p, m in todo:
+        for p, m in selected:
             print(f"{p},mb={m}")
         return 0
     shard_opt = os.path.join(os.path.abspath(args.build), "bin", "shard-opt")
@@ -156,6 +154,7 @@ def main():
             return 2
 
     tmp = tempfile.mkdtemp(prefix="planner-memory-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
 
     def model(batch):
@@ -173,7 +172,7 @@ def main():
     rows, counts = [], {"ok": 0, "sum": 0, "OFF": 0, "invalid": 0}
     print(f"{'plan':70s} {'params':>9s} {'optim':>9s} {'grads':>9s} "
           f"{'acts':>9s} {'compiled':>10s} verdict")
-    for plan, mb in todo:
+    for plan, mb in selected:
         world = 1
         for key in ("pp", "dp", "cp", "tp"):
             world *= degree(plan, key)
@@ -190,8 +189,7 @@ def main():
         else:
             proc = run([shard_opt, lowered, "--dist-explain=format=json",
                         "-o", "/dev/null"])
-            mem = json.loads(proc.stdout)["memory"]
-            c = {k: v["with"] for k, v in mem.items() if isinstance(v, dict)}
+            compiled = json.loads(proc.stdout)["memory"]
             proc = run([shard_opt, model(GLOBAL_BATCH),
                         f"--dist-auto-plan=cluster={CLUSTER} gpus={world} "
                         f"evaluate={plan},mbs={mbs} format=json",
@@ -202,14 +200,9 @@ def main():
                     str(report.get("rejected")) if report
                     else first_error(proc.stderr)))
             else:
-                p = report["plans"][0]["memory"]
-                diff = [p["params"] - c["state_param"],
-                        p["optimizer"] - c["state_opt_m"] - c["state_opt_v"],
-                        p["grads"] + p["activation_grads"] - c["peak_grad"],
-                        p["activations"] - c["peak_activation"]]
-                total = (c["state_param"] + c["state_opt_m"] +
-                         c["state_opt_v"] + c["peak_grad"] +
-                         c["peak_activation"])
+                rows_cmp = compare(report["plans"][0]["memory"], compiled)
+                diff = [p - c for _, p, c in rows_cmp]
+                total = sum(c for _, _, c in rows_cmp)
                 verdict = ("ok" if all(abs(d) <= args.tolerance for d in diff)
                            else "sum" if abs(sum(diff)) <= args.tolerance
                            else "OFF")

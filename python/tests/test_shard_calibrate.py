@@ -219,11 +219,11 @@ def _descendants(pid):
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
+    found, frontier = [], [pid]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
             found.append(child)
-            todo.append(child)
+            frontier.append(child)
     return found
 
 
