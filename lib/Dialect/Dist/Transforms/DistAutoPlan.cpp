@@ -498,9 +498,9 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
       }
     }
     double n = tensorElements(step.getArgument(i).getType());
+    Value update = updateGradient(step.getArgument(i));
     p.paramGradients.push_back(
-        {i, n, block, expert, inPre, inPost,
-         reducedOver(updateGradient(step.getArgument(i))).tensor});
+        {i, n, block, expert, inPre, inPost, reducedOver(update).tensor});
     if (block)
       continue;
     // The gradient as the backward produces it: the optimizer update's
@@ -508,7 +508,7 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
     // the microbatches' sums hold; a sliced gradient is gathered after the
     // last one).
     double sliced = 0;
-    if (Value grad = updateGradient(step.getArgument(i))) {
+    if (Value grad = update) {
       while (Operation *def = grad.getDefiningOp()) {
         if (!isa<CommOpInterface>(def) || def->getNumOperands() != 1)
           break;
