@@ -7,24 +7,30 @@ below lists (pp 1/2/4 with each schedule, dp 1/2, cp 1/2, tp 1/2 with and
 without SP, ZeRO 0-3, no/selective/full recomputation, 1/2/4/8
 microbatches; global batch 8, seq 64, as python/tests/test_planner_memory.py),
 the model is compiled with the plan (``shard-opt --autoshard-train``, as
-scripts/train.sh does) and read with ``--dist-explain=format=json`` (the
-compiled heavier rank's states and live bytes per category at the memory
-plan's peak), and the planner scores the same plan (``--dist-auto-plan
-evaluate=... format=json`` on configs/clusters/cpu-2core.json). Per plan it
-prints planner - compiled in bytes for parameters, optimizer states,
-gradients live at the peak (planner grads + activation_grads) and
-activations at the peak, and a verdict:
+scripts/train.sh does) and read with ``--dist-explain=format=json`` (a
+rank's states and live bytes per category at its memory plan's peak; with
+pp every pipeline rank's), and the planner scores the same plan
+(``--dist-auto-plan evaluate=... format=json`` on
+configs/clusters/cpu-2core.json; with pp the first and the last pipeline
+rank, reporting the heavier: autoshard.plan_memory.compare_plan compares
+its breakdown with the same rank's compiled plan). Per plan it prints
+planner - compiled in bytes for parameters, optimizer states, gradients
+live at the peak (planner grads + activation_grads) and activations at the
+peak, and a verdict:
 
 * ``ok``: every category within --tolerance bytes (default 1024);
 * ``sum``: the categories differ but their sum is within --tolerance (the
   two sides file a buffer under different categories);
+* ``rank``: the breakdown agrees (``ok`` or ``sum``), but another compiled
+  pipeline rank holds more (states + live bytes at its peak) than the one
+  the planner reports as the heaviest, by more than --tolerance;
 * ``OFF``: the totals differ;
 * ``invalid``: the compiler rejects the plan (the reason is printed; the
   generator lists every combination, e.g. interleaved with fewer
   microbatches than stages).
 
-It ends with ``N ok, N sum, N OFF, N invalid`` and exits 1 when a plan is
-OFF (or, with --strict, also ``sum``). Plans the compiler rejects are not
+It ends with ``N ok, N sum, N rank, N OFF, N invalid`` and exits 1 when a
+plan is OFF or rank (or, with --strict, also ``sum``). Plans the compiler rejects are not
 counted against the planner.
 
 Usage:
@@ -50,7 +56,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from autoshard.calibration import first_error  # noqa: E402
-from autoshard.plan_memory import compare  # noqa: E402
+from autoshard.plan_memory import (PlanMemoryError, compare_plan,  # noqa: E402
+                                   rank_totals)
 
 CONFIG = os.path.join(ROOT, "..", "shared", "configs", "models",
                       "nanogpt-shakespeare-char-cpu.json")
@@ -169,7 +176,7 @@ def main():
                                  f"failed: {first_error(proc.stderr)}")
         return path
 
-    rows, counts = [], {"ok": 0, "sum": 0, "OFF": 0, "invalid": 0}
+    rows, counts = [], {"ok": 0, "sum": 0, "rank": 0, "OFF": 0, "invalid": 0}
     print(f"{'plan':70s} {'params':>9s} {'optim':>9s} {'grads':>9s} "
           f"{'acts':>9s} {'compiled':>10s} verdict")
     for plan, mb in selected:
@@ -189,7 +196,7 @@ def main():
         else:
             proc = run([shard_opt, lowered, "--dist-explain=format=json",
                         "-o", "/dev/null"])
-            compiled = json.loads(proc.stdout)["memory"]
+            explain = json.loads(proc.stdout)
             proc = run([shard_opt, model(GLOBAL_BATCH),
                         f"--dist-auto-plan=cluster={CLUSTER} gpus={world} "
                         f"evaluate={plan},mbs={mbs} format=json",
@@ -200,29 +207,45 @@ def main():
                     str(report.get("rejected")) if report
                     else first_error(proc.stderr)))
             else:
-                rows_cmp = compare(report["plans"][0]["memory"], compiled)
-                diff = [p - c for _, p, c in rows_cmp]
-                total = sum(c for _, _, c in rows_cmp)
-                verdict = ("ok" if all(abs(d) <= args.tolerance for d in diff)
-                           else "sum" if abs(sum(diff)) <= args.tolerance
-                           else "OFF")
-                row.update(verdict=verdict, diff=[round(d) for d in diff],
-                           compiled_total=total)
+                try:
+                    pp_rank, rows_cmp = compare_plan(report["plans"][0],
+                                                     explain)
+                    totals = rank_totals(explain)
+                except PlanMemoryError as e:
+                    row.update(verdict="OFF", why=str(e))
+                else:
+                    diff = [p - c for _, p, c in rows_cmp]
+                    heaviest = max(totals, key=totals.get)
+                    verdict = ("ok" if all(abs(d) <= args.tolerance for d in diff)
+                               else "sum" if abs(sum(diff)) <= args.tolerance
+                               else "OFF")
+                    if verdict != "OFF" and \
+                            totals[heaviest] - totals[pp_rank] > args.tolerance:
+                        verdict = "rank"
+                    row.update(verdict=verdict, diff=[round(d) for d in diff],
+                               compiled_total=sum(c for _, _, c in rows_cmp),
+                               pp_rank=pp_rank, heaviest=heaviest,
+                               ranks=len(totals))
         counts[row["verdict"]] += 1
         rows.append(row)
         if "diff" in row:
             d = row["diff"]
+            where = (f" (pp rank {row['pp_rank']}; compiled heaviest "
+                     f"{row['heaviest']})" if row["ranks"] > 1 else "")
             print(f"{full:70s} {d[0]:+9d} {d[1]:+9d} {d[2]:+9d} {d[3]:+9d} "
-                  f"{row['compiled_total']:10d} {row['verdict']}", flush=True)
+                  f"{row['compiled_total']:10d} {row['verdict']}{where}",
+                  flush=True)
         else:
             print(f"{full:70s} {row['verdict']}: {row['why']}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
-    print(f"{counts['ok']} ok, {counts['sum']} sum, {counts['OFF']} OFF, "
+    print(f"{counts['ok']} ok, {counts['sum']} sum, {counts['rank']} rank, "
+          f"{counts['OFF']} OFF, "
           f"{counts['invalid']} invalid (of {len(rows)} plans; planner - "
           f"compiled, bytes, tolerance {args.tolerance} B per category)")
-    failed = counts["OFF"] + (counts["sum"] if args.strict else 0)
+    failed = counts["OFF"] + counts["rank"] + (counts["sum"] if args.strict
+                                               else 0)
     return 1 if failed else 0
 
 

@@ -672,6 +672,15 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
                         &z = firstHasHead ? dyn.middleStates : dyn.lastStates;
       bool firstHeavier = first.total() + a.params + a.optimizer >
                           peak.total() + z.params + z.optimizer;
+      auto rankMemory = [&](int64_t rank, const ModelStates &s,
+                            const FramePeak &f) {
+        return Estimate::RankMemory{rank,        s.params,
+                                    s.optimizer, f.paramGrads,
+                                    f.grads,     f.activations + dyn.transient};
+      };
+      e.rankMemory = {rankMemory(0, a, first),
+                      rankMemory(dyn.stages - 1, z, peak)};
+      e.memoryPpRank = firstHeavier ? 0 : dyn.stages - 1;
       if (firstHeavier)
         peak = first;
       e.paramBytes = firstHeavier ? a.params : z.params;
@@ -1638,7 +1647,22 @@ std::string formatReportJson(const Cluster &c, const ModelInfo &m,
              {"activation_grads", e.activationGradBytes},
              {"fragmentation", e.activationBytes * c.fragmentation},
              {"fixed", e.fixedBytes},
+             {"pp_rank", e.memoryPpRank},
          }},
+        {"memory_ranks",
+         [&] {
+           json::Array ranks;
+           for (const Estimate::RankMemory &rm : e.rankMemory)
+             ranks.push_back(json::Object{
+                 {"pp_rank", rm.ppRank},
+                 {"params", rm.params},
+                 {"optimizer", rm.optimizer},
+                 {"grads", rm.grads},
+                 {"activation_grads", rm.activationGrads},
+                 {"activations", rm.activations},
+             });
+           return ranks;
+         }()},
     });
   }
   json::Array recompute;

@@ -20,6 +20,13 @@ plan"):
 compiled; python/tests/test_planner_memory.py checks the same categories on
 a fixed set of plans.
 
+With pp, the planner scores the first and the last pipeline rank
+(``memory_ranks``) and reports the heavier; dist-explain reports every
+rank's memory plan (``pipeline_ranks``), and the planner's breakdown is
+compared with the same rank's (compare_plan). rank_totals gives each
+compiled rank's states + live bytes at its peak, to check that the rank the
+planner reports is the heaviest.
+
 CLI::
 
     python -m autoshard.plan_memory AUTO_PLAN.json EXPLAIN.json
@@ -34,7 +41,8 @@ import argparse
 import json
 import sys
 
-__all__ = ["PlanMemoryError", "compare", "format_table"]
+__all__ = ["PlanMemoryError", "compare", "compare_plan", "format_table",
+           "rank_memory", "rank_totals"]
 
 
 class PlanMemoryError(Exception):
@@ -72,6 +80,63 @@ def compare(planned, compiled):
     ]
 
 
+def rank_memory(explain, pp_rank):
+    """The compiled memory plan of pipeline rank ``pp_rank`` in the form of
+    dist-explain's ``memory`` object (what :func:`compare` reads), from the
+    report's ``pipeline_ranks`` (every rank's held states by kind and the
+    live bytes per category at its frame's peak; ``memory`` is the heaviest
+    rank's only). Raises PlanMemoryError when the report has no such rank."""
+    ranks = explain.get("pipeline_ranks") if isinstance(explain, dict) else None
+    for entry in ranks or []:
+        if isinstance(entry, dict) and entry.get("pp_rank") == pp_rank:
+            state, peak = entry.get("state") or {}, entry.get("peak") or {}
+            return {
+                "state_param": {"with": state.get("param", 0)},
+                "state_opt_m": {"with": state.get("opt_m", 0)},
+                "state_opt_v": {"with": state.get("opt_v", 0)},
+                "peak_grad": {"with": peak.get("grad", 0)},
+                "peak_activation": {"with": peak.get("activation", 0)},
+            }
+    found = [e.get("pp_rank") for e in ranks or [] if isinstance(e, dict)]
+    raise PlanMemoryError(f"the dist-explain report has no pipeline rank "
+                          f"{pp_rank} (ranks: {found})")
+
+
+def compare_plan(plan, explain):
+    """``(pp_rank, rows)``: :func:`compare`'s rows for the pipeline rank
+    whose breakdown the planner reports.
+
+    ``plan``: one plan of the planner's JSON report; ``explain``:
+    dist-explain's JSON report of its compiled program. With pp the planner
+    scores the first and the last pipeline rank (``memory_ranks``) and
+    reports the heavier (``memory``, ``memory.pp_rank``); that breakdown is
+    compared with the same rank's compiled memory plan (``pipeline_ranks``).
+    Without pp: rank 0, against dist-explain's ``memory``."""
+    if not isinstance(plan, dict) or not isinstance(explain, dict):
+        raise PlanMemoryError("a plan and a dist-explain report (JSON "
+                              "objects) are compared")
+    memory = plan.get("memory")
+    pp_rank = memory.get("pp_rank") if isinstance(memory, dict) else None
+    if not explain.get("pipeline_ranks") or pp_rank is None:
+        return 0, compare(memory, explain.get("memory"))
+    return pp_rank, compare(memory, rank_memory(explain, pp_rank))
+
+
+def rank_totals(explain):
+    """Per pipeline rank of a compiled program, its held states plus the
+    live bytes at its frame's peak (what the planner weighs to pick the
+    heaviest rank): ``{pp_rank: bytes}``; ``{0: ...}`` without pp."""
+    def live(peak):
+        return sum(v for v in peak.values() if isinstance(v, (int, float)))
+    ranks = explain.get("pipeline_ranks") if isinstance(explain, dict) else None
+    if ranks:
+        return {r["pp_rank"]: sum((r.get("state") or {}).values()) +
+                live(r.get("peak") or {}) for r in ranks}
+    memory = explain.get("memory") or {}
+    return {0: _number(memory.get("state_total"), "with", "state_total") +
+            _number(memory.get("peak_live_total"), "with", "peak_live_total")}
+
+
 def format_table(rows):
     """The rows as text: one line per category with both figures in bytes
     and planner - compiled."""
@@ -107,15 +172,24 @@ def main(argv=None):
         if not plans or not isinstance(plans[0], dict):
             raise PlanMemoryError(f"the planner's report '{args.report}' has "
                                   f"no plan")
-        rows = compare(plans[0].get("memory"),
-                       explain.get("memory") if isinstance(explain, dict)
-                       else None)
+        if not isinstance(explain, dict):
+            raise PlanMemoryError(f"the dist-explain report '{args.explain}' "
+                                  f"is not a JSON object")
+        pp_rank, rows = compare_plan(plans[0], explain)
+        totals = (rank_totals(explain) if explain.get("pipeline_ranks")
+                  else {})
     except PlanMemoryError as e:
         sys.exit(f"autoshard.plan_memory: {e}")
-    print(f"memory per rank of {plans[0].get('plan', 'the plan')}: the "
-          f"planner's breakdown vs the compiled static memory plan, bytes")
+    where = f", pipeline rank {pp_rank}" if len(totals) > 1 else ""
+    print(f"memory per rank of {plans[0].get('plan', 'the plan')}{where}: "
+          f"the planner's breakdown vs the compiled static memory plan, bytes")
     print(format_table(rows))
-
+    if len(totals) > 1:
+        heaviest = max(totals, key=totals.get)
+        print("  compiled states + live at the peak per pipeline rank: " +
+              ", ".join(f"{r}: {b}" for r, b in sorted(totals.items())) +
+              (f" (the heaviest is rank {heaviest})" if heaviest != pp_rank
+               else ""))
 
 if __name__ == "__main__":
     main()

@@ -59,7 +59,47 @@ def test_cli_prints_both(tmp_path):
     assert "  activations at peak      17858560     17858564         -4" in proc.stdout
 
 
+def _rank(pp_rank, param, opt, grad, activation):
+    return {"pp_rank": pp_rank, "function": f"train_step__pp{pp_rank}",
+            "state": {"param": param, "opt_m": opt, "opt_v": opt},
+            "frame": grad + activation + 4096,
+            "peak": {"activation": activation, "grad": grad, "io": 16,
+                     "workspace": 0}}
+
+
+PIPELINE_EXPLAIN = {"memory": COMPILED, "pipeline_ranks": [
+    _rank(0, 1000, 1000, 500, 9000), _rank(1, 2000, 2000, 700, 7000)]}
+
+
+def test_pipeline_plan_compares_the_planners_rank():
+    # With pp the breakdown is the rank the planner reports (memory.pp_rank),
+    # against that rank's compiled plan, not dist-explain's `memory`.
+    planned = {"params": 2000, "grads": 100, "optimizer": 4000,
+               "activations": 7004, "activation_grads": 600, "pp_rank": 1}
+    pp_rank, rows = plan_memory.compare_plan({"memory": planned},
+                                             PIPELINE_EXPLAIN)
+    assert pp_rank == 1
+    assert rows == [("params", 2000, 2000), ("optimizer", 4000, 4000),
+                    ("grads at peak", 700, 700),
+                    ("activations at peak", 7004, 7000)]
+    # States + live at the peak: rank 0 3000 + 9516, rank 1 6000 + 7716.
+    assert plan_memory.rank_totals(PIPELINE_EXPLAIN) == {0: 12516, 1: 13716}
+
+
+def test_cli_names_the_heaviest_compiled_rank(tmp_path):
+    planned = {"params": 1000, "grads": 0, "optimizer": 2000,
+               "activations": 9000, "activation_grads": 500, "pp_rank": 0}
+    proc = _cli(tmp_path, {"plans": [{"plan": "pp=2", "memory": planned}]},
+                PIPELINE_EXPLAIN)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("memory per rank of pp=2, pipeline rank 0:")
+    assert ("per pipeline rank: 0: 12516, 1: 13716 (the heaviest is rank 1)"
+            in proc.stdout), proc.stdout
+
+
 @pytest.mark.parametrize("report, explain, message", [
+    ({"plans": [{"memory": dict(PLANNED, pp_rank=3)}]}, PIPELINE_EXPLAIN,
+     "the dist-explain report has no pipeline rank 3 (ranks: [0, 1])"),
     ({"plans": []}, {"memory": COMPILED}, "has no plan"),
     ({"plans": [{"memory": {}}]}, {"memory": COMPILED},
      "the planner's memory breakdown has no number 'params' (got None)"),

@@ -598,6 +598,19 @@ struct Estimate {
   /// the activation gradients live at the peak.
   double paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
   double activationGradBytes = 0;
+  /// The pipeline rank the breakdown above is of (the heavier of the first
+  /// and the last, states included; 0 without pp).
+  int64_t memoryPpRank = 0;
+  /// With pp and Cluster::gradBufferInFrame: the same breakdown for the
+  /// first and the last pipeline rank (the ranks the planner scores; the
+  /// middle ones hold less), so that each compares with that rank's
+  /// compiled memory plan. Bytes.
+  struct RankMemory {
+    int64_t ppRank = 0;
+    double params = 0, optimizer = 0, grads = 0, activationGrads = 0,
+           activations = 0;
+  };
+  std::vector<RankMemory> rankMemory;
   /// Peak in-flight activations, in layers, of the heaviest pipeline rank:
   /// from the schedule's closed form, or from the simulated schedule
   /// (`simulated`).

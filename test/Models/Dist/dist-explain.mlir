@@ -15,6 +15,45 @@
 // And without a plan (one rank): nothing split, no collective.
 // RUN: shard-opt %t.ts.mlir --rt-lower --dist-explain -o /dev/null | FileCheck %s --check-prefix=ONE
 
+// With pp, format=json also gives every pipeline rank's memory plan
+// (`pipeline_ranks`: held states by kind, frame, live bytes per category at
+// its peak); `memory` is the heaviest rank's (largest frame + held states),
+// here rank 0, whose figures both carry.
+// RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 4 --seq 8 --vocab-multiple 8 -q | shard-opt --tfm-autodiff=microbatches=2 -o %t.ts2.mlir
+// RUN: shard-opt %t.ts2.mlir --plan pp=2,dp=2,mb=2,schedule=interleaved,vpp=2 --dist-propagate --dist-partition --dist-pipeline-split --dist-explain="format=json" -o /dev/null | FileCheck %s --check-prefix=PP-JSON
+// The one-rank JSON has no pipeline_ranks.
+// RUN: shard-opt %t.gpt.mlir --dist-explain="format=json" -o /dev/null | FileCheck %s --check-prefix=NO-PP-JSON
+// PP-JSON:      "frame": {
+// PP-JSON-NEXT:   "with": [[FRAME:[0-9]+]],
+// PP-JSON:      "peak_grad": {
+// PP-JSON-NEXT:   "with": [[GRAD:[0-9]+]],
+// PP-JSON:      "state_param": {
+// PP-JSON-NEXT:   "with": [[PARAM:[0-9]+]],
+// PP-JSON:      "pipeline_ranks": [
+// PP-JSON-NEXT:   {
+// PP-JSON-NEXT:     "frame": [[FRAME]],
+// PP-JSON-NEXT:     "function": "train_step__pp0",
+// PP-JSON-NEXT:     "peak": {
+// PP-JSON-NEXT:       "activation": {{[0-9]+}},
+// PP-JSON-NEXT:       "grad": [[GRAD]],
+// PP-JSON-NEXT:       "io": {{[0-9]+}},
+// PP-JSON-NEXT:       "workspace": 0
+// PP-JSON-NEXT:     },
+// PP-JSON-NEXT:     "pp_rank": 0,
+// PP-JSON-NEXT:     "state": {
+// PP-JSON-NEXT:       "opt_m": [[PARAM]],
+// PP-JSON-NEXT:       "opt_v": [[PARAM]],
+// PP-JSON-NEXT:       "param": [[PARAM]]
+// PP-JSON-NEXT:     }
+// PP-JSON-NEXT:   },
+// PP-JSON-NEXT:   {
+// PP-JSON-NEXT:     "frame": {{[0-9]+}},
+// PP-JSON-NEXT:     "function": "train_step__pp1",
+// PP-JSON:          "pp_rank": 1,
+// PP-JSON:      ],
+// PP-JSON:      "pp_stage": 0,
+// NO-PP-JSON-NOT: pipeline_ranks
+
 // With activation recomputation (tfm-recompute, full): a strategy row, and
 // the re-runs carry the forward's collectives but the last reduce-scatter
 // (the MLP down-projection only the output needs is not re-run); with

@@ -8,7 +8,7 @@ using namespace llvm;
 using namespace autoshard::dist;
 using namespace autoshard::dist::explain;
 
-json::Value explain::toJson(const Report &r) {
+json::Value explain::toJson(const Report &r, const PipelineReport *pipeline) {
   json::Object top;
   top["model"] = json::Object(r.model);
   json::Object plan;
@@ -73,5 +73,22 @@ json::Value explain::toJson(const Report &r) {
   if (r.baseline.present)
     memory["baseline"] = r.baseline.path;
   top["memory"] = std::move(memory);
+  // With pp, every rank's memory plan: `memory` is the heaviest one's only.
+  if (pipeline && pipeline->present) {
+    json::Array ranks;
+    for (const PipelineRank &rank : pipeline->ranks) {
+      json::Object state, peak;
+      for (auto &[kind, bytes] : rank.stateByKind)
+        state[kind] = bytes;
+      for (auto &[category, bytes] : rank.peak)
+        peak[category] = bytes;
+      ranks.push_back(json::Object{{"pp_rank", rank.rank},
+                                   {"function", rank.function},
+                                   {"state", std::move(state)},
+                                   {"frame", rank.frameBytes},
+                                   {"peak", std::move(peak)}});
+    }
+    top["pipeline_ranks"] = std::move(ranks);
+  }
   return top;
 }

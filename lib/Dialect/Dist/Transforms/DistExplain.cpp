@@ -93,7 +93,8 @@ struct DistExplainPass : public dist::impl::DistExplainBase<DistExplainPass> {
       return signalPassFailure();
     }
     if (format == "json") {
-      file->os() << llvm::formatv("{0:2}", toJson(report)) << "\n";
+      PipelineReport pipeline = readPipeline(program);
+      file->os() << llvm::formatv("{0:2}", toJson(report, &pipeline)) << "\n";
     } else if (format == "html") {
       writeHtml(report, readPipeline(program), file->os());
     } else {

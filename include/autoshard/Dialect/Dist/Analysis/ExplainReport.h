@@ -277,8 +277,12 @@ void writeText(const Report &report, llvm::raw_ostream &os);
 /// The JSON report: model, plan (integers as numbers), mesh, world_size,
 /// strategies, entry, pp_stage (with pp), collectives, functions,
 /// other_entries and memory (per MemoryRow key: with / without, null when
-/// unknown).
-llvm::json::Value toJson(const Report &report);
+/// unknown); with a pipeline (`pipeline` present), `pipeline_ranks`: per
+/// pipeline rank its held state bytes by kind (`state`: param, opt_m,
+/// opt_v), its train_step frame bytes and the live bytes per category at
+/// that frame's peak (`peak`), since `memory` is the heaviest rank's only.
+llvm::json::Value toJson(const Report &report,
+                         const PipelineReport *pipeline = nullptr);
 
 /// Writes the HTML report (one self-contained page): the strategy table
 /// with each strategy's collectives, the mesh as a grid of ranks, the

@@ -364,7 +364,9 @@ def DistExplain : Pass<"dist-explain", "::mlir::ModuleOp"> {
        with no plan); without it those cells read `n/a`.
 
     Options: `output` (`-` = stdout), `format` (`text` or `json`; the JSON
-    has the same content, exact integers), `baseline`.
+    has the same content, exact integers, and with pp `pipeline_ranks`:
+    every pipeline rank's held states by kind, frame and live bytes per
+    category at its peak, where part 4 is the heaviest rank's), `baseline`.
 
     Axes are recognised by their role on the `dist.mesh` (data, context,
     tensor, expert), never by name; the report's texts name them by the
