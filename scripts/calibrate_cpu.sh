@@ -102,5 +102,10 @@ step "shard-calibrate -n $N" "$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats 
   --name "CPU 2-core (this development machine)" "${PROFILES[@]}" --out "$TMP/out.json"
 ((N < 2)) || fit "$N" "$TMP/out.json"
 trap '' TERM INT HUP # written whole: not "stopped ... not written" after it
-cp "$TMP/out.json" "$OUT"
+# Through a temporary beside $OUT, renamed onto it: a full disk leaves the
+# description it replaces whole.
+if ! cp "$TMP/out.json" "$OUT.tmp-$$" || ! mv -f "$OUT.tmp-$$" "$OUT"; then
+  rm -f "$OUT.tmp-$$"
+  die "cannot write $OUT (the previous file, if any, is unchanged)"
+fi
 echo "wrote $OUT"

@@ -269,3 +269,30 @@ def test_a_killed_rank_ends_the_run_and_is_named(tmp_path):
     assert proc.returncode != 0, err
     assert re.search(r"signal 9|Killed", err), err
     assert not out.exists()
+
+
+def test_a_failed_write_leaves_the_previous_out_whole(tmp_path):
+    """--out often names the description the run replaces
+    (scripts/calibrate_cpu.sh, configs/clusters/cpu-2core.json). A write
+    that fails halfway (a full disk: AtomicFile's test hook) is named, exits
+    1, and leaves the previous file as it was, with no temporary beside it
+    (before, --out was opened in place, truncated first)."""
+    out = tmp_path / "cluster.json"
+    out.write_text('{"name": "the previous description"}\n')
+    proc = subprocess.run(
+        [_calibrate(), "-n", "1", "--repeats", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, OPENBLAS_NUM_THREADS="1",
+                 AUTOSHARD_TEST_WRITE_FAULT="fail:cluster.json"))
+    assert proc.returncode == 1, proc.stderr
+    assert re.search(r"^shard-calibrate: error: .*cluster\.json", proc.stderr,
+                     re.M), proc.stderr
+    assert out.read_text() == '{"name": "the previous description"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cluster.json"]
+    # Without the fault the same run replaces it.
+    proc = subprocess.run(
+        [_calibrate(), "-n", "1", "--repeats", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["gpus_per_node"] == 1

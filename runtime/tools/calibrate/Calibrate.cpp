@@ -2,6 +2,8 @@
 
 #include "Calibrate.h"
 
+#include "autoshard/runtime/train/AtomicFile.h"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -640,19 +642,10 @@ int writeCluster(const nlohmann::json &cluster, const Options &opts) {
     std::fputs(text.c_str(), stdout);
     return 0;
   }
-  std::FILE *file = std::fopen(opts.out.c_str(), "w");
-  if (!file)
-    throw std::runtime_error("cannot write '" + opts.out +
-                             "': " + std::strerror(errno));
-  bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  int error = written ? 0 : errno;
-  if (std::fclose(file) != 0 && written) {
-    written = false;
-    error = errno;
-  }
-  if (!written)
-    throw std::runtime_error("cannot write '" + opts.out +
-                             "': " + std::strerror(error));
+  // Often the description this run replaces (scripts/calibrate_cpu.sh
+  // rewrites configs/clusters/cpu-2core.json): a full disk or a kill
+  // mid-write must leave the old one whole.
+  writeFileAtomically(opts.out, text);
   return 0;
 }
 

@@ -399,7 +399,9 @@ nlohmann::json readRankProfiles(const std::vector<std::string> &paths,
                                 int64_t ranks);
 
 /// Writes `cluster` (2-space JSON) to opts.out, or standard output; throws
-/// std::runtime_error naming the file and the reason when it cannot.
+/// std::runtime_error naming the file and the reason when it cannot. The
+/// file is written through an AtomicFile (a temporary renamed onto it): on
+/// an error or a kill the file it replaces is left whole.
 int writeCluster(const nlohmann::json &cluster, const Options &opts);
 
 /// The probes of one backend: measure on `world` (every rank) and write the
