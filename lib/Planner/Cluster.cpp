@@ -3,6 +3,8 @@
 #include "autoshard/Planner/Cluster.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -353,19 +355,18 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
       r.number(*root, "intra_node.latency_us", 10.0, false, inf) * 1e-6;
   c.collectiveLatency =
       r.number(*root, "collective_latency_us", 0.0, false, inf) * 1e-6;
-  // In CollectiveKind's order.
-  static constexpr const char *kKinds[] = {
-      "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"};
+  llvm::SmallVector<llvm::StringRef> kinds;
+  for (size_t i = 0; i < kNumCollectiveKinds; ++i)
+    kinds.push_back(getCollectiveKindName(static_cast<CollectiveKind>(i)));
   if (const json::Object *scale = root->getObject("collective_bandwidth_scale"))
     for (const auto &entry : *scale)
-      if (llvm::find(kKinds, entry.first.str()) == std::end(kKinds))
+      if (!llvm::is_contained(kinds, llvm::StringRef(entry.first)))
         r.fail(llvm::formatv("field 'collective_bandwidth_scale' has an "
-                             "unknown collective '{0}' (known: all_reduce, "
-                             "all_gather, reduce_scatter, all_to_all, p2p)",
-                             entry.first.str()));
-  for (size_t i = 0; i < std::size(kKinds); ++i)
+                             "unknown collective '{0}' (known: {1})",
+                             entry.first.str(), llvm::join(kinds, ", ")));
+  for (size_t i = 0; i < kNumCollectiveKinds; ++i)
     c.collectiveBandwidthScale[i] = r.number(
-        *root, (llvm::Twine("collective_bandwidth_scale.") + kKinds[i]).str(),
+        *root, (llvm::Twine("collective_bandwidth_scale.") + kinds[i]).str(),
         1.0, true, inf);
   c.intraNode.efficiency =
       r.number(*root, "intra_node.efficiency", 0.8, true, 1);
@@ -535,6 +536,22 @@ llvm::Expected<Cluster> loadCluster(llvm::StringRef path) {
         buffer.getError(), "cannot read cluster file '%s': %s",
         path.str().c_str(), buffer.getError().message().c_str());
   return parseCluster((*buffer)->getBuffer(), path);
+}
+
+llvm::StringRef getCollectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "all_reduce";
+  case CollectiveKind::AllGather:
+    return "all_gather";
+  case CollectiveKind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveKind::AllToAll:
+    return "all_to_all";
+  case CollectiveKind::P2P:
+    return "p2p";
+  }
+  return "";
 }
 
 } // namespace autoshard::planner

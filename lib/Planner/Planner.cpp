@@ -187,22 +187,6 @@ Exposure bucketedCollective(const Cluster &c, CollectiveKind kind,
   return e;
 }
 
-llvm::StringRef getCollectiveKindName(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    return "all_reduce";
-  case CollectiveKind::AllGather:
-    return "all_gather";
-  case CollectiveKind::ReduceScatter:
-    return "reduce_scatter";
-  case CollectiveKind::AllToAll:
-    return "all_to_all";
-  case CollectiveKind::P2P:
-    return "p2p";
-  }
-  return "";
-}
-
 double gradElementBytes(const Cluster &c, double elementBytes) {
   return std::max(elementBytes, c.gradBytes);
 }

@@ -80,7 +80,9 @@ TEST(Collective, BandwidthScalePerKind) {
   for (auto [field, message] :
        {std::pair{R"("all_gather": 0)",
                   "field 'collective_bandwidth_scale.all_gather' must be"},
-        std::pair{R"("broadcast": 1)", "unknown collective 'broadcast'"}}) {
+        std::pair{R"("broadcast": 1)",
+                  "unknown collective 'broadcast' (known: all_reduce, "
+                  "all_gather, reduce_scatter, all_to_all, p2p)"}}) {
     auto bad = parseCluster(std::string(R"({"gpus_per_node": 8,
       "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 1, "hbm_tb_per_s": 1},
       "intra_node": {"gb_per_s_per_direction_per_gpu": 1},

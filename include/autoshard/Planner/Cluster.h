@@ -22,6 +22,21 @@
 
 namespace autoshard::planner {
 
+/// The collectives the cost model knows, by kind (indexes
+/// Cluster::collectiveBandwidthScale).
+enum class CollectiveKind {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  P2P
+};
+inline constexpr size_t kNumCollectiveKinds = 5;
+
+/// The collective's name as cluster files and reports spell it
+/// ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p").
+llvm::StringRef getCollectiveKindName(CollectiveKind kind);
+
 /// One link class (NVLink inside a node, the NIC across nodes), per GPU.
 struct Link {
   /// Unidirectional bandwidth per GPU, bytes/s (algorithms.md §6.3: compare
@@ -103,7 +118,8 @@ struct Cluster {
   /// memory a reduce-scatter also reads and adds the partial sums (memory
   /// traffic of its own), while a send/recv pair copies once. Indexed by
   /// CollectiveKind; shard-calibrate fits it per kind.
-  std::array<double, 5> collectiveBandwidthScale = {1, 1, 1, 1, 1};
+  std::array<double, kNumCollectiveKinds> collectiveBandwidthScale = {1, 1, 1,
+                                                                      1, 1};
   Link intraNode;
   /// Links between nodes; a copy of intraNode when `singleNode`.
   Link interNode;

@@ -30,14 +30,6 @@ namespace autoshard::planner {
 // Communication: α-β model (algorithms.md §6.1)
 //===----------------------------------------------------------------------===//
 
-enum class CollectiveKind {
-  AllReduce,
-  AllGather,
-  ReduceScatter,
-  AllToAll,
-  P2P
-};
-
 /// Time in seconds of one collective of `bytes` (nccl-tests S convention,
 /// algorithms.md §6.2: the full buffer for all-reduce, the gathered /
 /// pre-scatter buffer for all-gather / reduce-scatter, the send buffer for
@@ -117,10 +109,6 @@ struct GradientCollective {
   double params = 0;
   int64_t buckets = 0;
 };
-
-/// The collective's name as cluster files and reports spell it
-/// ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p").
-llvm::StringRef getCollectiveKindName(CollectiveKind kind);
 
 /// Bytes per gradient element of the data-parallel reduction and the
 /// gradient buffer: the cluster's `gradBytes` (Megatron's fp32 main_grad),
