@@ -296,3 +296,22 @@ def test_a_failed_write_leaves_the_previous_out_whole(tmp_path):
         env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text())["gpus_per_node"] == 1
+
+
+def test_sigterm_is_named_and_writes_nothing(tmp_path):
+    """SIGTERM while measuring: the tool says so on stderr (it ended without
+    a word before), ends by the signal, and --out is not written."""
+    import signal
+    import time
+    out = tmp_path / "cluster.json"
+    proc = subprocess.Popen([_calibrate(), "-n", "1", "--repeats", "100",
+                             "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    time.sleep(2)  # past the re-execution, measuring
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM, err
+    assert err.endswith("shard-calibrate: stopped by SIGTERM before it "
+                        "finished; nothing was written\n"), err
+    assert not out.exists()

@@ -5,6 +5,9 @@
 // does); under a launcher, join the MPI world; otherwise run on a one-rank
 // world. An exception is reported as "TOOL: error: MESSAGE" (with the rank
 // when the world has several, which is then aborted) and exit status 1.
+// SIGTERM, SIGINT or SIGHUP: rank 0 names the signal before the process
+// ends by it (what is written, e.g. shard-calibrate's --out, is written
+// whole or not at all).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,14 +19,41 @@
 #include "autoshard/runtime/mpi/MpiWorld.h"
 #endif
 
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
+#include <unistd.h>
+
 namespace autoshard::runtime::tools {
+
+namespace detail {
+/// The tool's name and this process's rank, for the stop-signal message.
+inline const char *stopTool = "tool";
+inline volatile std::sig_atomic_t stopRank = 0;
+
+/// SIGTERM, SIGINT, SIGHUP: rank 0 says which signal stopped the tool
+/// (otherwise a job stopped under mpirun ends with status 1 and no word),
+/// then the default action ends the process with that signal.
+inline void onStopSignal(int sig) {
+  if (stopRank == 0) {
+    const char *name = sig == SIGTERM  ? "SIGTERM"
+                       : sig == SIGINT ? "SIGINT"
+                                       : "SIGHUP";
+    for (const char *part : {stopTool, ": stopped by ", name,
+                             " before it finished; nothing was written\n"})
+      if (::write(STDERR_FILENO, part, std::strlen(part)) < 0)
+        break;
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+} // namespace detail
 
 /// Runs `body` on the job's world: `ranks(argc, argv)` parses the options
 /// and returns the rank count asked for (throwing std::invalid_argument on
@@ -50,6 +80,10 @@ inline int runOnWorld(const char *tool, int argc, char **argv,
 #endif
     if (!world)
       world = createLocalWorld();
+    detail::stopTool = tool;
+    detail::stopRank = static_cast<std::sig_atomic_t>(world->rank());
+    for (int sig : {SIGTERM, SIGINT, SIGHUP})
+      std::signal(sig, detail::onStopSignal);
     return body(*world);
   } catch (const std::exception &e) {
     std::fflush(stdout);
