@@ -38,8 +38,10 @@ Usage:
                               [--limit N] [--json FILE] [--tolerance B]
                               [--strict] [--list]
 
-Errors: a missing shard-opt or model config, or a --filter that is not a
-regular expression, exits 2 with a message naming it.
+Errors: a missing shard-opt or model config, a --filter or --exclude that
+is not a regular expression, or a --json file that cannot be written (a
+folder, a missing folder, no permission: checked before the sweep) exits 2
+with a message naming it.
 """
 
 import argparse
@@ -134,8 +136,9 @@ def main():
         try:
             re.compile(getattr(args, opt))
         except re.error as e:
-            sys.exit(f"--{opt} '{getattr(args, opt)}' is not a regular "
-                     f"expression: {e}")
+            print(f"--{opt} '{getattr(args, opt)}' is not a regular "
+                  f"expression: {e}", file=sys.stderr)
+            return 2
     selected = [(p, m) for p, m in plans() if keep(f"{p},mb={m}")]
     if args.limit > 0:
         selected = selected[:args.limit]
@@ -157,6 +160,20 @@ def main():
         json_dir = os.path.dirname(os.path.abspath(args.json))
         if not os.path.isdir(json_dir):
             print(f"--json {args.json}: folder {json_dir} does not exist",
+                  file=sys.stderr)
+            return 2
+        # Before the sweep's minutes, not after them: a folder or a file
+        # that cannot be created (probed beside it, then removed).
+        if os.path.isdir(args.json):
+            print(f"--json {args.json}: is a folder (give a file name)",
+                  file=sys.stderr)
+            return 2
+        probe = f"{os.path.abspath(args.json)}.tmp-{os.getpid()}"
+        try:
+            open(probe, "w").close()
+            os.remove(probe)
+        except OSError as e:
+            print(f"--json {args.json}: cannot write there: {e.strerror}",
                   file=sys.stderr)
             return 2
 
@@ -238,8 +255,11 @@ def main():
         else:
             print(f"{full:70s} {row['verdict']}: {row['why']}", flush=True)
     if args.json:
-        with open(args.json, "w") as f:
+        # Whole or not at all: a temporary beside it, renamed onto it.
+        tmp_json = f"{os.path.abspath(args.json)}.tmp-{os.getpid()}"
+        with open(tmp_json, "w") as f:
             json.dump(rows, f, indent=1)
+        os.replace(tmp_json, args.json)
     print(f"{counts['ok']} ok, {counts['sum']} sum, {counts['rank']} rank, "
           f"{counts['OFF']} OFF, "
           f"{counts['invalid']} invalid (of {len(rows)} plans; planner - "

@@ -41,18 +41,36 @@ import argparse
 import json
 import sys
 
-__all__ = ["PlanMemoryError", "compare", "compare_plan", "format_table",
-           "rank_memory", "rank_totals"]
+__all__ = ["PlanMemoryError", "check_same_plan", "compare", "compare_plan",
+           "format_table", "rank_memory", "rank_totals"]
 
 
 class PlanMemoryError(Exception):
-    """A report or memory plan without the fields compared."""
+    """A report or memory plan without the fields compared, or two reports
+    of different plans."""
+
+
+def _shape(value):
+    """How a JSON value that is not what was expected reads in a message."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
+
+
+def _object(value, what):
+    if not isinstance(value, dict):
+        raise PlanMemoryError(f"{what} is not a JSON object (got "
+                              f"{_shape(value)})")
+    return value
 
 
 def _number(table, key, what):
-    value = table.get(key) if isinstance(table, dict) else None
+    value = _object(table, what).get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise PlanMemoryError(f"{what} has no number '{key}' (got {value!r})")
+        raise PlanMemoryError(f"{what} has no number '{key}' (got "
+                              f"{_shape(value)})")
     return value
 
 
@@ -62,12 +80,19 @@ def compare(planned, compiled):
     ``planned``: a plan's ``memory`` object of the planner's JSON report;
     ``compiled``: the ``memory`` object of dist-explain's JSON report, each
     entry ``{"with": bytes, "without": ...}`` (the plan's figure is
-    ``with``)."""
+    ``with``). Raises PlanMemoryError naming a missing or malformed
+    field."""
+    _object(planned, "the planner's memory breakdown")
+    _object(compiled, "the dist-explain report's 'memory'")
+
     def plan(key):
         return _number(planned, key, "the planner's memory breakdown")
 
     def comp(key):
-        entry = compiled.get(key) if isinstance(compiled, dict) else None
+        entry = compiled.get(key)
+        if not isinstance(entry, dict):
+            raise PlanMemoryError(f"the dist-explain report's 'memory' has no "
+                                  f"entry '{key}' (got {_shape(entry)})")
         return _number(entry, "with", f"the compiled memory plan's '{key}'")
 
     return [
@@ -80,26 +105,72 @@ def compare(planned, compiled):
     ]
 
 
+def _pipeline_ranks(explain):
+    """dist-explain's ``pipeline_ranks`` (a list of objects, each with an
+    integer ``pp_rank``), or [] without pp."""
+    ranks = explain.get("pipeline_ranks", [])
+    if not isinstance(ranks, list):
+        raise PlanMemoryError(f"the dist-explain report's 'pipeline_ranks' "
+                              f"is not a list (got {_shape(ranks)})")
+    for i, entry in enumerate(ranks):
+        what = f"the dist-explain report's pipeline_ranks[{i}]"
+        pp_rank = _object(entry, what).get("pp_rank")
+        if isinstance(pp_rank, bool) or not isinstance(pp_rank, int):
+            raise PlanMemoryError(f"{what} has no integer 'pp_rank' (got "
+                                  f"{_shape(pp_rank)})")
+    return ranks
+
+
 def rank_memory(explain, pp_rank):
     """The compiled memory plan of pipeline rank ``pp_rank`` in the form of
     dist-explain's ``memory`` object (what :func:`compare` reads), from the
     report's ``pipeline_ranks`` (every rank's held states by kind and the
     live bytes per category at its frame's peak; ``memory`` is the heaviest
-    rank's only). Raises PlanMemoryError when the report has no such rank."""
-    ranks = explain.get("pipeline_ranks") if isinstance(explain, dict) else None
-    for entry in ranks or []:
-        if isinstance(entry, dict) and entry.get("pp_rank") == pp_rank:
-            state, peak = entry.get("state") or {}, entry.get("peak") or {}
-            return {
-                "state_param": {"with": state.get("param", 0)},
-                "state_opt_m": {"with": state.get("opt_m", 0)},
-                "state_opt_v": {"with": state.get("opt_v", 0)},
-                "peak_grad": {"with": peak.get("grad", 0)},
-                "peak_activation": {"with": peak.get("activation", 0)},
-            }
-    found = [e.get("pp_rank") for e in ranks or [] if isinstance(e, dict)]
+    rank's only). Raises PlanMemoryError when the report has no such rank
+    or the rank lacks a figure."""
+    ranks = _pipeline_ranks(_object(explain, "the dist-explain report"))
+    for entry in ranks:
+        if entry["pp_rank"] != pp_rank:
+            continue
+        what = f"the dist-explain report's pipeline rank {pp_rank}"
+        state, peak = entry.get("state"), entry.get("peak")
+        return {
+            "state_param": {"with": _number(state, "param", what + " state")},
+            "state_opt_m": {"with": _number(state, "opt_m", what + " state")},
+            "state_opt_v": {"with": _number(state, "opt_v", what + " state")},
+            "peak_grad": {"with": _number(peak, "grad", what + " peak")},
+            "peak_activation": {"with": _number(peak, "activation",
+                                                what + " peak")},
+        }
     raise PlanMemoryError(f"the dist-explain report has no pipeline rank "
-                          f"{pp_rank} (ranks: {found})")
+                          f"{pp_rank!r} (ranks: {[e['pp_rank'] for e in ranks]})")
+
+
+# Plan keys both reports carry: the planner's `plan` text
+# ("pp=2,dp=1,...,mb=4,schedule=1f1b,vpp=1,recompute=none") and
+# dist-explain's `plan` object (dist.plan).
+_PLAN_KEYS = ("pp", "dp", "cp", "tp", "sp", "zero", "ep", "mb", "schedule",
+              "vpp", "recompute")
+
+
+def check_same_plan(plan, explain):
+    """Raises PlanMemoryError naming the keys that differ when the planner's
+    plan (``plan["plan"]``, ``key=value,...``) and the compiled program's
+    (dist-explain's ``plan`` object) are not the same plan; keys one of them
+    lacks are not compared (an older report)."""
+    text = plan.get("plan")
+    compiled = explain.get("plan")
+    if not isinstance(text, str) or not isinstance(compiled, dict):
+        return
+    planned = dict(item.split("=", 1) for item in text.split(",")
+                   if "=" in item)
+    differ = [f"{key} {planned[key]} vs {compiled[key]}" for key in _PLAN_KEYS
+              if key in planned and key in compiled and
+              str(planned[key]) != str(compiled[key])]
+    if differ:
+        raise PlanMemoryError("the two reports are of different plans "
+                              "(planner vs compiled: " + ", ".join(differ) +
+                              ")")
 
 
 def compare_plan(plan, explain):
@@ -111,13 +182,22 @@ def compare_plan(plan, explain):
     scores the first and the last pipeline rank (``memory_ranks``) and
     reports the heavier (``memory``, ``memory.pp_rank``); that breakdown is
     compared with the same rank's compiled memory plan (``pipeline_ranks``).
-    Without pp: rank 0, against dist-explain's ``memory``."""
-    if not isinstance(plan, dict) or not isinstance(explain, dict):
-        raise PlanMemoryError("a plan and a dist-explain report (JSON "
-                              "objects) are compared")
-    memory = plan.get("memory")
-    pp_rank = memory.get("pp_rank") if isinstance(memory, dict) else None
-    if not explain.get("pipeline_ranks") or pp_rank is None:
+    Without pp: rank 0, against dist-explain's ``memory``. Raises
+    PlanMemoryError for reports of different plans (check_same_plan) or a
+    missing or malformed field."""
+    _object(plan, "the planner's plan")
+    _object(explain, "the dist-explain report")
+    check_same_plan(plan, explain)
+    memory = _object(plan.get("memory"), "the planner's memory breakdown")
+    pp_rank = memory.get("pp_rank", 0)
+    if isinstance(pp_rank, bool) or not isinstance(pp_rank, int):
+        raise PlanMemoryError(f"the planner's memory breakdown has no integer "
+                              f"'pp_rank' (got {_shape(pp_rank)})")
+    if not _pipeline_ranks(explain):
+        if pp_rank != 0:
+            raise PlanMemoryError(f"the planner's breakdown is of pipeline "
+                                  f"rank {pp_rank}, but the dist-explain "
+                                  f"report has no pipeline ranks")
         return 0, compare(memory, explain.get("memory"))
     return pp_rank, compare(memory, rank_memory(explain, pp_rank))
 
@@ -126,14 +206,20 @@ def rank_totals(explain):
     """Per pipeline rank of a compiled program, its held states plus the
     live bytes at its frame's peak (what the planner weighs to pick the
     heaviest rank): ``{pp_rank: bytes}``; ``{0: ...}`` without pp."""
-    def live(peak):
-        return sum(v for v in peak.values() if isinstance(v, (int, float)))
-    ranks = explain.get("pipeline_ranks") if isinstance(explain, dict) else None
+    ranks = _pipeline_ranks(_object(explain, "the dist-explain report"))
     if ranks:
-        return {r["pp_rank"]: sum((r.get("state") or {}).values()) +
-                live(r.get("peak") or {}) for r in ranks}
-    memory = explain.get("memory") or {}
-    return {0: _number(memory.get("state_total"), "with", "state_total") +
+        totals = {}
+        for entry in ranks:
+            what = f"the dist-explain report's pipeline rank {entry['pp_rank']}"
+            state = _object(entry.get("state"), what + " state")
+            peak = _object(entry.get("peak"), what + " peak")
+            totals[entry["pp_rank"]] = sum(
+                _number(table, key, what) for table in (state, peak)
+                for key in table)
+        return totals
+    memory = explain.get("memory")
+    return {0: _number(_object(memory, "the dist-explain report's 'memory'")
+                       .get("state_total"), "with", "state_total") +
             _number(memory.get("peak_live_total"), "with", "peak_live_total")}
 
 
@@ -149,9 +235,16 @@ def format_table(rows):
 def _load(path, what):
     try:
         with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
         raise PlanMemoryError(f"cannot read {what} '{path}': {e}") from None
+    if not text.strip():
+        raise PlanMemoryError(f"{what} '{path}' is empty (did the command "
+                              f"that writes it fail?)")
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise PlanMemoryError(f"{what} '{path}' is not JSON: {e}") from None
 
 
 def main(argv=None):
@@ -169,15 +262,18 @@ def main(argv=None):
         report = _load(args.report, "the planner's report")
         explain = _load(args.explain, "the dist-explain report")
         plans = report.get("plans") if isinstance(report, dict) else None
-        if not plans or not isinstance(plans[0], dict):
+        if not isinstance(plans, list) or not plans or \
+                not isinstance(plans[0], dict):
             raise PlanMemoryError(f"the planner's report '{args.report}' has "
-                                  f"no plan")
-        if not isinstance(explain, dict):
-            raise PlanMemoryError(f"the dist-explain report '{args.explain}' "
-                                  f"is not a JSON object")
+                                  f"no plan (its 'plans' is "
+                                  f"{_shape(plans)})")
+        if not isinstance(explain, dict) or \
+                not isinstance(explain.get("memory"), dict):
+            raise PlanMemoryError(
+                f"the dist-explain report '{args.explain}' has no 'memory' "
+                f"object (is it dist-explain format=json output?)")
         pp_rank, rows = compare_plan(plans[0], explain)
-        totals = (rank_totals(explain) if explain.get("pipeline_ranks")
-                  else {})
+        totals = rank_totals(explain) if explain.get("pipeline_ranks") else {}
     except PlanMemoryError as e:
         sys.exit(f"autoshard.plan_memory: {e}")
     where = f", pipeline rank {pp_rank}" if len(totals) > 1 else ""
@@ -187,9 +283,12 @@ def main(argv=None):
     if len(totals) > 1:
         heaviest = max(totals, key=totals.get)
         print("  compiled states + live at the peak per pipeline rank: " +
-              ", ".join(f"{r}: {b}" for r, b in sorted(totals.items())) +
-              (f" (the heaviest is rank {heaviest})" if heaviest != pp_rank
-               else ""))
+              ", ".join(f"{r}: {b}" for r, b in sorted(totals.items())))
+        if heaviest != pp_rank:
+            print(f"  the planner reports rank {pp_rank} as the heaviest, but "
+                  f"compiled rank {heaviest} holds "
+                  f"{totals[heaviest] - totals[pp_rank]:+} B more")
+
 
 if __name__ == "__main__":
     main()

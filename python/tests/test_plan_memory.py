@@ -93,8 +93,9 @@ def test_cli_names_the_heaviest_compiled_rank(tmp_path):
                 PIPELINE_EXPLAIN)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("memory per rank of pp=2, pipeline rank 0:")
-    assert ("per pipeline rank: 0: 12516, 1: 13716 (the heaviest is rank 1)"
-            in proc.stdout), proc.stdout
+    assert "per pipeline rank: 0: 12516, 1: 13716\n" in proc.stdout
+    assert ("the planner reports rank 0 as the heaviest, but compiled rank 1 "
+            "holds +1200 B more") in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize("report, explain, message", [
@@ -103,8 +104,37 @@ def test_cli_names_the_heaviest_compiled_rank(tmp_path):
     ({"plans": []}, {"memory": COMPILED}, "has no plan"),
     ({"plans": [{"memory": {}}]}, {"memory": COMPILED},
      "the planner's memory breakdown has no number 'params' (got None)"),
+    ({"plans": [{"memory": []}]}, {"memory": COMPILED},
+     "the planner's memory breakdown is not a JSON object (got a list)"),
+    ({"plans": {"a": 1}}, {"memory": COMPILED},
+     "has no plan (its 'plans' is an object)"),
+    ({"plans": [{"memory": PLANNED}]}, {},
+     "has no 'memory' object (is it dist-explain format=json output?)"),
+    ({"plans": [{"memory": dict(PLANNED, pp_rank="0")}]}, PIPELINE_EXPLAIN,
+     "the planner's memory breakdown has no integer 'pp_rank' (got '0')"),
+    ({"plans": [{"memory": dict(PLANNED, pp_rank=0)}]},
+     dict(PIPELINE_EXPLAIN, pipeline_ranks=5),
+     "the dist-explain report's 'pipeline_ranks' is not a list (got 5)"),
+    ({"plans": [{"memory": dict(PLANNED, pp_rank=0)}]},
+     dict(PIPELINE_EXPLAIN, pipeline_ranks=[{"state": {}}]),
+     "pipeline_ranks[0] has no integer 'pp_rank' (got None)"),
+    ({"plans": [{"memory": dict(PLANNED, pp_rank=0)}]},
+     dict(PIPELINE_EXPLAIN, pipeline_ranks=[dict(_rank(0, 1, 1, 1, 1),
+                                                 state=[])]),
+     "pipeline rank 0 state is not a JSON object (got a list)"),
+    ({"plans": [{"memory": dict(PLANNED, pp_rank=0)}]},
+     dict(PIPELINE_EXPLAIN, pipeline_ranks=[dict(_rank(0, 1, 1, 1, 1),
+                                                 state={})]),
+     "pipeline rank 0 state has no number 'param' (got None)"),
+    # Reports of two different plans.
+    ({"plans": [{"plan": "pp=2,dp=1,mb=2,schedule=1f1b", "memory": PLANNED}]},
+     dict(PIPELINE_EXPLAIN, plan={"pp": 4, "dp": 1, "mb": 2,
+                                  "schedule": "gpipe"}),
+     "the two reports are of different plans (planner vs compiled: pp 2 vs "
+     "4, schedule 1f1b vs gpipe)"),
     ({"plans": [{"memory": PLANNED}]}, {"memory": {}},
-     "the compiled memory plan's 'state_param' has no number 'with' (got None)"),
+     "the dist-explain report's 'memory' has no entry 'state_param' (got "
+     "None)"),
 ])
 def test_cli_names_what_is_missing(tmp_path, report, explain, message):
     proc = _cli(tmp_path, report, explain)

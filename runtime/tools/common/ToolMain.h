@@ -5,7 +5,8 @@
 // does); under a launcher, join the MPI world; otherwise run on a one-rank
 // world. An exception is reported as "TOOL: error: MESSAGE" (with the rank
 // when the world has several, which is then aborted) and exit status 1.
-// SIGTERM, SIGINT or SIGHUP: rank 0 names the signal before the process
+// SIGTERM, SIGINT or SIGHUP: rank 0 names the signal (under mpirun the
+// launcher passes each on as SIGTERM) before the process
 // ends by it (what is written, e.g. shard-calibrate's --out, is written
 // whole or not at all).
 //
@@ -35,7 +36,7 @@ namespace autoshard::runtime::tools {
 namespace detail {
 /// The tool's name and this process's rank, for the stop-signal message.
 inline const char *stopTool = "tool";
-inline volatile std::sig_atomic_t stopRank = 0;
+inline volatile std::sig_atomic_t stopRank = 0, stopUnderLauncher = 0;
 
 /// SIGTERM, SIGINT, SIGHUP: rank 0 says which signal stopped the tool
 /// (otherwise a job stopped under mpirun ends with status 1 and no word),
@@ -45,7 +46,9 @@ inline void onStopSignal(int sig) {
     const char *name = sig == SIGTERM  ? "SIGTERM"
                        : sig == SIGINT ? "SIGINT"
                                        : "SIGHUP";
-    for (const char *part : {stopTool, ": stopped by ", name,
+    // mpirun passes SIGINT, SIGHUP and SIGTERM on to the ranks as SIGTERM.
+    const char *via = stopUnderLauncher ? " (from the launcher)" : "";
+    for (const char *part : {stopTool, ": stopped by ", name, via,
                              " before it finished; nothing was written\n"})
       if (::write(STDERR_FILENO, part, std::strlen(part)) < 0)
         break;
@@ -82,6 +85,7 @@ inline int runOnWorld(const char *tool, int argc, char **argv,
       world = createLocalWorld();
     detail::stopTool = tool;
     detail::stopRank = static_cast<std::sig_atomic_t>(world->rank());
+    detail::stopUnderLauncher = startedByLauncher();
     for (int sig : {SIGTERM, SIGINT, SIGHUP})
       std::signal(sig, detail::onStopSignal);
     return body(*world);

@@ -29,6 +29,8 @@
 // PP-JSON-NEXT:   "with": [[GRAD:[0-9]+]],
 // PP-JSON:      "state_param": {
 // PP-JSON-NEXT:   "with": [[PARAM:[0-9]+]],
+// The model's booleans are JSON booleans (`true` was read as the integer -1).
+// PP-JSON:      "tie_word_embeddings": true,
 // PP-JSON:      "pipeline_ranks": [
 // PP-JSON-NEXT:   {
 // PP-JSON-NEXT:     "frame": [[FRAME]],

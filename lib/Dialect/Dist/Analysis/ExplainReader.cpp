@@ -320,12 +320,13 @@ void Explainer::readHeader() {
   if (auto model = module->getAttrOfType<DictionaryAttr>(tfm::kModelAttrName)) {
     for (NamedAttribute entry : model) {
       StringRef key = entry.getName().getValue();
+      // A BoolAttr is an i1 IntegerAttr: asked first, `true` is not -1.
       if (auto s = dyn_cast<StringAttr>(entry.getValue()))
         r.model[key] = s.str();
-      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
-        r.model[key] = i.getInt();
       else if (auto b = dyn_cast<BoolAttr>(entry.getValue()))
         r.model[key] = b.getValue();
+      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+        r.model[key] = i.getInt();
     }
     if (auto name = model.getAs<StringAttr>("name"))
       r.modelName = name.str();
