@@ -466,6 +466,24 @@ int runCpu(const Options &opts, CommWorld &world) {
   }
   AttentionFit attFit = fitAttention(attention, peak, fixed);
   measured["attention"] = attentionJson;
+  // A per-score term that fitted negative is dropped (0): with the
+  // softmax's cost folded into the efficiency, small head dims come out
+  // too cheap. Noisy timings do that; say so, as the GEMM fit does.
+  std::vector<std::string> dropped;
+  if (attFit.scoreTime <= 0)
+    dropped.push_back("attention_score_ns");
+  if (attFit.gradScoreTime <= 0)
+    dropped.push_back("attention_grad_score_ns");
+  if (!dropped.empty()) {
+    measured["attention_fit_dropped"] = dropped;
+    if (root)
+      std::fprintf(stderr,
+                   "shard-calibrate: warning: the attention fit dropped %s "
+                   "(fitted negative: noisy timings); rerun on an idle "
+                   "machine\n",
+                   dropped.size() == 2 ? "both per-score terms"
+                                       : dropped.front().c_str());
+  }
 
   nlohmann::json cluster;
   cluster["name"] =
