@@ -1019,6 +1019,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.gpipe = plan.schedule == "gpipe";
     dyn.zbv = plan.schedule == "zb-v";
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
+    dyn.layers.receivedGradBytes = dyn.boundaryBytes;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
     dyn.weightInputBytes = frameProf.weightInputs;
     // Selective: what W recomputes is its own frame (activations).

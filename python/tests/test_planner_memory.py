@@ -166,6 +166,12 @@ PLANS = [
     ("pp=2,recompute=selective,schedule=zb-v,vpp=2", 4),
     ("dp=2,zero=1,recompute=selective", 4),
     ("dp=2,tp=2,sp=1,zero=1,recompute=selective", 4),
+    # A first stage of several blocks, one microbatch: its bottom backward
+    # call reads the block above's input gradient (gradient category), not
+    # the received one.
+    ("pp=2,recompute=full", 1),
+    ("pp=2,tp=2,sp=1,recompute=full,schedule=gpipe", 1),
+    ("pp=2,dp=2,cp=2,zero=1,recompute=full", 1),
 ]
 
 # Plans where one compiled pipeline rank files every live buffer as an
