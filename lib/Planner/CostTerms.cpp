@@ -730,8 +730,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
       otherLayers > 0 ? (l.rerunCalls ? l.rerunGatherBytes : prefetch) : 0;
   const double reducing = l.rerunCalls ? 0 : l.reducingGradBytes;
   consider(StepPhase::BlockBackward,
-           kept + (otherLayers > 0 ? l.regather : 0) + l.gatheredPerLayer +
-               backwardNext + l.sendBytes,
+           kept + (otherLayers > 0 || l.backwardFollows ? l.regather : 0) +
+               l.gatheredPerLayer + backwardNext + l.sendBytes,
            l.accumulated, l.sentGradInflightBytes);
   // With one microbatch, the backward calls between the top and the
   // bottom: the i layers above hold their gradients (shards under ZeRO-2/3),

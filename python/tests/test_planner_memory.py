@@ -180,6 +180,10 @@ PLANS = [
     ("pp=2,tp=2,sp=1,recompute=selective,schedule=zb-h1", 1),
     ("pp=2,cp=2,tp=2,sp=1,recompute=selective,schedule=zb-h1", 2),
     ("pp=4,tp=2,sp=1,recompute=selective,schedule=zb-h1", 8),
+    # GPipe's last rank with one block and SP: its top backward starts the
+    # next microbatch's backward gathers.
+    ("pp=4,tp=2,sp=1,schedule=gpipe", 2),
+    ("pp=4,tp=2,sp=1,schedule=gpipe", 8),
 ]
 
 # Plans where one compiled pipeline rank files every live buffer as an

@@ -486,6 +486,25 @@ TEST(MemoryTerm, FramePeakFirstStageBottomBackwardGradientFromAbove) {
   EXPECT_DOUBLE_EQ(p.grads, 40 - 15);
 }
 
+TEST(MemoryTerm, FramePeakNextMicrobatchBackwardRegather) {
+  // One layer per stage with the head (GPipe's last rank), 2 microbatches
+  // in flight keeping 50 bytes, SP residuals re-gathered (60): the top
+  // backward prefetches the next backward call's gather only when one
+  // follows (90 + 50 + 40 = 180 + 8 against the head's 100 + 50 + 10).
+  StepMemory phases = framePhases();
+  phases[static_cast<unsigned>(StepPhase::Head)].activation = {100, 0};
+  FrameLayers l;
+  l.layers = 1, l.inflight = 2, l.microbatches = 2, l.keptPerLayer = 50;
+  l.regather = 60;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 50);
+  l.backwardFollows = true;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 60);
+}
+
 TEST(MemoryTerm, FramePeakZero3FullRecomputationMiddleBackward) {
   // ZeRO-3, full recomputation, one microbatch: 4 layers keeping 5 bytes
   // each, gradient shards of 100, gathered blocks of 50 (packed 25).

@@ -455,6 +455,11 @@ struct FrameLayers {
   /// only; a lower backward call reads the input gradient of the block
   /// above instead, a gradient-category buffer.
   double receivedGradBytes = 0;
+  /// The rank's next block call after its top backward call is another
+  /// microbatch's backward (GPipe's last rank): that call's re-gathered
+  /// residuals (`regather`) are started during this one
+  /// (dist-overlap-collectives: one call ahead), as for a layer below.
+  bool backwardFollows = false;
   /// Full recomputation: each block backward call follows its own forward
   /// re-run call, so a backward call prefetches the next re-run's gather
   /// (ZeRO-3: `rerunGatherBytes`, its packed shard and gathered buffer),
