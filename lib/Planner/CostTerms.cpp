@@ -691,7 +691,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   FramePeak best;
   bool first = true;
   auto consider = [&](StepPhase phase, double kept, double paramGrads,
-                      double sent = 0, bool phaseGrads = true) {
+                      double sent = 0, bool phaseGrads = true,
+                      bool belowTop = false) {
     if (phase == StepPhase::Head && !l.head)
       return;
     const PhaseMemory &m = phases[static_cast<unsigned>(phase)];
@@ -699,10 +700,16 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     c.phase = phase;
     const double headGrad = l.head ? 0 : m.headGrad.at(b) * scale;
     // At a split W the received gradients are its inputs (counted there).
-    const double received =
+    double received =
         phaseGrads ? std::max(0.0, headGrad - l.headOnlyGradBytes) : 0;
+    // Below the top block the output gradient is the block above's input
+    // gradient, not received.
+    const double fromAbove =
+        belowTop ? std::min(received, l.receivedGradBytes) : 0;
+    received -= fromAbove;
     c.activations = m.activation.at(b) * scale + kept + received;
-    c.grads = (phaseGrads ? m.grad.at(b) * scale - headGrad : 0) + sent;
+    c.grads =
+        (phaseGrads ? m.grad.at(b) * scale - headGrad : 0) + fromAbove + sent;
     c.paramGrads = paramGrads;
     c.other = m.other.at(b) * scale;
     if (first || c.total() > best.total())
@@ -723,8 +730,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
       otherLayers > 0 ? (l.rerunCalls ? l.rerunGatherBytes : prefetch) : 0;
   const double reducing = l.rerunCalls ? 0 : l.reducingGradBytes;
   consider(StepPhase::BlockBackward,
-           kept + (otherLayers > 0 ? l.regather : 0) + l.gatheredPerLayer +
-               backwardNext + l.sendBytes,
+           kept + (otherLayers > 0 || l.backwardFollows ? l.regather : 0) +
+               l.gatheredPerLayer + backwardNext + l.sendBytes,
            l.accumulated, l.sentGradInflightBytes);
   // With one microbatch, the backward calls between the top and the
   // bottom: the i layers above hold their gradients (shards under ZeRO-2/3),
@@ -734,7 +741,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
       consider(StepPhase::BlockBackward,
                std::max(0.0, kept - i * l.keptPerLayer) + l.regather +
                    l.gatheredPerLayer + backwardNext + l.sendBytes,
-               i * l.layerGradBytes + reducing, l.sentGradInflightBytes);
+               i * l.layerGradBytes + reducing, l.sentGradInflightBytes,
+               /*phaseGrads=*/true, /*belowTop=*/true);
   // The last microbatch's second backward call: the block above's sum is
   // being reduce-scattered into its shard.
   if (l.microbatches > 1 && l.sumShardBytes > 0 && otherLayers > 0) {
@@ -745,7 +753,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  l.sendBytes,
              l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) +
                  l.sumShardBytes,
-             l.sentGradInflightBytes);
+             l.sentGradInflightBytes, /*phaseGrads=*/true, /*belowTop=*/true);
   }
   // A middle microbatch's (three or more) bottom backward also prefetches
   // the next microbatch's first forward call.
@@ -754,7 +762,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                (l.microbatches >= 3 ? prefetch : 0),
            l.microbatches > 1 ? l.accumulated
                               : otherGrads + (otherLayers > 0 ? reducing : 0),
-           l.sentGradBytes);
+           l.sentGradBytes, /*phaseGrads=*/true,
+           /*belowTop=*/otherLayers > 0);
   for (const WeightPass &w : l.weightPasses)
     consider(StepPhase::BlockBackward,
              std::max(0.0, w.inflight - 1) * l.keptPerLayer +

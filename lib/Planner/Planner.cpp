@@ -506,6 +506,14 @@ struct ScheduleMemory {
   double secondSentBytes = 0;
 };
 
+/// Whether the `nth` backward (1-based) of GPipe's last rank, of `m`
+/// microbatches, is followed by another backward with no receive between
+/// (the head computes each one's input gradient on the rank; elsewhere
+/// 1F1B alternates, and a rank without the head receives it first).
+bool lastBackwardFollows(const DynamicMemory &dyn, double m, double nth) {
+  return dyn.gpipe && dyn.vpp == 1 && m >= nth + 1;
+}
+
 /// GPipe's last stage holds every microbatch at its first backward (`peak`,
 /// of `last`), then one fewer at each: at its second the first one's sums
 /// (`dyn.lastGrads` but the tied embedding's share, sent per microbatch)
@@ -522,6 +530,7 @@ void considerSecondBackward(FramePeak &peak, const FrameLayers &last,
   later.headsKept = std::max(0.0, heads - 2) * dyn.headKeptBytes;
   later.accumulated = std::max(0.0, dyn.lastGrads - dyn.tiedGradBytes);
   later.sentGradBytes = later.sentGradInflightBytes = sentBytes;
+  later.backwardFollows = lastBackwardFollows(dyn, last.microbatches, 2);
   FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
   if (other.total() > peak.total())
     peak = other;
@@ -613,6 +622,8 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // ZB-V's last rank runs the middle stages: neither the head nor the
       // embedding, and only the blocks' sums.
       last.head = !firstHasHead;
+      last.backwardFollows =
+          !firstHasHead && lastBackwardFollows(dyn, last.microbatches, 1);
       last.accumulated = last.accumulated > 0
                              ? (firstHasHead ? dyn.middleGrads : dyn.lastGrads)
                              : 0;
@@ -1003,6 +1014,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.gpipe = plan.schedule == "gpipe";
     dyn.zbv = plan.schedule == "zb-v";
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
+    dyn.layers.receivedGradBytes = dyn.boundaryBytes;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
     dyn.weightInputBytes = frameProf.weightInputs;
     // Selective: what W recomputes is its own frame (activations).

@@ -80,7 +80,10 @@ kept, so at small microbatches the last microbatch's second backward call
 is the peak.
 Selective recomputation under the zero-bubble schedules: a split W
 recomputes the norms and activations only it reads, its own frame at each
-W.
+W (with SP also the norms' all-gather: its send buffer and result).
+A first stage of several blocks without the head reads the received loss
+gradient (an activation) at its top backward call only; a lower call reads
+the block above's input gradient (a gradient).
 """
 
 import json
@@ -166,6 +169,21 @@ PLANS = [
     ("pp=2,recompute=selective,schedule=zb-v,vpp=2", 4),
     ("dp=2,zero=1,recompute=selective", 4),
     ("dp=2,tp=2,sp=1,zero=1,recompute=selective", 4),
+    # A first stage of several blocks, one microbatch: its bottom backward
+    # call reads the block above's input gradient (gradient category), not
+    # the received one.
+    ("pp=2,recompute=full", 1),
+    ("pp=2,tp=2,sp=1,recompute=full,schedule=gpipe", 1),
+    ("pp=2,dp=2,cp=2,zero=1,recompute=full", 1),
+    # Selective recomputation with SP under ZB-H1: a W re-gathers the
+    # norms it recomputes in its own frame (send buffer and result).
+    ("pp=2,tp=2,sp=1,recompute=selective,schedule=zb-h1", 1),
+    ("pp=2,cp=2,tp=2,sp=1,recompute=selective,schedule=zb-h1", 2),
+    ("pp=4,tp=2,sp=1,recompute=selective,schedule=zb-h1", 8),
+    # GPipe's last rank with one block and SP: its top backward starts the
+    # next microbatch's backward gathers.
+    ("pp=4,tp=2,sp=1,schedule=gpipe", 2),
+    ("pp=4,tp=2,sp=1,schedule=gpipe", 8),
 ]
 
 # Plans where one compiled pipeline rank files every live buffer as an

@@ -461,6 +461,50 @@ TEST(MemoryTerm, FramePeakPrefetchPipelineAndZero3) {
   EXPECT_DOUBLE_EQ(p.paramGrads, 25 + 100);
 }
 
+TEST(MemoryTerm, FramePeakFirstStageBottomBackwardGradientFromAbove) {
+  // A first pipeline stage (no head), full recomputation, one microbatch:
+  // 2 layers keeping 5 bytes, gradients of 100. Of the head's 15 gradient
+  // bytes at a backward, 12 are the top block's output gradient (the stage
+  // boundary's).
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 2, l.inflight = 2, l.keptPerLayer = 5, l.layerGradBytes = 100;
+  l.head = false, l.receivedGradBytes = 12;
+  // The bottom backward holds the layer above's gradients (90 + 15, 40 -
+  // 15, 100 beats the top's 90 + 15 + 5, 25, 0); its output gradient is
+  // the layer above's input gradient, not received: 12 bytes move from
+  // the activations to the gradients.
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 100);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 15 - 12);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 15 + 12);
+  // One layer per stage: the bottom call is the top one, which receives.
+  l.layers = 1, l.inflight = 1;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 15);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 15);
+}
+
+TEST(MemoryTerm, FramePeakNextMicrobatchBackwardRegather) {
+  // One layer per stage with the head (GPipe's last rank), 2 microbatches
+  // in flight keeping 50 bytes, SP residuals re-gathered (60): the top
+  // backward prefetches the next backward call's gather only when one
+  // follows (90 + 50 + 40 = 180 + 8 against the head's 100 + 50 + 10).
+  StepMemory phases = framePhases();
+  phases[static_cast<unsigned>(StepPhase::Head)].activation = {100, 0};
+  FrameLayers l;
+  l.layers = 1, l.inflight = 2, l.microbatches = 2, l.keptPerLayer = 50;
+  l.regather = 60;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 50);
+  l.backwardFollows = true;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 60);
+}
+
 TEST(MemoryTerm, FramePeakZero3FullRecomputationMiddleBackward) {
   // ZeRO-3, full recomputation, one microbatch: 4 layers keeping 5 bytes
   // each, gradient shards of 100, gathered blocks of 50 (packed 25).

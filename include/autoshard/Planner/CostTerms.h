@@ -449,6 +449,17 @@ struct FrameLayers {
   double reducingGradBytes = 0, gatheredPerLayer = 0, gatherPackBytes = 0;
   bool head = true;
   double sendBytes = 0, headOnlyGradBytes = 0;
+  /// A rank without the head: the loss gradient of its top block's output
+  /// (a stage boundary's bytes), of the head's gradient bytes the part that
+  /// arrives as a received (activation) buffer at its top backward call
+  /// only; a lower backward call reads the input gradient of the block
+  /// above instead, a gradient-category buffer.
+  double receivedGradBytes = 0;
+  /// The rank's next block call after its top backward call is another
+  /// microbatch's backward (GPipe's last rank): that call's re-gathered
+  /// residuals (`regather`) are started during this one
+  /// (dist-overlap-collectives: one call ahead), as for a layer below.
+  bool backwardFollows = false;
   /// Full recomputation: each block backward call follows its own forward
   /// re-run call, so a backward call prefetches the next re-run's gather
   /// (ZeRO-3: `rerunGatherBytes`, its packed shard and gathered buffer),

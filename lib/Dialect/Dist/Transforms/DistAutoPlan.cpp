@@ -338,17 +338,34 @@ LogicalResult readWeightGradInputs(ModuleOp module,
   // What W recomputes from forward values alone for its gradient ops
   // (selective recomputation's norms and activations, which only W reads,
   // move into W): values of costed ops that move bytes (not views).
+  // Recomputed values W collects (sequence parallelism's norms, gathered)
+  // count with their send buffers: dist-overlap-collectives starts those
+  // collectives together, ahead of the gradient ops, so each input and
+  // result is live until its wait.
   llvm::DenseSet<Value> counted;
+  auto recomputed = [](Value v) {
+    auto cost = v.getDefiningOp<tfm::TfmCostOpInterface>();
+    return cost && cost.getCost().bytes > 0;
+  };
   for (Operation &op : weightFn.getBody().front()) {
     if (llvm::none_of(op.getOperands(),
                       [&](Value v) { return fromGrads.contains(v); }))
       continue;
     fromGrads.insert(op.result_begin(), op.result_end());
     for (Value v : op.getOperands()) {
-      auto cost = v.getDefiningOp<tfm::TfmCostOpInterface>();
-      if (cost && !fromGrads.contains(v) && cost.getCost().bytes > 0 &&
-          counted.insert(v).second)
+      if (fromGrads.contains(v) || !counted.insert(v).second)
+        continue;
+      if (recomputed(v)) {
         p.weightRecomputed += tensorBytes(v.getType());
+        continue;
+      }
+      auto comm = v.getDefiningOp<CommOpInterface>();
+      if (!comm || !llvm::all_of(comm->getOperands(), recomputed))
+        continue;
+      p.weightRecomputed += tensorBytes(v.getType());
+      for (Value in : comm->getOperands())
+        if (counted.insert(in).second)
+          p.weightRecomputed += tensorBytes(in.getType());
     }
   }
   return success();
