@@ -509,6 +509,9 @@ struct ScheduleMemory {
   std::vector<double> rankLayers;
   /// Each rank's split weight-gradient passes (FrameLayers::weightPasses).
   std::vector<std::vector<WeightPass>> rankWeightPasses;
+  /// Each rank's whole backwards when it runs several stages (interleaved;
+  /// backwardPassesOf).
+  std::vector<std::vector<WeightPass>> rankBackwardPasses;
   /// The most microbatches whose head forward has run and whose head
   /// backward has not, at a backward of the last stage (itself included).
   double lastStageHeads = 1;
@@ -600,6 +603,12 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // backward.
       if (!rankWeightPasses.empty()) {
         l.weightPasses = rankWeightPasses.front();
+        setWeightPassBytes(l, dyn);
+      }
+      // Interleaved: the first rank also runs later stages, whose sums,
+      // sends and received tied shares its backwards hold.
+      if (sched && !firstHasHead && !sched->rankBackwardPasses.empty()) {
+        l.backwardPasses = sched->rankBackwardPasses.front();
         setWeightPassBytes(l, dyn);
       }
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
@@ -734,6 +743,9 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   if (dyn.frame)
     mem.rankWeightPasses =
         weightPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
+  if (dyn.frame && sched->numStages > sched->numRanks)
+    mem.rankBackwardPasses =
+        backwardPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   const int64_t lastStage = sched->numStages - 1;
   mem.firstRankHasHead = sched->stageToRank[lastStage] == sched->stageToRank[0];
   if (dyn.frame) {

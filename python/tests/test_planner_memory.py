@@ -166,6 +166,12 @@ PLANS = [
     ("pp=2,recompute=selective,schedule=zb-v,vpp=2", 4),
     ("dp=2,zero=1,recompute=selective", 4),
     ("dp=2,tp=2,sp=1,zero=1,recompute=selective", 4),
+    # Interleaved: the first rank's backwards hold its other stage's sums,
+    # sends and the tied shares received early (backwardPassesOf).
+    ("pp=2,schedule=interleaved,vpp=2", 8),
+    ("pp=2,recompute=full,schedule=interleaved,vpp=2", 2),
+    ("pp=2,cp=2,recompute=selective,schedule=interleaved,vpp=2", 2),
+    ("pp=2,tp=2,sp=1,recompute=full,schedule=interleaved,vpp=2", 2),
 ]
 
 # Plans where one compiled pipeline rank files every live buffer as an

@@ -636,6 +636,7 @@ void expectWeightPass(const WeightPass &got, const WeightPass &want) {
   EXPECT_DOUBLE_EQ(got.tokenSlices, want.tokenSlices);
   EXPECT_DOUBLE_EQ(got.heads, want.heads);
   EXPECT_DOUBLE_EQ(got.tiedShares, want.tiedShares);
+  EXPECT_DOUBLE_EQ(got.receivedShares, want.receivedShares);
   EXPECT_DOUBLE_EQ(got.summedLayers, want.summedLayers);
   EXPECT_EQ(got.embeddingSums, want.embeddingSums);
   EXPECT_DOUBLE_EQ(got.headGrads, want.headGrads);
@@ -702,6 +703,45 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   want.inflight = 4, want.pending = 4, want.sentGrads = 2;
   want.tiedShares = 2, want.summedLayers = 2, want.headGrads = 2;
   expectWeightPass(passes[1][1], want);
+}
+
+TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // Interleaved, 2 ranks, vpp 2, one layer per stage: rank 0 runs stages 0
+  // and 2, F0 F0 F2 F2 F0 B2 F0 B2 F2 B0 F2 B0 F0 B2 F0 B2 ... (8
+  // microbatches). At B2 of microbatch 3, as the compiled program holds
+  // it: 5 layers in flight (stage 0's microbatches 2-5, stage 2's 3), 4
+  // token slices, the forward sends of stage 0's microbatches 4 and 5 and
+  // the input gradient of B2 of microbatch 2 unwaited, both layers' sums
+  // and the embedding's; the tied shares of microbatches 2 and 3, received
+  // with the input gradients rank 1 sent after them (B3 of 2 and 3), long
+  // before B0 of 2 and 3 adds them.
+  auto ilv = buildSchedule(ScheduleKind::Interleaved1F1B, 2, 8, 2);
+  ASSERT_TRUE(ilv.ok());
+  std::vector<std::vector<WeightPass>> passes = backwardPassesOf(*ilv, 1, true);
+  ASSERT_EQ(passes.size(), 2u);
+  WeightPass want;
+  want.inflight = 5, want.sentActivations = 2, want.sentGrads = 1;
+  want.receivedShares = 2, want.tokenSlices = 4, want.summedLayers = 2;
+  want.embeddingSums = true;
+  // Passes holding the same are listed once.
+  EXPECT_TRUE(llvm::is_contained(passes[0], want));
+  // Without a tied embedding nothing is shared.
+  passes = backwardPassesOf(*ilv, 1, false);
+  for (const WeightPass &w : passes[0])
+    EXPECT_DOUBLE_EQ(w.receivedShares, 0);
+  // Two microbatches, F0 F0 F2 F2 B2 B2 B0 B0: at the last backward one
+  // layer in flight with its token slice and share, and stage 2's sum,
+  // which 1F1B's first rank does not hold, besides stage 0's.
+  ilv = buildSchedule(ScheduleKind::Interleaved1F1B, 2, 2, 2);
+  ASSERT_TRUE(ilv.ok());
+  passes = backwardPassesOf(*ilv, 1, true);
+  ASSERT_EQ(passes[0].size(), 4u);
+  want = WeightPass();
+  want.inflight = 1, want.receivedShares = 1, want.tokenSlices = 1;
+  want.summedLayers = 2, want.embeddingSums = true;
+  expectWeightPass(passes[0][3], want);
 }
 
 TEST(MemoryTerm, PendingSendsWaitedAfterTheAnswer) {
