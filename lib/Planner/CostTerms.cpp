@@ -683,6 +683,19 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
   return finish(a);
 }
 
+/// The gradient sums `l` holds at backward pass `w`: whole, or under
+/// ZeRO-1/2/3 the complete ones as shards (with the one reduced in the call
+/// before still whole).
+static double backwardPassSums(const FrameLayers &l, const WeightPass &w) {
+  double whole = w.summedLayers, shards = 0;
+  if (l.completeSumShardBytes > 0) {
+    whole -= w.completeLayers - (l.rerunCalls ? 0 : w.justCompleteLayers);
+    shards = w.completeLayers;
+  }
+  return whole * l.weightGradBytes + shards * l.completeSumShardBytes +
+         (w.embeddingSums ? l.embeddingGradBytes : 0);
+}
+
 FramePeak framePeak(const StepMemory &phases, double b, double scale,
                     const FrameLayers &l) {
   const double otherLayers = std::max(0.0, l.layers - 1);
@@ -781,8 +794,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  (w.receivedShares - 1) * l.tiedGradBytes +
                  (otherLayers > 0 ? l.regather : 0) + l.gatheredPerLayer +
                  backwardNext,
-             w.summedLayers * l.weightGradBytes +
-                 (w.embeddingSums ? l.embeddingGradBytes : 0),
+             backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes);
   consider(StepPhase::Tail, 0, otherGrads);
   return best;
@@ -1002,8 +1014,10 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
     const std::vector<PendingSend> &sends = rankSends[r];
     std::map<int64_t, size_t> received;
     int64_t inflight = 0, firstInflight = 0, heads = 0, shares = 0;
-    int64_t firstBackwards = 0;
+    int64_t firstBackwards = 0, complete = 0;
     std::set<int64_t> summed;
+    std::map<int64_t, int64_t> backwards;
+    bool completedLast = false;
     size_t next = 0;
     for (auto [i, op] : llvm::enumerate(sched.rankOrders[r])) {
       // A unit receives what it reads from a peer together with everything
@@ -1021,8 +1035,10 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       inflight += op.kind == Kind::F ? 1 : 0;
       firstInflight += op.kind == Kind::F && op.stage == 0 ? 1 : 0;
       heads += op.kind == Kind::F && op.stage == lastStage ? 1 : 0;
-      if (op.kind != Kind::B)
+      if (op.kind != Kind::B) {
+        completedLast = false;
         continue;
+      }
       WeightPass w;
       w.inflight = double(inflight * layersPerChunk);
       countUnwaitedSends(w, sends, i);
@@ -1031,10 +1047,14 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       w.heads = double(heads);
       w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
       w.embeddingSums = firstBackwards > 0;
+      w.completeLayers = double(complete * layersPerChunk);
+      w.justCompleteLayers = completedLast ? double(layersPerChunk) : 0;
       if (!llvm::is_contained(passes[r], w))
         passes[r].push_back(w);
       --inflight;
       summed.insert(op.stage);
+      completedLast = ++backwards[op.stage] == sched.numMicrobatches;
+      complete += completedLast ? 1 : 0;
       heads -= op.stage == lastStage ? 1 : 0;
       if (op.stage == 0) {
         --firstInflight;

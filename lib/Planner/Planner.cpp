@@ -1022,6 +1022,12 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.sumShardBytes =
           dyn.layers.sumReduceBytes / double(shards.dpGroup);
     }
+    // With several stages per rank (interleaved) each stage's sums are
+    // reduce-scattered after its last backward.
+    if (plan.zero >= 1 && shards.dpGroup > 1 && plan.mb > 1)
+      dyn.layers.completeSumShardBytes = prof.layerParams *
+                                         gradElementBytes(c, m.elementBytes) /
+                                         double(shards.dpGroup);
     // ZeRO-3 gathers the non-block parameters once for the microbatches
     // (one stage holds them all: pp = 1).
     if (plan.zero == 3 && shards.dpGroup > 1 && plan.mb >= 3 && p == 1)

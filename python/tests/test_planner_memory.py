@@ -172,6 +172,12 @@ PLANS = [
     ("pp=2,recompute=full,schedule=interleaved,vpp=2", 2),
     ("pp=2,cp=2,recompute=selective,schedule=interleaved,vpp=2", 2),
     ("pp=2,tp=2,sp=1,recompute=full,schedule=interleaved,vpp=2", 2),
+    # ... and under ZeRO a stage's complete sum as its shard.
+    ("pp=2,dp=2,zero=1,recompute=full,schedule=interleaved,vpp=2", 2),
+    ("pp=2,dp=2,cp=2,zero=2,recompute=selective,schedule=interleaved,vpp=2",
+     2),
+    ("pp=2,dp=2,cp=2,zero=3,recompute=selective,schedule=interleaved,vpp=2",
+     2),
 ]
 
 # Plans where one compiled pipeline rank files every live buffer as an

@@ -639,7 +639,41 @@ void expectWeightPass(const WeightPass &got, const WeightPass &want) {
   EXPECT_DOUBLE_EQ(got.receivedShares, want.receivedShares);
   EXPECT_DOUBLE_EQ(got.summedLayers, want.summedLayers);
   EXPECT_EQ(got.embeddingSums, want.embeddingSums);
+  EXPECT_DOUBLE_EQ(got.completeLayers, want.completeLayers);
+  EXPECT_DOUBLE_EQ(got.justCompleteLayers, want.justCompleteLayers);
   EXPECT_DOUBLE_EQ(got.headGrads, want.headGrads);
+}
+
+TEST(MemoryTerm, FramePeakInterleavedBackwardPasses) {
+  // An interleaved first rank (no head), 2 layers, 8 microbatches: at a
+  // whole backward with 5 layers in flight, 4 token slices (4 each), 2
+  // forward sends (64 each) and 2 tied shares received (16 each; the
+  // phase's received gradients, 15, hold one) as activations: 90 + 15 +
+  // 4·50 + 16 + 128 + 16; the phase's 40 - 15 and an input-gradient send as
+  // gradients; 2 layers' sums (30 each) and the embedding's (12).
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.head = false, l.layers = 2, l.inflight = 2, l.microbatches = 8;
+  l.keptPerLayer = 50, l.boundaryBytes = 64, l.tokenBytes = 4;
+  l.tiedGradBytes = 16, l.embeddingGradBytes = 12, l.weightGradBytes = 30;
+  WeightPass w;
+  w.inflight = 5, w.tokenSlices = 4, w.sentActivations = 2, w.sentGrads = 1;
+  w.receivedShares = 2, w.summedLayers = 2, w.embeddingSums = true;
+  l.backwardPasses = {w};
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 15 + 200 + 16 + 128 + 16);
+  EXPECT_DOUBLE_EQ(p.grads, 25 + 64);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 60 + 12);
+  // ZeRO-1/2/3 over dp > 1: a complete layer's sum is a shard (10), but
+  // the one reduced in the call before is still whole too (no re-run call
+  // between them).
+  l.completeSumShardBytes = 10;
+  l.backwardPasses[0].completeLayers = 1;
+  l.backwardPasses[0].justCompleteLayers = 1;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 60 + 10 + 12);
+  l.rerunCalls = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 10 + 12);
 }
 
 TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
@@ -738,10 +772,12 @@ TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   ASSERT_TRUE(ilv.ok());
   passes = backwardPassesOf(*ilv, 1, true);
   ASSERT_EQ(passes[0].size(), 4u);
+  // Stage 2's sum is complete (its last backward ran two ops before).
   want = WeightPass();
   want.inflight = 1, want.receivedShares = 1, want.tokenSlices = 1;
-  want.summedLayers = 2, want.embeddingSums = true;
+  want.summedLayers = 2, want.embeddingSums = true, want.completeLayers = 1;
   expectWeightPass(passes[0][3], want);
+  EXPECT_DOUBLE_EQ(passes[0][2].justCompleteLayers, 1);
 }
 
 TEST(MemoryTerm, PendingSendsWaitedAfterTheAnswer) {

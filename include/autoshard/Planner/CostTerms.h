@@ -429,6 +429,10 @@ struct WeightPass {
   /// (a first-stage backward has run).
   double summedLayers = 0;
   bool embeddingSums = false;
+  /// Of the summed layers, those whose last microbatch's backward has run
+  /// (their sum is complete), and those whose last backward is the op just
+  /// before (backward passes only).
+  double completeLayers = 0, justCompleteLayers = 0;
   /// Gradients of the parameters only the head reads: each head backward
   /// makes one, and the last stage's W of microbatch j > 0 adds j's to the
   /// sum at its start.
@@ -445,6 +449,8 @@ struct WeightPass {
            heads == o.heads && tiedShares == o.tiedShares &&
            receivedShares == o.receivedShares &&
            summedLayers == o.summedLayers && embeddingSums == o.embeddingSums &&
+           completeLayers == o.completeLayers &&
+           justCompleteLayers == o.justCompleteLayers &&
            headGrads == o.headGrads && prefetched == o.prefetched;
   }
 };
@@ -493,6 +499,12 @@ struct FrameLayers {
   /// the other in-flight layers' kept bytes and what WeightPass counts,
   /// priced by the per-item bytes below.
   std::vector<WeightPass> backwardPasses;
+  /// ZeRO-1/2/3 with several microbatches over dp > 1, at backward passes: a
+  /// layer's complete sum is reduce-scattered right after its last
+  /// backward and waited one call later (before the next backward under
+  /// full recomputation: `rerunCalls`); its shard (`completeSumShardBytes`)
+  /// stays. 0: sums stay whole until the tail.
+  double completeSumShardBytes = 0;
   /// The last stage: the head values (LocalProfile::headKeptBytes) of the
   /// other microbatches whose head forward has run and whose backward has
   /// not, live from the forward through the backward.
@@ -559,11 +571,11 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
 /// The whole backwards (B) of each rank of `sched` in program order, with
 /// what the rank holds at each (WeightPass: inflight, tokenSlices, heads,
 /// sentActivations, sentGrads, tiedShares, receivedShares, summedLayers,
-/// embeddingSums; `layersPerChunk` layers per stage), with the transfers of
-/// weightPassesOf. A rank receives from a peer in the peer's send order: a
-/// unit takes what it reads together with everything the peer sent before,
-/// so a tied share can arrive several backwards before the first-stage
-/// backward that adds it.
+/// embeddingSums, completeLayers, justCompleteLayers; `layersPerChunk` layers
+/// per stage), with the transfers of weightPassesOf. A rank receives from a
+/// peer in the peer's send order: a unit takes what it reads together with
+/// everything the peer sent before, so a tied share can arrive several
+/// backwards before the first-stage backward that adds it.
 std::vector<std::vector<WeightPass>>
 backwardPassesOf(const pipeline::PipelineSchedule &sched,
                  int64_t layersPerChunk, bool tied);
