@@ -683,6 +683,19 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
   return finish(a);
 }
 
+/// The gradient sums `l` holds at backward pass `w`: whole, or under
+/// ZeRO-1/2/3 the complete ones as shards (with the one reduced in the call
+/// before still whole).
+static double backwardPassSums(const FrameLayers &l, const WeightPass &w) {
+  double whole = w.summedLayers, shards = 0;
+  if (l.completeSumShardBytes > 0) {
+    whole -= w.completeLayers - (l.rerunCalls ? 0 : w.justCompleteLayers);
+    shards = w.completeLayers;
+  }
+  return whole * l.weightGradBytes + shards * l.completeSumShardBytes +
+         (w.embeddingSums ? l.embeddingGradBytes : 0);
+}
+
 FramePeak framePeak(const StepMemory &phases, double b, double scale,
                     const FrameLayers &l) {
   const double otherLayers = std::max(0.0, l.layers - 1);
@@ -779,24 +792,40 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  (w.sentGrads + w.heldGrads) * l.boundaryBytes +
                  w.tiedShares * l.tiedGradBytes,
              /*phaseGrads=*/false);
+  // A whole backward of a rank that runs several stages (interleaved), as
+  // its simulated program holds it there; the phase's received gradients
+  // hold one tied share.
+  for (const WeightPass &w : l.backwardPasses)
+    consider(StepPhase::BlockBackward,
+             std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+                 w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
+                 w.sentActivations * l.boundaryBytes +
+                 (w.receivedShares - 1) * l.tiedGradBytes +
+                 (otherLayers > 0 ? l.regather : 0) + l.gatheredPerLayer +
+                 backwardNext,
+             backwardPassSums(l, w),
+             w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes);
   consider(StepPhase::Tail, 0, otherGrads);
   return best;
 }
 
-std::vector<std::vector<PendingSend>>
-pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
+namespace {
+/// A transfer of a pipeline rank's program: at its op `op`, with `peer`, of
+/// the value `tag` names (3·(stage·m + microbatch) for a forward output of
+/// `stage`, + 1 for an input gradient of `stage`, + 2 for the last stage's
+/// tied embedding share: + PendingSend::Kind), sent or received.
+struct Transfer {
+  size_t op;
+  int64_t peer, tag;
+  bool send;
+};
+
+/// Each rank's transfers in program order (see weightPassesOf).
+std::vector<std::vector<Transfer>>
+rankTransfers(const pipeline::PipelineSchedule &sched, bool tied) {
   using Kind = pipeline::PipelineOp::Kind;
   const int64_t ranks = sched.numRanks, lastStage = sched.numStages - 1;
   auto rankOf = [&](int64_t stage) { return sched.stageToRank[stage]; };
-  // Each rank's transfers in program order: (op index, peer, tag, send).
-  // Tags: 3·(stage·m + microbatch) for a forward output of `stage`, + 1
-  // for an input gradient of `stage`, + 2 for the last stage's tied
-  // embedding share.
-  struct Transfer {
-    size_t op;
-    int64_t peer, tag;
-    bool send;
-  };
   const int64_t m = sched.numMicrobatches;
   using Message = PendingSend::Kind;
   const Message Activation = PendingSend::Activation,
@@ -834,6 +863,15 @@ pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
                           tagOf(op.stage, op.microbatch, InputGrad), true});
       }
     }
+  return transfers;
+}
+} // namespace
+
+std::vector<std::vector<PendingSend>>
+pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
+  const int64_t ranks = sched.numRanks;
+  const std::vector<std::vector<Transfer>> transfers =
+      rankTransfers(sched, tied);
   // Position of (peer, tag, send) in a rank's transfer list.
   std::vector<std::map<std::tuple<int64_t, int64_t, bool>, int64_t>> position(
       ranks);
@@ -863,6 +901,18 @@ pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
     }
   }
   return sends;
+}
+
+/// Counts into `w` the sends of `sends` made before op `i` and waited
+/// after it, by kind.
+static void countUnwaitedSends(WeightPass &w,
+                               const std::vector<PendingSend> &sends,
+                               size_t i) {
+  for (const PendingSend &send : sends)
+    if (send.op < i && send.waited > i)
+      (send.kind == PendingSend::Activation  ? w.sentActivations
+       : send.kind == PendingSend::InputGrad ? w.sentGrads
+                                             : w.tiedShares) += 1;
 }
 
 /// Whether the block call after W unit `i` of `order` re-gathers residuals
@@ -914,11 +964,7 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         WeightPass w;
         w.inflight = double(inflight * layersPerChunk);
         w.pending = double(pending * layersPerChunk);
-        for (const PendingSend &send : sends)
-          if (send.op < i && send.waited > i)
-            (send.kind == PendingSend::Activation  ? w.sentActivations
-             : send.kind == PendingSend::InputGrad ? w.sentGrads
-                                                   : w.tiedShares) += 1;
+        countUnwaitedSends(w, sends, i);
         w.tokenSlices = double(firstInflight);
         w.heads = double(heads);
         // On a rank with both ends the first backward starts the sum that
@@ -948,6 +994,81 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
       if (op.stage == 0 && (op.kind == Kind::B || op.kind == Kind::I)) {
         --firstInflight;
         ++firstBackwards;
+      }
+    }
+  }
+  return passes;
+}
+
+std::vector<std::vector<WeightPass>>
+backwardPassesOf(const pipeline::PipelineSchedule &sched,
+                 int64_t layersPerChunk, bool tied) {
+  using Kind = pipeline::PipelineOp::Kind;
+  const int64_t ranks = sched.numRanks, lastStage = sched.numStages - 1;
+  const std::vector<std::vector<Transfer>> transfers =
+      rankTransfers(sched, tied);
+  const std::vector<std::vector<PendingSend>> rankSends =
+      pendingSends(sched, tied);
+  const bool sendsShares =
+      tied && sched.stageToRank[0] != sched.stageToRank[lastStage];
+  // What each rank sends each peer, in program order: the peer receives in
+  // that order.
+  std::vector<std::map<int64_t, std::vector<int64_t>>> sent(ranks);
+  for (int64_t r = 0; r < ranks; ++r)
+    for (const Transfer &t : transfers[r])
+      if (t.send)
+        sent[r][t.peer].push_back(t.tag);
+  std::vector<std::vector<WeightPass>> passes(ranks);
+  for (int64_t r = 0; r < ranks; ++r) {
+    const std::vector<PendingSend> &sends = rankSends[r];
+    std::map<int64_t, size_t> received;
+    int64_t inflight = 0, firstInflight = 0, heads = 0, shares = 0;
+    int64_t firstBackwards = 0, complete = 0;
+    std::set<int64_t> summed;
+    std::map<int64_t, int64_t> backwards;
+    bool completedLast = false;
+    size_t next = 0;
+    for (auto [i, op] : llvm::enumerate(sched.rankOrders[r])) {
+      // A unit receives what it reads from a peer together with everything
+      // that peer sent before (dist-pipeline-split), tied shares included.
+      for (; next < transfers[r].size() && transfers[r][next].op == i; ++next) {
+        const Transfer &t = transfers[r][next];
+        if (t.send)
+          continue;
+        const std::vector<int64_t> &from = sent[t.peer][r];
+        auto it = llvm::find(from, t.tag);
+        for (size_t &k = received[t.peer];
+             it != from.end() && k <= size_t(it - from.begin()); ++k)
+          shares += from[k] % 3 == PendingSend::TiedShare ? 1 : 0;
+      }
+      inflight += op.kind == Kind::F ? 1 : 0;
+      firstInflight += op.kind == Kind::F && op.stage == 0 ? 1 : 0;
+      heads += op.kind == Kind::F && op.stage == lastStage ? 1 : 0;
+      if (op.kind != Kind::B) {
+        completedLast = false;
+        continue;
+      }
+      WeightPass w;
+      w.inflight = double(inflight * layersPerChunk);
+      countUnwaitedSends(w, sends, i);
+      w.receivedShares = double(shares);
+      w.tokenSlices = double(firstInflight);
+      w.heads = double(heads);
+      w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
+      w.embeddingSums = firstBackwards > 0;
+      w.completeLayers = double(complete * layersPerChunk);
+      w.justCompleteLayers = completedLast ? double(layersPerChunk) : 0;
+      if (!llvm::is_contained(passes[r], w))
+        passes[r].push_back(w);
+      --inflight;
+      summed.insert(op.stage);
+      completedLast = ++backwards[op.stage] == sched.numMicrobatches;
+      complete += completedLast ? 1 : 0;
+      heads -= op.stage == lastStage ? 1 : 0;
+      if (op.stage == 0) {
+        --firstInflight;
+        ++firstBackwards;
+        shares -= sendsShares ? 1 : 0;
       }
     }
   }

@@ -493,6 +493,9 @@ struct ScheduleMemory {
   std::vector<double> rankLayers;
   /// Each rank's split weight-gradient passes (FrameLayers::weightPasses).
   std::vector<std::vector<WeightPass>> rankWeightPasses;
+  /// Each rank's whole backwards when it runs several stages (interleaved;
+  /// backwardPassesOf).
+  std::vector<std::vector<WeightPass>> rankBackwardPasses;
   /// The most microbatches whose head forward has run and whose head
   /// backward has not, at a backward of the last stage (itself included).
   double lastStageHeads = 1;
@@ -593,6 +596,12 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // backward.
       if (!rankWeightPasses.empty()) {
         l.weightPasses = rankWeightPasses.front();
+        setWeightPassBytes(l, dyn);
+      }
+      // Interleaved: the first rank also runs later stages, whose sums,
+      // sends and received tied shares its backwards hold.
+      if (sched && !firstHasHead && !sched->rankBackwardPasses.empty()) {
+        l.backwardPasses = sched->rankBackwardPasses.front();
         setWeightPassBytes(l, dyn);
       }
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
@@ -729,6 +738,9 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   if (dyn.frame)
     mem.rankWeightPasses =
         weightPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
+  if (dyn.frame && sched->numStages > sched->numRanks)
+    mem.rankBackwardPasses =
+        backwardPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   const int64_t lastStage = sched->numStages - 1;
   mem.firstRankHasHead = sched->stageToRank[lastStage] == sched->stageToRank[0];
   if (dyn.frame) {
@@ -1005,6 +1017,12 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.sumShardBytes =
           dyn.layers.sumReduceBytes / double(shards.dpGroup);
     }
+    // With several stages per rank (interleaved) each stage's sums are
+    // reduce-scattered after its last backward.
+    if (plan.zero >= 1 && shards.dpGroup > 1 && plan.mb > 1)
+      dyn.layers.completeSumShardBytes = prof.layerParams *
+                                         gradElementBytes(c, m.elementBytes) /
+                                         double(shards.dpGroup);
     // ZeRO-3 gathers the non-block parameters once for the microbatches
     // (one stage holds them all: pp = 1).
     if (plan.zero == 3 && shards.dpGroup > 1 && plan.mb >= 3 && p == 1)

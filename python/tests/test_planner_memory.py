@@ -184,6 +184,18 @@ PLANS = [
     # next microbatch's backward gathers.
     ("pp=4,tp=2,sp=1,schedule=gpipe", 2),
     ("pp=4,tp=2,sp=1,schedule=gpipe", 8),
+    # Interleaved: the first rank's backwards hold its other stage's sums,
+    # sends and the tied shares received early (backwardPassesOf).
+    ("pp=2,schedule=interleaved,vpp=2", 8),
+    ("pp=2,recompute=full,schedule=interleaved,vpp=2", 2),
+    ("pp=2,cp=2,recompute=selective,schedule=interleaved,vpp=2", 2),
+    ("pp=2,tp=2,sp=1,recompute=full,schedule=interleaved,vpp=2", 2),
+    # ... and under ZeRO a stage's complete sum as its shard.
+    ("pp=2,dp=2,zero=1,recompute=full,schedule=interleaved,vpp=2", 2),
+    ("pp=2,dp=2,cp=2,zero=2,recompute=selective,schedule=interleaved,vpp=2",
+     2),
+    ("pp=2,dp=2,cp=2,zero=3,recompute=selective,schedule=interleaved,vpp=2",
+     2),
 ]
 
 # Plans where one compiled pipeline rank files every live buffer as an

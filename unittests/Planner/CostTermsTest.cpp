@@ -680,9 +680,44 @@ void expectWeightPass(const WeightPass &got, const WeightPass &want) {
   EXPECT_DOUBLE_EQ(got.tokenSlices, want.tokenSlices);
   EXPECT_DOUBLE_EQ(got.heads, want.heads);
   EXPECT_DOUBLE_EQ(got.tiedShares, want.tiedShares);
+  EXPECT_DOUBLE_EQ(got.receivedShares, want.receivedShares);
   EXPECT_DOUBLE_EQ(got.summedLayers, want.summedLayers);
   EXPECT_EQ(got.embeddingSums, want.embeddingSums);
+  EXPECT_DOUBLE_EQ(got.completeLayers, want.completeLayers);
+  EXPECT_DOUBLE_EQ(got.justCompleteLayers, want.justCompleteLayers);
   EXPECT_DOUBLE_EQ(got.headGrads, want.headGrads);
+}
+
+TEST(MemoryTerm, FramePeakInterleavedBackwardPasses) {
+  // An interleaved first rank (no head), 2 layers, 8 microbatches: at a
+  // whole backward with 5 layers in flight, 4 token slices (4 each), 2
+  // forward sends (64 each) and 2 tied shares received (16 each; the
+  // phase's received gradients, 15, hold one) as activations: 90 + 15 +
+  // 4·50 + 16 + 128 + 16; the phase's 40 - 15 and an input-gradient send as
+  // gradients; 2 layers' sums (30 each) and the embedding's (12).
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.head = false, l.layers = 2, l.inflight = 2, l.microbatches = 8;
+  l.keptPerLayer = 50, l.boundaryBytes = 64, l.tokenBytes = 4;
+  l.tiedGradBytes = 16, l.embeddingGradBytes = 12, l.weightGradBytes = 30;
+  WeightPass w;
+  w.inflight = 5, w.tokenSlices = 4, w.sentActivations = 2, w.sentGrads = 1;
+  w.receivedShares = 2, w.summedLayers = 2, w.embeddingSums = true;
+  l.backwardPasses = {w};
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 15 + 200 + 16 + 128 + 16);
+  EXPECT_DOUBLE_EQ(p.grads, 25 + 64);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 60 + 12);
+  // ZeRO-1/2/3 over dp > 1: a complete layer's sum is a shard (10), but
+  // the one reduced in the call before is still whole too (no re-run call
+  // between them).
+  l.completeSumShardBytes = 10;
+  l.backwardPasses[0].completeLayers = 1;
+  l.backwardPasses[0].justCompleteLayers = 1;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 60 + 10 + 12);
+  l.rerunCalls = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 10 + 12);
 }
 
 TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
@@ -746,6 +781,47 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   want.inflight = 4, want.pending = 4, want.sentGrads = 2;
   want.tiedShares = 2, want.summedLayers = 2, want.headGrads = 2;
   expectWeightPass(passes[1][1], want);
+}
+
+TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // Interleaved, 2 ranks, vpp 2, one layer per stage: rank 0 runs stages 0
+  // and 2, F0 F0 F2 F2 F0 B2 F0 B2 F2 B0 F2 B0 F0 B2 F0 B2 ... (8
+  // microbatches). At B2 of microbatch 3, as the compiled program holds
+  // it: 5 layers in flight (stage 0's microbatches 2-5, stage 2's 3), 4
+  // token slices, the forward sends of stage 0's microbatches 4 and 5 and
+  // the input gradient of B2 of microbatch 2 unwaited, both layers' sums
+  // and the embedding's; the tied shares of microbatches 2 and 3, received
+  // with the input gradients rank 1 sent after them (B3 of 2 and 3), long
+  // before B0 of 2 and 3 adds them.
+  auto ilv = buildSchedule(ScheduleKind::Interleaved1F1B, 2, 8, 2);
+  ASSERT_TRUE(ilv.ok());
+  std::vector<std::vector<WeightPass>> passes = backwardPassesOf(*ilv, 1, true);
+  ASSERT_EQ(passes.size(), 2u);
+  WeightPass want;
+  want.inflight = 5, want.sentActivations = 2, want.sentGrads = 1;
+  want.receivedShares = 2, want.tokenSlices = 4, want.summedLayers = 2;
+  want.embeddingSums = true;
+  // Passes holding the same are listed once.
+  EXPECT_TRUE(llvm::is_contained(passes[0], want));
+  // Without a tied embedding nothing is shared.
+  passes = backwardPassesOf(*ilv, 1, false);
+  for (const WeightPass &w : passes[0])
+    EXPECT_DOUBLE_EQ(w.receivedShares, 0);
+  // Two microbatches, F0 F0 F2 F2 B2 B2 B0 B0: at the last backward one
+  // layer in flight with its token slice and share, and stage 2's sum,
+  // which 1F1B's first rank does not hold, besides stage 0's.
+  ilv = buildSchedule(ScheduleKind::Interleaved1F1B, 2, 2, 2);
+  ASSERT_TRUE(ilv.ok());
+  passes = backwardPassesOf(*ilv, 1, true);
+  ASSERT_EQ(passes[0].size(), 4u);
+  // Stage 2's sum is complete (its last backward ran two ops before).
+  want = WeightPass();
+  want.inflight = 1, want.receivedShares = 1, want.tokenSlices = 1;
+  want.summedLayers = 2, want.embeddingSums = true, want.completeLayers = 1;
+  expectWeightPass(passes[0][3], want);
+  EXPECT_DOUBLE_EQ(passes[0][2].justCompleteLayers, 1);
 }
 
 TEST(MemoryTerm, PendingSendsWaitedAfterTheAnswer) {

@@ -419,11 +419,20 @@ struct WeightPass {
   /// and not yet waited for, or, on a rank that runs both ends, computed
   /// and not yet added to the sum (which the first stage's backward makes).
   double tiedShares = 0;
+  /// The tied embedding's head shares received from the last stage's rank
+  /// (with what that rank sent before the value a unit reads) and not yet
+  /// added by their first-stage backward (activation category; backward
+  /// passes only, see backwardPassesOf).
+  double receivedShares = 0;
   /// Layers whose gradient sum exists (a B or W of theirs has run), and
   /// whether the sums of the non-block parameters the embedding reads exist
   /// (a first-stage backward has run).
   double summedLayers = 0;
   bool embeddingSums = false;
+  /// Of the summed layers, those whose last microbatch's backward has run
+  /// (their sum is complete), and those whose last backward is the op just
+  /// before (backward passes only).
+  double completeLayers = 0, justCompleteLayers = 0;
   /// Gradients of the parameters only the head reads: each head backward
   /// makes one, and the last stage's W of microbatch j > 0 adds j's to the
   /// sum at its start.
@@ -438,7 +447,10 @@ struct WeightPass {
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
            heldGrads == o.heldGrads && tokenSlices == o.tokenSlices &&
            heads == o.heads && tiedShares == o.tiedShares &&
+           receivedShares == o.receivedShares &&
            summedLayers == o.summedLayers && embeddingSums == o.embeddingSums &&
+           completeLayers == o.completeLayers &&
+           justCompleteLayers == o.justCompleteLayers &&
            headGrads == o.headGrads && prefetched == o.prefetched;
   }
 };
@@ -492,6 +504,18 @@ struct FrameLayers {
   /// bytes and what WeightPass counts, priced by the per-item bytes below;
   /// not the phase's gradient bytes (its I has run).
   std::vector<WeightPass> weightPasses;
+  /// A rank that runs several stages (interleaved): each whole backward (B)
+  /// of its simulated program, with what the rank holds there
+  /// (backwardPassesOf). Each is a candidate: the block backward phase with
+  /// the other in-flight layers' kept bytes and what WeightPass counts,
+  /// priced by the per-item bytes below.
+  std::vector<WeightPass> backwardPasses;
+  /// ZeRO-1/2/3 with several microbatches over dp > 1, at backward passes: a
+  /// layer's complete sum is reduce-scattered right after its last
+  /// backward and waited one call later (before the next backward under
+  /// full recomputation: `rerunCalls`); its shard (`completeSumShardBytes`)
+  /// stays. 0: sums stay whole until the tail.
+  double completeSumShardBytes = 0;
   /// The last stage: the head values (LocalProfile::headKeptBytes) of the
   /// other microbatches whose head forward has run and whose backward has
   /// not, live from the forward through the backward.
@@ -554,6 +578,18 @@ pendingSends(const pipeline::PipelineSchedule &sched, bool tied);
 std::vector<std::vector<WeightPass>>
 weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
                bool tied);
+
+/// The whole backwards (B) of each rank of `sched` in program order, with
+/// what the rank holds at each (WeightPass: inflight, tokenSlices, heads,
+/// sentActivations, sentGrads, tiedShares, receivedShares, summedLayers,
+/// embeddingSums, completeLayers, justCompleteLayers; `layersPerChunk` layers
+/// per stage), with the transfers of weightPassesOf. A rank receives from a
+/// peer in the peer's send order: a unit takes what it reads together with
+/// everything the peer sent before, so a tied share can arrive several
+/// backwards before the first-stage backward that adds it.
+std::vector<std::vector<WeightPass>>
+backwardPassesOf(const pipeline::PipelineSchedule &sched,
+                 int64_t layersPerChunk, bool tied);
 
 /// Model-state bytes of one rank (ZeRO, Rajbhandari et al. 2020;
 /// algorithms.md §5.2): per parameter w (the IR's element size) + g
