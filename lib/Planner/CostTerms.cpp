@@ -712,6 +712,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   const double kept = otherInflight * l.keptPerLayer + l.tokenSlices +
                       l.headsKept + l.heldRootBytes;
   const double prefetch = l.gatherPackBytes + l.gatheredPerLayer;
+  const double rootBackward = l.rootForwardOnly ? 0 : l.heldRootBytes;
+  const double keptBackward = kept - l.heldRootBytes + rootBackward;
   consider(StepPhase::Embedding, l.heldRootBytes, l.accumulated);
   consider(StepPhase::BlockForward, kept + l.gatheredPerLayer + prefetch,
            l.accumulated, l.sentGradInflightBytes);
@@ -723,8 +725,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
       otherLayers > 0 ? (l.rerunCalls ? l.rerunGatherBytes : prefetch) : 0;
   const double reducing = l.rerunCalls ? 0 : l.reducingGradBytes;
   consider(StepPhase::BlockBackward,
-           kept + (otherLayers > 0 ? l.regather : 0) + l.gatheredPerLayer +
-               backwardNext + l.sendBytes,
+           keptBackward + (otherLayers > 0 ? l.regather : 0) +
+               l.gatheredPerLayer + backwardNext + l.sendBytes,
            l.accumulated, l.sentGradInflightBytes);
   // With one microbatch, the backward calls between the top and the
   // bottom: the i layers above hold their gradients (shards under ZeRO-2/3),
@@ -732,7 +734,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   if (l.microbatches == 1)
     for (double i = 1; i < otherLayers; ++i)
       consider(StepPhase::BlockBackward,
-               std::max(0.0, kept - i * l.keptPerLayer) + l.regather +
+               std::max(0.0, keptBackward - i * l.keptPerLayer) + l.regather +
                    l.gatheredPerLayer + backwardNext + l.sendBytes,
                i * l.layerGradBytes + reducing, l.sentGradInflightBytes);
   // The last microbatch's second backward call: the block above's sum is
@@ -740,7 +742,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   if (l.microbatches > 1 && l.sumShardBytes > 0 && otherLayers > 0) {
     const bool next = otherLayers > 1;
     consider(StepPhase::BlockBackward,
-             std::max(0.0, kept - l.keptPerLayer) +
+             std::max(0.0, keptBackward - l.keptPerLayer) +
                  (next ? l.regather + backwardNext : 0) + l.gatheredPerLayer +
                  l.sendBytes,
              l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) +
@@ -750,7 +752,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // A middle microbatch's (three or more) bottom backward also prefetches
   // the next microbatch's first forward call.
   consider(StepPhase::BlockBackward,
-           l.gatheredPerLayer + l.heldRootBytes +
+           l.gatheredPerLayer + rootBackward +
                (l.microbatches >= 3 ? prefetch : 0),
            l.microbatches > 1 ? l.accumulated
                               : otherGrads + (otherLayers > 0 ? reducing : 0),

@@ -166,6 +166,13 @@ PLANS = [
     ("pp=2,recompute=selective,schedule=zb-v,vpp=2", 4),
     ("dp=2,zero=1,recompute=selective", 4),
     ("dp=2,tp=2,sp=1,zero=1,recompute=selective", 4),
+    # Pipelines under ZeRO-3: each end's non-block parameters gathered once
+    # and held (the first stage until its last forward, the last until its
+    # last head backward).
+    ("pp=2,dp=2,zero=3", 4),
+    ("pp=2,dp=2,cp=2,zero=3,schedule=zb-h1", 4),
+    ("pp=2,dp=2,zero=3,schedule=gpipe", 2),
+    ("pp=2,dp=2,tp=2,zero=3,recompute=selective,schedule=gpipe", 4),
 ]
 
 # Plans where one compiled pipeline rank files every live buffer as an

@@ -461,6 +461,10 @@ struct FrameLayers {
   /// gathered at the first microbatch and held until the last; a middle
   /// microbatch holds them (and the sums) at every phase but the tail.
   double heldRootBytes = 0;
+  /// The held non-block parameters are dead at the backward phases: a
+  /// pipeline's last stage at its last microbatch, whose head backward is
+  /// their last use.
+  bool rootForwardOnly = false;
   /// ZeRO-1/2/3 with several microbatches: after the last microbatch's
   /// backward of a block its gradient sum (`sumReduceBytes`, whole) is
   /// reduce-scattered, waited one call later (before the next backward
