@@ -661,8 +661,9 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       }
       FrameLayers last = dyn.layers;
       last.inflight = lastInflight;
-      // The head's parameters stay gathered until the last head backward.
-      last.heldRootBytes = firstHasHead ? 0 : dyn.lastRootBytes;
+      // The head's parameters stay gathered until the last head backward
+      // (one stage per rank; not derived for interleaved and ZB-V).
+      last.heldRootBytes = oneStagePerRank ? dyn.lastRootBytes : 0;
       last.tokenSlices = 0;
       // ZB-V's last rank runs the middle stages: neither the head nor the
       // embedding, and only the blocks' sums.
