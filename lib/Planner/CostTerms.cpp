@@ -722,7 +722,9 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // A backward call's prefetch for the next call, and the block above's
   // gradients still being reduce-scattered there.
   const double backwardNext =
-      otherLayers > 0 ? (l.rerunCalls ? l.rerunGatherBytes : prefetch) : 0;
+      otherLayers > 0 || l.laterBlockCall
+          ? (l.rerunCalls ? l.rerunGatherBytes : prefetch)
+          : 0;
   const double reducing = l.rerunCalls ? 0 : l.reducingGradBytes;
   consider(StepPhase::BlockBackward,
            keptBackward + (otherLayers > 0 ? l.regather : 0) +

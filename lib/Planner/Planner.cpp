@@ -546,6 +546,7 @@ void considerSecondBackward(FramePeak &peak, const FrameLayers &last,
   later.sentGradBytes = later.sentGradInflightBytes = sentBytes;
   // With two microbatches the second backward is the last head backward.
   later.rootForwardOnly = last.microbatches <= 2;
+  later.laterBlockCall = last.laterBlockCall && last.microbatches > 2;
   FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
   if (other.total() > peak.total())
     peak = other;
@@ -560,6 +561,7 @@ void considerEarlierMicrobatch(FramePeak &peak, const FrameLayers &last,
                                const DynamicMemory &dyn, double sentBytes) {
   FrameLayers earlier = last;
   earlier.rootForwardOnly = false;
+  earlier.laterBlockCall = true;
   earlier.sentGradBytes = sentBytes;
   earlier.sentGradInflightBytes =
       std::min(last.sentGradInflightBytes, sentBytes);
@@ -636,6 +638,8 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
                                        ? l.microbatches - double(dyn.stages)
                                        : 0;
       l.heldRootBytes = forwardsAfter > 0 ? dyn.firstRootBytes : 0;
+      // Its first backward is followed by another microbatch's block call.
+      l.laterBlockCall = oneStagePerRank && l.microbatches > 1;
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
       // One stage per rank (1F1B, ZB-H1): a later microbatch's backward
       // holds the sums of the earlier ones, with min(p, m - 1)
@@ -655,6 +659,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         later.tokenSlices = inflight * dyn.tokenBytes;
         // The second backward precedes a forward from m = p + 2 on.
         later.heldRootBytes = forwardsAfter > 1 ? dyn.firstRootBytes : 0;
+        later.laterBlockCall = l.laterBlockCall && l.microbatches > 2;
         FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
         if (other.total() > first.total())
           first = other;
@@ -704,6 +709,9 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // Its last microbatch's backwards no longer hold the head's
       // parameters; an earlier microbatch's do, with fewer sends live.
       last.rootForwardOnly = !dyn.gpipe;
+      // GPipe's peak is its first backward; 1F1B's the last microbatch's.
+      last.laterBlockCall =
+          oneStagePerRank && dyn.gpipe && last.microbatches > 1;
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
       if (last.heldRootBytes > 0 && !dyn.gpipe)
         considerEarlierMicrobatch(peak, last, dyn,

@@ -173,6 +173,11 @@ PLANS = [
     ("pp=2,dp=2,cp=2,zero=3,schedule=zb-h1", 4),
     ("pp=2,dp=2,zero=3,schedule=gpipe", 2),
     ("pp=2,dp=2,tp=2,zero=3,recompute=selective,schedule=gpipe", 4),
+    # One layer per stage: a backward call prefetches the next microbatch's
+    # block gather.
+    ("pp=4,dp=2,zero=3", 2),
+    ("pp=4,dp=2,zero=3,recompute=selective,schedule=gpipe", 4),
+    ("pp=4,dp=2,zero=3,schedule=zb-h1", 4),
 ]
 
 # Plans where one compiled pipeline rank files every live buffer as an

@@ -465,6 +465,10 @@ struct FrameLayers {
   /// pipeline's last stage at its last microbatch, whose head backward is
   /// their last use.
   bool rootForwardOnly = false;
+  /// A pipeline rank's backward call that another microbatch's block call
+  /// follows: it prefetches that call's gather even with one layer per
+  /// rank.
+  bool laterBlockCall = false;
   /// ZeRO-1/2/3 with several microbatches: after the last microbatch's
   /// backward of a block its gradient sum (`sumReduceBytes`, whole) is
   /// reduce-scattered, waited one call later (before the next backward
