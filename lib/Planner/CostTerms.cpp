@@ -730,6 +730,12 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
            keptBackward + (otherLayers > 0 ? l.regather : 0) +
                l.gatheredPerLayer + backwardNext + l.sendBytes,
            l.accumulated, l.sentGradInflightBytes);
+  if (l.bottomBeforeForward && otherLayers > 0)
+    consider(StepPhase::BlockBackward,
+             std::max(0.0, keptBackward - otherLayers * l.keptPerLayer -
+                               l.boundaryBytes) +
+                 l.gatheredPerLayer + prefetch + l.sendBytes,
+             l.accumulated, l.sentGradInflightBytes + l.boundaryBytes);
   // With one microbatch, the backward calls between the top and the
   // bottom: the i layers above hold their gradients (shards under ZeRO-2/3),
   // the layers below their kept bytes.

@@ -640,6 +640,8 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       l.heldRootBytes = forwardsAfter > 0 ? dyn.firstRootBytes : 0;
       // Its first backward is followed by another microbatch's block call.
       l.laterBlockCall = oneStagePerRank && l.microbatches > 1;
+      l.bottomBeforeForward = forwardsAfter > 0;
+      l.boundaryBytes = dyn.boundaryBytes;
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
       // One stage per rank (1F1B, ZB-H1): a later microbatch's backward
       // holds the sums of the earlier ones, with min(p, m - 1)
@@ -660,6 +662,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         // The second backward precedes a forward from m = p + 2 on.
         later.heldRootBytes = forwardsAfter > 1 ? dyn.firstRootBytes : 0;
         later.laterBlockCall = l.laterBlockCall && l.microbatches > 2;
+        later.bottomBeforeForward = forwardsAfter > 1;
         FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
         if (other.total() > first.total())
           first = other;

@@ -178,6 +178,10 @@ PLANS = [
     ("pp=4,dp=2,zero=3", 2),
     ("pp=4,dp=2,zero=3,recompute=selective,schedule=gpipe", 4),
     ("pp=4,dp=2,zero=3,schedule=zb-h1", 4),
+    # The first stage's bottom backward before a later forward: that
+    # forward's whole gather prefetched (not the re-run's).
+    ("pp=2,dp=2,zero=3,recompute=full", 4),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=full", 4),
 ]
 
 # Plans where one compiled pipeline rank files every live buffer as an

@@ -469,6 +469,13 @@ struct FrameLayers {
   /// follows: it prefetches that call's gather even with one layer per
   /// rank.
   bool laterBlockCall = false;
+  /// A pipeline's first stage: the bottom backward call of a microbatch
+  /// that a later forward follows (1F1B, ZB-H1 steady state) is a
+  /// candidate: the layers above it differentiated, the incoming gradient
+  /// the block above's result (`boundaryBytes`, gradient category) instead
+  /// of a received one, and the prefetch that forward's whole gather (not
+  /// a re-run's parameters).
+  bool bottomBeforeForward = false;
   /// ZeRO-1/2/3 with several microbatches: after the last microbatch's
   /// backward of a block its gradient sum (`sumReduceBytes`, whole) is
   /// reduce-scattered, waited one call later (before the next backward
