@@ -732,6 +732,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   const double kept = otherInflight * l.keptPerLayer + l.tokenSlices +
                       l.headsKept + l.heldRootBytes;
   const double prefetch = l.gatherPackBytes + l.gatheredPerLayer;
+  const double rootBackward = l.rootForwardOnly ? 0 : l.heldRootBytes;
+  const double keptBackward = kept - l.heldRootBytes + rootBackward;
   consider(StepPhase::Embedding, l.heldRootBytes, l.accumulated);
   consider(StepPhase::BlockForward, kept + l.gatheredPerLayer + prefetch,
            l.accumulated, l.sentGradInflightBytes);
@@ -740,19 +742,28 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // A backward call's prefetch for the next call, and the block above's
   // gradients still being reduce-scattered there.
   const double backwardNext =
-      otherLayers > 0 ? (l.rerunCalls ? l.rerunGatherBytes : prefetch) : 0;
+      otherLayers > 0 || l.laterBlockCall
+          ? (l.rerunCalls ? l.rerunGatherBytes : prefetch)
+          : 0;
   const double reducing = l.rerunCalls ? 0 : l.reducingGradBytes;
   consider(StepPhase::BlockBackward,
-           kept + (otherLayers > 0 || l.backwardFollows ? l.regather : 0) +
+           keptBackward +
+               (otherLayers > 0 || l.backwardFollows ? l.regather : 0) +
                l.gatheredPerLayer + backwardNext + l.sendBytes,
            l.accumulated, l.sentGradInflightBytes);
+  if (l.bottomBeforeForward && otherLayers > 0)
+    consider(StepPhase::BlockBackward,
+             std::max(0.0, keptBackward - otherLayers * l.keptPerLayer -
+                               l.boundaryBytes) +
+                 l.gatheredPerLayer + prefetch + l.sendBytes,
+             l.accumulated, l.sentGradInflightBytes + l.boundaryBytes);
   // With one microbatch, the backward calls between the top and the
   // bottom: the i layers above hold their gradients (shards under ZeRO-2/3),
   // the layers below their kept bytes.
   if (l.microbatches == 1)
     for (double i = 1; i < otherLayers; ++i)
       consider(StepPhase::BlockBackward,
-               std::max(0.0, kept - i * l.keptPerLayer) + l.regather +
+               std::max(0.0, keptBackward - i * l.keptPerLayer) + l.regather +
                    l.gatheredPerLayer + backwardNext + l.sendBytes,
                i * l.layerGradBytes + reducing, l.sentGradInflightBytes,
                /*phaseGrads=*/true, /*belowTop=*/true);
@@ -761,7 +772,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   if (l.microbatches > 1 && l.sumShardBytes > 0 && otherLayers > 0) {
     const bool next = otherLayers > 1;
     consider(StepPhase::BlockBackward,
-             std::max(0.0, kept - l.keptPerLayer) +
+             std::max(0.0, keptBackward - l.keptPerLayer) +
                  (next ? l.regather + backwardNext : 0) + l.gatheredPerLayer +
                  l.sendBytes,
              l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) +
@@ -771,7 +782,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // A middle microbatch's (three or more) bottom backward also prefetches
   // the next microbatch's first forward call.
   consider(StepPhase::BlockBackward,
-           l.gatheredPerLayer + l.heldRootBytes +
+           l.gatheredPerLayer + rootBackward +
                (l.microbatches >= 3 ? prefetch : 0),
            l.microbatches > 1 ? l.accumulated
                               : otherGrads + (otherLayers > 0 ? reducing : 0),

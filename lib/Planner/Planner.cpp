@@ -454,6 +454,10 @@ struct DynamicMemory {
   double recomputedBytes = 0;
   /// A block backward's re-gathered residuals (FrameLayers).
   double weightRegatherBytes = 0;
+  /// Pipelines under ZeRO-3 with several microbatches: the non-block
+  /// parameters the first / last stage reads, gathered once with its first
+  /// block's unit and held until its last use (FrameLayers::heldRootBytes).
+  double firstRootBytes = 0, lastRootBytes = 0;
 };
 
 /// Full recomputation's re-run calls (FrameLayers::rerunCalls): under
@@ -507,6 +511,8 @@ struct ScheduleMemory {
   double lastSentBytes = 0;
   /// Those live at the last rank's second backward.
   double secondSentBytes = 0;
+  /// At a backward after its first but before its last, at most.
+  double earlierSentBytes = 0;
 };
 
 /// Whether the `nth` backward (1-based) of GPipe's last rank, of `m`
@@ -534,7 +540,30 @@ void considerSecondBackward(FramePeak &peak, const FrameLayers &last,
   later.accumulated = std::max(0.0, dyn.lastGrads - dyn.tiedGradBytes);
   later.sentGradBytes = later.sentGradInflightBytes = sentBytes;
   later.backwardFollows = lastBackwardFollows(dyn, last.microbatches, 2);
+  // With two microbatches the second backward is the last head backward.
+  later.rootForwardOnly = last.microbatches <= 2;
+  later.laterBlockCall = last.laterBlockCall && last.microbatches > 2;
   FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
+  if (other.total() > peak.total())
+    peak = other;
+}
+
+/// A last stage's backward of a microbatch before its last (1F1B, ZB-H1):
+/// the head's gathered parameters are still held there (its last head
+/// backward is their last use), with `sentBytes` of input gradients sent
+/// and not waited for, and the earlier microbatches' sums from the third
+/// microbatch on. Raises `peak` (of `last`) to it when heavier.
+void considerEarlierMicrobatch(FramePeak &peak, const FrameLayers &last,
+                               const DynamicMemory &dyn, double sentBytes) {
+  FrameLayers earlier = last;
+  earlier.rootForwardOnly = false;
+  earlier.laterBlockCall = true;
+  earlier.sentGradBytes = sentBytes;
+  earlier.sentGradInflightBytes =
+      std::min(last.sentGradInflightBytes, sentBytes);
+  if (last.microbatches < 3)
+    earlier.accumulated = 0;
+  FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, earlier);
   if (other.total() > peak.total())
     peak = other;
 }
@@ -604,6 +633,17 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         l.backwardPasses = sched->rankBackwardPasses.front();
         setWeightPassBytes(l, dyn);
       }
+      // The embedding's parameters stay gathered until the last forward:
+      // held at the backwards before it (1F1B, ZB-H1: the first m - p).
+      const bool oneStagePerRank = dyn.vpp == 1 && !firstHasHead;
+      const double forwardsAfter = oneStagePerRank && !dyn.gpipe
+                                       ? l.microbatches - double(dyn.stages)
+                                       : 0;
+      l.heldRootBytes = forwardsAfter > 0 ? dyn.firstRootBytes : 0;
+      // Its first backward is followed by another microbatch's block call.
+      l.laterBlockCall = oneStagePerRank && l.microbatches > 1;
+      l.bottomBeforeForward = forwardsAfter > 0;
+      l.boundaryBytes = dyn.boundaryBytes;
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
       // One stage per rank (1F1B, ZB-H1): a later microbatch's backward
       // holds the sums of the earlier ones, with min(p, m - 1)
@@ -621,12 +661,19 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         later.sendBytes =
             std::max(0.0, inflight - nextInflight) * dyn.boundaryBytes;
         later.tokenSlices = inflight * dyn.tokenBytes;
+        // The second backward precedes a forward from m = p + 2 on.
+        later.heldRootBytes = forwardsAfter > 1 ? dyn.firstRootBytes : 0;
+        later.laterBlockCall = l.laterBlockCall && l.microbatches > 2;
+        later.bottomBeforeForward = forwardsAfter > 1;
         FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
         if (other.total() > first.total())
           first = other;
       }
       FrameLayers last = dyn.layers;
       last.inflight = lastInflight;
+      // The head's parameters stay gathered until the last head backward
+      // (one stage per rank; not derived for interleaved and ZB-V).
+      last.heldRootBytes = oneStagePerRank ? dyn.lastRootBytes : 0;
       last.tokenSlices = 0;
       // ZB-V's last rank runs the middle stages: neither the head nor the
       // embedding, and only the blocks' sums.
@@ -666,7 +713,18 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         last.weightPasses = rankWeightPasses.back();
         setWeightPassBytes(last, dyn);
       }
+      // Its last microbatch's backwards no longer hold the head's
+      // parameters; an earlier microbatch's do, with fewer sends live.
+      last.rootForwardOnly = !dyn.gpipe;
+      // GPipe's peak is its first backward; 1F1B's the last microbatch's.
+      last.laterBlockCall =
+          oneStagePerRank && dyn.gpipe && last.microbatches > 1;
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
+      if (last.heldRootBytes > 0 && !dyn.gpipe)
+        considerEarlierMicrobatch(peak, last, dyn,
+                                  sched ? sched->earlierSentBytes
+                                        : std::max(0.0, last.microbatches - 2) *
+                                              dyn.boundaryBytes);
       if (dyn.gpipe && !firstHasHead)
         considerSecondBackward(peak, last, dyn, heads,
                                sched ? sched->secondSentBytes
@@ -747,7 +805,10 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
     const int64_t r = sched->numRanks - 1;
     const std::vector<PendingSend> sends =
         pendingSends(*sched, dyn.tiedGradBytes > 0)[r];
-    int64_t backwards = 0;
+    int64_t backwards = 0, lastBackward = -1;
+    for (auto [k, op] : llvm::enumerate(sched->rankOrders[r]))
+      if (op.kind == Kind::B || op.kind == Kind::I)
+        lastBackward = int64_t(k);
     for (auto [k, op] : llvm::enumerate(sched->rankOrders[r])) {
       if (op.kind != Kind::B && op.kind != Kind::I)
         continue;
@@ -759,6 +820,8 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
                     : send.kind == PendingSend::TiedShare ? dyn.tiedGradBytes
                                                           : 0;
         mem.lastSentBytes = std::max(mem.lastSentBytes, live);
+        if (int64_t(k) != lastBackward)
+          mem.earlierSentBytes = std::max(mem.earlierSentBytes, live);
         if (backwards == 2)
           mem.secondSentBytes = live;
       }
@@ -1027,6 +1090,12 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     // (one stage holds them all: pp = 1).
     if (plan.zero == 3 && shards.dpGroup > 1 && plan.mb >= 3 && p == 1)
       dyn.layers.heldRootBytes = prof.otherParams * m.elementBytes;
+    // Pipelines: each end gathers its own non-block parameters once.
+    if (plan.zero == 3 && shards.dpGroup > 1 && plan.mb >= 2 && p > 1 &&
+        prof.preParams + prof.postParams > 0) {
+      dyn.firstRootBytes = prof.preParams * m.elementBytes;
+      dyn.lastRootBytes = prof.postParams * m.elementBytes;
+    }
     dyn.stages = p;
     dyn.vpp = v;
     dyn.gpipe = plan.schedule == "gpipe";

@@ -196,6 +196,22 @@ PLANS = [
      2),
     ("pp=2,dp=2,cp=2,zero=3,recompute=selective,schedule=interleaved,vpp=2",
      2),
+    # Pipelines under ZeRO-3: each end's non-block parameters gathered once
+    # and held (the first stage until its last forward, the last until its
+    # last head backward).
+    ("pp=2,dp=2,zero=3", 4),
+    ("pp=2,dp=2,cp=2,zero=3,schedule=zb-h1", 4),
+    ("pp=2,dp=2,zero=3,schedule=gpipe", 2),
+    ("pp=2,dp=2,tp=2,zero=3,recompute=selective,schedule=gpipe", 4),
+    # One layer per stage: a backward call prefetches the next microbatch's
+    # block gather.
+    ("pp=4,dp=2,zero=3", 2),
+    ("pp=4,dp=2,zero=3,recompute=selective,schedule=gpipe", 4),
+    ("pp=4,dp=2,zero=3,schedule=zb-h1", 4),
+    # The first stage's bottom backward before a later forward: that
+    # forward's whole gather prefetched (not the re-run's).
+    ("pp=2,dp=2,zero=3,recompute=full", 4),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=full", 4),
 ]
 
 # Plans where one compiled pipeline rank files every live buffer as an

@@ -505,6 +505,48 @@ TEST(MemoryTerm, FramePeakNextMicrobatchBackwardRegather) {
   EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 60);
 }
 
+TEST(MemoryTerm, FramePeakZero3PipelineEnds) {
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  // A last stage's held head parameters (200) with an unwaited send (30)
+  // at the backward: 90 + 50 + 200 + 30 there beats the head.
+  l.layers = 2, l.inflight = 2, l.keptPerLayer = 50, l.microbatches = 2;
+  l.heldRootBytes = 200, l.sendBytes = 30;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 370);
+  // Its last microbatch: dead after the head backward, the head wins.
+  l.rootForwardOnly = true;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::Head);
+  EXPECT_DOUBLE_EQ(p.activations, 120 + 50 + 200);
+
+  // One layer per stage: a backward call prefetches the next
+  // microbatch's gather (20 gathered, 10 packed) only when one follows.
+  l = FrameLayers();
+  l.gatheredPerLayer = 20, l.gatherPackBytes = 10;
+  EXPECT_EQ(framePeak(phases, 1, 1, l).phase, StepPhase::Head);
+  l.laterBlockCall = true;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 20 + 30);
+
+  // A first stage's bottom backward before a later forward: the other
+  // microbatch's layers (2 of 4 in flight, 12 each), the block above's
+  // input gradient (5) as a gradient, the forward's whole gather (120)
+  // prefetched instead of the re-run's (6).
+  l = FrameLayers();
+  l.layers = 2, l.inflight = 4, l.keptPerLayer = 12, l.head = false;
+  l.microbatches = 4, l.gatheredPerLayer = 20, l.gatherPackBytes = 100;
+  l.rerunCalls = true, l.rerunGatherBytes = 6, l.boundaryBytes = 5;
+  EXPECT_EQ(framePeak(phases, 1, 1, l).phase, StepPhase::BlockForward);
+  l.bottomBeforeForward = true;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 15 + 36 - 12 - 5 + 20 + 120);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 15 + 5);
+}
+
 TEST(MemoryTerm, FramePeakZero3FullRecomputationMiddleBackward) {
   // ZeRO-3, full recomputation, one microbatch: 4 layers keeping 5 bytes
   // each, gradient shards of 100, gathered blocks of 50 (packed 25).

@@ -484,6 +484,21 @@ struct FrameLayers {
   /// gathered at the first microbatch and held until the last; a middle
   /// microbatch holds them (and the sums) at every phase but the tail.
   double heldRootBytes = 0;
+  /// The held non-block parameters are dead at the backward phases: a
+  /// pipeline's last stage at its last microbatch, whose head backward is
+  /// their last use.
+  bool rootForwardOnly = false;
+  /// A pipeline rank's backward call that another microbatch's block call
+  /// follows: it prefetches that call's gather even with one layer per
+  /// rank.
+  bool laterBlockCall = false;
+  /// A pipeline's first stage: the bottom backward call of a microbatch
+  /// that a later forward follows (1F1B, ZB-H1 steady state) is a
+  /// candidate: the layers above it differentiated, the incoming gradient
+  /// the block above's result (`boundaryBytes`, gradient category) instead
+  /// of a received one, and the prefetch that forward's whole gather (not
+  /// a re-run's parameters).
+  bool bottomBeforeForward = false;
   /// ZeRO-1/2/3 with several microbatches: after the last microbatch's
   /// backward of a block its gradient sum (`sumReduceBytes`, whole) is
   /// reduce-scattered, waited one call later (before the next backward
