@@ -494,7 +494,8 @@ void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
   l.weightInputBytes = dyn.weightInputBytes;
   l.weightGradBytes = dyn.layerWeightGradBytes;
   l.boundaryBytes = dyn.boundaryBytes;
-  l.tokenBytes = dyn.tokenBytes;
+  // With one microbatch the tokens are the step's input (io), not a slice.
+  l.tokenBytes = l.microbatches > 1 ? dyn.tokenBytes : 0;
   l.headKeptBytes = dyn.headKeptBytes;
   l.tiedGradBytes = dyn.tiedGradBytes;
   l.embeddingGradBytes = dyn.embeddingGradBytes;

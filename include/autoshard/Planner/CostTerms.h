@@ -409,6 +409,10 @@ struct WeightPass {
   /// (ZB-V's middle stages), held from that stage's backward (I) to the
   /// previous stage's.
   double heldGrads = 0;
+  /// Of the pending W passes, those whose block output gradient came from
+  /// another rank (the next stage's): a received buffer, so an activation
+  /// of the compiled plan; one per stage and microbatch.
+  double receivedInputs = 0;
   /// Microbatches in flight on the first stage (F run, B not), each with
   /// its token slice, when the rank runs it.
   double tokenSlices = 0;
@@ -436,7 +440,8 @@ struct WeightPass {
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
-           heldGrads == o.heldGrads && tokenSlices == o.tokenSlices &&
+           heldGrads == o.heldGrads && receivedInputs == o.receivedInputs &&
+           tokenSlices == o.tokenSlices &&
            heads == o.heads && tiedShares == o.tiedShares &&
            summedLayers == o.summedLayers && embeddingSums == o.embeddingSums &&
            headGrads == o.headGrads && prefetched == o.prefetched;
