@@ -1022,7 +1022,8 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.boundaryBytes = prof.boundaryBytes.at(b) * scale;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
     dyn.weightInputBytes = frameProf.weightInputs;
-    // Selective: what W recomputes is its own frame (activations).
+    // Selective: what W recomputes is its own frame (gradients, as W is a
+    // gradient function).
     if (plan.recompute == "selective" && rc)
       dyn.layers.weightFrameBytes = rc->weightRecomputedBytes.at(b) * scale;
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;

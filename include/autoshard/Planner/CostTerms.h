@@ -441,10 +441,10 @@ struct WeightPass {
     return inflight == o.inflight && pending == o.pending &&
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
            heldGrads == o.heldGrads && receivedInputs == o.receivedInputs &&
-           tokenSlices == o.tokenSlices &&
-           heads == o.heads && tiedShares == o.tiedShares &&
-           summedLayers == o.summedLayers && embeddingSums == o.embeddingSums &&
-           headGrads == o.headGrads && prefetched == o.prefetched;
+           tokenSlices == o.tokenSlices && heads == o.heads &&
+           tiedShares == o.tiedShares && summedLayers == o.summedLayers &&
+           embeddingSums == o.embeddingSums && headGrads == o.headGrads &&
+           prefetched == o.prefetched;
   }
 };
 
@@ -508,9 +508,9 @@ struct FrameLayers {
   /// A block backward's re-gathered residuals (LocalProfile::regatherBytes,
   /// in every recomputation mode), live at a W for WeightPass::prefetched.
   double weightRegatherBytes = 0;
-  /// The activation bytes a W's own call holds besides its inputs (what it
-  /// recomputes from forward values: selective recomputation's norms and
-  /// activations), at each W.
+  /// The bytes a W's own call holds besides its inputs (what it recomputes
+  /// from forward values: selective recomputation's norms and activations;
+  /// gradients, as W is a gradient function), at each W.
   double weightFrameBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
