@@ -175,6 +175,10 @@ PLANS = [
     ("pp=2,recompute=full,schedule=zb-v,vpp=2", 1),
     ("pp=2,recompute=full,schedule=zb-v,vpp=2", 4),
     ("pp=2,recompute=selective,schedule=zb-v,vpp=2", 2),
+    # ZB-V's first rank with one microbatch: the tokens are the step's input
+    # (io), no slice held at its W.
+    ("pp=2,schedule=zb-v,vpp=2", 1),
+    ("pp=2,tp=2,recompute=selective,schedule=zb-v,vpp=2", 1),
 ]
 
 
