@@ -764,7 +764,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  std::max(0.0, w.pending - 1) * l.recomputedBytes +
                  w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
                  (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
-                 w.prefetched * l.weightRegatherBytes,
+                 (w.prefetched + (l.rerunCalls ? 0 : w.prefetchedWhole)) *
+                     l.weightRegatherBytes,
              l.weightGradBytes + w.summedLayers * l.weightGradBytes +
                  (w.embeddingSums ? l.embeddingGradBytes : 0) +
                  w.headGrads * l.headOnlyGradSumBytes,
@@ -933,6 +934,10 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         w.heldGrads = double(held.size());
         w.receivedInputs = double(received);
         w.prefetched = nextReadsGathers(sched.rankOrders[r], i, layersPerChunk);
+        const auto &order = sched.rankOrders[r];
+        if (!w.prefetched && i + 1 < order.size() &&
+            order[i + 1].kind == Kind::I && order[i + 1].stage == 0)
+          w.prefetchedWhole = 1;
         if (!llvm::is_contained(passes[r], w))
           passes[r].push_back(w);
         --pending;

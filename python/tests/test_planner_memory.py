@@ -179,6 +179,10 @@ PLANS = [
     # (io), no slice held at its W.
     ("pp=2,schedule=zb-v,vpp=2", 1),
     ("pp=2,tp=2,recompute=selective,schedule=zb-v,vpp=2", 1),
+    # ZB-V with SP: a W that the first stage's backward (whole, at its I)
+    # follows holds that call's re-gathered residuals, prefetched.
+    ("pp=2,dp=2,tp=2,sp=1,schedule=zb-v,vpp=2", 2),
+    ("pp=2,tp=2,sp=1,schedule=zb-v,vpp=2", 8),
 ]
 
 

@@ -437,6 +437,11 @@ struct WeightPass {
   /// whole B (a unit's later layers' W included): dist-overlap-collectives
   /// starts those gathers one call ahead, so they are live here.
   double prefetched = 0;
+  /// 1 when the rank's next block call after this W is the first stage's
+  /// backward (ZB-V's first rank: it runs whole, at its I), which reads
+  /// re-gathered residuals too; they are prefetched here unless a full
+  /// recomputation's re-run call comes first.
+  double prefetchedWhole = 0;
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
@@ -444,7 +449,7 @@ struct WeightPass {
            tokenSlices == o.tokenSlices && heads == o.heads &&
            tiedShares == o.tiedShares && summedLayers == o.summedLayers &&
            embeddingSums == o.embeddingSums && headGrads == o.headGrads &&
-           prefetched == o.prefetched;
+           prefetched == o.prefetched && prefetchedWhole == o.prefetchedWhole;
   }
 };
 
