@@ -788,19 +788,23 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                               : otherGrads + (otherLayers > 0 ? reducing : 0),
            l.sentGradBytes, /*phaseGrads=*/true,
            /*belowTop=*/otherLayers > 0);
+  // W is a gradient function: what it recomputes (weightFrameBytes) is
+  // filed with its gradients; a received block output gradient (its send is
+  // no gradient op) with the activations.
   for (const WeightPass &w : l.weightPasses)
     consider(StepPhase::BlockBackward,
              std::max(0.0, w.inflight - 1) * l.keptPerLayer +
                  std::max(0.0, w.pending - 1) * l.recomputedBytes +
-                 l.weightFrameBytes + w.tokenSlices * l.tokenBytes +
-                 w.heads * l.headKeptBytes +
-                 w.sentActivations * l.boundaryBytes +
-                 w.prefetched * l.weightRegatherBytes,
+                 w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
+                 (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
+                 (w.prefetched + (l.rerunCalls ? 0 : w.prefetchedWhole)) *
+                     l.weightRegatherBytes,
              l.weightGradBytes + w.summedLayers * l.weightGradBytes +
                  (w.embeddingSums ? l.embeddingGradBytes : 0) +
                  w.headGrads * l.headOnlyGradSumBytes,
-             w.pending * l.weightInputBytes +
-                 (w.sentGrads + w.heldGrads) * l.boundaryBytes +
+             w.pending * l.weightInputBytes + l.weightFrameBytes +
+                 (w.sentGrads + w.heldGrads - w.receivedInputs) *
+                     l.boundaryBytes +
                  w.tiedShares * l.tiedGradBytes,
              /*phaseGrads=*/false);
   // A whole backward of a rank that runs several stages (interleaved), as
@@ -951,6 +955,12 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
     const std::vector<PendingSend> &sends = rankSends[r];
     const bool both = rankOf(0) == r && rankOf(lastStage) == r;
     int64_t inflight = 0, pending = 0, firstInflight = 0, heads = 0;
+    // Pending W passes whose block output gradient another rank sent.
+    int64_t received = 0;
+    auto receives = [&](const pipeline::PipelineOp &op) {
+      return op.stage != 0 && op.stage != lastStage &&
+             rankOf(op.stage + 1) != r;
+    };
     int64_t headBackwards = 0, firstBackwards = 0, headAdds = 0;
     std::set<int64_t> summed;
     // Input gradients of a stage whose previous stage runs on this rank
@@ -959,6 +969,7 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
     for (auto [i, op] : llvm::enumerate(sched.rankOrders[r])) {
       inflight += op.kind == Kind::F ? 1 : 0;
       pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
+      received += op.kind == Kind::I && receives(op) ? 1 : 0;
       if (op.stage == 0)
         firstInflight += op.kind == Kind::F ? 1 : 0;
       if (op.stage == lastStage) {
@@ -987,10 +998,16 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         w.embeddingSums = firstBackwards > 0;
         w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
         w.heldGrads = double(held.size());
+        w.receivedInputs = double(received);
         w.prefetched = nextReadsGathers(sched.rankOrders[r], i, layersPerChunk);
+        const auto &order = sched.rankOrders[r];
+        if (!w.prefetched && i + 1 < order.size() &&
+            order[i + 1].kind == Kind::I && order[i + 1].stage == 0)
+          w.prefetchedWhole = 1;
         if (!llvm::is_contained(passes[r], w))
           passes[r].push_back(w);
         --pending;
+        received -= receives(op) ? 1 : 0;
       }
       if (op.kind == Kind::B || op.kind == Kind::W) {
         --inflight;

@@ -482,7 +482,8 @@ void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
   l.weightInputBytes = dyn.weightInputBytes;
   l.weightGradBytes = dyn.layerWeightGradBytes;
   l.boundaryBytes = dyn.boundaryBytes;
-  l.tokenBytes = dyn.tokenBytes;
+  // With one microbatch the tokens are the step's input (io), not a slice.
+  l.tokenBytes = l.microbatches > 1 ? dyn.tokenBytes : 0;
   l.headKeptBytes = dyn.headKeptBytes;
   l.tiedGradBytes = dyn.tiedGradBytes;
   l.embeddingGradBytes = dyn.embeddingGradBytes;
@@ -1104,7 +1105,8 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.layers.receivedGradBytes = dyn.boundaryBytes;
     dyn.tokenBytes = prof.tokenBytes.at(b) * scale;
     dyn.weightInputBytes = frameProf.weightInputs;
-    // Selective: what W recomputes is its own frame (activations).
+    // Selective: what W recomputes is its own frame (gradients, as W is a
+    // gradient function).
     if (plan.recompute == "selective" && rc)
       dyn.layers.weightFrameBytes = rc->weightRecomputedBytes.at(b) * scale;
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;

@@ -698,11 +698,30 @@ TEST(MemoryTerm, FramePeakDeferredWeightPassesAndKeptHeads) {
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
                    90 + 150 + 64 + 400 + 12 + 2 * 7);
   // Selective recomputation: the W call's own recomputed norms and
-  // activations (9) at each W.
+  // activations (9) at each W, filed with its gradients (W is a gradient
+  // function).
   l.recomputedBytes = 0, l.weightFrameBytes = 9;
-  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
-                   90 + 150 + 64 + 400 + 12 + 9);
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 150 + 64 + 400 + 12);
+  EXPECT_DOUBLE_EQ(p.grads, 210 + 128 + 32 + 9);
   l.weightFrameBytes = 0;
+  // A pending W's block output gradient received from another rank (64) is
+  // a received buffer: an activation, no gradient.
+  l.weightPasses[0].receivedInputs = 1;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 150 + 64 + 400 + 12 + 64);
+  EXPECT_DOUBLE_EQ(p.grads, 210 + 128 + 32 - 64);
+  l.weightPasses[0].receivedInputs = 0;
+  // The first stage's whole backward next: its re-gathers (5) are
+  // prefetched, unless a full recomputation's re-run call comes first.
+  l.weightRegatherBytes = 5;
+  l.weightPasses[0].prefetchedWhole = 1;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 150 + 64 + 400 + 12 + 5);
+  l.rerunCalls = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 150 + 64 + 400 + 12);
+  l.rerunCalls = false, l.weightRegatherBytes = 0;
   // GPipe: another microbatch's kept head values (400) are live from the
   // forward through the backward: the head (120 + 50 + 400, 10).
   l.weightPasses.clear();
@@ -728,6 +747,8 @@ void expectWeightPass(const WeightPass &got, const WeightPass &want) {
   EXPECT_DOUBLE_EQ(got.completeLayers, want.completeLayers);
   EXPECT_DOUBLE_EQ(got.justCompleteLayers, want.justCompleteLayers);
   EXPECT_DOUBLE_EQ(got.headGrads, want.headGrads);
+  EXPECT_DOUBLE_EQ(got.receivedInputs, want.receivedInputs);
+  EXPECT_DOUBLE_EQ(got.prefetchedWhole, want.prefetchedWhole);
 }
 
 TEST(MemoryTerm, FramePeakInterleavedBackwardPasses) {
@@ -787,6 +808,8 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   want.sentGrads = 2, want.tokenSlices = 3, want.heads = 0;
   want.tiedShares = 2, want.summedLayers = 2, want.embeddingSums = true;
   want.headGrads = 1;
+  // The first stage's backward (whole, at its I) follows it.
+  want.prefetchedWhole = 1;
   expectWeightPass(passes[0][2], want);
   // Before stage 0's first backward there is no sum: at W3 of microbatch
   // 0 its share is pending.
@@ -797,13 +820,22 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   // Rank 1 runs stages 1 and 2, F1 F2 F1 F2 I2 W2 ... at 2 microbatches:
   // at its first W 4 layers in flight, stage 2's forward send of
   // microbatch 1 unwaited (rank 0 answers the first one), and the input
-  // gradient I2 passed to stage 1 on the same rank, held until I1.
+  // gradient I2 passed to stage 1 on the same rank, held until I1; W2's
+  // input, the block output gradient, came from stage 3 on rank 0.
   zbv = buildSchedule(ScheduleKind::ZBV, 2, 2, 2);
   ASSERT_TRUE(zbv.ok());
   want = WeightPass();
   want.inflight = 4, want.pending = 1, want.sentActivations = 1;
-  want.heldGrads = 1;
+  want.heldGrads = 1, want.receivedInputs = 1;
   expectWeightPass(weightPassesOf(*zbv, 1, true)[1][0], want);
+  // One microbatch: rank 0 runs F0 F3 I3 W3 I0 W0; the first stage's
+  // backward (whole, at I0) follows W3.
+  zbv = buildSchedule(ScheduleKind::ZBV, 2, 1, 2);
+  ASSERT_TRUE(zbv.ok());
+  passes = weightPassesOf(*zbv, 1, true);
+  ASSERT_FALSE(passes[0].empty());
+  EXPECT_DOUBLE_EQ(passes[0][0].prefetched, 0);
+  EXPECT_DOUBLE_EQ(passes[0][0].prefetchedWhole, 1);
 
   // ZB-H1, 2 ranks, 4 microbatches, 2 layers per stage: the last rank
   // sends each microbatch's input gradient and tied head share to rank 0,

@@ -409,6 +409,10 @@ struct WeightPass {
   /// (ZB-V's middle stages), held from that stage's backward (I) to the
   /// previous stage's.
   double heldGrads = 0;
+  /// Of the pending W passes, those whose block output gradient came from
+  /// another rank (the next stage's): a received buffer, so an activation
+  /// of the compiled plan; one per stage and microbatch.
+  double receivedInputs = 0;
   /// Microbatches in flight on the first stage (F run, B not), each with
   /// its token slice, when the rank runs it.
   double tokenSlices = 0;
@@ -442,16 +446,22 @@ struct WeightPass {
   /// whole B (a unit's later layers' W included): dist-overlap-collectives
   /// starts those gathers one call ahead, so they are live here.
   double prefetched = 0;
+  /// 1 when the rank's next block call after this W is the first stage's
+  /// backward (ZB-V's first rank: it runs whole, at its I), which reads
+  /// re-gathered residuals too; they are prefetched here unless a full
+  /// recomputation's re-run call comes first.
+  double prefetchedWhole = 0;
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
-           heldGrads == o.heldGrads && tokenSlices == o.tokenSlices &&
-           heads == o.heads && tiedShares == o.tiedShares &&
-           receivedShares == o.receivedShares &&
+           heldGrads == o.heldGrads && receivedInputs == o.receivedInputs &&
+           tokenSlices == o.tokenSlices && heads == o.heads &&
+           tiedShares == o.tiedShares && receivedShares == o.receivedShares &&
            summedLayers == o.summedLayers && embeddingSums == o.embeddingSums &&
            completeLayers == o.completeLayers &&
            justCompleteLayers == o.justCompleteLayers &&
-           headGrads == o.headGrads && prefetched == o.prefetched;
+           headGrads == o.headGrads && prefetched == o.prefetched &&
+           prefetchedWhole == o.prefetchedWhole;
   }
 };
 
@@ -553,9 +563,9 @@ struct FrameLayers {
   /// A block backward's re-gathered residuals (LocalProfile::regatherBytes,
   /// in every recomputation mode), live at a W for WeightPass::prefetched.
   double weightRegatherBytes = 0;
-  /// The activation bytes a W's own call holds besides its inputs (what it
-  /// recomputes from forward values: selective recomputation's norms and
-  /// activations), at each W.
+  /// The bytes a W's own call holds besides its inputs (what it recomputes
+  /// from forward values: selective recomputation's norms and activations;
+  /// gradients, as W is a gradient function), at each W.
   double weightFrameBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,

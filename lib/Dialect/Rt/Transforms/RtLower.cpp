@@ -351,7 +351,7 @@ LogicalResult FunctionLowering::createFunction() {
   Block *body = builder.createBlock(&target.getBody());
   for (Type type : argTypes)
     body->addArgument(type, func.getLoc());
-  isBackward = tfm::getFuncKind(func) == tfm::FuncKind::Backward;
+  isBackward = tfm::isGradientFunc(func);
   return success();
 }
 
@@ -548,8 +548,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
         return gradients.contains(operand);
       });
   if (auto call = dyn_cast<func::CallOp>(op))
-    isGradient |= tfm::getFuncKind(funcs.lookup(call.getCallee())) ==
-                  tfm::FuncKind::Backward;
+    isGradient |= tfm::isGradientFunc(funcs.lookup(call.getCallee()));
   else
     isGradient |= op->hasTrait<tfm::trait::Gradient>();
   if (isGradient)

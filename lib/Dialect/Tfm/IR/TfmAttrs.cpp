@@ -50,6 +50,12 @@ void autoshard::tfm::setFuncKind(Operation *func, FuncKind kind) {
   func->setAttr(kFuncKindAttrName, FuncKindAttr::get(func->getContext(), kind));
 }
 
+bool autoshard::tfm::isGradientFunc(Operation *func) {
+  std::optional<FuncKind> kind = getFuncKind(func);
+  return kind == FuncKind::Backward || kind == FuncKind::InputGrad ||
+         kind == FuncKind::WeightGrad;
+}
+
 std::optional<Role> autoshard::tfm::getRole(DictionaryAttr attrs) {
   auto role = attrs ? attrs.getAs<StringAttr>(kRoleAttrName) : StringAttr();
   return role ? symbolizeRole(role.getValue()) : std::nullopt;

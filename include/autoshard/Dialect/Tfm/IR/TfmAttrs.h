@@ -22,6 +22,10 @@ namespace autoshard::tfm {
 std::optional<FuncKind> getFuncKind(mlir::Operation *func);
 /// Records `kind` on function `func` (`tfm.func_kind`).
 void setFuncKind(mlir::Operation *func, FuncKind kind);
+/// Whether function `func` computes gradients: a backward function or one
+/// of the two halves the backward split cuts it into (input and weight
+/// gradients).
+bool isGradientFunc(mlir::Operation *func);
 
 /// The role `attrs` (an argument's or result's attributes) records
 /// (`tfm.role`); nullopt without one or for a string that is no Role.
