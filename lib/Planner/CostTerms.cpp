@@ -821,6 +821,17 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes);
   consider(StepPhase::Tail, 0, otherGrads);
+  // The last AdamW: the gathers only (the one-block tail's own peak, with
+  // its gradients, is earlier); the step's I/O stays.
+  if (l.optimizerGatherBytes > 0) {
+    FramePeak c;
+    c.phase = StepPhase::Tail;
+    c.paramGrads = l.optimizerGatherBytes;
+    c.other =
+        phases[static_cast<unsigned>(StepPhase::Tail)].other.at(b) * scale;
+    if (c.total() > best.total())
+      best = c;
+  }
   return best;
 }
 

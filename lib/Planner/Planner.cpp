@@ -1071,6 +1071,11 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.gatheredPerLayer = layerBytes;
       dyn.layers.gatherPackBytes = layerBytes / double(shards.dpGroup);
     }
+    // ZeRO-1/2 gather every updated parameter in the tail (one stage: pp =
+    // 1; a pipeline rank holds its stage's parameters).
+    if ((plan.zero == 1 || plan.zero == 2) && shards.dpGroup > 1 && p == 1)
+      dyn.layers.optimizerGatherBytes =
+          states.params * (1 + 1 / double(shards.dpGroup));
     setRerunCalls(dyn.layers, plan, shards, rc, m.elementBytes);
     // ZeRO reduce-scatters each block's sum after the last microbatch's
     // backward of it (one stage: pp = 1).

@@ -229,6 +229,12 @@ PLANS = [
     # follows holds that call's re-gathered residuals, prefetched.
     ("pp=2,dp=2,tp=2,sp=1,schedule=zb-v,vpp=2", 2),
     ("pp=2,tp=2,sp=1,schedule=zb-v,vpp=2", 8),
+    # ZeRO-1/2: the tail's last AdamW with every updated shard's all-gather
+    # in flight (packed shard and gathered copy), the peak once cp and full
+    # recomputation shrink the activations.
+    ("dp=2,cp=2,zero=1,recompute=full", 1),
+    ("dp=2,cp=2,tp=2,zero=2,recompute=full", 1),
+    ("dp=2,cp=2,tp=2,sp=1,zero=1,recompute=full", 1),
 ]
 
 

@@ -418,6 +418,24 @@ TEST(MemoryTerm, FramePeakPhases) {
   EXPECT_DOUBLE_EQ(p.activations, 120 + 15);
 }
 
+TEST(MemoryTerm, FramePeakZeroOptimizerGathers) {
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 4, l.inflight = 4, l.keptPerLayer = 5, l.layerGradBytes = 10;
+  // Without the gathers the tail (60 + 3·10 + 8) is not the peak.
+  EXPECT_NE(framePeak(phases, 1, 1, l).phase, StepPhase::Tail);
+  // ZeRO-1/2: at the last AdamW every updated shard's gather is in flight
+  // (400 B), alone with the step's I/O: not the one-block tail's 60
+  // gradient bytes, nor the other layers' (consumed) shards.
+  l.optimizerGatherBytes = 400;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::Tail);
+  EXPECT_DOUBLE_EQ(p.activations, 0);
+  EXPECT_DOUBLE_EQ(p.grads, 0);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 400);
+  EXPECT_DOUBLE_EQ(p.other, 8);
+}
+
 TEST(MemoryTerm, FramePeakPrefetchPipelineAndZero3) {
   StepMemory phases = framePhases();
   FrameLayers l;

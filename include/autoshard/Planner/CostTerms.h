@@ -522,6 +522,13 @@ struct FrameLayers {
   double tokenSlices = 0;
   /// Input gradients sent back and not yet waited for (see above).
   double sentGradBytes = 0, sentGradInflightBytes = 0;
+  /// ZeRO-1/2 over dp > 1: each updated parameter shard is packed and
+  /// all-gathered right after its AdamW (dist-overlap-collectives starts
+  /// the bucket there, the step's end waits), so at the last AdamW every
+  /// gather is in flight with its packed shard and gathered copy: the
+  /// rank's parameter bytes times (1 + 1 / ZeRO group). A tail candidate
+  /// instead of the other layers' gradient shards (consumed by then).
+  double optimizerGatherBytes = 0;
   /// Zero-bubble schedules: each weight-gradient pass (W) of the rank that
   /// runs apart from its input-gradient pass (I), as the simulated rank
   /// program holds it there (WeightPass). Each is a candidate: the block
