@@ -425,6 +425,14 @@ struct DynamicMemory {
   /// non-block parameters the embedding / the head reads.
   ModelStates firstStates, lastStates;
   double firstGrads = 0, lastGrads = 0;
+  /// ZeRO-1 at one microbatch under SP: a rank without the head has no
+  /// tp all-reduce before its gradient reductions (the embedding's is a
+  /// reduce-scatter), so dist-bucket-collectives buckets the dp
+  /// reduce-scatters (first seen) before the norms' tp all-reduces they
+  /// read, which still sit at the end of the step: each block's bucket
+  /// stays there and the rank holds its blocks' whole gradients (this,
+  /// per layer) until the tail. 0: reduce-scattered per block.
+  double headlessLayerGradBytes = 0;
   /// The same for a first rank that also runs the last stage (ZB-V): the
   /// non-block parameters either end reads.
   ModelStates bothStates;
@@ -611,6 +619,10 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       // ZB-V's first rank also runs the last stage, with the head.
       const bool firstHasHead = sched ? sched->firstRankHasHead : dyn.zbv;
       l.head = firstHasHead;
+      if (!firstHasHead && dyn.headlessLayerGradBytes > 0) {
+        l.layerGradBytes = dyn.headlessLayerGradBytes;
+        l.reducingGradBytes = 0;
+      }
       l.accumulated = l.accumulated > 0
                           ? (firstHasHead ? dyn.bothGrads : dyn.firstGrads)
                           : 0;
@@ -1071,6 +1083,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.gatheredPerLayer = layerBytes;
       dyn.layers.gatherPackBytes = layerBytes / double(shards.dpGroup);
     }
+    if (plan.zero == 1 && plan.mb <= 1 && p > 1 && plan.sp && plan.tp > 1 &&
+        shards.dpGroup > 1)
+      dyn.headlessLayerGradBytes = layerBytes;
     // ZeRO-1/2 gather every updated parameter in the tail (one stage: pp =
     // 1; a pipeline rank holds its stage's parameters).
     if ((plan.zero == 1 || plan.zero == 2) && shards.dpGroup > 1 && p == 1)

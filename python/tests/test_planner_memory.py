@@ -235,6 +235,11 @@ PLANS = [
     ("dp=2,cp=2,zero=1,recompute=full", 1),
     ("dp=2,cp=2,tp=2,zero=2,recompute=full", 1),
     ("dp=2,cp=2,tp=2,sp=1,zero=1,recompute=full", 1),
+    # ZeRO-1, one microbatch, SP: the first pipeline rank (no head, so no tp
+    # all-reduce before its dp reduce-scatters) reduce-scatters its blocks'
+    # gradients in the tail, holding them whole until then.
+    ("pp=2,dp=2,tp=2,sp=1,zero=1,recompute=full", 1),
+    ("pp=2,dp=2,tp=2,sp=1,zero=1,recompute=full,schedule=gpipe", 1),
 ]
 
 
