@@ -817,7 +817,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  w.sentActivations * l.boundaryBytes +
                  (w.receivedShares - 1) * l.tiedGradBytes +
                  (l.rerunCalls ? 0 : w.prefetched * l.weightRegatherBytes) +
-                 l.gatheredPerLayer + backwardNext,
+                 l.gatheredPerLayer + (w.lastCall ? 0 : backwardNext),
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes);
   consider(StepPhase::Tail, 0, otherGrads);
@@ -1104,6 +1104,7 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       w.completeLayers = double(complete * layersPerChunk);
       w.justCompleteLayers = completedLast ? double(layersPerChunk) : 0;
       w.prefetched = backwardPrefetches(sched.rankOrders[r], i, layersPerChunk);
+      w.lastCall = layersPerChunk == 1 && i + 1 == sched.rankOrders[r].size();
       if (!llvm::is_contained(passes[r], w))
         passes[r].push_back(w);
       --inflight;

@@ -783,6 +783,16 @@ TEST(MemoryTerm, FramePeakInterleavedBackwardPasses) {
   l.rerunCalls = true;
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
                    90 + 15 + 200 + 16 + 128 + 16);
+  // ZeRO-3 under full recomputation: the next re-run's gather (50), not
+  // at the rank's last block call.
+  l.rerunGatherBytes = 50;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 15 + 200 + 16 + 128 + 16 + 50);
+  l.backwardPasses[0].lastCall = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 15 + 200 + 16 + 128 + 16);
+  l.backwardPasses[0].lastCall = false;
+  l.rerunGatherBytes = 0;
   l.rerunCalls = false;
   l.backwardPasses[0].prefetched = 0;
   l.weightRegatherBytes = 0;
@@ -917,6 +927,8 @@ TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   EXPECT_DOUBLE_EQ(passes[0][1].prefetched, 1);
   EXPECT_DOUBLE_EQ(passes[0][2].prefetched, 0);
   EXPECT_DOUBLE_EQ(passes[0][3].prefetched, 0);
+  EXPECT_FALSE(passes[0][2].lastCall);
+  EXPECT_TRUE(passes[0][3].lastCall);
   // Two layers per chunk: the unit's own next layer's.
   passes = backwardPassesOf(*ilv, 2, true);
   for (const WeightPass &w : passes[0])

@@ -455,6 +455,9 @@ struct WeightPass {
   /// re-gathered residuals too; they are prefetched here unless a full
   /// recomputation's re-run call comes first.
   double prefetchedWhole = 0;
+  /// At a whole backward (backwardPassesOf): true when it is the rank's
+  /// last block call, which prefetches nothing for a next one.
+  bool lastCall = false;
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
@@ -465,7 +468,7 @@ struct WeightPass {
            completeLayers == o.completeLayers &&
            justCompleteLayers == o.justCompleteLayers &&
            headGrads == o.headGrads && prefetched == o.prefetched &&
-           prefetchedWhole == o.prefetchedWhole;
+           prefetchedWhole == o.prefetchedWhole && lastCall == o.lastCall;
   }
 };
 
@@ -612,7 +615,7 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
 /// The whole backwards (B) of each rank of `sched` in program order, with
 /// what the rank holds at each (WeightPass: inflight, tokenSlices, heads,
 /// sentActivations, sentGrads, tiedShares, receivedShares, summedLayers,
-/// embeddingSums, completeLayers, justCompleteLayers, prefetched;
+/// embeddingSums, completeLayers, justCompleteLayers, prefetched, lastCall;
 /// `layersPerChunk` layers per stage), with the transfers of
 /// weightPassesOf. A rank receives from a peer in the peer's send order: a
 /// unit takes what it reads together with everything the peer sent before,
