@@ -816,8 +816,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
                  w.sentActivations * l.boundaryBytes +
                  (w.receivedShares - 1) * l.tiedGradBytes +
-                 (otherLayers > 0 ? l.regather : 0) + l.gatheredPerLayer +
-                 backwardNext,
+                 (l.rerunCalls ? 0 : w.prefetched * l.weightRegatherBytes) +
+                 l.gatheredPerLayer + (w.lastCall ? 0 : backwardNext),
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes);
   consider(StepPhase::Tail, 0, otherGrads);
@@ -952,6 +952,23 @@ double nextReadsGathers(const std::vector<pipeline::PipelineOp> &order,
     return 0;
   Kind next = order[i + 1].kind;
   return next == Kind::W || next == Kind::B ? 1 : 0;
+}
+
+/// Whether the block call after whole backward `i` of `order` has its
+/// re-gathered residuals started during it: the unit's own next layer's,
+/// or the next unit's when that is a backward too. After a first-stage
+/// backward they travel in one pack with its input gradient's gather for
+/// the embedding's backward (dist-overlap-collectives combines them), which
+/// starts only after the call.
+double backwardPrefetches(const std::vector<pipeline::PipelineOp> &order,
+                          size_t i, int64_t layersPerChunk) {
+  using Kind = pipeline::PipelineOp::Kind;
+  if (layersPerChunk > 1)
+    return 1;
+  return order[i].stage != 0 && i + 1 < order.size() &&
+                 order[i + 1].kind == Kind::B
+             ? 1
+             : 0;
 }
 
 std::vector<std::vector<WeightPass>>
@@ -1097,6 +1114,8 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       w.embeddingSums = firstBackwards > 0;
       w.completeLayers = double(complete * layersPerChunk);
       w.justCompleteLayers = completedLast ? double(layersPerChunk) : 0;
+      w.prefetched = backwardPrefetches(sched.rankOrders[r], i, layersPerChunk);
+      w.lastCall = layersPerChunk == 1 && i + 1 == sched.rankOrders[r].size();
       if (!llvm::is_contained(passes[r], w))
         passes[r].push_back(w);
       --inflight;

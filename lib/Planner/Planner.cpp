@@ -645,6 +645,10 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       if (sched && !firstHasHead && !sched->rankBackwardPasses.empty()) {
         l.backwardPasses = sched->rankBackwardPasses.front();
         setWeightPassBytes(l, dyn);
+        // Whether a backward holds the next call's re-gathered residuals
+        // depends on that call (WeightPass::prefetched): the passes count
+        // them, the closed form does not.
+        l.regather = 0;
       }
       // The embedding's parameters stay gathered until the last forward:
       // held at the backwards before it (1F1B, ZB-H1: the first m - p).

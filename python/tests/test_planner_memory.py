@@ -198,6 +198,17 @@ PLANS = [
      2),
     ("pp=2,dp=2,cp=2,zero=3,recompute=selective,schedule=interleaved,vpp=2",
      2),
+    # ... and with SP the next call's re-gathered residuals only at a
+    # backward followed by another, not after a first-stage one (gathered
+    # after it, with its input gradient for the embedding).
+    ("pp=2,tp=2,sp=1,schedule=interleaved,vpp=2", 4),
+    ("pp=2,cp=2,tp=2,sp=1,schedule=interleaved,vpp=2", 8),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,schedule=interleaved,vpp=2", 4),
+    # ... and under ZeRO-3 with full recomputation the next re-run's
+    # gather, except at the rank's last backward.
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=interleaved,vpp=2", 2),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=full,schedule=interleaved,vpp=2",
+     2),
     # Pipelines under ZeRO-3: each end's non-block parameters gathered once
     # and held (the first stage until its last forward, the last until its
     # last head backward).

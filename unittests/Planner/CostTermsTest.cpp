@@ -790,6 +790,30 @@ TEST(MemoryTerm, FramePeakInterleavedBackwardPasses) {
   EXPECT_DOUBLE_EQ(p.activations, 90 + 15 + 200 + 16 + 128 + 16);
   EXPECT_DOUBLE_EQ(p.grads, 25 + 64);
   EXPECT_DOUBLE_EQ(p.paramGrads, 60 + 12);
+  // With SP the next call's re-gathered residuals (100) only where it
+  // prefetches them, not under full recomputation (its re-run comes first).
+  l.weightRegatherBytes = 100;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 15 + 200 + 16 + 128 + 16);
+  l.backwardPasses[0].prefetched = 1;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 15 + 200 + 16 + 128 + 16 + 100);
+  l.rerunCalls = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 15 + 200 + 16 + 128 + 16);
+  // ZeRO-3 under full recomputation: the next re-run's gather (50), not
+  // at the rank's last block call.
+  l.rerunGatherBytes = 50;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 15 + 200 + 16 + 128 + 16 + 50);
+  l.backwardPasses[0].lastCall = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations,
+                   90 + 15 + 200 + 16 + 128 + 16);
+  l.backwardPasses[0].lastCall = false;
+  l.rerunGatherBytes = 0;
+  l.rerunCalls = false;
+  l.backwardPasses[0].prefetched = 0;
+  l.weightRegatherBytes = 0;
   // ZeRO-1/2/3 over dp > 1: a complete layer's sum is a shard (10), but
   // the one reduced in the call before is still whole too (no re-run call
   // between them).
@@ -914,6 +938,19 @@ TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   want.summedLayers = 2, want.embeddingSums = true, want.completeLayers = 1;
   expectWeightPass(passes[0][3], want);
   EXPECT_DOUBLE_EQ(passes[0][2].justCompleteLayers, 1);
+  // B2 of microbatch 0 prefetches B2 of 1's re-gathered residuals; B2 of 1
+  // B0 of 0's; B0 of 0 not B0 of 1's (gathered after the call, with its
+  // input gradient for the embedding); the last backward nothing.
+  EXPECT_DOUBLE_EQ(passes[0][0].prefetched, 1);
+  EXPECT_DOUBLE_EQ(passes[0][1].prefetched, 1);
+  EXPECT_DOUBLE_EQ(passes[0][2].prefetched, 0);
+  EXPECT_DOUBLE_EQ(passes[0][3].prefetched, 0);
+  EXPECT_FALSE(passes[0][2].lastCall);
+  EXPECT_TRUE(passes[0][3].lastCall);
+  // Two layers per chunk: the unit's own next layer's.
+  passes = backwardPassesOf(*ilv, 2, true);
+  for (const WeightPass &w : passes[0])
+    EXPECT_DOUBLE_EQ(w.prefetched, 1);
 }
 
 TEST(MemoryTerm, PendingSendsWaitedAfterTheAnswer) {

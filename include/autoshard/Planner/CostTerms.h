@@ -444,13 +444,20 @@ struct WeightPass {
   /// 1 when the rank's next block call after this W is another backward
   /// call that reads re-gathered (sequence-parallel) residuals, a W or a
   /// whole B (a unit's later layers' W included): dist-overlap-collectives
-  /// starts those gathers one call ahead, so they are live here.
+  /// starts those gathers one call ahead, so they are live here. At a
+  /// whole backward (backwardPassesOf): 1 when the next call is the unit's
+  /// own next layer's, or a backward after one of a stage other than the
+  /// first (a first-stage backward's input gradient is gathered for the
+  /// embedding after the call, in one pack with the next one's residuals).
   double prefetched = 0;
   /// 1 when the rank's next block call after this W is the first stage's
   /// backward (ZB-V's first rank: it runs whole, at its I), which reads
   /// re-gathered residuals too; they are prefetched here unless a full
   /// recomputation's re-run call comes first.
   double prefetchedWhole = 0;
+  /// At a whole backward (backwardPassesOf): true when it is the rank's
+  /// last block call, which prefetches nothing for a next one.
+  bool lastCall = false;
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
@@ -461,7 +468,7 @@ struct WeightPass {
            completeLayers == o.completeLayers &&
            justCompleteLayers == o.justCompleteLayers &&
            headGrads == o.headGrads && prefetched == o.prefetched &&
-           prefetchedWhole == o.prefetchedWhole;
+           prefetchedWhole == o.prefetchedWhole && lastCall == o.lastCall;
   }
 };
 
@@ -568,7 +575,8 @@ struct FrameLayers {
   /// pending layer but the W's own (its phase holds those).
   double recomputedBytes = 0;
   /// A block backward's re-gathered residuals (LocalProfile::regatherBytes,
-  /// in every recomputation mode), live at a W for WeightPass::prefetched.
+  /// in every recomputation mode), live at a W or a whole backward pass for
+  /// WeightPass::prefetched (not under full recomputation at a whole one).
   double weightRegatherBytes = 0;
   /// The bytes a W's own call holds besides its inputs (what it recomputes
   /// from forward values: selective recomputation's norms and activations;
@@ -614,11 +622,12 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
 /// The whole backwards (B) of each rank of `sched` in program order, with
 /// what the rank holds at each (WeightPass: inflight, tokenSlices, heads,
 /// sentActivations, sentGrads, tiedShares, receivedShares, summedLayers,
-/// embeddingSums, completeLayers, justCompleteLayers; `layersPerChunk` layers
-/// per stage), with the transfers of weightPassesOf. A rank receives from a
-/// peer in the peer's send order: a unit takes what it reads together with
-/// everything the peer sent before, so a tied share can arrive several
-/// backwards before the first-stage backward that adds it.
+/// embeddingSums, completeLayers, justCompleteLayers, prefetched, lastCall;
+/// `layersPerChunk` layers per stage), with the transfers of
+/// weightPassesOf. A rank receives from a peer in the peer's send order: a
+/// unit takes what it reads together with everything the peer sent before,
+/// so a tied share can arrive several backwards before the first-stage
+/// backward that adds it.
 std::vector<std::vector<WeightPass>>
 backwardPassesOf(const pipeline::PipelineSchedule &sched,
                  int64_t layersPerChunk, bool tied);
