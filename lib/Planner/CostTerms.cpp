@@ -820,6 +820,32 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  backwardNext,
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes);
+  // A split input-gradient call (I), as the simulated program holds it: the
+  // other pending layers' W inputs (a received block output gradient is an
+  // activation) and recomputed residuals, ZeRO-3's gather and prefetch.
+  const PhaseMemory &input =
+      phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  const bool inputRead = input.activation.at(b) > 0 || input.grad.at(b) > 0;
+  for (const InputPass &in :
+       inputRead ? l.inputPasses : std::vector<InputPass>{}) {
+    const WeightPass &w = in.held;
+    consider(StepPhase::BlockInput,
+             std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+                 w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
+                 w.heads * l.headKeptBytes +
+                 (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
+                 (w.prefetched + (l.rerunCalls ? 0 : w.prefetchedWhole)) *
+                     l.weightRegatherBytes +
+                 l.gatheredPerLayer + (in.laterBlockCall ? prefetch : 0),
+             w.summedLayers * l.weightGradBytes +
+                 (w.embeddingSums ? l.embeddingGradBytes : 0) +
+                 w.headGrads * l.headOnlyGradSumBytes,
+             w.pending * l.weightInputBytes +
+                 (w.sentGrads + w.heldGrads - w.receivedInputs) *
+                     l.boundaryBytes +
+                 w.tiedShares * l.tiedGradBytes,
+             /*phaseGrads=*/true, /*belowTop=*/in.belowTop);
+  }
   consider(StepPhase::Tail, 0, otherGrads);
   return best;
 }
@@ -1019,6 +1045,100 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
           held.insert({op.stage - 1, op.microbatch});
       }
       // The first stage's backward runs whole, at its I.
+      if (op.stage == 0 && (op.kind == Kind::B || op.kind == Kind::I)) {
+        --firstInflight;
+        ++firstBackwards;
+      }
+    }
+  }
+  return passes;
+}
+
+std::vector<std::vector<InputPass>>
+inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
+              bool tied) {
+  using Kind = pipeline::PipelineOp::Kind;
+  const int64_t ranks = sched.numRanks, lastStage = sched.numStages - 1;
+  auto rankOf = [&](int64_t stage) { return sched.stageToRank[stage]; };
+  std::vector<std::vector<PendingSend>> rankSends = pendingSends(sched, tied);
+  std::vector<std::vector<InputPass>> passes(ranks);
+  for (int64_t r = 0; r < ranks; ++r) {
+    const auto &order = sched.rankOrders[r];
+    const bool both = rankOf(0) == r && rankOf(lastStage) == r;
+    int64_t inflight = 0, pending = 0, received = 0, firstInflight = 0;
+    int64_t heads = 0, headBackwards = 0, firstBackwards = 0, headAdds = 0;
+    auto receives = [&](const pipeline::PipelineOp &op) {
+      return op.stage != 0 && op.stage != lastStage &&
+             rankOf(op.stage + 1) != r;
+    };
+    std::set<int64_t> summed;
+    std::set<std::pair<int64_t, int64_t>> held;
+    for (auto [i, op] : llvm::enumerate(order)) {
+      if (op.kind == Kind::I && op.stage != 0) {
+        // What the rank holds before this unit: the unit's own head
+        // backward has run (its head values freed, its gradients the
+        // phase's).
+        WeightPass w;
+        w.inflight = double(inflight * layersPerChunk);
+        countUnwaitedSends(w, rankSends[r], i);
+        w.tokenSlices = double(firstInflight);
+        w.heads = double(heads - (op.stage == lastStage ? 1 : 0));
+        if (both && tied)
+          w.tiedShares =
+              double(std::max<int64_t>(0, headBackwards - firstBackwards));
+        w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
+        w.embeddingSums = firstBackwards > 0;
+        w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
+        w.heldGrads = double(held.size());
+        // A block call after the unit's bottom I re-gathers residuals
+        // unless it is a forward; an I or whole B follows a full
+        // recomputation's re-run instead (prefetchedWhole).
+        const bool next = i + 1 < order.size();
+        const Kind nextKind = next ? order[i + 1].kind : Kind::F;
+        for (int64_t k = 0; k < layersPerChunk; ++k) {
+          InputPass in;
+          in.held = w;
+          in.held.pending = double(pending * layersPerChunk + k);
+          in.held.receivedInputs =
+              double(received + (k > 0 && receives(op) ? 1 : 0));
+          const bool bottom = k + 1 == layersPerChunk;
+          if (bottom && next && nextKind == Kind::W)
+            in.held.prefetched = 1;
+          else if (!bottom || (next && nextKind != Kind::F))
+            in.held.prefetchedWhole = 1;
+          in.belowTop = k > 0;
+          in.laterBlockCall = !bottom || next;
+          if (!llvm::is_contained(passes[r], in))
+            passes[r].push_back(in);
+        }
+      }
+      // The same bookkeeping as weightPassesOf.
+      inflight += op.kind == Kind::F ? 1 : 0;
+      pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
+      received += op.kind == Kind::I && receives(op) ? 1 : 0;
+      if (op.stage == 0)
+        firstInflight += op.kind == Kind::F ? 1 : 0;
+      if (op.stage == lastStage) {
+        heads += op.kind == Kind::F ? 1 : 0;
+        bool backward = op.kind == Kind::B || op.kind == Kind::I;
+        heads -= backward ? 1 : 0;
+        headBackwards += backward ? 1 : 0;
+      }
+      if (op.kind == Kind::W && op.stage == lastStage && op.microbatch > 0)
+        ++headAdds;
+      if (op.kind == Kind::W && op.stage != 0) {
+        --pending;
+        received -= receives(op) ? 1 : 0;
+      }
+      if (op.kind == Kind::B || op.kind == Kind::W) {
+        --inflight;
+        summed.insert(op.stage);
+      }
+      if (op.kind == Kind::B || op.kind == Kind::I) {
+        held.erase({op.stage, op.microbatch});
+        if (op.stage > 0 && rankOf(op.stage - 1) == r)
+          held.insert({op.stage - 1, op.microbatch});
+      }
       if (op.stage == 0 && (op.kind == Kind::B || op.kind == Kind::I)) {
         --firstInflight;
         ++firstBackwards;
