@@ -822,27 +822,36 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes);
   // A split input-gradient call (I), as the simulated program holds it: the
   // other pending layers' W inputs (a received block output gradient is an
-  // activation) and recomputed residuals, ZeRO-3's gather and prefetch.
+  // activation) and recomputed residuals. On a rank without the head, I's
+  // output gradient is received (an activation) at the unit's top and the
+  // block above's input gradient below it; no head gradient is received
+  // there (a stage after the first sends none). ZeRO-3's gathers around an
+  // I call are not derived: no candidate.
   const PhaseMemory &input =
       phases[static_cast<unsigned>(StepPhase::BlockInput)];
   const bool inputRead = input.activation.at(b) > 0 || input.grad.at(b) > 0;
-  for (const InputPass &in :
-       inputRead ? l.inputPasses : std::vector<InputPass>{}) {
+  const double inputOwnGrads =
+      (input.grad.at(b) - input.headGrad.at(b)) * scale;
+  for (const InputPass &in : inputRead &&l.gatheredPerLayer == 0
+                                 ? l.inputPasses
+                                 : std::vector<InputPass>{}) {
     const WeightPass &w = in.held;
-    consider(StepPhase::BlockInput,
-             std::max(0.0, w.inflight - 1) * l.keptPerLayer +
-                 w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
-                 w.heads * l.headKeptBytes +
-                 (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
-                 l.gatheredPerLayer + (in.laterBlockCall ? prefetch : 0),
-             w.summedLayers * l.weightGradBytes +
-                 (w.embeddingSums ? l.embeddingGradBytes : 0) +
-                 w.headGrads * l.headOnlyGradSumBytes,
-             w.pending * l.weightInputBytes +
-                 (w.sentGrads + w.heldGrads - w.receivedInputs) *
-                     l.boundaryBytes +
-                 w.tiedShares * l.tiedGradBytes,
-             /*phaseGrads=*/true, /*belowTop=*/in.belowTop);
+    const double received = l.head || in.belowTop ? 0 : l.boundaryBytes;
+    const double fromAbove = !l.head && in.belowTop ? l.boundaryBytes : 0;
+    consider(
+        StepPhase::BlockInput,
+        std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+            w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
+            w.heads * l.headKeptBytes +
+            (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received,
+        w.summedLayers * l.weightGradBytes +
+            (w.embeddingSums ? l.embeddingGradBytes : 0) +
+            w.headGrads * l.headOnlyGradSumBytes,
+        w.pending * l.weightInputBytes +
+            (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
+            w.tiedShares * l.tiedGradBytes +
+            (l.head ? 0 : inputOwnGrads + fromAbove),
+        /*phaseGrads=*/l.head);
   }
   consider(StepPhase::Tail, 0, otherGrads);
   return best;
