@@ -823,9 +823,10 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // A split input-gradient call (I), as the simulated program holds it: the
   // other pending layers' W inputs (a received block output gradient is an
   // activation) and recomputed residuals. On a rank without the head, I's
-  // output gradient is received (an activation) at the unit's top and the
-  // block above's input gradient below it; no head gradient is received
-  // there (a stage after the first sends none). ZeRO-3's gathers around an
+  // output gradient is received (an activation) at the unit's top when the
+  // next stage runs on another rank, and the block above's input gradient
+  // below it; no head gradient is received there (a stage after the first
+  // is sent none). ZeRO-3's gathers around an
   // I call are not derived: no candidate.
   const PhaseMemory &input =
       phases[static_cast<unsigned>(StepPhase::BlockInput)];
@@ -836,7 +837,9 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                                  ? l.inputPasses
                                  : std::vector<InputPass>{}) {
     const WeightPass &w = in.held;
-    const double received = l.head || in.belowTop ? 0 : l.boundaryBytes;
+    // A top output gradient not received is held from the next stage's
+    // I on this rank (WeightPass::heldGrads).
+    const double received = !l.head && in.receivedOutput ? l.boundaryBytes : 0;
     const double fromAbove = !l.head && in.belowTop ? l.boundaryBytes : 0;
     consider(
         StepPhase::BlockInput,
@@ -1127,6 +1130,7 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
           else if (!bottom || (next && nextKind != Kind::F))
             in.held.prefetchedWhole = 1;
           in.belowTop = k > 0;
+          in.receivedOutput = k == 0 && state.receives(op);
           in.laterBlockCall = !bottom || next;
           if (!llvm::is_contained(passes[r], in))
             passes[r].push_back(in);

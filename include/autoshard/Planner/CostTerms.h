@@ -477,9 +477,13 @@ struct InputPass {
   bool belowTop = false;
   /// Another block call of the rank follows (ZeRO-3 prefetches its gather).
   bool laterBlockCall = false;
+  /// The unit's top layer, whose output gradient another rank sent (the
+  /// next stage's, on another rank): a received buffer, an activation.
+  bool receivedOutput = false;
   bool operator==(const InputPass &o) const {
     return held == o.held && belowTop == o.belowTop &&
-           laterBlockCall == o.laterBlockCall;
+           laterBlockCall == o.laterBlockCall &&
+           receivedOutput == o.receivedOutput;
   }
 };
 
