@@ -840,7 +840,14 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     // A top output gradient not received is held from the next stage's
     // I on this rank (WeightPass::heldGrads).
     const double received = !l.head && in.receivedOutput ? l.boundaryBytes : 0;
-    const double fromAbove = !l.head && in.belowTop ? l.boundaryBytes : 0;
+    const double fromAbove = in.belowTop ? l.boundaryBytes : 0;
+    // Below the top on the head's rank the head's buffers that only the
+    // top I reads are dead (SP: the whole-sequence loss gradient before its
+    // slice); its parameter gradients (a tied share, the head-only ones)
+    // are live.
+    const double headBelow =
+        l.head && in.belowTop ? l.tiedGradBytes + l.headOnlyGradSumBytes : 0;
+    const bool phaseGrads = l.head && !in.belowTop;
     consider(
         StepPhase::BlockInput,
         std::max(0.0, w.inflight - 1) * l.keptPerLayer +
@@ -853,8 +860,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
         w.pending * l.weightInputBytes +
             (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
             w.tiedShares * l.tiedGradBytes +
-            (l.head ? 0 : inputOwnGrads + fromAbove),
-        /*phaseGrads=*/l.head);
+            (phaseGrads ? 0 : inputOwnGrads + fromAbove + headBelow),
+        phaseGrads);
   }
   consider(StepPhase::Tail, 0, otherGrads);
   return best;

@@ -880,22 +880,24 @@ TEST(MemoryTerm, InputPassesHoldThePendingLayersAbove) {
   EXPECT_DOUBLE_EQ(passes[1][1].held.heads, 0);
 
   // Scored from the I call's phase: at the bottom I of the last rank,
-  // 90 + 50 (the other layer's kept bytes) activations, the I call's 70
-  // gradients and the pending layer's W inputs (25); the whole backward
-  // call's phase (40 gradients) is lighter.
+  // 90 + 50 (the other layer's kept bytes) activations; the I call's own
+  // 55 gradients (its 15 head gradients are the top I's: below it the
+  // output gradient is the block above's input gradient, 15), and the
+  // pending layer's W inputs (25); the whole backward call's phase (40
+  // gradients) is lighter.
   StepMemory phases = framePhases();
   PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
   input.activation = {90, 0}, input.grad = {70, 0}, input.other = {8, 0};
   input.headGrad = {15, 0};
   FrameLayers l;
   l.layers = 2, l.inflight = 2, l.keptPerLayer = 50, l.layerGradBytes = 30;
-  l.weightInputBytes = 25;
+  l.weightInputBytes = 25, l.boundaryBytes = 15;
   FramePeak before = framePeak(phases, 1, 1, l);
   l.inputPasses = passes[1];
   FramePeak p = framePeak(phases, 1, 1, l);
   EXPECT_EQ(p.phase, StepPhase::BlockInput);
   EXPECT_DOUBLE_EQ(p.activations, 140);
-  EXPECT_DOUBLE_EQ(p.grads, 70 + 25);
+  EXPECT_DOUBLE_EQ(p.grads, 55 + 15 + 25);
   EXPECT_GT(p.total(), before.total());
   // Without the I call's phase (not compiled) there is no candidate.
   phases[static_cast<unsigned>(StepPhase::BlockInput)] = PhaseMemory();
