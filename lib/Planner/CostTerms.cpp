@@ -820,6 +820,49 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  l.gatheredPerLayer + (w.lastCall ? 0 : backwardNext),
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes);
+  // A split input-gradient call (I), as the simulated program holds it: the
+  // other pending layers' W inputs (a received block output gradient is an
+  // activation) and recomputed residuals. On a rank without the head, I's
+  // output gradient is received (an activation) at the unit's top when the
+  // next stage runs on another rank, and the block above's input gradient
+  // below it; no head gradient is received there (a stage after the first
+  // is sent none). ZeRO-3's gathers around an
+  // I call are not derived: no candidate.
+  const PhaseMemory &input =
+      phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  const bool inputRead = input.activation.at(b) > 0 || input.grad.at(b) > 0;
+  const double inputOwnGrads =
+      (input.grad.at(b) - input.headGrad.at(b)) * scale;
+  for (const InputPass &in : inputRead &&l.gatheredPerLayer == 0
+                                 ? l.inputPasses
+                                 : std::vector<InputPass>{}) {
+    const WeightPass &w = in.held;
+    // A top output gradient not received is held from the next stage's
+    // I on this rank (WeightPass::heldGrads).
+    const double received = !l.head && in.receivedOutput ? l.boundaryBytes : 0;
+    const double fromAbove = in.belowTop ? l.boundaryBytes : 0;
+    // Below the top on the head's rank the head's buffers that only the
+    // top I reads are dead (SP: the whole-sequence loss gradient before its
+    // slice); its parameter gradients (a tied share, the head-only ones)
+    // are live.
+    const double headBelow =
+        l.head && in.belowTop ? l.tiedGradBytes + l.headOnlyGradSumBytes : 0;
+    const bool phaseGrads = l.head && !in.belowTop;
+    consider(
+        StepPhase::BlockInput,
+        std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+            w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
+            w.heads * l.headKeptBytes +
+            (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received,
+        w.summedLayers * l.weightGradBytes +
+            (w.embeddingSums ? l.embeddingGradBytes : 0) +
+            w.headGrads * l.headOnlyGradSumBytes,
+        w.pending * l.weightInputBytes +
+            (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
+            w.tiedShares * l.tiedGradBytes +
+            (phaseGrads ? 0 : inputOwnGrads + fromAbove + headBelow),
+        phaseGrads);
+  }
   consider(StepPhase::Tail, 0, otherGrads);
   // The last AdamW: the gathers only (the one-block tail's own peak, with
   // its gradients, is earlier); the step's I/O stays.
@@ -971,86 +1014,165 @@ double backwardPrefetches(const std::vector<pipeline::PipelineOp> &order,
              : 0;
 }
 
+namespace {
+/// What a rank of a zero-bubble schedule holds as its program runs (see
+/// weightPassesOf): `enter` counts what an op makes before it runs,
+/// `leave` what it frees once it has.
+struct SplitRankState {
+  using Op = pipeline::PipelineOp;
+  using Kind = Op::Kind;
+  SplitRankState(const pipeline::PipelineSchedule &sched, int64_t rank,
+                 bool tied)
+      : sched(sched), rank(rank), lastStage(sched.numStages - 1),
+        both(sched.stageToRank[0] == rank &&
+             sched.stageToRank[lastStage] == rank),
+        tied(tied) {}
+
+  /// Whether `op`'s block output gradient comes from another rank.
+  bool receives(const Op &op) const {
+    return op.stage != 0 && op.stage != lastStage &&
+           sched.stageToRank[op.stage + 1] != rank;
+  }
+  void enter(const Op &op) {
+    inflight += op.kind == Kind::F ? 1 : 0;
+    pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
+    received += op.kind == Kind::I && receives(op) ? 1 : 0;
+    if (op.stage == 0)
+      firstInflight += op.kind == Kind::F ? 1 : 0;
+    if (op.stage == lastStage) {
+      heads += op.kind == Kind::F ? 1 : 0;
+      bool backward = op.kind == Kind::B || op.kind == Kind::I;
+      heads -= backward ? 1 : 0;
+      headBackwards += backward ? 1 : 0;
+    }
+    // The head-only parameters' gradients of microbatch j > 0 are added
+    // to the sum at the start of the last stage's W of j.
+    if (op.kind == Kind::W && op.stage == lastStage && op.microbatch > 0)
+      ++headAdds;
+  }
+  void leave(const Op &op) {
+    if (op.kind == Kind::W && op.stage != 0) {
+      --pending;
+      received -= receives(op) ? 1 : 0;
+    }
+    if (op.kind == Kind::B || op.kind == Kind::W) {
+      --inflight;
+      summed.insert(op.stage);
+    }
+    if (op.kind == Kind::B || op.kind == Kind::I) {
+      held.erase({op.stage, op.microbatch});
+      if (op.stage > 0 && sched.stageToRank[op.stage - 1] == rank)
+        held.insert({op.stage - 1, op.microbatch});
+    }
+    // The first stage's backward runs whole, at its I.
+    if (op.stage == 0 && (op.kind == Kind::B || op.kind == Kind::I)) {
+      --firstInflight;
+      ++firstBackwards;
+    }
+  }
+  /// What the rank holds now, before its op `i` (`sends`: its sends).
+  WeightPass holding(const std::vector<PendingSend> &sends, size_t i,
+                     int64_t layersPerChunk) const {
+    WeightPass w;
+    w.inflight = double(inflight * layersPerChunk);
+    w.pending = double(pending * layersPerChunk);
+    countUnwaitedSends(w, sends, i);
+    w.tokenSlices = double(firstInflight);
+    w.heads = double(heads);
+    // On a rank with both ends the first backward starts the sum that the
+    // later shares are added to; elsewhere each share is a message.
+    if (both && tied)
+      w.tiedShares =
+          double(std::max<int64_t>(0, headBackwards - firstBackwards));
+    w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
+    w.embeddingSums = firstBackwards > 0;
+    w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
+    w.heldGrads = double(held.size());
+    w.receivedInputs = double(received);
+    return w;
+  }
+
+  const pipeline::PipelineSchedule &sched;
+  int64_t rank, lastStage;
+  bool both, tied;
+  int64_t inflight = 0, pending = 0, firstInflight = 0, heads = 0;
+  /// Pending W passes whose block output gradient another rank sent.
+  int64_t received = 0;
+  int64_t headBackwards = 0, firstBackwards = 0, headAdds = 0;
+  std::set<int64_t> summed;
+  /// Input gradients of a stage whose previous stage runs on this rank
+  /// too, held from its backward to that stage's: (stage - 1, microbatch).
+  std::set<std::pair<int64_t, int64_t>> held;
+};
+} // namespace
+
 std::vector<std::vector<WeightPass>>
 weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
                bool tied) {
   using Kind = pipeline::PipelineOp::Kind;
-  const int64_t ranks = sched.numRanks, lastStage = sched.numStages - 1;
-  auto rankOf = [&](int64_t stage) { return sched.stageToRank[stage]; };
   std::vector<std::vector<PendingSend>> rankSends = pendingSends(sched, tied);
-  std::vector<std::vector<WeightPass>> passes(ranks);
-  for (int64_t r = 0; r < ranks; ++r) {
-    const std::vector<PendingSend> &sends = rankSends[r];
-    const bool both = rankOf(0) == r && rankOf(lastStage) == r;
-    int64_t inflight = 0, pending = 0, firstInflight = 0, heads = 0;
-    // Pending W passes whose block output gradient another rank sent.
-    int64_t received = 0;
-    auto receives = [&](const pipeline::PipelineOp &op) {
-      return op.stage != 0 && op.stage != lastStage &&
-             rankOf(op.stage + 1) != r;
-    };
-    int64_t headBackwards = 0, firstBackwards = 0, headAdds = 0;
-    std::set<int64_t> summed;
-    // Input gradients of a stage whose previous stage runs on this rank
-    // too, held from its backward to that stage's: (stage - 1, microbatch).
-    std::set<std::pair<int64_t, int64_t>> held;
-    for (auto [i, op] : llvm::enumerate(sched.rankOrders[r])) {
-      inflight += op.kind == Kind::F ? 1 : 0;
-      pending += op.kind == Kind::I && op.stage != 0 ? 1 : 0;
-      received += op.kind == Kind::I && receives(op) ? 1 : 0;
-      if (op.stage == 0)
-        firstInflight += op.kind == Kind::F ? 1 : 0;
-      if (op.stage == lastStage) {
-        heads += op.kind == Kind::F ? 1 : 0;
-        bool backward = op.kind == Kind::B || op.kind == Kind::I;
-        heads -= backward ? 1 : 0;
-        headBackwards += backward ? 1 : 0;
-      }
-      // The head-only parameters' gradients of microbatch j > 0 are added
-      // to the sum at the start of the last stage's W of j.
-      if (op.kind == Kind::W && op.stage == lastStage && op.microbatch > 0)
-        ++headAdds;
+  std::vector<std::vector<WeightPass>> passes(sched.numRanks);
+  for (int64_t r = 0; r < sched.numRanks; ++r) {
+    SplitRankState state(sched, r, tied);
+    const auto &order = sched.rankOrders[r];
+    for (auto [i, op] : llvm::enumerate(order)) {
+      state.enter(op);
       if (op.kind == Kind::W && op.stage != 0) {
-        WeightPass w;
-        w.inflight = double(inflight * layersPerChunk);
-        w.pending = double(pending * layersPerChunk);
-        countUnwaitedSends(w, sends, i);
-        w.tokenSlices = double(firstInflight);
-        w.heads = double(heads);
-        // On a rank with both ends the first backward starts the sum that
-        // the later shares are added to; elsewhere each share is a message.
-        if (both && tied)
-          w.tiedShares =
-              double(std::max<int64_t>(0, headBackwards - firstBackwards));
-        w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
-        w.embeddingSums = firstBackwards > 0;
-        w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
-        w.heldGrads = double(held.size());
-        w.receivedInputs = double(received);
-        w.prefetched = nextReadsGathers(sched.rankOrders[r], i, layersPerChunk);
-        const auto &order = sched.rankOrders[r];
+        WeightPass w = state.holding(rankSends[r], i, layersPerChunk);
+        w.prefetched = nextReadsGathers(order, i, layersPerChunk);
         if (!w.prefetched && i + 1 < order.size() &&
             order[i + 1].kind == Kind::I && order[i + 1].stage == 0)
           w.prefetchedWhole = 1;
         if (!llvm::is_contained(passes[r], w))
           passes[r].push_back(w);
-        --pending;
-        received -= receives(op) ? 1 : 0;
       }
-      if (op.kind == Kind::B || op.kind == Kind::W) {
-        --inflight;
-        summed.insert(op.stage);
+      state.leave(op);
+    }
+  }
+  return passes;
+}
+
+std::vector<std::vector<InputPass>>
+inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
+              bool tied) {
+  using Kind = pipeline::PipelineOp::Kind;
+  const int64_t lastStage = sched.numStages - 1;
+  std::vector<std::vector<PendingSend>> rankSends = pendingSends(sched, tied);
+  std::vector<std::vector<InputPass>> passes(sched.numRanks);
+  for (int64_t r = 0; r < sched.numRanks; ++r) {
+    SplitRankState state(sched, r, tied);
+    const auto &order = sched.rankOrders[r];
+    for (auto [i, op] : llvm::enumerate(order)) {
+      if (op.kind == Kind::I && op.stage != 0) {
+        // What the rank holds before this unit; the unit's own head
+        // backward has run (its head values freed, its gradients the
+        // phase's).
+        WeightPass w = state.holding(rankSends[r], i, layersPerChunk);
+        w.heads -= op.stage == lastStage ? 1 : 0;
+        // A block call after the unit's bottom I re-gathers residuals
+        // unless it is a forward; an I or whole B follows a full
+        // recomputation's re-run instead (prefetchedWhole).
+        const bool next = i + 1 < order.size();
+        const Kind nextKind = next ? order[i + 1].kind : Kind::F;
+        for (int64_t k = 0; k < layersPerChunk; ++k) {
+          InputPass in;
+          in.held = w;
+          in.held.pending += double(k);
+          in.held.receivedInputs += k > 0 && state.receives(op) ? 1 : 0;
+          const bool bottom = k + 1 == layersPerChunk;
+          if (bottom && next && nextKind == Kind::W)
+            in.held.prefetched = 1;
+          else if (!bottom || (next && nextKind != Kind::F))
+            in.held.prefetchedWhole = 1;
+          in.belowTop = k > 0;
+          in.receivedOutput = k == 0 && state.receives(op);
+          in.laterBlockCall = !bottom || next;
+          if (!llvm::is_contained(passes[r], in))
+            passes[r].push_back(in);
+        }
       }
-      if (op.kind == Kind::B || op.kind == Kind::I) {
-        held.erase({op.stage, op.microbatch});
-        if (op.stage > 0 && rankOf(op.stage - 1) == r)
-          held.insert({op.stage - 1, op.microbatch});
-      }
-      // The first stage's backward runs whole, at its I.
-      if (op.stage == 0 && (op.kind == Kind::B || op.kind == Kind::I)) {
-        --firstInflight;
-        ++firstBackwards;
-      }
+      state.enter(op);
+      state.leave(op);
     }
   }
   return passes;

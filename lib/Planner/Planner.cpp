@@ -509,6 +509,8 @@ struct ScheduleMemory {
   /// Each rank's whole backwards when it runs several stages (interleaved;
   /// backwardPassesOf).
   std::vector<std::vector<WeightPass>> rankBackwardPasses;
+  /// Each rank's split input-gradient calls (FrameLayers::inputPasses).
+  std::vector<std::vector<InputPass>> rankInputPasses;
   /// The most microbatches whose head forward has run and whose head
   /// backward has not, at a backward of the last stage (itself included).
   double lastStageHeads = 1;
@@ -640,6 +642,10 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         l.weightPasses = rankWeightPasses.front();
         setWeightPassBytes(l, dyn);
       }
+      if (sched && !sched->rankInputPasses.empty()) {
+        l.inputPasses = sched->rankInputPasses.front();
+        setWeightPassBytes(l, dyn);
+      }
       // Interleaved: the first rank also runs later stages, whose sums,
       // sends and received tied shares its backwards hold.
       if (sched && !firstHasHead && !sched->rankBackwardPasses.empty()) {
@@ -730,6 +736,10 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         last.weightPasses = rankWeightPasses.back();
         setWeightPassBytes(last, dyn);
       }
+      if (sched && !sched->rankInputPasses.empty()) {
+        last.inputPasses = sched->rankInputPasses.back();
+        setWeightPassBytes(last, dyn);
+      }
       // Its last microbatch's backwards no longer hold the head's
       // parameters; an earlier microbatch's do, with fewer sends live.
       last.rootForwardOnly = !dyn.gpipe;
@@ -813,6 +823,9 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   if (dyn.frame)
     mem.rankWeightPasses =
         weightPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
+  if (dyn.frame)
+    mem.rankInputPasses =
+        inputPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   if (dyn.frame && sched->numStages > sched->numRanks)
     mem.rankBackwardPasses =
         backwardPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);

@@ -83,6 +83,11 @@ is the peak.
 Selective recomputation under the zero-bubble schedules: a split W
 recomputes the norms and activations only it reads, its own frame at each
 W (with SP also the norms' all-gather: its send buffer and result).
+A zero-bubble peak can be at a split input-gradient call (I) instead:
+the planner reads its own frame off the one-block step compiled with its
+backward split (the I call's buffers differ from a whole backward call's)
+and what the rank holds there off the simulated schedule (the pending W
+inputs of the layers above).
 A first stage of several blocks without the head reads the received loss
 gradient (an activation) at its top backward call only; a lower call reads
 the block above's input gradient (a gradient).
@@ -251,6 +256,12 @@ PLANS = [
     # gradients in the tail, holding them whole until then.
     ("pp=2,dp=2,tp=2,sp=1,zero=1,recompute=full", 1),
     ("pp=2,dp=2,tp=2,sp=1,zero=1,recompute=full,schedule=gpipe", 1),
+    # ZB-H1's peak at a split input-gradient call (I): its own frame (the
+    # one-block step split, at its I call) with the layers above's pending
+    # W inputs; with cp the ring attention's buffers.
+    ("pp=2,tp=2,schedule=zb-h1", 1),
+    ("pp=2,cp=2,schedule=zb-h1", 1),
+    ("pp=4,cp=2,schedule=zb-h1", 1),
 ]
 
 

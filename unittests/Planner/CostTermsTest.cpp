@@ -899,6 +899,53 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   expectWeightPass(passes[1][1], want);
 }
 
+TEST(MemoryTerm, InputPassesHoldThePendingLayersAbove) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // ZB-H1, 2 ranks, 1 microbatch, 2 layers per stage: the last rank runs F0
+  // I0 W0, its I a call per layer, top first. At the top I: 2 layers in
+  // flight, nothing pending; at the bottom I the top layer's W inputs
+  // pending, its output gradient the top's input gradient, W next.
+  auto zbh1 = buildSchedule(ScheduleKind::ZBH1, 2, 1, 1);
+  ASSERT_TRUE(zbh1.ok());
+  std::vector<std::vector<InputPass>> passes = inputPassesOf(*zbh1, 2, true);
+  EXPECT_TRUE(passes[0].empty());
+  ASSERT_EQ(passes[1].size(), 2u);
+  EXPECT_FALSE(passes[1][0].belowTop);
+  EXPECT_TRUE(passes[1][0].laterBlockCall);
+  EXPECT_DOUBLE_EQ(passes[1][0].held.inflight, 2);
+  EXPECT_DOUBLE_EQ(passes[1][0].held.pending, 0);
+  EXPECT_DOUBLE_EQ(passes[1][0].held.prefetchedWhole, 1);
+  EXPECT_TRUE(passes[1][1].belowTop);
+  EXPECT_DOUBLE_EQ(passes[1][1].held.pending, 1);
+  EXPECT_DOUBLE_EQ(passes[1][1].held.prefetched, 1);
+  EXPECT_DOUBLE_EQ(passes[1][1].held.heads, 0);
+
+  // Scored from the I call's phase: at the bottom I of the last rank,
+  // 90 + 50 (the other layer's kept bytes) activations; the I call's own
+  // 55 gradients (its 15 head gradients are the top I's: below it the
+  // output gradient is the block above's input gradient, 15), and the
+  // pending layer's W inputs (25); the whole backward call's phase (40
+  // gradients) is lighter.
+  StepMemory phases = framePhases();
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.activation = {90, 0}, input.grad = {70, 0}, input.other = {8, 0};
+  input.headGrad = {15, 0};
+  FrameLayers l;
+  l.layers = 2, l.inflight = 2, l.keptPerLayer = 50, l.layerGradBytes = 30;
+  l.weightInputBytes = 25, l.boundaryBytes = 15;
+  FramePeak before = framePeak(phases, 1, 1, l);
+  l.inputPasses = passes[1];
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.activations, 140);
+  EXPECT_DOUBLE_EQ(p.grads, 55 + 15 + 25);
+  EXPECT_GT(p.total(), before.total());
+  // Without the I call's phase (not compiled) there is no candidate.
+  phases[static_cast<unsigned>(StepPhase::BlockInput)] = PhaseMemory();
+  EXPECT_EQ(framePeak(phases, 1, 1, l).phase, before.phase);
+}
+
 TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   using autoshard::pipeline::buildSchedule;
   using autoshard::pipeline::ScheduleKind;

@@ -472,6 +472,28 @@ struct WeightPass {
   }
 };
 
+/// A split input-gradient call (I) of one layer of a zero-bubble schedule's
+/// rank, as its simulated program holds it there (inputPassesOf): `held`
+/// counts what the rank holds besides the I's own microbatch and layer (the
+/// layers above it in its unit pending as well, their W inputs live).
+struct InputPass {
+  WeightPass held;
+  /// The layer is below its unit's top: its output gradient is the block
+  /// above's input gradient (gradient category), not the head's or a
+  /// received one.
+  bool belowTop = false;
+  /// Another block call of the rank follows (ZeRO-3 prefetches its gather).
+  bool laterBlockCall = false;
+  /// The unit's top layer, whose output gradient another rank sent (the
+  /// next stage's, on another rank): a received buffer, an activation.
+  bool receivedOutput = false;
+  bool operator==(const InputPass &o) const {
+    return held == o.held && belowTop == o.belowTop &&
+           laterBlockCall == o.laterBlockCall &&
+           receivedOutput == o.receivedOutput;
+  }
+};
+
 struct FrameLayers {
   double layers = 1, inflight = 1, microbatches = 1;
   double keptPerLayer = 0, layerGradBytes = 0, accumulated = 0, regather = 0;
@@ -549,6 +571,11 @@ struct FrameLayers {
   /// the other in-flight layers' kept bytes and what WeightPass counts,
   /// priced by the per-item bytes below.
   std::vector<WeightPass> backwardPasses;
+  /// Zero-bubble schedules: each split input-gradient call (I) of the rank
+  /// (inputPassesOf). Each is a candidate: the one-block step's I call
+  /// (StepPhase::BlockInput) with the other in-flight layers' kept bytes,
+  /// the other pending layers' W inputs and what WeightPass counts.
+  std::vector<InputPass> inputPasses;
   /// ZeRO-1/2/3 with several microbatches over dp > 1, at backward passes: a
   /// layer's complete sum is reduce-scattered right after its last
   /// backward and waited one call later (before the next backward under
@@ -618,6 +645,14 @@ pendingSends(const pipeline::PipelineSchedule &sched, bool tied);
 std::vector<std::vector<WeightPass>>
 weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
                bool tied);
+
+/// The split input-gradient calls (I) of each rank of `sched` in program
+/// order, one per layer of a unit (`layersPerChunk`, top first), with what
+/// the rank holds at each (InputPass; the transfers of weightPassesOf). The
+/// first stage's backward runs whole and is not one.
+std::vector<std::vector<InputPass>>
+inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
+              bool tied);
 
 /// The whole backwards (B) of each rank of `sched` in program order, with
 /// what the rank holds at each (WeightPass: inflight, tokenSlices, heads,

@@ -233,9 +233,18 @@ struct FunctionProfile {
 /// (before the block forward call), the block forward call, the head (final
 /// norm, LM head, loss and their gradients), the block's backward calls
 /// (with full recomputation its forward re-run first), the tail (embedding
-/// gradient, gradient reduction, optimizer).
-enum class StepPhase { Embedding, BlockForward, Head, BlockBackward, Tail };
-constexpr unsigned kNumStepPhases = 5;
+/// gradient, gradient reduction, optimizer). Besides them, BlockInput: the
+/// same step with its block backward call split as a zero-bubble schedule
+/// runs it (BackwardSplit.h), at the input-gradient call (I).
+enum class StepPhase {
+  Embedding,
+  BlockForward,
+  Head,
+  BlockBackward,
+  Tail,
+  BlockInput
+};
+constexpr unsigned kNumStepPhases = 6;
 
 /// Live bytes of the one-block step's static memory plan (rt-plan-memory)
 /// at the op of largest total within one phase, per category: activations,

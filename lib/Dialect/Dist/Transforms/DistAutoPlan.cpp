@@ -155,6 +155,8 @@ struct RawProfile {
   double headKept = 0;
   /// The block functions the step calls (their rt forms keep the names).
   std::string forwardName, backwardName, recomputeName;
+  /// The one-block train step's name.
+  std::string stepName;
   /// The step's live bytes per category at the largest-total op of each
   /// phase (planner::StepPhase order) of its static memory plan.
   std::array<rt::CategoryBytes, planner::kNumStepPhases> phases{};
@@ -266,36 +268,25 @@ ReducedOver reducedOver(Value grad) {
   return r;
 }
 
-/// Reads into `p.weightInputs` the gradient bytes that the weight-gradient
-/// part of the step's first block backward call reads when a zero-bubble
-/// schedule defers it (BackwardSplit.h): the values the input-gradient
-/// part saves for it and the call's gradient operands (computed after the
-/// loss: the block output's gradient). The weight part computes the
-/// call's results that reach only the optimizer (through collectives).
-/// Works on a copy of `module`; 0 when the call is left whole.
-LogicalResult readWeightGradInputs(ModuleOp module,
-                                   const FunctionProfile &stepProfile,
-                                   const FunctionProfile &backward,
-                                   RawProfile &p, std::string &err) {
-  OwningOpRef<ModuleOp> copy = module.clone();
-  auto step = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(
-      *copy, cast<func::FuncOp>(stepProfile.op).getSymName()));
-  if (!step) {
-    err = "the one-block train step cannot be copied";
-    return failure();
-  }
+/// Splits the first call of the block backward `backward` in `step` as a
+/// zero-bubble schedule does (BackwardSplit.h): the results that reach only
+/// the optimizer update, through collectives, form the weight part.
+/// Returns the input and weight calls, or std::nullopt when the call is
+/// left whole; `loss` is set to the step's loss op (or null).
+std::optional<std::pair<func::CallOp, func::CallOp>>
+splitFirstBackward(func::FuncOp step, StringRef backward,
+                   BackwardCallSplitter &splitter, Operation *&loss) {
   func::CallOp call;
-  Operation *loss = nullptr;
+  loss = nullptr;
   for (Operation &op : step.getBody().front()) {
     if (!loss && op.hasTrait<tfm::trait::TrainingLoss>())
       loss = &op;
     if (auto c = dyn_cast<func::CallOp>(op);
-        c && !call && c.getCallee() == backward.name)
+        c && !call && c.getCallee() == backward)
       call = c;
   }
   if (!call || !loss)
-    return success();
-  // Results that reach only the optimizer update, through collectives.
+    return std::nullopt;
   auto onlyOptimizer = [](Value v) {
     SmallVector<Value> work = {v};
     while (!work.empty()) {
@@ -315,9 +306,30 @@ LogicalResult readWeightGradInputs(ModuleOp module,
     if (!r.use_empty() && onlyOptimizer(r))
       weight.set(i);
   if (weight.none())
-    return success();
+    return std::nullopt;
+  return splitter.split(call, weight);
+}
+
+/// Reads into `p.weightInputs` the gradient bytes that the weight-gradient
+/// part of the step's first block backward call reads when a zero-bubble
+/// schedule defers it (splitFirstBackward): the values the input-gradient
+/// part saves for it and the call's gradient operands (computed after the
+/// loss: the block output's gradient). Works on a copy of `module`; 0 when
+/// the call is left whole.
+LogicalResult readWeightGradInputs(ModuleOp module,
+                                   const FunctionProfile &stepProfile,
+                                   const FunctionProfile &backward,
+                                   RawProfile &p, std::string &err) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  auto step = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(
+      *copy, cast<func::FuncOp>(stepProfile.op).getSymName()));
+  if (!step) {
+    err = "the one-block train step cannot be copied";
+    return failure();
+  }
+  Operation *loss = nullptr;
   BackwardCallSplitter splitter(*copy);
-  auto parts = splitter.split(call, weight);
+  auto parts = splitFirstBackward(step, backward.name, splitter, loss);
   if (!parts)
     return success();
   auto [input, weightCall] = *parts;
@@ -442,6 +454,7 @@ LogicalResult readProgram(ModuleOp module, RawProfile &p, std::string &err) {
   const TrainStepProfile &s = *read;
   p.forwardName = s.forward->name.str();
   p.backwardName = s.backward->name.str();
+  p.stepName = s.step->name.str();
   if (s.recompute)
     p.recomputeName = s.recompute->name.str();
   readRerunParams(s, p);
@@ -663,6 +676,51 @@ LogicalResult readPhases(rt::FuncOp step, RawProfile &p, std::string &err) {
           phaseOf(use.start) == planner::StepPhase::Head)
         p.headGrads[phase] +=
             use.bytes[static_cast<unsigned>(rt::Category::Grad)];
+  }
+  return success();
+}
+
+/// Reads into `p.phases[BlockInput]` the live bytes of the planned one-block
+/// train step `step` whose block backward call a zero-bubble schedule split
+/// (splitFirstBackward) at its input-gradient call `@<inputName>`, and of its
+/// gradient bytes those of buffers the head produced (as readPhases).
+LogicalResult readInputPhase(rt::FuncOp step, StringRef inputName,
+                             RawProfile &p, std::string &err) {
+  FailureOr<SmallVector<rt::FrameUse>> uses = rt::getFrameUses(step);
+  if (failed(uses)) {
+    err = "the split one-block train step's frame cannot be read";
+    return failure();
+  }
+  int64_t forward = -1, firstBackward = -1, input = -1;
+  for (auto [index, op] : llvm::enumerate(step.getBody().front())) {
+    auto call = dyn_cast<rt::CallOp>(op);
+    if (!call)
+      continue;
+    StringRef callee = call.getCallee();
+    if (forward < 0 && callee == p.forwardName)
+      forward = index;
+    if (firstBackward < 0 && (callee == inputName || callee == p.recomputeName))
+      firstBackward = index;
+    if (input < 0 && callee == inputName)
+      input = index;
+  }
+  if (forward < 0 || firstBackward < forward || input < firstBackward) {
+    err = llvm::formatv("the split one-block train step does not call @{0} "
+                        "before @{1}",
+                        p.forwardName, inputName);
+    return failure();
+  }
+  const unsigned phase = static_cast<unsigned>(planner::StepPhase::BlockInput);
+  const unsigned grad = static_cast<unsigned>(rt::Category::Grad);
+  p.phases[phase] = {};
+  p.headGrads[phase] = 0;
+  for (const rt::FrameUse &use : *uses) {
+    if (use.start > input || input > use.end)
+      continue;
+    for (unsigned i = 0; i < use.bytes.size(); ++i)
+      p.phases[phase][i] += use.bytes[i];
+    if (use.start > forward && use.start < firstBackward)
+      p.headGrads[phase] += use.bytes[grad];
   }
   return success();
 }
@@ -1461,6 +1519,23 @@ struct DistAutoPlanPass
         buildDistPerRankPipeline(pm, /*overlap=*/true);
       rt::buildRtLoweringPipeline(pm, /*fuseEpilogues=*/true);
     };
+    // The same step with its block backward split as a zero-bubble schedule
+    // runs it: the memory plan at its input-gradient call.
+    OwningOpRef<ModuleOp> split = copy->clone();
+    if (auto step = split->lookupSymbol<func::FuncOp>(raw.stepName)) {
+      Operation *loss = nullptr;
+      BackwardCallSplitter splitter(*split);
+      if (auto parts =
+              splitFirstBackward(step, raw.backwardName, splitter, loss)) {
+        std::string input = parts->first.getCallee().str();
+        if (failed(dist::runPassPipeline(*split, lower, err)))
+          return failure();
+        for (auto rtStep : split->getOps<rt::FuncOp>())
+          if (rtStep.isEntry() && *rtStep.getEntry() == "train_step" &&
+              failed(readInputPhase(rtStep, input, raw, err)))
+            return failure();
+      }
+    }
     if (failed(dist::runPassPipeline(*copy, lower, err)))
       return failure();
     for (auto step : copy->getOps<rt::FuncOp>()) {
