@@ -696,6 +696,20 @@ static double backwardPassSums(const FrameLayers &l, const WeightPass &w) {
          (w.embeddingSums ? l.embeddingGradBytes : 0);
 }
 
+/// The gradient sums `l` holds at W pass `w`: as backwardPassSums, but a
+/// W is no re-run, so under full recomputation a sum completed before it
+/// stays whole until the next backward call's re-run.
+static double weightPassSums(const FrameLayers &l, const WeightPass &w) {
+  double whole = w.summedLayers, shards = 0;
+  if (l.completeSumShardBytes > 0) {
+    whole -= w.completeLayers - (l.rerunCalls ? w.completeBeforeRerunLayers
+                                              : w.justCompleteLayers);
+    shards = w.completeLayers;
+  }
+  return whole * l.weightGradBytes + shards * l.completeSumShardBytes +
+         (w.embeddingSums ? l.embeddingGradBytes : 0);
+}
+
 FramePeak framePeak(const StepMemory &phases, double b, double scale,
                     const FrameLayers &l) {
   const double otherLayers = std::max(0.0, l.layers - 1);
@@ -799,8 +813,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
                  (w.prefetched + (l.rerunCalls ? 0 : w.prefetchedWhole)) *
                      l.weightRegatherBytes,
-             l.weightGradBytes + w.summedLayers * l.weightGradBytes +
-                 (w.embeddingSums ? l.embeddingGradBytes : 0) +
+             l.weightGradBytes + weightPassSums(l, w) +
                  w.headGrads * l.headOnlyGradSumBytes,
              w.pending * l.weightInputBytes + l.weightFrameBytes +
                  (w.sentGrads + w.heldGrads - w.receivedInputs) *
@@ -963,6 +976,10 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
     };
     int64_t headBackwards = 0, firstBackwards = 0, headAdds = 0;
     std::set<int64_t> summed;
+    // Per stage, its backwards run (B, or W when split) and, once complete,
+    // the op of its last and whether a backward call (I or B) ran since.
+    std::map<int64_t, int64_t> backwards;
+    std::map<int64_t, std::pair<size_t, bool>> complete;
     // Input gradients of a stage whose previous stage runs on this rank
     // too, held from its backward to that stage's: (stage - 1, microbatch).
     std::set<std::pair<int64_t, int64_t>> held;
@@ -996,6 +1013,11 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
               double(std::max<int64_t>(0, headBackwards - firstBackwards));
         w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
         w.embeddingSums = firstBackwards > 0;
+        for (const auto &[stage, at] : complete) {
+          w.completeLayers += double(layersPerChunk);
+          w.justCompleteLayers += at.first + 1 == i ? layersPerChunk : 0;
+          w.completeBeforeRerunLayers += at.second ? 0 : layersPerChunk;
+        }
         w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
         w.heldGrads = double(held.size());
         w.receivedInputs = double(received);
@@ -1009,9 +1031,14 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         --pending;
         received -= receives(op) ? 1 : 0;
       }
+      if (op.kind == Kind::B || op.kind == Kind::I)
+        for (auto &[stage, at] : complete)
+          at.second = true;
       if (op.kind == Kind::B || op.kind == Kind::W) {
         --inflight;
         summed.insert(op.stage);
+        if (++backwards[op.stage] == sched.numMicrobatches)
+          complete[op.stage] = {i, false};
       }
       if (op.kind == Kind::B || op.kind == Kind::I) {
         held.erase({op.stage, op.microbatch});

@@ -1081,9 +1081,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.sumShardBytes =
           dyn.layers.sumReduceBytes / double(shards.dpGroup);
     }
-    // With several stages per rank (interleaved) each stage's sums are
-    // reduce-scattered after its last backward.
-    if (plan.zero >= 1 && shards.dpGroup > 1 && plan.mb > 1)
+    // With several stages per rank (interleaved, ZB-V) each stage's sums
+    // are reduce-scattered after its last backward, one microbatch's too.
+    if (plan.zero >= 1 && shards.dpGroup > 1 && (plan.mb > 1 || p > 1))
       dyn.layers.completeSumShardBytes = prof.layerParams *
                                          gradElementBytes(c, m.elementBytes) /
                                          double(shards.dpGroup);

@@ -229,6 +229,11 @@ PLANS = [
     # follows holds that call's re-gathered residuals, prefetched.
     ("pp=2,dp=2,tp=2,sp=1,schedule=zb-v,vpp=2", 2),
     ("pp=2,tp=2,sp=1,schedule=zb-v,vpp=2", 8),
+    # ZB-V under ZeRO-1/2 with one microbatch: the middle rank's stage 2 sum
+    # is complete after its W and reduce-scattered (waited after stage 1's
+    # re-run): only its shard at stage 1's W.
+    ("pp=2,dp=2,zero=1,recompute=full,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,tp=2,zero=2,recompute=full,schedule=zb-v,vpp=2", 1),
 ]
 
 

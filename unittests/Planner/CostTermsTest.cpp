@@ -746,6 +746,8 @@ void expectWeightPass(const WeightPass &got, const WeightPass &want) {
   EXPECT_EQ(got.embeddingSums, want.embeddingSums);
   EXPECT_DOUBLE_EQ(got.completeLayers, want.completeLayers);
   EXPECT_DOUBLE_EQ(got.justCompleteLayers, want.justCompleteLayers);
+  EXPECT_DOUBLE_EQ(got.completeBeforeRerunLayers,
+                   want.completeBeforeRerunLayers);
   EXPECT_DOUBLE_EQ(got.headGrads, want.headGrads);
   EXPECT_DOUBLE_EQ(got.receivedInputs, want.receivedInputs);
   EXPECT_DOUBLE_EQ(got.prefetchedWhole, want.prefetchedWhole);
@@ -781,6 +783,29 @@ TEST(MemoryTerm, FramePeakInterleavedBackwardPasses) {
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 60 + 10 + 12);
   l.rerunCalls = true;
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 10 + 12);
+}
+
+TEST(MemoryTerm, FramePeakWeightPassCompleteSumShards) {
+  // A W pass with 2 layers' sums (30 each), one complete: whole without
+  // ZeRO; under ZeRO-1/2/3 over dp > 1 its shard (10), whole too while its
+  // reduce-scatter is waited after this W (completed by the op before, or
+  // under full recomputation with no backward call's re-run between).
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.head = false, l.layers = 1, l.inflight = 1, l.weightGradBytes = 30;
+  WeightPass w;
+  w.inflight = 1, w.pending = 1, w.summedLayers = 2, w.completeLayers = 1;
+  l.weightPasses = {w};
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 60);
+  l.completeSumShardBytes = 10;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 30 + 10);
+  l.weightPasses[0].justCompleteLayers = 1;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 60 + 10);
+  l.weightPasses[0].justCompleteLayers = 0;
+  l.weightPasses[0].completeBeforeRerunLayers = 1;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 30 + 10);
+  l.rerunCalls = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 60 + 10);
 }
 
 TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
@@ -836,6 +861,14 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   ASSERT_FALSE(passes[0].empty());
   EXPECT_DOUBLE_EQ(passes[0][0].prefetched, 0);
   EXPECT_DOUBLE_EQ(passes[0][0].prefetchedWhole, 1);
+  // Rank 1 runs F1 F2 I2 W2 I1 W1: at W1 stage 2's sum is complete (its
+  // only W ran two ops before, a backward call I1 between).
+  ASSERT_EQ(passes[1].size(), 2u);
+  EXPECT_DOUBLE_EQ(passes[1][0].completeLayers, 0);
+  EXPECT_DOUBLE_EQ(passes[1][1].summedLayers, 1);
+  EXPECT_DOUBLE_EQ(passes[1][1].completeLayers, 1);
+  EXPECT_DOUBLE_EQ(passes[1][1].justCompleteLayers, 0);
+  EXPECT_DOUBLE_EQ(passes[1][1].completeBeforeRerunLayers, 0);
 
   // ZB-H1, 2 ranks, 4 microbatches, 2 layers per stage: the last rank
   // sends each microbatch's input gradient and tied head share to rank 0,

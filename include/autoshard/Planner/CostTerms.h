@@ -435,8 +435,12 @@ struct WeightPass {
   bool embeddingSums = false;
   /// Of the summed layers, those whose last microbatch's backward has run
   /// (their sum is complete), and those whose last backward is the op just
-  /// before (backward passes only).
+  /// before.
   double completeLayers = 0, justCompleteLayers = 0;
+  /// At a W: of the complete layers, those with no backward call (I or B)
+  /// since their last W (under full recomputation their reduce-scatter is
+  /// waited after the next re-run, which starts such a call).
+  double completeBeforeRerunLayers = 0;
   /// Gradients of the parameters only the head reads: each head backward
   /// makes one, and the last stage's W of microbatch j > 0 adds j's to the
   /// sum at its start.
@@ -460,6 +464,7 @@ struct WeightPass {
            summedLayers == o.summedLayers && embeddingSums == o.embeddingSums &&
            completeLayers == o.completeLayers &&
            justCompleteLayers == o.justCompleteLayers &&
+           completeBeforeRerunLayers == o.completeBeforeRerunLayers &&
            headGrads == o.headGrads && prefetched == o.prefetched &&
            prefetchedWhole == o.prefetchedWhole;
   }
@@ -535,11 +540,11 @@ struct FrameLayers {
   /// the other in-flight layers' kept bytes and what WeightPass counts,
   /// priced by the per-item bytes below.
   std::vector<WeightPass> backwardPasses;
-  /// ZeRO-1/2/3 with several microbatches over dp > 1, at backward passes: a
-  /// layer's complete sum is reduce-scattered right after its last
-  /// backward and waited one call later (before the next backward under
-  /// full recomputation: `rerunCalls`); its shard (`completeSumShardBytes`)
-  /// stays. 0: sums stay whole until the tail.
+  /// ZeRO-1/2/3 over dp > 1 with several microbatches or stages, at
+  /// backward and W passes: a layer's complete sum is reduce-scattered
+  /// right after its last backward (or W) and waited one call later (after
+  /// the next re-run under full recomputation: `rerunCalls`); its shard
+  /// (`completeSumShardBytes`) stays. 0: sums stay whole until the tail.
   double completeSumShardBytes = 0;
   /// The last stage: the head values (LocalProfile::headKeptBytes) of the
   /// other microbatches whose head forward has run and whose backward has
