@@ -823,16 +823,26 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // A whole backward of a rank that runs several stages (interleaved), as
   // its simulated program holds it there; the phase's received gradients
   // hold one tied share.
-  for (const WeightPass &w : l.backwardPasses)
+  const PhaseMemory &backward =
+      phases[static_cast<unsigned>(StepPhase::BlockBackward)];
+  for (const WeightPass &w : l.backwardPasses) {
+    // The head's part of the phase's gradients, received there.
+    const double received =
+        w.receivedOutputGrad && l.head
+            ? std::max(0.0,
+                       backward.headGrad.at(b) * scale - l.headOnlyGradBytes)
+            : 0;
     consider(StepPhase::BlockBackward,
-             std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+             received + std::max(0.0, w.inflight - 1) * l.keptPerLayer +
                  w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
                  w.sentActivations * l.boundaryBytes +
                  (w.receivedShares - 1) * l.tiedGradBytes +
                  (otherLayers > 0 ? l.regather : 0) + l.gatheredPerLayer +
-                 backwardNext,
+                 backwardNext + w.pending * l.recomputedBytes,
              backwardPassSums(l, w),
-             w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes);
+             w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes +
+                 w.pending * l.weightInputBytes - received);
+  }
   consider(StepPhase::Tail, 0, otherGrads);
   return best;
 }
@@ -1078,7 +1088,9 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
     const std::vector<PendingSend> &sends = rankSends[r];
     std::map<int64_t, size_t> received;
     int64_t inflight = 0, firstInflight = 0, heads = 0, shares = 0;
-    int64_t firstBackwards = 0, complete = 0;
+    int64_t firstBackwards = 0, complete = 0, pending = 0, headBackwards = 0;
+    const bool both =
+        sched.stageToRank[0] == r && sched.stageToRank[lastStage] == r;
     std::set<int64_t> summed;
     std::map<int64_t, int64_t> backwards;
     bool completedLast = false;
@@ -1099,12 +1111,40 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       inflight += op.kind == Kind::F ? 1 : 0;
       firstInflight += op.kind == Kind::F && op.stage == 0 ? 1 : 0;
       heads += op.kind == Kind::F && op.stage == lastStage ? 1 : 0;
-      if (op.kind != Kind::B) {
+      // A split backward (ZB-V): its W ends the layer's flight and makes
+      // its sum; the first stage's runs whole at its I.
+      const bool split = op.kind == Kind::I || op.kind == Kind::W;
+      if (split && op.stage != 0) {
+        pending += op.kind == Kind::I ? 1 : -1;
+        if (op.kind == Kind::I && op.stage == lastStage) {
+          --heads;
+          ++headBackwards;
+        }
+      }
+      if (op.kind == Kind::W) {
+        --inflight;
+        summed.insert(op.stage);
+        completedLast = ++backwards[op.stage] == sched.numMicrobatches;
+        complete += completedLast ? 1 : 0;
+        continue;
+      }
+      if (op.kind != Kind::B && !(op.kind == Kind::I && op.stage == 0)) {
         completedLast = false;
         continue;
       }
       WeightPass w;
       w.inflight = double(inflight * layersPerChunk);
+      w.pending = double(pending * layersPerChunk);
+      // On a rank with both ends (ZB-V's first) its input gradient comes
+      // from the next stage's rank, and the head shares made here and not
+      // yet added to the sum are pending (this backward adds its
+      // microbatch's); none is received.
+      if (op.kind == Kind::I && both) {
+        w.receivedOutputGrad = true;
+        if (tied)
+          w.tiedShares =
+              double(std::max<int64_t>(0, headBackwards - firstBackwards));
+      }
       countUnwaitedSends(w, sends, i);
       w.receivedShares = double(shares);
       w.tokenSlices = double(firstInflight);
@@ -1115,11 +1155,14 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       w.justCompleteLayers = completedLast ? double(layersPerChunk) : 0;
       if (!llvm::is_contained(passes[r], w))
         passes[r].push_back(w);
-      --inflight;
-      summed.insert(op.stage);
-      completedLast = ++backwards[op.stage] == sched.numMicrobatches;
-      complete += completedLast ? 1 : 0;
-      heads -= op.stage == lastStage ? 1 : 0;
+      completedLast = false;
+      if (op.kind == Kind::B) {
+        --inflight;
+        summed.insert(op.stage);
+        completedLast = ++backwards[op.stage] == sched.numMicrobatches;
+        complete += completedLast ? 1 : 0;
+        heads -= op.stage == lastStage ? 1 : 0;
+      }
       if (op.stage == 0) {
         --firstInflight;
         ++firstBackwards;

@@ -629,8 +629,9 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         setWeightPassBytes(l, dyn);
       }
       // Interleaved: the first rank also runs later stages, whose sums,
-      // sends and received tied shares its backwards hold.
-      if (sched && !firstHasHead && !sched->rankBackwardPasses.empty()) {
+      // sends and received tied shares its backwards hold; ZB-V: the last
+      // stage's, at the first stage's backwards (whole, at their I).
+      if (sched && !sched->rankBackwardPasses.empty()) {
         l.backwardPasses = sched->rankBackwardPasses.front();
         setWeightPassBytes(l, dyn);
       }

@@ -234,6 +234,12 @@ PLANS = [
     # re-run): only its shard at stage 1's W.
     ("pp=2,dp=2,zero=1,recompute=full,schedule=zb-v,vpp=2", 1),
     ("pp=2,dp=2,tp=2,zero=2,recompute=full,schedule=zb-v,vpp=2", 1),
+    # ZB-V's first rank at its last first-stage backward (whole, at its
+    # I): the last stage's sums, the pending head share, the input gradient
+    # and one share received (activations). It is the heavier rank here.
+    ("pp=2,dp=2,recompute=full,schedule=zb-v,vpp=2", 2),
+    ("pp=2,dp=2,cp=2,recompute=selective,schedule=zb-v,vpp=2", 2),
+    ("pp=2,dp=2,tp=2,sp=1,recompute=full,schedule=zb-v,vpp=2", 2),
 ]
 
 

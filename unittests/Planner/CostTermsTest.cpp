@@ -748,6 +748,7 @@ void expectWeightPass(const WeightPass &got, const WeightPass &want) {
   EXPECT_DOUBLE_EQ(got.justCompleteLayers, want.justCompleteLayers);
   EXPECT_DOUBLE_EQ(got.completeBeforeRerunLayers,
                    want.completeBeforeRerunLayers);
+  EXPECT_EQ(got.receivedOutputGrad, want.receivedOutputGrad);
   EXPECT_DOUBLE_EQ(got.headGrads, want.headGrads);
   EXPECT_DOUBLE_EQ(got.receivedInputs, want.receivedInputs);
   EXPECT_DOUBLE_EQ(got.prefetchedWhole, want.prefetchedWhole);
@@ -929,6 +930,49 @@ TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   want.summedLayers = 2, want.embeddingSums = true, want.completeLayers = 1;
   expectWeightPass(passes[0][3], want);
   EXPECT_DOUBLE_EQ(passes[0][2].justCompleteLayers, 1);
+
+  // ZB-V, 2 ranks, 2 microbatches: rank 0 runs F0 F0 F3 I3 W3 F3 I3 W3 I0
+  // W0 I0 W0; the first stage's backward runs whole at its I. At I0 of
+  // microbatch 1: one layer in flight, stage 3's sum complete and stage
+  // 0's, the embedding's; the head share of microbatch 1 not yet added
+  // (made by I3, added by this backward), its input gradient received.
+  auto zbv = buildSchedule(ScheduleKind::ZBV, 2, 2, 2);
+  ASSERT_TRUE(zbv.ok());
+  passes = backwardPassesOf(*zbv, 1, true);
+  ASSERT_EQ(passes[0].size(), 2u);
+  EXPECT_TRUE(passes[1].empty());
+  want = WeightPass();
+  want.inflight = 1, want.tiedShares = 1;
+  want.tokenSlices = 1, want.summedLayers = 2, want.embeddingSums = true;
+  want.completeLayers = 1, want.receivedOutputGrad = true;
+  expectWeightPass(passes[0][1], want);
+  // At I0 of microbatch 0 both shares are pending, stage 3's sum just
+  // complete, 2 layers in flight.
+  EXPECT_DOUBLE_EQ(passes[0][0].tiedShares, 2);
+  EXPECT_DOUBLE_EQ(passes[0][0].inflight, 2);
+  EXPECT_DOUBLE_EQ(passes[0][0].justCompleteLayers, 1);
+}
+
+TEST(MemoryTerm, FramePeakFirstStageBackwardReceivesItsInput) {
+  // A rank with the head whose first stage's backward reads its input
+  // gradient from another rank (ZB-V): the phase's head gradient (25: the
+  // block output gradient and one tied share, 10) is received, an
+  // activation, less the share, which was made on this rank: with the
+  // pending shares (2, 10 each) a gradient.
+  StepMemory phases = framePhases();
+  phases[static_cast<unsigned>(StepPhase::BlockBackward)].headGrad = {25, 0};
+  FrameLayers l;
+  l.head = true, l.layers = 1, l.inflight = 1, l.tiedGradBytes = 10;
+  l.weightGradBytes = 30;
+  WeightPass w;
+  w.inflight = 1, w.tiedShares = 2, w.summedLayers = 1;
+  w.receivedOutputGrad = true;
+  l.backwardPasses = {w};
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 25 - 10);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 25 + 20);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 30);
 }
 
 TEST(MemoryTerm, PendingSendsWaitedAfterTheAnswer) {

@@ -441,6 +441,11 @@ struct WeightPass {
   /// since their last W (under full recomputation their reduce-scatter is
   /// waited after the next re-run, which starts such a call).
   double completeBeforeRerunLayers = 0;
+  /// At a backward pass of a rank that runs the head too (ZB-V's first
+  /// stage): its block output gradient came from another rank, a received
+  /// (activation) buffer, not the head's gradient (the phase's received
+  /// bytes, less the tied share they hold: see receivedShares).
+  bool receivedOutputGrad = false;
   /// Gradients of the parameters only the head reads: each head backward
   /// makes one, and the last stage's W of microbatch j > 0 adds j's to the
   /// sum at its start.
@@ -465,6 +470,7 @@ struct WeightPass {
            completeLayers == o.completeLayers &&
            justCompleteLayers == o.justCompleteLayers &&
            completeBeforeRerunLayers == o.completeBeforeRerunLayers &&
+           receivedOutputGrad == o.receivedOutputGrad &&
            headGrads == o.headGrads && prefetched == o.prefetched &&
            prefetchedWhole == o.prefetchedWhole;
   }
