@@ -540,7 +540,8 @@ struct FrameLayers {
   /// bytes and what WeightPass counts, priced by the per-item bytes below;
   /// not the phase's gradient bytes (its I has run).
   std::vector<WeightPass> weightPasses;
-  /// A rank that runs several stages (interleaved): each whole backward (B)
+  /// A rank that runs several stages (interleaved; ZB-V's first stage's,
+  /// whole at its I): each whole backward (B)
   /// of its simulated program, with what the rank holds there
   /// (backwardPassesOf). Each is a candidate: the block backward phase with
   /// the other in-flight layers' kept bytes and what WeightPass counts,
@@ -622,7 +623,10 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
 /// per stage), with the transfers of weightPassesOf. A rank receives from a
 /// peer in the peer's send order: a unit takes what it reads together with
 /// everything the peer sent before, so a tied share can arrive several
-/// backwards before the first-stage backward that adds it.
+/// backwards before the first-stage backward that adds it. In a split
+/// schedule (ZB-V) the first stage's backward runs whole at its I (with
+/// pending, receivedOutputGrad), and a W ends its layer's flight and makes
+/// its sum.
 std::vector<std::vector<WeightPass>>
 backwardPassesOf(const pipeline::PipelineSchedule &sched,
                  int64_t layersPerChunk, bool tied);
