@@ -812,7 +812,9 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
                  (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
                  (w.prefetched + (l.rerunCalls ? 0 : w.prefetchedWhole)) *
-                     l.weightRegatherBytes,
+                     l.weightRegatherBytes +
+                 w.nextStageBackward *
+                     (l.rerunCalls ? l.rerunGatherBytes : prefetch),
              l.weightGradBytes + weightPassSums(l, w) +
                  w.headGrads * l.headOnlyGradSumBytes,
              w.pending * l.weightInputBytes + l.weightFrameBytes +
@@ -1032,6 +1034,14 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         w.heldGrads = double(held.size());
         w.receivedInputs = double(received);
         w.prefetched = nextReadsGathers(sched.rankOrders[r], i, layersPerChunk);
+        {
+          const auto &o = sched.rankOrders[r];
+          w.nextStageBackward =
+              i + 1 < o.size() && o[i + 1].stage != op.stage &&
+                      (o[i + 1].kind == Kind::I || o[i + 1].kind == Kind::B)
+                  ? 1
+                  : 0;
+        }
         const auto &order = sched.rankOrders[r];
         if (!w.prefetched && i + 1 < order.size() &&
             order[i + 1].kind == Kind::I && order[i + 1].stage == 0)

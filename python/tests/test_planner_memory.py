@@ -240,6 +240,9 @@ PLANS = [
     ("pp=2,dp=2,recompute=full,schedule=zb-v,vpp=2", 2),
     ("pp=2,dp=2,cp=2,recompute=selective,schedule=zb-v,vpp=2", 2),
     ("pp=2,dp=2,tp=2,sp=1,recompute=full,schedule=zb-v,vpp=2", 2),
+    # ZB-V's first rank under ZeRO-3: W of the last stage holds the gather
+    # of the first stage's backward that follows it, started one call ahead.
+    ("pp=2,dp=2,zero=3,recompute=selective,schedule=zb-v,vpp=2", 1),
 ]
 
 

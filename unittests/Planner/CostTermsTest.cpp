@@ -749,6 +749,7 @@ void expectWeightPass(const WeightPass &got, const WeightPass &want) {
   EXPECT_DOUBLE_EQ(got.completeBeforeRerunLayers,
                    want.completeBeforeRerunLayers);
   EXPECT_EQ(got.receivedOutputGrad, want.receivedOutputGrad);
+  EXPECT_DOUBLE_EQ(got.nextStageBackward, want.nextStageBackward);
   EXPECT_DOUBLE_EQ(got.headGrads, want.headGrads);
   EXPECT_DOUBLE_EQ(got.receivedInputs, want.receivedInputs);
   EXPECT_DOUBLE_EQ(got.prefetchedWhole, want.prefetchedWhole);
@@ -809,6 +810,24 @@ TEST(MemoryTerm, FramePeakWeightPassCompleteSumShards) {
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 60 + 10);
 }
 
+TEST(MemoryTerm, FramePeakWeightPassPrefetchesTheNextStagesGather) {
+  // ZeRO-3: a W that another stage's backward follows (ZB-V's first rank)
+  // holds that call's gather, started one call ahead: the packed shard (7)
+  // and the gathered layer (14); under full recomputation the re-run's.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.head = false, l.layers = 1, l.inflight = 1, l.weightGradBytes = 30;
+  l.gatherPackBytes = 7, l.gatheredPerLayer = 14, l.weightInputBytes = 1000;
+  WeightPass w;
+  w.inflight = 1, w.pending = 1;
+  l.weightPasses = {w};
+  const double without = framePeak(phases, 1, 1, l).activations;
+  l.weightPasses[0].nextStageBackward = 1;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, without + 21);
+  l.rerunCalls = true, l.rerunGatherBytes = 5;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, without + 5);
+}
+
 TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   using autoshard::pipeline::buildSchedule;
   using autoshard::pipeline::ScheduleKind;
@@ -835,7 +854,7 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   want.tiedShares = 2, want.summedLayers = 2, want.embeddingSums = true;
   want.headGrads = 1;
   // The first stage's backward (whole, at its I) follows it.
-  want.prefetchedWhole = 1;
+  want.prefetchedWhole = 1, want.nextStageBackward = 1;
   expectWeightPass(passes[0][2], want);
   // Before stage 0's first backward there is no sum: at W3 of microbatch
   // 0 its share is pending.
@@ -853,6 +872,8 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   want = WeightPass();
   want.inflight = 4, want.pending = 1, want.sentActivations = 1;
   want.heldGrads = 1, want.receivedInputs = 1;
+  // Stage 1's I follows it.
+  want.nextStageBackward = 1;
   expectWeightPass(weightPassesOf(*zbv, 1, true)[1][0], want);
   // One microbatch: rank 0 runs F0 F3 I3 W3 I0 W0; the first stage's
   // backward (whole, at I0) follows W3.
@@ -862,6 +883,7 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   ASSERT_FALSE(passes[0].empty());
   EXPECT_DOUBLE_EQ(passes[0][0].prefetched, 0);
   EXPECT_DOUBLE_EQ(passes[0][0].prefetchedWhole, 1);
+  EXPECT_DOUBLE_EQ(passes[0][0].nextStageBackward, 1);
   // Rank 1 runs F1 F2 I2 W2 I1 W1: at W1 stage 2's sum is complete (its
   // only W ran two ops before, a backward call I1 between).
   ASSERT_EQ(passes[1].size(), 2u);

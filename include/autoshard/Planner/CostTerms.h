@@ -446,6 +446,10 @@ struct WeightPass {
   /// (activation) buffer, not the head's gradient (the phase's received
   /// bytes, less the tied share they hold: see receivedShares).
   bool receivedOutputGrad = false;
+  /// 1 when the rank's next op after this W is another stage's backward
+  /// (ZB-V's first rank: W of the last stage, then the first stage's):
+  /// under ZeRO-3 its layer's gather is started one call ahead, here.
+  double nextStageBackward = 0;
   /// Gradients of the parameters only the head reads: each head backward
   /// makes one, and the last stage's W of microbatch j > 0 adds j's to the
   /// sum at its start.
@@ -471,6 +475,7 @@ struct WeightPass {
            justCompleteLayers == o.justCompleteLayers &&
            completeBeforeRerunLayers == o.completeBeforeRerunLayers &&
            receivedOutputGrad == o.receivedOutputGrad &&
+           nextStageBackward == o.nextStageBackward &&
            headGrads == o.headGrads && prefetched == o.prefetched &&
            prefetchedWhole == o.prefetchedWhole;
   }
