@@ -696,6 +696,20 @@ static double backwardPassSums(const FrameLayers &l, const WeightPass &w) {
          (w.embeddingSums ? l.embeddingGradBytes : 0);
 }
 
+/// The gradient sums `l` holds at W pass `w`: as backwardPassSums, but a
+/// W is no re-run, so under full recomputation a sum completed before it
+/// stays whole until the next backward call's re-run.
+static double weightPassSums(const FrameLayers &l, const WeightPass &w) {
+  double whole = w.summedLayers, shards = 0;
+  if (l.completeSumShardBytes > 0) {
+    whole -= w.completeLayers - (l.rerunCalls ? w.completeBeforeRerunLayers
+                                              : w.justCompleteLayers);
+    shards = w.completeLayers;
+  }
+  return whole * l.weightGradBytes + shards * l.completeSumShardBytes +
+         (w.embeddingSums ? l.embeddingGradBytes : 0);
+}
+
 FramePeak framePeak(const StepMemory &phases, double b, double scale,
                     const FrameLayers &l) {
   const double otherLayers = std::max(0.0, l.layers - 1);
@@ -798,9 +812,10 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
                  (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
                  (w.prefetched + (l.rerunCalls ? 0 : w.prefetchedWhole)) *
-                     l.weightRegatherBytes,
-             l.weightGradBytes + w.summedLayers * l.weightGradBytes +
-                 (w.embeddingSums ? l.embeddingGradBytes : 0) +
+                     l.weightRegatherBytes +
+                 w.nextStageBackward *
+                     (l.rerunCalls ? l.rerunGatherBytes : prefetch),
+             l.weightGradBytes + weightPassSums(l, w) +
                  w.headGrads * l.headOnlyGradSumBytes,
              w.pending * l.weightInputBytes + l.weightFrameBytes +
                  (w.sentGrads + w.heldGrads - w.receivedInputs) *
@@ -810,32 +825,45 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // A whole backward of a rank that runs several stages (interleaved), as
   // its simulated program holds it there; the phase's received gradients
   // hold one tied share.
-  for (const WeightPass &w : l.backwardPasses)
+  const PhaseMemory &backward =
+      phases[static_cast<unsigned>(StepPhase::BlockBackward)];
+  for (const WeightPass &w : l.backwardPasses) {
+    // The head's part of the phase's gradients, received there.
+    const double received =
+        w.receivedOutputGrad && l.head
+            ? std::max(0.0,
+                       backward.headGrad.at(b) * scale - l.headOnlyGradBytes)
+            : 0;
     consider(StepPhase::BlockBackward,
-             std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+             received + std::max(0.0, w.inflight - 1) * l.keptPerLayer +
                  w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
                  w.sentActivations * l.boundaryBytes +
                  (w.receivedShares - 1) * l.tiedGradBytes +
                  (l.rerunCalls ? 0 : w.prefetched * l.weightRegatherBytes) +
-                 l.gatheredPerLayer + (w.lastCall ? 0 : backwardNext),
+                 l.gatheredPerLayer + (w.lastCall ? 0 : backwardNext) +
+                 w.pending * l.recomputedBytes,
              backwardPassSums(l, w),
-             w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes);
+             w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes +
+                 w.pending * l.weightInputBytes - received);
+  }
   // A split input-gradient call (I), as the simulated program holds it: the
   // other pending layers' W inputs (a received block output gradient is an
   // activation) and recomputed residuals. On a rank without the head, I's
   // output gradient is received (an activation) at the unit's top when the
   // next stage runs on another rank, and the block above's input gradient
   // below it; no head gradient is received there (a stage after the first
-  // is sent none). ZeRO-3's gathers around an
-  // I call are not derived: no candidate.
+  // is sent none). ZeRO-3's gathers and the per-stage reduce-scatters of
+  // complete sums (completeSumShardBytes) around an I call are not
+  // derived: no candidate.
   const PhaseMemory &input =
       phases[static_cast<unsigned>(StepPhase::BlockInput)];
   const bool inputRead = input.activation.at(b) > 0 || input.grad.at(b) > 0;
   const double inputOwnGrads =
       (input.grad.at(b) - input.headGrad.at(b)) * scale;
-  for (const InputPass &in : inputRead &&l.gatheredPerLayer == 0
-                                 ? l.inputPasses
-                                 : std::vector<InputPass>{}) {
+  const bool inputScored =
+      inputRead && l.gatheredPerLayer == 0 && l.completeSumShardBytes == 0;
+  for (const InputPass &in :
+       inputScored ? l.inputPasses : std::vector<InputPass>{}) {
     const WeightPass &w = in.held;
     // A top output gradient not received is held from the next stage's
     // I on this rank (WeightPass::heldGrads).
@@ -1050,14 +1078,19 @@ struct SplitRankState {
     if (op.kind == Kind::W && op.stage == lastStage && op.microbatch > 0)
       ++headAdds;
   }
-  void leave(const Op &op) {
+  void leave(const Op &op, size_t i) {
     if (op.kind == Kind::W && op.stage != 0) {
       --pending;
       received -= receives(op) ? 1 : 0;
     }
+    if (op.kind == Kind::B || op.kind == Kind::I)
+      for (auto &[stage, at] : complete)
+        at.second = true;
     if (op.kind == Kind::B || op.kind == Kind::W) {
       --inflight;
       summed.insert(op.stage);
+      if (++backwards[op.stage] == sched.numMicrobatches)
+        complete[op.stage] = {i, false};
     }
     if (op.kind == Kind::B || op.kind == Kind::I) {
       held.erase({op.stage, op.microbatch});
@@ -1086,6 +1119,11 @@ struct SplitRankState {
           double(std::max<int64_t>(0, headBackwards - firstBackwards));
     w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
     w.embeddingSums = firstBackwards > 0;
+    for (const auto &[stage, at] : complete) {
+      w.completeLayers += double(layersPerChunk);
+      w.justCompleteLayers += at.first + 1 == i ? layersPerChunk : 0;
+      w.completeBeforeRerunLayers += at.second ? 0 : layersPerChunk;
+    }
     w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
     w.heldGrads = double(held.size());
     w.receivedInputs = double(received);
@@ -1100,6 +1138,10 @@ struct SplitRankState {
   int64_t received = 0;
   int64_t headBackwards = 0, firstBackwards = 0, headAdds = 0;
   std::set<int64_t> summed;
+  /// Per stage, its backwards run (B, or W when split) and, once complete,
+  /// the op of its last and whether a backward call (I or B) ran since.
+  std::map<int64_t, int64_t> backwards;
+  std::map<int64_t, std::pair<size_t, bool>> complete;
   /// Input gradients of a stage whose previous stage runs on this rank
   /// too, held from its backward to that stage's: (stage - 1, microbatch).
   std::set<std::pair<int64_t, int64_t>> held;
@@ -1120,13 +1162,20 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
       if (op.kind == Kind::W && op.stage != 0) {
         WeightPass w = state.holding(rankSends[r], i, layersPerChunk);
         w.prefetched = nextReadsGathers(order, i, layersPerChunk);
+        // Another stage's backward call next: its gather starts during W.
+        w.nextStageBackward = i + 1 < order.size() &&
+                                      order[i + 1].stage != op.stage &&
+                                      (order[i + 1].kind == Kind::I ||
+                                       order[i + 1].kind == Kind::B)
+                                  ? 1
+                                  : 0;
         if (!w.prefetched && i + 1 < order.size() &&
             order[i + 1].kind == Kind::I && order[i + 1].stage == 0)
           w.prefetchedWhole = 1;
         if (!llvm::is_contained(passes[r], w))
           passes[r].push_back(w);
       }
-      state.leave(op);
+      state.leave(op, i);
     }
   }
   return passes;
@@ -1172,7 +1221,7 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         }
       }
       state.enter(op);
-      state.leave(op);
+      state.leave(op, i);
     }
   }
   return passes;
@@ -1201,7 +1250,9 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
     const std::vector<PendingSend> &sends = rankSends[r];
     std::map<int64_t, size_t> received;
     int64_t inflight = 0, firstInflight = 0, heads = 0, shares = 0;
-    int64_t firstBackwards = 0, complete = 0;
+    int64_t firstBackwards = 0, complete = 0, pending = 0, headBackwards = 0;
+    const bool both =
+        sched.stageToRank[0] == r && sched.stageToRank[lastStage] == r;
     std::set<int64_t> summed;
     std::map<int64_t, int64_t> backwards;
     bool completedLast = false;
@@ -1222,12 +1273,40 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       inflight += op.kind == Kind::F ? 1 : 0;
       firstInflight += op.kind == Kind::F && op.stage == 0 ? 1 : 0;
       heads += op.kind == Kind::F && op.stage == lastStage ? 1 : 0;
-      if (op.kind != Kind::B) {
+      // A split backward (ZB-V): its W ends the layer's flight and makes
+      // its sum; the first stage's runs whole at its I.
+      const bool split = op.kind == Kind::I || op.kind == Kind::W;
+      if (split && op.stage != 0) {
+        pending += op.kind == Kind::I ? 1 : -1;
+        if (op.kind == Kind::I && op.stage == lastStage) {
+          --heads;
+          ++headBackwards;
+        }
+      }
+      if (op.kind == Kind::W) {
+        --inflight;
+        summed.insert(op.stage);
+        completedLast = ++backwards[op.stage] == sched.numMicrobatches;
+        complete += completedLast ? 1 : 0;
+        continue;
+      }
+      if (op.kind != Kind::B && !(op.kind == Kind::I && op.stage == 0)) {
         completedLast = false;
         continue;
       }
       WeightPass w;
       w.inflight = double(inflight * layersPerChunk);
+      w.pending = double(pending * layersPerChunk);
+      // On a rank with both ends (ZB-V's first) its input gradient comes
+      // from the next stage's rank, and the head shares made here and not
+      // yet added to the sum are pending (this backward adds its
+      // microbatch's); none is received.
+      if (op.kind == Kind::I && both) {
+        w.receivedOutputGrad = true;
+        if (tied)
+          w.tiedShares =
+              double(std::max<int64_t>(0, headBackwards - firstBackwards));
+      }
       countUnwaitedSends(w, sends, i);
       w.receivedShares = double(shares);
       w.tokenSlices = double(firstInflight);
@@ -1240,11 +1319,14 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       w.lastCall = layersPerChunk == 1 && i + 1 == sched.rankOrders[r].size();
       if (!llvm::is_contained(passes[r], w))
         passes[r].push_back(w);
-      --inflight;
-      summed.insert(op.stage);
-      completedLast = ++backwards[op.stage] == sched.numMicrobatches;
-      complete += completedLast ? 1 : 0;
-      heads -= op.stage == lastStage ? 1 : 0;
+      completedLast = false;
+      if (op.kind == Kind::B) {
+        --inflight;
+        summed.insert(op.stage);
+        completedLast = ++backwards[op.stage] == sched.numMicrobatches;
+        complete += completedLast ? 1 : 0;
+        heads -= op.stage == lastStage ? 1 : 0;
+      }
       if (op.stage == 0) {
         --firstInflight;
         ++firstBackwards;

@@ -647,8 +647,9 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         setWeightPassBytes(l, dyn);
       }
       // Interleaved: the first rank also runs later stages, whose sums,
-      // sends and received tied shares its backwards hold.
-      if (sched && !firstHasHead && !sched->rankBackwardPasses.empty()) {
+      // sends and received tied shares its backwards hold; ZB-V: the last
+      // stage's, at the first stage's backwards (whole, at their I).
+      if (sched && !sched->rankBackwardPasses.empty()) {
         l.backwardPasses = sched->rankBackwardPasses.front();
         setWeightPassBytes(l, dyn);
         // Whether a backward holds the next call's re-gathered residuals
@@ -1118,9 +1119,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.sumShardBytes =
           dyn.layers.sumReduceBytes / double(shards.dpGroup);
     }
-    // With several stages per rank (interleaved) each stage's sums are
-    // reduce-scattered after its last backward.
-    if (plan.zero >= 1 && shards.dpGroup > 1 && plan.mb > 1)
+    // With several stages per rank (interleaved, ZB-V) each stage's sums
+    // are reduce-scattered after its last backward, one microbatch's too.
+    if (plan.zero >= 1 && shards.dpGroup > 1 && (plan.mb > 1 || p > 1))
       dyn.layers.completeSumShardBytes = prof.layerParams *
                                          gradElementBytes(c, m.elementBytes) /
                                          double(shards.dpGroup);

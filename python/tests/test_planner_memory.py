@@ -262,6 +262,20 @@ PLANS = [
     ("pp=2,tp=2,schedule=zb-h1", 1),
     ("pp=2,cp=2,schedule=zb-h1", 1),
     ("pp=4,cp=2,schedule=zb-h1", 1),
+    # ZB-V under ZeRO-1/2 with one microbatch: the middle rank's stage 2 sum
+    # is complete after its W and reduce-scattered (waited after stage 1's
+    # re-run): only its shard at stage 1's W.
+    ("pp=2,dp=2,zero=1,recompute=full,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,tp=2,zero=2,recompute=full,schedule=zb-v,vpp=2", 1),
+    # ZB-V's first rank at its last first-stage backward (whole, at its
+    # I): the last stage's sums, the pending head share, the input gradient
+    # and one share received (activations). It is the heavier rank here.
+    ("pp=2,dp=2,recompute=full,schedule=zb-v,vpp=2", 2),
+    ("pp=2,dp=2,cp=2,recompute=selective,schedule=zb-v,vpp=2", 2),
+    ("pp=2,dp=2,tp=2,sp=1,recompute=full,schedule=zb-v,vpp=2", 2),
+    # ZB-V's first rank under ZeRO-3: W of the last stage holds the gather
+    # of the first stage's backward that follows it, started one call ahead.
+    ("pp=2,dp=2,zero=3,recompute=selective,schedule=zb-v,vpp=2", 1),
 ]
 
 

@@ -764,6 +764,10 @@ void expectWeightPass(const WeightPass &got, const WeightPass &want) {
   EXPECT_EQ(got.embeddingSums, want.embeddingSums);
   EXPECT_DOUBLE_EQ(got.completeLayers, want.completeLayers);
   EXPECT_DOUBLE_EQ(got.justCompleteLayers, want.justCompleteLayers);
+  EXPECT_DOUBLE_EQ(got.completeBeforeRerunLayers,
+                   want.completeBeforeRerunLayers);
+  EXPECT_EQ(got.receivedOutputGrad, want.receivedOutputGrad);
+  EXPECT_DOUBLE_EQ(got.nextStageBackward, want.nextStageBackward);
   EXPECT_DOUBLE_EQ(got.headGrads, want.headGrads);
   EXPECT_DOUBLE_EQ(got.receivedInputs, want.receivedInputs);
   EXPECT_DOUBLE_EQ(got.prefetchedWhole, want.prefetchedWhole);
@@ -825,6 +829,47 @@ TEST(MemoryTerm, FramePeakInterleavedBackwardPasses) {
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 10 + 12);
 }
 
+TEST(MemoryTerm, FramePeakWeightPassCompleteSumShards) {
+  // A W pass with 2 layers' sums (30 each), one complete: whole without
+  // ZeRO; under ZeRO-1/2/3 over dp > 1 its shard (10), whole too while its
+  // reduce-scatter is waited after this W (completed by the op before, or
+  // under full recomputation with no backward call's re-run between).
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.head = false, l.layers = 1, l.inflight = 1, l.weightGradBytes = 30;
+  WeightPass w;
+  w.inflight = 1, w.pending = 1, w.summedLayers = 2, w.completeLayers = 1;
+  l.weightPasses = {w};
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 60);
+  l.completeSumShardBytes = 10;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 30 + 10);
+  l.weightPasses[0].justCompleteLayers = 1;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 60 + 10);
+  l.weightPasses[0].justCompleteLayers = 0;
+  l.weightPasses[0].completeBeforeRerunLayers = 1;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 30 + 10);
+  l.rerunCalls = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 30 + 60 + 10);
+}
+
+TEST(MemoryTerm, FramePeakWeightPassPrefetchesTheNextStagesGather) {
+  // ZeRO-3: a W that another stage's backward follows (ZB-V's first rank)
+  // holds that call's gather, started one call ahead: the packed shard (7)
+  // and the gathered layer (14); under full recomputation the re-run's.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.head = false, l.layers = 1, l.inflight = 1, l.weightGradBytes = 30;
+  l.gatherPackBytes = 7, l.gatheredPerLayer = 14, l.weightInputBytes = 1000;
+  WeightPass w;
+  w.inflight = 1, w.pending = 1;
+  l.weightPasses = {w};
+  const double without = framePeak(phases, 1, 1, l).activations;
+  l.weightPasses[0].nextStageBackward = 1;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, without + 21);
+  l.rerunCalls = true, l.rerunGatherBytes = 5;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, without + 5);
+}
+
 TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   using autoshard::pipeline::buildSchedule;
   using autoshard::pipeline::ScheduleKind;
@@ -851,7 +896,7 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   want.tiedShares = 2, want.summedLayers = 2, want.embeddingSums = true;
   want.headGrads = 1;
   // The first stage's backward (whole, at its I) follows it.
-  want.prefetchedWhole = 1;
+  want.prefetchedWhole = 1, want.nextStageBackward = 1;
   expectWeightPass(passes[0][2], want);
   // Before stage 0's first backward there is no sum: at W3 of microbatch
   // 0 its share is pending.
@@ -869,6 +914,8 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   want = WeightPass();
   want.inflight = 4, want.pending = 1, want.sentActivations = 1;
   want.heldGrads = 1, want.receivedInputs = 1;
+  // Stage 1's I follows it.
+  want.nextStageBackward = 1;
   expectWeightPass(weightPassesOf(*zbv, 1, true)[1][0], want);
   // One microbatch: rank 0 runs F0 F3 I3 W3 I0 W0; the first stage's
   // backward (whole, at I0) follows W3.
@@ -878,6 +925,15 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   ASSERT_FALSE(passes[0].empty());
   EXPECT_DOUBLE_EQ(passes[0][0].prefetched, 0);
   EXPECT_DOUBLE_EQ(passes[0][0].prefetchedWhole, 1);
+  EXPECT_DOUBLE_EQ(passes[0][0].nextStageBackward, 1);
+  // Rank 1 runs F1 F2 I2 W2 I1 W1: at W1 stage 2's sum is complete (its
+  // only W ran two ops before, a backward call I1 between).
+  ASSERT_EQ(passes[1].size(), 2u);
+  EXPECT_DOUBLE_EQ(passes[1][0].completeLayers, 0);
+  EXPECT_DOUBLE_EQ(passes[1][1].summedLayers, 1);
+  EXPECT_DOUBLE_EQ(passes[1][1].completeLayers, 1);
+  EXPECT_DOUBLE_EQ(passes[1][1].justCompleteLayers, 0);
+  EXPECT_DOUBLE_EQ(passes[1][1].completeBeforeRerunLayers, 0);
 
   // ZB-H1, 2 ranks, 4 microbatches, 2 layers per stage: the last rank
   // sends each microbatch's input gradient and tied head share to rank 0,
@@ -998,6 +1054,49 @@ TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   passes = backwardPassesOf(*ilv, 2, true);
   for (const WeightPass &w : passes[0])
     EXPECT_DOUBLE_EQ(w.prefetched, 1);
+
+  // ZB-V, 2 ranks, 2 microbatches: rank 0 runs F0 F0 F3 I3 W3 F3 I3 W3 I0
+  // W0 I0 W0; the first stage's backward runs whole at its I. At I0 of
+  // microbatch 1: one layer in flight, stage 3's sum complete and stage
+  // 0's, the embedding's; the head share of microbatch 1 not yet added
+  // (made by I3, added by this backward), its input gradient received.
+  auto zbv = buildSchedule(ScheduleKind::ZBV, 2, 2, 2);
+  ASSERT_TRUE(zbv.ok());
+  passes = backwardPassesOf(*zbv, 1, true);
+  ASSERT_EQ(passes[0].size(), 2u);
+  EXPECT_TRUE(passes[1].empty());
+  want = WeightPass();
+  want.inflight = 1, want.tiedShares = 1;
+  want.tokenSlices = 1, want.summedLayers = 2, want.embeddingSums = true;
+  want.completeLayers = 1, want.receivedOutputGrad = true;
+  expectWeightPass(passes[0][1], want);
+  // At I0 of microbatch 0 both shares are pending, stage 3's sum just
+  // complete, 2 layers in flight.
+  EXPECT_DOUBLE_EQ(passes[0][0].tiedShares, 2);
+  EXPECT_DOUBLE_EQ(passes[0][0].inflight, 2);
+  EXPECT_DOUBLE_EQ(passes[0][0].justCompleteLayers, 1);
+}
+
+TEST(MemoryTerm, FramePeakFirstStageBackwardReceivesItsInput) {
+  // A rank with the head whose first stage's backward reads its input
+  // gradient from another rank (ZB-V): the phase's head gradient (25: the
+  // block output gradient and one tied share, 10) is received, an
+  // activation, less the share, which was made on this rank: with the
+  // pending shares (2, 10 each) a gradient.
+  StepMemory phases = framePhases();
+  phases[static_cast<unsigned>(StepPhase::BlockBackward)].headGrad = {25, 0};
+  FrameLayers l;
+  l.head = true, l.layers = 1, l.inflight = 1, l.tiedGradBytes = 10;
+  l.weightGradBytes = 30;
+  WeightPass w;
+  w.inflight = 1, w.tiedShares = 2, w.summedLayers = 1;
+  w.receivedOutputGrad = true;
+  l.backwardPasses = {w};
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 25 - 10);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 25 + 20);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 30);
 }
 
 TEST(MemoryTerm, PendingSendsWaitedAfterTheAnswer) {

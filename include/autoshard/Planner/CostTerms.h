@@ -435,8 +435,21 @@ struct WeightPass {
   bool embeddingSums = false;
   /// Of the summed layers, those whose last microbatch's backward has run
   /// (their sum is complete), and those whose last backward is the op just
-  /// before (backward passes only).
+  /// before.
   double completeLayers = 0, justCompleteLayers = 0;
+  /// At a W: of the complete layers, those with no backward call (I or B)
+  /// since their last W (under full recomputation their reduce-scatter is
+  /// waited after the next re-run, which starts such a call).
+  double completeBeforeRerunLayers = 0;
+  /// At a backward pass of a rank that runs the head too (ZB-V's first
+  /// stage): its block output gradient came from another rank, a received
+  /// (activation) buffer, not the head's gradient (the phase's received
+  /// bytes, less the tied share they hold: see receivedShares).
+  bool receivedOutputGrad = false;
+  /// 1 when the rank's next op after this W is another stage's backward
+  /// (ZB-V's first rank: W of the last stage, then the first stage's):
+  /// under ZeRO-3 its layer's gather is started one call ahead, here.
+  double nextStageBackward = 0;
   /// Gradients of the parameters only the head reads: each head backward
   /// makes one, and the last stage's W of microbatch j > 0 adds j's to the
   /// sum at its start.
@@ -467,6 +480,9 @@ struct WeightPass {
            summedLayers == o.summedLayers && embeddingSums == o.embeddingSums &&
            completeLayers == o.completeLayers &&
            justCompleteLayers == o.justCompleteLayers &&
+           completeBeforeRerunLayers == o.completeBeforeRerunLayers &&
+           receivedOutputGrad == o.receivedOutputGrad &&
+           nextStageBackward == o.nextStageBackward &&
            headGrads == o.headGrads && prefetched == o.prefetched &&
            prefetchedWhole == o.prefetchedWhole && lastCall == o.lastCall;
   }
@@ -565,7 +581,8 @@ struct FrameLayers {
   /// bytes and what WeightPass counts, priced by the per-item bytes below;
   /// not the phase's gradient bytes (its I has run).
   std::vector<WeightPass> weightPasses;
-  /// A rank that runs several stages (interleaved): each whole backward (B)
+  /// A rank that runs several stages (interleaved; ZB-V's first stage's,
+  /// whole at its I): each whole backward (B)
   /// of its simulated program, with what the rank holds there
   /// (backwardPassesOf). Each is a candidate: the block backward phase with
   /// the other in-flight layers' kept bytes and what WeightPass counts,
@@ -576,11 +593,11 @@ struct FrameLayers {
   /// (StepPhase::BlockInput) with the other in-flight layers' kept bytes,
   /// the other pending layers' W inputs and what WeightPass counts.
   std::vector<InputPass> inputPasses;
-  /// ZeRO-1/2/3 with several microbatches over dp > 1, at backward passes: a
-  /// layer's complete sum is reduce-scattered right after its last
-  /// backward and waited one call later (before the next backward under
-  /// full recomputation: `rerunCalls`); its shard (`completeSumShardBytes`)
-  /// stays. 0: sums stay whole until the tail.
+  /// ZeRO-1/2/3 over dp > 1 with several microbatches or stages, at
+  /// backward and W passes: a layer's complete sum is reduce-scattered
+  /// right after its last backward (or W) and waited one call later (after
+  /// the next re-run under full recomputation: `rerunCalls`); its shard
+  /// (`completeSumShardBytes`) stays. 0: sums stay whole until the tail.
   double completeSumShardBytes = 0;
   /// The last stage: the head values (LocalProfile::headKeptBytes) of the
   /// other microbatches whose head forward has run and whose backward has
@@ -662,7 +679,9 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
 /// weightPassesOf. A rank receives from a peer in the peer's send order: a
 /// unit takes what it reads together with everything the peer sent before,
 /// so a tied share can arrive several backwards before the first-stage
-/// backward that adds it.
+/// backward that adds it. In a split schedule (ZB-V) the first stage's
+/// backward runs whole at its I (with pending, receivedOutputGrad), and a
+/// W ends its layer's flight and makes its sum.
 std::vector<std::vector<WeightPass>>
 backwardPassesOf(const pipeline::PipelineSchedule &sched,
                  int64_t layersPerChunk, bool tied);
