@@ -56,6 +56,20 @@ const char *autoshard::pipeline::scheduleKindName(ScheduleKind kind) {
   return "?";
 }
 
+bool autoshard::pipeline::splitsBackward(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::ZBH1:
+  case ScheduleKind::ZBV:
+    return true;
+  case ScheduleKind::GPipe:
+  case ScheduleKind::OneFOneB:
+  case ScheduleKind::Interleaved1F1B:
+  case ScheduleKind::LoopedBFS:
+    return false;
+  }
+  return false;
+}
+
 OrError<ScheduleKind>
 autoshard::pipeline::parseScheduleKind(std::string_view name) {
   static const ScheduleKind kinds[] = {ScheduleKind::GPipe,

@@ -382,7 +382,8 @@ pipeline::SimulationOptions stageCosts(const Estimate &e) {
   const Candidate &p = e.plan;
   pipeline::SimulationOptions opts;
   int64_t stages = p.pp * p.vpp;
-  bool split = p.schedule == "zb-h1" || p.schedule == "zb-v";
+  auto kind = scheduleKind(p.schedule);
+  bool split = kind && pipeline::splitsBackward(*kind);
   for (int64_t s = 0; s < stages; ++s) {
     pipeline::OpCosts c;
     c.forward = e.tF;

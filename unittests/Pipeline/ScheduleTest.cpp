@@ -314,3 +314,23 @@ TEST(BackwardIsSplit, WholeCutOrMixed) {
             std::string::npos)
       << split.error();
 }
+
+TEST(SplitsBackward, MatchesWhatTheBuilderBuilds) {
+  // The kind's property must agree with the ops its builder emits (ZB-V
+  // and the interleaved/looped schedules at two stages per rank).
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+        ScheduleKind::Interleaved1F1B, ScheduleKind::LoopedBFS,
+        ScheduleKind::ZBH1, ScheduleKind::ZBV}) {
+    int64_t v = kind == ScheduleKind::Interleaved1F1B ||
+                        kind == ScheduleKind::LoopedBFS ||
+                        kind == ScheduleKind::ZBV
+                    ? 2
+                    : 1;
+    OrError<PipelineSchedule> s = buildSchedule(kind, 2, 4, v);
+    ASSERT_TRUE(s) << scheduleKindName(kind) << ": " << s.error();
+    OrError<bool> split = backwardIsSplit(*s);
+    ASSERT_TRUE(split) << split.error();
+    EXPECT_EQ(splitsBackward(kind), *split) << scheduleKindName(kind);
+  }
+}

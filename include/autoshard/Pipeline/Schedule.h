@@ -120,6 +120,12 @@ const char *scheduleKindName(ScheduleKind kind);
 /// names.
 OrError<ScheduleKind> parseScheduleKind(std::string_view name);
 
+/// Whether schedules of `kind` cut every stage's backward into an
+/// input-gradient op (I) and a deferred weight-gradient op (W): the
+/// zero-bubble schedules ZB-H1 and ZB-V (Qi et al. 2024). The others run
+/// each backward whole (B).
+bool splitsBackward(ScheduleKind kind);
+
 /// The "loop" stage map of interleaved/looped schedules: stage s on rank
 /// s % p, so rank r holds stages r, r+p, ..., r+(v-1)p (torch
 /// `generate_stage_to_rank_mapping(style="loop")`; Megatron-Core: chunk c of

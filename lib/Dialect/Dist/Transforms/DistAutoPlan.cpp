@@ -39,6 +39,7 @@
 #include "autoshard/Dialect/Tfm/IR/TfmAttrNames.h"
 #include "autoshard/Dialect/Tfm/IR/TfmOps.h"
 #include "autoshard/Dialect/Tfm/Transforms/Passes.h"
+#include "autoshard/Pipeline/Schedule.h"
 #include "autoshard/Planner/Cluster.h"
 #include "autoshard/Planner/Planner.h"
 #include "autoshard/Report/PlannerHtml.h"
@@ -1146,6 +1147,18 @@ struct DistAutoPlanPass
       RawFunction doubled = x; // Proportional fallback: see fit().
       return fit(x, doubled);
     };
+    // The split one-block step (its I call's memory) is compiled only where
+    // a zero-bubble schedule may be scored: it costs one more lowering per
+    // profile.
+    auto splits = [](StringRef name) {
+      auto kind = pipeline::parseScheduleKind(name.str());
+      return kind && pipeline::splitsBackward(*kind);
+    };
+    readSplitBackward =
+        machine->gradBufferInFrame &&
+        (options.fixed
+             ? options.fixedPlan.pp > 1 && splits(options.fixedPlan.schedule)
+             : options.gpus > 1 && llvm::any_of(options.schedules, splits));
     // Which gradients each rank sums over its chunk of the sequence under
     // context parallelism (reduced over dp×cp) and which it does not (a
     // position embedding's: over dp): read once, when a plan scored may
@@ -1487,6 +1500,11 @@ struct DistAutoPlanPass
   /// compared with the compiled program's) after the per-rank passes a
   /// compile runs (buildDistPerRankPipeline: bucketed, prefetched
   /// collectives), else right after dist-partition.
+  /// Whether compileAndRead also reads the one-block step with its block
+  /// backward split (StepPhase::BlockInput): a zero-bubble schedule may be
+  /// scored.
+  bool readSplitBackward = true;
+
   LogicalResult compileAndRead(ModuleOp oneBlock, int64_t dp,
                                const planner::ProfileKey &key, StringRef mode,
                                bool perRank, RawProfile &raw, std::string &err,
@@ -1522,7 +1540,9 @@ struct DistAutoPlanPass
     // The same step with its block backward split as a zero-bubble schedule
     // runs it: the memory plan at its input-gradient call.
     OwningOpRef<ModuleOp> split = copy->clone();
-    if (auto step = split->lookupSymbol<func::FuncOp>(raw.stepName)) {
+    if (auto step = readSplitBackward
+                        ? split->lookupSymbol<func::FuncOp>(raw.stepName)
+                        : nullptr) {
       Operation *loss = nullptr;
       BackwardCallSplitter splitter(*split);
       if (auto parts =
