@@ -276,6 +276,13 @@ PLANS = [
     # ZB-V's first rank under ZeRO-3: W of the last stage holds the gather
     # of the first stage's backward that follows it, started one call ahead.
     ("pp=2,dp=2,zero=3,recompute=selective,schedule=zb-v,vpp=2", 1),
+    # ZB-H1's last rank under ZeRO-3 at an I call: its layer's gathered
+    # parameters and, unless a W follows (it reads none), the next call's
+    # gather started one call ahead (a full recomputation's re-run's).
+    ("pp=2,dp=2,zero=3,schedule=zb-h1", 2),
+    ("pp=2,dp=2,tp=2,zero=3,schedule=zb-h1", 1),
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-h1", 1),
+    ("pp=2,dp=2,tp=2,zero=3,recompute=full,schedule=zb-h1", 2),
 ]
 
 

@@ -498,14 +498,18 @@ struct InputPass {
   /// above's input gradient (gradient category), not the head's or a
   /// received one.
   bool belowTop = false;
-  /// Another block call of the rank follows (ZeRO-3 prefetches its gather).
+  /// Another block call of the rank that reads gathered parameters follows
+  /// (not a W): ZeRO-3 prefetches its gather during this one.
   bool laterBlockCall = false;
+  /// That call is a forward: its whole layer's gather, not a full
+  /// recomputation's re-run's.
+  bool forwardNext = false;
   /// The unit's top layer, whose output gradient another rank sent (the
   /// next stage's, on another rank): a received buffer, an activation.
   bool receivedOutput = false;
   bool operator==(const InputPass &o) const {
     return held == o.held && belowTop == o.belowTop &&
-           laterBlockCall == o.laterBlockCall &&
+           laterBlockCall == o.laterBlockCall && forwardNext == o.forwardNext &&
            receivedOutput == o.receivedOutput;
   }
 };
