@@ -903,19 +903,33 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     const double headBelow =
         l.head && in.belowTop ? l.tiedGradBytes + l.headOnlyGradSumBytes : 0;
     const bool phaseGrads = l.head && !in.belowTop;
-    consider(StepPhase::BlockInput,
-             std::max(0.0, w.inflight - 1) * l.keptPerLayer +
-                 w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
-                 w.heads * l.headKeptBytes +
-                 (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
-                 received + inputPassGathers(l, in),
-             inputPassSums(l, w) + w.headGrads * l.headOnlyGradSumBytes,
-             w.pending * l.weightInputBytes +
-                 (w.sentGrads + w.heldGrads - w.receivedInputs) *
-                     l.boundaryBytes +
-                 w.tiedShares * l.tiedGradBytes +
+    const double held =
+        std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+        w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
+        w.heads * l.headKeptBytes +
+        (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received;
+    const double sums =
+        inputPassSums(l, w) + w.headGrads * l.headOnlyGradSumBytes;
+    const double heldGrads =
+        w.pending * l.weightInputBytes +
+        (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
+        w.tiedShares * l.tiedGradBytes;
+    consider(StepPhase::BlockInput, held + inputPassGathers(l, in), sums,
+             heldGrads +
                  (phaseGrads ? 0 : inputOwnGrads + fromAbove + headBelow),
              phaseGrads);
+    // Full recomputation under ZeRO-3: the I call's re-run call just
+    // before it holds the same but the re-run's gathered parameters and the
+    // I call's gather, prefetched (packed shard and gathered buffer), and
+    // none of the I call's own gradients yet.
+    if (l.rerunCalls && l.gatheredPerLayer > 0)
+      consider(StepPhase::BlockInput,
+               held + l.rerunGatheredBytes + l.gatherPackBytes +
+                   l.gatheredPerLayer,
+               sums,
+               heldGrads + (phaseGrads ? input.headGrad.at(b) * scale
+                                       : fromAbove + headBelow),
+               /*phaseGrads=*/false);
   }
   consider(StepPhase::Tail, 0, otherGrads);
   // The last AdamW: the gathers only (the one-block tail's own peak, with

@@ -483,6 +483,9 @@ void setRerunCalls(FrameLayers &l, const Candidate &plan,
         rc && rc->rerunParams > 0
             ? rc->rerunParams * elementBytes * (1 + 1 / double(shards.dpGroup))
             : l.gatheredPerLayer + l.gatherPackBytes;
+  if (plan.zero == 3 && shards.dpGroup > 1)
+    l.rerunGatheredBytes =
+        l.rerunGatherBytes / (1 + 1 / double(shards.dpGroup));
 }
 
 /// Sets the per-item bytes of `l`'s weight-gradient passes from `dyn`.

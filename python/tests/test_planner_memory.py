@@ -283,6 +283,10 @@ PLANS = [
     ("pp=2,dp=2,tp=2,zero=3,schedule=zb-h1", 1),
     ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-h1", 1),
     ("pp=2,dp=2,tp=2,zero=3,recompute=full,schedule=zb-h1", 2),
+    # ... and at the re-run call before a lower layer's I: the re-run's
+    # gathered parameters and the I call's prefetched gather.
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-h1", 2),
+    ("pp=4,dp=2,zero=3,recompute=full,schedule=zb-h1", 4),
 ]
 
 

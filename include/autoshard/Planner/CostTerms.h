@@ -539,6 +539,8 @@ struct FrameLayers {
   /// `reducingGradBytes`).
   bool rerunCalls = false;
   double rerunGatherBytes = 0;
+  /// Of those, the gathered buffers (live during the re-run call).
+  double rerunGatheredBytes = 0;
   /// ZeRO-3 with three or more microbatches: the non-block parameters
   /// gathered at the first microbatch and held until the last; a middle
   /// microbatch holds them (and the sums) at every phase but the tail.
