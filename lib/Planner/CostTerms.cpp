@@ -915,7 +915,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
         (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
         w.tiedShares * l.tiedGradBytes;
     consider(StepPhase::BlockInput, held + inputPassGathers(l, in), sums,
-             heldGrads +
+             heldGrads + l.weightParamBytes +
                  (phaseGrads ? 0 : inputOwnGrads + fromAbove + headBelow),
              phaseGrads);
     // Full recomputation under ZeRO-3: the I call's re-run call just

@@ -1150,6 +1150,13 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     // gradient function).
     if (plan.recompute == "selective" && rc)
       dyn.layers.weightFrameBytes = rc->weightRecomputedBytes.at(b) * scale;
+    // ZeRO-3: W is given the shards; the parameters it reads are gathered
+    // for I, which passes them on.
+    if (plan.recompute == "selective" && rc && plan.zero == 3 &&
+        shards.dpGroup > 1) {
+      dyn.layers.weightParamBytes = rc->weightParams * m.elementBytes;
+      dyn.weightInputBytes += dyn.layers.weightParamBytes;
+    }
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);

@@ -632,6 +632,10 @@ struct FrameLayers {
   /// from forward values: selective recomputation's norms and activations;
   /// gradients, as W is a gradient function), at each W.
   double weightFrameBytes = 0;
+  /// ZeRO-3 with selective recomputation: the gathered parameters each I
+  /// call passes its W (RecomputeProfile::weightParams), among the I call's
+  /// results (and in `weightInputBytes`).
+  double weightParamBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);

@@ -296,6 +296,10 @@ struct RecomputeProfile {
   /// reads (those only the re-run's discarded block output needs are not
   /// read); ZeRO-3 gathers these for the re-run call.
   double rerunParams = 0;
+  /// Selective: elements of the block's parameters per rank that W reads
+  /// (the recomputed norms' weights); under ZeRO-3 I passes W their
+  /// gathered copies (W is given the shards), W inputs as well.
+  double weightParams = 0;
   /// Why the mode did not compile (then `compiled` is false).
   std::string error;
 };

@@ -144,6 +144,9 @@ struct RawProfile {
   /// Elements of the step's parameters the first full-recomputation re-run
   /// call reads (planner::RecomputeProfile::rerunParams).
   double rerunParams = 0;
+  /// Elements of the step's parameters W reads
+  /// (planner::RecomputeProfile::weightParams).
+  double weightParams = 0;
   /// Gradient bytes a deferred weight-gradient pass (W) of one block reads
   /// (planner::LocalProfile::weightGradInputBytes).
   double weightInputs = 0;
@@ -347,6 +350,16 @@ LogicalResult readWeightGradInputs(ModuleOp module,
   }
   if (!weightFn || weightFn.isExternal())
     return success();
+  // The step's parameters W reads (each once).
+  llvm::DenseSet<Value> params;
+  for (auto [i, v] : llvm::enumerate(weightCall.getOperands())) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (arg && arg.getOwner()->getParentOp() == step &&
+        step.getArgAttr(arg.getArgNumber(), tfm::kParamAttrName) &&
+        i < weightFn.getNumArguments() &&
+        !weightFn.getArgument(i).use_empty() && params.insert(v).second)
+      p.weightParams += tensorElements(v.getType());
+  }
   // What W recomputes from forward values alone for its gradient ops
   // (selective recomputation's norms and activations, which only W reads,
   // move into W): values of costed ops that move bytes (not views).
@@ -1209,6 +1222,7 @@ struct DistAutoPlanPass
           rc.phases = fitPhases(a, b);
           rc.regatherBytes = fitv(a.regather, b.regather);
           rc.rerunParams = a.rerunParams;
+          rc.weightParams = a.weightParams;
           rc.weightRecomputedBytes =
               fitv(a.weightRecomputed, b.weightRecomputed);
           continue;
