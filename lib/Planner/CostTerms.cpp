@@ -907,7 +907,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
         std::max(0.0, w.inflight - 1) * l.keptPerLayer +
         w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
         w.heads * l.headKeptBytes +
-        (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received;
+        (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received +
+        (in.rootHeld ? l.heldRootBytes : 0);
     const double sums =
         inputPassSums(l, w) + w.headGrads * l.headOnlyGradSumBytes;
     const double heldGrads =
@@ -1259,6 +1260,8 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
           // it starts during it.
           in.laterBlockCall = !bottom || (next && nextKind != Kind::W);
           in.forwardNext = bottom && next && nextKind == Kind::F;
+          in.rootHeld = op.stage == lastStage &&
+                        op.microbatch + 1 < sched.numMicrobatches;
           if (!llvm::is_contained(passes[r], in))
             passes[r].push_back(in);
         }

@@ -292,6 +292,10 @@ PLANS = [
     ("pp=2,dp=2,zero=3,recompute=selective,schedule=zb-h1", 1),
     ("pp=2,dp=2,tp=2,zero=3,recompute=selective,schedule=zb-h1", 2),
     ("pp=2,dp=2,tp=2,zero=3,recompute=selective,schedule=zb-v,vpp=2", 2),
+    # An I call of a microbatch before the last: the head's parameters,
+    # gathered once, are held until the last head backward.
+    ("pp=2,dp=2,tp=2,zero=3,schedule=zb-h1", 4),
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-h1", 4),
 ]
 
 

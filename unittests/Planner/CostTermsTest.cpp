@@ -1015,6 +1015,10 @@ TEST(MemoryTerm, InputPassesUnderZero3HoldTheirGathers) {
   EXPECT_TRUE(passes[1][0].laterBlockCall);
   EXPECT_TRUE(passes[1][0].forwardNext);
   EXPECT_FALSE(passes[1][1].laterBlockCall);
+  // The head's parameters stay gathered until the last head backward: at
+  // I0, not at I1.
+  EXPECT_TRUE(passes[1][0].rootHeld);
+  EXPECT_FALSE(passes[1][1].rootHeld);
 
   // 2 layers per stage, 1 microbatch (F0 I0 W0), under ZeRO-3 (20 B
   // gathered per layer, 10 B packed shard): the top I holds its layer's

@@ -504,13 +504,17 @@ struct InputPass {
   /// That call is a forward: its whole layer's gather, not a full
   /// recomputation's re-run's.
   bool forwardNext = false;
+  /// The last stage's I of a microbatch before the last: the head's
+  /// parameters, gathered once under ZeRO-3, stay live until the last
+  /// head backward (FrameLayers::heldRootBytes).
+  bool rootHeld = false;
   /// The unit's top layer, whose output gradient another rank sent (the
   /// next stage's, on another rank): a received buffer, an activation.
   bool receivedOutput = false;
   bool operator==(const InputPass &o) const {
     return held == o.held && belowTop == o.belowTop &&
            laterBlockCall == o.laterBlockCall && forwardNext == o.forwardNext &&
-           receivedOutput == o.receivedOutput;
+           rootHeld == o.rootHeld && receivedOutput == o.receivedOutput;
   }
 };
 
