@@ -925,8 +925,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     // none of the I call's own gradients yet.
     if (l.rerunCalls && l.gatheredPerLayer > 0)
       consider(StepPhase::BlockInput,
-               held + l.rerunGatheredBytes + l.gatherPackBytes +
-                   l.gatheredPerLayer,
+               held + l.rerunGatheredBytes + l.rerunFrameBytes +
+                   l.gatherPackBytes + l.gatheredPerLayer,
                sums,
                heldGrads + (phaseGrads ? input.headGrad.at(b) * scale
                                        : fromAbove + headBelow),

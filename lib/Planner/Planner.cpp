@@ -1152,6 +1152,8 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
       dyn.layers.weightFrameBytes = rc->weightRecomputedBytes.at(b) * scale;
     // ZeRO-3: W is given the shards; the parameters it reads are gathered
     // for I, which passes them on.
+    if (plan.recompute == "full" && rc)
+      dyn.layers.rerunFrameBytes = rc->rerunFrameBytes.at(b) * scale;
     if (plan.recompute == "selective" && rc && plan.zero == 3 &&
         shards.dpGroup > 1) {
       dyn.layers.weightParamBytes = rc->weightParams * m.elementBytes;

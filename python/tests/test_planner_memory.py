@@ -287,6 +287,8 @@ PLANS = [
     # gathered parameters and the I call's prefetched gather.
     ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-h1", 2),
     ("pp=4,dp=2,zero=3,recompute=full,schedule=zb-h1", 4),
+    # (tp=2: the re-run call's own frame holds its collectives' buffers.)
+    ("pp=2,dp=2,tp=2,zero=3,recompute=full,schedule=zb-h1", 4),
     # Selective recomputation under ZeRO-3: W recomputes the norms with
     # their gathered weights, passed on by I (W inputs, I results).
     ("pp=2,dp=2,zero=3,recompute=selective,schedule=zb-h1", 1),

@@ -1048,14 +1048,15 @@ TEST(MemoryTerm, InputPassesUnderZero3HoldTheirGathers) {
 
   // Under full recomputation each I follows its re-run call, which holds
   // the re-run's gathered parameters (60) and the I call's prefetched
-  // gather (60 + 60), not yet the I call's 55 own gradients: at the bottom
-  // I's re-run 90 + 50 + 60 + 60 + 60 activations, the top layer's W inputs
-  // (25) and output gradient (15).
+  // gather (60 + 60) and its own frame (5), not yet the I call's 55 own
+  // gradients: at the bottom I's re-run 90 + 50 + 60 + 5 + 60 + 60
+  // activations, the top layer's W inputs (25) and output gradient (15).
   l.gatheredPerLayer = 60, l.gatherPackBytes = 60;
   l.rerunCalls = true, l.rerunGatherBytes = 70, l.rerunGatheredBytes = 60;
+  l.rerunFrameBytes = 5;
   p = framePeak(phases, 1, 1, l);
   EXPECT_EQ(p.phase, StepPhase::BlockInput);
-  EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 60 + 60 + 60);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 60 + 5 + 60 + 60);
   EXPECT_DOUBLE_EQ(p.grads, 25 + 15);
 }
 

@@ -543,8 +543,9 @@ struct FrameLayers {
   /// `reducingGradBytes`).
   bool rerunCalls = false;
   double rerunGatherBytes = 0;
-  /// Of those, the gathered buffers (live during the re-run call).
-  double rerunGatheredBytes = 0;
+  /// Of those, the gathered buffers (live during the re-run call), and
+  /// the re-run call's own frame (RecomputeProfile::rerunFrameBytes).
+  double rerunGatheredBytes = 0, rerunFrameBytes = 0;
   /// ZeRO-3 with three or more microbatches: the non-block parameters
   /// gathered at the first microbatch and held until the last; a middle
   /// microbatch holds them (and the sums) at every phase but the tail.

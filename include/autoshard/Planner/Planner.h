@@ -292,6 +292,10 @@ struct RecomputeProfile {
   /// mode's one-block backward split as LocalProfile::weightGradInputBytes:
   /// W's own frame besides its inputs.
   Affine weightRecomputedBytes;
+  /// Full: the activation bytes of the forward re-run call's own frame
+  /// (its callee's peak: e.g. tensor parallelism's collective buffers),
+  /// read off the split one-block step at the first re-run call.
+  Affine rerunFrameBytes;
   /// Full: elements of the block's parameters per rank its forward re-run
   /// reads (those only the re-run's discarded block output needs are not
   /// read); ZeRO-3 gathers these for the re-run call.

@@ -147,6 +147,9 @@ struct RawProfile {
   /// Elements of the step's parameters W reads
   /// (planner::RecomputeProfile::weightParams).
   double weightParams = 0;
+  /// Activation bytes of the first re-run call's frame in the split step
+  /// (planner::RecomputeProfile::rerunFrameBytes).
+  double rerunFrame = 0;
   /// Gradient bytes a deferred weight-gradient pass (W) of one block reads
   /// (planner::LocalProfile::weightGradInputBytes).
   double weightInputs = 0;
@@ -727,7 +730,11 @@ LogicalResult readInputPhase(rt::FuncOp step, StringRef inputName,
   const unsigned grad = static_cast<unsigned>(rt::Category::Grad);
   p.phases[phase] = {};
   p.headGrads[phase] = 0;
+  const unsigned activation = static_cast<unsigned>(rt::Category::Activation);
   for (const rt::FrameUse &use : *uses) {
+    auto call = dyn_cast<rt::CallOp>(use.op);
+    if (call && call.getCallee() == p.recomputeName && p.rerunFrame == 0)
+      p.rerunFrame = double(use.bytes[activation]);
     if (use.start > input || input > use.end)
       continue;
     for (unsigned i = 0; i < use.bytes.size(); ++i)
@@ -1223,6 +1230,7 @@ struct DistAutoPlanPass
           rc.regatherBytes = fitv(a.regather, b.regather);
           rc.rerunParams = a.rerunParams;
           rc.weightParams = a.weightParams;
+          rc.rerunFrameBytes = fitv(a.rerunFrame, b.rerunFrame);
           rc.weightRecomputedBytes =
               fitv(a.weightRecomputed, b.weightRecomputed);
           continue;
