@@ -710,6 +710,28 @@ static double weightPassSums(const FrameLayers &l, const WeightPass &w) {
          (w.embeddingSums ? l.embeddingGradBytes : 0);
 }
 
+/// ZeRO-3's gathers live at I call `in`: its layer's gathered parameters
+/// and, when another block call follows, that call's gather started one
+/// call ahead (dist-overlap-collectives: its packed shard and gathered
+/// buffer; a full recomputation's re-run's).
+static double inputPassGathers(const FrameLayers &l, const InputPass &in) {
+  if (l.gatheredPerLayer == 0)
+    return 0;
+  const double next = l.rerunCalls && !in.forwardNext
+                          ? l.rerunGatherBytes
+                          : l.gatherPackBytes + l.gatheredPerLayer;
+  return l.gatheredPerLayer + (in.laterBlockCall ? next : 0);
+}
+
+/// The gradient sums `l` holds at I call pass `w`: whole, but under ZeRO-3
+/// the complete ones as shards (backwardPassSums: an I is a backward call).
+static double inputPassSums(const FrameLayers &l, const WeightPass &w) {
+  if (l.gatheredPerLayer > 0)
+    return backwardPassSums(l, w);
+  return w.summedLayers * l.weightGradBytes +
+         (w.embeddingSums ? l.embeddingGradBytes : 0);
+}
+
 FramePeak framePeak(const StepMemory &phases, double b, double scale,
                     const FrameLayers &l) {
   const double otherLayers = std::max(0.0, l.layers - 1);
@@ -852,16 +874,21 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // output gradient is received (an activation) at the unit's top when the
   // next stage runs on another rank, and the block above's input gradient
   // below it; no head gradient is received there (a stage after the first
-  // is sent none). ZeRO-3's gathers and the per-stage reduce-scatters of
-  // complete sums (completeSumShardBytes) around an I call are not
-  // derived: no candidate.
+  // is sent none). Under ZeRO-3 an I call reads its layer's gathered
+  // parameters and the next block call's gather is in flight
+  // (inputPassGathers); the per-stage reduce-scatters of complete sums
+  // (completeSumShardBytes) around an I call are derived there only, and
+  // not with sequence parallelism's re-gathered residuals (weightRegather-
+  // Bytes): there the I call's own bytes are overstated (by 131,072 B at
+  // nanoGPT's dp=2,tp=2,sp=1 bottom I).
   const PhaseMemory &input =
       phases[static_cast<unsigned>(StepPhase::BlockInput)];
   const bool inputRead = input.activation.at(b) > 0 || input.grad.at(b) > 0;
   const double inputOwnGrads =
       (input.grad.at(b) - input.headGrad.at(b)) * scale;
   const bool inputScored =
-      inputRead && l.gatheredPerLayer == 0 && l.completeSumShardBytes == 0;
+      inputRead && ((l.gatheredPerLayer > 0 && l.weightRegatherBytes == 0) ||
+                    l.completeSumShardBytes == 0);
   for (const InputPass &in :
        inputScored ? l.inputPasses : std::vector<InputPass>{}) {
     const WeightPass &w = in.held;
@@ -876,20 +903,34 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     const double headBelow =
         l.head && in.belowTop ? l.tiedGradBytes + l.headOnlyGradSumBytes : 0;
     const bool phaseGrads = l.head && !in.belowTop;
-    consider(
-        StepPhase::BlockInput,
+    const double held =
         std::max(0.0, w.inflight - 1) * l.keptPerLayer +
-            w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
-            w.heads * l.headKeptBytes +
-            (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received,
-        w.summedLayers * l.weightGradBytes +
-            (w.embeddingSums ? l.embeddingGradBytes : 0) +
-            w.headGrads * l.headOnlyGradSumBytes,
+        w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
+        w.heads * l.headKeptBytes +
+        (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received +
+        (in.rootHeld ? l.heldRootBytes : 0);
+    const double sums =
+        inputPassSums(l, w) + w.headGrads * l.headOnlyGradSumBytes;
+    const double heldGrads =
         w.pending * l.weightInputBytes +
-            (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
-            w.tiedShares * l.tiedGradBytes +
-            (phaseGrads ? 0 : inputOwnGrads + fromAbove + headBelow),
-        phaseGrads);
+        (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
+        w.tiedShares * l.tiedGradBytes;
+    consider(StepPhase::BlockInput, held + inputPassGathers(l, in), sums,
+             heldGrads + l.weightParamBytes +
+                 (phaseGrads ? 0 : inputOwnGrads + fromAbove + headBelow),
+             phaseGrads);
+    // Full recomputation under ZeRO-3: the I call's re-run call just
+    // before it holds the same but the re-run's gathered parameters and the
+    // I call's gather, prefetched (packed shard and gathered buffer), and
+    // none of the I call's own gradients yet.
+    if (l.rerunCalls && l.gatheredPerLayer > 0)
+      consider(StepPhase::BlockInput,
+               held + l.rerunGatheredBytes + l.rerunFrameBytes +
+                   l.gatherPackBytes + l.gatheredPerLayer,
+               sums,
+               heldGrads + (phaseGrads ? input.headGrad.at(b) * scale
+                                       : fromAbove + headBelow),
+               /*phaseGrads=*/false);
   }
   consider(StepPhase::Tail, 0, otherGrads);
   // The last AdamW: the gathers only (the one-block tail's own peak, with
@@ -1215,7 +1256,12 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
             in.held.prefetchedWhole = 1;
           in.belowTop = k > 0;
           in.receivedOutput = k == 0 && state.receives(op);
-          in.laterBlockCall = !bottom || next;
+          // W reads no gathered parameters: the gather of the call after
+          // it starts during it.
+          in.laterBlockCall = !bottom || (next && nextKind != Kind::W);
+          in.forwardNext = bottom && next && nextKind == Kind::F;
+          in.rootHeld = op.stage == lastStage &&
+                        op.microbatch + 1 < sched.numMicrobatches;
           if (!llvm::is_contained(passes[r], in))
             passes[r].push_back(in);
         }

@@ -484,6 +484,9 @@ void setRerunCalls(FrameLayers &l, const Candidate &plan,
         rc && rc->rerunParams > 0
             ? rc->rerunParams * elementBytes * (1 + 1 / double(shards.dpGroup))
             : l.gatheredPerLayer + l.gatherPackBytes;
+  if (plan.zero == 3 && shards.dpGroup > 1)
+    l.rerunGatheredBytes =
+        l.rerunGatherBytes / (1 + 1 / double(shards.dpGroup));
 }
 
 /// Sets the per-item bytes of `l`'s weight-gradient passes from `dyn`.
@@ -1148,6 +1151,15 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     // gradient function).
     if (plan.recompute == "selective" && rc)
       dyn.layers.weightFrameBytes = rc->weightRecomputedBytes.at(b) * scale;
+    // ZeRO-3: W is given the shards; the parameters it reads are gathered
+    // for I, which passes them on.
+    if (plan.recompute == "full" && rc)
+      dyn.layers.rerunFrameBytes = rc->rerunFrameBytes.at(b) * scale;
+    if (plan.recompute == "selective" && rc && plan.zero == 3 &&
+        shards.dpGroup > 1) {
+      dyn.layers.weightParamBytes = rc->weightParams * m.elementBytes;
+      dyn.weightInputBytes += dyn.layers.weightParamBytes;
+    }
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);

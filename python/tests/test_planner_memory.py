@@ -276,6 +276,28 @@ PLANS = [
     # ZB-V's first rank under ZeRO-3: W of the last stage holds the gather
     # of the first stage's backward that follows it, started one call ahead.
     ("pp=2,dp=2,zero=3,recompute=selective,schedule=zb-v,vpp=2", 1),
+    # ZB-H1's last rank under ZeRO-3 at an I call: its layer's gathered
+    # parameters and, unless a W follows (it reads none), the next call's
+    # gather started one call ahead (a full recomputation's re-run's).
+    ("pp=2,dp=2,zero=3,schedule=zb-h1", 2),
+    ("pp=2,dp=2,tp=2,zero=3,schedule=zb-h1", 1),
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-h1", 1),
+    ("pp=2,dp=2,tp=2,zero=3,recompute=full,schedule=zb-h1", 2),
+    # ... and at the re-run call before a lower layer's I: the re-run's
+    # gathered parameters and the I call's prefetched gather.
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-h1", 2),
+    ("pp=4,dp=2,zero=3,recompute=full,schedule=zb-h1", 4),
+    # (tp=2: the re-run call's own frame holds its collectives' buffers.)
+    ("pp=2,dp=2,tp=2,zero=3,recompute=full,schedule=zb-h1", 4),
+    # Selective recomputation under ZeRO-3: W recomputes the norms with
+    # their gathered weights, passed on by I (W inputs, I results).
+    ("pp=2,dp=2,zero=3,recompute=selective,schedule=zb-h1", 1),
+    ("pp=2,dp=2,tp=2,zero=3,recompute=selective,schedule=zb-h1", 2),
+    ("pp=2,dp=2,tp=2,zero=3,recompute=selective,schedule=zb-v,vpp=2", 2),
+    # An I call of a microbatch before the last: the head's parameters,
+    # gathered once, are held until the last head backward.
+    ("pp=2,dp=2,tp=2,zero=3,schedule=zb-h1", 4),
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-h1", 4),
 ]
 
 

@@ -1002,6 +1002,64 @@ TEST(MemoryTerm, InputPassesHoldThePendingLayersAbove) {
   EXPECT_EQ(framePeak(phases, 1, 1, l).phase, before.phase);
 }
 
+TEST(MemoryTerm, InputPassesUnderZero3HoldTheirGathers) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // ZB-H1, 2 ranks, 2 microbatches, 1 layer per stage: the last rank runs
+  // F0 I0 F1 I1 W0 W1. I0's next call is F1's: its whole layer's gather is
+  // started during I0; I1's is W0, which reads no gathered parameters.
+  auto zbh1 = buildSchedule(ScheduleKind::ZBH1, 2, 2, 1);
+  ASSERT_TRUE(zbh1.ok());
+  std::vector<std::vector<InputPass>> passes = inputPassesOf(*zbh1, 1, true);
+  ASSERT_EQ(passes[1].size(), 2u);
+  EXPECT_TRUE(passes[1][0].laterBlockCall);
+  EXPECT_TRUE(passes[1][0].forwardNext);
+  EXPECT_FALSE(passes[1][1].laterBlockCall);
+  // The head's parameters stay gathered until the last head backward: at
+  // I0, not at I1.
+  EXPECT_TRUE(passes[1][0].rootHeld);
+  EXPECT_FALSE(passes[1][1].rootHeld);
+
+  // 2 layers per stage, 1 microbatch (F0 I0 W0), under ZeRO-3 (20 B
+  // gathered per layer, 10 B packed shard): the top I holds its layer's
+  // gather and the bottom I's prefetched one, 90 + 50 (the other layer's
+  // kept bytes) + 20 + 10 + 20 activations, the phase's 70 gradients; the
+  // bottom I (W next) only its own gather. With selective recomputation
+  // the I call's results include the gathered parameters it passes its W
+  // (4).
+  passes = inputPassesOf(*buildSchedule(ScheduleKind::ZBH1, 2, 1, 1), 2, true);
+  ASSERT_EQ(passes[1].size(), 2u);
+  EXPECT_TRUE(passes[1][0].laterBlockCall);
+  EXPECT_FALSE(passes[1][1].laterBlockCall);
+  StepMemory phases = framePhases();
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.activation = {90, 0}, input.grad = {70, 0}, input.other = {8, 0};
+  input.headGrad = {15, 0};
+  FrameLayers l;
+  l.layers = 2, l.inflight = 2, l.keptPerLayer = 50, l.layerGradBytes = 30;
+  l.weightInputBytes = 25, l.boundaryBytes = 15;
+  l.gatheredPerLayer = 20, l.gatherPackBytes = 10;
+  l.completeSumShardBytes = 5, l.weightParamBytes = 4;
+  l.inputPasses = passes[1];
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 20 + 10 + 20);
+  EXPECT_DOUBLE_EQ(p.grads, 70 + 4);
+
+  // Under full recomputation each I follows its re-run call, which holds
+  // the re-run's gathered parameters (60) and the I call's prefetched
+  // gather (60 + 60) and its own frame (5), not yet the I call's 55 own
+  // gradients: at the bottom I's re-run 90 + 50 + 60 + 5 + 60 + 60
+  // activations, the top layer's W inputs (25) and output gradient (15).
+  l.gatheredPerLayer = 60, l.gatherPackBytes = 60;
+  l.rerunCalls = true, l.rerunGatherBytes = 70, l.rerunGatheredBytes = 60;
+  l.rerunFrameBytes = 5;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 60 + 5 + 60 + 60);
+  EXPECT_DOUBLE_EQ(p.grads, 25 + 15);
+}
+
 TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   using autoshard::pipeline::buildSchedule;
   using autoshard::pipeline::ScheduleKind;

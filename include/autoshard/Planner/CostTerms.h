@@ -498,15 +498,23 @@ struct InputPass {
   /// above's input gradient (gradient category), not the head's or a
   /// received one.
   bool belowTop = false;
-  /// Another block call of the rank follows (ZeRO-3 prefetches its gather).
+  /// Another block call of the rank that reads gathered parameters follows
+  /// (not a W): ZeRO-3 prefetches its gather during this one.
   bool laterBlockCall = false;
+  /// That call is a forward: its whole layer's gather, not a full
+  /// recomputation's re-run's.
+  bool forwardNext = false;
+  /// The last stage's I of a microbatch before the last: the head's
+  /// parameters, gathered once under ZeRO-3, stay live until the last
+  /// head backward (FrameLayers::heldRootBytes).
+  bool rootHeld = false;
   /// The unit's top layer, whose output gradient another rank sent (the
   /// next stage's, on another rank): a received buffer, an activation.
   bool receivedOutput = false;
   bool operator==(const InputPass &o) const {
     return held == o.held && belowTop == o.belowTop &&
-           laterBlockCall == o.laterBlockCall &&
-           receivedOutput == o.receivedOutput;
+           laterBlockCall == o.laterBlockCall && forwardNext == o.forwardNext &&
+           rootHeld == o.rootHeld && receivedOutput == o.receivedOutput;
   }
 };
 
@@ -535,6 +543,9 @@ struct FrameLayers {
   /// `reducingGradBytes`).
   bool rerunCalls = false;
   double rerunGatherBytes = 0;
+  /// Of those, the gathered buffers (live during the re-run call), and
+  /// the re-run call's own frame (RecomputeProfile::rerunFrameBytes).
+  double rerunGatheredBytes = 0, rerunFrameBytes = 0;
   /// ZeRO-3 with three or more microbatches: the non-block parameters
   /// gathered at the first microbatch and held until the last; a middle
   /// microbatch holds them (and the sums) at every phase but the tail.
@@ -626,6 +637,10 @@ struct FrameLayers {
   /// from forward values: selective recomputation's norms and activations;
   /// gradients, as W is a gradient function), at each W.
   double weightFrameBytes = 0;
+  /// ZeRO-3 with selective recomputation: the gathered parameters each I
+  /// call passes its W (RecomputeProfile::weightParams), among the I call's
+  /// results (and in `weightInputBytes`).
+  double weightParamBytes = 0;
 };
 FramePeak framePeak(const StepMemory &phases, double b, double tokenScale,
                     const FrameLayers &layers);

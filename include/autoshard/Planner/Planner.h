@@ -292,10 +292,18 @@ struct RecomputeProfile {
   /// mode's one-block backward split as LocalProfile::weightGradInputBytes:
   /// W's own frame besides its inputs.
   Affine weightRecomputedBytes;
+  /// Full: the activation bytes of the forward re-run call's own frame
+  /// (its callee's peak: e.g. tensor parallelism's collective buffers),
+  /// read off the split one-block step at the first re-run call.
+  Affine rerunFrameBytes;
   /// Full: elements of the block's parameters per rank its forward re-run
   /// reads (those only the re-run's discarded block output needs are not
   /// read); ZeRO-3 gathers these for the re-run call.
   double rerunParams = 0;
+  /// Selective: elements of the block's parameters per rank that W reads
+  /// (the recomputed norms' weights); under ZeRO-3 I passes W their
+  /// gathered copies (W is given the shards), W inputs as well.
+  double weightParams = 0;
   /// Why the mode did not compile (then `compiled` is false).
   std::string error;
 };

@@ -145,6 +145,12 @@ struct RawProfile {
   /// Elements of the step's parameters the first full-recomputation re-run
   /// call reads (planner::RecomputeProfile::rerunParams).
   double rerunParams = 0;
+  /// Elements of the step's parameters W reads
+  /// (planner::RecomputeProfile::weightParams).
+  double weightParams = 0;
+  /// Activation bytes of the first re-run call's frame in the split step
+  /// (planner::RecomputeProfile::rerunFrameBytes).
+  double rerunFrame = 0;
   /// Gradient bytes a deferred weight-gradient pass (W) of one block reads
   /// (planner::LocalProfile::weightGradInputBytes).
   double weightInputs = 0;
@@ -348,6 +354,16 @@ LogicalResult readWeightGradInputs(ModuleOp module,
   }
   if (!weightFn || weightFn.isExternal())
     return success();
+  // The step's parameters W reads (each once).
+  llvm::DenseSet<Value> params;
+  for (auto [i, v] : llvm::enumerate(weightCall.getOperands())) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (arg && arg.getOwner()->getParentOp() == step &&
+        step.getArgAttr(arg.getArgNumber(), tfm::kParamAttrName) &&
+        i < weightFn.getNumArguments() &&
+        !weightFn.getArgument(i).use_empty() && params.insert(v).second)
+      p.weightParams += tensorElements(v.getType());
+  }
   // What W recomputes from forward values alone for its gradient ops
   // (selective recomputation's norms and activations, which only W reads,
   // move into W): values of costed ops that move bytes (not views).
@@ -715,7 +731,11 @@ LogicalResult readInputPhase(rt::FuncOp step, StringRef inputName,
   const unsigned grad = static_cast<unsigned>(rt::Category::Grad);
   p.phases[phase] = {};
   p.headGrads[phase] = 0;
+  const unsigned activation = static_cast<unsigned>(rt::Category::Activation);
   for (const rt::FrameUse &use : *uses) {
+    auto call = dyn_cast<rt::CallOp>(use.op);
+    if (call && call.getCallee() == p.recomputeName && p.rerunFrame == 0)
+      p.rerunFrame = double(use.bytes[activation]);
     if (use.start > input || input > use.end)
       continue;
     for (unsigned i = 0; i < use.bytes.size(); ++i)
@@ -1222,6 +1242,8 @@ struct DistAutoPlanPass
           rc.phases = fitPhases(a, b);
           rc.regatherBytes = fitv(a.regather, b.regather);
           rc.rerunParams = a.rerunParams;
+          rc.weightParams = a.weightParams;
+          rc.rerunFrameBytes = fitv(a.rerunFrame, b.rerunFrame);
           rc.weightRecomputedBytes =
               fitv(a.weightRecomputed, b.weightRecomputed);
           continue;
