@@ -717,10 +717,14 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   const double otherGrads = otherLayers * l.layerGradBytes;
   FramePeak best;
   bool first = true;
+  // The closed-form backward candidates below, until the simulated passes.
+  bool closedBackward = true;
   auto consider = [&](StepPhase phase, double kept, double paramGrads,
                       double sent = 0, bool phaseGrads = true,
                       bool belowTop = false) {
     if (phase == StepPhase::Head && !l.head)
+      return;
+    if (phase == StepPhase::BlockBackward && closedBackward && l.passesOnly)
       return;
     const PhaseMemory &m = phases[static_cast<unsigned>(phase)];
     FramePeak c;
@@ -805,6 +809,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // W is a gradient function: what it recomputes (weightFrameBytes) is
   // filed with its gradients; a received block output gradient (its send is
   // no gradient op) with the activations.
+  closedBackward = false;
   for (const WeightPass &w : l.weightPasses)
     consider(StepPhase::BlockBackward,
              std::max(0.0, w.inflight - 1) * l.keptPerLayer +
@@ -861,7 +866,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   const double inputOwnGrads =
       (input.grad.at(b) - input.headGrad.at(b)) * scale;
   const bool inputScored =
-      inputRead && l.gatheredPerLayer == 0 && l.completeSumShardBytes == 0;
+      inputRead && (l.passesOnly ||
+                    (l.gatheredPerLayer == 0 && l.completeSumShardBytes == 0));
   for (const InputPass &in :
        inputScored ? l.inputPasses : std::vector<InputPass>{}) {
     const WeightPass &w = in.held;
@@ -876,20 +882,29 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     const double headBelow =
         l.head && in.belowTop ? l.tiedGradBytes + l.headOnlyGradSumBytes : 0;
     const bool phaseGrads = l.head && !in.belowTop;
-    consider(
-        StepPhase::BlockInput,
-        std::max(0.0, w.inflight - 1) * l.keptPerLayer +
-            w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
-            w.heads * l.headKeptBytes +
-            (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received,
-        w.summedLayers * l.weightGradBytes +
-            (w.embeddingSums ? l.embeddingGradBytes : 0) +
-            w.headGrads * l.headOnlyGradSumBytes,
-        w.pending * l.weightInputBytes +
-            (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
-            w.tiedShares * l.tiedGradBytes +
-            (phaseGrads ? 0 : inputOwnGrads + fromAbove + headBelow),
-        phaseGrads);
+    // ZeRO-3 (passesOnly): the I call's own layer gathered and, when the
+    // next block call reads parameters, its gather (pack and result); the
+    // complete stage sums reduce-scattered as at a W.
+    const double gathers =
+        l.passesOnly ? l.gatheredPerLayer + (in.prefetchesGather ? prefetch : 0)
+                     : 0;
+    const double sums = l.passesOnly
+                            ? weightPassSums(l, w)
+                            : w.summedLayers * l.weightGradBytes +
+                                  (w.embeddingSums ? l.embeddingGradBytes : 0);
+    consider(StepPhase::BlockInput,
+             std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+                 w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
+                 w.heads * l.headKeptBytes +
+                 (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
+                 received + gathers,
+             sums + w.headGrads * l.headOnlyGradSumBytes,
+             w.pending * l.weightInputBytes +
+                 (w.sentGrads + w.heldGrads - w.receivedInputs) *
+                     l.boundaryBytes +
+                 w.tiedShares * l.tiedGradBytes +
+                 (phaseGrads ? 0 : inputOwnGrads + fromAbove + headBelow),
+             phaseGrads);
   }
   consider(StepPhase::Tail, 0, otherGrads);
   // The last AdamW: the gathers only (the one-block tail's own peak, with
@@ -1010,6 +1025,19 @@ static void countUnwaitedSends(WeightPass &w,
       (send.kind == PendingSend::Activation  ? w.sentActivations
        : send.kind == PendingSend::InputGrad ? w.sentGrads
                                              : w.tiedShares) += 1;
+}
+
+/// Whether the rank's next block call after op `i` of `order` reads
+/// gathered parameters (an F, I or whole B; a W reads none, and the first
+/// stage's W, whose backward runs whole at its I, is no call): under ZeRO-3
+/// only then does op `i` prefetch a gather, one call ahead.
+static bool nextCallGathers(const std::vector<pipeline::PipelineOp> &order,
+                            size_t i) {
+  using Kind = pipeline::PipelineOp::Kind;
+  for (size_t j = i + 1; j < order.size(); ++j)
+    if (order[j].kind != Kind::W || order[j].stage != 0)
+      return order[j].kind != Kind::W;
+  return false;
 }
 
 /// Whether the block call after W unit `i` of `order` re-gathers residuals
@@ -1216,6 +1244,7 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
           in.belowTop = k > 0;
           in.receivedOutput = k == 0 && state.receives(op);
           in.laterBlockCall = !bottom || next;
+          in.prefetchesGather = !bottom || nextCallGathers(order, i);
           if (!llvm::is_contained(passes[r], in))
             passes[r].push_back(in);
         }
@@ -1316,7 +1345,8 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       w.completeLayers = double(complete * layersPerChunk);
       w.justCompleteLayers = completedLast ? double(layersPerChunk) : 0;
       w.prefetched = backwardPrefetches(sched.rankOrders[r], i, layersPerChunk);
-      w.lastCall = layersPerChunk == 1 && i + 1 == sched.rankOrders[r].size();
+      w.lastCall =
+          layersPerChunk == 1 && !nextCallGathers(sched.rankOrders[r], i);
       if (!llvm::is_contained(passes[r], w))
         passes[r].push_back(w);
       completedLast = false;

@@ -500,6 +500,16 @@ void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
   l.weightRegatherBytes = dyn.weightRegatherBytes;
 }
 
+/// Whether a ZB-V rank's block backward calls are all scored as its
+/// simulated passes (FrameLayers::passesOnly): under ZeRO-3, where the
+/// closed-form backward candidates prefetch a gather at every call (the
+/// last stage's I is followed by its own W, which gathers nothing), and not
+/// under full recomputation, whose re-run calls have no pass of their own.
+bool zbvZero3Passes(const FrameLayers &l, const DynamicMemory &dyn) {
+  return dyn.zbv && l.gatheredPerLayer > 0 && !l.rerunCalls &&
+         !l.weightPasses.empty() && !l.inputPasses.empty();
+}
+
 /// What a simulated pipeline schedule tells of its ranks' memory.
 struct ScheduleMemory {
   /// Each rank's peak layers in flight.
@@ -646,6 +656,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         l.inputPasses = sched->rankInputPasses.front();
         setWeightPassBytes(l, dyn);
       }
+      l.passesOnly = zbvZero3Passes(l, dyn);
       // Interleaved: the first rank also runs later stages, whose sums,
       // sends and received tied shares its backwards hold; ZB-V: the last
       // stage's, at the first stage's backwards (whole, at their I).
@@ -741,6 +752,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         last.inputPasses = sched->rankInputPasses.back();
         setWeightPassBytes(last, dyn);
       }
+      last.passesOnly = zbvZero3Passes(last, dyn);
       // Its last microbatch's backwards no longer hold the head's
       // parameters; an earlier microbatch's do, with fewer sends live.
       last.rootForwardOnly = !dyn.gpipe;

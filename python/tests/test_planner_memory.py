@@ -276,6 +276,13 @@ PLANS = [
     # ZB-V's first rank under ZeRO-3: W of the last stage holds the gather
     # of the first stage's backward that follows it, started one call ahead.
     ("pp=2,dp=2,zero=3,recompute=selective,schedule=zb-v,vpp=2", 1),
+    # ZB-V under ZeRO-3: each rank scored at its passes only (the last
+    # stage's I is followed by its own W, which gathers nothing; the first
+    # stage's last backward prefetches nothing), each I with its gathers.
+    ("pp=2,dp=2,zero=3,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,zero=3,schedule=zb-v,vpp=2", 2),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-v,vpp=2", 2),
 ]
 
 
