@@ -710,6 +710,14 @@ static double weightPassSums(const FrameLayers &l, const WeightPass &w) {
          (w.embeddingSums ? l.embeddingGradBytes : 0);
 }
 
+/// The non-block parameters `l`'s rank holds gathered at pass `w`: each
+/// end's until its last use.
+static double passRootBytes(const FrameLayers &l, const WeightPass &w) {
+  return (w.firstForwardsLeft ? l.rootFirstBytes : 0) +
+         (w.headOpsLeft ? l.rootLastBytes : 0) -
+         (w.firstForwardsLeft && w.headOpsLeft ? l.rootSharedBytes : 0);
+}
+
 FramePeak framePeak(const StepMemory &phases, double b, double scale,
                     const FrameLayers &l) {
   const double otherLayers = std::max(0.0, l.layers - 1);
@@ -819,7 +827,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  (w.prefetched + (l.rerunCalls ? 0 : w.prefetchedWhole)) *
                      l.weightRegatherBytes +
                  w.nextStageBackward *
-                     (l.rerunCalls ? l.rerunGatherBytes : prefetch),
+                     (l.rerunCalls ? l.rerunGatherBytes : prefetch) +
+                 passRootBytes(l, w),
              l.weightGradBytes + weightPassSums(l, w) +
                  w.headGrads * l.headOnlyGradSumBytes,
              w.pending * l.weightInputBytes + l.weightFrameBytes +
@@ -846,7 +855,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  (w.receivedShares - 1) * l.tiedGradBytes +
                  (l.rerunCalls ? 0 : w.prefetched * l.weightRegatherBytes) +
                  l.gatheredPerLayer + (w.lastCall ? 0 : backwardNext) +
-                 w.pending * l.recomputedBytes,
+                 w.pending * l.recomputedBytes + passRootBytes(l, w),
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes +
                  w.pending * l.weightInputBytes - received);
@@ -885,9 +894,11 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     // ZeRO-3 (passesOnly): the I call's own layer gathered and, when the
     // next block call reads parameters, its gather (pack and result); the
     // complete stage sums reduce-scattered as at a W.
-    const double gathers =
-        l.passesOnly ? l.gatheredPerLayer + (in.prefetchesGather ? prefetch : 0)
-                     : 0;
+    const double gathers = l.passesOnly
+                               ? l.gatheredPerLayer +
+                                     (in.prefetchesGather ? prefetch : 0) +
+                                     passRootBytes(l, w)
+                               : 0;
     const double sums = l.passesOnly
                             ? weightPassSums(l, w)
                             : w.summedLayers * l.weightGradBytes +
@@ -1040,6 +1051,19 @@ static bool nextCallGathers(const std::vector<pipeline::PipelineOp> &order,
   return false;
 }
 
+/// Sets whether a first-stage forward and a last-stage (head) forward or
+/// backward follow op `i` of `order` (WeightPass::firstForwardsLeft).
+static void setRootUsesLeft(WeightPass &w,
+                            const std::vector<pipeline::PipelineOp> &order,
+                            size_t i, int64_t lastStage) {
+  using Kind = pipeline::PipelineOp::Kind;
+  for (size_t j = i + 1; j < order.size(); ++j) {
+    const pipeline::PipelineOp &op = order[j];
+    w.firstForwardsLeft |= op.stage == 0 && op.kind == Kind::F;
+    w.headOpsLeft |= op.stage == lastStage && op.kind != Kind::W;
+  }
+}
+
 /// Whether the block call after W unit `i` of `order` re-gathers residuals
 /// (a W, a whole B, or the unit's own next layer's W).
 double nextReadsGathers(const std::vector<pipeline::PipelineOp> &order,
@@ -1155,6 +1179,7 @@ struct SplitRankState {
     w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
     w.heldGrads = double(held.size());
     w.receivedInputs = double(received);
+    setRootUsesLeft(w, sched.rankOrders[rank], i, lastStage);
     return w;
   }
 
@@ -1347,6 +1372,7 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       w.prefetched = backwardPrefetches(sched.rankOrders[r], i, layersPerChunk);
       w.lastCall =
           layersPerChunk == 1 && !nextCallGathers(sched.rankOrders[r], i);
+      setRootUsesLeft(w, sched.rankOrders[r], i, lastStage);
       if (!llvm::is_contained(passes[r], w))
         passes[r].push_back(w);
       completedLast = false;

@@ -466,6 +466,8 @@ struct DynamicMemory {
   /// parameters the first / last stage reads, gathered once with its first
   /// block's unit and held until its last use (FrameLayers::heldRootBytes).
   double firstRootBytes = 0, lastRootBytes = 0;
+  /// Of them, those both ends read (a tied embedding).
+  double sharedRootBytes = 0;
 };
 
 /// Full recomputation's re-run calls (FrameLayers::rerunCalls): under
@@ -657,6 +659,12 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         setWeightPassBytes(l, dyn);
       }
       l.passesOnly = zbvZero3Passes(l, dyn);
+      // ZB-V's first rank holds both ends' gathered non-block parameters.
+      if (l.passesOnly && firstHasHead) {
+        l.rootFirstBytes = dyn.firstRootBytes;
+        l.rootLastBytes = dyn.lastRootBytes;
+        l.rootSharedBytes = dyn.sharedRootBytes;
+      }
       // Interleaved: the first rank also runs later stages, whose sums,
       // sends and received tied shares its backwards hold; ZB-V: the last
       // stage's, at the first stage's backwards (whole, at their I).
@@ -1146,6 +1154,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
         prof.preParams + prof.postParams > 0) {
       dyn.firstRootBytes = prof.preParams * m.elementBytes;
       dyn.lastRootBytes = prof.postParams * m.elementBytes;
+      dyn.sharedRootBytes =
+          std::max(0.0, prof.preParams + prof.postParams - prof.otherParams) *
+          m.elementBytes;
     }
     dyn.stages = p;
     dyn.vpp = v;

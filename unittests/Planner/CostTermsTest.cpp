@@ -898,6 +898,14 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   // The first stage's backward (whole, at its I) follows it.
   want.prefetchedWhole = 1, want.nextStageBackward = 1;
   expectWeightPass(passes[0][2], want);
+  // After it a head op (stage 3's microbatch 3) but no first-stage
+  // forward; after W3 of microbatch 0 both; after the last W3 neither.
+  EXPECT_TRUE(passes[0][2].headOpsLeft);
+  EXPECT_FALSE(passes[0][2].firstForwardsLeft);
+  EXPECT_TRUE(passes[0][0].headOpsLeft);
+  EXPECT_TRUE(passes[0][0].firstForwardsLeft);
+  EXPECT_FALSE(passes[0][3].headOpsLeft);
+  EXPECT_FALSE(passes[0][3].firstForwardsLeft);
   // Before stage 0's first backward there is no sum: at W3 of microbatch
   // 0 its share is pending.
   EXPECT_DOUBLE_EQ(passes[0][0].tiedShares, 1);
@@ -1115,6 +1123,15 @@ TEST(MemoryTerm, FramePeakZeroThreeSplitRankScoresItsPasses) {
   // Its own W next: nothing prefetched.
   l.inputPasses[0].prefetchesGather = false;
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, 90 + 50 + 14);
+  // ZB-V's first rank with a first-stage forward and a head op to come
+  // holds both ends' gathered non-block parameters (6 and 5, the tied 4
+  // once); with only head ops to come, the head's.
+  l.rootFirstBytes = 6, l.rootLastBytes = 5, l.rootSharedBytes = 4;
+  l.inputPasses[0].held.firstForwardsLeft = true;
+  l.inputPasses[0].held.headOpsLeft = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, 90 + 50 + 14 + 7);
+  l.inputPasses[0].held.firstForwardsLeft = false;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, 90 + 50 + 14 + 5);
 }
 
 TEST(MemoryTerm, FramePeakFirstStageBackwardReceivesItsInput) {

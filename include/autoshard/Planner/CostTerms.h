@@ -468,6 +468,12 @@ struct WeightPass {
   /// re-gathered residuals too; they are prefetched here unless a full
   /// recomputation's re-run call comes first.
   double prefetchedWhole = 0;
+  /// Whether the rank runs a first-stage forward (which reads the
+  /// embedding's non-block parameters) and a last-stage forward or
+  /// backward (the head's) after this op: under ZeRO-3 each end's gathered
+  /// non-block parameters are held until their last use
+  /// (FrameLayers::rootFirstBytes).
+  bool firstForwardsLeft = false, headOpsLeft = false;
   /// At a whole backward (backwardPassesOf): true when no block call that
   /// reads gathered parameters follows it next (it is the rank's last, or a
   /// W follows: ZB-V's first stage's W is no call, and a later stage's
@@ -486,7 +492,9 @@ struct WeightPass {
            receivedOutputGrad == o.receivedOutputGrad &&
            nextStageBackward == o.nextStageBackward &&
            headGrads == o.headGrads && prefetched == o.prefetched &&
-           prefetchedWhole == o.prefetchedWhole && lastCall == o.lastCall;
+           prefetchedWhole == o.prefetchedWhole && lastCall == o.lastCall &&
+           firstForwardsLeft == o.firstForwardsLeft &&
+           headOpsLeft == o.headOpsLeft;
   }
 };
 
@@ -607,6 +615,13 @@ struct FrameLayers {
   /// every backward call, are not scored, and each I is, with its own
   /// layer's gather and the one it prefetches (InputPass::prefetchesGather).
   bool passesOnly = false;
+  /// ZB-V's first rank under ZeRO-3 with several microbatches: the
+  /// non-block parameters the embedding reads (`rootFirstBytes`) and those
+  /// the head reads (`rootLastBytes`), gathered once and held at a pass
+  /// while a first-stage forward, resp. a head forward or backward, is to
+  /// come (WeightPass::firstForwardsLeft, headOpsLeft); `rootSharedBytes`
+  /// of them both ends read (a tied embedding).
+  double rootFirstBytes = 0, rootLastBytes = 0, rootSharedBytes = 0;
   /// ZeRO-1/2/3 over dp > 1 with several microbatches or stages, at
   /// backward and W passes: a layer's complete sum is reduce-scattered
   /// right after its last backward (or W) and waited one call later (after
