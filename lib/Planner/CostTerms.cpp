@@ -720,7 +720,9 @@ static double inputPassGathers(const FrameLayers &l, const InputPass &in) {
   const double next = l.rerunCalls && !in.forwardNext
                           ? l.rerunGatherBytes
                           : l.gatherPackBytes + l.gatheredPerLayer;
-  return l.gatheredPerLayer + (in.laterBlockCall ? next : 0);
+  // ZB-V (passesOnly) looks past the first stage's W, which is no call.
+  const bool later = l.passesOnly ? in.prefetchesGather : in.laterBlockCall;
+  return l.gatheredPerLayer + (later ? next : 0);
 }
 
 /// The gradient sums `l` holds at I call pass `w`: whole, but under ZeRO-3
@@ -732,6 +734,14 @@ static double inputPassSums(const FrameLayers &l, const WeightPass &w) {
          (w.embeddingSums ? l.embeddingGradBytes : 0);
 }
 
+/// The non-block parameters `l`'s rank holds gathered at pass `w`: each
+/// end's until its last use.
+static double passRootBytes(const FrameLayers &l, const WeightPass &w) {
+  return (w.firstForwardsLeft ? l.rootFirstBytes : 0) +
+         (w.headOpsLeft ? l.rootLastBytes : 0) -
+         (w.firstForwardsLeft && w.headOpsLeft ? l.rootSharedBytes : 0);
+}
+
 FramePeak framePeak(const StepMemory &phases, double b, double scale,
                     const FrameLayers &l) {
   const double otherLayers = std::max(0.0, l.layers - 1);
@@ -739,10 +749,14 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   const double otherGrads = otherLayers * l.layerGradBytes;
   FramePeak best;
   bool first = true;
+  // The closed-form backward candidates below, until the simulated passes.
+  bool closedBackward = true;
   auto consider = [&](StepPhase phase, double kept, double paramGrads,
                       double sent = 0, bool phaseGrads = true,
                       bool belowTop = false) {
     if (phase == StepPhase::Head && !l.head)
+      return;
+    if (phase == StepPhase::BlockBackward && closedBackward && l.passesOnly)
       return;
     const PhaseMemory &m = phases[static_cast<unsigned>(phase)];
     FramePeak c;
@@ -827,6 +841,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // W is a gradient function: what it recomputes (weightFrameBytes) is
   // filed with its gradients; a received block output gradient (its send is
   // no gradient op) with the activations.
+  closedBackward = false;
   for (const WeightPass &w : l.weightPasses)
     consider(StepPhase::BlockBackward,
              std::max(0.0, w.inflight - 1) * l.keptPerLayer +
@@ -836,7 +851,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  (w.prefetched + (l.rerunCalls ? 0 : w.prefetchedWhole)) *
                      l.weightRegatherBytes +
                  w.nextStageBackward *
-                     (l.rerunCalls ? l.rerunGatherBytes : prefetch),
+                     (l.rerunCalls ? l.rerunGatherBytes : prefetch) +
+                 passRootBytes(l, w),
              l.weightGradBytes + weightPassSums(l, w) +
                  w.headGrads * l.headOnlyGradSumBytes,
              w.pending * l.weightInputBytes + l.weightFrameBytes +
@@ -863,7 +879,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  (w.receivedShares - 1) * l.tiedGradBytes +
                  (l.rerunCalls ? 0 : w.prefetched * l.weightRegatherBytes) +
                  l.gatheredPerLayer + (w.lastCall ? 0 : backwardNext) +
-                 w.pending * l.recomputedBytes,
+                 w.pending * l.recomputedBytes + passRootBytes(l, w),
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes +
                  w.pending * l.weightInputBytes - received);
@@ -887,8 +903,9 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   const double inputOwnGrads =
       (input.grad.at(b) - input.headGrad.at(b)) * scale;
   const bool inputScored =
-      inputRead && ((l.gatheredPerLayer > 0 && l.weightRegatherBytes == 0) ||
-                    l.completeSumShardBytes == 0);
+      inputRead &&
+      (l.passesOnly || (l.gatheredPerLayer > 0 && l.weightRegatherBytes == 0) ||
+       l.completeSumShardBytes == 0);
   for (const InputPass &in :
        inputScored ? l.inputPasses : std::vector<InputPass>{}) {
     const WeightPass &w = in.held;
@@ -908,9 +925,14 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
         w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
         w.heads * l.headKeptBytes +
         (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received +
-        (in.rootHeld ? l.heldRootBytes : 0);
+        (l.passesOnly  ? passRootBytes(l, w)
+         : in.rootHeld ? l.heldRootBytes
+                       : 0);
+    // ZB-V under ZeRO-3 (passesOnly): the complete stage sums
+    // reduce-scattered as at a W.
     const double sums =
-        inputPassSums(l, w) + w.headGrads * l.headOnlyGradSumBytes;
+        (l.passesOnly ? weightPassSums(l, w) : inputPassSums(l, w)) +
+        w.headGrads * l.headOnlyGradSumBytes;
     const double heldGrads =
         w.pending * l.weightInputBytes +
         (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
@@ -1053,6 +1075,32 @@ static void countUnwaitedSends(WeightPass &w,
                                              : w.tiedShares) += 1;
 }
 
+/// Whether the rank's next block call after op `i` of `order` reads
+/// gathered parameters (an F, I or whole B; a W reads none, and the first
+/// stage's W, whose backward runs whole at its I, is no call): under ZeRO-3
+/// only then does op `i` prefetch a gather, one call ahead.
+static bool nextCallGathers(const std::vector<pipeline::PipelineOp> &order,
+                            size_t i) {
+  using Kind = pipeline::PipelineOp::Kind;
+  for (size_t j = i + 1; j < order.size(); ++j)
+    if (order[j].kind != Kind::W || order[j].stage != 0)
+      return order[j].kind != Kind::W;
+  return false;
+}
+
+/// Sets whether a first-stage forward and a last-stage (head) forward or
+/// backward follow op `i` of `order` (WeightPass::firstForwardsLeft).
+static void setRootUsesLeft(WeightPass &w,
+                            const std::vector<pipeline::PipelineOp> &order,
+                            size_t i, int64_t lastStage) {
+  using Kind = pipeline::PipelineOp::Kind;
+  for (size_t j = i + 1; j < order.size(); ++j) {
+    const pipeline::PipelineOp &op = order[j];
+    w.firstForwardsLeft |= op.stage == 0 && op.kind == Kind::F;
+    w.headOpsLeft |= op.stage == lastStage && op.kind != Kind::W;
+  }
+}
+
 /// Whether the block call after W unit `i` of `order` re-gathers residuals
 /// (a W, a whole B, or the unit's own next layer's W).
 double nextReadsGathers(const std::vector<pipeline::PipelineOp> &order,
@@ -1168,6 +1216,7 @@ struct SplitRankState {
     w.headGrads = double(std::max<int64_t>(0, headBackwards - headAdds));
     w.heldGrads = double(held.size());
     w.receivedInputs = double(received);
+    setRootUsesLeft(w, sched.rankOrders[rank], i, lastStage);
     return w;
   }
 
@@ -1262,6 +1311,7 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
           in.forwardNext = bottom && next && nextKind == Kind::F;
           in.rootHeld = op.stage == lastStage &&
                         op.microbatch + 1 < sched.numMicrobatches;
+          in.prefetchesGather = !bottom || nextCallGathers(order, i);
           if (!llvm::is_contained(passes[r], in))
             passes[r].push_back(in);
         }
@@ -1362,7 +1412,9 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       w.completeLayers = double(complete * layersPerChunk);
       w.justCompleteLayers = completedLast ? double(layersPerChunk) : 0;
       w.prefetched = backwardPrefetches(sched.rankOrders[r], i, layersPerChunk);
-      w.lastCall = layersPerChunk == 1 && i + 1 == sched.rankOrders[r].size();
+      w.lastCall =
+          layersPerChunk == 1 && !nextCallGathers(sched.rankOrders[r], i);
+      setRootUsesLeft(w, sched.rankOrders[r], i, lastStage);
       if (!llvm::is_contained(passes[r], w))
         passes[r].push_back(w);
       completedLast = false;

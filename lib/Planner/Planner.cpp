@@ -467,6 +467,8 @@ struct DynamicMemory {
   /// parameters the first / last stage reads, gathered once with its first
   /// block's unit and held until its last use (FrameLayers::heldRootBytes).
   double firstRootBytes = 0, lastRootBytes = 0;
+  /// Of them, those both ends read (a tied embedding).
+  double sharedRootBytes = 0;
 };
 
 /// Full recomputation's re-run calls (FrameLayers::rerunCalls): under
@@ -502,6 +504,16 @@ void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
   l.headOnlyGradSumBytes = dyn.headOnlyGradBytes;
   l.recomputedBytes = dyn.recomputedBytes;
   l.weightRegatherBytes = dyn.weightRegatherBytes;
+}
+
+/// Whether a ZB-V rank's block backward calls are all scored as its
+/// simulated passes (FrameLayers::passesOnly): under ZeRO-3, where the
+/// closed-form backward candidates prefetch a gather at every call (the
+/// last stage's I is followed by its own W, which gathers nothing), and not
+/// under full recomputation, whose re-run calls have no pass of their own.
+bool zbvZero3Passes(const FrameLayers &l, const DynamicMemory &dyn) {
+  return dyn.zbv && l.gatheredPerLayer > 0 && !l.rerunCalls &&
+         !l.weightPasses.empty() && !l.inputPasses.empty();
 }
 
 /// What a simulated pipeline schedule tells of its ranks' memory.
@@ -650,6 +662,13 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         l.inputPasses = sched->rankInputPasses.front();
         setWeightPassBytes(l, dyn);
       }
+      l.passesOnly = zbvZero3Passes(l, dyn);
+      // ZB-V's first rank holds both ends' gathered non-block parameters.
+      if (l.passesOnly && firstHasHead) {
+        l.rootFirstBytes = dyn.firstRootBytes;
+        l.rootLastBytes = dyn.lastRootBytes;
+        l.rootSharedBytes = dyn.sharedRootBytes;
+      }
       // Interleaved: the first rank also runs later stages, whose sums,
       // sends and received tied shares its backwards hold; ZB-V: the last
       // stage's, at the first stage's backwards (whole, at their I).
@@ -745,6 +764,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         last.inputPasses = sched->rankInputPasses.back();
         setWeightPassBytes(last, dyn);
       }
+      last.passesOnly = zbvZero3Passes(last, dyn);
       // Its last microbatch's backwards no longer hold the head's
       // parameters; an earlier microbatch's do, with fewer sends live.
       last.rootForwardOnly = !dyn.gpipe;
@@ -1138,6 +1158,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
         prof.preParams + prof.postParams > 0) {
       dyn.firstRootBytes = prof.preParams * m.elementBytes;
       dyn.lastRootBytes = prof.postParams * m.elementBytes;
+      dyn.sharedRootBytes =
+          std::max(0.0, prof.preParams + prof.postParams - prof.otherParams) *
+          m.elementBytes;
     }
     dyn.stages = p;
     dyn.vpp = v;

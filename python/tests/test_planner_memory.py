@@ -298,6 +298,18 @@ PLANS = [
     # gathered once, are held until the last head backward.
     ("pp=2,dp=2,tp=2,zero=3,schedule=zb-h1", 4),
     ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-h1", 4),
+    # ZB-V under ZeRO-3: each rank scored at its passes only (the last
+    # stage's I is followed by its own W, which gathers nothing; the first
+    # stage's last backward prefetches nothing), each I with its gathers.
+    ("pp=2,dp=2,zero=3,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,zero=3,schedule=zb-v,vpp=2", 2),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-v,vpp=2", 2),
+    # Its first rank holds each end's gathered non-block parameters until
+    # their last use: the head's at the first stage's backwards before the
+    # last head backward.
+    ("pp=2,dp=2,zero=3,schedule=zb-v,vpp=2", 4),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=selective,schedule=zb-v,vpp=2", 4),
 ]
 
 

@@ -898,6 +898,14 @@ TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   // The first stage's backward (whole, at its I) follows it.
   want.prefetchedWhole = 1, want.nextStageBackward = 1;
   expectWeightPass(passes[0][2], want);
+  // After it a head op (stage 3's microbatch 3) but no first-stage
+  // forward; after W3 of microbatch 0 both; after the last W3 neither.
+  EXPECT_TRUE(passes[0][2].headOpsLeft);
+  EXPECT_FALSE(passes[0][2].firstForwardsLeft);
+  EXPECT_TRUE(passes[0][0].headOpsLeft);
+  EXPECT_TRUE(passes[0][0].firstForwardsLeft);
+  EXPECT_FALSE(passes[0][3].headOpsLeft);
+  EXPECT_FALSE(passes[0][3].firstForwardsLeft);
   // Before stage 0's first backward there is no sum: at W3 of microbatch
   // 0 its share is pending.
   EXPECT_DOUBLE_EQ(passes[0][0].tiedShares, 1);
@@ -976,6 +984,10 @@ TEST(MemoryTerm, InputPassesHoldThePendingLayersAbove) {
   EXPECT_DOUBLE_EQ(passes[1][1].held.pending, 1);
   EXPECT_DOUBLE_EQ(passes[1][1].held.prefetched, 1);
   EXPECT_DOUBLE_EQ(passes[1][1].held.heads, 0);
+  // ZeRO-3: the top I prefetches the bottom I's gather; the bottom I's
+  // next call is W, which reads no parameters.
+  EXPECT_TRUE(passes[1][0].prefetchesGather);
+  EXPECT_FALSE(passes[1][1].prefetchesGather);
 
   // Scored from the I call's phase: at the bottom I of the last rank,
   // 90 + 50 (the other layer's kept bytes) activations; the I call's own
@@ -1133,6 +1145,51 @@ TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   EXPECT_DOUBLE_EQ(passes[0][0].tiedShares, 2);
   EXPECT_DOUBLE_EQ(passes[0][0].inflight, 2);
   EXPECT_DOUBLE_EQ(passes[0][0].justCompleteLayers, 1);
+  // I0 of microbatch 0 prefetches I0 of 1's gather (W0 between is no
+  // call); I0 of 1 is the last call (only W0 follows).
+  EXPECT_FALSE(passes[0][0].lastCall);
+  EXPECT_TRUE(passes[0][1].lastCall);
+}
+
+TEST(MemoryTerm, FramePeakZeroThreeSplitRankScoresItsPasses) {
+  // ZeRO-3 on a rank whose backward calls are all simulated passes (ZB-V,
+  // passesOnly): the closed-form backward candidate (a gather prefetched
+  // at every call) is not scored; each I is, with its own layer's gather
+  // (14) and, when the next block call reads parameters, that call's
+  // gather (7 packed + 14): 90 + 50 (the other layer) + 14 + 21
+  // activations, I's own 55 gradients (70 less the head's 15; no head).
+  StepMemory phases = framePhases();
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.activation = {90, 0}, input.grad = {70, 0}, input.other = {8, 0};
+  input.headGrad = {15, 0};
+  FrameLayers l;
+  l.head = false, l.layers = 2, l.inflight = 2, l.keptPerLayer = 50;
+  l.gatheredPerLayer = 14, l.gatherPackBytes = 7, l.weightGradBytes = 30;
+  InputPass in;
+  in.held.inflight = 2, in.prefetchesGather = true;
+  l.inputPasses = {in};
+  // Without: no I candidate, the closed-form backward (received head
+  // gradient 15 as an activation) is the peak.
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 15 + 50 + 14 + 21);
+  l.passesOnly = true;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 14 + 21);
+  EXPECT_DOUBLE_EQ(p.grads, 55);
+  // Its own W next: nothing prefetched.
+  l.inputPasses[0].prefetchesGather = false;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, 90 + 50 + 14);
+  // ZB-V's first rank with a first-stage forward and a head op to come
+  // holds both ends' gathered non-block parameters (6 and 5, the tied 4
+  // once); with only head ops to come, the head's.
+  l.rootFirstBytes = 6, l.rootLastBytes = 5, l.rootSharedBytes = 4;
+  l.inputPasses[0].held.firstForwardsLeft = true;
+  l.inputPasses[0].held.headOpsLeft = true;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, 90 + 50 + 14 + 7);
+  l.inputPasses[0].held.firstForwardsLeft = false;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, 90 + 50 + 14 + 5);
 }
 
 TEST(MemoryTerm, FramePeakFirstStageBackwardReceivesItsInput) {

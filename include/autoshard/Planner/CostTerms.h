@@ -468,8 +468,16 @@ struct WeightPass {
   /// re-gathered residuals too; they are prefetched here unless a full
   /// recomputation's re-run call comes first.
   double prefetchedWhole = 0;
-  /// At a whole backward (backwardPassesOf): true when it is the rank's
-  /// last block call, which prefetches nothing for a next one.
+  /// Whether the rank runs a first-stage forward (which reads the
+  /// embedding's non-block parameters) and a last-stage forward or
+  /// backward (the head's) after this op: under ZeRO-3 each end's gathered
+  /// non-block parameters are held until their last use
+  /// (FrameLayers::rootFirstBytes).
+  bool firstForwardsLeft = false, headOpsLeft = false;
+  /// At a whole backward (backwardPassesOf): true when no block call that
+  /// reads gathered parameters follows it next (it is the rank's last, or a
+  /// W follows: ZB-V's first stage's W is no call, and a later stage's
+  /// gathers nothing), so it prefetches no gather for a next one.
   bool lastCall = false;
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
@@ -484,7 +492,9 @@ struct WeightPass {
            receivedOutputGrad == o.receivedOutputGrad &&
            nextStageBackward == o.nextStageBackward &&
            headGrads == o.headGrads && prefetched == o.prefetched &&
-           prefetchedWhole == o.prefetchedWhole && lastCall == o.lastCall;
+           prefetchedWhole == o.prefetchedWhole && lastCall == o.lastCall &&
+           firstForwardsLeft == o.firstForwardsLeft &&
+           headOpsLeft == o.headOpsLeft;
   }
 };
 
@@ -511,10 +521,15 @@ struct InputPass {
   /// The unit's top layer, whose output gradient another rank sent (the
   /// next stage's, on another rank): a received buffer, an activation.
   bool receivedOutput = false;
+  /// The rank's next block call reads gathered parameters (an F, I or
+  /// whole B; a W reads none): under ZeRO-3 its gather is started during
+  /// this I (dist-overlap-collectives: one call ahead).
+  bool prefetchesGather = false;
   bool operator==(const InputPass &o) const {
     return held == o.held && belowTop == o.belowTop &&
            laterBlockCall == o.laterBlockCall && forwardNext == o.forwardNext &&
-           rootHeld == o.rootHeld && receivedOutput == o.receivedOutput;
+           rootHeld == o.rootHeld && receivedOutput == o.receivedOutput &&
+           prefetchesGather == o.prefetchesGather;
   }
 };
 
@@ -604,6 +619,20 @@ struct FrameLayers {
   /// (StepPhase::BlockInput) with the other in-flight layers' kept bytes,
   /// the other pending layers' W inputs and what WeightPass counts.
   std::vector<InputPass> inputPasses;
+  /// Every block backward call of the rank is one of its simulated passes
+  /// (ZB-V under ZeRO-3 without full recomputation: its split I and W
+  /// calls and the first stage's whole backward): the closed-form backward
+  /// candidates, which assume one stage's layers and a gather prefetched at
+  /// every backward call, are not scored, and each I is, with its own
+  /// layer's gather and the one it prefetches (InputPass::prefetchesGather).
+  bool passesOnly = false;
+  /// ZB-V's first rank under ZeRO-3 with several microbatches: the
+  /// non-block parameters the embedding reads (`rootFirstBytes`) and those
+  /// the head reads (`rootLastBytes`), gathered once and held at a pass
+  /// while a first-stage forward, resp. a head forward or backward, is to
+  /// come (WeightPass::firstForwardsLeft, headOpsLeft); `rootSharedBytes`
+  /// of them both ends read (a tied embedding).
+  double rootFirstBytes = 0, rootLastBytes = 0, rootSharedBytes = 0;
   /// ZeRO-1/2/3 over dp > 1 with several microbatches or stages, at
   /// backward and W passes: a layer's complete sum is reduce-scattered
   /// right after its last backward (or W) and waited one call later (after
