@@ -1170,6 +1170,11 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     // gradient function).
     if (plan.recompute == "selective" && rc)
       dyn.layers.weightFrameBytes = rc->weightRecomputedBytes.at(b) * scale;
+    // Under ZeRO-3 W reads the gathered weights of what it recomputes,
+    // which the I call passes on (W inputs).
+    if (plan.recompute == "selective" && rc && plan.zero == 3 &&
+        shards.dpGroup > 1)
+      dyn.weightInputBytes += rc->weightParams * m.elementBytes;
     dyn.headKeptBytes = prof.headKeptBytes.at(b) * scale;
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);

@@ -292,6 +292,11 @@ struct RecomputeProfile {
   /// mode's one-block backward split as LocalProfile::weightGradInputBytes:
   /// W's own frame besides its inputs.
   Affine weightRecomputedBytes;
+  /// Selective: elements of the block's parameters per rank that W reads
+  /// (the norm weights of what it recomputes), read off the same split.
+  /// Under ZeRO-3 the I call passes W its gathered copies (W inputs, in
+  /// the gradient category: I is a gradient function).
+  double weightParams = 0;
   /// Full: elements of the block's parameters per rank its forward re-run
   /// reads (those only the re-run's discarded block output needs are not
   /// read); ZeRO-3 gathers these for the re-run call.

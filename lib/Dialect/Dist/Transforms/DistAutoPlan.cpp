@@ -150,6 +150,9 @@ struct RawProfile {
   /// Bytes W recomputes and reads (planner::RecomputeProfile::
   /// weightRecomputedBytes).
   double weightRecomputed = 0;
+  /// Elements of the step's parameters W reads (planner::RecomputeProfile::
+  /// weightParams).
+  double weightParams = 0;
   /// Bytes the head's forward keeps for its backward
   /// (planner::LocalProfile::headKeptBytes).
   double headKept = 0;
@@ -335,9 +338,16 @@ LogicalResult readWeightGradInputs(ModuleOp module,
   auto [input, weightCall] = *parts;
   auto weightFn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
       weightCall, weightCall.getCalleeAttr());
-  // W's arguments that are gradients, and the values computed from them.
-  llvm::DenseSet<Value> fromGrads;
+  // W's arguments that are gradients, and the values computed from them;
+  // the parameters it reads (each once).
+  llvm::DenseSet<Value> fromGrads, params;
   for (auto [i, v] : llvm::enumerate(weightCall.getOperands())) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (arg && arg.getOwner()->getParentOp() == step &&
+        step.getArgAttr(arg.getArgNumber(), tfm::kParamAttrName) && weightFn &&
+        !weightFn.isExternal() && i < weightFn.getNumArguments() &&
+        !weightFn.getArgument(i).use_empty() && params.insert(v).second)
+      p.weightParams += tensorElements(v.getType());
     Operation *def = v.getDefiningOp();
     if (def && (def == input || loss->isBeforeInBlock(def))) {
       p.weightInputs += tensorBytes(v.getType());
@@ -1211,6 +1221,7 @@ struct DistAutoPlanPass
           rc.rerunParams = a.rerunParams;
           rc.weightRecomputedBytes =
               fitv(a.weightRecomputed, b.weightRecomputed);
+          rc.weightParams = a.weightParams;
           continue;
         }
         prof.layerFwd = fitf(a.layerFwd, b.layerFwd);
