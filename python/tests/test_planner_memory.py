@@ -310,6 +310,10 @@ PLANS = [
     # last head backward.
     ("pp=2,dp=2,zero=3,schedule=zb-v,vpp=2", 4),
     ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=selective,schedule=zb-v,vpp=2", 4),
+    # Selective under ZeRO-3: W recomputes the norms from their gathered
+    # weights, which the I call passes on (W inputs, gradients).
+    ("pp=2,dp=2,tp=2,zero=3,recompute=selective,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=selective,schedule=zb-v,vpp=2", 2),
 ]
 
 
