@@ -876,9 +876,17 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     const double headBelow =
         l.head && in.belowTop ? l.tiedGradBytes + l.headOnlyGradSumBytes : 0;
     const bool phaseGrads = l.head && !in.belowTop;
+    // The one-block I holds its own W's re-gathers (nextCall); here the
+    // next call's: its own W's, another layer's W's, whose send buffers
+    // replace their dead sources (the gathered bytes more), or none.
+    const double ownNext = input.nextCall.at(b) * scale;
+    const double nextGathers =
+        in.ownWeightNext
+            ? ownNext
+            : (w.prefetched ? ownNext - input.nextCallSent.at(b) * scale : 0);
     consider(
         StepPhase::BlockInput,
-        std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+        nextGathers - ownNext + std::max(0.0, w.inflight - 1) * l.keptPerLayer +
             w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
             w.heads * l.headKeptBytes +
             (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received,
@@ -1216,6 +1224,10 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
           in.belowTop = k > 0;
           in.receivedOutput = k == 0 && state.receives(op);
           in.laterBlockCall = !bottom || next;
+          in.ownWeightNext = layersPerChunk == 1 && next &&
+                             nextKind == Kind::W &&
+                             order[i + 1].stage == op.stage &&
+                             order[i + 1].microbatch == op.microbatch;
           if (!llvm::is_contained(passes[r], in))
             passes[r].push_back(in);
         }

@@ -276,6 +276,12 @@ PLANS = [
     # ZB-V's first rank under ZeRO-3: W of the last stage holds the gather
     # of the first stage's backward that follows it, started one call ahead.
     ("pp=2,dp=2,zero=3,recompute=selective,schedule=zb-v,vpp=2", 1),
+    # With SP the one-block I call holds its own W's re-gathers (started
+    # before it); the pipeline's bottom I holds the next W's, of the layer
+    # above, whose send buffer replaces its dead sources.
+    ("pp=2,tp=2,sp=1,schedule=zb-h1", 1),
+    ("pp=2,tp=2,sp=1,recompute=full,schedule=zb-h1", 1),
+    ("pp=2,cp=2,tp=2,sp=1,schedule=zb-h1", 1),
 ]
 
 

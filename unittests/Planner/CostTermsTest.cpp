@@ -1002,6 +1002,50 @@ TEST(MemoryTerm, InputPassesHoldThePendingLayersAbove) {
   EXPECT_EQ(framePeak(phases, 1, 1, l).phase, before.phase);
 }
 
+TEST(MemoryTerm, FramePeakInputPassHoldsTheNextCallsGathers) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // With SP the one-block I holds its own W's re-gathers (nextCall 30: a
+  // 10-byte send buffer, a copy of sources I reads, and its 20-byte
+  // result). At the last rank's bottom I of ZB-H1 (2 layers per stage) the
+  // next call is the top layer's W: its gathers are in flight, its send
+  // buffer in place of its dead sources (20 more than its kept bytes); at
+  // the top I the next call is an I: none.
+  auto zbh1 = buildSchedule(ScheduleKind::ZBH1, 2, 1, 1);
+  ASSERT_TRUE(zbh1.ok());
+  StepMemory phases = framePhases();
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.activation = {190, 0}, input.grad = {70, 0}, input.other = {8, 0};
+  input.headGrad = {15, 0};
+  input.nextCall = {30, 0}, input.nextCallSent = {10, 0};
+  FrameLayers l;
+  l.layers = 2, l.inflight = 2, l.keptPerLayer = 50, l.layerGradBytes = 30;
+  l.weightInputBytes = 25, l.boundaryBytes = 15;
+  std::vector<std::vector<InputPass>> passes = inputPassesOf(*zbh1, 2, true);
+  ASSERT_EQ(passes[1].size(), 2u);
+  EXPECT_FALSE(passes[1][1].ownWeightNext);
+  l.inputPasses = {passes[1][1]};
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.activations, 190 - 30 + 20 + 50);
+  l.inputPasses = {passes[1][0]};
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.activations, 190 - 30 + 50);
+  // One layer per stage (pp=4 with 4 layers): each I is followed by its
+  // own W, whose gathers it holds as the one-block I does.
+  auto one = buildSchedule(ScheduleKind::ZBH1, 2, 1, 1);
+  ASSERT_TRUE(one.ok());
+  passes = inputPassesOf(*one, 1, true);
+  ASSERT_EQ(passes[1].size(), 1u);
+  EXPECT_TRUE(passes[1][0].ownWeightNext);
+  l.layers = 1, l.inflight = 1;
+  l.inputPasses = passes[1];
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.activations, 190);
+}
+
 TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   using autoshard::pipeline::buildSchedule;
   using autoshard::pipeline::ScheduleKind;

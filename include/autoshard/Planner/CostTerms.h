@@ -503,10 +503,17 @@ struct InputPass {
   /// The unit's top layer, whose output gradient another rank sent (the
   /// next stage's, on another rank): a received buffer, an activation.
   bool receivedOutput = false;
+  /// The rank's next call is this layer's own W (same stage and
+  /// microbatch, one layer per unit): its re-gathers are started before
+  /// this I, as in the one-block step (PhaseMemory::nextCall). Another
+  /// layer's W (`held.prefetched`) re-gathers residuals whose sources are
+  /// dead by then.
+  bool ownWeightNext = false;
   bool operator==(const InputPass &o) const {
     return held == o.held && belowTop == o.belowTop &&
            laterBlockCall == o.laterBlockCall &&
-           receivedOutput == o.receivedOutput;
+           receivedOutput == o.receivedOutput &&
+           ownWeightNext == o.ownWeightNext;
   }
 };
 

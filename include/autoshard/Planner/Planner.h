@@ -256,6 +256,12 @@ constexpr unsigned kNumStepPhases = 6;
 /// (activation-category receive buffers).
 struct PhaseMemory {
   Affine activation, grad, other, headGrad;
+  /// Of `activation`, the buffers of collectives started for the step's
+  /// next call (dist-overlap-collectives: one call ahead): at BlockInput the
+  /// split W's re-gathered residuals (sequence parallelism), send buffer
+  /// and result, in flight during I (whose operands their sources are).
+  /// `nextCallSent`: of them, the send buffers (copies of their sources).
+  Affine nextCall, nextCallSent;
 };
 using StepMemory = std::array<PhaseMemory, kNumStepPhases>;
 
