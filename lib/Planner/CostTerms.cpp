@@ -804,24 +804,38 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
            /*belowTop=*/otherLayers > 0);
   // W is a gradient function: what it recomputes (weightFrameBytes) is
   // filed with its gradients; a received block output gradient (its send is
-  // no gradient op) with the activations.
+  // no gradient op) with the activations. Its own frame is the split
+  // one-block step's at its W call where compiled (with cp and SP the
+  // whole call's also holds the residual I gathered for itself); a next
+  // W's re-gathers are those the one-block I holds for its W, less their
+  // send buffers (in place of their dead sources).
+  const StepPhase weightPhase =
+      phases[static_cast<unsigned>(StepPhase::BlockWeight)].activation.at(b) > 0
+          ? StepPhase::BlockWeight
+          : StepPhase::BlockBackward;
+  const PhaseMemory &inputPhase =
+      phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  const double nextWeightGathers =
+      inputPhase.nextCall.at(b) > 0
+          ? (inputPhase.nextCall.at(b) - inputPhase.nextCallSent.at(b)) * scale
+          : l.weightRegatherBytes;
   for (const WeightPass &w : l.weightPasses)
-    consider(StepPhase::BlockBackward,
-             std::max(0.0, w.inflight - 1) * l.keptPerLayer +
-                 std::max(0.0, w.pending - 1) * l.recomputedBytes +
-                 w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
-                 (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
-                 (w.prefetched + (l.rerunCalls ? 0 : w.prefetchedWhole)) *
-                     l.weightRegatherBytes +
-                 w.nextStageBackward *
-                     (l.rerunCalls ? l.rerunGatherBytes : prefetch),
-             l.weightGradBytes + weightPassSums(l, w) +
-                 w.headGrads * l.headOnlyGradSumBytes,
-             w.pending * l.weightInputBytes + l.weightFrameBytes +
-                 (w.sentGrads + w.heldGrads - w.receivedInputs) *
-                     l.boundaryBytes +
-                 w.tiedShares * l.tiedGradBytes,
-             /*phaseGrads=*/false);
+    consider(
+        weightPhase,
+        std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+            std::max(0.0, w.pending - 1) * l.recomputedBytes +
+            w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
+            (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
+            w.prefetched * nextWeightGathers +
+            (l.rerunCalls ? 0 : w.prefetchedWhole) * l.weightRegatherBytes +
+            w.nextStageBackward *
+                (l.rerunCalls ? l.rerunGatherBytes : prefetch),
+        l.weightGradBytes + weightPassSums(l, w) +
+            w.headGrads * l.headOnlyGradSumBytes,
+        w.pending * l.weightInputBytes + l.weightFrameBytes +
+            (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
+            w.tiedShares * l.tiedGradBytes,
+        /*phaseGrads=*/false);
   // A whole backward of a rank that runs several stages (interleaved), as
   // its simulated program holds it there; the phase's received gradients
   // hold one tied share.

@@ -282,6 +282,12 @@ PLANS = [
     ("pp=2,tp=2,sp=1,schedule=zb-h1", 1),
     ("pp=2,tp=2,sp=1,recompute=full,schedule=zb-h1", 1),
     ("pp=2,cp=2,tp=2,sp=1,schedule=zb-h1", 1),
+    # A W's own frame is the split one-block step's at its W call: with cp
+    # and SP the whole backward call's also holds the residual I gathered
+    # for itself; the next W's re-gathers are only W's.
+    ("pp=2,cp=2,tp=2,sp=1,schedule=zb-h1", 2),
+    ("pp=2,cp=2,tp=2,sp=1,recompute=full,schedule=zb-h1", 8),
+    ("pp=2,cp=2,tp=2,sp=1,schedule=zb-v,vpp=2", 4),
 ]
 
 

@@ -870,6 +870,31 @@ TEST(MemoryTerm, FramePeakWeightPassPrefetchesTheNextStagesGather) {
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, without + 5);
 }
 
+TEST(MemoryTerm, FramePeakWeightPassReadsTheSplitWeightCall) {
+  // cp with SP: the whole backward call's phase (90) holds the residual I
+  // gathers for itself, the split one-block step's W call (80) does not,
+  // and of the whole call's re-gathers (25) the next W's are its own: the
+  // one-block I holds 30 for it, 10 of them its send buffer.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.head = false, l.layers = 2, l.inflight = 2, l.keptPerLayer = 50;
+  l.weightGradBytes = 30, l.weightInputBytes = 1000;
+  l.weightRegatherBytes = 25;
+  WeightPass w;
+  w.inflight = 2, w.pending = 1, w.prefetched = 1;
+  l.weightPasses = {w};
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 25);
+  PhaseMemory &weight = phases[static_cast<unsigned>(StepPhase::BlockWeight)];
+  weight.activation = {80, 0}, weight.other = {8, 0};
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.nextCall = {30, 0}, input.nextCallSent = {10, 0};
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockWeight);
+  EXPECT_DOUBLE_EQ(p.activations, 80 + 50 + 20);
+}
+
 TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   using autoshard::pipeline::buildSchedule;
   using autoshard::pipeline::ScheduleKind;

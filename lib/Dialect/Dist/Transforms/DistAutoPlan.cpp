@@ -745,7 +745,8 @@ std::pair<int64_t, int64_t> startedForNextCall(rt::FuncOp step,
 /// (splitFirstBackward) at its input-gradient call `@<inputName>`, of its
 /// gradient bytes those of buffers the head produced (as readPhases), and
 /// of its activation bytes those started for the weight-gradient call
-/// `@<weightName>` (its re-gathered residuals: nextCall).
+/// `@<weightName>` (its re-gathered residuals: nextCall), and into
+/// `p.phases[BlockWeight]` its live bytes at that call.
 LogicalResult readInputPhase(rt::FuncOp step, StringRef inputName,
                              StringRef weightName, RawProfile &p,
                              std::string &err) {
@@ -754,7 +755,7 @@ LogicalResult readInputPhase(rt::FuncOp step, StringRef inputName,
     err = "the split one-block train step's frame cannot be read";
     return failure();
   }
-  int64_t forward = -1, firstBackward = -1, input = -1;
+  int64_t forward = -1, firstBackward = -1, input = -1, weightAt = -1;
   rt::CallOp weight;
   for (auto [index, op] : llvm::enumerate(step.getBody().front())) {
     auto call = dyn_cast<rt::CallOp>(op);
@@ -767,8 +768,10 @@ LogicalResult readInputPhase(rt::FuncOp step, StringRef inputName,
       firstBackward = index;
     if (input < 0 && callee == inputName)
       input = index;
-    if (!weight && callee == weightName)
+    if (!weight && callee == weightName) {
       weight = call;
+      weightAt = index;
+    }
   }
   if (forward < 0 || firstBackward < forward || input < firstBackward) {
     err = llvm::formatv("the split one-block train step does not call @{0} "
@@ -788,9 +791,17 @@ LogicalResult readInputPhase(rt::FuncOp step, StringRef inputName,
     if (use.start > forward && use.start < firstBackward)
       p.headGrads[phase] += use.bytes[grad];
   }
-  if (weight)
-    std::tie(p.nextCall[phase], p.nextCallSent[phase]) =
-        startedForNextCall(step, *uses, input, weight);
+  if (!weight)
+    return success();
+  std::tie(p.nextCall[phase], p.nextCallSent[phase]) =
+      startedForNextCall(step, *uses, input, weight);
+  const unsigned weightPhase =
+      static_cast<unsigned>(planner::StepPhase::BlockWeight);
+  p.phases[weightPhase] = {};
+  for (const rt::FrameUse &use : *uses)
+    if (use.start <= weightAt && weightAt <= use.end)
+      for (unsigned i = 0; i < use.bytes.size(); ++i)
+        p.phases[weightPhase][i] += use.bytes[i];
   return success();
 }
 
