@@ -760,48 +760,59 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
           ? (l.rerunCalls ? l.rerunGatherBytes : prefetch)
           : 0;
   const double reducing = l.rerunCalls ? 0 : l.reducingGradBytes;
-  consider(StepPhase::BlockBackward,
-           keptBackward +
-               (otherLayers > 0 || l.backwardFollows ? l.regather : 0) +
-               l.gatheredPerLayer + backwardNext + l.sendBytes,
-           l.accumulated, l.sentGradInflightBytes);
+  // A rank without a whole backward call (splitBackwards) is scored at its
+  // I and W passes instead where its I calls are (see below), and at its
+  // whole backward passes where it has them (ZB-V's first rank); under
+  // ZeRO-3 the whole call stands in for the gathers around them.
+  const bool inputsScored =
+      !l.inputPasses.empty() &&
+      phases[static_cast<unsigned>(StepPhase::BlockInput)].activation.at(b) >
+          0 &&
+      l.completeSumShardBytes == 0;
+  const bool wholeBackwards = !l.splitBackwards || l.gatheredPerLayer > 0 ||
+                              (!inputsScored && l.backwardPasses.empty());
+  auto considerWhole = [&](auto &&...args) {
+    if (wholeBackwards)
+      consider(StepPhase::BlockBackward, args...);
+  };
+  considerWhole(keptBackward +
+                    (otherLayers > 0 || l.backwardFollows ? l.regather : 0) +
+                    l.gatheredPerLayer + backwardNext + l.sendBytes,
+                l.accumulated, l.sentGradInflightBytes);
   if (l.bottomBeforeForward && otherLayers > 0)
-    consider(StepPhase::BlockBackward,
-             std::max(0.0, keptBackward - otherLayers * l.keptPerLayer -
-                               l.boundaryBytes) +
-                 l.gatheredPerLayer + prefetch + l.sendBytes,
-             l.accumulated, l.sentGradInflightBytes + l.boundaryBytes);
+    considerWhole(std::max(0.0, keptBackward - otherLayers * l.keptPerLayer -
+                                    l.boundaryBytes) +
+                      l.gatheredPerLayer + prefetch + l.sendBytes,
+                  l.accumulated, l.sentGradInflightBytes + l.boundaryBytes);
   // With one microbatch, the backward calls between the top and the
   // bottom: the i layers above hold their gradients (shards under ZeRO-2/3),
   // the layers below their kept bytes.
   if (l.microbatches == 1)
     for (double i = 1; i < otherLayers; ++i)
-      consider(StepPhase::BlockBackward,
-               std::max(0.0, keptBackward - i * l.keptPerLayer) + l.regather +
-                   l.gatheredPerLayer + backwardNext + l.sendBytes,
-               i * l.layerGradBytes + reducing, l.sentGradInflightBytes,
-               /*phaseGrads=*/true, /*belowTop=*/true);
+      considerWhole(std::max(0.0, keptBackward - i * l.keptPerLayer) +
+                        l.regather + l.gatheredPerLayer + backwardNext +
+                        l.sendBytes,
+                    i * l.layerGradBytes + reducing, l.sentGradInflightBytes,
+                    /*phaseGrads=*/true, /*belowTop=*/true);
   // The last microbatch's second backward call: the block above's sum is
   // being reduce-scattered into its shard.
   if (l.microbatches > 1 && l.sumShardBytes > 0 && otherLayers > 0) {
     const bool next = otherLayers > 1;
-    consider(StepPhase::BlockBackward,
-             std::max(0.0, keptBackward - l.keptPerLayer) +
-                 (next ? l.regather + backwardNext : 0) + l.gatheredPerLayer +
-                 l.sendBytes,
-             l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) +
-                 l.sumShardBytes,
-             l.sentGradInflightBytes, /*phaseGrads=*/true, /*belowTop=*/true);
+    considerWhole(
+        std::max(0.0, keptBackward - l.keptPerLayer) +
+            (next ? l.regather + backwardNext : 0) + l.gatheredPerLayer +
+            l.sendBytes,
+        l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) + l.sumShardBytes,
+        l.sentGradInflightBytes, /*phaseGrads=*/true, /*belowTop=*/true);
   }
   // A middle microbatch's (three or more) bottom backward also prefetches
   // the next microbatch's first forward call.
-  consider(StepPhase::BlockBackward,
-           l.gatheredPerLayer + rootBackward +
-               (l.microbatches >= 3 ? prefetch : 0),
-           l.microbatches > 1 ? l.accumulated
-                              : otherGrads + (otherLayers > 0 ? reducing : 0),
-           l.sentGradBytes, /*phaseGrads=*/true,
-           /*belowTop=*/otherLayers > 0);
+  considerWhole(
+      l.gatheredPerLayer + rootBackward + (l.microbatches >= 3 ? prefetch : 0),
+      l.microbatches > 1 ? l.accumulated
+                         : otherGrads + (otherLayers > 0 ? reducing : 0),
+      l.sentGradBytes, /*phaseGrads=*/true,
+      /*belowTop=*/otherLayers > 0);
   // W is a gradient function: what it recomputes (weightFrameBytes) is
   // filed with its gradients; a received block output gradient (its send is
   // no gradient op) with the activations. Its own frame is the split

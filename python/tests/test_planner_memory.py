@@ -288,6 +288,13 @@ PLANS = [
     ("pp=2,cp=2,tp=2,sp=1,schedule=zb-h1", 2),
     ("pp=2,cp=2,tp=2,sp=1,recompute=full,schedule=zb-h1", 8),
     ("pp=2,cp=2,tp=2,sp=1,schedule=zb-v,vpp=2", 4),
+    # A rank that runs no whole backward outside its passes (ZB-V's ranks)
+    # is not scored at the whole backward call's closed form: with cp its
+    # phase holds more gradients than I's.
+    ("pp=2,cp=2,schedule=zb-v,vpp=2", 2),
+    ("pp=2,cp=2,recompute=full,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,cp=2,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,cp=2,zero=1,schedule=zb-v,vpp=2", 1),
 ]
 
 

@@ -895,6 +895,38 @@ TEST(MemoryTerm, FramePeakWeightPassReadsTheSplitWeightCall) {
   EXPECT_DOUBLE_EQ(p.activations, 80 + 50 + 20);
 }
 
+TEST(MemoryTerm, FramePeakSplitRankHasNoWholeBackward) {
+  // A rank that runs every backward as split I and W calls (ZB-V's last
+  // rank) is scored at those: with cp the whole backward call's phase
+  // (90 activations, 40 gradients) is heavier than its I call's (60, 30)
+  // but never runs there.
+  StepMemory phases = framePhases();
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.activation = {60, 0}, input.grad = {30, 0}, input.other = {8, 0};
+  FrameLayers l;
+  l.head = false, l.layers = 1, l.inflight = 2, l.keptPerLayer = 50;
+  l.inputPasses = {InputPass()};
+  FramePeak whole = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(whole.phase, StepPhase::BlockBackward);
+  l.splitBackwards = true;
+  FramePeak split = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(split.phase, StepPhase::BlockForward);
+  EXPECT_LT(split.total(), whole.total());
+  // Where its I calls are not scored (no split profile), the whole call
+  // stands in for them, unless the rank's whole backwards are passes of
+  // their own (ZB-V's first rank), or under ZeRO-3.
+  phases[static_cast<unsigned>(StepPhase::BlockInput)] = PhaseMemory();
+  EXPECT_EQ(framePeak(phases, 1, 1, l).phase, StepPhase::BlockBackward);
+  WeightPass b;
+  b.inflight = 1;
+  l.backwardPasses = {b};
+  FramePeak passes = framePeak(phases, 1, 1, l);
+  EXPECT_LT(passes.total(), whole.total());
+  l.gatheredPerLayer = 1;
+  EXPECT_EQ(framePeak(phases, 1, 1, l).phase, StepPhase::BlockBackward);
+  EXPECT_GT(framePeak(phases, 1, 1, l).total(), passes.total() + 1);
+}
+
 TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   using autoshard::pipeline::buildSchedule;
   using autoshard::pipeline::ScheduleKind;

@@ -600,6 +600,11 @@ struct FrameLayers {
   /// (StepPhase::BlockInput) with the other in-flight layers' kept bytes,
   /// the other pending layers' W inputs and what WeightPass counts.
   std::vector<InputPass> inputPasses;
+  /// The rank runs every block backward as split I and W calls (a
+  /// zero-bubble rank without the first stage; ZB-V's first rank, whose
+  /// first-stage backwards are `backwardPasses`): where its I calls are
+  /// scored, the whole backward call's closed-form candidates are not.
+  bool splitBackwards = false;
   /// ZeRO-1/2/3 over dp > 1 with several microbatches or stages, at
   /// backward and W passes: a layer's complete sum is reduce-scattered
   /// right after its last backward (or W) and waited one call later (after
