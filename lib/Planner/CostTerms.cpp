@@ -766,9 +766,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // ZeRO-3 the whole call stands in for the gathers around them.
   const bool inputsScored =
       !l.inputPasses.empty() &&
-      phases[static_cast<unsigned>(StepPhase::BlockInput)].activation.at(b) >
-          0 &&
-      l.completeSumShardBytes == 0;
+      phases[static_cast<unsigned>(StepPhase::BlockInput)].activation.at(b) > 0;
   const bool wholeBackwards = !l.splitBackwards || l.gatheredPerLayer > 0 ||
                               (!inputsScored && l.backwardPasses.empty());
   auto considerWhole = [&](auto &&...args) {
@@ -877,16 +875,15 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // output gradient is received (an activation) at the unit's top when the
   // next stage runs on another rank, and the block above's input gradient
   // below it; no head gradient is received there (a stage after the first
-  // is sent none). ZeRO-3's gathers and the per-stage reduce-scatters of
-  // complete sums (completeSumShardBytes) around an I call are not
-  // derived: no candidate.
+  // is sent none). Complete sums reduce-scattered per stage are held as
+  // their shards, as at a whole backward (backwardPassSums). ZeRO-3's
+  // gathers around an I call are not derived: no candidate.
   const PhaseMemory &input =
       phases[static_cast<unsigned>(StepPhase::BlockInput)];
   const bool inputRead = input.activation.at(b) > 0 || input.grad.at(b) > 0;
   const double inputOwnGrads =
       (input.grad.at(b) - input.headGrad.at(b)) * scale;
-  const bool inputScored =
-      inputRead && l.gatheredPerLayer == 0 && l.completeSumShardBytes == 0;
+  const bool inputScored = inputRead && l.gatheredPerLayer == 0;
   for (const InputPass &in :
        inputScored ? l.inputPasses : std::vector<InputPass>{}) {
     const WeightPass &w = in.held;
@@ -915,9 +912,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
             w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
             w.heads * l.headKeptBytes +
             (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received,
-        w.summedLayers * l.weightGradBytes +
-            (w.embeddingSums ? l.embeddingGradBytes : 0) +
-            w.headGrads * l.headOnlyGradSumBytes,
+        backwardPassSums(l, w) + w.headGrads * l.headOnlyGradSumBytes,
         w.pending * l.weightInputBytes +
             (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
             w.tiedShares * l.tiedGradBytes +

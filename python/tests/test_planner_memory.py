@@ -295,6 +295,10 @@ PLANS = [
     ("pp=2,cp=2,recompute=full,schedule=zb-v,vpp=2", 1),
     ("pp=2,dp=2,cp=2,schedule=zb-v,vpp=2", 1),
     ("pp=2,dp=2,cp=2,zero=1,schedule=zb-v,vpp=2", 1),
+    # ZB-V ZeRO-1/2 under full recomputation at one microbatch: the first
+    # rank's peak is its first I (stage 3's), which holds the complete sums
+    # reduce-scattered per stage as shards.
+    ("pp=2,dp=2,tp=2,sp=1,zero=1,recompute=full,schedule=zb-v,vpp=2", 1),
 ]
 
 

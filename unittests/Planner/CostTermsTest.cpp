@@ -927,6 +927,27 @@ TEST(MemoryTerm, FramePeakSplitRankHasNoWholeBackward) {
   EXPECT_GT(framePeak(phases, 1, 1, l).total(), passes.total() + 1);
 }
 
+TEST(MemoryTerm, FramePeakInputPassHoldsCompleteSumsAsShards) {
+  // ZeRO-1/2 with complete sums reduce-scattered per stage: at an I after a
+  // full recomputation's re-run, a layer whose sum is complete holds its
+  // shard (10), not the whole sum (30).
+  StepMemory phases = framePhases();
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.activation = {500, 0}, input.grad = {70, 0}, input.other = {8, 0};
+  FrameLayers l;
+  l.layers = 1, l.inflight = 1, l.weightGradBytes = 30;
+  InputPass in;
+  in.held.summedLayers = 1, in.held.completeLayers = 1;
+  l.inputPasses = {in};
+  FramePeak whole = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(whole.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(whole.paramGrads, 30);
+  l.completeSumShardBytes = 10, l.rerunCalls = true;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 10);
+}
+
 TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   using autoshard::pipeline::buildSchedule;
   using autoshard::pipeline::ScheduleKind;
