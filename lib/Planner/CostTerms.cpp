@@ -725,15 +725,6 @@ static double inputPassGathers(const FrameLayers &l, const InputPass &in) {
   return l.gatheredPerLayer + (later ? next : 0);
 }
 
-/// The gradient sums `l` holds at I call pass `w`: whole, but under ZeRO-3
-/// the complete ones as shards (backwardPassSums: an I is a backward call).
-static double inputPassSums(const FrameLayers &l, const WeightPass &w) {
-  if (l.gatheredPerLayer > 0)
-    return backwardPassSums(l, w);
-  return w.summedLayers * l.weightGradBytes +
-         (w.embeddingSums ? l.embeddingGradBytes : 0);
-}
-
 /// The non-block parameters `l`'s rank holds gathered at pass `w`: each
 /// end's until its last use.
 static double passRootBytes(const FrameLayers &l, const WeightPass &w) {
@@ -796,70 +787,93 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
           ? (l.rerunCalls ? l.rerunGatherBytes : prefetch)
           : 0;
   const double reducing = l.rerunCalls ? 0 : l.reducingGradBytes;
-  consider(StepPhase::BlockBackward,
-           keptBackward +
-               (otherLayers > 0 || l.backwardFollows ? l.regather : 0) +
-               l.gatheredPerLayer + backwardNext + l.sendBytes,
-           l.accumulated, l.sentGradInflightBytes);
+  // A rank without a whole backward call (splitBackwards) is scored at its
+  // I and W passes instead where its I calls are (see below), and at its
+  // whole backward passes where it has them (ZB-V's first rank); under
+  // ZeRO-3 the whole call stands in for the gathers around them.
+  const bool inputsScored =
+      !l.inputPasses.empty() &&
+      phases[static_cast<unsigned>(StepPhase::BlockInput)].activation.at(b) > 0;
+  const bool wholeBackwards = !l.splitBackwards || l.gatheredPerLayer > 0 ||
+                              (!inputsScored && l.backwardPasses.empty());
+  auto considerWhole = [&](auto &&...args) {
+    if (wholeBackwards)
+      consider(StepPhase::BlockBackward, args...);
+  };
+  considerWhole(keptBackward +
+                    (otherLayers > 0 || l.backwardFollows ? l.regather : 0) +
+                    l.gatheredPerLayer + backwardNext + l.sendBytes,
+                l.accumulated, l.sentGradInflightBytes);
   if (l.bottomBeforeForward && otherLayers > 0)
-    consider(StepPhase::BlockBackward,
-             std::max(0.0, keptBackward - otherLayers * l.keptPerLayer -
-                               l.boundaryBytes) +
-                 l.gatheredPerLayer + prefetch + l.sendBytes,
-             l.accumulated, l.sentGradInflightBytes + l.boundaryBytes);
+    considerWhole(std::max(0.0, keptBackward - otherLayers * l.keptPerLayer -
+                                    l.boundaryBytes) +
+                      l.gatheredPerLayer + prefetch + l.sendBytes,
+                  l.accumulated, l.sentGradInflightBytes + l.boundaryBytes);
   // With one microbatch, the backward calls between the top and the
   // bottom: the i layers above hold their gradients (shards under ZeRO-2/3),
   // the layers below their kept bytes.
   if (l.microbatches == 1)
     for (double i = 1; i < otherLayers; ++i)
-      consider(StepPhase::BlockBackward,
-               std::max(0.0, keptBackward - i * l.keptPerLayer) + l.regather +
-                   l.gatheredPerLayer + backwardNext + l.sendBytes,
-               i * l.layerGradBytes + reducing, l.sentGradInflightBytes,
-               /*phaseGrads=*/true, /*belowTop=*/true);
+      considerWhole(std::max(0.0, keptBackward - i * l.keptPerLayer) +
+                        l.regather + l.gatheredPerLayer + backwardNext +
+                        l.sendBytes,
+                    i * l.layerGradBytes + reducing, l.sentGradInflightBytes,
+                    /*phaseGrads=*/true, /*belowTop=*/true);
   // The last microbatch's second backward call: the block above's sum is
   // being reduce-scattered into its shard.
   if (l.microbatches > 1 && l.sumShardBytes > 0 && otherLayers > 0) {
     const bool next = otherLayers > 1;
-    consider(StepPhase::BlockBackward,
-             std::max(0.0, keptBackward - l.keptPerLayer) +
-                 (next ? l.regather + backwardNext : 0) + l.gatheredPerLayer +
-                 l.sendBytes,
-             l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) +
-                 l.sumShardBytes,
-             l.sentGradInflightBytes, /*phaseGrads=*/true, /*belowTop=*/true);
+    considerWhole(
+        std::max(0.0, keptBackward - l.keptPerLayer) +
+            (next ? l.regather + backwardNext : 0) + l.gatheredPerLayer +
+            l.sendBytes,
+        l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) + l.sumShardBytes,
+        l.sentGradInflightBytes, /*phaseGrads=*/true, /*belowTop=*/true);
   }
   // A middle microbatch's (three or more) bottom backward also prefetches
   // the next microbatch's first forward call.
-  consider(StepPhase::BlockBackward,
-           l.gatheredPerLayer + rootBackward +
-               (l.microbatches >= 3 ? prefetch : 0),
-           l.microbatches > 1 ? l.accumulated
-                              : otherGrads + (otherLayers > 0 ? reducing : 0),
-           l.sentGradBytes, /*phaseGrads=*/true,
-           /*belowTop=*/otherLayers > 0);
+  considerWhole(
+      l.gatheredPerLayer + rootBackward + (l.microbatches >= 3 ? prefetch : 0),
+      l.microbatches > 1 ? l.accumulated
+                         : otherGrads + (otherLayers > 0 ? reducing : 0),
+      l.sentGradBytes, /*phaseGrads=*/true,
+      /*belowTop=*/otherLayers > 0);
   // W is a gradient function: what it recomputes (weightFrameBytes) is
   // filed with its gradients; a received block output gradient (its send is
-  // no gradient op) with the activations.
+  // no gradient op) with the activations. Its own frame is the split
+  // one-block step's at its W call where compiled (with cp and SP the
+  // whole call's also holds the residual I gathered for itself); a next
+  // W's re-gathers are those the one-block I holds for its W, less their
+  // send buffers (in place of their dead sources).
+  const StepPhase weightPhase =
+      phases[static_cast<unsigned>(StepPhase::BlockWeight)].activation.at(b) > 0
+          ? StepPhase::BlockWeight
+          : StepPhase::BlockBackward;
+  const PhaseMemory &inputPhase =
+      phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  const double nextWeightGathers =
+      inputPhase.nextCall.at(b) > 0
+          ? (inputPhase.nextCall.at(b) - inputPhase.nextCallSent.at(b)) * scale
+          : l.weightRegatherBytes;
   closedBackward = false;
   for (const WeightPass &w : l.weightPasses)
-    consider(StepPhase::BlockBackward,
-             std::max(0.0, w.inflight - 1) * l.keptPerLayer +
-                 std::max(0.0, w.pending - 1) * l.recomputedBytes +
-                 w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
-                 (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
-                 (w.prefetched + (l.rerunCalls ? 0 : w.prefetchedWhole)) *
-                     l.weightRegatherBytes +
-                 w.nextStageBackward *
-                     (l.rerunCalls ? l.rerunGatherBytes : prefetch) +
-                 passRootBytes(l, w),
-             l.weightGradBytes + weightPassSums(l, w) +
-                 w.headGrads * l.headOnlyGradSumBytes,
-             w.pending * l.weightInputBytes + l.weightFrameBytes +
-                 (w.sentGrads + w.heldGrads - w.receivedInputs) *
-                     l.boundaryBytes +
-                 w.tiedShares * l.tiedGradBytes,
-             /*phaseGrads=*/false);
+    consider(
+        weightPhase,
+        std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+            std::max(0.0, w.pending - 1) * l.recomputedBytes +
+            w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
+            (w.sentActivations + w.receivedInputs) * l.boundaryBytes +
+            w.prefetched * nextWeightGathers +
+            (l.rerunCalls ? 0 : w.prefetchedWhole) * l.weightRegatherBytes +
+            w.nextStageBackward *
+                (l.rerunCalls ? l.rerunGatherBytes : prefetch) +
+            passRootBytes(l, w),
+        l.weightGradBytes + weightPassSums(l, w) +
+            w.headGrads * l.headOnlyGradSumBytes,
+        w.pending * l.weightInputBytes + l.weightFrameBytes +
+            (w.sentGrads + w.heldGrads - w.receivedInputs) * l.boundaryBytes +
+            w.tiedShares * l.tiedGradBytes,
+        /*phaseGrads=*/false);
   // A whole backward of a rank that runs several stages (interleaved), as
   // its simulated program holds it there; the phase's received gradients
   // hold one tied share.
@@ -890,22 +904,16 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // output gradient is received (an activation) at the unit's top when the
   // next stage runs on another rank, and the block above's input gradient
   // below it; no head gradient is received there (a stage after the first
-  // is sent none). Under ZeRO-3 an I call reads its layer's gathered
-  // parameters and the next block call's gather is in flight
-  // (inputPassGathers); the per-stage reduce-scatters of complete sums
-  // (completeSumShardBytes) around an I call are derived there only, and
-  // not with sequence parallelism's re-gathered residuals (weightRegather-
-  // Bytes): there the I call's own bytes are overstated (by 131,072 B at
-  // nanoGPT's dp=2,tp=2,sp=1 bottom I).
+  // is sent none). Complete sums reduce-scattered per stage are held as
+  // their shards, as at a whole backward (backwardPassSums). Under ZeRO-3
+  // an I call reads its layer's gathered parameters and the next block
+  // call's gather is in flight (inputPassGathers).
   const PhaseMemory &input =
       phases[static_cast<unsigned>(StepPhase::BlockInput)];
   const bool inputRead = input.activation.at(b) > 0 || input.grad.at(b) > 0;
   const double inputOwnGrads =
       (input.grad.at(b) - input.headGrad.at(b)) * scale;
-  const bool inputScored =
-      inputRead &&
-      (l.passesOnly || (l.gatheredPerLayer > 0 && l.weightRegatherBytes == 0) ||
-       l.completeSumShardBytes == 0);
+  const bool inputScored = inputRead;
   for (const InputPass &in :
        inputScored ? l.inputPasses : std::vector<InputPass>{}) {
     const WeightPass &w = in.held;
@@ -920,8 +928,16 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     const double headBelow =
         l.head && in.belowTop ? l.tiedGradBytes + l.headOnlyGradSumBytes : 0;
     const bool phaseGrads = l.head && !in.belowTop;
+    // The one-block I holds its own W's re-gathers (nextCall); here the
+    // next call's: its own W's, another layer's W's, whose send buffers
+    // replace their dead sources (the gathered bytes more), or none.
+    const double ownNext = input.nextCall.at(b) * scale;
+    const double nextGathers =
+        in.ownWeightNext
+            ? ownNext
+            : (w.prefetched ? ownNext - input.nextCallSent.at(b) * scale : 0);
     const double held =
-        std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+        nextGathers - ownNext + std::max(0.0, w.inflight - 1) * l.keptPerLayer +
         w.pending * l.recomputedBytes + w.tokenSlices * l.tokenBytes +
         w.heads * l.headKeptBytes +
         (w.sentActivations + w.receivedInputs) * l.boundaryBytes + received +
@@ -931,7 +947,7 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     // ZB-V under ZeRO-3 (passesOnly): the complete stage sums
     // reduce-scattered as at a W.
     const double sums =
-        (l.passesOnly ? weightPassSums(l, w) : inputPassSums(l, w)) +
+        (l.passesOnly ? weightPassSums(l, w) : backwardPassSums(l, w)) +
         w.headGrads * l.headOnlyGradSumBytes;
     const double heldGrads =
         w.pending * l.weightInputBytes +
@@ -1312,6 +1328,10 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
           in.rootHeld = op.stage == lastStage &&
                         op.microbatch + 1 < sched.numMicrobatches;
           in.prefetchesGather = !bottom || nextCallGathers(order, i);
+          in.ownWeightNext = layersPerChunk == 1 && next &&
+                             nextKind == Kind::W &&
+                             order[i + 1].stage == op.stage &&
+                             order[i + 1].microbatch == op.microbatch;
           if (!llvm::is_contained(passes[r], in))
             passes[r].push_back(in);
         }

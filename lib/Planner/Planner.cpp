@@ -532,6 +532,10 @@ struct ScheduleMemory {
   double lastStageHeads = 1;
   /// The first rank also runs the last stage (ZB-V's V-shaped map).
   bool firstRankHasHead = false;
+  /// The first and the last rank score each backward call as a pass: it is
+  /// split into I and W, or (ZB-V's first stage) a whole backward pass
+  /// (FrameLayers::splitBackwards).
+  bool firstRankSplitOnly = false, lastRankSplitOnly = false;
   /// The bytes of the last rank's input-gradient sends and tied embedding
   /// shares not yet waited for at a backward after its first, at most
   /// (pendingSends).
@@ -660,6 +664,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       }
       if (sched && !sched->rankInputPasses.empty()) {
         l.inputPasses = sched->rankInputPasses.front();
+        l.splitBackwards = sched->firstRankSplitOnly;
         setWeightPassBytes(l, dyn);
       }
       l.passesOnly = zbvZero3Passes(l, dyn);
@@ -762,6 +767,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       }
       if (sched && !sched->rankInputPasses.empty()) {
         last.inputPasses = sched->rankInputPasses.back();
+        last.splitBackwards = sched->lastRankSplitOnly;
         setWeightPassBytes(last, dyn);
       }
       last.passesOnly = zbvZero3Passes(last, dyn);
@@ -856,6 +862,17 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
         backwardPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   const int64_t lastStage = sched->numStages - 1;
   mem.firstRankHasHead = sched->stageToRank[lastStage] == sched->stageToRank[0];
+  // A first-stage backward runs whole at its I; only where the rank runs
+  // several stages is it a backward pass (backwardPassesOf).
+  auto splitOnly = [&](int64_t rank) {
+    const bool wholePasses = sched->numStages > sched->numRanks;
+    return llvm::none_of(sched->rankOrders[rank], [&](const auto &op) {
+      return op.kind == Kind::B ||
+             (op.kind == Kind::I && op.stage == 0 && !wholePasses);
+    });
+  };
+  mem.firstRankSplitOnly = splitOnly(0);
+  mem.lastRankSplitOnly = splitOnly(sched->numRanks - 1);
   if (dyn.frame) {
     const int64_t r = sched->numRanks - 1;
     const std::vector<PendingSend> sends =

@@ -314,6 +314,29 @@ PLANS = [
     # weights, which the I call passes on (W inputs, gradients).
     ("pp=2,dp=2,tp=2,zero=3,recompute=selective,schedule=zb-v,vpp=2", 1),
     ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=selective,schedule=zb-v,vpp=2", 2),
+    # With SP the one-block I call holds its own W's re-gathers (started
+    # before it); the pipeline's bottom I holds the next W's, of the layer
+    # above, whose send buffer replaces its dead sources.
+    ("pp=2,tp=2,sp=1,schedule=zb-h1", 1),
+    ("pp=2,tp=2,sp=1,recompute=full,schedule=zb-h1", 1),
+    ("pp=2,cp=2,tp=2,sp=1,schedule=zb-h1", 1),
+    # A W's own frame is the split one-block step's at its W call: with cp
+    # and SP the whole backward call's also holds the residual I gathered
+    # for itself; the next W's re-gathers are only W's.
+    ("pp=2,cp=2,tp=2,sp=1,schedule=zb-h1", 2),
+    ("pp=2,cp=2,tp=2,sp=1,recompute=full,schedule=zb-h1", 8),
+    ("pp=2,cp=2,tp=2,sp=1,schedule=zb-v,vpp=2", 4),
+    # A rank that runs no whole backward outside its passes (ZB-V's ranks)
+    # is not scored at the whole backward call's closed form: with cp its
+    # phase holds more gradients than I's.
+    ("pp=2,cp=2,schedule=zb-v,vpp=2", 2),
+    ("pp=2,cp=2,recompute=full,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,cp=2,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,cp=2,zero=1,schedule=zb-v,vpp=2", 1),
+    # ZB-V ZeRO-1/2 under full recomputation at one microbatch: the first
+    # rank's peak is its first I (stage 3's), which holds the complete sums
+    # reduce-scattered per stage as shards.
+    ("pp=2,dp=2,tp=2,sp=1,zero=1,recompute=full,schedule=zb-v,vpp=2", 1),
 ]
 
 

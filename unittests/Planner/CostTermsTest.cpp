@@ -870,6 +870,84 @@ TEST(MemoryTerm, FramePeakWeightPassPrefetchesTheNextStagesGather) {
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, without + 5);
 }
 
+TEST(MemoryTerm, FramePeakWeightPassReadsTheSplitWeightCall) {
+  // cp with SP: the whole backward call's phase (90) holds the residual I
+  // gathers for itself, the split one-block step's W call (80) does not,
+  // and of the whole call's re-gathers (25) the next W's are its own: the
+  // one-block I holds 30 for it, 10 of them its send buffer.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.head = false, l.layers = 2, l.inflight = 2, l.keptPerLayer = 50;
+  l.weightGradBytes = 30, l.weightInputBytes = 1000;
+  l.weightRegatherBytes = 25;
+  WeightPass w;
+  w.inflight = 2, w.pending = 1, w.prefetched = 1;
+  l.weightPasses = {w};
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 25);
+  PhaseMemory &weight = phases[static_cast<unsigned>(StepPhase::BlockWeight)];
+  weight.activation = {80, 0}, weight.other = {8, 0};
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.nextCall = {30, 0}, input.nextCallSent = {10, 0};
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockWeight);
+  EXPECT_DOUBLE_EQ(p.activations, 80 + 50 + 20);
+}
+
+TEST(MemoryTerm, FramePeakSplitRankHasNoWholeBackward) {
+  // A rank that runs every backward as split I and W calls (ZB-V's last
+  // rank) is scored at those: with cp the whole backward call's phase
+  // (90 activations, 40 gradients) is heavier than its I call's (60, 30)
+  // but never runs there.
+  StepMemory phases = framePhases();
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.activation = {60, 0}, input.grad = {30, 0}, input.other = {8, 0};
+  FrameLayers l;
+  l.head = false, l.layers = 1, l.inflight = 2, l.keptPerLayer = 50;
+  l.inputPasses = {InputPass()};
+  FramePeak whole = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(whole.phase, StepPhase::BlockBackward);
+  l.splitBackwards = true;
+  FramePeak split = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(split.phase, StepPhase::BlockForward);
+  EXPECT_LT(split.total(), whole.total());
+  // Where its I calls are not scored (no split profile), the whole call
+  // stands in for them, unless the rank's whole backwards are passes of
+  // their own (ZB-V's first rank), or under ZeRO-3.
+  phases[static_cast<unsigned>(StepPhase::BlockInput)] = PhaseMemory();
+  EXPECT_EQ(framePeak(phases, 1, 1, l).phase, StepPhase::BlockBackward);
+  WeightPass b;
+  b.inflight = 1;
+  l.backwardPasses = {b};
+  FramePeak passes = framePeak(phases, 1, 1, l);
+  EXPECT_LT(passes.total(), whole.total());
+  l.gatheredPerLayer = 1;
+  EXPECT_EQ(framePeak(phases, 1, 1, l).phase, StepPhase::BlockBackward);
+  EXPECT_GT(framePeak(phases, 1, 1, l).total(), passes.total() + 1);
+}
+
+TEST(MemoryTerm, FramePeakInputPassHoldsCompleteSumsAsShards) {
+  // ZeRO-1/2 with complete sums reduce-scattered per stage: at an I after a
+  // full recomputation's re-run, a layer whose sum is complete holds its
+  // shard (10), not the whole sum (30).
+  StepMemory phases = framePhases();
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.activation = {500, 0}, input.grad = {70, 0}, input.other = {8, 0};
+  FrameLayers l;
+  l.layers = 1, l.inflight = 1, l.weightGradBytes = 30;
+  InputPass in;
+  in.held.summedLayers = 1, in.held.completeLayers = 1;
+  l.inputPasses = {in};
+  FramePeak whole = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(whole.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(whole.paramGrads, 30);
+  l.completeSumShardBytes = 10, l.rerunCalls = true;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 10);
+}
+
 TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   using autoshard::pipeline::buildSchedule;
   using autoshard::pipeline::ScheduleKind;
@@ -1070,6 +1148,50 @@ TEST(MemoryTerm, InputPassesUnderZero3HoldTheirGathers) {
   EXPECT_EQ(p.phase, StepPhase::BlockInput);
   EXPECT_DOUBLE_EQ(p.activations, 90 + 50 + 60 + 5 + 60 + 60);
   EXPECT_DOUBLE_EQ(p.grads, 25 + 15);
+}
+
+TEST(MemoryTerm, FramePeakInputPassHoldsTheNextCallsGathers) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // With SP the one-block I holds its own W's re-gathers (nextCall 30: a
+  // 10-byte send buffer, a copy of sources I reads, and its 20-byte
+  // result). At the last rank's bottom I of ZB-H1 (2 layers per stage) the
+  // next call is the top layer's W: its gathers are in flight, its send
+  // buffer in place of its dead sources (20 more than its kept bytes); at
+  // the top I the next call is an I: none.
+  auto zbh1 = buildSchedule(ScheduleKind::ZBH1, 2, 1, 1);
+  ASSERT_TRUE(zbh1.ok());
+  StepMemory phases = framePhases();
+  PhaseMemory &input = phases[static_cast<unsigned>(StepPhase::BlockInput)];
+  input.activation = {190, 0}, input.grad = {70, 0}, input.other = {8, 0};
+  input.headGrad = {15, 0};
+  input.nextCall = {30, 0}, input.nextCallSent = {10, 0};
+  FrameLayers l;
+  l.layers = 2, l.inflight = 2, l.keptPerLayer = 50, l.layerGradBytes = 30;
+  l.weightInputBytes = 25, l.boundaryBytes = 15;
+  std::vector<std::vector<InputPass>> passes = inputPassesOf(*zbh1, 2, true);
+  ASSERT_EQ(passes[1].size(), 2u);
+  EXPECT_FALSE(passes[1][1].ownWeightNext);
+  l.inputPasses = {passes[1][1]};
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.activations, 190 - 30 + 20 + 50);
+  l.inputPasses = {passes[1][0]};
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.activations, 190 - 30 + 50);
+  // One layer per stage (pp=4 with 4 layers): each I is followed by its
+  // own W, whose gathers it holds as the one-block I does.
+  auto one = buildSchedule(ScheduleKind::ZBH1, 2, 1, 1);
+  ASSERT_TRUE(one.ok());
+  passes = inputPassesOf(*one, 1, true);
+  ASSERT_EQ(passes[1].size(), 1u);
+  EXPECT_TRUE(passes[1][0].ownWeightNext);
+  l.layers = 1, l.inflight = 1;
+  l.inputPasses = passes[1];
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockInput);
+  EXPECT_DOUBLE_EQ(p.activations, 190);
 }
 
 TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {

@@ -525,11 +525,18 @@ struct InputPass {
   /// whole B; a W reads none): under ZeRO-3 its gather is started during
   /// this I (dist-overlap-collectives: one call ahead).
   bool prefetchesGather = false;
+  /// The rank's next call is this layer's own W (same stage and
+  /// microbatch, one layer per unit): its re-gathers are started before
+  /// this I, as in the one-block step (PhaseMemory::nextCall). Another
+  /// layer's W (`held.prefetched`) re-gathers residuals whose sources are
+  /// dead by then.
+  bool ownWeightNext = false;
   bool operator==(const InputPass &o) const {
     return held == o.held && belowTop == o.belowTop &&
            laterBlockCall == o.laterBlockCall && forwardNext == o.forwardNext &&
            rootHeld == o.rootHeld && receivedOutput == o.receivedOutput &&
-           prefetchesGather == o.prefetchesGather;
+           prefetchesGather == o.prefetchesGather &&
+           ownWeightNext == o.ownWeightNext;
   }
 };
 
@@ -633,6 +640,11 @@ struct FrameLayers {
   /// come (WeightPass::firstForwardsLeft, headOpsLeft); `rootSharedBytes`
   /// of them both ends read (a tied embedding).
   double rootFirstBytes = 0, rootLastBytes = 0, rootSharedBytes = 0;
+  /// The rank runs every block backward as split I and W calls (a
+  /// zero-bubble rank without the first stage; ZB-V's first rank, whose
+  /// first-stage backwards are `backwardPasses`): where its I calls are
+  /// scored, the whole backward call's closed-form candidates are not.
+  bool splitBackwards = false;
   /// ZeRO-1/2/3 over dp > 1 with several microbatches or stages, at
   /// backward and W passes: a layer's complete sum is reduce-scattered
   /// right after its last backward (or W) and waited one call later (after

@@ -235,16 +235,20 @@ struct FunctionProfile {
 /// (with full recomputation its forward re-run first), the tail (embedding
 /// gradient, gradient reduction, optimizer). Besides them, BlockInput: the
 /// same step with its block backward call split as a zero-bubble schedule
-/// runs it (BackwardSplit.h), at the input-gradient call (I).
+/// runs it (BackwardSplit.h), at the input-gradient call (I), and
+/// BlockWeight: that step at its weight-gradient call (W; with context
+/// parallelism and SP it no longer holds the residual I gathered for
+/// itself, which the whole call's phase does).
 enum class StepPhase {
   Embedding,
   BlockForward,
   Head,
   BlockBackward,
   Tail,
-  BlockInput
+  BlockInput,
+  BlockWeight
 };
-constexpr unsigned kNumStepPhases = 6;
+constexpr unsigned kNumStepPhases = 7;
 
 /// Live bytes of the one-block step's static memory plan (rt-plan-memory)
 /// at the op of largest total within one phase, per category: activations,
@@ -256,6 +260,12 @@ constexpr unsigned kNumStepPhases = 6;
 /// (activation-category receive buffers).
 struct PhaseMemory {
   Affine activation, grad, other, headGrad;
+  /// Of `activation`, the buffers of collectives started for the step's
+  /// next call (dist-overlap-collectives: one call ahead): at BlockInput the
+  /// split W's re-gathered residuals (sequence parallelism), send buffer
+  /// and result, in flight during I (whose operands their sources are).
+  /// `nextCallSent`: of them, the send buffers (copies of their sources).
+  Affine nextCall, nextCallSent;
 };
 using StepMemory = std::array<PhaseMemory, kNumStepPhases>;
 

@@ -171,6 +171,10 @@ struct RawProfile {
   double tokens = 0;
   /// Of each phase's gradient bytes, those of buffers the head produced.
   std::array<int64_t, planner::kNumStepPhases> headGrads{};
+  /// Of each phase's activation bytes, those of collectives started for the
+  /// next call (planner::PhaseMemory::nextCall).
+  std::array<int64_t, planner::kNumStepPhases> nextCall{};
+  std::array<int64_t, planner::kNumStepPhases> nextCallSent{};
 };
 
 /// The plan keys that compile a one-block profile's expert layout: ep
@@ -697,18 +701,79 @@ LogicalResult readPhases(rt::FuncOp step, RawProfile &p, std::string &err) {
   return success();
 }
 
+/// The activation bytes live at the call at body op `at` of `step` that
+/// reach the call `next` (its operands or what the kernels before it
+/// compute them from), are no operand of the call at `at` and were first
+/// named after the call before it (not a forward value kept for `next`):
+/// collectives started for `next`. Returns them and, of them, those a
+/// kernel wrote from none of them (a send buffer: a copy of its sources).
+std::pair<int64_t, int64_t> startedForNextCall(rt::FuncOp step,
+                                               ArrayRef<rt::FrameUse> uses,
+                                               int64_t at, rt::CallOp next) {
+  Block &body = step.getBody().front();
+  llvm::SmallPtrSet<Operation *, 16> feeds;
+  for (Value v : next.getOperands())
+    if (Operation *root = rt::getBufferRoot(v))
+      feeds.insert(root);
+  // Backwards from `next`: a kernel that writes a buffer feeding it reads
+  // buffers that feed it.
+  for (Operation *op = next->getPrevNode(); op; op = op->getPrevNode())
+    if (auto kernel = dyn_cast<rt::KernelOp>(op))
+      if (llvm::any_of(kernel.getResults(), [&](Value v) {
+            return feeds.contains(rt::getBufferRoot(v));
+          }))
+        for (Value v : kernel.getArgs())
+          if (Operation *root = rt::getBufferRoot(v))
+            feeds.insert(root);
+  Operation *call = &*std::next(body.begin(), at);
+  for (Value v : call->getOperands())
+    feeds.erase(rt::getBufferRoot(v));
+  int64_t previous = -1;
+  for (auto [index, op] : llvm::enumerate(body))
+    if (int64_t(index) < at && isa<rt::CallOp>(op))
+      previous = index;
+  llvm::SmallPtrSet<Operation *, 16> started;
+  for (const rt::FrameUse &use : uses)
+    if (use.start > previous && use.start <= at && at <= use.end &&
+        feeds.contains(use.op))
+      started.insert(use.op);
+  // The send buffers: written by a kernel that reads no started buffer.
+  llvm::SmallPtrSet<Operation *, 16> sent;
+  for (Operation &op : body)
+    if (auto kernel = dyn_cast<rt::KernelOp>(op))
+      if (llvm::none_of(kernel.getArgs(), [&](Value v) {
+            return started.contains(rt::getBufferRoot(v));
+          }))
+        for (Value v : kernel.getResults())
+          if (started.contains(rt::getBufferRoot(v)))
+            sent.insert(rt::getBufferRoot(v));
+  const unsigned activation = static_cast<unsigned>(rt::Category::Activation);
+  int64_t bytes = 0, sentBytes = 0;
+  for (const rt::FrameUse &use : uses)
+    if (started.contains(use.op)) {
+      bytes += use.bytes[activation];
+      sentBytes += sent.contains(use.op) ? use.bytes[activation] : 0;
+    }
+  return {bytes, sentBytes};
+}
+
 /// Reads into `p.phases[BlockInput]` the live bytes of the planned one-block
 /// train step `step` whose block backward call a zero-bubble schedule split
-/// (splitFirstBackward) at its input-gradient call `@<inputName>`, and of its
-/// gradient bytes those of buffers the head produced (as readPhases).
+/// (splitFirstBackward) at its input-gradient call `@<inputName>`, of its
+/// gradient bytes those of buffers the head produced (as readPhases), and
+/// of its activation bytes those started for the weight-gradient call
+/// `@<weightName>` (its re-gathered residuals: nextCall), and into
+/// `p.phases[BlockWeight]` its live bytes at that call.
 LogicalResult readInputPhase(rt::FuncOp step, StringRef inputName,
-                             RawProfile &p, std::string &err) {
+                             StringRef weightName, RawProfile &p,
+                             std::string &err) {
   FailureOr<SmallVector<rt::FrameUse>> uses = rt::getFrameUses(step);
   if (failed(uses)) {
     err = "the split one-block train step's frame cannot be read";
     return failure();
   }
-  int64_t forward = -1, firstBackward = -1, input = -1;
+  int64_t forward = -1, firstBackward = -1, input = -1, weightAt = -1;
+  rt::CallOp weight;
   for (auto [index, op] : llvm::enumerate(step.getBody().front())) {
     auto call = dyn_cast<rt::CallOp>(op);
     if (!call)
@@ -720,6 +785,10 @@ LogicalResult readInputPhase(rt::FuncOp step, StringRef inputName,
       firstBackward = index;
     if (input < 0 && callee == inputName)
       input = index;
+    if (!weight && callee == weightName) {
+      weight = call;
+      weightAt = index;
+    }
   }
   if (forward < 0 || firstBackward < forward || input < firstBackward) {
     err = llvm::formatv("the split one-block train step does not call @{0} "
@@ -743,6 +812,17 @@ LogicalResult readInputPhase(rt::FuncOp step, StringRef inputName,
     if (use.start > forward && use.start < firstBackward)
       p.headGrads[phase] += use.bytes[grad];
   }
+  if (!weight)
+    return success();
+  std::tie(p.nextCall[phase], p.nextCallSent[phase]) =
+      startedForNextCall(step, *uses, input, weight);
+  const unsigned weightPhase =
+      static_cast<unsigned>(planner::StepPhase::BlockWeight);
+  p.phases[weightPhase] = {};
+  for (const rt::FrameUse &use : *uses)
+    if (use.start <= weightAt && weightAt <= use.end)
+      for (unsigned i = 0; i < use.bytes.size(); ++i)
+        p.phases[weightPhase][i] += use.bytes[i];
   return success();
 }
 
@@ -1158,6 +1238,9 @@ struct DistAutoPlanPass
         phases[i].other = fitv(other(u), other(v));
         phases[i].headGrad =
             fitv(double(x.headGrads[i]), double(y.headGrads[i]));
+        phases[i].nextCall = fitv(double(x.nextCall[i]), double(y.nextCall[i]));
+        phases[i].nextCallSent =
+            fitv(double(x.nextCallSent[i]), double(y.nextCallSent[i]));
       }
       return phases;
     };
@@ -1570,11 +1653,12 @@ struct DistAutoPlanPass
       if (auto parts =
               splitFirstBackward(step, raw.backwardName, splitter, loss)) {
         std::string input = parts->first.getCallee().str();
+        std::string weight = parts->second.getCallee().str();
         if (failed(dist::runPassPipeline(*split, lower, err)))
           return failure();
         for (auto rtStep : split->getOps<rt::FuncOp>())
           if (rtStep.isEntry() && *rtStep.getEntry() == "train_step" &&
-              failed(readInputPhase(rtStep, input, raw, err)))
+              failed(readInputPhase(rtStep, input, weight, raw, err)))
             return failure();
       }
     }
