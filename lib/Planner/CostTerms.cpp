@@ -897,6 +897,30 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes +
                  w.pending * l.weightInputBytes - received);
+    // Full recomputation under ZeRO-3 (passesOnly): the re-run call just
+    // before it, as before an I call (the I phase's restored residuals but
+    // the re-gathers the one-block I holds for its W, the re-run's gathered
+    // parameters and frame, this backward's gather prefetched), its output
+    // gradient received, and the sum completed by the call before still
+    // whole, being reduce-scattered.
+    const PhaseMemory &input =
+        phases[static_cast<unsigned>(StepPhase::BlockInput)];
+    if (l.passesOnly && l.rerunCalls)
+      consider(StepPhase::BlockInput,
+               (w.receivedOutputGrad ? l.boundaryBytes : 0) -
+                   input.nextCall.at(b) * scale +
+                   w.receivedShares * l.tiedGradBytes +
+                   std::max(0.0, w.inflight - 1) * l.keptPerLayer +
+                   w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
+                   w.sentActivations * l.boundaryBytes +
+                   w.pending * l.recomputedBytes + passRootBytes(l, w) +
+                   l.rerunGatheredBytes + l.rerunFrameBytes +
+                   l.gatherPackBytes + l.gatheredPerLayer,
+               backwardPassSums(l, w) +
+                   w.justCompleteLayers * l.weightGradBytes,
+               w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes +
+                   w.pending * l.weightInputBytes,
+               /*phaseGrads=*/false);
   }
   // A split input-gradient call (I), as the simulated program holds it: the
   // other pending layers' W inputs (a received block output gradient is an
@@ -945,8 +969,14 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
          : in.rootHeld ? l.heldRootBytes
                        : 0);
     // ZB-V under ZeRO-3 (passesOnly): the complete stage sums
-    // reduce-scattered as at a W.
+    // reduce-scattered as at a W; under full recomputation those completed
+    // since the last backward call are waited after I's re-run, whole
+    // there (rerunSums) and shards at I.
     const double sums =
+        (l.passesOnly && !l.rerunCalls ? weightPassSums(l, w)
+                                       : backwardPassSums(l, w)) +
+        w.headGrads * l.headOnlyGradSumBytes;
+    const double rerunSums =
         (l.passesOnly ? weightPassSums(l, w) : backwardPassSums(l, w)) +
         w.headGrads * l.headOnlyGradSumBytes;
     const double heldGrads =
@@ -960,12 +990,13 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
     // Full recomputation under ZeRO-3: the I call's re-run call just
     // before it holds the same but the re-run's gathered parameters and the
     // I call's gather, prefetched (packed shard and gathered buffer), and
-    // none of the I call's own gradients yet.
+    // none of the I call's own gradients yet, nor the next call's
+    // re-gathers (started before I).
     if (l.rerunCalls && l.gatheredPerLayer > 0)
       consider(StepPhase::BlockInput,
-               held + l.rerunGatheredBytes + l.rerunFrameBytes +
+               held - nextGathers + l.rerunGatheredBytes + l.rerunFrameBytes +
                    l.gatherPackBytes + l.gatheredPerLayer,
-               sums,
+               rerunSums,
                heldGrads + (phaseGrads ? input.headGrad.at(b) * scale
                                        : fromAbove + headBelow),
                /*phaseGrads=*/false);

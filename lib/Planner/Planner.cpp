@@ -509,11 +509,12 @@ void setWeightPassBytes(FrameLayers &l, const DynamicMemory &dyn) {
 /// Whether a ZB-V rank's block backward calls are all scored as its
 /// simulated passes (FrameLayers::passesOnly): under ZeRO-3, where the
 /// closed-form backward candidates prefetch a gather at every call (the
-/// last stage's I is followed by its own W, which gathers nothing), and not
-/// under full recomputation, whose re-run calls have no pass of their own.
+/// last stage's I is followed by its own W, which gathers nothing); under
+/// full recomputation each I and whole backward pass is also scored at the
+/// re-run call before it.
 bool zbvZero3Passes(const FrameLayers &l, const DynamicMemory &dyn) {
-  return dyn.zbv && l.gatheredPerLayer > 0 && !l.rerunCalls &&
-         !l.weightPasses.empty() && !l.inputPasses.empty();
+  return dyn.zbv && l.gatheredPerLayer > 0 && !l.weightPasses.empty() &&
+         !l.inputPasses.empty();
 }
 
 /// What a simulated pipeline schedule tells of its ranks' memory.
@@ -928,7 +929,8 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
 /// (LocalProfile::otherGradSliced), what its block backward re-gathers
 /// and what a deferred W of its block reads at microbatch size `b` (bytes;
 /// LocalProfile::weightGradInputBytes, from the program without
-/// recomputation): the step compiled under the plan's
+/// recomputation), a full recomputation's re-run call's own frame
+/// (RecomputeProfile::rerunFrameBytes): the step compiled under the plan's
 /// context parallelism when there is one (per rank already, scale 1; it
 /// has no expert parallelism beyond tp's), else the step without it at 1/cp
 /// of the tokens.
@@ -936,7 +938,7 @@ struct FrameProfile {
   const StepMemory *phases = nullptr;
   double scale = 1;
   double otherGradSliced = 0, preGradSliced = 0, postGradSliced = 0;
-  double regather = 0, weightInputs = 0;
+  double regather = 0, weightInputs = 0, rerunFrame = 0;
 };
 FrameProfile frameProfile(const LocalProfile &prof, const RecomputeProfile *rc,
                           const Candidate &plan, double b) {
@@ -951,6 +953,7 @@ FrameProfile frameProfile(const LocalProfile &prof, const RecomputeProfile *rc,
     f.preGradSliced = cp.preGradSliced;
     f.postGradSliced = cp.postGradSliced;
     f.regather = cp.regatherBytes.at(b);
+    f.rerunFrame = cp.rerunFrameBytes.at(b);
     auto none = prof.contextParallelMemory.find(
         {contextParallelPlanKeys(plan), "none"});
     f.weightInputs = none != prof.contextParallelMemory.end()
@@ -965,6 +968,7 @@ FrameProfile frameProfile(const LocalProfile &prof, const RecomputeProfile *rc,
   f.postGradSliced = prof.postGradSliced;
   f.regather = (rc ? rc->regatherBytes : prof.regatherBytes).at(b) * f.scale;
   f.weightInputs = prof.weightGradInputBytes.at(b) * f.scale;
+  f.rerunFrame = rc ? rc->rerunFrameBytes.at(b) * f.scale : 0;
   return f;
 }
 
@@ -1194,7 +1198,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     // ZeRO-3: W is given the shards; the parameters it reads are gathered
     // for I, which passes them on.
     if (plan.recompute == "full" && rc)
-      dyn.layers.rerunFrameBytes = rc->rerunFrameBytes.at(b) * scale;
+      dyn.layers.rerunFrameBytes = frameProf.rerunFrame;
     if (plan.recompute == "selective" && rc && plan.zero == 3 &&
         shards.dpGroup > 1) {
       dyn.layers.weightParamBytes = rc->weightParams * m.elementBytes;

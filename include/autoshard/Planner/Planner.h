@@ -477,6 +477,9 @@ struct LocalProfile {
     /// and the gradient bytes a deferred W of its block reads
     /// (weightGradInputBytes).
     Affine regatherBytes, weightGradInputBytes;
+    /// Full recomputation: its re-run call's own frame (as
+    /// RecomputeProfile::rerunFrameBytes: cp's K/V chunks in flight).
+    Affine rerunFrameBytes;
   };
   std::map<std::pair<std::string, std::string>, ContextParallelMemory>
       contextParallelMemory;

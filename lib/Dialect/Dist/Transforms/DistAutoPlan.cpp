@@ -1400,6 +1400,7 @@ struct DistAutoPlanPass
             mem.regatherBytes = fitv(raw[0].regather, raw[1].regather);
             mem.weightGradInputBytes =
                 fitv(raw[0].weightInputs, raw[1].weightInputs);
+            mem.rerunFrameBytes = fitv(raw[0].rerunFrame, raw[1].rerunFrame);
           }
       profiles[key] = std::move(prof);
     }
