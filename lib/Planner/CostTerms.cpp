@@ -892,7 +892,10 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                  w.sentActivations * l.boundaryBytes +
                  (w.receivedShares - 1) * l.tiedGradBytes +
                  (l.rerunCalls ? 0 : w.prefetched * l.weightRegatherBytes) +
-                 l.gatheredPerLayer + (w.lastCall ? 0 : backwardNext) +
+                 l.gatheredPerLayer +
+                 (w.lastCall      ? 0
+                  : w.forwardNext ? (backwardNext > 0 ? prefetch : 0)
+                                  : backwardNext) +
                  w.pending * l.recomputedBytes + passRootBytes(l, w),
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes +
@@ -1132,6 +1135,16 @@ static bool nextCallGathers(const std::vector<pipeline::PipelineOp> &order,
   for (size_t j = i + 1; j < order.size(); ++j)
     if (order[j].kind != Kind::W || order[j].stage != 0)
       return order[j].kind != Kind::W;
+  return false;
+}
+
+/// Whether that next block call (see nextCallGathers) is a forward.
+static bool nextCallForward(const std::vector<pipeline::PipelineOp> &order,
+                            size_t i) {
+  using Kind = pipeline::PipelineOp::Kind;
+  for (size_t j = i + 1; j < order.size(); ++j)
+    if (order[j].kind != Kind::W || order[j].stage != 0)
+      return order[j].kind == Kind::F;
   return false;
 }
 
@@ -1465,6 +1478,8 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       w.prefetched = backwardPrefetches(sched.rankOrders[r], i, layersPerChunk);
       w.lastCall =
           layersPerChunk == 1 && !nextCallGathers(sched.rankOrders[r], i);
+      w.forwardNext =
+          layersPerChunk == 1 && nextCallForward(sched.rankOrders[r], i);
       setRootUsesLeft(w, sched.rankOrders[r], i, lastStage);
       if (!llvm::is_contained(passes[r], w))
         passes[r].push_back(w);

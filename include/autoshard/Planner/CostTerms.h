@@ -479,6 +479,10 @@ struct WeightPass {
   /// W follows: ZB-V's first stage's W is no call, and a later stage's
   /// gathers nothing), so it prefetches no gather for a next one.
   bool lastCall = false;
+  /// At a whole backward (backwardPassesOf), one layer per unit: the block
+  /// call that follows it next is a forward, so under full recomputation
+  /// the gather it prefetches is a whole layer's, not a re-run's.
+  bool forwardNext = false;
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
@@ -493,6 +497,7 @@ struct WeightPass {
            nextStageBackward == o.nextStageBackward &&
            headGrads == o.headGrads && prefetched == o.prefetched &&
            prefetchedWhole == o.prefetchedWhole && lastCall == o.lastCall &&
+           forwardNext == o.forwardNext &&
            firstForwardsLeft == o.firstForwardsLeft &&
            headOpsLeft == o.headOpsLeft;
   }
@@ -730,7 +735,8 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
 /// The whole backwards (B) of each rank of `sched` in program order, with
 /// what the rank holds at each (WeightPass: inflight, tokenSlices, heads,
 /// sentActivations, sentGrads, tiedShares, receivedShares, summedLayers,
-/// embeddingSums, completeLayers, justCompleteLayers, prefetched, lastCall;
+/// embeddingSums, completeLayers, justCompleteLayers, prefetched, lastCall,
+/// forwardNext;
 /// `layersPerChunk` layers per stage), with the transfers of
 /// weightPassesOf. A rank receives from a peer in the peer's send order: a
 /// unit takes what it reads together with everything the peer sent before,
