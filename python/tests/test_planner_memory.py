@@ -337,6 +337,17 @@ PLANS = [
     # rank's peak is its first I (stage 3's), which holds the complete sums
     # reduce-scattered per stage as shards.
     ("pp=2,dp=2,tp=2,sp=1,zero=1,recompute=full,schedule=zb-v,vpp=2", 1),
+    # ZB-V ZeRO-3 under full recomputation, scored at its passes: the re-run
+    # call before each whole backward and I holds the re-run's gathered
+    # parameters and frame (cp: read off the cp one-block step), the
+    # prefetched gather, the restored residuals and the sums completed since
+    # the last backward call whole (not the next call's re-gathers); a whole
+    # backward before a forward prefetches the forward's whole gather.
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,tp=2,zero=3,recompute=full,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=full,schedule=zb-h1", 2),
+    ("pp=2,dp=2,cp=2,zero=3,recompute=full,schedule=zb-v,vpp=2", 1),
+    ("pp=2,dp=2,cp=2,zero=3,recompute=full,schedule=zb-v,vpp=2", 4),
 ]
 
 
