@@ -780,6 +780,19 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
            l.accumulated, l.sentGradInflightBytes);
   consider(StepPhase::Head, kept + prefetch, l.accumulated,
            l.sentGradInflightBytes);
+  // A split rank's forward as its simulated program holds it: the earlier
+  // microbatches' pending W inputs, unwaited sends and head gradients (the
+  // closed form above counts none).
+  for (const WeightPass &w : l.forwardPasses)
+    consider(StepPhase::BlockForward,
+             w.inflight * l.keptPerLayer + w.tokenSlices * l.tokenBytes +
+                 w.heads * l.headKeptBytes + l.heldRootBytes +
+                 l.gatheredPerLayer + prefetch,
+             weightPassSums(l, w) + w.headGrads * l.headOnlyGradSumBytes,
+             w.pending * l.weightInputBytes +
+                 (w.sentGrads + w.heldGrads - w.receivedInputs) *
+                     l.boundaryBytes +
+                 w.tiedShares * l.tiedGradBytes);
   // A backward call's prefetch for the next call, and the block above's
   // gradients still being reduce-scattered there.
   const double backwardNext =
@@ -794,8 +807,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   const bool inputsScored =
       !l.inputPasses.empty() &&
       phases[static_cast<unsigned>(StepPhase::BlockInput)].activation.at(b) > 0;
-  const bool wholeBackwards = !l.splitBackwards || l.gatheredPerLayer > 0 ||
-                              (!inputsScored && l.backwardPasses.empty());
+  const bool wholeBackwards =
+      !l.splitBackwards || (!inputsScored && l.backwardPasses.empty());
   auto considerWhole = [&](auto &&...args) {
     if (wholeBackwards)
       consider(StepPhase::BlockBackward, args...);
@@ -1325,6 +1338,27 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
         if (!llvm::is_contained(passes[r], w))
           passes[r].push_back(w);
       }
+      state.leave(op, i);
+    }
+  }
+  return passes;
+}
+
+std::vector<std::vector<WeightPass>>
+forwardPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
+                bool tied) {
+  using Kind = pipeline::PipelineOp::Kind;
+  std::vector<std::vector<PendingSend>> rankSends = pendingSends(sched, tied);
+  std::vector<std::vector<WeightPass>> passes(sched.numRanks);
+  for (int64_t r = 0; r < sched.numRanks; ++r) {
+    SplitRankState state(sched, r, tied);
+    for (auto [i, op] : llvm::enumerate(sched.rankOrders[r])) {
+      if (op.kind == Kind::F) {
+        WeightPass w = state.holding(rankSends[r], i, layersPerChunk);
+        if (!llvm::is_contained(passes[r], w))
+          passes[r].push_back(w);
+      }
+      state.enter(op);
       state.leave(op, i);
     }
   }

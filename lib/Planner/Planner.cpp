@@ -517,6 +517,11 @@ bool zbvZero3Passes(const FrameLayers &l, const DynamicMemory &dyn) {
          !l.inputPasses.empty();
 }
 
+struct ScheduleMemory;
+std::vector<WeightPass> splitForwardPasses(const FrameLayers &l,
+                                           const ScheduleMemory *sched,
+                                           bool last);
+
 /// What a simulated pipeline schedule tells of its ranks' memory.
 struct ScheduleMemory {
   /// Each rank's peak layers in flight.
@@ -528,6 +533,8 @@ struct ScheduleMemory {
   std::vector<std::vector<WeightPass>> rankBackwardPasses;
   /// Each rank's split input-gradient calls (FrameLayers::inputPasses).
   std::vector<std::vector<InputPass>> rankInputPasses;
+  /// Each rank's forwards (forwardPassesOf).
+  std::vector<std::vector<WeightPass>> rankForwardPasses;
   /// The most microbatches whose head forward has run and whose head
   /// backward has not, at a backward of the last stage (itself included).
   double lastStageHeads = 1;
@@ -546,6 +553,19 @@ struct ScheduleMemory {
   /// At a backward after its first but before its last, at most.
   double earlierSentBytes = 0;
 };
+
+/// The forwards a split rank (the first or `last`) is scored at: under
+/// ZeRO-3, where its whole backward call's closed form is not
+/// (FrameLayers::splitBackwards), none elsewhere.
+std::vector<WeightPass> splitForwardPasses(const FrameLayers &l,
+                                           const ScheduleMemory *sched,
+                                           bool last) {
+  if (!sched || sched->rankForwardPasses.empty() || !l.splitBackwards ||
+      l.gatheredPerLayer == 0 || l.inputPasses.empty())
+    return {};
+  return last ? sched->rankForwardPasses.back()
+              : sched->rankForwardPasses.front();
+}
 
 /// Whether the `nth` backward (1-based) of GPipe's last rank, of `m`
 /// microbatches, is followed by another backward with no receive between
@@ -668,6 +688,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         l.splitBackwards = sched->firstRankSplitOnly;
         setWeightPassBytes(l, dyn);
       }
+      l.forwardPasses = splitForwardPasses(l, sched, /*last=*/false);
       l.passesOnly = zbvZero3Passes(l, dyn);
       // ZB-V's first rank holds both ends' gathered non-block parameters.
       if (l.passesOnly && firstHasHead) {
@@ -771,6 +792,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         last.splitBackwards = sched->lastRankSplitOnly;
         setWeightPassBytes(last, dyn);
       }
+      last.forwardPasses = splitForwardPasses(last, sched, /*last=*/true);
       last.passesOnly = zbvZero3Passes(last, dyn);
       // Its last microbatch's backwards no longer hold the head's
       // parameters; an earlier microbatch's do, with fewer sends live.
@@ -858,6 +880,9 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
   if (dyn.frame)
     mem.rankInputPasses =
         inputPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
+  if (dyn.frame)
+    mem.rankForwardPasses =
+        forwardPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   if (dyn.frame && sched->numStages > sched->numRanks)
     mem.rankBackwardPasses =
         backwardPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);

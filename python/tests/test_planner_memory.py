@@ -348,6 +348,12 @@ PLANS = [
     ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=full,schedule=zb-h1", 2),
     ("pp=2,dp=2,cp=2,zero=3,recompute=full,schedule=zb-v,vpp=2", 1),
     ("pp=2,dp=2,cp=2,zero=3,recompute=full,schedule=zb-v,vpp=2", 4),
+    # ZB-H1's last rank under ZeRO-3 runs no whole backward: it is scored at
+    # its I calls and at its forwards as simulated (the second holds the
+    # first microbatch's pending W inputs, its sent input gradient, tied
+    # share and head sums), not at the whole call's closed form.
+    ("pp=4,dp=2,zero=3,schedule=zb-h1", 2),
+    ("pp=4,dp=2,zero=3,recompute=selective,schedule=zb-h1", 2),
 ]
 
 

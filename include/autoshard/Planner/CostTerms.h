@@ -650,6 +650,11 @@ struct FrameLayers {
   /// first-stage backwards are `backwardPasses`): where its I calls are
   /// scored, the whole backward call's closed-form candidates are not.
   bool splitBackwards = false;
+  /// Such a rank under ZeRO-3 (`splitBackwards`, gathered parameters): each
+  /// forward call of its simulated program (forwardPassesOf), a candidate:
+  /// the forward phase with the in-flight layers' kept bytes, the gathers,
+  /// and what WeightPass counts (pending W inputs, sends, head sums).
+  std::vector<WeightPass> forwardPasses;
   /// ZeRO-1/2/3 over dp > 1 with several microbatches or stages, at
   /// backward and W passes: a layer's complete sum is reduce-scattered
   /// right after its last backward (or W) and waited one call later (after
@@ -731,6 +736,14 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
 std::vector<std::vector<InputPass>>
 inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
               bool tied);
+
+/// The forwards (F) of each rank of `sched` that splits a backward, in
+/// program order, with what the rank holds before each (WeightPass, as
+/// weightPassesOf: the earlier microbatches' pending W inputs, unwaited
+/// sends, head gradients, sums).
+std::vector<std::vector<WeightPass>>
+forwardPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
+                bool tied);
 
 /// The whole backwards (B) of each rank of `sched` in program order, with
 /// what the rank holds at each (WeightPass: inflight, tokenSlices, heads,
