@@ -1344,24 +1344,36 @@ weightPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
   return passes;
 }
 
+/// Calls `visit(rank, i, op, state, sends)` for each op `i` of each rank's
+/// program of `sched`, with the rank's SplitRankState (`visit` enters and
+/// leaves the op) and its sends (pendingSends).
+template <typename Visit>
+static void forEachSplitRankOp(const pipeline::PipelineSchedule &sched,
+                               bool tied, Visit &&visit) {
+  const std::vector<std::vector<PendingSend>> sends = pendingSends(sched, tied);
+  for (int64_t r = 0; r < sched.numRanks; ++r) {
+    SplitRankState state(sched, r, tied);
+    for (auto [i, op] : llvm::enumerate(sched.rankOrders[r]))
+      visit(r, i, op, state, sends[r]);
+  }
+}
+
 std::vector<std::vector<WeightPass>>
 forwardPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
                 bool tied) {
-  using Kind = pipeline::PipelineOp::Kind;
-  std::vector<std::vector<PendingSend>> rankSends = pendingSends(sched, tied);
   std::vector<std::vector<WeightPass>> passes(sched.numRanks);
-  for (int64_t r = 0; r < sched.numRanks; ++r) {
-    SplitRankState state(sched, r, tied);
-    for (auto [i, op] : llvm::enumerate(sched.rankOrders[r])) {
-      if (op.kind == Kind::F) {
-        WeightPass w = state.holding(rankSends[r], i, layersPerChunk);
-        if (!llvm::is_contained(passes[r], w))
-          passes[r].push_back(w);
-      }
-      state.enter(op);
-      state.leave(op, i);
-    }
-  }
+  forEachSplitRankOp(sched, tied,
+                     [&](int64_t r, size_t i, const pipeline::PipelineOp &op,
+                         SplitRankState &state,
+                         const std::vector<PendingSend> &sends) {
+                       if (op.kind == pipeline::PipelineOp::Kind::F) {
+                         WeightPass w = state.holding(sends, i, layersPerChunk);
+                         if (!llvm::is_contained(passes[r], w))
+                           passes[r].push_back(w);
+                       }
+                       state.enter(op);
+                       state.leave(op, i);
+                     });
   return passes;
 }
 
