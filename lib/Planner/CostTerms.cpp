@@ -803,12 +803,14 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // A rank without a whole backward call (splitBackwards) is scored at its
   // I and W passes instead where its I calls are (see below), and at its
   // whole backward passes where it has them (ZB-V's first rank); under
-  // ZeRO-3 the whole call stands in for the gathers around them.
+  // ZeRO-3 the whole call stands in for the gathers around them only where
+  // its I calls are not scored (they hold the gathers).
   const bool inputsScored =
       !l.inputPasses.empty() &&
       phases[static_cast<unsigned>(StepPhase::BlockInput)].activation.at(b) > 0;
   const bool wholeBackwards =
-      !l.splitBackwards || (!inputsScored && l.backwardPasses.empty());
+      !l.splitBackwards ||
+      (!inputsScored && (l.gatheredPerLayer > 0 || l.backwardPasses.empty()));
   auto considerWhole = [&](auto &&...args) {
     if (wholeBackwards)
       consider(StepPhase::BlockBackward, args...);

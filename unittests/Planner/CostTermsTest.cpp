@@ -1214,6 +1214,8 @@ TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   want.inflight = 5, want.sentActivations = 2, want.sentGrads = 1;
   want.receivedShares = 2, want.tokenSlices = 4, want.summedLayers = 2;
   want.embeddingSums = true;
+  // The next block call is stage 0's forward of microbatch 5.
+  want.forwardNext = true;
   // Passes holding the same are listed once.
   EXPECT_TRUE(llvm::is_contained(passes[0], want));
   // Without a tied embedding nothing is shared.
