@@ -948,6 +948,56 @@ TEST(MemoryTerm, FramePeakInputPassHoldsCompleteSumsAsShards) {
   EXPECT_DOUBLE_EQ(p.paramGrads, 10);
 }
 
+TEST(MemoryTerm, ForwardPassesHoldTheEarlierMicrobatchsPendingW) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // ZB-H1, 4 ranks, 2 microbatches: the last rank runs F0 I0 F1 I1 W0 W1.
+  // Before F1: microbatch 0's W pending (its layer in flight), its input
+  // gradient and tied share sent and not waited, its head-only gradients
+  // made and not yet added to the sum (W0 adds them).
+  auto zbh1 = buildSchedule(ScheduleKind::ZBH1, 4, 2, 1);
+  ASSERT_TRUE(zbh1.ok());
+  std::vector<std::vector<WeightPass>> passes = forwardPassesOf(*zbh1, 1, true);
+  ASSERT_EQ(passes.size(), 4u);
+  ASSERT_EQ(passes[3].size(), 2u);
+  const WeightPass &second = passes[3][1];
+  EXPECT_DOUBLE_EQ(second.inflight, 1);
+  EXPECT_DOUBLE_EQ(second.pending, 1);
+  EXPECT_DOUBLE_EQ(second.sentGrads, 1);
+  EXPECT_DOUBLE_EQ(second.tiedShares, 1);
+  EXPECT_DOUBLE_EQ(second.headGrads, 1);
+  EXPECT_DOUBLE_EQ(second.summedLayers, 0);
+  // Scored on a split rank: the forward phase with those (W inputs 70 B,
+  // boundary 5, tied share 3, head-only sum 2), the layer in flight's kept
+  // bytes (11) and the gathers (13 + 17 prefetched).
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.head = true, l.layers = 1, l.inflight = 2, l.keptPerLayer = 11;
+  l.weightInputBytes = 70, l.boundaryBytes = 5, l.tiedGradBytes = 3;
+  l.headOnlyGradSumBytes = 2, l.gatheredPerLayer = 13, l.gatherPackBytes = 4;
+  l.forwardPasses = {second};
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockForward);
+  EXPECT_DOUBLE_EQ(p.activations, 100 + 11 + 13 + 17);
+  EXPECT_DOUBLE_EQ(p.grads, 70 + 5 + 3);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 2);
+}
+
+TEST(MemoryTerm, WholeBackwardPassBeforeAForwardPrefetchesItsWholeGather) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // ZB-V, 2 ranks, 4 microbatches: rank 0's first-stage backward of
+  // microbatch 1 (I0, whole) is followed by W0 (no call) and F3 of
+  // microbatch 3: a forward, whose whole gather it prefetches.
+  auto zbv = buildSchedule(ScheduleKind::ZBV, 2, 4, 2);
+  ASSERT_TRUE(zbv.ok());
+  std::vector<std::vector<WeightPass>> passes = backwardPassesOf(*zbv, 1, true);
+  EXPECT_TRUE(llvm::any_of(passes[0],
+                           [](const WeightPass &w) { return w.forwardNext; }));
+  EXPECT_TRUE(
+      llvm::any_of(passes[0], [](const WeightPass &w) { return w.lastCall; }));
+}
+
 TEST(MemoryTerm, WeightPassesFollowTheTransfers) {
   using autoshard::pipeline::buildSchedule;
   using autoshard::pipeline::ScheduleKind;
