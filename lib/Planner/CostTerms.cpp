@@ -733,6 +733,30 @@ static double passRootBytes(const FrameLayers &l, const WeightPass &w) {
          (w.firstForwardsLeft && w.headOpsLeft ? l.rootSharedBytes : 0);
 }
 
+namespace {
+/// What the head-only parameters' gradients (the final norm's) take less at
+/// the last microbatch's backward calls below the top block on the head's
+/// rank than the one-block backward phase and the accumulated sums count
+/// (ZeRO-1/2 reduce-scatter each sum after the last microbatch's backward
+/// of its part): their sum was completed and reduce-scattered before the
+/// top block's backward, so the rank holds its shard (`scattered`: the
+/// rest of the whole sum), and the one-block phase's head-only gradient and
+/// its reduction's result (the one-block step all-reduces it over the call)
+/// are dead (`phaseDead`).
+struct HeadOnlySums {
+  double scattered = 0, phaseDead = 0;
+};
+HeadOnlySums headOnlySumsBelowTop(const FrameLayers &l) {
+  HeadOnlySums s;
+  if (!l.head || l.sumReduceBytes <= 0 || l.sumShardBytes <= 0)
+    return s;
+  s.scattered =
+      l.headOnlyGradSumBytes * (1 - l.sumShardBytes / l.sumReduceBytes);
+  s.phaseDead = 2 * l.headOnlyGradBytes;
+  return s;
+}
+} // namespace
+
 FramePeak framePeak(const StepMemory &phases, double b, double scale,
                     const FrameLayers &l) {
   const double otherLayers = std::max(0.0, l.layers - 1);
@@ -823,12 +847,15 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // being reduce-scattered into its shard.
   if (l.microbatches > 1 && l.sumShardBytes > 0 && otherLayers > 0) {
     const bool next = otherLayers > 1;
-    considerWhole(
-        std::max(0.0, keptBackward - l.keptPerLayer) +
-            (next ? l.regather + backwardNext : 0) + l.gatheredPerLayer +
-            l.sendBytes,
-        l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) + l.sumShardBytes,
-        l.sentGradInflightBytes, /*phaseGrads=*/true, /*belowTop=*/true);
+    const HeadOnlySums headOnly = headOnlySumsBelowTop(l);
+    considerWhole(std::max(0.0, keptBackward - l.keptPerLayer) +
+                      (next ? l.regather + backwardNext : 0) +
+                      l.gatheredPerLayer + l.sendBytes,
+                  l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) +
+                      l.sumShardBytes - headOnly.scattered,
+                  l.sentGradInflightBytes - headOnly.phaseDead,
+                  /*phaseGrads=*/true,
+                  /*belowTop=*/true);
   }
   // A middle microbatch's (three or more) bottom backward also prefetches
   // the next microbatch's first forward call.

@@ -337,6 +337,12 @@ PLANS = [
     # rank's peak is its first I (stage 3's), which holds the complete sums
     # reduce-scattered per stage as shards.
     ("pp=2,dp=2,tp=2,sp=1,zero=1,recompute=full,schedule=zb-v,vpp=2", 1),
+    # ZeRO-2 with SP, selective recomputation, four microbatches: the peak
+    # is the last microbatch's second backward call, where the final
+    # norm's sum is already reduce-scattered (its shard held, the one-block
+    # phase's norm gradient and all-reduce result dead).
+    ("dp=2,tp=2,sp=1,zero=2,recompute=selective", 4),
+    ("dp=2,cp=2,tp=2,sp=1,zero=2,recompute=selective", 4),
 ]
 
 

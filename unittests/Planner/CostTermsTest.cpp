@@ -637,6 +637,24 @@ TEST(MemoryTerm, FramePeakZeroReduceScatteredSums) {
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 300);
 }
 
+TEST(MemoryTerm, FramePeakZeroReduceScatteredHeadOnlySums) {
+  // As above, with 4 bytes of head-only parameters (the final norm; 8 of
+  // their sum among the 300): their sum is reduce-scattered before the top
+  // block's backward, so at the second backward call the rank holds its
+  // shard (4 of 8), and the one-block phase's head-only gradient and its
+  // reduction's result (2 x 4 of its 40) are dead.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 4, l.inflight = 4, l.microbatches = 4, l.keptPerLayer = 5;
+  l.accumulated = 300, l.sumReduceBytes = 100, l.sumShardBytes = 50;
+  l.headOnlyGradBytes = 4, l.headOnlyGradSumBytes = 8;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 100);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 8);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 350 - 4);
+}
+
 TEST(MemoryTerm, FramePeakUnwaitedInputGradientSends) {
   // A last pipeline stage of two microbatches: its first microbatch's
   // input gradient, sent back and waited for at the end of the step, is
