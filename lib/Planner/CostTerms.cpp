@@ -913,13 +913,18 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
             ? std::max(0.0,
                        backward.headGrad.at(b) * scale - l.headOnlyGradBytes)
             : 0;
+    // The phase's received gradients hold one tied share; the head's rank
+    // computes its own (a phase gradient) where it receives none.
+    const double sharesInPhase = !l.head || w.receivedOutputGrad ? 1 : 0;
+    // A next forward's gather is its whole block's, not a re-run's.
+    const double next = w.forwardNext && l.rerunCalls ? prefetch : backwardNext;
     consider(StepPhase::BlockBackward,
              received + std::max(0.0, w.inflight - 1) * l.keptPerLayer +
                  w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
                  w.sentActivations * l.boundaryBytes +
-                 (w.receivedShares - 1) * l.tiedGradBytes +
+                 (w.receivedShares - sharesInPhase) * l.tiedGradBytes +
                  (l.rerunCalls ? 0 : w.prefetched * l.weightRegatherBytes) +
-                 l.gatheredPerLayer + (w.lastCall ? 0 : backwardNext) +
+                 l.gatheredPerLayer + (w.lastCall ? 0 : next) +
                  w.pending * l.recomputedBytes + passRootBytes(l, w),
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes +
@@ -1085,6 +1090,21 @@ pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
     auto it = position[rank].find(std::make_tuple(peer, tag, send));
     return it == position[rank].end() ? int64_t(-1) : it->second;
   };
+  // A peer receives a message with everything this rank sent it before
+  // (dist-pipeline-split): the send at `i` of `list` (rank `r`'s) arrives at
+  // the peer's first receive of it or of a later send to that peer.
+  auto receivedAt = [&](const std::vector<Transfer> &list, size_t i,
+                        int64_t r) {
+    const Transfer &t = list[i];
+    int64_t first = -1;
+    for (const Transfer &later : llvm::ArrayRef(list).drop_front(i))
+      if (later.send && later.peer == t.peer) {
+        int64_t at = indexOf(t.peer, r, later.tag, false);
+        if (at >= 0 && (first < 0 || at < first))
+          first = at;
+      }
+    return first;
+  };
   std::vector<std::vector<PendingSend>> sends(ranks);
   for (int64_t r = 0; r < ranks; ++r) {
     const auto &list = transfers[r];
@@ -1093,7 +1113,7 @@ pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
         continue;
       PendingSend send{t.op, sched.rankOrders[r].size(),
                        static_cast<PendingSend::Kind>(t.tag % 3)};
-      int64_t received = indexOf(t.peer, r, t.tag, false);
+      const int64_t received = receivedAt(list, i, r);
       for (const Transfer &later : llvm::ArrayRef(list).drop_front(i + 1))
         if (!later.send && later.peer == t.peer && received >= 0 &&
             indexOf(t.peer, r, later.tag, true) > received) {
@@ -1444,6 +1464,12 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       // from the next stage's rank, and the head shares made here and not
       // yet added to the sum are pending (this backward adds its
       // microbatch's); none is received.
+      // So on the head's rank (interleaved's last) a backward of an earlier
+      // stage whose next stage runs elsewhere.
+      if (op.kind == Kind::B && op.stage != lastStage &&
+          sched.stageToRank[lastStage] == r &&
+          sched.stageToRank[op.stage + 1] != r)
+        w.receivedOutputGrad = true;
       if (op.kind == Kind::I && both) {
         w.receivedOutputGrad = true;
         if (tied)
@@ -1453,7 +1479,8 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       countUnwaitedSends(w, sends, i);
       w.receivedShares = double(shares);
       w.tokenSlices = double(firstInflight);
-      w.heads = double(heads);
+      // A last-stage backward's own head values are its phase's.
+      w.heads = double(heads - (op.kind == Kind::B && op.stage == lastStage));
       w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
       w.embeddingSums = firstBackwards > 0;
       w.completeLayers = double(complete * layersPerChunk);
@@ -1461,6 +1488,9 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       w.prefetched = backwardPrefetches(sched.rankOrders[r], i, layersPerChunk);
       w.lastCall =
           layersPerChunk == 1 && !nextCallGathers(sched.rankOrders[r], i);
+      w.forwardNext = layersPerChunk == 1 &&
+                      i + 1 < sched.rankOrders[r].size() &&
+                      sched.rankOrders[r][i + 1].kind == Kind::F;
       setRootUsesLeft(w, sched.rankOrders[r], i, lastStage);
       if (!llvm::is_contained(passes[r], w))
         passes[r].push_back(w);

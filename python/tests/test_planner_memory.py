@@ -343,6 +343,14 @@ PLANS = [
     # phase's norm gradient and all-reduce result dead).
     ("dp=2,tp=2,sp=1,zero=2,recompute=selective", 4),
     ("dp=2,cp=2,tp=2,sp=1,zero=2,recompute=selective", 4),
+    # Interleaved ZeRO-3 with full recomputation, four microbatches: the
+    # last rank's peak is stage 3's backward of microbatch 2, scored as its
+    # backward pass (the head's gathered parameters, the next forward's
+    # whole gather, the earlier tied shares waited).
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=interleaved,vpp=2", 4),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=full,schedule=interleaved,vpp=2",
+     4),
+    ("pp=2,dp=2,cp=2,zero=3,recompute=full,schedule=interleaved,vpp=2", 4),
 ]
 
 

@@ -479,6 +479,9 @@ struct WeightPass {
   /// W follows: ZB-V's first stage's W is no call, and a later stage's
   /// gathers nothing), so it prefetches no gather for a next one.
   bool lastCall = false;
+  /// At a whole backward (backwardPassesOf): the rank's next op is a
+  /// forward, whose whole block gather (not a re-run's) is started here.
+  bool forwardNext = false;
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
            sentActivations == o.sentActivations && sentGrads == o.sentGrads &&
@@ -493,6 +496,7 @@ struct WeightPass {
            nextStageBackward == o.nextStageBackward &&
            headGrads == o.headGrads && prefetched == o.prefetched &&
            prefetchedWhole == o.prefetchedWhole && lastCall == o.lastCall &&
+           forwardNext == o.forwardNext &&
            firstForwardsLeft == o.firstForwardsLeft &&
            headOpsLeft == o.headOpsLeft;
   }
