@@ -843,6 +843,18 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                         l.sendBytes,
                     i * l.layerGradBytes + reducing, l.sentGradInflightBytes,
                     /*phaseGrads=*/true, /*belowTop=*/true);
+  // The same below the top of a rank's first backward of several
+  // microbatches (nothing summed yet: GPipe's, with every other microbatch
+  // in flight): the layers above hold the first gradients of their sums.
+  if (l.microbatches > 1 && l.accumulated <= 0)
+    for (double i = 1; i <= otherLayers; ++i) {
+      const bool next = i < otherLayers || l.laterBlockCall;
+      considerWhole(std::max(0.0, keptBackward - i * l.keptPerLayer) +
+                        (next ? l.regather + backwardNext : 0) +
+                        l.gatheredPerLayer + l.sendBytes,
+                    i * l.layerGradBytes, l.sentGradInflightBytes,
+                    /*phaseGrads=*/true, /*belowTop=*/true);
+    }
   // The last microbatch's second backward call: the block above's sum is
   // being reduce-scattered into its shard.
   if (l.microbatches > 1 && l.sumShardBytes > 0 && otherLayers > 0) {

@@ -351,6 +351,9 @@ PLANS = [
     ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=full,schedule=interleaved,vpp=2",
      4),
     ("pp=2,dp=2,cp=2,zero=3,recompute=full,schedule=interleaved,vpp=2", 4),
+    # GPipe's last rank: the first microbatch's second backward call (the
+    # top layer's first gradients, every other microbatch kept).
+    ("pp=2,tp=2,sp=1,recompute=selective,schedule=gpipe", 4),
 ]
 
 

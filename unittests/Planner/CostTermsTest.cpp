@@ -655,6 +655,23 @@ TEST(MemoryTerm, FramePeakZeroReduceScatteredHeadOnlySums) {
   EXPECT_DOUBLE_EQ(p.paramGrads, 350 - 4);
 }
 
+TEST(MemoryTerm, FramePeakFirstBackwardBelowTheTop) {
+  // GPipe's last rank, 2 layers, 4 microbatches all in flight at its first
+  // backward (nothing summed yet), 50 kept bytes per layer: its second call
+  // (the bottom, another microbatch's backward next) holds the top layer's
+  // first gradients (100) and one layer fewer kept: 90 + 300, 40, 100
+  // beats the top backward's 90 + 350, 40 and the head's 120 + 350, 10.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 2, l.inflight = 8, l.microbatches = 4, l.keptPerLayer = 50;
+  l.layerGradBytes = 100, l.laterBlockCall = true;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 390);
+  EXPECT_DOUBLE_EQ(p.grads, 40);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 100);
+}
+
 TEST(MemoryTerm, FramePeakHeadRankBackwardPasses) {
   // Interleaved's last rank under ZeRO-3 with full recomputation: a
   // backward pass holds the head's gathered parameters (100), a next
