@@ -733,6 +733,30 @@ static double passRootBytes(const FrameLayers &l, const WeightPass &w) {
          (w.firstForwardsLeft && w.headOpsLeft ? l.rootSharedBytes : 0);
 }
 
+namespace {
+/// What the head-only parameters' gradients (the final norm's) take less at
+/// the last microbatch's backward calls below the top block on the head's
+/// rank than the one-block backward phase and the accumulated sums count
+/// (ZeRO-1/2 reduce-scatter each sum after the last microbatch's backward
+/// of its part): their sum was completed and reduce-scattered before the
+/// top block's backward, so the rank holds its shard (`scattered`: the
+/// rest of the whole sum), and the one-block phase's head-only gradient and
+/// its reduction's result (the one-block step all-reduces it over the call)
+/// are dead (`phaseDead`).
+struct HeadOnlySums {
+  double scattered = 0, phaseDead = 0;
+};
+HeadOnlySums headOnlySumsBelowTop(const FrameLayers &l) {
+  HeadOnlySums s;
+  if (!l.head || l.sumReduceBytes <= 0 || l.sumShardBytes <= 0)
+    return s;
+  s.scattered =
+      l.headOnlyGradSumBytes * (1 - l.sumShardBytes / l.sumReduceBytes);
+  s.phaseDead = 2 * l.headOnlyGradBytes;
+  return s;
+}
+} // namespace
+
 FramePeak framePeak(const StepMemory &phases, double b, double scale,
                     const FrameLayers &l) {
   const double otherLayers = std::max(0.0, l.layers - 1);
@@ -834,16 +858,31 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                         l.sendBytes,
                     i * l.layerGradBytes + reducing, l.sentGradInflightBytes,
                     /*phaseGrads=*/true, /*belowTop=*/true);
+  // The same below the top of a rank's first backward of several
+  // microbatches (nothing summed yet: GPipe's, with every other microbatch
+  // in flight): the layers above hold the first gradients of their sums.
+  if (l.microbatches > 1 && l.accumulated <= 0)
+    for (double i = 1; i <= otherLayers; ++i) {
+      const bool next = i < otherLayers || l.laterBlockCall;
+      considerWhole(std::max(0.0, keptBackward - i * l.keptPerLayer) +
+                        (next ? l.regather + backwardNext : 0) +
+                        l.gatheredPerLayer + l.sendBytes,
+                    i * l.layerGradBytes, l.sentGradInflightBytes,
+                    /*phaseGrads=*/true, /*belowTop=*/true);
+    }
   // The last microbatch's second backward call: the block above's sum is
   // being reduce-scattered into its shard.
   if (l.microbatches > 1 && l.sumShardBytes > 0 && otherLayers > 0) {
     const bool next = otherLayers > 1;
-    considerWhole(
-        std::max(0.0, keptBackward - l.keptPerLayer) +
-            (next ? l.regather + backwardNext : 0) + l.gatheredPerLayer +
-            l.sendBytes,
-        l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) + l.sumShardBytes,
-        l.sentGradInflightBytes, /*phaseGrads=*/true, /*belowTop=*/true);
+    const HeadOnlySums headOnly = headOnlySumsBelowTop(l);
+    considerWhole(std::max(0.0, keptBackward - l.keptPerLayer) +
+                      (next ? l.regather + backwardNext : 0) +
+                      l.gatheredPerLayer + l.sendBytes,
+                  l.accumulated - (l.rerunCalls ? l.sumReduceBytes : 0) +
+                      l.sumShardBytes - headOnly.scattered,
+                  l.sentGradInflightBytes - headOnly.phaseDead,
+                  /*phaseGrads=*/true,
+                  /*belowTop=*/true);
   }
   // A middle microbatch's (three or more) bottom backward also prefetches
   // the next microbatch's first forward call.
@@ -901,16 +940,19 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
             ? std::max(0.0,
                        backward.headGrad.at(b) * scale - l.headOnlyGradBytes)
             : 0;
+    // The phase's received gradients hold one tied share; the head's rank
+    // computes its own (a phase gradient) where it receives none.
+    const double sharesInPhase = !l.head || w.receivedOutputGrad ? 1 : 0;
+    // A next forward's gather is its whole block's, not a re-run's.
+    const double next =
+        w.forwardNext ? (backwardNext > 0 ? prefetch : 0) : backwardNext;
     consider(StepPhase::BlockBackward,
              received + std::max(0.0, w.inflight - 1) * l.keptPerLayer +
                  w.tokenSlices * l.tokenBytes + w.heads * l.headKeptBytes +
                  w.sentActivations * l.boundaryBytes +
-                 (w.receivedShares - 1) * l.tiedGradBytes +
+                 (w.receivedShares - sharesInPhase) * l.tiedGradBytes +
                  (l.rerunCalls ? 0 : w.prefetched * l.weightRegatherBytes) +
-                 l.gatheredPerLayer +
-                 (w.lastCall      ? 0
-                  : w.forwardNext ? (backwardNext > 0 ? prefetch : 0)
-                                  : backwardNext) +
+                 l.gatheredPerLayer + (w.lastCall ? 0 : next) +
                  w.pending * l.recomputedBytes + passRootBytes(l, w),
              backwardPassSums(l, w),
              w.sentGrads * l.boundaryBytes + w.tiedShares * l.tiedGradBytes +
@@ -1107,6 +1149,21 @@ pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
     auto it = position[rank].find(std::make_tuple(peer, tag, send));
     return it == position[rank].end() ? int64_t(-1) : it->second;
   };
+  // A peer receives a message with everything this rank sent it before
+  // (dist-pipeline-split): the send at `i` of `list` (rank `r`'s) arrives at
+  // the peer's first receive of it or of a later send to that peer.
+  auto receivedAt = [&](const std::vector<Transfer> &list, size_t i,
+                        int64_t r) {
+    const Transfer &t = list[i];
+    int64_t first = -1;
+    for (const Transfer &later : llvm::ArrayRef(list).drop_front(i))
+      if (later.send && later.peer == t.peer) {
+        int64_t at = indexOf(t.peer, r, later.tag, false);
+        if (at >= 0 && (first < 0 || at < first))
+          first = at;
+      }
+    return first;
+  };
   std::vector<std::vector<PendingSend>> sends(ranks);
   for (int64_t r = 0; r < ranks; ++r) {
     const auto &list = transfers[r];
@@ -1115,7 +1172,7 @@ pendingSends(const pipeline::PipelineSchedule &sched, bool tied) {
         continue;
       PendingSend send{t.op, sched.rankOrders[r].size(),
                        static_cast<PendingSend::Kind>(t.tag % 3)};
-      int64_t received = indexOf(t.peer, r, t.tag, false);
+      const int64_t received = receivedAt(list, i, r);
       for (const Transfer &later : llvm::ArrayRef(list).drop_front(i + 1))
         if (!later.send && later.peer == t.peer && received >= 0 &&
             indexOf(t.peer, r, later.tag, true) > received) {
@@ -1509,6 +1566,12 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       // from the next stage's rank, and the head shares made here and not
       // yet added to the sum are pending (this backward adds its
       // microbatch's); none is received.
+      // So on the head's rank (interleaved's last) a backward of an earlier
+      // stage whose next stage runs elsewhere.
+      if (op.kind == Kind::B && op.stage != lastStage &&
+          sched.stageToRank[lastStage] == r &&
+          sched.stageToRank[op.stage + 1] != r)
+        w.receivedOutputGrad = true;
       if (op.kind == Kind::I && both) {
         w.receivedOutputGrad = true;
         if (tied)
@@ -1518,7 +1581,8 @@ backwardPassesOf(const pipeline::PipelineSchedule &sched,
       countUnwaitedSends(w, sends, i);
       w.receivedShares = double(shares);
       w.tokenSlices = double(firstInflight);
-      w.heads = double(heads);
+      // A last-stage backward's own head values are its phase's.
+      w.heads = double(heads - (op.kind == Kind::B && op.stage == lastStage));
       w.summedLayers = double(int64_t(summed.size()) * layersPerChunk);
       w.embeddingSums = firstBackwards > 0;
       w.completeLayers = double(complete * layersPerChunk);

@@ -567,6 +567,21 @@ std::vector<WeightPass> splitForwardPasses(const FrameLayers &l,
               : sched->rankForwardPasses.front();
 }
 
+/// Interleaved under ZeRO-3: the last rank also runs earlier stages, so its
+/// backwards are scored as its simulated program holds them
+/// (backwardPassesOf), with the head's gathered non-block parameters held
+/// until its last head op (WeightPass::headOpsLeft).
+void setLastRankBackwardPasses(FrameLayers &last, const DynamicMemory &dyn,
+                               const ScheduleMemory *sched, bool firstHasHead) {
+  if (!sched || firstHasHead || sched->rankBackwardPasses.empty() ||
+      last.gatheredPerLayer <= 0)
+    return;
+  last.backwardPasses = sched->rankBackwardPasses.back();
+  setWeightPassBytes(last, dyn);
+  last.regather = 0;
+  last.rootLastBytes = dyn.lastRootBytes;
+}
+
 /// Whether the `nth` backward (1-based) of GPipe's last rank, of `m`
 /// microbatches, is followed by another backward with no receive between
 /// (the head computes each one's input gradient on the rank; elsewhere
@@ -794,6 +809,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       }
       last.forwardPasses = splitForwardPasses(last, sched, /*last=*/true);
       last.passesOnly = zbvZero3Passes(last, dyn);
+      setLastRankBackwardPasses(last, dyn, sched, firstHasHead);
       // Its last microbatch's backwards no longer hold the head's
       // parameters; an earlier microbatch's do, with fewer sends live.
       last.rootForwardOnly = !dyn.gpipe;

@@ -354,6 +354,23 @@ PLANS = [
     # share and head sums), not at the whole call's closed form.
     ("pp=4,dp=2,zero=3,schedule=zb-h1", 2),
     ("pp=4,dp=2,zero=3,recompute=selective,schedule=zb-h1", 2),
+    # ZeRO-2 with SP, selective recomputation, four microbatches: the peak
+    # is the last microbatch's second backward call, where the final
+    # norm's sum is already reduce-scattered (its shard held, the one-block
+    # phase's norm gradient and all-reduce result dead).
+    ("dp=2,tp=2,sp=1,zero=2,recompute=selective", 4),
+    ("dp=2,cp=2,tp=2,sp=1,zero=2,recompute=selective", 4),
+    # Interleaved ZeRO-3 with full recomputation, four microbatches: the
+    # last rank's peak is stage 3's backward of microbatch 2, scored as its
+    # backward pass (the head's gathered parameters, the next forward's
+    # whole gather, the earlier tied shares waited).
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=interleaved,vpp=2", 4),
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=full,schedule=interleaved,vpp=2",
+     4),
+    ("pp=2,dp=2,cp=2,zero=3,recompute=full,schedule=interleaved,vpp=2", 4),
+    # GPipe's last rank: the first microbatch's second backward call (the
+    # top layer's first gradients, every other microbatch kept).
+    ("pp=2,tp=2,sp=1,recompute=selective,schedule=gpipe", 4),
 ]
 
 

@@ -637,6 +637,71 @@ TEST(MemoryTerm, FramePeakZeroReduceScatteredSums) {
   EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).paramGrads, 300);
 }
 
+TEST(MemoryTerm, FramePeakZeroReduceScatteredHeadOnlySums) {
+  // As above, with 4 bytes of head-only parameters (the final norm; 8 of
+  // their sum among the 300): their sum is reduce-scattered before the top
+  // block's backward, so at the second backward call the rank holds its
+  // shard (4 of 8), and the one-block phase's head-only gradient and its
+  // reduction's result (2 x 4 of its 40) are dead.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 4, l.inflight = 4, l.microbatches = 4, l.keptPerLayer = 5;
+  l.accumulated = 300, l.sumReduceBytes = 100, l.sumShardBytes = 50;
+  l.headOnlyGradBytes = 4, l.headOnlyGradSumBytes = 8;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 100);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 8);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 350 - 4);
+}
+
+TEST(MemoryTerm, FramePeakFirstBackwardBelowTheTop) {
+  // GPipe's last rank, 2 layers, 4 microbatches all in flight at its first
+  // backward (nothing summed yet), 50 kept bytes per layer: its second call
+  // (the bottom, another microbatch's backward next) holds the top layer's
+  // first gradients (100) and one layer fewer kept: 90 + 300, 40, 100
+  // beats the top backward's 90 + 350, 40 and the head's 120 + 350, 10.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 2, l.inflight = 8, l.microbatches = 4, l.keptPerLayer = 50;
+  l.layerGradBytes = 100, l.laterBlockCall = true;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 390);
+  EXPECT_DOUBLE_EQ(p.grads, 40);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 100);
+}
+
+TEST(MemoryTerm, FramePeakHeadRankBackwardPasses) {
+  // Interleaved's last rank under ZeRO-3 with full recomputation: a
+  // backward pass holds the head's gathered parameters (100), a next
+  // forward's whole gather (packed 25 + 50) in place of a re-run's (30),
+  // and no received tied share (the head computes its own, a phase
+  // gradient).
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 2, l.inflight = 1, l.keptPerLayer = 5, l.passesOnly = true;
+  l.rerunCalls = true, l.rerunGatherBytes = 30;
+  l.gatheredPerLayer = 50, l.gatherPackBytes = 25;
+  l.tiedGradBytes = 8, l.boundaryBytes = 4, l.rootLastBytes = 100;
+  WeightPass w;
+  w.inflight = 3, w.sentActivations = 1, w.forwardNext = true;
+  w.headOpsLeft = true;
+  l.backwardPasses = {w};
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 2 * 5 + 4 + 50 + 75 + 100);
+  EXPECT_DOUBLE_EQ(p.grads, 40);
+  // An earlier stage's backward before another backward: its output
+  // gradient is received (the phase's head gradients, 15, as activations,
+  // less the tied share they hold), the next call a re-run's.
+  w.forwardNext = false, w.receivedOutputGrad = true;
+  l.backwardPasses = {w};
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 90 + 15 - 8 + 2 * 5 + 4 + 50 + 30 + 100);
+  EXPECT_DOUBLE_EQ(p.grads, 40 - 15);
+}
+
 TEST(MemoryTerm, FramePeakUnwaitedInputGradientSends) {
   // A last pipeline stage of two microbatches: its first microbatch's
   // input gradient, sent back and waited for at the end of the step, is
@@ -1253,7 +1318,7 @@ TEST(MemoryTerm, BackwardPassesHoldTheRanksOtherStage) {
   // the input gradient of B2 of microbatch 2 unwaited, both layers' sums
   // and the embedding's; the tied shares of microbatches 2 and 3, received
   // with the input gradients rank 1 sent after them (B3 of 2 and 3), long
-  // before B0 of 2 and 3 adds them.
+  // before B0 of 2 and 3 adds them; a forward follows.
   auto ilv = buildSchedule(ScheduleKind::Interleaved1F1B, 2, 8, 2);
   ASSERT_TRUE(ilv.ok());
   std::vector<std::vector<WeightPass>> passes = backwardPassesOf(*ilv, 1, true);
@@ -1384,6 +1449,48 @@ TEST(MemoryTerm, FramePeakFirstStageBackwardReceivesItsInput) {
   EXPECT_DOUBLE_EQ(p.activations, 90 + 25 - 10);
   EXPECT_DOUBLE_EQ(p.grads, 40 - 25 + 20);
   EXPECT_DOUBLE_EQ(p.paramGrads, 30);
+}
+
+TEST(MemoryTerm, BackwardPassesOfTheHeadsRank) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // Interleaved, 2 ranks, vpp 2, 4 microbatches: rank 1 runs stages 1 and
+  // 3, F1 F1 F3 B3 F3 B3 F1 B1 F1 B1 F3 B3 F3 B3 B1 B1. At B3 of
+  // microbatch 2 (op 11): 3 layers in flight, F1 of 3's output and the
+  // input gradients of B1 of 0 and 1 unwaited, no other microbatch's head
+  // values (its own are the phase's), the earlier tied shares waited (each
+  // reached rank 0 with the input gradient sent after it), both stages'
+  // sums; F3 of 3 follows (its whole gather is started here).
+  auto ilv = buildSchedule(ScheduleKind::Interleaved1F1B, 2, 4, 2);
+  ASSERT_TRUE(ilv.ok());
+  std::vector<std::vector<WeightPass>> passes = backwardPassesOf(*ilv, 1, true);
+  WeightPass want;
+  want.inflight = 3, want.sentActivations = 1, want.sentGrads = 2;
+  want.summedLayers = 2, want.forwardNext = true;
+  want.headOpsLeft = true;
+  EXPECT_TRUE(llvm::is_contained(passes[1], want));
+  // B1 of microbatch 1 (op 9): its output gradient came from rank 0.
+  EXPECT_TRUE(llvm::any_of(passes[1], [](const WeightPass &w) {
+    return w.receivedOutputGrad && w.sentActivations == 2 && w.sentGrads == 1;
+  }));
+}
+
+TEST(MemoryTerm, PendingSendsArriveWithLaterOnes) {
+  using autoshard::pipeline::buildSchedule;
+  using autoshard::pipeline::ScheduleKind;
+  // Interleaved as above: rank 1's tied share of microbatch 0, sent at B3
+  // (op 3) before its input gradient, reaches rank 0 with that gradient
+  // (at B2), after which rank 0 sends B2's input gradient: waited at rank
+  // 1's B1 of microbatch 0 (op 7), not after rank 0's B0 reads the share.
+  auto ilv = buildSchedule(ScheduleKind::Interleaved1F1B, 2, 4, 2);
+  ASSERT_TRUE(ilv.ok());
+  std::vector<PendingSend> sends = pendingSends(*ilv, /*tied=*/true)[1];
+  auto share = llvm::find_if(sends, [](const PendingSend &send) {
+    return send.kind == PendingSend::TiedShare;
+  });
+  ASSERT_NE(share, sends.end());
+  EXPECT_EQ(share->op, 3u);
+  EXPECT_EQ(share->waited, 7u);
 }
 
 TEST(MemoryTerm, PendingSendsWaitedAfterTheAnswer) {

@@ -480,8 +480,8 @@ struct WeightPass {
   /// gathers nothing), so it prefetches no gather for a next one.
   bool lastCall = false;
   /// At a whole backward (backwardPassesOf), one layer per unit: the block
-  /// call that follows it next is a forward, so under full recomputation
-  /// the gather it prefetches is a whole layer's, not a re-run's.
+  /// call that follows it next is a forward, whose whole block gather (not
+  /// a re-run's, under full recomputation) is started here.
   bool forwardNext = false;
   bool operator==(const WeightPass &o) const {
     return inflight == o.inflight && pending == o.pending &&
