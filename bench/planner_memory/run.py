@@ -39,9 +39,9 @@ Usage:
                               [--strict] [--list]
 
 Errors: a missing shard-opt or model config, a --filter or --exclude that
-is not a regular expression, or a --json file that cannot be written (a
-folder, a missing folder, no permission: checked before the sweep) exits 2
-with a message naming it.
+is not a regular expression, filters that select no plan, or a --json file
+that cannot be written (a folder, a missing folder, no permission: checked
+before the sweep) exits 2 with a message naming it.
 """
 
 import argparse
@@ -142,6 +142,11 @@ def main():
     selected = [(p, m) for p, m in plans() if keep(f"{p},mb={m}")]
     if args.limit > 0:
         selected = selected[:args.limit]
+    if not selected:
+        print(f"no plan matches --filter '{args.filter}'"
+              + (f" --exclude '{args.exclude}'" if args.exclude else "")
+              + " (see --list for the names)", file=sys.stderr)
+        return 2
     if args.list:
         for p, m in selected:
             print(f"{p},mb={m}")
@@ -270,4 +275,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        # `run.py --list | head`: the reader left; no traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

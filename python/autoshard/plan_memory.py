@@ -223,6 +223,12 @@ def rank_totals(explain):
             _number(memory.get("peak_live_total"), "with", "peak_live_total")}
 
 
+# The largest per-category difference that counts as equal: 64-byte buffer
+# alignment and the one-block profile's affine fit in the microbatch size
+# (bench/planner_memory's --tolerance default).
+TOLERANCE_BYTES = 1024
+
+
 def format_table(rows):
     """The rows as text: one line per category with both figures in bytes
     and planner - compiled."""
@@ -264,9 +270,13 @@ def main(argv=None):
         plans = report.get("plans") if isinstance(report, dict) else None
         if not isinstance(plans, list) or not plans or \
                 not isinstance(plans[0], dict):
-            raise PlanMemoryError(f"the planner's report '{args.report}' has "
-                                  f"no plan (its 'plans' is "
-                                  f"{_shape(plans)})")
+            swapped = isinstance(report, dict) and "memory" in report and \
+                isinstance(explain, dict) and "plans" in explain
+            raise PlanMemoryError(
+                f"the planner's report '{args.report}' has no plan (its "
+                f"'plans' is {_shape(plans)})"
+                + ("; it looks like the dist-explain report: give the "
+                   "planner's report first" if swapped else ""))
         if not isinstance(explain, dict) or \
                 not isinstance(explain.get("memory"), dict):
             raise PlanMemoryError(
@@ -280,6 +290,11 @@ def main(argv=None):
     print(f"memory per rank of {plans[0].get('plan', 'the plan')}{where}: "
           f"the planner's breakdown vs the compiled static memory plan, bytes")
     print(format_table(rows))
+    off = [name for name, p, c in rows if abs(p - c) > TOLERANCE_BYTES]
+    print(f"  difference: planner - compiled; "
+          + (f"every category within {TOLERANCE_BYTES} B (buffer alignment "
+             f"and the profile's affine fit)" if not off else
+             f"over {TOLERANCE_BYTES} B in: {', '.join(off)}"))
     if len(totals) > 1:
         heaviest = max(totals, key=totals.get)
         print("  compiled states + live at the peak per pipeline rank: " +

@@ -57,6 +57,24 @@ def test_cli_prints_both(tmp_path):
         "memory per rank of dp=2: the planner's breakdown vs the compiled "
         "static memory plan, bytes\n")
     assert "  activations at peak      17858560     17858564         -4" in proc.stdout
+    assert ("  difference: planner - compiled; every category within 1024 B"
+            in proc.stdout), proc.stdout
+
+
+def test_cli_names_the_categories_over_the_tolerance(tmp_path):
+    planned = dict(PLANNED, activations=PLANNED[
+        "activations"] + 5000)
+    proc = _cli(tmp_path, {"plans": [{"plan": "dp=2", "memory": planned}]},
+                {"memory": COMPILED})
+    assert proc.returncode == 0, proc.stderr
+    assert "over 1024 B in: activations at peak" in proc.stdout, proc.stdout
+
+
+def test_cli_says_when_the_reports_are_swapped(tmp_path):
+    proc = _cli(tmp_path, {"memory": COMPILED},
+                {"plans": [{"plan": "dp=2", "memory": PLANNED}]})
+    assert proc.returncode != 0
+    assert "give the planner's report first" in proc.stderr, proc.stderr
 
 
 def _rank(pp_rank, param, opt, grad, activation):

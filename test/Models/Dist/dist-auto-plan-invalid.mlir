@@ -12,6 +12,13 @@
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 zero=4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ZERO
 // SCHED: error: dist-auto-plan: option 'schedules': unknown value 'zb-x' (known: 1f1b, interleaved, zb-h1, zb-v, gpipe)
 // ZERO: error: dist-auto-plan: option 'zero': 4 is out of range [0, 3]
+// An option given without a value is an error, not the default search.
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 schedules=" -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTYSCHED
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 zero=" -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTYZERO
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=" -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTYEVAL
+// EMPTYSCHED: error: dist-auto-plan: option 'schedules' is given without a value (leave it out for the default)
+// EMPTYZERO: error: dist-auto-plan: option 'zero' is given without a value
+// EMPTYEVAL: error: dist-auto-plan: option 'evaluate' is given without a value
 
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-bad-grad-buffer.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GRADBUF
 // GRADBUF: error: dist-auto-plan: {{.*}}auto-plan-bad-grad-buffer.json: field 'memory.grad_buffer' must be "persistent" or "frame", got "ram"
@@ -25,7 +32,7 @@
 // The module's line (the model's attributes, about 10 KB) is not echoed.
 // MISSING-NOT: module attributes
 // NOCLUSTER: error: dist-auto-plan: the 'cluster' option (a cluster JSON file) is required
-// WORLD: error: dist-auto-plan: evaluate: the plan uses pp*dp*cp*tp = 4 GPUs, the cluster option gives 2
+// WORLD: error: dist-auto-plan: evaluate: the plan uses pp*dp*cp*tp = 4 GPUs, the job has 2 (gpus, else nodes x the cluster's gpus_per_node)
 // KEY: error: dist-auto-plan: evaluate: plan: unknown key 'foo' (value '1'{{.*}}(evaluate= also takes mbs, the microbatch size)
 // A one-node cluster (no inter_node link) cannot take more devices than a node has.
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json nodes=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ONENODE

@@ -1065,6 +1065,24 @@ struct DistAutoPlanPass
     // Explicit restrictions of the search space (e.g. to what a published
     // run's software supported): intersected with the defaults above.
     {
+      // An option given with no value (`schedules=`) is a mistake, not a
+      // request for the default search.
+      for (auto [given, empty, name] :
+           {std::tuple{schedules.getNumOccurrences(), schedules.empty(),
+                       "schedules"},
+            {recomputes.getNumOccurrences(), recomputes.empty(), "recompute"},
+            {zeroStages.getNumOccurrences(), zeroStages.empty(), "zero"},
+            {cpDegrees.getNumOccurrences(), cpDegrees.empty(), "cp"},
+            {cpAttentions.getNumOccurrences(), cpAttentions.empty(),
+             "cp-attention"},
+            {epDegrees.getNumOccurrences(), epDegrees.empty(), "ep"},
+            {evaluatePlan.getNumOccurrences(), evaluatePlan.empty(),
+             "evaluate"}})
+        if (given > 0 && empty)
+          return fail(llvm::formatv("option '{0}' is given without a value "
+                                    "(leave it out for the default)",
+                                    name)
+                          .str());
       std::string err;
       if (failed(restrict(options.schedules, schedules, "schedules",
                           {"1f1b", "interleaved", "zb-h1", "zb-v", "gpipe"},
@@ -1097,9 +1115,11 @@ struct DistAutoPlanPass
         return fail("evaluate: " + err);
       int64_t world = plan->pp * plan->dp * plan->cp * plan->tp;
       if (world != options.gpus)
-        return fail(llvm::formatv("evaluate: the plan uses pp*dp*cp*tp = {0} "
-                                  "GPUs, the cluster option gives {1}",
-                                  world, options.gpus));
+        return fail(
+            llvm::formatv("evaluate: the plan uses pp*dp*cp*tp = {0} "
+                          "GPUs, the job has {1} (gpus, else nodes x the "
+                          "cluster's gpus_per_node)",
+                          world, options.gpus));
       // As --plan reads it: mb microbatches (default 1) of the global batch
       // per replica, so the `as --plan:` line scores the plan it names;
       // `mbs` (the planner's microbatch size) instead fixes the size, and
