@@ -607,6 +607,7 @@ void considerSecondBackward(FramePeak &peak, const FrameLayers &last,
   later.accumulated = std::max(0.0, dyn.lastGrads - dyn.tiedGradBytes);
   later.sentGradBytes = later.sentGradInflightBytes = sentBytes;
   later.backwardFollows = lastBackwardFollows(dyn, last.microbatches, 2);
+  later.backwardAfterBottom = later.backwardFollows;
   // With two microbatches the second backward is the last head backward.
   later.rootForwardOnly = last.microbatches <= 2;
   later.laterBlockCall = last.laterBlockCall && last.microbatches > 2;
@@ -733,6 +734,10 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       l.laterBlockCall = oneStagePerRank && l.microbatches > 1;
       l.bottomBeforeForward = forwardsAfter > 0;
       l.boundaryBytes = dyn.boundaryBytes;
+      // GPipe: a bottom backward but the last microbatch's is followed by
+      // the next microbatch's backward.
+      l.backwardAfterBottom =
+          oneStagePerRank && lastBackwardFollows(dyn, l.microbatches, 1);
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
       // One stage per rank (1F1B, ZB-H1): a later microbatch's backward
       // holds the sums of the earlier ones, with min(p, m - 1)
@@ -754,6 +759,8 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         later.heldRootBytes = forwardsAfter > 1 ? dyn.firstRootBytes : 0;
         later.laterBlockCall = l.laterBlockCall && l.microbatches > 2;
         later.bottomBeforeForward = forwardsAfter > 1;
+        later.backwardAfterBottom =
+            oneStagePerRank && lastBackwardFollows(dyn, l.microbatches, 2);
         FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
         if (other.total() > first.total())
           first = other;
@@ -769,6 +776,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       last.head = !firstHasHead;
       last.backwardFollows =
           !firstHasHead && lastBackwardFollows(dyn, last.microbatches, 1);
+      last.backwardAfterBottom = last.backwardFollows;
       last.accumulated = last.accumulated > 0
                              ? (firstHasHead ? dyn.middleGrads : dyn.lastGrads)
                              : 0;
