@@ -888,13 +888,18 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // the next microbatch's first forward call; where another microbatch's
   // backward follows (GPipe) under ZeRO-3, below the top, that backward's
   // gather (its re-run's under full recomputation) and re-gathered
-  // residuals instead, with the other microbatches' kept bytes.
+  // residuals instead, with the other microbatches' kept bytes; with one
+  // layer per rank (the top call: its candidate counts what it keeps) the
+  // next re-run's gather under full recomputation.
+  const bool gpipeZero3 = l.backwardAfterBottom && l.gatheredPerLayer > 0;
+  const double forwardNext = l.microbatches >= 3 ? prefetch : 0;
   const double bottomNext =
-      l.backwardAfterBottom && l.gatheredPerLayer > 0 && otherLayers > 0
+      gpipeZero3 && otherLayers > 0
           ? std::max(0.0, keptBackward - otherLayers * l.keptPerLayer -
                               rootBackward) +
                 l.regather + (l.rerunCalls ? l.rerunGatherBytes : prefetch)
-          : (l.microbatches >= 3 ? prefetch : 0);
+      : gpipeZero3 && l.rerunCalls ? l.rerunGatherBytes
+                                   : forwardNext;
   considerWhole(l.gatheredPerLayer + rootBackward + bottomNext,
                 l.microbatches > 1
                     ? l.accumulated

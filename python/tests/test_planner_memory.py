@@ -233,6 +233,8 @@ PLANS = [
     # GPipe: a bottom backward before the next microbatch's backward
     # prefetches that call's re-run gather, not a forward's.
     ("pp=2,dp=2,zero=3,recompute=full,schedule=gpipe", 4),
+    ("pp=2,dp=2,cp=2,zero=3,recompute=full,schedule=gpipe", 4),
+    ("pp=4,dp=2,zero=3,recompute=full,schedule=gpipe", 4),
     # ZB-V's middle rank (pipeline rank 1: split I / W calls only, no loss)
     # files its block backward as gradients, the W input received from
     # rank 0 as an activation; W's own recomputed frame (selective) is

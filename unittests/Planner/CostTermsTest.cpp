@@ -697,6 +697,14 @@ TEST(MemoryTerm, FramePeakBottomBackwardBeforeAnotherBackward) {
   EXPECT_DOUBLE_EQ(p.activations, 295);
   EXPECT_DOUBLE_EQ(p.grads, 40);
   EXPECT_DOUBLE_EQ(p.paramGrads, 10);
+  // One layer per rank (3 microbatches in flight): the bottom call is the
+  // top one, prefetching the next re-run's gather (30), not a forward's
+  // (58): 90 + 50 + 100 + 30 = 270 against the top's 90 + 10 + 100 + 50
+  // + 30 = 280 (before, 90 + 50 + 100 + 58 = 298 won).
+  l.layers = 1, l.inflight = 3;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 280);
 }
 
 TEST(MemoryTerm, FramePeakHeadRankBackwardPasses) {
