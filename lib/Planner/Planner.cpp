@@ -616,6 +616,32 @@ void considerSecondBackward(FramePeak &peak, const FrameLayers &last,
     peak = other;
 }
 
+/// GPipe's last stage at its last microbatch's backward: one microbatch in
+/// flight, no other head values, the head's parameters dead, every
+/// earlier microbatch's sums and the sends not yet waited for
+/// (`sentBytes`: its input gradients and tied shares, waited at the end
+/// of the step). Raises `peak` (of `last`) to it when heavier; without
+/// ZeRO only.
+void considerLastBackward(FramePeak &peak, const FrameLayers &last,
+                          const DynamicMemory &dyn, double sentBytes) {
+  // ZeRO: the last microbatch's sums are reduce-scattered per layer (not
+  // derived here).
+  if (last.microbatches < 3 || dyn.layers.accumulated <= 0 ||
+      last.sumShardBytes > 0 || last.gatheredPerLayer > 0)
+    return;
+  FrameLayers final = last;
+  final.inflight = last.layers;
+  final.headsKept = 0;
+  final.accumulated = std::max(0.0, dyn.lastGrads - dyn.tiedGradBytes);
+  final.sentGradBytes = final.sentGradInflightBytes = sentBytes;
+  final.backwardFollows = final.backwardAfterBottom = false;
+  final.rootForwardOnly = true;
+  final.laterBlockCall = false;
+  FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, final);
+  if (other.total() > peak.total())
+    peak = other;
+}
+
 /// A last stage's backward of a microbatch before its last (1F1B, ZB-H1):
 /// the head's gathered parameters are still held there (its last head
 /// backward is their last use), with `sentBytes` of input gradients sent
@@ -834,6 +860,8 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         considerSecondBackward(peak, last, dyn, heads,
                                sched ? sched->secondSentBytes
                                      : dyn.boundaryBytes + dyn.tiedGradBytes);
+      if (dyn.gpipe && !firstHasHead && sched)
+        considerLastBackward(peak, last, dyn, sched->lastSentBytes);
       // The heavier rank, states held included (as dist-explain reports).
       const ModelStates &a = firstHasHead ? dyn.bothStates : dyn.firstStates,
                         &z = firstHasHead ? dyn.middleStates : dyn.lastStates;

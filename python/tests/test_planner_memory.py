@@ -235,6 +235,9 @@ PLANS = [
     ("pp=2,dp=2,zero=3,recompute=full,schedule=gpipe", 4),
     ("pp=2,dp=2,cp=2,zero=3,recompute=full,schedule=gpipe", 4),
     ("pp=4,dp=2,zero=3,recompute=full,schedule=gpipe", 4),
+    # GPipe's last rank at its last microbatch's backward: every earlier
+    # microbatch's input-gradient send and tied share still pending.
+    ("pp=4,cp=2,recompute=full,schedule=gpipe", 8),
     # ZB-V's middle rank (pipeline rank 1: split I / W calls only, no loss)
     # files its block backward as gradients, the W input received from
     # rank 0 as an activation; W's own recomputed frame (selective) is
