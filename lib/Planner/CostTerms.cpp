@@ -885,13 +885,27 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                   /*belowTop=*/true);
   }
   // A middle microbatch's (three or more) bottom backward also prefetches
-  // the next microbatch's first forward call.
-  considerWhole(
-      l.gatheredPerLayer + rootBackward + (l.microbatches >= 3 ? prefetch : 0),
-      l.microbatches > 1 ? l.accumulated
-                         : otherGrads + (otherLayers > 0 ? reducing : 0),
-      l.sentGradBytes, /*phaseGrads=*/true,
-      /*belowTop=*/otherLayers > 0);
+  // the next microbatch's first forward call; where another microbatch's
+  // backward follows (GPipe) under ZeRO-3, below the top, that backward's
+  // gather (its re-run's under full recomputation) and re-gathered
+  // residuals instead, with the other microbatches' kept bytes; with one
+  // layer per rank (the top call: its candidate counts what it keeps) the
+  // next re-run's gather under full recomputation.
+  const bool gpipeZero3 = l.backwardAfterBottom && l.gatheredPerLayer > 0;
+  const double forwardNext = l.microbatches >= 3 ? prefetch : 0;
+  const double bottomNext =
+      gpipeZero3 && otherLayers > 0
+          ? std::max(0.0, keptBackward - otherLayers * l.keptPerLayer -
+                              rootBackward) +
+                l.regather + (l.rerunCalls ? l.rerunGatherBytes : prefetch)
+      : gpipeZero3 && l.rerunCalls ? l.rerunGatherBytes
+                                   : forwardNext;
+  considerWhole(l.gatheredPerLayer + rootBackward + bottomNext,
+                l.microbatches > 1
+                    ? l.accumulated
+                    : otherGrads + (otherLayers > 0 ? reducing : 0),
+                l.sentGradBytes, /*phaseGrads=*/true,
+                /*belowTop=*/otherLayers > 0);
   // W is a gradient function: what it recomputes (weightFrameBytes) is
   // filed with its gradients; a received block output gradient (its send is
   // no gradient op) with the activations. Its own frame is the split

@@ -607,10 +607,37 @@ void considerSecondBackward(FramePeak &peak, const FrameLayers &last,
   later.accumulated = std::max(0.0, dyn.lastGrads - dyn.tiedGradBytes);
   later.sentGradBytes = later.sentGradInflightBytes = sentBytes;
   later.backwardFollows = lastBackwardFollows(dyn, last.microbatches, 2);
+  later.backwardAfterBottom = later.backwardFollows;
   // With two microbatches the second backward is the last head backward.
   later.rootForwardOnly = last.microbatches <= 2;
   later.laterBlockCall = last.laterBlockCall && last.microbatches > 2;
   FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
+  if (other.total() > peak.total())
+    peak = other;
+}
+
+/// GPipe's last stage at its last microbatch's backward: one microbatch in
+/// flight, no other head values, the head's parameters dead, every
+/// earlier microbatch's sums and the sends not yet waited for
+/// (`sentBytes`: its input gradients and tied shares, waited at the end
+/// of the step). Raises `peak` (of `last`) to it when heavier; without
+/// ZeRO only.
+void considerLastBackward(FramePeak &peak, const FrameLayers &last,
+                          const DynamicMemory &dyn, double sentBytes) {
+  // ZeRO: the last microbatch's sums are reduce-scattered per layer (not
+  // derived here).
+  if (last.microbatches < 3 || dyn.layers.accumulated <= 0 ||
+      last.sumShardBytes > 0 || last.gatheredPerLayer > 0)
+    return;
+  FrameLayers final = last;
+  final.inflight = last.layers;
+  final.headsKept = 0;
+  final.accumulated = std::max(0.0, dyn.lastGrads - dyn.tiedGradBytes);
+  final.sentGradBytes = final.sentGradInflightBytes = sentBytes;
+  final.backwardFollows = final.backwardAfterBottom = false;
+  final.rootForwardOnly = true;
+  final.laterBlockCall = false;
+  FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, final);
   if (other.total() > peak.total())
     peak = other;
 }
@@ -733,6 +760,10 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       l.laterBlockCall = oneStagePerRank && l.microbatches > 1;
       l.bottomBeforeForward = forwardsAfter > 0;
       l.boundaryBytes = dyn.boundaryBytes;
+      // GPipe: a bottom backward but the last microbatch's is followed by
+      // the next microbatch's backward.
+      l.backwardAfterBottom =
+          oneStagePerRank && lastBackwardFollows(dyn, l.microbatches, 1);
       FramePeak first = framePeak(*dyn.phases, dyn.b, dyn.scale, l);
       // One stage per rank (1F1B, ZB-H1): a later microbatch's backward
       // holds the sums of the earlier ones, with min(p, m - 1)
@@ -754,6 +785,8 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         later.heldRootBytes = forwardsAfter > 1 ? dyn.firstRootBytes : 0;
         later.laterBlockCall = l.laterBlockCall && l.microbatches > 2;
         later.bottomBeforeForward = forwardsAfter > 1;
+        later.backwardAfterBottom =
+            oneStagePerRank && lastBackwardFollows(dyn, l.microbatches, 2);
         FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, later);
         if (other.total() > first.total())
           first = other;
@@ -769,6 +802,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
       last.head = !firstHasHead;
       last.backwardFollows =
           !firstHasHead && lastBackwardFollows(dyn, last.microbatches, 1);
+      last.backwardAfterBottom = last.backwardFollows;
       last.accumulated = last.accumulated > 0
                              ? (firstHasHead ? dyn.middleGrads : dyn.lastGrads)
                              : 0;
@@ -826,6 +860,8 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         considerSecondBackward(peak, last, dyn, heads,
                                sched ? sched->secondSentBytes
                                      : dyn.boundaryBytes + dyn.tiedGradBytes);
+      if (dyn.gpipe && !firstHasHead && sched)
+        considerLastBackward(peak, last, dyn, sched->lastSentBytes);
       // The heavier rank, states held included (as dist-explain reports).
       const ModelStates &a = firstHasHead ? dyn.bothStates : dyn.firstStates,
                         &z = firstHasHead ? dyn.middleStates : dyn.lastStates;

@@ -230,6 +230,14 @@ PLANS = [
     # forward's whole gather prefetched (not the re-run's).
     ("pp=2,dp=2,zero=3,recompute=full", 4),
     ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=full", 4),
+    # GPipe: a bottom backward before the next microbatch's backward
+    # prefetches that call's re-run gather, not a forward's.
+    ("pp=2,dp=2,zero=3,recompute=full,schedule=gpipe", 4),
+    ("pp=2,dp=2,cp=2,zero=3,recompute=full,schedule=gpipe", 4),
+    ("pp=4,dp=2,zero=3,recompute=full,schedule=gpipe", 4),
+    # GPipe's last rank at its last microbatch's backward: every earlier
+    # microbatch's input-gradient send and tied share still pending.
+    ("pp=4,cp=2,recompute=full,schedule=gpipe", 8),
     # ZB-V's middle rank (pipeline rank 1: split I / W calls only, no loss)
     # files its block backward as gradients, the W input received from
     # rank 0 as an activation; W's own recomputed frame (selective) is

@@ -672,6 +672,41 @@ TEST(MemoryTerm, FramePeakFirstBackwardBelowTheTop) {
   EXPECT_DOUBLE_EQ(p.paramGrads, 100);
 }
 
+TEST(MemoryTerm, FramePeakBottomBackwardBeforeAnotherBackward) {
+  // GPipe's last rank under ZeRO-3 with full recomputation, 2 layers, 3
+  // microbatches in flight (6 layers, 5 kept bytes each), the head's
+  // gathered parameters held (100): a bottom backward is followed by the
+  // next microbatch's top backward, so it prefetches that call's re-run
+  // gather (30), not a forward's whole gather (packed 8 + 50), and holds
+  // the other microbatches' kept bytes (4 layers): 90 + 50 + 100 + 20 + 30
+  // = 290, below the top backward's 90 + 25 + 100 + 50 + 30 = 295 (the
+  // last forward: 100 + 125 + 50 + 58, no phase gradients).
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 2, l.inflight = 6, l.microbatches = 4, l.keptPerLayer = 5;
+  l.accumulated = 10, l.heldRootBytes = 100, l.laterBlockCall = true;
+  l.rerunCalls = true, l.rerunGatherBytes = 30;
+  l.gatheredPerLayer = 50, l.gatherPackBytes = 8;
+  l.backwardFollows = true;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  // Without it, the bottom call with a forward's gather: 90 + 50 + 100 + 58.
+  EXPECT_DOUBLE_EQ(p.activations, 298);
+  l.backwardAfterBottom = true;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 295);
+  EXPECT_DOUBLE_EQ(p.grads, 40);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 10);
+  // One layer per rank (3 microbatches in flight): the bottom call is the
+  // top one, prefetching the next re-run's gather (30), not a forward's
+  // (58): 90 + 50 + 100 + 30 = 270 against the top's 90 + 10 + 100 + 50
+  // + 30 = 280 (before, 90 + 50 + 100 + 58 = 298 won).
+  l.layers = 1, l.inflight = 3;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 280);
+}
+
 TEST(MemoryTerm, FramePeakHeadRankBackwardPasses) {
   // Interleaved's last rank under ZeRO-3 with full recomputation: a
   // backward pass holds the head's gathered parameters (100), a next

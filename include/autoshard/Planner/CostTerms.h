@@ -562,6 +562,11 @@ struct FrameLayers {
   /// residuals (`regather`) are started during this one
   /// (dist-overlap-collectives: one call ahead), as for a layer below.
   bool backwardFollows = false;
+  /// The rank's next block call after a microbatch's bottom backward call
+  /// is another microbatch's backward (GPipe, every forward has run): the
+  /// bottom call prefetches that call's gather (its re-run's under full
+  /// recomputation) and re-gathered residuals, not a forward's.
+  bool backwardAfterBottom = false;
   /// Full recomputation: each block backward call follows its own forward
   /// re-run call, so a backward call prefetches the next re-run's gather
   /// (ZeRO-3: `rerunGatherBytes`, its packed shard and gathered buffer),
