@@ -1455,54 +1455,53 @@ inputPassesOf(const pipeline::PipelineSchedule &sched, int64_t layersPerChunk,
               bool tied) {
   using Kind = pipeline::PipelineOp::Kind;
   const int64_t lastStage = sched.numStages - 1;
-  std::vector<std::vector<PendingSend>> rankSends = pendingSends(sched, tied);
   std::vector<std::vector<InputPass>> passes(sched.numRanks);
-  for (int64_t r = 0; r < sched.numRanks; ++r) {
-    SplitRankState state(sched, r, tied);
-    const auto &order = sched.rankOrders[r];
-    for (auto [i, op] : llvm::enumerate(order)) {
-      if (op.kind == Kind::I && op.stage != 0) {
-        // What the rank holds before this unit; the unit's own head
-        // backward has run (its head values freed, its gradients the
-        // phase's).
-        WeightPass w = state.holding(rankSends[r], i, layersPerChunk);
-        w.heads -= op.stage == lastStage ? 1 : 0;
-        // A block call after the unit's bottom I re-gathers residuals
-        // unless it is a forward; an I or whole B follows a full
-        // recomputation's re-run instead (prefetchedWhole).
-        const bool next = i + 1 < order.size();
-        const Kind nextKind = next ? order[i + 1].kind : Kind::F;
-        for (int64_t k = 0; k < layersPerChunk; ++k) {
-          InputPass in;
-          in.held = w;
-          in.held.pending += double(k);
-          in.held.receivedInputs += k > 0 && state.receives(op) ? 1 : 0;
-          const bool bottom = k + 1 == layersPerChunk;
-          if (bottom && next && nextKind == Kind::W)
-            in.held.prefetched = 1;
-          else if (!bottom || (next && nextKind != Kind::F))
-            in.held.prefetchedWhole = 1;
-          in.belowTop = k > 0;
-          in.receivedOutput = k == 0 && state.receives(op);
-          // W reads no gathered parameters: the gather of the call after
-          // it starts during it.
-          in.laterBlockCall = !bottom || (next && nextKind != Kind::W);
-          in.forwardNext = bottom && next && nextKind == Kind::F;
-          in.rootHeld = op.stage == lastStage &&
-                        op.microbatch + 1 < sched.numMicrobatches;
-          in.prefetchesGather = !bottom || nextCallGathers(order, i);
-          in.ownWeightNext = layersPerChunk == 1 && next &&
-                             nextKind == Kind::W &&
-                             order[i + 1].stage == op.stage &&
-                             order[i + 1].microbatch == op.microbatch;
-          if (!llvm::is_contained(passes[r], in))
-            passes[r].push_back(in);
+  forEachSplitRankOp(
+      sched, tied,
+      [&](int64_t r, size_t i, const pipeline::PipelineOp &op,
+          SplitRankState &state, const std::vector<PendingSend> &sends) {
+        const auto &order = sched.rankOrders[r];
+        if (op.kind == Kind::I && op.stage != 0) {
+          // What the rank holds before this unit; the unit's own head
+          // backward has run (its head values freed, its gradients the
+          // phase's).
+          WeightPass w = state.holding(sends, i, layersPerChunk);
+          w.heads -= op.stage == lastStage ? 1 : 0;
+          // A block call after the unit's bottom I re-gathers residuals
+          // unless it is a forward; an I or whole B follows a full
+          // recomputation's re-run instead (prefetchedWhole).
+          const bool next = i + 1 < order.size();
+          const Kind nextKind = next ? order[i + 1].kind : Kind::F;
+          for (int64_t k = 0; k < layersPerChunk; ++k) {
+            InputPass in;
+            in.held = w;
+            in.held.pending += double(k);
+            in.held.receivedInputs += k > 0 && state.receives(op) ? 1 : 0;
+            const bool bottom = k + 1 == layersPerChunk;
+            if (bottom && next && nextKind == Kind::W)
+              in.held.prefetched = 1;
+            else if (!bottom || (next && nextKind != Kind::F))
+              in.held.prefetchedWhole = 1;
+            in.belowTop = k > 0;
+            in.receivedOutput = k == 0 && state.receives(op);
+            // W reads no gathered parameters: the gather of the call after
+            // it starts during it.
+            in.laterBlockCall = !bottom || (next && nextKind != Kind::W);
+            in.forwardNext = bottom && next && nextKind == Kind::F;
+            in.rootHeld = op.stage == lastStage &&
+                          op.microbatch + 1 < sched.numMicrobatches;
+            in.prefetchesGather = !bottom || nextCallGathers(order, i);
+            in.ownWeightNext = layersPerChunk == 1 && next &&
+                               nextKind == Kind::W &&
+                               order[i + 1].stage == op.stage &&
+                               order[i + 1].microbatch == op.microbatch;
+            if (!llvm::is_contained(passes[r], in))
+              passes[r].push_back(in);
+          }
         }
-      }
-      state.enter(op);
-      state.leave(op, i);
-    }
-  }
+        state.enter(op);
+        state.leave(op, i);
+      });
   return passes;
 }
 
