@@ -567,6 +567,28 @@ std::vector<WeightPass> splitForwardPasses(const FrameLayers &l,
               : sched->rankForwardPasses.front();
 }
 
+/// The simulated passes of the first or `last` rank of a split schedule:
+/// its W passes, I calls (and whether they are all its backward runs) and
+/// forwards, with the bytes each counts, and whether it is scored at them
+/// only (ZB-V under ZeRO-3).
+void setSplitRankPasses(
+    FrameLayers &l, const DynamicMemory &dyn, const ScheduleMemory *sched,
+    const std::vector<std::vector<WeightPass>> &rankWeightPasses, bool last) {
+  if (!rankWeightPasses.empty()) {
+    l.weightPasses = last ? rankWeightPasses.back() : rankWeightPasses.front();
+    setWeightPassBytes(l, dyn);
+  }
+  if (sched && !sched->rankInputPasses.empty()) {
+    l.inputPasses =
+        last ? sched->rankInputPasses.back() : sched->rankInputPasses.front();
+    l.splitBackwards =
+        last ? sched->lastRankSplitOnly : sched->firstRankSplitOnly;
+    setWeightPassBytes(l, dyn);
+  }
+  l.forwardPasses = splitForwardPasses(l, sched, last);
+  l.passesOnly = zbvZero3Passes(l, dyn);
+}
+
 /// Interleaved under ZeRO-3: the last rank also runs earlier stages, so its
 /// backwards are scored as its simulated program holds them
 /// (backwardPassesOf), with the head's gathered non-block parameters held
@@ -721,17 +743,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         l.accumulated = 0;
       // ZB-V: the first rank also runs the last stage, which splits its
       // backward.
-      if (!rankWeightPasses.empty()) {
-        l.weightPasses = rankWeightPasses.front();
-        setWeightPassBytes(l, dyn);
-      }
-      if (sched && !sched->rankInputPasses.empty()) {
-        l.inputPasses = sched->rankInputPasses.front();
-        l.splitBackwards = sched->firstRankSplitOnly;
-        setWeightPassBytes(l, dyn);
-      }
-      l.forwardPasses = splitForwardPasses(l, sched, /*last=*/false);
-      l.passesOnly = zbvZero3Passes(l, dyn);
+      setSplitRankPasses(l, dyn, sched, rankWeightPasses, /*last=*/false);
       // ZB-V's first rank holds both ends' gathered non-block parameters.
       if (l.passesOnly && firstHasHead) {
         l.rootFirstBytes = dyn.firstRootBytes;
@@ -832,17 +844,7 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
           sched ? sched->lastStageHeads : (dyn.gpipe ? l.microbatches : 1);
       last.headsKept =
           firstHasHead ? 0 : std::max(0.0, heads - 1) * dyn.headKeptBytes;
-      if (!rankWeightPasses.empty()) {
-        last.weightPasses = rankWeightPasses.back();
-        setWeightPassBytes(last, dyn);
-      }
-      if (sched && !sched->rankInputPasses.empty()) {
-        last.inputPasses = sched->rankInputPasses.back();
-        last.splitBackwards = sched->lastRankSplitOnly;
-        setWeightPassBytes(last, dyn);
-      }
-      last.forwardPasses = splitForwardPasses(last, sched, /*last=*/true);
-      last.passesOnly = zbvZero3Passes(last, dyn);
+      setSplitRankPasses(last, dyn, sched, rankWeightPasses, /*last=*/true);
       setLastRankBackwardPasses(last, dyn, sched, firstHasHead);
       // Its last microbatch's backwards no longer hold the head's
       // parameters; an earlier microbatch's do, with fewer sends live.
