@@ -525,6 +525,8 @@ Cluster forWorld(const Cluster &cluster, int64_t world) {
   if (world == 1) {
     c.syncSlowdown = 0;
     c.syncLatency = 0;
+  } else if (c.sharesNode) {
+    c.alone = std::make_shared<const Cluster>(forWorld(cluster, 1));
   }
   return c;
 }

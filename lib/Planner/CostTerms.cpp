@@ -535,8 +535,10 @@ double optimizerTime(const Cluster &c, const Candidate &plan,
                      const ParameterShards &s) {
   double optParams = plan.zero >= 1 ? s.denseRank / s.dpGroup : s.denseRank;
   optParams += plan.zero >= 1 ? s.expertRank / s.edpGroup : s.expertRank;
-  return kernelTime(c, OpKind::Memory, 12 * optParams, 28 * optParams, nullptr,
-                    "tfm.adamw") +
+  // On a time-shared node the rank updates while its peers wait
+  // (Cluster::alone).
+  return kernelTime(c.alone ? *c.alone : c, OpKind::Memory, 12 * optParams,
+                    28 * optParams, nullptr, "tfm.adamw") +
          c.hostStepOverhead;
 }
 

@@ -1916,6 +1916,23 @@ TEST(ClusterTerm, MeasuredProfilesReplaceTheLinearShare) {
   EXPECT_EQ(six.name, "cpu.json (8 ranks) scaled to 6 ranks");
   EXPECT_DOUBLE_EQ(forWorld(*c, 8).peakFlops, 0.04e12);
   EXPECT_EQ(forWorld(*c, 8).name, "cpu.json");
+  // A rank updates its optimizer state while its peers wait, so AdamW runs
+  // at one rank's speed (the 1-rank profile's bandwidth, 0.04 TB/s), not
+  // at the job's share (0.005 TB/s with 8 ranks): 28 B per parameter.
+  Cluster eight = forWorld(*c, 8);
+  ASSERT_TRUE(eight.alone);
+  EXPECT_DOUBLE_EQ(eight.alone->hbmBandwidth, 0.04e12);
+  EXPECT_FALSE(one.alone);
+  Candidate plan;
+  ParameterShards shards;
+  shards.denseRank = 1e6;
+  const double adamw = 28e6 / (0.04e12 * eight.memoryEfficiency);
+  EXPECT_DOUBLE_EQ(optimizerTime(eight, plan, shards), adamw);
+  EXPECT_DOUBLE_EQ(optimizerTime(one, plan, shards), adamw);
+  EXPECT_DOUBLE_EQ(optimizerTime(forWorld(*c, 4), plan, shards), adamw);
+  // Ranks with devices of their own: the job's own figures.
+  Cluster gpu = testCluster();
+  EXPECT_FALSE(forWorld(gpu, 8).alone);
 
   auto error = [](std::string profiles, bool shares = true) {
     std::string text = std::string(R"({"gpus_per_node": 8,

@@ -265,6 +265,15 @@ struct Cluster {
   /// and the MPI transport all change with R, so measured figures replace
   /// the linear share of forWorld where they exist.
   std::map<int64_t, std::shared_ptr<const Cluster>> rankProfiles;
+  /// With sharesNode, in a job of more than one rank (forWorld): the node
+  /// as one rank running alone sees it (forWorld(cluster, 1)). The
+  /// optimizer step runs at this speed (optimizerTime): a rank reaches it
+  /// when its last gradient collective completes, while its peers are
+  /// still blocked in theirs, so it does not share the cores with their
+  /// kernels as shard-calibrate's all-ranks-at-once probes do. Traced on
+  /// 2 cores with dp=8: AdamW took 0.54 ms per rank in the step, 0.45 ms
+  /// alone, 3.7 ms with 8 ranks running it at once. Null otherwise.
+  std::shared_ptr<const Cluster> alone;
 
   /// The HBM efficiency of memory-bound op `opName` (an MLIR op name, e.g.
   /// "tfm.swiglu"): the entry of memoryOpEfficiency for the kernel the
@@ -285,7 +294,8 @@ llvm::StringRef runtimeKernelName(llvm::StringRef opName);
 /// rank gets M / R times its peak FLOP/s, memory bandwidth, memory and
 /// intra-node bandwidth (latencies unchanged), and a scaled profile's name
 /// ends with " scaled to R ranks". Otherwise `cluster` itself. A job of one
-/// rank never synchronises: its syncSlowdown is 0 in every case.
+/// rank never synchronises: its syncSlowdown is 0 in every case. With
+/// sharesNode and more than one rank, `alone` is forWorld(cluster, 1).
 Cluster forWorld(const Cluster &cluster, int64_t world);
 
 /// Parses and validates a cluster description (docs/cluster-format.md).

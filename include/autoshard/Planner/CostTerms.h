@@ -259,7 +259,8 @@ double dataParallelSyncTime(const Cluster &cluster, const ModelInfo &model,
 
 /// AdamW on the rank's optimizer shard (ZeRO ≥ 1: 1/dp·cp of the dense,
 /// 1/edp of the expert parameters): a memory-bound kernel of 12 FLOPs and
-/// about 28 bytes per parameter.
+/// about 28 bytes per parameter. On a node whose ranks time-share the
+/// cores, at the speed of one rank alone (Cluster::alone).
 double optimizerTime(const Cluster &cluster, const Candidate &plan,
                      const ParameterShards &shards);
 
