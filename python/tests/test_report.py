@@ -182,3 +182,37 @@ def test_cli_bad_files_are_errors_not_tracebacks(two_ranks, tmp_path, capsys):
     # --summary of something that is not a report page.
     assert main(["--summary", two_ranks[0]]) == 1
     assert "not an autoshard report page" in capsys.readouterr().err
+
+
+def _clocked_ranks(tmp_path, host1="node-a"):
+    """Rank 0 (trace zero 5000 us on the machine's clock) and rank 1 (zero
+    -70500 us, its step 0.5 ms after rank 0's), as shard-run writes them."""
+    def meta(rank, host, origin):
+        return {"rank": rank, "world_size": 2, "artifact": "a.json", "plan": {"pp": 2},
+                "step": 1, "clock": {"source": "steady_clock", "host": host,
+                                     "origin_us": origin}}
+    r0 = _trace(tmp_path / "trace.json", 1000.0, [
+        ("gpt2_block_fwd", "train_step__pp0", 0, 400, 0),
+        ("gpt2_block_bwd", "train_step__pp0", 900, 800, 0),
+    ], meta(0, "node-a", 5000.0))
+    r1 = _trace(tmp_path / "trace.rank1.json", 77000.0, [
+        ("dist.recv", "train_step__pp1", 0, 450, 0),
+        ("gpt2_block_fwd", "train_step__pp1", 450, 400, 0),
+        ("gpt2_block_bwd", "train_step__pp1", 850, 850, 0),
+    ], meta(1, host1, -70500.0))
+    return r0, r1
+
+
+def test_ranks_of_one_machine_share_its_clock(tmp_path):
+    page = trace_report(list(_clocked_ranks(tmp_path)))
+    # Rank 1's step starts 0.5 ms after rank 0's and ends at 0.5 + 1.7 ms.
+    assert "2.20 ms from the first rank's step start" in page
+    assert "drawn on its monotonic clock" in page
+    # Rank 1's receive is drawn from 0.5 ms: idle before it on its lane.
+    assert "idle 0.000 to 0.500 ms" in page
+
+
+def test_ranks_of_different_machines_keep_their_own_zero(tmp_path):
+    page = trace_report(list(_clocked_ranks(tmp_path, host1="node-b")))
+    assert "longest step 1.70 ms" in page
+    assert "clocks are not synchronized" in page

@@ -111,6 +111,28 @@ def _check_one_run(ranks: List[tuple]) -> int:
     return world
 
 
+def shared_clock_origins(ranks: List[tuple]) -> Optional[List[float]]:
+    """Per trace of ``ranks`` (``(rank, path, threads, events, meta)``),
+    the zero of its ``ts`` on the clock it names (``otherData.clock``:
+    ``source``, ``host``, ``origin_us``, which shard-run writes) when every
+    trace names the same clock of the same machine; else None (older
+    traces, or ranks on several machines, whose clocks are not shared)."""
+    origins, first = [], None
+    for _, _, _, _, meta in ranks:
+        clock = meta.get("clock") if isinstance(meta, dict) else None
+        if not isinstance(clock, dict):
+            return None
+        origin, key = clock.get("origin_us"), (clock.get("source"), clock.get("host"))
+        if not isinstance(origin, (int, float)) or isinstance(origin, bool) or not key[1]:
+            return None
+        if first is None:
+            first = key
+        elif key != first:
+            return None
+        origins.append(float(origin))
+    return origins
+
+
 def _outermost(events: List[dict]) -> List[dict]:
     """The events of one thread directly under its outermost ``step`` event
     (every outermost event when there is none)."""
@@ -185,11 +207,16 @@ def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float
             raise TraceError(f"the --predicted page is of a plan on {planned} ranks, the "
                              f"traces of a run on {world}")
     # Lanes: per rank, per thread that has events under the step.
-    # Each rank's trace has its own clock (microseconds since that process
-    # started): every rank is drawn from the start of its traced step.
+    # Each rank's trace has its own zero (its process's start): on one
+    # machine the clock itself is shared, so the ranks are drawn on one axis
+    # from the earliest step start; otherwise each from its own step's.
+    clocks = shared_clock_origins(ranks)
+    aligned = clocks is not None
+    if aligned:
+        start = min(min(e["ts"] for e in r[3]) + c for r, c in zip(ranks, clocks))
     lanes: List[Tuple[str, List[dict]]] = []
-    for rank, _, threads, events, _ in ranks:
-        origin = min(e["ts"] for e in events)
+    for i, (rank, _, threads, events, _) in enumerate(ranks):
+        origin = start - clocks[i] if aligned else min(e["ts"] for e in events)
         events = [dict(e, ts=e["ts"] - origin) for e in events]
         by_tid: Dict[int, List[dict]] = {}
         for e in events:
@@ -213,8 +240,14 @@ def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float
     out.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                f"<title>{html.escape(title)}</title>\n<style>\n{_asset('style.css')}</style>\n"
                f"</head>\n<body>\n<h1>{html.escape(title)}</h1>\n")
-    out.append(f"<p class=\"sub\">{len(ranks)} ranks, longest step {span_ms:.2f} ms (each rank from "
-               "the start of its traced step: the ranks' clocks are not synchronized)</p>\n")
+    if aligned:
+        out.append(f"<p class=\"sub\">{len(ranks)} ranks, {span_ms:.2f} ms from the first rank's "
+                   "step start to the last rank's end (the ranks ran on one machine: drawn on "
+                   "its monotonic clock)</p>\n")
+    else:
+        out.append(f"<p class=\"sub\">{len(ranks)} ranks, longest step {span_ms:.2f} ms (each rank "
+                   "from the start of its traced step: the ranks' clocks are not synchronized)"
+                   "</p>\n")
     if predicted is not None:
         figures = predicted_figures(predicted)
         if not figures:

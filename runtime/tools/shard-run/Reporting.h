@@ -58,6 +58,10 @@ public:
   void flushComm();
   /// Microseconds of std::steady_clock (the executor's clock).
   static double nowUs();
+  /// The trace's zero in nowUs() microseconds: an event's `ts` plus this is
+  /// its time on the node's monotonic clock, which every process of one
+  /// machine shares (so the ranks of one node can be drawn on one axis).
+  double originUs() const { return epochUs; }
 
 private:
   runtime::ChromeTrace &trace;

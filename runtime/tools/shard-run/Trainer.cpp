@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include <unistd.h>
+
 namespace autoshard::shardrun {
 
 using namespace autoshard::runtime;
@@ -23,6 +25,17 @@ std::string fixed(double v, int digits = 4) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
   return buf;
+}
+
+/// The trace's clock (`otherData.clock`): which clock its `ts` count on,
+/// the machine it ran on and its zero on that clock (TraceRecorder::
+/// originUs), so that the traces of ranks on one machine can be aligned
+/// (python -m autoshard.report does).
+nlohmann::json traceClock(double originUs) {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0)
+    host[0] = '\0';
+  return {{"source", "steady_clock"}, {"host", host}, {"origin_us", originUs}};
 }
 
 /// A loss or norm for a message: 4 decimals, or 4 digits when huge ("nan",
@@ -413,7 +426,8 @@ RunSummary Trainer::run() {
          {"world_size", a.worldSize},
          {"artifact", a.source},
          {"plan", plan.is_discarded() ? nlohmann::json(a.planJson) : plan},
-         {"step", opts.traceStep}});
+         {"step", opts.traceStep},
+         {"clock", traceClock(recorder->originUs())}});
     trace.save(opts.trace);
   }
   summary.wallS = (TraceRecorder::nowUs() - loopStart) * 1e-6;

@@ -10,7 +10,9 @@ tracks of their own named "comm", "comm 2", ... (thread_name metadata);
 the events of one track must nest or be disjoint. Requires at least one
 comm event and one dist.wait on the compute track, and prints a summary.
 With --no-comm (the thread off) there must be no comm track and no comm
-event. Exit status 1 on any violation.
+event. `otherData.clock` must name the clock (steady_clock), the host and
+the trace's zero on that clock (origin_us). Exit status 1 on any
+violation.
 """
 
 import argparse
@@ -49,6 +51,12 @@ def main():
             complete.append(e)
         else:
             fail(f"unexpected phase {e.get('ph')!r}: {e}")
+    # The clock the ts count on, so that one machine's ranks can be aligned.
+    clock = (trace.get("otherData") or {}).get("clock")
+    if not isinstance(clock, dict) or clock.get("source") != "steady_clock" or \
+            not clock.get("host") or not isinstance(clock.get("origin_us"), (int, float)):
+        fail(f"otherData.clock must name steady_clock, a host and a numeric origin_us, "
+             f"got {clock!r}")
     tracks = collections.defaultdict(list)
     for e in complete:
         tracks[(e["pid"], e["tid"])].append(e)
