@@ -56,6 +56,16 @@ rounds.
 --measured FILE takes the measured times from an earlier --json output
 instead of running the plans (the predictions are made again): for
 checking a change to the cost model against the same measurements.
+With --calibrate, --json FILE also writes FILE's calibrations beside it
+(FILE with .calibrations.json for .json: per rank count and round the
+shard-calibrate output before and after the round's plans and the
+reference steps the synchronisation terms were fitted to), and each row
+says which calibration and weight each of its rounds used; --replay
+(with --measured FILE) then predicts every round again from those
+calibrations, fitting the synchronisation terms again with the current
+planner, so a change to the cost model is checked against the same
+minutes of the host as the run itself, in seconds and without a quiet
+machine.
 
 With --with-choice the plan the search chooses (compilable=true) for each
 (model, ranks) group is measured too and is that group's first choice;
@@ -66,7 +76,7 @@ Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
        [--warmup 4] [--cluster configs/clusters/cpu-2core.json]
        [--only REGEX] [--ranks N] [--with-choice] [--check-choice F]
        [--rounds 3] [--calibrate [--no-track-drift]] [--json FILE]
-       [--measured FILE]
+       [--measured FILE [--replay]]
 """
 import argparse
 import json
@@ -117,6 +127,31 @@ PLANS = [
     ("mixtral", "dp=8,zero=1,ep=4"),
     ("mixtral", "dp=4,cp=2,zero=1,ep=4,cp_attention=ulysses"),
 ]
+
+
+def calibrations_path(rows_path):
+    """Where --json ROWS writes the run's calibrations (--replay reads
+    them): ROWS with `.calibrations` before its extension."""
+    stem, ext = os.path.splitext(rows_path)
+    return stem + ".calibrations" + (ext or ".json")
+
+
+def write_json_atomically(path, value, indent=None):
+    """Writes `value` as JSON to `path` whole or not at all (a file
+    beside it, then renamed), readable as the umask allows; raises
+    OSError."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
+                               prefix=".rows-", suffix=".json")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w") as f:
+            json.dump(value, f, indent=indent)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def build_model(py, config, batch, out):
@@ -219,6 +254,10 @@ def main():
     ap.add_argument("--measured", default="",
                     help="take the measured times from this earlier --json "
                          "output instead of running the plans")
+    ap.add_argument("--replay", action="store_true",
+                    help="with --measured FILE: predict every round again "
+                         "from the calibrations the run recorded beside "
+                         "FILE (FILE.calibrations.json), not from --cluster")
     ap.add_argument("--ranks", type=int, default=0,
                     help="only the plans of this many ranks")
     ap.add_argument("--with-choice", action="store_true",
@@ -241,12 +280,19 @@ def main():
                  f"--calibrate (it chooses between that option's "
                  f"calibrations)")
     args.track_drift = args.track_drift is not False
+    if args.replay and not args.measured:
+        sys.exit("--replay needs --measured FILE (it predicts that run's "
+                 "rounds again from the calibrations recorded beside FILE)")
+    if args.replay and (args.calibrate or args.with_choice):
+        sys.exit("--replay predicts from the recorded calibrations: it does "
+                 "not take --calibrate or --with-choice")
     if args.check_choice is not None and not args.check_choice >= 0:
         sys.exit(f"--check-choice must be a fraction >= 0 (e.g. 0.05), got "
                  f"{args.check_choice}")
     # Read by every prediction unless --calibrate replaces it everywhere:
     # named once here, not as every plan's "skipped" note.
-    if not (args.calibrate and (args.with_choice or args.measured)):
+    if not args.replay and not (args.calibrate and (args.with_choice or
+                                                     args.measured)):
         try:
             with open(args.cluster) as f:
                 f.read(1)
@@ -315,6 +361,35 @@ def main():
                          f"are both {r['model']} {r['plan']} (one row per "
                          f"plan, as --json writes them)")
         earlier = {(r["model"], r["plan"]): r for r in rows_in}
+    recorded = {}  # "R/k" -> calibration R ranks, round k (see --replay)
+    if args.replay:
+        side = calibrations_path(args.measured)
+        try:
+            with open(side) as f:
+                recorded = json.load(f)
+        except OSError as e:
+            sys.exit(f"--replay: cannot read {side}, the calibrations of "
+                     f"--measured {args.measured} ({e.strerror}; --json with "
+                     f"--calibrate writes it)")
+        except ValueError as e:
+            sys.exit(f"--replay: {side} is not JSON: {e}")
+        if not isinstance(recorded, dict) or not all(
+                isinstance(v, dict) and isinstance(v.get("before"), dict)
+                for v in recorded.values()):
+            sys.exit(f"--replay: {side}: expected an object of calibrations "
+                     f"(\"R/k\": {{\"before\": cluster, ...}}), as --json "
+                     f"writes it")
+        for (model, plan), r in earlier.items():
+            used = r.get("replay")
+            if r.get("measured_s") is None:
+                continue
+            if not isinstance(used, list) or len(used) != len(
+                    r.get("rounds_s") or []) or not all(
+                    isinstance(u, dict) and u.get("calibration") in recorded
+                    for u in used):
+                sys.exit(f"--replay: {args.measured}: row {model} {plan} "
+                         f"does not name a recorded calibration for each of "
+                         f"its rounds (its 'replay' list)")
     build = os.path.abspath(args.build)
     shard_opt = os.path.join(build, "bin", "shard-opt")
     py = os.path.join(build, "venv", "bin", "python")
@@ -359,6 +434,7 @@ def main():
             machine's speed at the end of the plans; returns the file."""
             out = os.path.join(tmp, f"cluster-{world}-{round_index}-after.json")
             after = probe(world, out)
+            recorded.setdefault(f"{world}/{round_index}", {})["after"] = after
             if world < 2:
                 return out
             try:
@@ -381,6 +457,8 @@ def main():
             does); returns the file."""
             out = os.path.join(tmp, f"cluster-{world}-{round_index}.json")
             cluster = probe(world, out)
+            record_as = recorded.setdefault(f"{world}/{round_index}", {})
+            record_as["before"] = cluster
             if world < 2:
                 return out
             try:
@@ -391,6 +469,7 @@ def main():
                     shard_opt, irs["nanogpt"], cluster, world, BATCH, measured)
             except calibration.CalibrationError as e:
                 sys.exit(f"fitting the {world}-rank calibration: {e}")
+            record_as["references"] = measured
             fits.setdefault(world, []).append(fitted["host"])
             if "note" in record:
                 notes.append(f"the {world}-rank fit, calibration "
@@ -422,6 +501,8 @@ def main():
                   f"{args.steps} steps (median after {args.warmup}), "
                   f"{args.rounds} round{'s' if args.rounds != 1 else ''}")
         cluster_name = ("shard-calibrate -n R before each round's plans of R ranks (--calibrate)" if args.calibrate
+                        else f"the calibrations recorded in {calibrations_path(args.measured)} (--replay)"
+                        if args.replay
                         else os.path.relpath(args.cluster, ROOT)
                         if os.path.abspath(args.cluster).startswith(ROOT + os.sep)
                         else os.path.abspath(args.cluster))
@@ -435,7 +516,8 @@ def main():
             rows.append({"model": model, "ranks": world_of(plan), "plan": plan,
                          "predicted_s": pred, "measured_s": None,
                          "rounds_s": [], "predicted_rounds_s": [],
-                         "predicted_before_after_s": [], "note": why})
+                         "predicted_before_after_s": [], "replay": [],
+                         "note": why})
         if args.measured:
             for row in rows:
                 old = earlier.get((row["model"], row["plan"]))
@@ -472,6 +554,7 @@ def main():
                     after = (recalibrate(world, k + 1, before)
                              if args.track_drift and rows_w else None)
                     for row, pred, mid in rows_w:
+                        weight = None
                         if after is not None:
                             late, why = predict(shard_opt, irs[row["model"]],
                                                 after, row["plan"])
@@ -481,7 +564,10 @@ def main():
                                 row["predicted_before_after_s"].append(
                                     [pred, late])
                                 pred = pred ** (1 - w) * late ** w
+                                weight = w
                         row["predicted_rounds_s"].append(pred)
+                        row["replay"].append({"calibration": f"{world}/{k + 1}",
+                                              "weight": weight})
 
                 for row in order:
                     if row["predicted_s"] is None or (k and not row["rounds_s"]):
@@ -519,6 +605,71 @@ def main():
                 if row["rounds_s"] and row["predicted_rounds_s"]:
                     row["predicted_s"] = statistics.median(
                         row["predicted_rounds_s"])
+        if args.replay:
+            replay_files = {}  # "R/k" -> (fitted file, file after or None)
+
+            def replayed(key):
+                """The recorded calibration `key` as the run used it: its
+                synchronisation terms fitted again (this planner) to its
+                reference steps, and the calibration after the plans with
+                the same terms; the two files."""
+                if key in replay_files:
+                    return replay_files[key]
+                world = int(key.split("/")[0])
+                rec = recorded[key]
+                cluster = rec["before"]
+                if world >= 2:
+                    try:
+                        cluster, record = calibration.fit_host_sync(
+                            shard_opt, irs["nanogpt"], cluster, world, BATCH,
+                            rec.get("references"))
+                    except calibration.CalibrationError as e:
+                        sys.exit(f"--replay: the {world}-rank calibration "
+                                 f"{key}: {e}")
+                    fits.setdefault(world, []).append(cluster["host"])
+                    if "note" in record:
+                        notes.append(f"the {world}-rank fit, calibration "
+                                     f"{key}: {record['note']}")
+                name = key.replace("/", "-")
+                before = os.path.join(tmp, f"replay-{name}.json")
+                with open(before, "w") as f:
+                    json.dump(cluster, f)
+                after = None
+                if isinstance(rec.get("after"), dict):
+                    later = rec["after"]
+                    if world >= 2:
+                        later = calibration.with_sync_terms(
+                            later, world, *calibration.sync_terms(
+                                cluster, world, before))
+                    after = os.path.join(tmp, f"replay-{name}-after.json")
+                    with open(after, "w") as f:
+                        json.dump(later, f)
+                replay_files[key] = (before, after)
+                return replay_files[key]
+
+            for row in rows:
+                old = earlier.get((row["model"], row["plan"]))
+                if row["measured_s"] is None or old is None:
+                    continue
+                for used in old["replay"]:
+                    before, after = replayed(used["calibration"])
+                    pred, why = predict(shard_opt, irs[row["model"]], before,
+                                        row["plan"])
+                    if pred is None:
+                        row["note"], row["measured_s"] = why, None
+                        break
+                    w = used.get("weight")
+                    if after is not None and isinstance(w, (int, float)):
+                        late, _ = predict(shard_opt, irs[row["model"]], after,
+                                          row["plan"])
+                        if late is not None:
+                            row["predicted_before_after_s"].append([pred, late])
+                            pred = pred ** (1 - w) * late ** w
+                    row["predicted_rounds_s"].append(pred)
+                    row["replay"].append(used)
+                if row["measured_s"] is not None and row["predicted_rounds_s"]:
+                    row["predicted_s"] = statistics.median(
+                        row["predicted_rounds_s"])
         # With --measured too: the calibration of round 0 was fitted here.
         for world, hosts in sorted(fits.items()):
             print(f"fitted at {world} ranks: sync_slowdown " + ", ".join(
@@ -543,7 +694,8 @@ def main():
                             if pairs else pred / meas - 1)
             # A reference plan's measured step fixed the fitted knobs of
             # its rounds' calibrations: not held out.
-            row["fit"] = bool(args.calibrate and model == "nanogpt"
+            row["fit"] = bool((args.calibrate or args.replay)
+                              and model == "nanogpt"
                               and world >= 2 and canonical(plan) in {
                                   canonical(p) for p in
                                   calibration.reference_plans(world)})
@@ -569,7 +721,7 @@ def main():
     if fits:
         print(f"all {len(done)} plans: median |error| "
               f"{100 * statistics.median(abs(r['error']) for r in done):.1f}%")
-    if args.calibrate:
+    if args.calibrate or args.replay:
         medians = [abs(r["predicted_s"] / r["measured_s"] - 1) for r in held]
         print(f"unpaired (the median prediction over the median measurement): "
               f"median |error| {100 * statistics.median(medians):.1f}%, "
@@ -635,17 +787,10 @@ def main():
               f"{100 * max(shortfalls):+.1f}% over {len(shortfalls)} "
               f"group{'' if len(shortfalls) == 1 else 's'}")
     if args.json:
-        # A whole file or none: written beside it, then renamed.
         try:
-            fd, tmp_json = tempfile.mkstemp(dir=json_dir, prefix=".rows-",
-                                            suffix=".json")
-            try:
-                with os.fdopen(fd, "w") as f:
-                    json.dump(rows, f, indent=1)
-                os.replace(tmp_json, args.json)
-            except BaseException:
-                os.unlink(tmp_json)
-                raise
+            write_json_atomically(args.json, rows, indent=1)
+            if args.calibrate and recorded:
+                write_json_atomically(calibrations_path(args.json), recorded)
         except OSError as e:
             sys.exit(f"--json {args.json}: cannot write the rows: {e}")
     if args.check_choice is not None and unchecked:

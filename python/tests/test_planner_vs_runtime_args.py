@@ -218,3 +218,51 @@ def test_check_choice_fails_when_the_choice_is_not_checked(
     assert proc.stderr.strip() == (
         "cannot check the search's first choice of "
         + message.format(rows=rows))
+
+
+def _replay_rows(tmp_path, replay, calibrations):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps([{"model": "nanogpt", "plan": "dp=2",
+                                 "measured_s": 0.05, "rounds_s": [0.05],
+                                 "replay": replay}]))
+    if calibrations is not None:
+        (tmp_path / "m.calibrations.json").write_text(
+            calibrations if isinstance(calibrations, str) else json.dumps(calibrations))
+    return str(path)
+
+
+@pytest.mark.parametrize("replay, calibrations, message", [
+    ([{"calibration": "2/1", "weight": 0.5}], None,
+     "--replay: cannot read {side}, the calibrations of --measured {rows} "
+     "(No such file or directory; --json with --calibrate writes it)"),
+    ([{"calibration": "2/1", "weight": 0.5}], "{oops",
+     "--replay: {side} is not JSON"),
+    ([{"calibration": "2/1", "weight": 0.5}], {"2/1": 3},
+     "--replay: {side}: expected an object of calibrations"),
+    # A row whose rounds name no recorded calibration (an older --json).
+    ([], {"2/1": {"before": {}}},
+     "--replay: {rows}: row nanogpt dp=2 does not name a recorded "
+     "calibration for each of its rounds"),
+    ([{"calibration": "8/1", "weight": None}], {"2/1": {"before": {}}},
+     "--replay: {rows}: row nanogpt dp=2 does not name a recorded "
+     "calibration for each of its rounds"),
+])
+def test_replay_needs_the_recorded_calibrations(tmp_path, replay, calibrations,
+                                                message):
+    rows = _replay_rows(tmp_path, replay, calibrations)
+    side = str(tmp_path / "m.calibrations.json")
+    proc = _run("--measured", rows, "--replay", "--build",
+                str(tmp_path / "no-build"))
+    assert proc.returncode != 0
+    assert message.format(side=side, rows=rows) in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--replay"], "--replay needs --measured FILE"),
+    (["--replay", "--measured", "m.json", "--calibrate"],
+     "--replay predicts from the recorded calibrations: it does not take "
+     "--calibrate or --with-choice"),
+])
+def test_replay_options(args, message):
+    proc = _run(*args)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
