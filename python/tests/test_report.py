@@ -216,3 +216,35 @@ def test_ranks_of_different_machines_keep_their_own_zero(tmp_path):
     page = trace_report(list(_clocked_ranks(tmp_path, host1="node-b")))
     assert "longest step 1.70 ms" in page
     assert "clocks are not synchronized" in page
+
+
+def test_steps_that_do_not_overlap_are_different_runs(tmp_path):
+    # Rank 1's trace from a later run of the same artifact on the same
+    # machine: its step starts at 33.5 ms, 31.8 ms after rank 0's ended.
+    r0, r1 = _clocked_ranks(tmp_path)
+    doc = json.loads(open(r1).read())
+    doc["otherData"]["clock"]["origin_us"] += 33000.0
+    open(r1, "w").write(json.dumps(doc))
+    with pytest.raises(TraceError, match=r"trace.rank1.json and .*trace.json are traces of "
+                       r"different runs: on the machine's clock the step of "
+                       r"trace.rank1.json starts 31.800 ms after the step of "
+                       r"trace.json ended"):
+        trace_report([r0, r1])
+
+
+def test_rank_from_the_trace_when_the_name_has_none(tmp_path):
+    # A renamed copy of rank 1's trace: the trace says which rank it is.
+    r0, r1 = _clocked_ranks(tmp_path)
+    copy = tmp_path / "second.json"
+    copy.write_text(open(r1).read())
+    page = trace_report([r0, str(copy)])
+    assert "rank 1 compute" in page and "2 ranks" in page
+
+
+def test_page_names_missing_ranks_and_the_trace_without_a_clock(tmp_path, two_ranks):
+    (tmp_path / "clocked").mkdir()
+    r0, _ = _clocked_ranks(tmp_path / "clocked")
+    assert "1 of 2 ranks" in trace_report([r0])
+    page = trace_report(list(two_ranks))
+    assert ("trace.json does not say which clock its times count on (no "
+            "otherData.clock: written by an older shard-run)") in page

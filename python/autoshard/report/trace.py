@@ -29,10 +29,14 @@ class TraceError(Exception):
     """A trace file that cannot be read (names the file and the problem)."""
 
 
-def _rank_of(path: str) -> int:
-    """R of a ``.rankR`` suffix; 0 without one (rank 0's file)."""
+def _rank_of(path: str, meta: Optional[dict] = None) -> int:
+    """R of a ``.rankR`` suffix; without one the rank the trace names
+    (``otherData.rank``, e.g. a renamed copy), else 0 (rank 0's file)."""
     m = _RANK_RE.search(os.path.basename(path))
-    return int(m.group(1)) if m else 0
+    if m:
+        return int(m.group(1))
+    rank = (meta or {}).get("rank")
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else 0
 
 
 def read_text(path: str, what: str) -> str:
@@ -133,6 +137,36 @@ def shared_clock_origins(ranks: List[tuple]) -> Optional[List[float]]:
     return origins
 
 
+def _why_not_aligned(ranks: List[tuple]) -> str:
+    """Why shared_clock_origins found no common clock, for the page."""
+    for _, path, _, _, meta in ranks:
+        if not isinstance(meta.get("clock"), dict):
+            return (f"{os.path.basename(path)} does not say which clock its times count on "
+                    f"(no otherData.clock: written by an older shard-run)")
+    if len(ranks) > 1:
+        return "the ranks ran on different machines, whose clocks are not synchronized"
+    return "one rank"
+
+
+def _check_steps_overlap(ranks: List[tuple], clocks: List[float]) -> None:
+    """The traced steps of one run's ranks overlap on the machine's clock
+    (every rank is in the step while the others are: they exchange data
+    in it); raises TraceError naming two traces whose steps do not, e.g.
+    the same step of two runs of one artifact on one machine."""
+    spans = []
+    for (rank, path, _, events, _), origin in zip(ranks, clocks):
+        spans.append((min(e["ts"] for e in events) + origin,
+                      max(e["ts"] + e["dur"] for e in events) + origin, path))
+    late = max(spans, key=lambda x: x[0])
+    early = min(spans, key=lambda x: x[1])
+    if late[0] > early[1]:
+        raise TraceError(
+            f"{late[2]} and {early[2]} are traces of different runs: on the "
+            f"machine's clock the step of {os.path.basename(late[2])} starts "
+            f"{(late[0] - early[1]) / 1e3:.3f} ms after the step of "
+            f"{os.path.basename(early[2])} ended")
+
+
 def _outermost(events: List[dict]) -> List[dict]:
     """The events of one thread directly under its outermost ``step`` event
     (every outermost event when there is none)."""
@@ -195,7 +229,7 @@ def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float
     ranks = []
     for path in paths:
         threads, events, meta = _load(path)
-        ranks.append((_rank_of(path), path, threads, events, meta))
+        ranks.append((_rank_of(path, meta), path, threads, events, meta))
     ranks.sort(key=lambda r: r[0])
     seen = [r[0] for r in ranks]
     if len(set(seen)) != len(seen):
@@ -213,7 +247,9 @@ def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float
     clocks = shared_clock_origins(ranks)
     aligned = clocks is not None
     if aligned:
+        _check_steps_overlap(ranks, clocks)
         start = min(min(e["ts"] for e in r[3]) + c for r, c in zip(ranks, clocks))
+    unaligned_why = "" if aligned else _why_not_aligned(ranks)
     lanes: List[Tuple[str, List[dict]]] = []
     for i, (rank, _, threads, events, _) in enumerate(ranks):
         origin = start - clocks[i] if aligned else min(e["ts"] for e in events)
@@ -240,13 +276,15 @@ def trace_report(paths: Sequence[str], title: Optional[str] = None, width: float
     out.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                f"<title>{html.escape(title)}</title>\n<style>\n{_asset('style.css')}</style>\n"
                f"</head>\n<body>\n<h1>{html.escape(title)}</h1>\n")
+    count = (f"{len(ranks)} of {world} ranks" if world and len(ranks) < world
+             else f"{len(ranks)} rank{'s' if len(ranks) != 1 else ''}")
     if aligned:
-        out.append(f"<p class=\"sub\">{len(ranks)} ranks, {span_ms:.2f} ms from the first rank's "
+        out.append(f"<p class=\"sub\">{count}, {span_ms:.2f} ms from the first rank's "
                    "step start to the last rank's end (the ranks ran on one machine: drawn on "
                    "its monotonic clock)</p>\n")
     else:
-        out.append(f"<p class=\"sub\">{len(ranks)} ranks, longest step {span_ms:.2f} ms (each rank "
-                   "from the start of its traced step: the ranks' clocks are not synchronized)"
+        out.append(f"<p class=\"sub\">{count}, longest step {span_ms:.2f} ms (each rank "
+                   f"from the start of its traced step: {html.escape(unaligned_why)})"
                    "</p>\n")
     if predicted is not None:
         figures = predicted_figures(predicted)
