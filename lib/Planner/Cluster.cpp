@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <optional>
+#include <set>
 
 namespace autoshard::planner {
 namespace json = llvm::json;
@@ -284,6 +285,77 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
 
 namespace {
 
+/// The fields of a cluster file (docs/cluster-format.md), per section;
+/// "" is the top level. Besides them: informational keys the planner never
+/// reads (`name`, `description`, `link`, `software`, `calibration`, `measured`,
+/// `gpu.measured_bf16_gemm_tflops`), and sections whose keys are names
+/// (`efficiency.memory_ops`, `by_ranks_per_node`, `measured`).
+const std::map<std::string, std::set<std::string>> &knownFields() {
+  static const std::map<std::string, std::set<std::string>> fields = {
+      {"",
+       {"name", "gpus_per_node", "gpu", "memory", "collective_latency_us",
+        "collective_bandwidth_scale", "intra_node", "inter_node", "efficiency",
+        "host", "overlap", "recompute", "zero", "grad_accumulation",
+        "by_ranks_per_node", "description", "software", "calibration",
+        "measured"}},
+      {"gpu",
+       {"name", "peak_bf16_tflops", "hbm_gib", "hbm_tb_per_s", "reserved_gib",
+        "fragmentation", "sms", "shares_node", "kernel_fixed_us",
+        "measured_bf16_gemm_tflops"}},
+      {"memory",
+       {"grad_bytes", "optimizer_state_bytes", "master_weight_bytes",
+        "grad_buffer", "dropout_mask_bytes", "comm_buffer_mib_per_group"}},
+      {"collective_bandwidth_scale",
+       {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"}},
+      {"intra_node",
+       {"gb_per_s_per_direction_per_gpu", "latency_us", "efficiency", "link"}},
+      {"inter_node",
+       {"gb_per_s_per_direction_per_gpu", "latency_us", "efficiency", "link"}},
+      {"efficiency",
+       {"gemm", "gemm_tiles", "gemm_k0", "attention", "memory", "memory_ops",
+        "attention_score_bytes", "gemm_overhead_us", "attention_score_ns",
+        "attention_grad_score_ns", "kernel_overhead_us"}},
+      {"host",
+       {"op_overhead_us", "step_overhead_ms", "sync_slowdown",
+        "sync_latency_us"}},
+      {"overlap", {"tp", "dp", "dp_bucket_params", "p2p"}},
+      {"recompute", {"full", "selective"}},
+      {"zero", {"grad_reduce"}},
+  };
+  return fields;
+}
+
+/// Fails on a key the format does not have at the top level or in one of
+/// its sections: a misspelt optional field (`host.sync_latency` for
+/// `host.sync_latency_us`) would otherwise be ignored and its default
+/// used without a word.
+void checkKnownFields(const json::Object &root, Reader &r) {
+  const auto &fields = knownFields();
+  auto check = [&](const json::Object &object, const std::string &section) {
+    const std::set<std::string> &known = fields.at(section);
+    for (const auto &entry : object) {
+      std::string key = entry.first.str();
+      if (known.count(key))
+        continue;
+      std::string list;
+      for (const std::string &k : known)
+        list += (list.empty() ? "" : ", ") + k;
+      r.fail(llvm::formatv(
+          "unknown field '{0}{1}' (the fields of {2}: {3}; "
+          "docs/cluster-format.md)",
+          section.empty() ? "" : section + ".", key,
+          section.empty() ? "the top level" : "'" + section + "'", list));
+      return;
+    }
+  };
+  check(root, "");
+  for (const auto &[section, known] : fields)
+    if (!section.empty())
+      if (const json::Object *object = root.getObject(section))
+        if (r.error.empty())
+          check(*object, section);
+}
+
 llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
                                            llvm::StringRef source) {
   const json::Object *root = &rootObject;
@@ -474,6 +546,8 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
                            "or \"fused\", got {0}",
                            *v));
   }
+  if (r.error.empty())
+    checkKnownFields(*root, r);
   if (!r.error.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    r.error.c_str());

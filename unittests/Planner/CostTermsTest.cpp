@@ -1878,6 +1878,38 @@ TEST(ClusterTerm, RanksSharingANodeGetLargerSharesInSmallerJobs) {
   EXPECT_DOUBLE_EQ(forWorld(c, 16).peakFlops, c.peakFlops);
 }
 
+TEST(ClusterTerm, UnknownFieldsAreErrors) {
+  // A misspelt optional field was ignored and its default used.
+  auto error = [](const std::string &extra) {
+    std::string text =
+        R"({"gpus_per_node": 8, "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 3,
+            "hbm_tb_per_s": 1}, "intra_node":
+            {"gb_per_s_per_direction_per_gpu": 1})" +
+        extra + "}";
+    auto parsed = parseCluster(text, "c.json");
+    return parsed ? std::string() : llvm::toString(parsed.takeError());
+  };
+  EXPECT_EQ(error(""), "");
+  // Informational keys stay allowed.
+  EXPECT_EQ(error(R"(, "software": "x", "measured": {"any": 1},
+                  "efficiency": {"memory_ops": {"future_kernel": 1}})"),
+            "");
+  EXPECT_EQ(error(R"(, "host": {"sync_latency": 100})"),
+            "c.json: unknown field 'host.sync_latency' (the fields of "
+            "'host': op_overhead_us, step_overhead_ms, sync_latency_us, "
+            "sync_slowdown; docs/cluster-format.md)");
+  std::string top = error(R"(, "colour": "blue")");
+  EXPECT_EQ(top.rfind("c.json: unknown field 'colour' (the fields of the "
+                      "top level: by_ranks_per_node, calibration, ",
+                      0),
+            0u)
+      << top;
+  EXPECT_NE(error(R"(, "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 3,
+                  "hbm_tb_per_s": 1, "smss": 4})")
+                .find("unknown field 'gpu.smss'"),
+            std::string::npos);
+}
+
 TEST(ClusterTerm, MeasuredProfilesReplaceTheLinearShare) {
   const char *text = R"({"gpus_per_node": 8,
     "gpu": {"peak_bf16_tflops": 0.04, "hbm_gib": 3, "hbm_tb_per_s": 0.005,
