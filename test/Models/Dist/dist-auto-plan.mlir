@@ -19,7 +19,7 @@
 // CHECK: MFU convention: 3 x forward{{.*}}; {{0\.[1-9][0-9]}} GFLOP per sequence
 // CHECK: chosen plan: pp={{[0-9]+}},dp={{[0-9]+}},cp={{[0-9]+}},tp={{[0-9]+}}
 // CHECK-NEXT: as --plan: {{(pp=[0-9]+,)?}}dp={{[0-9]+}}
-// CHECK: rank plan step s tokens/s MFU peak GiB compute exp.comm bubble sim
+// CHECK: rank plan step s tokens/s MFU peak GiB compute exp.comm bubble optimizer sim
 // CHECK-NEXT: 1 pp=
 // CHECK-NEXT: 2 pp=
 // CHECK: rejected families
