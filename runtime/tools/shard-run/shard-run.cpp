@@ -436,8 +436,10 @@ int runMain(Options opts, CommWorld *world) {
                 static_cast<long long>(opts.steps), opts.saveParams.c_str());
   }
   if (!opts.trace.empty())
-    std::printf("trace of step %lld: %s\n",
-                static_cast<long long>(opts.traceStep), opts.trace.c_str());
+    std::printf("trace of step %lld (0-based: the progress lines' step "
+                "%lld): %s\n",
+                static_cast<long long>(opts.traceStep),
+                static_cast<long long>(opts.traceStep + 1), opts.trace.c_str());
   nlohmann::json finalFields = nlohmann::json::object();
   if (opts.sample > 0) {
     std::string text = sampler->generate();
