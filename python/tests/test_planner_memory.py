@@ -19,8 +19,11 @@ affine fit of the one-block programs):
   where the peak is) = ``peak_grad``;
 * activations at the peak: planner ``activations`` = ``peak_activation``.
 
-With pp the planner scores the first and the last pipeline rank
-(``memory_ranks``) and reports the heavier; its breakdown is compared with
+With pp the planner scores the first and the last pipeline rank, and
+under 1F1B and GPipe the middle ones (blocks only, at each backward of
+their simulated program: the microbatches in flight, the forward outputs
+and input gradients sent and not yet waited for, the earlier sums)
+(``memory_ranks``), and reports the heaviest; its breakdown is compared with
 that rank's compiled memory plan (dist-explain's ``pipeline_ranks``;
 autoshard.plan_memory.compare_plan), and that rank must be the compiled
 plan's heaviest by states + live bytes at the peak (rank_totals; within
@@ -379,6 +382,10 @@ PLANS = [
     # GPipe's last rank: the first microbatch's second backward call (the
     # top layer's first gradients, every other microbatch kept).
     ("pp=2,tp=2,sp=1,recompute=selective,schedule=gpipe", 4),
+    # A middle rank the heaviest (1F1B, m < p): rank 2 holds both
+    # microbatches at its first backward with the second's forward output
+    # still being sent (rank 3 receives it after its first backward).
+    ("pp=4,tp=2,sp=1", 2),
 ]
 
 
@@ -427,9 +434,12 @@ def test_planner_memory_equals_static_plan(shard_opt, tmp_path, global_model,
     scored = report["plans"][0]
     pp = _degree(plan, "pp")
     if pp > 1:
-        # The planner scores both ends of the pipeline and reports the
-        # heavier.
-        assert [r["pp_rank"] for r in scored["memory_ranks"]] == [0, pp - 1]
+        # The planner scores both ends of the pipeline, and the middle ranks
+        # where every backward runs whole (not the zero-bubble schedules'
+        # split ones), and reports the heaviest.
+        middle = [] if "schedule=zb-" in plan else list(range(1, pp - 1))
+        assert [r["pp_rank"] for r in scored["memory_ranks"]] == \
+            [0] + middle + [pp - 1]
     pp_rank, rows = compare_plan(scored, explain)
     totals = rank_totals(explain)
 
