@@ -725,6 +725,8 @@ FramePeak middleRankPeak(const DynamicMemory &dyn,
                                   : dyn.gpipe && w.inflight > mid.layers;
     at.backwardFollows = at.backwardAfterBottom = backwardNext;
     at.bottomBeforeForward = w.forwardNext;
+    at.nextKnown = mid.layers == 1;
+    at.forwardNext = w.forwardNext;
     FramePeak p = framePeak(*dyn.phases, dyn.b, dyn.scale, at);
     if (k == 0 || p.total() > best.total())
       best = p;
