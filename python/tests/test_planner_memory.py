@@ -101,7 +101,7 @@ import os
 
 import pytest
 
-from autoshard.plan_memory import compare_plan, rank_totals
+from autoshard.plan_memory import compare, compare_plan, rank_memory, rank_totals
 from conftest import REPO_ROOT, build_nanogpt_cpu, run_tool
 
 CLUSTER = os.path.join(REPO_ROOT, "configs", "clusters", "cpu-2core.json")
@@ -386,6 +386,11 @@ PLANS = [
     # microbatches at its first backward with the second's forward output
     # still being sent (rank 3 receives it after its first backward).
     ("pp=4,tp=2,sp=1", 2),
+    # ... and each middle rank scored equals its compiled plan: under ZeRO-3
+    # with full recomputation a backward prefetches what its next call
+    # needs (a forward's whole gather, the next backward's re-run's, none
+    # at the rank's last backward; GPipe's above).
+    ("pp=4,dp=2,zero=3,recompute=full", 4),
 ]
 
 
@@ -452,6 +457,13 @@ def test_planner_memory_equals_static_plan(shard_opt, tmp_path, global_model,
         assert abs(p - c) <= TOLERANCE, (
             f"{full}, pipeline rank {pp_rank}: planner {name} {p:.0f} B vs "
             f"compiled {c} B (difference {p - c:+.0f} B > {TOLERANCE} B)")
+    # Each middle rank scored (blocks only) equals its compiled plan too.
+    for middle in scored.get("memory_ranks", [])[1:-1]:
+        rank = middle["pp_rank"]
+        for name, p, c in compare(middle, rank_memory(explain, rank)):
+            assert abs(p - c) <= TOLERANCE, (
+                f"{full}, middle pipeline rank {rank}: planner {name} "
+                f"{p:.0f} B vs compiled {c} B (difference {p - c:+.0f} B)")
     heaviest = max(totals, key=totals.get)
     assert totals[heaviest] - totals[pp_rank] <= TOLERANCE, (
         f"{full}: the planner reports pipeline rank {pp_rank} "
