@@ -440,9 +440,10 @@ def test_planner_memory_equals_static_plan(shard_opt, tmp_path, global_model,
     pp = _degree(plan, "pp")
     if pp > 1:
         # The planner scores both ends of the pipeline, and the middle ranks
-        # where every backward runs whole (not the zero-bubble schedules'
-        # split ones), and reports the heaviest.
-        middle = [] if "schedule=zb-" in plan else list(range(1, pp - 1))
+        # where each runs one stage with whole backwards (1F1B, GPipe), and
+        # reports the heaviest.
+        whole = "schedule=" not in plan or "schedule=gpipe" in plan
+        middle = list(range(1, pp - 1)) if whole else []
         assert [r["pp_rank"] for r in scored["memory_ranks"]] == \
             [0] + middle + [pp - 1]
     pp_rank, rows = compare_plan(scored, explain)
