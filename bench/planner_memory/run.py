@@ -12,8 +12,9 @@ rank's states and live bytes per category at its memory plan's peak; with
 pp every pipeline rank's), and the planner scores the same plan
 (``--dist-auto-plan evaluate=... format=json`` on
 configs/clusters/cpu-2core.json; with pp the first and the last pipeline
-rank, reporting the heavier: autoshard.plan_memory.compare_plan compares
-its breakdown with the same rank's compiled plan). Per plan it prints
+rank, under 1F1B and GPipe every rank, reporting the heaviest:
+autoshard.plan_memory.compare_plan compares its breakdown with the same
+rank's compiled plan). Per plan it prints
 planner - compiled in bytes for parameters, optimizer states, gradients
 live at the peak (planner grads + activation_grads) and activations at the
 peak, and a verdict:

@@ -823,7 +823,9 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // gradients still being reduce-scattered there.
   const double backwardNext =
       otherLayers > 0 || l.laterBlockCall
-          ? (l.rerunCalls ? l.rerunGatherBytes : prefetch)
+          ? (l.rerunCalls && !(l.nextKnown && l.forwardNext)
+                 ? l.rerunGatherBytes
+                 : prefetch)
           : 0;
   const double reducing = l.rerunCalls ? 0 : l.reducingGradBytes;
   // A rank without a whole backward call (splitBackwards) is scored at its
@@ -894,7 +896,8 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // layer per rank (the top call: its candidate counts what it keeps) the
   // next re-run's gather under full recomputation.
   const bool gpipeZero3 = l.backwardAfterBottom && l.gatheredPerLayer > 0;
-  const double forwardNext = l.microbatches >= 3 ? prefetch : 0;
+  const double forwardNext =
+      (l.nextKnown ? l.forwardNext : l.microbatches >= 3) ? prefetch : 0;
   const double bottomNext =
       gpipeZero3 && otherLayers > 0
           ? std::max(0.0, keptBackward - otherLayers * l.keptPerLayer -

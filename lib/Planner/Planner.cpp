@@ -535,6 +535,9 @@ struct ScheduleMemory {
   std::vector<std::vector<InputPass>> rankInputPasses;
   /// Each rank's forwards (forwardPassesOf).
   std::vector<std::vector<WeightPass>> rankForwardPasses;
+  /// Each rank's whole backwards (backwardPassesOf) where every rank runs
+  /// one stage: the middle ranks (1 .. p - 2) are scored at them.
+  std::vector<std::vector<WeightPass>> rankWholeBackwards;
   /// The most microbatches whose head forward has run and whose head
   /// backward has not, at a backward of the last stage (itself included).
   double lastStageHeads = 1;
@@ -682,6 +685,53 @@ void considerEarlierMicrobatch(FramePeak &peak, const FrameLayers &last,
   FramePeak other = framePeak(*dyn.phases, dyn.b, dyn.scale, earlier);
   if (other.total() > peak.total())
     peak = other;
+}
+
+/// A middle pipeline rank (one stage of blocks: neither the embedding nor
+/// the head, blocks-only states) at each whole backward of its simulated
+/// program (`passes`, backwardPassesOf), the heaviest: its microbatches in
+/// flight there, the forward outputs and input gradients it sent and has
+/// not waited for, and from its second backward on the earlier
+/// microbatches' sums. Its received gradient is the next stage's input
+/// gradient only: the last stage sends the tied embedding's share to the
+/// first stage's rank, so neither that share nor the head-only parameters'
+/// gradients of the one-block phase are held.
+FramePeak middleRankPeak(const DynamicMemory &dyn,
+                         const std::vector<WeightPass> &passes) {
+  FrameLayers mid = dyn.layers;
+  mid.head = false;
+  if (dyn.headlessLayerGradBytes > 0) {
+    mid.layerGradBytes = dyn.headlessLayerGradBytes;
+    mid.reducingGradBytes = 0;
+  }
+  mid.headOnlyGradBytes += dyn.tiedGradBytes;
+  mid.tokenSlices = 0;
+  mid.boundaryBytes = dyn.boundaryBytes;
+  FramePeak best;
+  for (auto [k, w] : llvm::enumerate(passes)) {
+    FrameLayers at = mid;
+    at.inflight = w.inflight;
+    at.accumulated =
+        mid.accumulated > 0 && w.summedLayers > 0 ? dyn.middleGrads : 0;
+    at.sendBytes = w.sentActivations * dyn.boundaryBytes;
+    at.sentGradBytes = at.sentGradInflightBytes =
+        w.sentGrads * dyn.boundaryBytes;
+    at.laterBlockCall = !w.lastCall;
+    // One layer per stage: whether another backward is the next call
+    // (then its re-gathered residuals are started during this one);
+    // several: GPipe's backwards but the last microbatch's.
+    const bool backwardNext = mid.layers == 1
+                                  ? w.prefetched > 0
+                                  : dyn.gpipe && w.inflight > mid.layers;
+    at.backwardFollows = at.backwardAfterBottom = backwardNext;
+    at.bottomBeforeForward = w.forwardNext;
+    at.nextKnown = mid.layers == 1;
+    at.forwardNext = w.forwardNext;
+    FramePeak p = framePeak(*dyn.phases, dyn.b, dyn.scale, at);
+    if (k == 0 || p.total() > best.total())
+      best = p;
+  }
+  return best;
 }
 
 /// Sets `e`'s memory for `layers` in-flight layers (`dyn`; the heaviest
@@ -882,6 +932,24 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
         peak = first;
       e.paramBytes = firstHeavier ? a.params : z.params;
       e.optimizerBytes = firstHeavier ? a.optimizer : z.optimizer;
+      // The middle ranks, where simulated with whole backwards: the
+      // heaviest rank is reported.
+      const size_t ranks = sched ? sched->rankWholeBackwards.size() : 0;
+      for (size_t r = 1; r + 1 < ranks; ++r) {
+        if (sched->rankWholeBackwards[r].empty())
+          continue;
+        const FramePeak mid = middleRankPeak(dyn, sched->rankWholeBackwards[r]);
+        const ModelStates &s = dyn.middleStates;
+        e.rankMemory.insert(e.rankMemory.end() - 1,
+                            rankMemory(int64_t(r), s, mid));
+        if (mid.total() + s.params + s.optimizer >
+            peak.total() + e.paramBytes + e.optimizerBytes) {
+          peak = mid;
+          e.memoryPpRank = int64_t(r);
+          e.paramBytes = s.params;
+          e.optimizerBytes = s.optimizer;
+        }
+      }
     } else {
       e.paramBytes = dyn.paramBytes;
       e.optimizerBytes = dyn.optimizerBytes;
@@ -939,6 +1007,9 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
         forwardPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   if (dyn.frame && sched->numStages > sched->numRanks)
     mem.rankBackwardPasses =
+        backwardPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
+  if (dyn.frame && sched->numStages == sched->numRanks && sched->numRanks > 2)
+    mem.rankWholeBackwards =
         backwardPassesOf(*sched, layersPerChunk, dyn.tiedGradBytes > 0);
   const int64_t lastStage = sched->numStages - 1;
   mem.firstRankHasHead = sched->stageToRank[lastStage] == sched->stageToRank[0];

@@ -20,8 +20,8 @@ plan"):
 compiled; python/tests/test_planner_memory.py checks the same categories on
 a fixed set of plans.
 
-With pp, the planner scores the first and the last pipeline rank
-(``memory_ranks``) and reports the heavier; dist-explain reports every
+With pp, the planner scores the first and the last pipeline rank (under
+1F1B and GPipe every rank: ``memory_ranks``) and reports the heaviest; dist-explain reports every
 rank's memory plan (``pipeline_ranks``), and the planner's breakdown is
 compared with the same rank's (compare_plan). rank_totals gives each
 compiled rank's states + live bytes at its peak, to check that the rank the
@@ -179,8 +179,9 @@ def compare_plan(plan, explain):
 
     ``plan``: one plan of the planner's JSON report; ``explain``:
     dist-explain's JSON report of its compiled program. With pp the planner
-    scores the first and the last pipeline rank (``memory_ranks``) and
-    reports the heavier (``memory``, ``memory.pp_rank``); that breakdown is
+    scores the first and the last pipeline rank (under 1F1B and GPipe
+    every rank: ``memory_ranks``) and reports the heaviest (``memory``,
+    ``memory.pp_rank``); that breakdown is
     compared with the same rank's compiled memory plan (``pipeline_ranks``).
     Without pp: rank 0, against dist-explain's ``memory``. Raises
     PlanMemoryError for reports of different plans (check_same_plan) or a

@@ -19,8 +19,11 @@ affine fit of the one-block programs):
   where the peak is) = ``peak_grad``;
 * activations at the peak: planner ``activations`` = ``peak_activation``.
 
-With pp the planner scores the first and the last pipeline rank
-(``memory_ranks``) and reports the heavier; its breakdown is compared with
+With pp the planner scores the first and the last pipeline rank, and
+under 1F1B and GPipe the middle ones (blocks only, at each backward of
+their simulated program: the microbatches in flight, the forward outputs
+and input gradients sent and not yet waited for, the earlier sums)
+(``memory_ranks``), and reports the heaviest; its breakdown is compared with
 that rank's compiled memory plan (dist-explain's ``pipeline_ranks``;
 autoshard.plan_memory.compare_plan), and that rank must be the compiled
 plan's heaviest by states + live bytes at the peak (rank_totals; within
@@ -98,7 +101,7 @@ import os
 
 import pytest
 
-from autoshard.plan_memory import compare_plan, rank_totals
+from autoshard.plan_memory import compare, compare_plan, rank_memory, rank_totals
 from conftest import REPO_ROOT, build_nanogpt_cpu, run_tool
 
 CLUSTER = os.path.join(REPO_ROOT, "configs", "clusters", "cpu-2core.json")
@@ -379,6 +382,15 @@ PLANS = [
     # GPipe's last rank: the first microbatch's second backward call (the
     # top layer's first gradients, every other microbatch kept).
     ("pp=2,tp=2,sp=1,recompute=selective,schedule=gpipe", 4),
+    # A middle rank the heaviest (1F1B, m < p): rank 2 holds both
+    # microbatches at its first backward with the second's forward output
+    # still being sent (rank 3 receives it after its first backward).
+    ("pp=4,tp=2,sp=1", 2),
+    # ... and each middle rank scored equals its compiled plan: under ZeRO-3
+    # with full recomputation a backward prefetches what its next call
+    # needs (a forward's whole gather, the next backward's re-run's, none
+    # at the rank's last backward; GPipe's above).
+    ("pp=4,dp=2,zero=3,recompute=full", 4),
 ]
 
 
@@ -427,9 +439,13 @@ def test_planner_memory_equals_static_plan(shard_opt, tmp_path, global_model,
     scored = report["plans"][0]
     pp = _degree(plan, "pp")
     if pp > 1:
-        # The planner scores both ends of the pipeline and reports the
-        # heavier.
-        assert [r["pp_rank"] for r in scored["memory_ranks"]] == [0, pp - 1]
+        # The planner scores both ends of the pipeline, and the middle ranks
+        # where each runs one stage with whole backwards (1F1B, GPipe), and
+        # reports the heaviest.
+        whole = "schedule=" not in plan or "schedule=gpipe" in plan
+        middle = list(range(1, pp - 1)) if whole else []
+        assert [r["pp_rank"] for r in scored["memory_ranks"]] == \
+            [0] + middle + [pp - 1]
     pp_rank, rows = compare_plan(scored, explain)
     totals = rank_totals(explain)
 
@@ -442,6 +458,13 @@ def test_planner_memory_equals_static_plan(shard_opt, tmp_path, global_model,
         assert abs(p - c) <= TOLERANCE, (
             f"{full}, pipeline rank {pp_rank}: planner {name} {p:.0f} B vs "
             f"compiled {c} B (difference {p - c:+.0f} B > {TOLERANCE} B)")
+    # Each middle rank scored (blocks only) equals its compiled plan too.
+    for middle in scored.get("memory_ranks", [])[1:-1]:
+        rank = middle["pp_rank"]
+        for name, p, c in compare(middle, rank_memory(explain, rank)):
+            assert abs(p - c) <= TOLERANCE, (
+                f"{full}, middle pipeline rank {rank}: planner {name} "
+                f"{p:.0f} B vs compiled {c} B (difference {p - c:+.0f} B)")
     heaviest = max(totals, key=totals.get)
     assert totals[heaviest] - totals[pp_rank] <= TOLERANCE, (
         f"{full}: the planner reports pipeline rank {pp_rank} "

@@ -598,6 +598,14 @@ struct FrameLayers {
   /// of a received one, and the prefetch that forward's whole gather (not
   /// a re-run's parameters).
   bool bottomBeforeForward = false;
+  /// One layer per rank, a backward call of the rank's simulated program
+  /// (`nextKnown`; a middle pipeline rank's): whether the next block call
+  /// is a forward (`forwardNext`), whose whole gather it prefetches (not a
+  /// re-run's under full recomputation), and, with no later block call
+  /// (`laterBlockCall` false), that it prefetches none. The closed form
+  /// (`nextKnown` false) assumes a re-run's at the top and, from three
+  /// microbatches on, a forward's at the bottom.
+  bool nextKnown = false, forwardNext = false;
   /// ZeRO-1/2/3 with several microbatches: after the last microbatch's
   /// backward of a block its gradient sum (`sumReduceBytes`, whole) is
   /// reduce-scattered, waited one call later (before the next backward

@@ -616,13 +616,14 @@ struct Estimate {
   /// the activation gradients live at the peak.
   double paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
   double activationGradBytes = 0;
-  /// The pipeline rank the breakdown above is of (the heavier of the first
-  /// and the last, states included; 0 without pp).
+  /// The pipeline rank the breakdown above is of (the heaviest of those
+  /// scored, states included; 0 without pp).
   int64_t memoryPpRank = 0;
-  /// With pp and Cluster::gradBufferInFrame: the same breakdown for the
-  /// first and the last pipeline rank (the ranks the planner scores; the
-  /// middle ones hold less), so that each compares with that rank's
-  /// compiled memory plan. Bytes.
+  /// With pp and Cluster::gradBufferInFrame: the same breakdown for each
+  /// pipeline rank the planner scores, in rank order (the first and the
+  /// last; with a simulated schedule of one stage per rank and whole
+  /// backwards, 1F1B and GPipe, the middle ones too), so that each compares
+  /// with that rank's compiled memory plan. Bytes.
   struct RankMemory {
     int64_t ppRank = 0;
     double params = 0, optimizer = 0, grads = 0, activationGrads = 0,
