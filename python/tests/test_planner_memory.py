@@ -379,6 +379,15 @@ PLANS = [
     # GPipe's last rank: the first microbatch's second backward call (the
     # top layer's first gradients, every other microbatch kept).
     ("pp=2,tp=2,sp=1,recompute=selective,schedule=gpipe", 4),
+    # ... under ZeRO-2/3 the top layer's first gradients whole (the start
+    # of its sum, reduce-scattered after the last microbatch), not a shard:
+    # the last rank is the heavier.
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=selective,schedule=gpipe", 2),
+    # 1F1B's last rank under ZeRO-3, one layer per stage, two microbatches:
+    # the first microbatch's backward call prefetches the next forward's
+    # whole gather (not a re-run's, under full recomputation); the last
+    # rank is the heavier.
+    ("pp=4,dp=2,zero=3,recompute=full", 2),
 ]
 
 
