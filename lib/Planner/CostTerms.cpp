@@ -868,13 +868,12 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
       const double nextBytes = i == otherLayers && l.forwardAfterBottom
                                    ? prefetch
                                    : l.regather + backwardNext;
-      considerWhole(std::max(0.0, keptBackward - i * l.keptPerLayer) +
-                        (next ? nextBytes : 0) + l.gatheredPerLayer +
-                        l.sendBytes,
-                    i * (l.layerSumBytes > 0 ? l.layerSumBytes
-                                             : l.layerGradBytes),
-                    l.sentGradInflightBytes,
-                    /*phaseGrads=*/true, /*belowTop=*/true);
+      considerWhole(
+          std::max(0.0, keptBackward - i * l.keptPerLayer) +
+              (next ? nextBytes : 0) + l.gatheredPerLayer + l.sendBytes,
+          i * (l.layerSumBytes > 0 ? l.layerSumBytes : l.layerGradBytes),
+          l.sentGradInflightBytes,
+          /*phaseGrads=*/true, /*belowTop=*/true);
     }
   // The last microbatch's second backward call: the block above's sum is
   // being reduce-scattered into its shard.
@@ -892,9 +891,9 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   }
   // A middle microbatch's (three or more; any but the last where a
   // forward follows it, `forwardAfterBottom`) bottom backward also
-  // prefetches the next microbatch's first forward call; where another microbatch's
-  // backward follows (GPipe) under ZeRO-3, below the top, that backward's
-  // gather (its re-run's under full recomputation) and re-gathered
+  // prefetches the next microbatch's first forward call; where another
+  // microbatch's backward follows (GPipe) under ZeRO-3, below the top, that
+  // backward's gather (its re-run's under full recomputation) and re-gathered
   // residuals instead, with the other microbatches' kept bytes; with one
   // layer per rank (the top call: its candidate counts what it keeps) the
   // next re-run's gather under full recomputation.
