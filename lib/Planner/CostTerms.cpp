@@ -865,14 +865,19 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
   // The same below the top of a rank's first backward of several
   // microbatches (nothing summed yet: GPipe's, with every other microbatch
   // in flight): the layers above hold the first gradients of their sums.
+  // At the bottom a later forward's whole gather where one follows.
   if (l.microbatches > 1 && l.accumulated <= 0)
     for (double i = 1; i <= otherLayers; ++i) {
       const bool next = i < otherLayers || l.laterBlockCall;
-      considerWhole(std::max(0.0, keptBackward - i * l.keptPerLayer) +
-                        (next ? l.regather + backwardNext : 0) +
-                        l.gatheredPerLayer + l.sendBytes,
-                    i * l.layerGradBytes, l.sentGradInflightBytes,
-                    /*phaseGrads=*/true, /*belowTop=*/true);
+      const double nextBytes = i == otherLayers && l.forwardAfterBottom
+                                   ? prefetch
+                                   : l.regather + backwardNext;
+      considerWhole(
+          std::max(0.0, keptBackward - i * l.keptPerLayer) +
+              (next ? nextBytes : 0) + l.gatheredPerLayer + l.sendBytes,
+          i * (l.layerSumBytes > 0 ? l.layerSumBytes : l.layerGradBytes),
+          l.sentGradInflightBytes,
+          /*phaseGrads=*/true, /*belowTop=*/true);
     }
   // The last microbatch's second backward call: the block above's sum is
   // being reduce-scattered into its shard.
@@ -888,16 +893,20 @@ FramePeak framePeak(const StepMemory &phases, double b, double scale,
                   /*phaseGrads=*/true,
                   /*belowTop=*/true);
   }
-  // A middle microbatch's (three or more) bottom backward also prefetches
-  // the next microbatch's first forward call; where another microbatch's
-  // backward follows (GPipe) under ZeRO-3, below the top, that backward's
-  // gather (its re-run's under full recomputation) and re-gathered
+  // A middle microbatch's (three or more; any but the last where a
+  // forward follows it, `forwardAfterBottom`) bottom backward also
+  // prefetches the next microbatch's first forward call; where another
+  // microbatch's backward follows (GPipe) under ZeRO-3, below the top, that
+  // backward's gather (its re-run's under full recomputation) and re-gathered
   // residuals instead, with the other microbatches' kept bytes; with one
   // layer per rank (the top call: its candidate counts what it keeps) the
   // next re-run's gather under full recomputation.
   const bool gpipeZero3 = l.backwardAfterBottom && l.gatheredPerLayer > 0;
   const double forwardNext =
-      (l.nextKnown ? l.forwardNext : l.microbatches >= 3) ? prefetch : 0;
+      (l.nextKnown ? l.forwardNext
+                   : l.microbatches >= 3 || l.forwardAfterBottom)
+          ? prefetch
+          : 0;
   const double bottomNext =
       gpipeZero3 && otherLayers > 0
           ? std::max(0.0, keptBackward - otherLayers * l.keptPerLayer -

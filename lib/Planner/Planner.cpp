@@ -555,6 +555,9 @@ struct ScheduleMemory {
   double secondSentBytes = 0;
   /// At a backward after its first but before its last, at most.
   double earlierSentBytes = 0;
+  /// A backward of the last rank but its last is followed by a forward as
+  /// its next block call (1F1B's last stage: FrameLayers::forwardAfterBottom).
+  bool lastForwardAfterBackward = false;
 };
 
 /// The forwards a split rank (the first or `last`) is scored at: under
@@ -671,12 +674,16 @@ void considerLastBackward(FramePeak &peak, const FrameLayers &last,
 /// the head's gathered parameters are still held there (its last head
 /// backward is their last use), with `sentBytes` of input gradients sent
 /// and not waited for, and the earlier microbatches' sums from the third
-/// microbatch on. Raises `peak` (of `last`) to it when heavier.
+/// microbatch on; `forwardNext`: its bottom backward call is followed by
+/// the next microbatch's forward. Raises `peak` (of `last`) to it when
+/// heavier.
 void considerEarlierMicrobatch(FramePeak &peak, const FrameLayers &last,
-                               const DynamicMemory &dyn, double sentBytes) {
+                               const DynamicMemory &dyn, double sentBytes,
+                               bool forwardNext) {
   FrameLayers earlier = last;
   earlier.rootForwardOnly = false;
   earlier.laterBlockCall = true;
+  earlier.forwardAfterBottom = forwardNext;
   earlier.sentGradBytes = sentBytes;
   earlier.sentGradInflightBytes =
       std::min(last.sentGradInflightBytes, sentBytes);
@@ -904,10 +911,11 @@ void setMemory(Estimate &e, const Cluster &c, double layers,
           oneStagePerRank && dyn.gpipe && last.microbatches > 1;
       peak = framePeak(*dyn.phases, dyn.b, dyn.scale, last);
       if (last.heldRootBytes > 0 && !dyn.gpipe)
-        considerEarlierMicrobatch(peak, last, dyn,
-                                  sched ? sched->earlierSentBytes
-                                        : std::max(0.0, last.microbatches - 2) *
-                                              dyn.boundaryBytes);
+        considerEarlierMicrobatch(
+            peak, last, dyn,
+            sched ? sched->earlierSentBytes
+                  : std::max(0.0, last.microbatches - 2) * dyn.boundaryBytes,
+            sched ? sched->lastForwardAfterBackward : true);
       if (dyn.gpipe && !firstHasHead)
         considerSecondBackward(peak, last, dyn, heads,
                                sched ? sched->secondSentBytes
@@ -1032,9 +1040,19 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
     for (auto [k, op] : llvm::enumerate(sched->rankOrders[r]))
       if (op.kind == Kind::B || op.kind == Kind::I)
         lastBackward = int64_t(k);
-    for (auto [k, op] : llvm::enumerate(sched->rankOrders[r])) {
+    const auto &order = sched->rankOrders[r];
+    for (auto [k, op] : llvm::enumerate(order)) {
       if (op.kind != Kind::B && op.kind != Kind::I)
         continue;
+      // Its next block call (the first stage's W is none: it runs whole
+      // at its I).
+      auto next =
+          std::find_if(order.begin() + k + 1, order.end(), [](const auto &o) {
+            return o.kind != Kind::W || o.stage != 0;
+          });
+      if (int64_t(k) != lastBackward && next != order.end() &&
+          next->kind == Kind::F)
+        mem.lastForwardAfterBackward = true;
       if (backwards++ > 0) {
         double live = 0;
         for (const PendingSend &send : sends)
@@ -1272,6 +1290,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.layers.layerGradBytes =
         prof.layerParams * m.elementBytes /
         (scatteredPerBlock ? double(shards.dpGroup) : 1.0);
+    if (plan.mb > 1)
+      dyn.layers.layerSumBytes =
+          prof.layerParams * gradElementBytes(c, m.elementBytes);
     // The microbatches' gradients accumulate unsharded (ZeRO-2/3 reduce-
     // scatter the sums after the last microbatch), in the form the
     // backward produces them (a sequence-parallel slice is gathered after

@@ -391,6 +391,15 @@ PLANS = [
     # needs (a forward's whole gather, the next backward's re-run's, none
     # at the rank's last backward; GPipe's above).
     ("pp=4,dp=2,zero=3,recompute=full", 4),
+    # ... under ZeRO-2/3 the top layer's first gradients whole (the start
+    # of its sum, reduce-scattered after the last microbatch), not a shard:
+    # the last rank is the heavier.
+    ("pp=2,dp=2,tp=2,sp=1,zero=3,recompute=selective,schedule=gpipe", 2),
+    # 1F1B's last rank under ZeRO-3, one layer per stage, two microbatches:
+    # the first microbatch's backward call prefetches the next forward's
+    # whole gather (not a re-run's, under full recomputation); the last
+    # rank is the heavier.
+    ("pp=4,dp=2,zero=3,recompute=full", 2),
 ]
 
 

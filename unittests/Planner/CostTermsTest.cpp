@@ -670,6 +670,34 @@ TEST(MemoryTerm, FramePeakFirstBackwardBelowTheTop) {
   EXPECT_DOUBLE_EQ(p.activations, 390);
   EXPECT_DOUBLE_EQ(p.grads, 40);
   EXPECT_DOUBLE_EQ(p.paramGrads, 100);
+  // Under ZeRO-2/3 a layer's gradient is a shard at one microbatch (50),
+  // but the start of its sum here: whole (layerSumBytes).
+  l.layerGradBytes = 50, l.layerSumBytes = 100;
+  p = framePeak(phases, 1, 1, l);
+  EXPECT_DOUBLE_EQ(p.activations, 390);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 100);
+}
+
+TEST(MemoryTerm, FramePeakBottomBackwardBeforeAForward) {
+  // 1F1B's last rank under ZeRO-3 with full recomputation, one layer, the
+  // first of two microbatches (nothing summed), the head's gathered
+  // parameters held (100): its backward call is followed by the next
+  // microbatch's forward, so it prefetches that forward's whole gather
+  // (packed 8 + 50), not a re-run's (30): 90 + 50 + 100 + 58 = 298 (270
+  // before), with the phase's 40 above the forward's 100 + 100 + 50 + 58.
+  StepMemory phases = framePhases();
+  FrameLayers l;
+  l.layers = 1, l.inflight = 1, l.microbatches = 2, l.keptPerLayer = 5;
+  l.heldRootBytes = 100, l.laterBlockCall = true;
+  l.rerunCalls = true, l.rerunGatherBytes = 30;
+  l.gatheredPerLayer = 50, l.gatherPackBytes = 8;
+  EXPECT_DOUBLE_EQ(framePeak(phases, 1, 1, l).activations, 270);
+  l.forwardAfterBottom = true;
+  FramePeak p = framePeak(phases, 1, 1, l);
+  EXPECT_EQ(p.phase, StepPhase::BlockBackward);
+  EXPECT_DOUBLE_EQ(p.activations, 298);
+  EXPECT_DOUBLE_EQ(p.grads, 40);
+  EXPECT_DOUBLE_EQ(p.paramGrads, 0);
 }
 
 TEST(MemoryTerm, FramePeakBottomBackwardBeforeAnotherBackward) {

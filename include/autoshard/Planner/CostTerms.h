@@ -568,6 +568,16 @@ struct FrameLayers {
   /// bottom call prefetches that call's gather (its re-run's under full
   /// recomputation) and re-gathered residuals, not a forward's.
   bool backwardAfterBottom = false;
+  /// The rank's next block call after a microbatch's bottom backward call
+  /// is a later microbatch's forward (1F1B's last stage, a microbatch but
+  /// the last): the bottom call prefetches that forward's whole gather (not
+  /// a re-run's), with two microbatches too.
+  bool forwardAfterBottom = false;
+  /// With several microbatches: a layer's gradient as its microbatch sum
+  /// holds it, unsharded (ZeRO-2/3 reduce-scatter the sum after the last
+  /// microbatch): what each layer above holds at a rank's first backward
+  /// below its top. 0: `layerGradBytes`.
+  double layerSumBytes = 0;
   /// Full recomputation: each block backward call follows its own forward
   /// re-run call, so a backward call prefetches the next re-run's gather
   /// (ZeRO-3: `rerunGatherBytes`, its packed shard and gathered buffer),
