@@ -349,8 +349,8 @@ void checkKnownFields(const json::Object &root, Reader &r) {
     }
   };
   check(root, "");
-  for (const auto &[section, known] : fields)
-    if (!section.empty())
+  for (const auto &entry : fields)
+    if (const std::string &section = entry.first; !section.empty())
       if (const json::Object *object = root.getObject(section))
         if (r.error.empty())
           check(*object, section);

@@ -248,3 +248,12 @@ def test_page_names_missing_ranks_and_the_trace_without_a_clock(tmp_path, two_ra
     page = trace_report(list(two_ranks))
     assert ("trace.json does not say which clock its times count on (no "
             "otherData.clock: written by an older shard-run)") in page
+
+
+def test_a_clock_without_a_host_is_named(tmp_path):
+    r0, r1 = _clocked_ranks(tmp_path)
+    doc = json.loads(open(r1).read())
+    doc["otherData"]["clock"]["host"] = ""
+    open(r1, "w").write(json.dumps(doc))
+    page = trace_report([r0, r1])
+    assert "trace.rank1.json&#x27;s otherData.clock names no host" in page, page[:2000]

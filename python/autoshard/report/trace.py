@@ -140,12 +140,14 @@ def shared_clock_origins(ranks: List[tuple]) -> Optional[List[float]]:
 def _why_not_aligned(ranks: List[tuple]) -> str:
     """Why shared_clock_origins found no common clock, for the page."""
     for _, path, _, _, meta in ranks:
-        if not isinstance(meta.get("clock"), dict):
+        clock = meta.get("clock")
+        if not isinstance(clock, dict):
             return (f"{os.path.basename(path)} does not say which clock its times count on "
                     f"(no otherData.clock: written by an older shard-run)")
-    if len(ranks) > 1:
-        return "the ranks ran on different machines, whose clocks are not synchronized"
-    return "one rank"
+        if shared_clock_origins([(0, path, {}, [], meta)]) is None:
+            return (f"{os.path.basename(path)}'s otherData.clock names no host or numeric "
+                    f"origin_us: {json.dumps(clock)}")
+    return "the ranks ran on different machines, whose clocks are not synchronized"
 
 
 def _check_steps_overlap(ranks: List[tuple], clocks: List[float]) -> None:
