@@ -258,6 +258,12 @@ def main():
                     help="with --measured FILE: predict every round again "
                          "from the calibrations the run recorded beside "
                          "FILE (FILE.calibrations.json), not from --cluster")
+    ap.add_argument("--set", action="append", default=[], metavar="R:KEY=V",
+                    help="with --replay: set cluster field KEY (dotted, e.g. "
+                         "host.wakeup_latency_us) to the number V in the "
+                         "recorded R-rank calibrations before predicting "
+                         "(R: a rank count or '*'); repeatable. To try a "
+                         "cost term offline")
     ap.add_argument("--ranks", type=int, default=0,
                     help="only the plans of this many ranks")
     ap.add_argument("--with-choice", action="store_true",
@@ -286,6 +292,18 @@ def main():
     if args.replay and (args.calibrate or args.with_choice):
         sys.exit("--replay predicts from the recorded calibrations: it does "
                  "not take --calibrate or --with-choice")
+    overrides = []  # (ranks or None, [keys], value)
+    for item in args.set:
+        try:
+            where, assignment = item.split(":", 1)
+            key, value = assignment.split("=", 1)
+            overrides.append((None if where == "*" else int(where),
+                              key.split("."), float(value)))
+        except ValueError:
+            sys.exit(f"--set {item!r}: expected R:KEY=NUMBER, e.g. "
+                     f"8:host.wakeup_latency_us=2000")
+    if overrides and not args.replay:
+        sys.exit("--set changes the recorded calibrations: it needs --replay")
     if args.check_choice is not None and not args.check_choice >= 0:
         sys.exit(f"--check-choice must be a fraction >= 0 (e.g. 0.05), got "
                  f"{args.check_choice}")
@@ -630,6 +648,15 @@ def main():
                     if "note" in record:
                         notes.append(f"the {world}-rank fit, calibration "
                                      f"{key}: {record['note']}")
+                for ranks_at, path, value in overrides:
+                    if ranks_at not in (None, world):
+                        continue
+                    for c in (cluster,) + ((rec["after"],) if isinstance(
+                            rec.get("after"), dict) else ()):
+                        node = c
+                        for part in path[:-1]:
+                            node = node.setdefault(part, {})
+                        node[path[-1]] = value
                 name = key.replace("/", "-")
                 before = os.path.join(tmp, f"replay-{name}.json")
                 with open(before, "w") as f:

@@ -3,6 +3,7 @@
 #include "autoshard/Pipeline/Simulate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -21,6 +22,39 @@ double OpCosts::of(Kind kind) const {
     return weightGrad;
   }
   return 0;
+}
+
+double ProcessorSharing::wakeupScale(double busyFraction) const {
+  return 2 * std::clamp(busyFraction, 0.0, 1.0);
+}
+
+std::vector<double>
+ProcessorSharing::fairSpeeds(const std::vector<double> &busy) const {
+  const int64_t p = busy.size();
+  double mean = 0;
+  for (double b : busy)
+    mean += b / double(p);
+  // The node's capacity for this pipeline, in ranks' shares: all of it
+  // while every rank runs, less what the waiting ones poll away.
+  double capacity = double(p) * mean / (mean + (1 - mean) * waitingUse);
+  // Max-min fair (water-filling): a rank that asks for less than the
+  // level (its busy fraction at full speed) gets it; the others share
+  // the rest equally.
+  std::vector<int64_t> order(p);
+  for (int64_t r = 0; r < p; ++r)
+    order[r] = r;
+  std::sort(order.begin(), order.end(),
+            [&](int64_t a, int64_t b) { return busy[a] < busy[b]; });
+  std::vector<double> speeds(p, 1.0);
+  double left = capacity;
+  for (int64_t i = 0; i < p; ++i) {
+    int64_t r = order[i];
+    double level = left / double(p - i);
+    double use = std::min(busy[r] * maxSpeedup, level);
+    speeds[r] = std::max(1.0, use / busy[r]);
+    left -= use;
+  }
+  return speeds;
 }
 
 namespace {
@@ -102,9 +136,10 @@ std::string describeRef(const PipelineSchedule &schedule, OpRef ref) {
 
 } // namespace
 
-SimulationResult
-autoshard::pipeline::simulateSchedule(const PipelineSchedule &schedule,
-                                      const SimulationOptions &options) {
+namespace {
+SimulationResult simulateOnce(const PipelineSchedule &schedule,
+                              const SimulationOptions &options,
+                              const std::vector<double> &speeds) {
   SimulationResult result;
   int64_t p = schedule.rankOrders.size();
   OpIndex index(schedule);
@@ -128,8 +163,6 @@ autoshard::pipeline::simulateSchedule(const PipelineSchedule &schedule,
     }
   }
 
-  // List scheduling: run every rank's head op as soon as its predecessors
-  // are done, until no rank can move.
   std::vector<std::vector<char>> done(p);
   std::vector<std::vector<double>> endTime(p);
   for (int64_t r = 0; r < p; ++r) {
@@ -139,40 +172,54 @@ autoshard::pipeline::simulateSchedule(const PipelineSchedule &schedule,
   std::vector<int64_t> next(p, 0);
   std::vector<double> rankFree(p, 0);
   result.busy.assign(p, 0);
+  result.running.assign(p, 0);
   result.timeline.assign(p, {});
+  // When rank r's head op may start: after its rank's previous op and each
+  // data predecessor's arrival; none while a predecessor has not run.
+  auto readyAt = [&](int64_t r) -> std::optional<double> {
+    const auto &order = schedule.rankOrders[r];
+    if (next[r] >= static_cast<int64_t>(order.size()))
+      return std::nullopt;
+    double start = rankFree[r];
+    for (const DataPred &pred :
+         dataPredecessors(index, order[next[r]], schedule.numStages)) {
+      if (!pred.at || !done[pred.at->first][pred.at->second])
+        return std::nullopt;
+      auto [from, at] = *pred.at;
+      double arrival = endTime[from][at];
+      if (from != r) {
+        arrival += options.p2pLatency;
+        // A receiver already waiting runs only when woken.
+        if (arrival > rankFree[r])
+          arrival += options.wakeupLatency;
+      }
+      start = std::max(start, arrival);
+    }
+    return start;
+  };
+  auto finish = [&](int64_t r, double start, double end) {
+    const PipelineOp &op = schedule.rankOrders[r][next[r]];
+    done[r][next[r]] = 1;
+    endTime[r][next[r]] = end;
+    rankFree[r] = end;
+    result.busy[r] += costOf(op);
+    result.running[r] += end - start;
+    result.timeline[r].push_back({op, start, end});
+    result.makespan = std::max(result.makespan, end);
+    ++next[r];
+  };
+
+  // List scheduling: run every rank's head op as soon as its predecessors
+  // are done, until no rank can move.
   bool progress = true;
   while (progress) {
     progress = false;
-    for (int64_t r = 0; r < p; ++r) {
-      const auto &order = schedule.rankOrders[r];
-      while (next[r] < static_cast<int64_t>(order.size())) {
-        const PipelineOp &op = order[next[r]];
-        double start = rankFree[r];
-        bool ready = true;
-        for (const DataPred &pred :
-             dataPredecessors(index, op, schedule.numStages)) {
-          if (!pred.at || !done[pred.at->first][pred.at->second]) {
-            ready = false;
-            break;
-          }
-          double arrival = endTime[pred.at->first][pred.at->second];
-          if (pred.at->first != r)
-            arrival += options.p2pLatency;
-          start = std::max(start, arrival);
-        }
-        if (!ready)
-          break;
-        double end = start + costOf(op);
-        done[r][next[r]] = 1;
-        endTime[r][next[r]] = end;
-        rankFree[r] = end;
-        result.busy[r] += costOf(op);
-        result.timeline[r].push_back({op, start, end});
-        result.makespan = std::max(result.makespan, end);
-        ++next[r];
+    for (int64_t r = 0; r < p; ++r)
+      while (std::optional<double> start = readyAt(r)) {
+        finish(r, *start,
+               *start + costOf(schedule.rankOrders[r][next[r]]) / speeds[r]);
         progress = true;
       }
-    }
   }
 
   double busy = 0, idle = 0;
@@ -216,6 +263,47 @@ autoshard::pipeline::simulateSchedule(const PipelineSchedule &schedule,
     result.deadlockReport = report;
   }
   return result;
+}
+} // namespace
+
+SimulationResult
+autoshard::pipeline::simulateSchedule(const PipelineSchedule &schedule,
+                                      const SimulationOptions &options) {
+  const int64_t p = schedule.rankOrders.size();
+  const ProcessorSharing &share = options.sharing;
+  std::vector<double> speeds(p, 1.0);
+  if (!share.shares() || p == 0)
+    return simulateOnce(schedule, options, speeds);
+  // A fixed point of the ranks' speeds and busy fractions (damped
+  // iteration): simulate at the speeds, read each rank's busy fraction,
+  // give each its fair share of the node (ProcessorSharing::fairSpeeds).
+  SimulationResult sim;
+  for (int iteration = 0; iteration < 100; ++iteration) {
+    SimulationOptions at = options;
+    std::vector<double> busy(p, 1.0);
+    double mean = 1;
+    if (iteration > 0) {
+      mean = 0;
+      for (int64_t r = 0; r < p; ++r) {
+        busy[r] = std::clamp(sim.running[r] / sim.makespan, 1e-6, 1.0);
+        mean += busy[r] / double(p);
+      }
+    }
+    at.wakeupLatency = options.wakeupLatency * share.wakeupScale(mean);
+    std::vector<double> fair = share.fairSpeeds(busy);
+    double moved = 0;
+    for (int64_t r = 0; r < p; ++r) {
+      double next = iteration == 0 ? fair[r] : (speeds[r] + fair[r]) / 2;
+      moved = std::max(moved, std::abs(next - speeds[r]) / speeds[r]);
+      speeds[r] = next;
+    }
+    if (iteration > 0 && moved < 1e-4)
+      break;
+    sim = simulateOnce(schedule, at, speeds);
+    if (sim.deadlocked || sim.makespan <= 0)
+      return sim;
+  }
+  return sim;
 }
 
 std::optional<DependencyCycle>

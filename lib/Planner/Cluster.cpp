@@ -317,7 +317,8 @@ const std::map<std::string, std::set<std::string>> &knownFields() {
         "attention_grad_score_ns", "kernel_overhead_us"}},
       {"host",
        {"op_overhead_us", "step_overhead_ms", "sync_slowdown",
-        "sync_latency_us"}},
+        "sync_latency_us", "wakeup_latency_us", "speedup_half_waiting",
+        "speedup_others_waiting"}},
       {"overlap", {"tp", "dp", "dp_bucket_params", "p2p"}},
       {"recompute", {"full", "selective"}},
       {"zero", {"grad_reduce"}},
@@ -502,6 +503,23 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
   c.syncLatency =
       r.number(*root, "host.sync_latency_us", 0.0, false, kMaxSyncLatencyUs) *
       1e-6;
+  c.wakeupLatency =
+      r.number(*root, "host.wakeup_latency_us", 0.0, false, kMaxSyncLatencyUs) *
+      1e-6;
+  // At most 1000: a rank's share of a node's cores grows at most by the
+  // node's rank count, and far more is a broken measurement.
+  c.halfWaitingSpeedup =
+      r.number(*root, "host.speedup_half_waiting", 1.0, false, 1000);
+  c.othersWaitingSpeedup =
+      r.number(*root, "host.speedup_others_waiting", 1.0, false, 1000);
+  for (auto [key, value] :
+       {std::pair{"speedup_half_waiting", c.halfWaitingSpeedup},
+        std::pair{"speedup_others_waiting", c.othersWaitingSpeedup}})
+    if (value < 1)
+      r.fail(llvm::formatv("field 'host.{0}' must be at least 1 (a rank "
+                           "does not run slower because others wait), got "
+                           "{1}",
+                           key, json::Value(value)));
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);
   c.dpOverlap = r.number(*root, "overlap.dp", 0.0, false, 1);
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);
@@ -599,6 +617,8 @@ Cluster forWorld(const Cluster &cluster, int64_t world) {
   if (world == 1) {
     c.syncSlowdown = 0;
     c.syncLatency = 0;
+    c.wakeupLatency = 0;
+    c.halfWaitingSpeedup = c.othersWaitingSpeedup = 1;
   } else if (c.sharesNode) {
     c.alone = std::make_shared<const Cluster>(forWorld(cluster, 1));
   }

@@ -568,6 +568,18 @@ double gradientAccumulationTime(const Cluster &c, double elements,
   return ((microbatches - 1) * add + scale) / double(microbatches);
 }
 
+PipelineSharing pipelineSharing(const Cluster &c) {
+  PipelineSharing s;
+  if (!c.sharesNode)
+    return s;
+  s.wakeupLatency = c.wakeupLatency;
+  // With half of p ranks waiting: the others' speed p / (p / 2 + p / 2 *
+  // waitingUse) is the measured halfWaitingSpeedup.
+  s.waitingUse = std::clamp(2 / c.halfWaitingSpeedup - 1, 0.0, 1.0);
+  s.maxSpeedup = std::max(1.0, c.othersWaitingSpeedup);
+  return s;
+}
+
 PipelineTime pipelineTime(const Candidate &plan, const Estimate &e) {
   const int64_t p = plan.pp, v = plan.vpp;
   const double mb = plan.mb;

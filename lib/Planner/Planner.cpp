@@ -405,6 +405,9 @@ pipeline::SimulationOptions stageCosts(const Estimate &e) {
     opts.stageCosts.push_back(c);
   }
   opts.p2pLatency = e.tP2P;
+  opts.wakeupLatency = e.tWakeup;
+  opts.sharing.waitingUse = e.sharingWaitingUse;
+  opts.sharing.maxSpeedup = e.sharingMaxSpeedup;
   return opts;
 }
 
@@ -1081,10 +1084,12 @@ std::string simulatePipeline(Estimate &e, const Cluster &c, double pipeTime,
     }
   }
   setMemory(e, c, double(chunks * layersPerChunk), dyn, &mem);
-  double simBusy = 0;
-  for (double x : sim.busy)
-    simBusy = std::max(simBusy, x);
-  e.bubble = sim.makespan - simBusy;
+  // The busiest rank's ops; where ranks share processors they ran faster
+  // than their cost (sim.running) while others waited.
+  int64_t busiest =
+      std::max_element(sim.busy.begin(), sim.busy.end()) - sim.busy.begin();
+  e.compute -= sim.busy[busiest] - sim.running[busiest];
+  e.bubble = sim.makespan - sim.running[busiest];
   e.stepTime += sim.makespan - pipeTime;
   e.exposedComm = e.stepTime - e.compute - e.bubble - e.optimizer;
   e.simulated = true;
@@ -1243,6 +1248,12 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
 
   // The step: pipeline, data-parallel synchronisation, optimizer.
   e.tP2P = p2pTime(c, plan, prof.boundaryBytes.at(b) * scale);
+  if (p > 1 && c.sharesNode) {
+    PipelineSharing share = pipelineSharing(c);
+    e.tWakeup = share.wakeupLatency;
+    e.sharingWaitingUse = share.waitingUse;
+    e.sharingMaxSpeedup = share.maxSpeedup;
+  }
   PipelineTime pipe = pipelineTime(plan, e);
   double pipeTime = pipe.total();
   double F = v * e.tF, I = v * e.tI, W = v * e.tW, B = I + W;

@@ -150,6 +150,19 @@ def test_profiles_of_fewer_ranks(tmp_path, shard_opt):
     assert sweeps[0]["syncs"] == 20 and sweeps[0]["base_s"] > 0
     assert cluster["host"]["sync_slowdown"] >= 0
     assert "sync_slowdown" not in json.loads(one.read_text())["host"]
+    # Pipeline hand-offs between the two ranks: every receiver's wake-ups
+    # (20 per repeat) and the relay and lone sweeps, as the fields the
+    # planner reads; one rank has none.
+    sharing = cluster["measured"]["pipeline_sharing"]
+    assert sharing["handoffs"] == 20
+    assert 0 < sharing["wakeup_median_s"] and 0 < sharing["wakeup_mean_s"]
+    assert sharing["sweep_all_running_s"] > 0
+    host = cluster["host"]
+    assert host["wakeup_latency_us"] == pytest.approx(
+        sharing["wakeup_mean_s"] * 1e6, rel=0.05)
+    assert host["speedup_half_waiting"] >= 1
+    assert host["speedup_others_waiting"] >= 1
+    assert "wakeup_latency_us" not in json.loads(one.read_text())["host"]
     # The one-line summary on stderr names the written figure.
     summary = re.search(r", sync slowdown ([0-9.e+-]+), drift ", proc.stderr)
     assert summary, proc.stderr

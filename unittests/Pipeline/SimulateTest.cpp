@@ -197,6 +197,68 @@ TEST(SimulateTest, PerStageCostsAndLatency) {
   EXPECT_DOUBLE_EQ(zbv.timeline[1][1].start, zbv.timeline[1][0].end);
 }
 
+TEST(SimulateTest, WakeupOnlyForAWaitingReceiver) {
+  // p = 2, m = 2, 1F1B: 1F0 waits for 0F0 (woken), 0B0 waits for 1B0
+  // (woken); 1F1 is ready when 1B0 ends, its 0F1 having arrived while
+  // rank 1 ran: not woken.
+  SimulationOptions wake;
+  wake.wakeupLatency = 0.5;
+  SimulationResult sim =
+      simulateSchedule(build(ScheduleKind::OneFOneB, 2, 2), wake);
+  ASSERT_FALSE(sim.deadlocked) << sim.deadlockReport;
+  // Rank 0: 0F0 [0,1) 0F1 [1,2); rank 1: 1F0 [1.5,2.5) 1B0 [2.5,4.5)
+  // 1F1 [4.5,5.5) (0F1 arrived at 2).
+  EXPECT_EQ(sim.timeline[1][0].op, (PipelineOp{Kind::F, 1, 0}));
+  EXPECT_DOUBLE_EQ(sim.timeline[1][0].start, 1.5);
+  EXPECT_EQ(sim.timeline[1][2].op, (PipelineOp{Kind::F, 1, 1}));
+  EXPECT_DOUBLE_EQ(sim.timeline[1][2].start, sim.timeline[1][1].end);
+  // 0B0: rank 0 has waited since 2, 1B0 ends at 4.5: woken at 5.
+  EXPECT_EQ(sim.timeline[0][2].op, (PipelineOp{Kind::B, 0, 0}));
+  EXPECT_DOUBLE_EQ(sim.timeline[0][2].start, 5.0);
+  EXPECT_EQ(sim.running, sim.busy);
+}
+
+TEST(SimulateTest, FairSpeedsFillTheNodeLightRanksFirst) {
+  ProcessorSharing share;
+  share.waitingUse = 0, share.maxSpeedup = 2;
+  // Capacity 2 ranks' shares: the rank busy 40 % of the time runs at its
+  // most (2x, using 0.8), the other gets the remaining 1.2 (1.5x at 80 %).
+  std::vector<double> speeds = share.fairSpeeds({0.4, 0.8});
+  EXPECT_DOUBLE_EQ(speeds[0], 2.0);
+  EXPECT_DOUBLE_EQ(speeds[1], 1.5);
+  // Every rank always busy: nothing to share.
+  EXPECT_EQ(share.fairSpeeds({1.0, 1.0}), (std::vector<double>{1.0, 1.0}));
+  // Pollers that take half a running rank's cores leave less: capacity
+  // 2 x 0.5 / (0.5 + 0.5 x 0.5) = 4/3, equal busy fractions share it.
+  share.waitingUse = 0.5, share.maxSpeedup = 10;
+  speeds = share.fairSpeeds({0.5, 0.5});
+  EXPECT_DOUBLE_EQ(speeds[0], 4.0 / 3 / 2 / 0.5);
+  EXPECT_DOUBLE_EQ(speeds[1], speeds[0]);
+  EXPECT_DOUBLE_EQ(share.wakeupScale(0.5), 1.0);
+  EXPECT_DOUBLE_EQ(share.wakeupScale(1.0), 2.0);
+  EXPECT_FALSE(ProcessorSharing().shares());
+}
+
+TEST(SimulateTest, SharedCoresShortenTheBubbleNotTheWork) {
+  // GPipe, p = 4, m = 4, unit costs: a rank idles in the fill and drain;
+  // with the cores shared its ops run faster there, but the node cannot
+  // do more than every rank running: makespan >= busy.
+  PipelineSchedule schedule = build(ScheduleKind::GPipe, 4, 4);
+  SimulationResult alone = simulateSchedule(schedule);
+  SimulationOptions shared;
+  shared.sharing.waitingUse = 0, shared.sharing.maxSpeedup = 4;
+  SimulationResult sim = simulateSchedule(schedule, shared);
+  ASSERT_FALSE(sim.deadlocked) << sim.deadlockReport;
+  EXPECT_LT(sim.makespan, alone.makespan);
+  EXPECT_GE(sim.makespan, alone.busy[0] * (1 - 1e-9));
+  EXPECT_EQ(sim.busy, alone.busy);
+  for (int64_t r = 0; r < 4; ++r)
+    EXPECT_LT(sim.running[r], sim.busy[r]) << "rank " << r;
+  // Pollers that free nothing: the same as unshared.
+  shared.sharing.waitingUse = 1;
+  EXPECT_DOUBLE_EQ(simulateSchedule(schedule, shared).makespan, alone.makespan);
+}
+
 TEST(SimulateTest, SplitBackwardCosts) {
   // W only waits for its own I: with expensive W, ZB-H1 still overlaps.
   SimulationOptions options;

@@ -1924,8 +1924,9 @@ TEST(ClusterTerm, UnknownFieldsAreErrors) {
             "");
   EXPECT_EQ(error(R"(, "host": {"sync_latency": 100})"),
             "c.json: unknown field 'host.sync_latency' (the fields of "
-            "'host': op_overhead_us, step_overhead_ms, sync_latency_us, "
-            "sync_slowdown; docs/cluster-format.md)");
+            "'host': op_overhead_us, speedup_half_waiting, "
+            "speedup_others_waiting, step_overhead_ms, sync_latency_us, "
+            "sync_slowdown, wakeup_latency_us; docs/cluster-format.md)");
   std::string top = error(R"(, "colour": "blue")");
   EXPECT_EQ(top.rfind("c.json: unknown field 'colour' (the fields of the "
                       "top level: by_ranks_per_node, calibration, ",
@@ -2054,6 +2055,45 @@ static std::string hostFieldError(const std::string &field,
   auto parsed = parseCluster(text, "x.json");
   EXPECT_FALSE(static_cast<bool>(parsed));
   return parsed ? std::string() : llvm::toString(parsed.takeError());
+}
+
+TEST(ClusterTerm, PipelineSharingFromTheMeasuredSpeedups) {
+  const char *text = R"({"gpus_per_node": 8,
+    "gpu": {"peak_bf16_tflops": 0.04, "hbm_gib": 3, "hbm_tb_per_s": 0.005,
+            "shares_node": true},
+    "intra_node": {"gb_per_s_per_direction_per_gpu": 1.5},
+    "host": {"wakeup_latency_us": 3400, "speedup_half_waiting": 1.6,
+             "speedup_others_waiting": 4},
+    "by_ranks_per_node": {"2": {"host": {"wakeup_latency_us": 2.5,
+                                         "speedup_half_waiting": 1,
+                                         "speedup_others_waiting": 1}}}})";
+  auto c = parseCluster(text, "cpu.json");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  PipelineSharing eight = pipelineSharing(forWorld(*c, 8));
+  EXPECT_DOUBLE_EQ(eight.wakeupLatency, 3400e-6);
+  // Half waiting, the others 1.6x: a waiting rank keeps 2 / 1.6 - 1.
+  EXPECT_DOUBLE_EQ(eight.waitingUse, 0.25);
+  EXPECT_DOUBLE_EQ(eight.maxSpeedup, 4);
+  // Two ranks on two cores share nothing; one rank never waits.
+  PipelineSharing two = pipelineSharing(forWorld(*c, 2));
+  EXPECT_DOUBLE_EQ(two.waitingUse, 1);
+  EXPECT_DOUBLE_EQ(two.wakeupLatency, 2.5e-6);
+  PipelineSharing one = pipelineSharing(forWorld(*c, 1));
+  EXPECT_DOUBLE_EQ(one.wakeupLatency, 0);
+  EXPECT_DOUBLE_EQ(one.maxSpeedup, 1);
+  // Ranks with devices of their own: nothing, whatever the fields.
+  Cluster gpu = *c;
+  gpu.sharesNode = false;
+  PipelineSharing dedicated = pipelineSharing(gpu);
+  EXPECT_DOUBLE_EQ(dedicated.wakeupLatency, 0);
+  EXPECT_DOUBLE_EQ(dedicated.waitingUse, 1);
+
+  EXPECT_EQ(hostFieldError("speedup_half_waiting", "0.5"),
+            "x.json: field 'host.speedup_half_waiting' must be at least 1 (a "
+            "rank does not run slower because others wait), got 0.5");
+  EXPECT_EQ(hostFieldError("wakeup_latency_us", "-1"),
+            "x.json: field 'host.wakeup_latency_us' must be a non-negative "
+            "number <= 100000, got -1");
 }
 
 TEST(ClusterTerm, SyncSlowdownScalesEveryKernelOfASynchronisingJob) {

@@ -511,6 +511,38 @@ TEST(Pipeline, BubbleMatchesOneFOneB) {
   EXPECT_TRUE(simulated.simulated);
 }
 
+TEST(Pipeline, TimeSharedCoresReclaimTheBubbleAndPayTheWakeups) {
+  // pp = 4, 8 microbatches on a node whose ranks time-share its cores
+  // (pipelineSharing): the ranks' idle fill and drain goes to the running
+  // ranks, so the step shrinks; a wake-up per waiting receiver lengthens
+  // it again where it outlasts what the other ranks can run meanwhile.
+  // Dedicated devices: neither.
+  PlanEval t(syntheticProfile(1, 0), "pp=4,dp=2,mb=8", syntheticModel(4));
+  t.c.gpusPerNode = 8;
+  Estimate dedicated = t.estimate(16, true);
+  t.c.sharesNode = true;
+  Estimate unmeasured = t.estimate(16, true);
+  EXPECT_DOUBLE_EQ(unmeasured.stepTime, dedicated.stepTime);
+  t.c.halfWaitingSpeedup = 2, t.c.othersWaitingSpeedup = 4;
+  Estimate shared = t.estimate(16, true);
+  EXPECT_LT(shared.stepTime, dedicated.stepTime);
+  EXPECT_LT(shared.bubble, dedicated.bubble);
+  EXPECT_GE(shared.bubble, 0);
+  EXPECT_LT(shared.compute, dedicated.compute);
+  EXPECT_NEAR(shared.compute + shared.exposedComm + shared.bubble +
+                  shared.optimizer,
+              shared.stepTime, 1e-9 * shared.stepTime);
+  // A short wake-up hides behind the other ranks' work (the node stays
+  // busy); a long one does not.
+  t.c.wakeupLatency = 0.1 * dedicated.tF;
+  EXPECT_NEAR(t.estimate(16, true).stepTime, shared.stepTime,
+              1e-3 * shared.stepTime);
+  t.c.wakeupLatency = 3 * dedicated.tF;
+  Estimate woken = t.estimate(16, true);
+  EXPECT_GT(woken.stepTime, 1.1 * shared.stepTime);
+  EXPECT_GT(woken.bubble, shared.bubble);
+}
+
 //===----------------------------------------------------------------------===//
 // Communication of the analytic dimensions (docs/planner.md, "Cost model")
 //===----------------------------------------------------------------------===//

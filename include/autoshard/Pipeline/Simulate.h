@@ -34,6 +34,35 @@ struct OpCosts {
   double of(PipelineOp::Kind kind) const;
 };
 
+/// Pipeline ranks that time-share the processors of one machine (CPU ranks
+/// on fewer cores than ranks; several dp replicas of the pipeline on the
+/// node, out of phase with each other). An op's cost is its time when
+/// every rank runs; while ranks wait, the processor time they leave goes
+/// to the ranks that run. Over a step the scheduler is fair: a rank
+/// whose busy fraction b_r (running time over the makespan) at up to
+/// `maxSpeedup` asks for less than an equal share of the node gets all it
+/// asks for, the others share the rest equally (max-min fairness, as
+/// Linux CFS / EEVDF give waking tasks their lag back). The node's
+/// capacity, in ranks' shares, is p * b / (b + (1 - b) * waitingUse) at
+/// the mean busy fraction b (the pollers' use). A waiting receiver is
+/// woken wakeupLatency * wakeupScale(b) after its data arrives (it waits
+/// for the running ranks' time slices). The defaults share nothing.
+struct ProcessorSharing {
+  /// The part of a running rank's processor time a waiting rank still
+  /// takes (it polls for its message), in [0, 1]: 1 frees nothing.
+  double waitingUse = 1;
+  /// The most an op can speed up (its rate alone over its rate when every
+  /// rank runs), >= 1.
+  double maxSpeedup = 1;
+  bool shares() const { return waitingUse < 1 && maxSpeedup > 1; }
+  /// Each rank's op speed (>= 1) for the ranks' busy fractions `busy`.
+  std::vector<double> fairSpeeds(const std::vector<double> &busy) const;
+  /// The factor on SimulationOptions::wakeupLatency (given at half the
+  /// node's ranks running) at mean busy fraction `busyFraction`: 2 x it
+  /// (a waiting rank waits for the running ranks' slices).
+  double wakeupScale(double busyFraction) const;
+};
+
 /// Simulation parameters.
 struct SimulationOptions {
   /// Costs of every stage, unless stageCosts overrides them.
@@ -45,6 +74,14 @@ struct SimulationOptions {
   /// point-to-point transfer); 0 in the §1.5 figures. Same-rank successors
   /// (e.g. stages p-1 and p of ZB-V) never pay it.
   double p2pLatency = 0;
+  /// Time added on top of p2pLatency when the receiving rank is already
+  /// waiting as the transfer arrives (it must be woken and scheduled; a
+  /// rank still running its previous op finds the data on arrival); with
+  /// `sharing`, its value with half the node's ranks running, scaled by
+  /// ProcessorSharing::wakeupScale.
+  double wakeupLatency = 0;
+  /// How the ranks share processors (none by default).
+  ProcessorSharing sharing;
 };
 
 /// The simulated time span of one op.
@@ -78,6 +115,10 @@ struct SimulationResult {
   double makespan = 0;
   /// busy[r]: total cost of rank r's ops.
   std::vector<double> busy;
+  /// running[r]: the time rank r spent running its ops; busy[r] unless the
+  /// ranks share processors (SimulationOptions::sharing), where ops run
+  /// faster while other ranks wait.
+  std::vector<double> running;
   /// Σ_r (makespan - busy[r]) / Σ_r busy[r]: the Megatron convention
   /// β_ideal = t_bubble / t_ideal (algorithms.md §1.2), e.g. (p-1)/m for
   /// 1F1B with unit costs.
@@ -100,9 +141,11 @@ struct SimulationResult {
 /// form): an op starts at max(end of the previous op on its rank, end of
 /// each data predecessor (+ p2pLatency across ranks)). Data predecessors:
 /// F(s,j) ← F(s-1,j); B/I(S-1,j) ← F(S-1,j); B/I(s,j) ← B/I(s+1,j) and
-/// F(s,j); W(s,j) ← I(s,j). Communication is otherwise free. The schedule
-/// should pass validateSchedule; an op whose predecessor is missing or never
-/// runs blocks its rank, and the result reports the deadlock instead of
+/// F(s,j); W(s,j) ← I(s,j). Communication is otherwise free. With
+/// `options.sharing`, each rank's ops run at its fair speed, found as a
+/// fixed point with the simulated busy fractions (ProcessorSharing). The
+/// schedule should pass validateSchedule; an op whose predecessor is missing or
+/// never runs blocks its rank, and the result reports the deadlock instead of
 /// failing. Reproduces the "unit-cost sim" lines of §1.5 with the default
 /// options.
 SimulationResult simulateSchedule(const PipelineSchedule &schedule,

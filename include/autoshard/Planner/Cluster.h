@@ -204,6 +204,24 @@ struct Cluster {
   /// dp=R/2,tp=2,sp=1); collectiveTime adds it; forWorld sets it to 0 for
   /// a job of one rank.
   double syncLatency = 0;
+  /// Where ranks time-share cores (`sharesNode`): the time from a
+  /// pipeline send to its waiting receiver running again while the node's
+  /// cores are busy, seconds (JSON `host.wakeup_latency_us`, >= 0, at most
+  /// kMaxSyncLatencyUs): the receiver polls and runs only when the
+  /// scheduler gives it a core (measured: about 2 ms median with 8 ranks
+  /// on 2 cores, 10 us with 2). shard-calibrate's wake-up probe measures
+  /// it (CpuProbes.cpp); a simulated pipeline hop takes at least this.
+  /// forWorld sets it to 0 for a job of one rank.
+  double wakeupLatency = 0;
+  /// Where ranks time-share cores: how much faster a rank's kernels run
+  /// while half the node's ranks wait (`halfWaitingSpeedup`, JSON
+  /// `host.speedup_half_waiting`) and while all others wait
+  /// (`othersWaitingSpeedup`, `host.speedup_others_waiting`) than when
+  /// every rank runs; >= 1 each (1: nothing shared; forWorld sets both to 1
+  /// for one rank). shard-calibrate's relay probe measures them; the
+  /// pipeline simulation's processor sharing follows (pipelineSharing in
+  /// CostTerms.h).
+  double halfWaitingSpeedup = 1, othersWaitingSpeedup = 1;
   /// Tensor-parallel communication overlap: 0 (Megatron 2021, blocking
   /// all-reduces) to 1 (Transformer Engine's chunked TP overlap, which
   /// still exposes one of tp chunks: tpOverlapFraction).

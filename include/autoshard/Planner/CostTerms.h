@@ -298,6 +298,20 @@ double p2pTime(const Cluster &cluster, const Candidate &plan,
 /// (p-1)·max(0, F + I - 2W)/2 for ZB-V (Qi et al. 2023), plus 2(p-1)
 /// transfers; `steadyP2P` = 2·mb·v transfers. From the Estimate's tF, tI,
 /// tW, firstF…lastB and tP2P.
+/// How the ranks of a simulated pipeline share a node whose ranks
+/// time-share its cores (Cluster::sharesNode; pipeline::ProcessorSharing
+/// in lib/Pipeline): a receiver that waits is woken `wakeupLatency`
+/// seconds after its data arrives when half the node's ranks run
+/// (Cluster::wakeupLatency); a waiting rank still takes `waitingUse` of a
+/// running rank's cores, 2 / halfWaitingSpeedup - 1 in [0, 1] (with half
+/// the ranks waiting, the others then run halfWaitingSpeedup times
+/// faster); an op runs at most `maxSpeedup` = othersWaitingSpeedup times
+/// faster than when every rank runs. Not shared (0, 1, 1) elsewhere.
+struct PipelineSharing {
+  double wakeupLatency = 0, waitingUse = 1, maxSpeedup = 1;
+};
+PipelineSharing pipelineSharing(const Cluster &c);
+
 struct PipelineTime {
   double extra = 0, bubble = 0, busy = 0, steadyP2P = 0;
   double total() const { return busy + bubble + steadyP2P; }

@@ -640,6 +640,10 @@ struct Estimate {
   /// Per microbatch per stage: forward, input-grad, weight-grad times and
   /// the p2p time (for the simulator and the trace).
   double tF = 0, tI = 0, tW = 0, tP2P = 0;
+  /// How the simulated pipeline's ranks share a node's cores
+  /// (pipelineSharing in CostTerms.h; 0, 1, 1: they do not): the wake-up
+  /// of a waiting receiver, seconds, and ProcessorSharing's terms.
+  double tWakeup = 0, sharingWaitingUse = 1, sharingMaxSpeedup = 1;
   /// Extra time on the first and last stages (embedding, LM head).
   double firstF = 0, firstB = 0, lastF = 0, lastB = 0;
   double dpComm = 0;

@@ -736,4 +736,127 @@ std::vector<SyncSweep> measureSyncSweeps(CommWorld &world, Timer &timer,
   return sweeps;
 }
 
+double PipelineSharing::halfWaitingSpeedup() const {
+  return halfS > 0 ? std::max(1.0, allS / halfS) : 1.0;
+}
+
+double PipelineSharing::othersWaitingSpeedup() const {
+  return oneS > 0 ? std::max(1.0, allS / oneS) : 1.0;
+}
+
+PipelineSharing measurePipelineSharing(CommWorld &world, Timer &timer,
+                                       const Schedule &schedule,
+                                       size_t kernels) {
+  PipelineSharing result;
+  const int64_t ranks = world.size(), rank = world.rank();
+  if (ranks < 2 || kernels == 0)
+    return result;
+  std::unique_ptr<Communicator> comm = world.split(0, rank);
+  constexpr int64_t kHandoffs = 20;
+  constexpr double kBetweenSendsS = 1e-3;
+  const int64_t half = ranks / 2;
+  // Sender, receiver or (the odd rank out) neither.
+  const bool sender = rank < half, receiver = rank >= half && rank < 2 * half;
+  const int64_t peer = sender ? rank + half : rank - half;
+  size_t nextKernel = 0;
+  auto runFor = [&](double seconds) {
+    double until = now() + seconds;
+    do {
+      schedule.body(nextKernel)();
+      nextKernel = (nextKernel + 1) % kernels;
+    } while (now() < until);
+  };
+  auto sweep = [&] {
+    for (size_t i = 0; i < kernels; ++i)
+      schedule.body(i)();
+  };
+  // The runtime's wait for one message from `from`.
+  double stamp = 0;
+  auto receive = [&](int64_t from) {
+    comm->exchange({}, {Transfer{from, &stamp, sizeof(stamp)}})->wait();
+  };
+  const int64_t repeats = timer.repeats();
+  std::vector<double> latencies(size_t(repeats * kHandoffs), -1.0);
+  std::vector<double> all, halves, ones;
+  sweep(); // warm-up
+  for (int64_t r = 0; r < repeats; ++r) {
+    timer.barrier();
+    if (sender) {
+      for (int64_t i = 0; i < kHandoffs; ++i) {
+        runFor(kBetweenSendsS);
+        double sent = now();
+        // 8 bytes: the send completes without its receiver (eager).
+        comm->exchange({Transfer{peer, &sent, sizeof(sent)}}, {})->wait();
+      }
+      runFor(kBetweenSendsS);
+    } else if (receiver) {
+      for (int64_t i = 0; i < kHandoffs; ++i) {
+        receive(peer);
+        latencies[size_t(r * kHandoffs + i)] = now() - stamp;
+      }
+    }
+    // Every rank running the sweep.
+    timer.barrier();
+    double start = now();
+    sweep();
+    all.push_back(timer.span(start, now()));
+    // Half running: each pair relays the sweep, in kHandoffs pieces run
+    // in turn, as pipeline stages hand over microbatches (a waiting rank
+    // takes more of the cores in short waits than in one long one: with 4
+    // ranks on 2 cores a relay gained 1.4x, one long wait 2x).
+    timer.barrier();
+    start = now();
+    if (sender || receiver) {
+      for (int64_t piece = 0; piece < kHandoffs; ++piece) {
+        if ((piece % 2 == 0) != sender) {
+          receive(peer);
+          continue;
+        }
+        for (size_t i = size_t(piece) * kernels / kHandoffs,
+                    e = size_t(piece + 1) * kernels / kHandoffs;
+             i < e; ++i)
+          schedule.body(i)();
+        double done = now();
+        comm->exchange({Transfer{peer, &done, sizeof(done)}}, {})->wait();
+      }
+    }
+    halves.push_back(timer.span(start, now()));
+    // One rank running it; all others wait.
+    timer.barrier();
+    start = now();
+    if (rank == 0) {
+      sweep();
+      double done = now();
+      std::vector<Transfer> sends;
+      for (int64_t to = 1; to < ranks; ++to)
+        sends.push_back(Transfer{to, &done, sizeof(done)});
+      comm->exchange(sends, {})->wait();
+    } else {
+      receive(0);
+    }
+    ones.push_back(timer.span(start, now()));
+  }
+  // Every receiver's latencies, to every rank.
+  std::vector<double> gathered(latencies.size() * size_t(ranks));
+  comm->allGather(latencies.data(), gathered.data(),
+                  int64_t(latencies.size() * sizeof(double)))
+      ->wait();
+  std::vector<double> valid;
+  for (double x : gathered)
+    if (x >= 0)
+      valid.push_back(x);
+  if (!valid.empty()) {
+    double sum = 0;
+    for (double x : valid)
+      sum += x;
+    result.wakeupMeanS = sum / double(valid.size());
+    result.wakeupMedianS = medianOf(valid);
+    result.handoffs = int64_t(valid.size());
+  }
+  result.allS = medianOf(all);
+  result.halfS = medianOf(halves);
+  result.oneS = medianOf(ones);
+  return result;
+}
+
 } // namespace autoshard::runtime::calibrate

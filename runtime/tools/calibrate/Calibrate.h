@@ -369,6 +369,40 @@ std::vector<SyncSweep> measureSyncSweeps(CommWorld &world, Timer &timer,
                                          size_t kernels,
                                          const std::vector<CommPoint> &comms);
 
+/// How ranks that time-share a node's cores hand work to each other, as
+/// pipeline stages do (Cluster::wakeupLatency, halfWaitingSpeedup and
+/// othersWaitingSpeedup: `host.wakeup_latency_us`,
+/// `host.speedup_half_waiting`, `host.speedup_others_waiting`). A waiting
+/// rank polls its request (the runtime's wait) and runs only when the
+/// scheduler gives it a core, so (1) a send reaches a waiting receiver late
+/// while other ranks keep the cores busy, and (2) the cores the waiting
+/// ranks leave go to the running ones.
+struct PipelineSharing {
+  /// Seconds from a send to its waiting receiver's return from the wait,
+  /// while half the ranks (the senders) keep running kernels: mean and
+  /// median over every hand-off of every repeat, and their count.
+  double wakeupMeanS = 0, wakeupMedianS = 0;
+  int64_t handoffs = 0;
+  /// Median seconds of one sweep over the kernel probes with every rank
+  /// running it (`allS`), with half of the ranks running it while the
+  /// other half waits for them (`halfS`), and with one rank running it
+  /// while all others wait (`oneS`).
+  double allS = 0, halfS = 0, oneS = 0;
+  /// allS / halfS and allS / oneS, at least 1 (the cluster's fields).
+  double halfWaitingSpeedup() const;
+  double othersWaitingSpeedup() const;
+};
+
+/// Measures PipelineSharing on every rank of `world` (all ranks on one
+/// node): each repeat, 20 hand-offs from rank r < size/2 to rank
+/// r + size/2 (the sender runs the first `kernels` probes of `schedule` in
+/// turn for about 1 ms between sends and stamps each 8-byte message with
+/// its send time on the node's steady clock; the receiver waits), then the
+/// three sweeps. Fewer than 2 ranks: all zero (nothing to hand off).
+PipelineSharing measurePipelineSharing(CommWorld &world, Timer &timer,
+                                       const Schedule &schedule,
+                                       size_t kernels);
+
 /// Sets `collective_latency_us`, `intra_node` (link name `link`) and
 /// `collective_bandwidth_scale` from the ring fit of `comms`, and
 /// `measured.collectives`.

@@ -370,6 +370,32 @@ TEST(CalibrateSyncSweep, OneRankHasNoGroups) {
   EXPECT_EQ(calls, 0);
 }
 
+TEST(CalibratePipelineSharing, SpeedupsAreSweepRatiosAtLeastOne) {
+  PipelineSharing s;
+  s.allS = 0.08, s.halfS = 0.05, s.oneS = 0.02;
+  EXPECT_DOUBLE_EQ(s.halfWaitingSpeedup(), 1.6);
+  EXPECT_DOUBLE_EQ(s.othersWaitingSpeedup(), 4.0);
+  // Noise can make a relay slower than every rank at once: no slowdown.
+  s.halfS = 0.09;
+  EXPECT_DOUBLE_EQ(s.halfWaitingSpeedup(), 1.0);
+  // Not measured (one rank): nothing shared.
+  EXPECT_DOUBLE_EQ(PipelineSharing().halfWaitingSpeedup(), 1.0);
+  EXPECT_DOUBLE_EQ(PipelineSharing().othersWaitingSpeedup(), 1.0);
+}
+
+TEST(CalibratePipelineSharing, OneRankHandsOffNothing) {
+  std::unique_ptr<CommWorld> world = createLocalWorld();
+  std::unique_ptr<Communicator> all = world->split(0, 0);
+  Timer timer(*all, 3);
+  Schedule schedule(timer);
+  int calls = 0;
+  schedule.add([&] { ++calls; });
+  PipelineSharing s = measurePipelineSharing(*world, timer, schedule, 1);
+  EXPECT_EQ(s.handoffs, 0);
+  EXPECT_DOUBLE_EQ(s.allS, 0);
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(CalibrateOutput, UnwritableOutNamesTheReason) {
   auto message = [](const std::string &path) -> std::string {
     try {

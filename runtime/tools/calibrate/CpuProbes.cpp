@@ -400,6 +400,8 @@ int runCpu(const Options &opts, CommWorld &world) {
   std::vector<CommPoint> comms = collectives.points();
   std::vector<SyncSweep> syncSweeps =
       measureSyncSweeps(world, timer, schedule, kernelProbes, comms);
+  PipelineSharing sharing =
+      measurePipelineSharing(world, timer, schedule, kernelProbes);
 
   // Fixed cost and bandwidth; how much the machine's speed moved during the
   // calibration (the slowest over the fastest repeat of the bandwidth add).
@@ -518,6 +520,20 @@ int runCpu(const Options &opts, CommWorld &world) {
     }
     cluster["host"]["sync_slowdown"] = round2(medianOf(slowdowns));
     measured["sync_sweeps"] = sweeps;
+  }
+  if (sharing.handoffs > 0) {
+    // The mean: a step pays the sum of its hand-offs' latencies.
+    cluster["host"]["wakeup_latency_us"] = round2(sharing.wakeupMeanS * 1e6);
+    cluster["host"]["speedup_half_waiting"] =
+        round2(sharing.halfWaitingSpeedup());
+    cluster["host"]["speedup_others_waiting"] =
+        round2(sharing.othersWaitingSpeedup());
+    measured["pipeline_sharing"] = {{"handoffs", sharing.handoffs},
+                                    {"wakeup_mean_s", sharing.wakeupMeanS},
+                                    {"wakeup_median_s", sharing.wakeupMedianS},
+                                    {"sweep_all_running_s", sharing.allS},
+                                    {"sweep_half_running_s", sharing.halfS},
+                                    {"sweep_one_running_s", sharing.oneS}};
   }
   cluster["memory"] = {{"grad_buffer", "frame"}, {"dropout_mask_bytes", 0}};
   cluster["efficiency"] = {
