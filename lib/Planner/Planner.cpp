@@ -1715,8 +1715,19 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
     }
   }
 
-  // Simulate the best candidates with the real schedule, re-rank.
-  std::stable_sort(fitting.begin(), fitting.end(), fasterThenSmaller);
+  // Simulate the best candidates with the real schedule, re-rank, in the
+  // order of the fastest each could simulate to: its closed-form time, or,
+  // where its ranks share a node's cores (pipelineSharing), that less its
+  // bubble, which the others' work may fill.
+  auto fastestSimulated = [](const Estimate &e) {
+    bool shared = e.sharingWaitingUse < 1 && e.sharingMaxSpeedup > 1;
+    return e.stepTime - (shared ? e.bubble : 0);
+  };
+  std::stable_sort(fitting.begin(), fitting.end(),
+                   [&](const Estimate &a, const Estimate &b) {
+                     double x = fastestSimulated(a), y = fastestSimulated(b);
+                     return x != y ? x < y : fasterThenSmaller(a, b);
+                   });
   // A candidate whose simulated schedule holds more activations than the
   // closed form counted may no longer fit: it is dropped (and the next
   // analytic candidate simulated in its place).
@@ -1733,9 +1744,9 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
   double bestSimulated = std::numeric_limits<double>::infinity();
   for (size_t i = 0;
        i < fitting.size() &&
-       (nsim < o.simulateTop ||
-        (fitting[i].stepTime < (1 + kSimulationSlack) * bestSimulated &&
-         nsim < kMaxSimulated));) {
+       (nsim < o.simulateTop || (fastestSimulated(fitting[i]) <
+                                     (1 + kSimulationSlack) * bestSimulated &&
+                                 nsim < kMaxSimulated));) {
     Estimate &e = fitting[i];
     const LocalProfile &prof =
         profiles.at({e.plan.tp, e.plan.sp, e.plan.expertLayout()});

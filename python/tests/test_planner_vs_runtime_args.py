@@ -262,7 +262,40 @@ def test_replay_needs_the_recorded_calibrations(tmp_path, replay, calibrations,
     (["--replay", "--measured", "m.json", "--calibrate"],
      "--replay predicts from the recorded calibrations: it does not take "
      "--calibrate or --with-choice"),
+    (["--measured", "m.json", "--set", "8:host.wakeup_latency_us=0"],
+     "--set changes the recorded calibrations: it needs --replay"),
+    (["--replay", "--measured", "m.json", "--set", "host.x=1"],
+     "--set 'host.x=1': expected R:KEY=NUMBER"),
+    (["--replay", "--measured", "m.json", "--set", "8:host.x=fast"],
+     "--set '8:host.x=fast': expected R:KEY=NUMBER"),
 ])
 def test_replay_options(args, message):
     proc = _run(*args)
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+
+
+def test_replay_set_changes_the_recorded_calibrations(shard_opt):
+    """--set KEY=V reaches the planner through the recorded calibrations:
+    the committed run's 8-rank ZB-V row replays to its own prediction, and
+    without the node's sharing (speedup_half_waiting 1) its wake-ups cost
+    the whole step more."""
+    latest = os.path.join(REPO_ROOT, "bench", "planner_vs_runtime",
+                          "latest.json")
+    build = os.path.dirname(os.path.dirname(shard_opt))
+
+    def predicted(*extra):
+        proc = subprocess.run(
+            [sys.executable, RUN, "--measured", latest, "--replay", "--build",
+             build, "--only", "nanogpt pp=2,dp=4,zero=1,mb=4,schedule=zb-v",
+             *extra], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        row = [line for line in proc.stdout.splitlines()
+               if line.startswith("nanogpt      8 pp=2")]
+        assert len(row) == 1, proc.stdout
+        return float(row[0].split()[3])
+
+    row = [r for r in json.load(open(latest))
+           if r["model"] == "nanogpt" and "zb-v" in r["plan"]][0]
+    assert predicted() == pytest.approx(row["predicted_s"] * 1e3, abs=0.05)
+    assert predicted("--set", "8:host.speedup_half_waiting=1") > \
+        1.2 * predicted()
