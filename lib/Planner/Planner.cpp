@@ -1854,7 +1854,9 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
   } else if (r.best.empty()) {
     os << "no plan fits\n";
   } else {
-    os << "chosen plan: " << r.best.front().plan.str() << "\n";
+    // evaluate= scores the plan it was given: nothing was chosen.
+    os << (o.fixed ? "evaluated plan: " : "chosen plan: ")
+       << r.best.front().plan.str() << "\n";
     os << "as --plan: " << r.best.front().plan.applyPlan() << "\n\n";
     os << llvm::formatv("{0,-4} {1,-100} {2,9} {3,11} {4,6} {5,8} {6,8} "
                         "{7,8} {8,8} {9,9} {10,4}\n",

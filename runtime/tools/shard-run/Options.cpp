@@ -78,7 +78,8 @@ file, character-level, and prints a sample of generated text at the end.
   --seed N             seed of init, data sampling, dropout, sampling (1337)
   --log FILE           JSONL metrics, one object per step
   --trace FILE         Chrome trace (chrome://tracing, Perfetto) of one step
-  --trace-step N       0-based step the trace records (1)
+  --trace-step N       0-based step the trace records (1; a shorter run: its
+                       last step; past --steps: an error)
   --save-params FILE   after the last step, write every parameter, gathered
                        to its global shape, to FILE (safetensors; rank 0)
   --save-dir DIR       write sharded checkpoints to DIR/step-000123/ (each
@@ -212,7 +213,12 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--resume", text(o.resume)},
       {"--init-from", text(o.initFrom)},
       {"--save-hf", text(o.saveHf)},
-      {"--trace-step", integer(o.traceStep, 0)},
+      {"--trace-step",
+       [&o, set = integer(o.traceStep, 0)](const std::string &f,
+                                           const std::string &v) {
+         set(f, v);
+         o.traceStepGiven = true;
+       }},
       {"--sample", integer(o.sample, 0)},
       {"--temperature", real(o.temperature, 1e-6)},
       {"--top-k", integer(o.topK, 1)},
@@ -297,6 +303,13 @@ Options parseOptions(const std::vector<std::string> &args) {
   if (!o.initFrom.empty() && !o.resume.empty())
     throw UsageError("--init-from and --resume exclude each other: a resumed "
                      "run continues from its checkpoint's weights");
+  // The default (1) follows a shorter run to its last step; a step asked
+  // for is one the run must reach.
+  if (o.traceStepGiven && o.traceStep >= o.steps)
+    throw UsageError("--trace-step " + std::to_string(o.traceStep) +
+                     " is past the run's last step: --steps " +
+                     std::to_string(o.steps) + " runs steps 0 to " +
+                     std::to_string(o.steps - 1) + " (0-based)");
   if (o.decaySteps < 0)
     o.decaySteps = o.steps;
   if (o.warmup < 0)

@@ -56,8 +56,9 @@ struct Options {
   std::string resume;       ///< --resume DIR or "latest".
   std::string initFrom;     ///< --init-from: a Hugging Face checkpoint dir.
   std::string saveHf;       ///< --save-hf: export as a Hugging Face model dir.
-  bool checkReplicas = false; ///< Check replica consistency at the end.
-  int64_t traceStep = 1;      ///< 0-based iteration the trace records.
+  bool checkReplicas = false;  ///< Check replica consistency at the end.
+  int64_t traceStep = 1;       ///< 0-based iteration the trace records.
+  bool traceStepGiven = false; ///< --trace-step given (not the default).
   int64_t sample = 200;
   double temperature = 0.8;
   int64_t topK = 200;

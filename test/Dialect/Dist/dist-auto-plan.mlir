@@ -34,7 +34,7 @@
 // IR-NOT: "builtin.module"
 // IR: module attributes {dist.auto_plan = "pp=1,dp=2,cp=1,tp=1,sp=0,zero={{[12]}},ep=1,mbs=2,mb=1,schedule=1f1b,vpp=1,recompute=none"
 
-// EVAL: chosen plan: pp=2,dp=1,cp=1,tp=1,sp=0,zero=0,ep=1,mbs=1,mb=4,schedule=1f1b,vpp=1,recompute=none
+// EVAL: evaluated plan: pp=2,dp=1,cp=1,tp=1,sp=0,zero=0,ep=1,mbs=1,mb=4,schedule=1f1b,vpp=1,recompute=none
 // EVAL-NEXT: as --plan: pp=2,dp=1,mb=4
 // EVAL: 1 {{ *}}pp=2,dp=1,{{.*}}yes
 // EVAL: search: 1 candidates (1 fit), 1 simulated, 2 block compilations

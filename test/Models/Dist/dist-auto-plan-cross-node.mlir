@@ -14,7 +14,7 @@
 
 // TP: warning: dist-auto-plan: the evaluated plan relies on groups that span nodes: tp group of 4 consecutive ranks spans nodes of 2 GPUs (cross-node=forbid rejects such plans)
 // TP: 4 GPUs (2 nodes), global batch 8
-// TP: chosen plan: pp=1,dp=1,cp=1,tp=4,
+// TP: evaluated plan: pp=1,dp=1,cp=1,tp=4,
 // TP: cross-node groups (their collectives use the inter-node link; cross-node=forbid rejects such plans):
 // TP-NEXT: rank 1: tp group of 4 consecutive ranks spans nodes of 2 GPUs
 // TP-NEXT: warning: the chosen plan relies on 1 group(s) spanning nodes (above)
@@ -25,7 +25,7 @@
 
 // INSIDE-NOT: warning
 // INSIDE-NOT: cross-node groups
-// INSIDE: chosen plan: pp=1,dp=2,cp=1,tp=2,sp=1,
+// INSIDE: evaluated plan: pp=1,dp=2,cp=1,tp=2,sp=1,
 // INSIDE-NOT: warning
 // INSIDE-NOT: cross-node groups
 
@@ -45,5 +45,5 @@
 // BAD: error: dist-auto-plan: option 'cross-node': unknown value 'maybe' (known: warn, forbid)
 
 // ONENODE-NOT: warning
-// ONENODE: chosen plan: pp=1,dp=1,cp=1,tp=4,
+// ONENODE: evaluated plan: pp=1,dp=1,cp=1,tp=4,
 // ONENODE-NOT: cross-node

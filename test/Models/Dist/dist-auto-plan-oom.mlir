@@ -16,5 +16,5 @@
 
 // ATTR-NOT: dist.auto_plan
 
-// FITS: chosen plan: pp=8,dp=1,cp=1,tp=8,sp=1,zero=0,ep=1,mbs=1,mb=8,schedule=1f1b,vpp=1,recompute=full
+// FITS: evaluated plan: pp=8,dp=1,cp=1,tp=8,sp=1,zero=0,ep=1,mbs=1,mb=8,schedule=1f1b,vpp=1,recompute=full
 // FITS: 1 candidates (1 fit), 1 simulated

@@ -40,7 +40,7 @@
 // MLP down-projection) and 3 of the forward's 4 SP collectives (0.1875
 // MiB); the analytic model would add the whole forward (0.081 GFLOP, 0.9375
 // MiB). A layer keeps its input only: 2x32x128 f32 = 0.031 MiB.
-// FULL: chosen plan: pp=1,dp=1,cp=1,tp=2,sp=1,zero=0,ep=1,mbs=2,mb=4,schedule=1f1b,vpp=1,recompute=full
+// FULL: evaluated plan: pp=1,dp=1,cp=1,tp=2,sp=1,zero=0,ep=1,mbs=2,mb=4,schedule=1f1b,vpp=1,recompute=full
 // FULL-NEXT: as --plan: dp=1,tp=2,sp=1,mb=4,recompute=full{{$}}
 // FULL: full compiled 0.027 0.072 0.812 0.031 0.595
 // FULL: 4 block compilations
