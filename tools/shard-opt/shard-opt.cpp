@@ -19,6 +19,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -32,6 +33,18 @@ namespace autoshard::test {
 // Test passes (test/lib), declared here as upstream's mlir-opt does.
 void registerTestPrintShardingRulesPass();
 } // namespace autoshard::test
+
+// The shorthands main() rewrites before the options are parsed, listed
+// here so that --help shows them (never set: the rewrite consumes them).
+static llvm::cl::opt<std::string> autoPlanShorthand(
+    "auto-plan", llvm::cl::value_desc("options"),
+    llvm::cl::desc("Shorthand for --dist-auto-plan=\"<options>\" (the planner; "
+                   "docs/planner.md), e.g. --auto-plan \"cluster=configs/"
+                   "clusters/cpu-2core.json gpus=8\""));
+static llvm::cl::opt<std::string> planShorthand(
+    "plan", llvm::cl::value_desc("plan"),
+    llvm::cl::desc("Shorthand for --dist-apply-plan=plan=<plan>, e.g. --plan "
+                   "dp=2,tp=2,sp=1"));
 
 /// Source lines longer than this are not echoed under a diagnostic.
 static constexpr size_t kMaxEchoedLine = 240;

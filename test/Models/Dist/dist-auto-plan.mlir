@@ -14,6 +14,8 @@
 // The `--auto-plan` shorthand of shard-opt.
 // RUN: shard-opt %t.model.mlir --auto-plan "cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2" -o /dev/null | FileCheck %s --check-prefix=FLAG
 // RUN: shard-opt %t.model.mlir --auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=dp=2" -o /dev/null | FileCheck %s --check-prefix=FLAG
+// Both shorthands are listed by --help.
+// RUN: shard-opt --help | FileCheck %s --check-prefix=HELP
 
 // CHECK: dist-auto-plan: model nanogpt-shakespeare-char-cpu ({{.*}} 4 layers, seq 64), cluster CPU 2-core {{.*}}, 4 GPUs (1 node), global batch 8
 // CHECK: MFU convention: 3 x forward{{.*}}; {{0\.[1-9][0-9]}} GFLOP per sequence
@@ -57,3 +59,6 @@
 // EVAL: search: 1 candidates (1 fit), 0 simulated, 2 block compilations
 
 // FLAG: evaluated plan: pp=1,dp=2,cp=1,tp=1,sp=0,zero=0,ep=1,mbs=4,mb=1,schedule=1f1b,vpp=1,recompute=none
+
+// HELP: --auto-plan=<options> {{.*}}Shorthand for --dist-auto-plan="<options>"
+// HELP: --plan=<plan> {{.*}}Shorthand for --dist-apply-plan=plan=<plan>
