@@ -292,13 +292,16 @@ def main():
     if args.replay and (args.calibrate or args.with_choice):
         sys.exit("--replay predicts from the recorded calibrations: it does "
                  "not take --calibrate or --with-choice")
-    overrides = []  # (ranks or None, [keys], value)
+    overrides = []  # (ranks or None, [keys], value, as given)
     for item in args.set:
         try:
             where, assignment = item.split(":", 1)
             key, value = assignment.split("=", 1)
-            overrides.append((None if where == "*" else int(where),
-                              key.split("."), float(value)))
+            path = key.strip().split(".")
+            if not all(path):
+                raise ValueError
+            overrides.append((None if where.strip() == "*"
+                              else int(where), path, float(value), item))
         except ValueError:
             sys.exit(f"--set {item!r}: expected R:KEY=NUMBER, e.g. "
                      f"8:host.wakeup_latency_us=2000")
@@ -644,18 +647,23 @@ def main():
                     except calibration.CalibrationError as e:
                         sys.exit(f"--replay: the {world}-rank calibration "
                                  f"{key}: {e}")
-                    fits.setdefault(world, []).append(cluster["host"])
+                    fits.setdefault(world, []).append(dict(cluster["host"]))
                     if "note" in record:
                         notes.append(f"the {world}-rank fit, calibration "
                                      f"{key}: {record['note']}")
-                for ranks_at, path, value in overrides:
+                for ranks_at, path, value, item in overrides:
                     if ranks_at not in (None, world):
                         continue
                     for c in (cluster,) + ((rec["after"],) if isinstance(
                             rec.get("after"), dict) else ()):
                         node = c
-                        for part in path[:-1]:
+                        for depth, part in enumerate(path[:-1]):
                             node = node.setdefault(part, {})
+                            if not isinstance(node, dict):
+                                sys.exit(f"--set {item!r}: "
+                                         f"{'.'.join(path[:depth + 1])} is "
+                                         f"not an object in the {key} "
+                                         f"calibration")
                         node[path[-1]] = value
                 name = key.replace("/", "-")
                 before = os.path.join(tmp, f"replay-{name}.json")
@@ -665,15 +673,26 @@ def main():
                 if isinstance(rec.get("after"), dict):
                     later = rec["after"]
                     if world >= 2:
-                        later = calibration.with_sync_terms(
-                            later, world, *calibration.sync_terms(
-                                cluster, world, before))
+                        try:
+                            later = calibration.with_sync_terms(
+                                later, world, *calibration.sync_terms(
+                                    cluster, world, before))
+                        except calibration.CalibrationError as e:
+                            sys.exit(f"--replay: the {world}-rank "
+                                     f"calibration {key} after its plans: "
+                                     f"{e}")
                     after = os.path.join(tmp, f"replay-{name}-after.json")
                     with open(after, "w") as f:
                         json.dump(later, f)
                 replay_files[key] = (before, after)
                 return replay_files[key]
 
+            worlds = sorted({int(k.split("/")[0]) for k in recorded})
+            for ranks_at, _, _, item in overrides:
+                if ranks_at is not None and ranks_at not in worlds:
+                    sys.exit(f"--set {item!r}: {args.measured} recorded no "
+                             f"calibration of {ranks_at} ranks (it has "
+                             f"{', '.join(map(str, worlds))})")
             for row in rows:
                 old = earlier.get((row["model"], row["plan"]))
                 if row["measured_s"] is None or old is None:
@@ -682,6 +701,14 @@ def main():
                     before, after = replayed(used["calibration"])
                     pred, why = predict(shard_opt, irs[row["model"]], before,
                                         row["plan"])
+                    if pred is None and any(
+                            r in (None, row["ranks"])
+                            for r, _, _, _ in overrides):
+                        # Once, not as every row's note: the change broke
+                        # the calibration, not the plan.
+                        sys.exit(f"--replay --set: the {used['calibration']} "
+                                 f"calibration with --set no longer scores "
+                                 f"{row['model']} {row['plan']}: {why}")
                     if pred is None:
                         row["note"], row["measured_s"] = why, None
                         break

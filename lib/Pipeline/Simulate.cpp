@@ -272,36 +272,43 @@ autoshard::pipeline::simulateSchedule(const PipelineSchedule &schedule,
   const int64_t p = schedule.rankOrders.size();
   const ProcessorSharing &share = options.sharing;
   std::vector<double> speeds(p, 1.0);
-  if (!share.shares() || p == 0)
+  if ((!share.shares() && options.wakeupLatency <= 0) || p == 0)
     return simulateOnce(schedule, options, speeds);
-  // A fixed point of the ranks' speeds and busy fractions (damped
-  // iteration): simulate at the speeds, read each rank's busy fraction,
-  // give each its fair share of the node (ProcessorSharing::fairSpeeds).
-  SimulationResult sim;
-  for (int iteration = 0; iteration < 100; ++iteration) {
+  // A fixed point of the ranks' busy fractions with their speeds (their
+  // fair share of the node, ProcessorSharing::fairSpeeds; 1 where nothing
+  // is shared) and with the wake-up latency at the mean busy fraction
+  // (wakeupScale): simulate, read the busy fractions, move halfway to
+  // what they imply (damped), until nothing moves. Starts where the
+  // latency was measured, half the ranks busy; the last simulation always
+  // has the final speeds and latency.
+  double mean = 0.5;
+  auto simulateAt = [&] {
     SimulationOptions at = options;
-    std::vector<double> busy(p, 1.0);
-    double mean = 1;
-    if (iteration > 0) {
-      mean = 0;
-      for (int64_t r = 0; r < p; ++r) {
-        busy[r] = std::clamp(sim.running[r] / sim.makespan, 1e-6, 1.0);
-        mean += busy[r] / double(p);
-      }
-    }
     at.wakeupLatency = options.wakeupLatency * share.wakeupScale(mean);
-    std::vector<double> fair = share.fairSpeeds(busy);
-    double moved = 0;
+    return simulateOnce(schedule, at, speeds);
+  };
+  SimulationResult sim = simulateAt();
+  for (int iteration = 0; iteration < 100; ++iteration) {
+    if (sim.deadlocked || sim.makespan <= 0)
+      return sim;
+    std::vector<double> busy(p);
+    double simMean = 0;
     for (int64_t r = 0; r < p; ++r) {
-      double next = iteration == 0 ? fair[r] : (speeds[r] + fair[r]) / 2;
+      busy[r] = std::clamp(sim.running[r] / sim.makespan, 1e-6, 1.0);
+      simMean += busy[r] / double(p);
+    }
+    std::vector<double> fair =
+        share.shares() ? share.fairSpeeds(busy) : std::vector<double>(p, 1.0);
+    double moved = std::abs(simMean - mean);
+    mean = (mean + simMean) / 2;
+    for (int64_t r = 0; r < p; ++r) {
+      double next = (speeds[r] + fair[r]) / 2;
       moved = std::max(moved, std::abs(next - speeds[r]) / speeds[r]);
       speeds[r] = next;
     }
-    if (iteration > 0 && moved < 1e-4)
+    sim = simulateAt();
+    if (moved < 1e-4)
       break;
-    sim = simulateOnce(schedule, at, speeds);
-    if (sim.deadlocked || sim.makespan <= 0)
-      return sim;
   }
   return sim;
 }

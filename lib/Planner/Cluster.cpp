@@ -508,18 +508,25 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
       1e-6;
   // At most 1000: a rank's share of a node's cores grows at most by the
   // node's rank count, and far more is a broken measurement.
-  c.halfWaitingSpeedup =
-      r.number(*root, "host.speedup_half_waiting", 1.0, false, 1000);
-  c.othersWaitingSpeedup =
-      r.number(*root, "host.speedup_others_waiting", 1.0, false, 1000);
-  for (auto [key, value] :
-       {std::pair{"speedup_half_waiting", c.halfWaitingSpeedup},
-        std::pair{"speedup_others_waiting", c.othersWaitingSpeedup}})
-    if (value < 1)
+  // A number below 1 (negative included) is named by the one rule it
+  // breaks, before the generic range check.
+  const json::Object *host = root->getObject("host");
+  bool slower = false;
+  for (const char *key : {"speedup_half_waiting", "speedup_others_waiting"})
+    if (std::optional<double> v = host ? host->getNumber(key) : std::nullopt;
+        v && *v < 1) {
       r.fail(llvm::formatv("field 'host.{0}' must be at least 1 (a rank "
                            "does not run slower because others wait), got "
                            "{1}",
-                           key, json::Value(value)));
+                           key, json::Value(*v)));
+      slower = true;
+    }
+  if (!slower) {
+    c.halfWaitingSpeedup =
+        r.number(*root, "host.speedup_half_waiting", 1.0, false, 1000);
+    c.othersWaitingSpeedup =
+        r.number(*root, "host.speedup_others_waiting", 1.0, false, 1000);
+  }
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);
   c.dpOverlap = r.number(*root, "overlap.dp", 0.0, false, 1);
   c.p2pOverlap = r.number(*root, "overlap.p2p", 0.0, false, 1);

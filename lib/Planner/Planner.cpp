@@ -1717,11 +1717,20 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
 
   // Simulate the best candidates with the real schedule, re-rank, in the
   // order of the fastest each could simulate to: its closed-form time, or,
-  // where its ranks share a node's cores (pipelineSharing), that less its
-  // bubble, which the others' work may fill.
+  // where its ranks share a node's cores (pipelineSharing), the time with
+  // its pipeline at the node's full capacity: its ranks' mean work, every
+  // idle moment filled by another rank's (the fair share never gives the
+  // node more than every rank running).
   auto fastestSimulated = [](const Estimate &e) {
     bool shared = e.sharingWaitingUse < 1 && e.sharingMaxSpeedup > 1;
-    return e.stepTime - (shared ? e.bubble : 0);
+    const Candidate &p = e.plan;
+    if (!shared || p.pp <= 1)
+      return e.stepTime;
+    double meanWork =
+        double(p.mb) *
+        (double(p.vpp) * (e.tF + e.tI + e.tW) +
+         (e.firstF + e.firstB + e.lastF + e.lastB) / double(p.pp));
+    return std::min(e.stepTime, e.dpComm + e.optimizer + meanWork);
   };
   std::stable_sort(fitting.begin(), fitting.end(),
                    [&](const Estimate &a, const Estimate &b) {

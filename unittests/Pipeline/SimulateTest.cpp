@@ -200,22 +200,29 @@ TEST(SimulateTest, PerStageCostsAndLatency) {
 TEST(SimulateTest, WakeupOnlyForAWaitingReceiver) {
   // p = 2, m = 2, 1F1B: 1F0 waits for 0F0 (woken), 0B0 waits for 1B0
   // (woken); 1F1 is ready when 1B0 ends, its 0F1 having arrived while
-  // rank 1 ran: not woken.
+  // rank 1 ran: not woken. The latency is given at half the ranks busy and
+  // scales with the mean busy fraction b of the result (2b).
   SimulationOptions wake;
   wake.wakeupLatency = 0.5;
   SimulationResult sim =
       simulateSchedule(build(ScheduleKind::OneFOneB, 2, 2), wake);
   ASSERT_FALSE(sim.deadlocked) << sim.deadlockReport;
-  // Rank 0: 0F0 [0,1) 0F1 [1,2); rank 1: 1F0 [1.5,2.5) 1B0 [2.5,4.5)
-  // 1F1 [4.5,5.5) (0F1 arrived at 2).
+  double b = (sim.running[0] + sim.running[1]) / (2 * sim.makespan);
+  double woken = 0.5 * 2 * b;
   EXPECT_EQ(sim.timeline[1][0].op, (PipelineOp{Kind::F, 1, 0}));
-  EXPECT_DOUBLE_EQ(sim.timeline[1][0].start, 1.5);
+  EXPECT_NEAR(sim.timeline[1][0].start, 1 + woken, 1e-3);
   EXPECT_EQ(sim.timeline[1][2].op, (PipelineOp{Kind::F, 1, 1}));
   EXPECT_DOUBLE_EQ(sim.timeline[1][2].start, sim.timeline[1][1].end);
-  // 0B0: rank 0 has waited since 2, 1B0 ends at 4.5: woken at 5.
   EXPECT_EQ(sim.timeline[0][2].op, (PipelineOp{Kind::B, 0, 0}));
-  EXPECT_DOUBLE_EQ(sim.timeline[0][2].start, 5.0);
+  EXPECT_NEAR(sim.timeline[0][2].start, sim.timeline[1][1].end + woken, 1e-3);
   EXPECT_EQ(sim.running, sim.busy);
+  // Nothing shared, a wake-up: the same scaling whatever the (unused)
+  // speed-up fields say.
+  wake.sharing.maxSpeedup = 1.0001;
+  wake.sharing.waitingUse = 0.9999;
+  SimulationResult nearly =
+      simulateSchedule(build(ScheduleKind::OneFOneB, 2, 2), wake);
+  EXPECT_NEAR(nearly.makespan, sim.makespan, 1e-3 * sim.makespan);
 }
 
 TEST(SimulateTest, FairSpeedsFillTheNodeLightRanksFirst) {

@@ -2091,6 +2091,12 @@ TEST(ClusterTerm, PipelineSharingFromTheMeasuredSpeedups) {
   EXPECT_EQ(hostFieldError("speedup_half_waiting", "0.5"),
             "x.json: field 'host.speedup_half_waiting' must be at least 1 (a "
             "rank does not run slower because others wait), got 0.5");
+  EXPECT_EQ(hostFieldError("speedup_others_waiting", "-1"),
+            "x.json: field 'host.speedup_others_waiting' must be at least 1 "
+            "(a rank does not run slower because others wait), got -1");
+  EXPECT_EQ(hostFieldError("speedup_others_waiting", "2000"),
+            "x.json: field 'host.speedup_others_waiting' must be a "
+            "non-negative number <= 1000, got 2000");
   EXPECT_EQ(hostFieldError("wakeup_latency_us", "-1"),
             "x.json: field 'host.wakeup_latency_us' must be a non-negative "
             "number <= 100000, got -1");
