@@ -8,7 +8,9 @@
 // RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%S/../../Inputs/cpu-2core-fixed.json gpus=2 schedules=1f1b recompute=none,full" -o %t.mlir | FileCheck %s --check-prefix=SEARCH
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
 // RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%S/../../Inputs/cpu-2core-fixed.json gpus=2 evaluate=pp=2,dp=1,mb=4" -o /dev/null | FileCheck %s --check-prefix=EVAL
-// RUN: shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%S/../../Inputs/cpu-2core-fixed.json gpus=4 evaluate=pp=4,dp=1,mb=4" -o /dev/null | FileCheck %s --check-prefix=LAYERS
+// An evaluated plan that cannot be built: the report, then an error (exit
+// status 1).
+// RUN: not shard-opt %S/../../Inputs/tiny-gpt2-model.mlir --dist-auto-plan="cluster=%S/../../Inputs/cpu-2core-fixed.json gpus=4 evaluate=pp=4,dp=1,mb=4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LAYERS
 
 // SEARCH: dist-auto-plan: model tiny-gpt2 (4.56K params, 2 layers, seq 8), cluster CPU 2-core (this development machine), 2 GPUs (1 node), global batch 4
 // ZeRO-1 and ZeRO-2 tie with one microbatch (one reduce-scatter per step
@@ -42,5 +44,6 @@
 // EVAL: 1 {{ *}}pp=2,dp=1,{{.*}}yes
 // EVAL: search: 1 candidates (1 fit), 1 simulated, 2 block compilations
 
+// LAYERS: error: dist-auto-plan: evaluate=pp=4,dp=1,mb=4 is invalid: 2 layers do not split into pp*vpp=4 stages
 // LAYERS: no plan fits
 // LAYERS: tp=1 pp=4 cp=1 invalid: 2 layers do not split into pp*vpp=4 stages

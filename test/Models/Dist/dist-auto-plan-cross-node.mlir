@@ -4,7 +4,7 @@
 // group of 2 ranks tp=2 apart spans two; dp=2,tp=2 keeps tp inside a node.
 // RUN: %python -m autoshard.models %configs/models/nanogpt-shakespeare-char-cpu.json --batch 8 --seq 64 --vocab-multiple 64 -q -o %t.model.mlir
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-two-gpu-nodes.json gpus=4 evaluate=tp=4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TP
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-two-gpu-nodes.json gpus=4 evaluate=tp=4 cross-node=forbid" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TP-FORBID
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-two-gpu-nodes.json gpus=4 evaluate=tp=4 cross-node=forbid" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TP-FORBID
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-two-gpu-nodes.json gpus=4 evaluate=dp=2,tp=2,sp=1 cross-node=forbid" -o /dev/null 2>&1 | FileCheck %s --check-prefix=INSIDE
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-two-gpu-nodes.json gpus=8 evaluate=dp=2,cp=2,tp=2 format=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CP-JSON
 // RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%S/Inputs/auto-plan-two-gpu-nodes.json gpus=8 cross-node=forbid recompute=none zero=0,1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SEARCH
@@ -19,6 +19,7 @@
 // TP-NEXT: rank 1: tp group of 4 consecutive ranks spans nodes of 2 GPUs
 // TP-NEXT: warning: the chosen plan relies on 1 group(s) spanning nodes (above)
 
+// TP-FORBID: error: dist-auto-plan: evaluate=tp=4 is invalid: tp group of 4 consecutive ranks spans nodes of 2 GPUs (cross-node=forbid)
 // TP-FORBID-NOT: warning:
 // TP-FORBID: no plan fits
 // TP-FORBID: tp=4 pp=1 cp=1 {{ *}}invalid: tp group of 4 consecutive ranks spans nodes of 2 GPUs (cross-node=forbid)

@@ -54,8 +54,10 @@
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 top=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOP0
 // TOP0: error: dist-auto-plan: top must be >= 1, got 0
 // Interleaved with fewer microbatches than stages, or not a multiple of
-// them: the compiler has no such schedule (it was scored, exit 0).
-// RUN: shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=pp=2,schedule=interleaved,vpp=2,mb=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=INTERLEAVED
+// them: the compiler has no such schedule: the report says why, then an
+// error (it exited 0).
+// RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=2 evaluate=pp=2,schedule=interleaved,vpp=2,mb=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=INTERLEAVED
+// INTERLEAVED: error: dist-auto-plan: evaluate=pp=2,schedule=interleaved,vpp=2,mb=1 is invalid: interleaved: mb=1 microbatches
 // INTERLEAVED: no plan fits
 // INTERLEAVED: invalid: interleaved: mb=1 microbatches are not a multiple of pp=2 (Megatron-Core's schedule runs them in groups of pp)
 // A negative simulate-top was taken as 0 without a word.

@@ -1447,6 +1447,16 @@ struct DistAutoPlanPass
     if (!trace.empty() && !result.best.empty() &&
         failed(writeFile(trace, planner::chromeTrace(result.best.front()))))
       return signalPassFailure();
+    // An evaluated plan the compiler cannot build is bad input, not a
+    // result (one that does not fit is a result: the report says by how
+    // much).
+    if (options.fixed && result.best.empty())
+      for (const auto &[family, why] : result.rejected)
+        if (llvm::StringRef(why).starts_with("invalid")) {
+          module.emitError()
+              << "dist-auto-plan: evaluate=" << evaluatePlan << " is " << why;
+          return signalPassFailure();
+        }
     if (!result.best.empty() && !result.best.front().crossNode.empty())
       module.emitWarning() << "dist-auto-plan: the "
                            << (options.fixed ? "evaluated" : "chosen")
