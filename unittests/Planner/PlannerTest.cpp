@@ -484,9 +484,9 @@ TEST(Search, LazySimulationAgreesWithSimulatingEverything) {
   // candidate's time, nor hide one that is faster.
   // Also where ranks share a node's cores: a simulated pipeline may then
   // beat its closed form (its bubble filled by other ranks' work).
-  for (auto [batch, shared] : {std::pair{8, false}, std::pair{16, false},
-                               std::pair{64, false}, std::pair{16, true},
-                               std::pair{32, true}, std::pair{64, true}}) {
+  for (auto [batch, shared] :
+       {std::pair{8, false}, std::pair{16, false}, std::pair{64, false},
+        std::pair{16, true}, std::pair{32, true}, std::pair{64, true}}) {
     DenseSearch t(batch);
     auto &[c, m, profiles, o] = t;
     if (shared) {
@@ -504,8 +504,8 @@ TEST(Search, LazySimulationAgreesWithSimulatingEverything) {
     EXPECT_NEAR(lazy.best.front().stepTime, all.best.front().stepTime,
                 1e-12 * all.best.front().stepTime)
         << "batch " << batch << (shared ? " shared" : "") << ": lazy "
-        << lazy.best.front().plan.str()
-        << ", all " << all.best.front().plan.str();
+        << lazy.best.front().plan.str() << ", all "
+        << all.best.front().plan.str();
     EXPECT_LE(lazy.stats.simulated, all.stats.simulated);
   }
 }
