@@ -113,8 +113,9 @@ def test_a_step_below_the_kernels_is_clamped_at_zero(shard_opt, model,
     (8, {"dp=8": float("inf")}, "positive finite number of seconds, got inf"),
     (8, {"dp=x": 0.05}, "plan 'dp=x': dp must be a positive integer, got 'x'"),
     (8, {"dp=0": 0.05}, "plan 'dp=0': dp must be a positive integer, got '0'"),
-    (8, {"dp=8,tp=1,ep=2": 0.05}, "the planner rejected dp=8,tp=1,ep=2 on 8 "
-     "ranks of the cluster description: invalid: ep>1 on a model without"),
+    (8, {"dp=8,tp=1,ep=2": 0.05}, "could not score dp=8,tp=1,ep=2 on the "
+     "cluster description: .*evaluate=dp=8,tp=1,ep=2,mbs=2 is invalid: "
+     "ep>1 on a model without"),
     (8, {"pp=2,dp=4,mb=3": 0.05}, "plan 'pp=2,dp=4,mb=3': the global batch 16 "
      "is not a multiple of dp\\*mb = 12"),
 ])
