@@ -377,6 +377,14 @@ std::optional<pipeline::ScheduleKind> scheduleKind(const std::string &s) {
   return std::nullopt;
 }
 
+/// How a candidate's pipeline ranks share their node (pipelineSharing).
+pipeline::ProcessorSharing sharingOf(const Estimate &e) {
+  pipeline::ProcessorSharing sharing;
+  sharing.waitingUse = e.sharingWaitingUse;
+  sharing.maxSpeedup = e.sharingMaxSpeedup;
+  return sharing;
+}
+
 /// Per-stage op costs of a candidate, for the simulator.
 pipeline::SimulationOptions stageCosts(const Estimate &e) {
   const Candidate &p = e.plan;
@@ -406,8 +414,7 @@ pipeline::SimulationOptions stageCosts(const Estimate &e) {
   }
   opts.p2pLatency = e.tP2P;
   opts.wakeupLatency = e.tWakeup;
-  opts.sharing.waitingUse = e.sharingWaitingUse;
-  opts.sharing.maxSpeedup = e.sharingMaxSpeedup;
+  opts.sharing = sharingOf(e);
   return opts;
 }
 
@@ -1722,9 +1729,8 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
   // idle moment filled by another rank's (the fair share never gives the
   // node more than every rank running).
   auto fastestSimulated = [](const Estimate &e) {
-    bool shared = e.sharingWaitingUse < 1 && e.sharingMaxSpeedup > 1;
     const Candidate &p = e.plan;
-    if (!shared || p.pp <= 1)
+    if (!sharingOf(e).shares() || p.pp <= 1)
       return e.stepTime;
     double meanWork =
         double(p.mb) *

@@ -359,15 +359,23 @@ TEST(CalibrateSyncSweep, MedianPairedLossOverTheWork) {
   EXPECT_THROW(syncSlowdownOf(base, synced, 0, 0), std::invalid_argument);
 }
 
-TEST(CalibrateSyncSweep, OneRankHasNoGroups) {
+/// One rank and a schedule of one probe that counts its calls.
+struct OneRankProbe {
   std::unique_ptr<CommWorld> world = createLocalWorld();
   std::unique_ptr<Communicator> all = world->split(0, 0);
-  Timer timer(*all, 3);
-  Schedule schedule(timer);
+  Timer timer{*all, 3};
+  Schedule schedule{timer};
   int calls = 0;
-  schedule.add([&] { ++calls; });
-  EXPECT_TRUE(measureSyncSweeps(*world, timer, schedule, 1, {}).empty());
-  EXPECT_EQ(calls, 0);
+  OneRankProbe() {
+    schedule.add([this] { ++calls; });
+  }
+};
+
+TEST(CalibrateSyncSweep, OneRankHasNoGroups) {
+  OneRankProbe one;
+  EXPECT_TRUE(
+      measureSyncSweeps(*one.world, one.timer, one.schedule, 1, {}).empty());
+  EXPECT_EQ(one.calls, 0);
 }
 
 TEST(CalibratePipelineSharing, SpeedupsAreSweepRatiosAtLeastOne) {
@@ -384,16 +392,12 @@ TEST(CalibratePipelineSharing, SpeedupsAreSweepRatiosAtLeastOne) {
 }
 
 TEST(CalibratePipelineSharing, OneRankHandsOffNothing) {
-  std::unique_ptr<CommWorld> world = createLocalWorld();
-  std::unique_ptr<Communicator> all = world->split(0, 0);
-  Timer timer(*all, 3);
-  Schedule schedule(timer);
-  int calls = 0;
-  schedule.add([&] { ++calls; });
-  PipelineSharing s = measurePipelineSharing(*world, timer, schedule, 1);
+  OneRankProbe one;
+  PipelineSharing s =
+      measurePipelineSharing(*one.world, one.timer, one.schedule, 1);
   EXPECT_EQ(s.handoffs, 0);
   EXPECT_DOUBLE_EQ(s.allS, 0);
-  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(one.calls, 0);
 }
 
 TEST(CalibrateOutput, UnwritableOutNamesTheReason) {
