@@ -314,7 +314,9 @@ const std::map<std::string, std::set<std::string>> &knownFields() {
       {"efficiency",
        {"gemm", "gemm_tiles", "gemm_k0", "attention", "memory", "memory_ops",
         "attention_score_bytes", "gemm_overhead_us", "attention_score_ns",
-        "attention_grad_score_ns", "kernel_overhead_us"}},
+        "attention_grad_score_ns", "attention_tile_us",
+        "attention_grad_tile_us", "attention_query_block",
+        "attention_key_block", "kernel_overhead_us"}},
       {"host",
        {"op_overhead_us", "step_overhead_ms", "sync_slowdown",
         "sync_latency_us", "wakeup_latency_us", "speedup_half_waiting",
@@ -468,6 +470,15 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
   c.attentionGradScoreTime =
       r.number(*root, "efficiency.attention_grad_score_ns", 0.0, false, inf) *
       1e-9;
+  c.attentionTileTime =
+      r.number(*root, "efficiency.attention_tile_us", 0.0, false, inf) * 1e-6;
+  c.attentionGradTileTime =
+      r.number(*root, "efficiency.attention_grad_tile_us", 0.0, false, inf) *
+      1e-6;
+  c.attentionQueryBlock =
+      r.number(*root, "efficiency.attention_query_block", 128.0, true, inf);
+  c.attentionKeyBlock =
+      r.number(*root, "efficiency.attention_key_block", 128.0, true, inf);
   c.gemmOverhead =
       r.number(*root, "efficiency.gemm_overhead_us", 0.0, false, inf) * 1e-6;
   c.gemmK0 = r.number(*root, "efficiency.gemm_k0", 0.0, false, inf);

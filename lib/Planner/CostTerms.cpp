@@ -104,9 +104,16 @@ FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
     // GEMM and before the PV GEMM, so their time adds to the GEMMs'.
     // The fused kernel's per-score work (softmax; recomputed probabilities
     // in the backward) beside its FLOPs.
+    // Kernel time like kernelTime's, so slowed by synchronisation alike.
     if (op.kind == OpKind::Attention)
-      time += op.scoreElements.at(b) * scale *
-              (op.backward ? c.attentionGradScoreTime : c.attentionScoreTime);
+      time +=
+          (1 + c.syncSlowdown) * scale *
+          (op.scoreElements.at(b) *
+               (op.backward ? c.attentionGradScoreTime : c.attentionScoreTime) +
+           op.attentionBatchHeads.at(b) *
+               attentionTiles(c, op.attentionSeqQ, op.attentionSeqK,
+                              op.attentionCausal) *
+               (op.backward ? c.attentionGradTileTime : c.attentionTileTime));
     if (op.kind == OpKind::Attention && c.attentionScoreBytes > 0) {
       time += kernelTime(c, OpKind::Memory, 0,
                          c.attentionScoreBytes * op.scoreElements.at(b) *
@@ -192,8 +199,8 @@ void addLayerTerm(LayerTimes &layer, const LayerTerm &t) {
   // Adding a zero part is exact, so every term is added in one order.
   layer.forward += t.forward;
   layer.inputGrad += t.backward;
-  layer.forward += t.imbalanceForward;
-  layer.inputGrad += t.imbalanceBackward;
+  layer.forward += t.computeForward;
+  layer.inputGrad += t.computeBackward;
   layer.comm += t.forward + t.backward;
   layer.inputGrad += t.recompute;
   layer.comm += t.recompute;
@@ -246,11 +253,23 @@ LayerTerm ringAttentionTerm(const Cluster &c, const ModelInfo &m,
     // and the diagonal, (2cp-1)/cp times the balanced share (the others
     // wait for it at the next collective).
     double extra = double(plan.cp - 1) / plan.cp;
-    t.imbalanceForward = extra * attentionForward;
-    t.imbalanceBackward = extra * attentionBackward;
+    t.computeForward = extra * attentionForward;
+    t.computeBackward = extra * attentionBackward;
   }
-  if (plan.recompute == "full")
+  // The ring's cp block kernels against the one kernel at 1/cp the profile
+  // counts: more, smaller tiles.
+  double seq = double(m.seq), chunk = seq / plan.cp;
+  double ringTiles = (plan.cp - 1) * attentionTiles(c, chunk, chunk, false) +
+                     attentionTiles(c, chunk, chunk, true);
+  double extraTiles = (1 + c.syncSlowdown) * plan.mbs * double(m.heads) /
+                      plan.tp *
+                      (ringTiles - attentionTiles(c, seq, seq, true) / plan.cp);
+  t.computeForward += extraTiles * c.attentionTileTime;
+  t.computeBackward += extraTiles * c.attentionGradTileTime;
+  if (plan.recompute == "full") {
     t.recompute = ring.forward;
+    t.computeBackward += extraTiles * c.attentionTileTime;
+  }
   return t;
 }
 

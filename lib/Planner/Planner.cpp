@@ -132,6 +132,19 @@ double gemmShapeEfficiency(const Cluster &cluster, const GemmShape &shape) {
   return quantised * depth;
 }
 
+double attentionTiles(const Cluster &cluster, double seqQ, double seqK,
+                      bool causal) {
+  const double qb = cluster.attentionQueryBlock, kb = cluster.attentionKeyBlock;
+  if (seqQ <= 0 || seqK <= 0 || !(qb > 0) || !(kb > 0))
+    return 0;
+  double tiles = 0;
+  for (double i0 = 0; i0 < seqQ; i0 += qb) {
+    double cols = causal ? std::min(seqK, std::min(seqQ, i0 + qb)) : seqK;
+    tiles += std::ceil(cols / kb);
+  }
+  return tiles;
+}
+
 double kernelTime(const Cluster &cluster, OpKind kind, double flops,
                   double bytes, const GemmShape *shape,
                   llvm::StringRef opName) {

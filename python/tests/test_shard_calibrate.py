@@ -74,13 +74,20 @@ def test_writes_a_cluster_the_planner_reads(tmp_path, shard_opt):
     # m in {64, 256, 1024} x n in {32, 128, 512} x k in {32, 128, 512}.
     assert len(cluster["measured"]["gemm"]) == 27
     assert cluster["efficiency"]["gemm_overhead_us"] >= 0
-    # Attention at head dims 16, 32, 64, both directions, and the fitted
-    # seconds per score element of each.
-    assert [a["head_dim"] for a in cluster["measured"]["attention"]] == [16, 32, 64]
+    # Attention at head dims 16, 32, 64, each at sequence 64 (batch 2) and
+    # 32 (batch 8), both directions, and the fitted seconds per score
+    # element and per tile of each, with the kernel's tile.
+    assert [(a["seq"], a["batch"], a["head_dim"])
+            for a in cluster["measured"]["attention"]] == [
+        (64, 2, 16), (64, 2, 32), (64, 2, 64),
+        (32, 8, 16), (32, 8, 32), (32, 8, 64)]
     assert all(a["forward_s"] > 0 and a["backward_s"] > 0
                for a in cluster["measured"]["attention"])
-    for key in ("attention_score_ns", "attention_grad_score_ns"):
+    for key in ("attention_score_ns", "attention_grad_score_ns",
+                "attention_tile_us", "attention_grad_tile_us"):
         assert cluster["efficiency"][key] >= 0, key
+    assert cluster["efficiency"]["attention_query_block"] == 64
+    assert cluster["efficiency"]["attention_key_block"] == 512
     assert cluster["memory"]["grad_buffer"] == "frame"
     assert gpu["shares_node"] is True
     # Interleaved repeats: the drift of the bandwidth probe (one repeat: 1),

@@ -89,7 +89,7 @@ void expectGemm(Operation *op, double batch, double m, double n, double k) {
   EXPECT_EQ(shape->m, m);
   EXPECT_EQ(shape->n, n);
   EXPECT_EQ(shape->k, k);
-  EXPECT_EQ(cost.getAttentionScoreElements(), 0);
+  EXPECT_FALSE(cost.getAttentionShape().has_value());
 }
 
 TEST_F(OpKnowledgeTest, GemmShapes) {
@@ -122,18 +122,25 @@ func.func @f(%xt: tensor<2x4x3xf32>, %w: tensor<4x5xf32>, %wt: tensor<5x4xf32>) 
 TEST_F(OpKnowledgeTest, AttentionAndMemoryKinds) {
   SmallVector<Operation *> ops = parseBody(kTfmOps);
   ASSERT_EQ(ops.size(), 7u);
-  // B·N·Sq·Sk = 2·4·8·6, forward and backward alike.
+  // B·N = 2·4 matrices of Sq x Sk = 8 x 6 scores, not causal, forward and
+  // backward alike.
   for (Operation *op : {ops[3], ops[4]}) {
     auto cost = cast<tfm::TfmCostOpInterface>(op);
     EXPECT_EQ(cost.getRooflineKind(), tfm::RooflineKind::Attention);
-    EXPECT_EQ(cost.getAttentionScoreElements(), 2.0 * 4 * 8 * 6);
+    std::optional<tfm::AttentionShape> shape = cost.getAttentionShape();
+    ASSERT_TRUE(shape.has_value());
+    EXPECT_EQ(shape->batchHeads, 2.0 * 4);
+    EXPECT_EQ(shape->seqQ, 8);
+    EXPECT_EQ(shape->seqK, 6);
+    EXPECT_FALSE(shape->causal);
+    EXPECT_EQ(shape->scores(), 2.0 * 4 * 8 * 6);
     EXPECT_FALSE(cost.getGemmShape().has_value());
   }
   for (Operation *op : {ops[5], ops[6]}) {
     auto cost = cast<tfm::TfmCostOpInterface>(op);
     EXPECT_EQ(cost.getRooflineKind(), tfm::RooflineKind::Memory);
     EXPECT_FALSE(cost.getGemmShape().has_value());
-    EXPECT_EQ(cost.getAttentionScoreElements(), 0);
+    EXPECT_FALSE(cost.getAttentionShape().has_value());
   }
 }
 

@@ -1674,8 +1674,8 @@ TEST(DataParallelTerm, ZeroReducesOnceUnlessEveryMicrobatch) {
 TEST(LayerTerm, AddsPartsInOrder) {
   LayerTimes layer{1, 2, 3, 0.5};
   LayerTerm t;
-  t.forward = 0.25, t.backward = 0.5, t.imbalanceForward = 0.125;
-  t.imbalanceBackward = 0.0625, t.recompute = 0.03125;
+  t.forward = 0.25, t.backward = 0.5, t.computeForward = 0.125;
+  t.computeBackward = 0.0625, t.recompute = 0.03125;
   addLayerTerm(layer, t);
   EXPECT_DOUBLE_EQ(layer.forward, 1.375);
   EXPECT_DOUBLE_EQ(layer.inputGrad, 2.59375);
@@ -1697,7 +1697,7 @@ TEST(ContextParallelTerm, UlyssesFourAllToAllsEachWay) {
   EXPECT_DOUBLE_EQ(t.forward, forward);
   EXPECT_DOUBLE_EQ(t.backward, forward);
   EXPECT_DOUBLE_EQ(t.recompute, 0);
-  EXPECT_DOUBLE_EQ(t.imbalanceForward, 0);
+  EXPECT_DOUBLE_EQ(t.computeForward, 0);
   plan.recompute = "full";
   EXPECT_DOUBLE_EQ(ulyssesTerm(c, m, plan).recompute, forward);
   // Ring attention plans have no Ulysses term, and vice versa.
@@ -1719,11 +1719,38 @@ TEST(ContextParallelTerm, RingMergesAndContiguousImbalance) {
   LayerTerm t = ringAttentionTerm(c, m, plan, 4e-3, 8e-3);
   EXPECT_DOUBLE_EQ(t.forward, 3 * merge);
   // Contiguous chunks: (cp-1)/cp of the block's attention more.
-  EXPECT_DOUBLE_EQ(t.imbalanceForward, 0.75 * 4e-3);
-  EXPECT_DOUBLE_EQ(t.imbalanceBackward, 0.75 * 8e-3);
+  EXPECT_DOUBLE_EQ(t.computeForward, 0.75 * 4e-3);
+  EXPECT_DOUBLE_EQ(t.computeBackward, 0.75 * 8e-3);
   plan.cpContiguous = false;
-  EXPECT_DOUBLE_EQ(ringAttentionTerm(c, m, plan, 4e-3, 8e-3).imbalanceForward,
-                   0);
+  EXPECT_DOUBLE_EQ(ringAttentionTerm(c, m, plan, 4e-3, 8e-3).computeForward, 0);
+}
+
+TEST(ContextParallelTerm, RingBlocksPayTheirTiles) {
+  // Causal seq 1024 at cp = 4 and FA2's 128 x 128 tile: each rank runs three
+  // 256 x 256 blocks (4 tiles each) and the causal diagonal (3), 15 tiles
+  // per (sequence, head), where the profile's kernel at 1/cp counts 36 / 4.
+  Cluster c = testCluster();
+  c.attentionQueryBlock = c.attentionKeyBlock = 128;
+  ModelInfo m = termModel();
+  ASSERT_EQ(m.seq, 1024);
+  Candidate plan;
+  plan.cp = 4, plan.mbs = 2, plan.tp = 2;
+  LayerTerm none = ringAttentionTerm(c, m, plan, 4e-3, 8e-3);
+  c.attentionTileTime = 1e-6, c.attentionGradTileTime = 3e-6;
+  LayerTerm t = ringAttentionTerm(c, m, plan, 4e-3, 8e-3);
+  double tiles = 2.0 * m.heads / 2 * (15 - 36.0 / 4);
+  EXPECT_DOUBLE_EQ(t.computeForward, none.computeForward + tiles * 1e-6);
+  EXPECT_DOUBLE_EQ(t.computeBackward, none.computeBackward + tiles * 3e-6);
+  // Compute, not communication.
+  EXPECT_DOUBLE_EQ(t.forward, none.forward);
+  EXPECT_DOUBLE_EQ(t.backward, none.backward);
+  // Full recomputation re-runs the forward's tiles in the backward.
+  plan.recompute = "full";
+  EXPECT_DOUBLE_EQ(ringAttentionTerm(c, m, plan, 4e-3, 8e-3).computeBackward,
+                   t.computeBackward + tiles * 1e-6);
+  // Ulysses runs one kernel of the whole sequence: no ring tiles.
+  plan.cpAttention = "ulysses";
+  EXPECT_DOUBLE_EQ(ringAttentionTerm(c, m, plan, 4e-3, 8e-3).computeForward, 0);
 }
 
 TEST(ExpertParallelTerm, DispatchAndCombineAllToAlls) {
@@ -1821,14 +1848,20 @@ TEST(KernelTerm, FixedCostAndHostBoundFunctions) {
   EXPECT_DOUBLE_EQ(optimizerTime(c, plan, shards), optimizer + 1e-3);
 }
 
-TEST(KernelTerm, AttentionScoreTimePerDirection) {
-  // A fused attention of 1e9 FLOPs at 1e12 x 0.5 FLOP/s (2 ms) over 1e6
-  // score elements: + 3 ns (forward) or 5 ns (backward) per score.
+/// A cluster at 1e12 x 0.5 FLOP/s for attention without a fixed kernel
+/// cost, and a fused attention op of 1e9 FLOPs per sample (2 ms there).
+std::pair<Cluster, OpProfile> attentionAt2ms() {
   Cluster c = testCluster();
   c.peakFlops = 1e12, c.attentionEfficiency = 0.5, c.kernelOverhead = 0;
   OpProfile op;
   op.kind = OpKind::Attention;
   op.flops = {0, 1e9};
+  return {c, op};
+}
+
+TEST(KernelTerm, AttentionScoreTimePerDirection) {
+  // Over 1e6 score elements: + 3 ns (forward) or 5 ns (backward) per score.
+  auto [c, op] = attentionAt2ms();
   op.scoreElements = {0, 1e6};
   FunctionProfile f;
   f.ops = {op};
@@ -1844,6 +1877,45 @@ TEST(KernelTerm, AttentionScoreTimePerDirection) {
   f.ops[0].flops = {0, 0.75e9};
   EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total,
                    0.75e9 / (1e12 * c.gemmEfficiency));
+}
+
+TEST(KernelTerm, AttentionTilesOfABlockedKernel) {
+  Cluster c = testCluster();
+  // The CPU backend's 64 x 512 tile: sequences up to 64 are one tile;
+  // causal 128 is two query blocks of one key block each.
+  c.attentionQueryBlock = 64, c.attentionKeyBlock = 512;
+  EXPECT_DOUBLE_EQ(attentionTiles(c, 32, 32, true), 1);
+  EXPECT_DOUBLE_EQ(attentionTiles(c, 64, 64, true), 1);
+  EXPECT_DOUBLE_EQ(attentionTiles(c, 128, 128, true), 2);
+  EXPECT_DOUBLE_EQ(attentionTiles(c, 64, 1024, false), 2);
+  // FlashAttention-2's 128 x 128: causal 1024 visits 1 + 2 + ... + 8 = 36
+  // of the 64 tiles, not causal all of them.
+  c.attentionQueryBlock = c.attentionKeyBlock = 128;
+  EXPECT_DOUBLE_EQ(attentionTiles(c, 1024, 1024, true), 36);
+  EXPECT_DOUBLE_EQ(attentionTiles(c, 1024, 1024, false), 64);
+  EXPECT_DOUBLE_EQ(attentionTiles(c, 0, 1024, false), 0);
+}
+
+TEST(KernelTerm, AttentionTileTimePerDirection) {
+  // 2e3 score matrices of causal 1024 x 1024 at FA2's tile: 36 tiles each,
+  // + 1 us (forward) or 2 us (backward) per tile beside the FLOPs.
+  auto [c, op] = attentionAt2ms();
+  op.attentionBatchHeads = {0, 2e3};
+  op.attentionSeqQ = op.attentionSeqK = 1024;
+  op.attentionCausal = true;
+  FunctionProfile f;
+  f.ops = {op};
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 2e-3);
+  c.attentionTileTime = 1e-6, c.attentionGradTileTime = 2e-6;
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 2e-3 + 2e3 * 36 * 1e-6);
+  f.ops[0].backward = true;
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 2e-3 + 2e3 * 36 * 2e-6);
+  // Scaled with the op (a tensor-parallel share of the heads).
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 0.5, 1).total, 1e-3 + 1e3 * 36 * 2e-6);
+  // Kernel time: slowed by synchronisation as the FLOPs are.
+  c.syncSlowdown = 1;
+  EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total,
+                   2 * (2e-3 + 2e3 * 36 * 2e-6));
 }
 
 TEST(KernelTerm, MemoryOpsEfficiencyOfTheListedKernelOnly) {

@@ -153,6 +153,20 @@ struct Cluster {
   /// 16, 32 and 64). 0: FLOPs only (the GPU files).
   double attentionScoreTime = 0;
   double attentionGradScoreTime = 0;
+  /// Seconds per tile a blocked (FlashAttention-2) kernel visits, forward
+  /// and backward (`Grad`): a tile is one (batch, head, query block, key
+  /// block) of attentionQueryBlock x attentionKeyBlock scores, and each
+  /// costs its GEMM calls' setup and the online softmax's per-row
+  /// bookkeeping whatever its size, so many small tiles (the cp ring's
+  /// blocks, short sequences) cost more than their FLOPs and scores (JSON
+  /// `efficiency.attention_tile_us`, `attention_grad_tile_us`;
+  /// shard-calibrate fits them over two sequence lengths). 0: no tile term.
+  double attentionTileTime = 0;
+  double attentionGradTileTime = 0;
+  /// The kernel's tile, queries x keys (JSON
+  /// `efficiency.attention_query_block`, `attention_key_block`; the CPU
+  /// backend's 64 x 512, FlashAttention-2's 128 x 128 by default).
+  double attentionQueryBlock = 128, attentionKeyBlock = 128;
   /// Extra fixed time per GEMM, seconds (launch, setup).
   double gemmOverhead = 0;
   /// Shape-dependent GEMM efficiency (gemmShapeEfficiency in Planner.h):

@@ -104,16 +104,17 @@ RecomputeTime recomputeTime(const Cluster &cluster, const LocalProfile &profile,
                             double tokenScale);
 
 /// The exposed seconds one strategy adds to one layer per microbatch:
-/// to the forward, to the backward, the causal load imbalance of contiguous
-/// cp chunks (compute, not communication) and the re-run of the forward's
+/// to the forward, to the backward, the compute it adds (not
+/// communication: the causal load imbalance of contiguous cp chunks, the
+/// ring's many small attention tiles) and the re-run of the forward's
 /// communication under full recomputation (input-gradient time).
 struct LayerTerm {
   double forward = 0, backward = 0;
-  double imbalanceForward = 0, imbalanceBackward = 0;
+  double computeForward = 0, computeBackward = 0;
   double recompute = 0;
 };
-/// Adds `term` to `layer`: forward + imbalanceForward to the forward,
-/// backward + imbalanceBackward + recompute to the input gradient, and
+/// Adds `term` to `layer`: forward + computeForward to the forward,
+/// backward + computeBackward + recompute to the input gradient, and
 /// forward + backward + recompute to the exposed communication.
 void addLayerTerm(LayerTimes &layer, const LayerTerm &term);
 
@@ -133,7 +134,12 @@ LayerTerm ulyssesTerm(const Cluster &cluster, const ModelInfo &model,
 /// (tokens·hidden/tp·(4 + 4 + 2)), the cp pair inside a node when tp·cp ≤
 /// GPUs per node. Contiguous chunks (Candidate::cpContiguous) add the
 /// causal imbalance (cp-1)/cp of the block's attention time (zig-zag is
-/// balanced); full recomputation repeats the forward exchange. Zero for
+/// balanced). Each rank runs cp block kernels of seq/cp queries and keys
+/// (the diagonal one causal) where the profile's attention at 1/cp of the
+/// tokens counts the tiles of one seq x seq kernel over cp: the difference
+/// in tiles (attentionTiles) at the cluster's tile times is compute added
+/// to both directions. Full recomputation repeats the forward exchange and
+/// tiles. Zero for
 /// cp = 1 or Ulysses. `attentionForward` / `attentionBackward`: the block's
 /// attention time at 1/cp of the tokens.
 LayerTerm ringAttentionTerm(const Cluster &cluster, const ModelInfo &model,

@@ -65,6 +65,16 @@ double gemmShapeEfficiency(const Cluster &cluster, const GemmShape &shape);
 /// MLIR op name, e.g. "tfm.rope") memoryEfficiencyOf(opName): its kernel's own
 /// efficiency when the cluster lists one (`efficiency.memory_ops`).
 enum class OpKind { Gemm, Attention, Memory };
+
+/// Tiles a blocked attention kernel (FlashAttention-2, Dao 2023) visits in
+/// one seqQ x seqK score matrix: ceil(seqQ / attentionQueryBlock) query
+/// blocks, each over ceil(cols / attentionKeyBlock) key blocks, where cols
+/// is seqK or, when causal, the keys up to the block's last row (the blocks
+/// above the diagonal are skipped). Costed per tile by
+/// Cluster::attentionTileTime.
+double attentionTiles(const Cluster &cluster, double seqQ, double seqK,
+                      bool causal);
+
 double kernelTime(const Cluster &cluster, OpKind kind, double flops,
                   double bytes, const GemmShape *shape = nullptr,
                   llvm::StringRef opName = {});
@@ -202,6 +212,11 @@ struct OpProfile {
   /// (for Cluster::attentionScoreBytes).
   Affine scoreElements;
   bool backward = false;
+  /// Attention ops: the score matrices (B·N, affine in b), each seqQ x
+  /// seqK, and the causal mask (for the kernel's tiles, attentionTiles).
+  Affine attentionBatchHeads;
+  double attentionSeqQ = 0, attentionSeqK = 0;
+  bool attentionCausal = false;
   /// GEMMs: the problem shape (GemmShape), each dimension affine in b (the
   /// token dimension, m or k, grows with it). Unknown when gemmM is 0.
   Affine gemmBatch{1, 0}, gemmM, gemmN, gemmK;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -312,26 +313,41 @@ AttentionFit fitAttention(const std::vector<AttentionPoint> &points,
   if (!forward || !backward || !(peak > 0))
     throw std::invalid_argument("fitAttention needs a forward and a backward "
                                 "point and a positive peak");
-  // Unknowns: 1 / efficiency and the forward and backward seconds per
-  // score; each row divided by the measured time (relative error).
-  std::vector<std::array<double, 3>> rows;
+  // Unknowns: 1 / efficiency, the forward and backward seconds per score
+  // and per tile; each row divided by the measured time (relative error).
+  constexpr size_t kUnknowns = 5;
+  std::vector<std::array<double, kUnknowns>> rows;
   for (const AttentionPoint &p : points) {
     double t = std::max(1e-12, p.seconds - fixed);
     rows.push_back({p.flops / peak / t, p.backward ? 0 : p.scores / t,
-                    p.backward ? p.scores / t : 0});
+                    p.backward ? p.scores / t : 0, p.backward ? 0 : p.tiles / t,
+                    p.backward ? p.tiles / t : 0});
   }
   std::vector<double> ones(rows.size(), 1.0), rhs = ones;
-  std::array<bool, 3> active = {true, true, true};
-  std::array<double, 3> x = {1, 0, 0};
-  for (int round = 0; round < 4; ++round) {
+  std::array<bool, kUnknowns> active;
+  active.fill(true);
+  // A tile term the points cannot tell from the score term (every point
+  // with the same tiles per score) stays out.
+  for (bool back : {false, true}) {
+    double lo = std::numeric_limits<double>::infinity(), hi = 0;
+    for (const AttentionPoint &p : points)
+      if (p.backward == back && p.scores > 0) {
+        lo = std::min(lo, p.tiles / p.scores);
+        hi = std::max(hi, p.tiles / p.scores);
+      }
+    if (!(hi > lo * (1 + 1e-9)))
+      active[back ? 4 : 3] = false;
+  }
+  std::array<double, kUnknowns> x = {1, 0, 0, 0, 0};
+  for (int round = 0; round < 6; ++round) {
     if (!solveNormal(rows, rhs, active, x))
       return AttentionFit{};
     bool changed = false;
-    for (size_t i = 1; i < 3; ++i)
+    for (size_t i = 1; i < kUnknowns; ++i)
       if (active[i] && x[i] < 0)
         active[i] = false, changed = true;
     if (active[0] && x[0] < 1) {
-      // Faster than peak: efficiency 1, the score terms fit the rest.
+      // Faster than peak: efficiency 1, the other terms fit the rest.
       active[0] = false, changed = true;
       for (size_t k = 0; k < rows.size(); ++k)
         rhs[k] = 1 - rows[k][0];
@@ -343,6 +359,8 @@ AttentionFit fitAttention(const std::vector<AttentionPoint> &points,
   fit.efficiency = active[0] ? std::min(1.0, 1.0 / x[0]) : 1.0;
   fit.scoreTime = active[1] ? std::max(0.0, x[1]) : 0.0;
   fit.gradScoreTime = active[2] ? std::max(0.0, x[2]) : 0.0;
+  fit.tileTime = active[3] ? std::max(0.0, x[3]) : 0.0;
+  fit.gradTileTime = active[4] ? std::max(0.0, x[4]) : 0.0;
   return fit;
 }
 

@@ -245,23 +245,27 @@ GemmFit fitGemm(const std::vector<GemmPoint> &points, const GemmModel &model);
 /// `measured["gemm_fit_at_limit"]`.
 void warnAtLimit(const GemmFit &fit, nlohmann::json &measured);
 
-/// One attention probe: the FLOPs and score elements the planner counts
-/// for it (TfmCost), whether it is the backward, and its time per call.
+/// One attention probe: the FLOPs, score elements and kernel tiles the
+/// planner counts for it (TfmCost; planner::attentionTiles), whether it is
+/// the backward, and its time per call.
 struct AttentionPoint {
-  double flops, scores;
+  double flops, scores, tiles;
   bool backward;
   double seconds;
 };
 
 /// efficiency.attention (one for both directions) and the seconds per
-/// score element of the forward and the backward, fitted to `points` with
-/// the planner's model seconds = fixed + flops / (peak x efficiency) +
-/// scores x scoreTime(direction): linear least squares in the relative
-/// error, a term that would come out negative dropped, the efficiency at
-/// most 1. Throws std::invalid_argument without a forward and a backward
-/// point.
+/// score element and per tile of the forward and the backward, fitted to
+/// `points` with the planner's model seconds = fixed + flops / (peak x
+/// efficiency) + scores x scoreTime(direction) + tiles x
+/// tileTime(direction): linear least squares in the relative error, a term
+/// that would come out negative dropped, the efficiency at most 1. The
+/// tile terms need points whose tiles per score differ (two sequence
+/// lengths); otherwise they stay 0. Throws std::invalid_argument without a
+/// forward and a backward point.
 struct AttentionFit {
   double efficiency = 1, scoreTime = 0, gradScoreTime = 0;
+  double tileTime = 0, gradTileTime = 0;
 };
 AttentionFit fitAttention(const std::vector<AttentionPoint> &points,
                           double peak, double fixed);

@@ -101,16 +101,21 @@ TEST(CalibrateFit, RecoversAttentionEfficiencyAndScoreTimes) {
   std::vector<AttentionPoint> points;
   for (double headDim : {16.0, 32.0, 64.0}) {
     double scores = 2.0 * 4 * 64 * 64, flops = 4 * scores * headDim / 2;
-    points.push_back({flops, scores, false,
+    double tiles = 2.0 * 4;
+    points.push_back({flops, scores, tiles, false,
                       fixed + flops / (peak * eff) + scores * scoreTime});
     points.push_back(
-        {2.5 * flops, scores, true,
+        {2.5 * flops, scores, tiles, true,
          fixed + 2.5 * flops / (peak * eff) + scores * gradScoreTime});
   }
   AttentionFit fit = fitAttention(points, peak, fixed);
   EXPECT_NEAR(fit.efficiency, eff, 1e-9);
   EXPECT_NEAR(fit.scoreTime, scoreTime, 1e-15);
   EXPECT_NEAR(fit.gradScoreTime, gradScoreTime, 1e-15);
+  // One tiles-per-score ratio: the tile terms cannot be told from the
+  // score terms and stay 0.
+  EXPECT_EQ(fit.tileTime, 0);
+  EXPECT_EQ(fit.gradTileTime, 0);
   // Times that FLOPs explain alone: no score term, and never a negative
   // one; faster than peak clamps the efficiency to 1.
   for (AttentionPoint &p : points)
@@ -124,6 +129,41 @@ TEST(CalibrateFit, RecoversAttentionEfficiencyAndScoreTimes) {
   EXPECT_DOUBLE_EQ(fast.efficiency, 1.0);
   EXPECT_GT(fast.scoreTime, 0);
   EXPECT_THROW(fitAttention({points[0]}, peak, fixed), std::invalid_argument);
+}
+
+TEST(CalibrateFit, RecoversAttentionTileTimes) {
+  // Two sequence lengths with the same scores, four times the tiles at the
+  // shorter one (ring attention's blocks): the fit separates the fixed cost
+  // per tile from the cost per score.
+  const double peak = 2e11, fixed = 1e-8, eff = 0.4;
+  const double scoreTime = 3e-9, gradScoreTime = 5e-9;
+  const double tileTime = 2e-6, gradTileTime = 5e-6;
+  std::vector<AttentionPoint> points;
+  for (auto [batch, seq] : {std::pair<double, double>{2, 64}, {8, 32}})
+    for (double headDim : {16.0, 32.0, 64.0}) {
+      double scores = batch * 4 * seq * seq, flops = 4 * scores * headDim / 2;
+      double tiles = batch * 4;
+      points.push_back({flops, scores, tiles, false,
+                        fixed + flops / (peak * eff) + scores * scoreTime +
+                            tiles * tileTime});
+      points.push_back({2.5 * flops, scores, tiles, true,
+                        fixed + 2.5 * flops / (peak * eff) +
+                            scores * gradScoreTime + tiles * gradTileTime});
+    }
+  AttentionFit fit = fitAttention(points, peak, fixed);
+  EXPECT_NEAR(fit.efficiency, eff, 1e-9);
+  EXPECT_NEAR(fit.scoreTime, scoreTime, 1e-15);
+  EXPECT_NEAR(fit.gradScoreTime, gradScoreTime, 1e-15);
+  EXPECT_NEAR(fit.tileTime, tileTime, 1e-13);
+  EXPECT_NEAR(fit.gradTileTime, gradTileTime, 1e-13);
+  // Small tiles that are not slower: no tile term, never a negative one.
+  for (AttentionPoint &p : points)
+    p.seconds = fixed + p.flops / (peak * eff) +
+                p.scores * (p.backward ? gradScoreTime : scoreTime) -
+                p.tiles * 1e-7;
+  AttentionFit none = fitAttention(points, peak, fixed);
+  EXPECT_EQ(none.tileTime, 0);
+  EXPECT_EQ(none.gradTileTime, 0);
 }
 
 TEST(CalibrateFit, RecoversTheRingModel) {

@@ -18,8 +18,10 @@
 //   the planner counts for it) over add's, `efficiency.memory_ops`, and the
 //   median of layer_norm(_grad), gelu(_grad) and add's, `efficiency.memory`;
 // * causal attention (cpu::attention, cpu::attentionGrad) at head dims 16,
-//   32 and 64: `efficiency.attention` against peak and the seconds per
-//   score element of each direction (fitAttention);
+//   32 and 64, each at sequence 64 (batch 2) and 32 (batch 8: the same
+//   scores in four times the tiles): `efficiency.attention` against peak
+//   and the seconds per score element and per tile of each direction
+//   (fitAttention);
 // * every collective over every group size 2, 4, ... up to N at 4 KiB and
 //   1 MiB, and a send/recv pair: the planner's ring model (Calibrate.h);
 // * the share of the cores a program whose ranks synchronise loses
@@ -292,6 +294,20 @@ std::vector<MemoryProbe> memoryProbes(Backend &backend) {
   return probes;
 }
 
+/// Tiles cpu::attention visits per (batch, head) of a causal seq x seq
+/// score matrix: per query block of kAttentionQueryBlock rows, the key
+/// blocks of kAttentionKeyBlock up to its last row (planner::attentionTiles
+/// with this kernel's blocks, which the planner reads from the output).
+double causalAttentionTiles(int64_t seq) {
+  double tiles = 0;
+  for (int64_t i0 = 0; i0 < seq; i0 += cpu::kAttentionQueryBlock) {
+    int64_t cols = std::min(seq, i0 + cpu::kAttentionQueryBlock);
+    tiles +=
+        double((cols + cpu::kAttentionKeyBlock - 1) / cpu::kAttentionKeyBlock);
+  }
+  return tiles;
+}
+
 } // namespace
 
 int runCpu(const Options &opts, CommWorld &world) {
@@ -351,35 +367,39 @@ int runCpu(const Options &opts, CommWorld &world) {
   // Causal attention, forward and backward (the CPU backend's kernels), at
   // head dims 16, 32 and 64: the softmax's work per score does not shrink
   // with the head dim, so one efficiency on FLOPs alone was 1.7x off at 16.
+  // Each at two sequence lengths with the same scores: a tile's fixed cost
+  // (its GEMM calls, the per-row bookkeeping) made ring attention's 32 x 32
+  // blocks 1.6x slower than one 64 x 64 kernel of the same scores.
   struct AttentionProbe {
     cpu::AttentionShape shape;
     std::vector<float> q, k, v, out, lse, dout, dq, dk, dv;
     size_t forward, backward;
   };
   std::vector<std::unique_ptr<AttentionProbe>> attentionProbes;
-  for (int64_t headDim : {16, 32, 64}) {
-    auto a = std::make_unique<AttentionProbe>();
-    cpu::AttentionShape &as = a->shape;
-    as.batch = 2, as.seqQ = as.seqK = 64, as.heads = as.kvHeads = 4;
-    as.headDim = headDim, as.causal = true;
-    as.scale = 1.0 / std::sqrt(double(headDim));
-    int64_t qkv = as.batch * as.seqQ * as.heads * as.headDim;
-    a->q.assign(qkv, 0.1f), a->k.assign(qkv, 0.2f), a->v.assign(qkv, 0.3f);
-    a->out.resize(qkv), a->dout.assign(qkv, 0.01f);
-    a->dq.resize(qkv), a->dk.resize(qkv), a->dv.resize(qkv);
-    a->lse.resize(as.batch * as.heads * as.seqQ);
-    AttentionProbe *p = a.get();
-    p->forward = schedule.add([p] {
-      cpu::attention(p->q.data(), p->k.data(), p->v.data(), p->out.data(),
-                     p->lse.data(), p->shape);
-    });
-    p->backward = schedule.add([p] {
-      cpu::attentionGrad(p->dout.data(), p->q.data(), p->k.data(), p->v.data(),
-                         p->out.data(), p->lse.data(), p->dq.data(),
-                         p->dk.data(), p->dv.data(), p->shape);
-    });
-    attentionProbes.push_back(std::move(a));
-  }
+  for (auto [batch, seq] : {std::pair<int64_t, int64_t>{2, 64}, {8, 32}})
+    for (int64_t headDim : {16, 32, 64}) {
+      auto a = std::make_unique<AttentionProbe>();
+      cpu::AttentionShape &as = a->shape;
+      as.batch = batch, as.seqQ = as.seqK = seq, as.heads = as.kvHeads = 4;
+      as.headDim = headDim, as.causal = true;
+      as.scale = 1.0 / std::sqrt(double(headDim));
+      int64_t qkv = as.batch * as.seqQ * as.heads * as.headDim;
+      a->q.assign(qkv, 0.1f), a->k.assign(qkv, 0.2f), a->v.assign(qkv, 0.3f);
+      a->out.resize(qkv), a->dout.assign(qkv, 0.01f);
+      a->dq.resize(qkv), a->dk.resize(qkv), a->dv.resize(qkv);
+      a->lse.resize(as.batch * as.heads * as.seqQ);
+      AttentionProbe *p = a.get();
+      p->forward = schedule.add([p] {
+        cpu::attention(p->q.data(), p->k.data(), p->v.data(), p->out.data(),
+                       p->lse.data(), p->shape);
+      });
+      p->backward = schedule.add([p] {
+        cpu::attentionGrad(p->dout.data(), p->q.data(), p->k.data(),
+                           p->v.data(), p->out.data(), p->lse.data(),
+                           p->dq.data(), p->dk.data(), p->dv.data(), p->shape);
+      });
+      attentionProbes.push_back(std::move(a));
+    }
 
   // The fixed cost: a one-element `add` bound by the CPU backend and called
   // as the executor calls every kernel (its pointer array).
@@ -449,20 +469,24 @@ int runCpu(const Options &opts, CommWorld &world) {
   if (root)
     warnAtLimit(fit, measured);
 
-  // Attention's FLOPs causal-halved and its score elements (the full
-  // square) as the planner counts them (TfmCost): the backward 2.5x the
-  // forward's FLOPs.
+  // Attention's FLOPs causal-halved, its score elements (the full square)
+  // and its tiles as the planner counts them (TfmCost,
+  // planner::attentionTiles with this kernel's blocks): the backward 2.5x
+  // the forward's FLOPs.
   std::vector<AttentionPoint> attention;
   nlohmann::json attentionJson = nlohmann::json::array();
   for (const auto &a : attentionProbes) {
     const cpu::AttentionShape &as = a->shape;
     double scores = double(as.batch) * as.heads * as.seqQ * as.seqK;
     double flops = 4.0 * scores * as.headDim / 2;
+    double tiles = double(as.batch) * as.heads * causalAttentionTiles(as.seqQ);
     double forward = schedule.median(a->forward);
     double backward = schedule.median(a->backward);
-    attention.push_back({flops, scores, false, forward});
-    attention.push_back({2.5 * flops, scores, true, backward});
-    attentionJson.push_back({{"head_dim", as.headDim},
+    attention.push_back({flops, scores, tiles, false, forward});
+    attention.push_back({2.5 * flops, scores, tiles, true, backward});
+    attentionJson.push_back({{"batch", as.batch},
+                             {"seq", as.seqQ},
+                             {"head_dim", as.headDim},
                              {"forward_s", forward},
                              {"backward_s", backward}});
   }
@@ -543,6 +567,10 @@ int runCpu(const Options &opts, CommWorld &world) {
       {"attention", round2(attFit.efficiency)},
       {"attention_score_ns", round2(attFit.scoreTime * 1e9)},
       {"attention_grad_score_ns", round2(attFit.gradScoreTime * 1e9)},
+      {"attention_tile_us", round2(attFit.tileTime * 1e6)},
+      {"attention_grad_tile_us", round2(attFit.gradTileTime * 1e6)},
+      {"attention_query_block", cpu::kAttentionQueryBlock},
+      {"attention_key_block", cpu::kAttentionKeyBlock},
       {"memory", round2(memoryEfficiency)},
       {"memory_ops", opEfficiency}};
   cluster["overlap"] = {{"tp", 0.0}, {"dp", 0.0}, {"p2p", 0.0}};

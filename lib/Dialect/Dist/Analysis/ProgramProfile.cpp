@@ -211,7 +211,7 @@ CostRecord readCost(tfm::TfmCostOpInterface op) {
   c.roofline = op.getRooflineKind();
   c.cost = op.getCost();
   c.gemm = op.getGemmShape();
-  c.attentionScores = op.getAttentionScoreElements();
+  c.attention = op.getAttentionShape();
   c.gradient = op->hasTrait<tfm::trait::Gradient>();
   c.weightGradient = op->hasTrait<tfm::trait::WeightGradient>();
   return c;

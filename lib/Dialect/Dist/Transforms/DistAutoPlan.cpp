@@ -94,6 +94,8 @@ struct RawOp {
   bool backward = false;
   /// Attention score elements (attention ops).
   double scores = 0;
+  /// The attention kernel's problem (attention ops).
+  tfm::AttentionShape attention;
   /// GEMM problem shape (GEMMs; m = 0 otherwise).
   planner::GemmShape gemm;
 };
@@ -220,7 +222,10 @@ void record(const WorkProfile &work, RawFunction &f) {
     raw.bytes = c.cost.bytes;
     raw.weightGrad = c.weightGradient;
     raw.backward = c.gradient;
-    raw.scores = c.attentionScores;
+    if (c.attention) {
+      raw.attention = *c.attention;
+      raw.scores = c.attention->scores();
+    }
     if (c.gemm)
       raw.gemm =
           planner::GemmShape{c.gemm->batch, c.gemm->m, c.gemm->n, c.gemm->k};
@@ -871,6 +876,7 @@ planner::FunctionProfile fit(const RawFunction &a, const RawFunction &b) {
     doubled.flops *= 2;
     doubled.bytes *= 2;
     doubled.scores *= 2;
+    doubled.attention.batchHeads *= 2;
     const RawOp &y =
         i < b.ops.size() && b.ops[i].name == x.name ? b.ops[i] : doubled;
     planner::OpProfile op;
@@ -879,6 +885,11 @@ planner::FunctionProfile fit(const RawFunction &a, const RawFunction &b) {
     op.weightGrad = x.weightGrad;
     op.backward = x.backward;
     op.scoreElements = planner::Affine::fit(x.scores, y.scores);
+    op.attentionBatchHeads =
+        planner::Affine::fit(x.attention.batchHeads, y.attention.batchHeads);
+    op.attentionSeqQ = static_cast<double>(x.attention.seqQ);
+    op.attentionSeqK = static_cast<double>(x.attention.seqK);
+    op.attentionCausal = x.attention.causal;
     op.flops = planner::Affine::fit(x.flops, y.flops);
     op.bytes = planner::Affine::fit(x.bytes, y.bytes);
     if (x.gemm.m > 0) {

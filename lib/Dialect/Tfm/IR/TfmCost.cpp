@@ -81,11 +81,16 @@ double attentionFlops(Type q, Type k, bool causal) {
   return causal ? flops / 2 : flops;
 }
 
-/// Score elements `B * N * Sq * Sk` of attention with q `[B, Sq, N, D]` and
-/// k `[B, Sk, G, D]`.
-double attentionScores(Type q, Type k) {
-  return leadingElements(q) *
-         static_cast<double>(cast<RankedTensorType>(k).getDimSize(1));
+/// The kernel problem of attention with q `[B, Sq, N, D]` and k `[B, Sk,
+/// G, D]`.
+AttentionShape attentionShape(Type q, Type k, bool causal) {
+  auto qt = cast<RankedTensorType>(q);
+  AttentionShape s;
+  s.seqQ = qt.getDimSize(1);
+  s.seqK = cast<RankedTensorType>(k).getDimSize(1);
+  s.batchHeads = leadingElements(q) / static_cast<double>(s.seqQ);
+  s.causal = causal;
+  return s;
 }
 
 } // namespace
@@ -211,11 +216,11 @@ RooflineKind AttentionOp::getRooflineKind() { return RooflineKind::Attention; }
 RooflineKind AttentionGradOp::getRooflineKind() {
   return RooflineKind::Attention;
 }
-double AttentionOp::getAttentionScoreElements() {
-  return attentionScores(getQ().getType(), getK().getType());
+std::optional<AttentionShape> AttentionOp::getAttentionShape() {
+  return attentionShape(getQ().getType(), getK().getType(), getCausal());
 }
-double AttentionGradOp::getAttentionScoreElements() {
-  return attentionScores(getQ().getType(), getK().getType());
+std::optional<AttentionShape> AttentionGradOp::getAttentionShape() {
+  return attentionShape(getQ().getType(), getK().getType(), getCausal());
 }
 
 // Ring attention blocks: the attention of one (query chunk, key chunk) pair,
@@ -236,11 +241,11 @@ RooflineKind AttentionBlockOp::getRooflineKind() {
 RooflineKind AttentionBlockGradOp::getRooflineKind() {
   return RooflineKind::Attention;
 }
-double AttentionBlockOp::getAttentionScoreElements() {
-  return attentionScores(getQ().getType(), getK().getType());
+std::optional<AttentionShape> AttentionBlockOp::getAttentionShape() {
+  return attentionShape(getQ().getType(), getK().getType(), false);
 }
-double AttentionBlockGradOp::getAttentionScoreElements() {
-  return attentionScores(getQ().getType(), getK().getType());
+std::optional<AttentionShape> AttentionBlockGradOp::getAttentionShape() {
+  return attentionShape(getQ().getType(), getK().getType(), false);
 }
 OpCost AttentionMergeOp::getCost() {
   return perResultElement(getOperation(), 8);

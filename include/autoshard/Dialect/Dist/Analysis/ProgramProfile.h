@@ -94,8 +94,8 @@ struct CostRecord {
   tfm::OpCost cost;
   /// The GEMM problem (GEMM ops); nullopt otherwise.
   std::optional<tfm::GemmShape> gemm;
-  /// Attention score elements (attention ops; 0 otherwise).
-  double attentionScores = 0;
+  /// The attention kernel's problem (attention ops); nullopt otherwise.
+  std::optional<tfm::AttentionShape> attention;
   /// A gradient op (tfm::trait::Gradient) / a weight gradient
   /// (tfm::trait::WeightGradient).
   bool gradient = false, weightGradient = false;

@@ -39,6 +39,20 @@ struct GemmShape {
   double batch = 1, m = 0, n = 0, k = 0;
 };
 
+/// The problem of an attention kernel (TfmCostOpInterface::getAttentionShape):
+/// `batchHeads` (B·N, one per query head) score matrices of seqQ x seqK
+/// elements; `causal`: query i sees keys up to position i (seqQ == seqK),
+/// so a blocked kernel skips the key blocks above the diagonal.
+struct AttentionShape {
+  double batchHeads = 0;
+  int64_t seqQ = 0, seqK = 0;
+  bool causal = false;
+  /// Score elements B·N·Sq·Sk (the full square, masked or not).
+  double scores() const {
+    return batchHeads * static_cast<double>(seqQ) * static_cast<double>(seqK);
+  }
+};
+
 } // namespace autoshard::tfm
 
 #include "autoshard/Dialect/Tfm/IR/TfmInterfaces.h.inc"

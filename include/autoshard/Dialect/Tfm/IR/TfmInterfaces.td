@@ -60,10 +60,11 @@ def TfmCostOpInterface : OpInterface<"TfmCostOpInterface"> {
       }], "std::optional<::autoshard::tfm::GemmShape>", "getGemmShape",
       (ins), [{}], [{ return std::nullopt; }]>,
     InterfaceMethod<[{
-        Returns the number of attention score elements (B·N·Sq·Sk) an
-        attention op computes; 0 (the default) for other ops.
-      }], "double", "getAttentionScoreElements", (ins), [{}],
-      [{ return 0; }]>,
+        Returns the problem of an attention op's kernel on its operand
+        shapes (score matrices, their sizes, the causal mask); nullopt (the
+        default) for other ops.
+      }], "std::optional<::autoshard::tfm::AttentionShape>",
+      "getAttentionShape", (ins), [{}], [{ return std::nullopt; }]>,
   ];
 }
 

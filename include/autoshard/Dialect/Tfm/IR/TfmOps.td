@@ -32,7 +32,7 @@ defvar Tfm_Cost = DeclareOpInterfaceMethods<TfmCostOpInterface>;
 defvar Tfm_GemmCost = DeclareOpInterfaceMethods<TfmCostOpInterface,
     ["getRooflineKind", "getGemmShape"]>;
 defvar Tfm_AttentionCost = DeclareOpInterfaceMethods<TfmCostOpInterface,
-    ["getRooflineKind", "getAttentionScoreElements"]>;
+    ["getRooflineKind", "getAttentionShape"]>;
 
 // Op kinds the generic passes ask about (TfmTraits.h).
 class Tfm_Trait<string name> : NativeOpTrait<name> {
