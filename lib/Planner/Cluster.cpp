@@ -475,10 +475,16 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
   c.attentionGradTileTime =
       r.number(*root, "efficiency.attention_grad_tile_us", 0.0, false, inf) *
       1e-6;
-  c.attentionQueryBlock =
-      r.number(*root, "efficiency.attention_query_block", 128.0, true, inf);
-  c.attentionKeyBlock =
-      r.number(*root, "efficiency.attention_key_block", 128.0, true, inf);
+  for (auto [name, block] :
+       {std::pair{"attention_query_block", &c.attentionQueryBlock},
+        {"attention_key_block", &c.attentionKeyBlock}}) {
+    std::string path = (llvm::Twine("efficiency.") + name).str();
+    *block = r.number(*root, path, 128.0, true, 1e6);
+    if (r.error.empty() && (*block < 1 || *block != std::floor(*block)))
+      r.fail(llvm::formatv("field '{0}' must be a whole number of rows "
+                           "(at least 1), got {1}",
+                           path, shortNumber(*block)));
+  }
   c.gemmOverhead =
       r.number(*root, "efficiency.gemm_overhead_us", 0.0, false, inf) * 1e-6;
   c.gemmK0 = r.number(*root, "efficiency.gemm_k0", 0.0, false, inf);

@@ -137,11 +137,16 @@ double attentionTiles(const Cluster &cluster, double seqQ, double seqK,
   const double qb = cluster.attentionQueryBlock, kb = cluster.attentionKeyBlock;
   if (seqQ <= 0 || seqK <= 0 || !(qb > 0) || !(kb > 0))
     return 0;
+  const double queryBlocks = std::ceil(seqQ / qb);
+  if (!causal)
+    return queryBlocks * std::ceil(seqK / kb);
+  // Beyond 2^16 query blocks the triangle's area and its diagonal: the
+  // count need not cost a loop over a million blocks.
+  if (queryBlocks > 65536)
+    return qb / kb * queryBlocks * (queryBlocks + 1) / 2 + queryBlocks / 2;
   double tiles = 0;
-  for (double i0 = 0; i0 < seqQ; i0 += qb) {
-    double cols = causal ? std::min(seqK, std::min(seqQ, i0 + qb)) : seqK;
-    tiles += std::ceil(cols / kb);
-  }
+  for (double i = 0; i < queryBlocks; ++i)
+    tiles += std::ceil(std::min(std::min(seqK, seqQ), (i + 1) * qb) / kb);
   return tiles;
 }
 

@@ -1894,6 +1894,12 @@ TEST(KernelTerm, AttentionTilesOfABlockedKernel) {
   EXPECT_DOUBLE_EQ(attentionTiles(c, 1024, 1024, true), 36);
   EXPECT_DOUBLE_EQ(attentionTiles(c, 1024, 1024, false), 64);
   EXPECT_DOUBLE_EQ(attentionTiles(c, 0, 1024, false), 0);
+  // Past 2^16 query blocks the triangle's area and diagonal, without a
+  // loop over every block: within a block per row of the exact count
+  // n (n + 1) / 2.
+  c.attentionQueryBlock = c.attentionKeyBlock = 1;
+  double n = 1 << 20;
+  EXPECT_NEAR(attentionTiles(c, n, n, true), n * (n + 1) / 2, n);
 }
 
 TEST(KernelTerm, AttentionTileTimePerDirection) {
@@ -2009,6 +2015,48 @@ TEST(ClusterTerm, UnknownFieldsAreErrors) {
                   "hbm_tb_per_s": 1, "smss": 4})")
                 .find("unknown field 'gpu.smss'"),
             std::string::npos);
+}
+
+TEST(ClusterTerm, AttentionTileFields) {
+  auto parse = [](const std::string &efficiency) {
+    std::string text =
+        R"({"gpus_per_node": 2, "gpu": {"peak_bf16_tflops": 1, "hbm_gib": 3,
+            "hbm_tb_per_s": 1}, "intra_node":
+            {"gb_per_s_per_direction_per_gpu": 1}, "efficiency": {)" +
+        efficiency + "}}";
+    return parseCluster(text, "t.json");
+  };
+  auto error = [&](const std::string &efficiency) {
+    auto parsed = parse(efficiency);
+    return parsed ? std::string() : llvm::toString(parsed.takeError());
+  };
+  auto c = parse(R"("attention_tile_us": 2.5, "attention_grad_tile_us": 4,
+                    "attention_query_block": 64, "attention_key_block": 512)");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_DOUBLE_EQ(c->attentionTileTime, 2.5e-6);
+  EXPECT_DOUBLE_EQ(c->attentionGradTileTime, 4e-6);
+  EXPECT_DOUBLE_EQ(c->attentionQueryBlock, 64);
+  EXPECT_DOUBLE_EQ(c->attentionKeyBlock, 512);
+  // Defaults: no tile term, FlashAttention-2's 128 x 128 tile.
+  auto d = parse("");
+  ASSERT_TRUE(static_cast<bool>(d)) << llvm::toString(d.takeError());
+  EXPECT_DOUBLE_EQ(d->attentionTileTime, 0);
+  EXPECT_DOUBLE_EQ(d->attentionQueryBlock, 128);
+  EXPECT_DOUBLE_EQ(d->attentionKeyBlock, 128);
+  EXPECT_NE(
+      error(R"("attention_tile_us": -1)").find("efficiency.attention_tile_us"),
+      std::string::npos);
+  EXPECT_EQ(error(R"("attention_query_block": 64.5)"),
+            "t.json: field 'efficiency.attention_query_block' must be a whole "
+            "number of rows (at least 1), got 64.5");
+  EXPECT_EQ(error(R"("attention_key_block": 0.25)"),
+            "t.json: field 'efficiency.attention_key_block' must be a whole "
+            "number of rows (at least 1), got 0.25");
+  EXPECT_NE(error(R"("attention_key_block": 0)").find("attention_key_block"),
+            std::string::npos);
+  EXPECT_NE(
+      error(R"("attention_query_block": "64")").find("attention_query_block"),
+      std::string::npos);
 }
 
 TEST(ClusterTerm, MeasuredProfilesReplaceTheLinearShare) {

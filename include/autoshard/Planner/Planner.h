@@ -70,8 +70,8 @@ enum class OpKind { Gemm, Attention, Memory };
 /// one seqQ x seqK score matrix: ceil(seqQ / attentionQueryBlock) query
 /// blocks, each over ceil(cols / attentionKeyBlock) key blocks, where cols
 /// is seqK or, when causal, the keys up to the block's last row (the blocks
-/// above the diagonal are skipped). Costed per tile by
-/// Cluster::attentionTileTime.
+/// above the diagonal are skipped; past 2^16 query blocks, the triangle's
+/// area and diagonal). Costed per tile by Cluster::attentionTileTime.
 double attentionTiles(const Cluster &cluster, double seqQ, double seqK,
                       bool causal);
 
