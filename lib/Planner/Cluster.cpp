@@ -481,7 +481,7 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
     std::string path = (llvm::Twine("efficiency.") + name).str();
     *block = r.number(*root, path, 128.0, true, 1e6);
     if (r.error.empty() && (*block < 1 || *block != std::floor(*block)))
-      r.fail(llvm::formatv("field '{0}' must be a whole number of rows "
+      r.fail(llvm::formatv("field '{0}' must be a whole number "
                            "(at least 1), got {1}",
                            path, shortNumber(*block)));
   }

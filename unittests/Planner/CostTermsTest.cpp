@@ -2048,10 +2048,10 @@ TEST(ClusterTerm, AttentionTileFields) {
       std::string::npos);
   EXPECT_EQ(error(R"("attention_query_block": 64.5)"),
             "t.json: field 'efficiency.attention_query_block' must be a whole "
-            "number of rows (at least 1), got 64.5");
+            "number (at least 1), got 64.5");
   EXPECT_EQ(error(R"("attention_key_block": 0.25)"),
             "t.json: field 'efficiency.attention_key_block' must be a whole "
-            "number of rows (at least 1), got 0.25");
+            "number (at least 1), got 0.25");
   EXPECT_NE(error(R"("attention_key_block": 0)").find("attention_key_block"),
             std::string::npos);
   EXPECT_NE(
