@@ -465,15 +465,17 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
   c.memoryEfficiency = r.number(*root, "efficiency.memory", 0.7, true, 1);
   c.attentionScoreBytes =
       r.number(*root, "efficiency.attention_score_bytes", 0.0, false, inf);
+  // At most a millisecond per score and a second per tile: anything more
+  // is a unit mistake that would rank plans by it alone.
   c.attentionScoreTime =
-      r.number(*root, "efficiency.attention_score_ns", 0.0, false, inf) * 1e-9;
+      r.number(*root, "efficiency.attention_score_ns", 0.0, false, 1e6) * 1e-9;
   c.attentionGradScoreTime =
-      r.number(*root, "efficiency.attention_grad_score_ns", 0.0, false, inf) *
+      r.number(*root, "efficiency.attention_grad_score_ns", 0.0, false, 1e6) *
       1e-9;
   c.attentionTileTime =
-      r.number(*root, "efficiency.attention_tile_us", 0.0, false, inf) * 1e-6;
+      r.number(*root, "efficiency.attention_tile_us", 0.0, false, 1e6) * 1e-6;
   c.attentionGradTileTime =
-      r.number(*root, "efficiency.attention_grad_tile_us", 0.0, false, inf) *
+      r.number(*root, "efficiency.attention_grad_tile_us", 0.0, false, 1e6) *
       1e-6;
   for (auto [name, block] :
        {std::pair{"attention_query_block", &c.attentionQueryBlock},

@@ -1676,7 +1676,12 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
           cand.pp = pp;
           cand.dp = dp;
           int64_t perDp = o.globalBatch / dp;
-          for (int64_t mbs : o.mbsChoices) {
+          // The listed sizes and the whole local batch in one microbatch
+          // (no accumulation), which a list of small sizes misses.
+          std::vector<int64_t> mbsList = o.mbsChoices;
+          if (!llvm::is_contained(mbsList, perDp))
+            mbsList.push_back(perDp);
+          for (int64_t mbs : mbsList) {
             if (perDp % mbs)
               continue;
             int64_t mb = perDp / mbs;
@@ -1930,14 +1935,15 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
       const Estimate &e = r.best.front();
       double frag = e.activationBytes * c.fragmentation;
       os << llvm::formatv(
-          "\nmemory per GPU (chosen plan, MiB): params {0:F3}, grads {1:F3}, "
+          "\nmemory per GPU ({8} plan, MiB): params {0:F3}, grads {1:F3}, "
           "optimizer {2:F3}, activations {3:F3} (+ activation grads {4:F3}), "
           "fragmentation {5:F3}, fixed {6:F3}; peak {7:F3}\n",
           e.paramBytes / 1048576.0, e.gradBytes / 1048576.0,
           e.optimizerBytes / 1048576.0,
           (e.activationBytes - e.activationGradBytes) / 1048576.0,
           e.activationGradBytes / 1048576.0, frag / 1048576.0,
-          e.fixedBytes / 1048576.0, e.peakBytes / 1048576.0);
+          e.fixedBytes / 1048576.0, e.peakBytes / 1048576.0,
+          o.fixed ? "evaluated" : "chosen");
     }
     // Plans that rely on a tp, cp or ep group spanning nodes.
     bool header = false;

@@ -689,7 +689,8 @@ struct SearchOptions {
   Candidate fixedPlan;
   /// Candidates simulated with the real schedule after the analytic pass.
   int64_t simulateTop = 16;
-  /// Microbatch sizes tried, ZeRO stages, recomputation modes, schedules.
+  /// Microbatch sizes tried (and always the whole local batch, mb = 1),
+  /// ZeRO stages, recomputation modes, schedules.
   std::vector<int64_t> mbsChoices = {1, 2, 4, 8};
   std::vector<int64_t> cpChoices = {1, 2, 4, 8};
   /// Attention modes tried for cp > 1 (Candidate::cpAttention).
