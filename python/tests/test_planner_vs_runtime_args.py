@@ -297,3 +297,21 @@ def test_replay_set_changes_the_recorded_calibrations(shard_opt):
     # Another rank count's calibrations: this row untouched.
     assert predicted("--set", "4:host.speedup_half_waiting=1") == base
     assert predicted("--set", "8:host.speedup_half_waiting=1") > 1.2 * base
+
+
+def test_replay_first_choice_is_labelled_the_lists_best(shard_opt):
+    """A replay scores the list only (no search): each group's first choice
+    is its best-predicted plan, and the line says so."""
+    latest = os.path.join(REPO_ROOT, "bench", "planner_vs_runtime",
+                          "latest.json")
+    build = os.path.dirname(os.path.dirname(shard_opt))
+    proc = subprocess.run(
+        [sys.executable, RUN, "--measured", latest, "--replay", "--build",
+         build, "--only", "^nanogpt dp=8"],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines()
+             if line.startswith("first choice")]
+    assert lines and lines[0].startswith(
+        "first choice (best predicted of the list) nanogpt 8 ranks: "), \
+        proc.stdout

@@ -2046,6 +2046,11 @@ TEST(ClusterTerm, AttentionTileFields) {
   EXPECT_NE(
       error(R"("attention_tile_us": -1)").find("efficiency.attention_tile_us"),
       std::string::npos);
+  // A unit mistake (seconds written as microseconds) would rank plans by
+  // this term alone.
+  EXPECT_NE(error(R"("attention_grad_tile_us": 1e30)")
+                .find("efficiency.attention_grad_tile_us"),
+            std::string::npos);
   EXPECT_EQ(error(R"("attention_query_block": 64.5)"),
             "t.json: field 'efficiency.attention_query_block' must be a whole "
             "number (at least 1), got 64.5");

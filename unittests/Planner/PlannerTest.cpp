@@ -12,6 +12,7 @@
 #include "autoshard/Planner/CostTerms.h"
 
 #include "gtest/gtest.h"
+#include <set>
 
 using namespace autoshard::planner;
 
@@ -457,6 +458,21 @@ TEST(Search, FindsAFittingPlanAndBeatsDdp) {
   const Estimate &b = r.best.front();
   EXPECT_NEAR(b.compute + b.exposedComm + b.bubble + b.optimizer, b.stepTime,
               1e-9 * b.stepTime);
+}
+
+TEST(Search, TriesTheWholeLocalBatchAsOneMicrobatch) {
+  // One device, 16 sequences, the listed microbatch size 1 only: the
+  // search scores mbs = 1 (16 microbatches) and the whole local batch in
+  // one microbatch (mb = 1), which no list of small sizes would include.
+  DenseSearch t(16);
+  t.o.gpus = 1;
+  t.o.mbsChoices = {1};
+  t.c.hbmBytes = 1e15; // the synthetic model fits one device
+  SearchResult r = t.run();
+  std::set<std::pair<int64_t, int64_t>> sizes;
+  for (const Estimate &e : r.best)
+    sizes.insert({e.plan.mbs, e.plan.mb});
+  EXPECT_EQ(sizes, (std::set<std::pair<int64_t, int64_t>>{{1, 16}, {16, 1}}));
 }
 
 TEST(Search, EqualStepsRankTheSmallerPeakFirst) {

@@ -56,6 +56,7 @@
 // EVAL: 2 GPUs (1 node), global batch 8
 // EVAL: evaluated plan: pp=1,dp=1,cp=1,tp=2,sp=1,zero=0,ep=1,mbs=2,mb=4,schedule=1f1b,vpp=1,recompute=none
 // EVAL-NEXT: as --plan: dp=1,tp=2,sp=1,mb=4{{$}}
+// EVAL: memory per GPU (evaluated plan, MiB): params
 // EVAL: search: 1 candidates (1 fit), 0 simulated, 2 block compilations
 
 // FLAG: evaluated plan: pp=1,dp=2,cp=1,tp=1,sp=0,zero=0,ep=1,mbs=4,mb=1,schedule=1f1b,vpp=1,recompute=none
