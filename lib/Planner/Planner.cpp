@@ -1921,7 +1921,7 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
     for (int64_t i = 0; i < n; ++i) {
       const Estimate &e = r.best[i];
       os << llvm::formatv(
-          "{0,-4} {1,-100} {2,9:F3} {3,11:F0} {4,5:F1}% "
+          "{0,-4} {1,-100} {2,9:F4} {3,11:F0} {4,5:F1}% "
           "{5,8:F1} {6,7:F1}% {7,7:F1}% {8,7:F1}% {9,8:F1}% {10,4}\n",
           i + 1, e.plan.str(), e.stepTime, e.tokensPerSecond, 100 * e.mfu,
           e.peakBytes / GiB, share(e.compute, e.stepTime),
