@@ -108,7 +108,7 @@ FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
     if (op.kind == OpKind::Attention)
       time +=
           (1 + c.syncSlowdown) * scale *
-          (op.scoreElements.at(b) *
+          (op.scoresAt(b) *
                (op.backward ? c.attentionGradScoreTime : c.attentionScoreTime) +
            op.attentionBatchHeads.at(b) *
                attentionTiles(c, op.attentionSeqQ, op.attentionSeqK,
@@ -116,7 +116,7 @@ FunctionTimes functionTime(const Cluster &c, const FunctionProfile &f, double b,
                (op.backward ? c.attentionGradTileTime : c.attentionTileTime));
     if (op.kind == OpKind::Attention && c.attentionScoreBytes > 0) {
       time += kernelTime(c, OpKind::Memory, 0,
-                         c.attentionScoreBytes * op.scoreElements.at(b) *
+                         c.attentionScoreBytes * op.scoresAt(b) *
                              (op.backward ? 2 : 1) * scale);
       ++launches;
     }
@@ -657,8 +657,7 @@ BlockActivations blockActivations(const Cluster &c, const LocalProfile &prof,
   if (c.attentionScoreBytes > 0)
     for (const OpProfile &op : prof.layerFwd.ops)
       if (op.kind == OpKind::Attention && !op.backward)
-        scoreResidual +=
-            (4 + c.dropoutMaskBytes) * op.scoreElements.at(b) * scale;
+        scoreResidual += (4 + c.dropoutMaskBytes) * op.scoresAt(b) * scale;
   // Frameworks that keep dropout masks (Cluster::dropoutMaskBytes) keep one
   // per element of the block's hidden dropouts, per layer in flight.
   const double masks = c.dropoutMaskBytes * prof.dropoutElements.at(b) * scale;

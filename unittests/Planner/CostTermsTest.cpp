@@ -1862,7 +1862,8 @@ std::pair<Cluster, OpProfile> attentionAt2ms() {
 TEST(KernelTerm, AttentionScoreTimePerDirection) {
   // Over 1e6 score elements: + 3 ns (forward) or 5 ns (backward) per score.
   auto [c, op] = attentionAt2ms();
-  op.scoreElements = {0, 1e6};
+  op.attentionBatchHeads = {0, 1e6}; // 1 x 1 scores each
+  op.attentionSeqQ = op.attentionSeqK = 1;
   FunctionProfile f;
   f.ops = {op};
   EXPECT_DOUBLE_EQ(functionTime(c, f, 1, 1, 1).total, 2e-3);

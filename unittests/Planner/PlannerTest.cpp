@@ -887,7 +887,8 @@ TEST(Memory, UnfusedAttentionKeepsScores) {
   OpProfile attn;
   attn.kind = OpKind::Attention;
   attn.flops = {0, 1e9};
-  attn.scoreElements = {0, 1e7};
+  attn.attentionBatchHeads = {0, 1e7}; // 1 x 1 scores each
+  attn.attentionSeqQ = attn.attentionSeqK = 1;
   prof.layerFwd.ops.push_back(attn);
   Estimate fused = t.estimate(1);
   c.attentionScoreBytes = 13;

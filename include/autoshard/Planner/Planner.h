@@ -208,15 +208,18 @@ struct OpProfile {
   Affine flops, bytes;
   /// True for weight-gradient GEMMs (the W of zero-bubble schedules).
   bool weightGrad = false;
-  /// Attention ops: score elements B·N·Sq·Sk and whether it is a backward
-  /// (for Cluster::attentionScoreBytes).
-  Affine scoreElements;
+  /// A gradient op (for Cluster::attentionScoreBytes and the score and
+  /// tile times of each direction).
   bool backward = false;
   /// Attention ops: the score matrices (B·N, affine in b), each seqQ x
   /// seqK, and the causal mask (for the kernel's tiles, attentionTiles).
   Affine attentionBatchHeads;
   double attentionSeqQ = 0, attentionSeqK = 0;
   bool attentionCausal = false;
+  /// Attention ops: score elements B·N·Sq·Sk at microbatch size `b`.
+  double scoresAt(double b) const {
+    return attentionBatchHeads.at(b) * attentionSeqQ * attentionSeqK;
+  }
   /// GEMMs: the problem shape (GemmShape), each dimension affine in b (the
   /// token dimension, m or k, grows with it). Unknown when gemmM is 0.
   Affine gemmBatch{1, 0}, gemmM, gemmN, gemmK;

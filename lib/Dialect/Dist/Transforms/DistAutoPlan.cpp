@@ -92,8 +92,6 @@ struct RawOp {
   bool weightGrad = false;
   /// A gradient op (tfm::trait::Gradient).
   bool backward = false;
-  /// Attention score elements (attention ops).
-  double scores = 0;
   /// The attention kernel's problem (attention ops).
   tfm::AttentionShape attention;
   /// GEMM problem shape (GEMMs; m = 0 otherwise).
@@ -222,10 +220,8 @@ void record(const WorkProfile &work, RawFunction &f) {
     raw.bytes = c.cost.bytes;
     raw.weightGrad = c.weightGradient;
     raw.backward = c.gradient;
-    if (c.attention) {
+    if (c.attention)
       raw.attention = *c.attention;
-      raw.scores = c.attention->scores();
-    }
     if (c.gemm)
       raw.gemm =
           planner::GemmShape{c.gemm->batch, c.gemm->m, c.gemm->n, c.gemm->k};
@@ -875,7 +871,6 @@ planner::FunctionProfile fit(const RawFunction &a, const RawFunction &b) {
     RawOp doubled = x;
     doubled.flops *= 2;
     doubled.bytes *= 2;
-    doubled.scores *= 2;
     doubled.attention.batchHeads *= 2;
     const RawOp &y =
         i < b.ops.size() && b.ops[i].name == x.name ? b.ops[i] : doubled;
@@ -884,7 +879,6 @@ planner::FunctionProfile fit(const RawFunction &a, const RawFunction &b) {
     op.name = x.name;
     op.weightGrad = x.weightGrad;
     op.backward = x.backward;
-    op.scoreElements = planner::Affine::fit(x.scores, y.scores);
     op.attentionBatchHeads =
         planner::Affine::fit(x.attention.batchHeads, y.attention.batchHeads);
     op.attentionSeqQ = static_cast<double>(x.attention.seqQ);
