@@ -75,6 +75,7 @@ F (e.g. 0.05) over its group's best (scripts/auto_plan_check.sh --measure).
 Usage: bench/planner_vs_runtime/run.py [--build build] [--steps 12]
        [--warmup 4] [--cluster configs/clusters/cpu-2core.json]
        [--only REGEX] [--ranks N] [--with-choice] [--check-choice F]
+       [--bind-cores auto|none]
        [--rounds 3] [--calibrate [--no-track-drift]] [--json FILE]
        [--measured FILE [--replay]]
 """
@@ -171,9 +172,9 @@ def predict(shard_opt, model_ir, cluster, plan):
         return None, str(e)
 
 
-def measure(build, config, plan, steps, warmup, out):
+def measure(build, config, plan, steps, warmup, out, bind_cores):
     return calibration.measure_step_s(build, config, plan, BATCH, SEQ, steps,
-                                      warmup, out)
+                                      warmup, out, bind_cores)
 
 
 DEFAULTS = {"pp": "1", "cp": "1", "tp": "1", "ep": "1", "etp": "1", "mb": "1",
@@ -264,12 +265,19 @@ def main():
                          "recorded R-rank calibrations before predicting "
                          "(R: a rank count or '*'); repeatable. To try a "
                          "cost term offline")
+    ap.add_argument("--bind-cores", choices=("auto", "none"), default="none",
+                    help="shard-run's and shard-calibrate's --bind-cores "
+                         "for every run and calibration (auto: ranks that "
+                         "outnumber the cores are pinned to them; default "
+                         "none)")
     ap.add_argument("--ranks", type=int, default=0,
                     help="only the plans of this many ranks")
     ap.add_argument("--with-choice", action="store_true",
                     help="also measure the plan the search chooses for each "
                          "(model, ranks) group; it is then the group's first "
-                         "choice")
+                         "choice. With --replay: search again with the "
+                         "recorded round-0 calibrations and check that "
+                         "choice against the measured rows")
     ap.add_argument("--check-choice", type=float, default=None,
                     help="exit 1 when a group's first choice measures more "
                          "than this fraction slower than its measured best "
@@ -289,9 +297,9 @@ def main():
     if args.replay and not args.measured:
         sys.exit("--replay needs --measured FILE (it predicts that run's "
                  "rounds again from the calibrations recorded beside FILE)")
-    if args.replay and (args.calibrate or args.with_choice):
+    if args.replay and args.calibrate:
         sys.exit("--replay predicts from the recorded calibrations: it does "
-                 "not take --calibrate or --with-choice")
+                 "not take --calibrate")
     overrides = []  # (ranks or None, [keys], value, as given)
     for item in args.set:
         try:
@@ -422,6 +430,22 @@ def main():
     plans = [(m, p) for m, p in PLANS
              if (not args.only or re.search(args.only, f"{m} {p}"))
              and (not args.ranks or world_of(p) == args.ranks)]
+    # A replay predicts the earlier run's other measured rows too (the
+    # search's choices of a --with-choice run), so that a change to the
+    # cost model is checked against the plans the search picked.
+    if args.replay:
+        listed = {(m, canonical(p)) for m, p in plans}
+        for (m, p), r in earlier.items():
+            if r.get("measured_s") is None or (m, canonical(p)) in listed \
+                    or (args.only and not re.search(args.only, f"{m} {p}")) \
+                    or (args.ranks and world_of(p) != args.ranks):
+                continue
+            if m not in configs:
+                sys.exit(f"--measured {args.measured}: row {m} {p}: no "
+                         f"model {m!r} in this benchmark "
+                         f"({', '.join(configs)})")
+            plans.append((m, p))
+            listed.add((m, canonical(p)))
     if not plans:
         sys.exit(f"no plan of the list matches --only '{args.only}'"
                  + (f" and --ranks {args.ranks}" if args.ranks else "")
@@ -440,6 +464,7 @@ def main():
             cluster it wrote."""
             proc = calibration.run_child(
                 [os.path.join(build, "bin", "shard-calibrate"), "-n", str(world),
+                 "--bind-cores", args.bind_cores,
                  "--name", f"this machine, {world} ranks, calibrated by run.py "
                  f"--calibrate", "--out", out])
             if proc.returncode != 0:
@@ -485,7 +510,7 @@ def main():
             try:
                 measured = calibration.measure_references(
                     build, NANOGPT, world, BATCH, SEQ, args.steps, args.warmup,
-                    os.path.join(tmp, "run"))
+                    os.path.join(tmp, "run"), args.bind_cores)
                 fitted, record = calibration.fit_host_sync(
                     shard_opt, irs["nanogpt"], cluster, world, BATCH, measured)
             except calibration.CalibrationError as e:
@@ -506,7 +531,7 @@ def main():
                 calibrated[world] = calibrate(world, 0)
         def cluster_for(world):
             return calibrated.get(world, args.cluster)
-        if args.with_choice:
+        if args.with_choice and not args.replay:
             for model, world in sorted({(m, world_of(p)) for m, p in plans}):
                 choice, why = chosen_plan(shard_opt, irs[model],
                                           cluster_for(world), world)
@@ -608,7 +633,8 @@ def main():
                     started = time.time()
                     meas, why = measure(build, configs[row["model"]], row["plan"],
                                         args.steps, args.warmup,
-                                        os.path.join(tmp, "run"))
+                                        os.path.join(tmp, "run"),
+                                        args.bind_cores)
                     if meas is None:
                         row["note"] = why
                         row["rounds_s"] = []
@@ -724,6 +750,26 @@ def main():
                 if row["measured_s"] is not None and row["predicted_rounds_s"]:
                     row["predicted_s"] = statistics.median(
                         row["predicted_rounds_s"])
+            # --with-choice: the search again, on the calibration the run
+            # chose with (round 0's, refitted), so a change to the cost
+            # model shows whether the search would now pick a measured
+            # plan, and how that plan measured.
+            if args.with_choice:
+                for model, world in sorted({(r["model"], r["ranks"])
+                                            for r in rows}):
+                    if f"{world}/0" not in recorded:
+                        no_choice[(model, world)] = (
+                            f"{calibrations_path(args.measured)} has no "
+                            f"calibration {world}/0 to search with (a run "
+                            f"with --with-choice records it)")
+                        continue
+                    choice, why = chosen_plan(shard_opt, irs[model],
+                                              replayed(f"{world}/0")[0], world)
+                    if choice is None:
+                        no_choice[(model, world)] = why
+                        continue
+                    choices[(model, world)] = canonical(choice)
+                    chosen_as[(model, world)] = choice
         # With --measured too: the calibration of round 0 was fitted here.
         for world, hosts in sorted(fits.items()):
             print(f"fitted at {world} ranks: sync_slowdown " + ", ".join(

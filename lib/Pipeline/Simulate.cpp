@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -137,6 +138,72 @@ std::string describeRef(const PipelineSchedule &schedule, OpRef ref) {
 } // namespace
 
 namespace {
+/// Fills `result`'s bubble fractions from its busy times and makespan, and
+/// the blocked ops and deadlock report of the ranks whose program did not
+/// finish (`next[r]`: rank r's first op not run; `done`: which ran).
+void summarize(const PipelineSchedule &schedule, const OpIndex &index,
+               const std::vector<int64_t> &next,
+               const std::vector<std::vector<char>> &done,
+               SimulationResult &result) {
+  const int64_t p = schedule.rankOrders.size();
+  double busy = 0, idle = 0;
+  for (int64_t r = 0; r < p; ++r) {
+    busy += result.busy[r];
+    idle += result.makespan - result.busy[r];
+  }
+  result.idleOverBusy = busy > 0 ? idle / busy : 0;
+  result.idleOverMakespan =
+      result.makespan > 0 ? idle / (p * result.makespan) : 0;
+
+  for (int64_t r = 0; r < p; ++r) {
+    const auto &order = schedule.rankOrders[r];
+    if (next[r] == static_cast<int64_t>(order.size()))
+      continue;
+    BlockedOp blocked{r, next[r], order[next[r]], ""};
+    for (const DataPred &pred :
+         dataPredecessors(index, blocked.op, schedule.numStages)) {
+      if (!pred.at) {
+        blocked.waitsFor = pred.name + ", which no rank runs";
+        break;
+      }
+      if (!done[pred.at->first][pred.at->second]) {
+        blocked.waitsFor = describeRef(schedule, *pred.at) + ", not run";
+        break;
+      }
+    }
+    result.blocked.push_back(std::move(blocked));
+  }
+  result.deadlocked = !result.blocked.empty();
+  if (result.deadlocked) {
+    std::string report = "deadlock:";
+    for (const BlockedOp &blocked : result.blocked)
+      report += " rank " + std::to_string(blocked.rank) + " blocked at op #" +
+                std::to_string(blocked.index) + " " + formatOp(blocked.op) +
+                ", waiting for " + blocked.waitsFor + ";";
+    if (std::optional<DependencyCycle> cycle = findDependencyCycle(schedule))
+      report += " dependency cycle: " + cycle->description;
+    else
+      report.pop_back();
+    result.deadlockReport = report;
+  }
+}
+
+/// Peak in-flight activations per rank, in program order (static).
+std::vector<int64_t> peakActivationsOf(const PipelineSchedule &schedule) {
+  std::vector<int64_t> peak(schedule.rankOrders.size(), 0);
+  for (size_t r = 0; r < peak.size(); ++r) {
+    int64_t live = 0;
+    for (const PipelineOp &op : schedule.rankOrders[r]) {
+      if (op.kind == Kind::F)
+        ++live;
+      else if (op.kind == Kind::B || op.kind == Kind::W)
+        --live;
+      peak[r] = std::max(peak[r], live);
+    }
+  }
+  return peak;
+}
+
 SimulationResult simulateOnce(const PipelineSchedule &schedule,
                               const SimulationOptions &options,
                               const std::vector<double> &speeds) {
@@ -150,18 +217,7 @@ SimulationResult simulateOnce(const PipelineSchedule &schedule,
     return options.costs.of(op.kind);
   };
 
-  // Static: peak in-flight activations per rank, in program order.
-  result.peakActivations.assign(p, 0);
-  for (int64_t r = 0; r < p; ++r) {
-    int64_t live = 0;
-    for (const PipelineOp &op : schedule.rankOrders[r]) {
-      if (op.kind == Kind::F)
-        ++live;
-      else if (op.kind == Kind::B || op.kind == Kind::W)
-        --live;
-      result.peakActivations[r] = std::max(result.peakActivations[r], live);
-    }
-  }
+  result.peakActivations = peakActivationsOf(schedule);
 
   std::vector<std::vector<char>> done(p);
   std::vector<std::vector<double>> endTime(p);
@@ -222,46 +278,151 @@ SimulationResult simulateOnce(const PipelineSchedule &schedule,
       }
   }
 
-  double busy = 0, idle = 0;
-  for (int64_t r = 0; r < p; ++r) {
-    busy += result.busy[r];
-    idle += result.makespan - result.busy[r];
-  }
-  result.idleOverBusy = busy > 0 ? idle / busy : 0;
-  result.idleOverMakespan =
-      result.makespan > 0 ? idle / (p * result.makespan) : 0;
+  summarize(schedule, index, next, done, result);
+  return result;
+}
 
+/// simulateSchedule for ranks pinned to cores (ProcessorSharing::pinned):
+/// processor sharing per core, event by event. While n of this replica's
+/// ranks on a core run, each op advances at ranksPerCore / (copies * n)
+/// of its cost per unit time (its cost is its time with every rank of the
+/// node running, ranksPerCore to a core). A receiver that waits when its
+/// data arrives starts wakeupLatency later if another rank of its core is
+/// running then (that rank keeps the core to the end of its time slice),
+/// at once on an idle core.
+SimulationResult simulatePinned(const PipelineSchedule &schedule,
+                                const SimulationOptions &options) {
+  const ProcessorSharing &share = options.sharing;
+  SimulationResult result;
+  const int64_t p = schedule.rankOrders.size();
+  OpIndex index(schedule);
+  auto costOf = [&](const PipelineOp &op) {
+    if (op.stage >= 0 &&
+        op.stage < static_cast<int64_t>(options.stageCosts.size()))
+      return options.stageCosts[op.stage].of(op.kind);
+    return options.costs.of(op.kind);
+  };
+  result.peakActivations = peakActivationsOf(schedule);
+  std::vector<std::vector<char>> done(p);
+  std::vector<std::vector<double>> endTime(p);
   for (int64_t r = 0; r < p; ++r) {
+    done[r].assign(schedule.rankOrders[r].size(), 0);
+    endTime[r].assign(schedule.rankOrders[r].size(), 0);
+  }
+  std::vector<int64_t> next(p, 0);
+  std::vector<double> rankFree(p, 0), remaining(p, 0), startedAt(p, 0);
+  std::vector<char> running(p, 0);
+  // A rank woken late: when it may start its head op (-1: not decided).
+  std::vector<double> wakesAt(p, -1);
+  result.busy.assign(p, 0);
+  result.running.assign(p, 0);
+  result.timeline.assign(p, {});
+  auto coreOf = [&](int64_t r) {
+    return r < int64_t(share.coreOf.size()) ? share.coreOf[size_t(r)] : r;
+  };
+  // When rank r's head op's data is all there (and whether r was already
+  // waiting for it), or nothing while a predecessor has not run.
+  auto dataAt = [&](int64_t r) -> std::optional<std::pair<double, bool>> {
     const auto &order = schedule.rankOrders[r];
-    if (next[r] == static_cast<int64_t>(order.size()))
-      continue;
-    BlockedOp blocked{r, next[r], order[next[r]], ""};
+    if (next[r] >= int64_t(order.size()))
+      return std::nullopt;
+    double at = rankFree[r];
+    bool waited = false;
     for (const DataPred &pred :
-         dataPredecessors(index, blocked.op, schedule.numStages)) {
-      if (!pred.at) {
-        blocked.waitsFor = pred.name + ", which no rank runs";
-        break;
+         dataPredecessors(index, order[size_t(next[r])], schedule.numStages)) {
+      if (!pred.at || !done[pred.at->first][pred.at->second])
+        return std::nullopt;
+      auto [from, i] = *pred.at;
+      double arrival = endTime[from][i];
+      if (from != r) {
+        arrival += options.p2pLatency;
+        waited |= arrival > rankFree[r];
       }
-      if (!done[pred.at->first][pred.at->second]) {
-        blocked.waitsFor = describeRef(schedule, *pred.at) + ", not run";
-        break;
-      }
+      at = std::max(at, arrival);
     }
-    result.blocked.push_back(std::move(blocked));
+    return std::make_pair(at, waited);
+  };
+  auto coreBusy = [&](int64_t r) {
+    for (int64_t q = 0; q < p; ++q)
+      if (q != r && running[q] && coreOf(q) == coreOf(r))
+        return true;
+    return false;
+  };
+  double now = 0;
+  for (;;) {
+    // Start every op that can start now: first those of ranks that run
+    // on (their data came while they ran), then the receivers that waited,
+    // which are woken late where their core is busy.
+    auto tryStart = [&](int64_t r, bool receivers) {
+      if (running[r])
+        return false;
+      std::optional<std::pair<double, bool>> ready = dataAt(r);
+      if (!ready || ready->first > now + 1e-15 || ready->second != receivers)
+        return false;
+      if (wakesAt[r] < 0)
+        wakesAt[r] =
+            receivers && coreBusy(r) ? now + options.wakeupLatency : now;
+      if (wakesAt[r] > now + 1e-15)
+        return false;
+      running[r] = 1;
+      wakesAt[r] = -1;
+      startedAt[r] = now;
+      remaining[r] = costOf(schedule.rankOrders[r][size_t(next[r])]);
+      return true;
+    };
+    for (bool started = true; started;) {
+      started = false;
+      for (bool receivers : {false, true})
+        for (int64_t r = 0; r < p; ++r)
+          started |= tryStart(r, receivers);
+    }
+    // Rates under the current sharing of each core.
+    std::vector<double> rate(p, 0);
+    for (int64_t r = 0; r < p; ++r) {
+      if (!running[r])
+        continue;
+      int64_t n = 0;
+      for (int64_t q = 0; q < p; ++q)
+        n += running[q] && coreOf(q) == coreOf(r);
+      rate[r] = share.ranksPerCore / (share.copies * double(n));
+    }
+    // The next event: an op ends, data arrives, a woken rank starts.
+    double step = std::numeric_limits<double>::infinity();
+    for (int64_t r = 0; r < p; ++r) {
+      if (running[r]) {
+        step = std::min(step, remaining[r] / rate[r]);
+        continue;
+      }
+      if (wakesAt[r] >= 0)
+        step = std::min(step, wakesAt[r] - now);
+      else if (std::optional<std::pair<double, bool>> ready = dataAt(r))
+        step = std::min(step, ready->first - now);
+    }
+    if (!std::isfinite(step))
+      break;
+    step = std::max(step, 0.0);
+    now += step;
+    for (int64_t r = 0; r < p; ++r) {
+      if (!running[r])
+        continue;
+      remaining[r] -= rate[r] * step;
+      if (remaining[r] >
+          1e-12 *
+              std::max(1.0, costOf(schedule.rankOrders[r][size_t(next[r])])))
+        continue;
+      const PipelineOp &op = schedule.rankOrders[r][size_t(next[r])];
+      running[r] = 0;
+      done[r][size_t(next[r])] = 1;
+      endTime[r][size_t(next[r])] = now;
+      rankFree[r] = now;
+      result.busy[r] += costOf(op);
+      result.running[r] += now - startedAt[r];
+      result.timeline[r].push_back({op, startedAt[r], now});
+      result.makespan = std::max(result.makespan, now);
+      ++next[r];
+    }
   }
-  result.deadlocked = !result.blocked.empty();
-  if (result.deadlocked) {
-    std::string report = "deadlock:";
-    for (const BlockedOp &blocked : result.blocked)
-      report += " rank " + std::to_string(blocked.rank) + " blocked at op #" +
-                std::to_string(blocked.index) + " " + formatOp(blocked.op) +
-                ", waiting for " + blocked.waitsFor + ";";
-    if (std::optional<DependencyCycle> cycle = findDependencyCycle(schedule))
-      report += " dependency cycle: " + cycle->description;
-    else
-      report.pop_back();
-    result.deadlockReport = report;
-  }
+  summarize(schedule, index, next, done, result);
   return result;
 }
 } // namespace
@@ -271,6 +432,8 @@ autoshard::pipeline::simulateSchedule(const PipelineSchedule &schedule,
                                       const SimulationOptions &options) {
   const int64_t p = schedule.rankOrders.size();
   const ProcessorSharing &share = options.sharing;
+  if (share.pinned() && p > 0)
+    return simulatePinned(schedule, options);
   std::vector<double> speeds(p, 1.0);
   if ((!share.shares() && options.wakeupLatency <= 0) || p == 0)
     return simulateOnce(schedule, options, speeds);

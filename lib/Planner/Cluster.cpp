@@ -320,7 +320,7 @@ const std::map<std::string, std::set<std::string>> &knownFields() {
       {"host",
        {"op_overhead_us", "step_overhead_ms", "sync_slowdown",
         "sync_latency_us", "wakeup_latency_us", "speedup_half_waiting",
-        "speedup_others_waiting"}},
+        "speedup_others_waiting", "pinned_cores"}},
       {"overlap", {"tp", "dp", "dp_bucket_params", "p2p"}},
       {"recompute", {"full", "selective"}},
       {"zero", {"grad_reduce"}},
@@ -545,6 +545,16 @@ llvm::Expected<Cluster> parseClusterObject(const json::Object &rootObject,
         r.number(*root, "host.speedup_half_waiting", 1.0, false, 1000);
     c.othersWaitingSpeedup =
         r.number(*root, "host.speedup_others_waiting", 1.0, false, 1000);
+  }
+  {
+    // A count of cores: a fraction or a huge value is a typo, not a node.
+    double cores = r.number(*root, "host.pinned_cores", 0.0, false, 4096);
+    if (cores != std::floor(cores))
+      r.fail(llvm::formatv("field 'host.pinned_cores' must be a whole number "
+                           "of cores, got {0}",
+                           json::Value(cores)));
+    else
+      c.pinnedCores = int64_t(cores);
   }
   c.tpOverlap = r.number(*root, "overlap.tp", 0.0, false, 1);
   c.dpOverlap = r.number(*root, "overlap.dp", 0.0, false, 1);

@@ -400,6 +400,17 @@ pipeline::ProcessorSharing sharingOf(const Estimate &e) {
   pipeline::ProcessorSharing sharing;
   sharing.waitingUse = e.sharingWaitingUse;
   sharing.maxSpeedup = e.sharingMaxSpeedup;
+  const int64_t p = e.plan.pp, cores = e.pinnedCores, ranks = e.nodeRanks;
+  if (cores > 0 && ranks > cores && p > 1) {
+    // The runtime's blocks (cpu/Placement.h): mesh position i = d * pp + s
+    // with pp innermost on core i * cores / ranks, so replica 0's stage s
+    // is on core s * cores / ranks, and ranks / cores / pp replicas share
+    // a core where a core holds whole replicas.
+    for (int64_t s = 0; s < p; ++s)
+      sharing.coreOf.push_back(s * cores / ranks);
+    sharing.ranksPerCore = double(ranks) / double(cores);
+    sharing.copies = std::max(1.0, sharing.ranksPerCore / double(p));
+  }
   return sharing;
 }
 
@@ -1278,6 +1289,9 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     e.tWakeup = share.wakeupLatency;
     e.sharingWaitingUse = share.waitingUse;
     e.sharingMaxSpeedup = share.maxSpeedup;
+    e.pinnedCores = c.pinnedCores;
+    e.nodeRanks =
+        std::min(plan.pp * plan.dp * plan.cp * plan.tp, c.gpusPerNode);
   }
   PipelineTime pipe = pipelineTime(plan, e);
   double pipeTime = pipe.total();
@@ -1753,7 +1767,7 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
   // node more than every rank running).
   auto fastestSimulated = [](const Estimate &e) {
     const Candidate &p = e.plan;
-    if (!sharingOf(e).shares() || p.pp <= 1)
+    if ((!sharingOf(e).shares() && !sharingOf(e).pinned()) || p.pp <= 1)
       return e.stepTime;
     double meanWork =
         double(p.mb) *

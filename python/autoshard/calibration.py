@@ -182,17 +182,20 @@ def plan_ranks(plan):
     return d["pp"] * d["dp"] * d["cp"] * d["tp"]
 
 
-def measure_step_s(build, config, plan, batch, seq, steps, warmup, out):
+def measure_step_s(build, config, plan, batch, seq, steps, warmup, out,
+                   bind_cores="none"):
     """Trains ``plan`` of the model ``config`` (a JSON config) with
     ``scripts/train.sh`` (built in ``build``; results in the folder
-    ``out``) for ``steps`` steps at the global ``batch`` and ``seq``, and
-    returns ``(seconds, "")``: the median step time after the first
-    ``warmup`` steps (global batch x seq / metrics.jsonl's tokens_per_s),
-    or ``(None, why)`` when the run failed or timed no step."""
+    ``out``; shard-run ``--bind-cores bind_cores``) for ``steps`` steps at
+    the global ``batch`` and ``seq``, and returns ``(seconds, "")``: the
+    median step time after the first ``warmup`` steps (global batch x seq
+    / metrics.jsonl's tokens_per_s), or ``(None, why)`` when the run
+    failed or timed no step."""
     cmd = [os.path.join(ROOT, "scripts", "train.sh"), "--config", config,
            "--plan", plan, "-n", str(plan_ranks(plan)), "--batch", str(batch),
            "--seq", str(seq), "--steps", str(steps), "--eval-interval", "0",
-           "--eval-iters", "1", "--sample", "0", "--out", out]
+           "--eval-iters", "1", "--sample", "0", "--out", out,
+           "--", "--bind-cores", bind_cores]
     proc = run_child(cmd, env=dict(os.environ, BUILD_DIR=build))
     if proc.returncode != 0:
         return None, first_error(proc.stderr or proc.stdout)
@@ -212,14 +215,15 @@ def measure_step_s(build, config, plan, batch, seq, steps, warmup, out):
     return statistics.median(times), ""
 
 
-def measure_references(build, config, ranks, batch, seq, steps, warmup, out):
+def measure_references(build, config, ranks, batch, seq, steps, warmup, out,
+                       bind_cores="none"):
     """The measured step of each of reference_plans(ranks), seconds: dp=R
     before and after the others, its time the geometric mean of the two
-    (the host's speed drifts within minutes). Raises CalibrationError when
-    a run fails."""
+    (the host's speed drifts within minutes); ``bind_cores`` as
+    measure_step_s. Raises CalibrationError when a run fails."""
     def one(plan):
         t, why = measure_step_s(build, config, plan, batch, seq, steps,
-                                warmup, out)
+                                warmup, out, bind_cores)
         if t is None:
             raise CalibrationError(f"the reference run of {plan} on {ranks} "
                                    f"ranks failed: {why}")

@@ -261,7 +261,7 @@ def test_replay_needs_the_recorded_calibrations(tmp_path, replay, calibrations,
     (["--replay"], "--replay needs --measured FILE"),
     (["--replay", "--measured", "m.json", "--calibrate"],
      "--replay predicts from the recorded calibrations: it does not take "
-     "--calibrate or --with-choice"),
+     "--calibrate"),
     (["--measured", "m.json", "--set", "8:host.wakeup_latency_us=0"],
      "--set changes the recorded calibrations: it needs --replay"),
     (["--replay", "--measured", "m.json", "--set", "host.x=1"],
@@ -297,6 +297,38 @@ def test_replay_set_changes_the_recorded_calibrations(shard_opt):
     # Another rank count's calibrations: this row untouched.
     assert predicted("--set", "4:host.speedup_half_waiting=1") == base
     assert predicted("--set", "8:host.speedup_half_waiting=1") > 1.2 * base
+
+
+def test_replay_with_choice_searches_again_on_the_recorded_calibration(
+        shard_opt):
+    """--replay --with-choice searches with each rank count's recorded
+    round-0 calibration and checks its choice against the run's measured
+    rows, the search's choices included (they are not in the list):
+    the committed run's 4-rank nanoGPT choice, the GPipe plan measured
+    11 % over dp=4, comes back as the search's choice with that figure."""
+    rows = os.path.join(REPO_ROOT, "bench", "planner_vs_runtime",
+                        "with-choice.json")
+    build = os.path.dirname(os.path.dirname(shard_opt))
+    proc = subprocess.run(
+        [sys.executable, RUN, "--measured", rows, "--replay", "--with-choice",
+         "--build", build, "--ranks", "4", "--only", "^nanogpt"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert ("nanogpt      4 pp=2,dp=2,mb=2,schedule=gpipe" in proc.stdout), \
+        proc.stdout
+    assert ("first choice nanogpt 4 ranks: pp=2,dp=2,mb=2,schedule=gpipe "
+            "measures +11.0% over the measured best dp=4") in proc.stdout, \
+        proc.stdout
+    # Without the round-0 calibrations (latest.json's run had no
+    # --with-choice) the search has nothing to search with, and says so.
+    latest = os.path.join(REPO_ROOT, "bench", "planner_vs_runtime",
+                          "latest.json")
+    proc = subprocess.run(
+        [sys.executable, RUN, "--measured", latest, "--replay", "--with-choice",
+         "--build", build, "--only", "^nanogpt dp=8"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "has no calibration 8/0 to search with" in proc.stdout, proc.stdout
 
 
 def test_replay_first_choice_is_labelled_the_lists_best(shard_opt):

@@ -209,6 +209,53 @@ def test_profiles_of_fewer_ranks(tmp_path, shard_opt):
     assert _step_s(shard_opt, model, bare) != _step_s(shard_opt, model, one)
 
 
+def test_bind_cores_pins_ranks_that_outnumber_the_cores(tmp_path, shard_opt):
+    """--bind-cores auto pins 4 ranks to the cores when they outnumber them
+    (as shard-run --bind-cores auto does) and writes host.pinned_cores,
+    which the planner reads; the default leaves the ranks to the
+    scheduler and writes no such field."""
+    cores = len(os.sched_getaffinity(0))
+    out = tmp_path / "pinned.json"
+    proc = subprocess.run(
+        [_calibrate(), "-n", "4", "--repeats", "1", "--bind-cores", "auto",
+         "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    cluster = json.loads(out.read_text())
+    placement = cluster["measured"]["placement"]
+    if cores < 4:
+        assert cluster["host"]["pinned_cores"] == cores
+        assert placement == (f"pinned to core 0 (4 ranks on {cores} "
+                             f"core{'s' if cores > 1 else ''}: --bind-cores "
+                             f"auto)")
+    else:
+        assert "pinned_cores" not in cluster["host"]
+        assert placement == f"not pinned (4 ranks on {cores} cores)"
+    # The planner simulates a pipeline on it, per core where pinned.
+    model = os.path.join(REPO_ROOT, "test", "Inputs", "tiny-gpt2-model.mlir")
+
+    def pipeline_step(path):
+        report = subprocess.run(
+            [shard_opt, model, f"--dist-auto-plan=cluster={path} gpus=4 "
+             "batch=4 evaluate=pp=2,dp=2,mb=2 format=json", "-o", "/dev/null"],
+            capture_output=True, text=True, timeout=120)
+        assert report.returncode == 0, report.stderr
+        plan = json.loads(report.stdout)["plans"][0]
+        assert plan["simulated"]
+        return plan["step_s"]
+    pinned = pipeline_step(out)
+    assert pinned > 0
+    if cores < 4:
+        del cluster["host"]["pinned_cores"]
+        fluid = tmp_path / "fluid.json"
+        fluid.write_text(json.dumps(cluster))
+        assert pipeline_step(fluid) != pinned
+    proc = subprocess.run([_calibrate(), "--bind-cores", "always"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert ("option '--bind-cores' expects 'auto' or 'none', got 'always'"
+            in proc.stderr)
+
+
 def test_bad_arguments_are_named():
     proc = subprocess.run([_calibrate(), "--repeats", "0"], capture_output=True,
                           text=True, timeout=60)

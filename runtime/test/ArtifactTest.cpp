@@ -234,3 +234,26 @@ TEST(ArtifactTest, EveryOpHasASignature) {
 }
 
 } // namespace
+
+TEST(ArtifactTest, MeshIndexWithPipelineInnermostGroupsAReplicasStages) {
+  // Mesh [pp=2, dp=2]: rank = stage * 2 + replica. With pp innermost the
+  // replica's two stages are consecutive: replica 0 = ranks 0, 2.
+  autoshard::runtime::Mesh m;
+  m.axes = {"pp", "dp"};
+  m.sizes = {2, 2};
+  EXPECT_EQ(m.indexWithAxisInnermost(0, "pp"), 0);
+  EXPECT_EQ(m.indexWithAxisInnermost(2, "pp"), 1);
+  EXPECT_EQ(m.indexWithAxisInnermost(1, "pp"), 2);
+  EXPECT_EQ(m.indexWithAxisInnermost(3, "pp"), 3);
+  // Already innermost, or no such axis: the rank itself.
+  m.axes = {"dp", "pp"};
+  for (int64_t r = 0; r < 4; ++r)
+    EXPECT_EQ(m.indexWithAxisInnermost(r, "pp"), r);
+  m.axes = {"dp", "tp"};
+  EXPECT_EQ(m.indexWithAxisInnermost(3, "pp"), 3);
+  // [pp=2, dp=2, tp=2]: (stage 1, dp 0, tp 1) = rank 5 -> (dp 0, tp 1,
+  // stage 1) = 3.
+  m.axes = {"pp", "dp", "tp"};
+  m.sizes = {2, 2, 2};
+  EXPECT_EQ(m.indexWithAxisInnermost(5, "pp"), 3);
+}

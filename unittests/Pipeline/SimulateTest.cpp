@@ -266,6 +266,63 @@ TEST(SimulateTest, SharedCoresShortenTheBubbleNotTheWork) {
   EXPECT_DOUBLE_EQ(simulateSchedule(schedule, shared).makespan, alone.makespan);
 }
 
+TEST(SimulateTest, PinnedCoresRunAReplicaAsOneCoreWould) {
+  // GPipe, p = 2, m = 4 (F = 1, B = 2: 12 per rank), both ranks pinned to
+  // one core that holds 2 of the node's ranks (an op's cost is its time
+  // at half a core): alone on the core an op runs 2x, beside the other
+  // rank 1x. No wake-up latency: the core never idles once F0 ran, so
+  // the makespan is the core's work, 24 at 2x = 12, against 15 unshared.
+  PipelineSchedule schedule = build(ScheduleKind::GPipe, 2, 4);
+  SimulationResult alone = simulateSchedule(schedule);
+  EXPECT_DOUBLE_EQ(alone.makespan, 15);
+  SimulationOptions pinned;
+  pinned.sharing.coreOf = {0, 0};
+  pinned.sharing.ranksPerCore = 2;
+  SimulationResult one = simulateSchedule(schedule, pinned);
+  ASSERT_FALSE(one.deadlocked) << one.deadlockReport;
+  EXPECT_NEAR(one.makespan, 12, 1e-9);
+  EXPECT_EQ(one.busy, alone.busy);
+  // 0F0 alone (0.5); then 0F1 beside 1F0 (1 each).
+  EXPECT_NEAR(one.timeline[0][0].end, 0.5, 1e-12);
+  EXPECT_NEAR(one.timeline[1][0].end, 1.5, 1e-12);
+  // A second replica in step on the same core halves every rate.
+  pinned.sharing.copies = 2;
+  EXPECT_NEAR(simulateSchedule(schedule, pinned).makespan, 24, 1e-9);
+  // Each rank on its own core that holds one rank: as unshared.
+  pinned.sharing.coreOf = {0, 1};
+  pinned.sharing.ranksPerCore = 1, pinned.sharing.copies = 1;
+  SimulationResult apart = simulateSchedule(schedule, pinned);
+  EXPECT_NEAR(apart.makespan, alone.makespan, 1e-9);
+  for (int64_t r = 0; r < 2; ++r)
+    for (size_t i = 0; i < alone.timeline[r].size(); ++i)
+      EXPECT_NEAR(apart.timeline[r][i].start, alone.timeline[r][i].start, 1e-9);
+}
+
+TEST(SimulateTest, PinnedWakeupOnlyWhenTheCoreIsBusy) {
+  // p = 2, m = 2, GPipe on one core (2 ranks to it): 1F0 waits for 0F0,
+  // which rank 0 follows with 0F1 on the same core, so 1F0 is woken late
+  // (0.25); so is 0B0 after 1B0, as rank 1 goes on with 1B1.
+  PipelineSchedule schedule = build(ScheduleKind::GPipe, 2, 2);
+  SimulationOptions pinned;
+  pinned.sharing.coreOf = {0, 0};
+  pinned.sharing.ranksPerCore = 2;
+  pinned.wakeupLatency = 0.25;
+  SimulationResult sim = simulateSchedule(schedule, pinned);
+  ASSERT_FALSE(sim.deadlocked) << sim.deadlockReport;
+  EXPECT_EQ(sim.timeline[1][0].op, (PipelineOp{Kind::F, 1, 0}));
+  EXPECT_NEAR(sim.timeline[1][0].start, 0.5 + 0.25, 1e-12);
+  EXPECT_EQ(sim.timeline[0][2].op, (PipelineOp{Kind::B, 0, 0}));
+  EXPECT_EQ(sim.timeline[1][2].op, (PipelineOp{Kind::B, 1, 0}));
+  EXPECT_NEAR(sim.timeline[0][2].start, sim.timeline[1][2].end + 0.25, 1e-12);
+  EXPECT_NEAR(sim.timeline[1][3].start, sim.timeline[1][2].end, 1e-12);
+  // Apart (a core each), nothing else runs on the receiver's core: no
+  // latency anywhere.
+  pinned.sharing.coreOf = {0, 1};
+  pinned.sharing.ranksPerCore = 1;
+  SimulationResult apart = simulateSchedule(schedule, pinned);
+  EXPECT_NEAR(apart.makespan, simulateSchedule(schedule).makespan, 1e-12);
+}
+
 TEST(SimulateTest, SplitBackwardCosts) {
   // W only waits for its own I: with expensive W, ZB-H1 still overlaps.
   SimulationOptions options;

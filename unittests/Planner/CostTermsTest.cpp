@@ -2003,7 +2003,7 @@ TEST(ClusterTerm, UnknownFieldsAreErrors) {
             "");
   EXPECT_EQ(error(R"(, "host": {"sync_latency": 100})"),
             "c.json: unknown field 'host.sync_latency' (the fields of "
-            "'host': op_overhead_us, speedup_half_waiting, "
+            "'host': op_overhead_us, pinned_cores, speedup_half_waiting, "
             "speedup_others_waiting, step_overhead_ms, sync_latency_us, "
             "sync_slowdown, wakeup_latency_us; docs/cluster-format.md)");
   std::string top = error(R"(, "colour": "blue")");
@@ -2226,6 +2226,21 @@ TEST(ClusterTerm, PipelineSharingFromTheMeasuredSpeedups) {
   EXPECT_EQ(hostFieldError("wakeup_latency_us", "-1"),
             "x.json: field 'host.wakeup_latency_us' must be a non-negative "
             "number <= 100000, got -1");
+  EXPECT_EQ(c->pinnedCores, 0);
+  EXPECT_EQ(hostFieldError("pinned_cores", "1.5"),
+            "x.json: field 'host.pinned_cores' must be a whole number of "
+            "cores, got 1.5");
+  EXPECT_EQ(hostFieldError("pinned_cores", "5000"),
+            "x.json: field 'host.pinned_cores' must be a non-negative "
+            "number <= 4096, got 5000");
+  auto pinned = parseCluster(
+      R"({"gpus_per_node": 8, "gpu": {"peak_bf16_tflops": 0.04, "hbm_gib": 3,
+          "hbm_tb_per_s": 0.005, "shares_node": true},
+          "intra_node": {"gb_per_s_per_direction_per_gpu": 1.5},
+          "host": {"pinned_cores": 2}})",
+      "cpu.json");
+  ASSERT_TRUE(static_cast<bool>(pinned)) << llvm::toString(pinned.takeError());
+  EXPECT_EQ(pinned->pinnedCores, 2);
 }
 
 TEST(ClusterTerm, SyncSlowdownScalesEveryKernelOfASynchronisingJob) {

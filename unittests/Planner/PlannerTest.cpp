@@ -569,6 +569,35 @@ TEST(Pipeline, TimeSharedCoresReclaimTheBubbleAndPayTheWakeups) {
   EXPECT_GT(woken.bubble, shared.bubble);
 }
 
+TEST(Pipeline, PinnedCoresShareEachCoreAmongItsOwnRanks) {
+  // pp = 4, dp = 2 on 8 ranks pinned to 2 cores (Cluster::pinnedCores, the
+  // runtime's blocks with pp innermost): each replica's 4 stages on one
+  // core, which runs one op at 4x its all-running cost and never idles
+  // while a stage has work, so the pipeline takes the replica's work over
+  // 4 = one rank's mean work (no wake-up latency): a full bubble shorter
+  // than dedicated devices, and not below the work.
+  PlanEval t(syntheticProfile(1, 0), "pp=4,dp=2,mb=8", syntheticModel(4));
+  t.c.gpusPerNode = 8;
+  t.c.sharesNode = true;
+  Estimate dedicated = t.estimate(16, true);
+  t.c.pinnedCores = 2;
+  Estimate pinned = t.estimate(16, true);
+  EXPECT_TRUE(pinned.simulated);
+  const double work =
+      8 * (pinned.tF + pinned.tI + pinned.tW) +
+      (pinned.firstF + pinned.firstB + pinned.lastF + pinned.lastB) / 4;
+  EXPECT_NEAR(pinned.stepTime - pinned.dpComm - pinned.optimizer, work,
+              1e-6 * work);
+  EXPECT_LT(pinned.stepTime, dedicated.stepTime - 0.9 * dedicated.bubble);
+  // The fluid fields do not apply once pinned.
+  t.c.halfWaitingSpeedup = 2, t.c.othersWaitingSpeedup = 4;
+  EXPECT_DOUBLE_EQ(t.estimate(16, true).stepTime, pinned.stepTime);
+  // As many cores as ranks: nothing is shared, nothing pinned.
+  t.c.halfWaitingSpeedup = t.c.othersWaitingSpeedup = 1;
+  t.c.pinnedCores = 8;
+  EXPECT_DOUBLE_EQ(t.estimate(16, true).stepTime, dedicated.stepTime);
+}
+
 //===----------------------------------------------------------------------===//
 // Communication of the analytic dimensions (docs/planner.md, "Cost model")
 //===----------------------------------------------------------------------===//

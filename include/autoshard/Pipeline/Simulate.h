@@ -55,6 +55,16 @@ struct ProcessorSharing {
   /// rank runs), >= 1.
   double maxSpeedup = 1;
   bool shares() const { return waitingUse < 1 && maxSpeedup > 1; }
+  /// Ranks pinned to cores (shard-run --bind-cores auto): coreOf[r] names
+  /// the core of pipeline rank r (ranks of one core share it; cores are
+  /// independent), `ranksPerCore` is how many of the node's ranks each
+  /// core holds (an op's cost is its time while all of them run) and
+  /// `copies` how many identical replicas of this pipeline share a core,
+  /// in step with it (>= 1). Empty coreOf: not pinned; the fields above
+  /// apply instead.
+  std::vector<int64_t> coreOf;
+  double ranksPerCore = 1, copies = 1;
+  bool pinned() const { return !coreOf.empty(); }
   /// Each rank's op speed (>= 1) for the ranks' busy fractions `busy`.
   std::vector<double> fairSpeeds(const std::vector<double> &busy) const;
   /// The factor on SimulationOptions::wakeupLatency (given at half the

@@ -236,6 +236,16 @@ struct Cluster {
   /// pipeline simulation's processor sharing follows (pipelineSharing in
   /// CostTerms.h).
   double halfWaitingSpeedup = 1, othersWaitingSpeedup = 1;
+  /// Where ranks time-share cores: the cores the runtime pinned the node's
+  /// ranks to (JSON `host.pinned_cores`, a whole number, 0..4096; 0: not
+  /// pinned, the scheduler places them). shard-run --bind-cores auto pins
+  /// oversubscribed ranks in blocks of the mesh order with pp innermost
+  /// (runtime/cpu/Placement.h), and shard-calibrate writes the count when
+  /// it pinned its own ranks so. Then the simulated pipeline shares each
+  /// core among the ranks pinned to it (pipeline::ProcessorSharing::coreOf)
+  /// instead of the node among all (halfWaitingSpeedup and
+  /// othersWaitingSpeedup do not apply).
+  int64_t pinnedCores = 0;
   /// Tensor-parallel communication overlap: 0 (Megatron 2021, blocking
   /// all-reduces) to 1 (Transformer Engine's chunked TP overlap, which
   /// still exposes one of tp chunks: tpOverlapFraction).

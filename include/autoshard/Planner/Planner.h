@@ -662,6 +662,10 @@ struct Estimate {
   /// (pipelineSharing in CostTerms.h; 0, 1, 1: they do not): the wake-up
   /// of a waiting receiver, seconds, and ProcessorSharing's terms.
   double tWakeup = 0, sharingWaitingUse = 1, sharingMaxSpeedup = 1;
+  /// Where the node's ranks are pinned to cores (Cluster::pinnedCores):
+  /// how many cores, and the node's ranks in this plan's job (0, 0: not
+  /// pinned).
+  int64_t pinnedCores = 0, nodeRanks = 0;
   /// Extra time on the first and last stages (embedding, LM head).
   double firstF = 0, firstB = 0, lastF = 0, lastB = 0;
   double dpComm = 0;

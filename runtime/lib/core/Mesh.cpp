@@ -69,6 +69,19 @@ int64_t Mesh::indexInGroup(int64_t rank,
   return index;
 }
 
+int64_t Mesh::indexWithAxisInnermost(int64_t rank,
+                                     std::string_view axis) const {
+  const int64_t inner = axisIndex(axis);
+  if (inner < 0)
+    return rank;
+  std::vector<int64_t> c = coords(rank);
+  int64_t index = 0;
+  for (size_t a = 0; a < axes.size(); ++a)
+    if (int64_t(a) != inner)
+      index = index * sizes[a] + c[a];
+  return index * sizes[size_t(inner)] + c[size_t(inner)];
+}
+
 int64_t Mesh::groupColor(int64_t rank,
                          const std::vector<std::string> &group) const {
   std::vector<int64_t> c = coords(rank);

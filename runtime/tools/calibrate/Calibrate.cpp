@@ -772,10 +772,11 @@ PipelineSharing measurePipelineSharing(CommWorld &world, Timer &timer,
   std::unique_ptr<Communicator> comm = world.split(0, rank);
   constexpr int64_t kHandoffs = 20;
   constexpr double kBetweenSendsS = 1e-3;
-  const int64_t half = ranks / 2;
-  // Sender, receiver or (the odd rank out) neither.
-  const bool sender = rank < half, receiver = rank >= half && rank < 2 * half;
-  const int64_t peer = sender ? rank + half : rank - half;
+  // Pairs 2i, 2i + 1 (a core's ranks when shard-run pins them, as a pp=2
+  // replica's stages): sender, receiver or (the odd rank out) neither.
+  const bool sender = rank % 2 == 0 && rank + 1 < ranks,
+             receiver = rank % 2 == 1;
+  const int64_t peer = sender ? rank + 1 : rank - 1;
   size_t nextKernel = 0;
   auto runFor = [&](double seconds) {
     double until = now() + seconds;

@@ -45,6 +45,11 @@ struct Options {
   /// this node (--profile FILE, repeatable), written into the output's
   /// `by_ranks_per_node`.
   std::vector<std::string> profiles;
+  /// (cpu) --bind-cores auto|none: pin the ranks to cores as shard-run
+  /// does when they outnumber the cores (cpu/Placement.h): blocks of
+  /// consecutive ranks, so the relay probes' pairs 2i, 2i + 1 share a core
+  /// as a pp=2 replica's stages do. Default none: the scheduler places.
+  std::string bindCores = "none";
 };
 
 /// Seconds on a monotonic clock (CLOCK_MONOTONIC: one clock for every

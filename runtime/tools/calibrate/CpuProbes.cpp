@@ -42,6 +42,7 @@
 #include "autoshard/runtime/cpu/Attention.h"
 #include "autoshard/runtime/cpu/Elementwise.h"
 #include "autoshard/runtime/cpu/Matmul.h"
+#include "autoshard/runtime/cpu/Placement.h"
 #include "autoshard/runtime/cpu/Threads.h"
 
 #include <unistd.h>
@@ -314,6 +315,11 @@ int runCpu(const Options &opts, CommWorld &world) {
   // The kernel threads shard-run gives each rank (its cores / local ranks).
   cpu::setKernelThreads(
       cpu::chooseThreadPolicy(0, static_cast<int>(world.localSize())).threads);
+  // Placed as shard-run places a data-parallel plan's ranks (blocks of
+  // consecutive ranks, which the collective probes group) and a pp=2
+  // plan's replicas (rank 2i and 2i + 1, which the relay probes pair).
+  const cpu::CorePlacement placement = cpu::placeRank(
+      opts.bindCores, world.rank(), world.localSize(), world.size(), 0);
   std::unique_ptr<Communicator> all = world.split(0, world.rank());
   Timer timer(*all, opts.repeats);
   const int64_t ranks = world.size();
@@ -432,6 +438,8 @@ int runCpu(const Options &opts, CommWorld &world) {
   measured["add_1_element_s"] = fixed;
   measured["add_4mib_s"] = addTime;
   measured["drift"] = drift;
+  // Rank 0's; every rank is pinned when one is (same counts on every rank).
+  measured["placement"] = cpu::describe(placement);
 
   // Each memory-bound kernel's achieved bandwidth (the bytes the planner
   // counts for it, TfmCost) over add's is its `efficiency.memory_ops`
@@ -559,6 +567,9 @@ int runCpu(const Options &opts, CommWorld &world) {
                                     {"sweep_half_running_s", sharing.halfS},
                                     {"sweep_one_running_s", sharing.oneS}};
   }
+  // The planner then shares each core among the ranks pinned to it.
+  if (placement.pinned)
+    cluster["host"]["pinned_cores"] = placement.cores;
   cluster["memory"] = {{"grad_buffer", "frame"}, {"dropout_mask_bytes", 0}};
   cluster["efficiency"] = {
       {"gemm", round2(fit.efficiency)},

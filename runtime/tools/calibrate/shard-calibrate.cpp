@@ -44,7 +44,8 @@ namespace {
 
 const char *const kUsage =
     "usage: shard-calibrate [--backend cpu|cuda] [-n N] [--out FILE] "
-    "[--name TEXT] [--repeats R] [--base FILE] [--profile FILE]...";
+    "[--name TEXT] [--repeats R] [--base FILE] [--profile FILE]... "
+    "[--bind-cores auto|none]";
 
 const char *const kHelp =
     "Measures this machine with the runtime's own kernels and communicator\n"
@@ -73,6 +74,15 @@ const char *const kHelp =
     "                      jobs of R ranks on this node instead of scaling\n"
     "                      the N-rank figures by N / R; the file's own\n"
     "                      by_ranks_per_node profiles come along\n"
+    "  --bind-cores auto|none\n"
+    "                      (cpu) auto: when the ranks outnumber the\n"
+    "                      cores, pin them as shard-run pins a data-\n"
+    "                      parallel plan's, consecutive ranks on one core\n"
+    "                      (the relay probes pair rank 2i and 2i + 1, as a\n"
+    "                      pp=2 replica's stages) and write\n"
+    "                      host.pinned_cores; none (default): leave placement\n"
+    "                      to the scheduler. Calibrate with the setting the\n"
+    "                      runs will use (shard-run --bind-cores)\n"
     "  -h, --help          this text\n";
 
 Options parseOptions(int argc, char **argv) {
@@ -126,7 +136,13 @@ Options parseOptions(int argc, char **argv) {
       o.base = value(i, a);
     else if (a == "--profile")
       o.profiles.push_back(value(i, a));
-    else
+    else if (a == "--bind-cores") {
+      o.bindCores = value(i, a);
+      if (o.bindCores != "auto" && o.bindCores != "none")
+        throw std::invalid_argument(
+            "option '--bind-cores' expects 'auto' or 'none', got '" +
+            o.bindCores + "'");
+    } else
       throw std::invalid_argument("unknown argument '" + a + "' (" + kUsage +
                                   ")");
   }

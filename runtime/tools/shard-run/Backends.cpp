@@ -4,6 +4,7 @@
 
 #if AUTOSHARD_HAVE_CPU_BACKEND
 #include "autoshard/runtime/CpuBackend.h"
+#include "autoshard/runtime/cpu/Placement.h"
 #include "autoshard/runtime/cpu/Threads.h"
 #endif
 #if AUTOSHARD_HAVE_CUDA_BACKEND
@@ -64,6 +65,23 @@ std::unique_ptr<Backend> createBackend(const std::string &name) {
   throw std::runtime_error(
       "--backend '" + name +
       "' is not available (this build has: " + builtBackends() + ")");
+}
+
+std::string placeHostRank(const std::string &name, const std::string &mode,
+                          int64_t order, int64_t localRanks, int64_t worldRanks,
+                          int64_t threads) {
+#if AUTOSHARD_HAVE_CPU_BACKEND
+  if (name == "cpu")
+    return "cores: " + cpu::describe(cpu::placeRank(mode, order, localRanks,
+                                                    worldRanks, threads));
+#endif
+  (void)name;
+  (void)mode;
+  (void)order;
+  (void)localRanks;
+  (void)worldRanks;
+  (void)threads;
+  return "";
 }
 
 std::string configureHostThreads(const std::string &name, int64_t requested,

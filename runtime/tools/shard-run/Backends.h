@@ -20,6 +20,19 @@ bool backendBuilt(const std::string &name);
 /// when it is not built or (cuda) no GPU is usable.
 std::unique_ptr<runtime::Backend> createBackend(const std::string &name);
 
+/// Places this rank's host kernels (the CPU backend:
+/// autoshard/runtime/cpu/Placement.h) by `mode` (--bind-cores auto|none):
+/// `order` is its position in the placement order (the mesh index with the
+/// pp axis innermost, so a pipeline replica's stages share a core), of
+/// `localRanks` on this node and `worldRanks` in the job, `threads` the
+/// --threads asked for (0: derived). Returns the banner line ("cores: ..."),
+/// empty for a backend without host kernels. Call after
+/// configureHostThreads (which divides the node's cores among its ranks);
+/// the kernel threads started later inherit the pinned core.
+std::string placeHostRank(const std::string &name, const std::string &mode,
+                          int64_t order, int64_t localRanks, int64_t worldRanks,
+                          int64_t threads);
+
 /// Applies the thread policy of backend `name`'s host kernels (the CPU
 /// backend: autoshard/runtime/cpu/Threads.h) for `localRanks` ranks of the
 /// job on this node, or `requested` threads per rank when > 0 (--threads),

@@ -119,6 +119,16 @@ file, character-level, and prints a sample of generated text at the end.
                        this rank may run on / the job's ranks on this node,
                        at least 1, at most 1024 (the banner says what was
                        chosen)
+  --bind-cores auto|none
+                       auto: when this node's ranks outnumber its cores,
+                       pin each to one, a pipeline replica's stages and
+                       neighbouring data-parallel ranks on the same core
+                       (hand-offs then switch ranks on a core instead of
+                       waking one on a busy core, and the step time no
+                       longer depends on where the scheduler put the
+                       ranks); none (default): leave placement to the
+                       scheduler. Plan with a cluster file calibrated the
+                       same way (shard-calibrate --bind-cores)
   --comm-thread on|off one communication thread per rank makes every MPI
                        call, so that collectives started early
                        (dist-overlap-collectives) progress while the rank
@@ -224,6 +234,12 @@ Options parseOptions(const std::vector<std::string> &args) {
       {"--top-k", integer(o.topK, 1)},
       {"--threads", integer(o.threads, 1, kMaxThreads)},
       {"--skip-nonfinite-steps", integer(o.skipNonfiniteSteps, 0)},
+      {"--bind-cores",
+       [&o](const std::string &f, const std::string &v) {
+         if (v != "auto" && v != "none")
+           throw UsageError(f + " expects 'auto' or 'none', found '" + v + "'");
+         o.bindCores = v;
+       }},
       {"--comm-thread",
        [&o](const std::string &f, const std::string &v) {
          if (v != "on" && v != "off")

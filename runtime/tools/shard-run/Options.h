@@ -67,6 +67,9 @@ struct Options {
   /// gradient norm is not finite (0: the first one ends the run).
   int64_t skipNonfiniteSteps = 0;
   int64_t threads = 0; ///< --threads: kernel threads per rank (0: derived).
+  /// --bind-cores auto|none: pin oversubscribed one-thread ranks to cores
+  /// (cpu/Placement.h); none (the default) leaves them to the scheduler.
+  std::string bindCores = "none";
   /// --comm-thread on|off: a thread per rank drives every MPI call, so that
   /// started collectives progress during compute (docs/cpu-backend.md).
   bool commThread = kCommThreadDefault;

@@ -209,6 +209,12 @@ int runMain(Options opts, CommWorld *world) {
   Backend &backend = *backendPtr;
   const std::string threads = configureHostThreads(
       opts.backend, opts.threads, world ? world->localSize() : 1);
+  const std::string cores =
+      world ? placeHostRank(
+                  opts.backend, opts.bindCores,
+                  artifact.mesh.indexWithAxisInnermost(world->rank(), "pp"),
+                  world->localSize(), world->size(), opts.threads)
+            : "";
   // NCCL communicators for a multi-rank cuda run, bootstrapped over MPI.
   std::unique_ptr<CommWorld> deviceWorld =
       createDeviceWorld(backend, world, opts.commTimeoutS);
@@ -304,6 +310,8 @@ int runMain(Options opts, CommWorld *world) {
                 describeMesh(artifact.mesh).c_str());
   if (!threads.empty())
     std::printf("%s\n", threads.c_str());
+  if (!cores.empty())
+    std::printf("%s (rank 0)\n", cores.c_str());
   if (world) {
     if (deviceWorld)
       std::printf("comm thread: %s (MPI only bootstraps %s, whose "

@@ -84,6 +84,11 @@ struct Mesh {
   /// linearised in the listed order (first axis major).
   int64_t indexInGroup(int64_t rank,
                        const std::vector<std::string> &axes) const;
+  /// `rank`'s coordinates linearised with `axis` moved to the innermost
+  /// (fastest) place and the others in mesh order; `rank` itself when the
+  /// mesh has no such axis. With `axis` = "pp", the stages of one pipeline
+  /// replica get consecutive indices (CPU core placement, cpu/Placement.h).
+  int64_t indexWithAxisInnermost(int64_t rank, std::string_view axis) const;
   /// Which group over `axes` `rank` belongs to: its coordinates on the
   /// other axes, linearised row-major in mesh order.
   int64_t groupColor(int64_t rank, const std::vector<std::string> &axes) const;
