@@ -80,7 +80,7 @@ BATCH=12 SEQ=64 STEPS=2000 LR=1e-3 MIN_LR=1e-4 WARMUP="" DECAY=""
 BETA1=0.9 BETA2=0.99 WD=0.1 CLIP=1.0 DROPOUT="" EVAL_INTERVAL=250 EVAL_ITERS=20
 SEED=1337 OUT=$BUILD_DIR/train SAMPLE=300 PLAN="" NRANKS="" VOCAB_MULTIPLE=64 BATCH_SET=""
 CLUSTER="" SCHEDULE_FILE="" FUSE=1 AUTO_REPORT=""
-EXTRA=() CKPT=() INIT_FROM="" CONFIG_SET=""
+EXTRA=() CKPT=() BIND=() INIT_FROM="" CONFIG_SET=""
 die() { echo "train.sh: $*" >&2; exit 2; }
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [[ $# -gt 0 ]]; do
@@ -167,6 +167,16 @@ if [[ $PLAN == auto ]]; then
     --batch "$BATCH" --cluster "$CLUSTER" --report "$OUT/auto_plan.json") || exit 2
   echo "auto plan for $NRANKS ranks on $(basename "$CLUSTER"), global batch $BATCH: --plan $PLAN"
   AUTO_REPORT=$OUT/auto_plan.json
+  # A file calibrated with pinned ranks (host.pinned_cores) planned for
+  # pinned ranks: run them so (a later -- --bind-cores of the user's wins).
+  PINNED=$(PYTHONPATH=$ROOT/python "$BUILD_DIR/venv/bin/python" -c '
+import json, sys
+from autoshard.calibration import pinned_cores
+print(pinned_cores(json.load(open(sys.argv[1])), int(sys.argv[2])))' "$CLUSTER" "$NRANKS" 2>/dev/null) || PINNED=0
+  if [[ $PINNED =~ ^[1-9][0-9]*$ ]]; then
+    BIND=(--bind-cores auto)
+    echo "cores: $(basename "$CLUSTER") was calibrated with its ranks pinned to $PINNED cores (host.pinned_cores): --bind-cores auto"
+  fi
 fi
 
 # World size of the plan: the product of the degrees that are mesh axes
@@ -256,4 +266,4 @@ exec "$BUILD_DIR/bin/shard-run" "${RUN_RANKS[@]}" "$OUT/model.json" --data "$DAT
   --lr "$LR" --min-lr "$MIN_LR" ${WARMUP:+--warmup "$WARMUP"} --decay-steps "$DECAY" \
   --eval-interval "$EVAL_INTERVAL" --eval-iters "$EVAL_ITERS" --seed "$SEED" \
   --log "$OUT/metrics.jsonl" --trace "$OUT/trace.json" --sample "$SAMPLE" \
-  "${CKPT[@]}" "${EXTRA[@]}"
+  "${CKPT[@]}" "${BIND[@]}" "${EXTRA[@]}"

@@ -265,7 +265,7 @@ def main():
                          "recorded R-rank calibrations before predicting "
                          "(R: a rank count or '*'); repeatable. To try a "
                          "cost term offline")
-    ap.add_argument("--bind-cores", choices=("auto", "none"), default="none",
+    ap.add_argument("--bind-cores", choices=("auto", "none"), default=None,
                     help="shard-run's and shard-calibrate's --bind-cores "
                          "for every run and calibration (auto: ranks that "
                          "outnumber the cores are pinned to them; default "
@@ -297,6 +297,11 @@ def main():
     if args.replay and not args.measured:
         sys.exit("--replay needs --measured FILE (it predicts that run's "
                  "rounds again from the calibrations recorded beside FILE)")
+    if args.replay and args.bind_cores is not None:
+        sys.exit("--bind-cores applies to the runs and calibrations of a "
+                 "run; a replay runs nothing (the recorded calibrations say "
+                 "how theirs ran: host.pinned_cores)")
+    args.bind_cores = args.bind_cores or "none"
     if args.replay and args.calibrate:
         sys.exit("--replay predicts from the recorded calibrations: it does "
                  "not take --calibrate")
@@ -430,6 +435,12 @@ def main():
     plans = [(m, p) for m, p in PLANS
              if (not args.only or re.search(args.only, f"{m} {p}"))
              and (not args.ranks or world_of(p) == args.ranks)]
+    if args.replay:
+        # Only the rank counts the run calibrated (a run of --ranks 8 has
+        # nothing to predict the others with).
+        recorded_worlds = {int(k.split("/")[0]) for k in recorded
+                           if k.split("/")[0].isdigit()}
+        plans = [(m, p) for m, p in plans if world_of(p) in recorded_worlds]
     # A replay predicts the earlier run's other measured rows too (the
     # search's choices of a --with-choice run), so that a change to the
     # cost model is checked against the plans the search picked.
@@ -552,6 +563,8 @@ def main():
                         else os.path.relpath(args.cluster, ROOT)
                         if os.path.abspath(args.cluster).startswith(ROOT + os.sep)
                         else os.path.abspath(args.cluster))
+        if args.bind_cores == "auto":
+            cluster_name += " (ranks pinned: --bind-cores auto)"
         print(f"cluster {cluster_name}, global batch {BATCH}, "
               f"seq {SEQ}, {source}; "
               f"load average {os.getloadavg()[0]:.1f} at the start, "

@@ -318,7 +318,8 @@ SimulationResult simulatePinned(const PipelineSchedule &schedule,
   result.running.assign(p, 0);
   result.timeline.assign(p, {});
   auto coreOf = [&](int64_t r) {
-    return r < int64_t(share.coreOf.size()) ? share.coreOf[size_t(r)] : r;
+    // A rank coreOf does not name runs on a core of its own.
+    return r < int64_t(share.coreOf.size()) ? share.coreOf[size_t(r)] : -1 - r;
   };
   // When rank r's head op's data is all there (and whether r was already
   // waiting for it), or nothing while a predecessor has not run.

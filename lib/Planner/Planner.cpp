@@ -1897,6 +1897,19 @@ std::string formatReport(const Cluster &c, const ModelInfo &m,
                              m.flopsPerSequence / 1e9)
              : llvm::formatv("{0:F2} TFLOP per sequence\n",
                              m.flopsPerSequence / 1e12));
+  // Which pipeline model scored the plans (pipeline::ProcessorSharing).
+  if (int64_t ranks = std::min(o.gpus, c.gpusPerNode);
+      c.sharesNode && c.pinnedCores > 0)
+    os << (ranks > c.pinnedCores
+               ? llvm::formatv("cores: {0} ranks on the node pinned to {1} "
+                               "cores (host.pinned_cores; run them with "
+                               "shard-run --bind-cores auto): pipelines "
+                               "simulated per core\n",
+                               ranks, c.pinnedCores)
+               : llvm::formatv("cores: {0} ranks on {1} cores, none "
+                               "shared: host.pinned_cores has nothing to "
+                               "pin\n",
+                               ranks, c.pinnedCores));
   if (r.best.empty() && r.rejected.empty()) {
     os << llvm::formatv("no plan fits: no candidate plan ({0} GPUs do not "
                         "factor into tp x cp x pp x dp with tp dividing the "

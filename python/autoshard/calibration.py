@@ -247,6 +247,28 @@ def reference_plans(ranks):
     return plans
 
 
+def pinned_cores(cluster, ranks):
+    """The ``host.pinned_cores`` a job of ``ranks`` ranks is planned with
+    on the parsed cluster file ``cluster``: that of the smallest
+    ``by_ranks_per_node`` profile of at least ``ranks`` ranks, else the
+    file's own (a profile without the field inherits it); 0 where there is
+    none (the file was calibrated with ranks left to the scheduler). Runs
+    meant to match the file pass ``--bind-cores auto`` where it is not 0."""
+    def of(obj):
+        host = obj.get("host") if isinstance(obj, dict) else None
+        value = host.get("pinned_cores") if isinstance(host, dict) else None
+        return value if isinstance(value, int) and value > 0 else None
+    profiles = cluster.get("by_ranks_per_node")
+    if isinstance(profiles, dict):
+        above = sorted(int(k) for k in profiles
+                       if k.isdigit() and int(k) >= ranks)
+        if above:
+            value = of(profiles[str(above[0])])
+            if value is not None:
+                return value
+    return of(cluster) or 0
+
+
 def _fit_target(cluster, ranks, source="the cluster description"):
     """``(the object whose host the planner reads for a job of ``ranks``
     ranks, its field path prefix)``: the profile ``by_ranks_per_node.<ranks>``
@@ -551,10 +573,13 @@ def main(argv=None):
     try:
         check_cluster(cluster, args.ranks, args.cluster)
         if args.train:
+            # Run as the file says the ranks run: pinned where it was
+            # calibrated pinned (shard-calibrate --bind-cores auto).
+            bind = "auto" if pinned_cores(cluster, args.ranks) else "none"
             with tempfile.TemporaryDirectory(prefix="autoshard-ref-") as tmp:
                 measured = measure_references(
                     args.build, args.train, args.ranks, args.batch, args.seq,
-                    args.steps, args.warmup, os.path.join(tmp, "run"))
+                    args.steps, args.warmup, os.path.join(tmp, "run"), bind)
         fitted, record = fit_host_sync(args.shard_opt, args.model, cluster,
                                        args.ranks, args.batch, measured,
                                        args.cluster)

@@ -14,7 +14,7 @@ from conftest import REPO_ROOT, config_path
 
 from autoshard.calibration import (CalibrationError, fit_host_sync,
                                    predict_step_s, reference_plans,
-                                   with_sync_terms)
+                                   pinned_cores, with_sync_terms)
 
 CLUSTER = os.path.join(REPO_ROOT, "configs", "clusters", "cpu-2core.json")
 BATCH = 16
@@ -337,3 +337,18 @@ def test_sync_terms_are_read_and_set_where_the_planner_reads_them():
         "sync_slowdown": 0.1, "sync_latency_us": 5}
     with pytest.raises(CalibrationError, match="host"):
         sync_terms({"host": 3}, 2)
+
+
+def test_pinned_cores_follows_the_profile_the_planner_reads():
+    """pinned_cores: the smallest profile of at least R ranks, else the
+    file's own field (a profile without it inherits it); 0 when none."""
+    top = {"host": {"pinned_cores": 2},
+           "by_ranks_per_node": {"4": {"host": {"pinned_cores": 1}},
+                                 "2": {"host": {}}}}
+    assert pinned_cores(top, 4) == 1
+    assert pinned_cores(top, 3) == 1
+    assert pinned_cores(top, 2) == 2  # inherits
+    assert pinned_cores(top, 8) == 2
+    assert pinned_cores({"host": {}}, 4) == 0
+    assert pinned_cores({"host": {"pinned_cores": 0}}, 4) == 0
+    assert pinned_cores({}, 4) == 0

@@ -262,6 +262,9 @@ def test_replay_needs_the_recorded_calibrations(tmp_path, replay, calibrations,
     (["--replay", "--measured", "m.json", "--calibrate"],
      "--replay predicts from the recorded calibrations: it does not take "
      "--calibrate"),
+    (["--replay", "--measured", "m.json", "--bind-cores", "auto"],
+     "--bind-cores applies to the runs and calibrations of a run; a replay "
+     "runs nothing"),
     (["--measured", "m.json", "--set", "8:host.wakeup_latency_us=0"],
      "--set changes the recorded calibrations: it needs --replay"),
     (["--replay", "--measured", "m.json", "--set", "host.x=1"],

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import REPO_ROOT
 
+from autoshard import calibration
+
 
 def _calibrate():
     path = os.path.join(REPO_ROOT, "build", "bin", "shard-calibrate")
@@ -244,6 +246,18 @@ def test_bind_cores_pins_ranks_that_outnumber_the_cores(tmp_path, shard_opt):
         return plan["step_s"]
     pinned = pipeline_step(out)
     assert pinned > 0
+    report = subprocess.run(
+        [shard_opt, model, f"--dist-auto-plan=cluster={out} gpus=4 batch=4 "
+         "evaluate=pp=2,dp=2,mb=2", "-o", "/dev/null"],
+        capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert (f"cores: 4 ranks on the node pinned to {cores} cores "
+            f"(host.pinned_cores; run them with shard-run --bind-cores auto): "
+            f"pipelines simulated per core") in report.stdout or cores >= 4, \
+        report.stdout
+    # What a run meant to match the file passes (train.sh --plan auto,
+    # autoshard.calibration --train).
+    assert calibration.pinned_cores(cluster, 4) == (cores if cores < 4 else 0)
     if cores < 4:
         del cluster["host"]["pinned_cores"]
         fluid = tmp_path / "fluid.json"
@@ -254,6 +268,12 @@ def test_bind_cores_pins_ranks_that_outnumber_the_cores(tmp_path, shard_opt):
     assert proc.returncode == 1
     assert ("option '--bind-cores' expects 'auto' or 'none', got 'always'"
             in proc.stderr)
+    proc = subprocess.run(
+        [_calibrate(), "--backend", "cuda", "--bind-cores", "auto"],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert ("option '--bind-cores auto' is for the cpu backend, got "
+            "--backend cuda") in proc.stderr, proc.stderr
 
 
 def test_bad_arguments_are_named():

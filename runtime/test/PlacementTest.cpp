@@ -2,8 +2,11 @@
 
 #include "autoshard/runtime/cpu/Placement.h"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+
+#include <cstdlib>
 
 #include <stdexcept>
 
@@ -52,11 +55,22 @@ TEST(PlacementTest, PinsOnlyOversubscribedOneThreadRanksOfOneNode) {
   EXPECT_NE(
       describe(last).find("pinned to core " + std::to_string(before.back())),
       std::string::npos);
+  // Every thread was pinned (the OpenMP pool of earlier tests too): all
+  // get the mask back.
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int c : before)
     CPU_SET(c, &set);
-  ASSERT_EQ(sched_setaffinity(0, sizeof(set), &set), 0);
+  DIR *tasks = opendir("/proc/self/task");
+  ASSERT_NE(tasks, nullptr);
+  while (dirent *e = readdir(tasks))
+    if (pid_t tid = pid_t(std::atoi(e->d_name)); tid > 0) {
+      cpu_set_t got;
+      ASSERT_EQ(sched_getaffinity(tid, sizeof(got), &got), 0);
+      EXPECT_EQ(CPU_COUNT(&got), 1) << "thread " << tid << " not pinned";
+      sched_setaffinity(tid, sizeof(set), &set);
+    }
+  closedir(tasks);
   EXPECT_EQ(usableCoreIds(), before);
 }
 

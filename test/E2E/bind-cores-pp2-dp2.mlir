@@ -13,6 +13,12 @@
 // RUN: FileCheck %s --check-prefix=AUTO < %t/auto.out
 // RUN: %python %S/Inputs/compare-losses.py %t/none/metrics.jsonl %t/auto/metrics.jsonl --steps 8 --rtol 0 | FileCheck %s --check-prefix=LOSS
 // RUN: %python %S/Inputs/compare-losses.py %t/none/metrics.jsonl %t/auto/metrics.jsonl --steps 8 --rtol 0 --key grad_norm | FileCheck %s --check-prefix=LOSS
+// A cluster file calibrated with pinned ranks (host.pinned_cores; here the
+// committed file with the field added): train.sh --plan auto runs its plan
+// pinned, as it was planned.
+// RUN: %python -c "import json, sys; c = json.load(open(sys.argv[1])); c['by_ranks_per_node']['4']['host']['pinned_cores'] = 2; json.dump(c, open(sys.argv[2], 'w'))" %autoshard_src/configs/clusters/cpu-2core.json %t/pinned.json
+// RUN: env BUILD_DIR=%autoshard_build %autoshard_src/scripts/train.sh --plan auto -n 4 --cluster %t/pinned.json --steps 2 --eval-interval 0 --eval-iters 1 --sample 0 --out %t/autoplan > %t/autoplan.out 2>&1
+// RUN: FileCheck %s --check-prefix=AUTOPLAN < %t/autoplan.out
 // RUN: not env BUILD_DIR=%autoshard_build %autoshard_src/scripts/train.sh --plan pp=2,dp=2,mb=2 --steps 1 --eval-interval 0 --eval-iters 1 --sample 0 --out %t/bad -- --bind-cores always > %t/bad.out 2>&1
 // RUN: FileCheck %s --check-prefix=BAD < %t/bad.out
 
@@ -30,3 +36,7 @@
 // LOSS: 8 steps match
 
 // BAD: --bind-cores expects 'auto' or 'none', found 'always'
+
+// AUTOPLAN: auto plan for 4 ranks on pinned.json
+// AUTOPLAN: cores: pinned.json was calibrated with its ranks pinned to 2 cores (host.pinned_cores): --bind-cores auto
+// AUTOPLAN: cores: {{pinned to core [0-9]+ \(4 ranks on [1-3] cores?: --bind-cores auto\)|not pinned \(4 ranks on ([4-9]|[1-9][0-9]+) cores\)}} (rank 0)

@@ -2,9 +2,11 @@
 
 #include "autoshard/runtime/cpu/Placement.h"
 
+#include <dirent.h>
 #include <sched.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -66,6 +68,14 @@ CorePlacement placeRank(const std::string &mode, int64_t order,
                              "core " +
                              std::to_string(p.core) + ": " +
                              std::strerror(errno));
+  // sched_setaffinity(0) pins the calling thread only; the threads started
+  // before it (the communication thread, MPI's) go to the same core.
+  if (DIR *tasks = opendir("/proc/self/task")) {
+    while (dirent *e = readdir(tasks))
+      if (pid_t tid = pid_t(std::atoi(e->d_name)); tid > 0)
+        sched_setaffinity(tid, sizeof(set), &set); // a thread may have ended
+    closedir(tasks);
+  }
   p.pinned = true;
   p.why = count;
   return p;

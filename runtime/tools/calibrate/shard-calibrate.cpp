@@ -146,6 +146,11 @@ Options parseOptions(int argc, char **argv) {
       throw std::invalid_argument("unknown argument '" + a + "' (" + kUsage +
                                   ")");
   }
+  // Pinning is about CPU ranks sharing cores; a GPU rank has its device.
+  if (o.bindCores == "auto" && o.backend != "cpu")
+    throw std::invalid_argument("option '--bind-cores auto' is for the cpu "
+                                "backend, got --backend " +
+                                o.backend);
   // The collective probes and the synchronisation sweeps split the ranks
   // into groups of 2, 4, ... N: with another count the last group is short
   // (-n 3 ended in "MPI_Isend failed: MPI_ERR_RANK" once the ranks ran).

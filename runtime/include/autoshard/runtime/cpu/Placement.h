@@ -1,18 +1,9 @@
 //===- Placement.h - Core placement of oversubscribed ranks -----*- C++ -*-===//
 //
-// When a node runs more one-thread ranks than it has cores, the kernel's
-// scheduler decides which ranks share a core, and it decides differently
-// from run to run: on a 2-core machine `dp=4` measured 33 or 38-40 ms per
-// step (runs of the same binary), and a pp=2 x dp=2 pipeline 36-52 ms.
-// Pinning each rank to a core makes it one choice, and the choice matters:
-// ranks that hand work to each other should share a core, so that a hand-off
-// is a switch on that core (the sender waits, the receiver runs) rather than
-// a wake-up on a core busy with another rank. The stages of a pipeline
-// replica alternate; the ranks of a data-parallel ring meet their neighbours
-// in every collective. Measured (bench/planner_vs_runtime/README.md, "Core
-// placement"): dp=4 33.5 ms with neighbours on a core against 37.9 ms with
-// them apart; the pipeline 36.4 ms (spread 1.01x) with each replica on a
-// core against 52.8 ms with each stage on one.
+// Pins ranks that outnumber the node's cores, one core each, so that ranks
+// which hand work to each other (a pipeline replica's stages, neighbouring
+// data-parallel ranks) share a core and the step time no longer depends on
+// where the scheduler put them (docs/cpu-backend.md, "Core placement").
 //
 //===----------------------------------------------------------------------===//
 #ifndef AUTOSHARD_RUNTIME_CPU_PLACEMENT_H
@@ -45,7 +36,8 @@ struct CorePlacement {
   std::string why;
 };
 
-/// `--bind-cores auto`: pins the calling process to blockCore(order,
+/// `--bind-cores auto`: pins every thread of the calling process to
+/// blockCore(order,
 /// localRanks, usableCoreIds()) when the node's `localRanks` one-thread
 /// ranks outnumber its usable cores and the job is this node
 /// (`localRanks` == `worldRanks`; across nodes the order of a node's own
