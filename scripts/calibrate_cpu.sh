@@ -16,6 +16,12 @@
 # its ranks) as a TERM.
 #
 #   scripts/calibrate_cpu.sh [-n 8] [--out configs/clusters/cpu-2core.json] [--repeats 7]
+#                            [--bind-cores auto|none]
+#
+# --bind-cores auto measures ranks pinned to cores as shard-run --bind-cores
+# auto runs them (the file then says host.pinned_cores, and the fits run
+# their reference steps pinned); the default none leaves them to the
+# scheduler, as the committed file was measured.
 #
 # Run it on an otherwise idle machine (about 5 minutes): every rank's figure
 # is its share of the cores while all R run. The file says what was
@@ -26,15 +32,15 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 die() { echo "calibrate_cpu.sh: $*" >&2; exit 2; }
 [[ " $* " == *" -h "* || " $* " == *" --help "* ]] && { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
-N=8 OUT=$ROOT/configs/clusters/cpu-2core.json REPEATS=7
+N=8 OUT=$ROOT/configs/clusters/cpu-2core.json REPEATS=7 BIND=none
 while [[ $# -gt 0 ]]; do
   # An unknown option is named as such, also as the last argument.
   case $1 in
-    -n | --out | --repeats) [[ $# -ge 2 ]] || die "option '$1' needs a value" ;;
+    -n | --out | --repeats | --bind-cores) [[ $# -ge 2 ]] || die "option '$1' needs a value" ;;
     *) die "unknown option '$1' (see scripts/calibrate_cpu.sh --help)" ;;
   esac
   case $1 in
-    -n) N=$2 ;; --out) OUT=$2 ;; --repeats) REPEATS=$2 ;;
+    -n) N=$2 ;; --out) OUT=$2 ;; --repeats) REPEATS=$2 ;; --bind-cores) BIND=$2 ;;
   esac
   shift 2
 done
@@ -43,6 +49,7 @@ done
 # shard-calibrate's own rule, checked before the runs of fewer ranks.
 (((N & (N - 1)) == 0)) || die "-n needs a power of two (1, 2, 4, 8, ...: shard-calibrate probes the collectives over groups of 2, 4, ... N ranks), got '$N'"
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || die "--repeats needs a positive count, got '$REPEATS'"
+[[ $BIND == auto || $BIND == none ]] || die "--bind-cores needs 'auto' or 'none', got '$BIND'"
 # --out is checked before the runs of fewer ranks (a minute or two), not
 # only by the last run: a missing directory, a directory, no write access.
 OUT_DIR=$(dirname -- "$OUT")
@@ -94,11 +101,11 @@ fit() { # rank count, cluster file
 }
 PROFILES=()
 for ((r = 1; r < N; r *= 2)); do
-  step "shard-calibrate -n $r" "$BUILD_DIR/bin/shard-calibrate" -n "$r" --repeats "$REPEATS" --out "$TMP/r$r.json"
+  step "shard-calibrate -n $r" "$BUILD_DIR/bin/shard-calibrate" -n "$r" --repeats "$REPEATS" --bind-cores "$BIND" --out "$TMP/r$r.json"
   ((r < 2)) || fit "$r" "$TMP/r$r.json"
   PROFILES+=(--profile "$TMP/r$r.json")
 done
-step "shard-calibrate -n $N" "$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats "$REPEATS" \
+step "shard-calibrate -n $N" "$BUILD_DIR/bin/shard-calibrate" -n "$N" --repeats "$REPEATS" --bind-cores "$BIND" \
   --name "CPU 2-core (this development machine)" "${PROFILES[@]}" --out "$TMP/out.json"
 ((N < 2)) || fit "$N" "$TMP/out.json"
 trap '' TERM INT HUP # written whole: not "stopped ... not written" after it

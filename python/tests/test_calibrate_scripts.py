@@ -57,6 +57,14 @@ def test_calibrate_cpu_repeats_checked(calibrate_build):
         "calibrate_cpu.sh: --repeats needs a positive count, got '0'")
 
 
+def test_calibrate_cpu_bind_cores_checked(calibrate_build):
+    proc, _ = _run("calibrate_cpu.sh", "--bind-cores", "always",
+                   env={"BUILD_DIR": calibrate_build})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "calibrate_cpu.sh: --bind-cores needs 'auto' or 'none', got 'always'")
+
+
 @pytest.mark.parametrize("n", ["3", "6", "12"])
 def test_calibrate_cpu_ranks_checked_first(tmp_path, calibrate_build, n):
     """Not found by the last shard-calibrate run, after the runs of fewer
