@@ -124,9 +124,9 @@ file, character-level, and prints a sample of generated text at the end.
                        pin each to one, a pipeline replica's stages and
                        neighbouring data-parallel ranks on the same core
                        (hand-offs then switch ranks on a core instead of
-                       waking one on a busy core, and the step time no
-                       longer depends on where the scheduler put the
-                       ranks); none (default): leave placement to the
+                       waking one on a busy core, and which ranks share
+                       a core no longer depends on the scheduler);
+                       none (default): leave placement to the
                        scheduler. Plan with a cluster file calibrated the
                        same way (shard-calibrate --bind-cores)
   --comm-thread on|off one communication thread per rank makes every MPI

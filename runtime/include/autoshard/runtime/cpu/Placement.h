@@ -2,8 +2,8 @@
 //
 // Pins ranks that outnumber the node's cores, one core each, so that ranks
 // which hand work to each other (a pipeline replica's stages, neighbouring
-// data-parallel ranks) share a core and the step time no longer depends on
-// where the scheduler put them (docs/cpu-backend.md, "Core placement").
+// data-parallel ranks) share a core, whichever way the scheduler would
+// have placed them (docs/cpu-backend.md, "Core placement").
 //
 //===----------------------------------------------------------------------===//
 #ifndef AUTOSHARD_RUNTIME_CPU_PLACEMENT_H
