@@ -138,56 +138,6 @@ std::string describeRef(const PipelineSchedule &schedule, OpRef ref) {
 } // namespace
 
 namespace {
-/// Fills `result`'s bubble fractions from its busy times and makespan, and
-/// the blocked ops and deadlock report of the ranks whose program did not
-/// finish (`next[r]`: rank r's first op not run; `done`: which ran).
-void summarize(const PipelineSchedule &schedule, const OpIndex &index,
-               const std::vector<int64_t> &next,
-               const std::vector<std::vector<char>> &done,
-               SimulationResult &result) {
-  const int64_t p = schedule.rankOrders.size();
-  double busy = 0, idle = 0;
-  for (int64_t r = 0; r < p; ++r) {
-    busy += result.busy[r];
-    idle += result.makespan - result.busy[r];
-  }
-  result.idleOverBusy = busy > 0 ? idle / busy : 0;
-  result.idleOverMakespan =
-      result.makespan > 0 ? idle / (p * result.makespan) : 0;
-
-  for (int64_t r = 0; r < p; ++r) {
-    const auto &order = schedule.rankOrders[r];
-    if (next[r] == static_cast<int64_t>(order.size()))
-      continue;
-    BlockedOp blocked{r, next[r], order[next[r]], ""};
-    for (const DataPred &pred :
-         dataPredecessors(index, blocked.op, schedule.numStages)) {
-      if (!pred.at) {
-        blocked.waitsFor = pred.name + ", which no rank runs";
-        break;
-      }
-      if (!done[pred.at->first][pred.at->second]) {
-        blocked.waitsFor = describeRef(schedule, *pred.at) + ", not run";
-        break;
-      }
-    }
-    result.blocked.push_back(std::move(blocked));
-  }
-  result.deadlocked = !result.blocked.empty();
-  if (result.deadlocked) {
-    std::string report = "deadlock:";
-    for (const BlockedOp &blocked : result.blocked)
-      report += " rank " + std::to_string(blocked.rank) + " blocked at op #" +
-                std::to_string(blocked.index) + " " + formatOp(blocked.op) +
-                ", waiting for " + blocked.waitsFor + ";";
-    if (std::optional<DependencyCycle> cycle = findDependencyCycle(schedule))
-      report += " dependency cycle: " + cycle->description;
-    else
-      report.pop_back();
-    result.deadlockReport = report;
-  }
-}
-
 /// Peak in-flight activations per rank, in program order (static).
 std::vector<int64_t> peakActivationsOf(const PipelineSchedule &schedule) {
   std::vector<int64_t> peak(schedule.rankOrders.size(), 0);
@@ -204,82 +154,146 @@ std::vector<int64_t> peakActivationsOf(const PipelineSchedule &schedule) {
   return peak;
 }
 
-SimulationResult simulateOnce(const PipelineSchedule &schedule,
-                              const SimulationOptions &options,
-                              const std::vector<double> &speeds) {
+/// What both simulations track: which ops ran and when, each rank's next
+/// op, and the result they fill.
+struct Progress {
+  const PipelineSchedule &schedule;
+  const SimulationOptions &options;
+  const int64_t p;
+  OpIndex index;
   SimulationResult result;
-  int64_t p = schedule.rankOrders.size();
-  OpIndex index(schedule);
-  auto costOf = [&](const PipelineOp &op) {
+  std::vector<std::vector<char>> done;
+  std::vector<std::vector<double>> endTime;
+  std::vector<int64_t> next;
+  std::vector<double> rankFree;
+
+  Progress(const PipelineSchedule &schedule, const SimulationOptions &options)
+      : schedule(schedule), options(options), p(schedule.rankOrders.size()),
+        index(schedule), done(p), endTime(p), next(p, 0), rankFree(p, 0) {
+    for (int64_t r = 0; r < p; ++r) {
+      done[r].assign(schedule.rankOrders[r].size(), 0);
+      endTime[r].assign(schedule.rankOrders[r].size(), 0);
+    }
+    result.peakActivations = peakActivationsOf(schedule);
+    result.busy.assign(p, 0);
+    result.running.assign(p, 0);
+    result.timeline.assign(p, {});
+  }
+
+  double costOf(const PipelineOp &op) const {
     if (op.stage >= 0 &&
         op.stage < static_cast<int64_t>(options.stageCosts.size()))
       return options.stageCosts[op.stage].of(op.kind);
     return options.costs.of(op.kind);
-  };
-
-  result.peakActivations = peakActivationsOf(schedule);
-
-  std::vector<std::vector<char>> done(p);
-  std::vector<std::vector<double>> endTime(p);
-  for (int64_t r = 0; r < p; ++r) {
-    done[r].assign(schedule.rankOrders[r].size(), 0);
-    endTime[r].assign(schedule.rankOrders[r].size(), 0);
   }
-  std::vector<int64_t> next(p, 0);
-  std::vector<double> rankFree(p, 0);
-  result.busy.assign(p, 0);
-  result.running.assign(p, 0);
-  result.timeline.assign(p, {});
-  // When rank r's head op may start: after its rank's previous op and each
-  // data predecessor's arrival; none while a predecessor has not run.
-  auto readyAt = [&](int64_t r) -> std::optional<double> {
-    const auto &order = schedule.rankOrders[r];
-    if (next[r] >= static_cast<int64_t>(order.size()))
+  const PipelineOp &head(int64_t r) const {
+    return schedule.rankOrders[r][size_t(next[r])];
+  }
+
+  /// When rank r's head op has its rank free and all its data (a transfer
+  /// from another rank arrives p2pLatency after its op), and whether r
+  /// was already waiting for some of it; nothing while a predecessor has
+  /// not run or r has no op left.
+  std::optional<std::pair<double, bool>> dataAt(int64_t r) const {
+    if (next[r] >= static_cast<int64_t>(schedule.rankOrders[r].size()))
       return std::nullopt;
-    double start = rankFree[r];
+    double at = rankFree[r];
+    bool waited = false;
     for (const DataPred &pred :
-         dataPredecessors(index, order[next[r]], schedule.numStages)) {
+         dataPredecessors(index, head(r), schedule.numStages)) {
       if (!pred.at || !done[pred.at->first][pred.at->second])
         return std::nullopt;
-      auto [from, at] = *pred.at;
-      double arrival = endTime[from][at];
+      auto [from, i] = *pred.at;
+      double arrival = endTime[from][i];
       if (from != r) {
         arrival += options.p2pLatency;
-        // A receiver already waiting runs only when woken.
-        if (arrival > rankFree[r])
-          arrival += options.wakeupLatency;
+        waited |= arrival > rankFree[r];
       }
-      start = std::max(start, arrival);
+      at = std::max(at, arrival);
     }
-    return start;
-  };
-  auto finish = [&](int64_t r, double start, double end) {
-    const PipelineOp &op = schedule.rankOrders[r][next[r]];
-    done[r][next[r]] = 1;
-    endTime[r][next[r]] = end;
+    return std::make_pair(at, waited);
+  }
+
+  /// Records rank r's head op as run from `start` to `end`.
+  void finish(int64_t r, double start, double end) {
+    const PipelineOp &op = head(r);
+    done[r][size_t(next[r])] = 1;
+    endTime[r][size_t(next[r])] = end;
     rankFree[r] = end;
     result.busy[r] += costOf(op);
     result.running[r] += end - start;
     result.timeline[r].push_back({op, start, end});
     result.makespan = std::max(result.makespan, end);
     ++next[r];
-  };
+  }
 
-  // List scheduling: run every rank's head op as soon as its predecessors
-  // are done, until no rank can move.
+  /// Fills the bubble fractions from the busy times and makespan, and the
+  /// blocked ops and deadlock report of the ranks whose program did not
+  /// finish; returns the result.
+  SimulationResult summarize() {
+    double busy = 0, idle = 0;
+    for (int64_t r = 0; r < p; ++r) {
+      busy += result.busy[r];
+      idle += result.makespan - result.busy[r];
+    }
+    result.idleOverBusy = busy > 0 ? idle / busy : 0;
+    result.idleOverMakespan =
+        result.makespan > 0 ? idle / (p * result.makespan) : 0;
+
+    for (int64_t r = 0; r < p; ++r) {
+      const auto &order = schedule.rankOrders[r];
+      if (next[r] == static_cast<int64_t>(order.size()))
+        continue;
+      BlockedOp blocked{r, next[r], order[next[r]], ""};
+      for (const DataPred &pred :
+           dataPredecessors(index, blocked.op, schedule.numStages)) {
+        if (!pred.at) {
+          blocked.waitsFor = pred.name + ", which no rank runs";
+          break;
+        }
+        if (!done[pred.at->first][pred.at->second]) {
+          blocked.waitsFor = describeRef(schedule, *pred.at) + ", not run";
+          break;
+        }
+      }
+      result.blocked.push_back(std::move(blocked));
+    }
+    result.deadlocked = !result.blocked.empty();
+    if (result.deadlocked) {
+      std::string report = "deadlock:";
+      for (const BlockedOp &blocked : result.blocked)
+        report += " rank " + std::to_string(blocked.rank) + " blocked at op #" +
+                  std::to_string(blocked.index) + " " + formatOp(blocked.op) +
+                  ", waiting for " + blocked.waitsFor + ";";
+      if (std::optional<DependencyCycle> cycle = findDependencyCycle(schedule))
+        report += " dependency cycle: " + cycle->description;
+      else
+        report.pop_back();
+      result.deadlockReport = report;
+    }
+    return std::move(result);
+  }
+};
+
+SimulationResult simulateOnce(const PipelineSchedule &schedule,
+                              const SimulationOptions &options,
+                              const std::vector<double> &speeds) {
+  Progress run(schedule, options);
+  // List scheduling: run every rank's head op as soon as its rank is free
+  // and its data is there (a receiver already waiting runs only when
+  // woken), until no rank can move.
   bool progress = true;
   while (progress) {
     progress = false;
-    for (int64_t r = 0; r < p; ++r)
-      while (std::optional<double> start = readyAt(r)) {
-        finish(r, *start,
-               *start + costOf(schedule.rankOrders[r][next[r]]) / speeds[r]);
+    for (int64_t r = 0; r < run.p; ++r)
+      while (std::optional<std::pair<double, bool>> ready = run.dataAt(r)) {
+        double start =
+            ready->first + (ready->second ? options.wakeupLatency : 0);
+        run.finish(r, start, start + run.costOf(run.head(r)) / speeds[r]);
         progress = true;
       }
   }
-
-  summarize(schedule, index, next, done, result);
-  return result;
+  return run.summarize();
 }
 
 /// simulateSchedule for ranks pinned to cores (ProcessorSharing::pinned):
@@ -293,61 +307,22 @@ SimulationResult simulateOnce(const PipelineSchedule &schedule,
 SimulationResult simulatePinned(const PipelineSchedule &schedule,
                                 const SimulationOptions &options) {
   const ProcessorSharing &share = options.sharing;
-  SimulationResult result;
-  const int64_t p = schedule.rankOrders.size();
-  OpIndex index(schedule);
-  auto costOf = [&](const PipelineOp &op) {
-    if (op.stage >= 0 &&
-        op.stage < static_cast<int64_t>(options.stageCosts.size()))
-      return options.stageCosts[op.stage].of(op.kind);
-    return options.costs.of(op.kind);
-  };
-  result.peakActivations = peakActivationsOf(schedule);
-  std::vector<std::vector<char>> done(p);
-  std::vector<std::vector<double>> endTime(p);
-  for (int64_t r = 0; r < p; ++r) {
-    done[r].assign(schedule.rankOrders[r].size(), 0);
-    endTime[r].assign(schedule.rankOrders[r].size(), 0);
-  }
-  std::vector<int64_t> next(p, 0);
-  std::vector<double> rankFree(p, 0), remaining(p, 0), startedAt(p, 0);
+  Progress run(schedule, options);
+  const int64_t p = run.p;
+  std::vector<double> remaining(p, 0), startedAt(p, 0);
   std::vector<char> running(p, 0);
   // A rank woken late: when it may start its head op (-1: not decided).
   std::vector<double> wakesAt(p, -1);
-  result.busy.assign(p, 0);
-  result.running.assign(p, 0);
-  result.timeline.assign(p, {});
   auto coreOf = [&](int64_t r) {
     // A rank coreOf does not name runs on a core of its own.
     return r < int64_t(share.coreOf.size()) ? share.coreOf[size_t(r)] : -1 - r;
   };
-  // When rank r's head op's data is all there (and whether r was already
-  // waiting for it), or nothing while a predecessor has not run.
-  auto dataAt = [&](int64_t r) -> std::optional<std::pair<double, bool>> {
-    const auto &order = schedule.rankOrders[r];
-    if (next[r] >= int64_t(order.size()))
-      return std::nullopt;
-    double at = rankFree[r];
-    bool waited = false;
-    for (const DataPred &pred :
-         dataPredecessors(index, order[size_t(next[r])], schedule.numStages)) {
-      if (!pred.at || !done[pred.at->first][pred.at->second])
-        return std::nullopt;
-      auto [from, i] = *pred.at;
-      double arrival = endTime[from][i];
-      if (from != r) {
-        arrival += options.p2pLatency;
-        waited |= arrival > rankFree[r];
-      }
-      at = std::max(at, arrival);
-    }
-    return std::make_pair(at, waited);
-  };
-  auto coreBusy = [&](int64_t r) {
+  // Of rank r's core, how many ranks (r included when it runs) run.
+  auto runningOn = [&](int64_t r) {
+    int64_t n = 0;
     for (int64_t q = 0; q < p; ++q)
-      if (q != r && running[q] && coreOf(q) == coreOf(r))
-        return true;
-    return false;
+      n += running[q] && coreOf(q) == coreOf(r);
+    return n;
   };
   double now = 0;
   for (;;) {
@@ -357,18 +332,18 @@ SimulationResult simulatePinned(const PipelineSchedule &schedule,
     auto tryStart = [&](int64_t r, bool receivers) {
       if (running[r])
         return false;
-      std::optional<std::pair<double, bool>> ready = dataAt(r);
+      std::optional<std::pair<double, bool>> ready = run.dataAt(r);
       if (!ready || ready->first > now + 1e-15 || ready->second != receivers)
         return false;
       if (wakesAt[r] < 0)
         wakesAt[r] =
-            receivers && coreBusy(r) ? now + options.wakeupLatency : now;
+            receivers && runningOn(r) > 0 ? now + options.wakeupLatency : now;
       if (wakesAt[r] > now + 1e-15)
         return false;
       running[r] = 1;
       wakesAt[r] = -1;
       startedAt[r] = now;
-      remaining[r] = costOf(schedule.rankOrders[r][size_t(next[r])]);
+      remaining[r] = run.costOf(run.head(r));
       return true;
     };
     for (bool started = true; started;) {
@@ -379,14 +354,9 @@ SimulationResult simulatePinned(const PipelineSchedule &schedule,
     }
     // Rates under the current sharing of each core.
     std::vector<double> rate(p, 0);
-    for (int64_t r = 0; r < p; ++r) {
-      if (!running[r])
-        continue;
-      int64_t n = 0;
-      for (int64_t q = 0; q < p; ++q)
-        n += running[q] && coreOf(q) == coreOf(r);
-      rate[r] = share.ranksPerCore / (share.copies * double(n));
-    }
+    for (int64_t r = 0; r < p; ++r)
+      if (running[r])
+        rate[r] = share.ranksPerCore / (share.copies * double(runningOn(r)));
     // The next event: an op ends, data arrives, a woken rank starts.
     double step = std::numeric_limits<double>::infinity();
     for (int64_t r = 0; r < p; ++r) {
@@ -396,7 +366,7 @@ SimulationResult simulatePinned(const PipelineSchedule &schedule,
       }
       if (wakesAt[r] >= 0)
         step = std::min(step, wakesAt[r] - now);
-      else if (std::optional<std::pair<double, bool>> ready = dataAt(r))
+      else if (std::optional<std::pair<double, bool>> ready = run.dataAt(r))
         step = std::min(step, ready->first - now);
     }
     if (!std::isfinite(step))
@@ -407,24 +377,13 @@ SimulationResult simulatePinned(const PipelineSchedule &schedule,
       if (!running[r])
         continue;
       remaining[r] -= rate[r] * step;
-      if (remaining[r] >
-          1e-12 *
-              std::max(1.0, costOf(schedule.rankOrders[r][size_t(next[r])])))
+      if (remaining[r] > 1e-12 * std::max(1.0, run.costOf(run.head(r))))
         continue;
-      const PipelineOp &op = schedule.rankOrders[r][size_t(next[r])];
       running[r] = 0;
-      done[r][size_t(next[r])] = 1;
-      endTime[r][size_t(next[r])] = now;
-      rankFree[r] = now;
-      result.busy[r] += costOf(op);
-      result.running[r] += now - startedAt[r];
-      result.timeline[r].push_back({op, startedAt[r], now});
-      result.makespan = std::max(result.makespan, now);
-      ++next[r];
+      run.finish(r, startedAt[r], now);
     }
   }
-  summarize(schedule, index, next, done, result);
-  return result;
+  return run.summarize();
 }
 } // namespace
 

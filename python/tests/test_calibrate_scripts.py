@@ -49,20 +49,17 @@ def test_calibrate_cpu_out_checked_first(tmp_path, calibrate_build, out,
     assert list(tmp_path.iterdir()) == []
 
 
-def test_calibrate_cpu_repeats_checked(calibrate_build):
-    proc, _ = _run("calibrate_cpu.sh", "--repeats", "0",
+@pytest.mark.parametrize("option, value, message", [
+    ("--repeats", "0", "--repeats needs a positive count, got '0'"),
+    ("--bind-cores", "always",
+     "--bind-cores needs 'auto' or 'none', got 'always'"),
+])
+def test_calibrate_cpu_option_values_checked(calibrate_build, option, value,
+                                             message):
+    proc, _ = _run("calibrate_cpu.sh", option, value,
                    env={"BUILD_DIR": calibrate_build})
     assert proc.returncode == 2
-    assert proc.stderr.strip() == (
-        "calibrate_cpu.sh: --repeats needs a positive count, got '0'")
-
-
-def test_calibrate_cpu_bind_cores_checked(calibrate_build):
-    proc, _ = _run("calibrate_cpu.sh", "--bind-cores", "always",
-                   env={"BUILD_DIR": calibrate_build})
-    assert proc.returncode == 2
-    assert proc.stderr.strip() == (
-        "calibrate_cpu.sh: --bind-cores needs 'auto' or 'none', got 'always'")
+    assert proc.stderr.strip() == f"calibrate_cpu.sh: {message}"
 
 
 @pytest.mark.parametrize("n", ["3", "6", "12"])
