@@ -441,10 +441,9 @@ def main():
         recorded_worlds = {int(k.split("/")[0]) for k in recorded
                            if k.split("/")[0].isdigit()}
         plans = [(m, p) for m, p in plans if world_of(p) in recorded_worlds]
-    # A replay predicts the earlier run's other measured rows too (the
-    # search's choices of a --with-choice run), so that a change to the
-    # cost model is checked against the plans the search picked.
-    if args.replay:
+        # The earlier run's other measured rows too (the search's choices
+        # of a --with-choice run), so that a change to the cost model is
+        # checked against the plans the search picked.
         listed = {(m, canonical(p)) for m, p in plans}
         for (m, p), r in earlier.items():
             if r.get("measured_s") is None or (m, canonical(p)) in listed \

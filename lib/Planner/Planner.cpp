@@ -1767,7 +1767,10 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
   // node more than every rank running).
   auto fastestSimulated = [](const Estimate &e) {
     const Candidate &p = e.plan;
-    if ((!sharingOf(e).shares() && !sharingOf(e).pinned()) || p.pp <= 1)
+    if (p.pp <= 1)
+      return e.stepTime;
+    pipeline::ProcessorSharing sharing = sharingOf(e);
+    if (!sharing.shares() && !sharing.pinned())
       return e.stepTime;
     double meanWork =
         double(p.mb) *
