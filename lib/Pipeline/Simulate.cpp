@@ -303,7 +303,7 @@ SimulationResult simulateOnce(const PipelineSchedule &schedule,
 /// node running, ranksPerCore to a core). A receiver that waits when its
 /// data arrives starts wakeupLatency later if another rank of its core is
 /// running then (that rank keeps the core to the end of its time slice),
-/// at once on an idle core.
+/// or as soon as no rank of its core runs; at once on an idle core.
 SimulationResult simulatePinned(const PipelineSchedule &schedule,
                                 const SimulationOptions &options) {
   const ProcessorSharing &share = options.sharing;
@@ -335,9 +335,13 @@ SimulationResult simulatePinned(const PipelineSchedule &schedule,
       std::optional<std::pair<double, bool>> ready = run.dataAt(r);
       if (!ready || ready->first > now + 1e-15 || ready->second != receivers)
         return false;
+      // Woken late only while its core stays busy: once no rank of the
+      // core runs, the scheduler runs the waiting rank at once.
+      const bool busy = runningOn(r) > 0;
       if (wakesAt[r] < 0)
-        wakesAt[r] =
-            receivers && runningOn(r) > 0 ? now + options.wakeupLatency : now;
+        wakesAt[r] = receivers && busy ? now + options.wakeupLatency : now;
+      else if (!busy)
+        wakesAt[r] = now;
       if (wakesAt[r] > now + 1e-15)
         return false;
       running[r] = 1;

@@ -298,10 +298,11 @@ TEST(SimulateTest, PinnedCoresRunAReplicaAsOneCoreWould) {
       EXPECT_NEAR(apart.timeline[r][i].start, alone.timeline[r][i].start, 1e-9);
 }
 
-TEST(SimulateTest, PinnedWakeupOnlyWhenTheCoreIsBusy) {
+TEST(SimulateTest, PinnedWakeupOnlyWhileTheCoreIsBusy) {
   // p = 2, m = 2, GPipe on one core (2 ranks to it): 1F0 waits for 0F0,
   // which rank 0 follows with 0F1 on the same core, so 1F0 is woken late
-  // (0.25); so is 0B0 after 1B0, as rank 1 goes on with 1B1.
+  // (0.25); so is 0B0 after 1B0, as rank 1 goes on with 1B1. A wake-up
+  // never waits past the moment its core goes idle.
   PipelineSchedule schedule = build(ScheduleKind::GPipe, 2, 2);
   SimulationOptions pinned;
   pinned.sharing.coreOf = {0, 0};
@@ -315,6 +316,15 @@ TEST(SimulateTest, PinnedWakeupOnlyWhenTheCoreIsBusy) {
   EXPECT_EQ(sim.timeline[1][2].op, (PipelineOp{Kind::B, 1, 0}));
   EXPECT_NEAR(sim.timeline[0][2].start, sim.timeline[1][2].end + 0.25, 1e-12);
   EXPECT_NEAR(sim.timeline[1][3].start, sim.timeline[1][2].end, 1e-12);
+  // A latency longer than the sender's remaining work ends when the core
+  // goes idle: rank 0 waits for 1B1 after 0F1, and 1F0 starts then, not
+  // 10 after 0F0.
+  pinned.wakeupLatency = 10;
+  SimulationResult idle = simulateSchedule(schedule, pinned);
+  ASSERT_FALSE(idle.deadlocked) << idle.deadlockReport;
+  EXPECT_EQ(idle.timeline[0][1].op, (PipelineOp{Kind::F, 0, 1}));
+  EXPECT_NEAR(idle.timeline[1][0].start, idle.timeline[0][1].end, 1e-12);
+  EXPECT_NEAR(idle.timeline[1][0].start, 1.0, 1e-12);
   // Apart (a core each), nothing else runs on the receiver's core: no
   // latency anywhere.
   pinned.sharing.coreOf = {0, 1};

@@ -3,11 +3,15 @@
 // call (one layer's backward), or before its first use if that comes
 // first; each all-gather starts one call before its use (a prefetch);
 // nothing to overlap leaves it blocking; groups over pp are left alone;
-// `kinds` restricts the kinds moved.
-// RUN: shard-opt --dist-overlap-collectives -split-input-file %s | FileCheck %s
-// RUN: shard-opt --dist-overlap-collectives="overlap-calls=2" -split-input-file %s | FileCheck %s --check-prefix=TWO
+// `kinds` restricts the kinds moved. A latency-bound collective (result of
+// at most `latency-bound-bytes`) is waited for at its first use only: the
+// small tensors here are bounded with latency-bound-bytes=0, except in the
+// LAT run.
+// RUN: shard-opt --dist-overlap-collectives="latency-bound-bytes=0" -split-input-file %s | FileCheck %s
+// RUN: shard-opt --dist-overlap-collectives="overlap-calls=2 latency-bound-bytes=0" -split-input-file %s | FileCheck %s --check-prefix=TWO
+// RUN: shard-opt --dist-overlap-collectives -split-input-file %s | FileCheck %s --check-prefix=LAT
 // RUN: not shard-opt --dist-overlap-collectives="overlap-calls=0" %s -split-input-file 2>&1 | FileCheck %s --check-prefix=ERR
-// RUN: shard-opt --dist-overlap-collectives="kinds=all_reduce,reduce_scatter" -split-input-file %s | FileCheck %s --check-prefix=KINDS
+// RUN: shard-opt --dist-overlap-collectives="kinds=all_reduce,reduce_scatter latency-bound-bytes=0" -split-input-file %s | FileCheck %s --check-prefix=KINDS
 // RUN: not shard-opt --dist-overlap-collectives="kinds=broadcast" %s -split-input-file 2>&1 | FileCheck %s --check-prefix=BADKIND
 // BADKIND: dist-overlap-collectives: kinds lists 'broadcast'; expected all_reduce, reduce_scatter, all_gather or all_to_all
 // nanoGPT through the whole pipeline: test/Models/Dist/dist-overlap-collectives.mlir.
@@ -91,6 +95,48 @@ func.func @stage(%x: tensor<8xf32>, %loss: tensor<f32>) -> (!dist.async, !dist.a
   %s1 = dist.send_start %g#1 on @m axes = [pp] peer = 0 : tensor<8xf32> -> !dist.async
   %s2 = dist.send_start %l on @m axes = [pp] peer = 0 : tensor<f32> -> !dist.async
   return %s0, %s1, %s2 : !dist.async, !dist.async, !dist.async
+}
+
+// A last stage with two layers: the loss all-reduce over dp is latency-bound
+// (4 bytes), so its wait goes to its first use, after both layers and the
+// boundary gradient's send; bounded (latency-bound-bytes=0), it is waited
+// for after the first layer, before the send its neighbour waits for. The
+// gradient all-reduce of 64 bytes is latency-bound too at the default.
+// CHECK-LABEL: func.func @two_layer_stage(
+// CHECK: %[[L:.*]] = dist.all_reduce_start %arg1 on @m axes = [dp]
+// CHECK-NEXT: %[[G1:.*]]:2 = call @layer
+// CHECK-NEXT: %[[R:.*]] = dist.wait %[[L]]
+// CHECK-NEXT: %[[G0:.*]]:2 = call @layer
+// CHECK-NEXT: dist.send_start %[[G0]]#0 on @m axes = [pp] peer = 0
+// LAT-LABEL: func.func @two_layer_stage(
+// LAT: %[[L:.*]] = dist.all_reduce_start %arg1 on @m axes = [dp]
+// LAT-NEXT: %[[G1:.*]]:2 = call @layer
+// LAT-NEXT: %[[G0:.*]]:2 = call @layer
+// LAT-NEXT: %[[S:.*]] = dist.send_start %[[G0]]#0 on @m axes = [pp] peer = 0
+// LAT-NEXT: %[[R:.*]] = dist.wait %[[L]]
+// LAT-NEXT: dist.send_start %[[R]] on @m axes = [pp] peer = 0
+// LAT-LABEL: func.func @big(
+// LAT: dist.all_reduce_start
+// LAT-NEXT: call @big_layer
+// LAT-NEXT: dist.wait
+func.func @two_layer_stage(%x: tensor<8xf32>, %loss: tensor<f32>) -> (!dist.async, !dist.async) {
+  %l = dist.all_reduce %loss on @m axes = [dp] reduction = sum : tensor<f32> -> tensor<f32>
+  %g1:2 = call @layer(%x) : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %g0:2 = call @layer(%g1#0) : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %s0 = dist.send_start %g0#0 on @m axes = [pp] peer = 0 : tensor<8xf32> -> !dist.async
+  %s1 = dist.send_start %l on @m axes = [pp] peer = 0 : tensor<f32> -> !dist.async
+  return %s0, %s1 : !dist.async, !dist.async
+}
+
+// Over latency-bound-bytes (16385 floats: 64 KiB + 4 bytes): bounded by
+// overlap-calls as before.
+func.func private @big_layer(%x: tensor<16385xf32>) -> tensor<16385xf32>
+func.func @big(%x: tensor<16385xf32>) -> tensor<16385xf32> {
+  %a = dist.all_reduce %x on @m axes = [dp] reduction = sum : tensor<16385xf32> -> tensor<16385xf32>
+  %y = call @big_layer(%x) : (tensor<16385xf32>) -> tensor<16385xf32>
+  %z = call @big_layer(%y) : (tensor<16385xf32>) -> tensor<16385xf32>
+  %s = tfm.add %z, %a : (tensor<16385xf32>, tensor<16385xf32>) -> tensor<16385xf32>
+  return %s : tensor<16385xf32>
 }
 
 // -----

@@ -221,13 +221,16 @@ struct DistOverlapCollectivesPass
     Operation *waitBefore = nullptr;
     int64_t calls = 0;
     bool work = false;
+    // A latency-bound collective (a loss, a norm's bias gradients) holds
+    // no memory worth bounding: it is waited for at its first use only.
+    const bool bounded = !isLatencyBound(result);
     for (Operation *it = op->getNextNode(); it; it = it->getNextNode()) {
       if (it == firstUse || it->hasTrait<OpTrait::IsTerminator>()) {
         waitBefore = it;
         break;
       }
       work |= isCompute(*it);
-      if (isa<CallOpInterface>(it) && ++calls == overlapCalls) {
+      if (bounded && isa<CallOpInterface>(it) && ++calls == overlapCalls) {
         waitBefore = it->getNextNode();
         break;
       }
@@ -253,6 +256,16 @@ struct DistOverlapCollectivesPass
     op->erase();
     ++numAsync;
     return start;
+  }
+
+  /// Whether `value`'s bytes are known and at most latency-bound-bytes.
+  bool isLatencyBound(Value value) const {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || !type.hasStaticShape() ||
+        !type.getElementType().isIntOrFloat())
+      return false;
+    int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+    return type.getNumElements() * ((bits + 7) / 8) <= latencyBoundBytes;
   }
 
   SmallVector<CommKind> selected;

@@ -762,7 +762,14 @@ def DistOverlapCollectives
        land right before `dist.send_start`s (a pipeline stage sending what
        that call computed) goes after them, so that the neighbour stage
        does not wait for this group's collective (the loss all-reduce over
-       dp before the last microbatch's gradient send, issue 21).
+       dp before the last microbatch's gradient send, issue 21). A
+       latency-bound collective (result of at most `latency-bound-bytes`:
+       a loss, a final norm's weight gradient) has no such bound: it is
+       waited for right before its first use, since keeping it in flight
+       holds no memory, and an early wait would put its group's slowest
+       member on the critical path (the last pipeline stage waited for the
+       loss all-reduce over dp between its layers' backward, before the
+       boundary gradient send its neighbour stage waits for).
 
     Collectives keep their program order among themselves where they land
     at the same place. With microbatches (`mb > 1`) tfm-autodiff adds each
@@ -803,6 +810,10 @@ def DistOverlapCollectives
   let options = [
     Option<"overlapCalls", "overlap-calls", "int64_t", /*default=*/"1",
            "Calls (layers) a collective may run behind before its wait">,
+    Option<"latencyBoundBytes", "latency-bound-bytes", "int64_t",
+           /*default=*/"65536",
+           "Collectives of at most this many result bytes are waited for "
+           "at their first use, not bounded by overlap-calls">,
     ListOption<"kinds", "kinds", "std::string",
                "Collective kinds started early (all_reduce, reduce_scatter, "
                "all_gather, all_to_all; default: all four)",
