@@ -574,6 +574,26 @@ double p2pTime(const Cluster &c, const Candidate &plan, double boundaryBytes) {
                                              boundaryBytes, 2, intra ? 2 : 1);
 }
 
+double pipelineTailTime(const Cluster &c, const Candidate &plan,
+                        double tiedGradBytes) {
+  if (plan.pp <= 1)
+    return 0;
+  // Stage neighbours are dp*cp*tp ranks apart (p2pTime); so are the
+  // members of a pp group, as many to a node as fit.
+  const int64_t stride = plan.dp * plan.cp * plan.tp;
+  const int64_t perNode = std::clamp<int64_t>(
+      c.gpusPerNode / std::max<int64_t>(1, stride), 1, plan.pp);
+  const int64_t pairPerNode = std::min<int64_t>(perNode, 2);
+  const double scalar = 4;
+  double t =
+      collectiveTime(c, CollectiveKind::P2P, scalar, 2, pairPerNode) +
+      collectiveTime(c, CollectiveKind::AllReduce, scalar, plan.pp, perNode);
+  const bool oneRankHoldsBothEnds = plan.schedule == "zb-v";
+  if (tiedGradBytes > 0 && !oneRankHoldsBothEnds)
+    t += collectiveTime(c, CollectiveKind::P2P, tiedGradBytes, 2, pairPerNode);
+  return t;
+}
+
 double gradientAccumulationTime(const Cluster &c, double elements,
                                 double tensors, int64_t microbatches,
                                 double gradBytes) {

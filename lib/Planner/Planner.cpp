@@ -1300,7 +1300,11 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   e.dpCollectives = shards.denseCollectives;
   e.epComm = mb * shards.layersPerRank * epLayerComm;
   e.optimizer = optimizerTime(c, plan, shards);
-  e.stepTime = pipeTime + e.dpComm + e.optimizer;
+  e.tailComm = pipelineTailTime(
+      c, plan,
+      gradElementBytes(c, m.elementBytes) *
+          std::max(0.0, prof.preParams + prof.postParams - prof.otherParams));
+  e.stepTime = pipeTime + e.dpComm + e.tailComm + e.optimizer;
   e.compute =
       mb * (F + B + pipe.extra) - mb * (shards.layersPerRank * layer.comm +
                                         (p == 1 ? ends.comm : 0) + zero3Comm);
@@ -1776,7 +1780,7 @@ SearchResult search(const Cluster &c, const ModelInfo &m,
         double(p.mb) *
         (double(p.vpp) * (e.tF + e.tI + e.tW) +
          (e.firstF + e.firstB + e.lastF + e.lastB) / double(p.pp));
-    return std::min(e.stepTime, e.dpComm + e.optimizer + meanWork);
+    return std::min(e.stepTime, e.dpComm + e.tailComm + e.optimizer + meanWork);
   };
   std::stable_sort(fitting.begin(), fitting.end(),
                    [&](const Estimate &a, const Estimate &b) {
@@ -2193,8 +2197,14 @@ std::string chromeTrace(const Estimate &e) {
     pipeEnd = sim.makespan;
   }
   for (int64_t r = 0; r < p.pp; ++r) {
-    slice("dp grad sync (exposed)", r, pipeEnd, pipeEnd + e.dpComm);
-    slice("optimizer", r, pipeEnd + e.dpComm, pipeEnd + e.dpComm + e.optimizer);
+    double at = pipeEnd;
+    slice("dp grad sync (exposed)", r, at, at + e.dpComm);
+    at += e.dpComm;
+    if (e.tailComm > 0) {
+      slice("pipeline tail syncs", r, at, at + e.tailComm);
+      at += e.tailComm;
+    }
+    slice("optimizer", r, at, at + e.optimizer);
   }
   json::Object root{{"traceEvents", std::move(events)},
                     {"displayTimeUnit", "ms"},

@@ -295,6 +295,18 @@ double gradientAccumulationTime(const Cluster &cluster, double elements,
 double p2pTime(const Cluster &cluster, const Candidate &plan,
                double boundaryBytes);
 
+/// Seconds of a pipeline step's closing synchronisations, which
+/// dist-pipeline-split's tails run after the last backward and the
+/// data-parallel reduction, each waiting for the one before: the first
+/// stage sends the tied embedding's reduced gradient (`tiedGradBytes` per
+/// rank; 0 when the model does not tie it or, as under ZB-V, one rank
+/// runs the first and the last stage) to the last stage, the last stage
+/// sends the loss to the other stages, and the stages all-reduce the
+/// gradient norm's partial sums (4 bytes) over pp. Not overlapped (nothing
+/// is left to run beside them). Zero for pp = 1.
+double pipelineTailTime(const Cluster &cluster, const Candidate &plan,
+                        double tiedGradBytes);
+
 /// The closed-form pipeline time of one step (algorithms.md §1.3) from a
 /// rank's v chunks per microbatch: F = v·tF, I = v·tI, W = v·tW, B = I + W.
 /// `extra`: the first/last stage's non-layer work (all of it for pp = 1,

@@ -669,6 +669,9 @@ struct Estimate {
   /// Extra time on the first and last stages (embedding, LM head).
   double firstF = 0, firstB = 0, lastF = 0, lastB = 0;
   double dpComm = 0;
+  /// The pipeline's closing synchronisations (pipelineTailTime; in
+  /// exposedComm), seconds; 0 for pp = 1.
+  double tailComm = 0;
   /// The data-parallel collectives as the compiled program forms them
   /// (ParameterShards::denseCollectives; empty when not scored so).
   std::vector<GradientCollective> dpCollectives;

@@ -30,7 +30,7 @@
 // SEARCH-NEXT: tp=1 pp=1 cp=2 communication: step {{.*}} (+11.8%)
 // SEARCH-NEXT: tp=2+sp pp=1 cp=1 communication: step {{.*}} (+14.1%)
 // SEARCH-NEXT: tp=2 pp=1 cp=1 compute {{.*}} (+16.9%)
-// SEARCH-NEXT: tp=1 pp=2 cp=1 bubble: step {{.*}} (+20.4%)
+// SEARCH-NEXT: tp=1 pp=2 cp=1 bubble: step {{.*}} (+21.8%)
 // 8 of the compilations under cp=2 (gradients in the static frame).
 // SEARCH: search: 82 candidates (82 fit), 1 simulated, 20 block compilations
 

@@ -28,9 +28,9 @@
 // PP: sections candidates predicted-step
 // PP: bars candidate-time kind=time bars=1
 // PP-NEXT:   bar 0: compute {{(exposed )?}}bubbletime optimizer
-// PP: timeline timeline-predicted kind=predicted lanes=2 units=20 bubbles={{[0-9]+}} arrows=8
-// PP-NEXT:   lane 0: 10 units (B=4 F=4 comm=1 other=1)
-// PP-NEXT:   lane 1: 10 units (B=4 F=4 comm=1 other=1)
+// PP: timeline timeline-predicted kind=predicted lanes=2 units=22 bubbles={{[0-9]+}} arrows=8
+// PP-NEXT:   lane 0: 11 units (B=4 F=4 comm=1 other=2)
+// PP-NEXT:   lane 1: 11 units (B=4 F=4 comm=1 other=2)
 
 // A format it does not write is an error naming it.
 // RUN: not shard-opt %t.model.mlir --dist-auto-plan="cluster=%autoshard_src/configs/clusters/cpu-2core.json gpus=4 format=pdf" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
