@@ -87,6 +87,29 @@ TEST(PipelineTerm, InFlightLayersOfTheFirstRank) {
   EXPECT_DOUBLE_EQ(inflightLayers(plan, 16), 16);
 }
 
+TEST(PipelineTerm, TailSynchronisations) {
+  // pp = 2 with neighbours 4 ranks apart inside a node: the loss (4 bytes)
+  // to the first stage, the norm's all-reduce over the 2 stages, and the
+  // tied embedding's gradient (1e6 bytes) back to the last stage; none of
+  // them overlapped (overlap.p2p applies to the steady state only).
+  Cluster c = testCluster();
+  c.p2pOverlap = 0.5;
+  c.collectiveLatency = 2e-6;
+  Candidate plan;
+  plan.pp = 2, plan.dp = 2, plan.tp = 2;
+  const double loss = collectiveTime(c, CollectiveKind::P2P, 4, 2, 2);
+  const double norm = collectiveTime(c, CollectiveKind::AllReduce, 4, 2, 2);
+  const double tied = collectiveTime(c, CollectiveKind::P2P, 1e6, 2, 2);
+  EXPECT_DOUBLE_EQ(pipelineTailTime(c, plan, 0), loss + norm);
+  EXPECT_DOUBLE_EQ(pipelineTailTime(c, plan, 1e6), loss + norm + tied);
+  EXPECT_GT(tied, loss);
+  // ZB-V runs the first and the last stage on one rank: nothing to send.
+  plan.schedule = "zb-v";
+  EXPECT_DOUBLE_EQ(pipelineTailTime(c, plan, 1e6), loss + norm);
+  plan.pp = 1;
+  EXPECT_DOUBLE_EQ(pipelineTailTime(c, plan, 1e6), 0);
+}
+
 TEST(PipelineTerm, P2PLinkAndOverlap) {
   Cluster c = testCluster();
   c.p2pOverlap = 0.5;
