@@ -11,6 +11,8 @@
 // RUN: shard-opt --dist-overlap-collectives="overlap-calls=2 latency-bound-bytes=0" -split-input-file %s | FileCheck %s --check-prefix=TWO
 // RUN: shard-opt --dist-overlap-collectives -split-input-file %s | FileCheck %s --check-prefix=LAT
 // RUN: not shard-opt --dist-overlap-collectives="overlap-calls=0" %s -split-input-file 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: not shard-opt --dist-overlap-collectives="latency-bound-bytes=-1" %s -split-input-file 2>&1 | FileCheck %s --check-prefix=NEGBYTES
+// NEGBYTES: dist-overlap-collectives: latency-bound-bytes must be >= 0, found -1
 // RUN: shard-opt --dist-overlap-collectives="kinds=all_reduce,reduce_scatter latency-bound-bytes=0" -split-input-file %s | FileCheck %s --check-prefix=KINDS
 // RUN: not shard-opt --dist-overlap-collectives="kinds=broadcast" %s -split-input-file 2>&1 | FileCheck %s --check-prefix=BADKIND
 // BADKIND: dist-overlap-collectives: kinds lists 'broadcast'; expected all_reduce, reduce_scatter, all_gather or all_to_all

@@ -108,6 +108,13 @@ struct DistOverlapCollectivesPass
           << static_cast<int64_t>(overlapCalls);
       return signalPassFailure();
     }
+    if (latencyBoundBytes < 0) {
+      getOperation().emitError()
+          << "dist-overlap-collectives: latency-bound-bytes must be >= 0, "
+             "found "
+          << static_cast<int64_t>(latencyBoundBytes);
+      return signalPassFailure();
+    }
     selected.clear();
     if (kinds.empty())
       selected = {CommKind::AllReduce, CommKind::ReduceScatter,
