@@ -1300,10 +1300,13 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   e.dpCollectives = shards.denseCollectives;
   e.epComm = mb * shards.layersPerRank * epLayerComm;
   e.optimizer = optimizerTime(c, plan, shards);
-  e.tailComm = pipelineTailTime(
-      c, plan,
+  // The tied embedding's reduced gradient as the first stage holds it:
+  // its dp shard under ZeRO (reduce-scattered), else whole.
+  const double tiedGradBytes =
       gradElementBytes(c, m.elementBytes) *
-          std::max(0.0, prof.preParams + prof.postParams - prof.otherParams));
+      std::max(0.0, prof.preParams + prof.postParams - prof.otherParams) /
+      double(plan.zero >= 1 ? std::max<int64_t>(1, shards.dpGroup) : 1);
+  e.tailComm = pipelineTailTime(c, plan, tiedGradBytes);
   e.stepTime = pipeTime + e.dpComm + e.tailComm + e.optimizer;
   e.compute =
       mb * (F + B + pipe.extra) - mb * (shards.layersPerRank * layer.comm +

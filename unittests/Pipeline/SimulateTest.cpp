@@ -317,7 +317,7 @@ TEST(SimulateTest, PinnedWakeupOnlyWhileTheCoreIsBusy) {
   EXPECT_NEAR(sim.timeline[0][2].start, sim.timeline[1][2].end + 0.25, 1e-12);
   EXPECT_NEAR(sim.timeline[1][3].start, sim.timeline[1][2].end, 1e-12);
   // A latency longer than the sender's remaining work ends when the core
-  // goes idle: rank 0 waits for 1B1 after 0F1, and 1F0 starts then, not
+  // goes idle: rank 0 waits for 1B0 after 0F1, and 1F0 starts then, not
   // 10 after 0F0.
   pinned.wakeupLatency = 10;
   SimulationResult idle = simulateSchedule(schedule, pinned);

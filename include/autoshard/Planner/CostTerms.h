@@ -297,13 +297,16 @@ double p2pTime(const Cluster &cluster, const Candidate &plan,
 
 /// Seconds of a pipeline step's closing synchronisations, which
 /// dist-pipeline-split's tails run after the last backward and the
-/// data-parallel reduction, each waiting for the one before: the first
-/// stage sends the tied embedding's reduced gradient (`tiedGradBytes` per
-/// rank; 0 when the model does not tie it or, as under ZB-V, one rank
-/// runs the first and the last stage) to the last stage, the last stage
-/// sends the loss to the other stages, and the stages all-reduce the
-/// gradient norm's partial sums (4 bytes) over pp. Not overlapped (nothing
-/// is left to run beside them). Zero for pp = 1.
+/// data-parallel reduction: the first stage sends the tied embedding's
+/// reduced gradient (`tiedGradBytes`, the message as the rank holds it:
+/// its dp shard under ZeRO; 0 when the model does not tie it or, as under
+/// ZB-V, one rank runs the first and the last stage) to the last stage,
+/// the last stage sends the loss to the other stages (in parallel: one
+/// p2p), and the stages all-reduce the gradient norm's partial sums (4
+/// bytes) over pp. Summed and not overlapped: nothing is left to run
+/// beside them, and the norm's all-reduce waits for both (at pp > 2 the
+/// compiled tails may take the loss before the tied gradient; the sum is
+/// then an upper bound). Zero for pp = 1.
 double pipelineTailTime(const Cluster &cluster, const Candidate &plan,
                         double tiedGradBytes);
 
