@@ -144,8 +144,8 @@ def test_auto_plan_report_in_chromium(shard_opt, tmp_path):
     shot = os.path.join(_artifacts(tmp_path), "auto-plan-pp2.png")
     lines = _check_page(chromium, page, tmp_path, shot, "1300,1000")
     # The predicted step: 2 pipeline ranks, 4 microbatches x (F, B), then the
-    # gradient sync and the optimizer on each.
-    assert any(l.startswith("timeline timeline-predicted kind=predicted lanes=2 units=20 ")
+    # gradient sync, the pipeline tail syncs and the optimizer on each.
+    assert any(l.startswith("timeline timeline-predicted kind=predicted lanes=2 units=22 ")
                for l in lines), lines
-    assert "body data-drawn-units=20" in lines, lines
+    assert "body data-drawn-units=22" in lines, lines
     assert "bars candidate-time kind=time bars=1" in lines
