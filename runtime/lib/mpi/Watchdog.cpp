@@ -395,7 +395,7 @@ std::string Watchdog::expire(const OpInfo &op, double waitedS) {
       send(r, kVerdict, v);
     size_t acks = 0;
     Clock::time_point told = Clock::now();
-    while (acks < answers.size() && since(told) < 2.0) {
+    while (acks < answers.size() && since(told) < kVerdictAckWaitS) {
       for (const Message &m : receive()) {
         if (m.tag == kAck)
           ++acks;

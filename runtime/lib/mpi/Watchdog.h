@@ -98,9 +98,15 @@ public:
   /// Whether a check() has thrown: the watchdog gave up, or another rank's
   /// verdict ended a wait. Then CommWorld::abort waits a moment
   /// (kAbortPauseS), so that every rank that reports can say its line
-  /// before the first MPI_Abort ends them all.
+  /// before the first MPI_Abort ends them all: longer than the rank that
+  /// gave up first waits for its verdict's acknowledgements
+  /// (kVerdictAckWaitS), which a rank busy in its own diagnosis sends
+  /// late, so that rank says its line before an acknowledging rank aborts
+  /// the job (CI saw rank 1 end the job 1 s after its verdict while rank
+  /// 3, its originator, still waited for rank 0's acknowledgement).
   bool gaveUp() const { return expired.load(); }
-  static constexpr double kAbortPauseS = 1.0;
+  static constexpr double kVerdictAckWaitS = 2.0;
+  static constexpr double kAbortPauseS = kVerdictAckWaitS + 1.0;
 
 private:
   struct Message {
