@@ -1303,8 +1303,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
   // The tied embedding's reduced gradient as the first stage holds it:
   // its dp shard under ZeRO (reduce-scattered), else whole.
   const double tiedGradBytes =
-      gradElementBytes(c, m.elementBytes) *
-      std::max(0.0, prof.preParams + prof.postParams - prof.otherParams) /
+      gradElementBytes(c, m.elementBytes) * prof.tiedParams() /
       double(plan.zero >= 1 ? std::max<int64_t>(1, shards.dpGroup) : 1);
   e.tailComm = pipelineTailTime(c, plan, tiedGradBytes);
   e.stepTime = pipeTime + e.dpComm + e.tailComm + e.optimizer;
@@ -1407,9 +1406,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
         prof.preParams + prof.postParams > 0) {
       dyn.firstRootBytes = prof.preParams * m.elementBytes;
       dyn.lastRootBytes = prof.postParams * m.elementBytes;
-      dyn.sharedRootBytes =
-          std::max(0.0, prof.preParams + prof.postParams - prof.otherParams) *
-          m.elementBytes;
+      dyn.sharedRootBytes = prof.tiedParams() * m.elementBytes;
     }
     dyn.stages = p;
     dyn.vpp = v;
@@ -1436,8 +1433,7 @@ Estimate evaluate(const Cluster &c, const ModelInfo &m,
     dyn.layerWeightGradBytes =
         prof.layerParams * gradElementBytes(c, m.elementBytes);
     const double g = gradElementBytes(c, m.elementBytes);
-    dyn.tiedGradBytes =
-        g * std::max(0.0, prof.preParams + prof.postParams - prof.otherParams);
+    dyn.tiedGradBytes = g * prof.tiedParams();
     dyn.embeddingGradBytes =
         g * std::max(0.0, prof.preParams - frameProf.preGradSliced);
     dyn.headOnlyGradBytes = g * prof.headOnlyParams;

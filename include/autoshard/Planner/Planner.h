@@ -16,6 +16,7 @@
 
 #include "autoshard/Planner/Cluster.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -399,6 +400,10 @@ struct LocalProfile {
   /// tied embedding: both), and those only the head reads: what a
   /// pipeline's first and last stage hold (static memory plan).
   double preParams = 0, postParams = 0, headOnlyParams = 0;
+  /// Of those, the elements both ends read (a tied embedding; 0 untied).
+  double tiedParams() const {
+    return std::max(0.0, preParams + postParams - otherParams);
+  }
   /// Of otherParams, preParams and postParams, the elements by which the
   /// gradients as the backward produces them per rank (what the microbatch
   /// sums accumulate; the optimizer's gradient before the collectives that

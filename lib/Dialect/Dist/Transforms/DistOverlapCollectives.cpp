@@ -15,6 +15,7 @@
 
 #include "autoshard/Dialect/Dist/IR/DistOps.h"
 #include "autoshard/Dialect/Dist/Transforms/Passes.h"
+#include "autoshard/Dialect/Tfm/IR/TfmInterfaces.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -268,11 +269,9 @@ struct DistOverlapCollectivesPass
   /// Whether `value`'s bytes are known and at most latency-bound-bytes.
   bool isLatencyBound(Value value) const {
     auto type = dyn_cast<RankedTensorType>(value.getType());
-    if (!type || !type.hasStaticShape() ||
-        !type.getElementType().isIntOrFloat())
-      return false;
-    int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-    return type.getNumElements() * ((bits + 7) / 8) <= latencyBoundBytes;
+    return type && type.hasStaticShape() &&
+           type.getElementType().isIntOrFloat() &&
+           tfm::tensorBytes(type) <= double(latencyBoundBytes);
   }
 
   SmallVector<CommKind> selected;
